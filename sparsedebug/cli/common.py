@@ -1,0 +1,74 @@
+"""What every command shares: options, consoles, JSON output and the error contract.
+
+Exit codes: 0 ok, 1 a check failed (drift, gate), 2 bad input or usage. A
+``UserError`` becomes its message on stderr and exit 2, with no traceback.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, ParamSpec, TypeVar
+
+import typer
+from pydantic import BaseModel
+from rich.console import Console
+
+from sparsedebug.errors import UserError
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+EXIT_OK = 0
+EXIT_CHECK_FAILED = 1
+EXIT_BAD_INPUT = 2
+
+JsonOption = Annotated[
+    bool, typer.Option("--json", help="Print machine-readable JSON on stdout and nothing else there.")
+]
+OutputOption = Annotated[
+    Path | None, typer.Option("--output", "-o", help="Write the record here (.yaml/.yml for YAML, else JSON); atomic.")
+]
+
+
+def console() -> Console:
+    """Console for people (stdout). Width follows $COLUMNS, which tests pin."""
+    return Console(highlight=False)
+
+
+def err_console() -> Console:
+    """Console for diagnostics (stderr)."""
+    return Console(stderr=True, highlight=False)
+
+
+def emit_json(data: Any) -> None:
+    """Print JSON to stdout: a pydantic record, a list of them, or plain data."""
+    typer.echo(json.dumps(to_jsonable(data), indent=2))
+
+
+def to_jsonable(data: Any) -> Any:
+    """Turn records (and lists/dicts of records) into plain JSON data."""
+    if isinstance(data, BaseModel):
+        return data.model_dump(mode="json")
+    if isinstance(data, list | tuple):
+        return [to_jsonable(item) for item in data]
+    if isinstance(data, dict):
+        return {str(key): to_jsonable(value) for key, value in data.items()}
+    return data
+
+
+def handle_errors(func: Callable[P, R]) -> Callable[P, R]:
+    """Decorate a command so a ``UserError`` prints one clean message and exits 2."""
+
+    @functools.wraps(func)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return func(*args, **kwargs)
+        except UserError as exc:
+            for line in str(exc).splitlines() or ["error"]:
+                typer.echo(f"error: {line}", err=True)
+            raise typer.Exit(EXIT_BAD_INPUT) from None
+
+    return wrapper

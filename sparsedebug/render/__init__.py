@@ -1,0 +1,1 @@
+"""Renderers: pure functions from records to rich tables or text."""
