@@ -1,0 +1,199 @@
+"""Per-row N:M layout: compressed values plus compact index metadata.
+
+This is what sparse tensor cores execute: every row keeps ``N`` values out of
+each group of ``M`` consecutive inputs, stored densely as ``values`` of shape
+``(rows, K*N/M)``, plus, for each kept value, its position inside its group.
+Positions are bit-packed like the hardware stores them: 2 bits for M <= 4 (so
+2:4 costs 2 bits per kept value), 1 bit for M = 2, 4 bits for M <= 16; never
+more than one uint8 per kept value.
+
+The product ``W @ X`` (``X`` of shape ``(K, T)``) walks the rows in tiles:
+each tile's metadata is unpacked, its values are scattered into a scratch
+buffer and one BLAS call multiplies it. The scratch buffer lives only for the
+call; no dense copy of the weights is kept between calls. On a CPU this does the
+dense amount of arithmetic (the per-row index choice defeats BLAS otherwise), so
+it is the correctness and precision reference, not the fast path: see
+``sparsedebug.kernels.vnm`` for the layout that skips the pruned work.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from pydantic import BaseModel, ConfigDict
+
+from sparsedebug.errors import UserError
+from sparsedebug.kernels.masks import Pattern, check_nm, check_weight, nm_choice
+from sparsedebug.kernels.precision import Precision, check_precision, compute_dtype, round_input
+
+TILE_ELEMENTS = 1 << 20
+"""Dense elements per scratch tile of the per-row product (4 MiB in fp32)."""
+
+
+class Footprint(BaseModel):
+    """Bytes a layout stores: values, index metadata, and the dense equivalent."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    value_bytes: int
+    metadata_bytes: int
+    dense_bytes: int
+
+    @property
+    def total_bytes(self) -> int:
+        """Values plus metadata."""
+        return self.value_bytes + self.metadata_bytes
+
+    @property
+    def ratio(self) -> float:
+        """Stored bytes over dense bytes (below 1 means smaller)."""
+        return self.total_bytes / self.dense_bytes
+
+
+def index_bits(m: int) -> int:
+    """Bits per stored in-group position: 1 for M=2, 2 for M<=4, 4 for M<=16."""
+    if m <= 2:
+        return 1
+    if m <= 4:
+        return 2
+    if m <= 16:
+        return 4
+    return 8
+
+
+def pack_indices(indices: npt.NDArray[np.uint8], bits: int) -> npt.NDArray[np.uint8]:
+    """Bit-pack the last axis of ``indices`` (values < 2**bits), little end first, per leading row."""
+    per_byte = 8 // bits
+    lead, count = indices.shape
+    padded_count = -(-count // per_byte) * per_byte
+    padded = np.zeros((lead, padded_count), dtype=np.uint8)
+    padded[:, :count] = indices
+    lanes = padded.reshape(lead, padded_count // per_byte, per_byte)
+    shifts = (np.arange(per_byte, dtype=np.uint8) * bits).astype(np.uint8)
+    packed = np.bitwise_or.reduce(lanes << shifts, axis=2)
+    return packed.astype(np.uint8)
+
+
+def unpack_indices(packed: npt.NDArray[np.uint8], bits: int, count: int) -> npt.NDArray[np.uint8]:
+    """Inverse of :func:`pack_indices`: ``(lead, count)`` uint8 positions."""
+    per_byte = 8 // bits
+    shifts = (np.arange(per_byte, dtype=np.uint8) * bits).astype(np.uint8)
+    mask = np.uint8((1 << bits) - 1)
+    lanes = (packed[:, :, None] >> shifts) & mask
+    flat: npt.NDArray[np.uint8] = lanes.reshape(packed.shape[0], -1)[:, :count]
+    return flat
+
+
+def check_x(x: Any, k: int, what: str = "x") -> npt.NDArray[Any]:
+    """Validate activations: 2-D ``(K, T)`` floating, finite, ``K`` matching the weight."""
+    arr = np.asarray(x)
+    if arr.ndim != 2:
+        raise UserError(f"{what}: expected a 2-D (K, tokens) matrix, got {arr.ndim}-D shape {tuple(arr.shape)}")
+    if not np.issubdtype(arr.dtype, np.floating):
+        raise UserError(f"{what}: dtype {arr.dtype} is not a floating type")
+    if arr.shape[0] != k:
+        raise UserError(f"{what}: has {arr.shape[0]} rows but the weight has K={k} inputs")
+    if arr.shape[1] == 0:
+        raise UserError(f"{what}: no tokens (shape {tuple(arr.shape)})")
+    if not np.isfinite(arr).all():
+        raise UserError(f"{what}: NaN or inf value(s) in the activations")
+    return arr
+
+
+def _values_dtype(dtype: np.dtype[Any]) -> type[np.floating[Any]]:
+    return np.float64 if dtype == np.float64 else np.float32
+
+
+class NMWeight:
+    """A weight in per-row ``N:M`` form: ``values (rows, K*N/M)`` + packed positions."""
+
+    def __init__(self, values: npt.NDArray[Any], metadata: npt.NDArray[np.uint8], k: int, n: int, m: int) -> None:
+        """Wrap already compressed arrays; prefer :meth:`compress`."""
+        check_nm(n, m)
+        rows, kept = values.shape
+        if k % m != 0 or kept != k // m * n:
+            raise UserError(f"values: shape {values.shape} does not fit K={k} with pattern {n}:{m}")
+        self.values = values
+        self.metadata = metadata
+        self.n = n
+        self.m = m
+        self._shape = (rows, k)
+
+    @classmethod
+    def compress(cls, weight: Any, n: int, m: int, scores: Any = None) -> NMWeight:
+        """Prune ``weight`` (out, in) to ``n:m`` by magnitude (or ``scores``) and compress it.
+
+        An already compliant weight round-trips exactly: :meth:`decompress` gives it back.
+        """
+        arr = check_weight(weight, m)
+        choice = nm_choice(arr, n, m, scores)
+        rows, k = arr.shape
+        groups = k // m
+        values = np.take_along_axis(arr.reshape(rows, groups, m), choice.astype(np.intp), axis=2)
+        values = np.ascontiguousarray(values.reshape(rows, groups * n), dtype=_values_dtype(arr.dtype))
+        metadata = pack_indices(choice.reshape(rows, groups * n), index_bits(m))
+        return cls(values, metadata, k, n, m)
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """Dense shape ``(out, in)``."""
+        return self._shape
+
+    @property
+    def pattern(self) -> Pattern:
+        """The ``N:M`` pattern."""
+        return Pattern(n=self.n, m=self.m)
+
+    def positions(self, start: int = 0, stop: int | None = None) -> npt.NDArray[np.uint8]:
+        """Unpacked in-group positions of rows ``start:stop``, shape ``(rows, K/M, N)``."""
+        packed = self.metadata[start:stop]
+        kept = self.values.shape[1]
+        flat = unpack_indices(packed, index_bits(self.m), kept)
+        return flat.reshape(packed.shape[0], kept // self.n, self.n)
+
+    def _scatter(self, out: npt.NDArray[Any], start: int, stop: int, values: npt.NDArray[Any]) -> None:
+        """Write rows ``start:stop`` densely into the zeroed ``out`` (shape ``(stop-start, K)``)."""
+        rows = stop - start
+        k = self._shape[1]
+        groups = k // self.m
+        pos = self.positions(start, stop).astype(np.intp)
+        base = (np.arange(rows, dtype=np.intp) * k)[:, None, None] + (np.arange(groups, dtype=np.intp) * self.m)[None, :, None]
+        np.put(out, base + pos, values[start:stop])
+
+    def decompress(self) -> npt.NDArray[Any]:
+        """The dense masked weight, exactly (same values, zeros elsewhere)."""
+        out = np.zeros(self._shape, dtype=self.values.dtype)
+        self._scatter(out, 0, self._shape[0], self.values)
+        return out
+
+    def matmul(self, x: Any, precision: Precision = "fp32") -> npt.NDArray[Any]:
+        """``W @ x`` for ``x`` of shape ``(K, T)``, operands rounded per ``precision``.
+
+        Accumulates in fp32 (fp64 for ``"fp64"``). Returns ``(out, T)`` in the compute dtype.
+        """
+        check_precision(precision)
+        rows, k = self._shape
+        xr = np.ascontiguousarray(round_input(check_x(x, k), precision))
+        dtype = compute_dtype(precision)
+        values = self.values if self.values.dtype == dtype and precision in ("fp32", "fp64") else round_input(self.values, precision)
+        out = np.empty((rows, xr.shape[1]), dtype=dtype)
+        tile = max(1, min(rows, TILE_ELEMENTS // k))
+        scratch = np.empty((tile, k), dtype=dtype)
+        for start in range(0, rows, tile):
+            stop = min(rows, start + tile)
+            dense = scratch[: stop - start]
+            dense.fill(0)
+            self._scatter(dense, start, stop, values)
+            np.matmul(dense, xr, out=out[start:stop])
+        return out
+
+    def footprint(self) -> Footprint:
+        """Bytes of values, of packed metadata, and of the dense equivalent (same dtype)."""
+        itemsize = self.values.dtype.itemsize
+        return Footprint(
+            value_bytes=int(self.values.nbytes),
+            metadata_bytes=int(self.metadata.nbytes),
+            dense_bytes=int(self._shape[0] * self._shape[1] * itemsize),
+        )

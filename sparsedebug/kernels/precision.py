@@ -1,0 +1,131 @@
+"""Precision emulation for the built-in kernels, and the error bounds that follow from it.
+
+Sparse tensor cores read fp16/bf16 inputs and accumulate in fp32. The kernels
+emulate that by rounding both operands to the input format, then computing the
+product in fp32. ``fp32`` computes in fp32 throughout, ``fp64`` in fp64.
+
+Error bound (Higham, inner products): with input unit roundoff ``u_in``,
+accumulation unit roundoff ``u_acc`` and reduction length ``k``, every output
+element satisfies::
+
+    |Y - Y_ref| <= rtol * (|W| @ |X|) + atol * (rowsum|W| + colsum|X|)
+
+where ``Y_ref`` is the fp64 product of the unrounded operands,
+``rtol = 2*u_in + u_in**2 + gamma_k(u_acc) + gamma_k(2**-53)`` (both operands
+rounded, then ``k``-term accumulation; the last term covers the fp64 reference
+itself), ``gamma_k(u) = k*u / (1 - k*u)``, and ``atol`` covers inputs that round
+into the subnormal range (half the smallest subnormal step of the input format,
+times ``1 + rtol``). The bound holds for any summation order BLAS picks.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, NamedTuple, get_args
+
+import numpy as np
+import numpy.typing as npt
+
+from sparsedebug.errors import UserError
+
+Precision = Literal["fp64", "fp32", "fp16", "bf16"]
+PRECISIONS: tuple[str, ...] = get_args(Precision)
+
+_UNIT_ROUNDOFF: dict[str, float] = {
+    "fp64": 2.0**-53,
+    "fp32": 2.0**-24,
+    "fp16": 2.0**-11,
+    "bf16": 2.0**-8,
+}
+# Half the spacing of subnormals: the largest absolute rounding error of a tiny input.
+_SUBNORMAL_HALF_STEP: dict[str, float] = {
+    "fp64": 2.0**-1075,
+    "fp32": 2.0**-150,
+    "fp16": 2.0**-25,
+    "bf16": 2.0**-134,
+}
+
+
+def check_precision(precision: str) -> Precision:
+    """Return ``precision`` if it is one of fp64/fp32/fp16/bf16, else raise ``UserError``."""
+    if precision not in PRECISIONS:
+        raise UserError(f"precision {precision!r}: expected one of {', '.join(PRECISIONS)}")
+    return precision  # type: ignore[return-value]
+
+
+def compute_dtype(precision: Precision) -> type[np.floating[Any]]:
+    """The numpy dtype products are accumulated in: float64 for fp64, else float32."""
+    return np.float64 if precision == "fp64" else np.float32
+
+
+def unit_roundoff(precision: Precision) -> float:
+    """Unit roundoff of the input format (fp64: 2^-53, fp32: 2^-24, fp16: 2^-11, bf16: 2^-8)."""
+    return _UNIT_ROUNDOFF[check_precision(precision)]
+
+
+def round_bf16(x: npt.ArrayLike) -> npt.NDArray[np.float32]:
+    """Round to bfloat16 (round to nearest, ties to even, on the fp32 bit pattern); return fp32.
+
+    Finite values that round past the bf16 maximum become inf, as in hardware;
+    NaN stays NaN.
+    """
+    f32 = np.ascontiguousarray(x, dtype=np.float32)
+    bits = f32.view(np.uint32)
+    lsb = (bits >> np.uint32(16)) & np.uint32(1)
+    rounded = (bits + (np.uint32(0x7FFF) + lsb)) & np.uint32(0xFFFF0000)
+    out = rounded.view(np.float32)
+    nan = np.isnan(f32)
+    if nan.any():
+        out = np.where(nan, np.float32(np.nan), out)
+    return out
+
+
+def round_input(x: npt.ArrayLike, precision: Precision) -> npt.NDArray[Any]:
+    """Round an operand to the input format of ``precision``, returned in the compute dtype.
+
+    fp16 and bf16 come back as float32 holding exactly representable fp16/bf16
+    values (ready for fp32 accumulation); fp32 as float32; fp64 as float64.
+    """
+    check_precision(precision)
+    if precision == "fp64":
+        return np.asarray(x, dtype=np.float64)
+    if precision == "fp32":
+        return np.asarray(x, dtype=np.float32)
+    if precision == "fp16":
+        with np.errstate(over="ignore"):
+            return np.asarray(x, dtype=np.float32).astype(np.float16).astype(np.float32)
+    return round_bf16(x)
+
+
+def gamma(k: int, u: float) -> float:
+    """``gamma_k = k*u / (1 - k*u)``, the classic bound factor for a k-term sum."""
+    ku = k * u
+    if ku >= 1.0:
+        return float("inf")
+    return ku / (1.0 - ku)
+
+
+class Tolerance(NamedTuple):
+    """Error bound factors: ``|Y - Y_ref| <= rtol*(|W|@|X|) + atol*(rowsum|W| + colsum|X|)``."""
+
+    rtol: float
+    atol: float
+
+
+def matmul_tolerance(precision: Precision, k: int) -> Tolerance:
+    """Bound factors for a product with reduction length ``k`` under ``precision`` (see module doc)."""
+    u_in = unit_roundoff(precision)
+    if precision == "fp64":
+        u_in = 0.0  # inputs are already fp64 (fp32/fp16 inputs convert exactly)
+    u_acc = _UNIT_ROUNDOFF["fp64" if precision == "fp64" else "fp32"]
+    rtol = 2.0 * u_in + u_in * u_in + gamma(k, u_acc) + gamma(k, _UNIT_ROUNDOFF["fp64"])
+    atol = _SUBNORMAL_HALF_STEP[precision] * (1.0 + rtol) * 2.0
+    return Tolerance(rtol=rtol, atol=atol)
+
+
+def error_bound(weight: npt.ArrayLike, x: npt.ArrayLike, precision: Precision) -> npt.NDArray[np.float64]:
+    """Elementwise bound on ``|W @ X - fp64 reference|`` for ``precision`` (shape ``(out, T)``)."""
+    w = np.abs(np.asarray(weight, dtype=np.float64))
+    a = np.abs(np.asarray(x, dtype=np.float64))
+    tol = matmul_tolerance(precision, w.shape[1])
+    bound: npt.NDArray[np.float64] = tol.rtol * (w @ a) + tol.atol * (w.sum(axis=1)[:, None] + a.sum(axis=0)[None, :])
+    return bound

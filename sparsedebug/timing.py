@@ -1,0 +1,41 @@
+"""The interleaved-rounds timing harness.
+
+Variants are timed round-robin in one process (A B C ... A B C ...), so slow
+drift of the machine (clock changes, other processes, thermal state) hits every
+variant alike and their ratios stay fair. Raw samples are returned; summarise
+them with medians and tails (:mod:`sparsedebug.stats`), never a mean.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+
+from sparsedebug.errors import UserError
+
+
+def interleaved(variants: Mapping[str, Callable[[], object]], rounds: int, warmup: int = 1) -> dict[str, list[float]]:
+    """Time each variant once per round, in order, for ``rounds`` rounds; samples in ms.
+
+    ``warmup`` untimed rounds run first (caches, lazy allocation, BLAS thread
+    start-up). Returns ``{name: [ms per round]}`` with ``rounds`` samples each,
+    measured with ``time.perf_counter``.
+    """
+    if rounds < 1:
+        raise UserError(f"rounds={rounds}: need at least 1 timed round")
+    if warmup < 0:
+        raise UserError(f"warmup={warmup}: cannot be negative")
+    if not variants:
+        raise UserError("nothing to time: no variants given")
+    items = list(variants.items())
+    for _ in range(warmup):
+        for _, func in items:
+            func()
+    samples: dict[str, list[float]] = {name: [] for name, _ in items}
+    clock = time.perf_counter
+    for _ in range(rounds):
+        for name, func in items:
+            start = clock()
+            func()
+            samples[name].append((clock() - start) * 1000.0)
+    return samples
