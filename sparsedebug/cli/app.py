@@ -6,6 +6,7 @@ import typer
 
 from sparsedebug import __version__
 from sparsedebug.cli import freeze
+from sparsedebug.cli import playbook
 
 app = typer.Typer(
     name="sparsedebug",
@@ -34,6 +35,7 @@ def _root(
 
 
 freeze.register(app)
+playbook.register(app)
 
 
 def main() -> None:
