@@ -242,6 +242,14 @@ class ScheduleStage(Record):
     kernel_wait_ms: float | None = Field(None, description="Idle time between kernels not explained by the host.")
     threads: int | None = None
     launches_per_iteration: int | None = None
+    layer_idle_samples_ms: dict[str, list[float]] = Field(
+        default_factory=dict,
+        description=(
+            "Per layer, per call: device idle time just before the layer's first kernel (the gap after the "
+            "previous kernel ended), when the source records it. With few iterations (a short trace), bisect "
+            "pools these per-call samples across identical layers to test the schedule stage."
+        ),
+    )
 
 
 class QualityDelta(Record):
