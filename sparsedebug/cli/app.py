@@ -6,6 +6,7 @@ import typer
 
 from sparsedebug import __version__
 from sparsedebug.cli import freeze
+from sparsedebug.cli import gate
 from sparsedebug.cli import playbook
 
 app = typer.Typer(
@@ -36,6 +37,7 @@ def _root(
 
 freeze.register(app)
 playbook.register(app)
+gate.register(app)
 
 
 def main() -> None:

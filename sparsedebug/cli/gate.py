@@ -1,0 +1,73 @@
+"""`sparsedebug gate`: thresholds from a policy on a baseline/candidate pair; the CI verdict."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from sparsedebug.cli.common import EXIT_CHECK_FAILED, JsonOption, console, emit_json, err_console, handle_errors
+from sparsedebug.errors import UserError
+from sparsedebug.inputs import describe_input, load_run
+from sparsedebug.io import atomic_write_text
+from sparsedebug.render.gate import gate_table
+from sparsedebug.report.gate import evaluate, load_policy, summary_markdown
+from sparsedebug.report.junit import junit_xml
+
+
+@handle_errors
+def gate(
+    baseline: Annotated[Path, typer.Argument(help="Baseline: run record (.json/.yaml), workload YAML (replayed) or PyTorch trace (imported).")],
+    candidate: Annotated[Path, typer.Argument(help="Candidate, same kinds as the baseline.")],
+    policy: Annotated[
+        Path | None, typer.Option("--policy", help="Gate policy YAML (see playbooks/gate-default.yaml); default: built in.")
+    ] = None,
+    junit: Annotated[Path | None, typer.Option("--junit", help="Write JUnit XML here (one testcase per threshold).")] = None,
+    summary: Annotated[
+        Path | None, typer.Option("--summary", help="Write a Markdown summary here (e.g. $GITHUB_STEP_SUMMARY).")
+    ] = None,
+    repeats: Annotated[
+        int | None, typer.Option("--repeats", min=1, help="Override the repeat count of workloads that get replayed.")
+    ] = None,
+    json_out: JsonOption = False,
+) -> None:
+    """Gate a candidate against a baseline on effective speedup, p99 latency, quality delta,
+    dense-fallback rate and precision drift.
+
+    A speed shortfall fails only when it is real: the candidate must be slower than
+    the target by more than the policy's factor AND a rank test must say so (asv
+    style; with too few samples for the test, the factor alone decides). A check
+    whose evidence is missing is skipped unless the policy says missing_evidence: fail.
+
+    Exit 0 when every check passes or is skipped, 1 when one fails, 2 on bad input.
+    """
+    pol = load_policy(policy)
+    for out_path in (junit, summary):
+        if out_path is not None and not (out_path.parent if str(out_path.parent) else Path(".")).is_dir():
+            raise UserError(f"{out_path}: output directory {out_path.parent} does not exist")
+    err = err_console()
+    runs = []
+    for path in (baseline, candidate):
+        with err.status(describe_input(path)):
+            runs.append(load_run(path, repeats=repeats))
+    result = evaluate(runs[0], runs[1], pol)
+    if junit is not None:
+        atomic_write_text(junit, junit_xml(result))
+    if summary is not None:
+        atomic_write_text(summary, summary_markdown(result))
+    if json_out:
+        emit_json(result)
+    else:
+        out = console()
+        out.print(gate_table(result))
+        for label, written in (("JUnit XML", junit), ("summary", summary)):
+            if written is not None:
+                out.print(f"wrote {label} {written}")
+    if not result.passed:
+        raise typer.Exit(EXIT_CHECK_FAILED)
+
+
+def register(app: typer.Typer) -> None:
+    """Add `gate` to the app."""
+    app.command("gate")(gate)

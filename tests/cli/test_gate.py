@@ -1,0 +1,76 @@
+"""`sparsedebug gate` through the CLI: exit codes, JUnit and summary files, bad input."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import yaml
+
+from sparsedebug.io import save_record
+from tests.conftest import assert_clean_error, invoke
+from tests.report.synth import dense_run, sparse_run
+
+
+def _pair(tmp_path: Path, **cand_kwargs: object) -> tuple[Path, Path]:
+    base = tmp_path / "base.json"
+    cand = tmp_path / "cand.yaml"
+    save_record(dense_run(5.0), base)
+    save_record(sparse_run(**cand_kwargs), cand)  # type: ignore[arg-type]
+    return base, cand
+
+
+def test_pass_exit_0_with_files(tmp_path: Path) -> None:
+    base, cand = _pair(tmp_path)
+    junit, summary = tmp_path / "g.xml", tmp_path / "g.md"
+    result = invoke(["gate", str(base), str(cand), "--junit", str(junit), "--summary", str(summary)])
+    assert result.exit_code == 0, result.stdout + result.stderr
+    assert "passed" in result.stdout
+    root = ET.parse(junit).getroot()
+    assert root.get("failures") == "0" and root.get("tests") == "5"
+    assert summary.read_text().startswith("## sparsedebug gate: passed")
+
+
+def test_fail_exit_1(tmp_path: Path) -> None:
+    base, cand = _pair(tmp_path, fallback=True, latency_ms=6.5)
+    result = invoke(["gate", str(base), str(cand), "--json"])
+    assert result.exit_code == 1
+    data = json.loads(result.stdout)
+    assert data["passed"] is False
+    failed = {c["id"] for c in data["checks"] if c["status"] == "fail"}
+    assert failed == {"effective_speedup", "p99_latency", "fallback_rate"}
+
+
+def test_policy_can_relax(tmp_path: Path) -> None:
+    base, cand = _pair(tmp_path, fallback=True)
+    policy = tmp_path / "p.yaml"
+    policy.write_text(yaml.safe_dump({"fallback_rate": {"max_rate": 0.5}}))
+    assert invoke(["gate", str(base), str(cand)]).exit_code == 1
+    assert invoke(["gate", str(base), str(cand), "--policy", str(policy)]).exit_code == 0
+
+
+def test_bad_inputs_exit_2(tmp_path: Path) -> None:
+    base, cand = _pair(tmp_path)
+    assert_clean_error(invoke(["gate", str(base), str(tmp_path / "nope.json")]), 2, "nope.json: file not found")
+    broken = tmp_path / "broken.json"
+    data = json.loads(base.read_text())
+    del data["outcome"]
+    broken.write_text(json.dumps(data))
+    assert_clean_error(invoke(["gate", str(base), str(broken)]), 2, "broken.json: outcome: missing field")
+    policy = tmp_path / "p.yaml"
+    policy.write_text("significance: {alpha: 3}\n")
+    assert_clean_error(invoke(["gate", str(base), str(cand), "--policy", str(policy)]), 2, "p.yaml: significance.alpha")
+    odd = tmp_path / "x.csv"
+    odd.write_text("a,b\n")
+    assert_clean_error(invoke(["gate", str(base), str(odd)]), 2, "x.csv: cannot tell what this is")
+    junit = tmp_path / "no" / "dir" / "g.xml"
+    assert_clean_error(invoke(["gate", str(base), str(cand), "--junit", str(junit)]), 2, "does not exist")
+    assert not junit.exists()
+
+
+def test_help() -> None:
+    result = invoke(["gate", "--help"])
+    assert result.exit_code == 0
+    for needle in ("--policy", "--junit", "--summary", "Exit 0"):
+        assert needle in result.stdout
