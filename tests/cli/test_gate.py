@@ -74,3 +74,20 @@ def test_help() -> None:
     assert result.exit_code == 0
     for needle in ("--policy", "--junit", "--summary", "Exit 0"):
         assert needle in result.stdout
+
+
+def test_h200_traces_fail_eager_and_pass_cuda_graph(tmp_path: Path, fixtures_dir: Path) -> None:
+    h200 = fixtures_dir / "h200"
+    dense = str(h200 / "trace_dense_T2048.json.gz")
+    junit = tmp_path / "eager.xml"
+    eager = invoke(["gate", dense, str(h200 / "trace_sparse_mlp_T2048.json.gz"), "--junit", str(junit)])
+    assert eager.exit_code == 1, eager.stdout + eager.stderr
+    cases = {c.get("name"): c for c in ET.parse(junit).getroot().iter("testcase")}
+    assert cases["effective_speedup"].find("failure") is not None
+    assert cases["p99_latency"].find("failure") is not None
+    # Traces carry no quality measurement: skipped, not silently passed.
+    assert cases["quality_delta"].find("skipped") is not None
+    junit2 = tmp_path / "graph.xml"
+    graph = invoke(["gate", dense, str(h200 / "trace_sparse_mlp_T2048_cudagraph.json.gz"), "--junit", str(junit2)])
+    assert graph.exit_code == 0, graph.stdout + graph.stderr
+    assert ET.parse(junit2).getroot().get("failures") == "0"
