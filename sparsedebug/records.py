@@ -242,6 +242,9 @@ class ScheduleStage(Record):
     kernel_wait_ms: float | None = Field(None, description="Idle time between kernels not explained by the host.")
     threads: int | None = None
     launches_per_iteration: int | None = None
+    dense_share: float | None = Field(
+        None, description="Fraction of busy time spent in layers that ran dense (non-linear ops included), median over iterations."
+    )
     layer_idle_samples_ms: dict[str, list[float]] = Field(
         default_factory=dict,
         description=(
