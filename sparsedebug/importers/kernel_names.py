@@ -80,10 +80,20 @@ def primary_class(classes: set[KernelClass] | frozenset[KernelClass]) -> KernelC
 
 
 def short_kernel_name(name: str, limit: int = 60) -> str:
-    """A readable short form of a templated kernel name (for tables only, never for matching)."""
-    text = name.removeprefix("void ")
-    for stop in ("<", "("):
-        cut = text.find(stop)
-        if cut > 0:
-            text = text[:cut]
+    """A readable short form of a templated kernel name (for tables only, never for matching).
+
+    Drops ``void``, the ``at::native::`` and anonymous namespaces and the argument
+    list, keeps the template arguments that tell kernels apart, then truncates.
+    """
+    text = name.removeprefix("void ").replace("at::native::", "").replace("(anonymous namespace)::", "")
+    depth = 0
+    for index, char in enumerate(text):
+        if char == "<":
+            depth += 1
+        elif char == ">":
+            depth -= 1
+        elif char == "(" and depth == 0 and index > 0:
+            text = text[:index]
+            break
+    text = text.strip()
     return text if len(text) <= limit else text[: limit - 1] + "…"

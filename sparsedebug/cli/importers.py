@@ -1,0 +1,192 @@
+"""`sparsedebug import trace|ncu|smi|trtlog` and `sparsedebug fallbacks`: real accelerator artifacts in."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from sparsedebug.cli.common import EXIT_CHECK_FAILED, JsonOption, OutputOption, console, emit_json, handle_errors
+from sparsedebug.errors import UserError
+from sparsedebug.importers.fallback import compare_paths
+from sparsedebug.importers.ncu import load_ncu
+from sparsedebug.importers.nvidia_smi import load_smi
+from sparsedebug.importers.tensorrt_log import load_trt_log
+from sparsedebug.importers.torch_trace import analyze_trace
+from sparsedebug.io import load_record, save_record
+from sparsedebug.records import RunRecord
+from sparsedebug.render.importers import (
+    class_delta_table,
+    class_table,
+    fallback_table,
+    iterations_table,
+    layer_table,
+    ncu_table,
+    path_counts,
+    smi_table,
+    trace_summary_table,
+    trt_table,
+)
+
+FileArg = Annotated[Path, typer.Argument(help="The artifact file to read.", show_default=False)]
+
+import_app = typer.Typer(
+    help=(
+        "Import artifacts written on real accelerators: PyTorch profiler traces (as run records), "
+        "Nsight Compute CSV, nvidia-smi CSV logs and TensorRT build logs."
+    ),
+    no_args_is_help=True,
+)
+
+
+@import_app.command("trace")
+@handle_errors
+def trace(
+    file: FileArg,
+    output: OutputOption = None,
+    layers: Annotated[int, typer.Option(help="Show at most this many layers in the table (0: none).", min=0)] = 30,
+    json_out: JsonOption = False,
+) -> None:
+    """Import a PyTorch profiler Chrome trace (.json or .json.gz) as a five-stage run record.
+
+    Layers come from record_function annotations (one layer per kernel name when
+    there are none); each layer's kernels are classed (sparse GEMM, dense
+    tensor-core GEMM, fp32 GEMM, attention, elementwise, copy, reduction, other).
+    Prints GPU busy time against the span and splits the idle time into host wait
+    (the GPU waited for the CPU to launch) and kernel wait, the way Holistic Trace
+    Analysis does. With -o, writes the run record for bisect, classify and fallbacks.
+    With --json, prints {"summary": ..., "record": ...}.
+    """
+    result = analyze_trace(file)
+    if output is not None:
+        save_record(result.record, output)
+    if json_out:
+        emit_json(result)
+        return
+    out = console()
+    out.print(trace_summary_table(result.summary))
+    out.print(iterations_table(result.summary))
+    out.print(class_table(result.summary.by_class_ms))
+    if layers:
+        out.print(layer_table(result.record, limit=layers))
+    counts = path_counts(result.record)
+    out.print("layers by class: " + ", ".join(f"{cls} {n}" for cls, n in sorted(counts.items())))
+    for reason, count in result.summary.skipped_events.items():
+        out.print(f"[yellow]skipped {count} event(s): {reason}[/yellow]")
+    if output is not None:
+        out.print(f"wrote {output}")
+
+
+@import_app.command("ncu")
+@handle_errors
+def ncu(file: FileArg, json_out: JsonOption = False) -> None:
+    """Read Nsight Compute --csv output (details page; banner lines are skipped).
+
+    Per kernel: duration, SM and memory throughput (% of peak), the bound by
+    NVIDIA's Speed-of-Light rule (both below 60%: latency; else the higher one
+    when 10+ points apart; else balanced) and local-memory spill requests.
+    """
+    report = load_ncu(file)
+    if json_out:
+        emit_json(report)
+        return
+    console().print(ncu_table(report))
+
+
+@import_app.command("smi")
+@handle_errors
+def smi(
+    file: FileArg,
+    max_clock: Annotated[
+        float | None, typer.Option("--max-clock", help="Reference max SM clock in MHz (default: a clocks.max.sm column, else the max observed).")
+    ] = None,
+    samples: Annotated[bool, typer.Option("--samples", help="With --json, include every sample row.")] = False,
+    json_out: JsonOption = False,
+) -> None:
+    """Read an nvidia-smi --query-gpu=... --format=csv log.
+
+    Decodes clocks_event_reasons.active (older drivers: clocks_throttle_reasons.active)
+    into named reasons and summarises, per GPU, the SM clock drop under load versus
+    the max clock, power, temperature, and the time spent under each reason: the
+    evidence for the thermal/power mechanism.
+    """
+    if max_clock is not None and max_clock <= 0:
+        raise UserError(f"--max-clock: must be positive, got {max_clock}")
+    report = load_smi(file, max_clock_mhz=max_clock)
+    if json_out:
+        emit_json(report if samples else report.model_copy(update={"samples": []}))
+        return
+    console().print(smi_table(report))
+
+
+@import_app.command("trtlog")
+@handle_errors
+def trtlog(
+    file: FileArg,
+    check: Annotated[bool, typer.Option("--check", help="Exit 1 when any eligible layer did not get a sparse implementation.")] = False,
+    json_out: JsonOption = False,
+) -> None:
+    """Read a TensorRT build log's (Sparsity) lines: eligible, picked, and the dense fallbacks.
+
+    Accepts both the [TRT] and the older [TensorRT] INFO: prefixes, fused layer
+    names (Conv_619 + Relu_620) and empty lists. Fallback = eligible - picked.
+    """
+    report = load_trt_log(file)
+    if json_out:
+        emit_json(report)
+    else:
+        console().print(trt_table(report))
+    if check and report.fallback:
+        raise typer.Exit(EXIT_CHECK_FAILED)
+
+
+def _load_run(path: Path) -> RunRecord:
+    """A run record file, or a trace imported on the fly (by .gz suffix or a traceEvents key up front)."""
+    if path.name.endswith(".gz"):
+        return analyze_trace(path).record
+    try:
+        with path.open("r", encoding="utf-8", errors="replace") as handle:
+            head = handle.read(65536)
+    except FileNotFoundError:
+        raise UserError(f"{path}: file not found") from None
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read: {exc.strerror}") from None
+    if '"traceEvents"' in head or head.lstrip().startswith("["):
+        return analyze_trace(path).record
+    return load_record(path, RunRecord)
+
+
+def fallbacks(
+    base: Annotated[Path, typer.Argument(help="Baseline: a run record (.json/.yaml) or a trace (.json/.json.gz).", show_default=False)],
+    cand: Annotated[Path, typer.Argument(help="Candidate: a run record or a trace.", show_default=False)],
+    check: Annotated[
+        bool, typer.Option("--check", help="Exit 1 on an unintended path change or a declared-sparse layer that ran dense.")
+    ] = False,
+    json_out: JsonOption = False,
+) -> None:
+    """Count dense fallbacks: every layer whose kernel class changed from BASE to CAND.
+
+    A change is unintended when the candidate did not declare the layer sparse
+    (a neighbouring op that fell onto another, often fp32 or slower, path). Also
+    lists candidate layers declared sparse that ran dense.
+    """
+    report = compare_paths(_load_run(base), _load_run(cand))
+    if json_out:
+        emit_json(report)
+    else:
+        out = console()
+        if report.changed:
+            out.print(fallback_table(report))
+        else:
+            out.print(f"no matched layer changed kernel class ({report.matched_layers} layers matched)")
+        if report.matched_layers == 0 or report.only_in_base or report.only_in_cand:
+            out.print(class_delta_table(report))
+    if check and (report.unintended or report.dense_fallbacks):
+        raise typer.Exit(EXIT_CHECK_FAILED)
+
+
+def register(app: typer.Typer) -> None:
+    """Add `import` (trace, ncu, smi, trtlog) and `fallbacks` to the app."""
+    app.add_typer(import_app, name="import")
+    app.command("fallbacks")(handle_errors(fallbacks))
