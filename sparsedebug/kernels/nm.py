@@ -72,8 +72,8 @@ def pack_indices(indices: npt.NDArray[np.uint8], bits: int) -> npt.NDArray[np.ui
     padded[:, :count] = indices
     lanes = padded.reshape(lead, padded_count // per_byte, per_byte)
     shifts = (np.arange(per_byte, dtype=np.uint8) * bits).astype(np.uint8)
-    packed = np.bitwise_or.reduce(lanes << shifts, axis=2)
-    return packed.astype(np.uint8)
+    packed: npt.NDArray[np.uint8] = np.bitwise_or.reduce(lanes << shifts, axis=2).astype(np.uint8)
+    return packed
 
 
 def unpack_indices(packed: npt.NDArray[np.uint8], bits: int, count: int) -> npt.NDArray[np.uint8]:
