@@ -9,6 +9,7 @@ from sparsedebug.cli import freeze
 from sparsedebug.cli import importers
 from sparsedebug.cli import gate
 from sparsedebug.cli import playbook
+from sparsedebug.cli import bench
 
 app = typer.Typer(
     name="sparsedebug",
@@ -40,6 +41,7 @@ freeze.register(app)
 importers.register(app)
 playbook.register(app)
 gate.register(app)
+bench.register(app)
 
 
 def main() -> None:
