@@ -112,7 +112,7 @@ class Classification(_Model):
     evidence: list[Evidence]
     missing_evidence: list[MissingEvidence]
     winner: Mechanism | None
-    margin: float | None = Field(None, description="Winner's score over the runner-up's (inf when the runner-up scored 0).")
+    margin: float | None = Field(None, description="Winner's score over the runner-up's; None when no other mechanism scored.")
     proving_artifact: str | None
     fix: Fix | None
     roofline: Roofline | None = None
@@ -398,7 +398,11 @@ def _metadata_value_ratio(ctx: _Context) -> _Result:
         return _Fact(None, "lower.layers[].metadata_bytes", "no layer runs sparse: no metadata traffic")
     rows = [lo for lo in lower if lo.metadata_bytes is not None and lo.value_bytes]
     if not rows:
-        capture = CAPTURE_NCU if ctx.imported else "replay the workload with a sparse layout that records value/metadata bytes"
+        capture = (
+            "replay an equivalent workload (`sparsedebug replay`): it records value and metadata bytes per layer"
+            if ctx.imported
+            else "replay the workload again with this sparsedebug (it records value and metadata bytes per layer)"
+        )
         return _Missing("metadata and value bytes of the sparse layers are not recorded", capture)
     meta = sum(lo.metadata_bytes or 0 for lo in rows)
     values = sum(lo.value_bytes or 0 for lo in rows)
@@ -1114,7 +1118,7 @@ def classify_evidence(
     fix = None
     if winner is not None:
         runner_up = totals[ranked[1]]
-        margin = totals[winner] / runner_up if runner_up > 0 else math.inf
+        margin = totals[winner] / runner_up if runner_up > 0 else None
         top = max((e for e in evidence if e.mechanism == winner and e.fired), key=lambda e: e.contribution)
         proving = f"{_artifact(ctx, top.rule)}: {top.source}: {top.detail}"
         fix = _suggest_fix(winner, top, facts, ctx)

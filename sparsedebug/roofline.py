@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
-from sparsedebug.records import Fingerprint, RunRecord
+from sparsedebug.records import Fingerprint, KernelPath, RunRecord
 from sparsedebug.stats import median
 
 
@@ -82,8 +82,9 @@ class LayerIntensity(BaseModel):
     """One layer placed on the roofline."""
 
     name: str
-    flops: float
-    bytes: float
+    path: Literal["dense", "sparse"]
+    flops: float = Field(description="FLOPs the chosen path executes (N/M of the dense FLOPs on the sparse path).")
+    bytes: float = Field(description="Bytes the chosen path moves (compressed weights on the sparse path, when recorded).")
     intensity: float
     bound: Literal["memory", "compute"]
     attainable_ms: float
@@ -150,8 +151,9 @@ def machine_roofline(
     """The roofline that applies to ``run``.
 
     Replays use the calibration of ``fingerprint`` (or of the fingerprint embedded
-    in the run). Imported GPU runs use the peak table, by the GPU name given, or
-    the first GPU of either fingerprint. None when neither is available.
+    in the run). Imported GPU runs use the peak table, by the GPU name given, the
+    GPUs of either fingerprint, or the device the trace importer recorded in the
+    lower stage's backend (``cuda:NAME``). None when neither is available.
     """
     fingerprints = [fp for fp in (fingerprint, run.fingerprint) if fp is not None]
     if run.source.kind == "replay":
@@ -162,6 +164,8 @@ def machine_roofline(
         return None
     names = [gpu] if gpu else []
     names += [g.name for fp in fingerprints for g in fp.gpus]
+    if run.lower.backend.startswith("cuda:"):
+        names.append(run.lower.backend.removeprefix("cuda:"))
     for name in names:
         roof = peak_roofline(name, run_dtype(run))
         if roof is not None:
@@ -173,26 +177,47 @@ def _layer_ms(samples: Sequence[float]) -> float | None:
     return median(samples) if samples else None
 
 
+def sparse_density(intended: str) -> float | None:
+    """N/M of an ``N:M`` or ``V:N:M`` pattern; None for ``dense`` or anything unreadable."""
+    parts = intended.split(":")
+    if len(parts) not in (2, 3) or not all(p.strip().isdigit() for p in parts):
+        return None
+    n, m = int(parts[-2]), int(parts[-1])
+    return n / m if m > 0 and 0 < n <= m else None
+
+
 def layer_intensities(run: RunRecord, roofline: Roofline) -> list[LayerIntensity]:
     """Each layer with FLOPs and bytes declared, placed on ``roofline``.
 
-    Intensity is the graph's dense-equivalent FLOPs per byte; attainable time is
-    ``max(flops / peak, bytes / bandwidth)``; where the kernel stage timed the
-    layer, ``roofline_fraction`` is attainable over measured p50.
+    Dense layers use the graph's FLOPs and bytes. A layer that took the sparse
+    path does ``N/M`` of the FLOPs and moves its compressed weights (values plus
+    metadata, where the lower stage recorded them) instead of the dense ones.
+    Attainable time is ``max(flops / peak, bytes / bandwidth)``; where the kernel
+    stage timed the layer, ``roofline_fraction`` is attainable over measured p50.
     """
     kernel_ms = {layer.name: _layer_ms(layer.samples_ms) for layer in run.kernel.layers}
+    lower = {layer.name: layer for layer in run.lower.layers}
     out: list[LayerIntensity] = []
     for layer in run.graph.layers:
         if layer.flops <= 0 or layer.bytes <= 0:
             continue
-        intensity = layer.flops / layer.bytes
-        attainable_ms = max(layer.flops / (roofline.peak_gflops * 1e9), layer.bytes / (roofline.bandwidth_gbps * 1e9)) * 1e3
+        flops, nbytes, path = layer.flops, layer.bytes, "dense"
+        lo = lower.get(layer.name)
+        density = sparse_density(layer.intended)
+        if lo is not None and lo.path == KernelPath.SPARSE and density is not None:
+            path = "sparse"
+            flops = layer.flops * density
+            if lo.dense_bytes and lo.value_bytes is not None:
+                nbytes = max(layer.bytes - lo.dense_bytes + lo.value_bytes + (lo.metadata_bytes or 0), 1.0)
+        intensity = flops / nbytes
+        attainable_ms = max(flops / (roofline.peak_gflops * 1e9), nbytes / (roofline.bandwidth_gbps * 1e9)) * 1e3
         measured = kernel_ms.get(layer.name)
         out.append(
             LayerIntensity(
                 name=layer.name,
-                flops=layer.flops,
-                bytes=layer.bytes,
+                path=path,
+                flops=flops,
+                bytes=nbytes,
                 intensity=intensity,
                 bound="memory" if intensity < roofline.ridge else "compute",
                 attainable_ms=attainable_ms,

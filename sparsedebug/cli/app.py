@@ -6,6 +6,7 @@ import typer
 
 from sparsedebug import __version__
 from sparsedebug.cli import freeze
+from sparsedebug.cli import classify
 from sparsedebug.cli import importers
 from sparsedebug.cli import gate
 from sparsedebug.cli import playbook
@@ -38,6 +39,7 @@ def _root(
 
 
 freeze.register(app)
+classify.register(app)
 importers.register(app)
 playbook.register(app)
 gate.register(app)

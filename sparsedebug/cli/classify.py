@@ -1,0 +1,80 @@
+"""`sparsedebug classify`: step 3, the dominant mechanism of a run's symptom, with its evidence."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from sparsedebug.classify import classify_run
+from sparsedebug.cli.common import JsonOption, console, emit_json, err_console, handle_errors
+from sparsedebug.io import load_record
+from sparsedebug.records import Fingerprint
+
+
+@handle_errors
+def classify(
+    run: Annotated[Path, typer.Argument(help="The candidate: a run record (.json/.yaml), a workload YAML (replayed) or a PyTorch trace (imported).")],
+    baseline: Annotated[
+        Path | None, typer.Option("--baseline", "-b", help="The baseline run (same kinds of file as RUN); enables the comparison rules.")
+    ] = None,
+    ncu: Annotated[Path | None, typer.Option("--ncu", help="Nsight Compute --csv report of the run's kernels.")] = None,
+    smi: Annotated[Path | None, typer.Option("--smi", help="nvidia-smi --query-gpu=... --format=csv log captured during the run.")] = None,
+    fingerprint: Annotated[
+        Path | None,
+        typer.Option("--fingerprint", "-f", help="Fingerprint from `freeze` (with --calibrate for the replay machine's roofline; core count)."),
+    ] = None,
+    gpu: Annotated[
+        str | None, typer.Option("--gpu", help="GPU name for the peak-figure roofline of an imported run (e.g. 'NVIDIA H200').")
+    ] = None,
+    json_out: JsonOption = False,
+) -> None:
+    """Classify the dominant mechanism: compute, memory, scheduling, precision or thermal.
+
+    Scores all five with the rule table (see the README, or `sparsedebug.rules`),
+    ranks them, and prints every evidence line with its number and where it came
+    from (stage and metric, or the imported artifact). The winner comes with the
+    artifact that proves it and the smallest reversible change that would test
+    it (a workload knob, a layer to pad or exclude, a block size, or advice for
+    imported runs). Evidence that is missing is not scored as absent: the output
+    names the artifact that would settle it. Exit 0 whenever a classification was
+    made, 2 on bad input.
+    """
+    from sparsedebug.inputs import load_run
+
+    quiet = json_out
+    say = err_console()
+    if not quiet:
+        say.print(f"reading {run}")
+    record = load_run(run)
+    base = None
+    if baseline is not None:
+        if not quiet:
+            say.print(f"reading baseline {baseline}")
+        base = load_run(baseline)
+    ncu_report = None
+    if ncu is not None:
+        from sparsedebug.importers.ncu import load_ncu
+
+        ncu_report = load_ncu(ncu)
+    smi_report = None
+    if smi is not None:
+        from sparsedebug.importers.nvidia_smi import load_smi
+
+        smi_report = load_smi(smi)
+    fp = load_record(fingerprint, Fingerprint) if fingerprint is not None else None
+    result = classify_run(
+        record, baseline=base, ncu=ncu_report, smi=smi_report, fingerprint=fp, gpu=gpu, run_path=str(run)
+    )
+    if json_out:
+        emit_json(result)
+        return
+    from sparsedebug.render.classify import classification_view
+
+    console().print(classification_view(result))
+
+
+def register(app: typer.Typer) -> None:
+    """Add `classify` to the app."""
+    app.command("classify")(classify)
