@@ -75,9 +75,10 @@ class _Buffer:
             except json.JSONDecodeError as exc:
                 if self.fill():
                     continue
+                truncated = exc.pos >= len(self.text.rstrip()) - 1 or exc.msg.startswith("Unterminated")
                 raise UserError(
                     f"{self.path}: malformed trace JSON at character {self.consumed + exc.pos}: {exc.msg}"
-                    + (" (file ends early: truncated?)" if exc.pos >= len(self.text) - 1 else "")
+                    + (" (the file ends inside this value: truncated?)" if truncated else "")
                 ) from None
             # a number at the very end of the buffer may continue in the next chunk
             if end == len(self.text) and not self.eof and self.fill():
