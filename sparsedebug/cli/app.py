@@ -11,6 +11,9 @@ from sparsedebug.cli import importers
 from sparsedebug.cli import gate
 from sparsedebug.cli import playbook
 from sparsedebug.cli import bench
+from sparsedebug.cli import bisect
+from sparsedebug.cli import replay
+from sparsedebug.cli import schema
 
 app = typer.Typer(
     name="sparsedebug",
@@ -44,6 +47,9 @@ importers.register(app)
 playbook.register(app)
 gate.register(app)
 bench.register(app)
+bisect.register(app)
+replay.register(app)
+schema.register(app)
 
 
 def main() -> None:
