@@ -764,12 +764,14 @@ def detect_kind(path: Path) -> RunKind:
     )
 
 
-def load_run(path: Path, *, repeats: int | None = None, progress: Callable[[str], None] | None = None) -> RunRecord:
+def load_run(path: Path, *, repeats: int | None = None, progress: Callable[[str, int, int], None] | None = None) -> RunRecord:
     """Load BASE or CAND for bisect: a run record as is, a workload replayed, a trace imported.
 
-    A trace import that carries no per-layer idle samples gets them from the
-    trace's ``gpu_user_annotation`` ranges (see ``trace_layer_idle``), so a
-    3-iteration trace can still be tested at the schedule stage.
+    ``progress(stage, done, total)`` is the replay's progress callback (also
+    called once around a trace import). A trace import that carries no
+    per-layer idle samples gets them from the trace's ``gpu_user_annotation``
+    ranges (see ``trace_layer_idle``), so a 3-iteration trace can still be
+    tested at the schedule stage.
     """
     kind = detect_kind(path)
     if kind == "run":
@@ -778,18 +780,18 @@ def load_run(path: Path, *, repeats: int | None = None, progress: Callable[[str]
         from sparsedebug.replay import replay
         from sparsedebug.workload import load_workload
 
-        if progress is not None:
-            progress(f"replaying {path}")
-        return replay(load_workload(path), repeats=repeats)
+        return replay(load_workload(path), repeats=repeats, progress=progress, source_path=path)
     from sparsedebug.importers.torch_trace import import_trace
 
     if progress is not None:
-        progress(f"importing {path}")
+        progress("import", 0, 1)
     record = import_trace(path)
     if not record.schedule.layer_idle_samples_ms:
         idle = trace_layer_idle(path, {layer.name for layer in record.graph.layers})
         if idle:
             record = record.model_copy(update={"schedule": record.schedule.model_copy(update={"layer_idle_samples_ms": idle})})
+    if progress is not None:
+        progress("import", 1, 1)
     return record
 
 

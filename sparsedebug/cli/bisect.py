@@ -1,0 +1,77 @@
+"""`sparsedebug bisect`: step 2, the first persistent stage where a candidate diverges from its baseline."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.progress import Progress
+
+from sparsedebug.bisect import bisect_runs, load_run
+from sparsedebug.cli.common import JsonOption, console, emit_json, err_console, handle_errors
+from sparsedebug.errors import UserError
+from sparsedebug.render.bisect import bisect_view
+from sparsedebug.stats import DEFAULT_ALPHA, DEFAULT_MIN_EFFECT
+
+RunArg = Annotated[
+    Path,
+    typer.Argument(
+        help="A run record (.json/.yaml), a workload YAML (replayed) or a PyTorch trace (.json/.json.gz, imported).",
+        show_default=False,
+    ),
+]
+
+
+@handle_errors
+def bisect(
+    base: RunArg,
+    cand: RunArg,
+    alpha: Annotated[float, typer.Option(help="Significance level of the two-sided Mann-Whitney U test.", min=1e-6, max=0.5)] = DEFAULT_ALPHA,
+    min_effect: Annotated[
+        float, typer.Option(help="Minimum median ratio (either way) that counts as a change, as asv's factor.", min=1.0)
+    ] = DEFAULT_MIN_EFFECT,
+    min_cosine: Annotated[
+        float | None, typer.Option(help="Quality guardrail: the candidate's output cosine vs dense must be at least this.")
+    ] = None,
+    repeats: Annotated[int | None, typer.Option(help="Timed repetitions when BASE/CAND is a workload (default: its own).", min=3)] = None,
+    layers: Annotated[int, typer.Option(help="Rank at most this many layers in the table (0: none).", min=0)] = 10,
+    json_out: JsonOption = False,
+) -> None:
+    """Find the first persistent stage where CAND diverges from BASE.
+
+    Walks graph -> lower -> kernel -> schedule -> outcome. graph and lower are
+    categorical: a layer added/removed/reshaped, a declared-sparse layer that fell
+    back to dense, a layer not declared sparse that changed path, per-call weight
+    conversion. kernel, schedule and outcome are tested on the raw samples: a
+    change counts only when a Mann-Whitney U test says so, the median ratio passes
+    --min-effect, and it holds in both halves of the samples and without outliers.
+    Identical layers (same role in every block) are pooled when one alone has too
+    few samples; with too few samples to decide, the answer says so.
+
+    Prints each stage's status, the first divergent stage's findings, the layers
+    ranked by contribution to the outcome change, and the verdict with the effect
+    size and its confidence interval. Exit 0 whatever the verdict (use `gate` to
+    fail CI); exit 2 on bad input.
+    """
+    if base.resolve() == cand.resolve():
+        raise UserError(f"{cand}: BASE and CAND are the same file")
+    err = err_console()
+    with Progress(console=err, transient=True, disable=json_out or not err.is_terminal) as bar:
+        task = bar.add_task("loading", total=None)
+
+        def progress(stage: str, done: int, total: int) -> None:
+            bar.update(task, description=stage, completed=done, total=total)
+
+        base_run = load_run(base, repeats=repeats, progress=progress)
+        cand_run = load_run(cand, repeats=repeats, progress=progress)
+    result = bisect_runs(base_run, cand_run, alpha=alpha, min_effect=min_effect, min_cosine=min_cosine)
+    if json_out:
+        emit_json(result)
+        return
+    console().print(bisect_view(result, layer_limit=layers))
+
+
+def register(app: typer.Typer) -> None:
+    """Add `bisect` to the app."""
+    app.command("bisect")(bisect)
