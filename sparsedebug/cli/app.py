@@ -12,7 +12,6 @@ from sparsedebug.cli import gate
 from sparsedebug.cli import playbook
 from sparsedebug.cli import bench
 from sparsedebug.cli import bisect
-from sparsedebug.cli import bisect
 from sparsedebug.cli import replay
 from sparsedebug.cli import schema
 
@@ -48,7 +47,6 @@ importers.register(app)
 playbook.register(app)
 gate.register(app)
 bench.register(app)
-bisect.register(app)
 bisect.register(app)
 replay.register(app)
 schema.register(app)
