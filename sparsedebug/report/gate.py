@@ -125,6 +125,28 @@ class GateResult(BaseModel):
     policy: GatePolicy
 
 
+def judge_shift(
+    before: list[float], after: list[float], *, alpha: float = DEFAULT_ALPHA, factor: float = 1.05
+) -> tuple[Literal["slower", "faster", "same"], str]:
+    """Whether ``after`` is slower, faster or the same as ``before``, the asv way.
+
+    With enough samples for a rank test to reach ``alpha``: significant (Mann-Whitney U)
+    AND the median ratio beyond ``factor``. With too few (3 against 3), the factor
+    alone decides, and the reason says so.
+    """
+    if enough_samples(len(before), len(after), alpha):
+        cmp = compare_samples(before, after, alpha=alpha, min_effect=factor)
+        return cmp.direction, cmp.reason
+    ratio = median(after) / median(before)
+    direction: Literal["slower", "faster", "same"] = (
+        "slower" if ratio >= factor else ("faster" if ratio <= 1.0 / factor else "same")
+    )
+    return direction, (
+        f"too few samples for a rank test ({len(before)} vs {len(after)}): decided on the factor alone, "
+        f"median ratio x{ratio:.3f} against x{factor:g}"
+    )
+
+
 def _missing(check_id: str, name: str, threshold: str, why: str, policy: GatePolicy) -> GateCheck:
     status: CheckStatus = "fail" if policy.missing_evidence == "fail" else "skipped"
     return GateCheck(id=check_id, name=name, status=status, measured="-", threshold=threshold, detail=f"no evidence: {why}")
@@ -151,17 +173,8 @@ def check_speedup(base: RunRecord, cand: RunRecord, policy: GatePolicy) -> GateC
             detail=f"speedup {speedup:.3f}x meets {target:g}x{extra}",
         )
     scaled = [x / target for x in b]
-    shortfall = median(c) / median(scaled)
-    if enough_samples(len(scaled), len(c), sig.alpha):
-        cmp = compare_samples(scaled, c, alpha=sig.alpha, min_effect=sig.factor)
-        failed = cmp.direction == "slower"
-        why = cmp.reason
-    else:
-        failed = shortfall >= sig.factor
-        why = (
-            f"too few samples for a rank test ({len(b)} vs {len(c)}): decided on the factor alone, "
-            f"shortfall x{shortfall:.3f} {'>=' if failed else '<'} x{sig.factor:g}"
-        )
+    direction, why = judge_shift(scaled, c, alpha=sig.alpha, factor=sig.factor)
+    failed = direction == "slower"
     verdict = "fails" if failed else "within noise of"
     return GateCheck(
         id="effective_speedup", name=name, status="fail" if failed else "pass", measured=measured,

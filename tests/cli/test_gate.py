@@ -63,7 +63,7 @@ def test_bad_inputs_exit_2(tmp_path: Path) -> None:
     assert_clean_error(invoke(["gate", str(base), str(cand), "--policy", str(policy)]), 2, "p.yaml: significance.alpha")
     odd = tmp_path / "x.csv"
     odd.write_text("a,b\n")
-    assert_clean_error(invoke(["gate", str(base), str(odd)]), 2, "x.csv: cannot tell what this is")
+    assert_clean_error(invoke(["gate", str(base), str(odd)]), 2, "x.csv: kind: expected a run record")
     junit = tmp_path / "no" / "dir" / "g.xml"
     assert_clean_error(invoke(["gate", str(base), str(cand), "--junit", str(junit)]), 2, "does not exist")
     assert not junit.exists()
