@@ -104,8 +104,8 @@ class SmiSummary(_Model):
     max_power_w: float | None
     median_power_w: float | None
     reasons: list[ReasonTime]
-    thermal_seconds: float
-    power_seconds: float
+    thermal_seconds: float = Field(description="Time with any thermal slowdown reason active.")
+    power_seconds: float = Field(description="Time with any power reason (SW power cap, HW slowdown, power brake) active.")
 
 
 class SmiReport(_Model):
@@ -289,6 +289,6 @@ def _summarise(gpu: str, samples: list[SmiSample], max_given: float | None, max_
         max_power_w=max(powers) if powers else None,
         median_power_w=median(powers) if powers else None,
         reasons=reasons,
-        thermal_seconds=sum(reason_seconds[r] for r in THERMAL_REASONS),
-        power_seconds=sum(reason_seconds[r] for r in POWER_REASONS),
+        thermal_seconds=sum(w for x, w in zip(samples, weights, strict=True) if THERMAL_REASONS.intersection(x.reasons)),
+        power_seconds=sum(w for x, w in zip(samples, weights, strict=True) if POWER_REASONS.intersection(x.reasons)),
     )

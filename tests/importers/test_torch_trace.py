@@ -273,7 +273,7 @@ def test_timeline_partitions_the_span(items: list[tuple[int, int, int | None]]) 
     ]
     tl = timeline(ops)
     # busy by brute force over integer microseconds
-    covered = set()
+    covered: set[int] = set()
     for ts, dur, _ in items:
         covered.update(range(ts, ts + dur))
     assert tl.busy_ms * 1e3 == pytest.approx(len(covered))
