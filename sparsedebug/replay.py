@@ -73,7 +73,7 @@ from sparsedebug.records import (
 )
 from sparsedebug.stats import median, percentiles
 from sparsedebug.timing import interleaved
-from sparsedebug.weights import Inputs, build_inputs, build_weights, is_compliant, prune
+from sparsedebug.weights import Inputs, Weights, build_inputs, build_weights, is_compliant, prune
 from sparsedebug.workload import Layer, LayerShape, Workload, check_graph
 
 Array = npt.NDArray[Any]
@@ -236,10 +236,13 @@ def build_ops(
         if not sparse:
             ops.append(Op(layer, inputs, _dense_linear(weight, precision)))
             continue
-        weight32 = np.ascontiguousarray(weight, dtype=np.float32)
+        # Round the weight to the input format once, before compressing, and round the activations
+        # here: the kernel then multiplies in fp32 exactly as matmul(x, precision) would (rounding is
+        # idempotent) without re-rounding the stored values on every call.
+        weight32 = np.ascontiguousarray(round_input(weight, precision), dtype=np.float32)
 
         def compute(args: list[Array], handle: Any, _p: Precision = precision) -> Array:
-            out: Array = handle.matmul(args[0], _p)
+            out: Array = handle.matmul(round_input(args[0], _p), "fp32")
             return out
 
         def convert(_w: Array = weight32, _l: Layer = layer) -> Any:
@@ -416,19 +419,29 @@ def replay(
         return _replay(ctx, base_dir, source_path)
 
 
-def _replay(ctx: _Ctx, base_dir: Path | None, source_path: Path | None) -> RunRecord:
-    workload = ctx.workload
-    rounds = ctx.repeats
-    warmup = workload.warmup
-    profile = get_profile(workload.backend)
+@dataclass
+class Prepared:
+    """A workload made concrete: shapes, weights (dense and pruned), inputs, reference output, decisions."""
 
-    # ---- graph: weights, inputs, pruning
+    shapes: list[LayerShape]
+    weights: Weights
+    inputs: Inputs
+    pruned: dict[str, Array]
+    dense_ref_out: Array
+    graph: GraphStage
+    decisions: dict[str, Decision]
+
+
+def prepare(workload: Workload, base_dir: Path | None = None, progress: Progress | None = None) -> Prepared:
+    """Graph stage and lowering decisions, without any timing: weights, inputs, pruning, profile."""
+    tick = progress or _no_progress
+    profile = get_profile(workload.backend)
     shapes = check_graph(workload)
     n_layers = len(workload.layers)
-    ctx.tick("graph", 0, 3)
+    tick("graph", 0, 3)
     weights = build_weights(workload, base_dir)
-    inputs: Inputs = build_inputs(workload, base_dir, out_width=shapes[-1].out_width)
-    ctx.tick("graph", 1, 3)
+    inputs = build_inputs(workload, base_dir, out_width=shapes[-1].out_width)
+    tick("graph", 1, 3)
     dense_tensors = weights.tensors
     reference_ops = build_ops(workload, shapes, dense_tensors, mode="reference")
     x64 = _input_for(inputs.x, "fp64")
@@ -444,35 +457,62 @@ def _replay(ctx: _Ctx, base_dir: Path | None, source_path: Path | None) -> RunRe
                 input_norms[layer.name] = np.linalg.norm(act, axis=1)
         del dense_values
     pruned = prune(workload, dense_tensors, input_norms)
-    ctx.tick("graph", 2, 3)
+    tick("graph", 2, 3)
     graph = GraphStage(
         layers=[_graph_layer(workload, layer, shape) for layer, shape in zip(workload.layers, shapes, strict=True)],
         tokens=workload.tokens.total,
         model_revision=weights.source.sha256 if weights.source is not None else f"seeded:{workload.seed}",
     )
-    ctx.tick("graph", 3, 3)
-
-    # ---- lower: decisions and conversion
+    tick("graph", 3, 3)
     decisions: dict[str, Decision] = {}
-    lower_layers: list[LowerLayer] = []
     for i, (layer, shape) in enumerate(zip(workload.layers, shapes, strict=True)):
-        ctx.tick("lower", i, n_layers)
+        tick("lower", i, n_layers)
         weight = pruned.get(layer.name)
-        dtype = workload.dtype_of(layer)
+        k = shape.in_widths[0] if layer.op == "linear" else None
+        if layer.op == "embedding" and layer.shape is not None:
+            k = layer.shape[1]
         query = LayerQuery(
             name=layer.name,
             op=layer.op,
             out=shape.out_width if layer.op in ("linear", "embedding") else None,
-            k=shape.in_widths[0] if layer.op == "linear" else (layer.shape[1] if layer.op == "embedding" and layer.shape else None),
-            dtype=dtype,
+            k=k,
+            dtype=workload.dtype_of(layer),
             pattern=layer.pattern,
             compliant=is_compliant(layer, weight) if weight is not None and layer.op == "linear" else None,
         )
-        decision = profile.decide(query)
-        decisions[layer.name] = decision
-        lower_layers.append(_lower_layer(workload, layer, decision, weight, rounds))
+        decisions[layer.name] = profile.decide(query)
+    return Prepared(shapes, weights, inputs, pruned, dense_ref_out, graph, decisions)
+
+
+def lower_stage(workload: Workload, prepared: Prepared, *, rounds: int | None = None) -> LowerStage:
+    """The lower stage: decisions, bytes, and (with ``rounds``) the timed conversion of each sparse layer."""
+    layers = [
+        _lower_layer(workload, layer, prepared.decisions[layer.name], prepared.pruned.get(layer.name), rounds)
+        for layer in workload.layers
+    ]
+    return LowerStage(backend=get_profile(workload.backend).name, layers=layers)
+
+
+def plan(workload: Workload, source_path: Path | None = None) -> tuple[GraphStage, LowerStage]:
+    """Graph and lower stages only (no timing): what would run sparse, what falls back and why."""
+    with _threads(workload.threads):
+        prepared = prepare(workload, source_path.parent if source_path is not None else None)
+        return prepared.graph, lower_stage(workload, prepared)
+
+
+def _replay(ctx: _Ctx, base_dir: Path | None, source_path: Path | None) -> RunRecord:
+    workload = ctx.workload
+    rounds = ctx.repeats
+    warmup = workload.warmup
+    n_layers = len(workload.layers)
+    prepared = prepare(workload, base_dir, ctx.progress)
+    shapes, weights, inputs, pruned = prepared.shapes, prepared.weights, prepared.inputs, prepared.pruned
+    dense_tensors = weights.tensors
+    dense_ref_out = prepared.dense_ref_out
+    graph = prepared.graph
+    decisions = prepared.decisions
+    lower = lower_stage(workload, prepared, rounds=rounds)
     ctx.tick("lower", n_layers, n_layers)
-    lower = LowerStage(backend=profile.name, layers=lower_layers)
 
     # ---- candidate, dense baseline
     candidate_ops = build_ops(workload, shapes, pruned, mode="candidate", decisions=decisions)
@@ -575,7 +615,9 @@ def _replay(ctx: _Ctx, base_dir: Path | None, source_path: Path | None) -> RunRe
     )
 
 
-def _lower_layer(workload: Workload, layer: Layer, decision: Decision, weight: Array | None, rounds: int) -> LowerLayer:
+def _lower_layer(
+    workload: Workload, layer: Layer, decision: Decision, weight: Array | None, rounds: int | None
+) -> LowerLayer:
     dtype = workload.dtype_of(layer)
     record = LowerLayer(
         name=layer.name,
@@ -589,9 +631,10 @@ def _lower_layer(workload: Workload, layer: Layer, decision: Decision, weight: A
         return record
     weight32 = np.ascontiguousarray(weight, dtype=np.float32)
     if decision.path is KernelPath.SPARSE:
-        timed = interleaved({"convert": lambda: _compress(weight32, layer)}, rounds=min(rounds, 5), warmup=1)
         footprint = _compress(weight32, layer).footprint()
-        record.conversion_ms = median(timed["convert"])
+        if rounds is not None:
+            timed = interleaved({"convert": lambda: _compress(weight32, layer)}, rounds=min(rounds, 5), warmup=1)
+            record.conversion_ms = median(timed["convert"])
         record.conversions_per_call = 1 if workload.conversion == "per_call" else 0
         record.value_bytes = footprint.value_bytes
         record.metadata_bytes = footprint.metadata_bytes

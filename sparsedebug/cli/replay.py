@@ -1,0 +1,116 @@
+"""`sparsedebug replay`: run a workload on the built-in kernels and record all five stages."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+
+from sparsedebug.cli.common import JsonOption, OutputOption, console, emit_json, err_console, handle_errors
+from sparsedebug.io import save_record
+from sparsedebug.records import STAGES, RunRecord
+from sparsedebug.render.replay import kernel_table, lower_table, summary_table
+from sparsedebug.replay import plan
+from sparsedebug.replay import replay as run_replay
+from sparsedebug.resources import embedded_workload
+from sparsedebug.workload import Workload, load_workload
+
+
+def resolve_workload(argument: str) -> Path:
+    """A workload file path, or the name of an embedded workload (``llama_2of4``) when no such file exists."""
+    path = Path(argument)
+    if path.exists() or path.suffix in (".yaml", ".yml", ".json") or "/" in argument:
+        return path
+    return embedded_workload(argument)
+
+
+@handle_errors
+def replay(
+    workload: Annotated[
+        str, typer.Argument(help="Workload YAML file, or the name of an embedded one (llama_dense, llama_2of4, llama_2of4_regressed).")
+    ],
+    output: OutputOption = None,
+    repeats: Annotated[int | None, typer.Option(help="Timed repetitions of every measurement (overrides the workload's).", min=3)] = None,
+    layers: Annotated[bool, typer.Option("--layers", help="Also print per-layer kernel times and numeric errors.")] = False,
+    json_out: JsonOption = False,
+) -> None:
+    """Replay a workload on the built-in numpy kernels and record the five stages.
+
+    Builds seeded (or loaded) weights, prunes them to each layer's intended
+    pattern, lowers every layer with the workload's backend profile (sparse, or
+    dense with the reason), converts, and times the forward pass: per layer the
+    chosen path against the dense path (interleaved) with the error versus an
+    fp64 reference; per run the p50/p95/p99 latency, span minus busy time, the
+    dense share, the speedup over a dense baseline timed in the same process,
+    the quality versus the dense model, and whether sparsity beats a dense
+    model narrowed to the same latency. Numbers and decisions are reproducible
+    for a fixed seed; only timings vary. Progress goes to stderr.
+    """
+    path = resolve_workload(workload)
+    spec = load_workload(path)
+    record = _run_with_progress(spec, path, repeats, quiet=json_out)
+    if output is not None:
+        save_record(record, output)
+    if json_out:
+        emit_json(record)
+        return
+    out = console()
+    out.print(summary_table(record))
+    out.print(lower_table(record.graph, record.lower))
+    if layers:
+        out.print(kernel_table(record))
+    if output is not None:
+        out.print(f"wrote {output}")
+
+
+def _run_with_progress(spec: Workload, path: Path, repeats: int | None, *, quiet: bool) -> RunRecord:
+    """Replay with one progress bar per stage on stderr (none for --json or a non-terminal)."""
+    stderr = err_console()
+    with Progress(
+        TextColumn("{task.description:<9}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=stderr,
+        transient=False,
+        disable=quiet or not stderr.is_terminal,
+    ) as bars:
+        tasks: dict[str, TaskID] = {stage: bars.add_task(stage, total=None) for stage in STAGES}
+
+        def progress(stage: str, done: int, total: int) -> None:
+            task = tasks.get(stage)
+            if task is not None:
+                bars.update(task, completed=done, total=total)
+
+        return run_replay(spec, repeats=repeats, progress=progress, source_path=path)
+
+
+@handle_errors
+def lower(
+    workload: Annotated[str, typer.Argument(help="Workload YAML file, or the name of an embedded one.")],
+    all_layers: Annotated[bool, typer.Option("--all", help="Also list non-linear layers (always dense).")] = False,
+    json_out: JsonOption = False,
+) -> None:
+    """Show how a workload lowers on its backend profile, without timing anything.
+
+    For every linear layer: the intended pattern, the sparse path or the dense
+    fallback with its reason (pattern not compliant, shape not aligned, dtype
+    unsupported, op unsupported), and the bytes of values and index metadata.
+    Weights are built and pruned exactly as `replay` does, so a loaded weights
+    file that does not comply with its declared pattern shows up here.
+    """
+    path = resolve_workload(workload)
+    spec = load_workload(path)
+    graph, stage = plan(spec, path)
+    if json_out:
+        emit_json(stage)
+        return
+    console().print(lower_table(graph, stage, linear_only=not all_layers))
+
+
+def register(app: typer.Typer) -> None:
+    """Add `replay` and `lower` to the app."""
+    app.command("replay")(replay)
+    app.command("lower")(lower)
