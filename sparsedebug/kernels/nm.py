@@ -18,6 +18,7 @@ it is the correctness and precision reference, not the fast path: see
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -28,8 +29,11 @@ from sparsedebug.errors import UserError
 from sparsedebug.kernels.masks import Pattern, check_nm, check_weight, nm_choice
 from sparsedebug.kernels.precision import Precision, check_precision, compute_dtype, round_input
 
-TILE_ELEMENTS = 1 << 20
-"""Dense elements per scratch tile of the per-row product (4 MiB in fp32)."""
+TILE_ELEMENTS = 1 << 22
+"""Dense elements per scratch tile of the per-row product (16 MiB in fp32).
+
+Large on purpose: few BLAS calls, so the tile loop costs little even when other
+processes compete for the cores (every threaded BLAS call pays a synchronisation)."""
 
 
 class Footprint(BaseModel):
@@ -84,6 +88,18 @@ def unpack_indices(packed: npt.NDArray[np.uint8], bits: int, count: int) -> npt.
     lanes = (packed[:, :, None] >> shifts) & mask
     flat: npt.NDArray[np.uint8] = lanes.reshape(packed.shape[0], -1)[:, :count]
     return flat
+
+
+@functools.lru_cache(maxsize=None)
+def _byte_offsets(n: int, m: int) -> npt.NDArray[np.intp]:
+    """For each metadata byte value: the column offsets (within the byte's span) it encodes."""
+    bits = index_bits(m)
+    per_byte = 8 // bits
+    byte = np.arange(256, dtype=np.intp)
+    slot = np.arange(per_byte, dtype=np.intp)
+    positions = (byte[:, None] >> (slot * bits)[None, :]) & ((1 << bits) - 1)
+    table: npt.NDArray[np.intp] = positions + (slot // n * m)[None, :]
+    return table
 
 
 def check_x(x: Any, k: int, what: str = "x") -> npt.NDArray[Any]:
@@ -153,19 +169,40 @@ class NMWeight:
         flat = unpack_indices(packed, index_bits(self.m), kept)
         return flat.reshape(packed.shape[0], kept // self.n, self.n)
 
+    def _columns(self, start: int, stop: int) -> npt.NDArray[np.intp]:
+        """Absolute column of every kept value of rows ``start:stop``, shape ``(rows, K*N/M)``.
+
+        When a metadata byte holds whole groups (2:4, 1:4, 1:2, 2:8, ...), one lookup
+        table maps each byte straight to its column offsets; otherwise positions are
+        unpacked and offset by their group's first column.
+        """
+        packed = self.metadata[start:stop]
+        rows = packed.shape[0]
+        kept = self.values.shape[1]
+        bits = index_bits(self.m)
+        per_byte = 8 // bits
+        if per_byte % self.n == 0 and kept % per_byte == 0:
+            span = per_byte // self.n * self.m  # dense columns covered by one byte
+            table = _byte_offsets(self.n, self.m)
+            cols = np.take(table, packed, axis=0)  # (rows, bytes, per_byte)
+            cols += (np.arange(packed.shape[1], dtype=np.intp) * span)[None, :, None]
+            return cols.reshape(rows, kept)
+        pos = unpack_indices(packed, bits, kept).astype(np.intp)
+        pos += np.repeat(np.arange(kept // self.n, dtype=np.intp) * self.m, self.n)[None, :]
+        return pos
+
     def _scatter(self, out: npt.NDArray[Any], start: int, stop: int, values: npt.NDArray[Any]) -> None:
         """Write rows ``start:stop`` densely into the zeroed ``out`` (shape ``(stop-start, K)``)."""
-        rows = stop - start
-        k = self._shape[1]
-        groups = k // self.m
-        pos = self.positions(start, stop).astype(np.intp)
-        base = (np.arange(rows, dtype=np.intp) * k)[:, None, None] + (np.arange(groups, dtype=np.intp) * self.m)[None, :, None]
-        np.put(out, base + pos, values[start:stop])
+        np.put_along_axis(out, self._columns(start, stop), values[start:stop], axis=1)
 
     def decompress(self) -> npt.NDArray[Any]:
         """The dense masked weight, exactly (same values, zeros elsewhere)."""
+        rows, k = self._shape
         out = np.zeros(self._shape, dtype=self.values.dtype)
-        self._scatter(out, 0, self._shape[0], self.values)
+        tile = max(1, min(rows, TILE_ELEMENTS // k))
+        for start in range(0, rows, tile):
+            stop = min(rows, start + tile)
+            self._scatter(out[start:stop], start, stop, self.values)
         return out
 
     def matmul(self, x: Any, precision: Precision = "fp32") -> npt.NDArray[Any]:

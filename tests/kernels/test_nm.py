@@ -45,7 +45,7 @@ def test_product_within_precision_bound(case: Case, precision: str) -> None:
 
 
 def test_product_uses_several_tiles(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(nm_module, "TILE_ELEMENTS", 64)
+    monkeypatch.setattr(nm_module, "TILE_ELEMENTS", 64)  # 2 rows per tile
     rng = np.random.default_rng(3)
     w = rng.standard_normal((37, 32)).astype(np.float32)
     x = rng.standard_normal((32, 3)).astype(np.float32)
@@ -101,3 +101,14 @@ def test_bad_weight_and_precision() -> None:
     packed = NMWeight.compress(np.ones((4, 8), np.float32), 2, 4)
     with pytest.raises(UserError, match="precision 'int8'"):
         packed.matmul(np.ones((8, 1), np.float32), "int8")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("n", "m", "groups"), [(2, 4, 6), (1, 4, 8), (1, 2, 16), (2, 8, 3), (3, 4, 4), (4, 8, 5), (2, 4, 3)])
+def test_byte_table_columns_match_unpacked_positions(n: int, m: int, groups: int) -> None:
+    """The lookup-table fast path and the generic unpacking give the same columns."""
+    w = np.random.default_rng(n * 100 + m).standard_normal((5, groups * m)).astype(np.float32)
+    packed = NMWeight.compress(w, n, m)
+    pos = packed.positions().astype(np.intp)
+    expected = (pos + (np.arange(groups) * m)[None, :, None]).reshape(5, groups * n)
+    assert np.array_equal(packed._columns(0, 5), expected)
+    assert np.array_equal(packed._columns(2, 4), expected[2:4])
