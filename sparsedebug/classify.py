@@ -31,7 +31,7 @@ from sparsedebug.records import (
     LowerLayer,
     RunRecord,
 )
-from sparsedebug.roofline import LayerIntensity, Roofline, layer_intensities, machine_roofline
+from sparsedebug.roofline import LayerIntensity, Roofline, layer_intensities, machine_roofline, sparse_density
 from sparsedebug.rules import RULES, Mechanism, Rule
 from sparsedebug.stats import median, percentiles
 
@@ -207,6 +207,7 @@ _MANTISSA_BITS: dict[str, int] = {
 _CANONICAL = {"float64": "fp64", "double": "fp64", "float32": "fp32", "float": "fp32", "f32": "fp32",
               "float16": "fp16", "half": "fp16", "f16": "fp16", "bfloat16": "bf16"}
 _U_FP32 = 2.0**-24
+_GATHER_ITEMSIZE = 4  # the built-in kernels compute in fp32 whatever the input precision
 _BUSY_MIN_LATENCY_SAMPLES = 9
 _TAIL_MIN_SAMPLES = 10
 
@@ -413,6 +414,47 @@ def _metadata_value_ratio(ctx: _Context) -> _Result:
         f"{meta} metadata bytes for {values} value bytes over {len(rows)} sparse layers; "
         f"worst {worst.name} {(worst.metadata_bytes or 0) / (worst.value_bytes or 1):.3f}",
         context={"layer": worst.name},
+    )
+
+
+def _gather_traffic_ratio(ctx: _Context) -> _Result:
+    lower = ctx.lower()
+    blocked = [
+        g
+        for g in ctx.run.graph.layers
+        if g.name in lower
+        and lower[g.name].path == KernelPath.SPARSE
+        and any("VNMWeight" in k for k in lower[g.name].kernels)
+    ]
+    if not blocked:
+        if ctx.imported:
+            return _Fact(None, "lower.layers[].kernels", "imported run: no built-in blocked V:N:M kernel")
+        return _Fact(None, "lower.layers[].kernels", "no layer runs the built-in blocked V:N:M kernel")
+    tokens = ctx.run.graph.tokens
+    if tokens is None:
+        return _Missing("token count not recorded in the graph stage", "replay the workload")
+    gathered = 0.0
+    dense = 0.0
+    worst: tuple[float, str, int] | None = None
+    for g in blocked:
+        v = _block_size(g.intended)
+        density = sparse_density(g.intended)
+        if v is None or density is None or not g.weight_shape or len(g.weight_shape) != 2 or g.bytes <= 0:
+            continue
+        out, k = g.weight_shape
+        layer_gather = math.ceil(out / v) * (k * density) * tokens * _GATHER_ITEMSIZE
+        gathered += layer_gather
+        dense += g.bytes
+        if worst is None or layer_gather / g.bytes > worst[0]:
+            worst = (layer_gather / g.bytes, g.name, v)
+    if worst is None or dense <= 0:
+        return _Missing("blocked layers without weight shape or bytes", "replay the workload")
+    return _Fact(
+        gathered / dense,
+        "graph.layers[] (shape, V:N:M, tokens) for lower.layers[].kernels = VNMWeight",
+        f"{gathered:.3g} gathered activation bytes per call vs {dense:.3g} dense-GEMM bytes over {len(blocked)} blocked layers; "
+        f"worst {worst[1]} (V={worst[2]}) {worst[0]:.2f}x",
+        context={"layer": worst[1]},
     )
 
 
@@ -630,10 +672,12 @@ def _precision_change_count(ctx: _Context) -> _Result:
             changes.append(f"{name} {old}->{prec}")
             lowered_from.append(old)
     cand_lower, base_lower = ctx.lower(), ctx.lower(ctx.baseline)
+    declared = {g.name: canonical_precision(g.dtype) for g in ctx.run.graph.layers}
     for name, lo in cand_lower.items():
         old_lo = base_lower.get(name)
         if (
             old_lo is not None
+            and declared.get(name) not in ("fp32", "fp64")
             and lo.kernel_class == KernelClass.FP32_GEMM
             and old_lo.kernel_class is not None
             and old_lo.kernel_class != KernelClass.FP32_GEMM
@@ -796,6 +840,7 @@ METRICS: dict[str, Callable[[_Context], _Result]] = {
     "compute_bound_sparse_slowdown": _compute_bound_sparse_slowdown,
     "ncu_sparse_sm_pct": _ncu_sparse_sm_pct,
     "metadata_value_ratio": _metadata_value_ratio,
+    "gather_traffic_ratio": _gather_traffic_ratio,
     "conversion_traffic_ratio": _conversion_traffic_ratio,
     "low_intensity_time_share": _low_intensity_time_share,
     "copy_time_share": _copy_time_share,
@@ -820,6 +865,46 @@ METRICS: dict[str, Callable[[_Context], _Result]] = {
 
 
 # --------------------------------------------------------------------------- evaluation
+
+
+STATE_METRICS: frozenset[str] = frozenset(
+    {
+        "fallback_flop_share",
+        "fallback_time_share",
+        "compute_bound_sparse_slowdown",
+        "metadata_value_ratio",
+        "gather_traffic_ratio",
+        "conversion_traffic_ratio",
+        "low_intensity_time_share",
+        "copy_time_share",
+        "span_busy_ratio",
+        "host_wait_share",
+        "per_call_conversion_share",
+        "thread_oversubscription",
+        "latency_tail_ratio",
+        "rel_err_over_bound",
+        "quality_guardrail_failures",
+        "latency_drift_ratio",
+    }
+)
+"""Metrics computed from one run alone: with a baseline, each is computed on the baseline too."""
+
+SHARED_TOLERANCE = 1.10
+"""A rule that fires on the baseline as well does not score unless the candidate is this much worse."""
+
+
+def _gate_shared_with_baseline(rule: Rule, result: _Fact, base: _Fact) -> None:
+    """Gate ``result`` when the baseline shows the same condition about as strongly: it is not what changed."""
+    if result.gate is not None or result.value is None or base.value is None or base.gate is not None:
+        return
+    if not (rule.fires(result.value) and rule.fires(base.value)):
+        return
+    if rule.op == ">":
+        worse = result.value > base.value * SHARED_TOLERANCE
+    else:
+        worse = result.value * SHARED_TOLERANCE < base.value
+    if not worse:
+        result.gate = f"the baseline shows it too ({base.value:.3g}): not what changed"
 
 
 def _evaluate(rule: Rule, result: _Fact) -> Evidence:
@@ -911,14 +996,15 @@ def _suggest_fix(winner: Mechanism, top: Evidence, facts: dict[str, _Result], ct
                    text="check the sparse kernel chosen for the shape, or raise tokens per call so 2:4 pays off")
 
     if winner == Mechanism.MEMORY:
-        if rule == "memory.metadata_bytes":
-            layer = data("metadata_value_ratio").get("layer")
+        if rule in ("memory.metadata_bytes", "memory.gather_traffic"):
+            metric = "metadata_value_ratio" if rule == "memory.metadata_bytes" else "gather_traffic_ratio"
+            layer = data(metric).get("layer")
             graph = ctx.graph()
             v = _block_size(graph[layer].intended) if isinstance(layer, str) and layer in graph else None
             if v is not None:
                 blocks = {_block_size(g.intended) for g in ctx.run.graph.layers if g.intended != "dense"}
                 target = None if len(blocks) == 1 else layer
-                return Fix(kind="block", layer=target, value=v * 4, rule=rule, metric="metadata_value_ratio", direction="down",
+                return Fix(kind="block", layer=target, value=v * 4, rule=rule, metric=metric, direction="down",
                            text=f"raise block size V from {v} to {v * 4} ({'all sparse layers' if target is None else target}) and re-time")
         if rule == "memory.conversion_traffic" or _conversion_per_call(ctx.run):
             return Fix(kind="knob", knob="conversion", value="once", rule=rule, metric="conversion_traffic_ratio", direction="down",
@@ -1079,14 +1165,32 @@ def classify_evidence(
         run_artifact=run_artifact_label(run, run_path),
     )
     facts: dict[str, _Result] = {metric: compute(ctx) for metric, compute in METRICS.items()}
+    base_facts: dict[str, _Result] = {}
+    if baseline is not None:
+        base_roof = machine_roofline(baseline, fingerprint, gpu)
+        base_ctx = _Context(
+            run=baseline,
+            baseline=None,
+            ncu=None,
+            ncu_source=None,
+            smi=None,
+            fingerprint=fingerprint,
+            roofline=base_roof,
+            intensities=layer_intensities(baseline, base_roof) if base_roof is not None else [],
+            run_artifact=run_artifact_label(baseline),
+        )
+        base_facts = {metric: METRICS[metric](base_ctx) for metric in STATE_METRICS}
     evidence: list[Evidence] = []
     missing: list[tuple[Rule, _Missing]] = []
     for rule in RULES:
         result = facts[rule.metric]
         if isinstance(result, _Missing):
             missing.append((rule, result))
-        else:
-            evidence.append(_evaluate(rule, result))
+            continue
+        base_result = base_facts.get(rule.metric)
+        if isinstance(base_result, _Fact):
+            _gate_shared_with_baseline(rule, result, base_result)
+        evidence.append(_evaluate(rule, result))
 
     totals: dict[Mechanism, float] = {m: 0.0 for m in Mechanism}
     fired: dict[Mechanism, int] = {m: 0 for m in Mechanism}

@@ -137,6 +137,12 @@ RULES: tuple[Rule, ...] = (
         "use a larger block V for V:N:M layers so fewer index bytes move per value",
     ),
     _rule(
+        "memory.gather_traffic", M, "gather_traffic_ratio",
+        "graph.layers[] shapes, intended V:N:M, tokens; lower.layers[].kernels (built-in blocked kernel)", ">", 2.0, "ratio", 2.0,
+        "Activation bytes the blocked V:N:M kernel gathers per call (once per block of V rows) over the bytes the dense GEMM moves: small blocks re-read activations.",
+        "use a larger block V so each gathered activation row serves more weight rows",
+    ),
+    _rule(
         "memory.conversion_traffic", M, "conversion_traffic_ratio",
         "lower.layers[].conversions_per_call x (dense+value+metadata bytes) / graph bytes", ">", 0.50, "ratio", 1.0,
         "Bytes moved by weight conversions on every call, relative to the bytes the forward itself moves.",
