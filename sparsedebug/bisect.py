@@ -5,7 +5,8 @@ and decides, per stage, whether the candidate diverged for real:
 
 - ``graph`` (categorical): the layer inventory differs beyond declared intent: a
   layer added or removed, or its op, shapes or dtype changed. A layer whose
-  declared sparsity changed is the candidate's intent, not a divergence.
+  declared sparsity or dtype changed is the candidate's declared intent, not a
+  divergence (its consequences show in ``lower``).
 - ``lower`` (categorical): a layer declared sparse fell back to dense, a layer not
   declared sparse changed path or kernel class (a neighbour pushed onto another
   path), or a sparse layer now re-converts its weights on every call.
@@ -196,7 +197,8 @@ def _status(layers: list[LayerFinding], metrics: list[MetricFinding], *, intende
 # --------------------------------------------------------------------------- stages
 
 
-_SHAPE_FIELDS = ("op", "weight_shape", "input_shape", "output_shape", "dtype")
+_SHAPE_FIELDS = ("op", "weight_shape", "input_shape", "output_shape")
+"""Structural fields: a change is a graph divergence. dtype and declared sparsity are the candidate's declared intent."""
 
 
 def _graph_stage(base: RunRecord, cand: RunRecord) -> StageFinding:
@@ -219,11 +221,12 @@ def _graph_stage(base: RunRecord, cand: RunRecord) -> StageFinding:
         changed = [f"{field}: {getattr(bl, field)} -> {getattr(cl, field)}" for field in _SHAPE_FIELDS if getattr(bl, field) != getattr(cl, field)]
         if changed:
             findings.append(LayerFinding(stage="graph", layer=name, kind="changed", regression=True, detail="; ".join(changed)))
-        elif bl.intended != cl.intended:
-            intended += 1
-            findings.append(
-                LayerFinding(stage="graph", layer=name, kind="intended", regression=False, intended=True, detail=f"declared sparsity {bl.intended} -> {cl.intended}")
-            )
+        else:
+            declared = [f"declared sparsity {bl.intended} -> {cl.intended}"] if bl.intended != cl.intended else []
+            declared += [f"dtype {bl.dtype} -> {cl.dtype}"] if bl.dtype != cl.dtype else []
+            if declared:
+                intended += 1
+                findings.append(LayerFinding(stage="graph", layer=name, kind="intended", regression=False, intended=True, detail="; ".join(declared)))
     if base.graph.tokens is not None and cand.graph.tokens is not None and base.graph.tokens != cand.graph.tokens:
         findings.append(LayerFinding(stage="graph", layer="(tokens)", kind="changed", regression=True, detail=f"tokens {base.graph.tokens} -> {cand.graph.tokens}"))
     findings.sort(key=lambda f: (not f.regression, f.layer))
@@ -232,7 +235,7 @@ def _graph_stage(base: RunRecord, cand: RunRecord) -> StageFinding:
     if regressions:
         summary = f"{len(regressions)} layer(s) differ beyond declared intent: " + ", ".join(f"{f.layer} ({f.kind})" for f in regressions[:5])
     elif intended:
-        summary = f"same layer inventory; {intended} layer(s) changed declared sparsity as intended"
+        summary = f"same layer inventory; {intended} layer(s) changed declared sparsity or dtype (declared intent)"
     else:
         summary = f"same layer inventory ({len(b)} layers)"
     if base.graph.model_revision != cand.graph.model_revision and base.graph.model_revision and cand.graph.model_revision:

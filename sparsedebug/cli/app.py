@@ -12,6 +12,7 @@ from sparsedebug.cli import gate
 from sparsedebug.cli import playbook
 from sparsedebug.cli import bench
 from sparsedebug.cli import bisect
+from sparsedebug.cli import reduce
 from sparsedebug.cli import replay
 from sparsedebug.cli import schema
 
@@ -48,6 +49,7 @@ playbook.register(app)
 gate.register(app)
 bench.register(app)
 bisect.register(app)
+reduce.register(app)
 replay.register(app)
 schema.register(app)
 

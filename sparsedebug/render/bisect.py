@@ -1,4 +1,4 @@
-"""Render a bisect result: one row per stage, the layers ranked by contribution, the verdict."""
+"""Render bisect (step 2) and reduce (step 4) results as rich tables: pure functions of the records."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from rich.table import Table
 from rich.text import Text
 
 from sparsedebug.bisect import BisectResult, StageFinding
+from sparsedebug.reduce import ReduceResult
 from sparsedebug.stats import SampleComparison
 
 _STATUS_STYLE = {
@@ -102,4 +103,53 @@ def bisect_view(result: BisectResult, *, layer_limit: int = 10) -> Group:
     if layer_limit and result.layers:
         parts.append(layers_table(result, layer_limit))
     parts.append(verdict_text(result))
+    return Group(*parts)
+
+
+# --------------------------------------------------------------------------- reduce (step 4)
+
+
+def changes_table(result: ReduceResult) -> Table:
+    """Every difference between GOOD and BAD, the kept ones marked."""
+    kept = {change.key for change in result.kept}
+    others = {change.key: cause.kind for cause in result.other_causes for change in cause.kept}
+    table = Table(title=f"changes {result.good} -> {result.bad} ({len(result.changes)})")
+    table.add_column("change")
+    table.add_column("detail", overflow="fold")
+    table.add_column("kept")
+    for change in result.changes:
+        mark = "yes" if change.key in kept else (f"other cause: {others[change.key]}" if change.key in others else "")
+        table.add_row(change.key, change.detail, Text(mark, style="bold red" if change.key in kept else ""))
+    return table
+
+
+def probes_table(result: ReduceResult, limit: int = 60) -> Table:
+    """The probe log: phase, variant, outcome."""
+    table = Table(title=f"probes ({result.probe_count}: {result.static_probes} static, {result.replays} timed replays, {result.flaky_probes} re-measured)")
+    table.add_column("#", justify="right")
+    table.add_column("phase")
+    table.add_column("variant", overflow="fold")
+    table.add_column("mode")
+    table.add_column("outcome")
+    style = {"fail": "red", "pass": "green", "unresolved": "yellow"}
+    for i, probe in enumerate(result.probes[:limit], start=1):
+        outcome = probe.outcome + (" (re-measured)" if probe.flaky else "") + (f" - {probe.note}" if probe.note else "")
+        table.add_row(str(i), probe.phase, probe.description, probe.mode, Text(outcome, style=style[probe.outcome]))
+    if len(result.probes) > limit:
+        table.add_row("…", "", f"{len(result.probes) - limit} more", "", "")
+    return table
+
+
+def reduce_view(result: ReduceResult, *, show_probes: bool = True) -> Group:
+    """Changes, probes and the verdict with the reproducing command."""
+    parts: list[Table | Text] = []
+    if result.changes:
+        parts.append(changes_table(result))
+    if show_probes and result.probes:
+        parts.append(probes_table(result))
+    style = "bold red" if result.reproduced else "yellow"
+    text = Text(result.verdict, style=style)
+    if result.command:
+        text.append(f"\nreproduce with: {result.command}", style="bold")
+    parts.append(text)
     return Group(*parts)

@@ -1,0 +1,89 @@
+"""`sparsedebug reduce`: step 4, the smallest change and graph that still reproduce a divergence."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from sparsedebug.cli.common import EXIT_CHECK_FAILED, JsonOption, console, emit_json, err_console, handle_errors
+from sparsedebug.errors import UserError
+from sparsedebug.reduce import DEFAULT_MAX_PROBES, DEFAULT_PROBE_REPEATS, reduce_workloads
+from sparsedebug.render.bisect import reduce_view
+from sparsedebug.stats import DEFAULT_ALPHA, DEFAULT_MIN_EFFECT
+from sparsedebug.workload import load_workload, save_workload
+
+WorkloadArg = Annotated[Path, typer.Argument(help="A workload YAML.", show_default=False)]
+
+
+@handle_errors
+def reduce(
+    good: WorkloadArg,
+    bad: WorkloadArg,
+    output: Annotated[
+        Path, typer.Option("--output", "-o", help="Where to write the reproducer (its baseline goes beside it as <stem>.base.yaml); atomic.")
+    ] = Path("repro.yaml"),
+    probe_repeats: Annotated[
+        int, typer.Option(help="Timed repetitions per probe replay (doubled once when a probe is undecided).", min=3)
+    ] = DEFAULT_PROBE_REPEATS,
+    max_probes: Annotated[int, typer.Option(help="Stop searching after this many probes, keeping the best so far.", min=1)] = DEFAULT_MAX_PROBES,
+    alpha: Annotated[float, typer.Option(help="Significance level of the rank tests.", min=1e-6, max=0.5)] = DEFAULT_ALPHA,
+    min_effect: Annotated[float, typer.Option(help="Minimum median ratio that counts as a change.", min=1.0)] = DEFAULT_MIN_EFFECT,
+    probes: Annotated[bool, typer.Option("--probes/--no-probes", help="Show the probe log.")] = True,
+    json_out: JsonOption = False,
+) -> None:
+    """Reduce GOOD -> BAD to one focused reproducer of its first divergence.
+
+    Bisects the pair to learn the target (graph and lowering divergences are
+    decided statically, from the backend profile's decisions, without timing;
+    kernel, schedule and outcome need timed replays). Then runs delta debugging
+    (ddmin) over the differences between the workloads, every knob and every
+    changed, added or removed layer, keeping the smallest subset that still
+    reproduces the target; reduces independent causes of other kinds too. Then
+    shrinks the graph (blocks, layers, tokens, widths) while it still reproduces,
+    confirms with a timed replay, and writes the reproducer and its baseline.
+
+    Prints the kept changes, every probe, the counts and the one command that
+    reproduces it. Exit 0 when reduced and confirmed, 1 when the regression
+    cannot be reproduced (or the confirmation disagrees), 2 on bad input.
+    """
+    if good.resolve() == bad.resolve():
+        raise UserError(f"{bad}: GOOD and BAD are the same file")
+    if output.suffix.lower() not in (".yaml", ".yml"):
+        raise UserError(f"{output}: the reproducer is a workload; use a .yaml or .yml name")
+    if not output.parent.resolve().is_dir():
+        raise UserError(f"{output}: output directory {output.parent} does not exist")
+    good_workload = load_workload(good)
+    bad_workload = load_workload(bad)
+    err = err_console()
+    result = reduce_workloads(
+        good_workload,
+        bad_workload,
+        probe_repeats=probe_repeats,
+        max_probes=max_probes,
+        progress=lambda line: err.print(line, highlight=False),
+        good_dir=good.parent,
+        bad_dir=bad.parent,
+        repro_path=output,
+        alpha=alpha,
+        min_effect=min_effect,
+    )
+    confirmed = result.reproduced and result.confirmation is not None and result.confirmation.first_stage == result.target_stage
+    if result.repro is not None and result.base is not None:
+        save_workload(result.base, output.with_name(f"{output.stem}.base{output.suffix}"))
+        save_workload(result.repro, output)
+    if json_out:
+        emit_json(result)
+    else:
+        out = console()
+        out.print(reduce_view(result, show_probes=probes))
+        if result.repro is not None:
+            out.print(f"wrote {output} and {output.with_name(f'{output.stem}.base{output.suffix}')}")
+    if not confirmed:
+        raise typer.Exit(EXIT_CHECK_FAILED)
+
+
+def register(app: typer.Typer) -> None:
+    """Add `reduce` to the app."""
+    app.command("reduce")(reduce)
