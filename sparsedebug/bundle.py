@@ -9,7 +9,8 @@ Layout (file names fixed so ``sparsedebug memo DIR`` can re-render from them)::
     bisect.json             step 2: first persistent divergent stage
     classification.json     step 3: the five mechanisms scored, the fix proposed
     reduce.json             step 4: ddmin result (when both sides are workloads)
-    reproducer.yaml         step 4: the focused reproducer workload
+    reproducer.yaml         step 4: the focused reproducer workload, and its baseline
+    reproducer.base.yaml            (`sparsedebug bisect reproducer.base.yaml reproducer.yaml`)
     fix.json                step 4: the fix, how it was applied, expected vs measured movement
     fixed.workload.yaml     step 4: the candidate with the fix applied (when it maps onto a workload)
     fixed.run.json          step 5: the re-run of the fixed candidate (or --fixed as given)
@@ -25,9 +26,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from sparsedebug.bisect import BisectResult
+from sparsedebug.classify import Classification
 from sparsedebug.errors import UserError
-from sparsedebug.io import load_data, load_record, validate
+from sparsedebug.io import load_record
 from sparsedebug.records import SCHEMA_VERSION, FileDigest, Fingerprint, RunRecord
+from sparsedebug.reduce import ReduceResult
 
 MANIFEST = "bundle.json"
 
@@ -40,6 +44,7 @@ FILES: dict[str, str] = {
     "classification": "classification.json",
     "reduce": "reduce.json",
     "reproducer": "reproducer.yaml",
+    "reproducer_base": "reproducer.base.yaml",
     "fix": "fix.json",
     "fixed_workload": "fixed.workload.yaml",
     "memo": "memo.md",
@@ -126,9 +131,9 @@ class LoadedBundle(BaseModel):
     baseline: RunRecord
     candidate: RunRecord
     fixed: RunRecord | None
-    bisect: Any = None
-    classification: Any = None
-    reduce: Any = None
+    bisect: BisectResult | None = None
+    classification: Classification | None = None
+    reduce: ReduceResult | None = None
     fix: FixOutcome | None = None
 
     def path(self, role: str) -> Path | None:
@@ -172,22 +177,9 @@ def load_bundle(root: Path) -> LoadedBundle:
     baseline, candidate = run("baseline"), run("candidate")
     assert baseline is not None and candidate is not None
     fp_path = _optional(root, manifest, "fingerprint")
-    bisect = classification = reduce = None
-    path = _optional(root, manifest, "bisect")
-    if path is not None:
-        from sparsedebug.bisect import BisectResult
-
-        bisect = validate(BisectResult, load_data(path), str(path))
-    path = _optional(root, manifest, "classification")
-    if path is not None:
-        from sparsedebug.classify import Classification
-
-        classification = validate(Classification, load_data(path), str(path))
-    path = _optional(root, manifest, "reduce")
-    if path is not None:
-        from sparsedebug.reduce import ReduceResult
-
-        reduce = validate(ReduceResult, load_data(path), str(path))
+    bisect_path = _optional(root, manifest, "bisect")
+    cls_path = _optional(root, manifest, "classification")
+    reduce_path = _optional(root, manifest, "reduce")
     fix_path = _optional(root, manifest, "fix")
     return LoadedBundle(
         root=root,
@@ -196,8 +188,8 @@ def load_bundle(root: Path) -> LoadedBundle:
         baseline=baseline,
         candidate=candidate,
         fixed=run("fixed"),
-        bisect=bisect,
-        classification=classification,
-        reduce=reduce,
+        bisect=load_record(bisect_path, BisectResult) if bisect_path is not None else None,
+        classification=load_record(cls_path, Classification) if cls_path is not None else None,
+        reduce=load_record(reduce_path, ReduceResult) if reduce_path is not None else None,
         fix=load_record(fix_path, FixOutcome) if fix_path is not None else None,
     )

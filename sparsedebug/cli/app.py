@@ -9,6 +9,7 @@ from sparsedebug.cli import freeze
 from sparsedebug.cli import classify
 from sparsedebug.cli import importers
 from sparsedebug.cli import gate
+from sparsedebug.cli import memo
 from sparsedebug.cli import playbook
 from sparsedebug.cli import bench
 from sparsedebug.cli import bisect
@@ -47,6 +48,7 @@ classify.register(app)
 importers.register(app)
 playbook.register(app)
 gate.register(app)
+memo.register(app)
 bench.register(app)
 bisect.register(app)
 reduce.register(app)

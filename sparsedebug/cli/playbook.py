@@ -7,8 +7,10 @@ from typing import Annotated
 
 import typer
 
-from sparsedebug.cli.common import JsonOption, console, emit_json, handle_errors
-from sparsedebug.playbook import load_playbook
+from rich.progress import BarColumn, Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
+
+from sparsedebug.cli.common import JsonOption, console, emit_json, err_console, handle_errors
+from sparsedebug.playbook import Step, load_playbook, run_playbook
 from sparsedebug.render.playbook import playbook_view
 
 PlaybookOption = Annotated[
@@ -37,6 +39,78 @@ def show(playbook: PlaybookOption = None, json_out: JsonOption = False) -> None:
         emit_json(book)
         return
     console().print(playbook_view(book))
+
+
+class _RichReporter:
+    """Rich progress on stderr: one line per playbook step, replay stages as the bar."""
+
+    def __init__(self, progress: Progress) -> None:
+        self._progress = progress
+        self._task: TaskID | None = None
+        self._label = ""
+
+    def step(self, step: Step, text: str) -> None:
+        self._label = f"{step.number} {step.id}: {text}"
+        if self._task is None:
+            self._task = self._progress.add_task(self._label, total=None)
+        else:
+            self._progress.update(self._task, description=self._label, completed=0, total=None)
+
+    def progress(self, stage: str, done: int, total: int) -> None:
+        if self._task is not None:
+            self._progress.update(self._task, description=f"{self._label} [{stage}]", completed=done, total=max(total, 1))
+
+    def done(self, step: Step, status: str, detail: str) -> None:
+        mark = "[green]done[/green]" if status == "done" else "[yellow]skipped[/yellow]"
+        self._progress.console.print(f"{step.number} {step.id} {mark}: {detail}")
+
+
+@playbook_app.command("run")
+@handle_errors
+def run(
+    baseline: Annotated[
+        Path | None,
+        typer.Option("--baseline", help="Baseline: workload YAML (replayed), PyTorch trace (imported) or run record."),
+    ] = None,
+    candidate: Annotated[Path | None, typer.Option("--candidate", help="Candidate, same kinds as the baseline.")] = None,
+    fixed: Annotated[
+        Path | None,
+        typer.Option("--fixed", help="The candidate with a fix applied (any kind): re-run the matrix on it instead of applying the proposed fix."),
+    ] = None,
+    output: Annotated[Path, typer.Option("--output", "-o", help="Bundle directory to write (replaced when it holds an older bundle).")] = Path("sparsedebug-bundle"),
+    repeats: Annotated[int | None, typer.Option("--repeats", min=3, help="Override the repeat count of every replay.")] = None,
+    ncu: Annotated[Path | None, typer.Option("--ncu", help="Nsight Compute CSV to attach as classification evidence.")] = None,
+    smi: Annotated[Path | None, typer.Option("--smi", help="nvidia-smi CSV log to attach as classification evidence.")] = None,
+    no_reduce: Annotated[bool, typer.Option("--no-reduce", help="Skip the ddmin reduction to a reproducer in step 4 (faster).")] = False,
+    playbook: PlaybookOption = None,
+    json_out: JsonOption = False,
+) -> None:
+    """Walk the playbook end to end and write a bundle: fingerprint, both run records,
+    bisect and classification JSON, the reproducer, the fix and its re-run, memo.md and report.md.
+
+    With no arguments it runs the embedded default: a dense Llama-style stack
+    against its 2:4 candidate with a planted regression. Workloads are replayed,
+    traces imported. When both sides are workloads, step 4 reduces them to a
+    reproducer and applies the proposed fix to a copy of the candidate (conversion
+    policy, precision, threads, block size, padding or excluding a layer), then
+    step 5 replays it and the memo reports expected against measured movement.
+    With --fixed, that run is the fixed candidate instead.
+    """
+    err = err_console()
+    with Progress(
+        SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
+        console=err, transient=True,
+    ) as progress:
+        bundle = run_playbook(
+            output, baseline=baseline, candidate=candidate, fixed=fixed, repeats=repeats, ncu=ncu, smi=smi,
+            playbook=playbook, reporter=_RichReporter(progress), reduce=not no_reduce,
+        )
+    if json_out:
+        emit_json(bundle.manifest)
+        return
+    from sparsedebug.render.bundle import bundle_summary
+
+    console().print(bundle_summary(bundle, load_playbook(playbook)))
 
 
 def register(app: typer.Typer) -> None:

@@ -88,7 +88,12 @@ def fallback_impact(run: RunRecord) -> list[str]:
     ]
     if fb.sparse_kernel_speedup is not None:
         lines.append(f"- sparse kernel speedup: {fb.sparse_kernel_speedup:.3f}x ({fb.sparse_kernel_speedup_source})")
-    if fb.speedup_left_on_table is not None:
+    if fb.speedup_left_on_table is not None and fb.sparse_kernel_speedup is not None and fb.sparse_kernel_speedup <= 1.0:
+        lines.append(
+            f"- speedup left on the table by fallbacks: none: the sparse kernels here are not faster than dense "
+            f"({fb.sparse_kernel_speedup:.3f}x), so running the fallback layers sparse would not pay"
+        )
+    elif fb.speedup_left_on_table is not None:
         lines.append(
             f"- speedup left on the table by fallbacks (Amdahl, kernel time): {fb.speedup_left_on_table:.3f}x "
             f"= 1 / ((1 - {fb.fallback_time_share:.3f}) + {fb.fallback_time_share:.3f} / {fb.sparse_kernel_speedup:.3f})"

@@ -14,16 +14,17 @@ default gate passes on it.
 
 from __future__ import annotations
 
-from typing import Any
+
 
 from pydantic import BaseModel
 
 from sparsedebug.bundle import LoadedBundle, Movement
 from sparsedebug.playbook import Playbook
 from sparsedebug.records import RunRecord
+from sparsedebug.reduce import ReduceResult
 from sparsedebug.report.gate import GatePolicy, GateResult, evaluate
 from sparsedebug.report.metrics import fallback_summary, has_fallback_evidence, has_quality_evidence
-from sparsedebug.stats import median, percentiles
+from sparsedebug.stats import SampleComparison, median, percentiles
 
 MECHANISM_OWNER = {
     "compute": "compiler_sparsity_pass_owner",
@@ -174,7 +175,7 @@ def _symptom(b: LoadedBundle, book: Playbook) -> list[str]:
     return out
 
 
-def _cmp_text(cmp: Any) -> str:
+def _cmp_text(cmp: SampleComparison) -> str:
     parts = [f"ratio {cmp.ratio:.3f}"]
     if cmp.ci_low is not None and cmp.ci_high is not None:
         parts.append(f"{100 * (1 - cmp.alpha):.0f}% CI [{cmp.ci_low:.3f}, {cmp.ci_high:.3f}]")
@@ -305,7 +306,7 @@ def _action(b: LoadedBundle, book: Playbook) -> list[str]:
         out.append(f"- **Smallest reversible change**: {fix.text} (rule `{fix.rule}`; should move {fix.metric} {fix.direction}).")
     red = b.reduce
     if red is not None:
-        out.append(f"  - Focused reproducer: {_reduce_text(red)}")
+        out.append(f"  - Focused reproducer (reproducer.yaml): {_reduce_text(red)}")
     fo = b.fix
     if fo is not None:
         out.append(f"  - Applied: {fo.how}" if fo.applied else f"  - Not applied: {fo.how}")
@@ -333,26 +334,30 @@ def _action(b: LoadedBundle, book: Playbook) -> list[str]:
         out.append(f"- **Measured movement** (candidate -> fixed re-run): the fix {verdict}; {fo.significance}.")
         for m in fo.movements:
             out.append(f"  - {_movement_line(m)}")
+        if lat is not None and lat.expected_after is not None and lat.before:
+            exp_change = lat.expected_after / lat.before - 1
+            got = lat.after / lat.before - 1
+            size = "about as projected" if abs(got - exp_change) <= 0.05 else (
+                "more than projected" if abs(got) > abs(exp_change) else "less than projected"
+            )
+            out.append(f"  - Measured against expected: p50 {got:+.1%} measured vs {exp_change:+.1%} expected: {size}.")
     out.append("- **Regression risk**:")
     out += _risks(b)
     out.append("")
     return out
 
 
-def _reduce_text(red: Any) -> str:
-    parts = []
-    for attr in ("summary", "verdict"):
-        value = getattr(red, attr, None)
-        if isinstance(value, str) and value:
-            parts.append(value)
-            break
-    replays = getattr(red, "replays", None)
-    if isinstance(replays, int):
-        parts.append(f"{replays} replays")
-    command = getattr(red, "command", None)
-    if isinstance(command, str) and command:
-        parts.append(f"reproduce with `{command}`")
-    return "reproducer.yaml" + (": " + "; ".join(parts) if parts else "") + "."
+def _reduce_text(red: ReduceResult) -> str:
+    kept = ", ".join(f"{c.key} ({c.detail})" for c in red.kept) or "none"
+    shape = f"{red.layers_before} -> {red.layers_after} layers" if red.layers_after is not None else f"{red.layers_before} layers"
+    tokens = f", {red.tokens_before} -> {red.tokens_after} tokens" if red.tokens_after is not None else ""
+    text = (
+        f"{red.verdict}; kept {len(red.kept)} of {len(red.changes)} differences: {kept}; {shape}{tokens}; "
+        f"{red.replays} timed replays, {red.static_probes} static probes, {red.flaky_probes} flaky"
+    )
+    if red.command:
+        text += f"; reproduce with `{red.command}` from the bundle directory"
+    return text + "."
 
 
 def _risks(b: LoadedBundle) -> list[str]:
@@ -376,7 +381,7 @@ def _risks(b: LoadedBundle) -> list[str]:
     thermal = None
     if cls is not None:
         thermal = next((s for s in cls.scores if s.mechanism.value == "thermal"), None)
-    if thermal is None:
+    if cls is None or thermal is None:
         lines.append("  - thermal: not assessed (no classification).")
     else:
         miss = [m for m in cls.missing_evidence if m.mechanism.value == "thermal"]
@@ -408,8 +413,10 @@ def _signoff(b: LoadedBundle, book: Playbook, decision: DecisionOutcome) -> list
     impact = f"{fb.fell_back} of {fb.meant_sparse} meant-sparse layers run dense"
     if fb.dense_time_share is not None:
         impact += f", {fb.dense_time_share:.1%} of kernel time dense"
-    if fb.speedup_left_on_table is not None:
+    if fb.speedup_left_on_table is not None and fb.speedup_left_on_table > 1.0:
         impact += f", {fb.speedup_left_on_table:.3f}x left on the table by fallbacks"
+    elif fb.sparse_kernel_speedup is not None and fb.sparse_kernel_speedup <= 1.0 and fb.fell_back:
+        impact += f", nothing left on the table: sparse kernels measured {fb.sparse_kernel_speedup:.3f}x vs dense"
     out.append(f"- **Required artifact**: {book.memo.required_artifact} See `{report}` ({len(final.graph.layers)} layers in the matrix; {impact}).")
     owners = [book.owner(o).title for o in book.memo.required_owners]
     lead = None

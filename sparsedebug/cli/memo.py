@@ -1,0 +1,57 @@
+"""`sparsedebug memo`: re-render the review memo (and optionally the deployment report) from a bundle."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from sparsedebug.bundle import load_bundle
+from sparsedebug.cli.common import JsonOption, emit_json, handle_errors
+from sparsedebug.io import atomic_write_text
+from sparsedebug.playbook import load_playbook
+from sparsedebug.report.deployment import render_report
+from sparsedebug.report.memo import decide, render_memo
+
+
+@handle_errors
+def memo(
+    bundle: Annotated[Path, typer.Argument(help="Bundle directory written by `sparsedebug playbook run`.")],
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write the memo here (atomic) instead of printing it.")
+    ] = None,
+    report: Annotated[
+        Path | None, typer.Option("--report", help="Also write the sparsity deployment report here.")
+    ] = None,
+    playbook: Annotated[
+        Path | None, typer.Option("--playbook", help="Playbook YAML whose memo template to use (default: embedded).")
+    ] = None,
+    json_out: JsonOption = False,
+) -> None:
+    """Re-render the ACCELERATOR REVIEW MEMO from a bundle's records.
+
+    Every number comes from the bundle (run records, bisect, classification, fix
+    re-run, fingerprint). The memo refuses "ship" without fallback and quality
+    evidence and quotes p50/p95/p99. Prints Markdown, or writes it with -o;
+    --json prints the decision and the memo text as JSON.
+    """
+    loaded = load_bundle(bundle)
+    book = load_playbook(playbook)
+    text = render_memo(loaded, book)
+    if report is not None:
+        atomic_write_text(report, render_report(loaded))
+    if output is not None:
+        atomic_write_text(output, text)
+    if json_out:
+        emit_json({"bundle": str(bundle), "decision": decide(loaded, book), "memo": text})
+        return
+    if output is None:
+        typer.echo(text)
+    else:
+        typer.echo(f"wrote {output}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add `memo` to the app."""
+    app.command("memo")(memo)
