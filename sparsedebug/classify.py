@@ -1041,11 +1041,13 @@ def _artifact(ctx: _Context, rule: str) -> str:
 
 
 def run_artifact_label(run: RunRecord, path: str | None = None) -> str:
-    """How a run is cited: the imported artifact file when there is one, else the record path or name."""
-    if run.source.files:
+    """How a run is cited: the imported artifact file, else the record (or workload) path, else its name."""
+    if run.source.kind != "replay" and run.source.files:
         return run.source.files[0].path
     if path is not None:
         return path
+    if run.source.files:
+        return f"replay of {run.source.files[0].path}"
     return f"run record '{run.name}'"
 
 

@@ -218,7 +218,7 @@ def test_planted_fallback_of_largest_layer_is_compute_with_pad_fix() -> None:
     assert result.fix is not None
     assert (result.fix.kind, result.fix.action) == ("layer", "pad")
     assert result.fix.layer in {"l1", "l2"}
-    assert "l1" in result.proving_artifact or "l2" in (result.proving_artifact or "")
+    assert result.proving_artifact is not None and ("l1" in result.proving_artifact or "l2" in result.proving_artifact)
 
 
 def test_fallback_for_other_reasons_suggests_exclude() -> None:
@@ -386,3 +386,70 @@ def test_h200_cuda_graph_sparse_vs_dense_is_not_scheduling() -> None:
 def test_fixture_paths_exist() -> None:
     for name in ("trace_sparse_mlp_T2048.json.gz", "trace_dense_T2048.json.gz", "nvidia_smi_short.csv"):
         assert (H200 / name).is_file(), Path(name)
+
+
+# --------------------------------------------------------------------------- planted replays
+
+
+PLANTED = FIXTURES / "workloads" / "planted"
+
+
+@pytest.fixture(scope="module")
+def machine() -> Fingerprint:
+    """This machine's fingerprint with its calibrated roofline (what `freeze --calibrate` records)."""
+    from sparsedebug.fingerprint import collect
+
+    return collect(calibrate_machine=True)
+
+
+@pytest.fixture(scope="module")
+def planted_runs(machine: Fingerprint) -> dict[str, RunRecord]:
+    from sparsedebug.replay import replay
+    from sparsedebug.workload import load_workload
+
+    runs: dict[str, RunRecord] = {}
+    for name in ("base", "scheduling_per_call", "scheduling_threads", "memory_small_blocks", "precision_bf16", "compute_base", "compute_fallback"):
+        workload = load_workload(PLANTED / f"{name}.yaml")
+        if name == "scheduling_threads":
+            cores = machine.cpu.logical_cores or 2
+            workload = workload.model_copy(update={"threads": 2 * cores})
+        runs[name] = replay(workload, source_path=PLANTED / f"{name}.yaml")
+    return runs
+
+
+@pytest.mark.parametrize(
+    ("candidate", "baseline", "mechanism", "fix_kind", "fix_knob"),
+    [
+        ("scheduling_per_call", "base", Mechanism.SCHEDULING, "knob", "conversion"),
+        ("scheduling_threads", "base", Mechanism.SCHEDULING, "knob", "threads"),
+        ("memory_small_blocks", "base", Mechanism.MEMORY, "block", None),
+        ("precision_bf16", "base", Mechanism.PRECISION, "knob", "precision"),
+        ("compute_fallback", "compute_base", Mechanism.COMPUTE, "layer", None),
+    ],
+)
+def test_planted_replay_pair_classifies(
+    planted_runs: dict[str, RunRecord], machine: Fingerprint, candidate: str, baseline: str, mechanism: Mechanism, fix_kind: str, fix_knob: str | None
+) -> None:
+    result = classify_run(planted_runs[candidate], baseline=planted_runs[baseline], fingerprint=machine)
+    assert result.winner == mechanism, [(s.mechanism, s.score) for s in result.scores]
+    assert result.fix is not None and result.fix.kind == fix_kind and result.fix.knob == fix_knob
+    assert result.roofline is not None and result.roofline.source == "calibration"
+    assert result.proving_artifact is not None and f"{candidate}.yaml" in result.proving_artifact
+
+
+def test_planted_fixes_name_the_planted_knob_values(planted_runs: dict[str, RunRecord], machine: Fingerprint) -> None:
+    per_call = classify_run(planted_runs["scheduling_per_call"], baseline=planted_runs["base"], fingerprint=machine)
+    assert per_call.fix is not None and per_call.fix.value == "once"
+    threads = classify_run(planted_runs["scheduling_threads"], baseline=planted_runs["base"], fingerprint=machine)
+    assert threads.fix is not None and threads.fix.value == machine.cpu.logical_cores
+    blocks = classify_run(planted_runs["memory_small_blocks"], baseline=planted_runs["base"], fingerprint=machine)
+    assert blocks.fix is not None and blocks.fix.value == 16 and blocks.fix.layer is None
+    bf16 = classify_run(planted_runs["precision_bf16"], baseline=planted_runs["base"], fingerprint=machine)
+    assert bf16.fix is not None and bf16.fix.value == "fp32"
+    fallback = classify_run(planted_runs["compute_fallback"], baseline=planted_runs["compute_base"], fingerprint=machine)
+    assert fallback.fix is not None and (fallback.fix.layer, fallback.fix.action) == ("fc0", "exclude")
+
+
+def test_planted_baseline_against_itself_supports_nothing(planted_runs: dict[str, RunRecord], machine: Fingerprint) -> None:
+    result = classify_run(planted_runs["base"], baseline=planted_runs["base"], fingerprint=machine)
+    assert result.winner is None, [(e.rule, e.value) for e in result.evidence if e.fired]

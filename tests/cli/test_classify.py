@@ -1,0 +1,127 @@
+"""`sparsedebug classify` through the CLI: real H200 artifacts, run records, planted workloads, bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from sparsedebug.io import save_record
+from sparsedebug.records import RunRecord
+from tests.conftest import FIXTURES, assert_clean_error, invoke
+
+H200 = FIXTURES / "h200"
+SPARSE = str(H200 / "trace_sparse_mlp_T2048.json.gz")
+DENSE = str(H200 / "trace_dense_T2048.json.gz")
+SMI = str(H200 / "nvidia_smi_short.csv")
+NCU = str(H200 / "ncu_dense_vs_sparse_11008x4096x2048.csv")
+
+
+def test_h200_traces_json_is_scheduling() -> None:
+    result = invoke(["classify", SPARSE, "--baseline", DENSE, "--json"])
+    assert result.exit_code == 0, result.stderr
+    payload = json.loads(result.stdout)
+    assert payload["kind"] == "classification"
+    assert payload["winner"] == "scheduling"
+    assert [s["rank"] for s in payload["scores"]] == [1, 2, 3, 4, 5]
+    assert payload["scores"][0]["mechanism"] == "scheduling"
+    fired = {e["rule"]: e for e in payload["evidence"] if e["fired"]}
+    assert fired["scheduling.host_wait"]["value"] > 0.9
+    assert fired["scheduling.overhead_regression"]["source"].startswith("schedule.")
+    assert payload["fix"]["kind"] == "advice" and payload["fix"]["direction"] == "down"
+    assert "trace_sparse_mlp_T2048.json.gz" in payload["proving_artifact"]
+    thermal_missing = [m for m in payload["missing_evidence"] if m["mechanism"] == "thermal"]
+    assert any("nvidia-smi --query-gpu" in m["capture"] for m in thermal_missing)
+
+
+def test_h200_with_smi_and_ncu_people_output() -> None:
+    result = invoke(["classify", SPARSE, "--baseline", DENSE, "--smi", SMI, "--ncu", NCU])
+    assert result.exit_code == 0, result.stderr
+    out = result.stdout
+    for needle in ("mechanisms for trace_sparse_mlp_T2048", "evidence", "thermal.throttle_time", "FIRED", "roofline: NVIDIA H200",
+                   "dominant mechanism: scheduling", "proved by:", "smallest reversible test:"):
+        assert needle in out, needle
+    # progress goes to stderr, never into the tables
+    assert "reading" in result.stderr and "reading" not in out
+
+
+def test_h200_smi_thermal_is_ranked_with_evidence_in_json() -> None:
+    result = invoke(["classify", SPARSE, "--baseline", DENSE, "--smi", SMI, "--json"])
+    payload = json.loads(result.stdout)
+    thermal = next(s for s in payload["scores"] if s["mechanism"] == "thermal")
+    assert thermal["status"] == "supported" and thermal["score"] > 0
+    lines = [e for e in payload["evidence"] if e["mechanism"] == "thermal" and e["fired"]]
+    assert {e["rule"] for e in lines} == {"thermal.throttle_time", "thermal.clock_drop"}
+    assert all("nvidia_smi_short.csv" in e["source"] for e in lines)
+    assert SMI in payload["inputs"]
+
+
+def test_classify_a_saved_run_record(tmp_path: Path) -> None:
+    from sparsedebug.importers.torch_trace import import_trace
+
+    record = tmp_path / "sparse.json"
+    save_record(import_trace(Path(SPARSE)), record)
+    result = invoke(["classify", str(record), "--json", "--gpu", "NVIDIA H100 PCIe"])
+    assert result.exit_code == 0, result.stderr
+    payload = json.loads(result.stdout)
+    assert payload["baseline"] is None
+    assert payload["roofline"]["device"] == "NVIDIA H100 PCIe"
+    assert payload["winner"] == "scheduling"
+
+
+def test_planted_workload_pair_through_cli(tmp_path: Path) -> None:
+    fp = tmp_path / "fp.yaml"
+    assert invoke(["freeze", "--calibrate", "-o", str(fp)]).exit_code == 0
+    planted = FIXTURES / "workloads" / "planted"
+    result = invoke(
+        ["classify", str(planted / "memory_small_blocks.yaml"), "--baseline", str(planted / "base.yaml"), "--fingerprint", str(fp), "--json"]
+    )
+    assert result.exit_code == 0, result.stderr
+    payload = json.loads(result.stdout)
+    assert payload["winner"] == "memory"
+    assert payload["fix"] == {
+        "kind": "block", "knob": None, "value": 16, "layer": None, "action": None,
+        "text": payload["fix"]["text"], "metric": "gather_traffic_ratio", "direction": "down", "rule": "memory.gather_traffic",
+    }
+    assert payload["roofline"]["source"] == "calibration"
+
+
+def test_missing_run_file(tmp_path: Path) -> None:
+    assert_clean_error(invoke(["classify", str(tmp_path / "nope.json")]), 2, "nope.json: file not found")
+
+
+def test_invalid_run_record_names_field(tmp_path: Path) -> None:
+    bad = tmp_path / "run.json"
+    bad.write_text(json.dumps({"kind": "run", "name": "x"}))
+    result = invoke(["classify", str(bad)])
+    assert_clean_error(result, 2, f"{bad}: source: missing field")
+
+
+def test_bad_smi_and_ncu_files(tmp_path: Path) -> None:
+    junk = tmp_path / "junk.csv"
+    junk.write_text("hello\n")
+    assert_clean_error(invoke(["classify", SPARSE, "--smi", str(junk)]), 2, "junk.csv")
+    assert_clean_error(invoke(["classify", SPARSE, "--ncu", str(junk)]), 2, "junk.csv")
+
+
+def test_bad_fingerprint_file(tmp_path: Path) -> None:
+    fp = tmp_path / "fp.yaml"
+    fp.write_text("kind: fingerprint\n")
+    assert_clean_error(invoke(["classify", SPARSE, "--fingerprint", str(fp)]), 2, f"{fp}: created_at: missing field")
+
+
+def test_help_is_worth_reading() -> None:
+    result = invoke(["classify", "--help"])
+    assert result.exit_code == 0
+    for option in ("--baseline", "--ncu", "--smi", "--fingerprint", "--gpu", "--json"):
+        assert option in result.stdout
+    assert "compute, memory, scheduling" in result.stdout
+
+
+def test_record_round_trip_is_unchanged(tmp_path: Path) -> None:
+    from sparsedebug.importers.torch_trace import import_trace
+
+    record = import_trace(Path(DENSE))
+    path = tmp_path / "dense.yaml"
+    save_record(record, path)
+    assert RunRecord.model_validate_json(record.model_dump_json()) == record
+    assert invoke(["classify", str(path), "--json"]).exit_code == 0
