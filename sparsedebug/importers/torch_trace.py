@@ -59,6 +59,7 @@ from sparsedebug.records import (
 
 GPU_CATEGORIES = frozenset({"kernel", "gpu_memset", "gpu_memcpy"})
 LAUNCH_CATEGORIES = frozenset({"cuda_runtime", "cuda_driver"})
+_KEPT_CATEGORIES = GPU_CATEGORIES | LAUNCH_CATEGORIES | {"user_annotation", "gpu_user_annotation", "cpu_op"}
 
 _DTYPES = {
     "c10::half": "fp16",
@@ -184,6 +185,8 @@ def _int(value: Any) -> int | None:
 
 def _read(path: Path) -> _Trace:
     trace = _Trace()
+    want_first: set[tuple[Any, Any]] = set()
+    want_linear: set[tuple[Any, Any]] = set()
     for event in iter_trace(path, trace.metadata):
         if not isinstance(event, dict):
             trace.skipped["not an object"] += 1
@@ -196,18 +199,20 @@ def _read(path: Path) -> _Trace:
                 if ts is not None and "id" in event:
                     trace.flow_starts[event["id"]] = (ts, (event.get("pid"), event.get("tid")))
             continue
-        if ph != "X" or not isinstance(cat, str):
+        if ph != "X" or cat not in _KEPT_CATEGORIES:
             continue
+        name = event.get("name")
+        args = event.get("args")
+        if not isinstance(args, dict):
+            args = {}
+        if cat == "cpu_op" and "Input Dims" not in args and not (isinstance(name, str) and name.startswith("ProfilerStep#")):
+            continue  # the bulk of a trace: operators without recorded shapes
         ts = _num(event.get("ts"))
         dur = _num(event.get("dur"))
         if ts is None or dur is None or dur < 0:
             if cat in GPU_CATEGORIES or cat in LAUNCH_CATEGORIES or cat in ("user_annotation", "gpu_user_annotation"):
                 trace.skipped[f"{cat} without numeric ts/dur"] += 1
             continue
-        args = event.get("args")
-        if not isinstance(args, dict):
-            args = {}
-        name = event.get("name")
         thread = (event.get("pid"), event.get("tid"))
         if cat in GPU_CATEGORIES:
             if not isinstance(name, str) or not name:
@@ -236,11 +241,21 @@ def _read(path: Path) -> _Trace:
                 continue
             target = trace.steps if name.startswith("ProfilerStep#") else trace.annotations
             target.append(_Range(name, ts, ts + dur, thread))
+            if target is trace.annotations:
+                want_first.add(thread)
+                want_linear.add(thread)
         elif cat == "gpu_user_annotation":
             if isinstance(name, str) and name and not name.startswith("ProfilerStep#"):
                 trace.gpu_annotations.append(_Range(name, ts, ts + dur, thread))
         elif cat == "cpu_op" and isinstance(name, str) and "Input Dims" in args:
-            trace.cpu_ops.append((ts, ts + dur, thread, name, args.get("Input Dims"), args.get("Input type")))
+            # keep only what _first_ops can choose: the first operator and the first linear
+            # operator after each annotation start on the thread (memory stays bounded)
+            linear = name in _LINEAR_OPS
+            if thread in want_first or (linear and thread in want_linear):
+                want_first.discard(thread)
+                if linear:
+                    want_linear.discard(thread)
+                trace.cpu_ops.append((ts, ts + dur, thread, name, args.get("Input Dims"), args.get("Input type")))
     return trace
 
 
