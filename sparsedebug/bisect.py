@@ -69,6 +69,7 @@ class LayerFinding(BaseModel):
     regression: bool
     intended: bool = False
     detail: str
+    reason: str | None = Field(None, description="Fallback reason, for kind 'fallback'.")
     delta_ms: float | None = Field(None, description="Change per iteration (cand - base, medians) carried by this finding.")
     comparison: SampleComparison | None = None
 
@@ -133,6 +134,15 @@ class BisectResult(BaseModel):
 
 
 # --------------------------------------------------------------------------- helpers
+
+
+def finding_signature(finding: LayerFinding) -> str:
+    """What makes two findings "the same divergence": kind, plus the fallback reason or the layer role."""
+    if finding.kind == "fallback":
+        return f"fallback:{finding.reason}"
+    if finding.kind in ("slower", "precision", "idle_grew"):
+        return f"{finding.kind}:{group_key(finding.layer)}"
+    return finding.kind
 
 
 def group_key(name: str) -> str:
@@ -257,7 +267,7 @@ def _lower_stage(base: RunRecord, cand: RunRecord) -> StageFinding:
             reason = cl.reason.value if cl.reason is not None else "no reason recorded"
             findings.append(
                 LayerFinding(
-                    stage="lower", layer=name, kind="fallback", regression=True,
+                    stage="lower", layer=name, kind="fallback", regression=True, reason=reason,
                     detail=f"declared {graph[name].intended} but runs dense: {reason}" + (f" ({cl.detail})" if cl.detail else ""),
                 )
             )

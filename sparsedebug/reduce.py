@@ -37,7 +37,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from sparsedebug.bisect import BisectResult, bisect_runs
+from sparsedebug.bisect import BisectResult, bisect_runs, finding_signature
 from sparsedebug.bisection import DDMin, Outcome
 from sparsedebug.errors import UserError
 from sparsedebug.lowering import kernel_class
@@ -101,9 +101,9 @@ class ProbeLog(BaseModel):
 
 
 class Cause(BaseModel):
-    """An independent cause of another finding kind in the target stage, reduced on its own."""
+    """An independent cause (another finding of the target stage), reduced on its own."""
 
-    kind: str
+    finding: str
     kept: list[Change]
 
 
@@ -114,7 +114,9 @@ class ReduceResult(BaseModel):
     bad: str
     reproduced: bool = Field(description="Whether the bad workload diverged from the good one at all.")
     target_stage: str | None
-    target_kind: str | None = Field(description="Finding kind reproduced in a categorical stage (fallback, per_call_conversion, ...).")
+    target_finding: str | None = Field(
+        description="The finding reproduced: 'fallback:<reason>', 'per_call_conversion', 'slower:<layer role>', ... (None: the stage as a whole)."
+    )
     changes: list[Change]
     kept: list[Change]
     other_causes: list[Cause] = Field(default_factory=list)
@@ -258,11 +260,14 @@ def keep_layers(workload: Workload, keep: set[str]) -> Workload:
     return revalidate(workload.model_copy(update=update))
 
 
-def scale_widths(workload: Workload, factor: int) -> Workload:
-    """Every layer dimension and the input width divided by ``factor``; ``UserError`` if not exact or invalid."""
+def scale_widths(workload: Workload, factor: int, *, floor: int = 8) -> Workload:
+    """Every layer dimension and the input width divided by ``factor``.
+
+    ``UserError`` if a width is not divisible, would drop below ``floor``, or the result is invalid.
+    """
     def div(value: int) -> int:
-        if value % factor:
-            raise UserError(f"width {value} not divisible by {factor}")
+        if value % factor or value // factor < floor:
+            raise UserError(f"width {value} cannot be divided by {factor} (floor {floor})")
         return value // factor
 
     layers = [
@@ -377,16 +382,16 @@ class _Prober:
         self.say(f"probe {len(self.log)} [{phase}] {description}: {outcome.value}{' (re-measured)' if flaky else ''}")
 
 
-def _classify(result: BisectResult, stage: str, kind: str | None) -> tuple[Outcome, str]:
-    """FAIL when the first divergence is ``stage`` (with a ``kind`` finding); UNRESOLVED when an earlier stage diverges."""
+def _classify(result: BisectResult, stage: str, signature: str | None) -> tuple[Outcome, str]:
+    """FAIL when the first divergence is ``stage`` with a finding of ``signature``; UNRESOLVED when an earlier stage diverges."""
     index = STAGES.index(stage)
     if result.first_stage is not None and STAGES.index(result.first_stage) < index:
         return Outcome.UNRESOLVED, f"diverges earlier, at {result.first_stage}"
     finding = result.stage(stage)
     if result.first_stage == stage:
-        if kind is None or any(f.regression and f.kind == kind for f in finding.layers):
+        if signature is None or any(f.regression and finding_signature(f) == signature for f in finding.layers):
             return Outcome.FAIL, ""
-        return Outcome.PASS, "diverges, but with another finding kind"
+        return Outcome.PASS, "diverges, but with another finding"
     if finding.status == "undecided" or (result.state == "undecided" and result.first_stage is None):
         return Outcome.UNRESOLVED, "uncertain"
     head = finding.headline
@@ -395,13 +400,17 @@ def _classify(result: BisectResult, stage: str, kind: str | None) -> tuple[Outco
     return Outcome.PASS, ""
 
 
-def _target_kind(result: BisectResult) -> tuple[str | None, list[str]]:
-    """For a categorical first stage: the primary finding kind and the other kinds present."""
-    if result.first_stage not in _CATEGORICAL:
+def _target(result: BisectResult) -> tuple[str | None, list[str]]:
+    """The finding to reproduce (primary) and, for categorical stages, the other independent findings."""
+    if result.first_stage is None:
         return None, []
-    kinds = list(dict.fromkeys(f.kind for f in result.stage(result.first_stage).layers if f.regression))
-    kinds.sort(key=lambda k: _KIND_PRIORITY.index(k) if k in _KIND_PRIORITY else len(_KIND_PRIORITY))
-    return (kinds[0] if kinds else None), kinds[1:]
+    regressions = [f for f in result.stage(result.first_stage).layers if f.regression]
+    if result.first_stage in _CATEGORICAL:
+        ordered = sorted(regressions, key=lambda f: _KIND_PRIORITY.index(f.kind) if f.kind in _KIND_PRIORITY else len(_KIND_PRIORITY))
+        signatures = list(dict.fromkeys(finding_signature(f) for f in ordered))
+        return (signatures[0] if signatures else None), signatures[1:]
+    ordered = sorted(regressions, key=lambda f: -abs(f.delta_ms or 0.0))
+    return (finding_signature(ordered[0]) if ordered else None), []
 
 
 def _ddmin_changes(prober: _Prober, phase: Phase, good: Workload, bad: Workload, changes: list[Change], stage: str, kind: str | None) -> list[Change]:
@@ -520,7 +529,7 @@ def reduce_workloads(
     )
     if not changes:
         return ReduceResult(
-            **common, reproduced=False, target_stage=None, target_kind=None, kept=[], replays=0, static_probes=0, flaky_probes=0,
+            **common, reproduced=False, target_stage=None, target_finding=None, kept=[], replays=0, static_probes=0, flaky_probes=0,
             probes=[], verdict="nothing to reduce: the two workloads have no knob or layer difference",
         )
 
@@ -540,7 +549,7 @@ def reduce_workloads(
                 prober.flaky += 1
         if initial is None:
             return ReduceResult(
-                **common, reproduced=False, target_stage=None, target_kind=None, kept=[], probe_count=len(prober.log), replays=prober.replays,
+                **common, reproduced=False, target_stage=None, target_finding=None, kept=[], probe_count=len(prober.log), replays=prober.replays,
                 static_probes=prober.static, flaky_probes=prober.flaky, probes=prober.log,
                 verdict=(
                     f"cannot reproduce a regression: {bad.name} does not diverge from {good.name} "
@@ -550,8 +559,8 @@ def reduce_workloads(
     if initial.first_stage is None:
         raise AssertionError("a divergence without a first stage")
     stage = initial.first_stage
-    kind, other_kinds = _target_kind(initial)
-    target = stage + (f":{kind}" if kind else "")
+    kind, other_kinds = _target(initial)
+    target = stage + (f" ({kind})" if kind else "")
     prober.say(f"target: first divergence at {target}; {len(changes)} change(s) to reduce")
 
     # 2-3. ddmin over the changes, then the other causes of the same stage.
@@ -560,7 +569,7 @@ def reduce_workloads(
     for other in other_kinds:
         if prober.exhausted:
             break
-        causes.append(Cause(kind=other, kept=_ddmin_changes(prober, "causes", good, bad, changes, stage, other)))
+        causes.append(Cause(finding=other, kept=_ddmin_changes(prober, "causes", good, bad, changes, stage, other)))
 
     # 4. shrink the graph of the pair (base, repro) identically.
     base = good
@@ -597,14 +606,14 @@ def reduce_workloads(
     if not confirmed:
         verdict += f"; the timed confirmation bisected to {confirmation.first_stage or confirmation.state} instead"
     if causes:
-        verdict += "; other cause(s): " + "; ".join(f"{c.kind}: {', '.join(k.key for k in c.kept)}" for c in causes)
+        verdict += "; other cause(s): " + "; ".join(f"{c.finding}: {', '.join(k.key for k in c.kept)}" for c in causes)
     if prober.exhausted:
         verdict += f" (stopped at the {max_probes}-probe limit)"
     return ReduceResult(
         **common,
         reproduced=True,
         target_stage=stage,
-        target_kind=kind,
+        target_finding=kind,
         kept=kept,
         other_causes=causes,
         repro=repro,

@@ -112,7 +112,7 @@ def bisect_view(result: BisectResult, *, layer_limit: int = 10) -> Group:
 def changes_table(result: ReduceResult) -> Table:
     """Every difference between GOOD and BAD, the kept ones marked."""
     kept = {change.key for change in result.kept}
-    others = {change.key: cause.kind for cause in result.other_causes for change in cause.kept}
+    others = {change.key: cause.finding for cause in result.other_causes for change in cause.kept}
     table = Table(title=f"changes {result.good} -> {result.bad} ({len(result.changes)})")
     table.add_column("change")
     table.add_column("detail", overflow="fold")
