@@ -69,10 +69,10 @@ def decide(bundle: LoadedBundle, book: Playbook, policy: GatePolicy | None = Non
     """Ship, bounded rollout, rollback or escalate, from the bundle's evidence.
 
     Judged on the fixed run when there is one, else the candidate. ``ship`` needs
-    the gate to pass with no speed or quality check skipped, and both fallback
-    and quality evidence in the judged run; ``bounded_rollout`` needs a fix that
-    measurably moved the metric; ``rollback`` a judged run significantly slower or
-    worse than the baseline; everything else, or no winning mechanism, escalates.
+    the gate to pass and both fallback and quality evidence in the judged run;
+    otherwise no winning mechanism escalates; a fix that measurably moved the
+    metric gives ``bounded_rollout``; a judged run significantly slower or worse
+    than the baseline gives ``rollback``; everything else escalates.
     """
     final = bundle.fixed or bundle.candidate
     label = "fixed candidate" if bundle.fixed is not None else "candidate"
@@ -97,12 +97,12 @@ def decide(bundle: LoadedBundle, book: Playbook, policy: GatePolicy | None = Non
     winner = getattr(bundle.classification, "winner", None)
     reasons: list[str] = []
     fix = bundle.fix
-    if winner is None and bundle.classification is not None:
-        reasons.append("no mechanism won the classification: the evidence does not single one out")
-        decision = "escalate"
-    elif not refused:
+    if not refused:
         reasons.append(f"the {label} passes every gate check with fallback and quality evidence in the bundle")
         decision = "ship"
+    elif winner is None and bundle.classification is not None:
+        reasons.append("no mechanism won the classification: the evidence does not single one out")
+        decision = "escalate"
     elif fix is not None and fix.moved:
         reasons.append(f"the bounded fix moved the metric ({fix.significance}) but ship is refused")
         decision = "bounded_rollout"
