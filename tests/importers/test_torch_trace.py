@@ -282,3 +282,45 @@ def test_timeline_partitions_the_span(items: list[tuple[int, int, int | None]]) 
     assert tl.span_ms * 1e3 == pytest.approx(last - first)
     assert (tl.host_wait_ms + tl.kernel_wait_ms + tl.other_wait_ms) == pytest.approx(tl.idle_ms, abs=1e-9)
     assert min(tl.host_wait_ms, tl.kernel_wait_ms, tl.other_wait_ms) >= 0.0
+
+
+def test_flow_events_link_kernels_when_runtime_events_are_missing(tmp_path: Path) -> None:
+    doc = json.loads((ART / "small_trace.json").read_text())
+    events = []
+    for e in doc["traceEvents"]:
+        if e.get("cat") == "cuda_runtime":
+            events.append({"ph": "s", "cat": "ac2g", "name": "ac2g", "id": e["args"]["correlation"], "pid": 1, "tid": 1, "ts": e["ts"]})
+        else:
+            events.append(e)
+    path = tmp_path / "flows.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    s = analyze_trace(path).summary
+    assert (s.host_wait_ms, s.kernel_wait_ms, s.other_wait_ms) == pytest.approx((0.200, 0.002, 0.053))
+    assert s.iteration_source == "annotation:layers.0.fc"
+
+
+@st.composite
+def _laminar(draw: st.DrawFn) -> list[tuple[int, int]]:
+    """A properly nested (laminar) family of integer ranges."""
+    kept: list[tuple[int, int]] = []
+    for start, length in draw(st.lists(st.tuples(st.integers(0, 100), st.integers(0, 40)), max_size=15)):
+        cand = (start, start + length)
+        if all(cand[1] <= a or b <= cand[0] or (a <= cand[0] and cand[1] <= b) or (cand[0] <= a and b <= cand[1]) for a, b in kept):
+            kept.append(cand)
+    return kept
+
+
+@settings(max_examples=200, deadline=None)
+@given(_laminar(), st.lists(st.integers(-5, 150), max_size=20))
+def test_innermost_annotation_matches_brute_force(ranges: list[tuple[int, int]], points: list[int]) -> None:
+    from sparsedebug.importers.torch_trace import _innermost, _Range
+
+    objs = [_Range(f"r{i}", float(a), float(b), (1, 1), i) for i, (a, b) in enumerate(ranges)]
+    found = _innermost(objs, [(float(t), k) for k, t in enumerate(points)])
+    for k, t in enumerate(points):
+        containing = [r for r in objs if r.ts <= t <= r.end]
+        if not containing:
+            assert k not in found
+            continue
+        best = max(containing, key=lambda r: (r.ts, -r.end))
+        assert found[k].ts == best.ts and found[k].end == best.end
