@@ -48,7 +48,7 @@ def test_h200_profiles_go_sparse_exactly_when_both_steps_worked(row: dict[str, A
             FallbackReason.OP_UNSUPPORTED,
         )
         error = row.get("convert_error") or row.get("matmul_error")
-        assert decision.detail is not None and error in decision.detail
+        assert isinstance(error, str) and decision.detail is not None and error in decision.detail
 
 
 def test_reasons_match_the_kind_of_torch_error() -> None:

@@ -23,7 +23,7 @@ def _tiny_llama(**fields: object) -> Workload:
     return llama_stack("tiny", **base)  # type: ignore[arg-type]
 
 
-def _numbers(record: RunRecord) -> object:
+def _numbers(record: RunRecord) -> tuple[object, ...]:
     """Everything a replay must reproduce exactly: decisions, errors, quality (not timings)."""
     return (
         record.graph.model_dump(),
@@ -64,7 +64,7 @@ def test_replay_is_deterministic_except_timings() -> None:
 
 @pytest.mark.parametrize("pattern", ["2:4", "16:2:4"])
 def test_layer_errors_follow_the_precision(pattern: str) -> None:
-    errors = {}
+    errors: dict[str, float] = {}
     for precision, unit in (("fp32", 2.0**-24), ("fp16", 2.0**-11), ("bf16", 2.0**-8)):
         record = replay(mlp_chain("m", [64, 128, 64], sparsity=pattern, precision=precision, repeats=3))
         layers = {l.name: l for l in record.kernel.layers}
@@ -74,8 +74,8 @@ def test_layer_errors_follow_the_precision(pattern: str) -> None:
             k = 64 if name == "fc0" else 128
             # both operands rounded (2u) plus fp32 accumulation over k terms; generous factor 4
             assert rel <= 4 * (2 * unit + k * 2.0**-24), (precision, name, rel)
-        errors[precision] = layers["fc0"].rel_err
-    assert errors["fp32"] < errors["fp16"] < errors["bf16"]
+        errors[precision] = layers["fc0"].rel_err or 0.0
+    assert 0.0 < errors["fp32"] < errors["fp16"] < errors["bf16"]
 
 
 def test_dense_workload_matches_dense_model() -> None:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 from safetensors.numpy import save_file
 
@@ -14,7 +16,7 @@ from sparsedebug.weights import build_inputs, build_weights, is_compliant, prune
 from sparsedebug.workload import Workload, mlp_chain
 
 
-def _chain(**fields: object) -> Workload:
+def _chain(**fields: Any) -> Workload:
     return mlp_chain("w", [16, 32, 8], sequence=6, sparsity="2:4", **fields)
 
 
@@ -34,10 +36,13 @@ def test_seeded_weights_are_deterministic_and_per_layer() -> None:
 @pytest.mark.parametrize("suffix", [".npz", ".safetensors"])
 def test_loaded_weights_replace_seeded_ones(tmp_path: Path, suffix: str) -> None:
     rng = np.random.default_rng(0)
-    tensors = {"fc0.weight": rng.standard_normal((32, 16)).astype(np.float32), "fc1": rng.standard_normal((8, 32))}
+    tensors: dict[str, npt.NDArray[Any]] = {
+        "fc0.weight": rng.standard_normal((32, 16)).astype(np.float32),
+        "fc1": rng.standard_normal((8, 32)),
+    }
     path = tmp_path / f"w{suffix}"
     if suffix == ".npz":
-        np.savez(path, **tensors)
+        np.savez(path, **tensors)  # type: ignore[arg-type]
     else:
         save_file(tensors, str(path))
     workload = _chain(weights={"path": path.name})
