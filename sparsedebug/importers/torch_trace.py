@@ -23,7 +23,15 @@ the busy interval before it and the start of the next GPU op) is split as Holist
 Trace Analysis does: *host wait* when the call that launched the next op started
 after the previous op ended (the GPU waited for the CPU to enqueue work),
 *kernel wait* when the launch was already queued (launch latency between
-back-to-back kernels), *other* when the next op has no linked launch call.
+back-to-back kernels), *other* when the next op has no linked launch call. HTA
+walks the gaps of each stream; here the gaps are those of the device-wide union
+of all streams, so host + kernel + other wait always add up to span - busy (on a
+single stream, as in the H200 traces, the two definitions agree).
+
+Run-record figures are per iteration (``schedule.span_samples_ms``,
+``busy_samples_ms``, ``outcome.latency_samples_ms``; ``host_wait_ms`` and
+``kernel_wait_ms`` summed over the gaps inside iterations); the whole-trace
+figures, including the gaps between iterations, are in ``TraceSummary``.
 """
 
 from __future__ import annotations
