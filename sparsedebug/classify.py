@@ -95,7 +95,10 @@ class Fix(_Model):
     layer: str | None = Field(None, description="Layer to change (kind=layer, or kind=block for one layer; None = all).")
     action: Literal["exclude", "pad"] | None = Field(None, description="For kind=layer.")
     text: str
-    metric: str = Field(description="The metric the change should move.")
+    metric: str = Field(
+        description="The metric the change should move: a name ``measure_metric`` computes on a run "
+        "(latency_p50_ms, busy_p50_ms, span_busy_ratio, max_rel_err, or a rule metric such as fallback_flop_share)."
+    )
     direction: Literal["down", "up"]
     rule: str = Field(description="The rule whose evidence suggested this change.")
 
@@ -574,6 +577,21 @@ def _host_wait_share(ctx: _Context) -> _Result:
     )
 
 
+def _overhead_per_launch_ms(ctx: _Context) -> _Result:
+    launches = ctx.run.schedule.launches_per_iteration
+    overhead = _overhead_samples(ctx.run)
+    if not overhead:
+        return _Missing("no span or busy samples in the schedule stage", CAPTURE_TRACE)
+    if not launches:
+        return _Missing("launches per iteration not recorded", CAPTURE_TRACE if ctx.imported else "replay the workload")
+    per = median(overhead) / launches
+    return _Fact(
+        per,
+        "(schedule.span - busy) p50 / launches_per_iteration",
+        f"{median(overhead):.3f} ms non-kernel time per iteration over {launches} launches = {per * 1e3:.1f} us each",
+    )
+
+
 def _overhead_regression_share(ctx: _Context) -> _Result:
     if ctx.baseline is None:
         return _Missing("no baseline run to compare against", CAPTURE_BASELINE)
@@ -848,6 +866,7 @@ METRICS: dict[str, Callable[[_Context], _Result]] = {
     "ncu_sparse_spill_requests": _ncu_spills,
     "span_busy_ratio": _span_busy_ratio,
     "host_wait_share": _host_wait_share,
+    "overhead_per_launch_ms": _overhead_per_launch_ms,
     "overhead_regression_share": _overhead_regression_share,
     "per_call_conversion_share": _per_call_conversion_share,
     "thread_oversubscription": _thread_oversubscription,
@@ -878,6 +897,7 @@ STATE_METRICS: frozenset[str] = frozenset(
         "low_intensity_time_share",
         "copy_time_share",
         "span_busy_ratio",
+        "overhead_per_launch_ms",
         "host_wait_share",
         "per_call_conversion_share",
         "thread_oversubscription",
@@ -964,18 +984,18 @@ def _suggest_fix(winner: Mechanism, top: Evidence, facts: dict[str, _Result], ct
     if winner == Mechanism.SCHEDULING:
         cores = data("thread_oversubscription").get("cores")
         if rule == "scheduling.oversubscription" and isinstance(cores, int):
-            return Fix(kind="knob", knob="threads", value=cores, rule=rule, metric="outcome.latency_samples_ms p99/p50", direction="down",
+            return Fix(kind="knob", knob="threads", value=cores, rule=rule, metric="latency_p50_ms", direction="down",
                        text=f"set threads to {cores} (the logical core count) and re-time")
         if _conversion_per_call(ctx.run) and not ctx.imported:
-            return Fix(kind="knob", knob="conversion", value="once", rule=rule, metric="outcome.latency_samples_ms p50", direction="down",
+            return Fix(kind="knob", knob="conversion", value="once", rule=rule, metric="latency_p50_ms", direction="down",
                        text="convert weights once at load instead of on every call, and re-time")
         if ctx.imported:
-            return Fix(kind="advice", rule=rule, metric="schedule span/busy p50", direction="down",
+            return Fix(kind="advice", rule=rule, metric="span_busy_ratio", direction="down",
                        text="capture the forward in a CUDA graph (or batch calls) so the GPU stops waiting on the host, then re-trace")
         if isinstance(cores, int):
-            return Fix(kind="knob", knob="threads", value=cores, rule=rule, metric="schedule span/busy p50", direction="down",
+            return Fix(kind="knob", knob="threads", value=cores, rule=rule, metric="span_busy_ratio", direction="down",
                        text=f"set threads to {cores} and re-time; if the gap stays, batch calls")
-        return Fix(kind="advice", rule=rule, metric="schedule span/busy p50", direction="down",
+        return Fix(kind="advice", rule=rule, metric="span_busy_ratio", direction="down",
                    text="batch calls so per-call overhead is paid once per batch, then re-time")
 
     if winner == Mechanism.COMPUTE:
@@ -984,32 +1004,32 @@ def _suggest_fix(winner: Mechanism, top: Evidence, facts: dict[str, _Result], ct
         if rule in ("compute.fallback_flops", "compute.fallback_time") and isinstance(layer, str):
             reason = info.get("reason")
             if reason == FallbackReason.SHAPE_NOT_ALIGNED:
-                return Fix(kind="layer", layer=layer, action="pad", rule=rule, metric="outcome.latency_samples_ms p50", direction="down",
+                return Fix(kind="layer", layer=layer, action="pad", rule=rule, metric="latency_p50_ms", direction="down",
                            text=f"pad {layer} to an aligned shape so it takes the sparse path, and re-time")
             return Fix(kind="layer", layer=layer, action="exclude", rule=rule, metric="fallback_flop_share", direction="down",
                        text=f"exclude {layer} from sparsity (it falls back: {reason}) and check latency does not move")
         layer = data("compute_bound_sparse_slowdown").get("layer")
         if isinstance(layer, str) and not ctx.imported:
-            return Fix(kind="layer", layer=layer, action="exclude", rule=rule, metric="outcome.latency_samples_ms p50", direction="down",
+            return Fix(kind="layer", layer=layer, action="exclude", rule=rule, metric="latency_p50_ms", direction="down",
                        text=f"exclude {layer} from sparsity: its sparse kernel is slower than dense")
-        return Fix(kind="advice", rule=rule, metric="kernel busy p50", direction="down",
+        return Fix(kind="advice", rule=rule, metric="busy_p50_ms", direction="down",
                    text="check the sparse kernel chosen for the shape, or raise tokens per call so 2:4 pays off")
 
     if winner == Mechanism.MEMORY:
         if rule in ("memory.metadata_bytes", "memory.gather_traffic"):
-            metric = "metadata_value_ratio" if rule == "memory.metadata_bytes" else "gather_traffic_ratio"
-            layer = data(metric).get("layer")
+            source_metric = "metadata_value_ratio" if rule == "memory.metadata_bytes" else "gather_traffic_ratio"
+            layer = data(source_metric).get("layer")
             graph = ctx.graph()
             v = _block_size(graph[layer].intended) if isinstance(layer, str) and layer in graph else None
             if v is not None:
                 blocks = {_block_size(g.intended) for g in ctx.run.graph.layers if g.intended != "dense"}
                 target = None if len(blocks) == 1 else layer
-                return Fix(kind="block", layer=target, value=v * 4, rule=rule, metric=metric, direction="down",
+                return Fix(kind="block", layer=target, value=v * 4, rule=rule, metric="busy_p50_ms", direction="down",
                            text=f"raise block size V from {v} to {v * 4} ({'all sparse layers' if target is None else target}) and re-time")
         if rule == "memory.conversion_traffic" or _conversion_per_call(ctx.run):
-            return Fix(kind="knob", knob="conversion", value="once", rule=rule, metric="conversion_traffic_ratio", direction="down",
+            return Fix(kind="knob", knob="conversion", value="once", rule=rule, metric="latency_p50_ms", direction="down",
                        text="convert weights once at load so no conversion traffic is paid per call")
-        return Fix(kind="advice", rule=rule, metric="kernel busy p50", direction="down",
+        return Fix(kind="advice", rule=rule, metric="busy_p50_ms", direction="down",
                    text="raise tokens per call (or use a larger tile) so each weight byte feeds more FLOPs, then re-time")
 
     if winner == Mechanism.PRECISION:
@@ -1019,9 +1039,9 @@ def _suggest_fix(winner: Mechanism, top: Evidence, facts: dict[str, _Result], ct
         value = _knob_precision(restore if isinstance(restore, str) else "fp32")
         where = f" (largest error: {layer})" if isinstance(layer, str) else ""
         if ctx.imported:
-            return Fix(kind="advice", rule=rule, metric="output error vs reference", direction="down",
+            return Fix(kind="advice", rule=rule, metric="max_rel_err", direction="down",
                        text=f"keep the changed layers in {value}{where} and compare outputs against the baseline")
-        return Fix(kind="knob", knob="precision", value=value, rule=rule, metric="kernel.layers[].rel_err", direction="down",
+        return Fix(kind="knob", knob="precision", value=value, rule=rule, metric="max_rel_err", direction="down",
                    text=f"run in {value}{where} and check the numeric error and quality recover")
 
     # thermal
@@ -1049,6 +1069,42 @@ def run_artifact_label(run: RunRecord, path: str | None = None) -> str:
     if run.source.files:
         return f"replay of {run.source.files[0].path}"
     return f"run record '{run.name}'"
+
+
+EXTRA_METRICS: tuple[str, ...] = ("latency_p50_ms", "busy_p50_ms", "max_rel_err")
+"""Run metrics a ``Fix`` may name besides the single-run rule metrics (``STATE_METRICS``)."""
+
+
+def measure_metric(run: RunRecord, metric: str, fingerprint: Fingerprint | None = None) -> float | None:
+    """The value of ``metric`` (as a ``Fix`` names it) on one run; None when the run cannot give it.
+
+    Lets the playbook check that a fix moved its metric the expected way:
+    ``measure_metric(fixed, fix.metric)`` versus ``measure_metric(candidate, fix.metric)``.
+    Metrics that need an attached artifact (nvidia-smi, ncu) return None.
+    """
+    if metric == "latency_p50_ms":
+        return _p50(run.outcome.latency_samples_ms)
+    if metric == "busy_p50_ms":
+        return _p50(run.schedule.busy_samples_ms)
+    if metric == "max_rel_err":
+        errs = _rel_errs(run)
+        return max(errs.values()) if errs else None
+    if metric not in STATE_METRICS:
+        return None
+    roof = machine_roofline(run, fingerprint)
+    ctx = _Context(
+        run=run,
+        baseline=None,
+        ncu=None,
+        ncu_source=None,
+        smi=None,
+        fingerprint=fingerprint,
+        roofline=roof,
+        intensities=layer_intensities(run, roof) if roof is not None else [],
+        run_artifact=run_artifact_label(run),
+    )
+    result = METRICS[metric](ctx)
+    return result.value if isinstance(result, _Fact) else None
 
 
 def ncu_kernels(report: NcuReport) -> list[NcuEvidence]:

@@ -186,6 +186,12 @@ RULES: tuple[Rule, ...] = (
         "capture the forward in a CUDA graph or batch calls",
     ),
     _rule(
+        "scheduling.per_call_overhead", S, "overhead_per_launch_ms",
+        "(schedule.span - busy) p50 / schedule.launches_per_iteration", ">", 0.02, "ms", 1.0,
+        "Non-kernel time per launched kernel or op: per-call host overhead (a launch costs a few microseconds).",
+        "capture the forward in a CUDA graph or batch calls",
+    ),
+    _rule(
         "scheduling.overhead_regression", S, "overhead_regression_share",
         "(span-busy) p50 change / latency p50 change vs baseline", ">", 0.50, "share", 3.0,
         "Share of the latency regression against the baseline explained by non-kernel time.",

@@ -111,14 +111,14 @@ def make_run(name: str = "candidate", dtype: str = "fp32", intended: str = "2:4"
             )
         )
     busy = [sum(k.samples_ms[j] for k in kernel) for j in range(SAMPLES)]
-    span = [b * 1.05 for b in busy]
+    span = [b * 1.02 for b in busy]
     return RunRecord(
         name=name,
         source=RunSource(kind="replay"),
         graph=GraphStage(layers=graph, tokens=TOKENS),
         lower=LowerStage(backend="cpu-numpy", layers=lower),
         kernel=KernelStage(layers=kernel),
-        schedule=ScheduleStage(span_samples_ms=span, busy_samples_ms=busy, threads=2),
+        schedule=ScheduleStage(span_samples_ms=span, busy_samples_ms=busy, threads=2, launches_per_iteration=3),
         outcome=OutcomeStage(latency_samples_ms=list(span), quality=QualityDelta(cosine=0.95, rel_err=0.3)),
     )
 
@@ -237,7 +237,7 @@ def test_planted_small_blocks_are_memory_with_block_fix() -> None:
     result = classify_evidence(cand, baseline=base, fingerprint=make_fingerprint())
     assert result.winner == Mechanism.MEMORY
     assert result.fix is not None
-    assert (result.fix.kind, result.fix.layer, result.fix.value, result.fix.metric) == ("block", None, 8, "metadata_value_ratio")
+    assert (result.fix.kind, result.fix.layer, result.fix.value, result.fix.metric) == ("block", None, 8, "busy_p50_ms")
 
 
 def test_planted_bf16_is_precision_with_fp32_fix() -> None:
@@ -453,3 +453,30 @@ def test_planted_fixes_name_the_planted_knob_values(planted_runs: dict[str, RunR
 def test_planted_baseline_against_itself_supports_nothing(planted_runs: dict[str, RunRecord], machine: Fingerprint) -> None:
     result = classify_run(planted_runs["base"], baseline=planted_runs["base"], fingerprint=machine)
     assert result.winner is None, [(e.rule, e.value) for e in result.evidence if e.fired]
+
+
+def test_measure_metric_reads_what_fixes_name() -> None:
+    from sparsedebug.classify import measure_metric
+
+    run = make_run()
+    assert measure_metric(run, "latency_p50_ms") == pytest.approx(float(np.median(run.outcome.latency_samples_ms)))
+    assert measure_metric(run, "busy_p50_ms") == pytest.approx(float(np.median(run.schedule.busy_samples_ms)))
+    assert measure_metric(run, "max_rel_err") == pytest.approx(1e-7)
+    assert measure_metric(run, "span_busy_ratio") == pytest.approx(1.02, rel=1e-3)
+    assert measure_metric(run, "fallback_flop_share") == 0.0
+    run.lower.layers[1].path, run.lower.layers[1].reason = KernelPath.DENSE, FallbackReason.SHAPE_NOT_ALIGNED
+    assert measure_metric(run, "fallback_flop_share") == pytest.approx(1024 / (256 + 1024 + 1024))
+    assert measure_metric(run, "smi_min_clock_ratio") is None  # needs an nvidia-smi log
+    assert measure_metric(run, "no_such_metric") is None
+
+
+def test_every_fix_metric_is_measurable() -> None:
+    """Each fix the engine can suggest names a metric measure_metric knows (or an artifact metric)."""
+    import re
+
+    from sparsedebug.classify import EXTRA_METRICS, STATE_METRICS
+
+    source = Path(__file__).resolve().parent.parent / "sparsedebug" / "classify.py"
+    named = set(re.findall(r'metric="([a-z0-9_]+)"', source.read_text()))
+    assert named, "no Fix metric found"
+    assert named <= set(EXTRA_METRICS) | set(STATE_METRICS) | {"smi_min_clock_ratio"}

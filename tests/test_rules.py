@@ -147,6 +147,13 @@ def _host_wait() -> Case:
     return Case(run)
 
 
+def _per_launch() -> Case:
+    run = make_run()
+    run.schedule.launches_per_iteration = 3
+    run.schedule.span_samples_ms = [b + 0.3 for b in run.schedule.busy_samples_ms]
+    return Case(run)
+
+
 def _overhead_regression() -> Case:
     run = make_run()
     run.schedule.span_samples_ms = [s + 1.0 for s in run.schedule.span_samples_ms]
@@ -223,6 +230,7 @@ PLANTED: dict[str, Callable[[], Case]] = {
     "memory.ncu_spills": lambda: Case(_imported(make_run()), ncu=_ncu(sm=65, mem=74, spills=77144)),
     "scheduling.span_vs_busy": _span,
     "scheduling.host_wait": _host_wait,
+    "scheduling.per_call_overhead": _per_launch,
     "scheduling.overhead_regression": _overhead_regression,
     "scheduling.per_call_conversion": _conversion,
     "scheduling.oversubscription": _oversubscribed,

@@ -80,7 +80,7 @@ def test_planted_workload_pair_through_cli(tmp_path: Path) -> None:
     assert payload["winner"] == "memory"
     assert payload["fix"] == {
         "kind": "block", "knob": None, "value": 16, "layer": None, "action": None,
-        "text": payload["fix"]["text"], "metric": "gather_traffic_ratio", "direction": "down", "rule": "memory.gather_traffic",
+        "text": payload["fix"]["text"], "metric": "busy_p50_ms", "direction": "down", "rule": "memory.gather_traffic",
     }
     assert payload["roofline"]["source"] == "calibration"
 
