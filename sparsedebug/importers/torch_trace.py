@@ -580,6 +580,7 @@ def analyze_trace(path: Path) -> TraceImport:
             KernelLayer(name=name, samples_ms=list(calls.values()), by_class_ms=dict(layer_by_class), precision=None if dtype == "unknown" else dtype)
         )
 
+    sparse_layers = {layer.name for layer in lower_layers if layer.path is KernelPath.SPARSE}
     device_name = _device_name(trace.metadata, device)
     tokens = _tokens(graph_layers)
     record = RunRecord(
@@ -594,6 +595,8 @@ def analyze_trace(path: Path) -> TraceImport:
             host_wait_ms=host_in,
             kernel_wait_ms=kern_in,
             launches_per_iteration=round(sum(it.gpu_ops for it in iterations) / len(iterations)),
+            dense_share=_dense_share(groups, sparse_layers),
+            layer_idle_samples_ms=_layer_idle(ops, annotated_names),
         ),
         outcome=OutcomeStage(latency_samples_ms=latency_samples),
     )
@@ -619,6 +622,40 @@ def analyze_trace(path: Path) -> TraceImport:
 
 
 _PREC_INDEX = {cls: i for i, cls in enumerate(KernelClass)}
+
+
+def _dense_share(groups: list[list[GpuOp]], sparse_layers: set[str]) -> float | None:
+    """Median over iterations of the fraction of GPU op time spent in layers that ran dense."""
+    shares = []
+    for group in groups:
+        total = sum(op.dur for op in group)
+        if total > 0:
+            shares.append(sum(op.dur for op in group if op.layer not in sparse_layers) / total)
+    if not shares:
+        return None
+    shares.sort()
+    mid = len(shares) // 2
+    return shares[mid] if len(shares) % 2 else (shares[mid - 1] + shares[mid]) / 2.0
+
+
+def _layer_idle(ops: list[GpuOp], annotated: set[str]) -> dict[str, list[float]]:
+    """Per annotated layer, per call: device idle (ms) between the latest earlier op end and the call's first op.
+
+    ``ops`` are sorted by start. Layers without annotations (kernel-name layers)
+    get no samples: a call boundary is only known from an annotation.
+    """
+    first_of_call: dict[Any, int] = {}
+    for index, op in enumerate(ops):
+        if op.call is not None and op.layer in annotated and op.call not in first_of_call:
+            first_of_call[op.call] = index
+    idle: dict[str, list[float]] = defaultdict(list)
+    latest_end = float("-inf")
+    firsts = set(first_of_call.values())
+    for index, op in enumerate(ops):
+        if index in firsts and op.layer is not None and latest_end != float("-inf"):
+            idle[op.layer].append(max(0.0, op.ts - latest_end) / 1e3)  # the trace's first call has no gap before it
+        latest_end = max(latest_end, op.end)
+    return dict(idle)
 
 
 def import_trace(path: Path) -> RunRecord:

@@ -324,3 +324,18 @@ def test_innermost_annotation_matches_brute_force(ranges: list[tuple[int, int]],
             continue
         best = max(containing, key=lambda r: (r.ts, -r.end))
         assert found[k].ts == best.ts and found[k].end == best.end
+
+
+def test_layer_idle_and_dense_share_small_trace() -> None:
+    sched = import_trace(ART / "small_trace.json").schedule
+    # first call of the trace has no gap before it; then 70->115 (act), 125->215 (fc), 265->330 (act)
+    assert sched.layer_idle_samples_ms == pytest.approx({"layers.0.fc": [0.090], "layers.0.act": [0.045, 0.065]})
+    assert sched.dense_share == 1.0
+
+
+def test_dense_share_of_sparse_trace_counts_sparse_layers_out() -> None:
+    record = import_trace(SPARSE)
+    sparse_ms = sum(sum(k.samples_ms) for k in record.kernel.layers if k.name.split(".")[-1] in ("gate_proj", "up_proj", "down_proj"))
+    total_ms = sum(sum(k.samples_ms) for k in record.kernel.layers)
+    assert record.schedule.dense_share == pytest.approx(1.0 - sparse_ms / total_ms, abs=0.01)
+    assert set(record.schedule.layer_idle_samples_ms) == {layer.name for layer in record.graph.layers}
