@@ -11,7 +11,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 from sparsedebug.cli.common import JsonOption, OutputOption, console, emit_json, err_console, handle_errors
 from sparsedebug.io import save_record
 from sparsedebug.records import STAGES, RunRecord
-from sparsedebug.render.replay import kernel_table, lower_table, summary_table
+from sparsedebug.render.replay import fallback_table, kernel_table, lower_table, summary_table
 from sparsedebug.replay import plan
 from sparsedebug.replay import replay as run_replay
 from sparsedebug.resources import embedded_workload
@@ -59,6 +59,9 @@ def replay(
     out = console()
     out.print(summary_table(record))
     out.print(lower_table(record.graph, record.lower))
+    fallbacks = fallback_table(record.lower)
+    if fallbacks is not None:
+        out.print(fallbacks)
     if layers:
         out.print(kernel_table(record))
     if output is not None:
@@ -107,7 +110,11 @@ def lower(
     if json_out:
         emit_json(stage)
         return
-    console().print(lower_table(graph, stage, linear_only=not all_layers))
+    out = console()
+    out.print(lower_table(graph, stage, linear_only=not all_layers))
+    fallbacks = fallback_table(stage)
+    if fallbacks is not None:
+        out.print(fallbacks)
 
 
 def register(app: typer.Typer) -> None:

@@ -75,10 +75,10 @@ def summary_table(record: RunRecord) -> Table:
 def lower_table(graph: GraphStage, lower: LowerStage, *, linear_only: bool = True) -> Table:
     """Per layer: path, reason, conversion cost and bytes (linear and embedding layers by default)."""
     table = Table(title=f"lowering on {lower.backend}")
-    table.add_column("layer")
-    table.add_column("intended")
-    table.add_column("path")
-    table.add_column("reason", overflow="fold")
+    table.add_column("layer", no_wrap=True)
+    table.add_column("intended", no_wrap=True)
+    table.add_column("path", no_wrap=True)
+    table.add_column("reason", no_wrap=True)
     table.add_column("convert ms", justify="right")
     table.add_column("per call", justify="right")
     table.add_column("values", justify="right")
@@ -95,8 +95,6 @@ def lower_table(graph: GraphStage, lower: LowerStage, *, linear_only: bool = Tru
         else:
             path = "dense"
         reason = "-" if layer.reason is None else layer.reason.value
-        if layer.detail and layer.reason is not None and layer.reason.value != "intended_dense":
-            reason += f": {layer.detail}"
         table.add_row(
             layer.name,
             intended.get(layer.name, "-"),
@@ -110,10 +108,29 @@ def lower_table(graph: GraphStage, lower: LowerStage, *, linear_only: bool = Tru
     return table
 
 
+def fallback_table(lower: LowerStage) -> Table | None:
+    """The full reason of every fallback (the backend's own error where there is one); None if none fell back."""
+    rows = [
+        layer
+        for layer in lower.layers
+        if layer.path is KernelPath.DENSE and layer.reason is not None and layer.reason.value != "intended_dense"
+    ]
+    if not rows:
+        return None
+    table = Table(title="why layers fell back to dense")
+    table.add_column("layer", no_wrap=True)
+    table.add_column("reason", no_wrap=True)
+    table.add_column("detail", overflow="fold")
+    for layer in rows:
+        assert layer.reason is not None
+        table.add_row(layer.name, layer.reason.value, layer.detail or "-")
+    return table
+
+
 def kernel_table(record: RunRecord) -> Table:
     """Per layer: chosen-path and dense-path p50, their ratio, and the numeric error."""
     table = Table(title="kernels (p50 of interleaved samples)")
-    table.add_column("layer")
+    table.add_column("layer", no_wrap=True)
     table.add_column("path")
     table.add_column("chosen ms", justify="right")
     table.add_column("dense ms", justify="right")
