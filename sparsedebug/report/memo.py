@@ -69,10 +69,11 @@ def decide(bundle: LoadedBundle, book: Playbook, policy: GatePolicy | None = Non
     """Ship, bounded rollout, rollback or escalate, from the bundle's evidence.
 
     Judged on the fixed run when there is one, else the candidate. ``ship`` needs
-    the gate to pass and both fallback and quality evidence in the judged run;
-    otherwise no winning mechanism escalates; a fix that measurably moved the
-    metric gives ``bounded_rollout``; a judged run significantly slower or worse
-    than the baseline gives ``rollback``; everything else escalates.
+    the gate to pass and both fallback and quality evidence in the judged run.
+    Otherwise: no winning mechanism escalates; a judged run that fails the speed
+    or quality check (no bounded fix recovered it) rolls back; a judged run that
+    holds speed and quality after a fix that measurably moved the metric (or
+    without needing one) goes to ``bounded_rollout``; anything else escalates.
     """
     final = bundle.fixed or bundle.candidate
     label = "fixed candidate" if bundle.fixed is not None else "candidate"
@@ -97,22 +98,25 @@ def decide(bundle: LoadedBundle, book: Playbook, policy: GatePolicy | None = Non
     winner = getattr(bundle.classification, "winner", None)
     reasons: list[str] = []
     fix = bundle.fix
+    speed_fail = checks.get("effective_speedup") is not None and checks["effective_speedup"].status == "fail"
+    quality_fail = checks.get("quality_delta") is not None and checks["quality_delta"].status == "fail"
     if not refused:
         reasons.append(f"the {label} passes every gate check with fallback and quality evidence in the bundle")
         decision = "ship"
     elif winner is None and bundle.classification is not None:
         reasons.append("no mechanism won the classification: the evidence does not single one out")
         decision = "escalate"
-    elif fix is not None and fix.moved:
-        reasons.append(f"the bounded fix moved the metric ({fix.significance}) but ship is refused")
-        decision = "bounded_rollout"
-    elif checks.get("effective_speedup") is not None and checks["effective_speedup"].status == "fail" or (
-        checks.get("quality_delta") is not None and checks["quality_delta"].status == "fail"
-    ):
-        reasons.append(f"the {label} is slower or worse than the baseline and no applied fix recovered it")
+    elif speed_fail or quality_fail:
+        worse = " and ".join(w for w, bad in (("slower", speed_fail), ("worse in quality", quality_fail)) if bad)
+        recovered = " even after the bounded fix" if fix is not None and fix.applied else " and no fix was applied"
+        reasons.append(f"the {label} is {worse} than the baseline allows{recovered}")
         decision = "rollback"
+    elif fix is None or fix.moved:
+        moved = f"the bounded fix moved the metric ({fix.significance})" if fix is not None else "no fix was needed"
+        reasons.append(f"{moved} and the {label} holds speed and quality, but ship is refused until the evidence below is in")
+        decision = "bounded_rollout"
     else:
-        reasons.append("the evidence is incomplete and no fix was shown to move the metric")
+        reasons.append("the applied fix did not move the metric and the evidence is incomplete")
         decision = "escalate"
     return DecisionOutcome(decision=decision, judged_on=label, reasons=reasons, ship_refused=refused, gate=gate)
 

@@ -56,3 +56,108 @@ def test_help() -> None:
     result = invoke(["playbook", "--help"])
     assert result.exit_code == 0
     assert "show" in result.stdout
+
+
+# --------------------------------------------------------------------------- playbook run
+
+PLANTED = Path(__file__).resolve().parents[2] / "fixtures" / "workloads" / "planted"
+H200 = Path(__file__).resolve().parents[2] / "fixtures" / "h200"
+
+
+def test_run_on_workloads_applies_the_fix_and_measures_it(tmp_path: Path) -> None:
+    out = tmp_path / "bundle"
+    result = invoke([
+        "playbook", "run", "--baseline", str(PLANTED / "base.yaml"), "--candidate", str(PLANTED / "scheduling_per_call.yaml"),
+        "--repeats", "5", "--no-reduce", "-o", str(out),
+    ])
+    assert result.exit_code == 0, result.stdout + result.stderr
+    names = {p.name for p in out.iterdir()}
+    assert names >= {
+        "bundle.json", "fingerprint.json", "baseline.run.json", "candidate.run.json", "bisect.json",
+        "classification.json", "fix.json", "fixed.workload.yaml", "fixed.run.json", "memo.md", "report.md",
+    }
+    fixed_wl = yaml.safe_load((out / "fixed.workload.yaml").read_text())
+    assert fixed_wl["conversion"] == "once" and fixed_wl["name"].endswith("_fixed")
+    fix = json.loads((out / "fix.json").read_text())
+    assert fix["applied"] is True and fix["fixed_source"] == "applied_to_workload"
+    assert "conversion per_call -> once" in fix["how"]
+    p50 = next(m for m in fix["movements"] if m["metric"] == "latency p50")
+    assert p50["expected_after"] is not None and p50["expected_after"] < p50["before"]
+    memo = (out / "memo.md").read_text()
+    assert "## 4. Signoff" in memo and "Measured movement" in memo and "Expected movement" in memo
+    assert f"latency p50: {p50['before']:.3f} ms -> {p50['after']:.3f} ms" in memo
+    cls = json.loads((out / "classification.json").read_text())
+    assert cls["winner"] in ("scheduling", "memory")
+    manifest = json.loads((out / "bundle.json").read_text())
+    assert [s["step"] for s in manifest["steps"]] == ["freeze", "locate", "classify", "reproduce", "rerun"]
+    # The memo re-renders identically from the bundle on disk.
+    again = invoke(["memo", str(out)])
+    assert again.exit_code == 0
+    assert again.stdout.strip() == memo.strip()
+
+
+def test_run_on_h200_traces_scheduling_and_cuda_graph_fix(tmp_path: Path) -> None:
+    out = tmp_path / "h200"
+    result = invoke([
+        "playbook", "run", "--baseline", str(H200 / "trace_dense_T2048.json.gz"),
+        "--candidate", str(H200 / "trace_sparse_mlp_T2048.json.gz"),
+        "--fixed", str(H200 / "trace_sparse_mlp_T2048_cudagraph.json.gz"), "-o", str(out), "--json",
+    ])
+    assert result.exit_code == 0, result.stdout + result.stderr
+    manifest = json.loads(result.stdout)
+    assert manifest["kind"] == "bundle"
+    cls = json.loads((out / "classification.json").read_text())
+    assert cls["winner"] == "scheduling"
+    assert json.loads((out / "bisect.json").read_text())["first_stage"] == "schedule"
+    fix = json.loads((out / "fix.json").read_text())
+    assert fix["fixed_source"] == "given" and fix["moved"] is True
+    speed = next(m for m in fix["movements"] if m["metric"].startswith("speedup"))
+    assert speed["before"] < 1.0 < speed["after"]
+    memo = (out / "memo.md").read_text()
+    assert "**scheduling**" in memo
+    assert "no quality evidence" in memo and "**ship**" not in memo
+    assert not (out / "reduce.json").exists()
+
+
+def test_run_refuses_half_arguments_and_foreign_directory(tmp_path: Path) -> None:
+    assert_clean_error(
+        invoke(["playbook", "run", "--baseline", str(PLANTED / "base.yaml"), "-o", str(tmp_path / "b")]),
+        2, "give both --baseline and --candidate",
+    )
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    (foreign / "notes.txt").write_text("mine")
+    assert_clean_error(
+        invoke(["playbook", "run", "--baseline", str(PLANTED / "base.yaml"), "--candidate", str(PLANTED / "base.yaml"),
+                "-o", str(foreign)]),
+        2, "not empty and not a sparsedebug bundle",
+    )
+    assert [p.name for p in foreign.iterdir()] == ["notes.txt"]
+    assert_clean_error(
+        invoke(["playbook", "run", "--baseline", str(tmp_path / "nope.yaml"), "--candidate", str(PLANTED / "base.yaml"),
+                "-o", str(tmp_path / "c")]),
+        2, "nope.yaml: file not found",
+    )
+    assert not (tmp_path / "c").exists()
+
+
+def test_failed_walk_leaves_nothing(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    data = yaml.safe_load((PLANTED / "base.yaml").read_text())
+    data["layers"][0]["shape"] = [512, 130]  # inconsistent with the model input width
+    data["input_features"] = 128
+    bad.write_text(yaml.safe_dump(data))
+    out = tmp_path / "out"
+    result = invoke(["playbook", "run", "--baseline", str(PLANTED / "base.yaml"), "--candidate", str(bad),
+                     "--repeats", "3", "-o", str(out)])
+    assert result.exit_code == 2, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
+    assert not out.exists()
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".out")] == []
+
+
+def test_memo_bad_bundle(tmp_path: Path) -> None:
+    assert_clean_error(invoke(["memo", str(tmp_path / "none")]), 2, "bundle directory not found")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert_clean_error(invoke(["memo", str(empty)]), 2, "bundle.json: file not found")

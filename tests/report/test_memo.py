@@ -95,3 +95,18 @@ def test_fallback_reason_matters_for_intended_dense() -> None:
     base = dense_run(5.0)
     assert all(lo.reason == FallbackReason.INTENDED_DENSE for lo in base.lower.layers)
     assert decide(make_bundle(base, dense_run(5.0)), BOOK).decision == "ship"
+
+
+def test_fix_that_moves_but_does_not_recover_rolls_back() -> None:
+    bundle = make_bundle(dense_run(5.0), sparse_run(8.0, fallback=True), sparse_run(6.5, fallback=True))
+    assert bundle.fix is not None and bundle.fix.moved is True
+    decision = decide(bundle, BOOK)
+    assert decision.decision == "rollback"
+    assert "even after the bounded fix" in decision.reasons[0]
+
+
+def test_quality_failure_rolls_back() -> None:
+    bundle = make_bundle(dense_run(5.0), sparse_run(6.5, fallback=True), sparse_run(3.5, cosine=0.7))
+    decision = decide(bundle, BOOK)
+    assert decision.decision == "rollback"
+    assert "worse in quality" in decision.reasons[0]
