@@ -19,7 +19,9 @@ Steps, in order (each reported to ``progress`` under its stage name):
     Whole-forward samples of the candidate (span) interleaved with the dense
     baseline; inside each candidate forward the summed time spent in layer
     compute (busy). Span minus busy is host overhead: dispatch, allocation and
-    per-call weight conversion. Also the dense share of busy time.
+    per-call weight conversion; per layer and call, the host time just before
+    the layer's compute (``layer_idle_samples_ms``). Also the dense share of
+    busy time.
 ``outcome``
     p50/p95/p99 against the budget, effective speedup versus the dense
     baseline, output quality versus the dense unpruned model (fp64), and the
@@ -263,6 +265,8 @@ class ForwardTrace:
 
     busy_ms: list[float] = field(default_factory=list)
     dense_ms: list[float] = field(default_factory=list)
+    gaps_ms: list[list[float]] = field(default_factory=list)
+    """Per op, per call: time from the previous op's end (or the forward's start) to this op's compute."""
 
 
 def forward(ops: Sequence[Op], x: Array, trace: ForwardTrace | None = None, keep: bool = False) -> tuple[Array, list[Array]]:
@@ -271,12 +275,16 @@ def forward(ops: Sequence[Op], x: Array, trace: ForwardTrace | None = None, keep
     clock = time.perf_counter
     busy = 0.0
     dense = 0.0
+    gaps: list[float] = []
+    end = clock()
     for op in ops:
         args = [x if i < 0 else values[i] for i in op.inputs]
         handle = op.convert() if op.convert is not None else op.handle
         start = clock()
         out = op.compute(args, handle)
-        spent = clock() - start
+        gaps.append(start - end)
+        end = clock()
+        spent = end - start
         busy += spent
         if op.dense_path:
             dense += spent
@@ -284,6 +292,10 @@ def forward(ops: Sequence[Op], x: Array, trace: ForwardTrace | None = None, keep
     if trace is not None:
         trace.busy_ms.append(busy * 1000.0)
         trace.dense_ms.append(dense * 1000.0)
+        if not trace.gaps_ms:
+            trace.gaps_ms = [[] for _ in ops]
+        for samples, gap in zip(trace.gaps_ms, gaps, strict=True):
+            samples.append(gap * 1000.0)
     return values[-1], (values if keep else [])
 
 
@@ -563,6 +575,9 @@ def _replay(ctx: _Ctx, base_dir: Path | None, source_path: Path | None) -> RunRe
         threads=workload.threads if workload.threads is not None else _blas_threads(),
         launches_per_iteration=len(candidate_ops) + per_call,
         dense_share=dense_share,
+        layer_idle_samples_ms={
+            layer.name: samples[-rounds:] for layer, samples in zip(workload.layers, trace.gaps_ms, strict=True)
+        },
     )
     ctx.tick("schedule", 1, 1)
 

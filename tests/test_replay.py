@@ -43,6 +43,8 @@ def test_replay_records_all_five_stages_and_validates() -> None:
     assert record.workload is not None and record.workload.knobs["conversion"] == "once"
     assert len(record.graph.layers) == len(record.lower.layers) == len(record.kernel.layers) == 15
     assert len(record.schedule.span_samples_ms) == len(record.schedule.busy_samples_ms) == 3
+    idle = record.schedule.layer_idle_samples_ms
+    assert list(idle) == [l.name for l in record.graph.layers] and all(len(v) == 3 for v in idle.values())
     assert len(record.outcome.latency_samples_ms) == len(record.outcome.dense_baseline_samples_ms or []) == 3
     linear = [l for l in record.kernel.layers if l.dense_samples_ms is not None]
     assert len(linear) == 7
