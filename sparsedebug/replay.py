@@ -698,6 +698,26 @@ def _kernel_layer(
     )
 
 
+def equal_latency_step(ratio: Callable[[int], float], steps: int) -> tuple[int, bool]:
+    """Smallest narrowing step in ``1 .. steps-1`` whose latency ratio (narrowed / candidate) is at most 1.
+
+    ``ratio(step)`` measures it; bisection assumes it falls as the step grows
+    (fewer neurons, less work). Returns ``(step, reached)``; when even the
+    largest step is slower, ``(steps - 1, False)``.
+    """
+    lo, hi = 1, steps - 1
+    if ratio(hi) > 1.0:
+        return hi, False
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if ratio(mid) <= 1.0:
+            hi = mid
+        else:
+            lo = mid + 1
+    ratio(lo)
+    return lo, True
+
+
 def _equal_latency(
     ctx: _Ctx,
     shapes: Sequence[LayerShape],
@@ -735,26 +755,14 @@ def _equal_latency(
         return cache[step][1]
 
     if median(dense_samples) <= median(span):
-        step = 0
+        step, reached = 0, True
         latency = median(dense_samples)
     else:
-        lo, hi = 1, FRACTION_STEPS - 1
-        if ratio(hi) > 1.0:
-            step = hi
-        else:
-            while lo < hi:
-                mid = (lo + hi) // 2
-                if ratio(mid) <= 1.0:
-                    hi = mid
-                else:
-                    lo = mid + 1
-            step = lo
-        ratio(step)
+        step, reached = equal_latency_step(ratio, FRACTION_STEPS)
         latency = cache[step][2]
     ops = narrowed_ops(step) if step not in cache else cache[step][0]
     out, _ = forward(ops, x_run)
     narrowed_quality = quality(out, dense_ref_out, labels, dense_accuracy)
-    reached = step < FRACTION_STEPS - 1 or (step in cache and cache[step][1] <= 1.0)
     wins = (not reached) or candidate_quality.cosine > narrowed_quality.cosine
     return EqualLatencyQuality(
         narrowed_ffn_fraction=step / FRACTION_STEPS,

@@ -11,7 +11,7 @@ import pytest
 from sparsedebug.errors import UserError
 from sparsedebug.narrow import ffn_groups, narrow
 from sparsedebug.records import STAGES, FallbackReason, KernelPath, RunRecord
-from sparsedebug.replay import attention, plan, replay
+from sparsedebug.replay import attention, equal_latency_step, plan, replay
 from sparsedebug.weights import build_weights
 from sparsedebug.workload import CalibrationSpec, Workload, llama_stack, load_workload, mlp_chain
 from tests.conftest import FIXTURES
@@ -208,3 +208,16 @@ def test_fixture_workloads_replay_and_validate(name: str) -> None:
     per_call = {l.conversions_per_call for l in record.lower.layers if l.path is KernelPath.SPARSE}
     assert per_call == ({1} if name == "llama_2of4_regressed" else set() if name == "llama_dense" else {0})
     assert record.workload is not None and record.workload.file is not None
+
+
+def test_equal_latency_search_finds_the_first_fast_enough_step() -> None:
+    calls: list[int] = []
+
+    def ratio(step: int) -> float:
+        calls.append(step)
+        return 1.6 - step / 10  # at most 1.0 from step 6 on
+
+    assert equal_latency_step(ratio, 16) == (6, True)
+    assert len(set(calls)) <= 6  # bisection, not a scan
+    assert equal_latency_step(lambda step: 2.0, 16) == (15, False)
+    assert equal_latency_step(lambda step: 0.5, 16) == (1, True)
