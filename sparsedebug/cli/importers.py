@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from sparsedebug.cli.common import EXIT_CHECK_FAILED, JsonOption, OutputOption, console, emit_json, handle_errors
+from sparsedebug.cli.common import EXIT_CHECK_FAILED, JsonOption, OutputOption, console, emit_json, err_console, handle_errors
 from sparsedebug.errors import UserError
 from sparsedebug.importers.fallback import compare_paths
 from sparsedebug.importers.ncu import load_ncu
@@ -58,7 +58,8 @@ def trace(
     Analysis does. With -o, writes the run record for bisect, classify and fallbacks.
     With --json, prints {"summary": ..., "record": ...}.
     """
-    result = analyze_trace(file)
+    with err_console().status(f"reading {file}"):
+        result = analyze_trace(file)
     if output is not None:
         save_record(result.record, output)
     if json_out:
