@@ -10,7 +10,9 @@ import typer
 from sparsedebug.classify import classify_run
 from sparsedebug.cli.common import JsonOption, console, emit_json, err_console, handle_errors
 from sparsedebug.io import load_record
+from sparsedebug.errors import UserError
 from sparsedebug.records import Fingerprint
+from sparsedebug.roofline import GPU_PEAKS, find_gpu_peak
 
 
 @handle_errors
@@ -63,6 +65,9 @@ def classify(
         from sparsedebug.importers.nvidia_smi import load_smi
 
         smi_report = load_smi(smi)
+    if gpu is not None and find_gpu_peak(gpu) is None:
+        known = ", ".join(peak.name for peak in GPU_PEAKS)
+        raise UserError(f"--gpu {gpu!r}: not in the peak-figure table (known: {known})")
     fp = load_record(fingerprint, Fingerprint) if fingerprint is not None else None
     result = classify_run(
         record, baseline=base, ncu=ncu_report, smi=smi_report, fingerprint=fp, gpu=gpu, run_path=str(run)

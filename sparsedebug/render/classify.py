@@ -54,12 +54,12 @@ def _evidence_row(line: Evidence) -> tuple[str, str, str, str, str, str]:
 def evidence_table(result: Classification) -> Table:
     """Every evaluated rule, grouped by mechanism in ranking order: the number, the threshold, where it came from."""
     table = Table(title="evidence", show_lines=False)
-    table.add_column("rule", overflow="fold")
-    table.add_column("value vs threshold", overflow="fold")
-    table.add_column("fired")
-    table.add_column("adds", justify="right")
-    table.add_column("source", overflow="fold")
-    table.add_column("detail", overflow="fold")
+    table.add_column("rule", no_wrap=True)
+    table.add_column("value vs threshold", no_wrap=True)
+    table.add_column("fired", no_wrap=True)
+    table.add_column("adds", justify="right", no_wrap=True)
+    table.add_column("source", overflow="fold", ratio=1)
+    table.add_column("detail", overflow="fold", ratio=2)
     for score in result.scores:
         for line in result.evidence_for(score.mechanism):
             table.add_row(*_evidence_row(line))
@@ -189,7 +189,8 @@ def rules_markdown() -> str:
     lines.append("")
     lines.append(
         "A rule that fires adds `weight x min(2, value / threshold)` (`threshold / value` for `<` rules) to its "
-        "mechanism's score; the highest score wins. A metric whose artifact is missing is not scored: the "
-        "classification names the artifact that would settle it."
+        "mechanism's score; the highest score wins. With `--baseline`, a rule computed from one run that fires on "
+        "the baseline too does not score unless the candidate is at least 10% worse: it is not what changed. "
+        "A metric whose artifact is missing is not scored: the classification names the artifact that would settle it."
     )
     return "\n".join(lines) + "\n"

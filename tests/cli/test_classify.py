@@ -125,3 +125,7 @@ def test_record_round_trip_is_unchanged(tmp_path: Path) -> None:
     save_record(record, path)
     assert RunRecord.model_validate_json(record.model_dump_json()) == record
     assert invoke(["classify", str(path), "--json"]).exit_code == 0
+
+
+def test_unknown_gpu_name_is_refused() -> None:
+    assert_clean_error(invoke(["classify", SPARSE, "--gpu", "Tesla T4"]), 2, "--gpu 'Tesla T4': not in the peak-figure table", "NVIDIA H200 SXM")
