@@ -158,6 +158,7 @@ class SmiEvidence:
     min_busy_sm_clock_mhz: float | None
     max_sm_clock_mhz: float | None
     max_clock_source: str
+    has_reasons: bool = True
 
 
 # --------------------------------------------------------------------------- facts
@@ -798,6 +799,8 @@ def _smi_throttle_share(ctx: _Context) -> _Result:
     smi = ctx.smi
     if smi is None:
         return _thermal_missing(ctx)
+    if not smi.has_reasons:
+        return _Missing(f"{smi.source}: no clocks_event_reasons.active column", CAPTURE_SMI)
     if smi.busy_samples == 0:
         return _Fact(None, smi.source, f"{smi.samples} samples, all with the GPU idle")
     reasons = ", ".join(f"{name} {count}" for name, count in sorted(smi.throttle_reasons.items())) or "none"
@@ -928,6 +931,8 @@ def _gate_shared_with_baseline(rule: Rule, result: _Fact, base: _Fact) -> None:
 
 
 def _evaluate(rule: Rule, result: _Fact) -> Evidence:
+    if result.value is not None and not math.isfinite(result.value):
+        result = _Fact(None, result.source, f"{result.detail} (not a finite number: {result.value})")
     fired = result.value is not None and result.gate is None and rule.fires(result.value)
     contribution = rule.contribution(result.value) if fired and result.value is not None else 0.0
     detail = result.detail if result.gate is None else f"{result.detail} ({result.gate})"
@@ -1161,6 +1166,7 @@ def smi_evidence(report: SmiReport, fingerprint: Fingerprint | None = None) -> S
             min_busy_sm_clock_mhz=min(clocks) if clocks else None,
             max_sm_clock_mhz=max_clock,
             max_clock_source=max_source,
+            has_reasons=report.reasons_column is not None,
         )
         if best is None or candidate.throttled_busy_samples > best.throttled_busy_samples:
             best = candidate

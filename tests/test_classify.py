@@ -480,3 +480,29 @@ def test_every_fix_metric_is_measurable() -> None:
     named = set(re.findall(r'metric="([a-z0-9_]+)"', source.read_text()))
     assert named, "no Fix metric found"
     assert named <= set(EXTRA_METRICS) | set(STATE_METRICS) | {"smi_min_clock_ratio"}
+
+
+def test_non_finite_metric_is_reported_not_scored() -> None:
+    cand = make_run()
+    cand.kernel.layers[0].rel_err = float("nan")
+    result = classify_evidence(cand)
+    line = next(e for e in result.evidence if e.rule == "precision.error_vs_roundoff")
+    assert line.value is None and not line.fired and "not a finite number" in line.detail
+    json.loads(result.model_dump_json())  # still valid JSON
+
+
+def test_smi_log_without_reasons_column_asks_for_it(tmp_path: Path) -> None:
+    from sparsedebug.importers.nvidia_smi import load_smi
+
+    log = tmp_path / "smi.csv"
+    log.write_text(
+        "timestamp, clocks.current.sm [MHz], utilization.gpu [%]\n"
+        "2026/11/29 23:42:23.307, 1980 MHz, 50 %\n"
+        "2026/11/29 23:42:23.557, 1500 MHz, 90 %\n"
+    )
+    cand = make_run()
+    cand.source = RunSource(kind="torch_trace")
+    result = classify_run(cand, smi=load_smi(log))
+    assert any("thermal.throttle_time" in m.rules and "clocks_event_reasons" in m.reason for m in result.missing_evidence)
+    drop = next(e for e in result.evidence if e.rule == "thermal.clock_drop")
+    assert drop.fired and drop.value == pytest.approx(1500 / 1980)
