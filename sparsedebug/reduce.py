@@ -171,12 +171,19 @@ def diff_workloads(good: Workload, bad: Workload) -> list[Change]:
         old = good_layers.get(layer.name)
         if old is None:
             changes.append(Change(key=f"layer:{layer.name}", kind="layer", name=layer.name, detail=f"added ({layer.op})"))
-        elif _explicit(good, old) != _explicit(bad, layer, index):
+        elif not _same_layer(good, old, bad, layer, index):
             changes.append(Change(key=f"layer:{layer.name}", kind="layer", name=layer.name, detail=_layer_detail(old, layer)))
     for layer in good.layers:
         if layer.name not in bad_layers:
             changes.append(Change(key=f"layer:{layer.name}", kind="layer", name=layer.name, detail=f"removed ({layer.op})"))
     return changes
+
+
+def _same_layer(good: Workload, old: Layer, bad: Workload, new: Layer, index: int) -> bool:
+    """Equal layers; inputs compared as written unless one side names them (then resolved)."""
+    if old.inputs is None and new.inputs is None:
+        return old == new
+    return _explicit(good, old) == _explicit(bad, new, index)
 
 
 def _explicit(workload: Workload, layer: Layer, index: int | None = None) -> Layer:
@@ -192,17 +199,14 @@ def apply_changes(good: Workload, bad: Workload, keys: Sequence[str]) -> Workloa
     for knob in KNOB_FIELDS:
         if f"knob:{knob}" in selected:
             update[knob] = getattr(bad, knob)
-    bad_layers = {layer.name: _explicit(bad, layer, i) for i, layer in enumerate(bad.layers)}
+    bad_layers = {layer.name: layer for layer in bad.layers}
     good_names = {layer.name for layer in good.layers}
     layers: list[Layer] = []
-    for index, layer in enumerate(good.layers):
+    for layer in good.layers:
         key = f"layer:{layer.name}"
         if key in selected and layer.name not in bad_layers:
             continue  # removed in bad
-        if key in selected:
-            layers.append(bad_layers[layer.name])
-        else:
-            layers.append(_explicit(good, layer, index))
+        layers.append(bad_layers[layer.name] if key in selected else layer)
     for index, layer in enumerate(bad.layers):
         if layer.name in good_names or f"layer:{layer.name}" not in selected:
             continue

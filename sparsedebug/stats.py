@@ -26,9 +26,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from functools import lru_cache
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
+import numpy.typing as npt
 from pydantic import BaseModel
 from scipy import stats as sps
 
@@ -70,6 +71,9 @@ def median(samples: Sequence[float]) -> float:
 
 
 Direction = Literal["slower", "faster", "same"]
+
+Samples = Sequence[float] | npt.NDArray[np.floating[Any]]
+"""Raw samples: a list of floats or a 1-D numpy array."""
 
 
 class SampleComparison(BaseModel):
@@ -172,7 +176,7 @@ def _ratio_interval(base: np.ndarray, cand: np.ndarray, alpha: float) -> tuple[f
     return float(np.exp(diffs[k - 1])), float(np.exp(diffs[diffs.size - k]))
 
 
-def hodges_lehmann_ratio(base: Sequence[float], cand: Sequence[float]) -> float:
+def hodges_lehmann_ratio(base: Samples, cand: Samples) -> float:
     """Hodges-Lehmann estimate of the cand/base ratio: exp of the median pairwise log difference."""
     diffs, _, _ = _log_differences(_check_samples("base", base), _check_samples("cand", cand))
     return float(np.exp(np.median(diffs)))
@@ -202,7 +206,7 @@ def _tukey_inliers(values: np.ndarray) -> np.ndarray:
     return kept
 
 
-def _check_samples(name: str, samples: Sequence[float]) -> np.ndarray:
+def _check_samples(name: str, samples: Samples) -> np.ndarray:
     values = np.asarray(samples, dtype=np.float64)
     if values.ndim != 1 or values.size == 0:
         raise ValueError(f"{name}: expected a non-empty sequence of numbers")
@@ -244,8 +248,8 @@ def _persistence(base: np.ndarray, cand: np.ndarray, sign: int, alpha: float, mi
 
 
 def compare_samples(
-    base: Sequence[float],
-    cand: Sequence[float],
+    base: Samples,
+    cand: Samples,
     *,
     alpha: float = DEFAULT_ALPHA,
     min_effect: float = DEFAULT_MIN_EFFECT,

@@ -98,7 +98,8 @@ def make_run(
     )
 
 
-SPARSE = (KernelPath.SPARSE, None, KernelClass.SPARSE_GEMM)
+PathSpec = tuple[KernelPath, FallbackReason | None, KernelClass]
+SPARSE: PathSpec = (KernelPath.SPARSE, None, KernelClass.SPARSE_GEMM)
 MLP = [n for n in LAYERS if ".mlp." in n]
 
 
@@ -126,7 +127,7 @@ def test_intended_sparse_speedup_is_expected_and_improves() -> None:
 
 def test_declared_sparse_fallback_bisects_to_lower_and_names_the_layer() -> None:
     fallback = "layers.1.mlp.down"
-    path = {n: SPARSE for n in MLP if n != fallback}
+    path: dict[str, PathSpec] = {n: SPARSE for n in MLP if n != fallback}
     path[fallback] = (KernelPath.DENSE, FallbackReason.SHAPE_NOT_ALIGNED, KernelClass.DENSE_TC_GEMM)
     scale = {n: 0.6 for n in MLP if n != fallback}
     scale[fallback] = 3.0  # the fallback also pays a dense conversion path

@@ -72,7 +72,7 @@ def test_ddmin_keeps_both_changes_of_an_interaction() -> None:
 def test_ddmin_result_is_one_minimal_for_every_pair_oracle() -> None:
     changes = list("abcdefgh")
     for a, b in itertools.combinations(changes, 2):
-        search = _minimise(changes, oracle=lambda s, a=a, b=b: {a, b} <= s)  # type: ignore[misc]
+        search = _minimise(changes, oracle=lambda s, a=a, b=b: {a, b} <= s)
         assert search.result == (a, b)
 
 

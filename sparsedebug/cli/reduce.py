@@ -62,7 +62,7 @@ def reduce(
         bad_workload,
         probe_repeats=probe_repeats,
         max_probes=max_probes,
-        progress=lambda line: err.print(line, highlight=False),
+        progress=lambda line: err.print(line, highlight=False, markup=False),
         good_dir=good.parent,
         bad_dir=bad.parent,
         repro_path=output,

@@ -44,7 +44,7 @@ def stage_table(result: BisectResult) -> Table:
         marker = " <- first" if stage.stage == result.first_stage else ""
         head = stage.headline
         metric = f"{head.metric} {comparison_text(head.comparison)}" if head is not None else "categorical"
-        table.add_row(stage.stage + marker, Text(stage.status, style=_STATUS_STYLE[stage.status]), metric, stage.summary)
+        table.add_row(stage.stage + marker, Text(stage.status, style=_STATUS_STYLE[stage.status]), Text(metric), Text(stage.summary))
     return table
 
 
@@ -57,7 +57,7 @@ def findings_table(stage: StageFinding, limit: int = 12) -> Table:
     table.add_column("detail", overflow="fold")
     for finding in stage.layers[:limit]:
         label = finding.layer + (f" ({len(finding.members)} pooled)" if finding.members else "")
-        table.add_row(_short(label), finding.kind, "yes" if finding.regression else "no", finding.detail)
+        table.add_row(Text(_short(label)), finding.kind, "yes" if finding.regression else "no", Text(finding.detail))
     if len(stage.layers) > limit:
         table.add_row(f"… {len(stage.layers) - limit} more", "", "", "")
     return table
@@ -75,7 +75,7 @@ def layers_table(result: BisectResult, limit: int = 10) -> Table:
     table.add_column("in first stage")
     for row in result.layers[:limit]:
         table.add_row(
-            _short(row.layer),
+            Text(_short(row.layer)),
             f"{row.kernel_ms:+.3f}",
             f"{row.idle_ms:+.3f}",
             f"{row.contribution_ms:+.3f}",
@@ -119,7 +119,7 @@ def changes_table(result: ReduceResult) -> Table:
     table.add_column("kept")
     for change in result.changes:
         mark = "yes" if change.key in kept else (f"other cause: {others[change.key]}" if change.key in others else "")
-        table.add_row(change.key, change.detail, Text(mark, style="bold red" if change.key in kept else ""))
+        table.add_row(Text(change.key), Text(change.detail), Text(mark, style="bold red" if change.key in kept else ""))
     return table
 
 
@@ -134,7 +134,7 @@ def probes_table(result: ReduceResult, limit: int = 60) -> Table:
     style = {"fail": "red", "pass": "green", "unresolved": "yellow"}
     for i, probe in enumerate(result.probes[:limit], start=1):
         outcome = probe.outcome + (" (re-measured)" if probe.flaky else "") + (f" - {probe.note}" if probe.note else "")
-        table.add_row(str(i), probe.phase, probe.description, probe.mode, Text(outcome, style=style[probe.outcome]))
+        table.add_row(str(i), probe.phase, Text(probe.description), probe.mode, Text(outcome, style=style[probe.outcome]))
     if len(result.probes) > limit:
         table.add_row("…", "", f"{len(result.probes) - limit} more", "", "")
     return table
