@@ -104,7 +104,8 @@ class FixOutcome(_Model):
     fixed_source: Literal["applied_to_workload", "given", "none"]
     movements: list[Movement] = Field(default_factory=list)
     significance: str | None = Field(None, description="Rank-test verdict on candidate vs fixed latency samples.")
-    moved: bool | None = Field(None, description="Whether the primary latency moved significantly the expected way.")
+    moved: bool | None = Field(None, description="Whether the fix's target metric moved the right way (latency: significantly).")
+    target: str | None = Field(None, description="The movement that decided `moved` (latency p50, fallback rate, ...).")
 
 
 class Bundle(_Model):

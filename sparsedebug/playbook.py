@@ -575,8 +575,10 @@ def run_playbook(
         outcome = FixOutcome(proposed=fix_dict, applied=applied, how=how, fixed_source=source)
         if fixed_run is not None:
             save("fixed", fixed_run)
-            moves, verdict, moved = measure_movement(runs["baseline"], runs["candidate"], fixed_run, fix_dict)
-            outcome = outcome.model_copy(update={"movements": moves, "significance": verdict, "moved": moved})
+            moves, verdict, moved, target = measure_movement(runs["baseline"], runs["candidate"], fixed_run, fix_dict)
+            outcome = outcome.model_copy(
+                update={"movements": moves, "significance": verdict, "moved": moved, "target": target}
+            )
         save("fix", outcome)
         finish(
             step, "done" if fixed_run is not None else "skipped",

@@ -46,7 +46,8 @@ def bundle_summary(bundle: LoadedBundle, book: Playbook) -> RenderableType:
         lines.append(bundle.fix.how + "\n")
         if bundle.fix.moved is not None:
             lines.append("measured: ", style="bold")
-            lines.append(("moved the metric" if bundle.fix.moved else "did NOT move the metric") + f" ({bundle.fix.significance})\n")
+            target = bundle.fix.target or "its target metric"
+            lines.append((f"moved {target}" if bundle.fix.moved else f"did NOT move {target}") + f"; latency: {bundle.fix.significance}\n")
     decision = decide(bundle, book)
     lines.append("decision: ", style="bold")
     lines.append(f"{book.decision(decision.decision).label} ({decision.judged_on})\n")

@@ -101,17 +101,19 @@ def measure_movement(
     *,
     alpha: float = 0.05,
     factor: float = 1.05,
-) -> tuple[list[Movement], str | None, bool | None]:
+) -> tuple[list[Movement], str | None, bool | None, str | None]:
     """Candidate versus fixed: latency percentiles, speedup over the baseline, the fix's metric.
 
     Returns the movements, the rank-test verdict on the latency samples (or None
-    without samples), and whether latency moved the expected way significantly
-    (None when the fix does not target latency or it cannot be decided).
+    without samples), whether the fix's target metric moved the right way
+    (latency significantly faster unless the fix targets error, metadata or
+    fallbacks; None when it cannot be decided), and that target's name.
     """
     moves: list[Movement] = []
     c_lat, f_lat = cand.outcome.latency_samples_ms, fixed.outcome.latency_samples_ms
     verdict: str | None = None
     moved: bool | None = None
+    target: str | None = None
     if c_lat and f_lat:
         cp, fp = percentiles(c_lat), percentiles(f_lat)
         exp_after, basis = expected_latency(cand, base, fix)
@@ -132,6 +134,7 @@ def measure_movement(
             )
         direction, verdict = judge_shift(c_lat, f_lat, alpha=alpha, factor=factor)
         moved = direction == "faster"
+        target = "latency p50"
     c_err, f_err = _max_rel_err(cand), _max_rel_err(fixed)
     if c_err is not None and f_err is not None and c_err > 0:
         moves.append(Movement(metric="worst layer rel err vs fp64", unit="", before=c_err, after=f_err, better="lower"))
@@ -147,10 +150,11 @@ def measure_movement(
         if key in metric:
             match = [m for m in moves if m.metric == label]
             # The fix targets a non-latency metric: it moved when that metric improved.
-            moved = bool(match) and match[0].after < match[0].before if match else None
+            moved = (match[0].after < match[0].before) if match else None
+            target = label if match else None
     if cand.outcome.quality is not None and fixed.outcome.quality is not None:
         moves.append(
             Movement(metric="output cosine vs dense", unit="", before=cand.outcome.quality.cosine,
                      after=fixed.outcome.quality.cosine, better="higher")
         )
-    return moves, verdict, moved
+    return moves, verdict, moved, target

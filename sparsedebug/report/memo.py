@@ -112,8 +112,10 @@ def decide(bundle: LoadedBundle, book: Playbook, policy: GatePolicy | None = Non
         reasons.append(f"the {label} is {worse} than the baseline allows{recovered}")
         decision = "rollback"
     elif fix is None or fix.moved:
-        moved = f"the bounded fix moved the metric ({fix.significance})" if fix is not None else "no fix was needed"
-        reasons.append(f"{moved} and the {label} holds speed and quality, but ship is refused until the evidence below is in")
+        moved = f"the bounded fix moved {fix.target or 'its target metric'}" if fix is not None else "no fix was needed"
+        q = checks.get("quality_delta")
+        holds = "speed and quality" if q is not None and q.status == "pass" else "speed (quality not measured)"
+        reasons.append(f"{moved} and the {label} holds {holds}, but ship is refused until the evidence below is in")
         decision = "bounded_rollout"
     else:
         reasons.append("the applied fix did not move the metric and the evidence is incomplete")
@@ -332,10 +334,13 @@ def _action(b: LoadedBundle, book: Playbook) -> list[str]:
             + "not projected: the bundle has no re-run to measure against."
         )
     if fo is not None and fo.movements:
-        verdict = "moved the metric the expected way" if fo.moved else (
-            "did NOT move the metric" if fo.moved is False else "could not be judged"
+        target = fo.target or "its target metric"
+        verdict = f"moved {target} the expected way" if fo.moved else (
+            f"did NOT move {target}" if fo.moved is False else "could not be judged"
         )
-        out.append(f"- **Measured movement** (candidate -> fixed re-run): the fix {verdict}; {fo.significance}.")
+        out.append(
+            f"- **Measured movement** (candidate -> fixed re-run): the fix {verdict}; latency samples: {fo.significance}."
+        )
         for m in fo.movements:
             out.append(f"  - {_movement_line(m)}")
         if lat is not None and lat.expected_after is not None and lat.before:
@@ -371,9 +376,12 @@ def _risks(b: LoadedBundle) -> list[str]:
     checks = {c.id: c for c in gate.checks}
     lines = []
     prec = checks.get("precision_drift")
-    lines.append(
-        f"  - correctness: {label} {prec.status}: {prec.measured}; {prec.detail}." if prec is not None else "  - correctness: not checked."
-    )
+    if prec is None:
+        lines.append("  - correctness: not checked (precision check off in the policy).")
+    elif prec.status == "skipped":
+        lines.append(f"  - correctness: not measured in the {label} run (no per-layer kernel error vs an fp64 reference): unassessed.")
+    else:
+        lines.append(f"  - correctness: {label} run {prec.status}s the precision check: {prec.measured}; {prec.detail}.")
     q_before, q_after = b.candidate.outcome.quality, final.outcome.quality
     if q_after is None:
         lines.append(f"  - quality: no quality measurement in the {label} run: quality risk is unassessed.")

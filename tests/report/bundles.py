@@ -17,10 +17,10 @@ def make_bundle(base: RunRecord, cand: RunRecord, fixed: RunRecord | None = None
     fix_dict = cls.fix.model_dump(mode="json") if cls.fix is not None else None
     outcome = None
     if fixed is not None:
-        moves, verdict, moved = measure_movement(base, cand, fixed, fix_dict)
+        moves, verdict, moved, target = measure_movement(base, cand, fixed, fix_dict)
         outcome = FixOutcome(
             proposed=fix_dict, applied=True, how="fixed candidate given", fixed_source="given",
-            movements=moves, significance=verdict, moved=moved,
+            movements=moves, significance=verdict, moved=moved, target=target,
         )
     files = {role: FILES[role] for role in ("baseline", "candidate", "bisect", "classification", "memo", "report")}
     inputs = [

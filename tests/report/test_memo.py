@@ -77,7 +77,7 @@ def test_fix_that_does_not_move_is_reported() -> None:
     bundle = make_bundle(base, cand, sparse_run(6.5, fallback=True))
     assert bundle.fix is not None and bundle.fix.moved is False
     text = render_memo(bundle, BOOK)
-    assert "did NOT move the metric" in text
+    assert "did NOT move latency p50" in text
     assert decide(bundle, BOOK).decision == "rollback"
 
 
