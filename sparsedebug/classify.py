@@ -212,7 +212,7 @@ _CANONICAL = {"float64": "fp64", "double": "fp64", "float32": "fp32", "float": "
               "float16": "fp16", "half": "fp16", "f16": "fp16", "bfloat16": "bf16"}
 _U_FP32 = 2.0**-24
 _GATHER_ITEMSIZE = 4  # the built-in kernels compute in fp32 whatever the input precision
-_BUSY_MIN_LATENCY_SAMPLES = 9
+_DRIFT_MIN_SAMPLES = 9
 _TAIL_MIN_SAMPLES = 10
 
 
@@ -292,7 +292,6 @@ def _fallbacks(ctx: _Context) -> list[tuple[GraphLayer, LowerLayer]]:
 
 
 def _fallback_flop_share(ctx: _Context) -> _Result:
-    graph = ctx.graph()
     intended = [layer for layer in ctx.run.graph.layers if layer.intended != "dense"]
     if not intended:
         return _Fact(None, "graph.layers[].intended", "no layer is declared sparse: nothing can fall back")
@@ -310,7 +309,6 @@ def _fallback_flop_share(ctx: _Context) -> _Result:
     ctx_data: dict[str, object] = {}
     if biggest is not None:
         ctx_data = {"layer": biggest[0].name, "reason": biggest[1].reason}
-    _ = graph
     return _Fact(share, "lower.layers[].path + graph.layers[].flops", detail, context=ctx_data)
 
 
@@ -826,10 +824,10 @@ def _smi_min_clock_ratio(ctx: _Context) -> _Result:
 
 def _latency_drift_ratio(ctx: _Context) -> _Result:
     samples = ctx.run.outcome.latency_samples_ms
-    if len(samples) < _BUSY_MIN_LATENCY_SAMPLES:
+    if len(samples) < _DRIFT_MIN_SAMPLES:
         return _Missing(
             f"only {len(samples)} latency samples: a drift across iterations cannot be tested",
-            f"re-run with at least {_BUSY_MIN_LATENCY_SAMPLES} (better 50+) repeats in order",
+            f"re-run with at least {_DRIFT_MIN_SAMPLES} (better 50+) repeats in order",
         )
     third = len(samples) // 3
     first, last = median(samples[:third]), median(samples[-third:])
