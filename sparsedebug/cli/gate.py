@@ -28,7 +28,7 @@ def gate(
         Path | None, typer.Option("--summary", help="Write a Markdown summary here (e.g. $GITHUB_STEP_SUMMARY).")
     ] = None,
     repeats: Annotated[
-        int | None, typer.Option("--repeats", min=1, help="Override the repeat count of workloads that get replayed.")
+        int | None, typer.Option("--repeats", min=3, help="Override the repeat count of workloads that get replayed.")
     ] = None,
     json_out: JsonOption = False,
 ) -> None:

@@ -154,10 +154,3 @@ def test_failed_walk_leaves_nothing(tmp_path: Path) -> None:
     assert "Traceback" not in result.stderr
     assert not out.exists()
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".out")] == []
-
-
-def test_memo_bad_bundle(tmp_path: Path) -> None:
-    assert_clean_error(invoke(["memo", str(tmp_path / "none")]), 2, "bundle directory not found")
-    empty = tmp_path / "empty"
-    empty.mkdir()
-    assert_clean_error(invoke(["memo", str(empty)]), 2, "bundle.json: file not found")

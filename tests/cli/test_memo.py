@@ -1,0 +1,73 @@
+"""`sparsedebug memo BUNDLE`: re-render from a bundle written by `playbook run` (synthetic run records)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from sparsedebug.io import save_record
+from tests.conftest import assert_clean_error, invoke
+from tests.report.synth import dense_run, sparse_run
+
+
+@pytest.fixture
+def bundle(tmp_path: Path) -> Path:
+    paths = {}
+    for name, run in (("base", dense_run(5.0)), ("cand", sparse_run(6.5, fallback=True)), ("fixed", sparse_run(3.5))):
+        paths[name] = tmp_path / f"{name}.json"
+        save_record(run, paths[name])
+    out = tmp_path / "bundle"
+    result = invoke([
+        "playbook", "run", "--baseline", str(paths["base"]), "--candidate", str(paths["cand"]),
+        "--fixed", str(paths["fixed"]), "-o", str(out),
+    ])
+    assert result.exit_code == 0, result.stdout + result.stderr
+    return out
+
+
+def test_memo_prints_the_same_memo_as_the_walk(bundle: Path) -> None:
+    result = invoke(["memo", str(bundle)])
+    assert result.exit_code == 0
+    assert result.stdout.strip() == (bundle / "memo.md").read_text().strip()
+    assert "**ship**" in result.stdout
+    assert "stage **`lower`**" in result.stdout
+
+
+def test_memo_writes_files_and_json(bundle: Path, tmp_path: Path) -> None:
+    memo, report = tmp_path / "m.md", tmp_path / "r.md"
+    result = invoke(["memo", str(bundle), "-o", str(memo), "--report", str(report)])
+    assert result.exit_code == 0
+    assert memo.read_text().startswith("# ACCELERATOR REVIEW MEMO")
+    assert report.read_text() == (bundle / "report.md").read_text()
+    as_json = invoke(["memo", str(bundle), "--json"])
+    data = json.loads(as_json.stdout)
+    assert data["decision"]["decision"] == "ship"
+    assert data["memo"].startswith("# ACCELERATOR REVIEW MEMO")
+
+
+def test_memo_follows_edits_to_the_bundle(bundle: Path) -> None:
+    fixed = json.loads((bundle / "fixed.run.json").read_text())
+    fixed["outcome"]["quality"] = None
+    (bundle / "fixed.run.json").write_text(json.dumps(fixed))
+    result = invoke(["memo", str(bundle)])
+    assert result.exit_code == 0
+    assert "**ship**" not in result.stdout
+    assert "no quality evidence" in result.stdout
+
+
+def test_memo_broken_bundle(bundle: Path, tmp_path: Path) -> None:
+    (bundle / "classification.json").unlink()
+    assert_clean_error(invoke(["memo", str(bundle)]), 2, "files.classification: classification.json is listed but missing")
+    (bundle / "bundle.json").write_text("{")
+    assert_clean_error(invoke(["memo", str(bundle)]), 2, "bundle.json: malformed JSON")
+    not_dir = tmp_path / "file.txt"
+    not_dir.write_text("x")
+    assert_clean_error(invoke(["memo", str(not_dir)]), 2, "not a directory")
+    assert_clean_error(invoke(["memo", str(tmp_path / "none")]), 2, "bundle directory not found")
+
+
+def test_memo_help() -> None:
+    result = invoke(["memo", "--help"])
+    assert result.exit_code == 0 and "--report" in result.stdout
