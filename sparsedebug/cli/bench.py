@@ -20,7 +20,7 @@ def kernel(
     shape: Annotated[str, typer.Option(help="Weight shape OUTxIN (rows x reduction K).")] = "4096x4096",
     tokens: Annotated[str, typer.Option(help="Comma-separated token counts (columns of X).")] = "1,16,128,512",
     pattern: Annotated[str, typer.Option(help="Sparsity pattern N:M, or V:N:M to set the block too.")] = "2:4",
-    block: Annotated[int | None, typer.Option(help="Rows per block V of the blocked kernel [default: 256].")] = None,
+    block: Annotated[int | None, typer.Option(help="Rows per block V of the blocked kernel (default 256, or V from --pattern V:N:M).")] = None,
     rounds: Annotated[int, typer.Option(help="Timed interleaved rounds per token count.")] = 7,
     seed: Annotated[int, typer.Option(help="Seed for the random weight and activations.")] = 0,
     tails: Annotated[bool, typer.Option("--tails", help="Also print p50/p95/p99 per variant.")] = False,
@@ -34,7 +34,10 @@ def kernel(
     (scipy CSR of the same pruned matrix), `nm` (per-row N:M kernel) and `vnm`
     (blocked V:N:M kernel). Ratios are baseline ms / kernel ms, so above 1 means
     the kernel is faster. Weights and activations are random fp32; each kernel is
-    checked against an fp64 reference before it is timed. Progress goes to stderr.
+    checked against an fp64 reference before it is timed. `nm` and `vnm` spread
+    their pieces over as many worker threads as BLAS has threads (each with
+    single-threaded BLAS). Timings on a busy machine are noisy: rerun when quiet.
+    Progress goes to stderr.
     """
     rows_k = parse_shape(shape)
     counts = parse_tokens(tokens)
