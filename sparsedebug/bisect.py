@@ -291,14 +291,24 @@ def _lower_stage(base: RunRecord, cand: RunRecord) -> StageFinding:
                     detail=f"re-converts its weights {cl.conversions_per_call}x per call (baseline {base_conversions}){cost}",
                 )
             )
-    findings.sort(key=lambda f: (not f.regression, f.layer))
+    findings.sort(key=lambda f: (not f.regression, _LOWER_ORDER.index(f.kind) if f.kind in _LOWER_ORDER else len(_LOWER_ORDER), f.layer))
     regressions = [f for f in findings if f.regression]
     intended = [f for f in findings if f.intended]
     status: StageStatus = "divergent" if regressions else ("expected" if intended else "same")
     if regressions:
-        summary = "; ".join(f"{f.layer}: {f.detail}" for f in regressions[:4])
-        if len(regressions) > 4:
-            summary += f"; and {len(regressions) - 4} more"
+        by_kind: dict[str, list[LayerFinding]] = defaultdict(list)
+        for f in regressions:
+            by_kind[f.kind].append(f)
+        parts = []
+        for kind, items in by_kind.items():
+            if kind == "fallback":
+                parts.append("dense fallback: " + ", ".join(f"{f.layer} ({f.reason})" for f in items))
+            elif kind == "path_changed":
+                parts.append("path changed without declared intent: " + ", ".join(f"{f.layer} ({f.detail.split(': ', 1)[-1]})" for f in items))
+            else:
+                names = ", ".join(f.layer for f in items[:3]) + (f" and {len(items) - 3} more" if len(items) > 3 else "")
+                parts.append(f"{kind.replace('_', ' ')} on {len(items)} layer(s): {names}")
+        summary = "; ".join(parts)
     elif intended:
         summary = f"{len(intended)} layer(s) took the sparse path as declared; no unintended path change"
     else:
@@ -306,6 +316,9 @@ def _lower_stage(base: RunRecord, cand: RunRecord) -> StageFinding:
     if base.lower.backend != cand.lower.backend:
         summary += f" (backend {base.lower.backend} -> {cand.lower.backend})"
     return StageFinding(stage="lower", status=status, summary=summary, layers=findings)
+
+
+_LOWER_ORDER = ("fallback", "path_changed", "per_call_conversion", "intended")
 
 
 def _class_changed(b: LowerLayer, c: LowerLayer) -> bool:
@@ -711,7 +724,10 @@ def bisect_runs(
         if explains:
             verdict += f"; explains {', '.join(explains)}"
         if accounted is not None and outcome_cmp is not None:
-            verdict += f"; its layers carry {accounted:.0%} of the {outcome_delta:+.3f} ms outcome change"
+            if outcome_cmp.direction != "same" or not outcome_cmp.enough_samples:
+                verdict += f"; its layers carry {accounted:.0%} of the {outcome_delta:+.3f} ms outcome change"
+            else:
+                verdict += f"; the outcome itself did not change significantly ({outcome_cmp.reason})"
     elif undecided:
         state = "undecided"
         verdict = "undecided: too few samples: " + "; ".join(f"{s.stage}: {s.summary}" for s in undecided)

@@ -6,11 +6,13 @@ from typing import Any
 
 import pytest
 
+from sparsedebug.bisect import bisect_runs
 from sparsedebug.bisection import Outcome
 from sparsedebug.errors import UserError
 from sparsedebug.records import RunRecord
 from sparsedebug.reduce import _Prober, apply_changes, diff_workloads, keep_layers, reduce_workloads, scale_widths
-from sparsedebug.workload import Workload, mlp_chain, revalidate
+from sparsedebug.workload import Workload, load_workload, mlp_chain, revalidate
+from tests.conftest import FIXTURES
 from tests.test_bisect import make_run
 
 
@@ -149,3 +151,18 @@ def test_undecided_probe_is_re_measured_with_more_repeats(monkeypatch: pytest.Mo
     assert calls == [3, 3, 6, 6]
     assert outcome is Outcome.FAIL
     assert prober.flaky == 1 and prober.log[0].flaky
+
+
+def test_replay_fixture_regression_bisects_to_lower_with_the_fallback_named() -> None:
+    # Static probes (weights, pruning, lowering; no timing) of the real replay fixtures.
+    prober = _Prober(3, 10, None, (None, None), 0.05, 1.10)
+    dense = prober.static_run(load_workload(FIXTURES / "workloads" / "llama_dense.yaml"), None)
+    regressed = prober.static_run(load_workload(FIXTURES / "workloads" / "llama_2of4_regressed.yaml"), None)
+    result = bisect_runs(dense, regressed)
+    assert result.first_stage == "lower"
+    lower = result.stage("lower")
+    assert lower.layers[0].kind == "fallback" and lower.layers[0].layer == "layers.1.mlp.down_proj"
+    assert lower.layers[0].reason == "dtype_unsupported"
+    assert "dense fallback: layers.1.mlp.down_proj (dtype_unsupported)" in lower.summary
+    assert "per call conversion on 13 layer(s)" in lower.summary
+    assert result.stage("graph").status == "expected"
