@@ -793,10 +793,15 @@ def _quality_guardrail_failures(ctx: _Context) -> _Result:
 # ---- thermal
 
 
+_SMI_NOT_FOR_REPLAY = "the replay ran on the CPU: an nvidia-smi log does not describe it"
+
+
 def _smi_throttle_share(ctx: _Context) -> _Result:
     smi = ctx.smi
     if smi is None:
         return _thermal_missing(ctx)
+    if not ctx.imported:
+        return _Fact(None, smi.source, _SMI_NOT_FOR_REPLAY)
     if not smi.has_reasons:
         return _Missing(f"{smi.source}: no clocks_event_reasons.active column", CAPTURE_SMI)
     if smi.busy_samples == 0:
@@ -813,6 +818,8 @@ def _smi_min_clock_ratio(ctx: _Context) -> _Result:
     smi = ctx.smi
     if smi is None:
         return _thermal_missing(ctx)
+    if not ctx.imported:
+        return _Fact(None, smi.source, _SMI_NOT_FOR_REPLAY)
     if smi.min_busy_sm_clock_mhz is None or not smi.max_sm_clock_mhz:
         return _Missing(f"{smi.source}: no SM clock column or no non-idle sample", CAPTURE_SMI)
     return _Fact(

@@ -187,7 +187,7 @@ RULES: tuple[Rule, ...] = (
     ),
     _rule(
         "scheduling.per_call_overhead", S, "overhead_per_launch_ms",
-        "(schedule.span - busy) p50 / schedule.launches_per_iteration", ">", 0.02, "ms", 1.0,
+        "(schedule.span - busy) p50 / schedule.launches_per_iteration", ">", 0.02, "ms", 2.0,
         "Non-kernel time per launched kernel or op: per-call host overhead (a launch costs a few microseconds).",
         "capture the forward in a CUDA graph or batch calls",
     ),

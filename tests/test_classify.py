@@ -506,3 +506,14 @@ def test_smi_log_without_reasons_column_asks_for_it(tmp_path: Path) -> None:
     assert any("thermal.throttle_time" in m.rules and "clocks_event_reasons" in m.reason for m in result.missing_evidence)
     drop = next(e for e in result.evidence if e.rule == "thermal.clock_drop")
     assert drop.fired and drop.value == pytest.approx(1500 / 1980)
+
+
+def test_smi_log_does_not_score_a_cpu_replay() -> None:
+    smi = SmiEvidence(
+        source="smi.csv", samples=50, busy_samples=40, throttled_busy_samples=12,
+        throttle_reasons={"sw_power_cap": 12}, min_busy_sm_clock_mhz=1300.0, max_sm_clock_mhz=1980.0, max_clock_source="given",
+    )
+    result = classify_evidence(make_run(), smi=smi)
+    lines = [e for e in result.evidence if e.rule in ("thermal.throttle_time", "thermal.clock_drop")]
+    assert len(lines) == 2 and all(e.value is None and "ran on the CPU" in e.detail for e in lines)
+    assert result.winner is None
