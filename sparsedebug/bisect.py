@@ -50,7 +50,7 @@ from sparsedebug.records import (
     LowerLayer,
     RunRecord,
 )
-from sparsedebug.stats import DEFAULT_ALPHA, DEFAULT_MIN_EFFECT, SampleComparison, compare_samples
+from sparsedebug.stats import DEFAULT_ALPHA, DEFAULT_MIN_EFFECT, SampleComparison, compare_samples, enough_samples
 
 StageStatus = Literal["divergent", "improved", "expected", "same", "undecided", "not_comparable"]
 BisectState = Literal["divergence", "no_regression", "undecided"]
@@ -396,31 +396,39 @@ def _compare_layers(
     min_effect: float,
     transform_offset: dict[str, float] | None = None,
 ) -> list[tuple[str, list[str], SampleComparison]]:
-    """Compare per layer; pool identical layers of one role when a layer alone has too few samples."""
+    """Compare per layer; pool identical layers of one role when a layer alone has too few samples.
+
+    Many layers are tested at once, so each comparison runs at ``alpha / m``
+    (Bonferroni over the ``m`` comparisons made): the chance that any layer of
+    an unchanged run is flagged stays below ``alpha``, and the intervals hold
+    simultaneously.
+    """
     common = [name for name in cand_samples if name in base_samples and base_samples[name] and cand_samples[name]]
     offset = transform_offset or {}
-    out: list[tuple[str, list[str], SampleComparison]] = []
-    pending: list[str] = []
 
     def values(samples: Sequence[float], name: str) -> list[float]:
         return _positive(v + offset.get(name, 0.0) for v in samples)
 
+    # Which units to test: a layer alone when its samples can reach the family level, else its pooled role.
+    family = alpha / max(len(common), 1)
+    units: list[tuple[str, list[str]]] = []
+    pending: list[str] = []
     for name in common:
-        c = compare_samples(values(base_samples[name], name), values(cand_samples[name], name), alpha=alpha, min_effect=min_effect)
-        if c.enough_samples:
-            out.append((name, [name], c))
+        if enough_samples(len(base_samples[name]), len(cand_samples[name]), family):
+            units.append((name, [name]))
         else:
             pending.append(name)
     for key, members in _pooled_groups(pending).items():
         if len(members) > 1 and _same_structure(members, base, cand):
-            pooled_b = [v for m in members for v in values(base_samples[m], m)]
-            pooled_c = [v for m in members for v in values(cand_samples[m], m)]
-            c = compare_samples(pooled_b, pooled_c, alpha=alpha, min_effect=min_effect)
-            out.append((key, members, c))
+            units.append((key, members))
         else:
-            for name in members:
-                c = compare_samples(values(base_samples[name], name), values(cand_samples[name], name), alpha=alpha, min_effect=min_effect)
-                out.append((name, [name], c))
+            units.extend((name, [name]) for name in members)
+    level = alpha / max(len(units), 1)
+    out: list[tuple[str, list[str], SampleComparison]] = []
+    for label, members in units:
+        pooled_b = [v for m in members for v in values(base_samples[m], m)]
+        pooled_c = [v for m in members for v in values(cand_samples[m], m)]
+        out.append((label, members, compare_samples(pooled_b, pooled_c, alpha=level, min_effect=min_effect)))
     return out
 
 
