@@ -15,7 +15,9 @@ and decides, per stage, whether the candidate diverged for real:
   ``sparsedebug.stats.compare_samples``), or its numeric error exceeds what its
   precision allows. When a layer has too few samples alone (a 3-iteration trace),
   identical layers (same role in every block, same op, shape, dtype, path) are
-  pooled: their samples are exchangeable when nothing changed.
+  pooled: their samples are exchangeable when nothing changed. Per-layer tests
+  run at ``alpha / m`` for the ``m`` layers or groups tested (Bonferroni), so
+  testing many layers on a noisy machine does not manufacture a finding.
 - ``schedule`` (statistical): overhead (span minus busy) grew, measured as the
   latency the candidate would have with the baseline's kernel time; on short
   traces, per-call idle time before each layer, pooled the same way.

@@ -47,7 +47,8 @@ def bisect(
     change counts only when a Mann-Whitney U test says so, the median ratio passes
     --min-effect, and it holds in both halves of the samples and without outliers.
     Identical layers (same role in every block) are pooled when one alone has too
-    few samples; with too few samples to decide, the answer says so.
+    few samples, and per-layer tests are corrected for the number of layers tested
+    (Bonferroni); with too few samples to decide, the answer says so.
 
     Prints each stage's status, the first divergent stage's findings, the layers
     ranked by contribution to the outcome change, and the verdict with the effect
