@@ -221,3 +221,43 @@ def test_equal_latency_search_finds_the_first_fast_enough_step() -> None:
     assert len(set(calls)) <= 6  # bisection, not a scan
     assert equal_latency_step(lambda step: 2.0, 16) == (15, False)
     assert equal_latency_step(lambda step: 0.5, 16) == (1, True)
+
+
+def test_embedding_layernorm_gelu_model_runs_and_matches_numpy() -> None:
+    workload = Workload.model_validate(
+        {
+            "name": "emb",
+            "tokens": {"batch": 2, "sequence": 4},
+            "repeats": 3,
+            "layers": [
+                {"name": "embed", "op": "embedding", "shape": [10, 8], "sparsity": "2:4"},
+                {"name": "ln", "op": "norm", "fn": "layernorm", "shape": [8]},
+                {"name": "fc", "op": "linear", "shape": [16, 8], "sparsity": "2:4"},
+                {"name": "act", "op": "activation", "fn": "gelu"},
+                {"name": "head", "op": "linear", "shape": [10, 16]},
+            ],
+        }
+    )
+    record = replay(workload)
+    lower = {l.name: l for l in record.lower.layers}
+    assert lower["embed"].reason is FallbackReason.OP_UNSUPPORTED
+    assert lower["fc"].path is KernelPath.SPARSE
+    kernel = {l.name: l for l in record.kernel.layers}
+    # every op is checked against its own fp64 evaluation; fp32 arithmetic stays within a few ulps
+    for name in ("ln", "act", "head"):
+        assert (kernel[name].rel_err or 0.0) < 1e-5, name
+    from sparsedebug.weights import build_inputs
+
+    tensors = build_weights(workload).tensors
+    ids = build_inputs(workload).x
+    h = tensors["embed"][ids].T
+    mu = h.mean(axis=0)
+    h = (h - mu) / np.sqrt(((h - mu) ** 2).mean(axis=0) + 1e-5) * tensors["ln"][:, None]
+    h = tensors["fc"] @ h
+    h = 0.5 * h * (1 + np.tanh(np.sqrt(2 / np.pi) * (h + 0.044715 * h**3)))
+    dense_out = tensors["head"] @ h
+    from sparsedebug.replay import build_ops, forward
+    from sparsedebug.workload import check_graph
+
+    out, _ = forward(build_ops(workload, check_graph(workload), tensors, mode="reference"), ids)
+    np.testing.assert_allclose(out, dense_out, rtol=1e-12, atol=1e-12)
