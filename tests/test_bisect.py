@@ -289,3 +289,15 @@ def test_detect_kind_and_load_errors(tmp_path: Path) -> None:
         detect_kind(other)
     with pytest.raises(UserError, match="not found"):
         detect_kind(tmp_path / "missing.json")
+
+
+def test_many_noisy_layers_do_not_manufacture_a_kernel_finding() -> None:
+    # 40 unchanged layers with 20% noise: without the correction for the number of layers tested,
+    # nearly every pair would flag some layer; with it, at most about alpha of the pairs may.
+    layers = [f"layers.{i}.attn" for i in range(40)]
+    flagged = 0
+    for seed in range(20):
+        base = make_run("b", seed=2 * seed, noise=0.2, iterations=10, layers=layers)
+        cand = make_run("c", seed=2 * seed + 1, noise=0.2, iterations=10, layers=layers)
+        flagged += bisect_runs(base, cand).stage("kernel").status == "divergent"
+    assert flagged <= 3
