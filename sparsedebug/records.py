@@ -269,6 +269,9 @@ class EqualLatencyQuality(Record):
 
     narrowed_ffn_fraction: float
     narrowed_latency_ms: float
+    candidate_latency_ms: float | None = Field(
+        None, description="The candidate's p50 in the same interleaved measurement as narrowed_latency_ms."
+    )
     narrowed: QualityDelta
     candidate: QualityDelta
     sparsity_wins: bool

@@ -736,7 +736,7 @@ def _equal_latency(
     if not ffn_groups(workload):
         return None
     rounds = max(5, ctx.repeats // 2)
-    cache: dict[int, tuple[list[Op], float, float]] = {}
+    cache: dict[int, tuple[list[Op], float, float, float]] = {}
 
     def narrowed_ops(step: int) -> list[Op]:
         tensors = narrow(workload, dense_tensors, step / FRACTION_STEPS)
@@ -750,16 +750,16 @@ def _equal_latency(
                 rounds=rounds,
                 warmup=1,
             )
-            narrowed_p50 = median(timed["narrowed"])
-            cache[step] = (ops, narrowed_p50 / median(timed["candidate"]), narrowed_p50)
+            narrowed_p50, candidate_p50 = median(timed["narrowed"]), median(timed["candidate"])
+            cache[step] = (ops, narrowed_p50 / candidate_p50, narrowed_p50, candidate_p50)
         return cache[step][1]
 
     if median(dense_samples) <= median(span):
         step, reached = 0, True
-        latency = median(dense_samples)
+        latency, candidate_latency = median(dense_samples), median(span)
     else:
         step, reached = equal_latency_step(ratio, FRACTION_STEPS)
-        latency = cache[step][2]
+        latency, candidate_latency = cache[step][2], cache[step][3]
     ops = narrowed_ops(step) if step not in cache else cache[step][0]
     out, _ = forward(ops, x_run)
     narrowed_quality = quality(out, dense_ref_out, labels, dense_accuracy)
@@ -767,6 +767,7 @@ def _equal_latency(
     return EqualLatencyQuality(
         narrowed_ffn_fraction=step / FRACTION_STEPS,
         narrowed_latency_ms=latency,
+        candidate_latency_ms=candidate_latency,
         narrowed=narrowed_quality,
         candidate=candidate_quality,
         sparsity_wins=wins,

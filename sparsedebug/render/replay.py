@@ -64,8 +64,9 @@ def summary_table(record: RunRecord) -> Table:
         verdict = "[green]sparsity wins[/green]" if eq.sparsity_wins else "[red]the narrowed dense model wins[/red]"
         table.add_row(
             "equal latency",
-            f"dense with {eq.narrowed_ffn_fraction:.0%} of FFN neurons removed: {eq.narrowed_latency_ms:.3f} ms, "
-            f"cosine {eq.narrowed.cosine:.4f} vs candidate {eq.candidate.cosine:.4f}: {verdict}",
+            f"dense with {eq.narrowed_ffn_fraction:.1%} of FFN neurons removed: p50 {eq.narrowed_latency_ms:.3f} ms"
+            + (f" vs candidate {eq.candidate_latency_ms:.3f} ms (same interleaved run)" if eq.candidate_latency_ms is not None else "")
+            + f"; cosine {eq.narrowed.cosine:.4f} vs candidate {eq.candidate.cosine:.4f}: {verdict}",
         )
     for verdict_row in record.verdicts:
         table.add_row(f"check {verdict_row.check}", f"{verdict_row.status}: {verdict_row.detail}")
