@@ -734,8 +734,13 @@ def bisect_runs(
         if explains:
             verdict += f"; explains {', '.join(explains)}"
         if accounted is not None and outcome_cmp is not None:
-            if outcome_cmp.direction != "same" or not outcome_cmp.enough_samples:
+            if (outcome_cmp.direction != "same" or not outcome_cmp.enough_samples) and -0.5 <= accounted <= 1.5:
                 verdict += f"; its layers carry {accounted:.0%} of the {outcome_delta:+.3f} ms outcome change"
+            elif outcome_cmp.direction != "same" or not outcome_cmp.enough_samples:
+                verdict += (
+                    f"; its layers' per-layer changes sum to {accounted:.1f}x the {outcome_delta:+.3f} ms outcome change "
+                    "(per-layer timings overlap: isolated layer timings and idle time count some work twice)"
+                )
             else:
                 verdict += f"; the outcome itself did not change significantly ({outcome_cmp.reason})"
     elif undecided:
