@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from sparsedebug.errors import UserError
 from sparsedebug.io import load_data, validate
-from sparsedebug.records import STAGES, RunRecord
+from sparsedebug.records import STAGES, KernelPath, RunRecord
 
 if TYPE_CHECKING:
     from sparsedebug.bundle import LoadedBundle
@@ -330,66 +330,122 @@ def apply_fix(workload: Workload, fix: Fix) -> tuple[Workload | None, str]:
     return None, f"advice, not a workload change: {fix.text}"
 
 
-def _pad_layer(workload: Workload, name: str) -> tuple[Workload | None, str]:
-    """Pad ``name``'s input width K up to a multiple of its pattern's M, along with the width's producers.
+_PAD_SEARCH = 1024
+"""Largest padding (elements) tried on one dimension."""
 
-    The width is followed upstream through width-preserving ops (activation,
-    elementwise, norm) to the linear layers that produce it; those get more output
-    rows and the padded layer more input columns. A width that reaches the model
-    input, an attention or an embedding cannot be padded this way. The workload
-    cannot hold zero rows, so the added rows are seeded weights like the rest:
-    timing is that of zero padding, while quality also sees the extra neurons.
-    """
-    from sparsedebug.workload import check_graph, resolved_inputs, revalidate
+
+def _accepts(workload: Workload, name: str, out: int, k: int) -> bool:
+    """Whether the workload's backend profile takes ``name`` sparse at shape (out, k)."""
+    from sparsedebug.kernels.masks import parse_pattern
+    from sparsedebug.lowering import LayerQuery, get_profile
+
+    layer = next(layer for layer in workload.layers if layer.name == name)
+    if k % parse_pattern(layer.sparsity).m:
+        return False
+    query = LayerQuery(
+        name=name, op="linear", out=out, k=k, dtype=workload.dtype_of(layer), pattern=layer.pattern, compliant=None
+    )
+    return get_profile(workload.backend).decide(query).path == KernelPath.SPARSE
+
+
+def _width_group(workload: Workload, consumer: str) -> tuple[set[str], set[str]] | str:
+    """The linear producers and width-carrying ops behind ``consumer``'s input, or why it cannot be padded."""
+    from sparsedebug.workload import resolved_inputs
 
     index = {layer.name: i for i, layer in enumerate(workload.layers)}
-    target = workload.layers[index[name]]
-    parts = target.sparsity.split(":")
-    if target.op != "linear" or target.shape is None or len(parts) < 2:
-        return None, f"{name} is not a sparse linear layer with a shape to pad"
-    m = int(parts[-1])
-    k = target.shape[1]
-    padded = -(-k // m) * m
-    if padded == k:
-        return None, f"{name}: K={k} is already a multiple of M={m}; padding changes nothing"
-    shapes = {s.name: s for s in check_graph(workload)}
     producers: set[str] = set()
     carriers: set[str] = set()
-    frontier = [i for i in resolved_inputs(workload, index[name])]
+    frontier = list(resolved_inputs(workload, index[consumer]))
     while frontier:
         src = frontier.pop()
         if src == "input" or src not in index:
-            return None, f"{name}: its K={k} comes from the model input; pad the input instead"
+            return f"{consumer}: its input width comes from the model input; pad the input instead"
         layer = workload.layers[index[src]]
-        if shapes[src].out_width != k:
-            return None, f"{name}: K={k} does not match {src}'s output width {shapes[src].out_width}"
         if layer.op == "linear":
             producers.add(src)
-        elif layer.op in ("activation", "elementwise", "norm"):
-            if layer.op == "norm":
-                return None, f"{name}: K={k} flows through norm {src}, whose weights would change meaning"
-            carriers.add(src)
-            frontier.extend(resolved_inputs(workload, index[src]))
+        elif layer.op in ("activation", "elementwise"):
+            if src not in carriers:
+                carriers.add(src)
+                frontier.extend(resolved_inputs(workload, index[src]))
         else:
-            return None, f"{name}: K={k} is produced by {layer.op} {src}, which cannot be padded"
-    consumers = [
-        layer.name for i, layer in enumerate(workload.layers)
-        if layer.name != name and any(s in producers | carriers for s in resolved_inputs(workload, i))
-        and layer.name not in carriers
+            return f"{consumer}: its input width passes through {layer.op} {src}, which cannot be padded"
+    group = producers | carriers
+    outside = [
+        layer.name
+        for i, layer in enumerate(workload.layers)
+        if layer.name != consumer and layer.name not in carriers and any(s in group for s in resolved_inputs(workload, i))
     ]
-    if consumers:
-        return None, f"{name}: the width K={k} also feeds {', '.join(consumers)}; padding would change them too"
+    if outside:
+        return f"{consumer}: that width also feeds {', '.join(outside)}; padding would change them too"
+    return producers, carriers
+
+
+def _pad_layer(workload: Workload, name: str) -> tuple[Workload | None, str]:
+    """Pad ``name`` to the smallest shape the backend profile takes sparse, keeping the graph consistent.
+
+    A misaligned input width K is padded together with the linear layers that
+    produce it (through activations and elementwise ops); a misaligned output
+    width is padded as the input width of its single linear consumer, which
+    widens this layer and its siblings. Widths that reach the model input, a norm,
+    attention or another consumer cannot be padded this way. The workload cannot
+    hold zero rows, so the added rows are seeded weights like the rest: timing is
+    that of zero padding, while quality also sees the extra neurons.
+    """
+    from sparsedebug.workload import check_graph, resolved_inputs, revalidate
+
+    shapes = {s.name: s for s in check_graph(workload)}
+    target = next(layer for layer in workload.layers if layer.name == name)
+    if target.op != "linear" or target.pattern is None:
+        return None, f"{name} is not a sparse linear layer"
+    out, k = shapes[name].out_width, shapes[name].in_widths[0]
+    if _accepts(workload, name, out, k):
+        return None, f"{name}: shape ({out}, {k}) already lowers sparse; padding changes nothing"
+    new_k = next((k + d for d in range(1, _PAD_SEARCH) if _accepts(workload, name, out, k + d)), None)
+    new_out = next((out + d for d in range(1, _PAD_SEARCH) if _accepts(workload, name, out + d, k)), None)
+    widths: dict[str, int] = {}  # consumer -> padded input width
+    if new_k is not None:
+        widths[name] = new_k
+        what = f"K {k} -> {new_k}"
+    elif new_out is not None:
+        consumers: list[str] = []
+        frontier = [name]
+        seen: set[str] = set()
+        while frontier:
+            src = frontier.pop()
+            for i, layer in enumerate(workload.layers):
+                if src in resolved_inputs(workload, i) and layer.name not in seen:
+                    seen.add(layer.name)
+                    if layer.op == "linear":
+                        consumers.append(layer.name)
+                    elif layer.op in ("activation", "elementwise"):
+                        frontier.append(layer.name)
+                    else:
+                        return None, f"{name}: its output feeds {layer.op} {layer.name}, which cannot be padded"
+        if len(consumers) != 1:
+            return None, f"{name}: its output width reaches {len(consumers)} linear layers; pad needs exactly one"
+        widths[consumers[0]] = new_out
+        what = f"out {out} -> {new_out}"
+    else:
+        return None, f"{name}: no padding of up to {_PAD_SEARCH} on one dimension makes ({out}, {k}) lower sparse"
+    (consumer, width), = widths.items()
+    group = _width_group(workload, consumer)
+    if isinstance(group, str):
+        return None, group
+    producers, _ = group
     layers = []
     for layer in workload.layers:
         if layer.name in producers and layer.shape is not None:
-            layer = layer.model_copy(update={"shape": [padded, layer.shape[1]]})
-        elif layer.name == name and layer.shape is not None:
-            layer = layer.model_copy(update={"shape": [layer.shape[0], padded]})
+            layer = layer.model_copy(update={"shape": [width, layer.shape[1]]})
+        if layer.name == consumer and layer.shape is not None:
+            layer = layer.model_copy(update={"shape": [layer.shape[0], width]})
         layers.append(layer)
-    fixed = revalidate(workload.model_copy(update={"layers": layers}))
+    try:
+        fixed = revalidate(workload.model_copy(update={"layers": layers}))
+    except UserError as exc:
+        return None, f"{name}: padding {what} breaks the graph: {exc}"
     return fixed, (
-        f"{name}: K padded {k} -> {padded} (multiple of M={m}), producers {', '.join(sorted(producers))} widened to "
-        f"{padded} outputs (added rows are seeded weights, not zeros: timing as zero padding, quality sees extra neurons)"
+        f"{name}: padded {what}; {', '.join(sorted(producers))} widened to {width} outputs and {consumer} to {width} "
+        f"inputs (added rows are seeded weights, not zeros: timing as zero padding, quality sees the extra neurons)"
     )
 
 

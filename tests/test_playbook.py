@@ -110,3 +110,104 @@ def test_duplicate_owner_id(tmp_path: Path) -> None:
     data["owners"].append(dict(data["owners"][0]))
     with pytest.raises(UserError, match="owners: duplicate id model_optimization_lead"):
         load_playbook(_write(tmp_path, data))
+
+
+# --------------------------------------------------------------------------- apply_fix (step 4 closing the loop)
+
+from sparsedebug.classify import Fix  # noqa: E402
+from sparsedebug.playbook import apply_fix  # noqa: E402
+from sparsedebug.workload import Workload, check_graph, parse_workload  # noqa: E402
+
+
+def _mlp(k_mid: int = 512, sparsity: str = "32:2:4") -> Workload:
+    return parse_workload(
+        {
+            "name": "mlp", "seed": 1, "tokens": {"batch": 1, "sequence": 8}, "backend": "cpu-numpy",
+            "conversion": "per_call", "precision": "fp32",
+            "layers": [
+                {"name": "fc0", "op": "linear", "shape": [k_mid, 128], "sparsity": sparsity},
+                {"name": "act0", "op": "activation", "fn": "relu"},
+                {"name": "fc1", "op": "linear", "shape": [128, k_mid], "sparsity": sparsity},
+            ],
+        },
+        "test",
+    )
+
+
+def _fix(**kw: object) -> Fix:
+    base: dict[str, object] = {"text": "t", "metric": "m", "direction": "down", "rule": "r"}
+    base.update(kw)
+    return Fix.model_validate(base)
+
+
+def test_knob_fixes_change_only_the_knob() -> None:
+    wl = _mlp()
+    new, how = apply_fix(wl, _fix(kind="knob", knob="conversion", value="once"))
+    assert new is not None and new.conversion == "once" and how == "conversion per_call -> once"
+    assert new.layers == wl.layers
+    new, how = apply_fix(wl, _fix(kind="knob", knob="threads", value=2))
+    assert new is not None and new.threads == 2
+    new, how = apply_fix(wl, _fix(kind="knob", knob="precision", value="fp16"))
+    assert new is not None and new.precision == "fp16"
+
+
+def test_layer_exclude_and_block_size() -> None:
+    wl = _mlp()
+    new, how = apply_fix(wl, _fix(kind="layer", layer="fc1", action="exclude"))
+    assert new is not None and [l.sparsity for l in new.layers] == ["32:2:4", "dense", "dense"]
+    assert "fc1: sparsity 32:2:4 -> dense" in how
+    new, how = apply_fix(wl, _fix(kind="block", value=128))
+    assert new is not None and [l.sparsity for l in new.layers if l.op == "linear"] == ["128:2:4", "128:2:4"]
+    new, _ = apply_fix(wl, _fix(kind="block", value=128, layer="fc0"))
+    assert new is not None and [l.sparsity for l in new.layers if l.op == "linear"] == ["128:2:4", "32:2:4"]
+    missing, why = apply_fix(wl, _fix(kind="layer", layer="nope", action="exclude"))
+    assert missing is None and "nope is not in workload" in why
+
+
+def _h200_mlp(ffn: int) -> Workload:
+    return parse_workload(
+        {
+            "name": "mlp", "seed": 1, "tokens": {"batch": 1, "sequence": 8}, "backend": "h200-cusparselt",
+            "precision": "fp16",
+            "layers": [
+                {"name": "gate", "op": "linear", "shape": [ffn, 64], "sparsity": "2:4"},
+                {"name": "act", "op": "activation", "fn": "silu"},
+                {"name": "up", "op": "linear", "shape": [ffn, 64], "sparsity": "2:4", "inputs": ["input"]},
+                {"name": "mul", "op": "elementwise", "fn": "mul", "inputs": ["act", "up"]},
+                {"name": "down", "op": "linear", "shape": [64, ffn], "sparsity": "2:4"},
+            ],
+        },
+        "test",
+    )
+
+
+def test_pad_k_widens_every_producer_of_the_width() -> None:
+    # 1368 is a multiple of M=4 but not of cuSPARSELt's 16: all three projections fall back.
+    new, how = apply_fix(_h200_mlp(1368), _fix(kind="layer", layer="down", action="pad"))
+    assert new is not None, how
+    assert {l.name: l.shape for l in new.layers if l.op == "linear"} == {
+        "gate": [1376, 64], "up": [1376, 64], "down": [64, 1376],
+    }
+    check_graph(new)
+    assert "padded K 1368 -> 1376" in how
+
+
+def test_pad_out_goes_through_the_single_consumer() -> None:
+    new, how = apply_fix(_h200_mlp(1368), _fix(kind="layer", layer="gate", action="pad"))
+    assert new is not None, how
+    assert [l.shape for l in new.layers if l.op == "linear"] == [[1376, 64], [1376, 64], [64, 1376]]
+    assert "padded out 1368 -> 1376" in how
+
+
+def test_pad_refusals() -> None:
+    aligned, why = apply_fix(_h200_mlp(1376), _fix(kind="layer", layer="down", action="pad"))
+    assert aligned is None and "already lowers sparse" in why
+    wl = _h200_mlp(1368)
+    wl = wl.model_copy(update={"layers": [*wl.layers, wl.layers[1].model_copy(update={"name": "tap", "inputs": ["mul"]})]})
+    tapped, why = apply_fix(wl, _fix(kind="layer", layer="down", action="pad"))
+    assert tapped is None and "also feeds tap" in why
+
+
+def test_advice_is_not_a_workload_change() -> None:
+    new, why = apply_fix(_mlp(), _fix(kind="advice", text="capture a CUDA graph"))
+    assert new is None and why == "advice, not a workload change: capture a CUDA graph"

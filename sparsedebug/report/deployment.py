@@ -38,9 +38,10 @@ def layer_matrix(run: RunRecord) -> list[str]:
         path = r.path or "-"
         if r.fell_back:
             path = "**dense (fallback)**"
-        reason = r.reason or ("-" if r.path != KernelPath.DENSE.value else "unknown")
+        reason = r.reason or ("" if r.path != KernelPath.DENSE.value else "unknown")
         if r.detail:
-            reason += f": {r.detail}"
+            reason = f"{reason}: {r.detail}" if reason else r.detail
+        reason = reason or "-"
         if r.conversions_per_call:
             reason += f" (re-converted {r.conversions_per_call}x per call)"
         lines.append(
@@ -88,7 +89,9 @@ def fallback_impact(run: RunRecord) -> list[str]:
     ]
     if fb.sparse_kernel_speedup is not None:
         lines.append(f"- sparse kernel speedup: {fb.sparse_kernel_speedup:.3f}x ({fb.sparse_kernel_speedup_source})")
-    if fb.speedup_left_on_table is not None and fb.sparse_kernel_speedup is not None and fb.sparse_kernel_speedup <= 1.0:
+    if fb.meant_sparse and not fb.fell_back:
+        lines.append("- speedup left on the table by fallbacks: none: no layer meant to be sparse runs dense")
+    elif fb.speedup_left_on_table is not None and fb.sparse_kernel_speedup is not None and fb.sparse_kernel_speedup <= 1.0:
         lines.append(
             f"- speedup left on the table by fallbacks: none: the sparse kernels here are not faster than dense "
             f"({fb.sparse_kernel_speedup:.3f}x), so running the fallback layers sparse would not pay"

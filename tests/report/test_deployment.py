@@ -72,3 +72,10 @@ def test_full_report_sections() -> None:
                  "## Dense-fallback impact (candidate)", "## Sparse reality check (fixed)", "SPARSE REALITY CHECK"):
         assert head in text, head
     assert "| fixed | `sparse` | 3.500 |" in text
+
+
+def test_no_fallback_means_nothing_left_on_the_table() -> None:
+    text = "\n".join(fallback_impact(sparse_run()))
+    assert "none: no layer meant to be sparse runs dense" in text
+    row = next(r for r in layer_matrix(sparse_run()) if r.startswith("| l0.up "))
+    assert "| sparse | - |" in row
