@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 from sparsedebug.bundle import LoadedBundle
 from sparsedebug.records import KernelPath, RunRecord
+from sparsedebug.report.gate import GatePolicy, evaluate
 from sparsedebug.report.metrics import fallback_summary, latency, layer_rows, nominal_factor
 from sparsedebug.stats import median
 
@@ -215,9 +216,16 @@ def render_report(bundle: LoadedBundle) -> str:
     lines.append(_latency_row("candidate", cand, base))
     if fixed is not None:
         lines.append(_latency_row("fixed", fixed, base))
-    for label, run in (("candidate", cand), ("fixed", fixed)):
-        if run is None:
-            continue
+    lines += ["", "## Correctness, quality and performance matrix (default gate vs the baseline)", ""]
+    runs = [("candidate", cand)] + ([("fixed", fixed)] if fixed is not None else [])
+    results = [(label, evaluate(base, run, GatePolicy())) for label, run in runs]
+    checks = [c.id for c in results[0][1].checks]
+    lines.append("| run | " + " | ".join(checks) + " |")
+    lines.append("| --- |" + " --- |" * len(checks))
+    for label, result in results:
+        cells = [f"{c.status}: {_md(c.measured)}" for c in result.checks]
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    for label, run in runs:
         lines += ["", f"## Supported-layer matrix ({label}, backend `{run.lower.backend}`)", ""]
         lines += layer_matrix(run)
         lines += ["", f"## Pruning schedule ({label}, as recorded)", ""]

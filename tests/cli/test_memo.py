@@ -71,3 +71,16 @@ def test_memo_broken_bundle(bundle: Path, tmp_path: Path) -> None:
 def test_memo_help() -> None:
     result = invoke(["memo", "--help"])
     assert result.exit_code == 0 and "--report" in result.stdout
+
+
+def test_rerun_replaces_an_old_bundle(bundle: Path, tmp_path: Path) -> None:
+    stale = bundle / "reproducer.yaml"
+    stale.write_text("left over from an older walk\n")
+    result = invoke([
+        "playbook", "run", "--baseline", str(tmp_path / "base.json"), "--candidate", str(tmp_path / "cand.json"),
+        "-o", str(bundle),
+    ])
+    assert result.exit_code == 0, result.stderr
+    assert not stale.exists() and not (bundle / "fixed.run.json").exists()
+    assert json.loads((bundle / "fix.json").read_text())["fixed_source"] == "none"
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".bundle")] == []
