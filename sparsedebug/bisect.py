@@ -812,10 +812,7 @@ def load_run(path: Path, *, repeats: int | None = None, progress: Callable[[str,
     """Load BASE or CAND for bisect: a run record as is, a workload replayed, a trace imported.
 
     ``progress(stage, done, total)`` is the replay's progress callback (also
-    called once around a trace import). A trace import that carries no
-    per-layer idle samples gets them from the trace's ``gpu_user_annotation``
-    ranges (see ``trace_layer_idle``), so a 3-iteration trace can still be
-    tested at the schedule stage.
+    called once around a trace import).
     """
     kind = detect_kind(path)
     if kind == "run":
@@ -830,54 +827,8 @@ def load_run(path: Path, *, repeats: int | None = None, progress: Callable[[str,
     if progress is not None:
         progress("import", 0, 1)
     record = import_trace(path)
-    if not record.schedule.layer_idle_samples_ms:
-        idle = trace_layer_idle(path, {layer.name for layer in record.graph.layers})
-        if idle:
-            record = record.model_copy(update={"schedule": record.schedule.model_copy(update={"layer_idle_samples_ms": idle})})
     if progress is not None:
         progress("import", 1, 1)
     return record
 
 
-def trace_layer_idle(path: Path, layers: set[str]) -> dict[str, list[float]]:
-    """Per layer, per call: device idle time (ms) before the first GPU op inside its ``gpu_user_annotation`` range.
-
-    Idle is the gap between that op's start and the latest end of any earlier
-    GPU op on the same device (never negative). Layers without GPU annotations
-    (a CUDA-graph replay) get no samples.
-    """
-    from sparsedebug.importers.jsonstream import iter_trace
-
-    ops: dict[int, list[tuple[float, float]]] = defaultdict(list)
-    ranges: list[tuple[str, float, float, int | None]] = []
-    for event in iter_trace(path, {}):
-        if not isinstance(event, dict) or event.get("ph") != "X":
-            continue
-        cat, ts, dur = event.get("cat"), event.get("ts"), event.get("dur")
-        if not isinstance(ts, int | float) or not isinstance(dur, int | float) or dur < 0:
-            continue
-        raw_args = event.get("args")
-        args: dict[str, Any] = raw_args if isinstance(raw_args, dict) else {}
-        device = args.get("device", event.get("pid"))
-        device_id = device if isinstance(device, int) else None
-        if cat in ("kernel", "gpu_memset", "gpu_memcpy"):
-            ops[device_id if device_id is not None else -1].append((float(ts), float(ts) + float(dur)))
-        elif cat == "gpu_user_annotation" and event.get("name") in layers:
-            ranges.append((str(event["name"]), float(ts), float(ts) + float(dur), device_id))
-    if not ops or not ranges:
-        return {}
-    device = max(ops, key=lambda d: len(ops[d]))
-    timeline = sorted(ops[device])
-    starts = [start for start, _ in timeline]
-    running_end: list[float] = []
-    latest = float("-inf")
-    for _, end in timeline:
-        latest = max(latest, end)
-        running_end.append(latest)
-    idle: dict[str, list[float]] = defaultdict(list)
-    for name, start, end, _ in sorted(ranges, key=lambda r: r[1]):
-        first = bisect_left(starts, start)
-        if first >= len(starts) or starts[first] > end or first == 0:
-            continue
-        idle[name].append(max(0.0, starts[first] - running_end[first - 1]) / 1e3)
-    return dict(idle)

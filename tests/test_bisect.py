@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from sparsedebug.bisect import bisect_runs, detect_kind, group_key, load_run, trace_layer_idle
+from sparsedebug.bisect import bisect_runs, detect_kind, group_key, load_run
 from sparsedebug.errors import UserError
 from sparsedebug.io import save_record
 from sparsedebug.records import (
@@ -262,13 +262,13 @@ def test_cuda_graph_pair_is_no_regression_with_improvement(traces: dict[str, Run
     assert "outcome improved x1.1" in result.verdict and "too few" in result.verdict
 
 
-def test_trace_layer_idle_matches_the_known_host_overhead() -> None:
-    sparse = trace_layer_idle(H200 / "trace_sparse_mlp_T2048.json.gz", {"layers.1.mlp.up_proj", "layers.1.self_attn.k_proj"})
-    dense = trace_layer_idle(H200 / "trace_dense_T2048.json.gz", {"layers.1.mlp.up_proj"})
+def test_imported_layer_idle_shows_the_known_host_overhead(traces: dict[str, RunRecord]) -> None:
+    sparse = traces["trace_sparse_mlp_T2048"].schedule.layer_idle_samples_ms
+    dense = traces["trace_dense_T2048"].schedule.layer_idle_samples_ms
     assert len(sparse["layers.1.mlp.up_proj"]) == 3
     assert 0.3 < float(np.median(sparse["layers.1.mlp.up_proj"])) < 0.7  # about 0.5 ms host work per sparse call
     assert float(np.median(dense["layers.1.mlp.up_proj"])) < 0.05
-    assert trace_layer_idle(H200 / "trace_dense_T2048_cudagraph.json.gz", {"layers.1.mlp.up_proj"}) == {}
+    assert "layers.1.mlp.up_proj" not in traces["trace_dense_T2048_cudagraph"].schedule.layer_idle_samples_ms
 
 
 def test_detect_kind_and_load_errors(tmp_path: Path) -> None:
