@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from threadpoolctl import threadpool_info
 
 from sparsedebug.errors import UserError
 from sparsedebug.narrow import ffn_groups, narrow
@@ -130,7 +131,13 @@ def test_accuracy_with_labels_and_threads(tmp_path: Path) -> None:
     labelled = workload.model_copy(update={"calibration": CalibrationSpec(path="c.npz", labels="labels")})
     source = tmp_path / "w.yaml"
     source.write_text("placeholder for the digest\n")
-    record = replay(labelled, source_path=source)
+    seen_threads: set[int] = set()
+
+    def progress(stage: str, done: int, total: int) -> None:
+        seen_threads.update(int(lib["num_threads"]) for lib in threadpool_info() if lib["user_api"] == "blas")
+
+    record = replay(labelled, source_path=source, progress=progress)
+    assert seen_threads == {1}  # the threads knob really limits BLAS during the replay
     q = record.outcome.quality
     assert q is not None and q.dense_accuracy == 1.0  # labels are the dense model's own predictions
     assert q.accuracy is not None and 0.0 <= q.accuracy <= 1.0
