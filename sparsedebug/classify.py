@@ -31,7 +31,7 @@ from sparsedebug.records import (
     LowerLayer,
     RunRecord,
 )
-from sparsedebug.roofline import LayerIntensity, Roofline, layer_intensities, machine_roofline, sparse_density
+from sparsedebug.roofline import LayerIntensity, Roofline, gather_bytes, layer_intensities, layer_work, machine_roofline
 from sparsedebug.rules import RULES, Mechanism, Rule
 from sparsedebug.stats import median, percentiles
 
@@ -211,9 +211,8 @@ _MANTISSA_BITS: dict[str, int] = {
 _CANONICAL = {"float64": "fp64", "double": "fp64", "float32": "fp32", "float": "fp32", "f32": "fp32",
               "float16": "fp16", "half": "fp16", "f16": "fp16", "bfloat16": "bf16"}
 _U_FP32 = 2.0**-24
-_GATHER_ITEMSIZE = 4  # the built-in kernels compute in fp32 whatever the input precision
 _DRIFT_MIN_SAMPLES = 9
-_TAIL_MIN_SAMPLES = 10
+_TAIL_MIN_SAMPLES = 20
 
 
 def canonical_precision(name: str | None) -> str | None:
@@ -421,42 +420,40 @@ def _metadata_value_ratio(ctx: _Context) -> _Result:
 
 def _gather_traffic_ratio(ctx: _Context) -> _Result:
     lower = ctx.lower()
-    blocked = [
-        g
-        for g in ctx.run.graph.layers
-        if g.name in lower
-        and lower[g.name].path == KernelPath.SPARSE
-        and any("VNMWeight" in k for k in lower[g.name].kernels)
-    ]
+    rows = [(g, gather_bytes(g, lower.get(g.name), ctx.run.graph.tokens)) for g in ctx.run.graph.layers]
+    blocked = [(g, b) for g, b in rows if b is not None and g.bytes > 0]
     if not blocked:
-        if ctx.imported:
-            return _Fact(None, "lower.layers[].kernels", "imported run: no built-in blocked V:N:M kernel")
-        return _Fact(None, "lower.layers[].kernels", "no layer runs the built-in blocked V:N:M kernel")
-    tokens = ctx.run.graph.tokens
-    if tokens is None:
-        return _Missing("token count not recorded in the graph stage", "replay the workload")
-    gathered = 0.0
-    dense = 0.0
-    worst: tuple[float, str, int] | None = None
-    for g in blocked:
-        v = _block_size(g.intended)
-        density = sparse_density(g.intended)
-        if v is None or density is None or not g.weight_shape or len(g.weight_shape) != 2 or g.bytes <= 0:
-            continue
-        out, k = g.weight_shape
-        layer_gather = math.ceil(out / v) * (k * density) * tokens * _GATHER_ITEMSIZE
-        gathered += layer_gather
-        dense += g.bytes
-        if worst is None or layer_gather / g.bytes > worst[0]:
-            worst = (layer_gather / g.bytes, g.name, v)
-    if worst is None or dense <= 0:
-        return _Missing("blocked layers without weight shape or bytes", "replay the workload")
+        if any(any("VNMWeight" in k for k in lo.kernels) for lo in ctx.run.lower.layers) and ctx.run.graph.tokens is None:
+            return _Missing("token count not recorded in the graph stage", "replay the workload")
+        where = "imported run" if ctx.imported else "no layer runs the built-in blocked V:N:M kernel"
+        return _Fact(None, "lower.layers[].kernels", f"{where}: no activation gathers to count")
+    gathered = sum(b for _, b in blocked)
+    dense = sum(g.bytes for g, _ in blocked)
+    worst_layer, worst_bytes = max(blocked, key=lambda pair: pair[1] / pair[0].bytes)
     return _Fact(
         gathered / dense,
         "graph.layers[] (shape, V:N:M, tokens) for lower.layers[].kernels = VNMWeight",
         f"{gathered:.3g} gathered activation bytes per call vs {dense:.3g} dense-GEMM bytes over {len(blocked)} blocked layers; "
-        f"worst {worst[1]} (V={worst[2]}) {worst[0]:.2f}x",
-        context={"layer": worst[1]},
+        f"worst {worst_layer.name} ({worst_layer.intended}) {worst_bytes / worst_layer.bytes:.2f}x",
+        context={"layer": worst_layer.name},
+    )
+
+
+def _bytes_moved_growth(ctx: _Context) -> _Result:
+    if ctx.baseline is None:
+        return _Missing("no baseline to compare bytes moved with", CAPTURE_BASELINE)
+    cand, base = layer_work(ctx.run), layer_work(ctx.baseline)
+    if not cand or not base:
+        return _Missing("FLOPs and bytes per layer not recorded in the run or the baseline", "replay the workload or import a trace with record_shapes")
+    c_bytes, b_bytes = sum(w.bytes for w in cand), sum(w.bytes for w in base)
+    base_by = {w.name: w.bytes for w in base}
+    grown = max(cand, key=lambda w: w.bytes / base_by.get(w.name, w.bytes))
+    return _Fact(
+        c_bytes / b_bytes,
+        "roofline.layer_work bytes per call, candidate vs baseline",
+        f"{c_bytes:.3g} bytes per call vs baseline {b_bytes:.3g}; most grown {grown.name} "
+        f"{base_by.get(grown.name, grown.bytes):.3g} -> {grown.bytes:.3g}",
+        context={"layer": grown.name},
     )
 
 
@@ -867,6 +864,7 @@ METRICS: dict[str, Callable[[_Context], _Result]] = {
     "ncu_sparse_sm_pct": _ncu_sparse_sm_pct,
     "metadata_value_ratio": _metadata_value_ratio,
     "gather_traffic_ratio": _gather_traffic_ratio,
+    "bytes_moved_growth": _bytes_moved_growth,
     "conversion_traffic_ratio": _conversion_traffic_ratio,
     "low_intensity_time_share": _low_intensity_time_share,
     "copy_time_share": _copy_time_share,
@@ -1026,8 +1024,12 @@ def _suggest_fix(winner: Mechanism, top: Evidence, facts: dict[str, _Result], ct
                    text="check the sparse kernel chosen for the shape, or raise tokens per call so 2:4 pays off")
 
     if winner == Mechanism.MEMORY:
-        if rule in ("memory.metadata_bytes", "memory.gather_traffic"):
-            source_metric = "metadata_value_ratio" if rule == "memory.metadata_bytes" else "gather_traffic_ratio"
+        if rule in ("memory.metadata_bytes", "memory.gather_traffic", "memory.bytes_growth"):
+            source_metric = {
+                "memory.metadata_bytes": "metadata_value_ratio",
+                "memory.gather_traffic": "gather_traffic_ratio",
+                "memory.bytes_growth": "bytes_moved_growth",
+            }[rule]
             layer = data(source_metric).get("layer")
             graph = ctx.graph()
             v = _block_size(graph[layer].intended) if isinstance(layer, str) and layer in graph else None

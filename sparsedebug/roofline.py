@@ -9,12 +9,13 @@ point (peak FLOP/s divided by bandwidth) is memory-bound on that machine.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sparsedebug.records import Fingerprint, KernelPath, RunRecord
+from sparsedebug.records import Fingerprint, GraphLayer, KernelPath, LowerLayer, RunRecord
 from sparsedebug.stats import median
 
 
@@ -186,22 +187,53 @@ def sparse_density(intended: str) -> float | None:
     return n / m if m > 0 and 0 < n <= m else None
 
 
-def layer_intensities(run: RunRecord, roofline: Roofline) -> list[LayerIntensity]:
-    """Each layer with FLOPs and bytes declared, placed on ``roofline``.
+GATHER_ITEMSIZE = 4
+"""Bytes per gathered activation element: the built-in kernels compute in fp32 whatever the input precision."""
+
+
+def gather_bytes(layer: GraphLayer, lower: LowerLayer | None, tokens: int | None) -> float | None:
+    """Activation bytes the built-in blocked V:N:M kernel gathers per call, or None when it does not run it.
+
+    The kernel gathers the ``K*N/M`` chosen activation rows once per block of
+    ``V`` weight rows: ``ceil(out / V) * K*N/M * tokens * 4`` bytes.
+    """
+    if lower is None or lower.path != KernelPath.SPARSE or not any("VNMWeight" in k for k in lower.kernels):
+        return None
+    parts = layer.intended.split(":")
+    density = sparse_density(layer.intended)
+    if len(parts) != 3 or not parts[0].isdigit() or density is None or tokens is None:
+        return None
+    if not layer.weight_shape or len(layer.weight_shape) != 2:
+        return None
+    out, k = layer.weight_shape
+    block = int(parts[0])
+    return float(math.ceil(out / block) * (k * density) * tokens * GATHER_ITEMSIZE)
+
+
+class LayerWork(BaseModel):
+    """What one layer's chosen path executes and moves per call."""
+
+    name: str
+    path: Literal["dense", "sparse"]
+    flops: float
+    bytes: float
+
+
+def layer_work(run: RunRecord) -> list[LayerWork]:
+    """FLOPs and bytes per call of each layer that declares them, for the path it took.
 
     Dense layers use the graph's FLOPs and bytes. A layer that took the sparse
     path does ``N/M`` of the FLOPs and moves its compressed weights (values plus
-    metadata, where the lower stage recorded them) instead of the dense ones.
-    Attainable time is ``max(flops / peak, bytes / bandwidth)``; where the kernel
-    stage timed the layer, ``roofline_fraction`` is attainable over measured p50.
+    metadata, where the lower stage recorded them) instead of the dense ones,
+    plus the activation rows the built-in blocked kernel gathers per block.
     """
-    kernel_ms = {layer.name: _layer_ms(layer.samples_ms) for layer in run.kernel.layers}
     lower = {layer.name: layer for layer in run.lower.layers}
-    out: list[LayerIntensity] = []
+    out: list[LayerWork] = []
     for layer in run.graph.layers:
         if layer.flops <= 0 or layer.bytes <= 0:
             continue
-        flops, nbytes, path = layer.flops, layer.bytes, "dense"
+        flops, nbytes = layer.flops, layer.bytes
+        path: Literal["dense", "sparse"] = "dense"
         lo = lower.get(layer.name)
         density = sparse_density(layer.intended)
         if lo is not None and lo.path == KernelPath.SPARSE and density is not None:
@@ -209,15 +241,29 @@ def layer_intensities(run: RunRecord, roofline: Roofline) -> list[LayerIntensity
             flops = layer.flops * density
             if lo.dense_bytes and lo.value_bytes is not None:
                 nbytes = max(layer.bytes - lo.dense_bytes + lo.value_bytes + (lo.metadata_bytes or 0), 1.0)
-        intensity = flops / nbytes
-        attainable_ms = max(flops / (roofline.peak_gflops * 1e9), nbytes / (roofline.bandwidth_gbps * 1e9)) * 1e3
-        measured = kernel_ms.get(layer.name)
+            nbytes += gather_bytes(layer, lo, run.graph.tokens) or 0.0
+        out.append(LayerWork(name=layer.name, path=path, flops=flops, bytes=nbytes))
+    return out
+
+
+def layer_intensities(run: RunRecord, roofline: Roofline) -> list[LayerIntensity]:
+    """Each layer with FLOPs and bytes declared (see ``layer_work``), placed on ``roofline``.
+
+    Attainable time is ``max(flops / peak, bytes / bandwidth)``; where the kernel
+    stage timed the layer, ``roofline_fraction`` is attainable over measured p50.
+    """
+    kernel_ms = {layer.name: _layer_ms(layer.samples_ms) for layer in run.kernel.layers}
+    out: list[LayerIntensity] = []
+    for work in layer_work(run):
+        intensity = work.flops / work.bytes
+        attainable_ms = max(work.flops / (roofline.peak_gflops * 1e9), work.bytes / (roofline.bandwidth_gbps * 1e9)) * 1e3
+        measured = kernel_ms.get(work.name)
         out.append(
             LayerIntensity(
-                name=layer.name,
-                path=path,
-                flops=flops,
-                bytes=nbytes,
+                name=work.name,
+                path=work.path,
+                flops=work.flops,
+                bytes=work.bytes,
                 intensity=intensity,
                 bound="memory" if intensity < roofline.ridge else "compute",
                 attainable_ms=attainable_ms,

@@ -143,6 +143,12 @@ RULES: tuple[Rule, ...] = (
         "use a larger block V so each gathered activation row serves more weight rows",
     ),
     _rule(
+        "memory.bytes_growth", M, "bytes_moved_growth",
+        "graph/lower bytes per call for the path each layer took (roofline.layer_work), candidate / baseline", ">", 1.5, "ratio", 2.0,
+        "The candidate's layers move this many times the baseline's bytes per call (compressed weights, metadata, gathers).",
+        "use a larger block V (fewer gathers) or keep the layer's weights compressed once",
+    ),
+    _rule(
         "memory.conversion_traffic", M, "conversion_traffic_ratio",
         "lower.layers[].conversions_per_call x (dense+value+metadata bytes) / graph bytes", ">", 0.50, "ratio", 1.0,
         "Bytes moved by weight conversions on every call, relative to the bytes the forward itself moves.",

@@ -111,6 +111,13 @@ def _metadata() -> Case:
     return Case(run)
 
 
+def _bytes_growth() -> Case:
+    run = make_run()
+    for lo in run.lower.layers:
+        lo.metadata_bytes = 3 * (lo.value_bytes or 0)
+    return Case(run, baseline=make_run("baseline"))
+
+
 def _gather() -> Case:
     run = make_run(intended="2:2:4")
     for lo in run.lower.layers:
@@ -223,6 +230,7 @@ PLANTED: dict[str, Callable[[], Case]] = {
     "compute.ncu_sm_bound": lambda: Case(_imported(make_run()), ncu=_ncu(sm=85, mem=60)),
     "memory.metadata_bytes": _metadata,
     "memory.gather_traffic": _gather,
+    "memory.bytes_growth": _bytes_growth,
     "memory.conversion_traffic": _conversion,
     "memory.low_intensity": _low_intensity,
     "memory.copy_time": _copies,
