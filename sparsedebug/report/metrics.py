@@ -11,7 +11,7 @@ import re
 
 from pydantic import BaseModel
 
-from sparsedebug.records import FallbackReason, KernelPath, RunRecord
+from sparsedebug.records import KernelPath, RunRecord
 from sparsedebug.stats import Percentiles, median, percentiles
 
 _PATTERN = re.compile(r"^(?:(\d+):)?(\d+):(\d+)$")
@@ -211,7 +211,3 @@ def has_quality_evidence(run: RunRecord) -> bool:
     """The record carries a quality measurement against the dense model."""
     return run.outcome.quality is not None
 
-
-def is_intended_dense(reason: str | None) -> bool:
-    """The dense path was the plan, not a fallback."""
-    return reason == FallbackReason.INTENDED_DENSE.value
