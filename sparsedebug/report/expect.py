@@ -44,10 +44,19 @@ def expected_latency(cand: RunRecord, base: RunRecord | None, fix: dict[str, Any
         if not per_call:
             return None, "no per-call conversion time recorded in the lower stage"
         cost = sum(c for _, c in per_call)
-        return max(p50 - cost, 0.0), (
+        basis = (
             f"candidate p50 {p50:.3f} ms minus the per-call conversion time of {len(per_call)} layer(s), "
             f"{cost:.3f} ms (lower.conversion_ms x conversions_per_call)"
         )
+        overhead = _overhead_p50(cand)
+        base_overhead = _overhead_p50(base) if base is not None else None
+        if overhead is not None and base_overhead is not None and overhead - base_overhead > cost:
+            growth = overhead - base_overhead
+            basis += (
+                f"; if all of the non-kernel time growth over the baseline (+{growth:.3f} ms, span - busy) is "
+                f"conversion, p50 could reach {max(p50 - growth, 0.0):.3f} ms"
+            )
+        return max(p50 - cost, 0.0), basis
     if kind == "layer" and isinstance(layer, str) and layer in rows:
         row = rows[layer]
         if action == "pad" and row.path == KernelPath.DENSE.value and row.time_ms is not None:
