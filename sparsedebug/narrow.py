@@ -82,8 +82,9 @@ def neuron_scores(group: FfnGroup, tensors: dict[str, Array]) -> Array:
 def narrow(workload: Workload, tensors: dict[str, Array], fraction: float) -> dict[str, Array]:
     """Weights with ``fraction`` of every FFN group's lowest-magnitude neurons removed.
 
-    At least one neuron stays per group; kept neurons keep their order. Other
-    tensors are returned unchanged.
+    At least one neuron stays per group; kept neurons keep their order. A layer
+    in two groups (a chain of linears) is narrowed on both axes. Other tensors
+    are returned unchanged.
     """
     out = dict(tensors)
     for group in ffn_groups(workload):
@@ -92,7 +93,9 @@ def narrow(workload: Workload, tensors: dict[str, Array], fraction: float) -> di
             continue
         order = np.argsort(-neuron_scores(group, tensors), kind="stable")[:keep]
         kept = np.sort(order)
+        # Slice what earlier groups left: in a chain a layer consumes one group's
+        # neurons (columns) and produces the next group's (rows).
         for name in group.producers:
-            out[name] = np.ascontiguousarray(tensors[name][kept, :])
-        out[group.consumer] = np.ascontiguousarray(tensors[group.consumer][:, kept])
+            out[name] = np.ascontiguousarray(out[name][kept, :])
+        out[group.consumer] = np.ascontiguousarray(out[group.consumer][:, kept])
     return out

@@ -190,6 +190,19 @@ def test_ffn_groups_and_narrowing() -> None:
     assert sorted(kept) == sorted(np.argsort(-scores)[:48].tolist())
 
 
+def test_chain_of_linears_narrows_shared_layers_on_both_axes() -> None:
+    workload = mlp_chain("chain", [16, 64, 16, 16], sparsity="2:4", repeats=3)
+    groups = ffn_groups(workload)
+    assert [(g.producers, g.consumer) for g in groups] == [(("fc0",), "fc1"), (("fc1",), "fc2")]
+    tensors = build_weights(workload).tensors
+    half = narrow(workload, tensors, 0.5)
+    assert half["fc0"].shape == (32, 16)
+    assert half["fc1"].shape == (8, 32)
+    assert half["fc2"].shape == (16, 8)
+    record = replay(workload, repeats=3)
+    assert record.outcome.equal_latency is not None
+
+
 def test_replay_refuses_too_few_repeats() -> None:
     with pytest.raises(UserError, match="repeats=2"):
         replay(mlp_chain("m", [8, 8]), repeats=2)
