@@ -40,13 +40,9 @@ from pydantic import BaseModel, Field
 from sparsedebug.bisect import BisectResult, bisect_runs, finding_signature
 from sparsedebug.bisection import DDMin, Outcome
 from sparsedebug.errors import UserError
-from sparsedebug.lowering import kernel_class
 from sparsedebug.records import (
     STAGES,
-    KernelPath,
     KernelStage,
-    LowerLayer,
-    LowerStage,
     OutcomeStage,
     RunRecord,
     RunSource,
@@ -312,7 +308,7 @@ class _Prober:
             self.progress(text)
 
     def static_run(self, workload: Workload, base_dir: Path | None) -> RunRecord:
-        from sparsedebug.replay import prepare
+        from sparsedebug.replay import lower_stage, prepare
 
         key = workload.model_dump_json()
         cached = self._static_cache.get(key)
@@ -320,27 +316,11 @@ class _Prober:
             return cached
         self.static += 1
         prepared = prepare(workload, base_dir)
-        layers = {layer.name: layer for layer in workload.layers}
-        lower = []
-        for name, decision in prepared.decisions.items():
-            layer = layers[name]
-            sparse = decision.path is KernelPath.SPARSE
-            lower.append(
-                LowerLayer(
-                    name=name,
-                    path=decision.path,
-                    reason=decision.reason,
-                    detail=decision.detail,
-                    kernel_class=kernel_class(layer.op, decision.path, workload.dtype_of(layer)),
-                    kernels=list(decision.kernels),
-                    conversions_per_call=1 if sparse and workload.conversion == "per_call" else 0,
-                )
-            )
         record = RunRecord(
             name=workload.name,
             source=RunSource(kind="replay"),
             graph=prepared.graph,
-            lower=LowerStage(backend=workload.backend, layers=lower),
+            lower=lower_stage(workload, prepared),
             kernel=KernelStage(layers=[]),
             schedule=ScheduleStage(span_samples_ms=[], busy_samples_ms=[]),
             outcome=OutcomeStage(latency_samples_ms=[]),
