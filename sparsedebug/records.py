@@ -267,8 +267,11 @@ class QualityDelta(Record):
 class EqualLatencyQuality(Record):
     """Quality of a dense model narrowed until it is as fast as the candidate."""
 
-    narrowed_ffn_fraction: float
+    narrowed_ffn_fraction: float = Field(description="Fraction of FFN neurons removed from the dense model.")
     narrowed_latency_ms: float
+    latency_matched: bool | None = Field(
+        None, description="False when even the narrowest model searched stayed slower than the candidate."
+    )
     candidate_latency_ms: float | None = Field(
         None, description="The candidate's p50 in the same interleaved measurement as narrowed_latency_ms."
     )

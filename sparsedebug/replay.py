@@ -770,5 +770,6 @@ def _equal_latency(
         candidate_latency_ms=candidate_latency,
         narrowed=narrowed_quality,
         candidate=candidate_quality,
+        latency_matched=reached,
         sparsity_wins=wins,
     )

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from rich.markup import escape
 from rich.table import Table
 
 from sparsedebug.records import GraphStage, KernelPath, LowerStage, RunRecord
+from sparsedebug.report.metrics import equal_latency_sentence
 from sparsedebug.stats import median, percentiles
 
 
@@ -61,13 +63,8 @@ def summary_table(record: RunRecord) -> Table:
         table.add_row("quality vs dense", text)
     eq = outcome.equal_latency
     if eq is not None:
-        verdict = "[green]sparsity wins[/green]" if eq.sparsity_wins else "[red]the narrowed dense model wins[/red]"
-        table.add_row(
-            "equal latency",
-            f"dense with {eq.narrowed_ffn_fraction:.1%} of FFN neurons removed: p50 {eq.narrowed_latency_ms:.3f} ms"
-            + (f" vs candidate {eq.candidate_latency_ms:.3f} ms (same interleaved run)" if eq.candidate_latency_ms is not None else "")
-            + f"; cosine {eq.narrowed.cosine:.4f} vs candidate {eq.candidate.cosine:.4f}: {verdict}",
-        )
+        color = "green" if eq.sparsity_wins else "red"
+        table.add_row("equal latency", f"[{color}]{escape(equal_latency_sentence(eq))}[/{color}]")
     for verdict_row in record.verdicts:
         table.add_row(f"check {verdict_row.check}", f"{verdict_row.status}: {verdict_row.detail}")
     return table

@@ -32,7 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from sparsedebug.io import load_data, validate
 from sparsedebug.records import RunRecord
-from sparsedebug.report.metrics import fallback_summary, latency, layer_rows
+from sparsedebug.report.metrics import equal_latency_sentence, fallback_summary, latency, layer_rows
 from sparsedebug.stats import DEFAULT_ALPHA, compare_samples, enough_samples, median, percentiles
 
 POLICY_SCHEMA_VERSION = 1
@@ -243,11 +243,7 @@ def check_quality(base: RunRecord, cand: RunRecord, policy: GatePolicy) -> GateC
     eq = cand.outcome.equal_latency
     notes = []
     if eq is not None:
-        notes.append(
-            f"at equal latency a dense model narrowed to {eq.narrowed_ffn_fraction:.2f} of its FFN has cosine "
-            f"{eq.narrowed.cosine:.4f} vs candidate {eq.candidate.cosine:.4f}: "
-            + ("sparsity wins" if eq.sparsity_wins else "the narrower dense model wins")
-        )
+        notes.append(equal_latency_sentence(eq))
         if pol.require_equal_latency_win and not eq.sparsity_wins:
             problems.append("a dense model narrowed to the same latency has better quality")
     elif pol.require_equal_latency_win:

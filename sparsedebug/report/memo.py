@@ -23,7 +23,7 @@ from sparsedebug.playbook import Playbook
 from sparsedebug.records import RunRecord
 from sparsedebug.reduce import ReduceResult
 from sparsedebug.report.gate import GatePolicy, GateResult, evaluate
-from sparsedebug.report.metrics import fallback_summary, has_fallback_evidence, has_quality_evidence
+from sparsedebug.report.metrics import equal_latency_sentence, fallback_summary, has_fallback_evidence, has_quality_evidence
 from sparsedebug.stats import SampleComparison, median, percentiles
 
 MECHANISM_OWNER = {
@@ -150,11 +150,8 @@ def _symptom(b: LoadedBundle, book: Playbook) -> list[str]:
         metric.append("  - Quality vs the dense model: not measured in the candidate record.")
     eq = cand.outcome.equal_latency
     if eq is not None:
-        metric.append(
-            f"  - At equal latency ({eq.narrowed_latency_ms:.3f} ms), a dense model narrowed to "
-            f"{eq.narrowed_ffn_fraction:.2f} of its FFN has cosine {eq.narrowed.cosine:.4f} vs the candidate's "
-            f"{eq.candidate.cosine:.4f}: {'sparsity wins' if eq.sparsity_wins else 'the narrower dense model wins'}."
-        )
+        sentence = equal_latency_sentence(eq)
+        metric.append(f"  - {sentence[0].upper()}{sentence[1:]}.")
     metric.append(
         "  - Default gate on candidate vs baseline: "
         + (f"fails {', '.join(failing)}." if failing else "passes.")

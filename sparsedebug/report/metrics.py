@@ -11,7 +11,7 @@ import re
 
 from pydantic import BaseModel
 
-from sparsedebug.records import KernelPath, RunRecord
+from sparsedebug.records import EqualLatencyQuality, KernelPath, RunRecord
 from sparsedebug.stats import Percentiles, median, percentiles
 
 _PATTERN = re.compile(r"^(?:(\d+):)?(\d+):(\d+)$")
@@ -26,6 +26,23 @@ def nominal_factor(pattern: str) -> float | None:
     if n <= 0 or m <= 0 or n > m:
         return None
     return m / n
+
+
+def equal_latency_sentence(eq: EqualLatencyQuality) -> str:
+    """One sentence for "at this latency, is sparsity better than a smaller dense model?"."""
+    removed = f"{eq.narrowed_ffn_fraction:.0%} of its FFN neurons removed"
+    versus = f" vs candidate {eq.candidate_latency_ms:.3f} ms" if eq.candidate_latency_ms is not None else ""
+    qualities = f"cosine {eq.narrowed.cosine:.4f} vs the candidate's {eq.candidate.cosine:.4f}"
+    if eq.latency_matched is False:
+        return (
+            f"no narrowed dense model reached the candidate's latency (with {removed}: p50 "
+            f"{eq.narrowed_latency_ms:.3f} ms{versus}; {qualities}): sparsity wins on speed"
+        )
+    verdict = "sparsity wins" if eq.sparsity_wins else "the narrowed dense model wins"
+    return (
+        f"at equal latency a dense model with {removed} (p50 {eq.narrowed_latency_ms:.3f} ms{versus}) has "
+        f"{qualities}: {verdict}"
+    )
 
 
 def latency(run: RunRecord) -> Percentiles | None:
