@@ -13,11 +13,6 @@ Variants:
 ``csr``    ``scipy.sparse`` CSR of the per-row N:M pruned weight, times ``X``.
 ``nm``     :class:`~sparsedebug.kernels.nm.NMWeight` (per-row N:M).
 ``vnm``    :class:`~sparsedebug.kernels.vnm.VNMWeight` (blocked V:N:M).
-
-``dense``, ``limit`` and ``csr`` run as their libraries run them (BLAS with its
-thread count, scipy single-threaded); ``nm`` and ``vnm`` spread their row tiles
-or blocks over as many worker threads as BLAS has, each with single-threaded
-BLAS (:mod:`sparsedebug.kernels.workers`), so every variant may use every core.
 """
 
 from __future__ import annotations
@@ -65,7 +60,6 @@ class KernelBenchRow(BaseModel):
     nm_vs_dense: float
     csr_vs_dense: float
     blas_threads: int
-    kernel_workers: int
     blas: str
     percentiles_ms: dict[str, Percentiles]
 
@@ -176,7 +170,6 @@ def run_kernel_bench(
                 nm_vs_dense=med["dense"] / med["nm"],
                 csr_vs_dense=med["dense"] / med["csr"],
                 blas_threads=threads,
-                kernel_workers=min(threads, vnm.blocks),
                 blas=blas,
                 percentiles_ms={name: percentiles(values) for name, values in samples.items()},
             )

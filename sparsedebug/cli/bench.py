@@ -34,9 +34,8 @@ def kernel(
     (scipy CSR of the same pruned matrix), `nm` (per-row N:M kernel) and `vnm`
     (blocked V:N:M kernel). Ratios are baseline ms / kernel ms, so above 1 means
     the kernel is faster. Weights and activations are random fp32; each kernel is
-    checked against an fp64 reference before it is timed. `nm` and `vnm` spread
-    their pieces over as many worker threads as BLAS has threads (each with
-    single-threaded BLAS). Timings on a busy machine are noisy: rerun when quiet.
+    checked against an fp64 reference before it is timed. Timings on a busy
+    machine are noisy (threaded BLAS calls wait on descheduled threads): rerun when quiet.
     Progress goes to stderr.
     """
     rows_k = parse_shape(shape)

@@ -27,7 +27,6 @@ from pydantic import BaseModel, ConfigDict
 
 from sparsedebug.errors import UserError
 from sparsedebug.kernels.masks import Pattern, check_nm, check_weight, nm_choice
-from sparsedebug.kernels.workers import blas_threads, run_pieces, split
 from sparsedebug.kernels.precision import Precision, check_precision, compute_dtype, round_input
 
 TILE_ELEMENTS = 1 << 22
@@ -206,12 +205,10 @@ class NMWeight:
             self._scatter(out[start:stop], start, stop, self.values)
         return out
 
-    def matmul(self, x: Any, precision: Precision = "fp32", workers: int | None = None) -> npt.NDArray[Any]:
+    def matmul(self, x: Any, precision: Precision = "fp32") -> npt.NDArray[Any]:
         """``W @ x`` for ``x`` of shape ``(K, T)``, operands rounded per ``precision``.
 
-        Accumulates in fp32 (fp64 for ``"fp64"``). Returns ``(out, T)`` in the
-        compute dtype. Row tiles are spread over ``workers`` threads (default: the
-        BLAS thread count), each with single-threaded BLAS.
+        Accumulates in fp32 (fp64 for ``"fp64"``). Returns ``(out, T)`` in the compute dtype.
         """
         check_precision(precision)
         rows, k = self._shape
@@ -219,22 +216,14 @@ class NMWeight:
         dtype = compute_dtype(precision)
         values = self.values if self.values.dtype == dtype and precision in ("fp32", "fp64") else round_input(self.values, precision)
         out = np.empty((rows, xr.shape[1]), dtype=dtype)
-        wanted = blas_threads() if workers is None else max(1, workers)
-        tile = max(1, min(rows, TILE_ELEMENTS // k, -(-rows // wanted)))
-        tiles = -(-rows // tile)
-        spans = split(tiles, wanted)
-        scratch = np.empty((len(spans), tile, k), dtype=dtype)
-
-        def body(worker: int, first: int, last: int) -> None:
-            for t in range(first, last):
-                start = t * tile
-                stop = min(rows, start + tile)
-                dense = scratch[worker, : stop - start]
-                dense.fill(0)
-                self._scatter(dense, start, stop, values)
-                np.matmul(dense, xr, out=out[start:stop])
-
-        run_pieces(tiles, body, workers=len(spans))
+        tile = max(1, min(rows, TILE_ELEMENTS // k))
+        scratch = np.empty((tile, k), dtype=dtype)
+        for start in range(0, rows, tile):
+            stop = min(rows, start + tile)
+            dense = scratch[: stop - start]
+            dense.fill(0)
+            self._scatter(dense, start, stop, values)
+            np.matmul(dense, xr, out=out[start:stop])
         return out
 
     def footprint(self) -> Footprint:

@@ -23,7 +23,6 @@ import numpy.typing as npt
 from sparsedebug.errors import UserError
 from sparsedebug.kernels.masks import Pattern, check_nm, check_weight, vnm_choice
 from sparsedebug.kernels.nm import Footprint, check_x, index_bits, pack_indices, unpack_indices, _values_dtype
-from sparsedebug.kernels.workers import blas_threads, run_pieces, split
 from sparsedebug.kernels.precision import Precision, check_precision, compute_dtype, round_input
 
 
@@ -97,12 +96,8 @@ class VNMWeight:
         np.put_along_axis(out, row_gather, self.values, axis=1)
         return out
 
-    def matmul(self, x: Any, precision: Precision = "fp32", workers: int | None = None) -> npt.NDArray[Any]:
-        """``W @ x`` for ``x`` of shape ``(K, T)``: one gather and one BLAS call per block.
-
-        Blocks are spread over ``workers`` threads (default: the BLAS thread
-        count), each with single-threaded BLAS; see :mod:`sparsedebug.kernels.workers`.
-        """
+    def matmul(self, x: Any, precision: Precision = "fp32") -> npt.NDArray[Any]:
+        """``W @ x`` for ``x`` of shape ``(K, T)``: one gather and one BLAS call per block."""
         check_precision(precision)
         rows, k = self._shape
         xr = np.ascontiguousarray(round_input(check_x(x, k), precision))
@@ -110,19 +105,13 @@ class VNMWeight:
         values = self.values if self.values.dtype == dtype and precision in ("fp32", "fp64") else round_input(self.values, precision)
         tokens = xr.shape[1]
         out = np.empty((rows, tokens), dtype=dtype)
-        spans = split(self.blocks, blas_threads() if workers is None else workers)
-        buffers = np.empty((len(spans), self.gather.shape[1], tokens), dtype=dtype)
-
-        def body(worker: int, first: int, last: int) -> None:
-            gathered = buffers[worker]
-            for b in range(first, last):
-                start = b * self.block
-                stop = min(rows, start + self.block)
-                # mode="clip" skips numpy's bounds-checked buffered path; indices are valid by construction
-                np.take(xr, self.gather[b], axis=0, out=gathered, mode="clip")
-                np.matmul(values[start:stop], gathered, out=out[start:stop])
-
-        run_pieces(self.blocks, body, workers=len(spans))
+        gathered = np.empty((self.gather.shape[1], tokens), dtype=dtype)
+        for b in range(self.blocks):
+            start = b * self.block
+            stop = min(rows, start + self.block)
+            # mode="clip" skips numpy's bounds-checked buffered path; indices are valid by construction
+            np.take(xr, self.gather[b], axis=0, out=gathered, mode="clip")
+            np.matmul(values[start:stop], gathered, out=out[start:stop])
         return out
 
     def footprint(self) -> Footprint:

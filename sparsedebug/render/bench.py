@@ -35,7 +35,6 @@ def kernel_bench_table(rows: Sequence[KernelBenchRow]) -> Table:
         )
     table.caption = (
         f"medians of {first.rounds} interleaved rounds; BLAS {first.blas}, {first.blas_threads} thread(s); "
-        f"nm/vnm on {first.kernel_workers} worker thread(s); "
         "ratio = baseline ms / kernel ms"
     )
     return table

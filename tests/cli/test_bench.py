@@ -26,7 +26,7 @@ def test_json_has_one_object_per_token_count() -> None:
         assert row["vnm_vs_dense"] == pytest.approx(row["dense_ms"] / row["vnm_ms"])
         assert row["vnm_vs_limit"] == pytest.approx(row["limit_ms"] / row["vnm_ms"])
         assert row["nm_vs_csr"] == pytest.approx(row["csr_ms"] / row["nm_ms"])
-        assert row["blas_threads"] >= 1 and 1 <= row["kernel_workers"] <= row["blas_threads"]
+        assert row["blas_threads"] >= 1
         assert row["shape"] == [64, 128] and row["pattern"] == "2:4" and row["block"] == 16
         assert set(row["percentiles_ms"]) == {"dense", "limit", "csr", "nm", "vnm"}
         assert all(p["n"] == 2 for p in row["percentiles_ms"].values())
