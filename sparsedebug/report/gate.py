@@ -338,7 +338,10 @@ def check_precision(base: RunRecord, cand: RunRecord, policy: GatePolicy) -> Gat
     notes = []
     if unknown_modes:
         notes.append(f"no tolerance for {', '.join(sorted(unknown_modes))} in the policy")
-    measured = f"worst {worst_name} rel err {worst_err:.3g} ({worst_ratio:.0%} of its tolerance)" if measured_rows else "-"
+    parts = [f"worst {worst_name} rel err {worst_err:.3g} ({worst_ratio:.0%} of its tolerance)"] if measured_rows else []
+    if changes:
+        parts.append(f"precision changed on {len(changes)} layer(s): {', '.join(changes[:2])}" + (" ..." if len(changes) > 2 else ""))
+    measured = "; ".join(parts) or "-"
     detail = "; ".join(problems + notes) or f"{len(measured_rows)} layer(s) within tolerance"
     if problems and len(problems) > 5:
         detail = "; ".join(problems[:5]) + f"; and {len(problems) - 5} more"
