@@ -25,7 +25,7 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict
 
-from sparsedebug.errors import UserError
+from sparsedebug.errors import InternalError, UserError
 from sparsedebug.kernels.masks import Pattern, check_nm, check_weight, nm_choice
 from sparsedebug.kernels.precision import Precision, check_precision, compute_dtype, round_input
 
@@ -169,9 +169,11 @@ class NMWeight:
         flat = unpack_indices(packed, index_bits(self.m), kept)
         return flat.reshape(packed.shape[0], kept // self.n, self.n)
 
-    def _columns(self, start: int, stop: int) -> npt.NDArray[np.intp]:
-        """Absolute column of every kept value of rows ``start:stop``, shape ``(rows, K*N/M)``.
+    def _columns(self, start: int, stop: int, row_stride: int = 0) -> npt.NDArray[np.intp]:
+        """Column of every kept value of rows ``start:stop``, shape ``(rows, K*N/M)``.
 
+        With ``row_stride``, row ``i`` of the span is offset by ``i * row_stride``,
+        giving flat indices into a C-contiguous ``(rows, row_stride)`` buffer.
         When a metadata byte holds whole groups (2:4, 1:4, 1:2, 2:8, ...), one lookup
         table maps each byte straight to its column offsets; otherwise positions are
         unpacked and offset by their group's first column.
@@ -181,19 +183,22 @@ class NMWeight:
         kept = self.values.shape[1]
         bits = index_bits(self.m)
         per_byte = 8 // bits
+        row_offset = (np.arange(rows, dtype=np.intp) * row_stride)[:, None]
         if per_byte % self.n == 0 and kept % per_byte == 0:
             span = per_byte // self.n * self.m  # dense columns covered by one byte
-            table = _byte_offsets(self.n, self.m)
-            cols = np.take(table, packed, axis=0)  # (rows, bytes, per_byte)
-            cols += (np.arange(packed.shape[1], dtype=np.intp) * span)[None, :, None]
+            cols = np.take(_byte_offsets(self.n, self.m), packed, axis=0)  # (rows, bytes, per_byte)
+            cols += (np.arange(packed.shape[1], dtype=np.intp) * span)[None, :, None] + row_offset[:, :, None]
             return cols.reshape(rows, kept)
         pos = unpack_indices(packed, bits, kept).astype(np.intp)
-        pos += np.repeat(np.arange(kept // self.n, dtype=np.intp) * self.m, self.n)[None, :]
+        pos += np.repeat(np.arange(kept // self.n, dtype=np.intp) * self.m, self.n)[None, :] + row_offset
         return pos
 
     def _scatter(self, out: npt.NDArray[Any], start: int, stop: int, values: npt.NDArray[Any]) -> None:
-        """Write rows ``start:stop`` densely into the zeroed ``out`` (shape ``(stop-start, K)``)."""
-        np.put_along_axis(out, self._columns(start, stop), values[start:stop], axis=1)
+        """Write rows ``start:stop`` into the zeroed, C-contiguous ``out`` (shape ``(stop-start, K)``)."""
+        if not out.flags.c_contiguous:
+            raise InternalError("scatter target must be C-contiguous (a reshape would copy)")
+        flat = self._columns(start, stop, row_stride=self._shape[1])
+        out.reshape(-1)[flat.reshape(-1)] = values[start:stop].reshape(-1)
 
     def decompress(self) -> npt.NDArray[Any]:
         """The dense masked weight, exactly (same values, zeros elsewhere)."""
