@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
-from scipy import stats as _scipy_stats
 
 from sparsedebug.errors import UserError
 from sparsedebug.records import (
@@ -835,7 +834,9 @@ def _latency_drift_ratio(ctx: _Context) -> _Result:
         )
     third = len(samples) // 3
     first, last = median(samples[:third]), median(samples[-third:])
-    result = _scipy_stats.spearmanr(np.arange(len(samples)), np.asarray(samples, dtype=np.float64))
+    from scipy import stats as scipy_stats  # deferred: scipy.stats is slow to import at CLI start
+
+    result = scipy_stats.spearmanr(np.arange(len(samples)), np.asarray(samples, dtype=np.float64))
     rho, p = float(result.statistic), float(result.pvalue)
     detail = f"first third p50 {first:.3f} ms, last third p50 {last:.3f} ms; Spearman rho {rho:+.2f} (p={p:.2g}, n={len(samples)})"
     gate = None if (rho > 0 and p < 0.05) else "no significant upward trend (Spearman p >= 0.05 or rho <= 0)"

@@ -31,7 +31,6 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel
-from scipy import stats as sps
 
 DEFAULT_ALPHA = 0.05
 """Significance level of the rank test (two-sided)."""
@@ -150,6 +149,8 @@ def _moses_k(m: int, n: int, alpha: float) -> int:
         while k < len(cdf) and cdf[k] <= alpha / 2:
             k += 1
         return k
+    from scipy import stats as sps  # imported here: scipy.stats costs ~0.5 s at CLI start
+
     z = float(sps.norm.ppf(1 - alpha / 2))
     k = math.floor(m * n / 2 - z * math.sqrt(m * n * (m + n + 1) / 12.0))
     return max(k, 0)
@@ -185,6 +186,8 @@ def hodges_lehmann_ratio(base: Samples, cand: Samples) -> float:
 def _rank_p(base: np.ndarray, cand: np.ndarray) -> float:
     if np.all(base == base[0]) and np.array_equal(np.unique(cand), np.unique(base)):
         return 1.0
+    from scipy import stats as sps
+
     result = sps.mannwhitneyu(cand, base, alternative="two-sided", method="auto")
     return float(result.pvalue)
 

@@ -5,17 +5,19 @@ from __future__ import annotations
 import typer
 
 from sparsedebug import __version__
-from sparsedebug.cli import freeze
-from sparsedebug.cli import classify
-from sparsedebug.cli import importers
-from sparsedebug.cli import gate
-from sparsedebug.cli import memo
-from sparsedebug.cli import playbook
-from sparsedebug.cli import bench
-from sparsedebug.cli import bisect
-from sparsedebug.cli import reduce
-from sparsedebug.cli import replay
-from sparsedebug.cli import schema
+from sparsedebug.cli import (
+    bench,
+    bisect,
+    classify,
+    freeze,
+    gate,
+    importers,
+    memo,
+    playbook,
+    reduce,
+    replay,
+    schema,
+)
 
 app = typer.Typer(
     name="sparsedebug",
@@ -43,17 +45,18 @@ def _root(
     """sparsedebug: from a sparse regression to a signed review memo."""
 
 
-freeze.register(app)
-classify.register(app)
-importers.register(app)
+# In the order of the playbook: walk it, then each step on its own, then tools.
 playbook.register(app)
+freeze.register(app)
+replay.register(app)  # replay, lower
+importers.register(app)  # import trace|ncu|smi|trtlog, fallbacks
+bisect.register(app)
+classify.register(app)
+reduce.register(app)
 gate.register(app)
 memo.register(app)
-bench.register(app)
-bisect.register(app)
-reduce.register(app)
-replay.register(app)
 schema.register(app)
+bench.register(app)
 
 
 def main() -> None:
