@@ -112,3 +112,14 @@ def test_byte_table_columns_match_unpacked_positions(n: int, m: int, groups: int
     expected = (pos + (np.arange(groups) * m)[None, :, None]).reshape(5, groups * n)
     assert np.array_equal(packed._columns(0, 5), expected)
     assert np.array_equal(packed._columns(2, 4), expected[2:4])
+
+
+def test_huge_finite_activations_are_accepted() -> None:
+    """A sum that overflows is not mistaken for an inf input."""
+    packed = NMWeight.compress(np.ones((2, 8), np.float32), 2, 4)
+    x = np.full((8, 2), 3e38, np.float32)
+    expected = 4 * float(np.float32(3e38))  # four kept ones per row, exact in fp64
+    assert packed.matmul(x, "fp64").tolist() == [[expected] * 2] * 2
+    x[3, 1] = -np.inf
+    with pytest.raises(UserError, match="NaN or inf"):
+        packed.matmul(x)
