@@ -106,11 +106,15 @@ class VNMWeight:
         tokens = xr.shape[1]
         out = np.empty((rows, tokens), dtype=dtype)
         gathered = np.empty((self.gather.shape[1], tokens), dtype=dtype)
+        # Rows of X as single opaque items: the gather copies whole rows (one memcpy each).
+        row_items = np.dtype((np.void, tokens * xr.itemsize))
+        x_rows = xr.view(row_items).reshape(k)
+        gathered_rows = gathered.view(row_items).reshape(-1)
         for b in range(self.blocks):
             start = b * self.block
             stop = min(rows, start + self.block)
             # mode="clip" skips numpy's bounds-checked buffered path; indices are valid by construction
-            np.take(xr, self.gather[b], axis=0, out=gathered, mode="clip")
+            np.take(x_rows, self.gather[b], out=gathered_rows, mode="clip")
             np.matmul(values[start:stop], gathered, out=out[start:stop])
         return out
 
