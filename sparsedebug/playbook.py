@@ -487,7 +487,7 @@ def run_playbook(
     from sparsedebug.report.expect import measure_movement
     from sparsedebug.report.memo import render_memo
     from sparsedebug.resources import embedded_workload
-    from sparsedebug.workload import Workload, load_workload, save_workload
+    from sparsedebug.workload import load_workload, save_workload
 
     say: Reporter = reporter or _QuietReporter()
     book = load_playbook(playbook)

@@ -39,7 +39,6 @@ from sparsedebug.records import (
     RunRecord,
     RunSource,
     ScheduleStage,
-    Verdict,
 )
 from sparsedebug.rules import RULES, Mechanism
 from tests.conftest import FIXTURES

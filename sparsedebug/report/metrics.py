@@ -7,25 +7,21 @@ figure that the record cannot support is ``None``, never a guess.
 
 from __future__ import annotations
 
-import re
-
 from pydantic import BaseModel
 
+from sparsedebug.errors import UserError
+from sparsedebug.kernels.masks import parse_pattern
 from sparsedebug.records import EqualLatencyQuality, KernelPath, RunRecord
 from sparsedebug.stats import Percentiles, median, percentiles
-
-_PATTERN = re.compile(r"^(?:(\d+):)?(\d+):(\d+)$")
 
 
 def nominal_factor(pattern: str) -> float | None:
     """Multiply reduction an ``N:M`` or ``V:N:M`` pattern promises (M/N); ``None`` for dense or unknown."""
-    match = _PATTERN.match(pattern.strip())
-    if match is None:
+    try:
+        parsed = parse_pattern(pattern)
+    except UserError:
         return None
-    n, m = int(match.group(2)), int(match.group(3))
-    if n <= 0 or m <= 0 or n > m:
-        return None
-    return m / n
+    return 1.0 / parsed.density
 
 
 def equal_latency_sentence(eq: EqualLatencyQuality) -> str:
