@@ -10,6 +10,8 @@ import hashlib
 import json
 import os
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -24,10 +26,11 @@ M = TypeVar("M", bound=BaseModel)
 _YAML_SUFFIXES = {".yaml", ".yml"}
 
 
-def read_text(path: Path) -> str:
-    """Read a UTF-8 text file, turning OS errors into a one-line ``UserError``."""
+@contextmanager
+def reading(path: Path) -> Iterator[None]:
+    """Turn the OS and decoding errors of reading ``path`` into one-line ``UserError``s."""
     try:
-        return path.read_text(encoding="utf-8")
+        yield
     except FileNotFoundError:
         raise UserError(f"{path}: file not found") from None
     except IsADirectoryError:
@@ -35,7 +38,13 @@ def read_text(path: Path) -> str:
     except UnicodeDecodeError as exc:
         raise UserError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     except OSError as exc:
-        raise UserError(f"{path}: cannot read: {exc.strerror}") from None
+        raise UserError(f"{path}: cannot read: {exc.strerror or exc}") from None
+
+
+def read_text(path: Path) -> str:
+    """Read a UTF-8 text file, turning OS errors into a one-line ``UserError``."""
+    with reading(path):
+        return path.read_text(encoding="utf-8")
 
 
 def load_data(path: Path) -> Any:
@@ -140,15 +149,8 @@ def save_record(record: BaseModel, path: Path) -> None:
 def file_digest(path: Path) -> FileDigest:
     """sha256 and size of a file, streamed; a missing file is a ``UserError``."""
     digest = hashlib.sha256()
-    try:
-        with path.open("rb") as handle:
-            for chunk in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(chunk)
+    with reading(path), path.open("rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
         size = path.stat().st_size
-    except FileNotFoundError:
-        raise UserError(f"{path}: file not found") from None
-    except IsADirectoryError:
-        raise UserError(f"{path}: is a directory, expected a file") from None
-    except OSError as exc:
-        raise UserError(f"{path}: cannot read: {exc.strerror}") from None
     return FileDigest(path=str(path), sha256=digest.hexdigest(), size_bytes=size)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from sparsedebug.errors import UserError
+from sparsedebug.io import reading
 
 _CHUNK = 1 << 20
 _WS = " \t\r\n"
@@ -102,15 +103,8 @@ def _read(handle: IO[str], path: Path) -> str:
 
 def open_text(path: Path) -> IO[str]:
     """Open a plain or gzip-compressed (by magic bytes, not suffix) UTF-8 text file."""
-    try:
-        with path.open("rb") as raw:
-            magic = raw.read(2)
-    except FileNotFoundError:
-        raise UserError(f"{path}: file not found") from None
-    except IsADirectoryError:
-        raise UserError(f"{path}: is a directory, expected a file") from None
-    except OSError as exc:
-        raise UserError(f"{path}: cannot read: {exc.strerror}") from None
+    with reading(path), path.open("rb") as raw:
+        magic = raw.read(2)
     if magic == b"\x1f\x8b":
         return gzip.open(path, "rt", encoding="utf-8")
     return path.open("r", encoding="utf-8")
