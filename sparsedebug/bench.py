@@ -93,7 +93,9 @@ def blas_description() -> tuple[int, str]:
     libs = [lib for lib in threadpool_info() if lib.get("user_api") == "blas"]
     if not libs:
         return 1, "unknown BLAS"
-    lib = libs[0]
+    # scipy may load its own BLAS too; numpy's is the one dense, limit and both kernels use
+    numpy_libs = [lib for lib in libs if "numpy" in str(lib.get("filepath", ""))]
+    lib = (numpy_libs or libs)[0]
     threads = int(lib.get("num_threads") or 1)
     text = f"{lib.get('internal_api', '?')} {lib.get('version') or '?'} ({lib.get('architecture') or '?'})"
     return threads, text
