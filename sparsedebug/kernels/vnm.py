@@ -7,6 +7,15 @@ physical limit of skipping the pruned work, the time of a dense GEMM with inner
 dimension ``K*N/M``. The block size trades speed (bigger blocks, fewer gathers)
 against quality (smaller blocks prune closer to per-row N:M).
 
+Cost model: besides the half-K GEMM work, every block copies its ``K*N/M x T``
+slice of the activations twice, once in the gather and once when BLAS packs
+that operand for the call; a single half-K GEMM packs it once. The extra copy
+traffic per block is about ``2*K*N/M*T`` elements against ``2*V*K*N/M*T`` flops,
+so the overhead shrinks as ``1/V``: when ``T`` is small the product is bound by
+reading the weights and the blocked kernel runs near the limit, when ``T`` is
+large (compute-bound) small blocks pay a visible share (see
+``benchmarks/kernel_block_sweep.py``).
+
 Storage: ``values (rows, K*N/M)`` (each block's rows are contiguous), packed
 per-block positions (``blocks x K*N/M`` indices at the same bit width as the
 per-row layout), and the absolute gather indices derived from them once at
