@@ -1,8 +1,9 @@
 """The interleaved-rounds timing harness.
 
-Variants are timed round-robin in one process (A B C ... A B C ...), so slow
-drift of the machine (clock changes, other processes, thermal state) hits every
-variant alike and their ratios stay fair. Raw samples are returned; summarise
+Variants are timed round-robin in one process (A B C, then B C A, then C A B
+...), so slow drift of the machine (clock changes, other processes, thermal
+state) hits every variant alike, and rotating the start of each round keeps any
+one variant from always running first (after the caller's own work) or last. Raw samples are returned; summarise
 them with medians and tails (:mod:`sparsedebug.stats`), never a mean.
 """
 
@@ -15,7 +16,10 @@ from sparsedebug.errors import UserError
 
 
 def interleaved(variants: Mapping[str, Callable[[], object]], rounds: int, warmup: int = 1) -> dict[str, list[float]]:
-    """Time each variant once per round, in order, for ``rounds`` rounds; samples in ms.
+    """Time each variant once per round for ``rounds`` rounds; samples in ms.
+
+    Round ``r`` starts at variant ``r mod len(variants)`` and goes on in the given
+    order, so every variant takes every position equally often.
 
     ``warmup`` untimed rounds run first (caches, lazy allocation, BLAS thread
     start-up). Returns ``{name: [ms per round]}`` with ``rounds`` samples each,
@@ -33,8 +37,9 @@ def interleaved(variants: Mapping[str, Callable[[], object]], rounds: int, warmu
             func()
     samples: dict[str, list[float]] = {name: [] for name, _ in items}
     clock = time.perf_counter
-    for _ in range(rounds):
-        for name, func in items:
+    for round_index in range(rounds):
+        shift = round_index % len(items)
+        for name, func in items[shift:] + items[:shift]:
             start = clock()
             func()
             samples[name].append((clock() - start) * 1000.0)

@@ -8,10 +8,10 @@ from sparsedebug.errors import UserError
 from sparsedebug.timing import interleaved
 
 
-def test_rounds_interleave_in_order_after_warmup() -> None:
+def test_rounds_interleave_with_rotating_start_after_warmup() -> None:
     calls: list[str] = []
     samples = interleaved({"a": lambda: calls.append("a"), "b": lambda: calls.append("b")}, rounds=3, warmup=2)
-    assert calls == ["a", "b"] * 5
+    assert calls == ["a", "b"] * 2 + ["a", "b", "b", "a", "a", "b"]
     assert list(samples) == ["a", "b"]
     assert all(len(v) == 3 and all(s >= 0.0 for s in v) for v in samples.values())
 
