@@ -6,8 +6,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
-from click.testing import Result
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 from sparsedebug.cli.app import app
 
