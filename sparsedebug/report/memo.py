@@ -181,7 +181,7 @@ def _symptom(b: LoadedBundle, book: Playbook) -> list[str]:
 def _cmp_text(cmp: SampleComparison) -> str:
     parts = [f"ratio {cmp.ratio:.3f}"]
     if cmp.ci_low is not None and cmp.ci_high is not None:
-        parts.append(f"{100 * (1 - cmp.alpha):.0f}% CI [{cmp.ci_low:.3f}, {cmp.ci_high:.3f}]")
+        parts.append(f"{100 * (1 - cmp.alpha):.4g}% CI [{cmp.ci_low:.3f}, {cmp.ci_high:.3f}]")
     if cmp.p_value is not None:
         parts.append(f"p={cmp.p_value:.3g}")
     parts.append(f"n={cmp.n_base}/{cmp.n_cand}")
