@@ -12,6 +12,7 @@ it becomes a ``MissingEvidence`` entry naming the artifact that would settle it.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
@@ -92,7 +93,9 @@ class Fix(_Model):
     knob: str | None = Field(None, description="Workload knob to change (kind=knob): conversion, precision, threads.")
     value: str | int | None = Field(None, description="New knob value, or block size for kind=block.")
     layer: str | None = Field(None, description="Layer to change (kind=layer, or kind=block for one layer; None = all).")
-    action: Literal["exclude", "pad"] | None = Field(None, description="For kind=layer.")
+    action: Literal["exclude", "pad", "cast"] | None = Field(
+        None, description="For kind=layer: exclude from sparsity, pad to an aligned shape, or cast to dtype ``value``."
+    )
     text: str
     metric: str = Field(
         description="The metric the change should move: a name ``measure_metric`` computes on a run "
@@ -982,6 +985,13 @@ def _block_size(intended: str) -> int | None:
     return None
 
 
+def _sparse_path_dtype(run: RunRecord) -> str | None:
+    """The dtype most layers that took the sparse path run in (what the backend accepts)."""
+    sparse = {lo.name for lo in run.lower.layers if lo.path == KernelPath.SPARSE}
+    dtypes = Counter(g.dtype for g in run.graph.layers if g.name in sparse)
+    return dtypes.most_common(1)[0][0] if dtypes else None
+
+
 def _suggest_fix(winner: Mechanism, top: Evidence, facts: dict[str, _Result], ctx: _Context) -> Fix:
     """The smallest reversible change that tests ``winner``, from its strongest fired rule."""
     rule = top.rule
@@ -1015,6 +1025,12 @@ def _suggest_fix(winner: Mechanism, top: Evidence, facts: dict[str, _Result], ct
             if reason == FallbackReason.SHAPE_NOT_ALIGNED:
                 return Fix(kind="layer", layer=layer, action="pad", rule=rule, metric="latency_p50_ms", direction="down",
                            text=f"pad {layer} to an aligned shape so it takes the sparse path, and re-time")
+            sparse_dtype = _sparse_path_dtype(ctx.run)
+            if reason == FallbackReason.DTYPE_UNSUPPORTED and sparse_dtype is not None and not ctx.imported:
+                return Fix(kind="layer", layer=layer, action="cast", value=sparse_dtype, rule=rule,
+                           metric="latency_p50_ms", direction="down",
+                           text=f"cast {layer} to {sparse_dtype} (the dtype the other sparse layers run in) so the "
+                                "backend accepts it on the sparse path, and re-time")
             return Fix(kind="layer", layer=layer, action="exclude", rule=rule, metric="fallback_flop_share", direction="down",
                        text=f"exclude {layer} from sparsity (it falls back: {reason}) and check latency does not move")
         layer = data("compute_bound_sparse_slowdown").get("layer")

@@ -314,6 +314,14 @@ def apply_fix(workload: Workload, fix: Fix) -> tuple[Workload | None, str]:
             return revalidate(workload.model_copy(update={"layers": layers})), f"{fix.layer}: sparsity {old_s} -> dense (excluded)"
         if fix.action == "pad":
             return _pad_layer(workload, fix.layer)
+        if fix.action == "cast" and isinstance(fix.value, str):
+            target = workload.layers[names.index(fix.layer)]
+            old_dtype = workload.dtype_of(target)
+            layers = [
+                layer.model_copy(update={"dtype": fix.value}) if layer.name == fix.layer else layer
+                for layer in workload.layers
+            ]
+            return revalidate(workload.model_copy(update={"layers": layers})), f"{fix.layer}: dtype {old_dtype} -> {fix.value}"
     if fix.kind == "block" and fix.value is not None:
         target_v = int(fix.value)
         changed = []

@@ -223,10 +223,23 @@ def test_planted_fallback_of_largest_layer_is_compute_with_pad_fix() -> None:
 def test_fallback_for_other_reasons_suggests_exclude() -> None:
     cand = make_run()
     lo = cand.lower.layers[1]
-    lo.path, lo.reason = KernelPath.DENSE, FallbackReason.DTYPE_UNSUPPORTED
+    lo.path, lo.reason = KernelPath.DENSE, FallbackReason.PATTERN_NOT_COMPLIANT
     result = classify_evidence(cand)
     assert result.winner == Mechanism.COMPUTE
     assert result.fix is not None and (result.fix.kind, result.fix.layer, result.fix.action) == ("layer", "l1", "exclude")
+
+
+def test_dtype_fallback_suggests_casting_to_the_sparse_layers_dtype() -> None:
+    cand = make_run(dtype="fp16")
+    lo = cand.lower.layers[1]
+    lo.path, lo.reason = KernelPath.DENSE, FallbackReason.DTYPE_UNSUPPORTED
+    cand.graph.layers[1].dtype = "fp32"
+    sparse_dtypes = {g.dtype for g, lw in zip(cand.graph.layers, cand.lower.layers) if lw.path == KernelPath.SPARSE}
+    assert len(sparse_dtypes) == 1 and "fp32" not in sparse_dtypes
+    result = classify_evidence(cand)
+    assert result.winner == Mechanism.COMPUTE
+    assert result.fix is not None
+    assert (result.fix.kind, result.fix.layer, result.fix.action, result.fix.value) == ("layer", "l1", "cast", sparse_dtypes.pop())
 
 
 def test_planted_small_blocks_are_memory_with_block_fix() -> None:

@@ -164,6 +164,14 @@ def test_layer_exclude_and_block_size() -> None:
     assert missing is None and "nope is not in workload" in why
 
 
+def test_layer_cast_changes_only_that_layers_dtype() -> None:
+    wl = _h200_mlp(1376)
+    wl = wl.model_copy(update={"layers": [l.model_copy(update={"dtype": "fp32"}) if l.name == "down" else l for l in wl.layers]})
+    new, how = apply_fix(wl, _fix(kind="layer", layer="down", action="cast", value="fp16"))
+    assert new is not None and how == "down: dtype fp32 -> fp16"
+    assert {l.name: new.dtype_of(l) for l in new.layers if l.op == "linear"} == {"gate": "fp16", "up": "fp16", "down": "fp16"}
+
+
 def _h200_mlp(ffn: int) -> Workload:
     return parse_workload(
         {

@@ -59,7 +59,7 @@ def expected_latency(cand: RunRecord, base: RunRecord | None, fix: dict[str, Any
         return max(p50 - cost, 0.0), basis
     if kind == "layer" and isinstance(layer, str) and layer in rows:
         row = rows[layer]
-        if action == "pad" and row.path == KernelPath.DENSE.value and row.time_ms is not None:
+        if action in ("pad", "cast") and row.path == KernelPath.DENSE.value and row.time_ms is not None:
             fb = fallback_summary(cand)
             s = fb.sparse_kernel_speedup
             if s is None or s <= 0:

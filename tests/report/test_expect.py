@@ -36,6 +36,8 @@ def test_exclude_of_a_fallback_layer_expects_no_change_and_pad_expects_amdahl() 
     s = 2.0 / 1.2  # measured sparse kernel speedup on l0.up
     assert padded == pytest.approx(6.0 - (2.0 - 2.0 / s))
     assert "Amdahl" in basis
+    cast, _ = expected_latency(cand, None, {"kind": "layer", "layer": "l0.down", "action": "cast", "value": "fp16"})
+    assert cast == pytest.approx(padded)
 
 
 def test_measured_movement_and_verdict() -> None:
