@@ -166,6 +166,8 @@ def load_bundle(root: Path) -> LoadedBundle:
         raise UserError(f"{root}: bundle directory not found")
     if not root.is_dir():
         raise UserError(f"{root}: not a directory; pass the bundle directory written by `playbook run`")
+    if not (root / MANIFEST).is_file():
+        raise UserError(f"{root}: not a bundle directory (no {MANIFEST}); pass a directory written by `playbook run`")
     manifest = load_record(root / MANIFEST, Bundle)
     for role in ("baseline", "candidate"):
         if role not in manifest.files:

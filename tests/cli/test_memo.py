@@ -66,6 +66,9 @@ def test_memo_broken_bundle(bundle: Path, tmp_path: Path) -> None:
     not_dir.write_text("x")
     assert_clean_error(invoke(["memo", str(not_dir)]), 2, "not a directory")
     assert_clean_error(invoke(["memo", str(tmp_path / "none")]), 2, "bundle directory not found")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert_clean_error(invoke(["memo", str(empty)]), 2, "not a bundle directory (no bundle.json)")
 
 
 def test_memo_help() -> None:
