@@ -44,7 +44,6 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from scipy.special import expit
 from threadpoolctl import threadpool_info, threadpool_limits
 
 from sparsedebug.errors import UserError
@@ -103,7 +102,8 @@ def _layernorm(x: Array, gain: Array, eps: float = 1e-5) -> Array:
 
 def _activation(fn: str, x: Array) -> Array:
     if fn == "silu":
-        out: Array = x * expit(x)
+        # sigmoid(x) = (1 + tanh(x / 2)) / 2: no overflow for large |x|
+        out: Array = 0.5 * x * (1.0 + np.tanh(0.5 * x))
         return out
     if fn == "relu":
         return np.maximum(x, 0)

@@ -281,3 +281,15 @@ def test_embedding_layernorm_gelu_model_runs_and_matches_numpy() -> None:
 
     out, _ = forward(build_ops(workload, check_graph(workload), tensors, mode="reference"), ids)
     np.testing.assert_allclose(out, dense_out, rtol=1e-12, atol=1e-12)
+
+
+def test_silu_matches_scipy_sigmoid_without_overflow() -> None:
+    from scipy.special import expit
+
+    from sparsedebug.replay import _activation
+
+    x = np.linspace(-800.0, 800.0, 4001)
+    with np.errstate(all="raise"):
+        out = _activation("silu", x)
+    # accurate to a few ulps of |x| (tiny outputs for very negative x are not relative-accurate, nor need be)
+    assert np.all(np.abs(out - x * expit(x)) <= 4 * np.finfo(np.float64).eps * np.maximum(1.0, np.abs(x)))
