@@ -87,6 +87,11 @@ class Tokens(_Model):
         return self.batch * self.sequence
 
 
+def _weights_shorthand(value: Any) -> Any:
+    """``weights: file.npz`` is short for ``weights: {path: file.npz}``."""
+    return {"path": value} if isinstance(value, str) else value
+
+
 class WeightsSpec(_Model):
     """Weights from a ``.npz`` or ``.safetensors`` file, mapped to layer names."""
 
@@ -184,7 +189,9 @@ class Workload(_Model):
     warmup: int = Field(2, ge=0, description="Untimed repetitions before timing.")
     backend: str = Field("cpu-numpy", description="Backend support profile used for lowering (see `sparsedebug lower`).")
     budget_ms: float | None = Field(None, gt=0, description="Latency budget (SLA) for p99 of one forward.")
-    weights: WeightsSpec | None = None
+    weights: Annotated[WeightsSpec | None, BeforeValidator(_weights_shorthand)] = Field(
+        None, description="Weights file: a path, or {path, tensors, strict}."
+    )
     calibration: CalibrationSpec | None = None
     conversion: Literal["once", "per_call"] = Field(
         "once", description="Compress sparse weights once at load, or on every call (inside the timed call)."

@@ -55,6 +55,13 @@ def test_save_then_load_round_trips(tmp_path: Path) -> None:
     assert "shape: [96, 64]" in out.read_text()
 
 
+def test_weights_path_shorthand() -> None:
+    base = {"name": "a", "tokens": {"sequence": 4}, "layers": [{"name": "fc", "op": "linear", "shape": [8, 8]}]}
+    short = Workload.model_validate({**base, "weights": "w.npz"})
+    assert short.weights is not None and (short.weights.path, short.weights.strict) == ("w.npz", True)
+    assert short.weights == Workload.model_validate({**base, "weights": {"path": "w.npz"}}).weights
+
+
 def test_dtype_aliases_and_pattern_normalised() -> None:
     workload = Workload.model_validate(
         {
