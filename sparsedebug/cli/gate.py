@@ -32,8 +32,7 @@ def gate(
     ] = None,
     json_out: JsonOption = False,
 ) -> None:
-    """Gate a candidate against a baseline on effective speedup, p99 latency, quality delta,
-    dense-fallback rate and precision drift.
+    """Gate a candidate against a baseline: speedup, p99 latency, quality, fallbacks, precision drift.
 
     A speed shortfall fails only when it is real: the candidate must be slower than
     the target by more than the policy's factor AND a rank test must say so (asv

@@ -28,8 +28,11 @@ playbook_app = typer.Typer(
 @playbook_app.command("show")
 @handle_errors
 def show(playbook: PlaybookOption = None, json_out: JsonOption = False) -> None:
-    """Show the playbook: primary metric, the five steps with inputs and outputs, metrics to
-    collect, debug branches, common pitfalls, required owners and the final decisions.
+    """Show the playbook: metric, steps, branches, pitfalls, owners and decisions.
+
+    It renders the primary metric, the five steps with inputs and outputs, metrics
+    to collect, debug branches, common pitfalls, required owners and the final
+    decisions.
 
     The playbook is data (playbooks/structured-sparsity.yaml); --playbook renders
     another file after validating it.
@@ -85,14 +88,17 @@ def run(
     playbook: PlaybookOption = None,
     json_out: JsonOption = False,
 ) -> None:
-    """Walk the playbook end to end and write a bundle: fingerprint, both run records,
-    bisect and classification JSON, the reproducer, the fix and its re-run, memo.md and report.md.
+    """Walk the playbook end to end and write a bundle with memo.md and report.md.
+
+    The bundle holds the fingerprint, both run records, the bisect and
+    classification JSON, the reproducer, the fix and its re-run, memo.md and
+    report.md.
 
     With no arguments it runs the embedded default: a dense Llama-style stack
     against its 2:4 candidate with a planted regression. Workloads are replayed,
     traces imported. When both sides are workloads, step 4 reduces them to a
     reproducer and applies the proposed fix to a copy of the candidate (conversion
-    policy, precision, threads, block size, padding or excluding a layer), then
+    policy, precision, threads, block size, padding, casting or excluding a layer), then
     step 5 replays it and the memo reports expected against measured movement.
     With --fixed, that run is the fixed candidate instead.
     """
