@@ -51,6 +51,11 @@ def bundle_summary(bundle: LoadedBundle, book: Playbook) -> RenderableType:
     decision = decide(bundle, book)
     lines.append("decision: ", style="bold")
     lines.append(f"{book.decision(decision.decision).label} ({decision.judged_on})\n")
+    for reason in decision.reasons:
+        lines.append(f"  because {reason}\n")
+    if decision.decision != "ship":
+        for refusal in decision.ship_refused:
+            lines.append(f"  not ship: {refusal}\n")
     chart = terminal_reality_check(bundle)
     parts: list[RenderableType] = [runs, lines]
     if chart:

@@ -119,6 +119,18 @@ def test_run_on_h200_traces_scheduling_and_cuda_graph_fix(tmp_path: Path) -> Non
     assert not (out / "reduce.json").exists()
 
 
+def test_run_summary_says_why_it_decided(tmp_path: Path) -> None:
+    result = invoke([
+        "playbook", "run", "--baseline", str(H200 / "trace_dense_T2048.json.gz"),
+        "--candidate", str(H200 / "trace_sparse_mlp_T2048.json.gz"),
+        "--fixed", str(H200 / "trace_sparse_mlp_T2048_cudagraph.json.gz"), "-o", str(tmp_path / "b"),
+    ])
+    assert result.exit_code == 0, result.stderr
+    assert "decision: bounded rollout (fixed candidate)" in result.stdout
+    assert "because the bounded fix moved" in result.stdout
+    assert "not ship: no quality evidence" in result.stdout
+
+
 def test_run_refuses_half_arguments_and_foreign_directory(tmp_path: Path) -> None:
     assert_clean_error(
         invoke(["playbook", "run", "--baseline", str(PLANTED / "base.yaml"), "-o", str(tmp_path / "b")]),
