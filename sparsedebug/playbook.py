@@ -457,10 +457,6 @@ def _pad_layer(workload: Workload, name: str) -> tuple[Workload | None, str]:
     )
 
 
-def _walk_step(book: Playbook, step_id: str) -> Step:
-    return book.step(step_id)
-
-
 def run_playbook(
     out_dir: Path,
     *,

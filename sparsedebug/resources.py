@@ -24,15 +24,6 @@ def data_dirs(kind: Kind) -> list[Path]:
     return [_PACKAGE / "_data" / kind, _CHECKOUT[kind]]
 
 
-def data_dir(kind: Kind) -> Path:
-    """The first existing folder for ``kind``; ``UserError`` when none (a broken install)."""
-    for directory in data_dirs(kind):
-        if directory.is_dir():
-            return directory
-    searched = ", ".join(str(d) for d in data_dirs(kind))
-    raise UserError(f"embedded {kind} not found (searched {searched}); reinstall sparsedebug")
-
-
 def embedded_workload(name: str) -> Path:
     """Path of an embedded workload by file name, with or without ``.yaml``."""
     file_name = name if name.endswith((".yaml", ".yml")) else f"{name}.yaml"

@@ -258,8 +258,3 @@ def is_compliant(layer: Layer, weight: Array) -> bool | None:
     if pattern is None or layer.op != "linear":
         return None
     return check_compliance(weight, pattern.n, pattern.m, pattern.block).compliant
-
-
-def save_npz(tensors: dict[str, npt.NDArray[Any]], path: Path) -> None:
-    """Write tensors to a ``.npz`` file (helper for fixtures and tests)."""
-    np.savez(path, **tensors)  # type: ignore[arg-type]

@@ -33,7 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from sparsedebug.io import load_data, validate
 from sparsedebug.records import RunRecord
 from sparsedebug.report.metrics import equal_latency_sentence, fallback_summary, latency, layer_rows
-from sparsedebug.stats import DEFAULT_ALPHA, compare_samples, enough_samples, median, percentiles
+from sparsedebug.stats import DEFAULT_ALPHA, compare_samples, enough_samples, median
 
 POLICY_SCHEMA_VERSION = 1
 
@@ -397,12 +397,3 @@ def summary_markdown(result: GateResult) -> str:
 
 def _md(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
-
-
-def latency_line(run: RunRecord) -> str:
-    """'p50/p95/p99 a/b/c ms (n samples)' for a run, or a dash."""
-    samples = run.outcome.latency_samples_ms
-    if not samples:
-        return "-"
-    p = percentiles(samples)
-    return f"p50/p95/p99 {p.p50:.3f}/{p.p95:.3f}/{p.p99:.3f} ms ({p.n} samples)"
