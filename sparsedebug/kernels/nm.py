@@ -45,6 +45,15 @@ class Footprint(BaseModel):
     metadata_bytes: int
     dense_bytes: int
 
+    @classmethod
+    def of(cls, values: npt.NDArray[Any], metadata: npt.NDArray[Any], shape: tuple[int, int]) -> Footprint:
+        """Footprint of compressed ``values`` and ``metadata`` standing for a dense ``shape`` of the same dtype."""
+        return cls(
+            value_bytes=int(values.nbytes),
+            metadata_bytes=int(metadata.nbytes),
+            dense_bytes=int(shape[0] * shape[1] * values.dtype.itemsize),
+        )
+
     @property
     def total_bytes(self) -> int:
         """Values plus metadata."""
@@ -236,9 +245,4 @@ class NMWeight:
 
     def footprint(self) -> Footprint:
         """Bytes of values, of packed metadata, and of the dense equivalent (same dtype)."""
-        itemsize = self.values.dtype.itemsize
-        return Footprint(
-            value_bytes=int(self.values.nbytes),
-            metadata_bytes=int(self.metadata.nbytes),
-            dense_bytes=int(self._shape[0] * self._shape[1] * itemsize),
-        )
+        return Footprint.of(self.values, self.metadata, self._shape)

@@ -129,12 +129,7 @@ class VNMWeight:
 
     def footprint(self) -> Footprint:
         """Bytes of values, of packed per-block metadata, and of the dense equivalent."""
-        itemsize = self.values.dtype.itemsize
-        return Footprint(
-            value_bytes=int(self.values.nbytes),
-            metadata_bytes=int(self.metadata.nbytes),
-            dense_bytes=int(self._shape[0] * self._shape[1] * itemsize),
-        )
+        return Footprint.of(self.values, self.metadata, self._shape)
 
     def runtime_index_bytes(self) -> int:
         """Bytes of the derived absolute gather indices held in memory for speed."""
