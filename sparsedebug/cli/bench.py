@@ -6,11 +6,11 @@ from typing import Annotated
 
 import typer
 
-from sparsedebug.bench import parse_shape, parse_tokens, run_kernel_bench
+from sparsedebug.kernels.bench import parse_shape, parse_tokens, run_kernel_bench
 from sparsedebug.cli.common import JsonOption, console, emit_json, err_console, handle_errors
-from sparsedebug.errors import UserError
+from sparsedebug.core.errors import UserError
 from sparsedebug.kernels.masks import parse_pattern
-from sparsedebug.render.bench import kernel_bench_table, tails_table
+from sparsedebug.render.terminal.bench import kernel_bench_table, tails_table
 
 bench_app = typer.Typer(help="Benchmarks that print ratios against a baseline timed in the same process.", no_args_is_help=True)
 

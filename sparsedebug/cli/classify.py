@@ -7,12 +7,12 @@ from typing import Annotated
 
 import typer
 
-from sparsedebug.classify import classify_run
+from sparsedebug.classify.score import classify_run
 from sparsedebug.cli.common import JsonOption, console, emit_json, err_console, handle_errors
-from sparsedebug.io import load_record
-from sparsedebug.errors import UserError
-from sparsedebug.records import Fingerprint
-from sparsedebug.roofline import GPU_PEAKS, find_gpu_peak
+from sparsedebug.core.io import load_record
+from sparsedebug.core.errors import UserError
+from sparsedebug.records.run import Fingerprint
+from sparsedebug.classify.roofline import GPU_PEAKS, find_gpu_peak
 
 
 @handle_errors
@@ -34,7 +34,7 @@ def classify(
 ) -> None:
     """Classify the dominant mechanism: compute, memory, scheduling, precision or thermal.
 
-    Scores all five with the rule table (see the README, or `sparsedebug.rules`),
+    Scores all five with the rule table (see the README, or `sparsedebug.classify.rules`),
     ranks them, and prints every evidence line with its number and where it came
     from (stage and metric, or the imported artifact). The winner comes with the
     artifact that proves it and the smallest reversible change that would test
@@ -43,7 +43,7 @@ def classify(
     names the artifact that would settle it. Exit 0 whenever a classification was
     made, 2 on bad input.
     """
-    from sparsedebug.inputs import load_run
+    from sparsedebug.sources.detect import load_run
 
     quiet = json_out
     say = err_console()
@@ -57,12 +57,12 @@ def classify(
         base = load_run(baseline)
     ncu_report = None
     if ncu is not None:
-        from sparsedebug.importers.ncu import load_ncu
+        from sparsedebug.sources.importers.ncu import load_ncu
 
         ncu_report = load_ncu(ncu)
     smi_report = None
     if smi is not None:
-        from sparsedebug.importers.nvidia_smi import load_smi
+        from sparsedebug.sources.importers.nvidia_smi import load_smi
 
         smi_report = load_smi(smi)
     if gpu is not None and find_gpu_peak(gpu) is None:
@@ -75,7 +75,7 @@ def classify(
     if json_out:
         emit_json(result)
         return
-    from sparsedebug.render.classify import classification_view
+    from sparsedebug.render.terminal.classify import classification_view
 
     console().print(classification_view(result))
 

@@ -16,7 +16,7 @@ import typer
 from pydantic import BaseModel
 from rich.console import Console
 
-from sparsedebug.errors import UserError
+from sparsedebug.core.errors import UserError
 
 P = ParamSpec("P")
 R = TypeVar("R")

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from sparsedebug import fingerprint
+from sparsedebug.freeze import fingerprint
 from sparsedebug.cli.common import (
     EXIT_CHECK_FAILED,
     JsonOption,
@@ -16,9 +16,9 @@ from sparsedebug.cli.common import (
     emit_json,
     handle_errors,
 )
-from sparsedebug.io import load_record, save_record
-from sparsedebug.records import Fingerprint
-from sparsedebug.render.fingerprint import drift_table, fingerprint_table
+from sparsedebug.core.io import load_record, save_record
+from sparsedebug.records.run import Fingerprint
+from sparsedebug.render.terminal.fingerprint import drift_table, fingerprint_table
 
 
 @handle_errors

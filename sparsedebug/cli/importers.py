@@ -8,15 +8,15 @@ from typing import Annotated
 import typer
 
 from sparsedebug.cli.common import EXIT_CHECK_FAILED, JsonOption, OutputOption, console, emit_json, err_console, handle_errors
-from sparsedebug.errors import UserError
-from sparsedebug.importers.fallback import compare_paths
-from sparsedebug.importers.ncu import load_ncu
-from sparsedebug.importers.nvidia_smi import load_smi
-from sparsedebug.importers.tensorrt_log import load_trt_log
-from sparsedebug.importers.torch_trace import analyze_trace
-from sparsedebug.io import load_record, save_record
-from sparsedebug.records import RunRecord
-from sparsedebug.render.importers import (
+from sparsedebug.core.errors import UserError
+from sparsedebug.locate.paths import compare_paths
+from sparsedebug.sources.importers.ncu import load_ncu
+from sparsedebug.sources.importers.nvidia_smi import load_smi
+from sparsedebug.sources.importers.tensorrt_log import load_trt_log
+from sparsedebug.sources.importers.torch_trace import analyze_trace
+from sparsedebug.core.io import load_record, save_record
+from sparsedebug.records.run import RunRecord
+from sparsedebug.render.terminal.importers import (
     class_delta_table,
     class_table,
     fallback_table,

@@ -7,12 +7,12 @@ from typing import Annotated
 
 import typer
 
-from sparsedebug.bundle import load_bundle
+from sparsedebug.playbook.bundle import load_bundle
 from sparsedebug.cli.common import JsonOption, emit_json, handle_errors
-from sparsedebug.io import atomic_write_text
-from sparsedebug.playbook import load_playbook
-from sparsedebug.report.deployment import render_report
-from sparsedebug.report.memo import decide, render_memo
+from sparsedebug.core.io import atomic_write_text
+from sparsedebug.playbook.run import load_playbook
+from sparsedebug.render.markdown.deployment import render_report
+from sparsedebug.render.markdown.memo import decide, render_memo
 
 
 @handle_errors

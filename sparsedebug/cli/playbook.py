@@ -10,8 +10,8 @@ import typer
 from rich.progress import BarColumn, Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
 
 from sparsedebug.cli.common import JsonOption, console, emit_json, err_console, handle_errors
-from sparsedebug.playbook import Step, load_playbook, run_playbook
-from sparsedebug.render.playbook import playbook_view
+from sparsedebug.playbook.run import Step, load_playbook, run_playbook
+from sparsedebug.render.terminal.playbook import playbook_view
 
 PlaybookOption = Annotated[
     Path | None,
@@ -114,7 +114,7 @@ def run(
     if json_out:
         emit_json(bundle.manifest)
         return
-    from sparsedebug.render.bundle import bundle_summary
+    from sparsedebug.render.terminal.bundle import bundle_summary
 
     console().print(bundle_summary(bundle, load_playbook(playbook)))
 

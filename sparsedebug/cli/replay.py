@@ -9,13 +9,13 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
 from sparsedebug.cli.common import JsonOption, OutputOption, console, emit_json, err_console, handle_errors
-from sparsedebug.io import save_record
-from sparsedebug.records import STAGES, RunRecord
-from sparsedebug.render.replay import fallback_table, kernel_table, lower_table, summary_table
-from sparsedebug.replay import plan
-from sparsedebug.replay import replay as run_replay
-from sparsedebug.resources import embedded_workload
-from sparsedebug.workload import Workload, load_workload
+from sparsedebug.core.io import save_record
+from sparsedebug.records.run import STAGES, RunRecord
+from sparsedebug.render.terminal.replay import fallback_table, kernel_table, lower_table, summary_table
+from sparsedebug.sources.replay.replay import plan
+from sparsedebug.sources.replay.replay import replay as run_replay
+from sparsedebug.core.resources import embedded_workload
+from sparsedebug.sources.replay.workload import Workload, load_workload
 
 
 def resolve_workload(argument: str) -> Path:

@@ -9,8 +9,8 @@ import typer
 from pydantic import BaseModel
 
 from sparsedebug.cli.common import handle_errors
-from sparsedebug.records import Fingerprint, RunRecord
-from sparsedebug.workload import Workload
+from sparsedebug.records.run import Fingerprint, RunRecord
+from sparsedebug.sources.replay.workload import Workload
 
 SCHEMAS: dict[str, type[BaseModel]] = {"workload": Workload, "run": RunRecord, "fingerprint": Fingerprint}
 """Every schema the command can print, by name."""

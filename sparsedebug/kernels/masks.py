@@ -16,7 +16,7 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict
 
-from sparsedebug.errors import UserError
+from sparsedebug.core.errors import UserError
 
 MAX_M = 16
 """Largest group size supported (metadata then fits one uint8 per kept value)."""

@@ -25,7 +25,7 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict
 
-from sparsedebug.errors import InternalError, UserError
+from sparsedebug.core.errors import InternalError, UserError
 from sparsedebug.kernels.masks import Pattern, check_nm, check_weight, nm_choice
 from sparsedebug.kernels.precision import Precision, check_precision, compute_dtype, round_input
 

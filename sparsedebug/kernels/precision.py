@@ -25,7 +25,7 @@ from typing import Any, Literal, NamedTuple, get_args
 import numpy as np
 import numpy.typing as npt
 
-from sparsedebug.errors import UserError
+from sparsedebug.core.errors import UserError
 
 Precision = Literal["fp64", "fp32", "fp16", "bf16"]
 PRECISIONS: tuple[str, ...] = get_args(Precision)

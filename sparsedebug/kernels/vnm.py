@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from sparsedebug.errors import UserError
+from sparsedebug.core.errors import UserError
 from sparsedebug.kernels.masks import Pattern, check_nm, check_weight, vnm_choice
 from sparsedebug.kernels.nm import Footprint, check_x, index_bits, pack_indices, unpack_indices, _values_dtype
 from sparsedebug.kernels.precision import Precision, check_precision, compute_dtype, round_input

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import yaml
 
-from sparsedebug.io import save_record
-from sparsedebug.records import FallbackReason, KernelClass, KernelPath
-from sparsedebug.workload import mlp_chain, revalidate, save_workload
+from sparsedebug.core.io import save_record
+from sparsedebug.records.run import FallbackReason, KernelClass, KernelPath
+from sparsedebug.sources.replay.workload import mlp_chain, revalidate, save_workload
 from tests.conftest import FIXTURES, assert_clean_error, invoke
-from tests.test_bisect import MLP, SPARSE, PathSpec, make_run
+from tests.locate.test_walk import MLP, SPARSE, PathSpec, make_run
 
 H200 = FIXTURES / "h200"
 

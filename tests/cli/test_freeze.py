@@ -145,7 +145,7 @@ def test_permission_denied_output_directory(tmp_path: Path, monkeypatch: pytest.
     def deny(*args: object, **kwargs: object) -> tuple[int, str]:
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr("sparsedebug.io.tempfile.mkstemp", deny)
+    monkeypatch.setattr("sparsedebug.core.io.tempfile.mkstemp", deny)
     result = invoke(["freeze", "-o", str(tmp_path / "f.yaml")])
     assert_clean_error(result, 2, "cannot write", "Permission denied")
     assert not (tmp_path / "f.yaml").exists()

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import yaml
 
-from sparsedebug.io import save_record
+from sparsedebug.core.io import save_record
 from tests.conftest import assert_clean_error, invoke
-from tests.report.synth import dense_run, sparse_run
+from tests.support.synth import dense_run, sparse_run
 
 
 def _pair(tmp_path: Path, **cand_kwargs: object) -> tuple[Path, Path]:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from sparsedebug.records import RunRecord
+from sparsedebug.records.run import RunRecord
 from tests.conftest import FIXTURES, assert_clean_error, invoke
 
 H200 = FIXTURES / "h200"

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from sparsedebug.io import save_record
+from sparsedebug.core.io import save_record
 from tests.conftest import assert_clean_error, invoke
-from tests.report.synth import dense_run, sparse_run
+from tests.support.synth import dense_run, sparse_run
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import yaml
 
-from sparsedebug.playbook import default_playbook_path
+from sparsedebug.playbook.run import default_playbook_path
 from tests.conftest import assert_clean_error, invoke
 
 

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from sparsedebug.records import RunRecord
-from sparsedebug.reduce import _Prober
-from sparsedebug.workload import Workload, load_workload, mlp_chain, revalidate, save_workload
+from sparsedebug.records.run import RunRecord
+from sparsedebug.reduce.reduce import _Prober
+from sparsedebug.sources.replay.workload import Workload, load_workload, mlp_chain, revalidate, save_workload
 from tests.conftest import assert_clean_error, invoke
-from tests.test_bisect import make_run
+from tests.locate.test_walk import make_run
 
 
 def _pair(tmp_path: Path) -> tuple[Path, Path]:

@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sparsedebug.io import load_record
-from sparsedebug.records import STAGES, RunRecord
-from sparsedebug.workload import llama_stack, mlp_chain, save_workload
+from sparsedebug.core.io import load_record
+from sparsedebug.records.run import STAGES, RunRecord
+from sparsedebug.sources.replay.workload import llama_stack, mlp_chain, save_workload
 from tests.conftest import FIXTURES, assert_clean_error, invoke
 
 

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sparsedebug.errors import UserError
+from sparsedebug.core.errors import UserError
 from sparsedebug.kernels.masks import Pattern, check_compliance, nm_mask, parse_pattern, vnm_mask
 from tests.kernels.strategies import Case, cases
 

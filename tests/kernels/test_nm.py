@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sparsedebug.errors import UserError
+from sparsedebug.core.errors import UserError
 from sparsedebug.kernels import nm as nm_module
 from sparsedebug.kernels.masks import nm_mask
 from sparsedebug.kernels.nm import NMWeight, index_bits, pack_indices, unpack_indices

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sparsedebug.errors import UserError
+from sparsedebug.core.errors import UserError
 from sparsedebug.kernels.masks import check_compliance, vnm_mask
 from sparsedebug.kernels.precision import error_bound
 from sparsedebug.kernels.vnm import VNMWeight

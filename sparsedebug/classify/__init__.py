@@ -1,0 +1,1 @@
+"""Step 3 of the playbook: score the five mechanisms (compute, memory, scheduling, precision, thermal) and propose one fix."""

@@ -1,0 +1,1 @@
+"""What every playbook step uses: errors, atomic io, statistics, timing, packaged data."""

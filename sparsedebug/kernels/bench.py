@@ -1,0 +1,191 @@
+"""The kernel benchmark: dense BLAS, the half-K limit, scipy CSR, per-row N:M and blocked V:N:M.
+
+All five variants multiply the same pruned weight by the same activations, timed
+interleaved in one process (:func:`sparsedebug.core.timing.interleaved`), so machine
+drift hits them alike. Ratios are baseline time over kernel time from medians
+(above 1 means the kernel is faster); p50/p95/p99 are kept per variant.
+
+Variants:
+
+``dense``  numpy/BLAS ``W @ X`` on the dense (pruned) weight.
+``limit``  the same BLAS on inner dimension ``K*N/M``: the physical limit of
+           skipping the pruned work on this machine.
+``csr``    ``scipy.sparse`` CSR of the per-row N:M pruned weight, times ``X``.
+``nm``     :class:`~sparsedebug.kernels.nm.NMWeight` (per-row N:M).
+``vnm``    :class:`~sparsedebug.kernels.vnm.VNMWeight` (blocked V:N:M).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+from threadpoolctl import threadpool_info
+
+from sparsedebug.core.errors import InternalError, UserError
+from sparsedebug.kernels.masks import Pattern, check_nm
+from sparsedebug.kernels.nm import NMWeight
+from sparsedebug.kernels.precision import error_bound
+from sparsedebug.kernels.vnm import VNMWeight
+from sparsedebug.core.stats import Percentiles, median, percentiles
+from sparsedebug.core.timing import interleaved
+
+VARIANTS: tuple[str, ...] = ("dense", "limit", "csr", "nm", "vnm")
+"""Benchmark variants, in timing order within a round."""
+
+_SHAPE_RE = re.compile(r"^\s*(\d+)\s*[xX×]\s*(\d+)\s*$")
+
+
+class KernelBenchRow(BaseModel):
+    """Timings for one token count: medians (ms), ratios, tails, environment."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tokens: int
+    shape: list[int]
+    pattern: str
+    block: int
+    rounds: int
+    dense_ms: float
+    limit_ms: float
+    csr_ms: float
+    nm_ms: float
+    vnm_ms: float
+    vnm_vs_dense: float
+    vnm_vs_limit: float
+    nm_vs_csr: float
+    nm_vs_dense: float
+    csr_vs_dense: float
+    blas_threads: int
+    blas: str
+    percentiles_ms: dict[str, Percentiles]
+
+
+def parse_shape(text: str) -> tuple[int, int]:
+    """Parse ``"OUTxIN"`` (e.g. ``"4096x4096"``) into positive ``(out, in)``."""
+    match = _SHAPE_RE.match(text)
+    if match is None:
+        raise UserError(f"--shape {text!r}: expected OUTxIN, e.g. 4096x4096")
+    rows, k = int(match.group(1)), int(match.group(2))
+    if rows < 1 or k < 1:
+        raise UserError(f"--shape {text!r}: both dimensions must be at least 1")
+    return rows, k
+
+
+def parse_tokens(text: str) -> list[int]:
+    """Parse a comma-separated list of positive token counts, e.g. ``"1,16,128,512"``."""
+    items = [part.strip() for part in text.split(",") if part.strip()]
+    if not items:
+        raise UserError(f"--tokens {text!r}: expected a comma-separated list such as 1,16,128")
+    tokens: list[int] = []
+    for item in items:
+        if not item.isdigit() or int(item) < 1:
+            raise UserError(f"--tokens {text!r}: {item!r} is not a positive integer")
+        tokens.append(int(item))
+    return tokens
+
+
+def blas_description() -> tuple[int, str]:
+    """Thread count and a short description of numpy's BLAS (via threadpoolctl)."""
+    libs = [lib for lib in threadpool_info() if lib.get("user_api") == "blas"]
+    if not libs:
+        return 1, "unknown BLAS"
+    # scipy may load its own BLAS too; numpy's is the one dense, limit and both kernels use
+    numpy_libs = [lib for lib in libs if "numpy" in str(lib.get("filepath", ""))]
+    lib = (numpy_libs or libs)[0]
+    threads = int(lib.get("num_threads") or 1)
+    text = f"{lib.get('internal_api', '?')} {lib.get('version') or '?'} ({lib.get('architecture') or '?'})"
+    return threads, text
+
+
+def run_kernel_bench(
+    shape: tuple[int, int],
+    tokens: Sequence[int],
+    pattern: Pattern,
+    block: int,
+    rounds: int,
+    seed: int = 0,
+    warmup: int = 1,
+    on_progress: Callable[[str], None] | None = None,
+) -> list[KernelBenchRow]:
+    """Time the five variants at each token count; one row per token count.
+
+    The weight is standard normal fp32 of ``shape`` (out, in), pruned per row to
+    ``pattern`` (CSR and per-row kernel) and per block of ``block`` rows (blocked
+    kernel). Before timing, each kernel's product is checked against an fp64
+    reference of its own pruned weight; a mismatch is an internal error.
+    """
+    rows, k = shape
+    check_nm(pattern.n, pattern.m)
+    if k % pattern.m != 0:
+        raise UserError(f"--shape {rows}x{k}: K={k} is not divisible by M={pattern.m} of pattern {pattern.n}:{pattern.m}")
+    if block < 1:
+        raise UserError(f"--block {block}: must be at least 1")
+    if rounds < 1:
+        raise UserError(f"--rounds {rounds}: need at least 1 timed round")
+    if not tokens or min(tokens) < 1:
+        raise UserError("--tokens: need at least one positive token count")
+    note = on_progress or (lambda _msg: None)
+    rng = np.random.default_rng(seed)
+    note(f"building {rows}x{k} weight, pattern {pattern.n}:{pattern.m}, block {block}")
+    weight = rng.standard_normal((rows, k), dtype=np.float32)
+    nm = NMWeight.compress(weight, pattern.n, pattern.m)
+    vnm = VNMWeight.compress(weight, pattern.n, pattern.m, block)
+    pruned = nm.decompress()
+    import scipy.sparse  # deferred: importing scipy.sparse costs a quarter second at every CLI start
+
+    csr = scipy.sparse.csr_matrix(pruned)
+    kept = vnm.values.shape[1]
+    limit_weight = np.ascontiguousarray(vnm.values)
+    threads, blas = blas_description()
+    results: list[KernelBenchRow] = []
+    for count in tokens:
+        x = rng.standard_normal((k, count), dtype=np.float32)
+        x_half = np.ascontiguousarray(x[:kept])
+        _verify(nm, vnm, x)
+        variants: dict[str, Callable[[], object]] = {
+            "dense": lambda: pruned @ x,
+            "limit": lambda: limit_weight @ x_half,
+            "csr": lambda: csr @ x,
+            "nm": lambda: nm.matmul(x),
+            "vnm": lambda: vnm.matmul(x),
+        }
+        note(f"timing {count} tokens: {rounds} rounds of {', '.join(VARIANTS)}")
+        samples = interleaved(variants, rounds=rounds, warmup=warmup)
+        med = {name: median(values) for name, values in samples.items()}
+        results.append(
+            KernelBenchRow(
+                tokens=count,
+                shape=[rows, k],
+                pattern=f"{pattern.n}:{pattern.m}",
+                block=vnm.block,
+                rounds=rounds,
+                dense_ms=med["dense"],
+                limit_ms=med["limit"],
+                csr_ms=med["csr"],
+                nm_ms=med["nm"],
+                vnm_ms=med["vnm"],
+                vnm_vs_dense=med["dense"] / med["vnm"],
+                vnm_vs_limit=med["limit"] / med["vnm"],
+                nm_vs_csr=med["csr"] / med["nm"],
+                nm_vs_dense=med["dense"] / med["nm"],
+                csr_vs_dense=med["dense"] / med["csr"],
+                blas_threads=threads,
+                blas=blas,
+                percentiles_ms={name: percentiles(values) for name, values in samples.items()},
+            )
+        )
+    return results
+
+
+def _verify(nm: NMWeight, vnm: VNMWeight, x: np.ndarray) -> None:
+    """Both kernels agree with an fp64 reference of their own pruned weight (first rows)."""
+    probe = slice(0, min(64, nm.shape[0]))
+    x64 = x.astype(np.float64)
+    for name, kernel in (("nm", nm), ("vnm", vnm)):
+        dense = kernel.decompress()[probe]
+        got = kernel.matmul(x)[probe]
+        if not (np.abs(got - dense.astype(np.float64) @ x64) <= error_bound(dense, x, "fp32")).all():
+            raise InternalError(f"{name} kernel disagrees with the fp64 reference beyond the fp32 bound")

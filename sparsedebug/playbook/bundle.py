@@ -1,0 +1,198 @@
+"""The bundle: one directory holding everything a playbook walk produced, and its manifest.
+
+Layout (file names fixed so ``sparsedebug memo DIR`` can re-render from them)::
+
+    bundle.json             manifest: inputs with digests, steps walked, files present
+    fingerprint.json        step 1: the environment the walk ran in
+    baseline.run.json       step 2: both sides as five-stage run records
+    candidate.run.json
+    bisect.json             step 2: first persistent divergent stage
+    classification.json     step 3: the five mechanisms scored, the fix proposed
+    reduce.json             step 4: ddmin result (when both sides are workloads)
+    reproducer.yaml         step 4: the focused reproducer workload, and its baseline
+    reproducer.base.yaml            (`sparsedebug bisect reproducer.base.yaml reproducer.yaml`)
+    fix.json                step 4: the fix, how it was applied, expected vs measured movement
+    fixed.workload.yaml     step 4: the candidate with the fix applied (when it maps onto a workload)
+    fixed.run.json          step 5: the re-run of the fixed candidate (or --fixed as given)
+    memo.md  report.md      the review memo and the sparsity deployment report
+
+``load_bundle`` reads the manifest and every record it lists back into models.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from sparsedebug.locate.walk import BisectResult
+from sparsedebug.classify.score import Classification
+from sparsedebug.core.errors import UserError
+from sparsedebug.core.io import load_record
+from sparsedebug.records.run import SCHEMA_VERSION, FileDigest, Fingerprint, RunRecord
+from sparsedebug.reduce.reduce import ReduceResult
+
+MANIFEST = "bundle.json"
+
+FILES: dict[str, str] = {
+    "fingerprint": "fingerprint.json",
+    "baseline": "baseline.run.json",
+    "candidate": "candidate.run.json",
+    "fixed": "fixed.run.json",
+    "bisect": "bisect.json",
+    "classification": "classification.json",
+    "reduce": "reduce.json",
+    "reproducer": "reproducer.yaml",
+    "reproducer_base": "reproducer.base.yaml",
+    "fix": "fix.json",
+    "fixed_workload": "fixed.workload.yaml",
+    "memo": "memo.md",
+    "report": "report.md",
+}
+"""Role -> file name inside the bundle directory."""
+
+InputRole = Literal["baseline", "candidate", "fixed"]
+InputKind = Literal["run", "workload", "trace"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class BundleInput(_Model):
+    """One input of the walk: its role, what kind of file it was, and its digest."""
+
+    role: InputRole
+    kind: InputKind
+    file: FileDigest | None = Field(None, description="None for the embedded default workloads' copies.")
+    label: str = Field(description="How the memo cites it: the path given, or 'embedded:<name>'.")
+
+
+class StepRecord(_Model):
+    """What one playbook step did in this walk."""
+
+    step: str
+    status: Literal["done", "skipped"]
+    detail: str
+    seconds: float
+
+
+class Movement(_Model):
+    """A metric before and after the fix, measured; and what was expected."""
+
+    metric: str
+    unit: str
+    before: float
+    after: float
+    expected_after: float | None = None
+    expected_basis: str | None = None
+    better: Literal["lower", "higher"]
+
+    @property
+    def change(self) -> float:
+        """after / before."""
+        return self.after / self.before if self.before else float("nan")
+
+
+class FixOutcome(_Model):
+    """Step 4 closing the loop: the proposed fix, whether and how it was applied, and what it moved."""
+
+    proposed: dict[str, Any] | None = Field(description="The classification's fix, as recorded there.")
+    applied: bool
+    how: str = Field(description="What was changed, or why nothing could be applied.")
+    fixed_source: Literal["applied_to_workload", "given", "none"]
+    movements: list[Movement] = Field(default_factory=list)
+    significance: str | None = Field(None, description="Rank-test verdict on candidate vs fixed latency samples.")
+    moved: bool | None = Field(None, description="Whether the fix's target metric moved the right way (latency: significantly).")
+    target: str | None = Field(None, description="The movement that decided `moved` (latency p50, fallback rate, ...).")
+
+
+class Bundle(_Model):
+    """The manifest of a bundle directory."""
+
+    schema_version: int = SCHEMA_VERSION
+    kind: Literal["bundle"] = "bundle"
+    created_at: str
+    playbook: str
+    inputs: list[BundleInput]
+    steps: list[StepRecord] = Field(default_factory=list)
+    files: dict[str, str] = Field(default_factory=dict, description="Role -> file name, only files present.")
+    repeats: int | None = None
+
+
+class LoadedBundle(BaseModel):
+    """A bundle read back from disk: the manifest plus every record it lists (None when absent)."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    root: Path
+    manifest: Bundle
+    fingerprint: Fingerprint | None
+    baseline: RunRecord
+    candidate: RunRecord
+    fixed: RunRecord | None
+    bisect: BisectResult | None = None
+    classification: Classification | None = None
+    reduce: ReduceResult | None = None
+    fix: FixOutcome | None = None
+
+    def path(self, role: str) -> Path | None:
+        """Path of a bundle file by role, when present."""
+        name = self.manifest.files.get(role)
+        return self.root / name if name else None
+
+    def input(self, role: InputRole) -> BundleInput | None:
+        """The manifest entry of an input role."""
+        for item in self.manifest.inputs:
+            if item.role == role:
+                return item
+        return None
+
+
+def _optional(root: Path, manifest: Bundle, role: str) -> Path | None:
+    name = manifest.files.get(role)
+    if name is None:
+        return None
+    path = root / name
+    if not path.is_file():
+        raise UserError(f"{root / MANIFEST}: files.{role}: {name} is listed but missing from the bundle")
+    return path
+
+
+def load_bundle(root: Path) -> LoadedBundle:
+    """Read a bundle directory back; a missing or broken file is a one-line ``UserError``."""
+    if not root.exists():
+        raise UserError(f"{root}: bundle directory not found")
+    if not root.is_dir():
+        raise UserError(f"{root}: not a directory; pass the bundle directory written by `playbook run`")
+    if not (root / MANIFEST).is_file():
+        raise UserError(f"{root}: not a bundle directory (no {MANIFEST}); pass a directory written by `playbook run`")
+    manifest = load_record(root / MANIFEST, Bundle)
+    for role in ("baseline", "candidate"):
+        if role not in manifest.files:
+            raise UserError(f"{root / MANIFEST}: files.{role}: missing; the bundle has no {role} run")
+
+    def run(role: str) -> RunRecord | None:
+        path = _optional(root, manifest, role)
+        return load_record(path, RunRecord) if path is not None else None
+
+    baseline, candidate = run("baseline"), run("candidate")
+    assert baseline is not None and candidate is not None
+    fp_path = _optional(root, manifest, "fingerprint")
+    bisect_path = _optional(root, manifest, "bisect")
+    cls_path = _optional(root, manifest, "classification")
+    reduce_path = _optional(root, manifest, "reduce")
+    fix_path = _optional(root, manifest, "fix")
+    return LoadedBundle(
+        root=root,
+        manifest=manifest,
+        fingerprint=load_record(fp_path, Fingerprint) if fp_path is not None else None,
+        baseline=baseline,
+        candidate=candidate,
+        fixed=run("fixed"),
+        bisect=load_record(bisect_path, BisectResult) if bisect_path is not None else None,
+        classification=load_record(cls_path, Classification) if cls_path is not None else None,
+        reduce=load_record(reduce_path, ReduceResult) if reduce_path is not None else None,
+        fix=load_record(fix_path, FixOutcome) if fix_path is not None else None,
+    )

@@ -1,0 +1,331 @@
+"""The records every command reads and writes: fingerprint, run record, verdicts.
+
+A run, whether replayed on the built-in kernel or imported from accelerator
+artifacts, is one ``RunRecord`` with the five stages of the playbook's concept
+diagram, in order::
+
+    graph -> lower -> kernel -> schedule -> outcome
+
+Raw timing samples are kept (``*_samples_ms``), never only summaries, so that
+bisect and gate can run rank tests on them. Every record carries
+``schema_version``; a file written by a newer sparsedebug is refused with an
+upgrade message rather than misread (see ``sparsedebug.core.io``).
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SCHEMA_VERSION = 1
+"""Version of every record layout in this module. Bump on incompatible change."""
+
+STAGES: tuple[str, ...] = ("graph", "lower", "kernel", "schedule", "outcome")
+"""The five stages, in the order the playbook walks them."""
+
+
+class Record(BaseModel):
+    """Base for all records: unknown fields are refused, not silently dropped."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=False)
+
+
+# --------------------------------------------------------------------------- fingerprint
+
+
+class FileDigest(Record):
+    """A file pinned by content: the workload or the model revision."""
+
+    path: str
+    sha256: str
+    size_bytes: int
+
+
+class PythonInfo(Record):
+    version: str
+    implementation: str
+
+
+class PlatformInfo(Record):
+    system: str
+    release: str
+    machine: str
+
+
+class CpuInfo(Record):
+    model: str | None
+    logical_cores: int | None
+    flags: list[str] = Field(description="Kernel-relevant ISA flags only (avx2, avx512*, fma, neon, sve, ...).")
+
+
+class BlasLibrary(Record):
+    """One BLAS/OpenMP library loaded by numpy, as threadpoolctl reports it."""
+
+    user_api: str
+    internal_api: str
+    version: str | None
+    num_threads: int
+    filepath: str | None = None
+
+
+class NumpyInfo(Record):
+    version: str
+    blas: list[BlasLibrary]
+
+
+class TorchInfo(Record):
+    version: str
+    cuda: str | None
+
+
+class GpuInfo(Record):
+    name: str
+    driver: str | None
+    max_sm_clock_mhz: float | None
+    max_mem_clock_mhz: float | None
+    power_limit_w: float | None = None
+
+
+class GitInfo(Record):
+    revision: str
+    dirty: bool
+
+
+class Calibration(Record):
+    """This machine's achieved roofline, measured by ``freeze --calibrate``."""
+
+    gemm_gflops: float
+    copy_gbps: float
+    method: str
+    gemm_shape: list[int]
+    copy_bytes: int
+    rounds: int
+    gemm_samples_ms: list[float]
+    copy_samples_ms: list[float]
+
+
+class Fingerprint(Record):
+    """Step 1 of the playbook: seed, model revision and execution environment."""
+
+    schema_version: int = SCHEMA_VERSION
+    kind: Literal["fingerprint"] = "fingerprint"
+    created_at: str
+    seed: int | None
+    workload: FileDigest | None = None
+    model: FileDigest | None = None
+    python: PythonInfo
+    platform: PlatformInfo
+    cpu: CpuInfo
+    numpy: NumpyInfo
+    thread_env: dict[str, str | None]
+    torch: TorchInfo | None = None
+    gpus: list[GpuInfo] = Field(default_factory=list)
+    gpu_probe: str = Field(description="How GPUs were probed, or why none were recorded.")
+    git: GitInfo | None = None
+    calibration: Calibration | None = None
+
+
+# --------------------------------------------------------------------------- run record
+
+
+class OpKind(StrEnum):
+    """Operator kinds a model graph is made of."""
+
+    LINEAR = "linear"
+    ATTENTION = "attention"
+    NORM = "norm"
+    ACTIVATION = "activation"
+    EMBEDDING = "embedding"
+    ELEMENTWISE = "elementwise"
+    OTHER = "other"
+
+
+class KernelPath(StrEnum):
+    """Which kernel path a layer took after lowering."""
+
+    SPARSE = "sparse"
+    DENSE = "dense"
+
+
+class FallbackReason(StrEnum):
+    """Why a layer runs dense. ``intended_dense`` is not a fallback: it was never meant to be sparse."""
+
+    INTENDED_DENSE = "intended_dense"
+    PATTERN_NOT_COMPLIANT = "pattern_not_compliant"
+    SHAPE_NOT_ALIGNED = "shape_not_aligned"
+    DTYPE_UNSUPPORTED = "dtype_unsupported"
+    OP_UNSUPPORTED = "op_unsupported"
+    SLOWER_THAN_DENSE = "slower_than_dense"
+    OBSERVED_DENSE = "observed_dense"
+
+
+class KernelClass(StrEnum):
+    """Classes of GPU kernels, as the trace importer sorts kernel names."""
+
+    SPARSE_GEMM = "sparse_gemm"
+    DENSE_TC_GEMM = "dense_tc_gemm"
+    FP32_GEMM = "fp32_gemm"
+    ATTENTION = "attention"
+    ELEMENTWISE = "elementwise"
+    COPY = "copy"
+    REDUCTION = "reduction"
+    OTHER = "other"
+
+
+class GraphLayer(Record):
+    """One layer of the model graph as declared (workload) or observed (trace)."""
+
+    name: str
+    op: OpKind
+    weight_shape: list[int] | None = Field(None, description="(out, in) for linear layers.")
+    input_shape: list[int] | None = None
+    output_shape: list[int] | None = None
+    dtype: str
+    intended: str = Field("dense", description="Declared sparsity: 'dense', 'N:M' or 'V:N:M'.")
+    params: int = 0
+    flops: float = Field(0.0, description="Dense-equivalent FLOPs of one call.")
+    bytes: float = Field(0.0, description="Dense-equivalent bytes moved by one call.")
+
+
+class GraphStage(Record):
+    layers: list[GraphLayer]
+    tokens: int | None = None
+    model_revision: str | None = None
+
+
+class LowerLayer(Record):
+    """The lowering decision for one layer and what it costs."""
+
+    name: str
+    path: KernelPath
+    reason: FallbackReason | None = Field(None, description="Set when path is dense.")
+    detail: str | None = None
+    kernel_class: KernelClass | None = None
+    kernels: list[str] = Field(default_factory=list)
+    conversion_ms: float | None = None
+    conversions_per_call: int = 0
+    value_bytes: int | None = None
+    metadata_bytes: int | None = None
+    dense_bytes: int | None = None
+
+
+class LowerStage(Record):
+    backend: str
+    layers: list[LowerLayer]
+
+
+class KernelLayer(Record):
+    """Kernel-level timing and numerics for one layer."""
+
+    name: str
+    samples_ms: list[float] = Field(description="Per-call time of the chosen path, raw samples.")
+    dense_samples_ms: list[float] | None = Field(None, description="Per-call time of the dense path, same inputs.")
+    by_class_ms: dict[str, float] = Field(default_factory=dict)
+    precision: str | None = None
+    max_abs_err: float | None = Field(None, description="Versus an fp64 dense reference of the same pruned weights.")
+    rel_err: float | None = None
+
+
+class KernelStage(Record):
+    layers: list[KernelLayer]
+    by_class_ms: dict[str, float] = Field(default_factory=dict)
+
+
+class ScheduleStage(Record):
+    """Whole-forward timing: span versus busy time, idle split, threads."""
+
+    span_samples_ms: list[float] = Field(description="Per iteration: first kernel start to last kernel end (or forward wall time).")
+    busy_samples_ms: list[float] = Field(description="Per iteration: summed kernel/layer time.")
+    host_wait_ms: float | None = Field(None, description="Idle time while the device waited on the host.")
+    kernel_wait_ms: float | None = Field(None, description="Idle time between kernels not explained by the host.")
+    threads: int | None = None
+    launches_per_iteration: int | None = None
+    dense_share: float | None = Field(
+        None, description="Fraction of busy time spent in layers that ran dense (non-linear ops included), median over iterations."
+    )
+    layer_idle_samples_ms: dict[str, list[float]] = Field(
+        default_factory=dict,
+        description=(
+            "Per layer, per call: device idle time just before the layer's first kernel (the gap after the "
+            "previous kernel ended), when the source records it. With few iterations (a short trace), bisect "
+            "pools these per-call samples across identical layers to test the schedule stage."
+        ),
+    )
+
+
+class QualityDelta(Record):
+    """Output quality of the candidate versus the dense unpruned model."""
+
+    cosine: float
+    rel_err: float
+    accuracy: float | None = None
+    dense_accuracy: float | None = None
+
+
+class EqualLatencyQuality(Record):
+    """Quality of a dense model narrowed until it is as fast as the candidate."""
+
+    narrowed_ffn_fraction: float = Field(description="Fraction of FFN neurons removed from the dense model.")
+    narrowed_latency_ms: float
+    latency_matched: bool | None = Field(
+        None, description="False when even the narrowest model searched stayed slower than the candidate."
+    )
+    candidate_latency_ms: float | None = Field(
+        None, description="The candidate's p50 in the same interleaved measurement as narrowed_latency_ms."
+    )
+    narrowed: QualityDelta
+    candidate: QualityDelta
+    sparsity_wins: bool
+
+
+class OutcomeStage(Record):
+    """SLA outcome: the alarm metric of the playbook."""
+
+    latency_samples_ms: list[float]
+    budget_ms: float | None = None
+    dense_baseline_samples_ms: list[float] | None = None
+    effective_speedup: float | None = Field(None, description="Dense baseline p50 / candidate p50.")
+    quality: QualityDelta | None = None
+    equal_latency: EqualLatencyQuality | None = None
+
+
+class Verdict(Record):
+    """A named check on a run or a pair of runs."""
+
+    check: str
+    status: Literal["pass", "fail", "unknown"]
+    detail: str
+
+
+class WorkloadRef(Record):
+    """What produced the run: workload file, seed and the weights' digests."""
+
+    name: str
+    seed: int | None = None
+    file: FileDigest | None = None
+    weights: FileDigest | None = None
+    knobs: dict[str, str] = Field(default_factory=dict)
+
+
+class RunSource(Record):
+    kind: Literal["replay", "torch_trace"]
+    files: list[FileDigest] = Field(default_factory=list)
+
+
+class RunRecord(Record):
+    """One baseline or candidate run, all five stages."""
+
+    schema_version: int = SCHEMA_VERSION
+    kind: Literal["run"] = "run"
+    name: str
+    source: RunSource
+    workload: WorkloadRef | None = None
+    fingerprint: Fingerprint | None = None
+    graph: GraphStage
+    lower: LowerStage
+    kernel: KernelStage
+    schedule: ScheduleStage
+    outcome: OutcomeStage
+    verdicts: list[Verdict] = Field(default_factory=list)

@@ -1,0 +1,1 @@
+"""Step 4 of the playbook: shrink a divergence to one focused reproducer and apply one bounded fix."""

@@ -1,0 +1,45 @@
+"""JUnit XML for the gate: one testcase per threshold, the format CI systems read.
+
+Built with ``xml.etree.ElementTree`` so escaping is never hand-rolled. A failed
+check is a ``<failure>``, a check without evidence a ``<skipped>``; every
+testcase carries the measured value, the threshold and the detail in
+``<system-out>``.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+from sparsedebug.signoff.gate import GateResult
+
+SUITE = "sparsedebug.gate"
+
+
+def junit_xml(result: GateResult) -> str:
+    """Render a gate result as a JUnit XML document (``<testsuites>`` with one ``<testsuite>``)."""
+    failures = sum(1 for c in result.checks if c.status == "fail")
+    skipped = sum(1 for c in result.checks if c.status == "skipped")
+    counts = {
+        "tests": str(len(result.checks)),
+        "failures": str(failures),
+        "errors": "0",
+        "skipped": str(skipped),
+        "time": "0",
+    }
+    root = ET.Element("testsuites", {"name": "sparsedebug gate", **counts})
+    suite = ET.SubElement(root, "testsuite", {"name": SUITE, **counts})
+    props = ET.SubElement(suite, "properties")
+    ET.SubElement(props, "property", {"name": "baseline", "value": result.baseline})
+    ET.SubElement(props, "property", {"name": "candidate", "value": result.candidate})
+    for check in result.checks:
+        case = ET.SubElement(suite, "testcase", {"classname": SUITE, "name": check.id, "time": "0"})
+        text = f"{check.name}\nmeasured: {check.measured}\nthreshold: {check.threshold}\n{check.detail}"
+        if check.status == "fail":
+            failure = ET.SubElement(case, "failure", {"message": check.detail, "type": "threshold"})
+            failure.text = text
+        elif check.status == "skipped":
+            ET.SubElement(case, "skipped", {"message": check.detail})
+        out = ET.SubElement(case, "system-out")
+        out.text = text
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

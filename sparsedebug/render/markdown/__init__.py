@@ -1,0 +1,1 @@
+"""Markdown documents: the review memo and the sparsity deployment report."""

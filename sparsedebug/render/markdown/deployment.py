@@ -1,0 +1,250 @@
+"""The sparsity deployment report (``report.md``): the memo's required artifact.
+
+Three parts, as the playbook's signoff asks: the supported-layer matrix (each
+layer's op, shape, dtype, pattern, the path it took and why), the pruning
+schedule as recorded in the run, and the dense-fallback impact (share of time and
+FLOPs still dense, and the speedup the fallbacks leave on the table, Amdahl
+style). Then the playbook's metrics to collect and the "sparse reality check"
+bar chart. Pure functions over run records.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sparsedebug.playbook.bundle import LoadedBundle
+from sparsedebug.records.run import KernelPath, RunRecord
+from sparsedebug.signoff.gate import GatePolicy, evaluate
+from sparsedebug.signoff.metrics import fallback_summary, latency, layer_rows, nominal_factor
+from sparsedebug.core.stats import median
+
+BAR = "\u2588"
+
+
+def _shape(shape: list[int] | None) -> str:
+    return "x".join(str(d) for d in shape) if shape else "-"
+
+
+def _md(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def layer_matrix(run: RunRecord) -> list[str]:
+    """The supported-layer matrix as a Markdown table."""
+    lines = [
+        "| layer | op | shape | dtype | pattern | path | reason | kernel p50 ms | dense p50 ms |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in layer_rows(run):
+        path = r.path or "-"
+        if r.fell_back:
+            path = "**dense (fallback)**"
+        reason = r.reason or ("" if r.path != KernelPath.DENSE.value else "unknown")
+        if r.detail:
+            reason = f"{reason}: {r.detail}" if reason else r.detail
+        reason = reason or "-"
+        if r.conversions_per_call:
+            reason += f" (re-converted {r.conversions_per_call}x per call)"
+        lines.append(
+            f"| {_md(r.name)} | {r.op} | {_shape(r.weight_shape or r.input_shape)} | {r.dtype} | {r.intended} | {path} | "
+            f"{_md(reason)} | {'-' if r.time_ms is None else f'{r.time_ms:.4f}'} | "
+            f"{'-' if r.dense_time_ms is None else f'{r.dense_time_ms:.4f}'} |"
+        )
+    return lines
+
+
+def pruning_schedule(run: RunRecord) -> list[str]:
+    """Method, pattern, schedule (steps) and calibration exactly as the run recorded them."""
+    knobs = run.workload.knobs if run.workload is not None else {}
+    patterns = sorted({g.intended for g in run.graph.layers if g.intended.strip().lower() != "dense"})
+    recorded = {k: v for k, v in knobs.items() if k.startswith("pruning.")}
+    lines = []
+    if recorded:
+        for key in ("pruning.method", "pruning.schedule", "pruning.calibration"):
+            if key in recorded:
+                lines.append(f"- {key.split('.', 1)[1]}: {recorded[key]}")
+        for key, value in sorted(recorded.items()):
+            if key not in ("pruning.method", "pruning.schedule", "pruning.calibration"):
+                lines.append(f"- {key.split('.', 1)[1]}: {value}")
+    else:
+        lines.append(
+            f"- method, schedule, calibration: not recorded in this {run.source.kind} run "
+            "(pruning happened outside what sparsedebug observed)"
+        )
+    lines.append(f"- pattern(s): {', '.join(patterns) if patterns else 'none (dense)'}")
+    return lines
+
+
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.1%}"
+
+
+def fallback_impact(run: RunRecord) -> list[str]:
+    """Dense shares of FLOPs and time, fallback counts by reason, and the Amdahl cost."""
+    fb = fallback_summary(run)
+    lines = [
+        f"- layers meant to be sparse: {fb.meant_sparse}; running dense (fallback): {fb.fell_back}"
+        + (f" ({', '.join(f'{k} x{v}' for k, v in sorted(fb.reasons.items()))})" if fb.reasons else ""),
+        f"- share of FLOPs still dense (all dense-path layers): {_pct(fb.dense_flop_share)}; in fallbacks: {_pct(fb.fallback_flop_share)}",
+        f"- share of kernel time still dense: {_pct(fb.dense_time_share)}; in fallbacks: {_pct(fb.fallback_time_share)}",
+    ]
+    if fb.sparse_kernel_speedup is not None:
+        lines.append(f"- sparse kernel speedup: {fb.sparse_kernel_speedup:.3f}x ({fb.sparse_kernel_speedup_source})")
+    if fb.meant_sparse and not fb.fell_back:
+        lines.append("- speedup left on the table by fallbacks: none: no layer meant to be sparse runs dense")
+    elif fb.speedup_left_on_table is not None and fb.sparse_kernel_speedup is not None and fb.sparse_kernel_speedup <= 1.0:
+        lines.append(
+            f"- speedup left on the table by fallbacks: none: the sparse kernels here are not faster than dense "
+            f"({fb.sparse_kernel_speedup:.3f}x), so running the fallback layers sparse would not pay"
+        )
+    elif fb.speedup_left_on_table is not None:
+        lines.append(
+            f"- speedup left on the table by fallbacks (Amdahl, kernel time): {fb.speedup_left_on_table:.3f}x "
+            f"= 1 / ((1 - {fb.fallback_time_share:.3f}) + {fb.fallback_time_share:.3f} / {fb.sparse_kernel_speedup:.3f})"
+        )
+    elif fb.fell_back:
+        lines.append("- speedup left on the table: n/a (no per-layer kernel times for the fallback layers)")
+    if fb.amdahl_ceiling is not None:
+        lines.append(
+            f"- model ceiling if every meant-sparse layer got its nominal M/N (Amdahl over kernel time): {fb.amdahl_ceiling:.3f}x"
+        )
+    return lines
+
+
+def bar_chart(rows: Sequence[tuple[str, float, str]], width: int = 40) -> list[str]:
+    """Text bars: ``(label, value, shown)``; lengths proportional to value, the largest ``width`` long."""
+    top = max((v for _, v, _ in rows if v > 0), default=0.0)
+    label_w = max((len(lbl) for lbl, _, _ in rows), default=0)
+    out = []
+    for label, value, shown in rows:
+        n = 0 if top <= 0 or value <= 0 else max(1, round(width * value / top))
+        out.append(f"{label.ljust(label_w)}  {BAR * n}{' ' if n else ''}{shown}")
+    return out
+
+
+def reality_check(base: RunRecord, run: RunRecord, width: int = 40) -> list[str] | None:
+    """The SPARSE REALITY CHECK bars: nominal speedup, real speedup, fallback overhead.
+
+    Nominal is the pattern's M/N; real is baseline p50 over this run's p50 (the
+    run's own dense-baseline speedup when there is no baseline latency); fallback
+    overhead is the share of kernel time spent in fallback layers, drawn on the
+    same axis as a fraction of the nominal bar. None when no pattern is declared.
+    """
+    factors = {f for f in (nominal_factor(g.intended) for g in run.graph.layers) if f is not None}
+    if not factors:
+        return None
+    nominal = max(factors)
+    b, c = base.outcome.latency_samples_ms, run.outcome.latency_samples_ms
+    real = median(b) / median(c) if b and c else run.outcome.effective_speedup
+    fb = fallback_summary(run)
+    rows: list[tuple[str, float, str]] = [("nominal speedup", nominal, f"{nominal:.2f}x (pattern M/N)")]
+    if fb.amdahl_ceiling is not None:
+        rows.append(("model ceiling", fb.amdahl_ceiling, f"{fb.amdahl_ceiling:.2f}x (Amdahl over kernel time)"))
+    rows.append(("real speedup", real or 0.0, f"{real:.2f}x (baseline p50 / run p50)" if real else "n/a"))
+    overhead = fb.fallback_time_share
+    if overhead is not None:
+        rows.append(("fallback overhead", overhead * nominal, f"{overhead:.1%} of kernel time in dense fallbacks"))
+    dense = fb.dense_time_share
+    if dense is not None:
+        rows.append(("dense time share", dense * nominal, f"{dense:.1%} of kernel time on dense paths"))
+    return bar_chart(rows, width)
+
+
+def collected_metrics(run: RunRecord) -> list[str]:
+    """The playbook's four metrics to collect, as far as the record carries them."""
+    lines = []
+    busy = sum(run.kernel.by_class_ms.values()) if run.kernel.by_class_ms else 0.0
+    if busy > 0:
+        shares = ", ".join(f"{k} {v / busy:.1%}" for k, v in sorted(run.kernel.by_class_ms.items(), key=lambda kv: -kv[1]))
+        lines.append(f"- tensor-core / FMA occupancy proxy (kernel time by class): {shares}")
+    else:
+        rows = layer_rows(run)
+        total = sum(r.time_ms or 0.0 for r in rows)
+        sparse = sum(r.time_ms or 0.0 for r in rows if r.path == KernelPath.SPARSE.value)
+        if total > 0:
+            lines.append(f"- occupancy proxy: {sparse / total:.1%} of kernel time on the sparse path (no per-class counters)")
+        else:
+            lines.append("- occupancy: no kernel timing in the record; capture an Nsight Compute report")
+    fb = fallback_summary(run)
+    lines.append(
+        f"- fallback kernel rate: {'n/a' if fb.rate is None else f'{fb.rate:.1%}'} ({fb.fell_back}/{fb.meant_sparse} meant-sparse layers)"
+    )
+    meta = sum(lo.metadata_bytes or 0 for lo in run.lower.layers if lo.path == KernelPath.SPARSE)
+    vals = sum(lo.value_bytes or 0 for lo in run.lower.layers if lo.path == KernelPath.SPARSE)
+    conv = [lo for lo in run.lower.layers if lo.conversions_per_call > 0]
+    if vals:
+        text = f"- sparse metadata overhead: {meta} metadata bytes over {vals} value bytes ({meta / vals:.1%})"
+    else:
+        text = "- sparse metadata overhead: no metadata/value bytes recorded"
+    if conv:
+        per_call = sum((lo.conversion_ms or 0.0) * lo.conversions_per_call for lo in conv)
+        text += f"; {len(conv)} layer(s) re-convert weights on every call, {per_call:.3f} ms per forward"
+    lines.append(text)
+    q = run.outcome.quality
+    errs = [r for r in layer_rows(run) if r.rel_err is not None]
+    worst = max(errs, key=lambda r: r.rel_err or 0.0) if errs else None
+    qt = f"output cosine {q.cosine:.4f}, rel err {q.rel_err:.4g} vs dense" if q is not None else "no quality measurement"
+    if worst is not None:
+        qt += f"; worst layer {worst.name} rel err {worst.rel_err:.3g} vs fp64 ({worst.precision or worst.dtype})"
+    lines.append(f"- quality guardrail drift: {qt}")
+    return lines
+
+
+def _latency_row(label: str, run: RunRecord, base: RunRecord) -> str:
+    p = latency(run)
+    if p is None:
+        return f"| {label} | `{_md(run.name)}` | - | - | - | - | - |"
+    b = latency(base)
+    speed = f"{b.p50 / p.p50:.3f}x" if b is not None else "-"
+    budget = "-" if run.outcome.budget_ms is None else f"{run.outcome.budget_ms:g}"
+    return f"| {label} | `{_md(run.name)}` | {p.p50:.3f} | {p.p95:.3f} | {p.p99:.3f} | {speed} | {budget} |"
+
+
+def render_report(bundle: LoadedBundle) -> str:
+    """The sparsity deployment report for ``bundle`` as Markdown."""
+    base, cand, fixed = bundle.baseline, bundle.candidate, bundle.fixed
+    lines = ["# Sparsity deployment report", ""]
+    lines.append(
+        f"Baseline `{base.name}` ({base.source.kind}), candidate `{cand.name}` ({cand.source.kind})"
+        + (f", fixed `{fixed.name}` ({fixed.source.kind})" if fixed is not None else "")
+        + f"; bundle `{bundle.root.name}`, {bundle.manifest.created_at}."
+    )
+    lines += ["", "## Latency (whole forward)", ""]
+    lines.append("| run | name | p50 ms | p95 ms | p99 ms | speedup vs baseline (p50) | budget ms |")
+    lines.append("| --- | --- | --- | --- | --- | --- | --- |")
+    lines.append(_latency_row("baseline", base, base))
+    lines.append(_latency_row("candidate", cand, base))
+    if fixed is not None:
+        lines.append(_latency_row("fixed", fixed, base))
+    lines += ["", "## Correctness, quality and performance matrix (default gate vs the baseline)", ""]
+    runs = [("candidate", cand)] + ([("fixed", fixed)] if fixed is not None else [])
+    results = [(label, evaluate(base, run, GatePolicy())) for label, run in runs]
+    checks = [c.id for c in results[0][1].checks]
+    lines.append("| run | " + " | ".join(checks) + " |")
+    lines.append("| --- |" + " --- |" * len(checks))
+    for label, result in results:
+        cells = [f"{c.status}: {_md(c.measured)}" for c in result.checks]
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    for label, run in runs:
+        lines += ["", f"## Supported-layer matrix ({label}, backend `{run.lower.backend}`)", ""]
+        lines += layer_matrix(run)
+        lines += ["", f"## Pruning schedule ({label}, as recorded)", ""]
+        lines += pruning_schedule(run)
+        lines += ["", f"## Dense-fallback impact ({label})", ""]
+        lines += fallback_impact(run)
+        lines += ["", f"## Metrics collected ({label})", ""]
+        lines += collected_metrics(run)
+        chart = reality_check(base, run)
+        lines += ["", f"## Sparse reality check ({label})", ""]
+        if chart is None:
+            lines.append("No layer of this run declares an N:M pattern: nothing to check.")
+        else:
+            lines += ["```", "SPARSE REALITY CHECK", "", *chart, "```"]
+    lines.append("")
+    return "\n".join(lines)
+
+
+def terminal_reality_check(bundle: LoadedBundle, width: int = 40) -> list[str]:
+    """The reality-check bars for the terminal: the fixed run's when there is one, else the candidate's."""
+    run = bundle.fixed or bundle.candidate
+    return reality_check(bundle.baseline, run, width) or []

@@ -1,0 +1,458 @@
+"""The ACCELERATOR REVIEW MEMO, rendered from a bundle: a pure function, bundle in, Markdown out.
+
+Sections follow the playbook's template: 1 Symptom, 2 Mechanism hypothesis,
+3 Proposed action, 4 Signoff. Every number is read from the bundle's records
+(run records, bisect, classification, fix outcome, fingerprint); where the bundle
+lacks a figure the memo says what is missing instead of filling it in. Latency is
+always quoted as p50/p95/p99.
+
+The final decision (``decide``) refuses ``ship`` unless the run it would ship
+carries both fallback evidence (a lowering decision with reason for every layer)
+and quality evidence (a quality measurement against the dense model), and the
+default gate passes on it.
+"""
+
+from __future__ import annotations
+
+
+
+from pydantic import BaseModel
+
+from sparsedebug.playbook.bundle import LoadedBundle, Movement
+from sparsedebug.playbook.run import Playbook
+from sparsedebug.records.run import RunRecord
+from sparsedebug.reduce.reduce import ReduceResult
+from sparsedebug.signoff.gate import GatePolicy, GateResult, evaluate
+from sparsedebug.signoff.metrics import equal_latency_sentence, fallback_summary, has_fallback_evidence, has_quality_evidence
+from sparsedebug.core.stats import SampleComparison, median, percentiles
+
+MECHANISM_OWNER = {
+    "compute": "compiler_sparsity_pass_owner",
+    "memory": "serving_performance_owner",
+    "scheduling": "serving_performance_owner",
+    "precision": "model_optimization_lead",
+    "thermal": "accelerator_architecture_owner",
+}
+"""Who owns the proposed change, by the winning mechanism."""
+
+
+class DecisionOutcome(BaseModel):
+    """The memo's final decision, the run it was judged on, and why."""
+
+    decision: str
+    judged_on: str
+    reasons: list[str]
+    ship_refused: list[str]
+    gate: GateResult | None
+
+
+def _lat(run: RunRecord) -> str:
+    samples = run.outcome.latency_samples_ms
+    if not samples:
+        return "no latency samples"
+    p = percentiles(samples)
+    return f"p50/p95/p99 {p.p50:.3f}/{p.p95:.3f}/{p.p99:.3f} ms (n={p.n})"
+
+
+def _speedup(base: RunRecord, run: RunRecord) -> float | None:
+    b, c = base.outcome.latency_samples_ms, run.outcome.latency_samples_ms
+    if not b or not c:
+        return None
+    return median(b) / median(c)
+
+
+def _fmt(value: float | None, spec: str = ".3f", suffix: str = "") -> str:
+    return "n/a" if value is None else f"{value:{spec}}{suffix}"
+
+
+def decide(bundle: LoadedBundle, book: Playbook, policy: GatePolicy | None = None) -> DecisionOutcome:
+    """Ship, bounded rollout, rollback or escalate, from the bundle's evidence.
+
+    Judged on the fixed run when there is one, else the candidate. ``ship`` needs
+    the gate to pass and both fallback and quality evidence in the judged run.
+    Otherwise: no winning mechanism escalates; a judged run that fails the speed
+    or quality check (no bounded fix recovered it) rolls back; a judged run that
+    holds speed and quality after a fix that measurably moved the metric (or
+    without needing one) goes to ``bounded_rollout``; anything else escalates.
+    """
+    final = bundle.fixed or bundle.candidate
+    label = "fixed candidate" if bundle.fixed is not None else "candidate"
+    gate = evaluate(bundle.baseline, final, policy or GatePolicy())
+    checks = {c.id: c for c in gate.checks}
+    refused: list[str] = []
+    for need in book.decision("ship").requires:
+        if need == "fallback_evidence" and not has_fallback_evidence(final):
+            refused.append(f"no fallback evidence: the {label} lacks a lowering decision with reason for every layer")
+        elif need == "quality_evidence" and not has_quality_evidence(final):
+            refused.append(f"no quality evidence: the {label} carries no quality measurement against the dense model")
+        elif need == "speedup" and checks.get("effective_speedup") is not None:
+            if checks["effective_speedup"].status != "pass":
+                refused.append(f"effective speedup check {checks['effective_speedup'].status}: {checks['effective_speedup'].detail}")
+        elif need == "quality_holds" and checks.get("quality_delta") is not None:
+            if checks["quality_delta"].status == "fail":
+                refused.append(f"quality guardrail fails: {checks['quality_delta'].detail}")
+    failing = [c for c in gate.checks if c.status == "fail"]
+    for c in failing:
+        if c.id not in ("effective_speedup", "quality_delta"):
+            refused.append(f"gate check {c.id} fails: {c.detail}")
+    winner = getattr(bundle.classification, "winner", None)
+    reasons: list[str] = []
+    fix = bundle.fix
+    speed_fail = checks.get("effective_speedup") is not None and checks["effective_speedup"].status == "fail"
+    quality_fail = checks.get("quality_delta") is not None and checks["quality_delta"].status == "fail"
+    if not refused:
+        reasons.append(f"the {label} passes every gate check with fallback and quality evidence in the bundle")
+        decision = "ship"
+    elif winner is None and bundle.classification is not None:
+        reasons.append("no mechanism won the classification: the evidence does not single one out")
+        decision = "escalate"
+    elif speed_fail or quality_fail:
+        worse = " and ".join(w for w, bad in (("slower", speed_fail), ("worse in quality", quality_fail)) if bad)
+        recovered = " even after the bounded fix" if fix is not None and fix.applied else " and no fix was applied"
+        reasons.append(f"the {label} is {worse} than the baseline allows{recovered}")
+        decision = "rollback"
+    elif fix is None or fix.moved:
+        moved = f"the bounded fix moved {fix.target or 'its target metric'}" if fix is not None else "no fix was needed"
+        q = checks.get("quality_delta")
+        holds = "speed and quality" if q is not None and q.status == "pass" else "speed (quality not measured)"
+        reasons.append(f"{moved} and the {label} holds {holds}, but ship is refused until the evidence below is in")
+        decision = "bounded_rollout"
+    else:
+        reasons.append("the applied fix did not move the metric and the evidence is incomplete")
+        decision = "escalate"
+    return DecisionOutcome(decision=decision, judged_on=label, reasons=reasons, ship_refused=refused, gate=gate)
+
+
+def _symptom(b: LoadedBundle, book: Playbook) -> list[str]:
+    base, cand = b.baseline, b.candidate
+    out = ["## 1. Symptom", ""]
+    speed = _speedup(base, cand)
+    gate = evaluate(base, cand, GatePolicy())
+    failing = [c.id for c in gate.checks if c.status == "fail"]
+    metric = [f"- **Failing metric**: {book.primary_metric.name}."]
+    metric.append(
+        f"  - Candidate speedup over the baseline (baseline p50 / candidate p50): **{_fmt(speed, '.3f', 'x')}**."
+    )
+    metric.append(f"  - Latency, baseline `{base.name}`: {_lat(base)}; candidate `{cand.name}`: {_lat(cand)}.")
+    if cand.outcome.budget_ms is not None and cand.outcome.latency_samples_ms:
+        p99 = percentiles(cand.outcome.latency_samples_ms).p99
+        within = "within" if p99 <= cand.outcome.budget_ms else "over"
+        metric.append(f"  - Latency budget {cand.outcome.budget_ms:g} ms: candidate p99 {p99:.3f} ms is {within} it.")
+    if cand.outcome.effective_speedup is not None:
+        metric.append(f"  - Candidate's own effective speedup vs its dense baseline (same process): {cand.outcome.effective_speedup:.3f}x.")
+    q = cand.outcome.quality
+    if q is not None:
+        line = f"  - Quality vs the dense model: output cosine {q.cosine:.4f}, relative error {q.rel_err:.4g}"
+        if q.accuracy is not None and q.dense_accuracy is not None:
+            line += f", accuracy {q.accuracy:.4f} vs dense {q.dense_accuracy:.4f}"
+        metric.append(line + ".")
+    else:
+        metric.append("  - Quality vs the dense model: not measured in the candidate record.")
+    eq = cand.outcome.equal_latency
+    if eq is not None:
+        sentence = equal_latency_sentence(eq)
+        metric.append(f"  - {sentence[0].upper()}{sentence[1:]}.")
+    metric.append(
+        "  - Default gate on candidate vs baseline: "
+        + (f"fails {', '.join(failing)}." if failing else "passes.")
+    )
+    out += metric
+
+    ref = cand.workload
+    slice_parts = [f"`{ref.name}`" if ref else f"`{cand.name}`"]
+    if cand.graph.tokens is not None:
+        slice_parts.append(f"{cand.graph.tokens} tokens per forward")
+    slice_parts.append(f"{len(cand.graph.layers)} layers")
+    slice_parts.append(f"backend `{cand.lower.backend}`")
+    if ref is not None and ref.seed is not None:
+        slice_parts.append(f"seed {ref.seed}")
+    src = b.input("candidate")
+    origin = f"{cand.source.kind} of {src.label}" if src is not None else cand.source.kind
+    out.append(f"- **Workload or traffic slice**: {', '.join(slice_parts)}; {origin}.")
+    if ref is not None and ref.knobs:
+        out.append("  - Knobs: " + ", ".join(f"{k}={v}" for k, v in sorted(ref.knobs.items())) + ".")
+
+    out.append(f"- **First failing layer or stage**: {_first_stage(b)}")
+    out += _tags(b)
+    out.append("")
+    return out
+
+
+def _cmp_text(cmp: SampleComparison) -> str:
+    parts = [f"ratio {cmp.ratio:.3f}"]
+    if cmp.ci_low is not None and cmp.ci_high is not None:
+        parts.append(f"{100 * (1 - cmp.alpha):.4g}% CI [{cmp.ci_low:.3f}, {cmp.ci_high:.3f}]")
+    if cmp.p_value is not None:
+        parts.append(f"p={cmp.p_value:.3g}")
+    parts.append(f"n={cmp.n_base}/{cmp.n_cand}")
+    return ", ".join(parts)
+
+
+def _first_stage(b: LoadedBundle) -> str:
+    bis = b.bisect
+    if bis is None:
+        return "not located (no bisect result in the bundle)."
+    if bis.first_stage is None:
+        return f"no persistent divergence ({bis.state}): {bis.verdict}"
+    stage = bis.stage(bis.first_stage)
+    text = f"stage **`{bis.first_stage}`**: {stage.summary}"
+    regress = [f for f in stage.layers if f.regression]
+    if regress:
+        named = "; ".join(f"`{f.layer}` ({f.kind}: {f.detail})" for f in regress[:4])
+        text += f" Layers: {named}."
+    if bis.effect is not None:
+        text += f" Effect on {bis.effect_metric or 'the metric'}: {_cmp_text(bis.effect)}."
+    if bis.explains:
+        text += f" Explains downstream: {', '.join(bis.explains)}."
+    top = [r for r in bis.layers if r.contribution_ms > 0][:3]
+    if top:
+        text += " Largest contributions to the latency change: " + ", ".join(
+            f"`{r.layer}` {r.contribution_ms:+.3f} ms" + (f" ({r.share:.0%})" if r.share is not None else "") for r in top
+        ) + "."
+    return text
+
+
+def _tags(b: LoadedBundle) -> list[str]:
+    lines = ["- **Build and runtime tags**:"]
+    fp = b.fingerprint
+    if fp is not None:
+        blas = ", ".join(f"{lib.internal_api} {lib.version or '?'} ({lib.num_threads} threads)" for lib in fp.numpy.blas) or "none"
+        git = f"{fp.git.revision[:12]}{' dirty' if fp.git.dirty else ''}" if fp.git else "not a git checkout"
+        lines.append(
+            f"  - Walk environment (fingerprint.json): sparsedebug git {git}; {fp.python.implementation} "
+            f"{fp.python.version}; {fp.platform.system} {fp.platform.release} {fp.platform.machine}; "
+            f"CPU {fp.cpu.model or '?'} ({fp.cpu.logical_cores} logical cores); numpy {fp.numpy.version}, BLAS {blas}."
+        )
+    for role, run in (("baseline", b.baseline), ("candidate", b.candidate), ("fixed", b.fixed)):
+        if run is None:
+            continue
+        tags = [f"source {run.source.kind}", f"backend `{run.lower.backend}`"]
+        rf = run.fingerprint
+        if rf is not None:
+            if rf.torch is not None:
+                tags.append(f"torch {rf.torch.version} CUDA {rf.torch.cuda}")
+            for gpu in rf.gpus:
+                tags.append(f"GPU {gpu.name} driver {gpu.driver}")
+        for f in run.source.files[:2]:
+            tags.append(f"{f.path.rsplit('/', 1)[-1]} sha256:{f.sha256[:12]}")
+        if run.workload is not None and run.workload.file is not None:
+            tags.append(f"workload sha256:{run.workload.file.sha256[:12]}")
+        if run.schedule.threads is not None:
+            tags.append(f"{run.schedule.threads} threads")
+        lines.append(f"  - {role} `{run.name}`: " + "; ".join(tags) + ".")
+    return lines
+
+
+def _mechanism(b: LoadedBundle, book: Playbook) -> list[str]:
+    out = ["## 2. Mechanism hypothesis", ""]
+    cls = b.classification
+    if cls is None:
+        out += ["- **Primary mechanism**: not classified (no classification in the bundle).", ""]
+        return out
+    scores = {s.mechanism.value if hasattr(s.mechanism, "value") else str(s.mechanism): s for s in cls.scores}
+    if cls.winner is None:
+        out.append("- **Primary mechanism**: none: no rule fired strongly enough to name one.")
+    else:
+        w = cls.winner.value
+        ws = scores[w]
+        summary = next(m.summary for m in book.mechanisms if m.id == w)
+        margin = "" if cls.margin is None else (
+            ", runner-up scored 0" if cls.margin == float("inf") else f", {cls.margin:.2f} ahead of the runner-up"
+        )
+        out.append(f"- **Primary mechanism**: **{w}** (score {ws.score:.2f}{margin}). {summary}")
+        for e in cls.evidence_for(cls.winner):
+            if not e.fired:
+                continue
+            value = "n/a" if e.value is None else f"{e.value:.4g}"
+            out.append(f"  - `{e.rule}`: {e.metric} = {value} {e.op} {e.threshold:g} {e.unit}; {e.detail} [{e.source}]")
+        if cls.proving_artifact:
+            out.append(f"  - Artifact that proves it: {cls.proving_artifact}.")
+    out.append("- **Competing hypotheses**:")
+    winner_score = scores[cls.winner.value].score if cls.winner is not None else None
+    for s in sorted(cls.scores, key=lambda s: s.rank):
+        name = s.mechanism.value
+        if cls.winner is not None and name == cls.winner.value:
+            continue
+        fired = [e for e in cls.evidence_for(s.mechanism) if e.fired]
+        if s.status == "unknown":
+            why = "cannot be ruled in or out: the artifact that would settle it is missing (below)"
+        elif fired:
+            why = "fired " + ", ".join(f"`{e.rule}`" for e in fired[:3])
+            if winner_score is not None:
+                why += f", but scores {s.score:.2f} below the winner's {winner_score:.2f}"
+        else:
+            why = f"none of its {s.rules_evaluated} evaluated rule(s) fired"
+        out.append(f"  - {name} (rank {s.rank}, score {s.score:.2f}, {s.status}): {why}.")
+    out.append("- **Missing evidence**:" + ("" if cls.missing_evidence else " none for the ranking above."))
+    for m in cls.missing_evidence:
+        out.append(f"  - {m.mechanism.value}: {m.reason}; capture: {m.capture}.")
+    out.append("")
+    return out
+
+
+def _movement_line(m: Movement) -> str:
+    unit = f" {m.unit}" if m.unit and m.unit != "x" else ("x" if m.unit == "x" else "")
+    spec = ".4g" if not m.unit else ".3f"
+    line = f"{m.metric}: {m.before:{spec}}{unit} -> {m.after:{spec}}{unit}"
+    if m.before:
+        line += f" ({(m.after / m.before - 1):+.1%})"
+    return line
+
+
+def _action(b: LoadedBundle, book: Playbook) -> list[str]:
+    out = ["## 3. Proposed action", ""]
+    cls = b.classification
+    fix = cls.fix if cls is not None else None
+    if fix is None:
+        out.append("- **Smallest reversible change**: none proposed (no classified mechanism).")
+    else:
+        out.append(f"- **Smallest reversible change**: {fix.text} (rule `{fix.rule}`; should move {fix.metric} {fix.direction}).")
+    red = b.reduce
+    if red is not None:
+        out.append(f"  - Focused reproducer (reproducer.yaml): {_reduce_text(red)}")
+    fo = b.fix
+    if fo is not None:
+        out.append(f"  - Applied: {fo.how}" if fo.applied else f"  - Not applied: {fo.how}")
+    lat = next((m for m in (fo.movements if fo else []) if m.metric == "latency p50"), None)
+    if lat is not None and lat.expected_after is not None:
+        out.append(
+            f"- **Expected movement**: latency p50 {lat.before:.3f} ms -> {lat.expected_after:.3f} ms "
+            f"({lat.expected_after / lat.before - 1:+.1%}); basis: {lat.expected_basis}."
+        )
+        sp = next((m for m in fo.movements if m.metric.startswith("speedup")), None) if fo else None
+        if sp is not None and sp.expected_after is not None:
+            out.append(f"  - Expected speedup over the baseline: {sp.before:.3f}x -> {sp.expected_after:.3f}x.")
+    elif lat is not None:
+        out.append(f"- **Expected movement**: {fix.metric + ' ' + fix.direction if fix else 'n/a'}; no latency projection: {lat.expected_basis}.")
+    else:
+        out.append(
+            "- **Expected movement**: "
+            + (f"{fix.metric} {fix.direction}; " if fix else "")
+            + "not projected: the bundle has no re-run to measure against."
+        )
+    if fo is not None and fo.movements:
+        target = fo.target or "its target metric"
+        verdict = f"moved {target} the expected way" if fo.moved else (
+            f"did NOT move {target}" if fo.moved is False else "could not be judged"
+        )
+        out.append(
+            f"- **Measured movement** (candidate -> fixed re-run): the fix {verdict}; latency samples: {fo.significance}."
+        )
+        for m in fo.movements:
+            out.append(f"  - {_movement_line(m)}")
+        if lat is not None and lat.expected_after is not None and lat.before:
+            exp_change = lat.expected_after / lat.before - 1
+            got = lat.after / lat.before - 1
+            size = "about as projected" if abs(got - exp_change) <= 0.05 else (
+                "more than projected" if abs(got) > abs(exp_change) else "less than projected"
+            )
+            out.append(f"  - Measured against expected: p50 {got:+.1%} measured vs {exp_change:+.1%} expected: {size}.")
+    out.append("- **Regression risk**:")
+    out += _risks(b)
+    out.append("")
+    return out
+
+
+def _reduce_text(red: ReduceResult) -> str:
+    kept = ", ".join(f"{c.key} ({c.detail})" for c in red.kept) or "none"
+    shape = f"{red.layers_before} -> {red.layers_after} layers" if red.layers_after is not None else f"{red.layers_before} layers"
+    tokens = f", {red.tokens_before} -> {red.tokens_after} tokens" if red.tokens_after is not None else ""
+    text = (
+        f"{red.verdict}; kept {len(red.kept)} of {len(red.changes)} differences: {kept}; {shape}{tokens}; "
+        f"{red.replays} timed replays, {red.static_probes} static probes, {red.flaky_probes} flaky"
+    )
+    if red.command:
+        text += f"; reproduce with `{red.command}` from the bundle directory"
+    return text + "."
+
+
+def _risks(b: LoadedBundle) -> list[str]:
+    final = b.fixed or b.candidate
+    label = "fixed" if b.fixed is not None else "candidate"
+    gate = evaluate(b.baseline, final, GatePolicy())
+    checks = {c.id: c for c in gate.checks}
+    lines = []
+    prec = checks.get("precision_drift")
+    if prec is None:
+        lines.append("  - correctness: not checked (precision check off in the policy).")
+    elif prec.status == "skipped":
+        lines.append(f"  - correctness: not measured in the {label} run (no per-layer kernel error vs an fp64 reference): unassessed.")
+    else:
+        lines.append(f"  - correctness: {label} run {prec.status}s the precision check: {prec.measured}; {prec.detail}.")
+    q_before, q_after = b.candidate.outcome.quality, final.outcome.quality
+    if q_after is None:
+        lines.append(f"  - quality: no quality measurement in the {label} run: quality risk is unassessed.")
+    elif b.fixed is not None and q_before is not None:
+        lines.append(f"  - quality: output cosine vs dense {q_before.cosine:.4f} (candidate) -> {q_after.cosine:.4f} (fixed).")
+    else:
+        lines.append(f"  - quality: output cosine vs dense {q_after.cosine:.4f}.")
+    cls = b.classification
+    thermal = None
+    if cls is not None:
+        thermal = next((s for s in cls.scores if s.mechanism.value == "thermal"), None)
+    if cls is None or thermal is None:
+        lines.append("  - thermal: not assessed (no classification).")
+    else:
+        miss = [m for m in cls.missing_evidence if m.mechanism.value == "thermal"]
+        extra = f"; to settle it: {miss[0].capture}" if miss else ""
+        lines.append(f"  - thermal: scored {thermal.score:.2f} ({thermal.status}, {thermal.rules_fired} of {thermal.rules_evaluated} rules fired){extra}.")
+    compat = []
+    if b.fixed is not None:
+        before = {lo.name: lo.path.value for lo in b.candidate.lower.layers}
+        changed = [f"{lo.name} {before[lo.name]}->{lo.path.value}" for lo in b.fixed.lower.layers if lo.name in before and before[lo.name] != lo.path.value]
+        if changed:
+            compat.append("lowering changed for " + ", ".join(changed[:5]))
+        kb = b.candidate.workload.knobs if b.candidate.workload else {}
+        kf = b.fixed.workload.knobs if b.fixed.workload else {}
+        knob_changes = [f"{k} {kb.get(k)}->{kf.get(k)}" for k in sorted(set(kb) | set(kf)) if kb.get(k) != kf.get(k)]
+        if knob_changes:
+            compat.append("knobs changed: " + ", ".join(knob_changes))
+        if b.fixed.source.kind != b.candidate.source.kind:
+            compat.append(f"runtime path changed ({b.candidate.source.kind} -> {b.fixed.source.kind})")
+    compat.append(f"backend `{final.lower.backend}`")
+    lines.append("  - software compatibility: " + "; ".join(compat) + ".")
+    return lines
+
+
+def _signoff(b: LoadedBundle, book: Playbook, decision: DecisionOutcome) -> list[str]:
+    out = ["## 4. Signoff", ""]
+    final = b.fixed or b.candidate
+    fb = fallback_summary(final)
+    report = b.manifest.files.get("report", "report.md")
+    impact = f"{fb.fell_back} of {fb.meant_sparse} meant-sparse layers run dense"
+    if fb.dense_time_share is not None:
+        impact += f", {fb.dense_time_share:.1%} of kernel time dense"
+    if fb.speedup_left_on_table is not None and fb.speedup_left_on_table > 1.0:
+        impact += f", {fb.speedup_left_on_table:.3f}x left on the table by fallbacks"
+    elif fb.sparse_kernel_speedup is not None and fb.sparse_kernel_speedup <= 1.0 and fb.fell_back:
+        impact += f", nothing left on the table: sparse kernels measured {fb.sparse_kernel_speedup:.3f}x vs dense"
+    out.append(f"- **Required artifact**: {book.memo.required_artifact} See `{report}` ({len(final.graph.layers)} layers in the matrix; {impact}).")
+    owners = [book.owner(o).title for o in book.memo.required_owners]
+    lead = None
+    cls = b.classification
+    if cls is not None and cls.winner is not None:
+        lead = book.owner(MECHANISM_OWNER[cls.winner.value]).title
+    out.append("- **Required owners**: " + ", ".join(owners) + (f"; the proposed change is owned by the {lead}." if lead else "."))
+    label = book.decision(decision.decision).label
+    out.append(f"- **Final decision**: **{label}**, judged on the {decision.judged_on}: " + "; ".join(decision.reasons) + ".")
+    if decision.decision != "ship" and decision.ship_refused:
+        out.append("  - Ship refused because:")
+        for r in decision.ship_refused:
+            out.append(f"    - {r}")
+    out.append("")
+    return out
+
+
+def render_memo(bundle: LoadedBundle, book: Playbook, policy: GatePolicy | None = None) -> str:
+    """The review memo for ``bundle`` as Markdown."""
+    decision = decide(bundle, book, policy)
+    lines = [f"# {book.memo.title}", ""]
+    inputs = ", ".join(f"{i.role} {i.label} ({i.kind})" for i in bundle.manifest.inputs)
+    lines.append(f"Bundle `{bundle.root.name}`, created {bundle.manifest.created_at}, playbook `{bundle.manifest.playbook}`; inputs: {inputs}.")
+    lines.append("")
+    lines += _symptom(bundle, book)
+    lines += _mechanism(bundle, book)
+    lines += _action(bundle, book)
+    lines += _signoff(bundle, book, decision)
+    return "\n".join(lines)
+

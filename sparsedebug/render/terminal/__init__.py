@@ -1,0 +1,1 @@
+"""Rich renderables and terminal text for each record."""

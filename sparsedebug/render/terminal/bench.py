@@ -1,0 +1,53 @@
+"""Render kernel benchmark rows as a rich table."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.table import Table
+
+from sparsedebug.kernels.bench import KernelBenchRow
+
+
+def _ratio(value: float) -> str:
+    colour = "green" if value >= 1.0 else "red"
+    return f"[{colour}]{value:.2f}x[/{colour}]"
+
+
+def kernel_bench_table(rows: Sequence[KernelBenchRow]) -> Table:
+    """Median ms per variant and the ratios (baseline / kernel; above 1 is faster)."""
+    first = rows[0]
+    title = f"kernel bench {first.shape[0]}x{first.shape[1]} fp32, {first.pattern}, block {first.block}"
+    table = Table(title=title)
+    table.add_column("tokens", justify="right")
+    for name in ("dense", "limit", "csr", "nm", "vnm"):
+        table.add_column(f"{name} ms", justify="right")
+    table.add_column("vnm vs dense", justify="right")
+    table.add_column("vnm vs limit", justify="right")
+    table.add_column("nm vs csr", justify="right")
+    for row in rows:
+        table.add_row(
+            str(row.tokens),
+            *(f"{value:.2f}" for value in (row.dense_ms, row.limit_ms, row.csr_ms, row.nm_ms, row.vnm_ms)),
+            _ratio(row.vnm_vs_dense),
+            _ratio(row.vnm_vs_limit),
+            _ratio(row.nm_vs_csr),
+        )
+    table.caption = (
+        f"medians of {first.rounds} interleaved rounds; BLAS {first.blas}, {first.blas_threads} thread(s); "
+        "ratio = baseline ms / kernel ms"
+    )
+    return table
+
+
+def tails_table(rows: Sequence[KernelBenchRow]) -> Table:
+    """p50/p95/p99 per variant and token count."""
+    table = Table(title="tails (ms)")
+    table.add_column("tokens", justify="right")
+    table.add_column("variant")
+    for label in ("p50", "p95", "p99"):
+        table.add_column(label, justify="right")
+    for row in rows:
+        for name, pct in row.percentiles_ms.items():
+            table.add_row(str(row.tokens), name, f"{pct.p50:.2f}", f"{pct.p95:.2f}", f"{pct.p99:.2f}")
+    return table

@@ -1,0 +1,65 @@
+"""Render a finished playbook bundle for the terminal: headline, decision, reality check, files."""
+
+from __future__ import annotations
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from sparsedebug.playbook.bundle import LoadedBundle
+from sparsedebug.playbook.run import Playbook
+from sparsedebug.render.markdown.deployment import terminal_reality_check
+from sparsedebug.render.markdown.memo import decide
+from sparsedebug.core.stats import percentiles
+
+
+def bundle_summary(bundle: LoadedBundle, book: Playbook) -> RenderableType:
+    """What the walk found, in one screen; the memo and report hold the rest."""
+    runs = Table(title="latency (whole forward)")
+    runs.add_column("run")
+    runs.add_column("name")
+    runs.add_column("p50 ms", justify="right")
+    runs.add_column("p95 ms", justify="right")
+    runs.add_column("p99 ms", justify="right")
+    runs.add_column("speedup vs baseline", justify="right")
+    base = percentiles(bundle.baseline.outcome.latency_samples_ms) if bundle.baseline.outcome.latency_samples_ms else None
+    for role, run in (("baseline", bundle.baseline), ("candidate", bundle.candidate), ("fixed", bundle.fixed)):
+        if run is None or not run.outcome.latency_samples_ms:
+            continue
+        p = percentiles(run.outcome.latency_samples_ms)
+        speed = f"{base.p50 / p.p50:.3f}x" if base is not None else "-"
+        runs.add_row(role, run.name, f"{p.p50:.3f}", f"{p.p95:.3f}", f"{p.p99:.3f}", speed)
+    lines = Text()
+    bis = bundle.bisect
+    if bis is not None:
+        lines.append("first divergent stage: ", style="bold")
+        lines.append(f"{bis.first_stage or 'none'} ({bis.state})\n")
+    cls = bundle.classification
+    if cls is not None:
+        lines.append("mechanism: ", style="bold")
+        lines.append(f"{cls.winner.value if cls.winner else 'none'}\n")
+        if cls.fix is not None:
+            lines.append("fix: ", style="bold")
+            lines.append(cls.fix.text + "\n")
+    if bundle.fix is not None:
+        lines.append("applied: " if bundle.fix.applied else "not applied: ", style="bold")
+        lines.append(bundle.fix.how + "\n")
+        if bundle.fix.moved is not None:
+            lines.append("measured: ", style="bold")
+            target = bundle.fix.target or "its target metric"
+            lines.append((f"moved {target}" if bundle.fix.moved else f"did NOT move {target}") + f"; latency: {bundle.fix.significance}\n")
+    decision = decide(bundle, book)
+    lines.append("decision: ", style="bold")
+    lines.append(f"{book.decision(decision.decision).label} ({decision.judged_on})\n")
+    for reason in decision.reasons:
+        lines.append(f"  because {reason}\n")
+    if decision.decision != "ship":
+        for refusal in decision.ship_refused:
+            lines.append(f"  not ship: {refusal}\n")
+    chart = terminal_reality_check(bundle)
+    parts: list[RenderableType] = [runs, lines]
+    if chart:
+        parts.append(Text("SPARSE REALITY CHECK\n" + "\n".join(chart) + "\n"))
+    files = ", ".join(sorted(bundle.manifest.files.values()))
+    parts.append(Text(f"wrote {bundle.root}: {files}"))
+    return Group(*parts)

@@ -1,0 +1,23 @@
+"""Render a gate result as a rich table (pure function)."""
+
+from __future__ import annotations
+
+from rich.table import Table
+
+from sparsedebug.signoff.gate import GateResult
+
+_STYLE = {"pass": "[green]pass[/green]", "fail": "[red]FAIL[/red]", "skipped": "[yellow]skipped[/yellow]"}
+
+
+def gate_table(result: GateResult) -> Table:
+    """One row per threshold: status, measured, threshold, detail."""
+    verdict = "[green]passed[/green]" if result.passed else "[red]FAILED[/red]"
+    table = Table(title=f"gate {verdict}: {result.candidate} vs {result.baseline}")
+    table.add_column("check")
+    table.add_column("result")
+    table.add_column("measured", overflow="fold")
+    table.add_column("threshold", overflow="fold")
+    table.add_column("detail", overflow="fold")
+    for check in result.checks:
+        table.add_row(check.id, _STYLE[check.status], check.measured, check.threshold, check.detail)
+    return table

@@ -1,0 +1,199 @@
+"""Render imported artifacts (trace, ncu, nvidia-smi, TensorRT log) and fallback reports as rich tables."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from rich.table import Table
+
+from sparsedebug.locate.paths import FallbackReport
+from sparsedebug.sources.importers.kernel_names import short_kernel_name
+from sparsedebug.sources.importers.ncu import NcuReport
+from sparsedebug.sources.importers.nvidia_smi import SmiReport
+from sparsedebug.sources.importers.tensorrt_log import TrtSparsityReport
+from sparsedebug.sources.importers.torch_trace import TraceSummary
+from sparsedebug.records.run import RunRecord
+from sparsedebug.core.stats import percentiles
+
+
+def _ms(value: float | None, digits: int = 3) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def _pct(part: float, whole: float) -> str:
+    return f"{100.0 * part / whole:.1f}%" if whole > 0 else "-"
+
+
+def trace_summary_table(summary: TraceSummary) -> Table:
+    """Whole-trace GPU timeline: busy, span, idle and its host/kernel/other split."""
+    table = Table(title=f"GPU timeline: {summary.file}", show_header=True)
+    table.add_column("figure")
+    table.add_column("ms", justify="right")
+    table.add_column("of span", justify="right")
+    table.add_row("span (first GPU op start to last end)", _ms(summary.span_ms), "100.0%")
+    table.add_row("GPU busy (union of kernels/memsets/memcpys)", _ms(summary.busy_ms), _pct(summary.busy_ms, summary.span_ms))
+    table.add_row("GPU idle", _ms(summary.idle_ms), _pct(summary.idle_ms, summary.span_ms))
+    table.add_row("  host wait (launch began after the GPU went idle)", _ms(summary.host_wait_ms), _pct(summary.host_wait_ms, summary.span_ms))
+    table.add_row("  kernel wait (launch was queued)", _ms(summary.kernel_wait_ms), _pct(summary.kernel_wait_ms, summary.span_ms))
+    if summary.other_wait_ms > 0:
+        table.add_row("  other (no linked launch call)", _ms(summary.other_wait_ms), _pct(summary.other_wait_ms, summary.span_ms))
+    table.caption = (
+        f"{summary.device or 'unknown device'}; {summary.gpu_ops} GPU ops ({summary.kernels} kernels); "
+        f"{len(summary.iterations)} iterations from {summary.iteration_source}; {summary.layers} layers"
+        + ("" if summary.annotated else " (no annotations: one layer per kernel name)")
+    )
+    return table
+
+
+def iterations_table(summary: TraceSummary) -> Table:
+    """Per-iteration span, busy and latency."""
+    table = Table(title="iterations", show_header=True)
+    for column in ("#", "GPU ops", "span ms", "busy ms", "idle ms", "latency ms"):
+        table.add_column(column, justify="right")
+    for it in summary.iterations:
+        table.add_row(str(it.index), str(it.gpu_ops), _ms(it.span_ms), _ms(it.busy_ms), _ms(it.span_ms - it.busy_ms), _ms(it.latency_ms))
+    return table
+
+
+def class_table(by_class_ms: dict[str, float]) -> Table:
+    """GPU time per kernel class."""
+    total = sum(by_class_ms.values())
+    table = Table(title="GPU time by kernel class", show_header=True)
+    table.add_column("class")
+    table.add_column("ms", justify="right")
+    table.add_column("share", justify="right")
+    for cls, ms in sorted(by_class_ms.items(), key=lambda kv: -kv[1]):
+        table.add_row(cls, _ms(ms), _pct(ms, total))
+    return table
+
+
+def layer_table(record: RunRecord, limit: int | None = None) -> Table:
+    """Per layer: op, weight shape, dtype, path, kernel class, calls and per-call GPU time (p50); kernel names are in --json."""
+    graph = {layer.name: layer for layer in record.graph.layers}
+    timing = {layer.name: layer for layer in record.kernel.layers}
+    table = Table(title=f"layers of {record.name}", show_header=True)
+    table.add_column("layer", no_wrap=True, overflow="ellipsis", max_width=40)
+    for column in ("op", "weight", "dtype", "path", "class", "calls", "p50 ms"):
+        table.add_column(column, justify="right" if column in ("calls", "p50 ms") else "left", no_wrap=True)
+    layers = record.lower.layers if limit is None else record.lower.layers[:limit]
+    for lower in layers:
+        g = graph.get(lower.name)
+        k = timing.get(lower.name)
+        p50 = percentiles(k.samples_ms).p50 if k and k.samples_ms else None
+        table.add_row(
+            short_kernel_name(lower.name, 40),
+            g.op.value if g else "-",
+            "x".join(str(d) for d in g.weight_shape) if g and g.weight_shape else "-",
+            g.dtype if g else "-",
+            lower.path.value,
+            lower.kernel_class.value if lower.kernel_class else "-",
+            str(len(k.samples_ms)) if k else "-",
+            _ms(p50),
+        )
+    if limit is not None and len(record.lower.layers) > limit:
+        table.caption = f"first {limit} of {len(record.lower.layers)} layers (--json for all)"
+    return table
+
+
+def path_counts(record: RunRecord) -> dict[str, int]:
+    """Number of layers per kernel class (for one-line summaries)."""
+    counts: dict[str, int] = defaultdict(int)
+    for layer in record.lower.layers:
+        counts[layer.kernel_class.value if layer.kernel_class else layer.path.value] += 1
+    return dict(counts)
+
+
+def ncu_table(report: NcuReport) -> Table:
+    """Per kernel: duration, SM and memory throughput, the Speed-of-Light bound, spills."""
+    table = Table(title=f"Nsight Compute: {report.file}", show_header=True)
+    for column in ("id", "kernel", "class", "duration us", "SM %", "memory %", "bound", "spill requests"):
+        table.add_column(column, justify="right" if column in ("duration us", "SM %", "memory %", "spill requests") else "left", overflow="fold")
+    for k in report.kernels:
+        table.add_row(
+            k.id,
+            short_kernel_name(k.name, 50),
+            k.kernel_class.value,
+            _ms(k.duration_us, 1),
+            _ms(k.sm_throughput_pct, 1),
+            _ms(k.memory_throughput_pct, 1),
+            k.bound or "-",
+            "-" if k.local_spill_requests is None else f"{k.local_spill_requests:,.0f}",
+        )
+    return table
+
+
+def smi_table(report: SmiReport) -> Table:
+    """Per GPU: clock drop versus max, power, temperature, and time under each clock event reason."""
+    table = Table(title=f"nvidia-smi: {report.file}", show_header=True)
+    table.add_column("gpu")
+    table.add_column("figure")
+    table.add_column("value", justify="right")
+    for s in report.summaries:
+        rows: list[tuple[str, str]] = [
+            ("samples (active)", f"{s.samples} ({s.active_samples}) over {s.duration_s:.2f} s"),
+            (f"max SM clock ({s.max_clock_source})", f"{_ms(s.max_sm_clock_mhz, 0)} MHz"),
+            ("active SM clock min / median", f"{_ms(s.min_sm_clock_mhz, 0)} / {_ms(s.median_sm_clock_mhz, 0)} MHz"),
+            ("clock drop vs max: worst / median", f"{_ms(s.clock_drop_pct, 1)}% / {_ms(s.median_clock_drop_pct, 1)}%"),
+            ("power max / median", f"{_ms(s.max_power_w, 1)} / {_ms(s.median_power_w, 1)} W"),
+            ("temperature max", f"{_ms(s.max_temperature_c, 0)} C"),
+        ]
+        for reason in s.reasons:
+            rows.append((f"under {reason.reason}", f"{reason.seconds:.2f} s ({100 * reason.fraction:.1f}% of samples)"))
+        if report.reasons_column is None:
+            rows.append(("clock event reasons", "not logged"))
+        for i, (label, value) in enumerate(rows):
+            table.add_row(s.gpu if i == 0 else "", label, value)
+    return table
+
+
+def trt_table(report: TrtSparsityReport) -> Table:
+    """Eligible, picked and fallback layers of a TensorRT build."""
+    table = Table(title=f"TensorRT sparsity: {report.file}", show_header=True)
+    table.add_column("layer", overflow="fold")
+    table.add_column("eligible")
+    table.add_column("picked sparse")
+    picked = set(report.picked)
+    for name in report.eligible:
+        table.add_row(name, "yes", "yes" if name in picked else "[red]no: dense fallback[/red]")
+    for name in report.picked_not_eligible:
+        table.add_row(name, "not listed", "yes")
+    table.caption = (
+        f"{len(report.eligible)} eligible, {len(report.picked)} picked, {len(report.fallback)} dense fallback"
+        + ("" if report.complete else " (log lacks the eligible or the picked line: incomplete build log?)")
+    )
+    return table
+
+
+def fallback_table(report: FallbackReport) -> Table:
+    """Every layer whose kernel class changed, with the unintended ones marked."""
+    table = Table(title=f"kernel path changes: {report.base} -> {report.cand}", show_header=True)
+    for column in ("layer", "base", "candidate", "declared", "verdict", "base ms", "cand ms"):
+        table.add_column(column, justify="right" if column.endswith("ms") else "left", overflow="fold")
+    for change in report.changed:
+        table.add_row(
+            change.layer,
+            change.base_class or change.base_path,
+            change.cand_class or change.cand_path,
+            change.cand_intended or "-",
+            "[red]UNINTENDED[/red]" if change.unintended else "declared sparse",
+            _ms(change.base_ms),
+            _ms(change.cand_ms),
+        )
+    parts = [f"{report.matched_layers} layers matched", f"{len(report.changed)} changed", f"{len(report.unintended)} unintended"]
+    if report.dense_fallbacks:
+        parts.append(f"{len(report.dense_fallbacks)} declared sparse but ran dense: " + ", ".join(f.layer for f in report.dense_fallbacks))
+    if report.only_in_base or report.only_in_cand:
+        parts.append(f"{len(report.only_in_base)} only in base, {len(report.only_in_cand)} only in candidate")
+    table.caption = "; ".join(parts)
+    return table
+
+
+def class_delta_table(report: FallbackReport) -> Table:
+    """GPU time per kernel class, baseline versus candidate (useful when layers do not match)."""
+    table = Table(title="GPU time by kernel class", show_header=True)
+    table.add_column("class")
+    table.add_column("base ms", justify="right")
+    table.add_column("cand ms", justify="right")
+    for cls in sorted(set(report.by_class_ms_base) | set(report.by_class_ms_cand)):
+        table.add_row(cls, _ms(report.by_class_ms_base.get(cls)), _ms(report.by_class_ms_cand.get(cls)))
+    return table

@@ -1,0 +1,154 @@
+"""Render a replayed (or imported) run record: summary, lowering and per-layer kernel tables."""
+
+from __future__ import annotations
+
+from rich.markup import escape
+from rich.table import Table
+
+from sparsedebug.records.run import GraphStage, KernelPath, LowerStage, RunRecord
+from sparsedebug.signoff.metrics import equal_latency_sentence
+from sparsedebug.core.stats import median, percentiles
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def _bytes(value: int | None) -> str:
+    if value is None:
+        return "-"
+    if value >= 1 << 20:
+        return f"{value / (1 << 20):.2f} MiB"
+    if value >= 1 << 10:
+        return f"{value / (1 << 10):.1f} KiB"
+    return f"{value} B"
+
+
+def summary_table(record: RunRecord) -> Table:
+    """Whole-run figures: latency tails vs budget, speedup, overhead, dense share, quality."""
+    table = Table(title=f"run {record.name}")
+    table.add_column("metric")
+    table.add_column("value", overflow="fold")
+    outcome = record.outcome
+    schedule = record.schedule
+    lat = percentiles(outcome.latency_samples_ms)
+    table.add_row("forward latency", f"p50 {lat.p50:.3f} ms  p95 {lat.p95:.3f} ms  p99 {lat.p99:.3f} ms  (n={lat.n})")
+    if outcome.budget_ms is not None:
+        status = "[green]within[/green]" if lat.p99 <= outcome.budget_ms else "[red]over[/red]"
+        table.add_row("budget (p99)", f"{outcome.budget_ms:g} ms: {status}")
+    if outcome.dense_baseline_samples_ms:
+        base = percentiles(outcome.dense_baseline_samples_ms)
+        table.add_row("dense baseline", f"p50 {base.p50:.3f} ms  p95 {base.p95:.3f} ms  p99 {base.p99:.3f} ms")
+    if outcome.effective_speedup is not None:
+        colour = "green" if outcome.effective_speedup >= 1.0 else "red"
+        table.add_row("effective speedup", f"[{colour}]{outcome.effective_speedup:.2f}x[/{colour}] (dense p50 / candidate p50)")
+    busy = median(schedule.busy_samples_ms) if schedule.busy_samples_ms else None
+    span = median(schedule.span_samples_ms) if schedule.span_samples_ms else None
+    if busy is not None and span is not None:
+        table.add_row("span / busy", f"{span:.3f} ms / {busy:.3f} ms (overhead {_ms(schedule.host_wait_ms)} ms)")
+    if schedule.dense_share is not None:
+        table.add_row("dense share of busy time", f"{schedule.dense_share:.1%}")
+    if schedule.threads is not None:
+        table.add_row("threads", str(schedule.threads))
+    lower = record.lower
+    linear = [layer for layer in lower.layers if layer.kernel_class is not None and "gemm" in layer.kernel_class.value]
+    sparse = [layer for layer in linear if layer.path is KernelPath.SPARSE]
+    fallbacks = [layer for layer in linear if layer.path is KernelPath.DENSE and layer.reason is not None and layer.reason.value != "intended_dense"]
+    table.add_row("lowering", f"{len(sparse)} of {len(linear)} linear layers sparse on {lower.backend}; {len(fallbacks)} fell back")
+    if outcome.quality is not None:
+        q = outcome.quality
+        text = f"cosine {q.cosine:.4f}, rel err {q.rel_err:.4f}"
+        if q.accuracy is not None:
+            text += f", accuracy {q.accuracy:.3f} (dense {q.dense_accuracy:.3f})" if q.dense_accuracy is not None else f", accuracy {q.accuracy:.3f}"
+        table.add_row("quality vs dense", text)
+    eq = outcome.equal_latency
+    if eq is not None:
+        color = "green" if eq.sparsity_wins else "red"
+        table.add_row("equal latency", f"[{color}]{escape(equal_latency_sentence(eq))}[/{color}]")
+    for verdict_row in record.verdicts:
+        table.add_row(f"check {verdict_row.check}", f"{verdict_row.status}: {verdict_row.detail}")
+    return table
+
+
+def lower_table(graph: GraphStage, lower: LowerStage, *, linear_only: bool = True) -> Table:
+    """Per layer: path, reason, conversion cost and bytes (linear and embedding layers by default)."""
+    table = Table(title=f"lowering on {lower.backend}")
+    table.add_column("layer", no_wrap=True)
+    table.add_column("intended", no_wrap=True)
+    table.add_column("path", no_wrap=True)
+    table.add_column("reason", no_wrap=True)
+    table.add_column("convert ms", justify="right")
+    table.add_column("per call", justify="right")
+    table.add_column("values", justify="right")
+    table.add_column("metadata", justify="right")
+    intended = {layer.name: layer.intended for layer in graph.layers}
+    ops = {layer.name: layer.op.value for layer in graph.layers}
+    for layer in lower.layers:
+        if linear_only and ops.get(layer.name) not in ("linear", "embedding"):
+            continue
+        if layer.path is KernelPath.SPARSE:
+            path = "[green]sparse[/green]"
+        elif layer.reason is not None and layer.reason.value != "intended_dense":
+            path = "[red]dense (fallback)[/red]"
+        else:
+            path = "dense"
+        reason = "-" if layer.reason is None else layer.reason.value
+        table.add_row(
+            layer.name,
+            intended.get(layer.name, "-"),
+            path,
+            reason,
+            _ms(layer.conversion_ms),
+            str(layer.conversions_per_call),
+            _bytes(layer.value_bytes),
+            _bytes(layer.metadata_bytes),
+        )
+    return table
+
+
+def fallback_table(lower: LowerStage) -> Table | None:
+    """The full reason of every fallback (the backend's own error where there is one); None if none fell back."""
+    rows = [
+        layer
+        for layer in lower.layers
+        if layer.path is KernelPath.DENSE and layer.reason is not None and layer.reason.value != "intended_dense"
+    ]
+    if not rows:
+        return None
+    table = Table(title="why layers fell back to dense")
+    table.add_column("layer", no_wrap=True)
+    table.add_column("reason", no_wrap=True)
+    table.add_column("detail", overflow="fold")
+    for layer in rows:
+        assert layer.reason is not None
+        table.add_row(layer.name, layer.reason.value, layer.detail or "-")
+    return table
+
+
+def kernel_table(record: RunRecord) -> Table:
+    """Per layer: chosen-path and dense-path p50, their ratio, and the numeric error."""
+    table = Table(title="kernels (p50 of interleaved samples)")
+    table.add_column("layer", no_wrap=True)
+    table.add_column("path")
+    table.add_column("chosen ms", justify="right")
+    table.add_column("dense ms", justify="right")
+    table.add_column("dense/chosen", justify="right")
+    table.add_column("precision")
+    table.add_column("max abs err", justify="right")
+    table.add_column("rel err", justify="right")
+    paths = {layer.name: layer.path.value for layer in record.lower.layers}
+    for layer in record.kernel.layers:
+        chosen = median(layer.samples_ms) if layer.samples_ms else None
+        dense = median(layer.dense_samples_ms) if layer.dense_samples_ms else None
+        ratio = "-" if chosen is None or dense is None or chosen == 0 else f"{dense / chosen:.2f}x"
+        table.add_row(
+            layer.name,
+            paths.get(layer.name, "-"),
+            _ms(chosen),
+            _ms(dense),
+            ratio,
+            layer.precision or "-",
+            "-" if layer.max_abs_err is None else f"{layer.max_abs_err:.2e}",
+            "-" if layer.rel_err is None else f"{layer.rel_err:.2e}",
+        )
+    return table

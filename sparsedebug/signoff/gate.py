@@ -1,0 +1,399 @@
+"""The CI gate: a YAML policy of thresholds evaluated on a baseline and a candidate run.
+
+Five checks, one per threshold (each is one JUnit testcase):
+
+- ``effective_speedup``: candidate p50 speedup over the baseline must reach
+  ``min``. A shortfall fails only when it is real, the asv way: the candidate's
+  samples must be slower than the target (baseline samples divided by ``min``)
+  by more than ``significance.factor`` AND a Mann-Whitney U rank test must reject
+  "same distribution" at ``significance.alpha`` (``sparsedebug.core.stats.compare_samples``).
+  With too few samples for the rank test to ever reach ``alpha`` (3 against 3,
+  as in a 3-forward profiler trace), the ratio factor alone decides, and the
+  check says so.
+- ``p99_latency``: candidate p99 / baseline p99 at most ``max_ratio``, and within
+  the candidate's latency budget when it records one and ``use_budget`` is on.
+- ``quality_delta``: candidate output quality against the dense model (cosine,
+  relative error, task accuracy drop), and optionally the equal-latency verdict.
+- ``fallback_rate``: share of layers meant to be sparse that run dense.
+- ``precision_drift``: per-layer kernel error against the fp64 reference within
+  the tolerance of that layer's precision, and no layer changing precision
+  against the baseline unless allowed.
+
+A check whose evidence is absent from the records is ``skipped`` (or ``fail``
+with ``missing_evidence: fail``). The gate passes when no check fails.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from sparsedebug.core.io import load_data, validate
+from sparsedebug.records.run import RunRecord
+from sparsedebug.signoff.metrics import equal_latency_sentence, fallback_summary, latency, layer_rows
+from sparsedebug.core.stats import DEFAULT_ALPHA, compare_samples, enough_samples, median
+
+POLICY_SCHEMA_VERSION = 1
+
+CheckStatus = Literal["pass", "fail", "skipped"]
+
+
+class _Policy(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Significance(_Policy):
+    alpha: float = Field(DEFAULT_ALPHA, gt=0.0, lt=1.0, description="Rank-test significance level (two-sided).")
+    factor: float = Field(1.05, ge=1.0, description="asv-style factor: a shortfall must exceed this ratio to fail.")
+
+
+class SpeedupPolicy(_Policy):
+    min: float = Field(1.0, gt=0.0, description="Minimum candidate p50 speedup over the baseline.")
+
+
+class P99Policy(_Policy):
+    max_ratio: float = Field(1.25, gt=0.0, description="Maximum candidate p99 / baseline p99.")
+    use_budget: bool = Field(True, description="Also require candidate p99 <= its recorded latency budget.")
+
+
+class QualityPolicy(_Policy):
+    min_cosine: float | None = Field(0.90, description="Minimum output cosine vs the dense model.")
+    max_rel_err: float | None = Field(None, description="Maximum output relative error vs the dense model.")
+    max_accuracy_drop: float | None = Field(0.01, description="Maximum task accuracy drop vs the dense model.")
+    require_equal_latency_win: bool = Field(
+        False, description="Fail when a dense model narrowed to the same latency has better quality."
+    )
+
+
+class FallbackPolicy(_Policy):
+    max_rate: float = Field(0.0, ge=0.0, le=1.0, description="Maximum share of meant-sparse layers running dense.")
+
+
+class PrecisionPolicy(_Policy):
+    max_rel_err: dict[str, float] = Field(
+        default_factory=lambda: {"fp32": 1e-4, "fp16": 1e-2, "bf16": 5e-2},
+        description="Per precision mode: maximum per-layer kernel error vs the fp64 reference.",
+    )
+    allow_precision_change: bool = Field(False, description="Allow a layer's precision to differ from the baseline's.")
+
+
+class GatePolicy(_Policy):
+    """Thresholds for ``sparsedebug gate``; every section may be omitted (its defaults apply) or null (check off)."""
+
+    schema_version: int = POLICY_SCHEMA_VERSION
+    kind: Literal["gate_policy"] = "gate_policy"
+    significance: Significance = Field(default_factory=Significance)
+    effective_speedup: SpeedupPolicy | None = Field(default_factory=SpeedupPolicy)
+    p99_latency: P99Policy | None = Field(default_factory=P99Policy)
+    quality_delta: QualityPolicy | None = Field(default_factory=QualityPolicy)
+    fallback_rate: FallbackPolicy | None = Field(default_factory=FallbackPolicy)
+    precision_drift: PrecisionPolicy | None = Field(default_factory=PrecisionPolicy)
+    missing_evidence: Literal["skip", "fail"] = "skip"
+
+
+def load_policy(path: Path | None) -> GatePolicy:
+    """Load a gate policy YAML; ``None`` gives the built-in default."""
+    if path is None:
+        return GatePolicy()
+    data = load_data(path)
+    if data is None:
+        data = {}
+    return validate(GatePolicy, data, str(path))
+
+
+class GateCheck(BaseModel):
+    """One threshold's verdict, with the measured value and the threshold in words."""
+
+    id: str
+    name: str
+    status: CheckStatus
+    measured: str
+    threshold: str
+    detail: str
+
+
+class GateResult(BaseModel):
+    """All checks on one baseline/candidate pair; ``passed`` when none failed."""
+
+    kind: Literal["gate_result"] = "gate_result"
+    baseline: str
+    candidate: str
+    passed: bool
+    checks: list[GateCheck]
+    policy: GatePolicy
+
+
+def judge_shift(
+    before: list[float], after: list[float], *, alpha: float = DEFAULT_ALPHA, factor: float = 1.05
+) -> tuple[Literal["slower", "faster", "same"], str]:
+    """Whether ``after`` is slower, faster or the same as ``before``, the asv way.
+
+    With enough samples for a rank test to reach ``alpha``: significant (Mann-Whitney U)
+    AND the median ratio beyond ``factor``. With too few (3 against 3), the factor
+    alone decides, and the reason says so.
+    """
+    if enough_samples(len(before), len(after), alpha):
+        cmp = compare_samples(before, after, alpha=alpha, min_effect=factor)
+        return cmp.direction, cmp.reason
+    ratio = median(after) / median(before)
+    direction: Literal["slower", "faster", "same"] = (
+        "slower" if ratio >= factor else ("faster" if ratio <= 1.0 / factor else "same")
+    )
+    return direction, (
+        f"too few samples for a rank test ({len(before)} vs {len(after)}): decided on the factor alone, "
+        f"median ratio x{ratio:.3f} against x{factor:g}"
+    )
+
+
+def _missing(check_id: str, name: str, threshold: str, why: str, policy: GatePolicy) -> GateCheck:
+    status: CheckStatus = "fail" if policy.missing_evidence == "fail" else "skipped"
+    return GateCheck(id=check_id, name=name, status=status, measured="-", threshold=threshold, detail=f"no evidence: {why}")
+
+
+def check_speedup(base: RunRecord, cand: RunRecord, policy: GatePolicy) -> GateCheck:
+    """Candidate p50 speedup over the baseline, significance as asv: factor and rank test."""
+    assert policy.effective_speedup is not None
+    target = policy.effective_speedup.min
+    sig = policy.significance
+    name = "effective speedup (baseline p50 / candidate p50)"
+    threshold = f">= {target:g}x (shortfall must exceed x{sig.factor:g} and be significant at alpha {sig.alpha:g})"
+    b, c = base.outcome.latency_samples_ms, cand.outcome.latency_samples_ms
+    if not b or not c:
+        return _missing("effective_speedup", name, threshold, "a run has no latency samples", policy)
+    speedup = median(b) / median(c)
+    measured = f"{speedup:.3f}x ({len(b)} vs {len(c)} samples)"
+    extra = ""
+    if cand.outcome.effective_speedup is not None:
+        extra = f"; candidate's own recorded speedup vs its dense baseline {cand.outcome.effective_speedup:.3f}x"
+    if speedup >= target:
+        return GateCheck(
+            id="effective_speedup", name=name, status="pass", measured=measured, threshold=threshold,
+            detail=f"speedup {speedup:.3f}x meets {target:g}x{extra}",
+        )
+    scaled = [x / target for x in b]
+    direction, why = judge_shift(scaled, c, alpha=sig.alpha, factor=sig.factor)
+    failed = direction == "slower"
+    verdict = "fails" if failed else "within noise of"
+    return GateCheck(
+        id="effective_speedup", name=name, status="fail" if failed else "pass", measured=measured,
+        threshold=threshold, detail=f"speedup {speedup:.3f}x {verdict} {target:g}x: {why}{extra}",
+    )
+
+
+def check_p99(base: RunRecord, cand: RunRecord, policy: GatePolicy) -> GateCheck:
+    """Candidate p99 against the baseline's p99, and against the candidate's latency budget."""
+    assert policy.p99_latency is not None
+    pol = policy.p99_latency
+    name = "p99 latency (candidate / baseline)"
+    threshold = f"<= {pol.max_ratio:g}x baseline p99" + (" and <= budget" if pol.use_budget else "")
+    bl, cl = latency(base), latency(cand)
+    if bl is None or cl is None:
+        return _missing("p99_latency", name, threshold, "a run has no latency samples", policy)
+    ratio = cl.p99 / bl.p99
+    problems = []
+    if ratio > pol.max_ratio:
+        problems.append(f"p99 ratio {ratio:.3f} > {pol.max_ratio:g}")
+    budget = cand.outcome.budget_ms
+    if pol.use_budget and budget is not None and cl.p99 > budget:
+        problems.append(f"p99 {cl.p99:.3f} ms over the {budget:g} ms budget")
+    small = f"; p99 of {min(bl.n, cl.n)} samples is close to the maximum" if min(bl.n, cl.n) < 20 else ""
+    detail = (
+        f"baseline p50/p95/p99 {bl.p50:.3f}/{bl.p95:.3f}/{bl.p99:.3f} ms, candidate "
+        f"{cl.p50:.3f}/{cl.p95:.3f}/{cl.p99:.3f} ms{small}"
+    )
+    if problems:
+        detail = "; ".join(problems) + "; " + detail
+    return GateCheck(
+        id="p99_latency", name=name, status="fail" if problems else "pass",
+        measured=f"{ratio:.3f}x ({cl.p99:.3f} ms vs {bl.p99:.3f} ms)", threshold=threshold, detail=detail,
+    )
+
+
+def check_quality(base: RunRecord, cand: RunRecord, policy: GatePolicy) -> GateCheck:
+    """Candidate quality against the dense model, within the policy's guardrails."""
+    assert policy.quality_delta is not None
+    pol = policy.quality_delta
+    parts = []
+    if pol.min_cosine is not None:
+        parts.append(f"cosine >= {pol.min_cosine:g}")
+    if pol.max_rel_err is not None:
+        parts.append(f"rel err <= {pol.max_rel_err:g}")
+    if pol.max_accuracy_drop is not None:
+        parts.append(f"accuracy drop <= {pol.max_accuracy_drop:g}")
+    if pol.require_equal_latency_win:
+        parts.append("beats a dense model at equal latency")
+    threshold = ", ".join(parts) or "(no thresholds)"
+    name = "quality delta vs dense"
+    q = cand.outcome.quality
+    if q is None:
+        return _missing("quality_delta", name, threshold, "the candidate carries no quality measurement vs dense", policy)
+    problems = []
+    if pol.min_cosine is not None and q.cosine < pol.min_cosine:
+        problems.append(f"cosine {q.cosine:.4f} < {pol.min_cosine:g}")
+    if pol.max_rel_err is not None and q.rel_err > pol.max_rel_err:
+        problems.append(f"rel err {q.rel_err:.4g} > {pol.max_rel_err:g}")
+    measured = f"cosine {q.cosine:.4f}, rel err {q.rel_err:.4g}"
+    if q.accuracy is not None and q.dense_accuracy is not None:
+        drop = q.dense_accuracy - q.accuracy
+        measured += f", accuracy {q.accuracy:.4f} vs dense {q.dense_accuracy:.4f}"
+        if pol.max_accuracy_drop is not None and drop > pol.max_accuracy_drop:
+            problems.append(f"accuracy drop {drop:.4f} > {pol.max_accuracy_drop:g}")
+    eq = cand.outcome.equal_latency
+    notes = []
+    if eq is not None:
+        notes.append(equal_latency_sentence(eq))
+        if pol.require_equal_latency_win and not eq.sparsity_wins:
+            problems.append("a dense model narrowed to the same latency has better quality")
+    elif pol.require_equal_latency_win:
+        notes.append("no equal-latency comparison recorded")
+    if base.outcome.quality is not None:
+        notes.append(f"baseline cosine {base.outcome.quality.cosine:.4f}")
+    detail = "; ".join(problems + notes) or "within guardrails"
+    return GateCheck(
+        id="quality_delta", name=name, status="fail" if problems else "pass",
+        measured=measured, threshold=threshold, detail=detail,
+    )
+
+
+def check_fallback(base: RunRecord, cand: RunRecord, policy: GatePolicy) -> GateCheck:
+    """Share of the candidate's meant-sparse layers that run dense."""
+    assert policy.fallback_rate is not None
+    pol = policy.fallback_rate
+    name = "dense fallback rate (meant-sparse layers running dense)"
+    threshold = f"<= {pol.max_rate:.0%}"
+    if not cand.lower.layers:
+        return _missing("fallback_rate", name, threshold, "the candidate has no lowering decisions", policy)
+    fb = fallback_summary(cand)
+    if fb.rate is None:
+        return GateCheck(
+            id="fallback_rate", name=name, status="pass", measured="n/a", threshold=threshold,
+            detail="no layer of the candidate is meant to be sparse",
+        )
+    failed = fb.rate > pol.max_rate
+    reasons = ", ".join(f"{k} x{v}" for k, v in sorted(fb.reasons.items()))
+    detail = f"{fb.fell_back} of {fb.meant_sparse} meant-sparse layers run dense"
+    if fb.fallback_layers:
+        shown = ", ".join(fb.fallback_layers[:5]) + (" ..." if len(fb.fallback_layers) > 5 else "")
+        detail += f": {shown} ({reasons})"
+    if fb.fallback_time_share is not None:
+        detail += f"; {fb.fallback_time_share:.1%} of kernel time"
+    base_fb = fallback_summary(base) if base.lower.layers else None
+    if base_fb is not None and base_fb.rate is not None:
+        detail += f"; baseline rate {base_fb.rate:.0%}"
+    return GateCheck(
+        id="fallback_rate", name=name, status="fail" if failed else "pass",
+        measured=f"{fb.rate:.1%} ({fb.fell_back}/{fb.meant_sparse})", threshold=threshold, detail=detail,
+    )
+
+
+def _precision_key(precision: str | None, dtype: str) -> str:
+    text = (precision or dtype).lower()
+    for key in ("bf16", "fp16", "fp32"):
+        if key in text:
+            return key
+    aliases = {"float16": "fp16", "half": "fp16", "bfloat16": "bf16", "float32": "fp32", "float": "fp32"}
+    for alias, key in aliases.items():
+        if alias in text:
+            return key
+    return text
+
+
+def check_precision(base: RunRecord, cand: RunRecord, policy: GatePolicy) -> GateCheck:
+    """Per-layer kernel error within its precision's tolerance; no unplanned precision change."""
+    assert policy.precision_drift is not None
+    pol = policy.precision_drift
+    tol = ", ".join(f"{k} {v:g}" for k, v in pol.max_rel_err.items())
+    threshold = f"kernel rel err <= {tol}" + ("" if pol.allow_precision_change else "; no precision change")
+    name = "precision drift (kernel error vs fp64; precision changes)"
+    rows = layer_rows(cand)
+    measured_rows = [r for r in rows if r.rel_err is not None]
+    base_prec = {r.name: r.precision for r in layer_rows(base) if r.precision is not None}
+    changes = [
+        f"{r.name} {base_prec[r.name]} -> {r.precision}"
+        for r in rows
+        if r.precision is not None and r.name in base_prec and base_prec[r.name] != r.precision
+    ]
+    if not measured_rows and not changes:
+        return _missing(
+            "precision_drift", name, threshold, "no per-layer kernel error vs an fp64 reference in the candidate", policy
+        )
+    problems = []
+    worst_name, worst_err, worst_ratio = "-", 0.0, 0.0
+    unknown_modes: set[str] = set()
+    for r in measured_rows:
+        key = _precision_key(r.precision, r.dtype)
+        limit = pol.max_rel_err.get(key)
+        err = r.rel_err or 0.0
+        if limit is None:
+            unknown_modes.add(key)
+            continue
+        if err / limit > worst_ratio:
+            worst_name, worst_err, worst_ratio = r.name, err, err / limit
+        if err > limit:
+            problems.append(f"{r.name} rel err {err:.3g} > {limit:g} ({key})")
+    if changes and not pol.allow_precision_change:
+        problems.append("precision changed: " + ", ".join(changes[:5]))
+    notes = []
+    if unknown_modes:
+        notes.append(f"no tolerance for {', '.join(sorted(unknown_modes))} in the policy")
+    parts = [f"worst {worst_name} rel err {worst_err:.3g} ({worst_ratio:.0%} of its tolerance)"] if measured_rows else []
+    if changes:
+        parts.append(f"precision changed on {len(changes)} layer(s): {', '.join(changes[:2])}" + (" ..." if len(changes) > 2 else ""))
+    measured = "; ".join(parts) or "-"
+    detail = "; ".join(problems + notes) or f"{len(measured_rows)} layer(s) within tolerance"
+    if problems and len(problems) > 5:
+        detail = "; ".join(problems[:5]) + f"; and {len(problems) - 5} more"
+    return GateCheck(
+        id="precision_drift", name=name, status="fail" if problems else "pass",
+        measured=measured, threshold=threshold, detail=detail,
+    )
+
+
+def evaluate(base: RunRecord, cand: RunRecord, policy: GatePolicy | None = None) -> GateResult:
+    """Run every enabled check on ``base`` versus ``cand``."""
+    pol = policy or GatePolicy()
+    checks: list[GateCheck] = []
+    if pol.effective_speedup is not None:
+        checks.append(check_speedup(base, cand, pol))
+    if pol.p99_latency is not None:
+        checks.append(check_p99(base, cand, pol))
+    if pol.quality_delta is not None:
+        checks.append(check_quality(base, cand, pol))
+    if pol.fallback_rate is not None:
+        checks.append(check_fallback(base, cand, pol))
+    if pol.precision_drift is not None:
+        checks.append(check_precision(base, cand, pol))
+    return GateResult(
+        baseline=base.name,
+        candidate=cand.name,
+        passed=all(c.status != "fail" for c in checks),
+        checks=checks,
+        policy=pol,
+    )
+
+
+def summary_markdown(result: GateResult) -> str:
+    """A Markdown summary fit for a CI job summary (GitHub's $GITHUB_STEP_SUMMARY)."""
+    icon = {"pass": "PASS", "fail": "FAIL", "skipped": "SKIP"}
+    verdict = "passed" if result.passed else "FAILED"
+    lines = [
+        f"## sparsedebug gate: {verdict}",
+        "",
+        f"Baseline `{result.baseline}`, candidate `{result.candidate}`.",
+        "",
+        "| check | result | measured | threshold |",
+        "| --- | --- | --- | --- |",
+    ]
+    for c in result.checks:
+        lines.append(f"| {c.name} | {icon[c.status]} | {_md(c.measured)} | {_md(c.threshold)} |")
+    lines.append("")
+    for c in result.checks:
+        lines.append(f"- **{c.id}** ({icon[c.status]}): {_md(c.detail)}")
+    lines.append("")
+    return "\n".join(lines)
+
+
+def _md(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")

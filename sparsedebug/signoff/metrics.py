@@ -1,0 +1,226 @@
+"""Figures derived from run records, shared by the gate, the memo and the deployment report.
+
+All pure functions over ``RunRecord``: nothing here measures, everything is
+computed from the samples and per-layer entries a record already carries. A
+figure that the record cannot support is ``None``, never a guess.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+from sparsedebug.core.errors import UserError
+from sparsedebug.kernels.masks import parse_pattern
+from sparsedebug.records.run import EqualLatencyQuality, KernelPath, RunRecord
+from sparsedebug.core.stats import Percentiles, median, percentiles
+
+
+def nominal_factor(pattern: str) -> float | None:
+    """Multiply reduction an ``N:M`` or ``V:N:M`` pattern promises (M/N); ``None`` for dense or unknown."""
+    try:
+        parsed = parse_pattern(pattern)
+    except UserError:
+        return None
+    return 1.0 / parsed.density
+
+
+def equal_latency_sentence(eq: EqualLatencyQuality) -> str:
+    """One sentence for "at this latency, is sparsity better than a smaller dense model?"."""
+    removed = f"{eq.narrowed_ffn_fraction:.0%} of its FFN neurons removed"
+    versus = f" vs candidate {eq.candidate_latency_ms:.3f} ms" if eq.candidate_latency_ms is not None else ""
+    qualities = f"cosine {eq.narrowed.cosine:.4f} vs the candidate's {eq.candidate.cosine:.4f}"
+    if eq.latency_matched is False:
+        return (
+            f"no narrowed dense model reached the candidate's latency (with {removed}: p50 "
+            f"{eq.narrowed_latency_ms:.3f} ms{versus}; {qualities}): sparsity wins on speed"
+        )
+    verdict = "sparsity wins" if eq.sparsity_wins else "the narrowed dense model wins"
+    return (
+        f"at equal latency a dense model with {removed} (p50 {eq.narrowed_latency_ms:.3f} ms{versus}) has "
+        f"{qualities}: {verdict}"
+    )
+
+
+def latency(run: RunRecord) -> Percentiles | None:
+    """p50/p95/p99 of the whole-forward latency samples, or ``None`` without samples."""
+    samples = run.outcome.latency_samples_ms
+    return percentiles(samples) if samples else None
+
+
+class LayerRow(BaseModel):
+    """One layer joined across the graph, lower and kernel stages."""
+
+    name: str
+    op: str
+    weight_shape: list[int] | None
+    input_shape: list[int] | None
+    dtype: str
+    intended: str
+    path: str | None
+    reason: str | None
+    detail: str | None
+    flops: float
+    time_ms: float | None
+    dense_time_ms: float | None
+    precision: str | None
+    rel_err: float | None
+    conversions_per_call: int
+    conversion_ms: float | None
+    metadata_bytes: int | None
+    value_bytes: int | None
+
+    @property
+    def meant_sparse(self) -> bool:
+        """The layer was declared (or inferred) as sparse."""
+        return self.intended.strip().lower() != "dense"
+
+    @property
+    def fell_back(self) -> bool:
+        """Meant to be sparse but runs dense: a fallback."""
+        return self.meant_sparse and self.path == KernelPath.DENSE.value
+
+
+def layer_rows(run: RunRecord) -> list[LayerRow]:
+    """Every graph layer in order, with its lowering decision and kernel figures where recorded."""
+    lower = {layer.name: layer for layer in run.lower.layers}
+    kernel = {layer.name: layer for layer in run.kernel.layers}
+    rows = []
+    for g in run.graph.layers:
+        lo = lower.get(g.name)
+        k = kernel.get(g.name)
+        rows.append(
+            LayerRow(
+                name=g.name,
+                op=g.op.value,
+                weight_shape=g.weight_shape,
+                input_shape=g.input_shape,
+                dtype=g.dtype,
+                intended=g.intended,
+                path=lo.path.value if lo is not None else None,
+                reason=lo.reason.value if lo is not None and lo.reason is not None else None,
+                detail=lo.detail if lo is not None else None,
+                flops=g.flops,
+                time_ms=median(k.samples_ms) if k is not None and k.samples_ms else None,
+                dense_time_ms=median(k.dense_samples_ms) if k is not None and k.dense_samples_ms else None,
+                precision=k.precision if k is not None else None,
+                rel_err=k.rel_err if k is not None else None,
+                conversions_per_call=lo.conversions_per_call if lo is not None else 0,
+                conversion_ms=lo.conversion_ms if lo is not None else None,
+                metadata_bytes=lo.metadata_bytes if lo is not None else None,
+                value_bytes=lo.value_bytes if lo is not None else None,
+            )
+        )
+    return rows
+
+
+class FallbackSummary(BaseModel):
+    """How much of the model meant to be sparse actually runs dense, and what it costs."""
+
+    meant_sparse: int
+    fell_back: int
+    rate: float | None
+    reasons: dict[str, int]
+    fallback_layers: list[str]
+    dense_flop_share: float | None
+    dense_time_share: float | None
+    fallback_time_share: float | None
+    fallback_flop_share: float | None
+    sparse_kernel_speedup: float | None
+    sparse_kernel_speedup_source: str | None
+    amdahl_ceiling: float | None
+    speedup_left_on_table: float | None
+
+
+def fallback_summary(run: RunRecord) -> FallbackSummary:
+    """Fallback counts, dense shares of FLOPs and time, and the Amdahl cost of the fallbacks.
+
+    ``sparse_kernel_speedup`` is the measured dense/sparse kernel time ratio over
+    the layers that did run sparse (from their paired dense samples); without
+    those it is the pattern's nominal M/N. ``speedup_left_on_table`` is the
+    whole-model kernel-time speedup the fallbacks forfeit: kernel time now divided
+    by kernel time if every fallback layer ran at that sparse speedup (Amdahl).
+    ``amdahl_ceiling`` is the kernel-time speedup over all-dense if every layer
+    meant to be sparse got the nominal M/N and everything else stayed as is.
+    """
+    rows = layer_rows(run)
+    meant = [r for r in rows if r.meant_sparse]
+    fell = [r for r in meant if r.fell_back]
+    reasons: dict[str, int] = {}
+    for r in fell:
+        key = r.reason or "unknown"
+        reasons[key] = reasons.get(key, 0) + 1
+    total_flops = sum(r.flops for r in rows)
+    dense_rows = [r for r in rows if r.path == KernelPath.DENSE.value]
+    dense_flop_share = sum(r.flops for r in dense_rows) / total_flops if total_flops > 0 else None
+    fb_flop_share = sum(r.flops for r in fell) / total_flops if total_flops > 0 and rows else None
+    timed = [r for r in rows if r.time_ms is not None]
+    total_time = sum(r.time_ms for r in timed if r.time_ms is not None)
+    dense_time_share: float | None = None
+    fb_time_share: float | None = None
+    if timed and total_time > 0 and len(timed) == len(rows):
+        dense_time_share = sum(r.time_ms or 0.0 for r in dense_rows) / total_time
+        fb_time_share = sum(r.time_ms or 0.0 for r in fell) / total_time
+
+    sparse_pairs = [r for r in meant if r.path == KernelPath.SPARSE.value and r.time_ms and r.dense_time_ms]
+    speedup: float | None = None
+    source: str | None = None
+    if sparse_pairs:
+        speedup = sum(r.dense_time_ms or 0.0 for r in sparse_pairs) / sum(r.time_ms or 0.0 for r in sparse_pairs)
+        source = f"measured on {len(sparse_pairs)} sparse layer(s): dense/sparse kernel time"
+    else:
+        factors = {f for f in (nominal_factor(r.intended) for r in meant) if f is not None}
+        if len(factors) == 1:
+            speedup = factors.pop()
+            source = "nominal M/N of the pattern (no paired dense samples on sparse layers)"
+
+    left: float | None = None
+    if fb_time_share is not None and speedup is not None and speedup > 0:
+        left = 1.0 / (1.0 - fb_time_share + fb_time_share / speedup)
+
+    ceiling: float | None = None
+    if timed and len(timed) == len(rows) and meant:
+        dense_total = 0.0
+        ideal_total = 0.0
+        ok = True
+        for r in rows:
+            dense_t = r.dense_time_ms if r.dense_time_ms is not None else (r.time_ms if r.path == "dense" else None)
+            if dense_t is None:
+                ok = False
+                break
+            dense_total += dense_t
+            factor = nominal_factor(r.intended) if r.meant_sparse else None
+            ideal_total += dense_t / factor if factor else dense_t
+        if ok and ideal_total > 0:
+            ceiling = dense_total / ideal_total
+
+    return FallbackSummary(
+        meant_sparse=len(meant),
+        fell_back=len(fell),
+        rate=len(fell) / len(meant) if meant else None,
+        reasons=reasons,
+        fallback_layers=[r.name for r in fell],
+        dense_flop_share=dense_flop_share,
+        dense_time_share=dense_time_share,
+        fallback_time_share=fb_time_share,
+        fallback_flop_share=fb_flop_share,
+        sparse_kernel_speedup=speedup,
+        sparse_kernel_speedup_source=source,
+        amdahl_ceiling=ceiling,
+        speedup_left_on_table=left,
+    )
+
+
+def has_fallback_evidence(run: RunRecord) -> bool:
+    """The record says, per layer, which path each layer took (and why when dense)."""
+    if not run.lower.layers:
+        return False
+    names = {g.name for g in run.graph.layers}
+    decided = {lo.name for lo in run.lower.layers}
+    dense_without_reason = [lo for lo in run.lower.layers if lo.path == KernelPath.DENSE and lo.reason is None]
+    return names <= decided and not dense_without_reason
+
+
+def has_quality_evidence(run: RunRecord) -> bool:
+    """The record carries a quality measurement against the dense model."""
+    return run.outcome.quality is not None
+

@@ -1,0 +1,169 @@
+"""Expected and measured movement of a bounded fix (step 4 closing the loop).
+
+``expected_latency`` estimates, from the candidate's own record, what the
+candidate's p50 latency should become under the proposed fix, and says which
+recorded figures the estimate stands on. ``measure_movement`` then compares the
+candidate with the re-run fixed candidate: p50/p95/p99, speedup over the baseline,
+and the fix's own metric where the record has it, plus a rank-test verdict on
+the latency samples. Pure functions over records; nothing is timed here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sparsedebug.playbook.bundle import Movement
+from sparsedebug.records.run import KernelPath, RunRecord
+from sparsedebug.signoff.gate import judge_shift
+from sparsedebug.signoff.metrics import fallback_summary, layer_rows
+from sparsedebug.core.stats import median, percentiles
+
+
+def _overhead_p50(run: RunRecord) -> float | None:
+    span, busy = run.schedule.span_samples_ms, run.schedule.busy_samples_ms
+    if not span or not busy:
+        return None
+    n = min(len(span), len(busy))
+    return median([s - b for s, b in zip(span[:n], busy[:n], strict=True)])
+
+
+def expected_latency(cand: RunRecord, base: RunRecord | None, fix: dict[str, Any] | None) -> tuple[float | None, str]:
+    """Expected candidate p50 latency (ms) after ``fix``, and the basis of the estimate in words."""
+    samples = cand.outcome.latency_samples_ms
+    if not samples or fix is None:
+        return None, "no latency samples or no fix to estimate"
+    p50 = median(samples)
+    kind, knob, layer, action = fix.get("kind"), fix.get("knob"), fix.get("layer"), fix.get("action")
+    rows = {r.name: r for r in layer_rows(cand)}
+    if kind == "knob" and knob == "conversion":
+        per_call = [
+            (lo.name, (lo.conversion_ms or 0.0) * lo.conversions_per_call)
+            for lo in cand.lower.layers
+            if lo.conversions_per_call > 0 and lo.conversion_ms is not None
+        ]
+        if not per_call:
+            return None, "no per-call conversion time recorded in the lower stage"
+        cost = sum(c for _, c in per_call)
+        basis = (
+            f"candidate p50 {p50:.3f} ms minus the per-call conversion time of {len(per_call)} layer(s), "
+            f"{cost:.3f} ms (lower.conversion_ms x conversions_per_call)"
+        )
+        overhead = _overhead_p50(cand)
+        base_overhead = _overhead_p50(base) if base is not None else None
+        if overhead is not None and base_overhead is not None and overhead - base_overhead > cost:
+            growth = overhead - base_overhead
+            basis += (
+                f"; if all of the non-kernel time growth over the baseline (+{growth:.3f} ms, span - busy) is "
+                f"conversion, p50 could reach {max(p50 - growth, 0.0):.3f} ms"
+            )
+        return max(p50 - cost, 0.0), basis
+    if kind == "layer" and isinstance(layer, str) and layer in rows:
+        row = rows[layer]
+        if action in ("pad", "cast") and row.path == KernelPath.DENSE.value and row.time_ms is not None:
+            fb = fallback_summary(cand)
+            s = fb.sparse_kernel_speedup
+            if s is None or s <= 0:
+                return None, f"no sparse kernel speedup recorded to project {layer} onto the sparse path"
+            saved = row.time_ms - row.time_ms / s
+            return p50 - saved, (
+                f"candidate p50 {p50:.3f} ms minus {layer}'s dense time {row.time_ms:.3f} ms run at the sparse "
+                f"kernel speedup {s:.2f}x ({fb.sparse_kernel_speedup_source}): {saved:.3f} ms saved (Amdahl)"
+            )
+        if action == "exclude":
+            if row.path == KernelPath.DENSE.value:
+                return p50, f"{layer} already runs dense (fallback): excluding it should leave p50 {p50:.3f} ms unchanged"
+            if row.time_ms is not None and row.dense_time_ms is not None:
+                delta = row.time_ms - row.dense_time_ms
+                return p50 - delta, (
+                    f"candidate p50 {p50:.3f} ms minus {layer}'s sparse-over-dense kernel time "
+                    f"{row.time_ms:.3f} - {row.dense_time_ms:.3f} = {delta:.3f} ms"
+                )
+    overhead = _overhead_p50(cand)
+    if kind in ("knob", "advice") and (knob in (None, "threads")) and overhead is not None:
+        base_overhead = _overhead_p50(base) if base is not None else None
+        keep = base_overhead if base_overhead is not None else 0.0
+        keep = min(keep, overhead)
+        label = "the baseline's overhead" if base_overhead is not None else "zero overhead"
+        return p50 - (overhead - keep), (
+            f"candidate p50 {p50:.3f} ms minus its schedule overhead (span - busy) p50 {overhead:.3f} ms "
+            f"down to {label} {keep:.3f} ms"
+        )
+    return None, f"the record holds no figure that projects a {kind} fix onto latency"
+
+
+def _max_rel_err(run: RunRecord) -> float | None:
+    errs = [r.rel_err for r in layer_rows(run) if r.rel_err is not None]
+    return max(errs) if errs else None
+
+
+def _metadata_ratio(run: RunRecord) -> float | None:
+    meta = sum(lo.metadata_bytes or 0 for lo in run.lower.layers if lo.path == KernelPath.SPARSE)
+    vals = sum(lo.value_bytes or 0 for lo in run.lower.layers if lo.path == KernelPath.SPARSE)
+    return meta / vals if vals else None
+
+
+def measure_movement(
+    base: RunRecord,
+    cand: RunRecord,
+    fixed: RunRecord,
+    fix: dict[str, Any] | None,
+    *,
+    alpha: float = 0.05,
+    factor: float = 1.05,
+) -> tuple[list[Movement], str | None, bool | None, str | None]:
+    """Candidate versus fixed: latency percentiles, speedup over the baseline, the fix's metric.
+
+    Returns the movements, the rank-test verdict on the latency samples (or None
+    without samples), whether the fix's target metric moved the right way
+    (latency significantly faster unless the fix targets error, metadata or
+    fallbacks; None when it cannot be decided), and that target's name.
+    """
+    moves: list[Movement] = []
+    c_lat, f_lat = cand.outcome.latency_samples_ms, fixed.outcome.latency_samples_ms
+    verdict: str | None = None
+    moved: bool | None = None
+    target: str | None = None
+    if c_lat and f_lat:
+        cp, fp = percentiles(c_lat), percentiles(f_lat)
+        exp_after, basis = expected_latency(cand, base, fix)
+        moves.append(
+            Movement(metric="latency p50", unit="ms", before=cp.p50, after=fp.p50, expected_after=exp_after,
+                     expected_basis=basis, better="lower")
+        )
+        moves.append(Movement(metric="latency p95", unit="ms", before=cp.p95, after=fp.p95, better="lower"))
+        moves.append(Movement(metric="latency p99", unit="ms", before=cp.p99, after=fp.p99, better="lower"))
+        if base.outcome.latency_samples_ms:
+            b50 = median(base.outcome.latency_samples_ms)
+            expected_speedup = b50 / exp_after if exp_after else None
+            moves.append(
+                Movement(metric="speedup over baseline (p50)", unit="x", before=b50 / cp.p50, after=b50 / fp.p50,
+                         expected_after=expected_speedup,
+                         expected_basis="baseline p50 over the expected p50" if expected_speedup else None,
+                         better="higher")
+            )
+        direction, verdict = judge_shift(c_lat, f_lat, alpha=alpha, factor=factor)
+        moved = direction == "faster"
+        target = "latency p50"
+    c_err, f_err = _max_rel_err(cand), _max_rel_err(fixed)
+    if c_err is not None and f_err is not None and c_err > 0:
+        moves.append(Movement(metric="worst layer rel err vs fp64", unit="", before=c_err, after=f_err, better="lower"))
+    c_fb, f_fb = fallback_summary(cand), fallback_summary(fixed)
+    if c_fb.rate is not None and f_fb.rate is not None:
+        moves.append(Movement(metric="fallback rate", unit="", before=c_fb.rate, after=f_fb.rate, better="lower"))
+    c_md, f_md = _metadata_ratio(cand), _metadata_ratio(fixed)
+    if c_md is not None and f_md is not None:
+        moves.append(Movement(metric="metadata / value bytes", unit="", before=c_md, after=f_md, better="lower"))
+    metric = str((fix or {}).get("metric", ""))
+    own = {"rel_err": "worst layer rel err vs fp64", "metadata": "metadata / value bytes", "fallback": "fallback rate"}
+    for key, label in own.items():
+        if key in metric:
+            match = [m for m in moves if m.metric == label]
+            # The fix targets a non-latency metric: it moved when that metric improved.
+            moved = (match[0].after < match[0].before) if match else None
+            target = label if match else None
+    if cand.outcome.quality is not None and fixed.outcome.quality is not None:
+        moves.append(
+            Movement(metric="output cosine vs dense", unit="", before=cand.outcome.quality.cosine,
+                     after=fixed.outcome.quality.cosine, better="higher")
+        )
+    return moves, verdict, moved, target

@@ -1,0 +1,294 @@
+"""Import ``nvidia-smi --query-gpu=... --format=csv`` logs: clocks, power, temperature over time.
+
+Columns are found by their query name (the header text before any ``[unit]``), so
+any subset and order works; ``--format=csv,nounits`` is accepted too. Both
+``clocks_event_reasons.active`` and the older drivers' ``clocks_throttle_reasons.active``
+are decoded from the NVML clock event reason bitmask into named reasons. Logs of
+several GPUs (an ``index``, ``uuid`` or ``pci.bus_id`` column) are summarised per GPU.
+
+The summary is evidence for the thermal mechanism: how far the SM clock fell
+under load versus its maximum, and how long each reason was active.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections import defaultdict
+from datetime import datetime
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from sparsedebug.core.errors import UserError
+from sparsedebug.core.io import read_text
+from sparsedebug.core.stats import median
+
+CLOCK_EVENT_REASONS: dict[int, str] = {
+    0x1: "gpu_idle",
+    0x2: "applications_clocks_setting",
+    0x4: "sw_power_cap",
+    0x8: "hw_slowdown",
+    0x10: "sync_boost",
+    0x20: "sw_thermal_slowdown",
+    0x40: "hw_thermal_slowdown",
+    0x80: "hw_power_brake_slowdown",
+    0x100: "display_clock_setting",
+}
+"""NVML clock event reason bits (nvmlClocksEventReason*)."""
+
+THERMAL_REASONS = frozenset({"sw_thermal_slowdown", "hw_thermal_slowdown"})
+POWER_REASONS = frozenset({"sw_power_cap", "hw_power_brake_slowdown", "hw_slowdown"})
+
+_ALIASES: dict[str, tuple[str, ...]] = {
+    "timestamp": ("timestamp",),
+    "gpu": ("index", "uuid", "pci.bus_id", "gpu_uuid", "gpu_bus_id"),
+    "temperature_c": ("temperature.gpu",),
+    "sm_clock_mhz": ("clocks.current.sm", "clocks.sm"),
+    "mem_clock_mhz": ("clocks.current.memory", "clocks.mem"),
+    "max_sm_clock_mhz": ("clocks.max.sm", "clocks.max.sm_clock"),
+    "power_w": ("power.draw", "power.draw.instant", "power.draw.average"),
+    "power_limit_w": ("power.limit", "enforced.power.limit", "power.enforced_limit"),
+    "util_gpu_pct": ("utilization.gpu",),
+    "util_mem_pct": ("utilization.memory",),
+    "reasons": ("clocks_event_reasons.active", "clocks_throttle_reasons.active", "clocks_event_reasons_active"),
+}
+_TIME_FORMATS = ("%Y/%m/%d %H:%M:%S.%f", "%Y/%m/%d %H:%M:%S", "%Y-%m-%d %H:%M:%S.%f", "%Y-%m-%dT%H:%M:%S.%f")
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SmiSample(_Model):
+    """One nvidia-smi sample row."""
+
+    line: int
+    gpu: str
+    time: str
+    t_s: float = Field(description="Seconds since the first sample of the file.")
+    temperature_c: float | None = None
+    sm_clock_mhz: float | None = None
+    mem_clock_mhz: float | None = None
+    power_w: float | None = None
+    util_gpu_pct: float | None = None
+    util_mem_pct: float | None = None
+    reasons_mask: int | None = None
+    reasons: list[str] = Field(default_factory=list)
+
+
+class ReasonTime(_Model):
+    """Time under one clock event reason."""
+
+    reason: str
+    seconds: float
+    samples: int
+    fraction: float = Field(description="Fraction of samples with the reason active.")
+
+
+class SmiSummary(_Model):
+    """Clock, power and temperature evidence for one GPU."""
+
+    gpu: str
+    samples: int
+    duration_s: float
+    max_sm_clock_mhz: float | None = Field(description="The reference maximum: given --max-clock, a clocks.max.sm column, else the max observed.")
+    max_clock_source: str
+    max_observed_sm_clock_mhz: float | None
+    active_samples: int = Field(description="Samples not flagged gpu_idle (or utilisation > 0 without a reasons column).")
+    min_sm_clock_mhz: float | None = Field(description="Minimum SM clock over active samples.")
+    median_sm_clock_mhz: float | None = Field(description="Median SM clock over active samples.")
+    clock_drop_pct: float | None = Field(description="(max - min active clock) / max, in %.")
+    median_clock_drop_pct: float | None = Field(description="(max - median active clock) / max, in %.")
+    max_temperature_c: float | None
+    max_power_w: float | None
+    median_power_w: float | None
+    reasons: list[ReasonTime]
+    thermal_seconds: float = Field(description="Time with any thermal slowdown reason active.")
+    power_seconds: float = Field(description="Time with any power reason (SW power cap, HW slowdown, power brake) active.")
+
+
+class SmiReport(_Model):
+    """An nvidia-smi log: every sample and a per-GPU summary."""
+
+    file: str
+    columns: list[str]
+    reasons_column: str | None
+    samples: list[SmiSample]
+    summaries: list[SmiSummary]
+
+
+def decode_reasons(mask: int) -> list[str]:
+    """Names of the NVML clock event reasons set in ``mask`` (unknown bits as ``bit_0x...``)."""
+    names = [name for bit, name in CLOCK_EVENT_REASONS.items() if mask & bit]
+    unknown = mask & ~sum(CLOCK_EVENT_REASONS)
+    bit = 1
+    while unknown:
+        if unknown & bit:
+            names.append(f"bit_{bit:#x}")
+            unknown &= ~bit
+        bit <<= 1
+    return names
+
+
+def _query_name(header: str) -> str:
+    return header.split("[", 1)[0].strip().lower()
+
+
+def _value(text: str) -> float | None:
+    cleaned = text.strip()
+    if not cleaned or cleaned.startswith("[") or cleaned.lower() in ("n/a", "not supported"):
+        return None
+    number = cleaned.split()[0]
+    try:
+        return float(number)
+    except ValueError:
+        return None
+
+
+def _time(text: str) -> datetime | None:
+    for fmt in _TIME_FORMATS:
+        try:
+            return datetime.strptime(text.strip(), fmt)
+        except ValueError:
+            continue
+    return None
+
+
+def load_smi(path: Path, max_clock_mhz: float | None = None) -> SmiReport:
+    """Parse an nvidia-smi CSV log and summarise clocks, power and clock event reasons per GPU."""
+    text = read_text(path)
+    rows = list(csv.reader(io.StringIO(text), skipinitialspace=True))
+    rows = [row for row in rows if any(cell.strip() for cell in row)]
+    if not rows:
+        raise UserError(f"{path}: empty file, expected nvidia-smi --format=csv output")
+    header = [_query_name(cell) for cell in rows[0]]
+    columns: dict[str, int] = {}
+    for key, names in _ALIASES.items():
+        for name in names:
+            if name in header:
+                columns[key] = header.index(name)
+                break
+    if "timestamp" not in columns:
+        raise UserError(
+            f"{path}: no 'timestamp' column in the header {rows[0][:3]}...; "
+            "log with --query-gpu=timestamp,... --format=csv (with header)"
+        )
+    if "sm_clock_mhz" not in columns and "reasons" not in columns and "power_w" not in columns:
+        raise UserError(f"{path}: none of clocks.current.sm, power.draw, clocks_event_reasons.active in the header")
+
+    samples: list[SmiSample] = []
+    first: datetime | None = None
+    for line_no, row in enumerate(rows[1:], start=2):
+        if len(row) != len(header):
+            raise UserError(f"{path}: line {line_no}: {len(row)} fields, header has {len(header)}")
+        stamp = _time(row[columns["timestamp"]])
+        if stamp is None:
+            raise UserError(f"{path}: line {line_no}: timestamp {row[columns['timestamp']]!r} is not like 2026/11/29 23:42:23.307")
+        if first is None:
+            first = stamp
+        mask: int | None = None
+        if "reasons" in columns:
+            raw = row[columns["reasons"]].strip()
+            if raw and not raw.startswith("["):
+                try:
+                    mask = int(raw, 16) if raw.lower().startswith("0x") else int(raw)
+                except ValueError:
+                    raise UserError(f"{path}: line {line_no}: clock event reasons {raw!r} is not a hex bitmask") from None
+
+        def get(key: str, row: list[str] = row) -> float | None:
+            return _value(row[columns[key]]) if key in columns else None
+
+        samples.append(
+            SmiSample(
+                line=line_no,
+                gpu=row[columns["gpu"]].strip() if "gpu" in columns else "0",
+                time=row[columns["timestamp"]].strip(),
+                t_s=(stamp - first).total_seconds(),
+                temperature_c=get("temperature_c"),
+                sm_clock_mhz=get("sm_clock_mhz"),
+                mem_clock_mhz=get("mem_clock_mhz"),
+                power_w=get("power_w"),
+                util_gpu_pct=get("util_gpu_pct"),
+                util_mem_pct=get("util_mem_pct"),
+                reasons_mask=mask,
+                reasons=decode_reasons(mask) if mask is not None else [],
+            )
+        )
+    if not samples:
+        raise UserError(f"{path}: header only, no samples")
+    given_max: dict[str, float] = {}
+    if "max_sm_clock_mhz" in columns:
+        for row in rows[1:]:
+            gpu = row[columns["gpu"]].strip() if "gpu" in columns else "0"
+            value = _value(row[columns["max_sm_clock_mhz"]])
+            if value is not None:
+                given_max[gpu] = max(value, given_max.get(gpu, 0.0))
+    by_gpu: dict[str, list[SmiSample]] = defaultdict(list)
+    for sample in samples:
+        by_gpu[sample.gpu].append(sample)
+    summaries = [_summarise(gpu, group, max_clock_mhz, given_max.get(gpu), "reasons" in columns) for gpu, group in by_gpu.items()]
+    reasons_col = rows[0][columns["reasons"]].strip() if "reasons" in columns else None
+    return SmiReport(file=str(path), columns=[c.strip() for c in rows[0]], reasons_column=reasons_col, samples=samples, summaries=summaries)
+
+
+def _summarise(gpu: str, samples: list[SmiSample], max_given: float | None, max_column: float | None, has_reasons: bool) -> SmiSummary:
+    times = [s.t_s for s in samples]
+    intervals = [b - a for a, b in zip(times, times[1:], strict=False) if b > a]
+    typical = median(intervals) if intervals else 0.0
+    # each sample stands for the time until the next one; the last for a typical interval
+    weights = [max(b - a, 0.0) for a, b in zip(times, times[1:], strict=False)] + [typical]
+    clocks = [s.sm_clock_mhz for s in samples if s.sm_clock_mhz is not None]
+    observed_max = max(clocks) if clocks else None
+    ref: float | None
+    if max_given is not None:
+        ref, source = max_given, "given"
+    elif max_column is not None:
+        ref, source = max_column, "clocks.max.sm column"
+    else:
+        ref, source = observed_max, "max observed"
+    if has_reasons:
+        active = [s for s in samples if s.reasons_mask is not None and not s.reasons_mask & 0x1]
+    else:
+        active = [s for s in samples if (s.util_gpu_pct or 0.0) > 0.0]
+    active_clocks = [s.sm_clock_mhz for s in active if s.sm_clock_mhz is not None]
+    low = min(active_clocks) if active_clocks else None
+    mid = median(active_clocks) if active_clocks else None
+    reason_seconds: dict[str, float] = defaultdict(float)
+    reason_counts: dict[str, int] = defaultdict(int)
+    for sample, weight in zip(samples, weights, strict=True):
+        for reason in sample.reasons:
+            reason_seconds[reason] += weight
+            reason_counts[reason] += 1
+    order = {name: i for i, name in enumerate(CLOCK_EVENT_REASONS.values())}
+    reasons = [
+        ReasonTime(reason=name, seconds=reason_seconds[name], samples=reason_counts[name], fraction=reason_counts[name] / len(samples))
+        for name in sorted(reason_seconds, key=lambda n: (order.get(n, len(order)), n))
+    ]
+    powers = [s.power_w for s in samples if s.power_w is not None]
+    temps = [s.temperature_c for s in samples if s.temperature_c is not None]
+
+    def drop(value: float | None) -> float | None:
+        if value is None or ref is None or ref <= 0:
+            return None
+        return (ref - value) / ref * 100.0
+
+    return SmiSummary(
+        gpu=gpu,
+        samples=len(samples),
+        duration_s=(times[-1] - times[0]) + typical,
+        max_sm_clock_mhz=ref,
+        max_clock_source=source,
+        max_observed_sm_clock_mhz=observed_max,
+        active_samples=len(active),
+        min_sm_clock_mhz=low,
+        median_sm_clock_mhz=mid,
+        clock_drop_pct=drop(low),
+        median_clock_drop_pct=drop(mid),
+        max_temperature_c=max(temps) if temps else None,
+        max_power_w=max(powers) if powers else None,
+        median_power_w=median(powers) if powers else None,
+        reasons=reasons,
+        thermal_seconds=sum(w for x, w in zip(samples, weights, strict=True) if THERMAL_REASONS.intersection(x.reasons)),
+        power_seconds=sum(w for x, w in zip(samples, weights, strict=True) if POWER_REASONS.intersection(x.reasons)),
+    )

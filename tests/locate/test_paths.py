@@ -1,0 +1,67 @@
+"""Dense-fallback counter: H200 dense vs sparse traces, an fp32 neighbour, a declared-sparse fallback."""
+
+from __future__ import annotations
+
+from sparsedebug.locate.paths import compare_paths
+from sparsedebug.sources.importers.torch_trace import import_trace
+from sparsedebug.records.run import FallbackReason, KernelClass, KernelPath, RunRecord
+from tests.conftest import FIXTURES
+
+H200 = FIXTURES / "h200"
+
+
+def _pair() -> tuple[RunRecord, RunRecord]:
+    return import_trace(H200 / "trace_dense_T2048.json.gz"), import_trace(H200 / "trace_sparse_mlp_T2048.json.gz")
+
+
+def test_h200_sparse_mlp_has_twelve_declared_changes_and_no_unintended() -> None:
+    dense, sparse = _pair()
+    report = compare_paths(dense, sparse)
+    assert report.matched_layers == 44
+    assert len(report.changed) == 12
+    assert {c.layer.split(".")[-1] for c in report.changed} == {"gate_proj", "up_proj", "down_proj"}
+    assert all(c.base_class == "dense_tc_gemm" and c.cand_class == "sparse_gemm" and c.declared_sparse for c in report.changed)
+    assert report.unintended == [] and report.dense_fallbacks == []
+    assert all(c.cand_ms is not None and c.base_ms is not None and c.cand_ms < c.base_ms for c in report.changed)
+
+
+def test_neighbour_on_fp32_path_is_unintended() -> None:
+    dense, sparse = _pair()
+    cand = sparse.model_copy(deep=True)
+    attn = next(layer for layer in cand.lower.layers if layer.name == "layers.1.self_attn.o_proj")
+    attn.kernels = ["ampere_sgemm_128x64_tn"]
+    attn.kernel_class = KernelClass.FP32_GEMM
+    report = compare_paths(dense, cand)
+    assert [c.layer for c in report.unintended] == ["layers.1.self_attn.o_proj"]
+    assert report.unintended[0].cand_class == "fp32_gemm" and report.unintended[0].cand_intended == "dense"
+    assert len(report.changed) == 13
+
+
+def test_declared_sparse_layer_that_ran_dense_is_a_fallback() -> None:
+    dense, sparse = _pair()
+    cand = sparse.model_copy(deep=True)
+    lower = next(layer for layer in cand.lower.layers if layer.name == "layers.2.mlp.up_proj")
+    lower.path, lower.reason = KernelPath.DENSE, FallbackReason.SHAPE_NOT_ALIGNED
+    base_kernels = next(layer.kernels for layer in dense.lower.layers if layer.name == "layers.2.mlp.up_proj")
+    lower.kernel_class, lower.kernels = KernelClass.DENSE_TC_GEMM, list(base_kernels)
+    report = compare_paths(dense, cand)
+    assert [f.layer for f in report.dense_fallbacks] == ["layers.2.mlp.up_proj"]
+    assert report.dense_fallbacks[0].reason == "shape_not_aligned"
+    assert "layers.2.mlp.up_proj" not in [c.layer for c in report.changed]
+
+
+def test_reverse_direction_flags_every_sparse_layer_going_dense() -> None:
+    dense, sparse = _pair()
+    report = compare_paths(sparse, dense)
+    assert len(report.unintended) == 12
+
+
+def test_records_without_kernel_classes_compare_paths() -> None:
+    dense, sparse = _pair()
+    base, cand = dense.model_copy(deep=True), sparse.model_copy(deep=True)
+    for record in (base, cand):
+        for layer in record.lower.layers:
+            layer.kernel_class, layer.kernels = None, []
+    report = compare_paths(base, cand)
+    assert len(report.changed) == 12 and report.unintended == []
+    assert all(c.base_path == "dense" and c.cand_path == "sparse" for c in report.changed)

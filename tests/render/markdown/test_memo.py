@@ -1,0 +1,112 @@
+"""The review memo: structure, numbers from the records, and the decision rules (ship needs evidence)."""
+
+from __future__ import annotations
+
+from sparsedebug.playbook.run import load_playbook
+from sparsedebug.records.run import FallbackReason
+from sparsedebug.render.markdown.memo import decide, render_memo
+from sparsedebug.core.stats import percentiles
+from tests.support.bundles import make_bundle
+from tests.support.synth import dense_run, sparse_run
+
+BOOK = load_playbook()
+
+
+def test_sections_in_template_order_and_p95_p99_quoted() -> None:
+    base, cand = dense_run(5.0), sparse_run(6.5, fallback=True)
+    text = render_memo(make_bundle(base, cand), BOOK)
+    heads = [line for line in text.splitlines() if line.startswith("## ")]
+    assert heads == ["## 1. Symptom", "## 2. Mechanism hypothesis", "## 3. Proposed action", "## 4. Signoff"]
+    assert text.startswith("# ACCELERATOR REVIEW MEMO - Tensor Cores & Sparse Compute")
+    p = percentiles(cand.outcome.latency_samples_ms)
+    assert f"p50/p95/p99 {p.p50:.3f}/{p.p95:.3f}/{p.p99:.3f} ms (n=30)" in text
+    speed = 5.0 / 6.5
+    assert f"**{speed:.3f}x**" in text
+    for label in ("Failing metric", "Workload or traffic slice", "First failing layer or stage", "Build and runtime tags",
+                  "Primary mechanism", "Competing hypotheses", "Missing evidence", "Smallest reversible change",
+                  "Expected movement", "Regression risk", "Required artifact", "Required owners", "Final decision"):
+        assert f"**{label}**" in text, label
+    for risk in ("correctness:", "quality:", "thermal:", "software compatibility:"):
+        assert risk in text
+    assert "<" not in text.replace("<=", "").replace("< 0.9", ""), "no template placeholders left"
+
+
+def test_first_stage_and_fallback_layer_named() -> None:
+    text = render_memo(make_bundle(dense_run(5.0), sparse_run(6.5, fallback=True)), BOOK)
+    assert "stage **`lower`**" in text
+    assert "l0.down" in text
+
+
+def test_ship_with_fallback_and_quality_evidence() -> None:
+    base, cand, fixed = dense_run(5.0), sparse_run(6.5, fallback=True), sparse_run(3.5)
+    bundle = make_bundle(base, cand, fixed)
+    decision = decide(bundle, BOOK)
+    assert decision.decision == "ship", decision
+    assert decision.judged_on == "fixed candidate"
+    text = render_memo(bundle, BOOK)
+    assert "**ship**" in text
+    assert "Measured movement" in text and "latency p50: 6.500 ms -> 3.500 ms" in text
+
+
+def test_ship_refused_without_quality_evidence() -> None:
+    bundle = make_bundle(dense_run(5.0), sparse_run(6.5, fallback=True), sparse_run(3.5, quality=False))
+    decision = decide(bundle, BOOK)
+    assert decision.decision == "bounded_rollout"
+    assert any("no quality evidence" in r for r in decision.ship_refused)
+    assert "no quality evidence" in render_memo(bundle, BOOK)
+
+
+def test_ship_refused_without_fallback_evidence() -> None:
+    fixed = sparse_run(3.5)
+    fixed.lower.layers[1].reason = None  # a dense layer whose reason was not recorded
+    fixed.lower.layers[1].path = fixed.lower.layers[0].path.__class__("dense")
+    bundle = make_bundle(dense_run(5.0), sparse_run(6.5, fallback=True), fixed)
+    decision = decide(bundle, BOOK)
+    assert decision.decision != "ship"
+    assert any("no fallback evidence" in r for r in decision.ship_refused)
+
+
+def test_rollback_when_slower_and_no_fix() -> None:
+    decision = decide(make_bundle(dense_run(5.0), sparse_run(6.5)), BOOK)
+    assert decision.decision == "rollback"
+    assert decision.judged_on == "candidate"
+
+
+def test_fix_that_does_not_move_is_reported() -> None:
+    base, cand = dense_run(5.0), sparse_run(6.5, fallback=True)
+    bundle = make_bundle(base, cand, sparse_run(6.5, fallback=True))
+    assert bundle.fix is not None and bundle.fix.moved is False
+    text = render_memo(bundle, BOOK)
+    assert "did NOT move latency p50" in text
+    assert decide(bundle, BOOK).decision == "rollback"
+
+
+def test_escalate_without_a_winner() -> None:
+    bundle = make_bundle(dense_run(5.0), sparse_run(6.5, fallback=True))
+    assert bundle.classification is not None
+    bundle = bundle.model_copy(update={"classification": bundle.classification.model_copy(update={"winner": None, "fix": None})})
+    decision = decide(bundle, BOOK)
+    assert decision.decision == "escalate"
+    assert "Primary mechanism**: none" in render_memo(bundle, BOOK)
+
+
+def test_fallback_reason_matters_for_intended_dense() -> None:
+    # A dense baseline has only intended-dense layers: it has fallback evidence and no fallbacks.
+    base = dense_run(5.0)
+    assert all(lo.reason == FallbackReason.INTENDED_DENSE for lo in base.lower.layers)
+    assert decide(make_bundle(base, dense_run(5.0)), BOOK).decision == "ship"
+
+
+def test_fix_that_moves_but_does_not_recover_rolls_back() -> None:
+    bundle = make_bundle(dense_run(5.0), sparse_run(8.0, fallback=True), sparse_run(6.5, fallback=True))
+    assert bundle.fix is not None and bundle.fix.moved is True
+    decision = decide(bundle, BOOK)
+    assert decision.decision == "rollback"
+    assert "even after the bounded fix" in decision.reasons[0]
+
+
+def test_quality_failure_rolls_back() -> None:
+    bundle = make_bundle(dense_run(5.0), sparse_run(6.5, fallback=True), sparse_run(3.5, cosine=0.7))
+    decision = decide(bundle, BOOK)
+    assert decision.decision == "rollback"
+    assert "worse in quality" in decision.reasons[0]

@@ -1,0 +1,158 @@
+"""The gate's checks on synthetic records: each threshold passes and fails where it should."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from sparsedebug.core.errors import UserError
+from sparsedebug.signoff.gate import GatePolicy, evaluate, load_policy, summary_markdown
+from tests.support.synth import dense_run, make_run, sparse_run, spread, L
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _status(result: object, check_id: str) -> str:
+    checks = {c.id: c for c in result.checks}  # type: ignore[attr-defined]
+    return checks[check_id].status
+
+
+def test_clean_sparse_candidate_passes_every_check() -> None:
+    result = evaluate(dense_run(5.0), sparse_run(3.5))
+    assert result.passed
+    assert [c.status for c in result.checks] == ["pass"] * 5
+    speed = result.checks[0]
+    assert speed.measured.startswith("1.429x")
+
+
+def test_significant_slowdown_fails_and_noise_does_not() -> None:
+    slow = evaluate(dense_run(5.0), sparse_run(6.0))
+    assert _status(slow, "effective_speedup") == "fail"
+    assert "slower" in slow.checks[0].detail
+    # 2% slower: under the asv factor 1.05, so within noise.
+    noise = evaluate(dense_run(5.0), sparse_run(5.1))
+    assert _status(noise, "effective_speedup") == "pass"
+    assert "within noise" in noise.checks[0].detail
+
+
+def test_overlapping_samples_are_not_a_finding() -> None:
+    base = make_run("a", [L("x")], 5.0)
+    # Same centre, much wider spread: ratio of medians 1.0, never significant.
+    cand = make_run("b", [L("x")], 5.0)
+    cand.outcome.latency_samples_ms = spread(5.0, 30, 0.4)
+    pol = GatePolicy(effective_speedup={"min": 1.02}, p99_latency=None)
+    assert _status(evaluate(base, cand, pol), "effective_speedup") == "pass"
+
+
+def test_too_few_samples_decide_on_factor_alone() -> None:
+    result = evaluate(dense_run(5.0, n=3), sparse_run(11.0, n=3))
+    check = result.checks[0]
+    assert check.status == "fail"
+    assert "too few samples for a rank test (3 vs 3)" in check.detail
+    ok = evaluate(dense_run(5.0, n=3), sparse_run(4.2, n=3))
+    assert _status(ok, "effective_speedup") == "pass"
+
+
+def test_demanding_a_sparse_win() -> None:
+    pol = GatePolicy(effective_speedup={"min": 1.8})
+    result = evaluate(dense_run(5.0), sparse_run(3.5), pol)
+    assert _status(result, "effective_speedup") == "fail"
+
+
+def test_p99_ratio_and_budget() -> None:
+    base = dense_run(5.0)
+    cand = sparse_run(3.5)
+    cand.outcome.latency_samples_ms = cand.outcome.latency_samples_ms[:-1] + [20.0]
+    result = evaluate(base, cand)
+    assert _status(result, "p99_latency") == "fail"
+    assert "p99 ratio" in result.checks[1].detail and "p50/p95/p99" in result.checks[1].detail
+    cand2 = sparse_run(3.5)
+    cand2.outcome.budget_ms = 3.0
+    budget = evaluate(base, cand2)
+    assert _status(budget, "p99_latency") == "fail"
+    assert "over the 3 ms budget" in budget.checks[1].detail
+    off = evaluate(base, cand2, GatePolicy(p99_latency={"use_budget": False}))
+    assert _status(off, "p99_latency") == "pass"
+
+
+def test_quality_guardrails() -> None:
+    bad = evaluate(dense_run(), sparse_run(cosine=0.8))
+    assert _status(bad, "quality_delta") == "fail"
+    assert "cosine 0.8000 < 0.9" in bad.checks[2].detail
+    missing = evaluate(dense_run(), sparse_run(quality=False))
+    assert _status(missing, "quality_delta") == "skipped"
+    assert missing.passed
+    strict = evaluate(dense_run(), sparse_run(quality=False), GatePolicy(missing_evidence="fail"))
+    assert not strict.passed
+
+
+def test_accuracy_drop() -> None:
+    cand = sparse_run()
+    assert cand.outcome.quality is not None
+    cand.outcome.quality.accuracy = 0.70
+    cand.outcome.quality.dense_accuracy = 0.75
+    result = evaluate(dense_run(), cand)
+    assert _status(result, "quality_delta") == "fail"
+    assert "accuracy drop 0.0500 > 0.01" in result.checks[2].detail
+
+
+def test_fallback_rate_names_layer_and_reason() -> None:
+    result = evaluate(dense_run(), sparse_run(fallback=True))
+    check = {c.id: c for c in result.checks}["fallback_rate"]
+    assert check.status == "fail"
+    assert check.measured.startswith("50.0% (1/2)")
+    assert "l0.down" in check.detail and "shape_not_aligned" in check.detail
+    lenient = evaluate(dense_run(), sparse_run(fallback=True), GatePolicy(fallback_rate={"max_rate": 0.5}))
+    assert _status(lenient, "fallback_rate") == "pass"
+    dense_vs_dense = evaluate(dense_run(), dense_run())
+    assert "no layer of the candidate is meant to be sparse" in {c.id: c for c in dense_vs_dense.checks}["fallback_rate"].detail
+
+
+def test_precision_tolerance_by_mode_and_precision_change() -> None:
+    drift = evaluate(dense_run(), sparse_run(rel_err=1e-3))
+    assert _status(drift, "precision_drift") == "fail"
+    fp16_ok = evaluate(dense_run(), sparse_run(rel_err=1e-3, precision="fp16"))
+    check = {c.id: c for c in fp16_ok.checks}["precision_drift"]
+    assert check.status == "fail"  # fp32 -> fp16 on the sparse layers is a precision change
+    assert "l0.up fp32 -> fp16" in check.detail
+    allowed = evaluate(
+        dense_run(), sparse_run(rel_err=1e-3, precision="fp16"), GatePolicy(precision_drift={"allow_precision_change": True})
+    )
+    assert _status(allowed, "precision_drift") == "pass"
+
+
+def test_disabled_check_is_absent() -> None:
+    result = evaluate(dense_run(), sparse_run(fallback=True), GatePolicy(fallback_rate=None))
+    assert "fallback_rate" not in [c.id for c in result.checks]
+    assert result.passed
+
+
+def test_default_policy_file_equals_code_defaults() -> None:
+    assert load_policy(REPO / "playbooks" / "gate-default.yaml") == GatePolicy()
+    assert load_policy(None) == GatePolicy()
+
+
+def test_policy_errors_name_the_field(tmp_path: Path) -> None:
+    bad = tmp_path / "p.yaml"
+    bad.write_text(yaml.safe_dump({"fallback_rate": {"max_rate": 2}, "p99_latency": {"maxratio": 1}}))
+    with pytest.raises(UserError) as exc:
+        load_policy(bad)
+    text = str(exc.value)
+    assert f"{bad}: fallback_rate.max_rate:" in text
+    assert f"{bad}: p99_latency.maxratio: unknown field" in text
+
+
+def test_empty_policy_file_is_defaults(tmp_path: Path) -> None:
+    empty = tmp_path / "p.yaml"
+    empty.write_text("")
+    assert load_policy(empty) == GatePolicy()
+
+
+def test_summary_markdown_table() -> None:
+    text = summary_markdown(evaluate(dense_run(), sparse_run(fallback=True)))
+    assert text.startswith("## sparsedebug gate: FAILED")
+    assert "| check | result | measured | threshold |" in text
+    assert text.count("| FAIL |") == 1
+    assert "- **fallback_rate** (FAIL)" in text

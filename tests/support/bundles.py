@@ -1,0 +1,37 @@
+"""Build in-memory bundles from synthetic runs, with the real bisect, classify and movement code."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sparsedebug.locate.walk import bisect_runs
+from sparsedebug.playbook.bundle import FILES, Bundle, BundleInput, FixOutcome, LoadedBundle
+from sparsedebug.classify.score import classify_run
+from sparsedebug.records.run import RunRecord
+from sparsedebug.signoff.movement import measure_movement
+
+
+def make_bundle(base: RunRecord, cand: RunRecord, fixed: RunRecord | None = None, root: Path = Path("bundle")) -> LoadedBundle:
+    """A bundle as `playbook run` would hold it in memory (nothing written)."""
+    cls = classify_run(cand, baseline=base)
+    fix_dict = cls.fix.model_dump(mode="json") if cls.fix is not None else None
+    outcome = None
+    if fixed is not None:
+        moves, verdict, moved, target = measure_movement(base, cand, fixed, fix_dict)
+        outcome = FixOutcome(
+            proposed=fix_dict, applied=True, how="fixed candidate given", fixed_source="given",
+            movements=moves, significance=verdict, moved=moved, target=target,
+        )
+    files = {role: FILES[role] for role in ("baseline", "candidate", "bisect", "classification", "memo", "report")}
+    inputs = [
+        BundleInput(role="baseline", kind="run", label="base.json"),
+        BundleInput(role="candidate", kind="run", label="cand.json"),
+    ]
+    if fixed is not None:
+        inputs.append(BundleInput(role="fixed", kind="run", label="fixed.json"))
+        files["fixed"] = FILES["fixed"]
+    manifest = Bundle(created_at="2026-01-01T00:00:00+00:00", playbook="structured-sparsity", inputs=inputs, files=files)
+    return LoadedBundle(
+        root=root, manifest=manifest, fingerprint=None, baseline=base, candidate=cand, fixed=fixed,
+        bisect=bisect_runs(base, cand), classification=cls, reduce=None, fix=outcome,
+    )
