@@ -15,11 +15,11 @@ import argparse
 
 import numpy as np
 
+from sparsedebug.core.stats import median
+from sparsedebug.core.timing import interleaved
 from sparsedebug.kernels.bench import blas_description, parse_shape, parse_tokens
 from sparsedebug.kernels.masks import nm_mask, parse_pattern
 from sparsedebug.kernels.vnm import VNMWeight
-from sparsedebug.core.stats import median
-from sparsedebug.core.timing import interleaved
 
 
 def main() -> None:

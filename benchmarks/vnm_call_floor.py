@@ -21,10 +21,10 @@ import argparse
 
 import numpy as np
 
-from sparsedebug.kernels.bench import blas_description, parse_shape, parse_tokens
-from sparsedebug.kernels.vnm import VNMWeight
 from sparsedebug.core.stats import median
 from sparsedebug.core.timing import interleaved
+from sparsedebug.kernels.bench import blas_description, parse_shape, parse_tokens
+from sparsedebug.kernels.vnm import VNMWeight
 
 
 def main() -> None:

@@ -15,8 +15,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sparsedebug.records.run import Fingerprint, GraphLayer, KernelPath, LowerLayer, RunRecord
 from sparsedebug.core.stats import median
+from sparsedebug.records.run import Fingerprint, GraphLayer, KernelPath, LowerLayer, RunRecord
 
 
 class GpuPeak(BaseModel):

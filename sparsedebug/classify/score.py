@@ -20,7 +20,10 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from sparsedebug.classify.roofline import LayerIntensity, Roofline, gather_bytes, layer_intensities, layer_work, machine_roofline
+from sparsedebug.classify.rules import RULES, Mechanism, Rule
 from sparsedebug.core.errors import UserError
+from sparsedebug.core.stats import median, percentiles
 from sparsedebug.records.run import (
     SCHEMA_VERSION,
     FallbackReason,
@@ -31,9 +34,6 @@ from sparsedebug.records.run import (
     LowerLayer,
     RunRecord,
 )
-from sparsedebug.classify.roofline import LayerIntensity, Roofline, gather_bytes, layer_intensities, layer_work, machine_roofline
-from sparsedebug.classify.rules import RULES, Mechanism, Rule
-from sparsedebug.core.stats import median, percentiles
 
 if TYPE_CHECKING:
     from sparsedebug.sources.importers.ncu import NcuReport

@@ -6,9 +6,9 @@ from typing import Annotated
 
 import typer
 
-from sparsedebug.kernels.bench import parse_shape, parse_tokens, run_kernel_bench
 from sparsedebug.cli.common import JsonOption, console, emit_json, err_console, handle_errors
 from sparsedebug.core.errors import UserError
+from sparsedebug.kernels.bench import parse_shape, parse_tokens, run_kernel_bench
 from sparsedebug.kernels.masks import parse_pattern
 from sparsedebug.render.terminal.bench import kernel_bench_table, tails_table
 

@@ -8,11 +8,11 @@ from typing import Annotated
 import typer
 from rich.progress import Progress
 
-from sparsedebug.locate.walk import bisect_runs, load_run
 from sparsedebug.cli.common import JsonOption, console, emit_json, err_console, handle_errors
 from sparsedebug.core.errors import UserError
-from sparsedebug.render.terminal.bisect import bisect_view
 from sparsedebug.core.stats import DEFAULT_ALPHA, DEFAULT_MIN_EFFECT
+from sparsedebug.locate.walk import bisect_runs, load_run
+from sparsedebug.render.terminal.bisect import bisect_view
 
 RunArg = Annotated[
     Path,

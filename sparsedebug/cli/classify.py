@@ -7,12 +7,12 @@ from typing import Annotated
 
 import typer
 
+from sparsedebug.classify.roofline import GPU_PEAKS, find_gpu_peak
 from sparsedebug.classify.score import classify_run
 from sparsedebug.cli.common import JsonOption, console, emit_json, err_console, handle_errors
-from sparsedebug.core.io import load_record
 from sparsedebug.core.errors import UserError
+from sparsedebug.core.io import load_record
 from sparsedebug.records.run import Fingerprint
-from sparsedebug.classify.roofline import GPU_PEAKS, find_gpu_peak
 
 
 @handle_errors

@@ -7,7 +7,6 @@ from typing import Annotated
 
 import typer
 
-from sparsedebug.freeze import fingerprint
 from sparsedebug.cli.common import (
     EXIT_CHECK_FAILED,
     JsonOption,
@@ -17,6 +16,7 @@ from sparsedebug.cli.common import (
     handle_errors,
 )
 from sparsedebug.core.io import load_record, save_record
+from sparsedebug.freeze import fingerprint
 from sparsedebug.records.run import Fingerprint
 from sparsedebug.render.terminal.fingerprint import drift_table, fingerprint_table
 

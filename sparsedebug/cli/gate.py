@@ -9,11 +9,11 @@ import typer
 
 from sparsedebug.cli.common import EXIT_CHECK_FAILED, JsonOption, console, emit_json, err_console, handle_errors
 from sparsedebug.core.errors import UserError
-from sparsedebug.sources.detect import describe_input, load_run
 from sparsedebug.core.io import atomic_write_text
+from sparsedebug.render.junit import junit_xml
 from sparsedebug.render.terminal.gate import gate_table
 from sparsedebug.signoff.gate import evaluate, load_policy, summary_markdown
-from sparsedebug.render.junit import junit_xml
+from sparsedebug.sources.detect import describe_input, load_run
 
 
 @handle_errors

@@ -9,12 +9,8 @@ import typer
 
 from sparsedebug.cli.common import EXIT_CHECK_FAILED, JsonOption, OutputOption, console, emit_json, err_console, handle_errors
 from sparsedebug.core.errors import UserError
-from sparsedebug.locate.paths import compare_paths
-from sparsedebug.sources.importers.ncu import load_ncu
-from sparsedebug.sources.importers.nvidia_smi import load_smi
-from sparsedebug.sources.importers.tensorrt_log import load_trt_log
-from sparsedebug.sources.importers.torch_trace import analyze_trace
 from sparsedebug.core.io import load_record, save_record
+from sparsedebug.locate.paths import compare_paths
 from sparsedebug.records.run import RunRecord
 from sparsedebug.render.terminal.importers import (
     class_delta_table,
@@ -28,6 +24,10 @@ from sparsedebug.render.terminal.importers import (
     trace_summary_table,
     trt_table,
 )
+from sparsedebug.sources.importers.ncu import load_ncu
+from sparsedebug.sources.importers.nvidia_smi import load_smi
+from sparsedebug.sources.importers.tensorrt_log import load_trt_log
+from sparsedebug.sources.importers.torch_trace import analyze_trace
 
 FileArg = Annotated[Path, typer.Argument(help="The artifact file to read.", show_default=False)]
 

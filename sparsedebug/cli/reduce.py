@@ -9,9 +9,9 @@ import typer
 
 from sparsedebug.cli.common import EXIT_CHECK_FAILED, JsonOption, console, emit_json, err_console, handle_errors
 from sparsedebug.core.errors import UserError
+from sparsedebug.core.stats import DEFAULT_ALPHA, DEFAULT_MIN_EFFECT
 from sparsedebug.reduce.reduce import DEFAULT_MAX_PROBES, DEFAULT_PROBE_REPEATS, reduce_workloads
 from sparsedebug.render.terminal.bisect import reduce_view
-from sparsedebug.core.stats import DEFAULT_ALPHA, DEFAULT_MIN_EFFECT
 from sparsedebug.sources.replay.workload import load_workload, save_workload
 
 WorkloadArg = Annotated[Path, typer.Argument(help="A workload YAML.", show_default=False)]

@@ -10,11 +10,11 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 
 from sparsedebug.cli.common import JsonOption, OutputOption, console, emit_json, err_console, handle_errors
 from sparsedebug.core.io import save_record
+from sparsedebug.core.resources import embedded_workload
 from sparsedebug.records.run import STAGES, RunRecord
 from sparsedebug.render.terminal.replay import fallback_table, kernel_table, lower_table, summary_table
 from sparsedebug.sources.replay.replay import plan
 from sparsedebug.sources.replay.replay import replay as run_replay
-from sparsedebug.core.resources import embedded_workload
 from sparsedebug.sources.replay.workload import Workload, load_workload
 
 

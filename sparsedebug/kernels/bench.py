@@ -25,12 +25,12 @@ from pydantic import BaseModel, ConfigDict
 from threadpoolctl import threadpool_info
 
 from sparsedebug.core.errors import InternalError, UserError
+from sparsedebug.core.stats import Percentiles, median, percentiles
+from sparsedebug.core.timing import interleaved
 from sparsedebug.kernels.masks import Pattern, check_nm
 from sparsedebug.kernels.nm import NMWeight
 from sparsedebug.kernels.precision import error_bound
 from sparsedebug.kernels.vnm import VNMWeight
-from sparsedebug.core.stats import Percentiles, median, percentiles
-from sparsedebug.core.timing import interleaved
 
 VARIANTS: tuple[str, ...] = ("dense", "limit", "csr", "nm", "vnm")
 """Benchmark variants, in timing order within a round."""

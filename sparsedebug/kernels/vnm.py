@@ -31,7 +31,7 @@ import numpy.typing as npt
 
 from sparsedebug.core.errors import UserError
 from sparsedebug.kernels.masks import Pattern, check_nm, check_weight, vnm_choice
-from sparsedebug.kernels.nm import Footprint, check_x, index_bits, pack_indices, unpack_indices, _values_dtype
+from sparsedebug.kernels.nm import Footprint, _values_dtype, check_x, index_bits, pack_indices, unpack_indices
 from sparsedebug.kernels.precision import Precision, check_precision, compute_dtype, round_input
 
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sparsedebug.sources.importers.kernel_names import classify_kernel
 from sparsedebug.records.run import LowerLayer, RunRecord
+from sparsedebug.sources.importers.kernel_names import classify_kernel
 
 
 class _Model(BaseModel):

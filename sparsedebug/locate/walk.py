@@ -41,6 +41,7 @@ from pydantic import BaseModel, Field
 
 from sparsedebug.core.errors import UserError
 from sparsedebug.core.io import load_data, load_record
+from sparsedebug.core.stats import DEFAULT_ALPHA, DEFAULT_MIN_EFFECT, SampleComparison, compare_samples, enough_samples
 from sparsedebug.records.run import (
     STAGES,
     FallbackReason,
@@ -51,7 +52,6 @@ from sparsedebug.records.run import (
     LowerLayer,
     RunRecord,
 )
-from sparsedebug.core.stats import DEFAULT_ALPHA, DEFAULT_MIN_EFFECT, SampleComparison, compare_samples, enough_samples
 
 StageStatus = Literal["divergent", "improved", "expected", "same", "undecided", "not_comparable"]
 BisectState = Literal["divergence", "no_regression", "undecided"]

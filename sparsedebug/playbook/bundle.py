@@ -26,10 +26,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sparsedebug.locate.walk import BisectResult
 from sparsedebug.classify.score import Classification
 from sparsedebug.core.errors import UserError
 from sparsedebug.core.io import load_record
+from sparsedebug.locate.walk import BisectResult
 from sparsedebug.records.run import SCHEMA_VERSION, FileDigest, Fingerprint, RunRecord
 from sparsedebug.reduce.reduce import ReduceResult
 

@@ -26,8 +26,8 @@ from sparsedebug.core.resources import data_dirs
 from sparsedebug.records.run import STAGES, KernelPath, RunRecord
 
 if TYPE_CHECKING:
-    from sparsedebug.playbook.bundle import LoadedBundle
     from sparsedebug.classify.score import Fix
+    from sparsedebug.playbook.bundle import LoadedBundle
     from sparsedebug.sources.replay.workload import Workload
 
 PLAYBOOK_SCHEMA_VERSION = 1
@@ -476,16 +476,16 @@ def run_playbook(
     is built in a temporary sibling directory and moved into place at the end, so
     a failed walk leaves no half-written bundle.
     """
+    from sparsedebug.classify.score import classify_run
+    from sparsedebug.core.io import atomic_write_text, file_digest, save_record
+    from sparsedebug.core.resources import embedded_workload
     from sparsedebug.freeze import fingerprint as fp_mod
     from sparsedebug.locate.walk import bisect_runs
     from sparsedebug.playbook.bundle import FILES, MANIFEST, Bundle, BundleInput, FixOutcome, StepRecord, load_bundle
-    from sparsedebug.classify.score import classify_run
-    from sparsedebug.sources.detect import detect_input, load_run
-    from sparsedebug.core.io import atomic_write_text, file_digest, save_record
     from sparsedebug.render.markdown.deployment import render_report
-    from sparsedebug.signoff.movement import measure_movement
     from sparsedebug.render.markdown.memo import render_memo
-    from sparsedebug.core.resources import embedded_workload
+    from sparsedebug.signoff.movement import measure_movement
+    from sparsedebug.sources.detect import detect_input, load_run
     from sparsedebug.sources.replay.workload import load_workload, save_workload
 
     say: Reporter = reporter or _QuietReporter()

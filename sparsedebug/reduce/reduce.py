@@ -37,9 +37,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from sparsedebug.locate.walk import BisectResult, bisect_runs, finding_signature
-from sparsedebug.reduce.search import DDMin, Outcome
 from sparsedebug.core.errors import UserError
+from sparsedebug.locate.walk import BisectResult, bisect_runs, finding_signature
 from sparsedebug.records.run import (
     STAGES,
     KernelStage,
@@ -48,6 +47,7 @@ from sparsedebug.records.run import (
     RunSource,
     ScheduleStage,
 )
+from sparsedebug.reduce.search import DDMin, Outcome
 from sparsedebug.sources.replay.workload import MODEL_INPUT, Layer, Workload, resolved_inputs, revalidate
 
 DEFAULT_PROBE_REPEATS = 5

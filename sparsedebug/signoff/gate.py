@@ -31,9 +31,9 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from sparsedebug.core.io import load_data, validate
+from sparsedebug.core.stats import DEFAULT_ALPHA, compare_samples, enough_samples, median
 from sparsedebug.records.run import RunRecord
 from sparsedebug.signoff.metrics import equal_latency_sentence, fallback_summary, latency, layer_rows
-from sparsedebug.core.stats import DEFAULT_ALPHA, compare_samples, enough_samples, median
 
 POLICY_SCHEMA_VERSION = 1
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from sparsedebug.core.errors import UserError
+from sparsedebug.core.stats import Percentiles, median, percentiles
 from sparsedebug.kernels.masks import parse_pattern
 from sparsedebug.records.run import EqualLatencyQuality, KernelPath, RunRecord
-from sparsedebug.core.stats import Percentiles, median, percentiles
 
 
 def nominal_factor(pattern: str) -> float | None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from sparsedebug.records.run import GpuInfo, KernelPath, RunSource
 from sparsedebug.classify.roofline import (
     calibrated_roofline,
     find_gpu_peak,
@@ -13,6 +12,7 @@ from sparsedebug.classify.roofline import (
     peak_roofline,
     sparse_density,
 )
+from sparsedebug.records.run import GpuInfo, KernelPath, RunSource
 from tests.classify.test_score import TOKENS, make_fingerprint, make_run
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from sparsedebug.classify.rules import RULES, RULES_BY_ID, STRENGTH_CAP, Mechanism, Rule, rules_for
 from sparsedebug.classify.score import NcuEvidence, SmiEvidence, classify_evidence
 from sparsedebug.records.run import (
     FallbackReason,
@@ -19,7 +20,6 @@ from sparsedebug.records.run import (
     Verdict,
 )
 from sparsedebug.render.terminal.classify import rules_markdown
-from sparsedebug.classify.rules import RULES, RULES_BY_ID, STRENGTH_CAP, Mechanism, Rule, rules_for
 from tests.classify.test_score import make_fingerprint, make_run
 
 

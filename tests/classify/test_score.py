@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from sparsedebug.classify.rules import RULES, Mechanism
 from sparsedebug.classify.score import (
     Classification,
     NcuEvidence,
@@ -40,7 +41,6 @@ from sparsedebug.records.run import (
     RunSource,
     ScheduleStage,
 )
-from sparsedebug.classify.rules import RULES, Mechanism
 from tests.conftest import FIXTURES
 
 H200 = FIXTURES / "h200"

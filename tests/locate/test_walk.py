@@ -9,9 +9,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from sparsedebug.locate.walk import bisect_runs, detect_kind, group_key, load_run
 from sparsedebug.core.errors import UserError
 from sparsedebug.core.io import save_record
+from sparsedebug.locate.walk import bisect_runs, detect_kind, group_key, load_run
 from sparsedebug.records.run import (
     FallbackReason,
     GraphLayer,

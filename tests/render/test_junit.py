@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from sparsedebug.signoff.gate import GatePolicy, evaluate
 from sparsedebug.render.junit import junit_xml
+from sparsedebug.signoff.gate import GatePolicy, evaluate
 from tests.support.synth import dense_run, sparse_run
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from sparsedebug.classify.score import classify_run
 from sparsedebug.locate.walk import bisect_runs
 from sparsedebug.playbook.bundle import FILES, Bundle, BundleInput, FixOutcome, LoadedBundle
-from sparsedebug.classify.score import classify_run
 from sparsedebug.records.run import RunRecord
 from sparsedebug.signoff.movement import measure_movement
 

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from sparsedebug.core.stats import median
 from sparsedebug.playbook.bundle import LoadedBundle
 from sparsedebug.records.run import KernelPath, RunRecord
 from sparsedebug.signoff.gate import GatePolicy, evaluate
 from sparsedebug.signoff.metrics import fallback_summary, latency, layer_rows, nominal_factor
-from sparsedebug.core.stats import median
 
 BAR = "\u2588"
 

@@ -14,17 +14,15 @@ default gate passes on it.
 
 from __future__ import annotations
 
-
-
 from pydantic import BaseModel
 
+from sparsedebug.core.stats import SampleComparison, median, percentiles
 from sparsedebug.playbook.bundle import LoadedBundle, Movement
 from sparsedebug.playbook.run import Playbook
 from sparsedebug.records.run import RunRecord
 from sparsedebug.reduce.reduce import ReduceResult
 from sparsedebug.signoff.gate import GatePolicy, GateResult, evaluate
 from sparsedebug.signoff.metrics import equal_latency_sentence, fallback_summary, has_fallback_evidence, has_quality_evidence
-from sparsedebug.core.stats import SampleComparison, median, percentiles
 
 MECHANISM_OWNER = {
     "compute": "compiler_sparsity_pass_owner",

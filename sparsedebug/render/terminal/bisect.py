@@ -6,9 +6,9 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from sparsedebug.core.stats import SampleComparison
 from sparsedebug.locate.walk import BisectResult, StageFinding
 from sparsedebug.reduce.reduce import ReduceResult
-from sparsedebug.core.stats import SampleComparison
 
 _STATUS_STYLE = {
     "divergent": "bold red",

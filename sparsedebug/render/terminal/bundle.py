@@ -6,11 +6,11 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from sparsedebug.core.stats import percentiles
 from sparsedebug.playbook.bundle import LoadedBundle
 from sparsedebug.playbook.run import Playbook
 from sparsedebug.render.markdown.deployment import terminal_reality_check
 from sparsedebug.render.markdown.memo import decide
-from sparsedebug.core.stats import percentiles
 
 
 def bundle_summary(bundle: LoadedBundle, book: Playbook) -> RenderableType:

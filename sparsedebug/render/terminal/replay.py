@@ -5,9 +5,9 @@ from __future__ import annotations
 from rich.markup import escape
 from rich.table import Table
 
+from sparsedebug.core.stats import median, percentiles
 from sparsedebug.records.run import GraphStage, KernelPath, LowerStage, RunRecord
 from sparsedebug.signoff.metrics import equal_latency_sentence
-from sparsedebug.core.stats import median, percentiles
 
 
 def _ms(value: float | None) -> str:

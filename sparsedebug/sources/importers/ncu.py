@@ -23,9 +23,9 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from sparsedebug.core.errors import UserError
-from sparsedebug.sources.importers.kernel_names import classify_kernel
 from sparsedebug.core.io import read_text
 from sparsedebug.records.run import KernelClass
+from sparsedebug.sources.importers.kernel_names import classify_kernel
 
 Bound = Literal["latency", "compute", "memory", "balanced"]
 

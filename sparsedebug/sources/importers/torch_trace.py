@@ -45,8 +45,6 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from sparsedebug.core.errors import UserError
-from sparsedebug.sources.importers.jsonstream import iter_trace
-from sparsedebug.sources.importers.kernel_names import GEMM_CLASSES, classify_kernel, primary_class
 from sparsedebug.core.io import file_digest
 from sparsedebug.records.run import (
     FallbackReason,
@@ -64,6 +62,8 @@ from sparsedebug.records.run import (
     RunSource,
     ScheduleStage,
 )
+from sparsedebug.sources.importers.jsonstream import iter_trace
+from sparsedebug.sources.importers.kernel_names import GEMM_CLASSES, classify_kernel, primary_class
 
 GPU_CATEGORIES = frozenset({"kernel", "gpu_memset", "gpu_memcpy"})
 LAUNCH_CATEGORIES = frozenset({"cuda_runtime", "cuda_driver"})

@@ -48,11 +48,11 @@ from threadpoolctl import threadpool_info, threadpool_limits
 
 from sparsedebug.core.errors import UserError
 from sparsedebug.core.io import file_digest
+from sparsedebug.core.stats import median, percentiles
+from sparsedebug.core.timing import interleaved
 from sparsedebug.kernels.nm import NMWeight
 from sparsedebug.kernels.precision import Precision, compute_dtype, round_input
 from sparsedebug.kernels.vnm import VNMWeight
-from sparsedebug.sources.replay.lowering import Decision, LayerQuery, get_profile, kernel_class
-from sparsedebug.sources.replay.narrow import FRACTION_STEPS, ffn_groups, narrow
 from sparsedebug.records.run import (
     EqualLatencyQuality,
     FileDigest,
@@ -72,8 +72,8 @@ from sparsedebug.records.run import (
     Verdict,
     WorkloadRef,
 )
-from sparsedebug.core.stats import median, percentiles
-from sparsedebug.core.timing import interleaved
+from sparsedebug.sources.replay.lowering import Decision, LayerQuery, get_profile, kernel_class
+from sparsedebug.sources.replay.narrow import FRACTION_STEPS, ffn_groups, narrow
 from sparsedebug.sources.replay.weights import Inputs, Weights, build_inputs, build_weights, is_compliant, prune
 from sparsedebug.sources.replay.workload import Layer, LayerShape, Workload, check_graph
 

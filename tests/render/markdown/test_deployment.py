@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from sparsedebug.render.markdown.deployment import bar_chart, fallback_impact, layer_matrix, pruning_schedule, reality_check, render_report
+from sparsedebug.render.markdown.deployment import (
+    bar_chart,
+    fallback_impact,
+    layer_matrix,
+    pruning_schedule,
+    reality_check,
+    render_report,
+)
 from sparsedebug.signoff.metrics import fallback_summary, nominal_factor
 from tests.support.bundles import make_bundle
 from tests.support.synth import dense_run, sparse_run

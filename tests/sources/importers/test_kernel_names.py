@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sparsedebug.sources.importers.kernel_names import classify_kernel, primary_class, short_kernel_name
 from sparsedebug.records.run import KernelClass
+from sparsedebug.sources.importers.kernel_names import classify_kernel, primary_class, short_kernel_name
 
 CASES = [
     # H200 traces (PyTorch 2.11, cuSPARSELt 0.8)

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from sparsedebug.core.errors import UserError
-from sparsedebug.sources.importers.ncu import load_ncu, sol_bound
 from sparsedebug.records.run import KernelClass
+from sparsedebug.sources.importers.ncu import load_ncu, sol_bound
 from tests.conftest import FIXTURES
 
 NCU = FIXTURES / "h200" / "ncu_dense_vs_sparse_11008x4096x2048.csv"

@@ -12,9 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sparsedebug.core.errors import UserError
+from sparsedebug.records.run import KernelClass, KernelPath, RunRecord
 from sparsedebug.sources.importers.jsonstream import iter_trace
 from sparsedebug.sources.importers.torch_trace import GpuOp, analyze_trace, import_trace, timeline
-from sparsedebug.records.run import KernelClass, KernelPath, RunRecord
 from tests.conftest import FIXTURES
 
 H200 = FIXTURES / "h200"

@@ -9,8 +9,8 @@ import pytest
 
 from sparsedebug.core.errors import UserError
 from sparsedebug.kernels.masks import parse_pattern
-from sparsedebug.sources.replay.lowering import PROFILES, LayerQuery, get_profile, kernel_class, torch_semi_structured
 from sparsedebug.records.run import FallbackReason, KernelClass, KernelPath
+from sparsedebug.sources.replay.lowering import PROFILES, LayerQuery, get_profile, kernel_class, torch_semi_structured
 from tests.conftest import FIXTURES
 
 RESULTS = json.loads((FIXTURES / "h200" / "results.json").read_text())

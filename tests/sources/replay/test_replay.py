@@ -10,8 +10,8 @@ import pytest
 from threadpoolctl import threadpool_info
 
 from sparsedebug.core.errors import UserError
-from sparsedebug.sources.replay.narrow import ffn_groups, narrow
 from sparsedebug.records.run import STAGES, FallbackReason, KernelPath, RunRecord
+from sparsedebug.sources.replay.narrow import ffn_groups, narrow
 from sparsedebug.sources.replay.replay import attention, equal_latency_step, plan, replay
 from sparsedebug.sources.replay.weights import build_weights
 from sparsedebug.sources.replay.workload import CalibrationSpec, Workload, llama_stack, load_workload, mlp_chain
