@@ -16,7 +16,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from sparsedebug.core.stats import median
-from sparsedebug.records.run import Fingerprint, GraphLayer, KernelPath, LowerLayer, RunRecord
+from sparsedebug.records.fingerprint import Fingerprint
+from sparsedebug.records.run import GraphLayer, KernelPath, LowerLayer, RunRecord
 
 
 class GpuPeak(BaseModel):

@@ -24,16 +24,9 @@ from sparsedebug.classify.roofline import LayerIntensity, Roofline, gather_bytes
 from sparsedebug.classify.rules import RULES, Mechanism, Rule
 from sparsedebug.core.errors import UserError
 from sparsedebug.core.stats import median, percentiles
-from sparsedebug.records.run import (
-    SCHEMA_VERSION,
-    FallbackReason,
-    Fingerprint,
-    GraphLayer,
-    KernelClass,
-    KernelPath,
-    LowerLayer,
-    RunRecord,
-)
+from sparsedebug.records.base import SCHEMA_VERSION
+from sparsedebug.records.fingerprint import Fingerprint
+from sparsedebug.records.run import FallbackReason, GraphLayer, KernelClass, KernelPath, LowerLayer, RunRecord
 
 if TYPE_CHECKING:
     from sparsedebug.sources.importers.ncu import NcuReport

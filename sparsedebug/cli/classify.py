@@ -12,7 +12,7 @@ from sparsedebug.classify.score import classify_run
 from sparsedebug.cli.common import JsonOption, console, emit_json, err_console, handle_errors
 from sparsedebug.core.errors import UserError
 from sparsedebug.core.io import load_record
-from sparsedebug.records.run import Fingerprint
+from sparsedebug.records.fingerprint import Fingerprint
 
 
 @handle_errors

@@ -17,7 +17,7 @@ from sparsedebug.cli.common import (
 )
 from sparsedebug.core.io import load_record, save_record
 from sparsedebug.freeze import fingerprint
-from sparsedebug.records.run import Fingerprint
+from sparsedebug.records.fingerprint import Fingerprint
 from sparsedebug.render.terminal.fingerprint import drift_table, fingerprint_table
 
 

@@ -9,7 +9,8 @@ import typer
 from pydantic import BaseModel
 
 from sparsedebug.cli.common import handle_errors
-from sparsedebug.records.run import Fingerprint, RunRecord
+from sparsedebug.records.fingerprint import Fingerprint
+from sparsedebug.records.run import RunRecord
 from sparsedebug.sources.replay.workload import Workload
 
 SCHEMAS: dict[str, type[BaseModel]] = {"workload": Workload, "run": RunRecord, "fingerprint": Fingerprint}

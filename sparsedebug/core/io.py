@@ -19,7 +19,8 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from sparsedebug.core.errors import UserError
-from sparsedebug.records.run import SCHEMA_VERSION, FileDigest
+from sparsedebug.records.base import SCHEMA_VERSION
+from sparsedebug.records.fingerprint import FileDigest
 
 M = TypeVar("M", bound=BaseModel)
 

@@ -22,7 +22,7 @@ import numpy as np
 from pydantic import BaseModel
 
 from sparsedebug.core.io import file_digest
-from sparsedebug.records.run import (
+from sparsedebug.records.fingerprint import (
     BlasLibrary,
     Calibration,
     CpuInfo,

@@ -30,7 +30,9 @@ from sparsedebug.classify.score import Classification
 from sparsedebug.core.errors import UserError
 from sparsedebug.core.io import load_record
 from sparsedebug.locate.walk import BisectResult
-from sparsedebug.records.run import SCHEMA_VERSION, FileDigest, Fingerprint, RunRecord
+from sparsedebug.records.base import SCHEMA_VERSION
+from sparsedebug.records.fingerprint import FileDigest, Fingerprint
+from sparsedebug.records.run import RunRecord
 from sparsedebug.reduce.reduce import ReduceResult
 
 MANIFEST = "bundle.json"

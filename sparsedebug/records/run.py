@@ -1,4 +1,4 @@
-"""The records every command reads and writes: fingerprint, run record, verdicts.
+"""The run record: one run, replayed or imported, as the five stages of the playbook.
 
 A run, whether replayed on the built-in kernel or imported from accelerator
 artifacts, is one ``RunRecord`` with the five stages of the playbook's concept
@@ -17,114 +17,13 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-SCHEMA_VERSION = 1
-"""Version of every record layout in this module. Bump on incompatible change."""
+from sparsedebug.records.base import SCHEMA_VERSION, Record
+from sparsedebug.records.fingerprint import FileDigest, Fingerprint
 
 STAGES: tuple[str, ...] = ("graph", "lower", "kernel", "schedule", "outcome")
 """The five stages, in the order the playbook walks them."""
-
-
-class Record(BaseModel):
-    """Base for all records: unknown fields are refused, not silently dropped."""
-
-    model_config = ConfigDict(extra="forbid", validate_assignment=False)
-
-
-# --------------------------------------------------------------------------- fingerprint
-
-
-class FileDigest(Record):
-    """A file pinned by content: the workload or the model revision."""
-
-    path: str
-    sha256: str
-    size_bytes: int
-
-
-class PythonInfo(Record):
-    version: str
-    implementation: str
-
-
-class PlatformInfo(Record):
-    system: str
-    release: str
-    machine: str
-
-
-class CpuInfo(Record):
-    model: str | None
-    logical_cores: int | None
-    flags: list[str] = Field(description="Kernel-relevant ISA flags only (avx2, avx512*, fma, neon, sve, ...).")
-
-
-class BlasLibrary(Record):
-    """One BLAS/OpenMP library loaded by numpy, as threadpoolctl reports it."""
-
-    user_api: str
-    internal_api: str
-    version: str | None
-    num_threads: int
-    filepath: str | None = None
-
-
-class NumpyInfo(Record):
-    version: str
-    blas: list[BlasLibrary]
-
-
-class TorchInfo(Record):
-    version: str
-    cuda: str | None
-
-
-class GpuInfo(Record):
-    name: str
-    driver: str | None
-    max_sm_clock_mhz: float | None
-    max_mem_clock_mhz: float | None
-    power_limit_w: float | None = None
-
-
-class GitInfo(Record):
-    revision: str
-    dirty: bool
-
-
-class Calibration(Record):
-    """This machine's achieved roofline, measured by ``freeze --calibrate``."""
-
-    gemm_gflops: float
-    copy_gbps: float
-    method: str
-    gemm_shape: list[int]
-    copy_bytes: int
-    rounds: int
-    gemm_samples_ms: list[float]
-    copy_samples_ms: list[float]
-
-
-class Fingerprint(Record):
-    """Step 1 of the playbook: seed, model revision and execution environment."""
-
-    schema_version: int = SCHEMA_VERSION
-    kind: Literal["fingerprint"] = "fingerprint"
-    created_at: str
-    seed: int | None
-    workload: FileDigest | None = None
-    model: FileDigest | None = None
-    python: PythonInfo
-    platform: PlatformInfo
-    cpu: CpuInfo
-    numpy: NumpyInfo
-    thread_env: dict[str, str | None]
-    torch: TorchInfo | None = None
-    gpus: list[GpuInfo] = Field(default_factory=list)
-    gpu_probe: str = Field(description="How GPUs were probed, or why none were recorded.")
-    git: GitInfo | None = None
-    calibration: Calibration | None = None
 
 
 # --------------------------------------------------------------------------- run record

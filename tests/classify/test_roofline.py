@@ -12,7 +12,8 @@ from sparsedebug.classify.roofline import (
     peak_roofline,
     sparse_density,
 )
-from sparsedebug.records.run import GpuInfo, KernelPath, RunSource
+from sparsedebug.records.fingerprint import GpuInfo
+from sparsedebug.records.run import KernelPath, RunSource
 from tests.classify.test_score import TOKENS, make_fingerprint, make_run
 
 

@@ -9,16 +9,8 @@ import pytest
 
 from sparsedebug.classify.rules import RULES, RULES_BY_ID, STRENGTH_CAP, Mechanism, Rule, rules_for
 from sparsedebug.classify.score import NcuEvidence, SmiEvidence, classify_evidence
-from sparsedebug.records.run import (
-    FallbackReason,
-    Fingerprint,
-    KernelClass,
-    KernelPath,
-    QualityDelta,
-    RunRecord,
-    RunSource,
-    Verdict,
-)
+from sparsedebug.records.fingerprint import Fingerprint
+from sparsedebug.records.run import FallbackReason, KernelClass, KernelPath, QualityDelta, RunRecord, RunSource, Verdict
 from sparsedebug.render.terminal.classify import rules_markdown
 from tests.classify.test_score import make_fingerprint, make_run
 

@@ -18,11 +18,9 @@ from sparsedebug.classify.score import (
     classify_run,
     unit_roundoff,
 )
+from sparsedebug.records.fingerprint import Calibration, CpuInfo, Fingerprint, NumpyInfo, PlatformInfo, PythonInfo
 from sparsedebug.records.run import (
-    Calibration,
-    CpuInfo,
     FallbackReason,
-    Fingerprint,
     GraphLayer,
     GraphStage,
     KernelClass,
@@ -31,11 +29,8 @@ from sparsedebug.records.run import (
     KernelStage,
     LowerLayer,
     LowerStage,
-    NumpyInfo,
     OpKind,
     OutcomeStage,
-    PlatformInfo,
-    PythonInfo,
     QualityDelta,
     RunRecord,
     RunSource,

@@ -8,7 +8,7 @@ from typing import Any
 from rich.table import Table
 
 from sparsedebug.freeze.fingerprint import Drift
-from sparsedebug.records.run import Fingerprint
+from sparsedebug.records.fingerprint import Fingerprint
 
 
 def _short(value: Any) -> str:

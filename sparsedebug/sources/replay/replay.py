@@ -53,9 +53,9 @@ from sparsedebug.core.timing import interleaved
 from sparsedebug.kernels.nm import NMWeight
 from sparsedebug.kernels.precision import Precision, compute_dtype, round_input
 from sparsedebug.kernels.vnm import VNMWeight
+from sparsedebug.records.fingerprint import FileDigest
 from sparsedebug.records.run import (
     EqualLatencyQuality,
-    FileDigest,
     GraphLayer,
     GraphStage,
     KernelLayer,

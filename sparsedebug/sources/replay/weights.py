@@ -21,7 +21,7 @@ import numpy.typing as npt
 from sparsedebug.core.errors import UserError
 from sparsedebug.core.io import file_digest
 from sparsedebug.kernels.masks import check_compliance, nm_mask, vnm_mask
-from sparsedebug.records.run import FileDigest
+from sparsedebug.records.fingerprint import FileDigest
 from sparsedebug.sources.replay.workload import Layer, Workload, check_graph, model_input_width
 
 Array = npt.NDArray[np.float64]
