@@ -1,0 +1,62 @@
+"""The path predicates every step shares: declared sparse, fell back, path changed, precision changed.
+
+Bisect, classify, ``fallbacks``, the gate, the memo and the deployment report all ask
+the same four questions of a layer; they ask them here so that their answers agree.
+N:M patterns themselves are parsed by :func:`sparsedebug.kernels.masks.parse_pattern`.
+"""
+
+from __future__ import annotations
+
+from sparsedebug.core.dtypes import canonical_dtype, dtype_in_text
+from sparsedebug.records.run import FallbackReason, KernelLayer, KernelPath, LowerLayer, RunRecord
+from sparsedebug.sources.importers.kernel_names import classify_kernel
+
+
+def declared_sparse(intended: str | None) -> bool:
+    """The layer was declared (or inferred) sparse: its intent is a pattern, not ``dense``."""
+    return intended is not None and intended.strip().lower() not in ("", "dense")
+
+
+def fell_back(intended: str | None, lower: LowerLayer) -> bool:
+    """Declared sparse but runs dense for a reason other than being meant dense: a dense fallback."""
+    return declared_sparse(intended) and lower.path is KernelPath.DENSE and lower.reason is not FallbackReason.INTENDED_DENSE
+
+
+def kernel_classes(lower: LowerLayer) -> list[str]:
+    """The sorted kernel classes of a layer's kernels, by name."""
+    return sorted({classify_kernel(name).value for name in lower.kernels})
+
+
+def path_changed(before: LowerLayer, after: LowerLayer) -> bool:
+    """The layer's kernel path differs: dense/sparse, its dominant kernel class, or the classes it runs."""
+    if before.path != after.path:
+        return True
+    if before.kernel_class is not None and after.kernel_class is not None and before.kernel_class != after.kernel_class:
+        return True
+    return bool(before.kernels) and bool(after.kernels) and kernel_classes(before) != kernel_classes(after)
+
+
+def path_text(lower: LowerLayer) -> str:
+    """``sparse/sparse_gemm``: the path and, when known, the dominant kernel class."""
+    return lower.path.value + (f"/{lower.kernel_class.value}" if lower.kernel_class is not None else "")
+
+
+def layer_precision(kernel: KernelLayer | None, dtype: str | None) -> str | None:
+    """The format a layer computes in: its kernel's precision label, else its graph dtype (canonical names)."""
+    if kernel is not None:
+        found = dtype_in_text(kernel.precision)
+        if found is not None:
+            return found
+    return canonical_dtype(dtype) or dtype_in_text(dtype)
+
+
+def precision_changed(before: str | None, after: str | None) -> bool:
+    """Two precision labels name different known formats (unknown on either side is no evidence)."""
+    b, a = dtype_in_text(before), dtype_in_text(after)
+    return b is not None and a is not None and b != a
+
+
+def kernel_named(run: RunRecord) -> bool:
+    """A record whose 'layers' are kernel names (a trace without layer annotations or CPU ops)."""
+    layers = run.lower.layers
+    return bool(layers) and all(layer.kernels == [layer.name] for layer in layers)
