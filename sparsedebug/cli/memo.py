@@ -10,9 +10,10 @@ import typer
 from sparsedebug.cli.common import JsonOption, emit_json, handle_errors
 from sparsedebug.core.io import atomic_write_text
 from sparsedebug.playbook.bundle import load_bundle
-from sparsedebug.playbook.run import load_playbook
+from sparsedebug.playbook.schema import load_playbook
 from sparsedebug.render.markdown.deployment import render_report
-from sparsedebug.render.markdown.memo import decide, render_memo
+from sparsedebug.render.markdown.memo import render_memo
+from sparsedebug.signoff.decide import with_decision
 
 
 @handle_errors
@@ -36,15 +37,15 @@ def memo(
     evidence and quotes p50/p95/p99. Prints Markdown, or writes it with -o;
     --json prints the decision and the memo text as JSON.
     """
-    loaded = load_bundle(bundle)
     book = load_playbook(playbook)
+    loaded = with_decision(load_bundle(bundle), book)
     text = render_memo(loaded, book)
     if report is not None:
         atomic_write_text(report, render_report(loaded))
     if output is not None:
         atomic_write_text(output, text)
     if json_out:
-        emit_json({"bundle": str(bundle), "decision": decide(loaded, book), "memo": text})
+        emit_json({"bundle": str(bundle), "decision": loaded.decision, "memo": text})
         return
     if output is None:
         typer.echo(text)

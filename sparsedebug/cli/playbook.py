@@ -9,7 +9,9 @@ import typer
 from rich.progress import BarColumn, Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
 
 from sparsedebug.cli.common import JsonOption, console, emit_json, err_console, handle_errors
-from sparsedebug.playbook.run import Step, load_playbook, run_playbook
+from sparsedebug.playbook.run import run_playbook
+from sparsedebug.signoff.decide import FAILING_DECISIONS
+from sparsedebug.playbook.schema import Step, load_playbook
 from sparsedebug.render.terminal.playbook import playbook_view
 
 PlaybookOption = Annotated[
@@ -84,6 +86,9 @@ def run(
     ncu: Annotated[Path | None, typer.Option("--ncu", help="Nsight Compute CSV to attach as classification evidence.")] = None,
     smi: Annotated[Path | None, typer.Option("--smi", help="nvidia-smi CSV log to attach as classification evidence.")] = None,
     no_reduce: Annotated[bool, typer.Option("--no-reduce", help="Skip the ddmin reduction to a reproducer in step 4 (faster).")] = False,
+    check: Annotated[
+        bool, typer.Option("--check", help="Exit 1 when the decision is rollback or escalate (for CI); the bundle is written either way.")
+    ] = False,
     playbook: PlaybookOption = None,
     json_out: JsonOption = False,
 ) -> None:
@@ -100,6 +105,9 @@ def run(
     policy, precision, threads, block size, padding, casting or excluding a layer), then
     step 5 replays it and the memo reports expected against measured movement.
     With --fixed, that run is the fixed candidate instead.
+
+    Exit codes: 0 once the bundle is written (whatever the decision), 2 on bad
+    input; with --check, 1 when the decision is rollback or escalate.
     """
     err = err_console()
     with Progress(
@@ -112,10 +120,12 @@ def run(
         )
     if json_out:
         emit_json(bundle.manifest)
-        return
-    from sparsedebug.render.terminal.bundle import bundle_summary
+    else:
+        from sparsedebug.render.terminal.bundle import bundle_summary
 
-    console().print(bundle_summary(bundle, load_playbook(playbook)))
+        console().print(bundle_summary(bundle, load_playbook(playbook)))
+    if check and bundle.decision is not None and bundle.decision.decision in FAILING_DECISIONS:
+        raise typer.Exit(1)
 
 
 def register(app: typer.Typer) -> None:

@@ -14,24 +14,27 @@ Layout (file names fixed so ``sparsedebug memo DIR`` can re-render from them)::
     fix.json                step 4: the fix, how it was applied, expected vs measured movement
     fixed.workload.yaml     step 4: the candidate with the fix applied (when it maps onto a workload)
     fixed.run.json          step 5: the re-run of the fixed candidate (or --fixed as given)
-    memo.md  report.md      the review memo and the sparsity deployment report
+    decision.json           step 5: ship, bounded rollout, rollback or escalate, with reasons and the gate
+    memo.md  report.md      the review memo and the sparsity deployment report (rendered from the records)
 
 ``load_bundle`` reads the manifest and every record it lists back into models.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
 from pathlib import Path
-from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 
 from sparsedebug.classify.score import Classification
 from sparsedebug.core.errors import UserError
 from sparsedebug.core.io import load_record
 from sparsedebug.locate.walk import BisectResult
-from sparsedebug.records.base import SCHEMA_VERSION
-from sparsedebug.records.fingerprint import FileDigest, Fingerprint
+from sparsedebug.records.bundle import Bundle, BundleInput, FixOutcome, InputRole
+from sparsedebug.records.decision import DecisionOutcome
+from sparsedebug.records.fingerprint import Fingerprint
 from sparsedebug.records.run import RunRecord
 from sparsedebug.reduce.reduce import ReduceResult
 
@@ -49,78 +52,11 @@ FILES: dict[str, str] = {
     "reproducer_base": "reproducer.base.yaml",
     "fix": "fix.json",
     "fixed_workload": "fixed.workload.yaml",
+    "decision": "decision.json",
     "memo": "memo.md",
     "report": "report.md",
 }
 """Role -> file name inside the bundle directory."""
-
-InputRole = Literal["baseline", "candidate", "fixed"]
-InputKind = Literal["run", "workload", "trace"]
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class BundleInput(_Model):
-    """One input of the walk: its role, what kind of file it was, and its digest."""
-
-    role: InputRole
-    kind: InputKind
-    file: FileDigest | None = Field(None, description="None for the embedded default workloads' copies.")
-    label: str = Field(description="How the memo cites it: the path given, or 'embedded:<name>'.")
-
-
-class StepRecord(_Model):
-    """What one playbook step did in this walk."""
-
-    step: str
-    status: Literal["done", "skipped"]
-    detail: str
-    seconds: float
-
-
-class Movement(_Model):
-    """A metric before and after the fix, measured; and what was expected."""
-
-    metric: str
-    unit: str
-    before: float
-    after: float
-    expected_after: float | None = None
-    expected_basis: str | None = None
-    better: Literal["lower", "higher"]
-
-    @property
-    def change(self) -> float:
-        """after / before."""
-        return self.after / self.before if self.before else float("nan")
-
-
-class FixOutcome(_Model):
-    """Step 4 closing the loop: the proposed fix, whether and how it was applied, and what it moved."""
-
-    proposed: dict[str, Any] | None = Field(description="The classification's fix, as recorded there.")
-    applied: bool
-    how: str = Field(description="What was changed, or why nothing could be applied.")
-    fixed_source: Literal["applied_to_workload", "given", "none"]
-    movements: list[Movement] = Field(default_factory=list)
-    significance: str | None = Field(None, description="Rank-test verdict on candidate vs fixed latency samples.")
-    moved: bool | None = Field(None, description="Whether the fix's target metric moved the right way (latency: significantly).")
-    target: str | None = Field(None, description="The movement that decided `moved` (latency p50, fallback rate, ...).")
-
-
-class Bundle(_Model):
-    """The manifest of a bundle directory."""
-
-    schema_version: int = SCHEMA_VERSION
-    kind: Literal["bundle"] = "bundle"
-    created_at: str
-    playbook: str
-    inputs: list[BundleInput]
-    steps: list[StepRecord] = Field(default_factory=list)
-    files: dict[str, str] = Field(default_factory=dict, description="Role -> file name, only files present.")
-    repeats: int | None = None
 
 
 class LoadedBundle(BaseModel):
@@ -138,6 +74,7 @@ class LoadedBundle(BaseModel):
     classification: Classification | None = None
     reduce: ReduceResult | None = None
     fix: FixOutcome | None = None
+    decision: DecisionOutcome | None = None
 
     def path(self, role: str) -> Path | None:
         """Path of a bundle file by role, when present."""
@@ -186,6 +123,7 @@ def load_bundle(root: Path) -> LoadedBundle:
     cls_path = _optional(root, manifest, "classification")
     reduce_path = _optional(root, manifest, "reduce")
     fix_path = _optional(root, manifest, "fix")
+    decision_path = _optional(root, manifest, "decision")
     return LoadedBundle(
         root=root,
         manifest=manifest,
@@ -197,4 +135,30 @@ def load_bundle(root: Path) -> LoadedBundle:
         classification=load_record(cls_path, Classification) if cls_path is not None else None,
         reduce=load_record(reduce_path, ReduceResult) if reduce_path is not None else None,
         fix=load_record(fix_path, FixOutcome) if fix_path is not None else None,
+        decision=load_record(decision_path, DecisionOutcome) if decision_path is not None else None,
     )
+
+
+def check_out_dir(out_dir: Path) -> None:
+    """Refuse an output directory that is a file, holds something other than a bundle, or cannot be written."""
+    if out_dir.exists():
+        if not out_dir.is_dir():
+            raise UserError(f"{out_dir}: exists and is not a directory")
+        if any(out_dir.iterdir()) and not (out_dir / MANIFEST).is_file():
+            raise UserError(f"{out_dir}: not empty and not a sparsedebug bundle; choose another -o")
+    parent = out_dir.parent if str(out_dir.parent) else Path(".")
+    if not parent.is_dir():
+        raise UserError(f"{out_dir}: parent directory {parent} does not exist")
+    if not os.access(parent, os.W_OK):
+        raise UserError(f"{out_dir}: cannot write to {parent}")
+
+
+def swap_into_place(tmp: Path, out_dir: Path) -> None:
+    """Replace ``out_dir`` (an old bundle or nothing) with the finished ``tmp`` bundle."""
+    old = None
+    if out_dir.exists():
+        old = out_dir.parent / f".{out_dir.name}.old-{os.getpid()}"
+        out_dir.rename(old)
+    tmp.rename(out_dir)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)

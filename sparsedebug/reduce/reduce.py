@@ -466,7 +466,7 @@ def _half_tokens(workload: Workload) -> Workload:
     return revalidate(workload.model_copy(update={"tokens": new}))
 
 
-def _absolute_paths(workload: Workload, base_dir: Path | None) -> Workload:
+def absolute_paths(workload: Workload, base_dir: Path | None) -> Workload:
     """Weights and calibration paths made absolute so the reproducer stands alone anywhere."""
     if base_dir is None:
         return workload
@@ -504,8 +504,8 @@ def reduce_workloads(
     """
     if probe_repeats < 3:
         raise UserError(f"probe_repeats={probe_repeats}: need at least 3")
-    good = _absolute_paths(good, good_dir)
-    bad = _absolute_paths(bad, bad_dir)
+    good = absolute_paths(good, good_dir)
+    bad = absolute_paths(bad, bad_dir)
     prober = _Prober(probe_repeats, max_probes, progress, (good_dir, bad_dir), alpha, min_effect)
     changes = diff_workloads(good, bad)
     common: dict[str, Any] = dict(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from sparsedebug.signoff.gate import GateResult
+from sparsedebug.records.gate import GateResult
 
 SUITE = "sparsedebug.gate"
 

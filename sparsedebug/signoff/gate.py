@@ -28,69 +28,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from sparsedebug.core.io import load_data, validate
 from sparsedebug.core.stats import DEFAULT_ALPHA, compare_samples, enough_samples, median
+from sparsedebug.records.gate import CheckStatus, GateCheck, GatePolicy, GateResult
 from sparsedebug.records.run import RunRecord
 from sparsedebug.signoff.metrics import equal_latency_sentence, fallback_summary, latency, layer_rows
-
-POLICY_SCHEMA_VERSION = 1
-
-CheckStatus = Literal["pass", "fail", "skipped"]
-
-
-class _Policy(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class Significance(_Policy):
-    alpha: float = Field(DEFAULT_ALPHA, gt=0.0, lt=1.0, description="Rank-test significance level (two-sided).")
-    factor: float = Field(1.05, ge=1.0, description="asv-style factor: a shortfall must exceed this ratio to fail.")
-
-
-class SpeedupPolicy(_Policy):
-    min: float = Field(1.0, gt=0.0, description="Minimum candidate p50 speedup over the baseline.")
-
-
-class P99Policy(_Policy):
-    max_ratio: float = Field(1.25, gt=0.0, description="Maximum candidate p99 / baseline p99.")
-    use_budget: bool = Field(True, description="Also require candidate p99 <= its recorded latency budget.")
-
-
-class QualityPolicy(_Policy):
-    min_cosine: float | None = Field(0.90, description="Minimum output cosine vs the dense model.")
-    max_rel_err: float | None = Field(None, description="Maximum output relative error vs the dense model.")
-    max_accuracy_drop: float | None = Field(0.01, description="Maximum task accuracy drop vs the dense model.")
-    require_equal_latency_win: bool = Field(
-        False, description="Fail when a dense model narrowed to the same latency has better quality."
-    )
-
-
-class FallbackPolicy(_Policy):
-    max_rate: float = Field(0.0, ge=0.0, le=1.0, description="Maximum share of meant-sparse layers running dense.")
-
-
-class PrecisionPolicy(_Policy):
-    max_rel_err: dict[str, float] = Field(
-        default_factory=lambda: {"fp32": 1e-4, "fp16": 1e-2, "bf16": 5e-2},
-        description="Per precision mode: maximum per-layer kernel error vs the fp64 reference.",
-    )
-    allow_precision_change: bool = Field(False, description="Allow a layer's precision to differ from the baseline's.")
-
-
-class GatePolicy(_Policy):
-    """Thresholds for ``sparsedebug gate``; every section may be omitted (its defaults apply) or null (check off)."""
-
-    schema_version: int = POLICY_SCHEMA_VERSION
-    kind: Literal["gate_policy"] = "gate_policy"
-    significance: Significance = Field(default_factory=Significance)
-    effective_speedup: SpeedupPolicy | None = Field(default_factory=SpeedupPolicy)
-    p99_latency: P99Policy | None = Field(default_factory=P99Policy)
-    quality_delta: QualityPolicy | None = Field(default_factory=QualityPolicy)
-    fallback_rate: FallbackPolicy | None = Field(default_factory=FallbackPolicy)
-    precision_drift: PrecisionPolicy | None = Field(default_factory=PrecisionPolicy)
-    missing_evidence: Literal["skip", "fail"] = "skip"
 
 
 def load_policy(path: Path | None) -> GatePolicy:
@@ -101,28 +43,6 @@ def load_policy(path: Path | None) -> GatePolicy:
     if data is None:
         data = {}
     return validate(GatePolicy, data, str(path))
-
-
-class GateCheck(BaseModel):
-    """One threshold's verdict, with the measured value and the threshold in words."""
-
-    id: str
-    name: str
-    status: CheckStatus
-    measured: str
-    threshold: str
-    detail: str
-
-
-class GateResult(BaseModel):
-    """All checks on one baseline/candidate pair; ``passed`` when none failed."""
-
-    kind: Literal["gate_result"] = "gate_result"
-    baseline: str
-    candidate: str
-    passed: bool
-    checks: list[GateCheck]
-    policy: GatePolicy
 
 
 def judge_shift(

@@ -224,3 +224,10 @@ def has_quality_evidence(run: RunRecord) -> bool:
     """The record carries a quality measurement against the dense model."""
     return run.outcome.quality is not None
 
+
+def p50_speedup(base: RunRecord, run: RunRecord) -> float | None:
+    """Baseline p50 over run p50 of the whole-forward latency; None without samples on either side."""
+    b, c = base.outcome.latency_samples_ms, run.outcome.latency_samples_ms
+    if not b or not c:
+        return None
+    return median(b) / median(c)

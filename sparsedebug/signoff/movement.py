@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from sparsedebug.core.stats import median, percentiles
-from sparsedebug.playbook.bundle import Movement
+from sparsedebug.records.bundle import Movement
 from sparsedebug.records.run import KernelPath, RunRecord
 from sparsedebug.signoff.gate import judge_shift
 from sparsedebug.signoff.metrics import fallback_summary, layer_rows

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import yaml
 
-from sparsedebug.playbook.run import default_playbook_path
+from sparsedebug.playbook.schema import default_playbook_path
 from tests.conftest import assert_clean_error, invoke
 
 
@@ -166,3 +166,53 @@ def test_failed_walk_leaves_nothing(tmp_path: Path) -> None:
     assert "Traceback" not in result.stderr
     assert not out.exists()
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".out")] == []
+
+
+def test_run_stores_the_decision_and_check_sets_the_exit_code(tmp_path: Path) -> None:
+    """The decision is a record in the bundle; --check turns rollback/escalate into exit 1, not the bundle."""
+    args = [
+        "playbook", "run", "--baseline", str(H200 / "trace_dense_T2048.json.gz"),
+        "--candidate", str(H200 / "trace_sparse_mlp_T2048.json.gz"), "--no-reduce",
+    ]
+    plain = invoke([*args, "-o", str(tmp_path / "a")])
+    assert plain.exit_code == 0, plain.stderr
+    decision = json.loads((tmp_path / "a" / "decision.json").read_text())
+    assert decision["kind"] == "decision" and decision["schema_version"] == 1
+    assert decision["decision"] in ("rollback", "escalate")
+    assert set(decision["gates"]) == {"candidate"}
+    assert "decision.json" in json.loads((tmp_path / "a" / "bundle.json").read_text())["files"].values()
+    memo = (tmp_path / "a" / "memo.md").read_text()
+    assert "; ".join(decision["reasons"]) in memo
+    checked = invoke([*args, "-o", str(tmp_path / "b"), "--check"])
+    assert checked.exit_code == 1
+    assert (tmp_path / "b" / "decision.json").is_file() and (tmp_path / "b" / "memo.md").is_file()
+
+
+def test_check_passes_when_the_decision_is_not_a_failure(tmp_path: Path) -> None:
+    result = invoke([
+        "playbook", "run", "--baseline", str(H200 / "trace_dense_T2048.json.gz"),
+        "--candidate", str(H200 / "trace_sparse_mlp_T2048.json.gz"),
+        "--fixed", str(H200 / "trace_sparse_mlp_T2048_cudagraph.json.gz"), "-o", str(tmp_path / "b"), "--check",
+    ])
+    assert result.exit_code == 0, result.stderr
+    assert json.loads((tmp_path / "b" / "decision.json").read_text())["decision"] == "bounded_rollout"
+
+
+def test_memo_renders_the_stored_decision_and_notices_edits(tmp_path: Path) -> None:
+    out = tmp_path / "b"
+    result = invoke([
+        "playbook", "run", "--baseline", str(H200 / "trace_dense_T2048.json.gz"),
+        "--candidate", str(H200 / "trace_sparse_mlp_T2048.json.gz"),
+        "--fixed", str(H200 / "trace_sparse_mlp_T2048_cudagraph.json.gz"), "-o", str(out),
+    ])
+    assert result.exit_code == 0
+    stored = json.loads((out / "decision.json").read_text())
+    stored["reasons"] = ["a reason only the stored record holds"]
+    (out / "decision.json").write_text(json.dumps(stored))
+    assert "a reason only the stored record holds" in invoke(["memo", str(out)]).stdout
+    fixed = json.loads((out / "fixed.run.json").read_text())
+    fixed["name"] = "renamed"
+    (out / "fixed.run.json").write_text(json.dumps(fixed))
+    again = invoke(["memo", str(out)]).stdout
+    assert "a reason only the stored record holds" not in again
+    assert "Decided again when this memo was rendered: `fixed.run.json` changed since the walk." in again

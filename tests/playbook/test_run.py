@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from sparsedebug.core.errors import UserError
-from sparsedebug.playbook.run import DECISIONS, MECHANISMS, default_playbook_path, load_playbook
+from sparsedebug.playbook.schema import DECISIONS, MECHANISMS, default_playbook_path, load_playbook
 from sparsedebug.records.run import STAGES
 
 
@@ -115,7 +115,7 @@ def test_duplicate_owner_id(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- apply_fix (step 4 closing the loop)
 
 from sparsedebug.classify.score import Fix  # noqa: E402
-from sparsedebug.playbook.run import apply_fix  # noqa: E402
+from sparsedebug.reduce.apply_fix import apply_fix  # noqa: E402
 from sparsedebug.sources.replay.workload import Workload, check_graph, parse_workload  # noqa: E402
 
 

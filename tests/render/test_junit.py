@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
+from sparsedebug.records.gate import GatePolicy
 from sparsedebug.render.junit import junit_xml
-from sparsedebug.signoff.gate import GatePolicy, evaluate
+from sparsedebug.signoff.gate import evaluate
 from tests.support.synth import dense_run, sparse_run
 
 

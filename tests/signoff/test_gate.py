@@ -8,7 +8,8 @@ import pytest
 import yaml
 
 from sparsedebug.core.errors import UserError
-from sparsedebug.signoff.gate import GatePolicy, evaluate, load_policy, summary_markdown
+from sparsedebug.records.gate import GatePolicy
+from sparsedebug.signoff.gate import evaluate, load_policy, summary_markdown
 from tests.support.synth import L, dense_run, make_run, sparse_run, spread
 
 REPO = Path(__file__).resolve().parents[2]

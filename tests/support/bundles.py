@@ -6,8 +6,11 @@ from pathlib import Path
 
 from sparsedebug.classify.score import classify_run
 from sparsedebug.locate.walk import bisect_runs
-from sparsedebug.playbook.bundle import FILES, Bundle, BundleInput, FixOutcome, LoadedBundle
+from sparsedebug.playbook.bundle import FILES, LoadedBundle
+from sparsedebug.playbook.schema import load_playbook
+from sparsedebug.records.bundle import Bundle, BundleInput, FixOutcome
 from sparsedebug.records.run import RunRecord
+from sparsedebug.signoff.decide import with_decision
 from sparsedebug.signoff.movement import measure_movement
 
 
@@ -31,7 +34,8 @@ def make_bundle(base: RunRecord, cand: RunRecord, fixed: RunRecord | None = None
         inputs.append(BundleInput(role="fixed", kind="run", label="fixed.json"))
         files["fixed"] = FILES["fixed"]
     manifest = Bundle(created_at="2026-01-01T00:00:00+00:00", playbook="structured-sparsity", inputs=inputs, files=files)
-    return LoadedBundle(
+    bundle = LoadedBundle(
         root=root, manifest=manifest, fingerprint=None, baseline=base, candidate=cand, fixed=fixed,
         bisect=bisect_runs(base, cand), classification=cls, reduce=None, fix=outcome,
     )
+    return with_decision(bundle, load_playbook())

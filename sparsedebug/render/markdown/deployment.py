@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from sparsedebug.core.stats import median
 from sparsedebug.playbook.bundle import LoadedBundle
 from sparsedebug.records.run import KernelPath, RunRecord
-from sparsedebug.signoff.gate import GatePolicy, evaluate
+from sparsedebug.signoff.decide import stored_decision
 from sparsedebug.signoff.metrics import fallback_summary, latency, layer_rows, nominal_factor
 
 BAR = "\u2588"
@@ -218,7 +218,8 @@ def render_report(bundle: LoadedBundle) -> str:
         lines.append(_latency_row("fixed", fixed, base))
     lines += ["", "## Correctness, quality and performance matrix (default gate vs the baseline)", ""]
     runs = [("candidate", cand)] + ([("fixed", fixed)] if fixed is not None else [])
-    results = [(label, evaluate(base, run, GatePolicy())) for label, run in runs]
+    gates = stored_decision(bundle).gates
+    results = [(label, gates[label]) for label, _ in runs]
     checks = [c.id for c in results[0][1].checks]
     lines.append("| run | " + " | ".join(checks) + " |")
     lines.append("| --- |" + " --- |" * len(checks))

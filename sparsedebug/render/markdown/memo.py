@@ -14,34 +14,15 @@ default gate passes on it.
 
 from __future__ import annotations
 
-from pydantic import BaseModel
-
-from sparsedebug.core.stats import SampleComparison, median, percentiles
-from sparsedebug.playbook.bundle import LoadedBundle, Movement
-from sparsedebug.playbook.run import Playbook
+from sparsedebug.core.stats import SampleComparison, percentiles
+from sparsedebug.playbook.bundle import LoadedBundle
+from sparsedebug.playbook.schema import Playbook
+from sparsedebug.records.bundle import Movement
+from sparsedebug.records.decision import DecisionOutcome
 from sparsedebug.records.run import RunRecord
 from sparsedebug.reduce.reduce import ReduceResult
-from sparsedebug.signoff.gate import GatePolicy, GateResult, evaluate
-from sparsedebug.signoff.metrics import equal_latency_sentence, fallback_summary, has_fallback_evidence, has_quality_evidence
-
-MECHANISM_OWNER = {
-    "compute": "compiler_sparsity_pass_owner",
-    "memory": "serving_performance_owner",
-    "scheduling": "serving_performance_owner",
-    "precision": "model_optimization_lead",
-    "thermal": "accelerator_architecture_owner",
-}
-"""Who owns the proposed change, by the winning mechanism."""
-
-
-class DecisionOutcome(BaseModel):
-    """The memo's final decision, the run it was judged on, and why."""
-
-    decision: str
-    judged_on: str
-    reasons: list[str]
-    ship_refused: list[str]
-    gate: GateResult | None
+from sparsedebug.signoff.decide import stored_decision
+from sparsedebug.signoff.metrics import equal_latency_sentence, fallback_summary, p50_speedup
 
 
 def _lat(run: RunRecord) -> str:
@@ -52,80 +33,15 @@ def _lat(run: RunRecord) -> str:
     return f"p50/p95/p99 {p.p50:.3f}/{p.p95:.3f}/{p.p99:.3f} ms (n={p.n})"
 
 
-def _speedup(base: RunRecord, run: RunRecord) -> float | None:
-    b, c = base.outcome.latency_samples_ms, run.outcome.latency_samples_ms
-    if not b or not c:
-        return None
-    return median(b) / median(c)
-
-
 def _fmt(value: float | None, spec: str = ".3f", suffix: str = "") -> str:
     return "n/a" if value is None else f"{value:{spec}}{suffix}"
-
-
-def decide(bundle: LoadedBundle, book: Playbook, policy: GatePolicy | None = None) -> DecisionOutcome:
-    """Ship, bounded rollout, rollback or escalate, from the bundle's evidence.
-
-    Judged on the fixed run when there is one, else the candidate. ``ship`` needs
-    the gate to pass and both fallback and quality evidence in the judged run.
-    Otherwise: no winning mechanism escalates; a judged run that fails the speed
-    or quality check (no bounded fix recovered it) rolls back; a judged run that
-    holds speed and quality after a fix that measurably moved the metric (or
-    without needing one) goes to ``bounded_rollout``; anything else escalates.
-    """
-    final = bundle.fixed or bundle.candidate
-    label = "fixed candidate" if bundle.fixed is not None else "candidate"
-    gate = evaluate(bundle.baseline, final, policy or GatePolicy())
-    checks = {c.id: c for c in gate.checks}
-    refused: list[str] = []
-    for need in book.decision("ship").requires:
-        if need == "fallback_evidence" and not has_fallback_evidence(final):
-            refused.append(f"no fallback evidence: the {label} lacks a lowering decision with reason for every layer")
-        elif need == "quality_evidence" and not has_quality_evidence(final):
-            refused.append(f"no quality evidence: the {label} carries no quality measurement against the dense model")
-        elif need == "speedup" and checks.get("effective_speedup") is not None:
-            if checks["effective_speedup"].status != "pass":
-                refused.append(f"effective speedup check {checks['effective_speedup'].status}: {checks['effective_speedup'].detail}")
-        elif need == "quality_holds" and checks.get("quality_delta") is not None:
-            if checks["quality_delta"].status == "fail":
-                refused.append(f"quality guardrail fails: {checks['quality_delta'].detail}")
-    failing = [c for c in gate.checks if c.status == "fail"]
-    for c in failing:
-        if c.id not in ("effective_speedup", "quality_delta"):
-            refused.append(f"gate check {c.id} fails: {c.detail}")
-    winner = getattr(bundle.classification, "winner", None)
-    reasons: list[str] = []
-    fix = bundle.fix
-    speed_fail = checks.get("effective_speedup") is not None and checks["effective_speedup"].status == "fail"
-    quality_fail = checks.get("quality_delta") is not None and checks["quality_delta"].status == "fail"
-    if not refused:
-        reasons.append(f"the {label} passes every gate check with fallback and quality evidence in the bundle")
-        decision = "ship"
-    elif winner is None and bundle.classification is not None:
-        reasons.append("no mechanism won the classification: the evidence does not single one out")
-        decision = "escalate"
-    elif speed_fail or quality_fail:
-        worse = " and ".join(w for w, bad in (("slower", speed_fail), ("worse in quality", quality_fail)) if bad)
-        recovered = " even after the bounded fix" if fix is not None and fix.applied else " and no fix was applied"
-        reasons.append(f"the {label} is {worse} than the baseline allows{recovered}")
-        decision = "rollback"
-    elif fix is None or fix.moved:
-        moved = f"the bounded fix moved {fix.target or 'its target metric'}" if fix is not None else "no fix was needed"
-        q = checks.get("quality_delta")
-        holds = "speed and quality" if q is not None and q.status == "pass" else "speed (quality not measured)"
-        reasons.append(f"{moved} and the {label} holds {holds}, but ship is refused until the evidence below is in")
-        decision = "bounded_rollout"
-    else:
-        reasons.append("the applied fix did not move the metric and the evidence is incomplete")
-        decision = "escalate"
-    return DecisionOutcome(decision=decision, judged_on=label, reasons=reasons, ship_refused=refused, gate=gate)
 
 
 def _symptom(b: LoadedBundle, book: Playbook) -> list[str]:
     base, cand = b.baseline, b.candidate
     out = ["## 1. Symptom", ""]
-    speed = _speedup(base, cand)
-    gate = evaluate(base, cand, GatePolicy())
+    speed = p50_speedup(base, cand)
+    gate = stored_decision(b).gates["candidate"]
     failing = [c.id for c in gate.checks if c.status == "fail"]
     metric = [f"- **Failing metric**: {book.primary_metric.name}."]
     metric.append(
@@ -367,7 +283,8 @@ def _reduce_text(red: ReduceResult) -> str:
 def _risks(b: LoadedBundle) -> list[str]:
     final = b.fixed or b.candidate
     label = "fixed" if b.fixed is not None else "candidate"
-    gate = evaluate(b.baseline, final, GatePolicy())
+    gate = stored_decision(b).gate
+    assert gate is not None
     checks = {c.id: c for c in gate.checks}
     lines = []
     prec = checks.get("precision_drift")
@@ -426,13 +343,12 @@ def _signoff(b: LoadedBundle, book: Playbook, decision: DecisionOutcome) -> list
         impact += f", nothing left on the table: sparse kernels measured {fb.sparse_kernel_speedup:.3f}x vs dense"
     out.append(f"- **Required artifact**: {book.memo.required_artifact} See `{report}` ({len(final.graph.layers)} layers in the matrix; {impact}).")
     owners = [book.owner(o).title for o in book.memo.required_owners]
-    lead = None
-    cls = b.classification
-    if cls is not None and cls.winner is not None:
-        lead = book.owner(MECHANISM_OWNER[cls.winner.value]).title
+    lead = book.owner(decision.owner).title if decision.owner is not None else None
     out.append("- **Required owners**: " + ", ".join(owners) + (f"; the proposed change is owned by the {lead}." if lead else "."))
     label = book.decision(decision.decision).label
     out.append(f"- **Final decision**: **{label}**, judged on the {decision.judged_on}: " + "; ".join(decision.reasons) + ".")
+    if decision.recomputed:
+        out.append("  - Decided again when this memo was rendered: " + ", ".join(f"`{n}`" for n in decision.recomputed) + " changed since the walk.")
     if decision.decision != "ship" and decision.ship_refused:
         out.append("  - Ship refused because:")
         for r in decision.ship_refused:
@@ -441,9 +357,9 @@ def _signoff(b: LoadedBundle, book: Playbook, decision: DecisionOutcome) -> list
     return out
 
 
-def render_memo(bundle: LoadedBundle, book: Playbook, policy: GatePolicy | None = None) -> str:
+def render_memo(bundle: LoadedBundle, book: Playbook) -> str:
     """The review memo for ``bundle`` as Markdown."""
-    decision = decide(bundle, book, policy)
+    decision = stored_decision(bundle)
     lines = [f"# {book.memo.title}", ""]
     inputs = ", ".join(f"{i.role} {i.label} ({i.kind})" for i in bundle.manifest.inputs)
     lines.append(f"Bundle `{bundle.root.name}`, created {bundle.manifest.created_at}, playbook `{bundle.manifest.playbook}`; inputs: {inputs}.")

@@ -8,9 +8,9 @@ from rich.text import Text
 
 from sparsedebug.core.stats import percentiles
 from sparsedebug.playbook.bundle import LoadedBundle
-from sparsedebug.playbook.run import Playbook
+from sparsedebug.playbook.schema import Playbook
 from sparsedebug.render.markdown.deployment import terminal_reality_check
-from sparsedebug.render.markdown.memo import decide
+from sparsedebug.signoff.decide import stored_decision
 
 
 def bundle_summary(bundle: LoadedBundle, book: Playbook) -> RenderableType:
@@ -48,7 +48,7 @@ def bundle_summary(bundle: LoadedBundle, book: Playbook) -> RenderableType:
             lines.append("measured: ", style="bold")
             target = bundle.fix.target or "its target metric"
             lines.append((f"moved {target}" if bundle.fix.moved else f"did NOT move {target}") + f"; latency: {bundle.fix.significance}\n")
-    decision = decide(bundle, book)
+    decision = stored_decision(bundle)
     lines.append("decision: ", style="bold")
     lines.append(f"{book.decision(decision.decision).label} ({decision.judged_on})\n")
     for reason in decision.reasons:

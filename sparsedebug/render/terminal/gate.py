@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.table import Table
 
-from sparsedebug.signoff.gate import GateResult
+from sparsedebug.records.gate import GateResult
 
 _STYLE = {"pass": "[green]pass[/green]", "fail": "[red]FAIL[/red]", "skipped": "[yellow]skipped[/yellow]"}
 

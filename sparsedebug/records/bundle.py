@@ -1,0 +1,76 @@
+"""The bundle manifest and the records of steps 4 and 5 that live only in a bundle (fix outcome, movements)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from sparsedebug.records.base import SCHEMA_VERSION, Record
+from sparsedebug.records.fingerprint import FileDigest
+
+InputRole = Literal["baseline", "candidate", "fixed"]
+
+
+InputKind = Literal["run", "workload", "trace"]
+
+
+class BundleInput(Record):
+    """One input of the walk: its role, what kind of file it was, and its digest."""
+
+    role: InputRole
+    kind: InputKind
+    file: FileDigest | None = Field(None, description="None for the embedded default workloads' copies.")
+    label: str = Field(description="How the memo cites it: the path given, or 'embedded:<name>'.")
+
+
+class StepRecord(Record):
+    """What one playbook step did in this walk."""
+
+    step: str
+    status: Literal["done", "skipped"]
+    detail: str
+    seconds: float
+
+
+class Movement(Record):
+    """A metric before and after the fix, measured; and what was expected."""
+
+    metric: str
+    unit: str
+    before: float
+    after: float
+    expected_after: float | None = None
+    expected_basis: str | None = None
+    better: Literal["lower", "higher"]
+
+    @property
+    def change(self) -> float:
+        """after / before."""
+        return self.after / self.before if self.before else float("nan")
+
+
+class FixOutcome(Record):
+    """Step 4 closing the loop: the proposed fix, whether and how it was applied, and what it moved."""
+
+    proposed: dict[str, Any] | None = Field(description="The classification's fix, as recorded there.")
+    applied: bool
+    how: str = Field(description="What was changed, or why nothing could be applied.")
+    fixed_source: Literal["applied_to_workload", "given", "none"]
+    movements: list[Movement] = Field(default_factory=list)
+    significance: str | None = Field(None, description="Rank-test verdict on candidate vs fixed latency samples.")
+    moved: bool | None = Field(None, description="Whether the fix's target metric moved the right way (latency: significantly).")
+    target: str | None = Field(None, description="The movement that decided `moved` (latency p50, fallback rate, ...).")
+
+
+class Bundle(Record):
+    """The manifest of a bundle directory."""
+
+    schema_version: int = SCHEMA_VERSION
+    kind: Literal["bundle"] = "bundle"
+    created_at: str
+    playbook: str
+    inputs: list[BundleInput]
+    steps: list[StepRecord] = Field(default_factory=list)
+    files: dict[str, str] = Field(default_factory=dict, description="Role -> file name, only files present.")
+    repeats: int | None = None

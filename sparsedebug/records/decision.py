@@ -1,0 +1,36 @@
+"""The decision a walk ends in (ship, bounded rollout, rollback, escalate), computed once and stored.
+
+``sparsedebug.signoff.decide`` computes it when the bundle is written; the memo, the
+deployment report and the terminal summary only render it.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from sparsedebug.records.base import SCHEMA_VERSION, Record
+from sparsedebug.records.gate import GateResult
+
+
+class DecisionOutcome(Record):
+    """The final decision, the run it was judged on, and why."""
+
+    schema_version: int = SCHEMA_VERSION
+    kind: Literal["decision"] = "decision"
+    decision: str
+    judged_on: str
+    reasons: list[str]
+    ship_refused: list[str]
+    gate: GateResult | None = Field(description="The default gate on the judged run against the baseline.")
+    gates: dict[str, GateResult] = Field(
+        default_factory=dict, description="The default gate on each run against the baseline, by role (candidate, fixed)."
+    )
+    owner: str | None = Field(None, description="Who owns the proposed change, by the winning mechanism.")
+    based_on: dict[str, str] = Field(
+        default_factory=dict, description="sha256 of each bundle file the decision was taken on, by file name."
+    )
+    recomputed: list[str] = Field(
+        default_factory=list, description="Files changed since the walk that made `sparsedebug memo` decide again."
+    )

@@ -1,0 +1,87 @@
+"""The CI gate's records: the policy of thresholds (an input file) and the verdict on a pair of runs."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from sparsedebug.core.stats import DEFAULT_ALPHA
+from sparsedebug.records.base import SCHEMA_VERSION, Record
+
+POLICY_SCHEMA_VERSION = 1
+
+
+CheckStatus = Literal["pass", "fail", "skipped"]
+
+
+class Significance(Record):
+    alpha: float = Field(DEFAULT_ALPHA, gt=0.0, lt=1.0, description="Rank-test significance level (two-sided).")
+    factor: float = Field(1.05, ge=1.0, description="asv-style factor: a shortfall must exceed this ratio to fail.")
+
+
+class SpeedupPolicy(Record):
+    min: float = Field(1.0, gt=0.0, description="Minimum candidate p50 speedup over the baseline.")
+
+
+class P99Policy(Record):
+    max_ratio: float = Field(1.25, gt=0.0, description="Maximum candidate p99 / baseline p99.")
+    use_budget: bool = Field(True, description="Also require candidate p99 <= its recorded latency budget.")
+
+
+class QualityPolicy(Record):
+    min_cosine: float | None = Field(0.90, description="Minimum output cosine vs the dense model.")
+    max_rel_err: float | None = Field(None, description="Maximum output relative error vs the dense model.")
+    max_accuracy_drop: float | None = Field(0.01, description="Maximum task accuracy drop vs the dense model.")
+    require_equal_latency_win: bool = Field(
+        False, description="Fail when a dense model narrowed to the same latency has better quality."
+    )
+
+
+class FallbackPolicy(Record):
+    max_rate: float = Field(0.0, ge=0.0, le=1.0, description="Maximum share of meant-sparse layers running dense.")
+
+
+class PrecisionPolicy(Record):
+    max_rel_err: dict[str, float] = Field(
+        default_factory=lambda: {"fp32": 1e-4, "fp16": 1e-2, "bf16": 5e-2},
+        description="Per precision mode: maximum per-layer kernel error vs the fp64 reference.",
+    )
+    allow_precision_change: bool = Field(False, description="Allow a layer's precision to differ from the baseline's.")
+
+
+class GatePolicy(Record):
+    """Thresholds for ``sparsedebug gate``; every section may be omitted (its defaults apply) or null (check off)."""
+
+    schema_version: int = POLICY_SCHEMA_VERSION
+    kind: Literal["gate_policy"] = "gate_policy"
+    significance: Significance = Field(default_factory=Significance)
+    effective_speedup: SpeedupPolicy | None = Field(default_factory=SpeedupPolicy)
+    p99_latency: P99Policy | None = Field(default_factory=P99Policy)
+    quality_delta: QualityPolicy | None = Field(default_factory=QualityPolicy)
+    fallback_rate: FallbackPolicy | None = Field(default_factory=FallbackPolicy)
+    precision_drift: PrecisionPolicy | None = Field(default_factory=PrecisionPolicy)
+    missing_evidence: Literal["skip", "fail"] = "skip"
+
+
+class GateCheck(Record):
+    """One threshold's verdict, with the measured value and the threshold in words."""
+
+    id: str
+    name: str
+    status: CheckStatus
+    measured: str
+    threshold: str
+    detail: str
+
+
+class GateResult(Record):
+    """All checks on one baseline/candidate pair; ``passed`` when none failed."""
+
+    schema_version: int = SCHEMA_VERSION
+    kind: Literal["gate_result"] = "gate_result"
+    baseline: str
+    candidate: str
+    passed: bool
+    checks: list[GateCheck]
+    policy: GatePolicy

@@ -1,0 +1,133 @@
+"""The decision a walk ends in: ship, bounded rollout, rollback or escalate, with its reasons.
+
+Computed once, from the bundle's records, when the bundle is written (and stored as
+``decision.json``); every renderer reads the stored record instead of deciding again.
+"""
+
+from __future__ import annotations
+
+from sparsedebug.core.errors import InternalError
+from sparsedebug.playbook.bundle import LoadedBundle
+from sparsedebug.playbook.schema import Playbook
+from sparsedebug.records.decision import DecisionOutcome
+from sparsedebug.records.gate import GatePolicy
+from sparsedebug.records.run import RunRecord
+from sparsedebug.signoff.gate import evaluate
+from sparsedebug.signoff.metrics import has_fallback_evidence, has_quality_evidence
+
+MECHANISM_OWNER = {
+    "compute": "compiler_sparsity_pass_owner",
+    "memory": "serving_performance_owner",
+    "scheduling": "serving_performance_owner",
+    "precision": "model_optimization_lead",
+    "thermal": "accelerator_architecture_owner",
+}
+"""Who owns the proposed change, by the winning mechanism."""
+
+
+def _judged_runs(bundle: LoadedBundle) -> list[tuple[str, RunRecord]]:
+    return [("candidate", bundle.candidate)] + ([("fixed", bundle.fixed)] if bundle.fixed is not None else [])
+
+
+def decide(bundle: LoadedBundle, book: Playbook, policy: GatePolicy | None = None) -> DecisionOutcome:
+    """Ship, bounded rollout, rollback or escalate, from the bundle's evidence.
+
+    Judged on the fixed run when there is one, else the candidate. ``ship`` needs
+    the gate to pass and both fallback and quality evidence in the judged run.
+    Otherwise: no winning mechanism escalates; a judged run that fails the speed
+    or quality check (no bounded fix recovered it) rolls back; a judged run that
+    holds speed and quality after a fix that measurably moved the metric (or
+    without needing one) goes to ``bounded_rollout``; anything else escalates.
+    """
+    final = bundle.fixed or bundle.candidate
+    label = "fixed candidate" if bundle.fixed is not None else "candidate"
+    gates = {role: evaluate(bundle.baseline, run, policy or GatePolicy()) for role, run in _judged_runs(bundle)}
+    gate = gates["fixed" if bundle.fixed is not None else "candidate"]
+    checks = {c.id: c for c in gate.checks}
+    refused: list[str] = []
+    for need in book.decision("ship").requires:
+        if need == "fallback_evidence" and not has_fallback_evidence(final):
+            refused.append(f"no fallback evidence: the {label} lacks a lowering decision with reason for every layer")
+        elif need == "quality_evidence" and not has_quality_evidence(final):
+            refused.append(f"no quality evidence: the {label} carries no quality measurement against the dense model")
+        elif need == "speedup" and checks.get("effective_speedup") is not None:
+            if checks["effective_speedup"].status != "pass":
+                refused.append(f"effective speedup check {checks['effective_speedup'].status}: {checks['effective_speedup'].detail}")
+        elif need == "quality_holds" and checks.get("quality_delta") is not None:
+            if checks["quality_delta"].status == "fail":
+                refused.append(f"quality guardrail fails: {checks['quality_delta'].detail}")
+    failing = [c for c in gate.checks if c.status == "fail"]
+    for c in failing:
+        if c.id not in ("effective_speedup", "quality_delta"):
+            refused.append(f"gate check {c.id} fails: {c.detail}")
+    winner = getattr(bundle.classification, "winner", None)
+    reasons: list[str] = []
+    fix = bundle.fix
+    speed_fail = checks.get("effective_speedup") is not None and checks["effective_speedup"].status == "fail"
+    quality_fail = checks.get("quality_delta") is not None and checks["quality_delta"].status == "fail"
+    if not refused:
+        reasons.append(f"the {label} passes every gate check with fallback and quality evidence in the bundle")
+        decision = "ship"
+    elif winner is None and bundle.classification is not None:
+        reasons.append("no mechanism won the classification: the evidence does not single one out")
+        decision = "escalate"
+    elif speed_fail or quality_fail:
+        worse = " and ".join(w for w, bad in (("slower", speed_fail), ("worse in quality", quality_fail)) if bad)
+        recovered = " even after the bounded fix" if fix is not None and fix.applied else " and no fix was applied"
+        reasons.append(f"the {label} is {worse} than the baseline allows{recovered}")
+        decision = "rollback"
+    elif fix is None or fix.moved:
+        moved = f"the bounded fix moved {fix.target or 'its target metric'}" if fix is not None else "no fix was needed"
+        q = checks.get("quality_delta")
+        holds = "speed and quality" if q is not None and q.status == "pass" else "speed (quality not measured)"
+        reasons.append(f"{moved} and the {label} holds {holds}, but ship is refused until the evidence below is in")
+        decision = "bounded_rollout"
+    else:
+        reasons.append("the applied fix did not move the metric and the evidence is incomplete")
+        decision = "escalate"
+    owner = MECHANISM_OWNER.get(winner.value) if winner is not None else None
+    return DecisionOutcome(decision=decision, judged_on=label, reasons=reasons, ship_refused=refused, gate=gate, gates=gates, owner=owner)
+
+
+FAILING_DECISIONS: tuple[str, ...] = ("rollback", "escalate")
+"""Decisions that fail `playbook run --check`."""
+
+DECIDED_ON: tuple[str, ...] = ("baseline", "candidate", "fixed", "classification", "fix")
+"""Bundle roles whose records the decision reads; their digests are stored with it."""
+
+
+def decision_inputs(bundle: LoadedBundle) -> dict[str, str]:
+    """sha256 of every bundle file the decision reads, by file name (files absent are left out)."""
+    from sparsedebug.core.io import file_digest
+
+    out: dict[str, str] = {}
+    for role in DECIDED_ON:
+        path = bundle.path(role)
+        if path is not None and path.is_file():
+            out[path.name] = file_digest(path).sha256
+    return out
+
+
+def decide_bundle(bundle: LoadedBundle, book: Playbook, policy: GatePolicy | None = None) -> DecisionOutcome:
+    """:func:`decide`, with the digests of the records it was taken on (so a later edit is noticed)."""
+    return decide(bundle, book, policy).model_copy(update={"based_on": decision_inputs(bundle)})
+
+
+def with_decision(bundle: LoadedBundle, book: Playbook, policy: GatePolicy | None = None) -> LoadedBundle:
+    """The bundle with its decision: the stored one while the records it was taken on are unchanged;
+    otherwise (a bundle from before decisions were stored, or records edited since) decided again,
+    naming the changed files. Renderers read ``bundle.decision`` only."""
+    stored = bundle.decision
+    if stored is not None and stored.based_on == decision_inputs(bundle):
+        return bundle
+    changed = sorted(set(stored.based_on.items()) ^ set(decision_inputs(bundle).items())) if stored is not None else []
+    fresh = decide_bundle(bundle, book, policy)
+    fresh = fresh.model_copy(update={"recomputed": sorted({name for name, _ in changed})})
+    return bundle.model_copy(update={"decision": fresh})
+
+
+def stored_decision(bundle: LoadedBundle) -> DecisionOutcome:
+    """The bundle's decision record; an internal error when a renderer is handed a bundle without one."""
+    if bundle.decision is None:
+        raise InternalError("bundle has no decision record: pass it through signoff.decide.with_decision first")
+    return bundle.decision
