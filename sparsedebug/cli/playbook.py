@@ -10,9 +10,9 @@ from rich.progress import BarColumn, Progress, SpinnerColumn, TaskID, TextColumn
 
 from sparsedebug.cli.common import JsonOption, console, emit_json, err_console, handle_errors
 from sparsedebug.playbook.run import run_playbook
-from sparsedebug.signoff.decide import FAILING_DECISIONS
 from sparsedebug.playbook.schema import Step, load_playbook
 from sparsedebug.render.terminal.playbook import playbook_view
+from sparsedebug.signoff.decide import FAILING_DECISIONS
 
 PlaybookOption = Annotated[
     Path | None,
