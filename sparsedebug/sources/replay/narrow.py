@@ -13,12 +13,25 @@ neurons of every group.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
-from sparsedebug.sources.replay.workload import MODEL_INPUT, Workload, check_graph, resolved_inputs
+from sparsedebug.core.stats import median
+from sparsedebug.core.timing import interleaved
+from sparsedebug.records.run import (
+    EqualLatencyQuality,
+    QualityDelta,
+)
+from sparsedebug.sources.replay.executor import (
+    Op,
+    build_ops,
+    forward,
+    quality,
+)
+from sparsedebug.sources.replay.workload import MODEL_INPUT, LayerShape, Workload, check_graph, resolved_inputs
 
 Array = npt.NDArray[np.float64]
 
@@ -99,3 +112,80 @@ def narrow(workload: Workload, tensors: dict[str, Array], fraction: float) -> di
             out[name] = np.ascontiguousarray(out[name][kept, :])
         out[group.consumer] = np.ascontiguousarray(out[group.consumer][:, kept])
     return out
+
+
+def equal_latency_step(ratio: Callable[[int], float], steps: int) -> tuple[int, bool]:
+    """Smallest narrowing step in ``1 .. steps-1`` whose latency ratio (narrowed / candidate) is at most 1.
+
+    ``ratio(step)`` measures it; bisection assumes it falls as the step grows
+    (fewer neurons, less work). Returns ``(step, reached)``; when even the
+    largest step is slower, ``(steps - 1, False)``.
+    """
+    lo, hi = 1, steps - 1
+    if ratio(hi) > 1.0:
+        return hi, False
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if ratio(mid) <= 1.0:
+            hi = mid
+        else:
+            lo = mid + 1
+    ratio(lo)
+    return lo, True
+
+
+def equal_latency(
+    workload: Workload,
+    repeats: int,
+    shapes: Sequence[LayerShape],
+    dense_tensors: dict[str, Array],
+    candidate_ops: list[Op],
+    x_run: Array,
+    span: list[float],
+    dense_samples: list[float],
+    dense_ref_out: Array,
+    labels: npt.NDArray[np.int64] | None,
+    dense_accuracy: float | None,
+    candidate_quality: QualityDelta,
+) -> EqualLatencyQuality | None:
+    """Narrow the dense model until it is as fast as the candidate; compare qualities."""
+    if not ffn_groups(workload):
+        return None
+    rounds = max(5, repeats // 2)
+    cache: dict[int, tuple[list[Op], float, float, float]] = {}
+
+    def narrowed_ops(step: int) -> list[Op]:
+        tensors = narrow(workload, dense_tensors, step / FRACTION_STEPS)
+        return build_ops(workload, shapes, tensors, mode="dense")
+
+    def ratio(step: int) -> float:
+        if step not in cache:
+            ops = narrowed_ops(step)
+            timed = interleaved(
+                {"candidate": lambda: forward(candidate_ops, x_run), "narrowed": lambda: forward(ops, x_run)},
+                rounds=rounds,
+                warmup=1,
+            )
+            narrowed_p50, candidate_p50 = median(timed["narrowed"]), median(timed["candidate"])
+            cache[step] = (ops, narrowed_p50 / candidate_p50, narrowed_p50, candidate_p50)
+        return cache[step][1]
+
+    if median(dense_samples) <= median(span):
+        step, reached = 0, True
+        latency, candidate_latency = median(dense_samples), median(span)
+    else:
+        step, reached = equal_latency_step(ratio, FRACTION_STEPS)
+        latency, candidate_latency = cache[step][2], cache[step][3]
+    ops = narrowed_ops(step) if step not in cache else cache[step][0]
+    out, _ = forward(ops, x_run)
+    narrowed_quality = quality(out, dense_ref_out, labels, dense_accuracy)
+    wins = (not reached) or candidate_quality.cosine > narrowed_quality.cosine
+    return EqualLatencyQuality(
+        narrowed_ffn_fraction=step / FRACTION_STEPS,
+        narrowed_latency_ms=latency,
+        candidate_latency_ms=candidate_latency,
+        narrowed=narrowed_quality,
+        candidate=candidate_quality,
+        latency_matched=reached,
+        sparsity_wins=wins,
+    )

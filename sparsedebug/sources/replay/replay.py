@@ -36,26 +36,20 @@ narrowing fraction found for equal latency), vary run to run.
 from __future__ import annotations
 
 import contextlib
-import time
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 from threadpoolctl import threadpool_info, threadpool_limits
 
+from sparsedebug.core.dtypes import dtype_info
 from sparsedebug.core.errors import UserError
 from sparsedebug.core.io import file_digest
 from sparsedebug.core.stats import median, percentiles
 from sparsedebug.core.timing import interleaved
-from sparsedebug.kernels.nm import NMWeight
-from sparsedebug.kernels.precision import Precision, compute_dtype, round_input
-from sparsedebug.kernels.vnm import VNMWeight
 from sparsedebug.records.fingerprint import FileDigest
 from sparsedebug.records.run import (
-    EqualLatencyQuality,
     GraphLayer,
     GraphStage,
     KernelLayer,
@@ -65,264 +59,40 @@ from sparsedebug.records.run import (
     LowerStage,
     OpKind,
     OutcomeStage,
-    QualityDelta,
     RunRecord,
     RunSource,
     ScheduleStage,
     Verdict,
     WorkloadRef,
 )
+from sparsedebug.sources.replay.executor import (
+    Array,
+    ForwardTrace,
+    Op,
+    _compress,
+    _input_for,
+    accuracy_of,
+    build_ops,
+    forward,
+    quality,
+)
 from sparsedebug.sources.replay.lowering import Decision, LayerQuery, get_profile, kernel_class
-from sparsedebug.sources.replay.narrow import FRACTION_STEPS, ffn_groups, narrow
+from sparsedebug.sources.replay.narrow import equal_latency
 from sparsedebug.sources.replay.weights import Inputs, Weights, build_inputs, build_weights, is_compliant, prune
 from sparsedebug.sources.replay.workload import Layer, LayerShape, Workload, check_graph
 
-Array = npt.NDArray[Any]
 Progress = Callable[[str, int, int], None]
 """``progress(stage, done, total)``: called as each stage advances."""
 
-_ITEMSIZE = {"fp32": 4, "fp16": 2, "bf16": 2, "fp64": 8}
 
 
 # --------------------------------------------------------------------------- non-linear ops
 
 
-def _rmsnorm(x: Array, gain: Array, eps: float = 1e-5) -> Array:
-    scale = 1.0 / np.sqrt(np.mean(x * x, axis=0, keepdims=True) + eps)
-    out: Array = x * scale * gain[:, None]
-    return out
-
-
-def _layernorm(x: Array, gain: Array, eps: float = 1e-5) -> Array:
-    centred = x - x.mean(axis=0, keepdims=True)
-    scale = 1.0 / np.sqrt(np.mean(centred * centred, axis=0, keepdims=True) + eps)
-    out: Array = centred * scale * gain[:, None]
-    return out
-
-
-def _activation(fn: str, x: Array) -> Array:
-    if fn == "silu":
-        # sigmoid(x) = (1 + tanh(x / 2)) / 2: no overflow for large |x|
-        out: Array = 0.5 * x * (1.0 + np.tanh(0.5 * x))
-        return out
-    if fn == "relu":
-        return np.maximum(x, 0)
-    # gelu, tanh approximation
-    c = x.dtype.type(np.sqrt(2.0 / np.pi))
-    inner = c * (x + x.dtype.type(0.044715) * x * x * x)
-    gelu: Array = (0.5 * x * (1.0 + np.tanh(inner))).astype(x.dtype, copy=False)
-    return gelu
-
-
-def attention(q: Array, k: Array, v: Array, heads: int, kv_heads: int, batch: int, seq: int, causal: bool) -> Array:
-    """Scaled dot-product attention on ``(features, tokens)`` activations (tokens = batch x sequence)."""
-    dim = q.shape[0]
-    hd = dim // heads
-    q4 = q.reshape(heads, hd, batch, seq).transpose(2, 0, 3, 1)
-    k4 = k.reshape(kv_heads, hd, batch, seq).transpose(2, 0, 3, 1)
-    v4 = v.reshape(kv_heads, hd, batch, seq).transpose(2, 0, 3, 1)
-    if kv_heads != heads:
-        k4 = np.repeat(k4, heads // kv_heads, axis=1)
-        v4 = np.repeat(v4, heads // kv_heads, axis=1)
-    scores = (q4 @ k4.transpose(0, 1, 3, 2)) * q.dtype.type(1.0 / np.sqrt(hd))
-    if causal:
-        scores = np.where(np.triu(np.ones((seq, seq), dtype=bool), 1), -np.inf, scores)
-    scores = scores - scores.max(axis=-1, keepdims=True)
-    weights = np.exp(scores)
-    weights /= weights.sum(axis=-1, keepdims=True)
-    out = weights @ v4
-    result: Array = np.ascontiguousarray(out.transpose(1, 3, 0, 2).reshape(dim, batch * seq))
-    return result
-
-
 # --------------------------------------------------------------------------- executable ops
 
 
-@dataclass
-class Op:
-    """One executable layer: compute on its inputs; optional per-call conversion before it."""
-
-    layer: Layer
-    inputs: list[int]
-    """Indices of earlier ops; -1 is the model input."""
-    compute: Callable[[list[Array], Any], Array]
-    convert: Callable[[], Any] | None = None
-    """Run before every call when conversion is per call (host work, outside busy time)."""
-    dense_path: bool = True
-    handle: Any = None
-
-
-def _dense_linear(weight: Array, precision: Precision) -> Callable[[list[Array], Any], Array]:
-    wr = np.ascontiguousarray(round_input(weight, precision))
-
-    def compute(args: list[Array], _: Any) -> Array:
-        out: Array = wr @ round_input(args[0], precision)
-        return out
-
-    return compute
-
-
-def _compress(weight32: Array, decision_layer: Layer) -> NMWeight | VNMWeight:
-    pattern = decision_layer.pattern
-    assert pattern is not None
-    if pattern.block is None:
-        return NMWeight.compress(weight32, pattern.n, pattern.m)
-    return VNMWeight.compress(weight32, pattern.n, pattern.m, pattern.block)
-
-
-def _nonlinear(layer: Layer, weight: Array | None, dtype: type[np.floating[Any]], workload: Workload) -> Callable[[list[Array], Any], Array]:
-    fn = layer.function
-    gain = None if weight is None else weight.astype(dtype)
-    if layer.op == "norm":
-        assert gain is not None
-        norm = _rmsnorm if fn == "rmsnorm" else _layernorm
-        return lambda args, _: norm(args[0], gain)
-    if layer.op == "embedding":
-        assert gain is not None
-        table = np.ascontiguousarray(gain.T)
-        return lambda args, _: np.ascontiguousarray(table[:, args[0]])
-    if layer.op == "activation":
-        assert fn is not None
-        return lambda args, _: _activation(fn, args[0])
-    if layer.op == "elementwise":
-        if fn == "mul":
-            def mul(args: list[Array], _: Any) -> Array:
-                out = args[0] * args[1]
-                for extra in args[2:]:
-                    out = out * extra
-                return out
-
-            return mul
-
-        def add(args: list[Array], _: Any) -> Array:
-            out = args[0] + args[1]
-            for extra in args[2:]:
-                out = out + extra
-            return out
-
-        return add
-    if layer.op == "attention":
-        heads = layer.heads or 1
-        kv_heads = layer.kv_heads or heads
-        batch, seq = workload.tokens.batch, workload.tokens.sequence
-        return lambda args, _: attention(args[0], args[1], args[2], heads, kv_heads, batch, seq, layer.causal)
-    raise UserError(f"layer {layer.name!r}: op {layer.op!r} cannot be executed")
-
-
-def build_ops(
-    workload: Workload,
-    shapes: Sequence[LayerShape],
-    tensors: dict[str, Array],
-    *,
-    mode: str,
-    decisions: dict[str, Decision] | None = None,
-) -> list[Op]:
-    """Executable ops for one model variant.
-
-    ``mode``: ``reference`` (fp64, dense), ``dense`` (dense at each layer's
-    precision) or ``candidate`` (sparse layers per ``decisions``, converted
-    once or per call as the workload says).
-    """
-    index = {s.name: i for i, s in enumerate(shapes)}
-    ops: list[Op] = []
-    for layer, shape in zip(workload.layers, shapes, strict=True):
-        inputs = [-1 if name == "input" else index[name] for name in shape.inputs]
-        precision: Precision = "fp64" if mode == "reference" else workload.dtype_of(layer)
-        dtype = compute_dtype(precision)
-        weight = tensors.get(layer.name)
-        if layer.op != "linear":
-            ops.append(Op(layer, inputs, _nonlinear(layer, weight, dtype, workload)))
-            continue
-        assert weight is not None
-        sparse = mode == "candidate" and decisions is not None and decisions[layer.name].path is KernelPath.SPARSE
-        if not sparse:
-            ops.append(Op(layer, inputs, _dense_linear(weight, precision)))
-            continue
-        # Round the weight to the input format once, before compressing, and round the activations
-        # here: the kernel then multiplies in fp32 exactly as matmul(x, precision) would (rounding is
-        # idempotent) without re-rounding the stored values on every call.
-        weight32 = np.ascontiguousarray(round_input(weight, precision), dtype=np.float32)
-
-        def compute(args: list[Array], handle: Any, _p: Precision = precision) -> Array:
-            out: Array = handle.matmul(round_input(args[0], _p), "fp32")
-            return out
-
-        def convert(_w: Array = weight32, _l: Layer = layer) -> Any:
-            return _compress(_w, _l)
-
-        op = Op(layer, inputs, compute, dense_path=False)
-        if workload.conversion == "per_call":
-            op.convert = convert
-        else:
-            op.handle = convert()
-        ops.append(op)
-    return ops
-
-
-@dataclass
-class ForwardTrace:
-    """Per-call timing inside forwards: busy time and per-layer compute time (ms)."""
-
-    busy_ms: list[float] = field(default_factory=list)
-    dense_ms: list[float] = field(default_factory=list)
-    gaps_ms: list[list[float]] = field(default_factory=list)
-    """Per op, per call: time from the previous op's end (or the forward's start) to this op's compute."""
-
-
-def forward(ops: Sequence[Op], x: Array, trace: ForwardTrace | None = None, keep: bool = False) -> tuple[Array, list[Array]]:
-    """Run the ops on the model input; returns the output and (with ``keep``) every layer output."""
-    values: list[Array] = []
-    clock = time.perf_counter
-    busy = 0.0
-    dense = 0.0
-    gaps: list[float] = []
-    end = clock()
-    for op in ops:
-        args = [x if i < 0 else values[i] for i in op.inputs]
-        handle = op.convert() if op.convert is not None else op.handle
-        start = clock()
-        out = op.compute(args, handle)
-        gaps.append(start - end)
-        end = clock()
-        spent = end - start
-        busy += spent
-        if op.dense_path:
-            dense += spent
-        values.append(out)
-    if trace is not None:
-        trace.busy_ms.append(busy * 1000.0)
-        trace.dense_ms.append(dense * 1000.0)
-        if not trace.gaps_ms:
-            trace.gaps_ms = [[] for _ in ops]
-        for samples, gap in zip(trace.gaps_ms, gaps, strict=True):
-            samples.append(gap * 1000.0)
-    return values[-1], (values if keep else [])
-
-
-def _input_for(x: Array, precision: Precision) -> Array:
-    if np.issubdtype(x.dtype, np.integer):
-        return x
-    return np.ascontiguousarray(x, dtype=compute_dtype(precision))
-
-
 # --------------------------------------------------------------------------- quality
-
-
-def quality(output: Array, reference: Array, labels: npt.NDArray[np.int64] | None = None, reference_accuracy: float | None = None) -> QualityDelta:
-    """Cosine and relative error of ``output`` versus ``reference`` (and accuracy with labels)."""
-    a = np.asarray(output, dtype=np.float64).ravel()
-    b = np.asarray(reference, dtype=np.float64).ravel()
-    denom = float(np.linalg.norm(a) * np.linalg.norm(b))
-    cosine = float(a @ b / denom) if denom > 0 else 0.0
-    ref_norm = float(np.linalg.norm(b))
-    rel = float(np.linalg.norm(a - b) / ref_norm) if ref_norm > 0 else float(np.linalg.norm(a - b))
-    accuracy = None if labels is None else accuracy_of(output, labels)
-    return QualityDelta(cosine=cosine, rel_err=rel, accuracy=accuracy, dense_accuracy=reference_accuracy)
-
-
-def accuracy_of(output: Array, labels: npt.NDArray[np.int64]) -> float:
-    """Fraction of tokens whose argmax over output features equals the label."""
-    return float(np.mean(np.argmax(output, axis=0) == labels))
 
 
 # --------------------------------------------------------------------------- graph stage
@@ -331,7 +101,7 @@ def accuracy_of(output: Array, labels: npt.NDArray[np.int64]) -> float:
 def _graph_layer(workload: Workload, layer: Layer, shape: LayerShape) -> GraphLayer:
     tokens = workload.tokens.total
     dtype = workload.dtype_of(layer)
-    size = _ITEMSIZE[dtype]
+    size = dtype_info(dtype).itemsize
     params = 0
     flops = 0.0
     moved = 0.0
@@ -588,7 +358,7 @@ def _replay(ctx: _Ctx, base_dir: Path | None, source_path: Path | None) -> RunRe
     labels = inputs.labels
     dense_accuracy = accuracy_of(dense_ref_out, labels) if labels is not None else None
     candidate_quality = quality(candidate_out, dense_ref_out, labels, dense_accuracy)
-    equal = _equal_latency(ctx, shapes, dense_tensors, candidate_ops, x_run, span, dense_samples, dense_ref_out, labels, dense_accuracy, candidate_quality)
+    equal = equal_latency(ctx.workload, ctx.repeats, shapes, dense_tensors, candidate_ops, x_run, span, dense_samples, dense_ref_out, labels, dense_accuracy, candidate_quality)
     ctx.tick("outcome", 1, 2)
     outcome = OutcomeStage(
         latency_samples_ms=span,
@@ -698,78 +468,3 @@ def _kernel_layer(
     )
 
 
-def equal_latency_step(ratio: Callable[[int], float], steps: int) -> tuple[int, bool]:
-    """Smallest narrowing step in ``1 .. steps-1`` whose latency ratio (narrowed / candidate) is at most 1.
-
-    ``ratio(step)`` measures it; bisection assumes it falls as the step grows
-    (fewer neurons, less work). Returns ``(step, reached)``; when even the
-    largest step is slower, ``(steps - 1, False)``.
-    """
-    lo, hi = 1, steps - 1
-    if ratio(hi) > 1.0:
-        return hi, False
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if ratio(mid) <= 1.0:
-            hi = mid
-        else:
-            lo = mid + 1
-    ratio(lo)
-    return lo, True
-
-
-def _equal_latency(
-    ctx: _Ctx,
-    shapes: Sequence[LayerShape],
-    dense_tensors: dict[str, Array],
-    candidate_ops: list[Op],
-    x_run: Array,
-    span: list[float],
-    dense_samples: list[float],
-    dense_ref_out: Array,
-    labels: npt.NDArray[np.int64] | None,
-    dense_accuracy: float | None,
-    candidate_quality: QualityDelta,
-) -> EqualLatencyQuality | None:
-    """Narrow the dense model until it is as fast as the candidate; compare qualities."""
-    workload = ctx.workload
-    if not ffn_groups(workload):
-        return None
-    rounds = max(5, ctx.repeats // 2)
-    cache: dict[int, tuple[list[Op], float, float, float]] = {}
-
-    def narrowed_ops(step: int) -> list[Op]:
-        tensors = narrow(workload, dense_tensors, step / FRACTION_STEPS)
-        return build_ops(workload, shapes, tensors, mode="dense")
-
-    def ratio(step: int) -> float:
-        if step not in cache:
-            ops = narrowed_ops(step)
-            timed = interleaved(
-                {"candidate": lambda: forward(candidate_ops, x_run), "narrowed": lambda: forward(ops, x_run)},
-                rounds=rounds,
-                warmup=1,
-            )
-            narrowed_p50, candidate_p50 = median(timed["narrowed"]), median(timed["candidate"])
-            cache[step] = (ops, narrowed_p50 / candidate_p50, narrowed_p50, candidate_p50)
-        return cache[step][1]
-
-    if median(dense_samples) <= median(span):
-        step, reached = 0, True
-        latency, candidate_latency = median(dense_samples), median(span)
-    else:
-        step, reached = equal_latency_step(ratio, FRACTION_STEPS)
-        latency, candidate_latency = cache[step][2], cache[step][3]
-    ops = narrowed_ops(step) if step not in cache else cache[step][0]
-    out, _ = forward(ops, x_run)
-    narrowed_quality = quality(out, dense_ref_out, labels, dense_accuracy)
-    wins = (not reached) or candidate_quality.cosine > narrowed_quality.cosine
-    return EqualLatencyQuality(
-        narrowed_ffn_fraction=step / FRACTION_STEPS,
-        narrowed_latency_ms=latency,
-        candidate_latency_ms=candidate_latency,
-        narrowed=narrowed_quality,
-        candidate=candidate_quality,
-        latency_matched=reached,
-        sparsity_wins=wins,
-    )

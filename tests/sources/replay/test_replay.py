@@ -11,8 +11,9 @@ from threadpoolctl import threadpool_info
 
 from sparsedebug.core.errors import UserError
 from sparsedebug.records.run import STAGES, FallbackReason, KernelPath, RunRecord
-from sparsedebug.sources.replay.narrow import ffn_groups, narrow
-from sparsedebug.sources.replay.replay import attention, equal_latency_step, plan, replay
+from sparsedebug.sources.replay.executor import attention
+from sparsedebug.sources.replay.narrow import equal_latency_step, ffn_groups, narrow
+from sparsedebug.sources.replay.replay import plan, replay
 from sparsedebug.sources.replay.weights import build_weights
 from sparsedebug.sources.replay.workload import CalibrationSpec, Workload, llama_stack, load_workload, mlp_chain
 from tests.conftest import FIXTURES
@@ -276,7 +277,7 @@ def test_embedding_layernorm_gelu_model_runs_and_matches_numpy() -> None:
     h = tensors["fc"] @ h
     h = 0.5 * h * (1 + np.tanh(np.sqrt(2 / np.pi) * (h + 0.044715 * h**3)))
     dense_out = tensors["head"] @ h
-    from sparsedebug.sources.replay.replay import build_ops, forward
+    from sparsedebug.sources.replay.executor import build_ops, forward
     from sparsedebug.sources.replay.workload import check_graph
 
     out, _ = forward(build_ops(workload, check_graph(workload), tensors, mode="reference"), ids)
@@ -286,7 +287,7 @@ def test_embedding_layernorm_gelu_model_runs_and_matches_numpy() -> None:
 def test_silu_matches_scipy_sigmoid_without_overflow() -> None:
     from scipy.special import expit
 
-    from sparsedebug.sources.replay.replay import _activation
+    from sparsedebug.sources.replay.executor import _activation
 
     x = np.linspace(-800.0, 800.0, 4001)
     with np.errstate(all="raise"):
