@@ -9,7 +9,8 @@ import yaml
 
 from sparsedebug.core.io import save_record
 from sparsedebug.records.run import FallbackReason, KernelClass, KernelPath
-from sparsedebug.sources.replay.workload import mlp_chain, revalidate, save_workload
+from sparsedebug.sources.replay.builders import mlp_chain
+from sparsedebug.sources.replay.workload import revalidate, save_workload
 from tests.conftest import FIXTURES, assert_clean_error, invoke
 from tests.locate.test_walk import MLP, SPARSE, PathSpec, make_run
 

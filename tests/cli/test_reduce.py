@@ -9,7 +9,8 @@ import pytest
 
 from sparsedebug.records.run import RunRecord
 from sparsedebug.reduce.reduce import _Prober
-from sparsedebug.sources.replay.workload import Workload, load_workload, mlp_chain, revalidate, save_workload
+from sparsedebug.sources.replay.builders import mlp_chain
+from sparsedebug.sources.replay.workload import Workload, load_workload, revalidate, save_workload
 from tests.conftest import assert_clean_error, invoke
 from tests.locate.test_walk import make_run
 

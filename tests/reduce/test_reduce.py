@@ -11,7 +11,8 @@ from sparsedebug.locate.walk import bisect_runs
 from sparsedebug.records.run import RunRecord
 from sparsedebug.reduce.reduce import _Prober, apply_changes, diff_workloads, keep_layers, reduce_workloads, scale_widths
 from sparsedebug.reduce.search import Outcome
-from sparsedebug.sources.replay.workload import Workload, load_workload, mlp_chain, revalidate
+from sparsedebug.sources.replay.builders import mlp_chain
+from sparsedebug.sources.replay.workload import Workload, load_workload, revalidate
 from tests.conftest import FIXTURES
 from tests.locate.test_walk import make_run
 

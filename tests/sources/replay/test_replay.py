@@ -11,11 +11,12 @@ from threadpoolctl import threadpool_info
 
 from sparsedebug.core.errors import UserError
 from sparsedebug.records.run import STAGES, FallbackReason, KernelPath, RunRecord
+from sparsedebug.sources.replay.builders import llama_stack, mlp_chain
 from sparsedebug.sources.replay.executor import attention
 from sparsedebug.sources.replay.narrow import equal_latency_step, ffn_groups, narrow
 from sparsedebug.sources.replay.replay import plan, replay
 from sparsedebug.sources.replay.weights import build_weights
-from sparsedebug.sources.replay.workload import CalibrationSpec, Workload, llama_stack, load_workload, mlp_chain
+from sparsedebug.sources.replay.workload import CalibrationSpec, Workload, load_workload
 from tests.conftest import FIXTURES
 
 

@@ -12,8 +12,9 @@ from safetensors.numpy import save_file
 
 from sparsedebug.core.errors import UserError
 from sparsedebug.kernels.masks import check_compliance
+from sparsedebug.sources.replay.builders import mlp_chain
 from sparsedebug.sources.replay.weights import build_inputs, build_weights, is_compliant, prune
-from sparsedebug.sources.replay.workload import Workload, mlp_chain
+from sparsedebug.sources.replay.workload import Workload
 
 
 def _chain(**fields: Any) -> Workload:

@@ -9,13 +9,12 @@ import pytest
 import yaml
 
 from sparsedebug.core.errors import UserError
+from sparsedebug.sources.replay.builders import llama_stack, mlp_chain
 from sparsedebug.sources.replay.workload import (
     Workload,
     check_graph,
     dump_workload,
-    llama_stack,
     load_workload,
-    mlp_chain,
     parse_workload,
     revalidate,
     save_workload,
