@@ -35,8 +35,8 @@ from sparsedebug.locate.walk import BisectResult
 from sparsedebug.records.bundle import Bundle, BundleInput, FixOutcome, InputRole
 from sparsedebug.records.decision import DecisionOutcome
 from sparsedebug.records.fingerprint import Fingerprint
+from sparsedebug.records.reduce import ReduceResult
 from sparsedebug.records.run import RunRecord
-from sparsedebug.reduce.reduce import ReduceResult
 
 MANIFEST = "bundle.json"
 

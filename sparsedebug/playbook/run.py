@@ -25,7 +25,8 @@ from sparsedebug.playbook.bundle import FILES, MANIFEST, LoadedBundle, check_out
 from sparsedebug.playbook.schema import Playbook, Step, load_playbook
 from sparsedebug.records.bundle import Bundle, BundleInput, FixOutcome, InputKind, StepRecord
 from sparsedebug.records.run import RunRecord
-from sparsedebug.reduce.apply_fix import absolute_paths, apply_fix
+from sparsedebug.reduce.apply_fix import apply_fix
+from sparsedebug.sources.replay.workload import absolute_paths
 
 if TYPE_CHECKING:
     from sparsedebug.classify.score import Classification

@@ -7,7 +7,6 @@ of M, cast it to the sparse layers' dtype) or a block size; advice is not a chan
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sparsedebug.core.errors import UserError
@@ -199,15 +198,3 @@ def _pad_layer(workload: Workload, name: str) -> tuple[Workload | None, str]:
         f"{name}: padded {what}; {', '.join(sorted(producers))} widened to {width} outputs and {consumer} to {width} "
         f"inputs (added rows are seeded weights, not zeros: timing as zero padding, quality sees the extra neurons)"
     )
-
-
-def absolute_paths(workload: Workload, base_dir: Path) -> Workload:
-    """Resolve the workload's relative weights/calibration paths so a copy elsewhere still finds them."""
-    update: dict[str, object] = {}
-    if workload.weights is not None and not Path(workload.weights.path).is_absolute():
-        update["weights"] = workload.weights.model_copy(update={"path": str((base_dir / workload.weights.path).resolve())})
-    if workload.calibration is not None and not Path(workload.calibration.path).is_absolute():
-        update["calibration"] = workload.calibration.model_copy(
-            update={"path": str((base_dir / workload.calibration.path).resolve())}
-        )
-    return workload.model_copy(update=update) if update else workload

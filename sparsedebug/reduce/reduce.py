@@ -30,15 +30,13 @@ such, with nothing reduced.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
-
 from sparsedebug.core.errors import UserError
 from sparsedebug.locate.walk import BisectResult, bisect_runs, finding_signature
+from sparsedebug.records.reduce import Cause, Change, Phase, ProbeLog, ReduceResult
 from sparsedebug.records.run import (
     STAGES,
     KernelStage,
@@ -48,7 +46,8 @@ from sparsedebug.records.run import (
     ScheduleStage,
 )
 from sparsedebug.reduce.search import DDMin, Outcome
-from sparsedebug.sources.replay.workload import MODEL_INPUT, Layer, Workload, resolved_inputs, revalidate
+from sparsedebug.reduce.shrink import apply_changes, block_of, diff_workloads, half_tokens, keep_layers, scale_widths
+from sparsedebug.sources.replay.workload import Workload, absolute_paths
 
 DEFAULT_PROBE_REPEATS = 5
 """Timed repetitions of one probe replay (re-measured with twice as many when undecided)."""
@@ -56,80 +55,9 @@ DEFAULT_PROBE_REPEATS = 5
 DEFAULT_MAX_PROBES = 80
 """Upper bound on probes (static and timed together); the search stops early, keeping the best so far, when reached."""
 
-KNOB_FIELDS: tuple[str, ...] = (
-    "seed",
-    "tokens",
-    "input_features",
-    "backend",
-    "conversion",
-    "precision",
-    "threads",
-    "pruning",
-    "weights",
-    "calibration",
-)
-"""Workload fields that are knobs (repeats, warmup, budget, name and description are not: they change no measurement)."""
 
 _KIND_PRIORITY = ("removed", "added", "changed", "fallback", "path_changed", "new_kernel_class", "per_call_conversion")
 _CATEGORICAL = ("graph", "lower")
-
-Phase = Literal["check", "changes", "causes", "blocks", "layers", "tokens", "widths", "confirm"]
-
-
-class Change(BaseModel):
-    """One difference between the good and the bad workload."""
-
-    key: str = Field(description="'knob:NAME' or 'layer:NAME'.")
-    kind: Literal["knob", "layer"]
-    name: str
-    detail: str
-
-
-class ProbeLog(BaseModel):
-    """One probe: what was tried and what it showed."""
-
-    phase: Phase
-    description: str
-    outcome: Literal["fail", "pass", "unresolved"]
-    mode: Literal["static", "timed"]
-    flaky: bool = False
-    note: str = ""
-
-
-class Cause(BaseModel):
-    """An independent cause (another finding of the target stage), reduced on its own."""
-
-    finding: str
-    kept: list[Change]
-
-
-class ReduceResult(BaseModel):
-    """The focused reproducer and how it was found."""
-
-    good: str
-    bad: str
-    reproduced: bool = Field(description="Whether the bad workload diverged from the good one at all.")
-    target_stage: str | None
-    target_finding: str | None = Field(
-        description="The finding reproduced: 'fallback:<reason>', 'per_call_conversion', 'slower:<layer role>', ... (None: the stage as a whole)."
-    )
-    changes: list[Change]
-    kept: list[Change]
-    other_causes: list[Cause] = Field(default_factory=list)
-    repro: Workload | None = None
-    base: Workload | None = None
-    layers_before: int
-    layers_after: int | None = None
-    tokens_before: int
-    tokens_after: int | None = None
-    probe_count: int = Field(0, description="Probes run: each compares one variant pair (static or timed).")
-    replays: int = Field(description="Timed replays run (full five stages).")
-    static_probes: int = Field(description="Static runs (graph and lowering only, no timing); repeated variants come from a cache.")
-    flaky_probes: int
-    probes: list[ProbeLog]
-    confirmation: BisectResult | None = None
-    command: str | None = None
-    verdict: str
 
 
 Progress = Callable[[str], None]
@@ -138,146 +66,7 @@ Progress = Callable[[str], None]
 # --------------------------------------------------------------------------- changes
 
 
-def _layer_detail(good: Layer, bad: Layer) -> str:
-    g = good.model_dump(exclude_none=True)
-    b = bad.model_dump(exclude_none=True)
-    parts = []
-    for key in dict.fromkeys([*g, *b]):
-        if g.get(key) != b.get(key):
-            parts.append(f"{key} {g.get(key, '-')} -> {b.get(key, '-')}")
-    return "; ".join(parts)
-
-
-def _knob_text(value: Any) -> str:
-    if isinstance(value, BaseModel):
-        return str(value.model_dump(exclude_none=True))
-    return "-" if value is None else str(value)
-
-
-def diff_workloads(good: Workload, bad: Workload) -> list[Change]:
-    """Every knob and layer that differs between ``good`` and ``bad``, knobs first, layers in graph order."""
-    changes: list[Change] = []
-    for knob in KNOB_FIELDS:
-        g, b = getattr(good, knob), getattr(bad, knob)
-        if g != b:
-            changes.append(Change(key=f"knob:{knob}", kind="knob", name=knob, detail=f"{knob}: {_knob_text(g)} -> {_knob_text(b)}"))
-    good_layers = {layer.name: layer for layer in good.layers}
-    bad_layers = {layer.name: layer for layer in bad.layers}
-    for index, layer in enumerate(bad.layers):
-        old = good_layers.get(layer.name)
-        if old is None:
-            changes.append(Change(key=f"layer:{layer.name}", kind="layer", name=layer.name, detail=f"added ({layer.op})"))
-        elif not _same_layer(good, old, bad, layer, index):
-            changes.append(Change(key=f"layer:{layer.name}", kind="layer", name=layer.name, detail=_layer_detail(old, layer)))
-    for layer in good.layers:
-        if layer.name not in bad_layers:
-            changes.append(Change(key=f"layer:{layer.name}", kind="layer", name=layer.name, detail=f"removed ({layer.op})"))
-    return changes
-
-
-def _same_layer(good: Workload, old: Layer, bad: Workload, new: Layer, index: int) -> bool:
-    """Equal layers; inputs compared as written unless one side names them (then resolved)."""
-    if old.inputs is None and new.inputs is None:
-        return old == new
-    return _explicit(good, old) == _explicit(bad, new, index)
-
-
-def _explicit(workload: Workload, layer: Layer, index: int | None = None) -> Layer:
-    """The layer with its inputs written out, so 'previous layer' and an explicit name compare equal."""
-    position = index if index is not None else workload.layers.index(layer)
-    return layer.model_copy(update={"inputs": resolved_inputs(workload, position)})
-
-
-def apply_changes(good: Workload, bad: Workload, keys: Sequence[str]) -> Workload:
-    """``good`` with the changes named by ``keys`` taken from ``bad``; ``UserError`` if the result is invalid."""
-    selected = set(keys)
-    update: dict[str, Any] = {}
-    for knob in KNOB_FIELDS:
-        if f"knob:{knob}" in selected:
-            update[knob] = getattr(bad, knob)
-    bad_layers = {layer.name: layer for layer in bad.layers}
-    good_names = {layer.name for layer in good.layers}
-    layers: list[Layer] = []
-    for layer in good.layers:
-        key = f"layer:{layer.name}"
-        if key in selected and layer.name not in bad_layers:
-            continue  # removed in bad
-        layers.append(bad_layers[layer.name] if key in selected else layer)
-    for index, layer in enumerate(bad.layers):
-        if layer.name in good_names or f"layer:{layer.name}" not in selected:
-            continue
-        previous = {item.name for item in bad.layers[:index]}
-        position = 0
-        for i, item in enumerate(layers):
-            if item.name in previous:
-                position = i + 1
-        layers.insert(position, bad_layers[layer.name])
-    update["layers"] = layers
-    update["name"] = bad.name if selected else good.name
-    variant = good.model_copy(update=update)
-    return revalidate(variant)
-
-
 # --------------------------------------------------------------------------- graph shrinking
-
-
-def _block_of(name: str) -> str | None:
-    match = re.match(r"^(.*?\.\d+)\.", name)
-    return match.group(1) if match else None
-
-
-def keep_layers(workload: Workload, keep: set[str]) -> Workload:
-    """``workload`` with only the layers in ``keep``; a consumer of a dropped layer reads that layer's first input.
-
-    The model input width follows the first kept layer that reads it.
-    ``UserError`` when the result is not a valid graph.
-    """
-    explicit = [_explicit(workload, layer, i) for i, layer in enumerate(workload.layers)]
-    first_input = {layer.name: (layer.inputs or [MODEL_INPUT])[0] for layer in explicit}
-
-    def resolve(name: str) -> str:
-        seen = set()
-        while name != MODEL_INPUT and name not in keep:
-            if name in seen:
-                break
-            seen.add(name)
-            name = first_input.get(name, MODEL_INPUT)
-        return name
-
-    layers = []
-    for layer in explicit:
-        if layer.name not in keep:
-            continue
-        inputs = list(dict.fromkeys(resolve(name) for name in layer.inputs or [MODEL_INPUT]))
-        layers.append(layer.model_copy(update={"inputs": inputs}))
-    if not layers:
-        raise UserError("no layers left")
-    update: dict[str, Any] = {"layers": layers}
-    for layer in layers:
-        if layer.inputs == [MODEL_INPUT] and layer.shape is not None and layer.op != "embedding":
-            update["input_features"] = layer.shape[1] if layer.op == "linear" else layer.shape[0]
-            break
-    return revalidate(workload.model_copy(update=update))
-
-
-def scale_widths(workload: Workload, factor: int, *, floor: int = 8) -> Workload:
-    """Every layer dimension and the input width divided by ``factor``.
-
-    ``UserError`` if a width is not divisible, would drop below ``floor``, or the result is invalid.
-    """
-    def div(value: int) -> int:
-        if value % factor or value // factor < floor:
-            raise UserError(f"width {value} cannot be divided by {factor} (floor {floor})")
-        return value // factor
-
-    layers = [
-        layer.model_copy(update={"shape": [div(d) for d in layer.shape]}) if layer.shape is not None and layer.op != "embedding" else layer
-        for layer in workload.layers
-    ]
-    update: dict[str, Any] = {"layers": layers}
-    if workload.input_features is not None:
-        update["input_features"] = div(workload.input_features)
-    return revalidate(workload.model_copy(update=update))
 
 
 # --------------------------------------------------------------------------- probing
@@ -455,29 +244,6 @@ def _halve(prober: _Prober, phase: Phase, pair: tuple[Workload, Workload], step:
     return pair
 
 
-def _half_tokens(workload: Workload) -> Workload:
-    tokens = workload.tokens
-    if tokens.batch > 1:
-        new = tokens.model_copy(update={"batch": tokens.batch // 2})
-    elif tokens.sequence >= 16:
-        new = tokens.model_copy(update={"sequence": tokens.sequence // 2})
-    else:
-        raise UserError("tokens already minimal")
-    return revalidate(workload.model_copy(update={"tokens": new}))
-
-
-def absolute_paths(workload: Workload, base_dir: Path | None) -> Workload:
-    """Weights and calibration paths made absolute so the reproducer stands alone anywhere."""
-    if base_dir is None:
-        return workload
-    update: dict[str, Any] = {}
-    for field in ("weights", "calibration"):
-        spec = getattr(workload, field)
-        if spec is not None and not Path(spec.path).is_absolute():
-            update[field] = spec.model_copy(update={"path": str((base_dir / spec.path).resolve())})
-    return workload.model_copy(update=update) if update else workload
-
-
 # --------------------------------------------------------------------------- entry point
 
 
@@ -560,14 +326,14 @@ def reduce_workloads(
     repro = apply_changes(good, bad, [change.key for change in kept])
     blocks: dict[str, list[str]] = {}
     for layer in repro.layers:
-        block = _block_of(layer.name)
+        block = block_of(layer.name)
         if block is not None:
             blocks.setdefault(block, []).append(layer.name)
-    outside = {layer.name for layer in repro.layers if _block_of(layer.name) is None}
+    outside = {layer.name for layer in repro.layers if block_of(layer.name) is None}
     base, repro = _ddmin_keep(prober, "blocks", base, repro, blocks, outside, stage, kind)
     units = {layer.name: [layer.name] for layer in repro.layers}
     base, repro = _ddmin_keep(prober, "layers", base, repro, units, set(), stage, kind)
-    base, repro = _halve(prober, "tokens", (base, repro), _half_tokens, stage, kind, lambda w: f"tokens {w.tokens.batch}x{w.tokens.sequence}")
+    base, repro = _halve(prober, "tokens", (base, repro), half_tokens, stage, kind, lambda w: f"tokens {w.tokens.batch}x{w.tokens.sequence}")
     base, repro = _halve(
         prober, "widths", (base, repro), lambda w: scale_widths(w, 2), stage, kind,
         lambda w: "widths " + ", ".join(f"{layer.name}={layer.shape}" for layer in w.layers[:3]),

@@ -9,8 +9,9 @@ import pytest
 from sparsedebug.core.errors import UserError
 from sparsedebug.locate.walk import bisect_runs
 from sparsedebug.records.run import RunRecord
-from sparsedebug.reduce.reduce import _Prober, apply_changes, diff_workloads, keep_layers, reduce_workloads, scale_widths
+from sparsedebug.reduce.reduce import _Prober, reduce_workloads
 from sparsedebug.reduce.search import Outcome
+from sparsedebug.reduce.shrink import apply_changes, diff_workloads, keep_layers, scale_widths
 from sparsedebug.sources.replay.builders import mlp_chain
 from sparsedebug.sources.replay.workload import Workload, load_workload, revalidate
 from tests.conftest import FIXTURES

@@ -19,8 +19,8 @@ from sparsedebug.playbook.bundle import LoadedBundle
 from sparsedebug.playbook.schema import Playbook
 from sparsedebug.records.bundle import Movement
 from sparsedebug.records.decision import DecisionOutcome
+from sparsedebug.records.reduce import ReduceResult
 from sparsedebug.records.run import RunRecord
-from sparsedebug.reduce.reduce import ReduceResult
 from sparsedebug.signoff.decide import stored_decision
 from sparsedebug.signoff.metrics import equal_latency_sentence, fallback_summary, p50_speedup
 

@@ -8,7 +8,7 @@ from rich.text import Text
 
 from sparsedebug.core.stats import SampleComparison
 from sparsedebug.locate.walk import BisectResult, StageFinding
-from sparsedebug.reduce.reduce import ReduceResult
+from sparsedebug.records.reduce import ReduceResult
 
 _STATUS_STYLE = {
     "divergent": "bold red",

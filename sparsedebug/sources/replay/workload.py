@@ -455,3 +455,13 @@ def revalidate(workload: Workload) -> Workload:
 # --------------------------------------------------------------------------- builders
 
 
+def absolute_paths(workload: Workload, base_dir: Path | None) -> Workload:
+    """Weights and calibration paths made absolute so the reproducer stands alone anywhere."""
+    if base_dir is None:
+        return workload
+    update: dict[str, Any] = {}
+    for field in ("weights", "calibration"):
+        spec = getattr(workload, field)
+        if spec is not None and not Path(spec.path).is_absolute():
+            update[field] = spec.model_copy(update={"path": str((base_dir / spec.path).resolve())})
+    return workload.model_copy(update=update) if update else workload
