@@ -29,8 +29,7 @@ from sparsedebug.records.fingerprint import Fingerprint
 from sparsedebug.records.run import FallbackReason, GraphLayer, KernelClass, KernelPath, LowerLayer, RunRecord
 
 if TYPE_CHECKING:
-    from sparsedebug.sources.importers.ncu import NcuReport
-    from sparsedebug.sources.importers.nvidia_smi import SmiReport
+    from sparsedebug.records.artifacts import NcuReport, SmiReport
 
 
 # --------------------------------------------------------------------------- records

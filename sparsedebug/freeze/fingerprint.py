@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel
 
 from sparsedebug.core.io import file_digest
+from sparsedebug.records.base import Record
 from sparsedebug.records.fingerprint import (
     BlasLibrary,
     Calibration,
@@ -53,7 +53,7 @@ RESULT_CRITICAL_PREFIXES = (
 """Dotted field prefixes whose drift can change numerics or timings: they fail the check."""
 
 
-class Drift(BaseModel):
+class Drift(Record):
     """One field that differs between the frozen and the current fingerprint."""
 
     field: str

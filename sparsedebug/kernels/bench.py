@@ -21,7 +21,6 @@ import re
 from collections.abc import Callable, Sequence
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
 from threadpoolctl import threadpool_info
 
 from sparsedebug.core.errors import InternalError, UserError
@@ -31,6 +30,7 @@ from sparsedebug.kernels.masks import Pattern, check_nm
 from sparsedebug.kernels.nm import NMWeight
 from sparsedebug.kernels.precision import error_bound
 from sparsedebug.kernels.vnm import VNMWeight
+from sparsedebug.records.base import Record
 
 VARIANTS: tuple[str, ...] = ("dense", "limit", "csr", "nm", "vnm")
 """Benchmark variants, in timing order within a round."""
@@ -38,10 +38,9 @@ VARIANTS: tuple[str, ...] = ("dense", "limit", "csr", "nm", "vnm")
 _SHAPE_RE = re.compile(r"^\s*(\d+)\s*[xX×]\s*(\d+)\s*$")
 
 
-class KernelBenchRow(BaseModel):
+class KernelBenchRow(Record):
     """Timings for one token count: medians (ms), ratios, tails, environment."""
 
-    model_config = ConfigDict(extra="forbid")
 
     tokens: int
     shape: list[int]

@@ -14,9 +14,10 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 
 from sparsedebug.core.errors import UserError
+from sparsedebug.records.base import Record
 
 MAX_M = 16
 """Largest group size supported (metadata then fits one uint8 per kept value)."""
@@ -24,10 +25,10 @@ MAX_M = 16
 _PATTERN_RE = re.compile(r"^\s*(\d+)\s*:\s*(\d+)\s*(?::\s*(\d+)\s*)?$")
 
 
-class Pattern(BaseModel):
+class Pattern(Record):
     """An ``N:M`` pattern, optionally blocked (``V:N:M`` with ``block=V``)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True)
 
     n: int
     m: int
@@ -175,10 +176,10 @@ def vnm_mask(weight: Any, n: int, m: int, block: int, scores: Any = None) -> npt
     return choice_to_mask(choice, m, arr.shape[0], block=block)
 
 
-class Compliance(BaseModel):
+class Compliance(Record):
     """How far a tensor is from an ``N:M`` pattern."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True)
 
     pattern: str
     groups: int

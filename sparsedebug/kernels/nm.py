@@ -23,11 +23,12 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 
 from sparsedebug.core.errors import InternalError, UserError
 from sparsedebug.kernels.masks import Pattern, check_nm, check_weight, nm_choice
 from sparsedebug.kernels.precision import Precision, check_precision, compute_dtype, round_input
+from sparsedebug.records.base import Record
 
 TILE_ELEMENTS = 1 << 22
 """Dense elements per scratch tile of the per-row product (16 MiB in fp32).
@@ -36,10 +37,10 @@ Large on purpose: few BLAS calls, so the tile loop costs little even when other
 processes compete for the cores (every threaded BLAS call pays a synchronisation)."""
 
 
-class Footprint(BaseModel):
+class Footprint(Record):
     """Bytes a layout stores: values, index metadata, and the dense equivalent."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True)
 
     value_bytes: int
     metadata_bytes: int

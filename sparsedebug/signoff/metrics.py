@@ -7,11 +7,10 @@ figure that the record cannot support is ``None``, never a guess.
 
 from __future__ import annotations
 
-from pydantic import BaseModel
-
 from sparsedebug.core.errors import UserError
 from sparsedebug.core.stats import Percentiles, median, percentiles
 from sparsedebug.kernels.masks import parse_pattern
+from sparsedebug.records.base import Record
 from sparsedebug.records.run import EqualLatencyQuality, KernelPath, RunRecord
 
 
@@ -47,7 +46,7 @@ def latency(run: RunRecord) -> Percentiles | None:
     return percentiles(samples) if samples else None
 
 
-class LayerRow(BaseModel):
+class LayerRow(Record):
     """One layer joined across the graph, lower and kernel stages."""
 
     name: str
@@ -113,7 +112,7 @@ def layer_rows(run: RunRecord) -> list[LayerRow]:
     return rows
 
 
-class FallbackSummary(BaseModel):
+class FallbackSummary(Record):
     """How much of the model meant to be sparse actually runs dense, and what it costs."""
 
     meant_sparse: int

@@ -8,11 +8,9 @@ from rich.table import Table
 
 from sparsedebug.core.stats import percentiles
 from sparsedebug.locate.paths import FallbackReport
+from sparsedebug.records.artifacts import NcuReport, SmiReport, TrtSparsityReport
 from sparsedebug.records.run import RunRecord
 from sparsedebug.sources.importers.kernel_names import short_kernel_name
-from sparsedebug.sources.importers.ncu import NcuReport
-from sparsedebug.sources.importers.nvidia_smi import SmiReport
-from sparsedebug.sources.importers.tensorrt_log import TrtSparsityReport
 from sparsedebug.sources.importers.torch_trace import TraceSummary
 
 

@@ -18,16 +18,11 @@ import csv
 import io
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Literal
-
-from pydantic import BaseModel, ConfigDict, Field
 
 from sparsedebug.core.errors import UserError
 from sparsedebug.core.io import read_text
-from sparsedebug.records.run import KernelClass
+from sparsedebug.records.artifacts import Bound, NcuKernel, NcuReport
 from sparsedebug.sources.importers.kernel_names import classify_kernel
-
-Bound = Literal["latency", "compute", "memory", "balanced"]
 
 LATENCY_THRESHOLD_PCT = 60.0
 """Both SM and memory throughput below this: latency-bound."""
@@ -50,36 +45,6 @@ _TIME_UNITS_US = {
 _REQUIRED = ("ID", "Kernel Name", "Metric Name", "Metric Value")
 _SM_METRICS = ("Compute (SM) Throughput", "SM Throughput", "Compute (SM) [%]")
 _MEM_METRICS = ("Memory Throughput",)
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class NcuKernel(_Model):
-    """One profiled kernel launch."""
-
-    id: str
-    name: str
-    kernel_class: KernelClass
-    duration_us: float | None
-    sm_throughput_pct: float | None
-    memory_throughput_pct: float | None
-    dram_throughput_pct: float | None = None
-    sm_frequency_hz: float | None = None
-    bound: Bound | None = Field(description="Speed-of-Light bound; None when a throughput figure is missing.")
-    registers_per_thread: int | None = None
-    local_spill_requests: float | None = Field(None, description="Local Memory Spilling Requests (0 = no spills).")
-    spills: bool | None = None
-    metrics: dict[str, str] = Field(default_factory=dict, description="Every metric as printed, '<section>/<metric> [unit]' -> value.")
-
-
-class NcuReport(_Model):
-    """All kernels of one ncu CSV file, in profiling order."""
-
-    file: str
-    kernels: list[NcuKernel]
-    sections: list[str]
 
 
 def sol_bound(sm_pct: float, memory_pct: float) -> Bound:

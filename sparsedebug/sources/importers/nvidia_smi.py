@@ -18,11 +18,10 @@ from collections import defaultdict
 from datetime import datetime
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from sparsedebug.core.errors import UserError
 from sparsedebug.core.io import read_text
 from sparsedebug.core.stats import median
+from sparsedebug.records.artifacts import ReasonTime, SmiReport, SmiSample, SmiSummary
 
 CLOCK_EVENT_REASONS: dict[int, str] = {
     0x1: "gpu_idle",
@@ -54,68 +53,6 @@ _ALIASES: dict[str, tuple[str, ...]] = {
     "reasons": ("clocks_event_reasons.active", "clocks_throttle_reasons.active", "clocks_event_reasons_active"),
 }
 _TIME_FORMATS = ("%Y/%m/%d %H:%M:%S.%f", "%Y/%m/%d %H:%M:%S", "%Y-%m-%d %H:%M:%S.%f", "%Y-%m-%dT%H:%M:%S.%f")
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class SmiSample(_Model):
-    """One nvidia-smi sample row."""
-
-    line: int
-    gpu: str
-    time: str
-    t_s: float = Field(description="Seconds since the first sample of the file.")
-    temperature_c: float | None = None
-    sm_clock_mhz: float | None = None
-    mem_clock_mhz: float | None = None
-    power_w: float | None = None
-    util_gpu_pct: float | None = None
-    util_mem_pct: float | None = None
-    reasons_mask: int | None = None
-    reasons: list[str] = Field(default_factory=list)
-
-
-class ReasonTime(_Model):
-    """Time under one clock event reason."""
-
-    reason: str
-    seconds: float
-    samples: int
-    fraction: float = Field(description="Fraction of samples with the reason active.")
-
-
-class SmiSummary(_Model):
-    """Clock, power and temperature evidence for one GPU."""
-
-    gpu: str
-    samples: int
-    duration_s: float
-    max_sm_clock_mhz: float | None = Field(description="The reference maximum: given --max-clock, a clocks.max.sm column, else the max observed.")
-    max_clock_source: str
-    max_observed_sm_clock_mhz: float | None
-    active_samples: int = Field(description="Samples not flagged gpu_idle (or utilisation > 0 without a reasons column).")
-    min_sm_clock_mhz: float | None = Field(description="Minimum SM clock over active samples.")
-    median_sm_clock_mhz: float | None = Field(description="Median SM clock over active samples.")
-    clock_drop_pct: float | None = Field(description="(max - min active clock) / max, in %.")
-    median_clock_drop_pct: float | None = Field(description="(max - median active clock) / max, in %.")
-    max_temperature_c: float | None
-    max_power_w: float | None
-    median_power_w: float | None
-    reasons: list[ReasonTime]
-    thermal_seconds: float = Field(description="Time with any thermal slowdown reason active.")
-    power_seconds: float = Field(description="Time with any power reason (SW power cap, HW slowdown, power brake) active.")
-
-
-class SmiReport(_Model):
-    """An nvidia-smi log: every sample and a per-GPU summary."""
-
-    file: str
-    columns: list[str]
-    reasons_column: str | None
-    samples: list[SmiSample]
-    summaries: list[SmiSummary]
 
 
 def decode_reasons(mask: int) -> list[str]:

@@ -16,28 +16,12 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from sparsedebug.core.errors import UserError
 from sparsedebug.core.io import read_text
+from sparsedebug.records.artifacts import TrtSparsityReport
 
 _ELIGIBLE = re.compile(r"\(Sparsity\)\s*Layers eligible for sparse math:(?P<layers>.*)$")
 _PICKED = re.compile(r"\(Sparsity\)\s*TRT inference plan picked sparse implementation for layers:(?P<layers>.*)$")
-
-
-class TrtSparsityReport(BaseModel):
-    """Sparse-math eligibility and choice of one (or several concatenated) TensorRT builds."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    file: str
-    eligible: list[str]
-    picked: list[str]
-    fallback: list[str] = Field(description="Eligible but not picked: ran dense.")
-    picked_not_eligible: list[str] = Field(default_factory=list, description="Picked without an eligible line naming them (log inconsistency).")
-    eligible_lines: list[int] = Field(default_factory=list)
-    picked_lines: list[int] = Field(default_factory=list)
-    complete: bool = Field(True, description="Both the eligible and the picked line were found.")
 
 
 def split_layers(text: str) -> list[str]:

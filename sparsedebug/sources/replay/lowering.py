@@ -29,10 +29,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 
 from sparsedebug.core.errors import UserError
 from sparsedebug.kernels.masks import MAX_M, Pattern
+from sparsedebug.records.base import Record
 from sparsedebug.records.run import FallbackReason, KernelClass, KernelPath
 
 # --------------------------------------------------------------------------- dtypes
@@ -76,7 +77,7 @@ class LayerQuery:
     """Whether the weights comply with ``pattern`` (None: not checked, assumed)."""
 
 
-class Decision(BaseModel):
+class Decision(Record):
     """A lowering decision for one layer."""
 
     model_config = ConfigDict(frozen=True)
@@ -171,7 +172,7 @@ TORCH_MIN_SHAPE: dict[str, dict[str, tuple[int, int]]] = {
 _TORCH_CLASS = {"cusparselt": "SparseSemiStructuredTensorCUSPARSELT", "cutlass": "SparseSemiStructuredTensorCUTLASS"}
 
 
-class TorchSupport(BaseModel):
+class TorchSupport(Record):
     """Outcome of ``to_sparse_semi_structured`` then a matmul, as PyTorch 2.11 reports it."""
 
     model_config = ConfigDict(frozen=True)

@@ -32,11 +32,12 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BeforeValidator, ConfigDict, Field, ValidationError, field_validator
 
 from sparsedebug.core.errors import UserError
 from sparsedebug.core.io import atomic_write_text, load_data, validate
 from sparsedebug.kernels.masks import Pattern, parse_pattern
+from sparsedebug.records.base import Record
 
 OpName = Literal["linear", "attention", "norm", "activation", "embedding", "elementwise"]
 Dtype = Literal["fp32", "fp16", "bf16"]
@@ -70,11 +71,7 @@ def _dtype_alias(value: Any) -> Any:
 DtypeField = Annotated[Dtype, BeforeValidator(_dtype_alias)]
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class Tokens(_Model):
+class Tokens(Record):
     """Token count of one forward: batch x sequence."""
 
     batch: int = Field(1, ge=1, description="Sequences per forward.")
@@ -91,7 +88,7 @@ def _weights_shorthand(value: Any) -> Any:
     return {"path": value} if isinstance(value, str) else value
 
 
-class WeightsSpec(_Model):
+class WeightsSpec(Record):
     """Weights from a ``.npz`` or ``.safetensors`` file, mapped to layer names."""
 
     path: str = Field(description="File path; relative paths are relative to the workload file.")
@@ -104,7 +101,7 @@ class WeightsSpec(_Model):
     )
 
 
-class CalibrationSpec(_Model):
+class CalibrationSpec(Record):
     """Calibration inputs (and optional labels) from a ``.npz`` file."""
 
     path: str = Field(description=".npz file; relative paths are relative to the workload file.")
@@ -116,7 +113,7 @@ class CalibrationSpec(_Model):
     )
 
 
-class PruningSpec(_Model):
+class PruningSpec(Record):
     """How the weights were pruned to the intended pattern (method applied; schedule recorded)."""
 
     method: Literal["magnitude", "wanda", "none"] = Field(
@@ -130,7 +127,7 @@ class PruningSpec(_Model):
     calibration: str | None = Field(None, description="What data pruning was calibrated on (recorded for the report).")
 
 
-class Layer(_Model):
+class Layer(Record):
     """One layer of the model graph."""
 
     name: str = Field(min_length=1)
@@ -173,7 +170,7 @@ class Layer(_Model):
         return self.fn if self.fn is not None else _DEFAULT_FN.get(self.op)
 
 
-class Workload(_Model):
+class Workload(Record):
     """A replayable workload: seed, model graph, intended sparsity, token count and knobs."""
 
     schema_version: int = 1
@@ -236,7 +233,7 @@ class Workload(_Model):
 # --------------------------------------------------------------------------- graph checks
 
 
-class LayerShape(BaseModel):
+class LayerShape(Record):
     """Widths a layer reads and writes, as resolved by :func:`check_graph`."""
 
     model_config = ConfigDict(frozen=True)

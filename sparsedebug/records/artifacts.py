@@ -1,0 +1,111 @@
+"""Records of imported accelerator artifacts: Nsight Compute kernels, nvidia-smi logs, TensorRT build sparsity."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from sparsedebug.records.base import Record
+from sparsedebug.records.run import KernelClass
+
+Bound = Literal["latency", "compute", "memory", "balanced"]
+
+
+class NcuKernel(Record):
+    """One profiled kernel launch."""
+
+    id: str
+    name: str
+    kernel_class: KernelClass
+    duration_us: float | None
+    sm_throughput_pct: float | None
+    memory_throughput_pct: float | None
+    dram_throughput_pct: float | None = None
+    sm_frequency_hz: float | None = None
+    bound: Bound | None = Field(description="Speed-of-Light bound; None when a throughput figure is missing.")
+    registers_per_thread: int | None = None
+    local_spill_requests: float | None = Field(None, description="Local Memory Spilling Requests (0 = no spills).")
+    spills: bool | None = None
+    metrics: dict[str, str] = Field(default_factory=dict, description="Every metric as printed, '<section>/<metric> [unit]' -> value.")
+
+
+class NcuReport(Record):
+    """All kernels of one ncu CSV file, in profiling order."""
+
+    file: str
+    kernels: list[NcuKernel]
+    sections: list[str]
+
+
+class SmiSample(Record):
+    """One nvidia-smi sample row."""
+
+    line: int
+    gpu: str
+    time: str
+    t_s: float = Field(description="Seconds since the first sample of the file.")
+    temperature_c: float | None = None
+    sm_clock_mhz: float | None = None
+    mem_clock_mhz: float | None = None
+    power_w: float | None = None
+    util_gpu_pct: float | None = None
+    util_mem_pct: float | None = None
+    reasons_mask: int | None = None
+    reasons: list[str] = Field(default_factory=list)
+
+
+class ReasonTime(Record):
+    """Time under one clock event reason."""
+
+    reason: str
+    seconds: float
+    samples: int
+    fraction: float = Field(description="Fraction of samples with the reason active.")
+
+
+class SmiSummary(Record):
+    """Clock, power and temperature evidence for one GPU."""
+
+    gpu: str
+    samples: int
+    duration_s: float
+    max_sm_clock_mhz: float | None = Field(description="The reference maximum: given --max-clock, a clocks.max.sm column, else the max observed.")
+    max_clock_source: str
+    max_observed_sm_clock_mhz: float | None
+    active_samples: int = Field(description="Samples not flagged gpu_idle (or utilisation > 0 without a reasons column).")
+    min_sm_clock_mhz: float | None = Field(description="Minimum SM clock over active samples.")
+    median_sm_clock_mhz: float | None = Field(description="Median SM clock over active samples.")
+    clock_drop_pct: float | None = Field(description="(max - min active clock) / max, in %.")
+    median_clock_drop_pct: float | None = Field(description="(max - median active clock) / max, in %.")
+    max_temperature_c: float | None
+    max_power_w: float | None
+    median_power_w: float | None
+    reasons: list[ReasonTime]
+    thermal_seconds: float = Field(description="Time with any thermal slowdown reason active.")
+    power_seconds: float = Field(description="Time with any power reason (SW power cap, HW slowdown, power brake) active.")
+
+
+class SmiReport(Record):
+    """An nvidia-smi log: every sample and a per-GPU summary."""
+
+    file: str
+    columns: list[str]
+    reasons_column: str | None
+    samples: list[SmiSample]
+    summaries: list[SmiSummary]
+
+
+class TrtSparsityReport(Record):
+    """Sparse-math eligibility and choice of one (or several concatenated) TensorRT builds."""
+
+    file: str
+    eligible: list[str]
+    picked: list[str]
+    fallback: list[str] = Field(description="Eligible but not picked: ran dense.")
+    picked_not_eligible: list[str] = Field(default_factory=list, description="Picked without an eligible line naming them (log inconsistency).")
+    eligible_lines: list[int] = Field(default_factory=list)
+    picked_lines: list[int] = Field(default_factory=list)
+    complete: bool = Field(True, description="Both the eligible and the picked line were found.")
+
+
