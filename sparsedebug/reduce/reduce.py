@@ -247,6 +247,69 @@ def _halve(prober: _Prober, phase: Phase, pair: tuple[Workload, Workload], step:
 # --------------------------------------------------------------------------- entry point
 
 
+def _initial_divergence(
+    prober: _Prober, good: Workload, bad: Workload, dirs: tuple[Path | None, Path | None], probe_repeats: int
+) -> BisectResult | str:
+    """Step 1: the divergence to reduce, static first (graph/lower need no timing), then timed twice;
+    the verdict text when the pair does not diverge."""
+    good_dir, bad_dir = dirs
+    prober.say("checking the divergence (static: graph and lowering)")
+    static = prober.bisect(prober.static_run(good, good_dir), prober.static_run(bad, bad_dir))
+    if static is not None and static.first_stage in _CATEGORICAL:
+        return static
+    prober.say("no graph/lowering divergence; replaying both with timing")
+    for attempt in range(2):
+        repeats = probe_repeats * (attempt + 1)
+        result = prober.bisect(prober.timed_run(good, good_dir, repeats), prober.timed_run(bad, bad_dir, repeats))
+        if result.state == "divergence":
+            return result
+        if attempt == 0:
+            prober.flaky += 1
+    return (
+        f"cannot reproduce a regression: {bad.name} does not diverge from {good.name} "
+        f"(measured twice, {probe_repeats} and {2 * probe_repeats} repeats): {result.verdict}"
+    )
+
+
+def _shrink_graph(prober: _Prober, base: Workload, repro: Workload, stage: str, kind: str | None) -> tuple[Workload, Workload]:
+    """Step 4: shrink the pair (base, repro) identically: blocks, then layers, tokens and widths."""
+    blocks: dict[str, list[str]] = {}
+    for layer in repro.layers:
+        block = block_of(layer.name)
+        if block is not None:
+            blocks.setdefault(block, []).append(layer.name)
+    outside = {layer.name for layer in repro.layers if block_of(layer.name) is None}
+    base, repro = _ddmin_keep(prober, "blocks", base, repro, blocks, outside, stage, kind)
+    units = {layer.name: [layer.name] for layer in repro.layers}
+    base, repro = _ddmin_keep(prober, "layers", base, repro, units, set(), stage, kind)
+    base, repro = _halve(prober, "tokens", (base, repro), half_tokens, stage, kind, lambda w: f"tokens {w.tokens.batch}x{w.tokens.sequence}")
+    return _halve(
+        prober, "widths", (base, repro), lambda w: scale_widths(w, 2), stage, kind,
+        lambda w: "widths " + ", ".join(f"{layer.name}={layer.shape}" for layer in w.layers[:3]),
+    )
+
+
+def _verdict(
+    prober: _Prober, target: str, changes: list[Change], kept: list[Change], causes: list[Cause],
+    pair: tuple[Workload, Workload], other: BisectResult | None, max_probes: int,
+) -> str:
+    """The one-paragraph verdict: what reproduces the divergence, how small the reproducer got, at what cost."""
+    bad, repro = pair
+    kept_text = ", ".join(change.detail if change.kind == "knob" else f"{change.name} ({change.detail})" for change in kept)
+    verdict = (
+        f"{len(kept)} of {len(changes)} change(s) reproduce the {target} divergence: {kept_text}; "
+        f"graph {len(bad.layers)} -> {len(repro.layers)} layers, tokens {bad.tokens.total} -> {repro.tokens.total}; "
+        f"{len(prober.log)} probe(s): {prober.static} static graph+lowering run(s), {prober.replays} timed replay(s)"
+    )
+    if other is not None:
+        verdict += f"; the timed confirmation bisected to {other.first_stage or other.state} instead"
+    if causes:
+        verdict += "; other cause(s): " + "; ".join(f"{c.finding}: {', '.join(k.key for k in c.kept)}" for c in causes)
+    if prober.exhausted:
+        verdict += f" (stopped at the {max_probes}-probe limit)"
+    return verdict
+
+
 def reduce_workloads(
     good: Workload,
     bad: Workload,
@@ -283,29 +346,12 @@ def reduce_workloads(
             probes=[], verdict="nothing to reduce: the two workloads have no knob or layer difference",
         )
 
-    # 1. target: static first (graph/lower need no timing), then timed.
-    prober.say("checking the divergence (static: graph and lowering)")
-    initial: BisectResult | None = prober.bisect(prober.static_run(good, good_dir), prober.static_run(bad, bad_dir))
-    if initial is None or initial.first_stage not in _CATEGORICAL:
-        prober.say("no graph/lowering divergence; replaying both with timing")
-        initial = None
-        for attempt in range(2):
-            repeats = probe_repeats * (attempt + 1)
-            result = prober.bisect(prober.timed_run(good, good_dir, repeats), prober.timed_run(bad, bad_dir, repeats))
-            if result.state == "divergence":
-                initial = result
-                break
-            if attempt == 0:
-                prober.flaky += 1
-        if initial is None:
-            return ReduceResult(
-                **common, reproduced=False, target_stage=None, target_finding=None, kept=[], probe_count=len(prober.log), replays=prober.replays,
-                static_probes=prober.static, flaky_probes=prober.flaky, probes=prober.log,
-                verdict=(
-                    f"cannot reproduce a regression: {bad.name} does not diverge from {good.name} "
-                    f"(measured twice, {probe_repeats} and {2 * probe_repeats} repeats): {result.verdict}"
-                ),
-            )
+    initial = _initial_divergence(prober, good, bad, (good_dir, bad_dir), probe_repeats)
+    if isinstance(initial, str):
+        return ReduceResult(
+            **common, reproduced=False, target_stage=None, target_finding=None, kept=[], probe_count=len(prober.log), replays=prober.replays,
+            static_probes=prober.static, flaky_probes=prober.flaky, probes=prober.log, verdict=initial,
+        )
     if initial.first_stage is None:
         raise AssertionError("a divergence without a first stage")
     stage = initial.first_stage
@@ -321,23 +367,7 @@ def reduce_workloads(
             break
         causes.append(Cause(finding=other, kept=_ddmin_changes(prober, "causes", good, bad, changes, stage, other)))
 
-    # 4. shrink the graph of the pair (base, repro) identically.
-    base = good
-    repro = apply_changes(good, bad, [change.key for change in kept])
-    blocks: dict[str, list[str]] = {}
-    for layer in repro.layers:
-        block = block_of(layer.name)
-        if block is not None:
-            blocks.setdefault(block, []).append(layer.name)
-    outside = {layer.name for layer in repro.layers if block_of(layer.name) is None}
-    base, repro = _ddmin_keep(prober, "blocks", base, repro, blocks, outside, stage, kind)
-    units = {layer.name: [layer.name] for layer in repro.layers}
-    base, repro = _ddmin_keep(prober, "layers", base, repro, units, set(), stage, kind)
-    base, repro = _halve(prober, "tokens", (base, repro), half_tokens, stage, kind, lambda w: f"tokens {w.tokens.batch}x{w.tokens.sequence}")
-    base, repro = _halve(
-        prober, "widths", (base, repro), lambda w: scale_widths(w, 2), stage, kind,
-        lambda w: "widths " + ", ".join(f"{layer.name}={layer.shape}" for layer in w.layers[:3]),
-    )
+    base, repro = _shrink_graph(prober, good, apply_changes(good, bad, [change.key for change in kept]), stage, kind)
     repro = repro.model_copy(update={"name": f"{bad.name}-repro", "description": f"Reproducer of {target} reduced from {good.name} -> {bad.name}"})
     base = base.model_copy(update={"name": f"{good.name}-repro-base", "description": f"Baseline for {repro.name}"})
 
@@ -347,35 +377,10 @@ def reduce_workloads(
     confirmed = confirmation.first_stage == stage
     base_path = repro_path.with_name(f"{repro_path.stem}.base{repro_path.suffix or '.yaml'}")
     command = f"sparsedebug bisect {base_path} {repro_path}"
-    kept_text = ", ".join(change.detail if change.kind == "knob" else f"{change.name} ({change.detail})" for change in kept)
-    verdict = (
-        f"{len(kept)} of {len(changes)} change(s) reproduce the {target} divergence: {kept_text}; "
-        f"graph {len(bad.layers)} -> {len(repro.layers)} layers, tokens {bad.tokens.total} -> {repro.tokens.total}; "
-        f"{len(prober.log)} probe(s): {prober.static} static graph+lowering run(s), {prober.replays} timed replay(s)"
-    )
-    if not confirmed:
-        verdict += f"; the timed confirmation bisected to {confirmation.first_stage or confirmation.state} instead"
-    if causes:
-        verdict += "; other cause(s): " + "; ".join(f"{c.finding}: {', '.join(k.key for k in c.kept)}" for c in causes)
-    if prober.exhausted:
-        verdict += f" (stopped at the {max_probes}-probe limit)"
+    verdict = _verdict(prober, target, changes, kept, causes, (bad, repro), None if confirmed else confirmation, max_probes)
     return ReduceResult(
-        **common,
-        reproduced=True,
-        target_stage=stage,
-        target_finding=kind,
-        kept=kept,
-        other_causes=causes,
-        repro=repro,
-        base=base,
-        layers_after=len(repro.layers),
-        tokens_after=repro.tokens.total,
-        probe_count=len(prober.log),
-        replays=prober.replays,
-        static_probes=prober.static,
-        flaky_probes=prober.flaky,
-        probes=prober.log,
-        confirmation=confirmation,
-        command=command,
-        verdict=verdict,
+        **common, reproduced=True, target_stage=stage, target_finding=kind, kept=kept, other_causes=causes,
+        repro=repro, base=base, layers_after=len(repro.layers), tokens_after=repro.tokens.total,
+        probe_count=len(prober.log), replays=prober.replays, static_probes=prober.static, flaky_probes=prober.flaky,
+        probes=prober.log, confirmation=confirmation, command=command, verdict=verdict,
     )
