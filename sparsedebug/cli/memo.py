@@ -9,10 +9,10 @@ import typer
 
 from sparsedebug.cli.common import JsonOption, emit_json, handle_errors
 from sparsedebug.core.io import atomic_write_text
-from sparsedebug.playbook.bundle import load_bundle
 from sparsedebug.playbook.run import load_playbook
 from sparsedebug.render.markdown.deployment import render_report
 from sparsedebug.render.markdown.memo import decide, render_memo
+from sparsedebug.sources.detect import load_bundle
 
 
 @handle_errors

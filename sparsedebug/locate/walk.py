@@ -32,16 +32,20 @@ stages the first divergence explains.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
-from pathlib import Path
-from typing import Literal
+from collections.abc import Iterable, Sequence
 
 import numpy as np
-from pydantic import BaseModel, Field
 
-from sparsedebug.core.errors import UserError
-from sparsedebug.core.io import load_data, load_record
 from sparsedebug.core.stats import DEFAULT_ALPHA, DEFAULT_MIN_EFFECT, SampleComparison, compare_samples, enough_samples
+from sparsedebug.records.findings import (
+    BisectResult,
+    BisectState,
+    LayerFinding,
+    MetricFinding,
+    RankedLayer,
+    StageFinding,
+    StageStatus,
+)
 from sparsedebug.records.run import (
     STAGES,
     FallbackReason,
@@ -53,85 +57,8 @@ from sparsedebug.records.run import (
     RunRecord,
 )
 
-StageStatus = Literal["divergent", "improved", "expected", "same", "undecided", "not_comparable"]
-BisectState = Literal["divergence", "no_regression", "undecided"]
-
 PRECISION_TOLERANCE: dict[str, float] = {"fp32": 1e-4, "float32": 1e-4, "fp16": 1e-2, "float16": 1e-2, "bf16": 5e-2, "bfloat16": 5e-2}
 """Largest relative error versus the fp64 reference that a layer's precision mode explains."""
-
-
-class LayerFinding(BaseModel):
-    """One per-layer (or per pooled layer group) observation in a stage."""
-
-    stage: str
-    layer: str = Field(description="Layer name, or a pooled group such as 'layers.{i}.mlp.down_proj'.")
-    members: list[str] = Field(default_factory=list, description="Layers pooled into this finding, when a group.")
-    kind: str = Field(description="added, removed, changed, intended, fallback, path_changed, per_call_conversion, new_kernel_class, slower, faster, precision, idle_grew, idle_shrank")
-    regression: bool
-    intended: bool = False
-    detail: str
-    reason: str | None = Field(None, description="Fallback reason, for kind 'fallback'.")
-    delta_ms: float | None = Field(None, description="Change per iteration (cand - base, medians) carried by this finding.")
-    comparison: SampleComparison | None = None
-
-
-class MetricFinding(BaseModel):
-    """A whole-run metric compared on its raw samples."""
-
-    metric: str
-    comparison: SampleComparison
-    note: str = ""
-
-
-class StageFinding(BaseModel):
-    """What one stage showed."""
-
-    stage: str
-    status: StageStatus
-    summary: str
-    metrics: list[MetricFinding] = Field(default_factory=list)
-    layers: list[LayerFinding] = Field(default_factory=list)
-
-    @property
-    def headline(self) -> MetricFinding | None:
-        """The stage's main metric, when it has one."""
-        return self.metrics[0] if self.metrics else None
-
-
-class RankedLayer(BaseModel):
-    """A layer's share of the outcome change (per iteration, from medians)."""
-
-    layer: str
-    contribution_ms: float = Field(description="Change of this layer's kernel plus idle time per iteration (cand - base).")
-    kernel_ms: float
-    idle_ms: float
-    share: float | None = Field(description="contribution / outcome latency change; None when the outcome did not move.")
-    involved: bool = Field(description="Named by a finding of the first divergent stage.")
-
-
-class BisectResult(BaseModel):
-    """The first persistent divergent stage and the evidence for it."""
-
-    base: str
-    cand: str
-    state: BisectState
-    first_stage: str | None
-    stages: list[StageFinding]
-    layers: list[RankedLayer]
-    effect_metric: str | None = None
-    effect: SampleComparison | None = Field(None, description="Effect size with CI of the first stage's metric (the outcome's when the stage is categorical).")
-    outcome: SampleComparison | None = None
-    outcome_delta_ms: float | None = None
-    explains: list[str] = Field(default_factory=list, description="Downstream stages whose change the first divergence explains.")
-    accounted_share: float | None = Field(None, description="Share of the outcome change carried by the layers the first divergence names.")
-    verdict: str
-
-    def stage(self, name: str) -> StageFinding:
-        """The finding of stage ``name``."""
-        for finding in self.stages:
-            if finding.stage == name:
-                return finding
-        raise KeyError(name)
 
 
 # --------------------------------------------------------------------------- helpers
@@ -782,65 +709,3 @@ def bisect_runs(
         accounted_share=accounted,
         verdict=verdict,
     )
-
-
-# --------------------------------------------------------------------------- inputs
-
-
-RunKind = Literal["run", "workload", "trace"]
-
-
-def detect_kind(path: Path) -> RunKind:
-    """What a BASE/CAND file is: a run record, a workload (replayed) or a PyTorch trace (imported).
-
-    ``.json.gz`` is a trace; ``.json`` is a trace when its head mentions
-    ``traceEvents`` (or it is a bare event array), otherwise a record; YAML is a
-    run record or a workload according to its ``kind`` field.
-    """
-    name = path.name.lower()
-    if name.endswith(".gz"):
-        return "trace"
-    if not path.is_file():
-        raise UserError(f"{path}: file not found" if not path.exists() else f"{path}: is a directory, expected a file")
-    if name.endswith(".json"):
-        with path.open("r", encoding="utf-8", errors="replace") as handle:
-            head = handle.read(65536)
-        stripped = head.lstrip()
-        if '"traceEvents"' in head or stripped.startswith("["):
-            return "trace"
-    data = load_data(path)
-    kind = data.get("kind") if isinstance(data, dict) else None
-    if kind == "run":
-        return "run"
-    if kind == "workload":
-        return "workload"
-    raise UserError(
-        f"{path}: kind: expected a run record (kind: run), a workload (kind: workload) or a PyTorch trace "
-        f"(.json/.json.gz with traceEvents), got {kind!r}"
-    )
-
-
-def load_run(path: Path, *, repeats: int | None = None, progress: Callable[[str, int, int], None] | None = None) -> RunRecord:
-    """Load BASE or CAND for bisect: a run record as is, a workload replayed, a trace imported.
-
-    ``progress(stage, done, total)`` is the replay's progress callback (also
-    called once around a trace import).
-    """
-    kind = detect_kind(path)
-    if kind == "run":
-        return load_record(path, RunRecord)
-    if kind == "workload":
-        from sparsedebug.sources.replay.replay import replay
-        from sparsedebug.sources.replay.workload import load_workload
-
-        return replay(load_workload(path), repeats=repeats, progress=progress, source_path=path)
-    from sparsedebug.sources.importers.torch_trace import import_trace
-
-    if progress is not None:
-        progress("import", 0, 1)
-    record = import_trace(path)
-    if progress is not None:
-        progress("import", 1, 1)
-    return record
-
-

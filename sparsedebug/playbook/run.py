@@ -485,8 +485,8 @@ def run_playbook(
     from sparsedebug.render.markdown.deployment import render_report
     from sparsedebug.render.markdown.memo import render_memo
     from sparsedebug.signoff.movement import measure_movement
-    from sparsedebug.sources.detect import detect_input, load_run
-    from sparsedebug.sources.replay.workload import load_workload, save_workload
+    from sparsedebug.sources.detect import detect_kind, load_run, load_workload
+    from sparsedebug.sources.replay.workload import save_workload
 
     say: Reporter = reporter or _QuietReporter()
     book = load_playbook(playbook)
@@ -495,9 +495,9 @@ def run_playbook(
     embedded = baseline is None
     base_path = baseline if baseline is not None else embedded_workload(DEFAULT_BASELINE)
     cand_path = candidate if candidate is not None else embedded_workload(DEFAULT_CANDIDATE)
-    kinds = {"baseline": detect_input(base_path), "candidate": detect_input(cand_path)}
+    kinds = {"baseline": detect_kind(base_path), "candidate": detect_kind(cand_path)}
     if fixed is not None:
-        kinds["fixed"] = detect_input(fixed)
+        kinds["fixed"] = detect_kind(fixed)
     for opt, path in (("--ncu", ncu), ("--smi", smi)):
         if path is not None and not path.is_file():
             raise UserError(f"{path}: file not found ({opt})")

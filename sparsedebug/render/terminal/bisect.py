@@ -7,7 +7,7 @@ from rich.table import Table
 from rich.text import Text
 
 from sparsedebug.core.stats import SampleComparison
-from sparsedebug.locate.walk import BisectResult, StageFinding
+from sparsedebug.records.findings import BisectResult, StageFinding
 from sparsedebug.reduce.reduce import ReduceResult
 
 _STATUS_STYLE = {
