@@ -43,6 +43,9 @@ _WHAT: dict[RunKind, str] = {
     "workload": "a workload (kind: workload)",
     "trace": "a PyTorch trace (.json/.json.gz with traceEvents)",
 }
+_RECORD_KINDS: tuple[RunKind, ...] = ("run", "workload")
+"""The kinds that are records with a ``kind`` field (a trace is recognised by its events)."""
+_WORKLOAD: tuple[RunKind, ...] = ("workload",)
 _VERB: dict[RunKind, str] = {"run": "load", "workload": "replay", "trace": "import"}
 
 
@@ -81,7 +84,7 @@ def _sniff_as(path: Path, accept: Collection[RunKind]) -> tuple[RunKind, Any]:
     """
     kind, data = _sniff(path)
     if kind is None:
-        records = [k for k in ("run", "workload") if k in accept]
+        records = [k for k in _RECORD_KINDS if k in accept]
         if len(records) == 1 and not (isinstance(data, dict) and "kind" in data):
             return records[0], data  # validation says what is wrong with it
         found = data.get("kind") if isinstance(data, dict) else None
@@ -152,7 +155,7 @@ def load_workload(path: Path) -> Workload:
     """Load, validate and graph-check a workload file; a run record or a trace is refused by name."""
     from sparsedebug.sources.replay.workload import parse_workload
 
-    _, data = _sniff_as(path, ("workload",))
+    _, data = _sniff_as(path, _WORKLOAD)
     return parse_workload(data, str(path))
 
 
