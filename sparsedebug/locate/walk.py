@@ -34,9 +34,17 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
-import numpy as np
-
-from sparsedebug.core.stats import DEFAULT_ALPHA, DEFAULT_MIN_EFFECT, SampleComparison, compare_samples, enough_samples
+from sparsedebug.core.dtypes import kernel_tolerance
+from sparsedebug.core.patterns import declared_sparse, fell_back, kernel_named, layer_precision, path_changed, path_text
+from sparsedebug.core.stats import (
+    DEFAULT_ALPHA,
+    DEFAULT_MIN_EFFECT,
+    SampleComparison,
+    compare_samples,
+    enough_samples,
+    median,
+    percentiles,
+)
 from sparsedebug.records.findings import (
     BisectResult,
     BisectState,
@@ -48,18 +56,12 @@ from sparsedebug.records.findings import (
 )
 from sparsedebug.records.run import (
     STAGES,
-    FallbackReason,
     GraphLayer,
     KernelClass,
     KernelLayer,
     KernelPath,
-    LowerLayer,
     RunRecord,
 )
-
-PRECISION_TOLERANCE: dict[str, float] = {"fp32": 1e-4, "float32": 1e-4, "fp16": 1e-2, "float16": 1e-2, "bf16": 5e-2, "bfloat16": 5e-2}
-"""Largest relative error versus the fp64 reference that a layer's precision mode explains."""
-
 
 # --------------------------------------------------------------------------- helpers
 
@@ -88,22 +90,8 @@ def _calls_per_iteration(samples: Sequence[float], iterations: int) -> int:
     return 1
 
 
-def _median(values: Sequence[float]) -> float:
-    return float(np.median(np.asarray(values, dtype=np.float64)))
-
-
 def _positive(values: Iterable[float], floor: float = 1e-9) -> list[float]:
     return [max(float(v), floor) for v in values]
-
-
-def _kernel_named(run: RunRecord) -> bool:
-    """A record whose 'layers' are kernel names (a trace without layer annotations)."""
-    layers = run.lower.layers
-    return bool(layers) and all(layer.kernels == [layer.name] for layer in layers)
-
-
-def _declared_sparse(layer: GraphLayer | None) -> bool:
-    return layer is not None and layer.intended.strip().lower() != "dense"
 
 
 def _fmt_cmp(c: SampleComparison) -> str:
@@ -140,7 +128,7 @@ _SHAPE_FIELDS = ("op", "weight_shape", "input_shape", "output_shape")
 
 
 def _graph_stage(base: RunRecord, cand: RunRecord) -> StageFinding:
-    if _kernel_named(base) or _kernel_named(cand):
+    if kernel_named(base) or kernel_named(cand):
         return StageFinding(
             stage="graph",
             status="not_comparable",
@@ -182,7 +170,7 @@ def _graph_stage(base: RunRecord, cand: RunRecord) -> StageFinding:
 
 
 def _lower_stage(base: RunRecord, cand: RunRecord) -> StageFinding:
-    if _kernel_named(base) or _kernel_named(cand):
+    if kernel_named(base) or kernel_named(cand):
         return _lower_by_class(base, cand)
     b = {layer.name: layer for layer in base.lower.layers}
     c = {layer.name: layer for layer in cand.lower.layers}
@@ -190,8 +178,9 @@ def _lower_stage(base: RunRecord, cand: RunRecord) -> StageFinding:
     findings: list[LayerFinding] = []
     for name, cl in c.items():
         bl = b.get(name)
-        declared = _declared_sparse(graph.get(name))
-        if declared and cl.path is KernelPath.DENSE and cl.reason is not FallbackReason.INTENDED_DENSE:
+        intent = graph[name].intended if name in graph else None
+        declared = declared_sparse(intent)
+        if fell_back(intent, cl):
             reason = cl.reason.value if cl.reason is not None else "no reason recorded"
             findings.append(
                 LayerFinding(
@@ -199,16 +188,16 @@ def _lower_stage(base: RunRecord, cand: RunRecord) -> StageFinding:
                     detail=f"declared {graph[name].intended} but runs dense: {reason}" + (f" ({cl.detail})" if cl.detail else ""),
                 )
             )
-        elif bl is not None and not declared and (bl.path != cl.path or _class_changed(bl, cl)):
+        elif bl is not None and not declared and path_changed(bl, cl):
             findings.append(
                 LayerFinding(
                     stage="lower", layer=name, kind="path_changed", regression=True,
-                    detail=f"not declared sparse, but its path changed: {_path_text(bl)} -> {_path_text(cl)}",
+                    detail=f"not declared sparse, but its path changed: {path_text(bl)} -> {path_text(cl)}",
                 )
             )
         elif declared and cl.path is KernelPath.SPARSE and (bl is None or bl.path is KernelPath.DENSE):
             findings.append(
-                LayerFinding(stage="lower", layer=name, kind="intended", regression=False, intended=True, detail=f"sparse as declared ({_path_text(cl)})")
+                LayerFinding(stage="lower", layer=name, kind="intended", regression=False, intended=True, detail=f"sparse as declared ({path_text(cl)})")
             )
         base_conversions = bl.conversions_per_call if bl is not None else 0
         if cl.conversions_per_call > base_conversions:
@@ -247,14 +236,6 @@ def _lower_stage(base: RunRecord, cand: RunRecord) -> StageFinding:
 
 
 _LOWER_ORDER = ("fallback", "path_changed", "per_call_conversion", "intended")
-
-
-def _class_changed(b: LowerLayer, c: LowerLayer) -> bool:
-    return b.kernel_class is not None and c.kernel_class is not None and b.kernel_class != c.kernel_class
-
-
-def _path_text(layer: LowerLayer) -> str:
-    return layer.path.value + (f"/{layer.kernel_class.value}" if layer.kernel_class is not None else "")
 
 
 def _lower_by_class(base: RunRecord, cand: RunRecord) -> StageFinding:
@@ -384,8 +365,8 @@ def _kernel_stage(base: RunRecord, cand: RunRecord, lower: StageFinding, alpha: 
         )
         explained = [m for m in members if m in lowered_wrong]
         delta = sum(
-            _median(c_kernel[m].samples_ms) * _calls_per_iteration(c_kernel[m].samples_ms, _iterations(cand))
-            - _median(b_kernel[m].samples_ms) * _calls_per_iteration(b_kernel[m].samples_ms, _iterations(base))
+            median(c_kernel[m].samples_ms) * _calls_per_iteration(c_kernel[m].samples_ms, _iterations(cand))
+            - median(b_kernel[m].samples_ms) * _calls_per_iteration(b_kernel[m].samples_ms, _iterations(base))
             for m in members
         )
         if comp.direction == "slower":
@@ -442,9 +423,9 @@ def _kernel_stage(base: RunRecord, cand: RunRecord, lower: StageFinding, alpha: 
 
 
 def _precision_finding(name: str, cand: KernelLayer, base: KernelLayer | None, graph: GraphLayer | None) -> LayerFinding | None:
-    precision = (cand.precision or (graph.dtype if graph is not None else "") or "").lower()
-    tolerance = PRECISION_TOLERANCE.get(precision)
-    if tolerance is None or cand.rel_err is None or cand.rel_err <= tolerance:
+    precision = layer_precision(cand, graph.dtype if graph is not None else None)
+    tolerance = kernel_tolerance(precision)
+    if precision is None or tolerance is None or cand.rel_err is None or cand.rel_err <= tolerance:
         return None
     if base is not None and base.rel_err is not None and base.rel_err > tolerance:
         return None  # already beyond tolerance in the baseline: not a divergence of this candidate
@@ -458,12 +439,12 @@ def _schedule_stage(base: RunRecord, cand: RunRecord, alpha: float, min_effect: 
     metrics: list[MetricFinding] = []
     b_sched, c_sched = base.schedule, cand.schedule
     if b_sched.span_samples_ms and c_sched.span_samples_ms and len(b_sched.span_samples_ms) == len(b_sched.busy_samples_ms) and len(c_sched.span_samples_ms) == len(c_sched.busy_samples_ms):
-        ref_busy = _median(b_sched.busy_samples_ms) if b_sched.busy_samples_ms else 0.0
+        ref_busy = median(b_sched.busy_samples_ms) if b_sched.busy_samples_ms else 0.0
         b_over = [s - k + ref_busy for s, k in zip(b_sched.span_samples_ms, b_sched.busy_samples_ms, strict=True)]
         c_over = [s - k + ref_busy for s, k in zip(c_sched.span_samples_ms, c_sched.busy_samples_ms, strict=True)]
         comp = compare_samples(_positive(b_over), _positive(c_over), alpha=alpha, min_effect=min_effect)
-        b_med = _median([s - k for s, k in zip(b_sched.span_samples_ms, b_sched.busy_samples_ms, strict=True)])
-        c_med = _median([s - k for s, k in zip(c_sched.span_samples_ms, c_sched.busy_samples_ms, strict=True)])
+        b_med = median([s - k for s, k in zip(b_sched.span_samples_ms, b_sched.busy_samples_ms, strict=True)])
+        c_med = median([s - k for s, k in zip(c_sched.span_samples_ms, c_sched.busy_samples_ms, strict=True)])
         metrics.append(
             MetricFinding(
                 metric="overhead_ms",
@@ -474,13 +455,13 @@ def _schedule_stage(base: RunRecord, cand: RunRecord, alpha: float, min_effect: 
     findings: list[LayerFinding] = []
     material_ms = 0.0
     if b_sched.layer_idle_samples_ms and c_sched.layer_idle_samples_ms:
-        b_kernel = {layer.name: _median(layer.samples_ms) for layer in base.kernel.layers if layer.samples_ms}
+        b_kernel = {layer.name: median(layer.samples_ms) for layer in base.kernel.layers if layer.samples_ms}
         offsets = {name: b_kernel.get(name, 0.0) for name in c_sched.layer_idle_samples_ms}
         for label, members, comp in _compare_layers(b_sched.layer_idle_samples_ms, c_sched.layer_idle_samples_ms, base, cand, alpha, min_effect, offsets):
             if not comp.enough_samples or comp.direction == "same":
                 continue
             delta = sum(
-                (_median(c_sched.layer_idle_samples_ms[m]) - _median(b_sched.layer_idle_samples_ms[m])) * _calls_per_iteration(c_sched.layer_idle_samples_ms[m], _iterations(cand))
+                (median(c_sched.layer_idle_samples_ms[m]) - median(b_sched.layer_idle_samples_ms[m])) * _calls_per_iteration(c_sched.layer_idle_samples_ms[m], _iterations(cand))
                 for m in members
             )
             grew = comp.direction == "slower"
@@ -497,7 +478,7 @@ def _schedule_stage(base: RunRecord, cand: RunRecord, alpha: float, min_effect: 
                     comparison=comp,
                 )
             )
-    base_latency = _median(base.outcome.latency_samples_ms) if base.outcome.latency_samples_ms else None
+    base_latency = median(base.outcome.latency_samples_ms) if base.outcome.latency_samples_ms else None
     headline = metrics[0].comparison if metrics else None
     decided_by_layers = headline is None or not headline.enough_samples
     if decided_by_layers and base_latency and material_ms >= (min_effect - 1.0) * base_latency:
@@ -543,7 +524,7 @@ def _outcome_stage(base: RunRecord, cand: RunRecord, alpha: float, min_effect: f
             text += f" ({comp.reason})"
         parts.append(text)
     if c_out.budget_ms is not None and c_out.latency_samples_ms:
-        p99 = float(np.percentile(c_out.latency_samples_ms, 99))
+        p99 = percentiles(c_out.latency_samples_ms).p99
         parts.append(f"p99 {p99:.3f} ms {'over' if p99 > c_out.budget_ms else 'within'} the {c_out.budget_ms:g} ms budget")
     if c_out.effective_speedup is not None:
         parts.append(f"effective speedup vs dense x{c_out.effective_speedup:.3f}")
@@ -572,7 +553,7 @@ def _rank_layers(base: RunRecord, cand: RunRecord, involved: set[str], outcome_d
         values = samples.get(name)
         if not values:
             return 0.0
-        return _median(values) * _calls_per_iteration(values, iterations)
+        return median(values) * _calls_per_iteration(values, iterations)
 
     def conversion_per_iteration(run: RunRecord, idle: dict[str, list[float]], name: str, iterations: int) -> float:
         # A per-call conversion sits both in the layer's kernel samples and in the
