@@ -1,13 +1,14 @@
 """The dense-fallback counter: which layers changed kernel path between a baseline and a candidate.
 
-Layers are matched by name. A layer *changed* when its kernel class (or, for
-records without kernel classes such as replays, its sparse/dense path) differs,
-or when the set of kernel classes it ran differs (a GEMM that now also runs an
-fp32 kernel). A changed layer is *unintended* when the candidate did not declare
-it sparse (``graph.intended`` is ``dense`` or the layer is missing from the
-candidate graph): a neighbouring operator that fell onto another (often fp32 or
-slower) path is exactly what a sparse rollout misses. Separately, every
-candidate layer declared sparse that ran dense is a *dense fallback*.
+Layers are matched by name. A layer *changed* when its sparse/dense path, its
+dominant kernel class, or the set of kernel classes it ran differs (a GEMM that
+now also runs an fp32 kernel). A changed layer is *unintended* when the candidate
+did not declare it sparse (``graph.intended`` is ``dense`` or the layer is missing
+from the candidate graph): a neighbouring operator that fell onto another (often
+fp32 or slower) path is exactly what a sparse rollout misses. Separately, every
+candidate layer declared sparse that ran dense is a *dense fallback*. The three
+predicates are :mod:`sparsedebug.core.patterns`' (``path_changed``,
+``declared_sparse``, ``fell_back``), the same ones bisect's ``lower`` stage uses.
 """
 
 from __future__ import annotations

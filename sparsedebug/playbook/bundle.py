@@ -34,7 +34,6 @@ from sparsedebug.records.findings import BisectResult
 from sparsedebug.records.fingerprint import FileDigest, Fingerprint
 from sparsedebug.records.run import RunRecord
 from sparsedebug.reduce.reduce import ReduceResult
-from sparsedebug.sources.detect import RunKind
 
 MANIFEST = "bundle.json"
 
@@ -56,6 +55,7 @@ FILES: dict[str, str] = {
 """Role -> file name inside the bundle directory."""
 
 InputRole = Literal["baseline", "candidate", "fixed"]
+InputKind = Literal["run", "workload", "trace"]
 
 
 class _Model(BaseModel):
@@ -66,7 +66,7 @@ class BundleInput(_Model):
     """One input of the walk: its role, what kind of file it was, and its digest."""
 
     role: InputRole
-    kind: RunKind
+    kind: InputKind
     file: FileDigest | None = Field(None, description="None for the embedded default workloads' copies.")
     label: str = Field(description="How the memo cites it: the path given, or 'embedded:<name>'.")
 

@@ -38,7 +38,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from sparsedebug.core.errors import UserError
-from sparsedebug.locate.walk import bisect_runs, finding_signature
+from sparsedebug.locate.common import finding_signature
+from sparsedebug.locate.walk import bisect_runs
 from sparsedebug.records.findings import BisectResult
 from sparsedebug.records.run import (
     STAGES,

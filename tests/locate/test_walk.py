@@ -7,7 +7,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from sparsedebug.locate.walk import bisect_runs, group_key
+from sparsedebug.locate.common import group_key
+from sparsedebug.locate.walk import bisect_runs
 from sparsedebug.records.run import (
     FallbackReason,
     GraphLayer,

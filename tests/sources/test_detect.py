@@ -12,7 +12,7 @@ from sparsedebug.core.errors import UserError
 from sparsedebug.core.io import save_record
 from sparsedebug.sources.detect import describe_input, detect_kind, load_run, load_workload, resolve_workload
 from sparsedebug.sources.replay.workload import mlp_chain, save_workload
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, assert_clean_error, invoke
 from tests.locate.test_walk import make_run
 
 H200 = FIXTURES / "h200"
@@ -80,3 +80,11 @@ def test_resolve_workload_names_embedded_workloads(tmp_path: Path) -> None:
     assert resolve_workload("llama_dense").is_file()
     assert resolve_workload(str(tmp_path / "x.yaml")) == tmp_path / "x.yaml"
     assert detect_kind(resolve_workload("llama_2of4")) == "workload"
+
+
+def test_fallbacks_refuses_a_workload_through_the_door(tmp_path: Path) -> None:
+    good = mlp_chain("good", [16, 32, 16], sequence=4, repeats=3)
+    save_workload(good, tmp_path / "good.yaml")
+    run = tmp_path / "run.json"
+    save_record(make_run("r", iterations=4), run)
+    assert_clean_error(invoke(["fallbacks", str(run), str(tmp_path / "good.yaml")]), 2, "good.yaml: is a workload", "expected a run record")
