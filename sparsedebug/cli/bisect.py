@@ -11,8 +11,9 @@ from rich.progress import Progress
 from sparsedebug.cli.common import JsonOption, console, emit_json, err_console, handle_errors
 from sparsedebug.core.errors import UserError
 from sparsedebug.core.stats import DEFAULT_ALPHA, DEFAULT_MIN_EFFECT
-from sparsedebug.locate.walk import bisect_runs, load_run
+from sparsedebug.locate.walk import bisect_runs
 from sparsedebug.render.terminal.bisect import bisect_view
+from sparsedebug.sources.detect import load_run
 
 RunArg = Annotated[
     Path,

@@ -9,9 +9,8 @@ import typer
 
 from sparsedebug.cli.common import EXIT_CHECK_FAILED, JsonOption, OutputOption, console, emit_json, err_console, handle_errors
 from sparsedebug.core.errors import UserError
-from sparsedebug.core.io import load_record, save_record
+from sparsedebug.core.io import save_record
 from sparsedebug.locate.paths import compare_paths
-from sparsedebug.records.run import RunRecord
 from sparsedebug.render.terminal.importers import (
     class_delta_table,
     class_table,
@@ -24,10 +23,10 @@ from sparsedebug.render.terminal.importers import (
     trace_summary_table,
     trt_table,
 )
+from sparsedebug.sources.detect import load_run, load_trace
 from sparsedebug.sources.importers.ncu import load_ncu
 from sparsedebug.sources.importers.nvidia_smi import load_smi
 from sparsedebug.sources.importers.tensorrt_log import load_trt_log
-from sparsedebug.sources.importers.torch_trace import analyze_trace
 
 FileArg = Annotated[Path, typer.Argument(help="The artifact file to read.", show_default=False)]
 
@@ -59,7 +58,7 @@ def trace(
     With --json, prints {"summary": ..., "record": ...}.
     """
     with err_console().status(f"reading {file}"):
-        result = analyze_trace(file)
+        result = load_trace(file)
     if output is not None:
         save_record(result.record, output)
     if json_out:
@@ -142,22 +141,6 @@ def trtlog(
         raise typer.Exit(EXIT_CHECK_FAILED)
 
 
-def _load_run(path: Path) -> RunRecord:
-    """A run record file, or a trace imported on the fly (by .gz suffix or a traceEvents key up front)."""
-    if path.name.endswith(".gz"):
-        return analyze_trace(path).record
-    try:
-        with path.open("r", encoding="utf-8", errors="replace") as handle:
-            head = handle.read(65536)
-    except FileNotFoundError:
-        raise UserError(f"{path}: file not found") from None
-    except OSError as exc:
-        raise UserError(f"{path}: cannot read: {exc.strerror}") from None
-    if '"traceEvents"' in head or head.lstrip().startswith("["):
-        return analyze_trace(path).record
-    return load_record(path, RunRecord)
-
-
 def fallbacks(
     base: Annotated[Path, typer.Argument(help="Baseline: a run record (.json/.yaml) or a trace (.json/.json.gz).", show_default=False)],
     cand: Annotated[Path, typer.Argument(help="Candidate: a run record or a trace.", show_default=False)],
@@ -172,7 +155,7 @@ def fallbacks(
     (a neighbouring op that fell onto another, often fp32 or slower, path). Also
     lists candidate layers declared sparse that ran dense.
     """
-    report = compare_paths(_load_run(base), _load_run(cand))
+    report = compare_paths(load_run(base, accept=("run", "trace")), load_run(cand, accept=("run", "trace")))
     if json_out:
         emit_json(report)
     else:

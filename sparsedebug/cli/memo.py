@@ -9,11 +9,11 @@ import typer
 
 from sparsedebug.cli.common import JsonOption, emit_json, handle_errors
 from sparsedebug.core.io import atomic_write_text
-from sparsedebug.playbook.bundle import load_bundle
 from sparsedebug.playbook.schema import load_playbook
 from sparsedebug.render.markdown.deployment import render_report
 from sparsedebug.render.markdown.memo import render_memo
 from sparsedebug.signoff.decide import with_decision
+from sparsedebug.sources.detect import load_bundle
 
 
 @handle_errors

@@ -12,7 +12,8 @@ from sparsedebug.core.errors import UserError
 from sparsedebug.core.stats import DEFAULT_ALPHA, DEFAULT_MIN_EFFECT
 from sparsedebug.reduce.reduce import DEFAULT_MAX_PROBES, DEFAULT_PROBE_REPEATS, reduce_workloads
 from sparsedebug.render.terminal.bisect import reduce_view
-from sparsedebug.sources.replay.workload import load_workload, save_workload
+from sparsedebug.sources.detect import load_workload
+from sparsedebug.sources.replay.workload import save_workload
 
 WorkloadArg = Annotated[Path, typer.Argument(help="A workload YAML.", show_default=False)]
 

@@ -10,20 +10,12 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 
 from sparsedebug.cli.common import JsonOption, OutputOption, console, emit_json, err_console, handle_errors
 from sparsedebug.core.io import save_record
-from sparsedebug.core.resources import embedded_workload
 from sparsedebug.records.run import STAGES, RunRecord
 from sparsedebug.render.terminal.replay import fallback_table, kernel_table, lower_table, summary_table
+from sparsedebug.sources.detect import load_workload, resolve_workload
 from sparsedebug.sources.replay.replay import plan
 from sparsedebug.sources.replay.replay import replay as run_replay
-from sparsedebug.sources.replay.workload import Workload, load_workload
-
-
-def resolve_workload(argument: str) -> Path:
-    """A workload file path, or the name of an embedded workload (``llama_2of4``) when no such file exists."""
-    path = Path(argument)
-    if path.exists() or path.suffix in (".yaml", ".yml", ".json") or "/" in argument:
-        return path
-    return embedded_workload(argument)
+from sparsedebug.sources.replay.workload import Workload
 
 
 @handle_errors

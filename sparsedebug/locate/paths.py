@@ -1,84 +1,27 @@
 """The dense-fallback counter: which layers changed kernel path between a baseline and a candidate.
 
-Layers are matched by name. A layer *changed* when its kernel class (or, for
-records without kernel classes such as replays, its sparse/dense path) differs,
-or when the set of kernel classes it ran differs (a GEMM that now also runs an
-fp32 kernel). A changed layer is *unintended* when the candidate did not declare
-it sparse (``graph.intended`` is ``dense`` or the layer is missing from the
-candidate graph): a neighbouring operator that fell onto another (often fp32 or
-slower) path is exactly what a sparse rollout misses. Separately, every
-candidate layer declared sparse that ran dense is a *dense fallback*.
+Layers are matched by name. A layer *changed* when its sparse/dense path, its
+dominant kernel class, or the set of kernel classes it ran differs (a GEMM that
+now also runs an fp32 kernel). A changed layer is *unintended* when the candidate
+did not declare it sparse (``graph.intended`` is ``dense`` or the layer is missing
+from the candidate graph): a neighbouring operator that fell onto another (often
+fp32 or slower) path is exactly what a sparse rollout misses. Separately, every
+candidate layer declared sparse that ran dense is a *dense fallback*. The three
+predicates are :mod:`sparsedebug.core.patterns`' (``path_changed``,
+``declared_sparse``, ``fell_back``), the same ones bisect's ``lower`` stage uses.
 """
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from sparsedebug.records.run import LowerLayer, RunRecord
-from sparsedebug.sources.importers.kernel_names import classify_kernel
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class PathChange(_Model):
-    """One layer whose kernel path differs between baseline and candidate."""
-
-    layer: str
-    base_class: str | None
-    cand_class: str | None
-    base_path: str
-    cand_path: str
-    base_classes: list[str] = Field(default_factory=list)
-    cand_classes: list[str] = Field(default_factory=list)
-    cand_intended: str | None
-    declared_sparse: bool
-    unintended: bool
-    base_ms: float | None = Field(None, description="Baseline median per-call kernel time of the layer.")
-    cand_ms: float | None = Field(None, description="Candidate median per-call kernel time of the layer.")
-
-
-class DenseFallback(_Model):
-    """A candidate layer declared sparse that ran dense."""
-
-    layer: str
-    intended: str
-    reason: str | None
-    kernel_class: str | None
-
-
-class FallbackReport(_Model):
-    """Every path change between two runs, the unintended ones, and the candidate's dense fallbacks."""
-
-    base: str
-    cand: str
-    matched_layers: int
-    changed: list[PathChange]
-    unintended: list[PathChange]
-    dense_fallbacks: list[DenseFallback]
-    only_in_base: list[str]
-    only_in_cand: list[str]
-    by_class_ms_base: dict[str, float] = Field(default_factory=dict)
-    by_class_ms_cand: dict[str, float] = Field(default_factory=dict)
-
-
-def _classes(layer: LowerLayer) -> list[str]:
-    return sorted({classify_kernel(name).value for name in layer.kernels})
-
-
-def _is_sparse(intended: str | None) -> bool:
-    return intended is not None and intended.strip().lower() not in ("", "dense")
+from sparsedebug.core.patterns import declared_sparse, fell_back, kernel_classes, path_changed
+from sparsedebug.core.stats import median
+from sparsedebug.records.findings import DenseFallback, FallbackReport, PathChange
+from sparsedebug.records.run import RunRecord
 
 
 def _median_ms(record: RunRecord) -> dict[str, float]:
-    out: dict[str, float] = {}
-    for layer in record.kernel.layers:
-        if layer.samples_ms:
-            ordered = sorted(layer.samples_ms)
-            mid = len(ordered) // 2
-            out[layer.name] = ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2.0
-    return out
+    """Median per-call kernel time of every layer with samples."""
+    return {layer.name: median(layer.samples_ms) for layer in record.kernel.layers if layer.samples_ms}
 
 
 def compare_paths(base: RunRecord, cand: RunRecord) -> FallbackReport:
@@ -95,15 +38,10 @@ def compare_paths(base: RunRecord, cand: RunRecord) -> FallbackReport:
         if after is None:
             continue
         matched += 1
-        before_classes, after_classes = _classes(before), _classes(after)
-        if before.kernel_class is not None and after.kernel_class is not None:
-            differs = before.kernel_class != after.kernel_class or before_classes != after_classes
-        else:
-            differs = before.path != after.path
-        if not differs:
+        if not path_changed(before, after):
             continue
         intended = cand_intent.get(name)
-        declared = _is_sparse(intended)
+        declared = declared_sparse(intended)
         changed.append(
             PathChange(
                 layer=name,
@@ -111,8 +49,8 @@ def compare_paths(base: RunRecord, cand: RunRecord) -> FallbackReport:
                 cand_class=after.kernel_class.value if after.kernel_class else None,
                 base_path=before.path.value,
                 cand_path=after.path.value,
-                base_classes=before_classes,
-                cand_classes=after_classes,
+                base_classes=kernel_classes(before),
+                cand_classes=kernel_classes(after),
                 cand_intended=intended,
                 declared_sparse=declared,
                 unintended=not declared,
@@ -128,7 +66,7 @@ def compare_paths(base: RunRecord, cand: RunRecord) -> FallbackReport:
             kernel_class=layer.kernel_class.value if layer.kernel_class else None,
         )
         for layer in cand.lower.layers
-        if layer.path.value == "dense" and _is_sparse(cand_intent.get(layer.name))
+        if fell_back(cand_intent.get(layer.name), layer)
     ]
     return FallbackReport(
         base=base.name,

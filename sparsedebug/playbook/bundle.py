@@ -31,9 +31,9 @@ from pydantic import BaseModel, ConfigDict
 from sparsedebug.classify.score import Classification
 from sparsedebug.core.errors import UserError
 from sparsedebug.core.io import load_record
-from sparsedebug.locate.walk import BisectResult
 from sparsedebug.records.bundle import Bundle, BundleInput, FixOutcome, InputRole
 from sparsedebug.records.decision import DecisionOutcome
+from sparsedebug.records.findings import BisectResult
 from sparsedebug.records.fingerprint import Fingerprint
 from sparsedebug.records.reduce import ReduceResult
 from sparsedebug.records.run import RunRecord

@@ -111,7 +111,7 @@ class _Walk:
 
 def _freeze(w: _Walk) -> None:
     from sparsedebug.freeze import fingerprint as fp_mod
-    from sparsedebug.sources.replay.workload import load_workload
+    from sparsedebug.sources.detect import load_workload
 
     step = w.begin("freeze", "fingerprint the environment")
     for role in ("baseline", "candidate"):
@@ -234,8 +234,8 @@ def _rerun(w: _Walk) -> None:
     if w.fixed_source == "given":
         fixed_run = w.load("fixed")
     elif w.fixed_source == "applied_to_workload":
+        from sparsedebug.sources.detect import load_workload
         from sparsedebug.sources.replay.replay import replay
-        from sparsedebug.sources.replay.workload import load_workload
 
         w.say.step(step, "replay the fixed candidate")
         path = w.tmp / FILES["fixed_workload"]
@@ -322,11 +322,11 @@ def run_playbook(
     maps onto a workload, applies it to a copy of the candidate and replays it;
     ``fixed`` (any input kind) is used as the fixed candidate instead.
     """
-    from sparsedebug.sources.detect import detect_input
+    from sparsedebug.sources.detect import detect_kind
 
     book = load_playbook(playbook)
     paths = _inputs(baseline, candidate, fixed)
-    kinds: dict[str, InputKind] = {role: detect_input(path) for role, path in paths.items()}
+    kinds: dict[str, InputKind] = {role: detect_kind(path) for role, path in paths.items()}
     for opt, path in (("--ncu", ncu), ("--smi", smi)):
         if path is not None and not path.is_file():
             raise UserError(f"{path}: file not found ({opt})")

@@ -6,8 +6,8 @@ from typing import Literal
 
 from pydantic import Field
 
-from sparsedebug.locate.walk import BisectResult
 from sparsedebug.records.base import SCHEMA_VERSION, Record
+from sparsedebug.records.findings import BisectResult
 from sparsedebug.sources.replay.workload import Workload
 
 Phase = Literal["check", "changes", "causes", "blocks", "layers", "tokens", "widths", "confirm"]

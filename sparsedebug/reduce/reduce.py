@@ -35,7 +35,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from sparsedebug.core.errors import UserError
-from sparsedebug.locate.walk import BisectResult, bisect_runs, finding_signature
+from sparsedebug.locate.common import finding_signature
+from sparsedebug.locate.walk import bisect_runs
+from sparsedebug.records.findings import BisectResult
 from sparsedebug.records.reduce import Cause, Change, Phase, ProbeLog, ReduceResult
 from sparsedebug.records.run import (
     STAGES,

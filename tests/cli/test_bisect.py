@@ -7,7 +7,8 @@ from pathlib import Path
 
 import yaml
 
-from sparsedebug.core.io import save_record
+from sparsedebug.core.io import load_record, save_record
+from sparsedebug.records.findings import BisectResult
 from sparsedebug.records.run import FallbackReason, KernelClass, KernelPath
 from sparsedebug.sources.replay.builders import mlp_chain
 from sparsedebug.sources.replay.workload import revalidate, save_workload
@@ -85,3 +86,17 @@ def test_bad_inputs_are_one_clean_line(tmp_path: Path) -> None:
     result = invoke(["bisect", str(run), str(truncated)])
     assert_clean_error(result, 2, "t.json.gz")
     assert invoke(["bisect", str(run), str(run), "--min-effect", "0.5"]).exit_code == 2
+
+
+def test_json_is_the_bisect_record(tmp_path: Path) -> None:
+    base, cand = tmp_path / "base.json", tmp_path / "cand.json"
+    save_record(make_run("b", seed=1), base)
+    save_record(make_run("c", seed=2, scale={"layers.0.mlp.up": 1.5}), cand)
+    result = invoke(["bisect", str(base), str(cand), "--json"])
+    assert result.exit_code == 0, result.stderr
+    out = tmp_path / "bisect.json"
+    out.write_text(result.stdout)
+    record = load_record(out, BisectResult)
+    assert record.schema_version == 1 and record.first_stage == "kernel"
+    assert list(json.loads(result.stdout))[:2] == ["schema_version", "base"]
+

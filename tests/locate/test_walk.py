@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
-from sparsedebug.core.errors import UserError
-from sparsedebug.core.io import save_record
-from sparsedebug.locate.walk import bisect_runs, detect_kind, group_key, load_run
+from sparsedebug.locate.common import group_key
+from sparsedebug.locate.walk import bisect_runs
 from sparsedebug.records.run import (
     FallbackReason,
     GraphLayer,
@@ -29,6 +26,7 @@ from sparsedebug.records.run import (
     RunSource,
     ScheduleStage,
 )
+from sparsedebug.sources.detect import load_run
 from tests.conftest import FIXTURES
 
 H200 = FIXTURES / "h200"
@@ -285,26 +283,6 @@ def test_imported_layer_idle_shows_the_known_host_overhead(traces: dict[str, Run
     assert 0.3 < float(np.median(sparse["layers.1.mlp.up_proj"])) < 0.7  # about 0.5 ms host work per sparse call
     assert float(np.median(dense["layers.1.mlp.up_proj"])) < 0.05
     assert "layers.1.mlp.up_proj" not in traces["trace_dense_T2048_cudagraph"].schedule.layer_idle_samples_ms
-
-
-def test_detect_kind_and_load_errors(tmp_path: Path) -> None:
-    run = make_run("r", iterations=4)
-    as_json = tmp_path / "run.json"
-    as_yaml = tmp_path / "run.yaml"
-    save_record(run, as_json)
-    save_record(run, as_yaml)
-    assert detect_kind(as_json) == "run" and detect_kind(as_yaml) == "run"
-    assert load_run(as_yaml) == run
-    assert detect_kind(H200 / "trace_dense_T2048.json.gz") == "trace"
-    events = tmp_path / "t.json"
-    events.write_text(json.dumps({"traceEvents": []}))
-    assert detect_kind(events) == "trace"
-    other = tmp_path / "fp.yaml"
-    other.write_text("kind: fingerprint\n")
-    with pytest.raises(UserError, match="fp.yaml: kind"):
-        detect_kind(other)
-    with pytest.raises(UserError, match="not found"):
-        detect_kind(tmp_path / "missing.json")
 
 
 def test_many_noisy_layers_do_not_manufacture_a_kernel_finding() -> None:

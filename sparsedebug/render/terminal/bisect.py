@@ -7,7 +7,8 @@ from rich.table import Table
 from rich.text import Text
 
 from sparsedebug.core.stats import SampleComparison
-from sparsedebug.locate.walk import BisectResult, StageFinding
+from sparsedebug.locate.common import fmt_cmp
+from sparsedebug.records.findings import BisectResult, StageFinding
 from sparsedebug.records.reduce import ReduceResult
 
 _STATUS_STYLE = {
@@ -24,9 +25,8 @@ def comparison_text(c: SampleComparison | None) -> str:
     """``x1.234 [1.200, 1.270] p=0.001 n=20/20`` (or the too-few-samples note)."""
     if c is None:
         return "-"
-    ci = f" [{c.ci_low:.3f}, {c.ci_high:.3f}]" if c.ci_low is not None and c.ci_high is not None else ""
     p = f" p={c.p_value:.2g}" if c.p_value is not None else " (too few samples)"
-    return f"x{c.ratio:.3f}{ci}{p} n={c.n_base}/{c.n_cand}"
+    return f"{fmt_cmp(c)}{p} n={c.n_base}/{c.n_cand}"
 
 
 def _short(name: str, width: int = 60) -> str:

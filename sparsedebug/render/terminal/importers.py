@@ -7,8 +7,8 @@ from collections import defaultdict
 from rich.table import Table
 
 from sparsedebug.core.stats import percentiles
-from sparsedebug.locate.paths import FallbackReport
 from sparsedebug.records.artifacts import NcuReport, SmiReport, TrtSparsityReport
+from sparsedebug.records.findings import FallbackReport
 from sparsedebug.records.run import RunRecord
 from sparsedebug.sources.importers.kernel_names import short_kernel_name
 from sparsedebug.sources.importers.torch_trace import TraceSummary

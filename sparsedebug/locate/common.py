@@ -1,0 +1,150 @@
+"""What the stage tests share: layer roles and pooling, per-iteration counts, the stage status, formatting.
+
+Identical layers (same role in every block, same op, shape, dtype and path in both runs)
+are pooled when one alone has too few samples: their samples are exchangeable when
+nothing changed. Per-layer tests run at ``alpha / m`` for the ``m`` layers or groups
+tested (Bonferroni), so testing many layers on a noisy machine does not manufacture a
+finding.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+
+from sparsedebug.core.stats import SampleComparison, compare_samples, enough_samples
+from sparsedebug.records.findings import LayerFinding, MetricFinding, StageStatus
+from sparsedebug.records.run import RunRecord
+
+
+def finding_signature(finding: LayerFinding) -> str:
+    """What makes two findings "the same divergence": kind, plus the fallback reason or the layer role."""
+    if finding.kind == "fallback":
+        return f"fallback:{finding.reason}"
+    if finding.kind in ("slower", "precision", "idle_grew"):
+        return f"{finding.kind}:{group_key(finding.layer)}"
+    return finding.kind
+
+
+def group_key(name: str) -> str:
+    """Role of a layer across blocks: numeric path parts become ``{i}`` (``layers.3.mlp.up_proj`` -> ``layers.{i}.mlp.up_proj``)."""
+    return ".".join("{i}" if part.isdigit() else part for part in name.split("."))
+
+
+def iteration_count(run: RunRecord) -> int:
+    """How many forward iterations a run recorded (at least 1)."""
+    return max(len(run.outcome.latency_samples_ms), len(run.schedule.span_samples_ms), 1)
+
+
+def calls_per_iteration(samples: Sequence[float], iterations: int) -> int:
+    """How many calls per iteration a layer's samples hold (1 when fewer samples than iterations)."""
+    if len(samples) >= iterations and iterations > 0:
+        return max(1, round(len(samples) / iterations))
+    return 1
+
+
+def positive(values: Iterable[float], floor: float = 1e-9) -> list[float]:
+    """The values clamped to ``floor``: ratio tests need positive samples."""
+    return [max(float(v), floor) for v in values]
+
+
+def fmt_cmp(c: SampleComparison) -> str:
+    """``x1.234 [1.100, 1.400]``: a comparison's median ratio and its confidence interval."""
+    ci = f" [{c.ci_low:.3f}, {c.ci_high:.3f}]" if c.ci_low is not None and c.ci_high is not None else ""
+    return f"x{c.ratio:.3f}{ci}"
+
+
+def undecided_regression(c: SampleComparison) -> bool:
+    """Too few samples for a rank test, but the ratio already looks like a regression."""
+    return not c.enough_samples and c.ratio >= c.min_effect
+
+
+def undecided_improvement(c: SampleComparison) -> bool:
+    """Too few samples for a rank test, but the ratio already looks like an improvement."""
+    return not c.enough_samples and c.ratio <= 1.0 / c.min_effect
+
+
+def stage_status(layers: list[LayerFinding], metrics: list[MetricFinding], *, intended_any: bool = False) -> StageStatus:
+    """A statistical stage's status from its findings and metrics: divergent, improved, undecided, expected or same."""
+    if any(f.regression for f in layers) or any(m.comparison.direction == "slower" and m.comparison.persistent for m in metrics):
+        return "divergent"
+    improved = any(f.kind in ("faster", "idle_shrank") and f.comparison is not None and f.comparison.persistent for f in layers)
+    if improved or any(m.comparison.direction == "faster" and m.comparison.persistent for m in metrics):
+        return "improved"
+    if any(undecided_regression(m.comparison) for m in metrics):
+        return "undecided"
+    if intended_any:
+        return "expected"
+    return "same"
+
+
+def _pooled_groups(names: Iterable[str]) -> dict[str, list[str]]:
+    """Layer names by role (``group_key``)."""
+    groups: dict[str, list[str]] = defaultdict(list)
+    for name in names:
+        groups[group_key(name)].append(name)
+    return groups
+
+
+def _same_structure(names: list[str], base: RunRecord, cand: RunRecord) -> bool:
+    """Pooling is legitimate only across layers doing identical work on the same path in both runs."""
+    for run in (base, cand):
+        graph = {layer.name: layer for layer in run.graph.layers}
+        lower = {layer.name: layer for layer in run.lower.layers}
+        signatures = set()
+        for name in names:
+            g, lo = graph.get(name), lower.get(name)
+            signatures.add(
+                (
+                    None if g is None else (g.op, tuple(g.weight_shape or ()), tuple(g.input_shape or ()), g.dtype, g.intended),
+                    None if lo is None else (lo.path, lo.kernel_class),
+                )
+            )
+        if len(signatures) != 1:
+            return False
+    return True
+
+
+def compare_layers(
+    base_samples: dict[str, list[float]],
+    cand_samples: dict[str, list[float]],
+    base: RunRecord,
+    cand: RunRecord,
+    alpha: float,
+    min_effect: float,
+    transform_offset: dict[str, float] | None = None,
+) -> list[tuple[str, list[str], SampleComparison]]:
+    """Compare per layer; pool identical layers of one role when a layer alone has too few samples.
+
+    Many layers are tested at once, so each comparison runs at ``alpha / m``
+    (Bonferroni over the ``m`` comparisons made): the chance that any layer of
+    an unchanged run is flagged stays below ``alpha``, and the intervals hold
+    simultaneously.
+    """
+    common = [name for name in cand_samples if name in base_samples and base_samples[name] and cand_samples[name]]
+    offset = transform_offset or {}
+
+    def values(samples: Sequence[float], name: str) -> list[float]:
+        return positive(v + offset.get(name, 0.0) for v in samples)
+
+    # Which units to test: a layer alone when its samples can reach the family level, else its pooled role.
+    family = alpha / max(len(common), 1)
+    units: list[tuple[str, list[str]]] = []
+    pending: list[str] = []
+    for name in common:
+        if enough_samples(len(base_samples[name]), len(cand_samples[name]), family):
+            units.append((name, [name]))
+        else:
+            pending.append(name)
+    for key, members in _pooled_groups(pending).items():
+        if len(members) > 1 and _same_structure(members, base, cand):
+            units.append((key, members))
+        else:
+            units.extend((name, [name]) for name in members)
+    level = alpha / max(len(units), 1)
+    out: list[tuple[str, list[str], SampleComparison]] = []
+    for label, members in units:
+        pooled_b = [v for m in members for v in values(base_samples[m], m)]
+        pooled_c = [v for m in members for v in values(cand_samples[m], m)]
+        out.append((label, members, compare_samples(pooled_b, pooled_c, alpha=level, min_effect=min_effect)))
+    return out

@@ -1,0 +1,130 @@
+"""The ``lower`` stage (categorical): did any layer take a path its declared intent does not explain?
+
+Per layer, matched by name: a layer declared sparse that runs dense (a *fallback*, with
+its reason), a layer not declared sparse whose path changed (dense/sparse, its dominant
+kernel class, or the set of kernel classes it runs: a neighbour pushed onto another,
+often fp32, path), or a sparse layer that now re-converts its weights on every call.
+The predicates are the shared ones of :mod:`sparsedebug.core.patterns`, so ``fallbacks``,
+classify and the gate agree with this stage. Traces without layer annotations are
+compared by the kernel classes they use instead.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from sparsedebug.core.patterns import declared_sparse, fell_back, kernel_classes, kernel_named, path_changed, path_text
+from sparsedebug.records.findings import LayerFinding, StageFinding, StageStatus
+from sparsedebug.records.run import KernelClass, KernelPath, LowerLayer, RunRecord
+
+
+def lower_stage(base: RunRecord, cand: RunRecord) -> StageFinding:
+    """Compare the lowering of ``cand`` with ``base`` layer by layer (by kernel class when layers are kernel names)."""
+    if kernel_named(base) or kernel_named(cand):
+        return _lower_by_class(base, cand)
+    b = {layer.name: layer for layer in base.lower.layers}
+    c = {layer.name: layer for layer in cand.lower.layers}
+    graph = {layer.name: layer for layer in cand.graph.layers}
+    findings: list[LayerFinding] = []
+    for name, cl in c.items():
+        bl = b.get(name)
+        intent = graph[name].intended if name in graph else None
+        declared = declared_sparse(intent)
+        if fell_back(intent, cl):
+            reason = cl.reason.value if cl.reason is not None else "no reason recorded"
+            findings.append(
+                LayerFinding(
+                    stage="lower", layer=name, kind="fallback", regression=True, reason=reason,
+                    detail=f"declared {graph[name].intended} but runs dense: {reason}" + (f" ({cl.detail})" if cl.detail else ""),
+                )
+            )
+        elif bl is not None and not declared and path_changed(bl, cl):
+            findings.append(
+                LayerFinding(
+                    stage="lower", layer=name, kind="path_changed", regression=True,
+                    detail=f"not declared sparse, but its path changed: {_change_text(bl, cl)}",
+                )
+            )
+        elif declared and cl.path is KernelPath.SPARSE and (bl is None or bl.path is KernelPath.DENSE):
+            findings.append(
+                LayerFinding(stage="lower", layer=name, kind="intended", regression=False, intended=True, detail=f"sparse as declared ({path_text(cl)})")
+            )
+        base_conversions = bl.conversions_per_call if bl is not None else 0
+        if cl.conversions_per_call > base_conversions:
+            cost = f", {cl.conversion_ms:.3g} ms each" if cl.conversion_ms is not None else ""
+            findings.append(
+                LayerFinding(
+                    stage="lower", layer=name, kind="per_call_conversion", regression=True,
+                    detail=f"re-converts its weights {cl.conversions_per_call}x per call (baseline {base_conversions}){cost}",
+                )
+            )
+    findings.sort(key=lambda f: (not f.regression, _LOWER_ORDER.index(f.kind) if f.kind in _LOWER_ORDER else len(_LOWER_ORDER), f.layer))
+    regressions = [f for f in findings if f.regression]
+    intended = [f for f in findings if f.intended]
+    status: StageStatus = "divergent" if regressions else ("expected" if intended else "same")
+    if regressions:
+        by_kind: dict[str, list[LayerFinding]] = defaultdict(list)
+        for f in regressions:
+            by_kind[f.kind].append(f)
+        parts = []
+        for kind, items in by_kind.items():
+            if kind == "fallback":
+                parts.append("dense fallback: " + ", ".join(f"{f.layer} ({f.reason})" for f in items))
+            elif kind == "path_changed":
+                parts.append("path changed without declared intent: " + ", ".join(f"{f.layer} ({f.detail.split(': ', 1)[-1]})" for f in items))
+            else:
+                names = ", ".join(f.layer for f in items[:3]) + (f" and {len(items) - 3} more" if len(items) > 3 else "")
+                parts.append(f"{kind.replace('_', ' ')} on {len(items)} layer(s): {names}")
+        summary = "; ".join(parts)
+    elif intended:
+        summary = f"{len(intended)} layer(s) took the sparse path as declared; no unintended path change"
+    else:
+        summary = "every layer kept its path"
+    if base.lower.backend != cand.lower.backend:
+        summary += f" (backend {base.lower.backend} -> {cand.lower.backend})"
+    return StageFinding(stage="lower", status=status, summary=summary, layers=findings)
+
+
+def _change_text(before: LowerLayer, after: LowerLayer) -> str:
+    """``dense/attention -> dense/fp32_gemm``; with the kernel classes run when path and dominant class are the same."""
+    b, a = path_text(before), path_text(after)
+    if b == a:
+        b += f" [{', '.join(kernel_classes(before))}]"
+        a += f" [{', '.join(kernel_classes(after))}]"
+    return f"{b} -> {a}"
+
+
+_LOWER_ORDER = ("fallback", "path_changed", "per_call_conversion", "intended")
+"""Order of the finding kinds within the stage (after regressions first)."""
+
+
+def _lower_by_class(base: RunRecord, cand: RunRecord) -> StageFinding:
+    """Lowering of unannotated traces: compare the kernel classes used, not layers."""
+    b_classes = {layer.kernel_class for layer in base.lower.layers if layer.kernel_class is not None}
+    c_layers: dict[KernelClass, list[str]] = defaultdict(list)
+    for layer in cand.lower.layers:
+        if layer.kernel_class is not None:
+            c_layers[layer.kernel_class].append(layer.name)
+    findings: list[LayerFinding] = []
+    for cls, names in sorted(c_layers.items(), key=lambda item: item[0].value):
+        if cls in b_classes:
+            continue
+        if cls is KernelClass.SPARSE_GEMM:
+            findings.append(
+                LayerFinding(stage="lower", layer=cls.value, members=names, kind="intended", regression=False, intended=True, detail=f"{len(names)} sparse GEMM kernel(s) appeared")
+            )
+        else:
+            findings.append(
+                LayerFinding(stage="lower", layer=cls.value, members=names, kind="new_kernel_class", regression=True, detail=f"kernel class {cls.value} appeared: {', '.join(n[:60] for n in names[:3])}")
+            )
+    regressions = [f for f in findings if f.regression]
+    intended = [f for f in findings if f.intended]
+    status: StageStatus = "divergent" if regressions else ("expected" if intended else "same")
+    summary = "compared by kernel class (no layer annotations): "
+    if regressions:
+        summary += "; ".join(f.detail for f in regressions)
+    elif intended:
+        summary += "only the declared sparse GEMMs are new"
+    else:
+        summary += "same kernel classes"
+    return StageFinding(stage="lower", status=status, summary=summary, layers=findings)

@@ -1,0 +1,46 @@
+"""The ``outcome`` stage (statistical): is the whole forward slower, or its quality below a guardrail?
+
+Latency is compared on the raw per-iteration samples; the summary also quotes p99
+against the budget, the effective speedup versus dense, the output cosine, and whether
+a narrowed dense model wins at equal latency.
+"""
+
+from __future__ import annotations
+
+from sparsedebug.core.stats import compare_samples, percentiles
+from sparsedebug.locate.common import fmt_cmp, positive, stage_status
+from sparsedebug.records.findings import LayerFinding, MetricFinding, StageFinding
+from sparsedebug.records.run import RunRecord
+
+
+def outcome_stage(base: RunRecord, cand: RunRecord, alpha: float, min_effect: float, min_cosine: float | None) -> StageFinding:
+    """Compare whole-forward latency; ``min_cosine`` is an optional quality guardrail on the candidate's output cosine."""
+    metrics: list[MetricFinding] = []
+    findings: list[LayerFinding] = []
+    parts: list[str] = []
+    b_out, c_out = base.outcome, cand.outcome
+    if b_out.latency_samples_ms and c_out.latency_samples_ms:
+        comp = compare_samples(positive(b_out.latency_samples_ms), positive(c_out.latency_samples_ms), alpha=alpha, min_effect=min_effect)
+        metrics.append(MetricFinding(metric="latency_ms", comparison=comp, note="whole-forward latency"))
+        word = {"slower": "slower", "faster": "faster", "same": "latency"}[comp.direction]
+        text = f"{word} {fmt_cmp(comp)}: p50 {comp.base_median:.3f} -> {comp.cand_median:.3f} ms"
+        if not comp.enough_samples:
+            text += f" ({comp.n_base} vs {comp.n_cand} iterations: too few samples for a rank test)"
+        elif comp.direction == "same":
+            text += f" ({comp.reason})"
+        parts.append(text)
+    if c_out.budget_ms is not None and c_out.latency_samples_ms:
+        p99 = percentiles(c_out.latency_samples_ms).p99
+        parts.append(f"p99 {p99:.3f} ms {'over' if p99 > c_out.budget_ms else 'within'} the {c_out.budget_ms:g} ms budget")
+    if c_out.effective_speedup is not None:
+        parts.append(f"effective speedup vs dense x{c_out.effective_speedup:.3f}")
+    if c_out.quality is not None:
+        parts.append(f"output cosine {c_out.quality.cosine:.4f}")
+        if min_cosine is not None and c_out.quality.cosine < min_cosine:
+            findings.append(
+                LayerFinding(stage="outcome", layer="(quality)", kind="quality", regression=True, detail=f"output cosine {c_out.quality.cosine:.4f} below the guardrail {min_cosine}")
+            )
+    if c_out.equal_latency is not None and not c_out.equal_latency.sparsity_wins:
+        parts.append("at equal latency a narrowed dense model has better quality")
+    status = stage_status(findings, metrics)
+    return StageFinding(stage="outcome", status=status, summary="; ".join(parts) or "no outcome samples", metrics=metrics, layers=findings)

@@ -1,0 +1,97 @@
+"""The ``schedule`` stage (statistical): did the overhead around the kernels grow?
+
+Overhead is span minus busy time per iteration, compared as the latency the candidate
+would have with the baseline's kernel time. On short traces (too few iterations for a
+rank test), the per-call device idle time before each layer is compared instead, pooled
+by role like kernel times; it is a divergence when the idle growth is persistent and
+material against the baseline latency.
+"""
+
+from __future__ import annotations
+
+from sparsedebug.core.stats import compare_samples, median
+from sparsedebug.locate.common import (
+    calls_per_iteration,
+    compare_layers,
+    fmt_cmp,
+    iteration_count,
+    positive,
+    stage_status,
+    undecided_regression,
+)
+from sparsedebug.records.findings import LayerFinding, MetricFinding, StageFinding
+from sparsedebug.records.run import RunRecord
+
+
+def schedule_stage(base: RunRecord, cand: RunRecord, alpha: float, min_effect: float) -> StageFinding:
+    """Compare overhead (span - busy) per iteration and, where recorded, per-layer idle time before each call."""
+    metrics: list[MetricFinding] = []
+    b_sched, c_sched = base.schedule, cand.schedule
+    if b_sched.span_samples_ms and c_sched.span_samples_ms and len(b_sched.span_samples_ms) == len(b_sched.busy_samples_ms) and len(c_sched.span_samples_ms) == len(c_sched.busy_samples_ms):
+        ref_busy = median(b_sched.busy_samples_ms) if b_sched.busy_samples_ms else 0.0
+        b_over = [s - k + ref_busy for s, k in zip(b_sched.span_samples_ms, b_sched.busy_samples_ms, strict=True)]
+        c_over = [s - k + ref_busy for s, k in zip(c_sched.span_samples_ms, c_sched.busy_samples_ms, strict=True)]
+        comp = compare_samples(positive(b_over), positive(c_over), alpha=alpha, min_effect=min_effect)
+        b_med = median([s - k for s, k in zip(b_sched.span_samples_ms, b_sched.busy_samples_ms, strict=True)])
+        c_med = median([s - k for s, k in zip(c_sched.span_samples_ms, c_sched.busy_samples_ms, strict=True)])
+        metrics.append(
+            MetricFinding(
+                metric="overhead_ms",
+                comparison=comp,
+                note=f"span - busy per iteration, p50 {b_med:.3f} -> {c_med:.3f} ms; ratio is of the latency with the baseline's kernel time",
+            )
+        )
+    findings: list[LayerFinding] = []
+    material_ms = 0.0
+    if b_sched.layer_idle_samples_ms and c_sched.layer_idle_samples_ms:
+        b_kernel = {layer.name: median(layer.samples_ms) for layer in base.kernel.layers if layer.samples_ms}
+        offsets = {name: b_kernel.get(name, 0.0) for name in c_sched.layer_idle_samples_ms}
+        for label, members, comp in compare_layers(b_sched.layer_idle_samples_ms, c_sched.layer_idle_samples_ms, base, cand, alpha, min_effect, offsets):
+            if not comp.enough_samples or comp.direction == "same":
+                continue
+            delta = sum(
+                (median(c_sched.layer_idle_samples_ms[m]) - median(b_sched.layer_idle_samples_ms[m])) * calls_per_iteration(c_sched.layer_idle_samples_ms[m], iteration_count(cand))
+                for m in members
+            )
+            grew = comp.direction == "slower"
+            if grew and comp.persistent:
+                material_ms += delta
+            findings.append(
+                LayerFinding(
+                    stage="schedule", layer=label, members=members if len(members) > 1 else [],
+                    kind="idle_grew" if grew else "idle_shrank", regression=False, delta_ms=delta,
+                    detail=(
+                        f"device idle before each call {'grew' if grew else 'shrank'} by {abs(delta) / max(len(members), 1):.3f} ms per layer per iteration "
+                        f"(per-call wall {fmt_cmp(comp)})" + ("" if comp.persistent else f" - not persistent ({comp.reason})")
+                    ),
+                    comparison=comp,
+                )
+            )
+    base_latency = median(base.outcome.latency_samples_ms) if base.outcome.latency_samples_ms else None
+    headline = metrics[0].comparison if metrics else None
+    decided_by_layers = headline is None or not headline.enough_samples
+    if decided_by_layers and base_latency and material_ms >= (min_effect - 1.0) * base_latency:
+        for f in findings:
+            if f.kind == "idle_grew" and f.comparison is not None and f.comparison.persistent:
+                f.regression = True
+    status = stage_status(findings, metrics if not decided_by_layers else [])
+    if status == "same" and headline is not None and undecided_regression(headline):
+        status = "undecided"
+    parts = []
+    if headline is not None:
+        parts.append(f"overhead {metrics[0].note.split(';')[0]} ({fmt_cmp(headline)} of latency)")
+        if not headline.enough_samples:
+            parts.append(f"{headline.n_base} vs {headline.n_cand} iterations: too few to test per iteration")
+    if b_sched.host_wait_ms is not None and c_sched.host_wait_ms is not None:
+        parts.append(
+            f"host wait {b_sched.host_wait_ms / iteration_count(base):.3f} -> {c_sched.host_wait_ms / iteration_count(cand):.3f} ms per iteration"
+        )
+    waiting = [f for f in findings if f.regression]
+    if waiting:
+        parts.append(
+            f"the device waits before {sum(max(len(f.members), 1) for f in waiting)} layer(s) "
+            f"({', '.join(f.layer for f in waiting[:4])}): +{material_ms:.3f} ms idle per iteration"
+        )
+    if b_sched.threads != c_sched.threads and b_sched.threads is not None and c_sched.threads is not None:
+        parts.append(f"threads {b_sched.threads} -> {c_sched.threads}")
+    return StageFinding(stage="schedule", status=status, summary="; ".join(parts) or "no schedule samples", metrics=metrics, layers=findings)

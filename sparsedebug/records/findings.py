@@ -1,0 +1,138 @@
+"""The records of step 2 (locate): what bisect found per stage, and which layers changed kernel path.
+
+``BisectResult`` is what ``sparsedebug bisect --json`` prints and what the bundle keeps as
+``bisect.json``; ``FallbackReport`` is what ``sparsedebug fallbacks --json`` prints. Both are
+top-level records on :class:`~sparsedebug.records.base.Record` (unknown keys refused); the
+bisect result carries ``schema_version``.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from sparsedebug.core.stats import SampleComparison
+from sparsedebug.records.base import SCHEMA_VERSION, Record
+
+StageStatus = Literal["divergent", "improved", "expected", "same", "undecided", "not_comparable"]
+"""What one stage showed: a divergence, an improvement, declared intent only, nothing, too few samples, or no comparison possible."""
+
+BisectState = Literal["divergence", "no_regression", "undecided"]
+"""The answer of a bisect: a first divergent stage, no regression, or too few samples to say."""
+
+
+class LayerFinding(Record):
+    """One per-layer (or per pooled layer group) observation in a stage."""
+
+    stage: str
+    layer: str = Field(description="Layer name, or a pooled group such as 'layers.{i}.mlp.down_proj'.")
+    members: list[str] = Field(default_factory=list, description="Layers pooled into this finding, when a group.")
+    kind: str = Field(description="added, removed, changed, intended, fallback, path_changed, per_call_conversion, new_kernel_class, slower, faster, precision, idle_grew, idle_shrank")
+    regression: bool
+    intended: bool = False
+    detail: str
+    reason: str | None = Field(None, description="Fallback reason, for kind 'fallback'.")
+    delta_ms: float | None = Field(None, description="Change per iteration (cand - base, medians) carried by this finding.")
+    comparison: SampleComparison | None = None
+
+
+class MetricFinding(Record):
+    """A whole-run metric compared on its raw samples."""
+
+    metric: str
+    comparison: SampleComparison
+    note: str = ""
+
+
+class StageFinding(Record):
+    """What one stage showed."""
+
+    stage: str
+    status: StageStatus
+    summary: str
+    metrics: list[MetricFinding] = Field(default_factory=list)
+    layers: list[LayerFinding] = Field(default_factory=list)
+
+    @property
+    def headline(self) -> MetricFinding | None:
+        """The stage's main metric, when it has one."""
+        return self.metrics[0] if self.metrics else None
+
+
+class RankedLayer(Record):
+    """A layer's share of the outcome change (per iteration, from medians)."""
+
+    layer: str
+    contribution_ms: float = Field(description="Change of this layer's kernel plus idle time per iteration (cand - base).")
+    kernel_ms: float
+    idle_ms: float
+    share: float | None = Field(description="contribution / outcome latency change; None when the outcome did not move.")
+    involved: bool = Field(description="Named by a finding of the first divergent stage.")
+
+
+class BisectResult(Record):
+    """The first persistent divergent stage and the evidence for it (``bisect.json``)."""
+
+    schema_version: int = SCHEMA_VERSION
+    base: str
+    cand: str
+    state: BisectState
+    first_stage: str | None
+    stages: list[StageFinding]
+    layers: list[RankedLayer]
+    effect_metric: str | None = None
+    effect: SampleComparison | None = Field(None, description="Effect size with CI of the first stage's metric (the outcome's when the stage is categorical).")
+    outcome: SampleComparison | None = None
+    outcome_delta_ms: float | None = None
+    explains: list[str] = Field(default_factory=list, description="Downstream stages whose change the first divergence explains.")
+    accounted_share: float | None = Field(None, description="Share of the outcome change carried by the layers the first divergence names.")
+    verdict: str
+
+    def stage(self, name: str) -> StageFinding:
+        """The finding of stage ``name``."""
+        for finding in self.stages:
+            if finding.stage == name:
+                return finding
+        raise KeyError(name)
+
+
+class PathChange(Record):
+    """One layer whose kernel path differs between baseline and candidate."""
+
+    layer: str
+    base_class: str | None
+    cand_class: str | None
+    base_path: str
+    cand_path: str
+    base_classes: list[str] = Field(default_factory=list)
+    cand_classes: list[str] = Field(default_factory=list)
+    cand_intended: str | None
+    declared_sparse: bool
+    unintended: bool
+    base_ms: float | None = Field(None, description="Baseline median per-call kernel time of the layer.")
+    cand_ms: float | None = Field(None, description="Candidate median per-call kernel time of the layer.")
+
+
+class DenseFallback(Record):
+    """A candidate layer declared sparse that ran dense."""
+
+    layer: str
+    intended: str
+    reason: str | None
+    kernel_class: str | None
+
+
+class FallbackReport(Record):
+    """Every path change between two runs, the unintended ones, and the candidate's dense fallbacks."""
+
+    base: str
+    cand: str
+    matched_layers: int
+    changed: list[PathChange]
+    unintended: list[PathChange]
+    dense_fallbacks: list[DenseFallback]
+    only_in_base: list[str]
+    only_in_cand: list[str]
+    by_class_ms_base: dict[str, float] = Field(default_factory=dict)
+    by_class_ms_cand: dict[str, float] = Field(default_factory=dict)
