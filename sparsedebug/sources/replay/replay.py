@@ -39,6 +39,7 @@ import contextlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 from threadpoolctl import threadpool_info, threadpool_limits
@@ -48,7 +49,6 @@ from sparsedebug.core.errors import UserError
 from sparsedebug.core.io import file_digest
 from sparsedebug.core.stats import median, percentiles
 from sparsedebug.core.timing import interleaved
-from sparsedebug.records.fingerprint import FileDigest
 from sparsedebug.records.run import (
     GraphLayer,
     GraphStage,
@@ -282,116 +282,125 @@ def plan(workload: Workload, source_path: Path | None = None) -> tuple[GraphStag
         return prepared.graph, lower_stage(workload, prepared)
 
 
-def _replay(ctx: _Ctx, base_dir: Path | None, source_path: Path | None) -> RunRecord:
+@dataclass
+class _Forward:
+    """The ops and input one replay times: candidate, dense baseline, fp64 reference of the pruned weights."""
+
+    candidate: list[Op]
+    dense: list[Op]
+    reference: list[Op]
+    x: Array
+
+
+def _kernel_stage(ctx: _Ctx, prepared: Prepared, fwd: _Forward) -> tuple[KernelStage, Array]:
+    """Per layer: the chosen kernel timed against dense, numerics against fp64 of the same pruned weights."""
     workload = ctx.workload
-    rounds = ctx.repeats
-    warmup = workload.warmup
     n_layers = len(workload.layers)
-    prepared = prepare(workload, base_dir, ctx.progress)
-    shapes, weights, inputs, pruned = prepared.shapes, prepared.weights, prepared.inputs, prepared.pruned
-    dense_tensors = weights.tensors
-    dense_ref_out = prepared.dense_ref_out
-    graph = prepared.graph
-    decisions = prepared.decisions
-    lower = lower_stage(workload, prepared, rounds=rounds)
-    ctx.tick("lower", n_layers, n_layers)
-
-    # ---- candidate, dense baseline
-    candidate_ops = build_ops(workload, shapes, pruned, mode="candidate", decisions=decisions)
-    dense_ops = build_ops(workload, shapes, dense_tensors, mode="dense")
-    precision = workload.precision
-    x_run = _input_for(inputs.x, precision)
-    candidate_out, candidate_values = forward(candidate_ops, x_run, keep=True)
-    pruned_ref_ops = build_ops(workload, shapes, pruned, mode="reference")
-
-    # ---- kernel: per layer chosen vs dense, numerics vs fp64 of the same pruned weights
+    candidate_out, values = forward(fwd.candidate, fwd.x, keep=True)
     kernel_layers: list[KernelLayer] = []
     by_class: dict[str, float] = {}
-    for i, (layer, op) in enumerate(zip(workload.layers, candidate_ops, strict=True)):
+    for i, (layer, op) in enumerate(zip(workload.layers, fwd.candidate, strict=True)):
         ctx.tick("kernel", i, n_layers)
-        args = [x_run if j < 0 else candidate_values[j] for j in op.inputs]
-        klayer = _kernel_layer(workload, layer, op, dense_ops[i], pruned_ref_ops[i], args, candidate_values[i], rounds, warmup)
-        cls = kernel_class(layer.op, decisions[layer.name].path, workload.dtype_of(layer)).value
+        args = [fwd.x if j < 0 else values[j] for j in op.inputs]
+        klayer = _kernel_layer(workload, layer, op, fwd.dense[i], fwd.reference[i], args, values[i], ctx.repeats, workload.warmup)
+        cls = kernel_class(layer.op, prepared.decisions[layer.name].path, workload.dtype_of(layer)).value
         p50 = median(klayer.samples_ms)
         klayer.by_class_ms = {cls: p50}
         by_class[cls] = by_class.get(cls, 0.0) + p50
         kernel_layers.append(klayer)
     ctx.tick("kernel", n_layers, n_layers)
-    kernel = KernelStage(layers=kernel_layers, by_class_ms=by_class)
-    del candidate_values
+    return KernelStage(layers=kernel_layers, by_class_ms=by_class), candidate_out
 
-    # ---- schedule: whole forward, candidate interleaved with the dense baseline
+
+def _schedule_stage(ctx: _Ctx, fwd: _Forward) -> tuple[ScheduleStage, list[float]]:
+    """Whole forward, candidate interleaved with the dense baseline; the dense samples for the outcome."""
+    workload, rounds = ctx.workload, ctx.repeats
     ctx.tick("schedule", 0, 1)
     trace = ForwardTrace()
     samples = interleaved(
-        {
-            "candidate": lambda: forward(candidate_ops, x_run, trace),
-            "dense": lambda: forward(dense_ops, x_run),
-        },
+        {"candidate": lambda: forward(fwd.candidate, fwd.x, trace), "dense": lambda: forward(fwd.dense, fwd.x)},
         rounds=rounds,
-        warmup=warmup,
+        warmup=workload.warmup,
     )
     busy = trace.busy_ms[-rounds:]
     dense_busy = trace.dense_ms[-rounds:]
     span = samples["candidate"]
     overhead = [s - b for s, b in zip(span, busy, strict=True)]
     dense_share = float(np.median([d / b if b > 0 else 1.0 for d, b in zip(dense_busy, busy, strict=True)]))
-    per_call = sum(1 for op in candidate_ops if op.convert is not None)
+    per_call = sum(1 for op in fwd.candidate if op.convert is not None)
     schedule = ScheduleStage(
         span_samples_ms=span,
         busy_samples_ms=busy,
         host_wait_ms=median(overhead),
         kernel_wait_ms=None,
         threads=workload.threads if workload.threads is not None else _blas_threads(),
-        launches_per_iteration=len(candidate_ops) + per_call,
+        launches_per_iteration=len(fwd.candidate) + per_call,
         dense_share=dense_share,
-        layer_idle_samples_ms={
-            layer.name: samples[-rounds:] for layer, samples in zip(workload.layers, trace.gaps_ms, strict=True)
-        },
+        layer_idle_samples_ms={layer.name: gaps[-rounds:] for layer, gaps in zip(workload.layers, trace.gaps_ms, strict=True)},
     )
     ctx.tick("schedule", 1, 1)
+    return schedule, samples["dense"]
 
-    # ---- outcome: SLA, speedup, quality, equal latency
+
+def _outcome_stage(
+    ctx: _Ctx, prepared: Prepared, fwd: _Forward, span: list[float], dense_samples: list[float], candidate_out: Array
+) -> tuple[OutcomeStage, list[Verdict]]:
+    """SLA, effective speedup, quality against the dense model, and quality at equal latency."""
+    workload = ctx.workload
     ctx.tick("outcome", 0, 2)
-    dense_samples = samples["dense"]
-    speedup = median(dense_samples) / median(span)
-    labels = inputs.labels
+    labels = prepared.inputs.labels
+    dense_ref_out = prepared.dense_ref_out
     dense_accuracy = accuracy_of(dense_ref_out, labels) if labels is not None else None
     candidate_quality = quality(candidate_out, dense_ref_out, labels, dense_accuracy)
-    equal = equal_latency(ctx.workload, ctx.repeats, shapes, dense_tensors, candidate_ops, x_run, span, dense_samples, dense_ref_out, labels, dense_accuracy, candidate_quality)
+    equal = equal_latency(
+        workload, ctx.repeats, prepared.shapes, prepared.weights.tensors, fwd.candidate, fwd.x, span, dense_samples,
+        dense_ref_out, labels, dense_accuracy, candidate_quality,
+    )
     ctx.tick("outcome", 1, 2)
     outcome = OutcomeStage(
         latency_samples_ms=span,
         budget_ms=workload.budget_ms,
         dense_baseline_samples_ms=dense_samples,
-        effective_speedup=speedup,
+        effective_speedup=median(dense_samples) / median(span),
         quality=candidate_quality,
         equal_latency=equal,
     )
     verdicts: list[Verdict] = []
     if workload.budget_ms is not None:
         p = percentiles(span)
-        verdicts.append(
-            Verdict(
-                check="sla",
-                status="pass" if p.p99 <= workload.budget_ms else "fail",
-                detail=f"p99 {p.p99:.3f} ms vs budget {workload.budget_ms:g} ms (p50 {p.p50:.3f}, p95 {p.p95:.3f})",
-            )
-        )
+        status: Literal["pass", "fail"] = "pass" if p.p99 <= workload.budget_ms else "fail"
+        detail = f"p99 {p.p99:.3f} ms vs budget {workload.budget_ms:g} ms (p50 {p.p50:.3f}, p95 {p.p95:.3f})"
+        verdicts.append(Verdict(check="sla", status=status, detail=detail))
     ctx.tick("outcome", 2, 2)
+    return outcome, verdicts
 
-    files: list[FileDigest] = []
+
+def _replay(ctx: _Ctx, base_dir: Path | None, source_path: Path | None) -> RunRecord:
+    workload = ctx.workload
+    n_layers = len(workload.layers)
+    prepared = prepare(workload, base_dir, ctx.progress)
+    lower = lower_stage(workload, prepared, rounds=ctx.repeats)
+    ctx.tick("lower", n_layers, n_layers)
+    shapes, pruned = prepared.shapes, prepared.pruned
+    fwd = _Forward(
+        candidate=build_ops(workload, shapes, pruned, mode="candidate", decisions=prepared.decisions),
+        dense=build_ops(workload, shapes, prepared.weights.tensors, mode="dense"),
+        reference=build_ops(workload, shapes, pruned, mode="reference"),
+        x=_input_for(prepared.inputs.x, workload.precision),
+    )
+    kernel, candidate_out = _kernel_stage(ctx, prepared, fwd)
+    schedule, dense_samples = _schedule_stage(ctx, fwd)
+    outcome, verdicts = _outcome_stage(ctx, prepared, fwd, schedule.span_samples_ms, dense_samples, candidate_out)
+    weights, inputs = prepared.weights, prepared.inputs
     workload_digest = file_digest(source_path) if source_path is not None else None
-    for digest in (workload_digest, weights.source, inputs.source):
-        if digest is not None:
-            files.append(digest)
+    files = [digest for digest in (workload_digest, weights.source, inputs.source) if digest is not None]
     return RunRecord(
         name=workload.name,
         source=RunSource(kind="replay", files=files),
         workload=WorkloadRef(
             name=workload.name, seed=workload.seed, file=workload_digest, weights=weights.source, knobs=workload.knobs()
         ),
-        graph=graph,
+        graph=prepared.graph,
         lower=lower,
         kernel=kernel,
         schedule=schedule,
