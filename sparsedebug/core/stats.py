@@ -45,6 +45,11 @@ _MAX_PAIRS = 4_000_000
 """Above this many pairwise differences the Hodges-Lehmann interval uses a deterministic thinning."""
 
 
+TAIL_MIN_SAMPLES = 20
+"""Fewest samples whose p99 is a tail estimate rather than the sample maximum: below it, a p99 is
+reported as inconclusive everywhere (gate, classify, memo), never as a pass or a failure."""
+
+
 class Percentiles(BaseModel):
     """p50/p95/p99 of a sample, with its size."""
 

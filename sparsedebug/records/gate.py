@@ -12,7 +12,8 @@ from sparsedebug.records.base import SCHEMA_VERSION, Record
 POLICY_SCHEMA_VERSION = 1
 
 
-CheckStatus = Literal["pass", "fail", "skipped"]
+CheckStatus = Literal["pass", "fail", "skipped", "inconclusive"]
+"""``inconclusive``: measured, but on too few samples to decide (never a failure; see core.stats.TAIL_MIN_SAMPLES)."""
 
 
 class Significance(Record):

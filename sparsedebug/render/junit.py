@@ -18,7 +18,7 @@ SUITE = "sparsedebug.gate"
 def junit_xml(result: GateResult) -> str:
     """Render a gate result as a JUnit XML document (``<testsuites>`` with one ``<testsuite>``)."""
     failures = sum(1 for c in result.checks if c.status == "fail")
-    skipped = sum(1 for c in result.checks if c.status == "skipped")
+    skipped = sum(1 for c in result.checks if c.status in ("skipped", "inconclusive"))
     counts = {
         "tests": str(len(result.checks)),
         "failures": str(failures),
@@ -37,8 +37,8 @@ def junit_xml(result: GateResult) -> str:
         if check.status == "fail":
             failure = ET.SubElement(case, "failure", {"message": check.detail, "type": "threshold"})
             failure.text = text
-        elif check.status == "skipped":
-            ET.SubElement(case, "skipped", {"message": check.detail})
+        elif check.status in ("skipped", "inconclusive"):
+            ET.SubElement(case, "skipped", {"message": f"{check.status}: {check.detail}"})
         out = ET.SubElement(case, "system-out")
         out.text = text
     ET.indent(root)

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Literal
 
 from sparsedebug.core.io import load_data, validate
-from sparsedebug.core.stats import DEFAULT_ALPHA, compare_samples, enough_samples, median
+from sparsedebug.core.stats import DEFAULT_ALPHA, TAIL_MIN_SAMPLES, compare_samples, enough_samples, median
 from sparsedebug.records.gate import CheckStatus, GateCheck, GatePolicy, GateResult
 from sparsedebug.records.run import RunRecord
 from sparsedebug.signoff.metrics import equal_latency_sentence, fallback_summary, latency, layer_rows
@@ -118,15 +118,18 @@ def check_p99(base: RunRecord, cand: RunRecord, policy: GatePolicy) -> GateCheck
     budget = cand.outcome.budget_ms
     if pol.use_budget and budget is not None and cl.p99 > budget:
         problems.append(f"p99 {cl.p99:.3f} ms over the {budget:g} ms budget")
-    small = f"; p99 of {min(bl.n, cl.n)} samples is close to the maximum" if min(bl.n, cl.n) < 20 else ""
+    n = min(bl.n, cl.n)
+    inconclusive = n < TAIL_MIN_SAMPLES
+    small = f"; inconclusive: a p99 of {n} samples (< {TAIL_MIN_SAMPLES}) is the sample maximum, not a tail estimate" if inconclusive else ""
     detail = (
         f"baseline p50/p95/p99 {bl.p50:.3f}/{bl.p95:.3f}/{bl.p99:.3f} ms, candidate "
         f"{cl.p50:.3f}/{cl.p95:.3f}/{cl.p99:.3f} ms{small}"
     )
     if problems:
         detail = "; ".join(problems) + "; " + detail
+    status: CheckStatus = "inconclusive" if inconclusive else ("fail" if problems else "pass")
     return GateCheck(
-        id="p99_latency", name=name, status="fail" if problems else "pass",
+        id="p99_latency", name=name, status=status,
         measured=f"{ratio:.3f}x ({cl.p99:.3f} ms vs {bl.p99:.3f} ms)", threshold=threshold, detail=detail,
     )
 
@@ -296,7 +299,7 @@ def evaluate(base: RunRecord, cand: RunRecord, policy: GatePolicy | None = None)
 
 def summary_markdown(result: GateResult) -> str:
     """A Markdown summary fit for a CI job summary (GitHub's $GITHUB_STEP_SUMMARY)."""
-    icon = {"pass": "PASS", "fail": "FAIL", "skipped": "SKIP"}
+    icon = {"pass": "PASS", "fail": "FAIL", "skipped": "SKIP", "inconclusive": "INCONCLUSIVE"}
     verdict = "passed" if result.passed else "FAILED"
     lines = [
         f"## sparsedebug gate: {verdict}",

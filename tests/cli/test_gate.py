@@ -84,7 +84,11 @@ def test_h200_traces_fail_eager_and_pass_cuda_graph(tmp_path: Path, fixtures_dir
     assert eager.exit_code == 1, eager.stdout + eager.stderr
     cases = {c.get("name"): c for c in ET.parse(junit).getroot().iter("testcase")}
     assert cases["effective_speedup"].find("failure") is not None
-    assert cases["p99_latency"].find("failure") is not None
+    # 3 iterations per trace: a p99 of 3 samples is the maximum, so the check is inconclusive, not a failure
+    # (issue 12: the same everywhere).
+    p99 = cases["p99_latency"].find("skipped")
+    assert cases["p99_latency"].find("failure") is None and p99 is not None
+    assert p99.get("message", "").startswith("inconclusive: ")
     # Traces carry no quality measurement: skipped, not silently passed.
     assert cases["quality_delta"].find("skipped") is not None
     junit2 = tmp_path / "graph.xml"

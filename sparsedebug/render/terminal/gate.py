@@ -6,7 +6,7 @@ from rich.table import Table
 
 from sparsedebug.records.gate import GateResult
 
-_STYLE = {"pass": "[green]pass[/green]", "fail": "[red]FAIL[/red]", "skipped": "[yellow]skipped[/yellow]"}
+_STYLE = {"pass": "[green]pass[/green]", "fail": "[red]FAIL[/red]", "skipped": "[yellow]skipped[/yellow]", "inconclusive": "[yellow]inconclusive[/yellow]"}
 
 
 def gate_table(result: GateResult) -> Table:
