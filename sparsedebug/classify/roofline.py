@@ -13,17 +13,19 @@ import math
 from collections.abc import Sequence
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict
 
 from sparsedebug.core.stats import median
+from sparsedebug.records.base import Record
+from sparsedebug.records.classification import LayerIntensity, Roofline
 from sparsedebug.records.fingerprint import Fingerprint
 from sparsedebug.records.run import GraphLayer, KernelPath, LowerLayer, RunRecord
 
 
-class GpuPeak(BaseModel):
+class GpuPeak(Record):
     """Published peak figures of one GPU model (dense, no sparsity factor)."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str
     match: tuple[str, ...]
@@ -62,36 +64,6 @@ GPU_PEAKS: tuple[GpuPeak, ...] = (
 """Known GPUs, most specific match first (``H100 PCIe`` before ``H100``)."""
 
 _FP32_NAMES = {"fp32", "float32", "float", "f32", "tf32", "fp64", "float64", "double"}
-
-
-class Roofline(BaseModel):
-    """A machine's compute and bandwidth ceilings, and where they came from."""
-
-    device: str
-    source: Literal["calibration", "peak_table"]
-    detail: str
-    peak_gflops: float
-    bandwidth_gbps: float
-    dtype: str
-
-    @property
-    def ridge(self) -> float:
-        """FLOPs per byte at which the machine turns from memory- to compute-bound."""
-        return self.peak_gflops / self.bandwidth_gbps
-
-
-class LayerIntensity(BaseModel):
-    """One layer placed on the roofline."""
-
-    name: str
-    path: Literal["dense", "sparse"]
-    flops: float = Field(description="FLOPs the chosen path executes (N/M of the dense FLOPs on the sparse path).")
-    bytes: float = Field(description="Bytes the chosen path moves (compressed weights on the sparse path, when recorded).")
-    intensity: float
-    bound: Literal["memory", "compute"]
-    attainable_ms: float
-    measured_ms: float | None = None
-    roofline_fraction: float | None = None
 
 
 def find_gpu_peak(name: str) -> GpuPeak | None:
@@ -211,7 +183,7 @@ def gather_bytes(layer: GraphLayer, lower: LowerLayer | None, tokens: int | None
     return float(math.ceil(out / block) * (k * density) * tokens * GATHER_ITEMSIZE)
 
 
-class LayerWork(BaseModel):
+class LayerWork(Record):
     """What one layer's chosen path executes and moves per call."""
 
     name: str

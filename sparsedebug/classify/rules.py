@@ -19,23 +19,14 @@ renders it); tests/test_rules.py has a test for every rule.
 
 from __future__ import annotations
 
-from enum import StrEnum
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from sparsedebug.records.classification import Mechanism
+
 STRENGTH_CAP = 2.0
 """A rule contributes at most this many times its weight."""
-
-
-class Mechanism(StrEnum):
-    """The five first-principles bottleneck classes of the playbook, in its order."""
-
-    COMPUTE = "compute"
-    MEMORY = "memory"
-    SCHEDULING = "scheduling"
-    PRECISION = "precision"
-    THERMAL = "thermal"
 
 
 class Rule(BaseModel):

@@ -15,145 +15,32 @@ import math
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
 
-from sparsedebug.classify.roofline import LayerIntensity, Roofline, gather_bytes, layer_intensities, layer_work, machine_roofline
-from sparsedebug.classify.rules import RULES, Mechanism, Rule
+from sparsedebug.classify.roofline import gather_bytes, layer_intensities, layer_work, machine_roofline
+from sparsedebug.classify.rules import RULES, Rule
 from sparsedebug.core.errors import UserError
 from sparsedebug.core.stats import median, percentiles
-from sparsedebug.records.base import SCHEMA_VERSION
+from sparsedebug.records.classification import (
+    Classification,
+    Evidence,
+    Fix,
+    LayerIntensity,
+    Mechanism,
+    MechanismScore,
+    MissingEvidence,
+    NcuEvidence,
+    Roofline,
+    SmiEvidence,
+)
 from sparsedebug.records.fingerprint import Fingerprint
 from sparsedebug.records.run import FallbackReason, GraphLayer, KernelClass, KernelPath, LowerLayer, RunRecord
 
 if TYPE_CHECKING:
     from sparsedebug.sources.importers.ncu import NcuReport
     from sparsedebug.sources.importers.nvidia_smi import SmiReport
-
-
-# --------------------------------------------------------------------------- records
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class Evidence(_Model):
-    """One rule evaluated on one metric: the number, the threshold, and where the number came from."""
-
-    rule: str
-    mechanism: Mechanism
-    metric: str
-    value: float | None = Field(description="None when the rule does not apply to this run (see detail).")
-    op: Literal[">", "<"]
-    threshold: float
-    unit: str
-    fired: bool
-    contribution: float
-    source: str = Field(description="Stage and metric, or the imported artifact file, the value came from.")
-    detail: str = Field(description="The numbers behind the value, for people.")
-
-
-class MissingEvidence(_Model):
-    """A metric that could not be computed, and the artifact that would settle it."""
-
-    mechanism: Mechanism
-    rules: list[str]
-    reason: str
-    capture: str = Field(description="What to capture or pass to settle it.")
-
-
-class MechanismScore(_Model):
-    """One mechanism's total score and place in the ranking."""
-
-    mechanism: Mechanism
-    rank: int
-    score: float
-    status: Literal["supported", "not_supported", "unknown"] = Field(
-        description="supported: a rule fired; not_supported: evaluated, none fired; unknown: no rule could be evaluated."
-    )
-    rules_fired: int
-    rules_evaluated: int
-    rules_missing: int
-
-
-class Fix(_Model):
-    """The smallest reversible change that would test the winning mechanism."""
-
-    kind: Literal["knob", "layer", "block", "advice"]
-    knob: str | None = Field(None, description="Workload knob to change (kind=knob): conversion, precision, threads.")
-    value: str | int | None = Field(None, description="New knob value, or block size for kind=block.")
-    layer: str | None = Field(None, description="Layer to change (kind=layer, or kind=block for one layer; None = all).")
-    action: Literal["exclude", "pad", "cast"] | None = Field(
-        None, description="For kind=layer: exclude from sparsity, pad to an aligned shape, or cast to dtype ``value``."
-    )
-    text: str
-    metric: str = Field(
-        description="The metric the change should move: a name ``measure_metric`` computes on a run "
-        "(latency_p50_ms, busy_p50_ms, span_busy_ratio, max_rel_err, or a rule metric such as fallback_flop_share)."
-    )
-    direction: Literal["down", "up"]
-    rule: str = Field(description="The rule whose evidence suggested this change.")
-
-
-class Classification(_Model):
-    """Scores of all five mechanisms, ranked, with evidence, the winner, its proof and its test."""
-
-    schema_version: int = SCHEMA_VERSION
-    kind: Literal["classification"] = "classification"
-    run: str
-    baseline: str | None = None
-    inputs: list[str] = Field(default_factory=list, description="Artifacts this classification read.")
-    scores: list[MechanismScore]
-    evidence: list[Evidence]
-    missing_evidence: list[MissingEvidence]
-    winner: Mechanism | None
-    margin: float | None = Field(None, description="Winner's score over the runner-up's; None when no other mechanism scored.")
-    proving_artifact: str | None
-    fix: Fix | None
-    roofline: Roofline | None = None
-    layers: list[LayerIntensity] = Field(default_factory=list)
-
-    def evidence_for(self, mechanism: Mechanism) -> list[Evidence]:
-        """Evidence lines for ``mechanism``, fired first, strongest first."""
-        lines = [e for e in self.evidence if e.mechanism == mechanism]
-        return sorted(lines, key=lambda e: (not e.fired, -e.contribution))
-
-    def missing_for(self, mechanism: Mechanism) -> list[MissingEvidence]:
-        """Missing-evidence entries for ``mechanism``."""
-        return [m for m in self.missing_evidence if m.mechanism == mechanism]
-
-
-# --------------------------------------------------------------------------- evidence inputs
-
-
-@dataclass(frozen=True)
-class NcuEvidence:
-    """What classification needs of one kernel in an Nsight Compute report."""
-
-    name: str
-    kernel_class: KernelClass
-    sm_pct: float | None
-    mem_pct: float | None
-    spill_requests: float | None
-    duration_us: float | None
-
-
-@dataclass(frozen=True)
-class SmiEvidence:
-    """What classification needs of an nvidia-smi log."""
-
-    source: str
-    samples: int
-    busy_samples: int
-    throttled_busy_samples: int
-    throttle_reasons: dict[str, int]
-    min_busy_sm_clock_mhz: float | None
-    max_sm_clock_mhz: float | None
-    max_clock_source: str
-    has_reasons: bool = True
 
 
 # --------------------------------------------------------------------------- facts

@@ -26,11 +26,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sparsedebug.classify.score import Classification
 from sparsedebug.core.errors import UserError
 from sparsedebug.core.io import load_record
 from sparsedebug.locate.walk import BisectResult
 from sparsedebug.records.base import SCHEMA_VERSION
+from sparsedebug.records.classification import Classification
 from sparsedebug.records.fingerprint import FileDigest, Fingerprint
 from sparsedebug.records.run import RunRecord
 from sparsedebug.reduce.reduce import ReduceResult

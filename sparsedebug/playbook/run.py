@@ -26,8 +26,8 @@ from sparsedebug.core.resources import data_dirs
 from sparsedebug.records.run import STAGES, KernelPath, RunRecord
 
 if TYPE_CHECKING:
-    from sparsedebug.classify.score import Fix
     from sparsedebug.playbook.bundle import LoadedBundle
+    from sparsedebug.records.classification import Fix
     from sparsedebug.sources.replay.workload import Workload
 
 PLAYBOOK_SCHEMA_VERSION = 1

@@ -8,16 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sparsedebug.classify.rules import RULES, Mechanism
-from sparsedebug.classify.score import (
-    Classification,
-    NcuEvidence,
-    SmiEvidence,
-    canonical_precision,
-    classify_evidence,
-    classify_run,
-    unit_roundoff,
-)
+from sparsedebug.classify.rules import RULES
+from sparsedebug.classify.score import canonical_precision, classify_evidence, classify_run, unit_roundoff
+from sparsedebug.records.classification import Classification, Mechanism, NcuEvidence, SmiEvidence
 from sparsedebug.records.fingerprint import Calibration, CpuInfo, Fingerprint, NumpyInfo, PlatformInfo, PythonInfo
 from sparsedebug.records.run import (
     FallbackReason,

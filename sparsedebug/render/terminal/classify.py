@@ -6,8 +6,8 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from sparsedebug.classify.rules import RULES, Mechanism, Rule
-from sparsedebug.classify.score import Classification, Evidence, Fix
+from sparsedebug.classify.rules import RULES, Rule
+from sparsedebug.records.classification import Classification, Evidence, Fix, Mechanism
 
 
 def _num(value: float | None) -> str:
