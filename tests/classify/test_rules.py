@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from sparsedebug.classify.rules import RULES, RULES_BY_ID, STRENGTH_CAP, Rule, rules_for
+from sparsedebug.classify.rule import STRENGTH_CAP, Rule
+from sparsedebug.classify.rules import RULES, RULES_BY_ID, rules_for
 from sparsedebug.classify.score import classify_evidence
 from sparsedebug.records.classification import Mechanism, NcuEvidence, SmiEvidence
 from sparsedebug.records.fingerprint import Fingerprint

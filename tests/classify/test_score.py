@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from sparsedebug.classify.rules import RULES
-from sparsedebug.classify.score import canonical_precision, classify_evidence, classify_run, unit_roundoff
+from sparsedebug.classify.score import classify_evidence, classify_run
+from sparsedebug.core.dtypes import canonical_dtype, unit_roundoff
 from sparsedebug.records.classification import Classification, Mechanism, NcuEvidence, SmiEvidence
 from sparsedebug.records.fingerprint import Calibration, CpuInfo, Fingerprint, NumpyInfo, PlatformInfo, PythonInfo
 from sparsedebug.records.run import (
@@ -123,10 +124,10 @@ def _fired(result: Classification) -> set[str]:
 
 
 def test_precision_names_and_roundoff() -> None:
-    assert canonical_precision("torch.float16") == "fp16"
-    assert canonical_precision("bfloat16") == "bf16"
-    assert canonical_precision("FP32") == "fp32"
-    assert canonical_precision("int4") is None
+    assert canonical_dtype("torch.float16") == "fp16"
+    assert canonical_dtype("bfloat16") == "bf16"
+    assert canonical_dtype("FP32") == "fp32"
+    assert canonical_dtype("int4") is None
     assert unit_roundoff("fp16") == 2.0**-11
     assert unit_roundoff("bf16") == 2.0**-8
     assert unit_roundoff("weird") is None

@@ -6,7 +6,8 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from sparsedebug.classify.rules import RULES, Rule
+from sparsedebug.classify.rule import Rule
+from sparsedebug.classify.rules import RULES
 from sparsedebug.records.classification import Classification, Evidence, Fix, Mechanism
 
 
