@@ -2,6 +2,8 @@
 
 Each rule sits on the metric it reads; all five share one fix recipe: run the changed
 layers in the baseline's precision (fp32 when none is known) and check the error recovers.
+What a layer computes in, and whether it changed, is decided by ``core.patterns``
+(``layer_precision``, ``precision_changed``), the same predicates the sign-off gate uses.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from typing import cast
 from sparsedebug.classify.context import CAPTURE_BASELINE, Context, Fact, Facts, Missing, Result
 from sparsedebug.classify.rule import Rule, RuleSet
 from sparsedebug.core.dtypes import canonical_dtype, mantissa_bits, unit_roundoff
+from sparsedebug.core.patterns import layer_precision, precision_changed
 from sparsedebug.records.classification import Fix, Mechanism
 from sparsedebug.records.run import KernelClass, RunRecord
 
@@ -31,12 +34,20 @@ def knob_precision(name: str | None) -> str:
 
 
 def precision_fix(rule: Rule, facts: Facts) -> Fix:
-    """Run in the precision the changed layers had in the baseline (fp32 when unknown), naming the worst layer."""
+    """Run in the precision the changed layers had in the baseline (fp32 when unknown), naming the layer.
+
+    The layer is the changed one when the dtype-change rule won, else the one with the largest error.
+    """
     restore = facts.data("precision_change_count").get("restore")
-    layer = (facts.data("rel_err_growth").get("layer") or facts.data("rel_err_over_bound").get("layer")
-             or facts.data("precision_change_count").get("layer"))
+    changed = facts.data("precision_change_count").get("layer")
+    worst = facts.data("rel_err_growth").get("layer") or facts.data("rel_err_over_bound").get("layer")
     value = knob_precision(restore if isinstance(restore, str) else "fp32")
-    where = f" (largest error: {layer})" if isinstance(layer, str) else ""
+    if rule.metric == "precision_change_count" and isinstance(changed, str):
+        where = f" (changed: {changed})"
+    elif isinstance(worst, str):
+        where = f" (largest error: {worst})"
+    else:
+        where = f" (changed: {changed})" if isinstance(changed, str) else ""
     if facts.ctx.imported:
         return Fix(kind="advice", rule=rule.id, metric="max_rel_err", direction="down",
                    text=f"keep the changed layers in {value}{where} and compare outputs against the baseline")
@@ -48,65 +59,58 @@ def precision_fix(rule: Rule, facts: Facts) -> Fix:
 
 
 def layer_precisions(run: RunRecord) -> dict[str, str]:
-    """The canonical precision of each layer: its graph dtype, overridden by its kernel's precision label."""
+    """The format each layer computes in (``core.patterns.layer_precision``), where it is known."""
+    kernels = {layer.name: layer for layer in run.kernel.layers}
+    dtypes: dict[str, str | None] = {layer.name: layer.dtype for layer in run.graph.layers}
+    names = [*dtypes, *(name for name in kernels if name not in dtypes)]
     out: dict[str, str] = {}
-    for layer in run.graph.layers:
-        canon = canonical_dtype(layer.dtype)
-        if canon is not None:
-            out[layer.name] = canon
-    for klayer in run.kernel.layers:
-        canon = canonical_dtype(klayer.precision)
-        if canon is not None:
-            out[klayer.name] = canon
+    for name in names:
+        precision = layer_precision(kernels.get(name), dtypes.get(name))
+        if precision is not None:
+            out[name] = precision
     return out
 
 
-def _bits(precision: str) -> int:
-    return mantissa_bits(precision) or 0
+def _fp32_path_changes(ctx: Context, baseline: RunRecord, skip: set[str]) -> dict[str, str]:
+    """Layers not declared fp32 or wider whose kernel class moved onto an fp32 GEMM against the baseline."""
+    declared = {g.name: canonical_dtype(g.dtype) for g in ctx.run.graph.layers}
+    base_lower = ctx.lower(baseline)
+    out: dict[str, str] = {}
+    for lo in ctx.run.lower.layers:
+        old = base_lower.get(lo.name)
+        if lo.name in skip or old is None or declared.get(lo.name) in ("fp32", "fp64"):
+            continue
+        if lo.kernel_class == KernelClass.FP32_GEMM and old.kernel_class not in (None, KernelClass.FP32_GEMM):
+            out[lo.name] = f"{old.kernel_class} -> fp32_gemm"
+    return out
 
 
 @PRECISION.rule(
     "precision.dtype_change", ">", 0.0, "layers", 2.0,
     source="graph.layers[].dtype, kernel.layers[].precision, lower kernel_class vs baseline",
-    description="Layers whose dtype or kernel path moved to lower precision or onto an fp32 path against the baseline.",
+    description="Layers whose precision (dtype or kernel precision) changed against the baseline, either way, "
+    "or whose kernel path moved onto an fp32 GEMM.",
     fix="keep the changed layers in the baseline's precision",
     suggest=precision_fix,
 )
 def precision_change_count(ctx: Context) -> Result:
-    """Layers whose precision fell against the baseline, or whose kernel path moved onto an fp32 GEMM."""
+    """Layers whose precision changed against the baseline (``core.patterns.precision_changed``) or moved onto fp32 GEMM."""
     if ctx.baseline is None:
         return Missing("no baseline: a dtype or kernel-path change cannot be judged", CAPTURE_BASELINE)
     cand, base = layer_precisions(ctx.run), layer_precisions(ctx.baseline)
-    changes: list[str] = []
-    layers: list[str] = []
-    lowered_from: list[str] = []
-    for name, prec in cand.items():
-        old = base.get(name)
-        if old is not None and _bits(prec) < _bits(old):
-            changes.append(f"{name} {old}->{prec}")
-            layers.append(name)
-            lowered_from.append(old)
-    cand_lower, base_lower = ctx.lower(), ctx.lower(ctx.baseline)
-    declared = {g.name: canonical_dtype(g.dtype) for g in ctx.run.graph.layers}
-    for name, lo in cand_lower.items():
-        old_lo = base_lower.get(name)
-        if (
-            old_lo is not None
-            and declared.get(name) not in ("fp32", "fp64")
-            and lo.kernel_class == KernelClass.FP32_GEMM
-            and old_lo.kernel_class is not None
-            and old_lo.kernel_class != KernelClass.FP32_GEMM
-        ):
-            changes.append(f"{name} {old_lo.kernel_class}->fp32_gemm")
-            layers.append(name)
-    detail = "; ".join(changes[:6]) + (f"; +{len(changes) - 6} more" if len(changes) > 6 else "") if changes else (
-        "no layer changed precision or kernel path toward fp32 or lower precision"
+    changes = {name: f"{base[name]} -> {prec}" for name, prec in cand.items() if name in base and precision_changed(base[name], prec)}
+    lowered = [base[name] for name in changes if (mantissa_bits(cand[name]) or 0) < (mantissa_bits(base[name]) or 0)]
+    restore = max(lowered, key=lambda p: mantissa_bits(p) or 0) if lowered else next((base[name] for name in changes), None)
+    changes.update(_fp32_path_changes(ctx, ctx.baseline, set(changes)))
+    lines = [f"{name} {change}" for name, change in changes.items()]
+    detail = "; ".join(lines[:6]) + (f"; +{len(lines) - 6} more" if len(lines) > 6 else "") if lines else (
+        "no layer changed precision against the baseline, and none moved onto an fp32 GEMM path"
     )
     data: dict[str, object] = {}
-    if lowered_from:
-        data["restore"] = max(lowered_from, key=_bits)
-    if layers:
-        data["layer"] = layers[0]
+    if restore is not None:
+        data["restore"] = restore
+    if changes:
+        data["layer"] = next(iter(changes))
     source = "graph.layers[].dtype, kernel.layers[].precision, lower.layers[].kernel_class vs baseline"
     return Fact(float(len(changes)), source, detail, context=data)
 

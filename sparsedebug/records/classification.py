@@ -99,7 +99,9 @@ class Classification(Record):
     evidence: list[Evidence]
     missing_evidence: list[MissingEvidence]
     winner: Mechanism | None
-    margin: float | None = Field(None, description="Winner's score over the runner-up's; None when no other mechanism scored.")
+    margin: float | None = Field(
+        None, description="Winner's score divided by the runner-up's (a ratio, not a difference); None when no other mechanism scored."
+    )
     proving_artifact: str | None
     fix: Fix | None
     roofline: Roofline | None = None
@@ -109,6 +111,12 @@ class Classification(Record):
         """Evidence lines for ``mechanism``, fired first, strongest first."""
         lines = [e for e in self.evidence if e.mechanism == mechanism]
         return sorted(lines, key=lambda e: (not e.fired, -e.contribution))
+
+    def margin_text(self) -> str:
+        """The margin in words, saying it is a ratio: ``"5.00 times the runner-up's score"``."""
+        if self.margin is None:
+            return "no other mechanism scored"
+        return f"{self.margin:.2f} times the runner-up's score"
 
     def missing_for(self, mechanism: Mechanism) -> list[MissingEvidence]:
         """Missing-evidence entries for ``mechanism``."""

@@ -519,3 +519,17 @@ def test_smi_log_does_not_score_a_cpu_replay() -> None:
     lines = [e for e in result.evidence if e.rule in ("thermal.throttle_time", "thermal.clock_drop")]
     assert len(lines) == 2 and all(e.value is None and "ran on the CPU" in e.detail for e in lines)
     assert result.winner is None
+
+
+def test_margin_is_a_ratio_of_scores_and_says_so() -> None:
+    base, cand = make_run("baseline"), make_run(dtype="bf16")
+    for k in cand.kernel.layers:
+        k.rel_err = 3e-3
+    cand.schedule.threads = 4  # oversubscribed: scheduling scores too, so there is a runner-up
+    result = classify_evidence(cand, baseline=base, fingerprint=make_fingerprint(cores=2))
+    first, second = result.scores[0], result.scores[1]
+    assert result.winner == first.mechanism and second.score > 0
+    assert result.margin == pytest.approx(first.score / second.score)
+    assert result.margin_text() == f"{first.score / second.score:.2f} times the runner-up's score"
+    alone = classify_evidence(make_run(dtype="bf16"), baseline=make_run("baseline"))
+    assert alone.margin is None and alone.margin_text() == "no other mechanism scored"
