@@ -239,18 +239,3 @@ def latency_tail_ratio(ctx: Context) -> Result:
         "outcome.latency_samples_ms p99 / p50",
         f"p50 {pct.p50:.3f} ms, p95 {pct.p95:.3f} ms, p99 {pct.p99:.3f} ms (n={pct.n})",
     )
-
-
-@SCHEDULING.rule(
-    "scheduling.many_launches", ">", 1000.0, "launches", 1.0,
-    source="schedule.launches_per_iteration",
-    description="Throwaway demonstration rule: more than 1000 kernel launches per iteration.",
-    fix="capture the forward in a CUDA graph so one launch replays them all",
-    suggest=scheduling_fix, one_run=True,
-)
-def launches_per_iteration(ctx: Context) -> Result:
-    """Kernel or op launches per forward iteration."""
-    launches = ctx.run.schedule.launches_per_iteration
-    if not launches:
-        return Missing("launches per iteration not recorded", CAPTURE_TRACE)
-    return Fact(float(launches), "schedule.launches_per_iteration", f"{launches} launches per iteration")
