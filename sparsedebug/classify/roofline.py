@@ -10,20 +10,25 @@ point (peak FLOP/s divided by bandwidth) is memory-bound on that machine.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict
 
+from sparsedebug.core.dtypes import canonical_dtype
+from sparsedebug.core.errors import UserError
+from sparsedebug.core.patterns import declared_sparse
 from sparsedebug.core.stats import median
+from sparsedebug.kernels.masks import Pattern, parse_pattern
+from sparsedebug.records.base import Record
+from sparsedebug.records.classification import LayerIntensity, Roofline
 from sparsedebug.records.fingerprint import Fingerprint
 from sparsedebug.records.run import GraphLayer, KernelPath, LowerLayer, RunRecord
 
 
-class GpuPeak(BaseModel):
+class GpuPeak(Record):
     """Published peak figures of one GPU model (dense, no sparsity factor)."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str
     match: tuple[str, ...]
@@ -61,39 +66,6 @@ GPU_PEAKS: tuple[GpuPeak, ...] = (
 )
 """Known GPUs, most specific match first (``H100 PCIe`` before ``H100``)."""
 
-_FP32_NAMES = {"fp32", "float32", "float", "f32", "tf32", "fp64", "float64", "double"}
-
-
-class Roofline(BaseModel):
-    """A machine's compute and bandwidth ceilings, and where they came from."""
-
-    device: str
-    source: Literal["calibration", "peak_table"]
-    detail: str
-    peak_gflops: float
-    bandwidth_gbps: float
-    dtype: str
-
-    @property
-    def ridge(self) -> float:
-        """FLOPs per byte at which the machine turns from memory- to compute-bound."""
-        return self.peak_gflops / self.bandwidth_gbps
-
-
-class LayerIntensity(BaseModel):
-    """One layer placed on the roofline."""
-
-    name: str
-    path: Literal["dense", "sparse"]
-    flops: float = Field(description="FLOPs the chosen path executes (N/M of the dense FLOPs on the sparse path).")
-    bytes: float = Field(description="Bytes the chosen path moves (compressed weights on the sparse path, when recorded).")
-    intensity: float
-    bound: Literal["memory", "compute"]
-    attainable_ms: float
-    measured_ms: float | None = None
-    roofline_fraction: float | None = None
-
-
 def find_gpu_peak(name: str) -> GpuPeak | None:
     """The peak-table entry whose match strings occur in ``name`` (case-insensitive), if any."""
     lowered = name.lower()
@@ -105,7 +77,7 @@ def find_gpu_peak(name: str) -> GpuPeak | None:
 
 def is_fp32(dtype: str) -> bool:
     """Whether ``dtype`` names a 32-bit (or wider) float, which runs off the 16-bit tensor path."""
-    return dtype.lower() in _FP32_NAMES
+    return canonical_dtype(dtype) in ("fp32", "tf32", "fp64")
 
 
 def peak_roofline(gpu_name: str, dtype: str = "fp16") -> Roofline | None:
@@ -175,17 +147,20 @@ def machine_roofline(
     return None
 
 
-def _layer_ms(samples: Sequence[float]) -> float | None:
-    return median(samples) if samples else None
+def sparse_pattern(intended: str) -> Pattern | None:
+    """The ``N:M`` or ``V:N:M`` pattern a layer is declared with; None for ``dense`` or anything unreadable."""
+    if not declared_sparse(intended):
+        return None
+    try:
+        return parse_pattern(intended)
+    except UserError:
+        return None
 
 
 def sparse_density(intended: str) -> float | None:
     """N/M of an ``N:M`` or ``V:N:M`` pattern; None for ``dense`` or anything unreadable."""
-    parts = intended.split(":")
-    if len(parts) not in (2, 3) or not all(p.strip().isdigit() for p in parts):
-        return None
-    n, m = int(parts[-2]), int(parts[-1])
-    return n / m if m > 0 and 0 < n <= m else None
+    pattern = sparse_pattern(intended)
+    return None if pattern is None else pattern.density
 
 
 GATHER_ITEMSIZE = 4
@@ -200,18 +175,16 @@ def gather_bytes(layer: GraphLayer, lower: LowerLayer | None, tokens: int | None
     """
     if lower is None or lower.path != KernelPath.SPARSE or not any("VNMWeight" in k for k in lower.kernels):
         return None
-    parts = layer.intended.split(":")
-    density = sparse_density(layer.intended)
-    if len(parts) != 3 or not parts[0].isdigit() or density is None or tokens is None:
+    pattern = sparse_pattern(layer.intended)
+    if pattern is None or pattern.block is None or tokens is None:
         return None
     if not layer.weight_shape or len(layer.weight_shape) != 2:
         return None
     out, k = layer.weight_shape
-    block = int(parts[0])
-    return float(math.ceil(out / block) * (k * density) * tokens * GATHER_ITEMSIZE)
+    return float(math.ceil(out / pattern.block) * (k * pattern.density) * tokens * GATHER_ITEMSIZE)
 
 
-class LayerWork(BaseModel):
+class LayerWork(Record):
     """What one layer's chosen path executes and moves per call."""
 
     name: str
@@ -253,7 +226,7 @@ def layer_intensities(run: RunRecord, roofline: Roofline) -> list[LayerIntensity
     Attainable time is ``max(flops / peak, bytes / bandwidth)``; where the kernel
     stage timed the layer, ``roofline_fraction`` is attainable over measured p50.
     """
-    kernel_ms = {layer.name: _layer_ms(layer.samples_ms) for layer in run.kernel.layers}
+    kernel_ms = {layer.name: median(layer.samples_ms) for layer in run.kernel.layers if layer.samples_ms}
     out: list[LayerIntensity] = []
     for work in layer_work(run):
         intensity = work.flops / work.bytes

@@ -7,12 +7,8 @@ from typing import Annotated
 
 import typer
 
-from sparsedebug.classify.roofline import GPU_PEAKS, find_gpu_peak
-from sparsedebug.classify.score import classify_run
 from sparsedebug.cli.common import JsonOption, console, emit_json, err_console, handle_errors
 from sparsedebug.core.errors import UserError
-from sparsedebug.core.io import load_record
-from sparsedebug.records.fingerprint import Fingerprint
 
 
 @handle_errors
@@ -43,6 +39,10 @@ def classify(
     names the artifact that would settle it. Exit 0 whenever a classification was
     made, 2 on bad input.
     """
+    from sparsedebug.classify.roofline import GPU_PEAKS, find_gpu_peak
+    from sparsedebug.classify.score import classify_run
+    from sparsedebug.core.io import load_record
+    from sparsedebug.records.fingerprint import Fingerprint
     from sparsedebug.sources.detect import load_run
 
     quiet = json_out

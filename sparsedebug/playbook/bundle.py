@@ -28,10 +28,10 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from sparsedebug.classify.score import Classification
 from sparsedebug.core.errors import UserError
 from sparsedebug.core.io import load_record
 from sparsedebug.records.bundle import Bundle, BundleInput, FixOutcome, InputRole
+from sparsedebug.records.classification import Classification
 from sparsedebug.records.decision import DecisionOutcome
 from sparsedebug.records.findings import BisectResult
 from sparsedebug.records.fingerprint import Fingerprint

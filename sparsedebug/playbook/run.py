@@ -29,7 +29,7 @@ from sparsedebug.reduce.apply_fix import apply_fix
 from sparsedebug.sources.replay.workload import absolute_paths
 
 if TYPE_CHECKING:
-    from sparsedebug.classify.score import Classification
+    from sparsedebug.records.classification import Classification
     from sparsedebug.records.fingerprint import Fingerprint
     from sparsedebug.sources.replay.workload import Workload
 

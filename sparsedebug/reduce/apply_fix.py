@@ -13,7 +13,7 @@ from sparsedebug.core.errors import UserError
 from sparsedebug.records.run import KernelPath
 
 if TYPE_CHECKING:
-    from sparsedebug.classify.score import Fix
+    from sparsedebug.records.classification import Fix
     from sparsedebug.sources.replay.workload import Workload
 
 

@@ -7,8 +7,10 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from sparsedebug.classify.rules import RULES, RULES_BY_ID, STRENGTH_CAP, Mechanism, Rule, rules_for
-from sparsedebug.classify.score import NcuEvidence, SmiEvidence, classify_evidence
+from sparsedebug.classify.rule import STRENGTH_CAP, Rule
+from sparsedebug.classify.rules import RULES, RULES_BY_ID, rules_for
+from sparsedebug.classify.score import classify_evidence
+from sparsedebug.records.classification import Mechanism, NcuEvidence, SmiEvidence
 from sparsedebug.records.fingerprint import Fingerprint
 from sparsedebug.records.run import FallbackReason, KernelClass, KernelPath, QualityDelta, RunRecord, RunSource, Verdict
 from sparsedebug.render.terminal.classify import rules_markdown

@@ -8,16 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sparsedebug.classify.rules import RULES, Mechanism
-from sparsedebug.classify.score import (
-    Classification,
-    NcuEvidence,
-    SmiEvidence,
-    canonical_precision,
-    classify_evidence,
-    classify_run,
-    unit_roundoff,
-)
+from sparsedebug.classify.rules import RULES
+from sparsedebug.classify.score import classify_evidence, classify_run
+from sparsedebug.core.dtypes import canonical_dtype, unit_roundoff
+from sparsedebug.records.classification import Classification, Mechanism, NcuEvidence, SmiEvidence
 from sparsedebug.records.fingerprint import Calibration, CpuInfo, Fingerprint, NumpyInfo, PlatformInfo, PythonInfo
 from sparsedebug.records.run import (
     FallbackReason,
@@ -130,10 +124,10 @@ def _fired(result: Classification) -> set[str]:
 
 
 def test_precision_names_and_roundoff() -> None:
-    assert canonical_precision("torch.float16") == "fp16"
-    assert canonical_precision("bfloat16") == "bf16"
-    assert canonical_precision("FP32") == "fp32"
-    assert canonical_precision("int4") is None
+    assert canonical_dtype("torch.float16") == "fp16"
+    assert canonical_dtype("bfloat16") == "bf16"
+    assert canonical_dtype("FP32") == "fp32"
+    assert canonical_dtype("int4") is None
     assert unit_roundoff("fp16") == 2.0**-11
     assert unit_roundoff("bf16") == 2.0**-8
     assert unit_roundoff("weird") is None
@@ -525,3 +519,17 @@ def test_smi_log_does_not_score_a_cpu_replay() -> None:
     lines = [e for e in result.evidence if e.rule in ("thermal.throttle_time", "thermal.clock_drop")]
     assert len(lines) == 2 and all(e.value is None and "ran on the CPU" in e.detail for e in lines)
     assert result.winner is None
+
+
+def test_margin_is_a_ratio_of_scores_and_says_so() -> None:
+    base, cand = make_run("baseline"), make_run(dtype="bf16")
+    for k in cand.kernel.layers:
+        k.rel_err = 3e-3
+    cand.schedule.threads = 4  # oversubscribed: scheduling scores too, so there is a runner-up
+    result = classify_evidence(cand, baseline=base, fingerprint=make_fingerprint(cores=2))
+    first, second = result.scores[0], result.scores[1]
+    assert result.winner == first.mechanism and second.score > 0
+    assert result.margin == pytest.approx(first.score / second.score)
+    assert result.margin_text() == f"{first.score / second.score:.2f} times the runner-up's score"
+    alone = classify_evidence(make_run(dtype="bf16"), baseline=make_run("baseline"))
+    assert alone.margin is None and alone.margin_text() == "no other mechanism scored"

@@ -131,3 +131,23 @@ def test_record_round_trip_is_unchanged(tmp_path: Path) -> None:
 
 def test_unknown_gpu_name_is_refused() -> None:
     assert_clean_error(invoke(["classify", SPARSE, "--gpu", "Tesla T4"]), 2, "--gpu 'Tesla T4': not in the peak-figure table", "NVIDIA H200 SXM")
+
+
+def test_layer_raised_to_fp32_is_precision_evidence_through_cli(tmp_path: Path) -> None:
+    from tests.classify.test_precision import raised_to_fp32
+
+    base, cand = raised_to_fp32("l1")
+    save_record(base, tmp_path / "base.json")
+    save_record(cand, tmp_path / "cand.json")
+    args = ["classify", str(tmp_path / "cand.json"), "--baseline", str(tmp_path / "base.json")]
+    result = invoke([*args, "--json"])
+    assert result.exit_code == 0, result.stderr
+    payload = json.loads(result.stdout)
+    line = next(e for e in payload["evidence"] if e["rule"] == "precision.dtype_change")
+    assert line["fired"] and line["value"] == 1.0 and "l1 fp16 -> fp32" in line["detail"]
+    precision = next(s for s in payload["scores"] if s["mechanism"] == "precision")
+    assert precision["status"] == "supported" and precision["score"] > 0
+    people = invoke(args)
+    assert people.exit_code == 0 and "l1 fp16 -> fp32" in people.stdout
+    # compute (the fp32 layer fell back) scores too: the margin says it is a ratio of scores
+    assert payload["margin"] is not None and f"{payload['margin']:.2f} times the runner-up's score" in people.stdout

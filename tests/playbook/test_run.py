@@ -114,7 +114,7 @@ def test_duplicate_owner_id(tmp_path: Path) -> None:
 
 # --------------------------------------------------------------------------- apply_fix (step 4 closing the loop)
 
-from sparsedebug.classify.score import Fix  # noqa: E402
+from sparsedebug.records.classification import Fix  # noqa: E402
 from sparsedebug.reduce.apply_fix import apply_fix  # noqa: E402
 from sparsedebug.sources.replay.workload import Workload, check_graph, parse_workload  # noqa: E402
 

@@ -6,8 +6,9 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from sparsedebug.classify.rules import RULES, Mechanism, Rule
-from sparsedebug.classify.score import Classification, Evidence, Fix
+from sparsedebug.classify.rule import Rule
+from sparsedebug.classify.rules import RULES
+from sparsedebug.records.classification import Classification, Evidence, Fix, Mechanism
 
 
 def _num(value: float | None) -> str:
@@ -103,12 +104,8 @@ def verdict_text(result: Classification) -> Text:
         if result.missing_evidence:
             text.append("; capture the missing evidence above to settle it")
         return text
-    if result.margin is None:
-        margin = "no other mechanism scored"
-    else:
-        margin = f"score {result.margin:.2f}x the runner-up's"
     text.append(f"dominant mechanism: {result.winner.value}", style="bold")
-    text.append(f" ({margin})\n")
+    text.append(f" ({result.margin_text()})\n")
     text.append(f"proved by: {result.proving_artifact}\n")
     if result.fix is not None:
         text.append(f"smallest reversible test: {fix_summary(result.fix)}")

@@ -1,0 +1,176 @@
+"""Compute: work that was not skipped (dense fallbacks, a sparse kernel no faster than dense, SM-bound GEMMs).
+
+Each rule sits on the metric it reads; the fix recipes below them pad, cast or exclude
+the layer the evidence names.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from sparsedebug.classify.context import CAPTURE_NCU, CAPTURE_TRACE, Context, Fact, Facts, Missing, Result, roofline_missing
+from sparsedebug.classify.evidence import ncu_detail, sparse_ncu
+from sparsedebug.classify.rule import Rule, RuleSet
+from sparsedebug.core.patterns import declared_sparse, fell_back
+from sparsedebug.core.stats import median
+from sparsedebug.records.classification import Fix, Mechanism
+from sparsedebug.records.run import FallbackReason, GraphLayer, KernelPath, LowerLayer, RunRecord
+
+COMPUTE = RuleSet(Mechanism.COMPUTE)
+
+
+# --------------------------------------------------------------------------- fixes
+
+
+def sparse_path_dtype(run: RunRecord) -> str | None:
+    """The dtype most layers that took the sparse path run in (what the backend accepts)."""
+    sparse = {lo.name for lo in run.lower.layers if lo.path == KernelPath.SPARSE}
+    dtypes = Counter(g.dtype for g in run.graph.layers if g.name in sparse)
+    return dtypes.most_common(1)[0][0] if dtypes else None
+
+
+def compute_fix(rule: Rule, facts: Facts) -> Fix:
+    """Exclude the compute-bound layer whose sparse kernel is slower than dense, else advice on the kernel."""
+    layer = facts.data("compute_bound_sparse_slowdown").get("layer")
+    if isinstance(layer, str) and not facts.ctx.imported:
+        return Fix(kind="layer", layer=layer, action="exclude", rule=rule.id, metric="latency_p50_ms", direction="down",
+                   text=f"exclude {layer} from sparsity: its sparse kernel is slower than dense")
+    return Fix(kind="advice", rule=rule.id, metric="busy_p50_ms", direction="down",
+               text="check the sparse kernel chosen for the shape, or raise tokens per call so 2:4 pays off")
+
+
+def fallback_fix(rule: Rule, facts: Facts) -> Fix:
+    """For the fallback layer the rule names: pad a misaligned shape, cast an unsupported dtype, else exclude it."""
+    ctx, info = facts.ctx, facts.data(rule.metric)
+    layer, reason = info.get("layer"), info.get("reason")
+    if not isinstance(layer, str):
+        return compute_fix(rule, facts)
+    if reason == FallbackReason.SHAPE_NOT_ALIGNED:
+        return Fix(kind="layer", layer=layer, action="pad", rule=rule.id, metric="latency_p50_ms", direction="down",
+                   text=f"pad {layer} to an aligned shape so it takes the sparse path, and re-time")
+    sparse_dtype = sparse_path_dtype(ctx.run)
+    if reason == FallbackReason.DTYPE_UNSUPPORTED and sparse_dtype is not None and not ctx.imported:
+        return Fix(kind="layer", layer=layer, action="cast", value=sparse_dtype, rule=rule.id,
+                   metric="latency_p50_ms", direction="down",
+                   text=f"cast {layer} to {sparse_dtype} (the dtype the other sparse layers run in) so the "
+                        "backend accepts it on the sparse path, and re-time")
+    return Fix(kind="layer", layer=layer, action="exclude", rule=rule.id, metric="fallback_flop_share", direction="down",
+               text=f"exclude {layer} from sparsity (it falls back: {reason}) and check latency does not move")
+
+
+# --------------------------------------------------------------------------- rules and their metrics
+
+
+def fallbacks(ctx: Context) -> list[tuple[GraphLayer, LowerLayer]]:
+    """Layers declared sparse that lowered to a dense fallback, with their graph entry."""
+    graph = ctx.graph()
+    return [(graph[lo.name], lo) for lo in ctx.run.lower.layers if lo.name in graph and fell_back(graph[lo.name].intended, lo)]
+
+
+@COMPUTE.rule(
+    "compute.fallback_flops", ">", 0.10, "share", 3.0,
+    source="lower.layers[].path/reason + graph.layers[].flops",
+    description="Share of the FLOPs declared sparse that lowered to a dense fallback (work not skipped).",
+    fix="pad the largest fallback layer to an aligned shape (or exclude it from sparsity)",
+    suggest=fallback_fix, one_run=True,
+)
+def fallback_flop_share(ctx: Context) -> Result:
+    """FLOPs of fallback layers over the FLOPs declared sparse (layer count when no FLOPs are declared)."""
+    intended = [layer for layer in ctx.run.graph.layers if declared_sparse(layer.intended)]
+    if not intended:
+        return Fact(None, "graph.layers[].intended", "no layer is declared sparse: nothing can fall back")
+    lost_layers = fallbacks(ctx)
+    names = ", ".join(f"{g.name} ({lo.reason})" for g, lo in lost_layers) or "none"
+    total_flops = sum(layer.flops for layer in intended)
+    if total_flops > 0:
+        lost = sum(g.flops for g, _ in lost_layers)
+        share = lost / total_flops
+        detail = f"{lost:.3g} of {total_flops:.3g} FLOPs declared sparse run dense; fallback layers: {names}"
+    else:
+        share = len(lost_layers) / len(intended)
+        detail = f"{len(lost_layers)} of {len(intended)} layers declared sparse run dense (no FLOPs declared); fallback layers: {names}"
+    biggest = max(lost_layers, key=lambda pair: (pair[0].flops, pair[0].name), default=None)
+    data: dict[str, object] = {}
+    if biggest is not None:
+        data = {"layer": biggest[0].name, "reason": biggest[1].reason}
+    return Fact(share, "lower.layers[].path + graph.layers[].flops", detail, context=data)
+
+
+@COMPUTE.rule(
+    "compute.fallback_time", ">", 0.20, "share", 2.0,
+    source="kernel.layers[].samples_ms of fallback layers",
+    description="Share of summed kernel time spent in layers declared sparse that run dense.",
+    fix="pad or exclude the fallback layer that costs the most time",
+    suggest=fallback_fix, one_run=True,
+)
+def fallback_time_share(ctx: Context) -> Result:
+    """Summed kernel p50 of fallback layers over the summed kernel p50 of all layers."""
+    times = ctx.kernel_p50()
+    if not times:
+        return Missing("no per-layer kernel samples in the run", CAPTURE_TRACE if ctx.imported else "replay the workload")
+    lost_layers = [(g, lo) for g, lo in fallbacks(ctx) if g.name in times]
+    total = sum(times.values())
+    lost = sum(times[g.name] for g, _ in lost_layers)
+    worst = max(lost_layers, key=lambda pair: times[pair[0].name], default=None)
+    detail = f"{lost:.3f} of {total:.3f} ms summed kernel p50 in fallback layers"
+    data: dict[str, object] = {}
+    if worst is not None:
+        detail += f"; largest {worst[0].name} {times[worst[0].name]:.3f} ms ({worst[1].reason})"
+        data = {"layer": worst[0].name, "reason": worst[1].reason}
+    return Fact(lost / total if total > 0 else 0.0, "kernel.layers[].samples_ms (fallback layers)", detail, context=data)
+
+
+@COMPUTE.rule(
+    "compute.sparse_not_faster", ">", 1.0, "ratio", 1.0,
+    source="kernel.layers[].samples_ms vs dense_samples_ms, layers at or above the roofline ridge",
+    description="Compute-bound sparse layers whose sparse kernel is not faster than the dense one (p50 ratio sparse/dense).",
+    fix="exclude the layer from sparsity, or use a larger block so the sparse kernel skips work efficiently",
+    suggest=compute_fix, one_run=True,
+)
+def compute_bound_sparse_slowdown(ctx: Context) -> Result:
+    """Summed sparse kernel p50 over summed dense reference p50, over the compute-bound sparse layers."""
+    if ctx.roofline is None:
+        return roofline_missing(ctx)
+    bound = {li.name: li for li in ctx.intensities}
+    lower = ctx.lower()
+    pairs: list[tuple[str, float, float]] = []
+    for layer in ctx.run.kernel.layers:
+        lo = lower.get(layer.name)
+        li = bound.get(layer.name)
+        if lo is None or lo.path != KernelPath.SPARSE or li is None or li.bound != "compute":
+            continue
+        if layer.samples_ms and layer.dense_samples_ms:
+            dense = median(layer.dense_samples_ms)
+            if dense > 0:
+                pairs.append((layer.name, median(layer.samples_ms), dense))
+    if not pairs:
+        return Fact(None, "kernel.layers[].dense_samples_ms", f"no compute-bound sparse layer with dense reference timings (ridge {ctx.roofline.ridge:.1f} FLOP/B)")
+    sparse_total = sum(p[1] for p in pairs)
+    dense_total = sum(p[2] for p in pairs)
+    worst = max(pairs, key=lambda p: p[1] / p[2])
+    return Fact(
+        sparse_total / dense_total,
+        "kernel.layers[].samples_ms vs dense_samples_ms",
+        f"{len(pairs)} compute-bound sparse layers: sparse {sparse_total:.3f} ms vs dense {dense_total:.3f} ms (p50 sums); "
+        f"worst {worst[0]} {worst[1]:.3f} vs {worst[2]:.3f} ms",
+        context={"layer": worst[0]},
+    )
+
+
+@COMPUTE.rule(
+    "compute.ncu_sm_bound", ">", 60.0, "%", 1.0,
+    source="Nsight Compute SpeedOfLight Compute (SM) Throughput of the sparse GEMM",
+    description="The sparse GEMM is SM-bound by NVIDIA's Speed-of-Light rule (its SM throughput %).",
+    fix="check the sparse kernel chosen for the shape (tile config); a larger token batch per call",
+    suggest=compute_fix, artifact="ncu",
+)
+def ncu_sparse_sm_pct(ctx: Context) -> Result:
+    """The sparse GEMM's Compute (SM) Throughput % in the attached Nsight Compute report."""
+    kernel = sparse_ncu(ctx)
+    if kernel is None:
+        return Fact(None, "ncu", "replay on the built-in CPU kernel: Nsight Compute does not apply")
+    if isinstance(kernel, Missing):
+        return kernel
+    if kernel.sm_pct is None:
+        return Missing(f"{ctx.ncu_source}: no Compute (SM) Throughput for {kernel.name}", CAPTURE_NCU)
+    return Fact(kernel.sm_pct, f"{ctx.ncu_source}: SpeedOfLight", ncu_detail(kernel))

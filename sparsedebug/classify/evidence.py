@@ -1,0 +1,108 @@
+"""Imported artifacts as classification evidence: Nsight Compute kernels and nvidia-smi clocks.
+
+``ncu_kernels`` and ``smi_evidence`` reduce the importers' reports to what the rules read
+(``NcuEvidence``, ``SmiEvidence``); ``sparse_ncu`` picks the sparse GEMM the ncu rules
+judge, and ``ncu_detail`` says in one line what the report measured for it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from sparsedebug.classify.context import CAPTURE_NCU, Context, Missing
+from sparsedebug.core.errors import UserError
+from sparsedebug.records.classification import NcuEvidence, SmiEvidence
+from sparsedebug.records.fingerprint import Fingerprint
+from sparsedebug.records.run import KernelClass
+
+if TYPE_CHECKING:
+    from sparsedebug.records.artifacts import NcuReport, SmiReport
+
+
+def ncu_kernels(report: NcuReport) -> list[NcuEvidence]:
+    """The kernels of an Nsight Compute report, as classification needs them."""
+    out: list[NcuEvidence] = []
+    for kernel in report.kernels:
+        out.append(
+            NcuEvidence(
+                name=kernel.name,
+                kernel_class=kernel.kernel_class,
+                sm_pct=kernel.sm_throughput_pct,
+                mem_pct=kernel.memory_throughput_pct,
+                spill_requests=kernel.local_spill_requests,
+                duration_us=kernel.duration_us,
+            )
+        )
+    return out
+
+
+def smi_evidence(report: SmiReport, fingerprint: Fingerprint | None = None) -> SmiEvidence:
+    """What classification needs of an imported nvidia-smi log (the most throttled GPU when several).
+
+    Busy samples are those without the ``gpu_idle`` reason (or, without a reasons
+    column, with utilisation above 0); a busy sample is throttled when a power or
+    thermal reason is active. The maximum SM clock is the log's own reference
+    unless it is only the maximum observed and the fingerprint knows the GPU's.
+    """
+    from sparsedebug.sources.importers.nvidia_smi import POWER_REASONS, THERMAL_REASONS
+
+    limiting = POWER_REASONS | THERMAL_REASONS
+    fp_max = next((g.max_sm_clock_mhz for g in fingerprint.gpus if g.max_sm_clock_mhz), None) if fingerprint else None
+    best: SmiEvidence | None = None
+    for summary in report.summaries:
+        group = [s for s in report.samples if s.gpu == summary.gpu]
+        if report.reasons_column is not None:
+            busy = [s for s in group if s.reasons_mask is not None and not s.reasons_mask & 0x1]
+        else:
+            busy = [s for s in group if (s.util_gpu_pct or 0.0) > 0.0]
+        throttled = [s for s in busy if limiting.intersection(s.reasons)]
+        counts: dict[str, int] = {}
+        for sample in throttled:
+            for reason in limiting.intersection(sample.reasons):
+                counts[reason] = counts.get(reason, 0) + 1
+        max_clock, max_source = summary.max_sm_clock_mhz, summary.max_clock_source
+        if max_source == "max observed" and fp_max is not None:
+            max_clock, max_source = fp_max, "fingerprint clocks.max.sm"
+        clocks = [s.sm_clock_mhz for s in busy if s.sm_clock_mhz is not None]
+        candidate = SmiEvidence(
+            source=report.file if len(report.summaries) == 1 else f"{report.file} (gpu {summary.gpu})",
+            samples=len(group),
+            busy_samples=len(busy),
+            throttled_busy_samples=len(throttled),
+            throttle_reasons=counts,
+            min_busy_sm_clock_mhz=min(clocks) if clocks else None,
+            max_sm_clock_mhz=max_clock,
+            max_clock_source=max_source,
+            has_reasons=report.reasons_column is not None,
+        )
+        if best is None or candidate.throttled_busy_samples > best.throttled_busy_samples:
+            best = candidate
+    if best is None:
+        raise UserError(f"{report.file}: no GPU samples in the nvidia-smi log")
+    return best
+
+
+def sparse_ncu(ctx: Context) -> NcuEvidence | Missing | None:
+    """The longest sparse GEMM of the attached ncu report; Missing when absent; None for replays without one."""
+    if ctx.ncu is None:
+        if ctx.imported:
+            return Missing("no Nsight Compute report", CAPTURE_NCU)
+        return None
+    sparse = [k for k in ctx.ncu if k.kernel_class == KernelClass.SPARSE_GEMM]
+    if not sparse:
+        return Missing(f"{ctx.ncu_source}: no sparse GEMM kernel in the report", CAPTURE_NCU)
+    return max(sparse, key=lambda k: k.duration_us or 0.0)
+
+
+def ncu_detail(kernel: NcuEvidence) -> str:
+    """What the report measured for ``kernel``, in one line."""
+    parts = [kernel.name[:60]]
+    if kernel.duration_us is not None:
+        parts.append(f"{kernel.duration_us:.1f} us")
+    if kernel.sm_pct is not None:
+        parts.append(f"SM {kernel.sm_pct:.1f}%")
+    if kernel.mem_pct is not None:
+        parts.append(f"memory {kernel.mem_pct:.1f}%")
+    if kernel.spill_requests is not None:
+        parts.append(f"spill requests {kernel.spill_requests:.0f}")
+    return ", ".join(parts)

@@ -1,0 +1,118 @@
+"""Thermal: clocks fell during the run (power cap, thermal slowdown), or time drifted upward across iterations.
+
+Each rule sits on the metric it reads; the fix recipe locks GPU clocks (imported runs
+or an nvidia-smi log) or pins the CPU governor (replays).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sparsedebug.classify.context import CAPTURE_CPU_FREQ, CAPTURE_SMI, Context, Fact, Facts, Missing, Result
+from sparsedebug.classify.rule import Rule, RuleSet
+from sparsedebug.core.stats import median
+from sparsedebug.records.classification import Fix, Mechanism
+
+THERMAL = RuleSet(Mechanism.THERMAL)
+
+DRIFT_MIN_SAMPLES = 9
+"""Fewest in-order latency samples on which a drift across iterations is tested."""
+
+_SMI_NOT_FOR_REPLAY = "the replay ran on the CPU: an nvidia-smi log does not describe it"
+
+
+# --------------------------------------------------------------------------- fixes
+
+
+def thermal_fix(rule: Rule, facts: Facts) -> Fix:
+    """Lock GPU clocks (or check the power cap) for GPU runs; pin the CPU governor for replays."""
+    if facts.ctx.imported or facts.ctx.smi is not None:
+        return Fix(kind="advice", rule=rule.id, metric="smi_min_clock_ratio", direction="up",
+                   text="lock clocks (`nvidia-smi -lgc`) or check the power cap (`nvidia-smi -q -d POWER`), then re-time")
+    return Fix(kind="advice", rule=rule.id, metric="latency_drift_ratio", direction="down",
+               text="pin the CPU frequency governor to performance, cool down between runs, then re-time")
+
+
+# --------------------------------------------------------------------------- rules and their metrics
+
+
+def thermal_missing(ctx: Context) -> Missing:
+    """What would show the clocks: an nvidia-smi log for GPU runs, CPU frequency samples for replays."""
+    if ctx.imported:
+        return Missing("no nvidia-smi log", CAPTURE_SMI)
+    return Missing("no clock record for the replay (CPU frequency was not sampled)", CAPTURE_CPU_FREQ)
+
+
+@THERMAL.rule(
+    "thermal.throttle_time", ">", 0.05, "share", 2.0,
+    source="nvidia-smi clocks_event_reasons.active (power cap, HW slowdown, thermal), non-idle samples",
+    description="Share of busy nvidia-smi samples with a power or thermal clock-event reason active.",
+    fix="lock clocks (nvidia-smi -lgc) or check the power cap before trusting a timing",
+    suggest=thermal_fix, artifact="smi",
+)
+def smi_throttle_share(ctx: Context) -> Result:
+    """Busy nvidia-smi samples under a power or thermal clock-event reason over all busy samples."""
+    smi = ctx.smi
+    if smi is None:
+        return thermal_missing(ctx)
+    if not ctx.imported:
+        return Fact(None, smi.source, _SMI_NOT_FOR_REPLAY)
+    if not smi.has_reasons:
+        return Missing(f"{smi.source}: no clocks_event_reasons.active column", CAPTURE_SMI)
+    if smi.busy_samples == 0:
+        return Fact(None, smi.source, f"{smi.samples} samples, all with the GPU idle")
+    reasons = ", ".join(f"{name} {count}" for name, count in sorted(smi.throttle_reasons.items())) or "none"
+    return Fact(
+        smi.throttled_busy_samples / smi.busy_samples,
+        f"{smi.source}: clocks_event_reasons.active",
+        f"{smi.throttled_busy_samples} of {smi.busy_samples} non-idle samples under a power/thermal reason ({reasons})",
+    )
+
+
+@THERMAL.rule(
+    "thermal.clock_drop", "<", 0.90, "ratio", 2.0,
+    source="nvidia-smi clocks.sm, non-idle samples, vs max SM clock",
+    description="Lowest busy SM clock as a fraction of the maximum SM clock.",
+    fix="lock clocks (nvidia-smi -lgc) or check the power cap before trusting a timing",
+    suggest=thermal_fix, artifact="smi",
+)
+def smi_min_clock_ratio(ctx: Context) -> Result:
+    """Lowest busy SM clock over the maximum SM clock."""
+    smi = ctx.smi
+    if smi is None:
+        return thermal_missing(ctx)
+    if not ctx.imported:
+        return Fact(None, smi.source, _SMI_NOT_FOR_REPLAY)
+    if smi.min_busy_sm_clock_mhz is None or not smi.max_sm_clock_mhz:
+        return Missing(f"{smi.source}: no SM clock column or no non-idle sample", CAPTURE_SMI)
+    return Fact(
+        smi.min_busy_sm_clock_mhz / smi.max_sm_clock_mhz,
+        f"{smi.source}: clocks.sm",
+        f"lowest non-idle SM clock {smi.min_busy_sm_clock_mhz:.0f} MHz vs max {smi.max_sm_clock_mhz:.0f} MHz ({smi.max_clock_source})",
+    )
+
+
+@THERMAL.rule(
+    "thermal.latency_drift", ">", 1.05, "ratio", 2.0,
+    source="outcome.latency_samples_ms: last third p50 / first third p50 (Spearman trend p < 0.05)",
+    description="Latency drifts upward across iterations (a significant monotone trend).",
+    fix="fix clocks / CPU governor, then re-time with cool-down between runs",
+    suggest=thermal_fix, one_run=True,
+)
+def latency_drift_ratio(ctx: Context) -> Result:
+    """Last-third over first-third latency p50; gated unless a Spearman test finds an upward trend."""
+    samples = ctx.run.outcome.latency_samples_ms
+    if len(samples) < DRIFT_MIN_SAMPLES:
+        return Missing(
+            f"only {len(samples)} latency samples: a drift across iterations cannot be tested",
+            f"re-run with at least {DRIFT_MIN_SAMPLES} (better 50+) repeats in order",
+        )
+    third = len(samples) // 3
+    first, last = median(samples[:third]), median(samples[-third:])
+    from scipy import stats as scipy_stats  # deferred: scipy.stats is slow to import at CLI start
+
+    result = scipy_stats.spearmanr(np.arange(len(samples)), np.asarray(samples, dtype=np.float64))
+    rho, p = float(result.statistic), float(result.pvalue)
+    detail = f"first third p50 {first:.3f} ms, last third p50 {last:.3f} ms; Spearman rho {rho:+.2f} (p={p:.2g}, n={len(samples)})"
+    gate = None if (rho > 0 and p < 0.05) else "no significant upward trend (Spearman p >= 0.05 or rho <= 0)"
+    return Fact(last / first if first > 0 else 0.0, "outcome.latency_samples_ms in iteration order", detail, gate=gate)

@@ -1,0 +1,182 @@
+"""The records of step 3, classification: evidence per rule, scores per mechanism, the winner and its fix.
+
+``Classification`` is what ``sparsedebug classify --json`` prints and the bundle stores as
+``classification.json``; the other records are its parts (``Evidence`` per rule,
+``MissingEvidence`` per artifact that would settle a rule, ``MechanismScore`` per mechanism,
+the suggested ``Fix``, the ``Roofline`` and each layer's ``LayerIntensity`` on it).
+``NcuEvidence`` and ``SmiEvidence`` are the inputs classification reads from an Nsight
+Compute report and an nvidia-smi log (``sparsedebug.classify.evidence`` builds them).
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Literal
+
+from pydantic import ConfigDict, Field
+
+from sparsedebug.records.base import SCHEMA_VERSION, Record
+from sparsedebug.records.run import KernelClass
+
+
+class Mechanism(StrEnum):
+    """The five first-principles bottleneck classes of the playbook, in its order."""
+
+    COMPUTE = "compute"
+    MEMORY = "memory"
+    SCHEDULING = "scheduling"
+    PRECISION = "precision"
+    THERMAL = "thermal"
+
+
+class Evidence(Record):
+    """One rule evaluated on one metric: the number, the threshold, and where the number came from."""
+
+    rule: str
+    mechanism: Mechanism
+    metric: str
+    value: float | None = Field(description="None when the rule does not apply to this run (see detail).")
+    op: Literal[">", "<"]
+    threshold: float
+    unit: str
+    fired: bool
+    contribution: float
+    source: str = Field(description="Stage and metric, or the imported artifact file, the value came from.")
+    detail: str = Field(description="The numbers behind the value, for people.")
+
+
+class MissingEvidence(Record):
+    """A metric that could not be computed, and the artifact that would settle it."""
+
+    mechanism: Mechanism
+    rules: list[str]
+    reason: str
+    capture: str = Field(description="What to capture or pass to settle it.")
+
+
+class MechanismScore(Record):
+    """One mechanism's total score and place in the ranking."""
+
+    mechanism: Mechanism
+    rank: int
+    score: float
+    status: Literal["supported", "not_supported", "unknown"] = Field(
+        description="supported: a rule fired; not_supported: evaluated, none fired; unknown: no rule could be evaluated."
+    )
+    rules_fired: int
+    rules_evaluated: int
+    rules_missing: int
+
+
+class Fix(Record):
+    """The smallest reversible change that would test the winning mechanism."""
+
+    kind: Literal["knob", "layer", "block", "advice"]
+    knob: str | None = Field(None, description="Workload knob to change (kind=knob): conversion, precision, threads.")
+    value: str | int | None = Field(None, description="New knob value, or block size for kind=block.")
+    layer: str | None = Field(None, description="Layer to change (kind=layer, or kind=block for one layer; None = all).")
+    action: Literal["exclude", "pad", "cast"] | None = Field(
+        None, description="For kind=layer: exclude from sparsity, pad to an aligned shape, or cast to dtype ``value``."
+    )
+    text: str
+    metric: str = Field(
+        description="The metric the change should move: a name ``measure_metric`` computes on a run "
+        "(latency_p50_ms, busy_p50_ms, span_busy_ratio, max_rel_err, or a rule metric such as fallback_flop_share)."
+    )
+    direction: Literal["down", "up"]
+    rule: str = Field(description="The rule whose evidence suggested this change.")
+
+
+class Classification(Record):
+    """Scores of all five mechanisms, ranked, with evidence, the winner, its proof and its test."""
+
+    schema_version: int = SCHEMA_VERSION
+    kind: Literal["classification"] = "classification"
+    run: str
+    baseline: str | None = None
+    inputs: list[str] = Field(default_factory=list, description="Artifacts this classification read.")
+    scores: list[MechanismScore]
+    evidence: list[Evidence]
+    missing_evidence: list[MissingEvidence]
+    winner: Mechanism | None
+    margin: float | None = Field(
+        None, description="Winner's score divided by the runner-up's (a ratio, not a difference); None when no other mechanism scored."
+    )
+    proving_artifact: str | None
+    fix: Fix | None
+    roofline: Roofline | None = None
+    layers: list[LayerIntensity] = Field(default_factory=list)
+
+    def evidence_for(self, mechanism: Mechanism) -> list[Evidence]:
+        """Evidence lines for ``mechanism``, fired first, strongest first."""
+        lines = [e for e in self.evidence if e.mechanism == mechanism]
+        return sorted(lines, key=lambda e: (not e.fired, -e.contribution))
+
+    def margin_text(self) -> str:
+        """The margin in words, saying it is a ratio: ``"5.00 times the runner-up's score"``."""
+        if self.margin is None:
+            return "no other mechanism scored"
+        return f"{self.margin:.2f} times the runner-up's score"
+
+    def missing_for(self, mechanism: Mechanism) -> list[MissingEvidence]:
+        """Missing-evidence entries for ``mechanism``."""
+        return [m for m in self.missing_evidence if m.mechanism == mechanism]
+
+
+class NcuEvidence(Record):
+    """What classification needs of one kernel in an Nsight Compute report."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    kernel_class: KernelClass
+    sm_pct: float | None
+    mem_pct: float | None
+    spill_requests: float | None
+    duration_us: float | None
+
+
+class SmiEvidence(Record):
+    """What classification needs of an nvidia-smi log."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    source: str
+    samples: int
+    busy_samples: int
+    throttled_busy_samples: int
+    throttle_reasons: dict[str, int]
+    min_busy_sm_clock_mhz: float | None
+    max_sm_clock_mhz: float | None
+    max_clock_source: str
+    has_reasons: bool = True
+
+
+class Roofline(Record):
+    """A machine's compute and bandwidth ceilings, and where they came from."""
+
+    device: str
+    source: Literal["calibration", "peak_table"]
+    detail: str
+    peak_gflops: float
+    bandwidth_gbps: float
+    dtype: str
+
+    @property
+    def ridge(self) -> float:
+        """FLOPs per byte at which the machine turns from memory- to compute-bound."""
+        return self.peak_gflops / self.bandwidth_gbps
+
+
+class LayerIntensity(Record):
+    """One layer placed on the roofline."""
+
+    name: str
+    path: Literal["dense", "sparse"]
+    flops: float = Field(description="FLOPs the chosen path executes (N/M of the dense FLOPs on the sparse path).")
+    bytes: float = Field(description="Bytes the chosen path moves (compressed weights on the sparse path, when recorded).")
+    intensity: float
+    bound: Literal["memory", "compute"]
+    attainable_ms: float
+    measured_ms: float | None = None
+    roofline_fraction: float | None = None
