@@ -17,15 +17,11 @@ from sparsedebug.classify.context import (
     converts_per_call,
 )
 from sparsedebug.classify.rule import Rule, RuleSet
-from sparsedebug.core.stats import median, percentiles
+from sparsedebug.core.stats import TAIL_MIN_SAMPLES, median, percentiles
 from sparsedebug.records.classification import Fix, Mechanism
 from sparsedebug.records.run import RunRecord
 
 SCHEDULING = RuleSet(Mechanism.SCHEDULING)
-
-TAIL_MIN_SAMPLES = 20
-"""Fewest latency samples for which a p99 means anything."""
-
 
 # --------------------------------------------------------------------------- fixes
 
@@ -230,7 +226,7 @@ def latency_tail_ratio(ctx: Context) -> Result:
     samples = ctx.run.outcome.latency_samples_ms
     if len(samples) < TAIL_MIN_SAMPLES:
         return Missing(
-            f"only {len(samples)} latency samples: p99 is not meaningful",
+            f"only {len(samples)} latency samples: p99 is inconclusive (the sample maximum, not a tail estimate)",
             f"re-run with at least {TAIL_MIN_SAMPLES} (better 50+) repeats",
         )
     pct = percentiles(samples)

@@ -170,9 +170,7 @@ def _mechanism(b: LoadedBundle, book: Playbook) -> list[str]:
         w = cls.winner.value
         ws = scores[w]
         summary = next(m.summary for m in book.mechanisms if m.id == w)
-        margin = "" if cls.margin is None else (
-            ", runner-up scored 0" if cls.margin == float("inf") else f", {cls.margin:.2f} ahead of the runner-up"
-        )
+        margin = f", {cls.margin_text()}"
         out.append(f"- **Primary mechanism**: **{w}** (score {ws.score:.2f}{margin}). {summary}")
         for e in cls.evidence_for(cls.winner):
             if not e.fired:
@@ -193,7 +191,7 @@ def _mechanism(b: LoadedBundle, book: Playbook) -> list[str]:
         elif fired:
             why = "fired " + ", ".join(f"`{e.rule}`" for e in fired[:3])
             if winner_score is not None:
-                why += f", but scores {s.score:.2f} below the winner's {winner_score:.2f}"
+                why += f", but scores {s.score:.2f} against the winner's {winner_score:.2f}"
         else:
             why = f"none of its {s.rules_evaluated} evaluated rule(s) fired"
         out.append(f"  - {name} (rank {s.rank}, score {s.score:.2f}, {s.status}): {why}.")
