@@ -41,13 +41,14 @@ def path_text(lower: LowerLayer) -> str:
     return lower.path.value + (f"/{lower.kernel_class.value}" if lower.kernel_class is not None else "")
 
 
+def precision_from(label: str | None, dtype: str | None) -> str | None:
+    """The format a precision label names (``"fp16 in / fp32 acc"`` -> fp16), else the dtype's (canonical names)."""
+    return dtype_in_text(label) or canonical_dtype(dtype) or dtype_in_text(dtype)
+
+
 def layer_precision(kernel: KernelLayer | None, dtype: str | None) -> str | None:
     """The format a layer computes in: its kernel's precision label, else its graph dtype (canonical names)."""
-    if kernel is not None:
-        found = dtype_in_text(kernel.precision)
-        if found is not None:
-            return found
-    return canonical_dtype(dtype) or dtype_in_text(dtype)
+    return precision_from(kernel.precision if kernel is not None else None, dtype)
 
 
 def precision_changed(before: str | None, after: str | None) -> bool:

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Literal
 
 from sparsedebug.core.io import load_data, validate
+from sparsedebug.core.patterns import precision_changed, precision_from
 from sparsedebug.core.stats import DEFAULT_ALPHA, TAIL_MIN_SAMPLES, compare_samples, enough_samples, median
 from sparsedebug.records.gate import CheckStatus, GateCheck, GatePolicy, GateResult
 from sparsedebug.records.run import RunRecord
@@ -211,18 +212,6 @@ def check_fallback(base: RunRecord, cand: RunRecord, policy: GatePolicy) -> Gate
     )
 
 
-def _precision_key(precision: str | None, dtype: str) -> str:
-    text = (precision or dtype).lower()
-    for key in ("bf16", "fp16", "fp32"):
-        if key in text:
-            return key
-    aliases = {"float16": "fp16", "half": "fp16", "bfloat16": "bf16", "float32": "fp32", "float": "fp32"}
-    for alias, key in aliases.items():
-        if alias in text:
-            return key
-    return text
-
-
 def check_precision(base: RunRecord, cand: RunRecord, policy: GatePolicy) -> GateCheck:
     """Per-layer kernel error within its precision's tolerance; no unplanned precision change."""
     assert policy.precision_drift is not None
@@ -232,11 +221,12 @@ def check_precision(base: RunRecord, cand: RunRecord, policy: GatePolicy) -> Gat
     name = "precision drift (kernel error vs fp64; precision changes)"
     rows = layer_rows(cand)
     measured_rows = [r for r in rows if r.rel_err is not None]
-    base_prec = {r.name: r.precision for r in layer_rows(base) if r.precision is not None}
+    base_prec = {r.name: precision_from(r.precision, r.dtype) for r in layer_rows(base) if r.precision is not None}
     changes = [
-        f"{r.name} {base_prec[r.name]} -> {r.precision}"
+        f"{r.name} {base_prec[r.name]} -> {precision_from(r.precision, r.dtype)}"
         for r in rows
-        if r.precision is not None and r.name in base_prec and base_prec[r.name] != r.precision
+        if r.precision is not None and r.name in base_prec
+        and precision_changed(base_prec[r.name], precision_from(r.precision, r.dtype))
     ]
     if not measured_rows and not changes:
         return _missing(
@@ -246,7 +236,7 @@ def check_precision(base: RunRecord, cand: RunRecord, policy: GatePolicy) -> Gat
     worst_name, worst_err, worst_ratio = "-", 0.0, 0.0
     unknown_modes: set[str] = set()
     for r in measured_rows:
-        key = _precision_key(r.precision, r.dtype)
+        key = precision_from(r.precision, r.dtype) or (r.precision or r.dtype).lower()
         limit = pol.max_rel_err.get(key)
         err = r.rel_err or 0.0
         if limit is None:
