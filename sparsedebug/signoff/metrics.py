@@ -23,17 +23,38 @@ def nominal_factor(pattern: str) -> float | None:
     return 1.0 / parsed.density
 
 
+EQUAL_LATENCY_TOLERANCE = 0.05
+"""Two p50 latencies within this relative difference are "equal" for the equal-latency comparison."""
+
+
 def equal_latency_sentence(eq: EqualLatencyQuality) -> str:
-    """One sentence for "at this latency, is sparsity better than a smaller dense model?"."""
+    """One sentence for "at this latency, is sparsity better than a smaller dense model?".
+
+    It says "at equal latency" only when a narrowed dense model was timed within
+    ``EQUAL_LATENCY_TOLERANCE`` of the candidate; when nothing had to be narrowed it says
+    that dense is already as fast, and reports the quality the sparsity costs instead.
+    """
     removed = f"{eq.narrowed_ffn_fraction:.0%} of its FFN neurons removed"
     versus = f" vs candidate {eq.candidate_latency_ms:.3f} ms" if eq.candidate_latency_ms is not None else ""
     qualities = f"cosine {eq.narrowed.cosine:.4f} vs the candidate's {eq.candidate.cosine:.4f}"
+    if eq.narrowed_ffn_fraction == 0.0 and eq.latency_matched is not False:
+        return (
+            f"the dense model is already as fast as the candidate (p50 {eq.narrowed_latency_ms:.3f} ms{versus}): "
+            f"nothing to narrow, sparsity buys no speed here and costs quality (candidate cosine {eq.candidate.cosine:.4f} "
+            f"vs the dense model's {eq.narrowed.cosine:.4f})"
+        )
     if eq.latency_matched is False:
         return (
             f"no narrowed dense model reached the candidate's latency (with {removed}: p50 "
             f"{eq.narrowed_latency_ms:.3f} ms{versus}; {qualities}): sparsity wins on speed"
         )
     verdict = "sparsity wins" if eq.sparsity_wins else "the narrowed dense model wins"
+    cand = eq.candidate_latency_ms
+    if cand is not None and cand > 0 and abs(eq.narrowed_latency_ms - cand) / cand > EQUAL_LATENCY_TOLERANCE:
+        return (
+            f"the closest narrowing, a dense model with {removed}, runs at p50 {eq.narrowed_latency_ms:.3f} ms{versus} "
+            f"(not within {EQUAL_LATENCY_TOLERANCE:.0%}: not an equal-latency comparison) and has {qualities}: {verdict} at that point"
+        )
     return (
         f"at equal latency a dense model with {removed} (p50 {eq.narrowed_latency_ms:.3f} ms{versus}) has "
         f"{qualities}: {verdict}"

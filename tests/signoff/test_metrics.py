@@ -34,3 +34,18 @@ def test_unreached_latency_says_so_instead_of_comparing_quality_at_unequal_speed
 
 def test_sparsity_wins_when_better_at_equal_latency() -> None:
     assert equal_latency_sentence(_eq(matched=True, wins=True, narrowed_cos=0.5)).endswith(": sparsity wins")
+
+
+def test_nothing_narrowed_says_dense_is_already_faster_not_equal_latency() -> None:
+    eq = _eq(matched=True, wins=False).model_copy(update={"narrowed_ffn_fraction": 0.0, "narrowed_latency_ms": 20.0})
+    text = equal_latency_sentence(eq)
+    assert "at equal latency" not in text and "wins" not in text
+    assert text.startswith("the dense model is already as fast as the candidate (p50 20.000 ms vs candidate 28.100 ms)")
+    assert "costs quality" in text
+
+
+def test_latencies_that_differ_are_not_called_equal() -> None:
+    eq = _eq(matched=True, wins=False).model_copy(update={"narrowed_latency_ms": 20.0})
+    text = equal_latency_sentence(eq)
+    assert "at equal latency" not in text
+    assert "not an equal-latency comparison" in text
