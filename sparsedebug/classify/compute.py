@@ -12,6 +12,7 @@ from sparsedebug.classify.context import CAPTURE_NCU, CAPTURE_TRACE, Context, Fa
 from sparsedebug.classify.evidence import ncu_detail, sparse_ncu
 from sparsedebug.classify.rule import Rule, RuleSet
 from sparsedebug.core.patterns import declared_sparse, fell_back
+from sparsedebug.core.patterns import fallback_flop_share as shared_fallback_flop_share
 from sparsedebug.core.stats import median
 from sparsedebug.records.classification import Fix, Mechanism
 from sparsedebug.records.run import FallbackReason, GraphLayer, KernelPath, LowerLayer, RunRecord
@@ -82,12 +83,11 @@ def fallback_flop_share(ctx: Context) -> Result:
     lost_layers = fallbacks(ctx)
     names = ", ".join(f"{g.name} ({lo.reason})" for g, lo in lost_layers) or "none"
     total_flops = sum(layer.flops for layer in intended)
+    share = shared_fallback_flop_share(ctx.run)
     if total_flops > 0:
         lost = sum(g.flops for g, _ in lost_layers)
-        share = lost / total_flops
         detail = f"{lost:.3g} of {total_flops:.3g} FLOPs declared sparse run dense; fallback layers: {names}"
     else:
-        share = len(lost_layers) / len(intended)
         detail = f"{len(lost_layers)} of {len(intended)} layers declared sparse run dense (no FLOPs declared); fallback layers: {names}"
     biggest = max(lost_layers, key=lambda pair: (pair[0].flops, pair[0].name), default=None)
     data: dict[str, object] = {}

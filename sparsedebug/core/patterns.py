@@ -17,9 +17,14 @@ def declared_sparse(intended: str | None) -> bool:
     return intended is not None and intended.strip().lower() not in ("", "dense")
 
 
+def is_fallback(intended: str | None, path: str | None, reason: str | None) -> bool:
+    """:func:`fell_back` on plain values (path and reason as their record strings)."""
+    return declared_sparse(intended) and path == KernelPath.DENSE.value and reason != FallbackReason.INTENDED_DENSE.value
+
+
 def fell_back(intended: str | None, lower: LowerLayer) -> bool:
     """Declared sparse but runs dense for a reason other than being meant dense: a dense fallback."""
-    return declared_sparse(intended) and lower.path is KernelPath.DENSE and lower.reason is not FallbackReason.INTENDED_DENSE
+    return is_fallback(intended, lower.path.value, lower.reason.value if lower.reason is not None else None)
 
 
 def kernel_classes(lower: LowerLayer) -> list[str]:
@@ -61,3 +66,18 @@ def kernel_named(run: RunRecord) -> bool:
     """A record whose 'layers' are kernel names (a trace without layer annotations or CPU ops)."""
     layers = run.lower.layers
     return bool(layers) and all(layer.kernels == [layer.name] for layer in layers)
+
+
+def fallback_flop_share(run: RunRecord) -> float | None:
+    """FLOPs of the layers that fell back over the FLOPs declared sparse (the one meaning of the name,
+    in classify and in the report); the share of declared-sparse layers when no FLOPs are recorded;
+    None when nothing is declared sparse."""
+    lower = {layer.name: layer for layer in run.lower.layers}
+    intended = [g for g in run.graph.layers if declared_sparse(g.intended)]
+    if not intended:
+        return None
+    fell = [g for g in intended if g.name in lower and fell_back(g.intended, lower[g.name])]
+    total = sum(g.flops for g in intended)
+    if total > 0:
+        return sum(g.flops for g in fell) / total
+    return len(fell) / len(intended)

@@ -70,10 +70,10 @@ def apply_fix(workload: Workload, fix: Fix) -> tuple[Workload | None, str]:
         changed = []
         layers = []
         for layer in workload.layers:
-            parts = layer.sparsity.split(":")
-            if len(parts) == 3 and (fix.layer is None or fix.layer == layer.name):
-                changed.append(f"{layer.name} {layer.sparsity} -> {target_v}:{parts[1]}:{parts[2]}")
-                layer = layer.model_copy(update={"sparsity": f"{target_v}:{parts[1]}:{parts[2]}"})
+            pattern = layer.pattern
+            if pattern is not None and pattern.block is not None and (fix.layer is None or fix.layer == layer.name):
+                changed.append(f"{layer.name} {layer.sparsity} -> {target_v}:{pattern.n}:{pattern.m}")
+                layer = layer.model_copy(update={"sparsity": f"{target_v}:{pattern.n}:{pattern.m}"})
             layers.append(layer)
         if not changed:
             return None, "no V:N:M layer to change the block size of"

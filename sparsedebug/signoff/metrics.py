@@ -8,6 +8,7 @@ figure that the record cannot support is ``None``, never a guess.
 from __future__ import annotations
 
 from sparsedebug.core.errors import UserError
+from sparsedebug.core.patterns import declared_sparse, fallback_flop_share, is_fallback
 from sparsedebug.core.stats import Percentiles, median, percentiles
 from sparsedebug.kernels.masks import parse_pattern
 from sparsedebug.records.base import Record
@@ -92,12 +93,12 @@ class LayerRow(Record):
     @property
     def meant_sparse(self) -> bool:
         """The layer was declared (or inferred) as sparse."""
-        return self.intended.strip().lower() != "dense"
+        return declared_sparse(self.intended)
 
     @property
     def fell_back(self) -> bool:
         """Meant to be sparse but runs dense: a fallback."""
-        return self.meant_sparse and self.path == KernelPath.DENSE.value
+        return is_fallback(self.intended, self.path, self.reason)
 
 
 def layer_rows(run: RunRecord) -> list[LayerRow]:
@@ -145,6 +146,9 @@ class FallbackSummary(Record):
     dense_time_share: float | None
     fallback_time_share: float | None
     fallback_flop_share: float | None
+    """FLOPs in fallbacks over FLOPs declared sparse (``core.patterns.fallback_flop_share``)."""
+    fallback_share_of_all_flops: float | None
+    """FLOPs in fallbacks over all FLOPs of the run."""
     sparse_kernel_speedup: float | None
     sparse_kernel_speedup_source: str | None
     amdahl_ceiling: float | None
@@ -172,7 +176,7 @@ def fallback_summary(run: RunRecord) -> FallbackSummary:
     total_flops = sum(r.flops for r in rows)
     dense_rows = [r for r in rows if r.path == KernelPath.DENSE.value]
     dense_flop_share = sum(r.flops for r in dense_rows) / total_flops if total_flops > 0 else None
-    fb_flop_share = sum(r.flops for r in fell) / total_flops if total_flops > 0 and rows else None
+    fb_all_share = sum(r.flops for r in fell) / total_flops if total_flops > 0 and rows else None
     timed = [r for r in rows if r.time_ms is not None]
     total_time = sum(r.time_ms for r in timed if r.time_ms is not None)
     dense_time_share: float | None = None
@@ -222,7 +226,8 @@ def fallback_summary(run: RunRecord) -> FallbackSummary:
         dense_flop_share=dense_flop_share,
         dense_time_share=dense_time_share,
         fallback_time_share=fb_time_share,
-        fallback_flop_share=fb_flop_share,
+        fallback_flop_share=fallback_flop_share(run),
+        fallback_share_of_all_flops=fb_all_share,
         sparse_kernel_speedup=speedup,
         sparse_kernel_speedup_source=source,
         amdahl_ceiling=ceiling,

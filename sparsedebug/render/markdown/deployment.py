@@ -85,7 +85,7 @@ def fallback_impact(run: RunRecord) -> list[str]:
     lines = [
         f"- layers meant to be sparse: {fb.meant_sparse}; running dense (fallback): {fb.fell_back}"
         + (f" ({', '.join(f'{k} x{v}' for k, v in sorted(fb.reasons.items()))})" if fb.reasons else ""),
-        f"- share of FLOPs still dense (all dense-path layers): {_pct(fb.dense_flop_share)}; in fallbacks: {_pct(fb.fallback_flop_share)}",
+        f"- share of all FLOPs still dense (every dense-path layer): {_pct(fb.dense_flop_share)}; in fallbacks: {_pct(fb.fallback_share_of_all_flops)} of all FLOPs, {_pct(fb.fallback_flop_share)} of the FLOPs declared sparse",
         f"- share of kernel time still dense: {_pct(fb.dense_time_share)}; in fallbacks: {_pct(fb.fallback_time_share)}",
     ]
     if fb.sparse_kernel_speedup is not None:

@@ -31,34 +31,11 @@ from dataclasses import dataclass
 
 from pydantic import ConfigDict
 
+from sparsedebug.core.dtypes import torch_dtype_name
 from sparsedebug.core.errors import UserError
 from sparsedebug.kernels.masks import MAX_M, Pattern
 from sparsedebug.records.base import Record
 from sparsedebug.records.run import FallbackReason, KernelClass, KernelPath
-
-# --------------------------------------------------------------------------- dtypes
-
-_CANONICAL_DTYPE = {
-    "fp32": "float32",
-    "float32": "float32",
-    "fp16": "float16",
-    "float16": "float16",
-    "bf16": "bfloat16",
-    "bfloat16": "bfloat16",
-    "int8": "int8",
-    "fp8": "float8_e4m3fn",
-    "fp8_e4m3": "float8_e4m3fn",
-    "float8_e4m3fn": "float8_e4m3fn",
-}
-
-
-def torch_dtype_name(dtype: str) -> str:
-    """Canonical PyTorch dtype name (``float16``...) for a short or torch-style name."""
-    key = dtype.strip().lower().removeprefix("torch.")
-    if key not in _CANONICAL_DTYPE:
-        raise UserError(f"dtype {dtype!r}: unknown (known: fp32, fp16, bf16, int8, fp8_e4m3)")
-    return _CANONICAL_DTYPE[key]
-
 
 # --------------------------------------------------------------------------- queries and decisions
 

@@ -34,6 +34,7 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BeforeValidator, ConfigDict, Field, ValidationError, field_validator
 
+from sparsedebug.core.dtypes import canonical_dtype
 from sparsedebug.core.errors import UserError
 from sparsedebug.core.io import atomic_write_text, load_data, validate
 from sparsedebug.kernels.masks import Pattern, parse_pattern
@@ -44,16 +45,6 @@ Dtype = Literal["fp32", "fp16", "bf16"]
 MODEL_INPUT = "input"
 """Name by which a layer reads the model input."""
 
-_DTYPE_ALIASES = {
-    "float32": "fp32",
-    "float": "fp32",
-    "torch.float32": "fp32",
-    "float16": "fp16",
-    "half": "fp16",
-    "torch.float16": "fp16",
-    "bfloat16": "bf16",
-    "torch.bfloat16": "bf16",
-}
 _FNS: dict[str, tuple[str, ...]] = {
     "norm": ("rmsnorm", "layernorm"),
     "activation": ("silu", "gelu", "relu"),
@@ -64,7 +55,7 @@ _DEFAULT_FN = {"norm": "rmsnorm", "activation": "silu", "elementwise": "add"}
 
 def _dtype_alias(value: Any) -> Any:
     if isinstance(value, str):
-        return _DTYPE_ALIASES.get(value.strip().lower(), value.strip().lower())
+        return canonical_dtype(value) or value.strip().lower()
     return value
 
 
