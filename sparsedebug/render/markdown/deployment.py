@@ -245,7 +245,3 @@ def render_report(bundle: LoadedBundle) -> str:
     return "\n".join(lines)
 
 
-def terminal_reality_check(bundle: LoadedBundle, width: int = 40) -> list[str]:
-    """The reality-check bars for the terminal: the fixed run's when there is one, else the candidate's."""
-    run = bundle.fixed or bundle.candidate
-    return reality_check(bundle.baseline, run, width) or []

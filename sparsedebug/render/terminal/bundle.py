@@ -9,7 +9,7 @@ from rich.text import Text
 from sparsedebug.core.stats import percentiles
 from sparsedebug.playbook.bundle import LoadedBundle
 from sparsedebug.playbook.schema import Playbook
-from sparsedebug.render.markdown.deployment import terminal_reality_check
+from sparsedebug.render.markdown.deployment import reality_check
 from sparsedebug.signoff.decide import stored_decision
 
 
@@ -63,3 +63,9 @@ def bundle_summary(bundle: LoadedBundle, book: Playbook) -> RenderableType:
     files = ", ".join(sorted(bundle.manifest.files.values()))
     parts.append(Text(f"wrote {bundle.root}: {files}"))
     return Group(*parts)
+
+
+def terminal_reality_check(bundle: LoadedBundle, width: int = 40) -> list[str]:
+    """The reality-check bars for the terminal: the fixed run's when there is one, else the candidate's."""
+    run = bundle.fixed or bundle.candidate
+    return reality_check(bundle.baseline, run, width) or []
