@@ -72,25 +72,12 @@ def _resolve(path_text: str, base_dir: Path | None) -> Path:
 
 
 def read_tensors(path: Path) -> dict[str, npt.NDArray[Any]]:
-    """All tensors of a ``.npz`` or ``.safetensors`` file as numpy arrays."""
-    suffix = path.suffix.lower()
-    if not path.is_file():
-        raise UserError(f"{path}: file not found")
-    if suffix == ".npz":
-        try:
-            with np.load(path, allow_pickle=False) as archive:
-                return {name: np.asarray(archive[name]) for name in archive.files}
-        except (ValueError, OSError, EOFError) as exc:
-            raise UserError(f"{path}: not a readable .npz archive ({exc})") from None
-    if suffix == ".safetensors":
-        from safetensors.numpy import load_file
+    """All tensors of a ``.npz`` or ``.safetensors`` file as numpy arrays (bf16 widened to fp32)."""
+    from sparsedebug.sources.checkpoint import read_checkpoint
 
-        try:
-            return dict(load_file(str(path)))
-        except Exception as exc:  # safetensors raises its own error types and TypeError for bf16
-            text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            raise UserError(f"{path}: cannot read safetensors ({text}); store float16/float32/float64 tensors") from None
-    raise UserError(f"{path}: weights must be a .npz or .safetensors file")
+    if path.suffix.lower() not in (".npz", ".safetensors"):
+        raise UserError(f"{path}: weights must be a .npz or .safetensors file")
+    return {tensor.name: tensor.values for tensor in read_checkpoint(path)}
 
 
 def _tensor_name(layer: Layer, workload: Workload, available: dict[str, Any]) -> str | None:
