@@ -20,6 +20,8 @@ from sparsedebug.render.terminal.importers import (
     ncu_table,
     path_counts,
     smi_table,
+    streams_table,
+    temporal_table,
     trace_summary_table,
     trt_table,
 )
@@ -45,20 +47,34 @@ def trace(
     file: FileArg,
     output: OutputOption = None,
     layers: Annotated[int, typer.Option(help="Show at most this many layers in the table (0: none).", min=0)] = 30,
+    include_last_step: Annotated[
+        bool, typer.Option("--include-last-step", help="HTA convention row: keep the last ProfilerStep (HTA's include_last_profiler_step=True).")
+    ] = False,
     json_out: JsonOption = False,
 ) -> None:
     """Import a PyTorch profiler Chrome trace (.json or .json.gz) as a five-stage run record.
 
-    Layers come from record_function annotations (one layer per kernel name when
-    there are none); each layer's kernels are classed (sparse GEMM, dense
-    tensor-core GEMM, fp32 GEMM, attention, elementwise, copy, reduction, other).
-    Prints GPU busy time against the span and splits the idle time into host wait
-    (the GPU waited for the CPU to launch) and kernel wait, the way Holistic Trace
-    Analysis does. With -o, writes the run record for bisect, classify and fallbacks.
-    With --json, prints {"summary": ..., "record": ...}.
+    A layer is what the model called: a record_function annotation, else a module
+    call (with_stack traces), else the top-level aten op (named like
+    'linear#3 [11008x4096]', stable across profiles of the same model); kernel
+    names only where no CPU op is under the kernels (CUDA-graph replays). Op kind
+    and shapes come from the CPU ops, the path from the kernel classes (sparse
+    GEMM, dense tensor-core GEMM, fp32 GEMM, attention, communication, elementwise,
+    copy, reduction, other); attention and linear layers record their backend
+    (flash/efficient/cudnn/math, cuSPARSELt...), input dtypes and strides.
+    Training traces: layers of the backward and optimizer phases are prefixed
+    'backward:' and 'optimizer:'. Iterations come from ProfilerStep ranges, else
+    the period of the repeating call sequence, else CUDA-graph launches.
+
+    Prints GPU busy time (union across streams) against the span and splits the
+    idle time into host wait (the GPU waited for the CPU to launch) and kernel
+    wait, and Holistic Trace Analysis's compute / non-compute / idle breakdown
+    under our convention (all iterations) and HTA's (last ProfilerStep dropped).
+    With -o, writes the run record for bisect, classify and fallbacks. With
+    --json, prints {"summary": ..., "record": ...}.
     """
     with err_console().status(f"reading {file}"):
-        result = load_trace(file)
+        result = load_trace(file, include_last_step=include_last_step)
     if output is not None:
         save_record(result.record, output)
     if json_out:
@@ -67,7 +83,12 @@ def trace(
     out = console()
     out.print(trace_summary_table(result.summary))
     out.print(iterations_table(result.summary))
+    out.print(temporal_table(result.summary))
+    if len(result.summary.streams) > 1:
+        out.print(streams_table(result.summary))
     out.print(class_table(result.summary.by_class_ms))
+    if len(result.summary.phases_ms) > 1:
+        out.print("GPU busy by phase: " + ", ".join(f"{phase} {ms:.3f} ms" for phase, ms in result.summary.phases_ms.items()))
     if layers:
         out.print(layer_table(result.record, limit=layers))
     counts = path_counts(result.record)

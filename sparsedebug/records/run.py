@@ -70,6 +70,7 @@ class KernelClass(StrEnum):
     ELEMENTWISE = "elementwise"
     COPY = "copy"
     REDUCTION = "reduction"
+    COMMUNICATION = "communication"
     OTHER = "other"
 
 
@@ -94,6 +95,32 @@ class GraphStage(Record):
     model_revision: str | None = None
 
 
+class DispatchEvidence(Record):
+    """What a trace shows about how the op behind a layer was dispatched (imported traces only).
+
+    From the CPU ops recorded with ``record_shapes=True``: the op the model
+    called, the backend op it dispatched to (SDPA's flash/efficient/cudnn/math
+    kernels, cuSPARSELt or CUTLASS for semi-structured sparse linears), and the
+    inputs the dispatcher chose from: dtypes, shapes, strides, mask and dropout.
+    """
+
+    op: str = Field(description="The op the model called, e.g. aten::scaled_dot_product_attention or aten::linear.")
+    backend: str | None = Field(None, description="flash, efficient, cudnn, math, cusparselt, cutlass_sparse, cublas, ... when the CPU ops show it.")
+    backend_op: str | None = Field(None, description="The CPU op whose name shows the backend.")
+    input_dtypes: list[str | None] = Field(default_factory=list)
+    input_shapes: list[list[int] | None] = Field(default_factory=list)
+    input_strides: list[list[int] | None] = Field(default_factory=list)
+    non_contiguous: list[int] = Field(default_factory=list, description="Tensor inputs (by position) whose last-dimension stride is not 1.")
+    attn_mask: bool | None = Field(None, description="Attention only: an attn_mask tensor was passed.")
+    dropout_p: float | None = None
+    is_causal: bool | None = None
+    head_dim: int | None = None
+    triggers: list[str] = Field(
+        default_factory=list,
+        description="Inputs known to keep an op off its fused fast path, as the trace shows them (layout, dtype, mask, dropout, head dim).",
+    )
+
+
 class LowerLayer(Record):
     """The lowering decision for one layer and what it costs."""
 
@@ -108,6 +135,9 @@ class LowerLayer(Record):
     value_bytes: int | None = None
     metadata_bytes: int | None = None
     dense_bytes: int | None = None
+    phase: str | None = Field(None, description="Imported training traces: forward, backward or optimizer.")
+    identity: str | None = Field(None, description="Imported traces: how the layer was found: annotation, module, aten_op or kernel.")
+    dispatch: DispatchEvidence | None = None
 
 
 class LowerStage(Record):

@@ -159,11 +159,12 @@ def load_workload(path: Path) -> Workload:
     return parse_workload(data, str(path))
 
 
-def load_trace(path: Path) -> TraceImport:
-    """Import a PyTorch profiler Chrome trace (``.json`` or ``.json.gz``): the run record and the whole-trace summary."""
+def load_trace(path: Path, *, include_last_step: bool = False) -> TraceImport:
+    """Import a PyTorch profiler Chrome trace (``.json`` or ``.json.gz``): the run record and the whole-trace summary
+    (``include_last_step``: HTA's breakdown keeps the last ProfilerStep, as HTA's include_last_profiler_step)."""
     from sparsedebug.sources.importers.torch_trace import analyze_trace
 
-    return analyze_trace(path)
+    return analyze_trace(path, include_last_step=include_last_step)
 
 
 def load_bundle(root: Path) -> LoadedBundle:

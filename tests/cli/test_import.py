@@ -39,11 +39,39 @@ def test_import_trace_json_is_pure_json() -> None:
     RunRecord.model_validate(payload["record"])
 
 
-def test_import_trace_without_annotations_says_so() -> None:
+def test_import_trace_without_annotations_names_layers_by_top_level_ops() -> None:
     result = invoke(["import", "trace", str(ART / "no_annotations.json"), "--layers", "0"])
     assert result.exit_code == 0, result.stderr
-    assert "one layer per kernel name" in result.stdout
+    assert "6 layers (3 from top-level ops, 3 from kernel names)" in " ".join(result.stdout.split())
     assert "layers of" not in result.stdout
+
+
+def test_import_unannotated_h200_trace_shows_iterations_layers_and_hta_breakdown() -> None:
+    result = invoke(["import", "trace", str(FIXTURES / "traces" / "h200_sparse_mlp_unannotated.json.gz"), "--layers", "12"])
+    assert result.exit_code == 0, result.stderr
+    out = " ".join(result.stdout.split())
+    assert "3 iterations from repeating call sequence" in out and "112 layers (112 from top-level ops)" in out
+    assert "host gaps group 4 units per iteration" in out
+    assert "temporal breakdown (Holistic Trace Analysis)" in out and "15.477" in out and "21.027" in out
+    assert "linear#0 [4096x4096]" in out and "cudnn" in out
+
+
+def test_import_cuda_graph_trace_says_layers_are_kernel_names() -> None:
+    result = invoke(["import", "trace", str(H200 / "trace_sparse_mlp_T2048_cudagraph.json.gz"), "--layers", "0"])
+    assert result.exit_code == 0, result.stderr
+    assert "CUDA-graph replay: no CPU ops under its kernels" in " ".join(result.stdout.split())
+
+
+def test_import_training_trace_phases_streams_and_hta_last_step() -> None:
+    training = str(FIXTURES / "traces" / "training_step.json")
+    result = invoke(["import", "trace", training, "--layers", "0"])
+    assert result.exit_code == 0, result.stderr
+    assert "GPU busy by phase: forward" in result.stdout and "GPU streams" in result.stdout
+    assert "last ProfilerStep dropped" in " ".join(result.stdout.split())
+    dropped = json.loads(invoke(["import", "trace", training, "--json"]).stdout)["summary"]["temporal"][1]
+    kept = json.loads(invoke(["import", "trace", training, "--json", "--include-last-step"]).stdout)["summary"]["temporal"][1]
+    assert dropped["dropped_last_step"] and not kept["dropped_last_step"]
+    assert (dropped["compute_ms"], kept["compute_ms"]) == pytest.approx((0.282, 0.423))
 
 
 def test_import_trace_reports_skipped_events() -> None:

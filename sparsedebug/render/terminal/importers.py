@@ -36,10 +36,46 @@ def trace_summary_table(summary: TraceSummary) -> Table:
     if summary.other_wait_ms > 0:
         table.add_row("  other (no linked launch call)", _ms(summary.other_wait_ms), _pct(summary.other_wait_ms, summary.span_ms))
     table.caption = (
-        f"{summary.device or 'unknown device'}; {summary.gpu_ops} GPU ops ({summary.kernels} kernels); "
-        f"{len(summary.iterations)} iterations from {summary.iteration_source}; {summary.layers} layers"
-        + ("" if summary.annotated else " (no annotations: one layer per kernel name)")
+        f"{summary.device or 'unknown device'}; {summary.gpu_ops} GPU ops ({summary.kernels} kernels) on {len(summary.streams) or 1} stream(s); "
+        f"{len(summary.iterations)} iterations from {summary.iteration_source}; {layer_source_text(summary)}"
     )
+    return table
+
+
+_SOURCE_WORDS = {"annotation": "annotations", "module": "module calls", "aten_op": "top-level ops", "kernel": "kernel names"}
+
+
+def layer_source_text(summary: TraceSummary) -> str:
+    """How the layers were found, in words (and why they are kernel names when they are)."""
+    parts = [f"{n} from {_SOURCE_WORDS.get(source, source)}" for source, n in sorted(summary.layer_sources.items(), key=lambda kv: (-kv[1], kv[0]))]
+    text = f"{summary.layers} layers" + (f" ({', '.join(parts)})" if parts else "")
+    if summary.cuda_graph:
+        text += "; CUDA-graph replay: no CPU ops under its kernels, so those layers are kernel names"
+    elif summary.layer_sources.get("kernel") == summary.layers:
+        text += "; no CPU ops under the kernels: one layer per kernel name"
+    return text
+
+
+def temporal_table(summary: TraceSummary) -> Table:
+    """HTA's temporal breakdown (compute, non-compute, idle) under each convention."""
+    table = Table(title="temporal breakdown (Holistic Trace Analysis)", show_header=True)
+    for column in ("convention", "compute ms", "non-compute ms", "idle ms", "span ms", "idle %"):
+        table.add_column(column, justify="left" if column == "convention" else "right")
+    for item in summary.temporal:
+        table.add_row(item.convention, _ms(item.compute_ms), _ms(item.non_compute_ms), _ms(item.idle_ms), _ms(item.span_ms), _pct(item.idle_ms, item.span_ms))
+    table.caption = "; ".join(f"{item.convention}: {item.description}" for item in summary.temporal)
+    return table
+
+
+def streams_table(summary: TraceSummary) -> Table:
+    """Per-stream op counts and busy time (device busy is the union across streams)."""
+    table = Table(title="GPU streams", show_header=True)
+    for column in ("stream", "GPU ops", "busy ms", "span ms", "top class"):
+        table.add_column(column, justify="left" if column == "top class" else "right")
+    for s in summary.streams:
+        top = max(s.by_class_ms.items(), key=lambda kv: kv[1])[0] if s.by_class_ms else "-"
+        table.add_row(str(s.stream), str(s.gpu_ops), _ms(s.busy_ms), _ms(s.span_ms), top)
+    table.caption = f"device busy (union across streams) {summary.busy_ms:.3f} ms"
     return table
 
 
@@ -49,7 +85,10 @@ def iterations_table(summary: TraceSummary) -> Table:
     for column in ("#", "GPU ops", "span ms", "busy ms", "idle ms", "latency ms"):
         table.add_column(column, justify="right")
     for it in summary.iterations:
-        table.add_row(str(it.index), str(it.gpu_ops), _ms(it.span_ms), _ms(it.busy_ms), _ms(it.span_ms - it.busy_ms), _ms(it.latency_ms))
+        table.add_row(str(it.index) + (" (partial)" if it.partial else ""), str(it.gpu_ops), _ms(it.span_ms), _ms(it.busy_ms),
+                      _ms(it.span_ms - it.busy_ms), _ms(it.latency_ms))
+    if summary.iteration_detail:
+        table.caption = f"{summary.iteration_source}: {summary.iteration_detail}"
     return table
 
 
@@ -70,8 +109,8 @@ def layer_table(record: RunRecord, limit: int | None = None) -> Table:
     graph = {layer.name: layer for layer in record.graph.layers}
     timing = {layer.name: layer for layer in record.kernel.layers}
     table = Table(title=f"layers of {record.name}", show_header=True)
-    table.add_column("layer", no_wrap=True, overflow="ellipsis", max_width=40)
-    for column in ("op", "weight", "dtype", "path", "class", "calls", "p50 ms"):
+    table.add_column("layer", no_wrap=True, overflow="ellipsis", max_width=32)
+    for column in ("op", "weight", "dtype", "path", "class", "backend", "calls", "p50 ms"):
         table.add_column(column, justify="right" if column in ("calls", "p50 ms") else "left", no_wrap=True)
     layers = record.lower.layers if limit is None else record.lower.layers[:limit]
     for lower in layers:
@@ -79,12 +118,13 @@ def layer_table(record: RunRecord, limit: int | None = None) -> Table:
         k = timing.get(lower.name)
         p50 = percentiles(k.samples_ms).p50 if k and k.samples_ms else None
         table.add_row(
-            short_kernel_name(lower.name, 40),
+            short_kernel_name(lower.name, 32),
             g.op.value if g else "-",
             "x".join(str(d) for d in g.weight_shape) if g and g.weight_shape else "-",
             g.dtype if g else "-",
             lower.path.value,
             lower.kernel_class.value if lower.kernel_class else "-",
+            lower.dispatch.backend if lower.dispatch and lower.dispatch.backend else "-",
             str(len(k.samples_ms)) if k else "-",
             _ms(p50),
         )

@@ -7,7 +7,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from sparsedebug.records.run import KernelClass
-from sparsedebug.sources.importers.kernel_names import classify_kernel, primary_class, short_kernel_name
+from sparsedebug.sources.importers.kernel_names import (
+    classify_kernel,
+    hta_kernel_type,
+    primary_class,
+    short_kernel_name,
+)
 
 CASES = [
     # H200 traces (PyTorch 2.11, cuSPARSELt 0.8)
@@ -32,7 +37,52 @@ CASES = [
     ("void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float>", KernelClass.REDUCTION),
     ("my_custom_kernel_v2", KernelClass.OTHER),
     ("", KernelClass.OTHER),
+    # in the wild (HTA test traces, FlashAttention, Inductor, NCCL, rocBLAS)
+    ("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)", KernelClass.COMMUNICATION),
+    ("ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)", KernelClass.COMMUNICATION),
+    ("ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t(ncclWorkElem)", KernelClass.COMMUNICATION),
+    ("Memcpy HtoD (Pageable -> Device)", KernelClass.COPY),
+    ("Memcpy DtoD (Device -> Device)", KernelClass.COPY),
+    ("void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_64x64_16x6_nt_align4>(cutlass_80_tensorop_s1688gemm_64x64_16x6_nt_align4::Params)", KernelClass.FP32_GEMM),
+    ("void cutlass::Kernel<cutlass_80_tensorop_f16_s16816gemm_relu_f16_128x128_32x3_nn_align8>(Params)", KernelClass.DENSE_TC_GEMM),
+    ("volta_sgemm_128x32_nt", KernelClass.FP32_GEMM),
+    ("nvjet_sm90_sss_128x64_64x6_2x1_v_bz_TNT", KernelClass.FP32_GEMM),
+    ("nvjet_sm90_bsb_128x64_64x5_1x1_v_bz_TNT", KernelClass.DENSE_TC_GEMM),
+    ("Cijk_Alik_Bljk_SB_Bias_AS_SAV_UserArgs_MT64x64x16_MI16x16x4x1", KernelClass.FP32_GEMM),
+    ("Cijk_Ailk_Bljk_HHS_BH_MT128x128x32_MI32x32x8x1", KernelClass.DENSE_TC_GEMM),
+    ("void fbgemm_gpu::_block_bucketize_sparse_features_cuda_kernel1<int, int>(int, ...)", KernelClass.OTHER),
+    ("void fbgemm_gpu::permute_2D_lengths_kernel<int>(int, ...)", KernelClass.COPY),
+    ("void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4, false, false, cutlass::half_t> >(Flash_fwd_params)", KernelClass.ATTENTION),
+    ("void cutlass::device_kernel<flash::enable_sm90_or_later<flash::FlashAttnFwdSm90<...> > >(...)", KernelClass.ATTENTION),
+    ("void PyTorchMemEffAttention::AttentionKernel<cutlass::half_t, cutlass::arch::Sm80, true, 64, 64, 64, true, true>::Params", KernelClass.ATTENTION),
+    ("triton_poi_fused__to_copy_add_mul_0", KernelClass.ELEMENTWISE),
+    ("triton_per_fused_native_layer_norm_1", KernelClass.REDUCTION),
+    ("cudnn::bn_fw_tr_1C11_singleread<float, 512, true, 1, 2, 0>", KernelClass.REDUCTION),
+    ("void cudnn::ops::nchwToNhwcKernel<float, float, float, false, true, (cudnnKernelDataType_t)2>(...)", KernelClass.COPY),
+    ("cudnn_infer_volta_scudnn_128x64_relu_medium_nn_v1", KernelClass.FP32_GEMM),
+    ("void at::native::(anonymous namespace)::multi_tensor_apply_kernel<TensorListMetadata<4>, AdamFunctor<float> >", KernelClass.ELEMENTWISE),
 ]
+
+
+@pytest.mark.parametrize(
+    ("name", "dtype", "expected"),
+    [
+        ("triton_tem_fused_mm_0", "bf16", KernelClass.DENSE_TC_GEMM),
+        ("triton_tem_fused_mm_0", "fp32", KernelClass.FP32_GEMM),
+        ("triton_tem_fused_mm_0", None, KernelClass.OTHER),
+        ("ampere_sgemm_128x64_nn", "fp16", KernelClass.FP32_GEMM),  # the name wins over the op's dtype
+    ],
+)
+def test_unnamed_gemm_precision_comes_from_the_op_dtype(name: str, dtype: str | None, expected: KernelClass) -> None:
+    assert classify_kernel(name, dtype) is expected
+
+
+def test_hta_kernel_types_are_htas_regexes() -> None:
+    assert hta_kernel_type("ncclDevKernel_AllReduce_Sum_f32_RING_LL") == "communication"
+    assert hta_kernel_type("Memcpy HtoD (Pageable -> Device)") == "memory" and hta_kernel_type("Memset (Device)") == "memory"
+    assert hta_kernel_type("nvjet_sm90_hsh_256x128_64x4_1x2_h_bz_coopA_TNT") == "computation"
+    assert hta_kernel_type("Stream Sync") == "other" and hta_kernel_type("void fooMemcpyKernel") == "other"
+    assert hta_kernel_type("memcpy_lowercase_kernel") == "computation"  # HTA's regexes are case-sensitive
 
 
 @pytest.mark.parametrize(("name", "expected"), CASES)

@@ -14,7 +14,12 @@ from hypothesis import strategies as st
 from sparsedebug.core.errors import UserError
 from sparsedebug.records.run import KernelClass, KernelPath, RunRecord
 from sparsedebug.sources.importers.jsonstream import iter_trace
-from sparsedebug.sources.importers.torch_trace import GpuOp, analyze_trace, import_trace, timeline
+from sparsedebug.sources.importers.torch_trace import (
+    GpuOp,
+    analyze_trace,
+    import_trace,
+    timeline,
+)
 from tests.conftest import FIXTURES
 
 H200 = FIXTURES / "h200"
@@ -83,7 +88,8 @@ def test_eager_sparse_trace_is_host_bound_with_twelve_sparse_mlp_projections() -
     assert s.span_ms == pytest.approx(36.5, abs=0.1)
     assert s.host_wait_ms > 0.9 * s.idle_ms
     assert s.host_wait_ms + s.kernel_wait_ms + s.other_wait_ms == pytest.approx(s.idle_ms, rel=1e-9)
-    assert s.iteration_source == "annotation:layers.0.input_layernorm"
+    assert s.iteration_source == "repeating call sequence"
+    assert "every 44 calls" in s.iteration_detail
     assert len(s.iterations) == 3
 
     record = result.record
@@ -130,6 +136,8 @@ def test_dense_trace_is_gpu_bound() -> None:
 def test_cuda_graph_trace_has_no_annotations_so_one_layer_per_kernel_name() -> None:
     result = analyze_trace(SPARSE_GRAPH)
     assert not result.summary.annotated
+    assert result.summary.cuda_graph and result.summary.layer_sources == {"kernel": result.summary.layers}
+    assert all(layer.identity == "kernel" for layer in result.record.lower.layers)
     assert result.summary.iteration_source == "cudaGraphLaunch"
     assert len(result.summary.iterations) == 3
     assert result.summary.host_wait_ms == 0.0
@@ -296,7 +304,7 @@ def test_flow_events_link_kernels_when_runtime_events_are_missing(tmp_path: Path
     path.write_text(json.dumps({"traceEvents": events}))
     s = analyze_trace(path).summary
     assert (s.host_wait_ms, s.kernel_wait_ms, s.other_wait_ms) == pytest.approx((0.200, 0.002, 0.053))
-    assert s.iteration_source == "annotation:layers.0.fc"
+    assert s.iteration_source == "repeating call sequence"
 
 
 @st.composite
@@ -313,10 +321,12 @@ def _laminar(draw: st.DrawFn) -> list[tuple[int, int]]:
 @settings(max_examples=200, deadline=None)
 @given(_laminar(), st.lists(st.integers(-5, 150), max_size=20))
 def test_innermost_annotation_matches_brute_force(ranges: list[tuple[int, int]], points: list[int]) -> None:
-    from sparsedebug.sources.importers.torch_trace import _innermost, _Range
+    from sparsedebug.sources.importers.host_tree import innermost, link_parents
+    from sparsedebug.sources.importers.trace_events import HostRange
 
-    objs = [_Range(f"r{i}", float(a), float(b), (1, 1), i) for i, (a, b) in enumerate(ranges)]
-    found = _innermost(objs, [(float(t), k) for k, t in enumerate(points)])
+    objs = [HostRange("annotation", f"r{i}", float(a), float(b), (1, 1), index=i) for i, (a, b) in enumerate(ranges)]
+    by_thread = link_parents(objs)
+    found = innermost(by_thread.get((1, 1), []), [(float(t), k) for k, t in enumerate(points)])
     for k, t in enumerate(points):
         containing = [r for r in objs if r.ts <= t <= r.end]
         if not containing:

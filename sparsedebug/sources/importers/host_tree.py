@@ -1,0 +1,124 @@
+"""The CPU-side call tree of a trace: which range encloses which, and which range launched each GPU op.
+
+Host ranges (ops, annotations, module calls) of one thread nest in time. One
+sweep per thread over the ranges sorted by (start, -end) with a stack of open
+ranges gives every range its parent; a second sweep over the launch times of the
+GPU ops gives each op the innermost range around its launch call. Both are
+O(n log n). A range that starts inside another but ends after it (clock
+rounding in real traces) is still taken as its child.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterator
+
+from sparsedebug.sources.importers.trace_events import GpuOp, HostRange, Thread, TraceEvents
+
+_KIND_ORDER = {"step": 0, "annotation": 1, "module": 2, "op": 3}
+"""Tie-break for ranges with identical start and end: the outer kind first."""
+
+
+def _sort_key(r: HostRange) -> tuple[float, float, int]:
+    return (r.ts, -r.end, _KIND_ORDER.get(r.kind, 4))
+
+
+def link_parents(ranges: list[HostRange]) -> dict[Thread, list[HostRange]]:
+    """Set ``parent`` (an index into ``ranges``, -1 at the root) on every range; return ranges by thread, sorted."""
+    by_thread: dict[Thread, list[HostRange]] = defaultdict(list)
+    for r in ranges:
+        by_thread[r.thread].append(r)
+    for items in by_thread.values():
+        items.sort(key=_sort_key)
+        stack: list[HostRange] = []
+        for r in items:
+            while stack and stack[-1].end <= r.ts and not (stack[-1].ts == stack[-1].end == r.ts):
+                stack.pop()
+            r.parent = stack[-1].index if stack else -1
+            stack.append(r)
+    return by_thread
+
+
+def innermost(items: list[HostRange], points: list[tuple[float, int]]) -> dict[int, HostRange]:
+    """For each (time, key) point, the innermost of ``items`` (one thread, sorted by ``link_parents``) containing it.
+
+    A range contains time t when ``ts <= t <= end``.
+    """
+    result: dict[int, HostRange] = {}
+    stack: list[HostRange] = []
+    i = 0
+    for t, key in sorted(points):
+        while i < len(items) and items[i].ts <= t:
+            while stack and stack[-1].end < items[i].ts:
+                stack.pop()
+            stack.append(items[i])
+            i += 1
+        while stack and stack[-1].end < t:
+            stack.pop()
+        # a range that outlived its parent may sit under one that already ended: walk down
+        j = len(stack) - 1
+        while j >= 0 and not (stack[j].ts <= t <= stack[j].end):
+            j -= 1
+        if j >= 0:
+            result[key] = stack[j]
+    return result
+
+
+def link_launches(trace: TraceEvents, by_thread: dict[Thread, list[HostRange]]) -> None:
+    """Give each GPU op its launch call (time, thread, name) and the innermost host range around it."""
+    for op in trace.gpu:
+        if op.correlation is None:
+            continue
+        launch = trace.launches.get(op.correlation)
+        if launch is not None:
+            op.launch_ts, op.launch_thread, op.launch_name = launch
+        elif op.correlation in trace.flow_starts:
+            op.launch_ts, op.launch_thread = trace.flow_starts[op.correlation]
+    points: dict[Thread, list[tuple[float, int]]] = defaultdict(list)
+    for k, op in enumerate(trace.gpu):
+        if op.launch_ts is not None and op.launch_thread in by_thread:
+            points[op.launch_thread].append((op.launch_ts, k))
+    for thread, pts in points.items():
+        for k, host in innermost(by_thread[thread], pts).items():
+            trace.gpu[k].host = host.index
+            host.launches += 1
+
+
+def ancestors(ranges: list[HostRange], index: int | None) -> Iterator[HostRange]:
+    """The range ``index`` and its ancestors, innermost first."""
+    while index is not None and index >= 0:
+        host = ranges[index]
+        yield host
+        index = host.parent
+
+
+def children(ranges: list[HostRange]) -> list[list[int]]:
+    """Child indices of every range, in start order."""
+    kids: list[list[int]] = [[] for _ in ranges]
+    for r in sorted(ranges, key=_sort_key):
+        if r.parent >= 0:
+            kids[r.parent].append(r.index)
+    return kids
+
+
+def subtree(ranges: list[HostRange], kids: list[list[int]], index: int) -> Iterator[HostRange]:
+    """``index`` and all ranges under it, depth first in start order."""
+    todo = [index]
+    while todo:
+        current = todo.pop()
+        yield ranges[current]
+        todo.extend(reversed(kids[current]))
+
+
+def gpu_launch_count(ranges: list[HostRange], kids: list[list[int]]) -> list[int]:
+    """GPU ops launched inside each range, its descendants included."""
+    total = [r.launches for r in ranges]
+    for r in sorted(ranges, key=_sort_key, reverse=True):
+        if r.parent >= 0:
+            total[r.parent] += total[r.index]
+    return total
+
+
+def launched_ops(trace: TraceEvents) -> list[GpuOp]:
+    """GPU ops with a known launch call, in launch order."""
+    return sorted((op for op in trace.gpu if op.launch_ts is not None), key=lambda op: (op.launch_ts or 0.0, op.ts))

@@ -1,0 +1,57 @@
+"""Dispatch comparisons: backend changes, their cause, fp32 moves and the fix that names the cause."""
+
+from __future__ import annotations
+
+from sparsedebug.records.run import DispatchEvidence, KernelClass, KernelPath, LowerLayer
+from sparsedebug.sources.importers.dispatch import (
+    backend_changed,
+    change_text,
+    dispatch_cause,
+    dispatch_changed,
+    fix_for,
+    moved_to_fp32,
+)
+
+SDPA = "aten::scaled_dot_product_attention"
+
+
+def _layer(cls: KernelClass, evidence: DispatchEvidence | None) -> LowerLayer:
+    return LowerLayer(name="attn", path=KernelPath.DENSE, kernel_class=cls, dispatch=evidence)
+
+
+def _sdpa(backend: str, dtype: str = "fp16", strides: list[int] | None = None, **extra: object) -> DispatchEvidence:
+    q = strides or [4096, 128, 4096, 1]
+    return DispatchEvidence(
+        op=SDPA, backend=backend, input_dtypes=[dtype] * 3, input_shapes=[[1, 32, 2048, 128]] * 3,
+        input_strides=[q, [4096, 128, 4096, 1], [4096, 128, 4096, 1]], non_contiguous=[0] if q[-1] != 1 else [], head_dim=128, **extra,
+    )
+
+
+def test_backend_change_with_its_cause() -> None:
+    base, cand = _layer(KernelClass.ATTENTION, _sdpa("cudnn")), _layer(KernelClass.ATTENTION, _sdpa("efficient", strides=[8388608, 262144, 1, 2048]))
+    assert backend_changed(base, cand) and dispatch_changed(base, cand) and not moved_to_fp32(base, cand)
+    assert dispatch_cause(base.dispatch, cand.dispatch) == ["query not contiguous (last-dim stride 2048, was 1)"]
+    assert change_text(base, cand) == "attention backend cudnn -> efficient, cause seen in the trace: query not contiguous (last-dim stride 2048, was 1)"
+    fix = fix_for("layers.2.self_attn.sdpa", dispatch_cause(base.dispatch, cand.dispatch))
+    assert fix is not None and fix.startswith("make the query of layers.2.self_attn.sdpa contiguous")
+
+
+def test_move_to_fp32_by_kernel_class_or_by_dtype() -> None:
+    base = _layer(KernelClass.ATTENTION, _sdpa("cudnn"))
+    assert moved_to_fp32(base, _layer(KernelClass.FP32_GEMM, _sdpa("math", dtype="fp32")))
+    assert moved_to_fp32(base, _layer(KernelClass.ATTENTION, _sdpa("efficient", dtype="fp32")))
+    assert not moved_to_fp32(_layer(KernelClass.FP32_GEMM, _sdpa("math", dtype="fp32")), _layer(KernelClass.FP32_GEMM, _sdpa("math", dtype="fp32")))
+    causes = dispatch_cause(base.dispatch, _sdpa("math", dtype="fp32"))
+    assert causes == ["query dtype fp16 -> fp32", "key dtype fp16 -> fp32", "value dtype fp16 -> fp32"]
+    assert fix_for("attn", causes) == "cast the query of attn back to fp16 and re-trace"
+
+
+def test_mask_dropout_head_dim_causes_and_no_evidence() -> None:
+    base = _sdpa("flash", attn_mask=False, dropout_p=0.0)
+    cand = _sdpa("efficient", attn_mask=True, dropout_p=0.1)
+    cand.head_dim = 72
+    assert dispatch_cause(base, cand) == ["an attn_mask is now passed", "dropout_p 0.1 (was 0)", "head dim 128 -> 72"]
+    assert fix_for("attn", ["an attn_mask is now passed"]) is not None and "drop the attn_mask" in str(fix_for("attn", ["an attn_mask is now passed"]))
+    assert dispatch_cause(None, cand) == [] and fix_for("attn", []) is None
+    plain = LowerLayer(name="x", path=KernelPath.DENSE)
+    assert not backend_changed(plain, plain) and not dispatch_changed(plain, plain) and change_text(plain, plain) == ""
