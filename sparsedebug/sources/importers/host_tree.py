@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterator
 
-from sparsedebug.sources.importers.trace_events import GpuOp, HostRange, Thread, TraceEvents
+from sparsedebug.sources.importers.trace_events import HostRange, Thread, TraceEvents
 
 _KIND_ORDER = {"step": 0, "annotation": 1, "module": 2, "op": 3}
 """Tie-break for ranges with identical start and end: the outer kind first."""
@@ -101,15 +101,6 @@ def children(ranges: list[HostRange]) -> list[list[int]]:
     return kids
 
 
-def subtree(ranges: list[HostRange], kids: list[list[int]], index: int) -> Iterator[HostRange]:
-    """``index`` and all ranges under it, depth first in start order."""
-    todo = [index]
-    while todo:
-        current = todo.pop()
-        yield ranges[current]
-        todo.extend(reversed(kids[current]))
-
-
 def gpu_launch_count(ranges: list[HostRange], kids: list[list[int]]) -> list[int]:
     """GPU ops launched inside each range, its descendants included."""
     total = [r.launches for r in ranges]
@@ -117,8 +108,3 @@ def gpu_launch_count(ranges: list[HostRange], kids: list[list[int]]) -> list[int
         if r.parent >= 0:
             total[r.parent] += total[r.index]
     return total
-
-
-def launched_ops(trace: TraceEvents) -> list[GpuOp]:
-    """GPU ops with a known launch call, in launch order."""
-    return sorted((op for op in trace.gpu if op.launch_ts is not None), key=lambda op: (op.launch_ts or 0.0, op.ts))

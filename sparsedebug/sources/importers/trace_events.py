@@ -137,10 +137,6 @@ class TraceEvents:
             self.ts_base = ts
         return ts - self.ts_base
 
-    def step_names(self) -> set[str]:
-        """Distinct ``ProfilerStep#N`` names (host side)."""
-        return {s.name for s in self.steps}
-
 
 def num(value: Any) -> float | None:
     """A JSON number as float; None for anything else (booleans included)."""
