@@ -9,6 +9,7 @@ finding.
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
@@ -26,9 +27,18 @@ def finding_signature(finding: LayerFinding) -> str:
     return finding.kind
 
 
+_CALL_ORDINAL = re.compile(r"#\d+(?=\s|$)")
+
+
 def group_key(name: str) -> str:
-    """Role of a layer across blocks: numeric path parts become ``{i}`` (``layers.3.mlp.up_proj`` -> ``layers.{i}.mlp.up_proj``)."""
-    return ".".join("{i}" if part.isdigit() else part for part in name.split("."))
+    """Role of a layer across blocks: numeric path parts become ``{i}`` (``layers.3.mlp.up_proj`` -> ``layers.{i}.mlp.up_proj``).
+
+    So do the call ordinals that name layers of unannotated traces
+    (``linear#3 [11008x4096]`` -> ``linear#{i} [11008x4096]``: every call of that op
+    with that shape in an iteration).
+    """
+    dotted = ".".join("{i}" if part.isdigit() else part for part in name.split("."))
+    return _CALL_ORDINAL.sub("#{i}", dotted)
 
 
 def iteration_count(run: RunRecord) -> int:

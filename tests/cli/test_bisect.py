@@ -100,3 +100,14 @@ def test_json_is_the_bisect_record(tmp_path: Path) -> None:
     assert record.schema_version == 1 and record.first_stage == "kernel"
     assert list(json.loads(result.stdout))[:2] == ["schema_version", "base"]
 
+
+
+def test_unannotated_trace_pair_points_at_schedule_like_the_annotated_one() -> None:
+    traces = FIXTURES / "traces"
+    result = invoke(["bisect", "--json", str(traces / "h200_dense_unannotated.json.gz"), str(traces / "h200_sparse_mlp_unannotated.json.gz")])
+    assert result.exit_code == 0, result.stderr
+    payload = json.loads(result.stdout)
+    assert payload["state"] == "divergence" and payload["first_stage"] == "schedule"
+    assert [s["status"] for s in payload["stages"][:2]] == ["expected", "expected"]
+    pooled = {f["layer"]: len(f["members"]) for f in payload["stages"][3]["layers"] if f["regression"]}
+    assert pooled == {"linear#{i} [11008x4096]": 8, "linear#{i} [4096x11008]": 4}
