@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from sparsedebug.core.dtypes import canonical_dtype, dtype_in_text
 from sparsedebug.records.run import FallbackReason, KernelLayer, KernelPath, LowerLayer, RunRecord
+from sparsedebug.sources.importers.dispatch import dispatch_changed
 from sparsedebug.sources.importers.kernel_names import classify_kernel
 
 
@@ -33,12 +34,15 @@ def kernel_classes(lower: LowerLayer) -> list[str]:
 
 
 def path_changed(before: LowerLayer, after: LowerLayer) -> bool:
-    """The layer's kernel path differs: dense/sparse, its dominant kernel class, or the classes it runs."""
+    """The layer's kernel path differs: dense/sparse, its dominant kernel class, the classes it runs, or its
+    dispatch under the same op (a new SDPA backend; a GEMM input turned non-contiguous or changed dtype)."""
     if before.path != after.path:
         return True
     if before.kernel_class is not None and after.kernel_class is not None and before.kernel_class != after.kernel_class:
         return True
-    return bool(before.kernels) and bool(after.kernels) and kernel_classes(before) != kernel_classes(after)
+    if before.kernels and after.kernels and kernel_classes(before) != kernel_classes(after):
+        return True
+    return dispatch_changed(before, after)
 
 
 def path_text(lower: LowerLayer) -> str:

@@ -16,6 +16,7 @@ from collections import defaultdict
 from sparsedebug.core.patterns import declared_sparse, fell_back, kernel_classes, kernel_named, path_changed, path_text
 from sparsedebug.records.findings import LayerFinding, StageFinding, StageStatus
 from sparsedebug.records.run import KernelClass, KernelPath, LowerLayer, RunRecord
+from sparsedebug.sources.importers.dispatch import change_text, dispatch_cause
 
 
 def lower_stage(base: RunRecord, cand: RunRecord) -> StageFinding:
@@ -43,6 +44,8 @@ def lower_stage(base: RunRecord, cand: RunRecord) -> StageFinding:
                 LayerFinding(
                     stage="lower", layer=name, kind="path_changed", regression=True,
                     detail=f"not declared sparse, but its path changed: {_change_text(bl, cl)}",
+                    base_backend=bl.dispatch.backend if bl.dispatch else None, cand_backend=cl.dispatch.backend if cl.dispatch else None,
+                    cause=dispatch_cause(bl.dispatch, cl.dispatch),
                 )
             )
         elif declared and cl.path is KernelPath.SPARSE and (bl is None or bl.path is KernelPath.DENSE):
@@ -88,10 +91,11 @@ def lower_stage(base: RunRecord, cand: RunRecord) -> StageFinding:
 def _change_text(before: LowerLayer, after: LowerLayer) -> str:
     """``dense/attention -> dense/fp32_gemm``; with the kernel classes run when path and dominant class are the same."""
     b, a = path_text(before), path_text(after)
-    if b == a:
+    if b == a and kernel_classes(before) != kernel_classes(after):
         b += f" [{', '.join(kernel_classes(before))}]"
         a += f" [{', '.join(kernel_classes(after))}]"
-    return f"{b} -> {a}"
+    dispatch = change_text(before, after)
+    return f"{b} -> {a}" + (f" ({dispatch})" if dispatch else "")
 
 
 _LOWER_ORDER = ("fallback", "path_changed", "per_call_conversion", "intended")

@@ -17,6 +17,7 @@ from sparsedebug.core.patterns import declared_sparse, fell_back, kernel_classes
 from sparsedebug.core.stats import median
 from sparsedebug.records.findings import DenseFallback, FallbackReport, PathChange
 from sparsedebug.records.run import RunRecord
+from sparsedebug.sources.importers.dispatch import dispatch_cause
 
 
 def _median_ms(record: RunRecord) -> dict[str, float]:
@@ -56,6 +57,9 @@ def compare_paths(base: RunRecord, cand: RunRecord) -> FallbackReport:
                 unintended=not declared,
                 base_ms=base_ms.get(name),
                 cand_ms=cand_ms.get(name),
+                base_backend=before.dispatch.backend if before.dispatch else None,
+                cand_backend=after.dispatch.backend if after.dispatch else None,
+                cause=dispatch_cause(before.dispatch, after.dispatch),
             )
         )
     fallbacks = [

@@ -35,6 +35,9 @@ class LayerFinding(Record):
     reason: str | None = Field(None, description="Fallback reason, for kind 'fallback'.")
     delta_ms: float | None = Field(None, description="Change per iteration (cand - base, medians) carried by this finding.")
     comparison: SampleComparison | None = None
+    base_backend: str | None = Field(None, description="Kind 'path_changed': the backend the baseline's trace shows (flash, cudnn, cublas, ...).")
+    cand_backend: str | None = Field(None, description="Kind 'path_changed': the candidate's backend.")
+    cause: list[str] = Field(default_factory=list, description="Kind 'path_changed': what the dispatcher saw differently (layout, dtype, mask, dropout).")
 
 
 class MetricFinding(Record):
@@ -112,6 +115,9 @@ class PathChange(Record):
     unintended: bool
     base_ms: float | None = Field(None, description="Baseline median per-call kernel time of the layer.")
     cand_ms: float | None = Field(None, description="Candidate median per-call kernel time of the layer.")
+    base_backend: str | None = Field(None, description="Kind 'path_changed': the backend the baseline's trace shows (flash, cudnn, cublas, ...).")
+    cand_backend: str | None = Field(None, description="Kind 'path_changed': the candidate's backend.")
+    cause: list[str] = Field(default_factory=list, description="Kind 'path_changed': what the dispatcher saw differently (layout, dtype, mask, dropout).")
 
 
 class DenseFallback(Record):

@@ -111,3 +111,32 @@ def test_unannotated_trace_pair_points_at_schedule_like_the_annotated_one() -> N
     assert [s["status"] for s in payload["stages"][:2]] == ["expected", "expected"]
     pooled = {f["layer"]: len(f["members"]) for f in payload["stages"][3]["layers"] if f["regression"]}
     assert pooled == {"linear#{i} [11008x4096]": 8, "linear#{i} [4096x11008]": 4}
+
+
+def test_attention_backend_change_is_staged_at_lower_with_backends_and_cause() -> None:
+    traces = FIXTURES / "traces"
+    result = invoke(["bisect", "--json", str(H200 / "trace_dense_T2048.json.gz"), str(traces / "h200_dense_sdpa_efficient_noncontig.json.gz")])
+    assert result.exit_code == 0, result.stderr
+    payload = json.loads(result.stdout)
+    assert payload["first_stage"] == "lower"
+    changed = [f for f in payload["stages"][1]["layers"] if f["kind"] == "path_changed"]
+    assert [f["layer"] for f in changed] == [f"layers.{i}.self_attn.sdpa" for i in range(4)]
+    for f in changed:
+        assert (f["base_backend"], f["cand_backend"]) == ("cudnn", "efficient") and f["regression"]
+        assert f["cause"] == ["query not contiguous (last-dim stride 2048, was 1)"]
+    people = invoke(["bisect", str(H200 / "trace_dense_T2048.json.gz"), str(traces / "h200_dense_sdpa_efficient_noncontig.json.gz")])
+    text = " ".join(people.stdout.split())
+    assert "first persistent divergence: lower" in text and "attention backend cudnn -> efficient" in text
+    assert "cause seen in the trace: query not contiguous" in text
+
+
+def test_unannotated_attention_move_to_fp32_math_is_staged_at_lower() -> None:
+    traces = FIXTURES / "traces"
+    result = invoke(["bisect", "--json", str(traces / "h200_dense_unannotated.json.gz"), str(traces / "h200_dense_unannotated_sdpa_math_fp32.json.gz")])
+    payload = json.loads(result.stdout)
+    assert payload["first_stage"] == "lower"
+    changed = [f for f in payload["stages"][1]["layers"] if f["kind"] == "path_changed"]
+    assert [f["layer"] for f in changed] == [f"scaled_dot_product_attention#{i} [1x32x2048x128]" for i in range(4)]
+    assert all((f["base_backend"], f["cand_backend"]) == ("cudnn", "math") for f in changed)
+    assert changed[0]["cause"] == ["query dtype fp16 -> fp32", "key dtype fp16 -> fp32", "value dtype fp16 -> fp32"]
+    assert "dense/attention -> dense/fp32_gemm" in changed[0]["detail"]

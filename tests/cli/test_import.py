@@ -163,3 +163,23 @@ def test_help_texts() -> None:
         assert result.exit_code == 0
     assert "host wait" in invoke(["import", "trace", "--help"]).stdout
     assert "Speed-of-Light" in invoke(["import", "ncu", "--help"]).stdout
+
+
+def test_fallbacks_name_an_attention_backend_change_and_its_cause() -> None:
+    cand = str(FIXTURES / "traces" / "h200_dense_sdpa_efficient_noncontig.json.gz")
+    result = invoke(["fallbacks", DENSE, cand, "--check"])
+    assert result.exit_code == 1
+    text = " ".join(result.stdout.split())
+    assert "4 changed; 4 unintended" in text and "attention (cudnn)" in text and "attention (efficient)" in text
+    assert "cause seen in the trace (layers.0.self_attn.sdpa, layers.1.self_attn.sdpa, layers.2.self_attn.sdpa and more): query not contiguous (last-dim stride 2048, was 1)" in text
+    payload = json.loads(invoke(["fallbacks", DENSE, cand, "--json"]).stdout)
+    assert [(c["layer"], c["base_backend"], c["cand_backend"]) for c in payload["unintended"]] == [
+        (f"layers.{i}.self_attn.sdpa", "cudnn", "efficient") for i in range(4)
+    ]
+
+
+def test_fallbacks_between_unannotated_traces() -> None:
+    traces = FIXTURES / "traces"
+    result = invoke(["fallbacks", str(traces / "h200_dense_unannotated.json.gz"), str(traces / "h200_sparse_mlp_unannotated.json.gz"), "--check"])
+    assert result.exit_code == 0, result.stdout
+    assert "112 layers matched; 12 changed; 0 unintended" in " ".join(result.stdout.split())

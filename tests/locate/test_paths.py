@@ -42,8 +42,8 @@ def test_declared_sparse_layer_that_ran_dense_is_a_fallback() -> None:
     cand = sparse.model_copy(deep=True)
     lower = next(layer for layer in cand.lower.layers if layer.name == "layers.2.mlp.up_proj")
     lower.path, lower.reason = KernelPath.DENSE, FallbackReason.SHAPE_NOT_ALIGNED
-    base_kernels = next(layer.kernels for layer in dense.lower.layers if layer.name == "layers.2.mlp.up_proj")
-    lower.kernel_class, lower.kernels = KernelClass.DENSE_TC_GEMM, list(base_kernels)
+    base_layer = next(layer for layer in dense.lower.layers if layer.name == "layers.2.mlp.up_proj")
+    lower.kernel_class, lower.kernels, lower.dispatch = KernelClass.DENSE_TC_GEMM, list(base_layer.kernels), base_layer.dispatch
     report = compare_paths(dense, cand)
     assert [f.layer for f in report.dense_fallbacks] == ["layers.2.mlp.up_proj"]
     assert report.dense_fallbacks[0].reason == "shape_not_aligned"

@@ -208,10 +208,12 @@ def fallback_table(report: FallbackReport) -> Table:
     for column in ("layer", "base", "candidate", "declared", "verdict", "base ms", "cand ms"):
         table.add_column(column, justify="right" if column.endswith("ms") else "left", overflow="fold")
     for change in report.changed:
+        # the backend tells two paths apart when the kernel class does not
+        backends = change.base_class == change.cand_class and change.base_backend is not None and change.cand_backend is not None
         table.add_row(
             change.layer,
-            change.base_class or change.base_path,
-            change.cand_class or change.cand_path,
+            (change.base_class or change.base_path) + (f" ({change.base_backend})" if backends else ""),
+            (change.cand_class or change.cand_path) + (f" ({change.cand_backend})" if backends else ""),
             change.cand_intended or "-",
             "[red]UNINTENDED[/red]" if change.unintended else "declared sparse",
             _ms(change.base_ms),
@@ -222,6 +224,12 @@ def fallback_table(report: FallbackReport) -> Table:
         parts.append(f"{len(report.dense_fallbacks)} declared sparse but ran dense: " + ", ".join(f.layer for f in report.dense_fallbacks))
     if report.only_in_base or report.only_in_cand:
         parts.append(f"{len(report.only_in_base)} only in base, {len(report.only_in_cand)} only in candidate")
+    causes: dict[str, list[str]] = defaultdict(list)
+    for change in report.unintended:
+        for cause in change.cause:
+            causes[cause].append(change.layer)
+    for cause, layers in causes.items():
+        parts.append(f"cause seen in the trace ({', '.join(layers[:3])}{' and more' if len(layers) > 3 else ''}): {cause}")
     table.caption = "; ".join(parts)
     return table
 
