@@ -16,7 +16,8 @@ from sparsedebug.classify.rule import Rule, RuleSet
 from sparsedebug.core.dtypes import canonical_dtype, mantissa_bits, unit_roundoff
 from sparsedebug.core.patterns import layer_precision, precision_changed
 from sparsedebug.records.classification import Fix, Mechanism
-from sparsedebug.records.run import KernelClass, RunRecord
+from sparsedebug.records.run import RunRecord
+from sparsedebug.sources.importers.dispatch import dispatch_cause, fix_for, moved_to_fp32
 
 PRECISION = RuleSet(Mechanism.PRECISION)
 
@@ -48,6 +49,10 @@ def precision_fix(rule: Rule, facts: Facts) -> Fix:
         where = f" (largest error: {worst})"
     else:
         where = f" (changed: {changed})" if isinstance(changed, str) else ""
+    cause = facts.data("precision_change_count").get("cause")
+    named = fix_for(changed, cause) if isinstance(changed, str) and isinstance(cause, list) else None
+    if named is not None and facts.ctx.imported:
+        return Fix(kind="advice", layer=changed, rule=rule.id, metric="latency_p50_ms", direction="down", text=named)
     if facts.ctx.imported:
         return Fix(kind="advice", rule=rule.id, metric="max_rel_err", direction="down",
                    text=f"keep the changed layers in {value}{where} and compare outputs against the baseline")
@@ -71,18 +76,24 @@ def layer_precisions(run: RunRecord) -> dict[str, str]:
     return out
 
 
-def _fp32_path_changes(ctx: Context, baseline: RunRecord, skip: set[str]) -> dict[str, str]:
-    """Layers not declared fp32 or wider whose kernel class moved onto an fp32 GEMM against the baseline."""
-    declared = {g.name: canonical_dtype(g.dtype) for g in ctx.run.graph.layers}
+def _fp32_path_changes(ctx: Context, baseline: RunRecord, skip: set[str]) -> tuple[dict[str, str], dict[str, list[str]]]:
+    """Layers the baseline ran on a tensor-core fp16/bf16 path (declared narrower than fp32) that now run an fp32 or
+    SIMT path, by kernel class or dispatched input dtype; with the cause the trace shows, by layer."""
+    base_declared = {g.name: canonical_dtype(g.dtype) for g in baseline.graph.layers}
     base_lower = ctx.lower(baseline)
     out: dict[str, str] = {}
+    causes: dict[str, list[str]] = {}
     for lo in ctx.run.lower.layers:
         old = base_lower.get(lo.name)
-        if lo.name in skip or old is None or declared.get(lo.name) in ("fp32", "fp64"):
+        if lo.name in skip or old is None or base_declared.get(lo.name) in ("fp32", "fp64") or not moved_to_fp32(old, lo):
             continue
-        if lo.kernel_class == KernelClass.FP32_GEMM and old.kernel_class not in (None, KernelClass.FP32_GEMM):
-            out[lo.name] = f"{old.kernel_class} -> fp32_gemm"
-    return out
+        was = old.kernel_class.value if old.kernel_class is not None else "?"
+        now = lo.kernel_class.value if lo.kernel_class is not None else "?"
+        out[lo.name] = f"{was} -> {now}" if was != now else f"{base_declared.get(lo.name)} -> fp32 inputs"
+        cause = dispatch_cause(old.dispatch, lo.dispatch)
+        if cause:
+            causes[lo.name] = cause
+    return out, causes
 
 
 @PRECISION.rule(
@@ -101,7 +112,20 @@ def precision_change_count(ctx: Context) -> Result:
     changes = {name: f"{base[name]} -> {prec}" for name, prec in cand.items() if name in base and precision_changed(base[name], prec)}
     lowered = [base[name] for name in changes if (mantissa_bits(cand[name]) or 0) < (mantissa_bits(base[name]) or 0)]
     restore = max(lowered, key=lambda p: mantissa_bits(p) or 0) if lowered else next((base[name] for name in changes), None)
-    changes.update(_fp32_path_changes(ctx, ctx.baseline, set(changes)))
+    base_lower, cand_lower = ctx.lower(ctx.baseline), ctx.lower()
+    causes: dict[str, list[str]] = {}
+    for name in changes:
+        old, new = base_lower.get(name), cand_lower.get(name)
+        if old is None or new is None:
+            continue
+        if old.kernel_class is not None and new.kernel_class is not None and old.kernel_class != new.kernel_class:
+            changes[name] += f" ({old.kernel_class.value} -> {new.kernel_class.value})"
+        cause = dispatch_cause(old.dispatch, new.dispatch)
+        if cause:
+            causes[name] = cause
+    path_changes, path_causes = _fp32_path_changes(ctx, ctx.baseline, set(changes))
+    changes.update(path_changes)
+    causes.update(path_causes)
     lines = [f"{name} {change}" for name, change in changes.items()]
     detail = "; ".join(lines[:6]) + (f"; +{len(lines) - 6} more" if len(lines) > 6 else "") if lines else (
         "no layer changed precision against the baseline, and none moved onto an fp32 GEMM path"
@@ -110,8 +134,11 @@ def precision_change_count(ctx: Context) -> Result:
     if restore is not None:
         data["restore"] = restore
     if changes:
-        data["layer"] = next(iter(changes))
-    source = "graph.layers[].dtype, kernel.layers[].precision, lower.layers[].kernel_class vs baseline"
+        data["layer"] = layer = next(iter(changes))
+        if layer in causes:
+            data["cause"] = causes[layer]
+            detail += f"; cause seen in the trace for {layer}: {'; '.join(causes[layer])}"
+    source = "graph.layers[].dtype, kernel.layers[].precision, lower.layers[] kernel class and dispatch vs baseline"
     return Fact(float(len(changes)), source, detail, context=data)
 
 

@@ -151,3 +151,27 @@ def test_layer_raised_to_fp32_is_precision_evidence_through_cli(tmp_path: Path) 
     assert people.exit_code == 0 and "l1 fp16 -> fp32" in people.stdout
     # compute (the fp32 layer fell back) scores too: the margin says it is a ratio of scores
     assert payload["margin"] is not None and f"{payload['margin']:.2f} times the runner-up's score" in people.stdout
+
+
+def test_unannotated_h200_pair_is_scheduling_like_the_annotated_one() -> None:
+    traces = FIXTURES / "traces"
+    result = invoke(["classify", str(traces / "h200_sparse_mlp_unannotated.json.gz"), "--baseline", str(traces / "h200_dense_unannotated.json.gz"), "--json"])
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["winner"] == "scheduling"
+
+
+def test_attention_moving_to_fp32_simt_is_precision_evidence_and_the_fix_names_the_cause() -> None:
+    traces = FIXTURES / "traces"
+    for base, cand, layer in (
+        (DENSE, str(traces / "h200_dense_sdpa_math_fp32.json.gz"), "layers.0.self_attn.sdpa"),
+        (str(traces / "h200_dense_unannotated.json.gz"), str(traces / "h200_dense_unannotated_sdpa_math_fp32.json.gz"),
+         "scaled_dot_product_attention#0 [1x32x2048x128]"),
+    ):
+        result = invoke(["classify", cand, "--baseline", base, "--json"])
+        assert result.exit_code == 0, result.stderr
+        payload = json.loads(result.stdout)
+        assert payload["winner"] == "precision"
+        evidence = next(e for e in payload["evidence"] if e["rule"] == "precision.dtype_change")
+        assert evidence["fired"] and evidence["value"] == 4
+        assert f"{layer} fp16 -> fp32 (attention -> fp32_gemm)" in evidence["detail"] and "query dtype fp16 -> fp32" in evidence["detail"]
+        assert payload["fix"]["layer"] == layer and payload["fix"]["text"] == f"cast the query of {layer} back to fp16 and re-trace"
