@@ -11,7 +11,7 @@ baseline's *for real*, the way asv does it, plus a persistence check:
   factor (default 1.10: a 1% shift on a noisy machine is not a finding);
 - **effect size**: the candidate/baseline median ratio, with a distribution-free
   confidence interval for the ratio: the Hodges-Lehmann shift of the log samples
-  and its Moses (rank-based) interval, exact for small samples;
+  and its Moses (rank-based) interval;
 - **persistent**: the shift also holds in each time-ordered half of the samples
   and survives dropping outliers (Tukey fences), so one burst of noise cannot
   make a finding;
@@ -19,6 +19,34 @@ baseline's *for real*, the way asv does it, plus a persistence check:
   rank test can reach is ``2 / C(m+n, m)`` (0.10 for 3 versus 3). When that is
   above ``alpha`` the comparison says so (``enough_samples=False``) instead of
   guessing; the ratio is still reported.
+
+Valid for any sample count from 2 to millions:
+
+- ``C(m+n, m)`` is never formed as a float: the smallest attainable p is
+  computed in log space (it underflows to 0.0, never overflows).
+- p-values (``rank_test_p``): without ties and ``m*n <= 10,000``, the exact
+  null distribution of U (lower half of the Gaussian binomial, float64, no
+  cancellation); with ties in a small sample, the exact permutation
+  distribution of the mid-rank sum (bounded by ``_TIES_EXACT_COST``); else the
+  normal approximation with tie and continuity correction (scipy's
+  ``method="asymptotic"``). Identical pooled values give p = 1.
+- The Moses interval's ``k`` is exact up to ``m*n = 10,000``, normal above (ties
+  ignored there: slightly conservative). Beyond ``_MAX_PAIRS`` pairwise
+  differences the k-th one is found by bisection on its value, not by sorting.
+- **Cap**: past ``MAX_TEST_SAMPLES`` (10,000) samples on a side, the test, the
+  interval and the persistence checks use a deterministic subsample (fixed seed,
+  kept in time order); ``subsampled_from`` holds the original sizes and the
+  reason says so. Medians and the ratio always use every sample.
+
+**Pooling: what one sample is.** Each sample counts as one independent draw.
+Imported traces give the kernel stage one sample *per call* (per annotation
+instance, or per kernel without annotations: a layer called 624 times gives 624
+samples) and the schedule and outcome stages one *per iteration*. Calls of one
+iteration share its clocks, caches and host load, so a per-call test is more
+sensitive than a per-iteration one; the persistence checks (both time-ordered
+halves, without outliers) keep a burst inside one iteration from becoming a
+finding. For per-iteration pooling, sum each iteration's calls before calling.
+Bisect pools identical layers of one role (per call) when one has too few.
 """
 
 from __future__ import annotations
@@ -38,11 +66,20 @@ DEFAULT_ALPHA = 0.05
 DEFAULT_MIN_EFFECT = 1.10
 """Minimum ratio of medians (either way) that counts as a change, as asv's ``factor``."""
 
-_EXACT_LIMIT = 10_000
-"""Largest m*n for which the U distribution is computed exactly; the normal approximation above."""
+MAX_TEST_SAMPLES = 10_000
+"""Per side, the most samples the rank test, interval and persistence checks use; above, a deterministic subsample."""
 
-_MAX_PAIRS = 4_000_000
-"""Above this many pairwise differences the Hodges-Lehmann interval uses a deterministic thinning."""
+_EXACT_LIMIT = 10_000
+"""Largest m*n for which the U distribution (no ties) is computed exactly; the normal approximation above."""
+
+_TIES_EXACT_COST = 20_000_000
+"""Largest cost (array cells touched) of the exact permutation p-value with ties; asymptotic above."""
+
+_MAX_PAIRS = 1_000_000
+"""Up to this many pairwise differences are formed and partitioned; above, the k-th is found by bisection."""
+
+_SUBSAMPLE_SEED = 0x5D5EED
+"""Seed of the deterministic subsample (the same input always gives the same subsample)."""
 
 
 TAIL_MIN_SAMPLES = 20
@@ -79,15 +116,20 @@ Direction = Literal["slower", "faster", "same"]
 Samples = Sequence[float] | npt.NDArray[np.floating[Any]]
 """Raw samples: a list of floats or a 1-D numpy array."""
 
+FloatArray = npt.NDArray[np.float64]
+
 
 class SampleComparison(BaseModel):
     """Candidate samples versus baseline samples: effect size, CI, test, persistence, verdict.
 
-    ``ratio`` is candidate median / baseline median (above 1: the candidate is
-    larger, i.e. slower for times). ``ci_low``/``ci_high`` bound that ratio at
-    confidence ``1 - alpha``; they are ``None`` when the sample sizes cannot
-    support an interval at that level. ``direction`` is ``"same"`` unless the
-    change is significant (test AND minimum effect).
+    ``ratio`` is candidate median / baseline median over all samples (above 1:
+    the candidate is larger, i.e. slower for times). ``n_base``/``n_cand`` are
+    the sample counts the rank test used; when a side had more than
+    ``MAX_TEST_SAMPLES``, ``subsampled_from`` holds the original ``[base, cand]``
+    counts and the test ran on a deterministic subsample. ``ci_low``/``ci_high``
+    bound the ratio at confidence ``1 - alpha``; they are ``None`` when the
+    sample sizes cannot support an interval at that level. ``direction`` is
+    ``"same"`` unless the change is significant (test AND minimum effect).
     """
 
     n_base: int
@@ -105,42 +147,131 @@ class SampleComparison(BaseModel):
     enough_samples: bool
     direction: Direction
     reason: str
+    subsampled_from: list[int] | None = None
+
+
+# --------------------------------------------------------------------------- attainable p
+
+
+def log_min_attainable_p(n_base: int, n_cand: int) -> float:
+    """Natural log of ``min_attainable_p``: ``log 2 - log C(m+n, m)``, finite for any sizes."""
+    if n_base < 1 or n_cand < 1:
+        return 0.0
+    log_comb = math.lgamma(n_base + n_cand + 1) - math.lgamma(n_base + 1) - math.lgamma(n_cand + 1)
+    return min(0.0, math.log(2.0) - log_comb)
 
 
 def min_attainable_p(n_base: int, n_cand: int) -> float:
-    """Smallest two-sided p-value an exact rank test can give for these sample sizes."""
-    if n_base < 1 or n_cand < 1:
-        return 1.0
-    return min(1.0, 2.0 / math.comb(n_base + n_cand, n_base))
+    """Smallest two-sided p-value an exact rank test (no ties) can give for these sample sizes.
+
+    ``2 / C(m+n, m)``, capped at 1, computed in log space: for large sizes it
+    underflows to 0.0 instead of overflowing.
+    """
+    return math.exp(log_min_attainable_p(n_base, n_cand))
 
 
 def enough_samples(n_base: int, n_cand: int, alpha: float = DEFAULT_ALPHA) -> bool:
     """Whether a rank test on samples of these sizes can reach significance ``alpha`` at all."""
-    return min_attainable_p(n_base, n_cand) <= alpha
+    if alpha <= 0.0:
+        return False
+    return log_min_attainable_p(n_base, n_cand) <= math.log(alpha)
 
 
-@lru_cache(maxsize=256)
+# --------------------------------------------------------------------------- exact distributions
+
+
+@lru_cache(maxsize=512)
 def _u_cdf_exact(m: int, n: int) -> tuple[float, ...]:
-    """P(U <= u) for u = 0..m*n under H0 (no ties), from the Gaussian binomial coefficient."""
-    # Number of arrangements with U = u is the coefficient of q^u in [m+n choose m]_q
-    # = prod_{i=1..m} (1 - q^(n+i)) / (1 - q^i). Python ints keep it exact.
-    size = m * n + 1
-    coeffs = [0] * size
-    coeffs[0] = 1
+    """P(U <= u) under H0 (no ties) for u = 0..floor(m*n/2): the lower half, the only one the tests need.
+
+    The count of arrangements with U = u is the coefficient of q^u in the Gaussian
+    binomial ``[m+n choose m]_q = prod_{i=1..m} (1 - q^(n+i)) / (1 - q^i)``, built as
+    ``c'[u] = c'[u-i] + c[u] - c[u-n-i]`` up to ``floor(m*n/2)`` only: float64 then
+    keeps a relative accuracy of ~1e-12 down to the deepest tail (tested against
+    exact integers); counts stay below C(200, 100) ~ 1e59 within ``_EXACT_LIMIT``.
+    """
+    m, n = min(m, n), max(m, n)
+    top = (m * n) // 2
+    coeffs = np.zeros(top + 1, dtype=np.float64)
+    coeffs[0] = 1.0
     for i in range(1, m + 1):
+        diff = coeffs.copy()
         shift = n + i
-        for u in range(size - 1, shift - 1, -1):  # multiply by (1 - q^(n+i))
-            coeffs[u] -= coeffs[u - shift]
-    for i in range(1, m + 1):
-        for u in range(i, size):  # divide by (1 - q^i): running sum with stride i
-            coeffs[u] += coeffs[u - i]
-    total = math.comb(m + n, m)
-    running = 0
-    cdf = []
-    for count in coeffs:
-        running += count
-        cdf.append(running / total)
-    return tuple(cdf)
+        if shift <= top:
+            diff[shift:] -= coeffs[: top + 1 - shift]
+        # divide by (1 - q^i): a running sum with stride i, one cumsum per residue class
+        padded = np.zeros(-(-(top + 1) // i) * i, dtype=np.float64)
+        padded[: top + 1] = diff
+        coeffs = np.cumsum(padded.reshape(-1, i), axis=0).ravel()[: top + 1]
+    total = math.exp(math.lgamma(m + n + 1) - math.lgamma(m + 1) - math.lgamma(n + 1))
+    cdf = np.minimum(np.cumsum(coeffs) / total, 1.0)
+    return tuple(float(v) for v in cdf)
+
+
+def _exact_p_no_ties(u: float, m: int, n: int) -> float:
+    """Two-sided exact p of U = u (no ties): 2 P(U <= min(u, mn - u)), capped at 1."""
+    low = round(min(u, m * n - u))
+    return min(1.0, 2.0 * _u_cdf_exact(m, n)[low])
+
+
+def _ties_exact_cost(pooled_size: int, small: int) -> int:
+    return (small + 1) * (2 * small * (pooled_size + 1) + 1) * (pooled_size + small)
+
+
+def _exact_p_ties(small_side: FloatArray, other: FloatArray) -> float:
+    """Exact two-sided permutation p of the mid-rank sum of ``small_side``, ties included.
+
+    Doubled mid-ranks are integers; ``ways[j, s]`` counts the subsets of ``j`` items
+    of the tie groups seen so far with doubled rank sum ``s`` (non-negative sums
+    only, so float64 stays accurate). The p-value is the probability of a rank sum
+    at least as far from its mean as the observed one.
+    """
+    pooled = np.concatenate([small_side, other])
+    values, counts = np.unique(pooled, return_counts=True)
+    ms, total = small_side.size, pooled.size
+    upper = np.cumsum(counts)
+    doubled = (2 * upper - counts + 1).astype(np.int64)  # first + last rank of each group
+    observed = int(doubled[np.searchsorted(values, small_side)].sum())
+    size = 2 * ms * (total + 1) + 1
+    ways = np.zeros((ms + 1, size), dtype=np.float64)
+    ways[0, 0] = 1.0
+    for g, r in zip(counts.tolist(), doubled.tolist(), strict=True):
+        new = ways.copy()
+        for c in range(1, min(g, ms) + 1):
+            new[c:, c * r :] += math.comb(g, c) * ways[: ms + 1 - c, : size - c * r]
+        ways = new
+    dist = ways[ms]
+    mean = ms * (total + 1)
+    far = np.abs(np.arange(size) - mean) >= abs(observed - mean)
+    return float(min(1.0, dist[far].sum() / dist.sum()))
+
+
+def rank_test_p(base: Samples, cand: Samples) -> float:
+    """Two-sided Mann-Whitney U p-value of ``cand`` against ``base``: exact where cheap, asymptotic elsewhere.
+
+    See the module docstring for which method applies; the result is always a
+    finite number in [0, 1]. No subsampling here (``compare_samples`` does that).
+    """
+    b = np.asarray(base, dtype=np.float64)
+    c = np.asarray(cand, dtype=np.float64)
+    pooled = np.concatenate([b, c])
+    if pooled.size == 0 or b.size == 0 or c.size == 0 or np.all(pooled == pooled[0]):
+        return 1.0
+    m, n = b.size, c.size
+    small, other = (b, c) if m <= n else (c, b)
+    ties = np.unique(pooled).size < pooled.size
+    if not ties and m * n <= _EXACT_LIMIT:
+        ranks_small = np.searchsorted(np.sort(pooled), small).astype(np.float64) + 1.0
+        u = float(ranks_small.sum()) - small.size * (small.size + 1) / 2.0
+        return _exact_p_no_ties(u, m, n)
+    if ties and _ties_exact_cost(pooled.size, small.size) <= _TIES_EXACT_COST:
+        return _exact_p_ties(small, other)
+    # imported here: scipy.stats costs ~0.5 s at CLI start
+    from scipy import stats as sps
+
+    result = sps.mannwhitneyu(c, b, alternative="two-sided", method="asymptotic")
+    p = float(result.pvalue)
+    return min(1.0, max(0.0, p)) if math.isfinite(p) else 1.0
 
 
 def _moses_k(m: int, n: int, alpha: float) -> int:
@@ -149,52 +280,94 @@ def _moses_k(m: int, n: int, alpha: float) -> int:
     The largest k with P(U <= k - 1) <= alpha / 2; 0 means no interval exists at this level.
     """
     if m * n <= _EXACT_LIMIT:
-        cdf = _u_cdf_exact(min(m, n), max(m, n))
-        k = 0
-        while k < len(cdf) and cdf[k] <= alpha / 2:
-            k += 1
-        return k
-    from scipy import stats as sps  # imported here: scipy.stats costs ~0.5 s at CLI start
+        cdf = _u_cdf_exact(m, n)
+        return int(np.searchsorted(np.asarray(cdf), alpha / 2, side="right"))
+    from scipy import stats as sps
 
     z = float(sps.norm.ppf(1 - alpha / 2))
     k = math.floor(m * n / 2 - z * math.sqrt(m * n * (m + n + 1) / 12.0))
     return max(k, 0)
 
 
-def _log_differences(base: np.ndarray, cand: np.ndarray) -> tuple[np.ndarray, int, int]:
-    """Sorted pairwise differences log(cand_j) - log(base_i), and the sample sizes they came from."""
-    lb = np.log(base)
-    lc = np.log(cand)
-    if lb.size * lc.size > _MAX_PAIRS:
-        # Deterministic thinning: keep evenly spaced order statistics of each sample.
-        keep = int(math.sqrt(_MAX_PAIRS))
-        lb = np.sort(lb)[np.linspace(0, lb.size - 1, min(keep, lb.size)).astype(int)]
-        lc = np.sort(lc)[np.linspace(0, lc.size - 1, min(keep, lc.size)).astype(int)]
-    return np.sort((lc[None, :] - lb[:, None]).ravel()), int(lb.size), int(lc.size)
+# --------------------------------------------------------------------------- pairwise differences
 
 
-def _ratio_interval(base: np.ndarray, cand: np.ndarray, alpha: float) -> tuple[float | None, float | None]:
+def _kth_pairwise(lb: FloatArray, lc: FloatArray, ks: Sequence[int], max_pairs: int = _MAX_PAIRS) -> list[float]:
+    """The k-th smallest (1-based) of the pairwise differences ``lc[j] - lb[i]``, for each k in ``ks``.
+
+    ``lb`` and ``lc`` are sorted. Up to ``max_pairs`` differences they are formed
+    and partitioned; above, each k-th is found by bisection on the value, counting
+    the differences at or below it with one sorted search per step, then snapped to
+    the largest actual difference at or below the bound.
+    """
+    m, n = lb.size, lc.size
+    if m * n <= max_pairs:
+        diffs = (lc[None, :] - lb[:, None]).ravel()
+        idx = sorted({k - 1 for k in ks})
+        part = np.partition(diffs, idx)
+        return [float(part[k - 1]) for k in ks]
+
+    def count(t: float) -> int:
+        return int(m * n - np.searchsorted(lb, lc - t, side="left").sum())
+
+    out: list[float] = []
+    first, last = float(lc[0] - lb[-1]), float(lc[-1] - lb[0])
+    slack = 1e-9 * (last - first) + 1e-12 * max(abs(first), abs(last), 1.0)  # room for rounding in lc - t
+    for k in ks:
+        lo, hi = first - slack, last + slack
+        for _ in range(200):  # count(lo) < k <= count(hi)
+            mid = lo + (hi - lo) / 2.0
+            if mid <= lo or mid >= hi:
+                break
+            if count(mid) >= k:
+                hi = mid
+            else:
+                lo = mid
+        at = np.searchsorted(lb, lc - hi, side="left")
+        valid = at < m
+        out.append(float(np.max(lc[valid] - lb[at[valid]])) if np.any(valid) else hi)
+    return out
+
+
+def _log_sorted(base: FloatArray, cand: FloatArray) -> tuple[FloatArray, FloatArray]:
+    return np.sort(np.log(base)), np.sort(np.log(cand))
+
+def _ratio_interval(base: FloatArray, cand: FloatArray, alpha: float) -> tuple[float | None, float | None]:
     """Moses confidence interval for the median ratio (a shift on the log scale)."""
-    diffs, m, n = _log_differences(base, cand)
+    m, n = base.size, cand.size
     k = _moses_k(m, n, alpha)
     if k < 1:
         return None, None
-    return float(np.exp(diffs[k - 1])), float(np.exp(diffs[diffs.size - k]))
+    lb, lc = _log_sorted(base, cand)
+    low, high = _kth_pairwise(lb, lc, [k, m * n + 1 - k])
+    return float(np.exp(low)), float(np.exp(high))
+
+
+def subsample(values: Samples, cap: int = MAX_TEST_SAMPLES) -> FloatArray:
+    """At most ``cap`` of ``values``: all of them when they fit, else a fixed-seed draw kept in the original order."""
+    arr = np.asarray(values, dtype=np.float64)
+    if arr.size <= cap:
+        return arr
+    rng = np.random.default_rng([_SUBSAMPLE_SEED, arr.size])
+    keep = np.sort(rng.choice(arr.size, size=cap, replace=False))
+    picked: FloatArray = arr[keep]
+    return picked
 
 
 def hodges_lehmann_ratio(base: Samples, cand: Samples) -> float:
-    """Hodges-Lehmann estimate of the cand/base ratio: exp of the median pairwise log difference."""
-    diffs, _, _ = _log_differences(_check_samples("base", base), _check_samples("cand", cand))
-    return float(np.exp(np.median(diffs)))
+    """Hodges-Lehmann estimate of the cand/base ratio: exp of the median pairwise log difference.
+
+    Above ``MAX_TEST_SAMPLES`` per side, on the same deterministic subsample as ``compare_samples``.
+    """
+    b = subsample(_check_samples("base", base))
+    c = subsample(_check_samples("cand", cand))
+    lb, lc = _log_sorted(b, c)
+    total = b.size * c.size
+    mid = _kth_pairwise(lb, lc, [(total + 1) // 2, total // 2 + 1])
+    return float(np.exp((mid[0] + mid[1]) / 2.0))
 
 
-def _rank_p(base: np.ndarray, cand: np.ndarray) -> float:
-    if np.all(base == base[0]) and np.array_equal(np.unique(cand), np.unique(base)):
-        return 1.0
-    from scipy import stats as sps
-
-    result = sps.mannwhitneyu(cand, base, alternative="two-sided", method="auto")
-    return float(result.pvalue)
+# --------------------------------------------------------------------------- comparison
 
 
 def _beyond(ratio: float, factor: float) -> int:
@@ -206,15 +379,15 @@ def _beyond(ratio: float, factor: float) -> int:
     return 0
 
 
-def _tukey_inliers(values: np.ndarray) -> np.ndarray:
+def _tukey_inliers(values: FloatArray) -> FloatArray:
     q1, q3 = np.percentile(values, [25.0, 75.0])
     spread = q3 - q1
     mask = (values >= q1 - 1.5 * spread) & (values <= q3 + 1.5 * spread)
-    kept: np.ndarray = values[mask]
+    kept: FloatArray = values[mask]
     return kept
 
 
-def _check_samples(name: str, samples: Samples) -> np.ndarray:
+def _check_samples(name: str, samples: Samples) -> FloatArray:
     values = np.asarray(samples, dtype=np.float64)
     if values.ndim != 1 or values.size == 0:
         raise ValueError(f"{name}: expected a non-empty sequence of numbers")
@@ -225,7 +398,7 @@ def _check_samples(name: str, samples: Samples) -> np.ndarray:
     return values
 
 
-def _persistence(base: np.ndarray, cand: np.ndarray, sign: int, alpha: float, min_effect: float) -> tuple[bool, str]:
+def _persistence(base: FloatArray, cand: FloatArray, sign: int, alpha: float, min_effect: float) -> tuple[bool, str]:
     """Whether a significant shift holds in each time-ordered half and without outliers."""
     notes: list[str] = []
     half_factor = math.sqrt(min_effect)
@@ -245,7 +418,7 @@ def _persistence(base: np.ndarray, cand: np.ndarray, sign: int, alpha: float, mi
     if dropped:
         if not enough_samples(b_in.size, c_in.size, alpha):
             return False, f"not persistent: only {b_in.size} vs {c_in.size} samples remain without outliers"
-        p = _rank_p(b_in, c_in)
+        p = rank_test_p(b_in, c_in)
         ratio = float(np.median(c_in) / np.median(b_in))
         if p > alpha or _beyond(ratio, min_effect) != sign:
             return False, f"outlier-driven: without {dropped} outlier(s) ratio {ratio:.3f}, p={p:.3g}"
@@ -268,31 +441,36 @@ def compare_samples(
     Mann-Whitney U p-value, and whether the change is significant (p < alpha
     and the ratio beyond ``min_effect`` either way), persistent (also in each
     half and without outliers) and decidable at all with these sample sizes.
-    Raises ``ValueError`` on empty, non-finite or non-positive samples, or on
-    ``alpha`` outside (0, 1) or ``min_effect`` below 1.
+    Above ``MAX_TEST_SAMPLES`` per side the test runs on a deterministic
+    subsample and ``subsampled_from`` says so. Raises ``ValueError`` on empty,
+    non-finite or non-positive samples, or on ``alpha`` outside (0, 1) or
+    ``min_effect`` below 1.
     """
     if not 0.0 < alpha < 1.0:
         raise ValueError(f"alpha must be in (0, 1), got {alpha}")
     if not min_effect >= 1.0:
         raise ValueError(f"min_effect must be >= 1, got {min_effect}")
-    b = _check_samples("base", base)
-    c = _check_samples("cand", cand)
-    b_med, c_med = float(np.median(b)), float(np.median(c))
+    full_b = _check_samples("base", base)
+    full_c = _check_samples("cand", cand)
+    b_med, c_med = float(np.median(full_b)), float(np.median(full_c))
     ratio = c_med / b_med
-    enough = enough_samples(b.size, c.size, alpha)
+    b, c = subsample(full_b), subsample(full_c)
+    shrunk = b.size < full_b.size or c.size < full_c.size
+    note = f"; rank test on a deterministic subsample of {b.size} of {full_b.size} vs {c.size} of {full_c.size} samples" if shrunk else ""
     ci_low, ci_high = _ratio_interval(b, c, alpha)
-    common = dict(
-        n_base=int(b.size),
-        n_cand=int(c.size),
-        base_median=b_med,
-        cand_median=c_med,
-        ratio=ratio,
-        ci_low=ci_low,
-        ci_high=ci_high,
-        alpha=alpha,
-        min_effect=min_effect,
-    )
-    if not enough:
+    common: dict[str, Any] = {
+        "n_base": int(b.size),
+        "n_cand": int(c.size),
+        "base_median": b_med,
+        "cand_median": c_med,
+        "ratio": ratio,
+        "ci_low": ci_low,
+        "ci_high": ci_high,
+        "alpha": alpha,
+        "min_effect": min_effect,
+        "subsampled_from": [int(full_b.size), int(full_c.size)] if shrunk else None,
+    }
+    if not enough_samples(b.size, c.size, alpha):
         return SampleComparison(
             **common,
             p_value=None,
@@ -305,21 +483,21 @@ def compare_samples(
                 f"{min_attainable_p(b.size, c.size):.3g} > alpha {alpha:g} (ratio {ratio:.3f} not tested)"
             ),
         )
-    p = _rank_p(b, c)
+    p = rank_test_p(b, c)
     sign = _beyond(ratio, min_effect)
     if p > alpha:
         return SampleComparison(
             **common, p_value=p, significant=False, persistent=False, enough_samples=True, direction="same",
-            reason=f"no significant difference: p={p:.3g} > {alpha:g} (ratio {ratio:.3f})",
+            reason=f"no significant difference: p={p:.3g} > {alpha:g} (ratio {ratio:.3f}){note}",
         )
     if sign == 0:
         return SampleComparison(
             **common, p_value=p, significant=False, persistent=False, enough_samples=True, direction="same",
-            reason=f"significant (p={p:.3g}) but below the minimum effect: ratio {ratio:.3f} within x{min_effect:g}",
+            reason=f"significant (p={p:.3g}) but below the minimum effect: ratio {ratio:.3f} within x{min_effect:g}{note}",
         )
     persistent, why = _persistence(b, c, sign, alpha, min_effect)
     direction: Direction = "slower" if sign > 0 else "faster"
     return SampleComparison(
         **common, p_value=p, significant=True, persistent=persistent, enough_samples=True, direction=direction,
-        reason=f"{direction} x{ratio:.3f} (p={p:.3g}); {why}",
+        reason=f"{direction} x{ratio:.3f} (p={p:.3g}); {why}{note}",
     )

@@ -12,14 +12,19 @@ from hypothesis import strategies as st
 from scipy import stats as sps
 
 from sparsedebug.core.stats import (
+    MAX_TEST_SAMPLES,
+    _kth_pairwise,
     _moses_k,
     _u_cdf_exact,
     compare_samples,
     enough_samples,
     hodges_lehmann_ratio,
+    log_min_attainable_p,
     median,
     min_attainable_p,
     percentiles,
+    rank_test_p,
+    subsample,
 )
 
 
@@ -34,6 +39,26 @@ def test_percentiles_and_median_unchanged() -> None:
         median([])
 
 
+def _exact_u_cdf_with_python_ints(m: int, n: int) -> list[float]:
+    """The whole U distribution from the Gaussian binomial coefficient, in exact Python integers."""
+    size = m * n + 1
+    coeffs = [0] * size
+    coeffs[0] = 1
+    for i in range(1, m + 1):
+        shift = n + i
+        for u in range(size - 1, shift - 1, -1):
+            coeffs[u] -= coeffs[u - shift]
+    for i in range(1, m + 1):
+        for u in range(i, size):
+            coeffs[u] += coeffs[u - i]
+    total = math.comb(m + n, m)
+    running, cdf = 0, []
+    for count in coeffs:
+        running += count
+        cdf.append(running / total)
+    return cdf
+
+
 @pytest.mark.parametrize(("m", "n"), [(1, 1), (2, 3), (3, 3), (3, 5), (4, 4)])
 def test_exact_u_distribution_matches_brute_force(m: int, n: int) -> None:
     counts = [0] * (m * n + 1)
@@ -43,16 +68,18 @@ def test_exact_u_distribution_matches_brute_force(m: int, n: int) -> None:
         counts[u] += 1
     total = math.comb(m + n, m)
     expected = np.cumsum(counts) / total
-    assert np.allclose(_u_cdf_exact(m, n), expected)
+    lower = _u_cdf_exact(m, n)
+    assert len(lower) == m * n // 2 + 1  # the lower half: all a two-sided test needs
+    assert np.allclose(lower, expected[: len(lower)], rtol=1e-12, atol=0)
 
 
-def test_exact_cdf_agrees_with_scipy_exact_test() -> None:
-    base = np.array([1.0, 2.0, 3.0, 4.0, 5.0, 6.0])
-    cand = np.array([3.5, 5.5, 7.0, 8.0, 9.0])
-    u = sps.mannwhitneyu(cand, base, method="exact").statistic
-    lower = min(u, base.size * cand.size - u)
-    p_exact = sps.mannwhitneyu(cand, base, method="exact", alternative="two-sided").pvalue
-    assert 2 * _u_cdf_exact(5, 6)[int(lower)] == pytest.approx(p_exact)
+@pytest.mark.parametrize(("m", "n"), [(10, 30), (50, 50), (100, 100), (8, 1250), (2, 5000), (60, 150)])
+def test_float_u_distribution_keeps_relative_accuracy_deep_in_the_tail(m: int, n: int) -> None:
+    # The float64 recurrence against exact integers, relative error at every u (down to ~1e-59).
+    exact = np.array(_exact_u_cdf_with_python_ints(m, n))
+    got = np.array(_u_cdf_exact(m, n))
+    ref = exact[: got.size]
+    assert np.all(np.abs(got - ref) <= 1e-10 * ref)
 
 
 def test_too_few_samples_is_said_not_guessed() -> None:
@@ -164,3 +191,97 @@ def test_properties_scale_free_and_symmetric(base: list[float], cand: list[float
         assert a.ci_low <= hodges_lehmann_ratio(base, cand) * (1 + 1e-9)
         assert hodges_lehmann_ratio(base, cand) <= a.ci_high * (1 + 1e-9)
         assert swapped.ci_low == pytest.approx(1 / a.ci_high, rel=1e-9)
+
+
+# --------------------------------------------------------------------------- large and tied samples
+
+
+def test_min_attainable_p_is_finite_for_any_size() -> None:
+    # 624 calls per side made 2 / C(1248, 624) overflow a float (issue 14).
+    for m, n in [(1, 1), (3, 3), (8, 9), (40, 41)]:
+        assert min_attainable_p(m, n) == pytest.approx(2 / math.comb(m + n, m), rel=1e-12) or math.comb(m + n, m) == 1
+    for m, n in [(624, 624), (10**6, 10**6), (1, 10**7)]:
+        p = min_attainable_p(m, n)
+        assert math.isfinite(p) and 0.0 <= p <= 1.0
+        assert math.isfinite(log_min_attainable_p(m, n))
+    assert log_min_attainable_p(624, 624) == pytest.approx(math.log(2) - math.log(math.comb(1248, 624)), rel=1e-12)
+    assert enough_samples(624, 624, alpha=1e-300)
+    assert not enough_samples(2, 2, alpha=0.05) and not enough_samples(0, 10)
+
+
+def test_624_calls_per_side_compare_without_error() -> None:
+    rng = np.random.default_rng(5)
+    result = compare_samples(rng.lognormal(0, 0.05, 624), rng.lognormal(math.log(1.25), 0.05, 624), alpha=0.05 / 200)
+    assert result.direction == "slower" and result.persistent
+    assert result.subsampled_from is None and result.n_base == 624
+
+
+def _permutation_p(base: np.ndarray, cand: np.ndarray) -> float:
+    """Two-sided permutation p of the mid-rank sum, by enumerating every split."""
+    pooled = np.concatenate([base, cand])
+    ranks = sps.rankdata(pooled)
+    m, total = base.size, pooled.size
+    mean = m * (total + 1) / 2
+    observed = abs(ranks[:m].sum() - mean)
+    hits = splits = 0
+    for chosen in itertools.combinations(range(total), m):
+        splits += 1
+        hits += abs(ranks[list(chosen)].sum() - mean) >= observed - 1e-9
+    return hits / splits
+
+
+def test_rank_p_with_ties_is_the_exact_permutation_p() -> None:
+    rng = np.random.default_rng(6)
+    for _ in range(120):
+        base = rng.integers(1, 5, int(rng.integers(1, 7))).astype(float)
+        cand = rng.integers(1, 6, int(rng.integers(1, 8))).astype(float)
+        assert rank_test_p(base, cand) == pytest.approx(_permutation_p(base, cand), abs=1e-12)
+    assert rank_test_p([2.0, 2.0, 2.0], [2.0, 2.0]) == 1.0
+
+
+def test_rank_p_without_ties_matches_scipy_exact_and_asymptotic() -> None:
+    rng = np.random.default_rng(7)
+    for _ in range(100):
+        base, cand = rng.random(int(rng.integers(1, 12))), rng.random(int(rng.integers(1, 12))) + 0.2
+        assert rank_test_p(base, cand) == pytest.approx(sps.mannwhitneyu(cand, base, method="exact").pvalue, abs=1e-12)
+    base, cand = rng.random(300), rng.random(400) + 0.05
+    expected = sps.mannwhitneyu(cand, base, method="asymptotic").pvalue
+    assert rank_test_p(base, cand) == pytest.approx(expected, rel=1e-9)
+    assert rank_test_p(cand, base) == pytest.approx(expected, rel=1e-9)
+
+
+def test_kth_pairwise_by_bisection_equals_the_full_sort() -> None:
+    rng = np.random.default_rng(8)
+    for m, n in [(1, 1), (7, 13), (40, 25), (200, 150)]:
+        lb, lc = np.sort(rng.normal(size=m)), np.sort(rng.normal(size=n))
+        lb[: m // 3] = lb[0]  # ties inside one sample
+        full = np.sort((lc[None, :] - lb[:, None]).ravel())
+        ks = [1, max(1, full.size // 3), full.size // 2 + 1, full.size]
+        assert _kth_pairwise(lb, lc, ks, max_pairs=0) == pytest.approx([float(full[k - 1]) for k in ks], rel=0, abs=1e-12)
+        assert _kth_pairwise(lb, lc, ks) == [float(full[k - 1]) for k in ks]
+
+
+def test_subsample_is_deterministic_ordered_and_capped() -> None:
+    values = np.arange(1.0, 30_001.0)
+    a, b = subsample(values), subsample(values.copy())
+    assert a.size == MAX_TEST_SAMPLES and np.array_equal(a, b)
+    assert np.all(np.diff(a) > 0)  # time order kept
+    assert np.array_equal(subsample(values[:500]), values[:500])
+    # both halves of the time series are represented
+    assert 0.4 < np.mean(a <= 15_000) < 0.6
+
+
+def test_large_comparisons_are_subsampled_and_say_so() -> None:
+    rng = np.random.default_rng(9)
+    base = rng.lognormal(0, 0.1, 60_000)
+    cand = rng.lognormal(math.log(1.3), 0.1, 45_000)
+    result = compare_samples(base, cand)
+    assert result.subsampled_from == [60_000, 45_000]
+    assert (result.n_base, result.n_cand) == (MAX_TEST_SAMPLES, MAX_TEST_SAMPLES)
+    assert "subsample of 10000 of 60000" in result.reason
+    assert result.base_median == pytest.approx(float(np.median(base)))  # medians from every sample
+    assert result.direction == "slower" and result.ci_low is not None and result.ci_high is not None
+    assert result.ci_low < 1.3 < result.ci_high
+    assert compare_samples(base, cand) == result
+    small = compare_samples(base[:100], cand[:100])
+    assert small.subsampled_from is None and "subsample" not in small.reason
