@@ -1,0 +1,410 @@
+"""Synthetic PyTorch profiler (Kineto) traces: N layers x M calls x K iterations of a training loop.
+
+The output is the Chrome-trace JSON that ``torch.profiler`` writes (event fields,
+categories and flows copied from the H200 traces in ``fixtures/h200``): ``X``
+events of cat ``cpu_op``, ``user_annotation``, ``gpu_user_annotation``,
+``cuda_runtime``, ``kernel``, ``gpu_memcpy``, ``gpu_memset``; ``ac2g`` flow pairs
+(``s`` on the launching thread, ``f`` on the stream, id = correlation); ``M``
+process/thread metadata; the top-level ``deviceProperties`` and friends.
+
+One iteration (``ProfilerStep#N``, a ``user_annotation`` on the main thread):
+
+* copy: ``aten::to`` -> ``cudaMemcpyAsync`` -> ``Memcpy HtoD (Pageable -> Device)``;
+* forward, M times over the N layers: ``aten::linear`` (with ``Input Dims`` when
+  ``record_shapes``) -> ``aten::addmm`` -> a GEMM kernel (``nvjet_*`` dense, or a
+  cuSPARSELt ``xmma_sparse_gemm`` for ``sparse_layers``, with ``sparse_host_us``
+  of extra host time per call), then a GELU kernel; optional ``record_function``
+  annotations ``layers.{b}.mlp.{gate,up,down}_proj``; optional DtoD copies per
+  call (``copies_per_call``); layer ``i`` runs on compute stream ``i % streams``;
+* backward on the autograd thread (its own ``tid``): per layer call, an
+  ``autograd::engine::evaluate_function: AddmmBackward0`` range with two
+  ``aten::mm`` GEMMs, one for ``GeluBackward0``, and per layer one
+  ``AccumulateGrad``; every ``bucket`` layers an ``nccl:all_reduce`` range launches
+  ``ncclDevKernel_AllReduce_Sum_f16_RING_LL`` on the communication stream;
+* optimizer: ``aten::zero_`` (memset) then ``Optimizer.step#AdamW.step`` with
+  ``multi_tensor_apply_kernel`` launches after the all-reduces finish;
+* ``aten::item``: a DtoH copy and ``cudaStreamSynchronize`` (the host waits).
+
+``generate(spec)`` returns the trace document and the ground truth (every GPU
+op's interval, so busy and span can be checked independently);
+``write_trace(path, spec)`` writes ``.json`` or ``.json.gz``. ``spec_for_events``
+sizes a spec to about a target event count. ``strip`` writes variations of an
+existing trace (annotations, flows, shapes removed; events shuffled; bare array).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import random
+from collections.abc import Iterable, Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from dataclasses import dataclass, field, replace
+from math import prod
+from pathlib import Path
+from typing import Any
+
+PID = 4242
+AUTOGRAD_TID = 4299
+COMM_STREAM = 21
+_BASE_TS = 6_000_000_000.0
+_GEMM_FLOPS_PER_US = 2.5e8  # ~250 TFLOP/s fp16 dense
+_DENSE_GEMM = "nvjet_sm90_hsh_256x128_64x4_1x2_h_bz_coopA_TNT"
+_SPARSE_GEMM = "sm90_xmma_sparse_gemm_f16f16_f16f32_f32_tn_t_tilesize128x256x64_cgasize4x1x1_warpgroupsize2x1x1_execute_segment_k_off_kernel_5x_cusparselt"
+_GELU = "void at::native::vectorized_elementwise_kernel<8, at::native::GeluCUDAKernelImpl(at::TensorIteratorBase&, at::native::GeluType)::{lambda()#2}::operator()() const::{lambda()#2}::operator()() const::{lambda(c10::Half)#1}, std::array<char*, 2ul> >(int, at::native::GeluCUDAKernelImpl(at::TensorIteratorBase&, at::native::GeluType)::{lambda()#2}::operator()() const::{lambda()#2}::operator()() const::{lambda(c10::Half)#1}, std::array<char*, 2ul>)"
+_GELU_BWD = "void at::native::vectorized_elementwise_kernel<8, at::native::GeluBackwardCUDAKernelImpl(at::TensorIteratorBase&, at::native::GeluType)::{lambda()#2}::operator()() const::{lambda()#4}::operator()() const::{lambda(c10::Half, c10::Half)#1}, std::array<char*, 3ul> >(int, at::native::GeluBackwardCUDAKernelImpl(at::TensorIteratorBase&, at::native::GeluType)::{lambda()#2}::operator()() const::{lambda()#4}::operator()() const::{lambda(c10::Half, c10::Half)#1}, std::array<char*, 3ul>)"
+_ADAM = "void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous namespace)::FusedOptimizerTensorListMetadata<4>, at::native::(anonymous namespace)::FusedAdamMathFunctor<c10::Half, 4, (at::native::ADAM_MODE)1, false>, double*, double, double, double, double, double, double, bool, float*, float*>(at::native::(anonymous namespace)::FusedOptimizerTensorListMetadata<4>, at::native::(anonymous namespace)::FusedAdamMathFunctor<c10::Half, 4, (at::native::ADAM_MODE)1, false>, double*, double, double, double, double, double, double, bool, float*, float*)"
+_LOSS = "void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::MeanOps<float, float, float, float>, unsigned int, float, 4, 4> >(at::native::ReduceOp<float, at::native::MeanOps<float, float, float, float>, unsigned int, float, 4, 4>)"
+_NCCL = "ncclDevKernel_AllReduce_Sum_f16_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
+_ROLES = ("gate_proj", "up_proj", "down_proj")
+
+
+@dataclass(frozen=True)
+class TraceSpec:
+    """What to generate. Times in microseconds; sizes in elements."""
+
+    layers: int = 6
+    calls: int = 1
+    iterations: int = 4
+    streams: int = 2
+    backward: bool = True
+    optimizer: bool = True
+    nccl: bool = True
+    bucket: int = 4
+    memcpy: bool = True
+    copies_per_call: int = 0
+    annotations: bool = True
+    record_shapes: bool = True
+    tokens: int = 4096
+    hidden: int = 2048
+    sparse_layers: frozenset[int] = frozenset()
+    sparse_kernel_scale: float = 0.7
+    sparse_host_us: float = 0.0
+    kernel_scale: float = 1.0
+    slow_layers: frozenset[int] = frozenset()
+    slow_factor: float = 1.0
+    jitter: float = 0.03
+    first_step: int = 1
+    seed: int = 0
+    name: str = "synthetic"
+
+
+@dataclass
+class GroundTruth:
+    """The GPU ops the generator placed, as (start us, duration us, stream)."""
+
+    gpu: list[tuple[float, float, int]] = field(default_factory=list)
+    events: int = 0
+
+    @property
+    def busy_ms(self) -> float:
+        """Length of the union of GPU op intervals."""
+        return union_ms((ts, ts + dur) for ts, dur, _ in self.gpu)
+
+    @property
+    def span_ms(self) -> float:
+        """First GPU op start to last GPU op end."""
+        return (max(ts + dur for ts, dur, _ in self.gpu) - min(ts for ts, _, _ in self.gpu)) / 1e3
+
+
+def union_ms(intervals: Iterable[tuple[float, float]]) -> float:
+    """Length (ms) of the union of (start us, end us) intervals, plain Python."""
+    total = 0.0
+    cur_start = cur_end = None
+    for start, end in sorted(intervals):
+        if cur_end is None or start > cur_end:
+            if cur_end is not None and cur_start is not None:
+                total += cur_end - cur_start
+            cur_start, cur_end = start, end
+        elif end > cur_end:
+            cur_end = end
+    if cur_end is not None and cur_start is not None:
+        total += cur_end - cur_start
+    return total / 1e3
+
+
+class _Gen:
+    """Event writer: one host clock per thread, one GPU clock per stream."""
+
+    def __init__(self, spec: TraceSpec) -> None:
+        self.spec = spec
+        self.rng = random.Random(spec.seed)
+        self.events: list[dict[str, Any]] = []
+        self.truth = GroundTruth()
+        self.clock = {PID: _BASE_TS, AUTOGRAD_TID: _BASE_TS}
+        self.free: dict[int, float] = {}
+        self.ext = 0
+        self.corr = 100
+        self.seq = 0
+        self.compute = [7 + 6 * i for i in range(max(1, spec.streams))]
+
+    def _j(self, value: float) -> float:
+        return max(0.2, value * self.rng.lognormvariate(0.0, self.spec.jitter))
+
+    def host(self, tid: int, us: float) -> None:
+        self.clock[tid] += self._j(us)
+
+    @contextmanager
+    def span(self, name: str, tid: int, cat: str = "cpu_op", args: dict[str, Any] | None = None) -> Iterator[None]:
+        """An ``X`` range on a host thread around whatever the body does there."""
+        self.ext += 1
+        start, ext = self.clock[tid], self.ext
+        self.host(tid, 1.5)
+        yield
+        self.host(tid, 1.0)
+        body = {"External id": ext, "Record function id": 0, **(args or {})}
+        self.events.append({"ph": "X", "cat": cat, "name": name, "pid": PID, "tid": tid, "ts": round(start, 3), "dur": round(self.clock[tid] - start, 3), "args": body})
+
+    def op(self, name: str, tid: int, dims: list[list[int]] | None = None, args: dict[str, Any] | None = None) -> Any:
+        """A ``cpu_op`` span with the shape fields of ``record_shapes=True``."""
+        extra: dict[str, Any] = dict(args or {})
+        if dims is not None and self.spec.record_shapes:
+            strides = [[prod(d[k + 1 :]) for k in range(len(d))] for d in dims]
+            extra.update({"Input Dims": dims, "Input type": ["c10::Half" if d else "" for d in dims], "Input Strides": strides, "Concrete Inputs": ["" for _ in dims]})
+        self.seq += 1
+        extra.setdefault("Sequence number", self.seq)
+        return self.span(name, tid, "cpu_op", extra)
+
+    def launch(self, tid: int, name: str, stream: int, dur: float, *, kind: str = "kernel", after: float = 0.0, nbytes: int = 0) -> float:
+        """A runtime call on ``tid`` and the GPU op it enqueues on ``stream``; returns the op's end."""
+        self.corr += 1
+        call = {"kernel": "cudaLaunchKernel", "gpu_memcpy": "cudaMemcpyAsync", "gpu_memset": "cudaMemsetAsync"}[kind]
+        ts = self.clock[tid]
+        self.host(tid, 4.0)
+        self.events.append({"ph": "X", "cat": "cuda_runtime", "name": call, "pid": PID, "tid": tid, "ts": round(ts, 3), "dur": round(self.clock[tid] - ts, 3), "args": {"External id": self.ext, "cbid": 211, "correlation": self.corr}})
+        start = round(max(self.free.get(stream, 0.0), ts + self._j(6.0), after), 3)
+        dur = round(self._j(dur), 3)
+        self.free[stream] = start + dur
+        args: dict[str, Any] = {"External id": self.ext, "device": 0, "context": 1, "stream": stream, "correlation": self.corr}
+        if kind == "kernel":
+            args.update({"queued": 0, "registers per thread": 128, "shared memory": 0, "grid": [132, 1, 1], "block": [384, 1, 1], "est. achieved occupancy %": 50})
+        else:
+            args.update({"bytes": nbytes, "memory bandwidth (GB/s)": nbytes / max(dur, 1e-3) / 1e3})
+        self.events.append({"ph": "X", "cat": kind, "name": name, "pid": 0, "tid": stream, "ts": start, "dur": dur, "args": args})
+        self.events.append({"ph": "s", "id": self.corr, "pid": PID, "tid": tid, "ts": round(ts, 3), "cat": "ac2g", "name": "ac2g"})
+        self.events.append({"ph": "f", "id": self.corr, "pid": 0, "tid": stream, "ts": start, "cat": "ac2g", "name": "ac2g", "bp": "e"})
+        self.truth.gpu.append((start, dur, stream))
+        return start + dur
+
+    def gpu_annotation(self, name: str, stream: int, start: float, end: float) -> None:
+        self.events.append({"ph": "X", "cat": "gpu_user_annotation", "name": name, "pid": 0, "tid": stream, "ts": round(start, 3), "dur": round(max(end - start, 0.0), 3), "args": {"External id": self.ext}})
+
+    def sync(self, tid: int, name: str = "cudaStreamSynchronize") -> None:
+        ts = self.clock[tid]
+        self.clock[tid] = max(ts + 2.0, max(self.free.values(), default=ts) + 3.0)
+        self.events.append({"ph": "X", "cat": "cuda_runtime", "name": name, "pid": PID, "tid": tid, "ts": round(ts, 3), "dur": round(self.clock[tid] - ts, 3), "args": {"External id": self.ext, "cbid": 131, "correlation": 0}})
+
+
+def layer_name(i: int) -> str:
+    """The annotation name of layer ``i``: ``layers.{block}.mlp.{role}``."""
+    return f"layers.{i // 3}.mlp.{_ROLES[i % 3]}"
+
+
+def _gemm_us(spec: TraceSpec, i: int, sparse: bool) -> float:
+    us = 2.0 * spec.tokens * spec.hidden * spec.hidden / _GEMM_FLOPS_PER_US * spec.kernel_scale
+    if sparse:
+        us *= spec.sparse_kernel_scale
+    if i in spec.slow_layers:
+        us *= spec.slow_factor
+    return us
+
+
+def _forward_call(g: _Gen, i: int) -> None:
+    spec, tid = g.spec, PID
+    stream = g.compute[i % len(g.compute)]
+    sparse = i in spec.sparse_layers
+    act = [spec.tokens, spec.hidden]
+    ann: AbstractContextManager[None] = g.span(layer_name(i), tid, "user_annotation") if spec.annotations else nullcontext()
+    gpu_start = max(g.free.get(stream, 0.0), g.clock[tid])
+    with ann:
+        _forward_ops(g, i, stream, sparse, act)
+    if spec.annotations:
+        g.gpu_annotation(layer_name(i), stream, gpu_start, g.free[stream])
+
+
+def _forward_ops(g: _Gen, i: int, stream: int, sparse: bool, act: list[int]) -> None:
+    spec, tid = g.spec, PID
+    with g.op("aten::linear", tid, [act, [spec.hidden, spec.hidden], [spec.hidden]]):
+        with g.op("aten::t", tid, [[spec.hidden, spec.hidden]]):
+            g.host(tid, 3.0)
+        inner = "aten::_cslt_sparse_mm" if sparse else "aten::addmm"
+        with g.op(inner, tid, [[spec.hidden], act, [spec.hidden, spec.hidden]]):
+            g.host(tid, 6.0 + (spec.sparse_host_us if sparse else 0.0))
+            g.launch(tid, _SPARSE_GEMM if sparse else _DENSE_GEMM, stream, _gemm_us(spec, i, sparse))
+    with g.op("aten::gelu", tid, [act]):
+        g.launch(tid, _GELU, stream, 2.0 * spec.tokens * spec.hidden / 1.5e6)
+    for _ in range(spec.copies_per_call):
+        with g.op("aten::copy_", tid, [act, act]):
+            nbytes = 2 * spec.tokens * spec.hidden
+            g.launch(tid, "Memcpy DtoD (Device -> Device)", stream, nbytes / 2.0e6, kind="gpu_memcpy", nbytes=nbytes)
+
+
+def _backward_call(g: _Gen, i: int, stream: int, after: float) -> None:
+    spec, tid = g.spec, AUTOGRAD_TID
+    act = [spec.tokens, spec.hidden]
+    fwd = {"Fwd thread id": PID}
+    with g.span("autograd::engine::evaluate_function: GeluBackward0", tid), g.op("GeluBackward0", tid, None, fwd), g.op("aten::gelu_backward", tid, [act, act]):
+        g.launch(tid, _GELU_BWD, stream, 3.0 * spec.tokens * spec.hidden / 1.5e6, after=after)
+    with g.span("autograd::engine::evaluate_function: AddmmBackward0", tid), g.op("AddmmBackward0", tid, None, fwd):
+        for dims in ([act, [spec.hidden, spec.hidden]], [[spec.hidden, spec.tokens], act]):
+            with g.op("aten::mm", tid, dims):
+                g.launch(tid, _DENSE_GEMM, stream, _gemm_us(spec, i, False), after=after)
+
+
+def _all_reduce(g: _Gen, layers: int) -> float:
+    spec, tid = g.spec, AUTOGRAD_TID
+    nelems = layers * spec.hidden * spec.hidden
+    ready = max(g.free.get(s, 0.0) for s in g.compute)
+    comms = {"Collective name": "allreduce", "dtype": "Half", "In msg nelems": nelems, "Out msg nelems": nelems, "Group size": 8}
+    with g.span("nccl:all_reduce", tid, "user_annotation"), g.op("record_param_comms", tid, None, comms):
+        return g.launch(tid, _NCCL, COMM_STREAM, 2.0 * nelems / 1.0e5, after=ready)
+
+
+def _backward(g: _Gen, after: float) -> float:
+    """Backward on the autograd thread, layers in reverse; returns when the last all-reduce ends."""
+    spec, tid = g.spec, AUTOGRAD_TID
+    g.clock[tid] = max(g.clock[tid], g.clock[PID]) + 5.0
+    comm_end = after
+    for done, i in enumerate(reversed(range(spec.layers)), start=1):
+        for _ in range(spec.calls):
+            _backward_call(g, i, g.compute[i % len(g.compute)], after)
+        accumulate = g.span("autograd::engine::evaluate_function: torch::autograd::AccumulateGrad", tid)
+        with accumulate, g.op("torch::autograd::AccumulateGrad", tid), g.op("aten::detach", tid, [[spec.hidden, spec.hidden]]):
+            g.host(tid, 2.0)
+        if spec.nccl and (done % spec.bucket == 0 or done == spec.layers):
+            comm_end = _all_reduce(g, min(done, spec.bucket))
+    g.clock[PID] = max(g.clock[PID], g.clock[tid]) + 3.0
+    return comm_end
+
+
+def _optimizer(g: _Gen, after: float) -> None:
+    spec, tid = g.spec, PID
+    grads = spec.layers * spec.hidden * spec.hidden * 2
+    with g.span("Optimizer.zero_grad#AdamW.zero_grad", tid, "user_annotation"), g.op("aten::zero_", tid, [[spec.layers * spec.hidden * spec.hidden]]):
+        g.launch(tid, "Memset (Device)", g.compute[0], grads / 2.5e6, kind="gpu_memset", nbytes=grads)
+    with g.span("Optimizer.step#AdamW.step", tid, "user_annotation"):
+        for _chunk in range(max(1, spec.layers // 4)):
+            with g.op("aten::_fused_adamw_", tid, [[spec.hidden, spec.hidden]] * 4):
+                g.launch(tid, _ADAM, g.compute[0], 4.0 * grads / 4 / 2.0e6, after=after)
+
+
+def _iteration(g: _Gen, step: int) -> None:
+    spec, tid = g.spec, PID
+    with g.span(f"ProfilerStep#{step}", tid, "user_annotation"):
+        gpu_start = max(g.free.values(), default=g.clock[tid])
+        if spec.memcpy:
+            with g.op("aten::to", tid, [[spec.tokens, spec.hidden]]), g.op("aten::copy_", tid, [[spec.tokens, spec.hidden]] * 2):
+                nbytes = 2 * spec.tokens * spec.hidden
+                g.launch(tid, "Memcpy HtoD (Pageable -> Device)", g.compute[0], nbytes / 2.0e4, kind="gpu_memcpy", nbytes=nbytes)
+        for _ in range(spec.calls):
+            for i in range(spec.layers):
+                _forward_call(g, i)
+        with g.op("aten::mse_loss", tid, [[spec.tokens, spec.hidden]] * 2):
+            forward_end = g.launch(tid, _LOSS, g.compute[0], spec.tokens * spec.hidden / 2.0e6, after=max(g.free.values()))
+        comm_end = _backward(g, forward_end) if spec.backward else forward_end
+        if spec.optimizer:
+            _optimizer(g, max([comm_end, *g.free.values()]))
+        with g.op("aten::item", tid, [[]]), g.op("aten::_local_scalar_dense", tid, [[]]):
+            g.launch(tid, "Memcpy DtoH (Device -> Pageable)", g.compute[0], 2.0, kind="gpu_memcpy", nbytes=4)
+            g.sync(tid)
+        g.gpu_annotation(f"ProfilerStep#{step}", g.compute[0], gpu_start, max(g.free.values()))
+    g.host(tid, 20.0)
+
+
+def _metadata(spec: TraceSpec, streams: list[int]) -> list[dict[str, Any]]:
+    ts = round(_BASE_TS, 3)
+    meta: list[dict[str, Any]] = [
+        {"name": "process_name", "ph": "M", "ts": ts, "pid": PID, "tid": 0, "args": {"name": "python3"}},
+        {"name": "process_labels", "ph": "M", "ts": ts, "pid": PID, "tid": 0, "args": {"labels": "CPU"}},
+        {"name": "process_name", "ph": "M", "ts": ts, "pid": 0, "tid": 0, "args": {"name": "python3"}},
+        {"name": "process_labels", "ph": "M", "ts": ts, "pid": 0, "tid": 0, "args": {"labels": "GPU 0"}},
+        {"name": "thread_name", "ph": "M", "ts": ts, "pid": PID, "tid": PID, "args": {"name": f"thread {PID} (python3)"}},
+        {"name": "thread_name", "ph": "M", "ts": ts, "pid": PID, "tid": AUTOGRAD_TID, "args": {"name": f"thread {AUTOGRAD_TID} (pt_autograd_0)"}},
+    ]
+    meta += [{"name": "thread_name", "ph": "M", "ts": ts, "pid": 0, "tid": s, "args": {"name": f"stream {s} "}} for s in streams]
+    return meta
+
+
+def generate(spec: TraceSpec) -> tuple[dict[str, Any], GroundTruth]:
+    """The trace document (as ``json.dump`` will write it) and the ground truth of its GPU ops."""
+    if spec.layers < 1 or spec.calls < 1 or spec.iterations < 1 or spec.streams < 1 or spec.bucket < 1:
+        raise ValueError("layers, calls, iterations, streams and bucket must be at least 1")
+    g = _Gen(spec)
+    for k in range(spec.iterations):
+        _iteration(g, spec.first_step + k)
+    streams = sorted({s for _, _, s in g.truth.gpu})
+    events = _metadata(spec, streams) + g.events
+    g.truth.events = len(events)
+    doc = {
+        "schemaVersion": 1,
+        "deviceProperties": [{"id": 0, "name": "NVIDIA H200", "totalGlobalMem": 150109880320, "computeMajor": 9, "computeMinor": 0, "numSms": 132}],
+        "record_shapes": int(spec.record_shapes),
+        "cuda_driver_version": 13000,
+        "cuda_runtime_version": 13000,
+        "displayTimeUnit": "ms",
+        "baseTimeNanoseconds": 1790000000000000000,
+        "traceEvents": events,
+        "traceName": f"{spec.name}.json",
+    }
+    return doc, g.truth
+
+
+def write_doc(path: Path, doc: dict[str, Any] | list[Any]) -> None:
+    """Write a trace document one event per line, as Kineto does; gzip when the name ends in ``.gz``."""
+    if isinstance(doc, list):
+        body = "[\n" + ",\n".join(json.dumps(e) for e in doc) + "\n]\n"
+    else:
+        head = {k: v for k, v in doc.items() if k != "traceEvents"}
+        parts = [f"  {json.dumps(k)}: {json.dumps(v)}" for k, v in head.items()]
+        events = ",\n".join("    " + json.dumps(e) for e in doc.get("traceEvents", []))
+        body = "{\n" + ",\n".join(parts) + ',\n  "traceEvents": [\n' + events + "\n  ]\n}\n"
+    if path.name.endswith(".gz"):
+        with gzip.open(path, "wt", encoding="utf-8", compresslevel=1) as handle:
+            handle.write(body)
+    else:
+        path.write_text(body, encoding="utf-8")
+
+
+def write_trace(path: Path, spec: TraceSpec) -> GroundTruth:
+    """Generate ``spec`` and write it to ``path`` (``.json`` or ``.json.gz``); returns the ground truth."""
+    doc, truth = generate(spec)
+    write_doc(path, doc)
+    return truth
+
+
+def spec_for_events(target: int, **fields: Any) -> TraceSpec:
+    """A spec with about ``target`` events: the iteration count scaled from a one-iteration probe."""
+    probe = replace(TraceSpec(**fields), iterations=1)
+    _, truth = generate(probe)
+    per_iteration = max(1, truth.events - len(_metadata(probe, [])) - 4)
+    return replace(probe, iterations=max(1, round(target / per_iteration)))
+
+
+def read_doc(path: Path) -> dict[str, Any]:
+    """Load a trace written by a profiler or by this module (whole document, for variations)."""
+    opener = gzip.open if path.name.endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8") as handle:
+        doc = json.load(handle)
+    return doc if isinstance(doc, dict) else {"traceEvents": doc}
+
+
+def strip(doc: dict[str, Any], variation: str, seed: int = 0) -> dict[str, Any] | list[Any]:
+    """A variation of a trace document: ``no_annotations``, ``no_flows``, ``no_shapes``, ``shuffled``, ``bare_array``."""
+    events = list(doc.get("traceEvents", []))
+    if variation == "no_annotations":
+        events = [e for e in events if e.get("cat") not in ("user_annotation", "gpu_user_annotation") or str(e.get("name", "")).startswith("ProfilerStep#")]
+    elif variation == "no_flows":
+        events = [e for e in events if e.get("cat") not in ("ac2g", "cuda_runtime", "cuda_driver")]
+    elif variation == "no_shapes":
+        events = [{**e, "args": {k: v for k, v in e["args"].items() if not k.startswith("Input")}} if isinstance(e.get("args"), dict) else e for e in events]
+    elif variation == "shuffled":
+        random.Random(seed).shuffle(events)
+    elif variation == "bare_array":
+        return events
+    else:
+        raise ValueError(f"unknown variation {variation!r}")
+    return {**doc, "traceEvents": events}
+
+
+VARIATIONS = ("no_annotations", "no_flows", "no_shapes", "shuffled", "bare_array")
+"""Every variation ``strip`` knows."""
