@@ -9,7 +9,11 @@ meaningful baseline -> candidate pairs::
     OUT/synthetic/   generated training loops: dense -> 2:4 with per-call host cost,
                      dense -> one slow layer, many calls per layer (624 per run),
                      several streams, memcpy-heavy, no annotations
+    OUT/adversarial/ one iteration, zero-duration ops, a second GPU, a layer removed,
+                     GPU events only, identical traces; empty, truncated, not a trace
     OUT/large/       a generated pair of about --events events each (default 200k)
+    OUT/large_calls/ a 200k-event pair where one layer has 15,000 calls per run
+                     (past the 10,000-sample cap of the rank test)
 
 Usage::
 
@@ -19,10 +23,13 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import gzip
 import shutil
 import sys
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -30,6 +37,7 @@ sys.path.insert(0, str(REPO))
 from tests.tracegen import (
     VARIATIONS,
     TraceSpec,
+    generate,
     read_doc,
     spec_for_events,
     strip,
@@ -72,6 +80,56 @@ def synthetic(out: Path) -> None:
         write_trace(out / f"{name}_b.json.gz", replace(b, name=f"{name}_b"))
 
 
+def _edited(out: Path, name: str, spec: TraceSpec, edit: Callable[[list[dict[str, Any]]], list[dict[str, Any]]]) -> None:
+    doc, _ = generate(spec)
+    doc["traceEvents"] = edit(doc["traceEvents"])
+    write_doc(out / name, doc)
+
+
+def _zero_durations(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    for e in events:
+        if e.get("cat") == "gpu_memset" or (e.get("cat") == "kernel" and "reduce_kernel" in e["name"]):
+            e["dur"] = 0.0
+    return events
+
+
+def _second_gpu(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    copies = [{**e, "pid": 1, "args": {**e["args"], "device": 1, "correlation": e["args"]["correlation"] + 10**6}} for e in events if e.get("cat") == "kernel"]
+    return events + copies
+
+
+def _gpu_only(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [e for e in events if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
+
+
+def adversarial(out: Path) -> None:
+    """Edge cases: every command must answer (exit 0/1) or refuse cleanly (exit 2), never crash."""
+    out.mkdir(parents=True, exist_ok=True)
+    small = TraceSpec(layers=4, iterations=5)
+    write_trace(out / "1_one_iter_a.json.gz", replace(small, iterations=1, seed=1))
+    write_trace(out / "1_one_iter_b.json.gz", replace(small, iterations=1, seed=2, kernel_scale=1.5))
+    for side, seed in (("a", 3), ("b", 4)):
+        _edited(out, f"2_zero_dur_{side}.json.gz", replace(small, seed=seed), _zero_durations)
+        _edited(out, f"3_two_gpus_{side}.json.gz", replace(small, seed=seed), _second_gpu)
+        _edited(out, f"5_gpu_only_{side}.json.gz", replace(small, seed=seed), _gpu_only)
+    write_trace(out / "4_fewer_layers_a.json.gz", replace(small, layers=6, seed=7))
+    write_trace(out / "4_fewer_layers_b.json.gz", replace(small, seed=8))
+    write_trace(out / "6_same_a.json.gz", replace(small, iterations=2, seed=11))
+    write_trace(out / "6_same_b.json.gz", replace(small, iterations=2, seed=11))
+    (out / "7_empty.json").write_text("", encoding="utf-8")
+    raw = gzip.decompress((out / "6_same_a.json.gz").read_bytes())
+    (out / "7_truncated.json.gz").write_bytes(gzip.compress(raw[: len(raw) // 2]))
+    (out / "7_zz_not_trace.json").write_text('{"hello": 1}\n', encoding="utf-8")
+
+
+def large_calls(out: Path) -> None:
+    """One layer called 1,500 times per step for 10 steps: 15,000 samples per side, about 200k events."""
+    out.mkdir(parents=True, exist_ok=True)
+    spec = TraceSpec(layers=1, calls=1500, iterations=10, backward=False, optimizer=False, nccl=False, hidden=1024, tokens=1024, seed=21)
+    write_trace(out / "a_15k_calls.json.gz", spec)
+    write_trace(out / "b_15k_calls.json.gz", replace(spec, sparse_layers=frozenset({0}), sparse_host_us=30.0, seed=22))
+
+
 def large(out: Path, events: int) -> None:
     """One dense -> 2:4 training pair of about ``events`` events each."""
     out.mkdir(parents=True, exist_ok=True)
@@ -91,8 +149,10 @@ def main() -> None:
     h200(args.out / "h200")
     variations(args.out / "variations")
     synthetic(args.out / "synthetic")
+    adversarial(args.out / "adversarial")
     if not args.skip_large:
         large(args.out / "large", args.events)
+        large_calls(args.out / "large_calls")
 
 
 if __name__ == "__main__":
