@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -102,3 +103,14 @@ def test_monotone_in_the_effect(m: int, n: int, seed: int, f1: float, f2: float)
     # the same sample scaled up: every extra factor can only raise U above m*n/2, so p cannot rise
     p1, p2 = rank_test_p(base, base * f1), rank_test_p(base, base * f2)
     assert p2 <= p1 * (1 + 1e-9) + 1e-15
+
+
+@budget
+@given(st.integers(2, 100), st.integers(2, 100), seeds, st.floats(0.3, 3.0))
+def test_exact_small_sample_p_never_beats_the_attainable_bound(m: int, n: int, seed: int, shift: float) -> None:
+    base, cand = _draw(seed, m), _draw(seed + 1, n, shift)
+    p = rank_test_p(base, cand)
+    assert min_attainable_p(m, n) * (1 - 1e-9) <= p <= 1.0
+    extreme = rank_test_p(base, base.max() * 2 + _draw(seed + 2, n))  # every candidate above every baseline
+    if m * n <= 10_000:  # the exact region reaches the bound exactly
+        assert extreme == pytest.approx(min_attainable_p(m, n), rel=1e-9)
