@@ -34,7 +34,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from tests.tracegen import (
+from tests.support.tracegen import (
     VARIATIONS,
     TraceSpec,
     generate,

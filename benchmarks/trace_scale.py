@@ -1,7 +1,7 @@
 """Time and peak memory of every trace command on generated pairs of growing size: is the growth linear?
 
 For each size (events per trace, default 25k/50k/100k/200k) a dense baseline and
-a 2:4 candidate with per-call host cost are generated (``tests.tracegen``, 24
+a 2:4 candidate with per-call host cost are generated (``tests.support.tracegen``, 24
 layers x 2 calls, the iteration count scaled to the size, or ``--grow calls``
 for more calls per layer). Every command (``import trace``, ``fallbacks``,
 ``bisect``, ``classify -b``, ``gate``, ``playbook run``) runs in its own
@@ -29,7 +29,7 @@ sys.path.insert(0, str(HERE))
 
 from corpus import run_cli
 
-from tests.tracegen import TraceSpec, generate, spec_for_events, write_trace
+from tests.support.tracegen import TraceSpec, generate, spec_for_events, write_trace
 
 
 def make_pair(directory: Path, events: int, grow: str) -> tuple[Path, Path, int]:

@@ -11,7 +11,7 @@ from types import ModuleType
 import pytest
 
 from tests.conftest import REPO_ROOT
-from tests.tracegen import TraceSpec, generate, strip, write_doc, write_trace
+from tests.support.tracegen import TraceSpec, generate, strip, write_doc, write_trace
 
 
 def _corpus() -> ModuleType:

@@ -59,7 +59,7 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel
 
-from sparsedebug.ranks import FloatArray, kth_pairwise_difference, moses_k, rank_test_p
+from sparsedebug.core.ranks import FloatArray, kth_pairwise_difference, moses_k, rank_test_p
 
 __all__ = [
     "DEFAULT_ALPHA",

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as sps
 
+from sparsedebug.core.ranks import kth_pairwise_difference, moses_k, u_cdf_exact
 from sparsedebug.core.stats import (
     MAX_TEST_SAMPLES,
     compare_samples,
@@ -23,7 +24,6 @@ from sparsedebug.core.stats import (
     rank_test_p,
     subsample,
 )
-from sparsedebug.ranks import kth_pairwise_difference, moses_k, u_cdf_exact
 
 
 def test_percentiles_and_median_unchanged() -> None:

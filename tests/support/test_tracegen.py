@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from sparsedebug.importers.torch_trace import analyze_trace
-from tests.tracegen import (
+from sparsedebug.sources.importers.torch_trace import analyze_trace
+from tests.support.tracegen import (
     AUTOGRAD_TID,
     COMM_STREAM,
     VARIATIONS,
