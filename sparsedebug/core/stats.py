@@ -57,9 +57,9 @@ from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
-from pydantic import BaseModel
 
 from sparsedebug.core.ranks import FloatArray, kth_pairwise_difference, moses_k, rank_test_p
+from sparsedebug.records.base import Record
 
 __all__ = [
     "DEFAULT_ALPHA",
@@ -98,7 +98,7 @@ TAIL_MIN_SAMPLES = 20
 reported as inconclusive everywhere (gate, classify, memo), never as a pass or a failure."""
 
 
-class Percentiles(BaseModel):
+class Percentiles(Record):
     """p50/p95/p99 of a sample, with its size."""
 
     n: int
@@ -128,7 +128,7 @@ Samples = Sequence[float] | npt.NDArray[np.floating[Any]]
 """Raw samples: a list of floats or a 1-D numpy array."""
 
 
-class SampleComparison(BaseModel):
+class SampleComparison(Record):
     """Candidate samples versus baseline samples: effect size, CI, test, persistence, verdict.
 
     ``ratio`` is candidate median / baseline median over all samples (above 1:

@@ -33,10 +33,11 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from sparsedebug.core.errors import UserError
 from sparsedebug.core.io import file_digest
+from sparsedebug.records.base import Record
 from sparsedebug.records.run import (
     GraphStage,
     KernelPath,
@@ -86,11 +87,7 @@ from sparsedebug.sources.importers.trace_timeline import (
 __all__ = ["GpuOp", "IterationSummary", "Timeline", "TraceImport", "TraceSummary", "analyze_trace", "import_trace", "timeline"]
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class IterationSummary(_Model):
+class IterationSummary(Record):
     """One traced iteration (forward/step) on the GPU timeline."""
 
     index: int
@@ -103,7 +100,7 @@ class IterationSummary(_Model):
     partial: bool = Field(False, description="The trace ends inside this iteration: left out of the run record's samples.")
 
 
-class TraceSummary(_Model):
+class TraceSummary(Record):
     """Whole-trace GPU timeline figures, as printed by `sparsedebug import trace`."""
 
     file: str
@@ -130,7 +127,7 @@ class TraceSummary(_Model):
     skipped_events: dict[str, int] = Field(default_factory=dict, description="Events ignored, by reason.")
 
 
-class TraceImport(_Model):
+class TraceImport(Record):
     """The imported run record plus the whole-trace summary behind it."""
 
     record: RunRecord

@@ -37,17 +37,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from sparsedebug.records.base import Record
 from sparsedebug.sources.importers.kernel_names import hta_kernel_type
 from sparsedebug.sources.importers.trace_events import GpuOp, TraceEvents
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class StreamSummary(_Model):
+class StreamSummary(Record):
     """One GPU stream's share of the timeline."""
 
     stream: int
@@ -57,7 +54,7 @@ class StreamSummary(_Model):
     by_class_ms: dict[str, float]
 
 
-class TemporalBreakdown(_Model):
+class TemporalBreakdown(Record):
     """Holistic Trace Analysis's temporal breakdown of the GPU timeline under one convention."""
 
     convention: Literal["all_iterations", "hta"]
