@@ -29,6 +29,8 @@ COMMANDS: dict[str, str] = {
     "reduce": "reduce",
     "gate": "gate",
     "memo": "memo",
+    "quality": "quality",
+    "models": "models",
     "schema": "schema",
     "bench": "bench",
 }

@@ -20,7 +20,7 @@ import numpy.typing as npt
 
 from sparsedebug.core.errors import UserError
 from sparsedebug.core.io import file_digest
-from sparsedebug.kernels.masks import check_compliance, nm_mask, vnm_mask
+from sparsedebug.kernels.masks import check_compliance
 from sparsedebug.records.fingerprint import FileDigest
 from sparsedebug.sources.replay.workload import Layer, Workload, check_graph, model_input_width
 
@@ -202,12 +202,10 @@ def build_inputs(workload: Workload, base_dir: Path | None = None, *, out_width:
 
 def pruning_mask(layer: Layer, weight: Array, scores: Array | None = None) -> npt.NDArray[np.bool_] | None:
     """The keep-mask of the layer's intended pattern (None when dense)."""
+    from sparsedebug.kernels.pruning import pattern_mask
+
     pattern = layer.pattern
-    if pattern is None:
-        return None
-    if pattern.block is None:
-        return nm_mask(weight, pattern.n, pattern.m, scores)
-    return vnm_mask(weight, pattern.n, pattern.m, pattern.block, scores)
+    return None if pattern is None else pattern_mask(weight, pattern, scores)
 
 
 def prune(
@@ -220,6 +218,8 @@ def prune(
     of the layer's input on the calibration (or seeded) inputs; ``none``
     returns the weights as given (lowering then checks compliance).
     """
+    from sparsedebug.kernels.pruning import wanda_scores
+
     method = workload.pruning.method
     out = dict(tensors)
     if method == "none":
@@ -232,7 +232,7 @@ def prune(
         if method == "wanda":
             if input_norms is None or layer.name not in input_norms:
                 raise UserError(f"layer {layer.name!r}: wanda pruning needs the layer's input norms")
-            scores = np.abs(weight) * input_norms[layer.name][None, :]
+            scores = wanda_scores(weight, input_norms[layer.name])
         mask = pruning_mask(layer, weight, scores)
         assert mask is not None
         out[layer.name] = np.where(mask, weight, 0.0)

@@ -1,0 +1,164 @@
+"""`sparsedebug quality`: pruned against dense on real text, for a real model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
+
+from sparsedebug.cli.common import (
+    JsonOption,
+    OutputOption,
+    console,
+    emit_json,
+    err_console,
+    handle_errors,
+)
+from sparsedebug.core.errors import UserError
+from sparsedebug.core.io import save_record
+from sparsedebug.kernels.masks import parse_pattern
+from sparsedebug.kernels.pruning import DEFAULT_BLOCK, DEFAULT_DAMPING, METHODS, Method
+from sparsedebug.quality.save import check_save_target
+from sparsedebug.quality.study import StudyRequest, run_study
+from sparsedebug.quality.text import Corpus, default_corpus, file_corpus
+from sparsedebug.records.quality import QualityStudy
+from sparsedebug.render.terminal.quality import quality_table, worst_layers_table
+from sparsedebug.sources.models.load import LoadedModel, load_model
+from sparsedebug.sources.models.registry import DEFAULTS, MODELS
+
+_LLAMA, _BERT = DEFAULTS["llama"], DEFAULTS["bert"]
+
+
+@handle_errors
+def quality(
+    model: Annotated[
+        str, typer.Argument(help=f"{' or '.join(sorted(MODELS))} (fetched on first use), a Llama .gguf file, or a BERT folder.")
+    ],
+    method: Annotated[
+        list[str] | None, typer.Option("--method", "-m", help=f"Pruning method, repeatable: {', '.join(METHODS)} (default: all three).")
+    ] = None,
+    pattern: Annotated[list[str] | None, typer.Option("--pattern", "-p", help="N:M or V:N:M pattern, repeatable (default 2:4).")] = None,
+    layers: Annotated[
+        list[str] | None,
+        typer.Option(help="Layers to prune, repeatable: all, mlp, attention, or comma-separated name globs (blk.*.ffn_down)."),
+    ] = None,
+    tokens: Annotated[int | None, typer.Option(help=f"Evaluation tokens (default {_LLAMA.eval_tokens} decoder, {_BERT.eval_tokens} encoder).", min=1)] = None,
+    calibration_tokens: Annotated[
+        int | None,
+        typer.Option(
+            help=(
+                f"Calibration tokens for wanda/sparsegpt (default {_LLAMA.calibration_tokens} decoder, cap {_LLAMA.calibration_cap}; "
+                f"{_BERT.calibration_tokens} encoder, cap {_BERT.calibration_cap})."
+            ),
+            min=1,
+        ),
+    ] = None,
+    text: Annotated[Path | None, typer.Option(help="UTF-8 text file to calibrate and evaluate on (default: pydoc_data.topics).")] = None,
+    save: Annotated[Path | None, typer.Option(help="Write every pruned model here as safetensors, and the study as quality.json.")] = None,
+    save_dtype: Annotated[str, typer.Option(help="dtype of saved weights: fp32 or fp16 (zeros stay exact in both).")] = "fp32",
+    damping: Annotated[float, typer.Option(help="SparseGPT damping: fraction of the mean Hessian diagonal.", min=1e-9)] = DEFAULT_DAMPING,
+    block_size: Annotated[int, typer.Option(help="SparseGPT columns per lazy-update block.", min=1)] = DEFAULT_BLOCK,
+    layer_errors: Annotated[bool, typer.Option("--layer-errors", help="Also list the layers with the largest output error.")] = False,
+    output: OutputOption = None,
+    json_out: JsonOption = False,
+) -> None:
+    """Prune a real model by each method, pattern and layer selection, and compare it with dense.
+
+    The decoder (smollm2-135m) is scored by perplexity over windows of 512 tokens;
+    the encoder (minilm-l6) by how its sentence embeddings agree with the dense
+    model's: mean and minimum cosine, and the share of sentences whose nearest
+    neighbour is unchanged. The default text, Python's pydoc_data.topics, is split
+    into disjoint evaluation and calibration parts (even/odd windows for the
+    decoder; sentences by sha256 for the encoder); the Python version and the
+    text's sha256 are recorded with every figure. Wanda scales |w| by the input
+    feature norms and SparseGPT reconstructs with the calibration Hessian, both
+    calibrated block by block. Each pruned layer's output error is measured on the
+    evaluation inputs. One table: dense first, then a row per method x pattern x
+    selection, with its time on this machine. Progress goes to stderr.
+    """
+    methods = _methods(method)
+    patterns = [parse_pattern(item) for item in (pattern or ["2:4"])]
+    if save is not None:
+        check_save_target(save, save_dtype)
+    corpus = file_corpus(text) if text is not None else default_corpus()
+    loaded = load_model(model, _log)
+    request = StudyRequest(
+        methods=methods, patterns=patterns, selections=tuple(layers or ["all"]), eval_tokens=tokens,
+        calibration_tokens=calibration_tokens, damping=damping, block_size=block_size, save_dir=save, save_dtype=save_dtype,
+    )
+    study = _run_with_progress(loaded, corpus, request, quiet=json_out)
+    _note_short_text(study, tokens or loaded.defaults.eval_tokens, calibration_tokens or loaded.defaults.calibration_tokens)
+    if save is not None:
+        save_record(study, save / "quality.json")
+    if output is not None:
+        save_record(study, output)
+    if json_out:
+        emit_json(study)
+        return
+    out = console()
+    out.print(quality_table(study))
+    worst = worst_layers_table(study)
+    if worst is not None and layer_errors:
+        out.print(worst)
+    for row in study.rows:
+        if row.saved:
+            out.print(f"wrote {row.saved}")
+    if output is not None:
+        out.print(f"wrote {output}")
+
+
+def _methods(given: list[str] | None) -> list[Method]:
+    chosen: list[Method] = []
+    for name in given or list(METHODS):
+        known = [method for method in METHODS if method == name]
+        if not known:
+            raise UserError(f"--method {name!r}: expected one of {', '.join(METHODS)}")
+        if known[0] not in chosen:
+            chosen.append(known[0])
+    return chosen
+
+
+def _note_short_text(study: QualityStudy, evaluation: int, calibration: int) -> None:
+    """Say on stderr when the text held fewer tokens than asked (the record has what was used)."""
+    split = study.split
+    for part, used, asked in (("evaluation", split.evaluation_tokens, evaluation), ("calibration", split.calibration_tokens, calibration)):
+        if used < asked:
+            _log(f"note: {study.text.source} gave {used} {part} tokens, fewer than the {asked} asked; all of them were used")
+
+
+def _log(message: str) -> None:
+    err_console().print(message, markup=False, highlight=False)
+
+
+def _run_with_progress(loaded: LoadedModel, corpus: Corpus, request: StudyRequest, *, quiet: bool) -> QualityStudy:
+    """The study with one progress bar per row on a terminal's stderr, else one line per row started."""
+    stderr = err_console()
+    live = stderr.is_terminal and not quiet
+    with Progress(
+        TextColumn("{task.description:<28}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        console=stderr, disable=not live,
+    ) as bars:  # fmt: skip
+        tasks: dict[str, TaskID] = {}
+
+        def progress(label: str, done: int, total: int) -> None:
+            if label not in tasks:
+                tasks[label] = bars.add_task(label, total=total)
+                if not live and not quiet:
+                    _log(f"quality: {label}")
+            bars.update(tasks[label], completed=done, total=total)
+
+        return run_study(loaded, corpus, request, progress)
+
+
+def register(app: typer.Typer) -> None:
+    """Add `quality` to the app."""
+    app.command("quality")(quality)
