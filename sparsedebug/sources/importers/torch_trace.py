@@ -64,6 +64,7 @@ from sparsedebug.records.run import (
 )
 from sparsedebug.sources.importers.jsonstream import iter_trace
 from sparsedebug.sources.importers.kernel_names import GEMM_CLASSES, classify_kernel, primary_class
+from sparsedebug.sources.importers.timeline import iteration_strip
 
 GPU_CATEGORIES = frozenset({"kernel", "gpu_memset", "gpu_memcpy"})
 LAUNCH_CATEGORIES = frozenset({"cuda_runtime", "cuda_driver"})
@@ -597,6 +598,7 @@ def analyze_trace(path: Path) -> TraceImport:
             launches_per_iteration=round(sum(it.gpu_ops for it in iterations) / len(iterations)),
             dense_share=_dense_share(groups, sparse_layers),
             layer_idle_samples_ms=_layer_idle(ops, annotated_names),
+            timeline=iteration_strip(groups),
         ),
         outcome=OutcomeStage(latency_samples_ms=latency_samples),
     )
