@@ -1,8 +1,8 @@
 """The timeline strip of a traced run: one iteration's GPU ops and idle gaps, for the HTML page.
 
 The trace importer hands :func:`iteration_strip` its ops grouped by iteration; the
-strip keeps the iteration with the median span (the lower median, the earliest on a
-tie), so a warm-up iteration does not stand for the run. Times are milliseconds from
+strip keeps the iteration with the median span (the lower median; iterations of equal
+span in trace order), so a warm-up iteration does not stand for the run. Times are milliseconds from
 that iteration's first GPU op start. Each idle gap of the device-wide busy union is
 classed as the importer's ``timeline`` classes it, Holistic Trace Analysis style:
 *host wait* when the next op's launch call started after the device went idle,
