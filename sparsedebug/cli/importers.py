@@ -9,7 +9,7 @@ import typer
 
 from sparsedebug.cli.common import EXIT_CHECK_FAILED, JsonOption, OutputOption, console, emit_json, err_console, handle_errors
 from sparsedebug.core.errors import UserError
-from sparsedebug.core.io import save_record
+from sparsedebug.core.io import atomic_write_text, save_record
 from sparsedebug.locate.paths import compare_paths
 from sparsedebug.render.terminal.importers import (
     class_delta_table,
@@ -45,6 +45,10 @@ def trace(
     file: FileArg,
     output: OutputOption = None,
     layers: Annotated[int, typer.Option(help="Show at most this many layers in the table (0: none).", min=0)] = 30,
+    html: Annotated[
+        Path | None,
+        typer.Option("--html", help="Also write a self-contained HTML page here: GPU timeline of one iteration, latency, per-layer time."),
+    ] = None,
     json_out: JsonOption = False,
 ) -> None:
     """Import a PyTorch profiler Chrome trace (.json or .json.gz) as a five-stage run record.
@@ -54,13 +58,19 @@ def trace(
     tensor-core GEMM, fp32 GEMM, attention, elementwise, copy, reduction, other).
     Prints GPU busy time against the span and splits the idle time into host wait
     (the GPU waited for the CPU to launch) and kernel wait, the way Holistic Trace
-    Analysis does. With -o, writes the run record for bisect, classify and fallbacks.
+    Analysis does. With -o, writes the run record for bisect, classify and fallbacks;
+    with --html, a page with the figures (the median iteration's GPU timeline, kernels
+    coloured by class and idle gaps split into host and kernel wait).
     With --json, prints {"summary": ..., "record": ...}.
     """
     with err_console().status(f"reading {file}"):
         result = load_trace(file)
     if output is not None:
         save_record(result.record, output)
+    if html is not None:
+        from sparsedebug.render.html.trace import render_trace_html
+
+        atomic_write_text(html, render_trace_html(result))
     if json_out:
         emit_json(result)
         return
@@ -74,8 +84,9 @@ def trace(
     out.print("layers by class: " + ", ".join(f"{cls} {n}" for cls, n in sorted(counts.items())))
     for reason, count in result.summary.skipped_events.items():
         out.print(f"[yellow]skipped {count} event(s): {reason}[/yellow]")
-    if output is not None:
-        out.print(f"wrote {output}")
+    for path in (output, html):
+        if path is not None:
+            out.print(f"wrote {path}")
 
 
 @import_app.command("ncu")
