@@ -63,14 +63,20 @@ def trace(
     coloured by class and idle gaps split into host and kernel wait).
     With --json, prints {"summary": ..., "record": ...}.
     """
+    for path, opt in ((output, "-o"), (html, "--html")):
+        if path is not None and not (path.parent if str(path.parent) else Path(".")).is_dir():
+            raise UserError(f"{path}: output directory {path.parent} does not exist ({opt})")
     with err_console().status(f"reading {file}"):
         result = load_trace(file)
-    if output is not None:
-        save_record(result.record, output)
+    page = None
     if html is not None:
         from sparsedebug.render.html.trace import render_trace_html
 
-        atomic_write_text(html, render_trace_html(result))
+        page = render_trace_html(result)
+    if output is not None:
+        save_record(result.record, output)
+    if html is not None and page is not None:
+        atomic_write_text(html, page)
     if json_out:
         emit_json(result)
         return

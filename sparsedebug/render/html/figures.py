@@ -58,10 +58,18 @@ CLASS_COLOURS: dict[str, str] = {
     "other": GREY,
 }
 GAP_STYLE: dict[str, tuple[str, str, str]] = {
-    "host_wait": (BLACK, "", "host wait (launch began after the GPU went idle)"),
-    "kernel_wait": ("#BBBBBB", "", "kernel wait (launch already queued)"),
-    "other": ("#FFFFFF", "xx", "idle, no linked launch"),
+    "host_wait": (BLACK, "", "idle: host wait"),
+    "kernel_wait": ("#BBBBBB", "", "idle: kernel wait"),
+    "other": ("#FFFFFF", "xx", "idle: no linked launch"),
 }
+
+
+LABEL_CHARS = 44
+"""Longest tick label drawn; longer names (C++ kernel names) are cut with an ellipsis (the tables hold them whole)."""
+
+
+def _short(label: str) -> str:
+    return label if len(label) <= LABEL_CHARS else label[: LABEL_CHARS - 1] + "\u2026"
 
 
 def _style(role: str) -> tuple[str, str, str]:
@@ -174,7 +182,7 @@ def layer_time(bars: Sequence[LayerBar], base_title: str | None, cand_title: str
             ax.set_title(title, fontsize=8.5)
             ax.set_xlabel("kernel ms per call, median" + (" (group sum)" if grouped else ""))
             ax.grid(axis="y", visible=False)
-        axes[0].set_yticks(range(len(bars)), [b.label for b in bars], fontsize=6.8)
+        axes[0].set_yticks(range(len(bars)), [_short(b.label) for b in bars], fontsize=6.8)
         for label, bar in zip(axes[0].get_yticklabels(), bars, strict=True):
             if bar.fallback:
                 label.set_color(VERMILLION)
@@ -194,7 +202,7 @@ def layer_time(bars: Sequence[LayerBar], base_title: str | None, cand_title: str
         + (f"Fallbacks (highlighted): {', '.join(fallbacks)}." if fallbacks else "No layer falls back.")
     )
     height = 1.5 + 0.17 * len(bars)
-    return render_svg(draw, key="fig-layers-svg", title="Per-layer kernel time by path", desc=desc, size=(7.6 if base_title else 5.6, height))
+    return render_svg(draw, key="fig-layers-svg", title="Per-layer kernel time by path", desc=desc, size=(7.6, height))
 
 
 # --------------------------------------------------------------------------- sparse reality check
@@ -246,7 +254,8 @@ def reality_check(runs: Sequence[RealityBars]) -> str:
         right.set_ylabel("share of kernel time (%)")
         right.set_ylim(0, max([100.0 * v for row in shares for v in row if v is not None] + [10.0]) * 1.2)
         right.set_title("Kernel time still dense")
-        left.legend(loc="upper right")
+        handles, labels = left.get_legend_handles_labels()
+        fig.legend(handles, labels, loc="outside lower center", ncols=3)
 
     parts = []
     for r in runs:
@@ -255,7 +264,7 @@ def reality_check(runs: Sequence[RealityBars]) -> str:
         fb = "n/a" if r.fallback_share is None else f"{r.fallback_share:.1%}"
         parts.append(f"{r.role} {r.name}: nominal {r.nominal:.2f}x, ceiling {ceiling}, real {real}, fallback share of kernel time {fb}")
     desc = "Bar chart of the sparse reality check. " + "; ".join(parts) + "."
-    return render_svg(draw, key="fig-reality-svg", title="Sparse reality check", desc=desc, size=(7.6, 3.2))
+    return render_svg(draw, key="fig-reality-svg", title="Sparse reality check", desc=desc, size=(7.6, 3.5))
 
 
 # --------------------------------------------------------------------------- forward time
@@ -285,7 +294,7 @@ def forward_time(bars: Sequence[ForwardBar], xlabel: str) -> str:
         for y, b, i in zip(ys, busy, idle, strict=True):
             share = i / (b + i) if b + i > 0 else 0.0
             ax.annotate(f"{b + i:.2f} ms, {share:.0%} not busy", (b + i, y), xytext=(4, 0), textcoords="offset points", va="center", fontsize=7.5)
-        ax.set_yticks(list(ys), [f"{b.role}: {b.name}" for b in bars])
+        ax.set_yticks(list(ys), [_short(f"{b.role}: {b.name}") for b in bars])
         ax.set_ylim(len(bars) - 0.5, -0.5)
         ax.set_xlim(0, top * 1.35)
         ax.set_xlabel(xlabel)

@@ -138,7 +138,7 @@ def _layer_groups(base: RunRecord | None, cand: RunRecord) -> tuple[list[tuple[s
         keep = {k for k, _, _ in sorted(items, key=lambda i: (-size(i), i[0]))[: MAX_LAYER_ROWS - 1]}
         rest = [i for i in items if i[0] not in keep]
         items = [i for i in items if i[0] in keep]
-        items.append((f"all other layers ({len(rest)} rows)", [r for i in rest for r in i[1]], [r for i in rest for r in i[2]]))
+        items.append(("all other layers", [r for i in rest for r in i[1]], [r for i in rest for r in i[2]]))
         grouped = True
     return items, grouped
 

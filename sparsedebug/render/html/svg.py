@@ -46,6 +46,7 @@ RC: dict[str, Any] = {
     "axes.spines.top": False,
     "axes.spines.right": False,
     "axes.grid": True,
+    "axes.axisbelow": True,
     "grid.color": "#E6E6E6",
     "grid.linewidth": 0.6,
     "legend.fontsize": 7.5,
