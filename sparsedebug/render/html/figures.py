@@ -296,7 +296,7 @@ def forward_time(bars: Sequence[ForwardBar], xlabel: str) -> str:
             ax.annotate(f"{b + i:.2f} ms, {share:.0%} not busy", (b + i, y), xytext=(4, 0), textcoords="offset points", va="center", fontsize=7.5)
         ax.set_yticks(list(ys), [_short(f"{b.role}: {b.name}") for b in bars])
         ax.set_ylim(len(bars) - 0.5, -0.5)
-        ax.set_xlim(0, top * 1.35)
+        ax.set_xlim(0, (top if top > 0 else 1.0) * 1.35)
         ax.set_xlabel(xlabel)
         ax.set_title("Busy and not busy, per forward")
         ax.grid(axis="y", visible=False)
@@ -347,7 +347,7 @@ def timeline(strips: Sequence[tuple[str, str, TimelineStrip]]) -> str:
             causes |= {g.cause for g in strip.gaps}
             ax.set_title(f"{role}: {name}, iteration {strip.iteration}", fontsize=8.5, loc="left")
         axes[-1].set_xlabel("time from the iteration's first GPU op (ms)")
-        axes[-1].set_xlim(0, max(s.span_ms for _, _, s in strips) * 1.01)
+        axes[-1].set_xlim(0, max([s.span_ms for _, _, s in strips] + [1e-3]) * 1.01)
         handles: list[Any] = [Patch(facecolor=c, label=k) for k, c in CLASS_COLOURS.items() if k in classes]
         handles += [
             Patch(facecolor=GAP_STYLE[c][0], hatch=GAP_STYLE[c][1], edgecolor=GREY, label=GAP_STYLE[c][2]) for c in GAP_STYLE if c in causes
@@ -398,7 +398,9 @@ def speed_quality(points: Sequence[QualityPoint], xlabel: str) -> str:
                     ls="none", label=p.label)
         xs = [p.latency_ms for p in points]
         ys = [p.cosine for p in points]
-        ax.set_xlim(min(xs) * 0.9, max(xs) * 1.08)
+        lo, hi = min(xs), max(xs)
+        if hi > lo:
+            ax.set_xlim(lo - 0.1 * max(lo, hi - lo), hi + 0.08 * hi)
         fig.legend(loc="outside right upper")
         pad = max(0.01, (max(ys) - min(ys)) * 0.15)
         ax.set_ylim(min(ys) - pad, max(ys) + pad)

@@ -38,6 +38,7 @@ LIGHT_GREY = "#DDDDDD"
 RC: dict[str, Any] = {
     "svg.hashsalt": "sparsedebug",
     "svg.fonttype": "path",
+    "text.parse_math": False,  # layer and kernel names are text, never TeX (an odd "$" must not fail a page)
     "font.family": "DejaVu Sans",
     "font.size": 8.5,
     "axes.titlesize": 9.5,

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import re
+import warnings
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from sparsedebug.core.stats import percentiles
 from sparsedebug.playbook.bundle import LoadedBundle
@@ -12,6 +15,8 @@ from sparsedebug.playbook.schema import load_playbook
 from sparsedebug.render.html.bundle import render_bundle_html
 from sparsedebug.signoff.metrics import reality_figures
 from tests.render.html.common import parse, small_bundle
+from tests.support.bundles import make_bundle
+from tests.support.synth import L, make_run
 
 FIGURES = ("latency", "layers", "reality", "forward", "timeline", "quality")
 
@@ -106,7 +111,7 @@ def test_decision_is_read_from_the_bundle(bundle: LoadedBundle, html: str) -> No
 
 def test_text_from_records_is_escaped() -> None:
     bundle = small_bundle()
-    evil = bundle.candidate.model_copy(update={"name": '<script>alert("x")</script>'})
+    evil = bundle.candidate.model_copy(update={"name": '<script>alert("x")</script> costs $5'})
     html = render_bundle_html(bundle.model_copy(update={"candidate": evil}), load_playbook())
     assert "<script>" not in html and "&lt;script&gt;" in html
     parse(html)
@@ -130,3 +135,20 @@ def test_a_bundle_without_timeline_or_quality_says_what_is_not_drawn() -> None:
 
 def test_the_same_records_give_the_same_bytes(html: str) -> None:
     assert render_bundle_html(small_bundle(), load_playbook()) == html
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(st.tuples(st.sampled_from(["dense", "2:4", "4:8"]), st.sampled_from(["dense", "sparse"]), st.floats(0.0, 5.0)),
+             min_size=1, max_size=6),
+    st.floats(0.001, 500.0), st.floats(0.001, 500.0), st.integers(1, 25),
+)
+def test_any_valid_records_render_a_page(layers: list[tuple[str, str, float]], base_ms: float, cand_ms: float, n: int) -> None:
+    specs = [L(f"blk.{i}.op$", intended=intended, path=path, time_ms=t) for i, (intended, path, t) in enumerate(layers)]
+    base = make_run("base", [L(s.name, time_ms=s.time_ms) for s in specs], base_ms, n=n)
+    cand = make_run("cand <&>", specs, cand_ms, n=n)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        html = render_bundle_html(make_bundle(base, cand), load_playbook())
+    assert "fig-latency-svg" in html and "fig-forward-svg" in html
+    parse(html)
