@@ -9,7 +9,7 @@ import typer
 
 from sparsedebug.cli.common import EXIT_CHECK_FAILED, JsonOption, OutputOption, console, emit_json, err_console, handle_errors
 from sparsedebug.core.errors import UserError
-from sparsedebug.core.io import save_record
+from sparsedebug.core.io import atomic_write_text, save_record
 from sparsedebug.locate.paths import compare_paths
 from sparsedebug.render.terminal.importers import (
     class_delta_table,
@@ -50,6 +50,10 @@ def trace(
     include_last_step: Annotated[
         bool, typer.Option("--include-last-step", help="HTA convention row: keep the last ProfilerStep (HTA's include_last_profiler_step=True).")
     ] = False,
+    html: Annotated[
+        Path | None,
+        typer.Option("--html", help="Also write a self-contained HTML page here: GPU timeline of one iteration, latency, per-layer time."),
+    ] = None,
     json_out: JsonOption = False,
 ) -> None:
     """Import a PyTorch profiler Chrome trace (.json or .json.gz) as a five-stage run record.
@@ -70,13 +74,25 @@ def trace(
     idle time into host wait (the GPU waited for the CPU to launch) and kernel
     wait, and Holistic Trace Analysis's compute / non-compute / idle breakdown
     under our convention (all iterations) and HTA's (last ProfilerStep dropped).
-    With -o, writes the run record for bisect, classify and fallbacks. With
+    With -o, writes the run record for bisect, classify and fallbacks; with
+    --html, a page with the figures (the median iteration's GPU timeline, kernels
+    coloured by class and idle gaps split into host and kernel wait). With
     --json, prints {"summary": ..., "record": ...}.
     """
+    for path, opt in ((output, "-o"), (html, "--html")):
+        if path is not None and not (path.parent if str(path.parent) else Path(".")).is_dir():
+            raise UserError(f"{path}: output directory {path.parent} does not exist ({opt})")
     with err_console().status(f"reading {file}"):
         result = load_trace(file, include_last_step=include_last_step)
+    page = None
+    if html is not None:
+        from sparsedebug.render.html.trace import render_trace_html
+
+        page = render_trace_html(result)
     if output is not None:
         save_record(result.record, output)
+    if html is not None and page is not None:
+        atomic_write_text(html, page)
     if json_out:
         emit_json(result)
         return
@@ -95,8 +111,9 @@ def trace(
     out.print("layers by class: " + ", ".join(f"{cls} {n}" for cls, n in sorted(counts.items())))
     for reason, count in result.summary.skipped_events.items():
         out.print(f"[yellow]skipped {count} event(s): {reason}[/yellow]")
-    if output is not None:
-        out.print(f"wrote {output}")
+    for path in (output, html):
+        if path is not None:
+            out.print(f"wrote {path}")
 
 
 @import_app.command("ncu")

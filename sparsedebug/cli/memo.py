@@ -1,4 +1,4 @@
-"""`sparsedebug memo`: re-render the review memo (and optionally the deployment report) from a bundle."""
+"""`sparsedebug memo`: re-render the review memo (and optionally the deployment report and report.html) from a bundle."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import typer
 
 from sparsedebug.cli.common import JsonOption, emit_json, handle_errors
 from sparsedebug.core.io import atomic_write_text
+from sparsedebug.playbook.bundle import FILES
 from sparsedebug.playbook.schema import load_playbook
 from sparsedebug.render.markdown.deployment import render_report
 from sparsedebug.render.markdown.memo import render_memo
@@ -28,6 +29,13 @@ def memo(
     playbook: Annotated[
         Path | None, typer.Option("--playbook", help="Playbook YAML whose memo template to use (default: embedded).")
     ] = None,
+    html: Annotated[
+        bool,
+        typer.Option(
+            "--html",
+            help="Re-render the bundle's report.html (memo, deployment report and figures in one self-contained page).",
+        ),
+    ] = False,
     json_out: JsonOption = False,
 ) -> None:
     """Re-render the ACCELERATOR REVIEW MEMO from a bundle's records.
@@ -35,22 +43,32 @@ def memo(
     Every number comes from the bundle (run records, bisect, classification, fix
     re-run, fingerprint). The memo refuses "ship" without fallback and quality
     evidence and quotes p50/p95/p99. Prints Markdown, or writes it with -o;
-    --json prints the decision and the memo text as JSON.
+    --html also rewrites DIR/report.html, the page with the figures (latency
+    distributions, per-layer time by path, the sparse reality check, forward
+    time, GPU timeline of traced runs, speed against quality) above the memo
+    and the report; --json prints the decision and the memo text as JSON.
     """
     book = load_playbook(playbook)
     loaded = with_decision(load_bundle(bundle), book)
     text = render_memo(loaded, book)
+    page = bundle / FILES["html"]
     if report is not None:
         atomic_write_text(report, render_report(loaded))
     if output is not None:
         atomic_write_text(output, text)
+    if html:
+        from sparsedebug.render.html.bundle import render_bundle_html
+
+        atomic_write_text(page, render_bundle_html(loaded, book))
     if json_out:
-        emit_json({"bundle": str(bundle), "decision": loaded.decision, "memo": text})
+        emit_json({"bundle": str(bundle), "decision": loaded.decision, "memo": text} | ({"html": str(page)} if html else {}))
         return
     if output is None:
         typer.echo(text)
     else:
         typer.echo(f"wrote {output}")
+    if html:
+        typer.echo(f"wrote {page}", err=output is None)
 
 
 def register(app: typer.Typer) -> None:

@@ -92,11 +92,11 @@ def run(
     playbook: PlaybookOption = None,
     json_out: JsonOption = False,
 ) -> None:
-    """Walk the playbook end to end and write a bundle with memo.md and report.md.
+    """Walk the playbook end to end and write a bundle with memo.md, report.md and report.html.
 
     The bundle holds the fingerprint, both run records, the bisect and
-    classification JSON, the reproducer, the fix and its re-run, memo.md and
-    report.md.
+    classification JSON, the reproducer, the fix and its re-run, memo.md,
+    report.md and report.html (both in one self-contained page with figures).
 
     With no arguments it runs the embedded default: a dense Llama-style stack
     against its 2:4 candidate with a planted regression. Workloads are replayed,

@@ -16,6 +16,7 @@ Layout (file names fixed so ``sparsedebug memo DIR`` can re-render from them)::
     fixed.run.json          step 5: the re-run of the fixed candidate (or --fixed as given)
     decision.json           step 5: ship, bounded rollout, rollback or escalate, with reasons and the gate
     memo.md  report.md      the review memo and the sparsity deployment report (rendered from the records)
+    report.html             both in one self-contained page, with the figures (inline SVG, no script, nothing fetched)
 
 ``load_bundle`` reads the manifest and every record it lists back into models.
 """
@@ -55,6 +56,7 @@ FILES: dict[str, str] = {
     "decision": "decision.json",
     "memo": "memo.md",
     "report": "report.md",
+    "html": "report.html",
 }
 """Role -> file name inside the bundle directory."""
 

@@ -270,21 +270,23 @@ def _write_manifest(w: _Walk, embedded: bool) -> None:
 
 
 def _decide_and_render(w: _Walk, embedded: bool, out_dir: Path) -> None:
-    """Decide once from the records as written, store the decision, then render memo and report from them."""
+    """Decide once from the records as written, store the decision, then render memo, report and page from them."""
     from sparsedebug.core.io import atomic_write_text
+    from sparsedebug.render.html.bundle import render_bundle_html
     from sparsedebug.render.markdown.deployment import render_report
     from sparsedebug.render.markdown.memo import render_memo
     from sparsedebug.signoff.decide import decide_bundle
 
     _write_manifest(w, embedded)
     w.save("decision", decide_bundle(load_bundle(w.tmp), w.book))
-    w.files["memo"], w.files["report"] = FILES["memo"], FILES["report"]
-    atomic_write_text(w.tmp / FILES["memo"], "(rendering)\n")
-    atomic_write_text(w.tmp / FILES["report"], "(rendering)\n")
+    for role in ("memo", "report", "html"):
+        w.files[role] = FILES[role]
+        atomic_write_text(w.tmp / FILES[role], "(rendering)\n")
     _write_manifest(w, embedded)
     loaded = load_bundle(w.tmp).model_copy(update={"root": out_dir})
     atomic_write_text(w.tmp / FILES["report"], render_report(loaded))
     atomic_write_text(w.tmp / FILES["memo"], render_memo(loaded, w.book))
+    atomic_write_text(w.tmp / FILES["html"], render_bundle_html(loaded, w.book))
 
 
 def _inputs(baseline: Path | None, candidate: Path | None, fixed: Path | None) -> dict[str, Path]:

@@ -162,6 +162,40 @@ class KernelStage(Record):
     by_class_ms: dict[str, float] = Field(default_factory=dict)
 
 
+class TimelineEvent(Record):
+    """One GPU op of the timeline strip, relative to the iteration's first GPU op start."""
+
+    start_ms: float
+    dur_ms: float
+    kernel_class: KernelClass
+    stream: int
+    layer: str | None = None
+
+
+class TimelineGap(Record):
+    """One idle gap of the device between GPU ops, with why the device waited."""
+
+    start_ms: float
+    dur_ms: float
+    cause: Literal["host_wait", "kernel_wait", "other"] = Field(
+        description="host_wait: the next op's launch began after the device went idle; kernel_wait: it was already "
+        "queued; other: the next op has no linked launch call."
+    )
+
+
+class TimelineStrip(Record):
+    """The GPU timeline of one iteration (the one with the median span), as the source recorded it."""
+
+    iteration: int = Field(description="Index of the iteration among the run's iterations, from 0.")
+    span_ms: float
+    events: list[TimelineEvent] = Field(description="GPU ops in start order.")
+    events_total: int = Field(description="GPU ops in the iteration; more than len(events) when the strip was cut.")
+    gaps: list[TimelineGap] = Field(default_factory=list)
+    cut_at_ms: float | None = Field(
+        None, description="Set when the iteration had too many ops to keep: events and gaps end here."
+    )
+
+
 class ScheduleStage(Record):
     """Whole-forward timing: span versus busy time, idle split, threads."""
 
@@ -181,6 +215,9 @@ class ScheduleStage(Record):
             "previous kernel ended), when the source records it. With few iterations (a short trace), bisect "
             "pools these per-call samples across identical layers to test the schedule stage."
         ),
+    )
+    timeline: TimelineStrip | None = Field(
+        None, description="One iteration's GPU ops and idle gaps, when the source has a per-kernel timeline (traces)."
     )
 
 

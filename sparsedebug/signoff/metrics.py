@@ -7,6 +7,8 @@ figure that the record cannot support is ``None``, never a guess.
 
 from __future__ import annotations
 
+from pydantic import Field
+
 from sparsedebug.core.errors import UserError
 from sparsedebug.core.patterns import declared_sparse, fallback_flop_share, is_fallback
 from sparsedebug.core.stats import Percentiles, median, percentiles
@@ -256,3 +258,27 @@ def p50_speedup(base: RunRecord, run: RunRecord) -> float | None:
     if not b or not c:
         return None
     return median(b) / median(c)
+
+
+class RealityFigures(Record):
+    """The figures of the sparse reality check: what the pattern promised against what the run got."""
+
+    nominal: float = Field(description="The pattern's M/N (the largest over the run's declared patterns).")
+    ceiling: float | None = Field(description="FallbackSummary.amdahl_ceiling: every meant-sparse layer at M/N.")
+    real: float | None = Field(description="Baseline p50 / run p50; the run's own effective speedup without baseline samples.")
+    fallback_time_share: float | None = Field(description="Share of kernel time in dense fallbacks.")
+    dense_time_share: float | None = Field(description="Share of kernel time on dense paths.")
+
+
+def reality_figures(base: RunRecord, run: RunRecord) -> RealityFigures | None:
+    """Nominal, ceiling and real speedup and the fallback and dense time shares; None when no N:M pattern is declared."""
+    factors = {f for f in (nominal_factor(g.intended) for g in run.graph.layers) if f is not None}
+    if not factors:
+        return None
+    b, c = base.outcome.latency_samples_ms, run.outcome.latency_samples_ms
+    real = median(b) / median(c) if b and c else run.outcome.effective_speedup
+    fb = fallback_summary(run)
+    return RealityFigures(
+        nominal=max(factors), ceiling=fb.amdahl_ceiling, real=real,
+        fallback_time_share=fb.fallback_time_share, dense_time_share=fb.dense_time_share,
+    )

@@ -12,11 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sparsedebug.core.stats import median
 from sparsedebug.playbook.bundle import LoadedBundle
 from sparsedebug.records.run import KernelPath, RunRecord
 from sparsedebug.signoff.decide import stored_decision
-from sparsedebug.signoff.metrics import fallback_summary, latency, layer_rows, nominal_factor
+from sparsedebug.signoff.metrics import fallback_summary, latency, layer_rows, reality_figures
 
 BAR = "\u2588"
 
@@ -130,21 +129,18 @@ def reality_check(base: RunRecord, run: RunRecord, width: int = 40) -> list[str]
     overhead is the share of kernel time spent in fallback layers, drawn on the
     same axis as a fraction of the nominal bar. None when no pattern is declared.
     """
-    factors = {f for f in (nominal_factor(g.intended) for g in run.graph.layers) if f is not None}
-    if not factors:
+    fig = reality_figures(base, run)
+    if fig is None:
         return None
-    nominal = max(factors)
-    b, c = base.outcome.latency_samples_ms, run.outcome.latency_samples_ms
-    real = median(b) / median(c) if b and c else run.outcome.effective_speedup
-    fb = fallback_summary(run)
+    nominal, real = fig.nominal, fig.real
     rows: list[tuple[str, float, str]] = [("nominal speedup", nominal, f"{nominal:.2f}x (pattern M/N)")]
-    if fb.amdahl_ceiling is not None:
-        rows.append(("model ceiling", fb.amdahl_ceiling, f"{fb.amdahl_ceiling:.2f}x (Amdahl over kernel time)"))
+    if fig.ceiling is not None:
+        rows.append(("model ceiling", fig.ceiling, f"{fig.ceiling:.2f}x (Amdahl over kernel time)"))
     rows.append(("real speedup", real or 0.0, f"{real:.2f}x (baseline p50 / run p50)" if real else "n/a"))
-    overhead = fb.fallback_time_share
+    overhead = fig.fallback_time_share
     if overhead is not None:
         rows.append(("fallback overhead", overhead * nominal, f"{overhead:.1%} of kernel time in dense fallbacks"))
-    dense = fb.dense_time_share
+    dense = fig.dense_time_share
     if dense is not None:
         rows.append(("dense time share", dense * nominal, f"{dense:.1%} of kernel time on dense paths"))
     return bar_chart(rows, width)

@@ -50,6 +50,7 @@ from sparsedebug.records.run import (
 )
 from sparsedebug.sources.importers.host_tree import children, link_launches, link_parents
 from sparsedebug.sources.importers.kernel_names import classify_kernel
+from sparsedebug.sources.importers.timeline import iteration_strip
 from sparsedebug.sources.importers.trace_events import GpuOp, TraceEvents, read_events
 from sparsedebug.sources.importers.trace_iterations import (
     Iterations,
@@ -243,6 +244,7 @@ def analyze_trace(path: Path, *, include_last_step: bool = False) -> TraceImport
             launches_per_iteration=round(sum(it.gpu_ops for it in complete) / len(complete)),
             dense_share=dense_share([g for i, g in enumerate(groups) if i not in iterations.partial], sparse_layers),
             layer_idle_samples_ms=layer_idle(ops, with_calls),
+            timeline=iteration_strip(groups),
         ),
         outcome=OutcomeStage(latency_samples_ms=[it.latency_ms for it in complete]),
     )

@@ -1,0 +1,346 @@
+"""Records to page sections: the figure data, its figure and the tables that carry its numbers.
+
+Each ``*_section`` takes run records labelled by role (baseline, candidate, fixed;
+``run`` on a single-run page), builds the figure's data once, and hands the same
+data to the figure and to its tables, so the page never holds a number only in a
+picture. A figure the records cannot support becomes a section that says why.
+Figures read the shared definitions: percentiles and ``TAIL_MIN_SAMPLES`` from
+``core.stats``, per-layer rows and fallbacks from ``signoff.metrics`` (which asks
+``core.patterns``), the reality check from ``signoff.metrics.reality_figures``.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections.abc import Sequence
+
+from sparsedebug.core.stats import TAIL_MIN_SAMPLES, median, percentiles
+from sparsedebug.records.run import RunRecord, TimelineStrip
+from sparsedebug.render.html import figures as fg
+from sparsedebug.render.html.page import Chart, Section, Table
+from sparsedebug.signoff.metrics import LayerRow, equal_latency_sentence, layer_rows, reality_figures
+
+Runs = Sequence[tuple[str, RunRecord]]
+"""(role, run) pairs in page order."""
+
+MAX_LAYER_ROWS = 40
+"""More layers than this are grouped by name across blocks (``layers.*.mlp.down_proj``)."""
+
+
+def _ms(value: float | None, spec: str = ".3f") -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def clock(run: RunRecord) -> str:
+    """Which clock a run's latencies are on: this machine for a replay, the traced device for a trace."""
+    if run.source.kind == "replay":
+        return "this machine"
+    backend = run.lower.backend
+    return f"traced on {backend.split(':', 1)[1]}" if ":" in backend else f"traced ({backend})"
+
+
+def _axis(label: str, runs: Runs) -> str:
+    clocks = list(dict.fromkeys(clock(run) for _, run in runs))
+    return f"{label} (ms; {' / '.join(clocks)})"
+
+
+# --------------------------------------------------------------------------- latency
+
+
+def latency_section(runs: Runs) -> Section:
+    """ECDF of whole-forward latency per run, p50/p95/p99 marked, budgets drawn; the percentile table."""
+    series = []
+    rows = []
+    for role, run in runs:
+        samples = run.outcome.latency_samples_ms
+        if not samples:
+            rows.append([role, run.name, clock(run), "0", "-", "-", "-", "no latency samples", _ms(run.outcome.budget_ms, "g")])
+            continue
+        p = percentiles(samples)
+        ok = p.n >= TAIL_MIN_SAMPLES
+        series.append(fg.LatencySeries(role, run.name, tuple(samples), p.p50, p.p95, p.p99, ok))
+        tail = "tail estimate" if ok else f"inconclusive: fewer than {TAIL_MIN_SAMPLES} samples"
+        rows.append([role, run.name, clock(run), str(p.n), f"{p.p50:.3f}", f"{p.p95:.3f}", f"{p.p99:.3f}", tail, _ms(run.outcome.budget_ms, "g")])
+    table = Table(
+        "Whole-forward latency per run", ["run", "name", "clock", "n", "p50 ms", "p95 ms", "p99 ms", "p99", "budget ms"], rows,
+        numeric=[False, False, False, True, True, True, True, False, True],
+    )
+    title = "Latency distributions"
+    if not series:
+        return Section("latency", title, None, [table], missing="no run carries whole-forward latency samples")
+    budgets = sorted({run.outcome.budget_ms for _, run in runs if run.outcome.budget_ms is not None})
+    svg = fg.latency_ecdf(series, budgets, _axis("whole-forward latency", runs), TAIL_MIN_SAMPLES)
+    caption = (
+        "Each step curve is one run's share of forwards at or below a latency; markers at p50 (circle), p95 (square) and "
+        f"p99 (triangle, hollow when fewer than {TAIL_MIN_SAMPLES} samples make it inconclusive)"
+        + ("; the dotted line is the latency budget." if budgets else "; no latency budget is recorded.")
+    )
+    return Section("latency", title, Chart(svg, caption), [table])
+
+
+# --------------------------------------------------------------------------- per-layer time
+
+
+def path_kind(row: LayerRow) -> str:
+    """The figure's path class of a layer: sparse, dense as intended, dense fallback, or unknown."""
+    if row.path is None:
+        return "no lowering recorded"
+    if row.path == "sparse":
+        return "sparse"
+    return "dense fallback" if row.fell_back else "dense (intended)"
+
+
+def _group_key(name: str) -> str:
+    return re.sub(r"(?<![^.])\d+(?![^.])", "*", name)
+
+
+def _segments(rows: list[LayerRow]) -> tuple[tuple[str, float], ...] | None:
+    if not rows:
+        return None
+    totals = {kind: 0.0 for kind in fg.PATH_KINDS}
+    for r in rows:
+        if r.time_ms is not None:
+            totals[path_kind(r)] += r.time_ms
+    return tuple((k, v) for k, v in totals.items() if v > 0)
+
+
+def _path_text(rows: list[LayerRow]) -> str:
+    if not rows:
+        return "-"
+    if len(rows) == 1:
+        r = rows[0]
+        kind = path_kind(r)
+        return f"{kind}: {r.reason}" if kind == "dense fallback" and r.reason else kind
+    counts: dict[str, int] = {}
+    for r in rows:
+        counts[path_kind(r)] = counts.get(path_kind(r), 0) + 1
+    return ", ".join(f"{k} x{n}" for k, n in counts.items())
+
+
+def _layer_groups(base: RunRecord | None, cand: RunRecord) -> tuple[list[tuple[str, list[LayerRow], list[LayerRow]]], bool]:
+    b_rows = layer_rows(base) if base is not None else []
+    c_rows = layer_rows(cand)
+    names = list(dict.fromkeys([r.name for r in c_rows] + [r.name for r in b_rows]))
+    grouped = len(names) > MAX_LAYER_ROWS
+    key = _group_key if grouped else (lambda name: name)
+    groups: dict[str, tuple[list[LayerRow], list[LayerRow]]] = {}
+    for name in names:
+        groups.setdefault(key(name), ([], []))
+    for r in b_rows:
+        groups[key(r.name)][0].append(r)
+    for r in c_rows:
+        groups[key(r.name)][1].append(r)
+    items = [(k, b, c) for k, (b, c) in groups.items()]
+    if len(items) > MAX_LAYER_ROWS:
+        def size(item: tuple[str, list[LayerRow], list[LayerRow]]) -> float:
+            return max(sum(r.time_ms or 0.0 for r in item[1]), sum(r.time_ms or 0.0 for r in item[2]))
+        keep = {k for k, _, _ in sorted(items, key=lambda i: (-size(i), i[0]))[: MAX_LAYER_ROWS - 1]}
+        rest = [i for i in items if i[0] not in keep]
+        items = [i for i in items if i[0] in keep]
+        items.append(("all other layers", [r for i in rest for r in i[1]], [r for i in rest for r in i[2]]))
+        grouped = True
+    return items, grouped
+
+
+def layer_section(base: tuple[str, RunRecord] | None, cand: tuple[str, RunRecord]) -> Section:
+    """Per layer (or per same-named group across blocks): kernel time by path on both sides, fallbacks highlighted."""
+    items, grouped = _layer_groups(base[1] if base else None, cand[1])
+    bars = []
+    rows = []
+    for label, b, c in items:
+        n = max(len(b), len(c))
+        shown = f"{label} (x{n})" if grouped and n > 1 else label
+        fell = any(r.fell_back for r in b + c)
+        bars.append(fg.LayerBar(shown, _segments(b), _segments(c), fell))
+        bt = sum(r.time_ms for r in b if r.time_ms is not None) if any(r.time_ms is not None for r in b) else None
+        ct = sum(r.time_ms for r in c if r.time_ms is not None) if any(r.time_ms is not None for r in c) else None
+        ratio = f"{ct / bt:.3f}x" if bt and ct is not None else "-"
+        row = [shown] + ([_path_text(b), _ms(bt, ".4f")] if base else []) + [_path_text(c), _ms(ct, ".4f")] + ([ratio] if base else [])
+        rows.append(row)
+    header = ["layer"] + ([f"{base[0]} path", f"{base[0]} ms"] if base else []) + [f"{cand[0]} path", f"{cand[0]} ms"]
+    header += [f"{cand[0]} / {base[0]}"] if base else []
+    numeric = [False] + ([False, True] if base else []) + [False, True] + ([True] if base else [])
+    note = "Median kernel time per call; " + ("same-named layers of every block summed per row." if grouped else "one row per layer.")
+    table = Table("Kernel time per layer and path", header, rows, numeric=numeric, note=note)
+    title = "Per-layer kernel time by path"
+    if not any(bar.base or bar.cand for bar in bars):
+        return Section("layers", title, None, [table], missing="no per-layer kernel time in these runs")
+    base_title = f"{base[0]}: {base[1].name}" if base else None
+    svg = fg.layer_time(bars, base_title, f"{cand[0]}: {cand[1].name}", grouped)
+    caption = "Bars are median kernel time per call, coloured by the path each layer took; dense fallbacks are hatched and their names set in bold."
+    return Section("layers", title, Chart(svg, caption), [table])
+
+
+# --------------------------------------------------------------------------- reality check
+
+
+def reality_section(base: RunRecord, runs: Runs) -> Section:
+    """The sparse reality check of each sparse run against the baseline, as bars and as a table."""
+    bars = []
+    for role, run in runs:
+        fig = reality_figures(base, run)
+        if fig is not None:
+            bars.append(fg.RealityBars(role, run.name, fig.nominal, fig.ceiling, fig.real, fig.fallback_time_share, fig.dense_time_share))
+    title = "Sparse reality check"
+    if not bars:
+        return Section("reality", title, None, [], missing="no layer of these runs declares an N:M pattern")
+    metric_rows: list[tuple[str, str, list[str]]] = [
+        ("nominal speedup", "the pattern's M/N", [f"{b.nominal:.3f}x" for b in bars]),
+        ("model ceiling", "Amdahl over kernel time, every meant-sparse layer at its M/N", [_ms(b.ceiling) + ("x" if b.ceiling else "") for b in bars]),
+        ("real speedup", "baseline p50 / run p50", [_ms(b.real) + ("x" if b.real else "") for b in bars]),
+        ("fallback overhead", "share of kernel time in dense fallbacks", ["-" if b.fallback_share is None else f"{b.fallback_share:.1%}" for b in bars]),
+        ("dense time share", "share of kernel time on dense paths", ["-" if b.dense_share is None else f"{b.dense_share:.1%}" for b in bars]),
+    ]
+    header = ["figure", *[f"{b.role}: {b.name}" for b in bars], "definition"]
+    rows = [[name, *values, how] for name, how, values in metric_rows]
+    table = Table("Sparse reality check", header, rows, numeric=[False, *[True] * len(bars), False])
+    caption = "Left: the speedup the pattern promises, the most the model could get, and what the run got; right: the kernel time still spent dense."
+    return Section("reality", title, Chart(fg.reality_check(bars), caption), [table])
+
+
+# --------------------------------------------------------------------------- forward time
+
+
+def forward_section(runs: Runs) -> Section:
+    """Median span and busy time per forward for each run: how much of a forward is not compute."""
+    bars = []
+    rows = []
+    for role, run in runs:
+        span, busy = run.schedule.span_samples_ms, run.schedule.busy_samples_ms
+        if not span or not busy:
+            continue
+        bar = fg.ForwardBar(role, run.name, median(span), median(busy))
+        bars.append(bar)
+        rest = max(0.0, bar.span_ms - bar.busy_ms)
+        rows.append([role, run.name, clock(run), str(len(span)), f"{bar.span_ms:.3f}", f"{bar.busy_ms:.3f}", f"{rest:.3f}",
+                     f"{rest / bar.span_ms:.1%}" if bar.span_ms > 0 else "-"])
+    title = "Forward time: busy against host overhead"
+    if not bars:
+        return Section("forward", title, None, [], missing="no schedule samples (span and busy time) in these runs")
+    table = Table(
+        "Median forward: span, busy and the rest", ["run", "name", "clock", "iterations", "span ms", "busy ms", "not busy ms", "not busy"],
+        rows, numeric=[False, False, False, True, True, True, True, True],
+        note="Span: first op start to last op end of a forward (a replay's forward wall time); busy: summed kernel or layer time. Medians over iterations.",
+    )
+    caption = "The median forward of each run: time its kernels or layers were busy, then the rest (host overhead such as launches and weight conversion, or device idle)."
+    return Section("forward", title, Chart(fg.forward_time(bars, _axis("median forward time", runs)), caption), [table])
+
+
+# --------------------------------------------------------------------------- timeline strip
+
+
+def _gap_rows(role: str, strip: TimelineStrip, limit: int) -> list[list[str]]:
+    starts = [e.start_ms for e in strip.events]
+    rows = []
+    for gap in sorted(strip.gaps, key=lambda g: (-g.dur_ms, g.start_ms))[:limit]:
+        nxt = bisect.bisect_left(starts, gap.start_ms + gap.dur_ms - 1e-9)
+        layer = strip.events[nxt].layer if nxt < len(strip.events) else None
+        rows.append([role, f"{gap.start_ms:.3f}", f"{gap.dur_ms:.3f}", gap.cause.replace("_", " "), layer or "-"])
+    return rows
+
+
+def timeline_section(runs: Runs, largest_gaps: int = 8) -> Section:
+    """One iteration's GPU timeline per traced run; tables of its idle split, kernel time by class and largest gaps."""
+    strips = [(role, run.name, run.schedule.timeline) for role, run in runs if run.schedule.timeline is not None]
+    title = "GPU timeline of one iteration"
+    if not strips:
+        return Section(
+            "timeline", title, None, [],
+            missing="no per-kernel timeline in these runs (a replay times whole layers; import a PyTorch profiler trace for one)",
+        )
+    summary, classes, gaps = [], [], []
+    for role, name, strip in strips:
+        waits = {cause: [g.dur_ms for g in strip.gaps if g.cause == cause] for cause in ("host_wait", "kernel_wait", "other")}
+        idle = sum(sum(v) for v in waits.values())
+        summary.append([
+            role, name, str(strip.iteration), str(strip.events_total), f"{strip.span_ms:.3f}", f"{strip.span_ms - idle:.3f}",
+            *(f"{sum(waits[c]):.3f} ({len(waits[c])})" for c in ("host_wait", "kernel_wait", "other")),
+        ])
+        by_class: dict[str, tuple[float, int]] = {}
+        for e in strip.events:
+            ms, n = by_class.get(e.kernel_class.value, (0.0, 0))
+            by_class[e.kernel_class.value] = (ms + e.dur_ms, n + 1)
+        for cls in fg.CLASS_COLOURS:
+            if cls in by_class:
+                classes.append([role, cls, f"{by_class[cls][0]:.3f}", str(by_class[cls][1])])
+        gaps += _gap_rows(role, strip, largest_gaps)
+    note = None
+    cut = [f"{role} ({s.events_total - len(s.events)} ops after {s.cut_at_ms:.3f} ms)" for role, _, s in strips if s.cut_at_ms is not None]
+    if cut:
+        note = "Strips cut at the op limit: " + ", ".join(cut) + "."
+    tables = [
+        Table("The iteration's span and idle split", ["run", "name", "iteration", "GPU ops", "span ms", "busy ms",
+              "host wait ms (gaps)", "kernel wait ms (gaps)", "other idle ms (gaps)"], summary,
+              numeric=[False, False, True, True, True, True, True, True, True], note=note),
+        Table("GPU time by kernel class in the iteration", ["run", "class", "ms", "ops"], classes, numeric=[False, False, True, True]),
+        Table(f"Largest idle gaps (up to {largest_gaps} per run)", ["run", "starts at ms", "lasts ms", "cause", "next op's layer"], gaps,
+              numeric=[False, True, True, False, False]),
+    ]
+    caption = (
+        "Each panel is the iteration with the median span: GPU ops per stream coloured by kernel class, and below them the idle "
+        "gaps, black where the GPU waited for the host to launch the next op, grey where the launch was already queued."
+    )
+    return Section("timeline", title, Chart(fg.timeline(strips), caption), tables)
+
+
+# --------------------------------------------------------------------------- speed against quality
+
+
+SAME_POINT = 0.005
+"""A run timed beside its narrowed model within this relative latency of its own p50 is drawn as one point."""
+
+NARROWED_MARKERS = ("P", "X", "*")
+
+
+def _quality_points(runs: Runs) -> tuple[list[fg.QualityPoint], list[list[str]]]:
+    points: list[fg.QualityPoint] = []
+    rows: list[list[str]] = []
+    markers = {"baseline": "D", "candidate": "o", "fixed": "s", "run": "o"}
+    for role, run in runs:
+        q, samples = run.outcome.quality, run.outcome.latency_samples_ms
+        if q is not None and samples:
+            label = "dense baseline" if role == "baseline" else role
+            points.append(fg.QualityPoint(label, role, median(samples), q.cosine, markers.get(role, "o")))
+            rows.append([label, run.name, f"{median(samples):.3f}", f"p50 of the run's samples ({clock(run)})", f"{q.cosine:.4f}", f"{q.rel_err:.4g}"])
+    own = {p.role: p for p in points}
+    for role, run in runs:
+        eq = run.outcome.equal_latency
+        if eq is None or role == "baseline":
+            continue
+        narrowed = f"dense, {eq.narrowed_ffn_fraction:.0%} of FFN removed (vs {role})"
+        beside: str | None = None
+        if eq.candidate_latency_ms is not None:
+            rows.append([f"{role}, timed beside it", run.name, f"{eq.candidate_latency_ms:.3f}", f"equal-latency search ({clock(run)})",
+                         f"{eq.candidate.cosine:.4f}", f"{eq.candidate.rel_err:.4g}"])
+            main = own.get(role)
+            if main is not None and abs(main.latency_ms - eq.candidate_latency_ms) <= SAME_POINT * main.latency_ms and main.cosine == eq.candidate.cosine:
+                beside = main.label
+            else:
+                beside = f"{role}, timed beside it"
+                points.append(fg.QualityPoint(beside, role, eq.candidate_latency_ms, eq.candidate.cosine, markers.get(role, "o"), hollow=True))
+        marker = NARROWED_MARKERS[sum(p.role == "narrowed" for p in points) % len(NARROWED_MARKERS)]
+        points.append(fg.QualityPoint(narrowed, "narrowed", eq.narrowed_latency_ms, eq.narrowed.cosine, marker, pair=beside))
+        rows.append([narrowed, run.name, f"{eq.narrowed_latency_ms:.3f}", f"equal-latency search ({clock(run)})",
+                     f"{eq.narrowed.cosine:.4f}", f"{eq.narrowed.rel_err:.4g}"])
+    return points, rows
+
+
+def quality_section(runs: Runs) -> Section:
+    """Latency against output quality: dense, candidate, fixed, and the dense model narrowed to equal latency."""
+    points, rows = _quality_points(runs)
+    title = "Speed against quality"
+    if not points:
+        return Section("quality", title, None, [], missing="no run carries a quality measurement against the dense model")
+    sentences = [f"{role}: {equal_latency_sentence(run.outcome.equal_latency)}." for role, run in runs
+                 if run.outcome.equal_latency is not None and role != "baseline"]
+    table = Table(
+        "Latency and quality of each model", ["point", "record", "latency ms", "measured as", "output cosine vs dense", "rel err vs dense"],
+        rows, numeric=[False, False, True, False, True, True], note=" ".join(sentences) or None,
+    )
+    caption = (
+        "Filled markers: each run at the p50 of its own samples; plus, cross or star markers: the dense model narrowed until it is as "
+        "fast, joined by a dotted line to the run timed beside it in the same interleaved measurement (hollow when that "
+        "measurement differs from the run's own p50)."
+    )
+    return Section("quality", title, Chart(fg.speed_quality(points, _axis("latency p50", runs)), caption), [table])
