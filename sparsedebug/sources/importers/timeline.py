@@ -14,17 +14,16 @@ launch call; so the gaps' sum by cause equals the iteration's ``host_wait_ms`` a
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 from sparsedebug.records.run import TimelineEvent, TimelineGap, TimelineStrip
+from sparsedebug.sources.importers.trace_timeline import GapCause, segments_and_gaps
 
 if TYPE_CHECKING:
     from sparsedebug.sources.importers.torch_trace import GpuOp
 
 MAX_EVENTS = 4000
 """Most GPU ops a strip keeps; a longer iteration is cut there (``TimelineStrip.cut_at_ms``)."""
-
-GapCause = Literal["host_wait", "kernel_wait", "other"]
 
 
 def _span(ops: Sequence[GpuOp]) -> float:
@@ -33,25 +32,7 @@ def _span(ops: Sequence[GpuOp]) -> float:
 
 def idle_gaps(ops: Sequence[GpuOp]) -> list[tuple[float, float, GapCause]]:
     """``(start_us, dur_us, cause)`` of every gap in the union of ``ops``' intervals, in time order."""
-    ordered = sorted(ops, key=lambda op: (op.ts, op.end))
-    gaps: list[tuple[float, float, GapCause]] = []
-    if not ordered:
-        return gaps
-    seg_end = ordered[0].end
-    for op in ordered[1:]:
-        if op.ts > seg_end:
-            cause: GapCause
-            if op.launch_ts is None:
-                cause = "other"
-            elif op.launch_ts > seg_end:
-                cause = "host_wait"
-            else:
-                cause = "kernel_wait"
-            gaps.append((seg_end, op.ts - seg_end, cause))
-            seg_end = op.end
-        elif op.end > seg_end:
-            seg_end = op.end
-    return gaps
+    return segments_and_gaps(ops)[1]
 
 
 def iteration_strip(groups: Sequence[Sequence[GpuOp]], max_events: int = MAX_EVENTS) -> TimelineStrip | None:

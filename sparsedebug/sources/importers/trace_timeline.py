@@ -33,7 +33,7 @@ computation) and *idle*, by HTA's own kernel-name rules
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -82,30 +82,51 @@ class Timeline:
         return self.span_ms - self.busy_ms
 
 
+GapCause = Literal["host_wait", "kernel_wait", "other"]
+"""Why the GPU sat idle before an op: its launch came after the previous work ended (host wait), before it
+(kernel wait: a dependency or the stream), or the op has no launch to tell (other)."""
+
+
+def segments_and_gaps(ops: Sequence[GpuOp]) -> tuple[list[tuple[float, float]], list[tuple[float, float, GapCause]]]:
+    """The union of ``ops``' intervals as ``(start_us, end_us)`` segments, and the gaps between them as
+    ``(start_us, dur_us, cause)``, in time order: the one place the idle split is decided."""
+    ordered = sorted(ops, key=lambda op: (op.ts, op.end))
+    if not ordered:
+        return [], []
+    segments: list[tuple[float, float]] = []
+    gaps: list[tuple[float, float, GapCause]] = []
+    seg_start, seg_end = ordered[0].ts, ordered[0].end
+    for op in ordered[1:]:
+        if op.ts > seg_end:
+            segments.append((seg_start, seg_end))
+            cause: GapCause
+            if op.launch_ts is None:
+                cause = "other"
+            elif op.launch_ts > seg_end:
+                cause = "host_wait"
+            else:
+                cause = "kernel_wait"
+            gaps.append((seg_end, op.ts - seg_end, cause))
+            seg_start, seg_end = op.ts, op.end
+        elif op.end > seg_end:
+            seg_end = op.end
+    segments.append((seg_start, seg_end))
+    return segments, gaps
+
+
 def timeline(ops: list[GpuOp]) -> Timeline:
     """Busy (union of intervals), span and the HTA idle split of ``ops`` on one device."""
     if not ops:
         return Timeline(0.0, 0.0, 0.0, 0.0, 0.0)
-    ordered = sorted(ops, key=lambda op: (op.ts, op.end))
-    busy = host = kern = other = 0.0
-    seg_start = ordered[0].ts
-    seg_end = ordered[0].end
-    for op in ordered[1:]:
-        if op.ts > seg_end:
-            busy += seg_end - seg_start
-            gap = op.ts - seg_end
-            if op.launch_ts is None:
-                other += gap
-            elif op.launch_ts > seg_end:
-                host += gap
-            else:
-                kern += gap
-            seg_start, seg_end = op.ts, op.end
-        elif op.end > seg_end:
-            seg_end = op.end
-    busy += seg_end - seg_start
-    span = max(op.end for op in ordered) - ordered[0].ts
-    return Timeline(busy / 1e3, span / 1e3, host / 1e3, kern / 1e3, other / 1e3)
+    segments, gaps = segments_and_gaps(ops)
+    busy = 0.0
+    for start, end in segments:
+        busy += end - start
+    waits = {"host_wait": 0.0, "kernel_wait": 0.0, "other": 0.0}
+    for _, dur, cause in gaps:
+        waits[cause] += dur
+    span = max(op.end for op in ops) - min(op.ts for op in ops)
+    return Timeline(busy / 1e3, span / 1e3, waits["host_wait"] / 1e3, waits["kernel_wait"] / 1e3, waits["other"] / 1e3)
 
 
 def union_us(intervals: Iterable[tuple[float, float]]) -> float:
