@@ -21,6 +21,7 @@ COMMANDS: dict[str, str] = {
     "freeze": "freeze",
     "replay": "replay",
     "lower": "replay",
+    "predict": "predict",
     "import": "importers",
     "fallbacks": "importers",
     "bisect": "bisect",

@@ -107,11 +107,13 @@ def kernel_class(op: str, path: KernelPath, dtype: str) -> KernelClass:
 
 @dataclass(frozen=True)
 class Profile:
-    """A backend support profile: a name, what it models, and its decision rule."""
+    """A backend support profile: a name, what it models, its decision rule, and its target's measurements."""
 
     name: str
     description: str
     rule: Callable[[LayerQuery], Decision]
+    target: str | None = None
+    """Target source (``fixtures/targets/<target>.yaml``) of the GPU this profile models; None for this machine."""
 
     def decide(self, query: LayerQuery) -> Decision:
         """Sparse or dense (with reason) for one layer."""
@@ -255,11 +257,13 @@ PROFILES: dict[str, Profile] = {
         "h200-cusparselt",
         "PyTorch 2.11 + cuSPARSELt 0.8 on an H200: 2:4, fp16/bf16/int8, dims multiple of 16 (32 for int8)",
         _torch_rule("cusparselt"),
+        target="h200",
     ),
     "h200-cutlass": Profile(
         "h200-cutlass",
         "PyTorch 2.11 CUTLASS 2:4 on an H200: converts, but matmul needs compute capability 8.x",
         _torch_rule("cutlass"),
+        target="h200",
     ),
 }
 """Every backend support profile, by name."""

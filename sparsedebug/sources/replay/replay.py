@@ -44,20 +44,17 @@ from typing import Literal
 import numpy as np
 from threadpoolctl import threadpool_info, threadpool_limits
 
-from sparsedebug.core.dtypes import dtype_info
 from sparsedebug.core.errors import UserError
 from sparsedebug.core.io import file_digest
 from sparsedebug.core.stats import median, percentiles
 from sparsedebug.core.timing import interleaved
 from sparsedebug.records.run import (
-    GraphLayer,
     GraphStage,
     KernelLayer,
     KernelPath,
     KernelStage,
     LowerLayer,
     LowerStage,
-    OpKind,
     OutcomeStage,
     RunRecord,
     RunSource,
@@ -76,6 +73,7 @@ from sparsedebug.sources.replay.executor import (
     forward,
     quality,
 )
+from sparsedebug.sources.replay.inventory import graph_layer
 from sparsedebug.sources.replay.lowering import Decision, LayerQuery, get_profile, kernel_class
 from sparsedebug.sources.replay.narrow import equal_latency
 from sparsedebug.sources.replay.weights import Inputs, Weights, build_inputs, build_weights, is_compliant, prune
@@ -83,65 +81,6 @@ from sparsedebug.sources.replay.workload import Layer, LayerShape, Workload, che
 
 Progress = Callable[[str, int, int], None]
 """``progress(stage, done, total)``: called as each stage advances."""
-
-
-
-# --------------------------------------------------------------------------- non-linear ops
-
-
-# --------------------------------------------------------------------------- executable ops
-
-
-# --------------------------------------------------------------------------- quality
-
-
-# --------------------------------------------------------------------------- graph stage
-
-
-def _graph_layer(workload: Workload, layer: Layer, shape: LayerShape) -> GraphLayer:
-    tokens = workload.tokens.total
-    dtype = workload.dtype_of(layer)
-    size = dtype_info(dtype).itemsize
-    params = 0
-    flops = 0.0
-    moved = 0.0
-    weight_shape = None
-    width_in = shape.in_widths[0]
-    out = shape.out_width
-    if layer.op == "linear":
-        assert layer.shape is not None
-        weight_shape = list(layer.shape)
-        params = out * width_in
-        flops = 2.0 * params * tokens
-        moved = float(size * (params + width_in * tokens + out * tokens))
-    elif layer.op == "embedding":
-        assert layer.shape is not None
-        weight_shape = list(layer.shape)
-        params = layer.shape[0] * layer.shape[1]
-        moved = float(size * (2 * out * tokens) + 8 * tokens)
-    elif layer.op == "norm":
-        params = out
-        flops = 4.0 * out * tokens
-        moved = float(size * (2 * out * tokens + out))
-    elif layer.op == "attention":
-        seq = workload.tokens.sequence
-        flops = 4.0 * workload.tokens.batch * seq * seq * out
-        moved = float(size * (sum(shape.in_widths) + out) * tokens)
-    else:
-        flops = float(out * tokens * len(shape.in_widths))
-        moved = float(size * (sum(shape.in_widths) + out) * tokens)
-    return GraphLayer(
-        name=layer.name,
-        op=OpKind(layer.op),
-        weight_shape=weight_shape,
-        input_shape=[tokens, width_in],
-        output_shape=[tokens, out],
-        dtype=dtype,
-        intended=layer.sparsity,
-        params=params,
-        flops=flops,
-        bytes=moved,
-    )
 
 
 # --------------------------------------------------------------------------- the replay
@@ -241,7 +180,7 @@ def prepare(workload: Workload, base_dir: Path | None = None, progress: Progress
     pruned = prune(workload, dense_tensors, input_norms)
     tick("graph", 2, 3)
     graph = GraphStage(
-        layers=[_graph_layer(workload, layer, shape) for layer, shape in zip(workload.layers, shapes, strict=True)],
+        layers=[graph_layer(workload, layer, shape) for layer, shape in zip(workload.layers, shapes, strict=True)],
         tokens=workload.tokens.total,
         model_revision=weights.source.sha256 if weights.source is not None else f"seeded:{workload.seed}",
     )
