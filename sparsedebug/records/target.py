@@ -25,17 +25,18 @@ Clock = Literal["this_machine", "target"]
 Launch = Literal["eager", "cuda_graph"]
 """How the target launches work: one host call per op (eager), or one replayed CUDA graph per forward."""
 
-Basis = Literal["measured", "interpolated", "extrapolated", "estimate", "unavailable"]
+Basis = Literal["measured", "interpolated", "estimate", "extrapolated", "unavailable"]
 """How a projected figure was obtained, best first.
 
 ``measured``: the query is a measured point; ``interpolated``: between measured
-points; ``extrapolated``: outside the measured range (a shape smaller or larger
-than every measured one, a token count beyond the rows, a dtype the ratio was not
-measured for); ``estimate``: a documented formula (bytes over an effective
-bandwidth) rather than a timing of that op; ``unavailable``: no data supports a
-figure (a dtype never measured, a backend whose sparse matmul raises)."""
+points; ``estimate``: a documented formula (bytes over an effective bandwidth
+measured on the target) rather than a timing of that op; ``extrapolated``:
+outside the measured range (a shape smaller or larger than every measured one, a
+token count beyond the rows, a dtype the ratio was not measured for);
+``unavailable``: no data supports a figure (a dtype never measured, a backend
+whose sparse matmul raises)."""
 
-BASIS_ORDER: tuple[Basis, ...] = ("measured", "interpolated", "extrapolated", "estimate", "unavailable")
+BASIS_ORDER: tuple[Basis, ...] = ("measured", "interpolated", "estimate", "extrapolated", "unavailable")
 
 
 def worst_basis(bases: list[Basis]) -> Basis:
@@ -121,6 +122,17 @@ class SlowerThanDense(Record):
     dense_ms: float = Field(description="Projected dense per-call time on the target.")
     sparse_ms: float = Field(description="Projected sparse per-call time on the target.")
     basis: Basis
+
+
+class LatencyMatch(Record):
+    """An equal-latency search on one clock: the narrowing that matches the candidate's latency."""
+
+    clock: Clock
+    narrowed_ffn_fraction: float
+    narrowed_latency_ms: float
+    candidate_latency_ms: float
+    latency_matched: bool
+    note: str | None = None
 
 
 class TargetClock(Record):

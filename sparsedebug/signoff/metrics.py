@@ -24,19 +24,26 @@ def nominal_factor(pattern: str) -> float | None:
 
 
 def equal_latency_sentence(eq: EqualLatencyQuality) -> str:
-    """One sentence for "at this latency, is sparsity better than a smaller dense model?"."""
+    """One sentence for "at this latency, is sparsity better than a smaller dense model?", naming the clock."""
     removed = f"{eq.narrowed_ffn_fraction:.0%} of its FFN neurons removed"
     versus = f" vs candidate {eq.candidate_latency_ms:.3f} ms" if eq.candidate_latency_ms is not None else ""
+    clock = "; target clock, projected" if eq.clock == "target" else "; this machine, measured"
+    figure = "projected" if eq.clock == "target" else "p50"
     qualities = f"cosine {eq.narrowed.cosine:.4f} vs the candidate's {eq.candidate.cosine:.4f}"
+    cross = ""
+    if eq.cross_check is not None:
+        c = eq.cross_check
+        where = "this machine" if c.clock == "this_machine" else "the target"
+        cross = f" (cross-check on {where}: {c.narrowed_ffn_fraction:.0%} removed, {c.narrowed_latency_ms:.3f} vs {c.candidate_latency_ms:.3f} ms)"
     if eq.latency_matched is False:
         return (
-            f"no narrowed dense model reached the candidate's latency (with {removed}: p50 "
-            f"{eq.narrowed_latency_ms:.3f} ms{versus}; {qualities}): sparsity wins on speed"
+            f"no narrowed dense model reached the candidate's latency (with {removed}: {figure} "
+            f"{eq.narrowed_latency_ms:.3f} ms{versus}{clock}; {qualities}): sparsity wins on speed{cross}"
         )
     verdict = "sparsity wins" if eq.sparsity_wins else "the narrowed dense model wins"
     return (
-        f"at equal latency a dense model with {removed} (p50 {eq.narrowed_latency_ms:.3f} ms{versus}) has "
-        f"{qualities}: {verdict}"
+        f"at equal latency a dense model with {removed} ({figure} {eq.narrowed_latency_ms:.3f} ms{versus}{clock}) has "
+        f"{qualities}: {verdict}{cross}"
     )
 
 

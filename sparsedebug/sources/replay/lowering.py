@@ -34,7 +34,8 @@ from pydantic import ConfigDict
 from sparsedebug.core.errors import UserError
 from sparsedebug.kernels.masks import MAX_M, Pattern
 from sparsedebug.records.base import Record
-from sparsedebug.records.run import FallbackReason, KernelClass, KernelPath
+from sparsedebug.records.run import FallbackReason, KernelClass, KernelPath, LowerLayer
+from sparsedebug.records.target import SlowerThanDense, TargetClock
 
 # --------------------------------------------------------------------------- dtypes
 
@@ -274,3 +275,24 @@ def get_profile(name: str) -> Profile:
     if name not in PROFILES:
         raise UserError(f"backend profile {name!r}: unknown; known: {', '.join(sorted(PROFILES))}")
     return PROFILES[name]
+
+
+def flag_slower_than_dense(layers: list[LowerLayer], target: TargetClock) -> list[LowerLayer]:
+    """Flag (``slower_on_target``) every sparse layer projected slower than dense on the target; returns those flagged.
+
+    The layer keeps its sparse path (the backend accepts it): the flag says the
+    sparsity costs time on that GPU, with both projected per-call times.
+    """
+    projected = {layer.name: layer for layer in target.layers}
+    flagged = []
+    for layer in layers:
+        proj = projected.get(layer.name)
+        if layer.path is not KernelPath.SPARSE or proj is None or proj.dense is None or proj.sparse is None:
+            continue
+        if proj.sparse.per_call_ms > proj.dense.per_call_ms:
+            layer.slower_on_target = SlowerThanDense(
+                backend=target.backend, launch=target.launch, tokens=target.tokens, dense_ms=proj.dense.per_call_ms,
+                sparse_ms=proj.sparse.per_call_ms, basis=proj.basis,
+            )
+            flagged.append(layer)
+    return flagged
