@@ -7,7 +7,15 @@ from typing import Annotated
 
 import typer
 
-from sparsedebug.cli.common import EXIT_CHECK_FAILED, JsonOption, console, emit_json, err_console, handle_errors
+from sparsedebug.cli.common import (
+    EXIT_CHECK_FAILED,
+    EXIT_INCONCLUSIVE,
+    JsonOption,
+    console,
+    emit_json,
+    err_console,
+    handle_errors,
+)
 from sparsedebug.core.errors import UserError
 from sparsedebug.core.io import atomic_write_text
 from sparsedebug.render.junit import junit_xml
@@ -39,7 +47,11 @@ def gate(
     style; with too few samples for the test, the factor alone decides). A check
     whose evidence is missing is skipped unless the policy says missing_evidence: fail.
 
-    Exit 0 when every check passes or is skipped, 1 when one fails, 2 on bad input.
+    A latency check on runs whose timings were disturbed beyond the noise-aware
+    harness' bound (see the run's outcome.timing) is inconclusive: neither pass nor fail.
+
+    Exit 0 when every check passes or is skipped, 1 when one fails, 2 on bad
+    input, 3 when none fails but one is inconclusive (rerun on a quiet machine).
     """
     pol = load_policy(policy)
     for out_path in (junit, summary):
@@ -64,7 +76,8 @@ def gate(
             if written is not None:
                 out.print(f"wrote {label} {written}")
     if not result.passed:
-        raise typer.Exit(EXIT_CHECK_FAILED)
+        failed = any(c.status == "fail" for c in result.checks)
+        raise typer.Exit(EXIT_CHECK_FAILED if failed else EXIT_INCONCLUSIVE)
 
 
 def register(app: typer.Typer) -> None:

@@ -66,6 +66,10 @@ class NoisePolicy:
     """Extra rounds allowed for re-measurement; None: as many as the timed rounds."""
 
 
+DEFAULT_POLICY = NoisePolicy()
+"""The policy :func:`measure` applies when given none."""
+
+
 @dataclass
 class Clocks:
     """What the harness reads per round (injectable for tests)."""
@@ -204,7 +208,7 @@ def measure(
 ) -> Timed:
     """Time interleaved rounds as :func:`interleaved`, flag interference, re-measure flagged rounds, judge stability."""
     _check(variants, rounds, warmup)
-    pol = policy or NoisePolicy()
+    pol = policy or DEFAULT_POLICY
     clk = clocks or Clocks()
     tick = scheduler_tick_ms()
     items = list(variants.items())
@@ -287,3 +291,9 @@ def _quality(
         remeasured_rounds=used, still_flagged=still, flags=counts, load_average=[v for v in loads if v is not None],
         cores=os.cpu_count(), tick_ms=tick, variants=variants,
     )
+
+
+def unstable_reason(qualities: list[tuple[str, TimingQuality | None]]) -> str | None:
+    """Why timings of the named runs cannot be compared (the first unstable one's reason), or None when they can."""
+    bad = [f"{name}: {quality.reason}" for name, quality in qualities if quality is not None and not quality.stable]
+    return "; ".join(bad) if bad else None

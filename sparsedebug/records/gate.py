@@ -12,7 +12,8 @@ from sparsedebug.records.base import SCHEMA_VERSION, Record
 POLICY_SCHEMA_VERSION = 1
 
 
-CheckStatus = Literal["pass", "fail", "skipped"]
+CheckStatus = Literal["pass", "fail", "skipped", "inconclusive"]
+"""``inconclusive``: the evidence exists but cannot decide (timings disturbed beyond the noise-aware harness' bound)."""
 
 
 class Significance(Record):
@@ -76,7 +77,7 @@ class GateCheck(Record):
 
 
 class GateResult(Record):
-    """All checks on one baseline/candidate pair; ``passed`` when none failed."""
+    """All checks on one baseline/candidate pair; ``passed`` when none failed and none was inconclusive."""
 
     schema_version: int = SCHEMA_VERSION
     kind: Literal["gate_result"] = "gate_result"
@@ -84,4 +85,5 @@ class GateResult(Record):
     candidate: str
     passed: bool
     checks: list[GateCheck]
+    inconclusive: bool = Field(False, description="A check could not decide (unstable timings): neither passed nor failed.")
     policy: GatePolicy

@@ -1,7 +1,7 @@
 """JUnit XML for the gate: one testcase per threshold, the format CI systems read.
 
 Built with ``xml.etree.ElementTree`` so escaping is never hand-rolled. A failed
-check is a ``<failure>``, a check without evidence a ``<skipped>``; every
+check is a ``<failure>``, a check without evidence or an inconclusive one (unstable timings) a ``<skipped>``; every
 testcase carries the measured value, the threshold and the detail in
 ``<system-out>``.
 """
@@ -18,7 +18,7 @@ SUITE = "sparsedebug.gate"
 def junit_xml(result: GateResult) -> str:
     """Render a gate result as a JUnit XML document (``<testsuites>`` with one ``<testsuite>``)."""
     failures = sum(1 for c in result.checks if c.status == "fail")
-    skipped = sum(1 for c in result.checks if c.status == "skipped")
+    skipped = sum(1 for c in result.checks if c.status in ("skipped", "inconclusive"))
     counts = {
         "tests": str(len(result.checks)),
         "failures": str(failures),
@@ -37,7 +37,7 @@ def junit_xml(result: GateResult) -> str:
         if check.status == "fail":
             failure = ET.SubElement(case, "failure", {"message": check.detail, "type": "threshold"})
             failure.text = text
-        elif check.status == "skipped":
+        elif check.status in ("skipped", "inconclusive"):
             ET.SubElement(case, "skipped", {"message": check.detail})
         out = ET.SubElement(case, "system-out")
         out.text = text

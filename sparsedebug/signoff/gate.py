@@ -30,6 +30,7 @@ from typing import Literal
 
 from sparsedebug.core.io import load_data, validate
 from sparsedebug.core.stats import DEFAULT_ALPHA, compare_samples, enough_samples, median
+from sparsedebug.core.timing import unstable_reason
 from sparsedebug.records.gate import CheckStatus, GateCheck, GatePolicy, GateResult
 from sparsedebug.records.run import RunRecord
 from sparsedebug.signoff.metrics import equal_latency_sentence, fallback_summary, latency, layer_rows
@@ -72,6 +73,17 @@ def _missing(check_id: str, name: str, threshold: str, why: str, policy: GatePol
     return GateCheck(id=check_id, name=name, status=status, measured="-", threshold=threshold, detail=f"no evidence: {why}")
 
 
+def _inconclusive(check_id: str, name: str, threshold: str, base: RunRecord, cand: RunRecord) -> GateCheck | None:
+    """An ``inconclusive`` check when either run's whole-forward timings were unstable, else None."""
+    reason = unstable_reason([(base.name, base.outcome.timing), (cand.name, cand.outcome.timing)])
+    if reason is None:
+        return None
+    return GateCheck(
+        id=check_id, name=name, status="inconclusive", measured="-", threshold=threshold,
+        detail=f"inconclusive: timings unstable, neither pass nor fail ({reason}); rerun on a quiet machine",
+    )
+
+
 def check_speedup(base: RunRecord, cand: RunRecord, policy: GatePolicy) -> GateCheck:
     """Candidate p50 speedup over the baseline, significance as asv: factor and rank test."""
     assert policy.effective_speedup is not None
@@ -82,6 +94,9 @@ def check_speedup(base: RunRecord, cand: RunRecord, policy: GatePolicy) -> GateC
     b, c = base.outcome.latency_samples_ms, cand.outcome.latency_samples_ms
     if not b or not c:
         return _missing("effective_speedup", name, threshold, "a run has no latency samples", policy)
+    unstable = _inconclusive("effective_speedup", name, threshold, base, cand)
+    if unstable is not None:
+        return unstable
     speedup = median(b) / median(c)
     measured = f"{speedup:.3f}x ({len(b)} vs {len(c)} samples)"
     extra = ""
@@ -111,6 +126,9 @@ def check_p99(base: RunRecord, cand: RunRecord, policy: GatePolicy) -> GateCheck
     bl, cl = latency(base), latency(cand)
     if bl is None or cl is None:
         return _missing("p99_latency", name, threshold, "a run has no latency samples", policy)
+    unstable = _inconclusive("p99_latency", name, threshold, base, cand)
+    if unstable is not None:
+        return unstable
     ratio = cl.p99 / bl.p99
     problems = []
     if ratio > pol.max_ratio:
@@ -288,16 +306,18 @@ def evaluate(base: RunRecord, cand: RunRecord, policy: GatePolicy | None = None)
     return GateResult(
         baseline=base.name,
         candidate=cand.name,
-        passed=all(c.status != "fail" for c in checks),
+        passed=all(c.status not in ("fail", "inconclusive") for c in checks),
         checks=checks,
         policy=pol,
+        inconclusive=any(c.status == "inconclusive" for c in checks),
     )
 
 
 def summary_markdown(result: GateResult) -> str:
     """A Markdown summary fit for a CI job summary (GitHub's $GITHUB_STEP_SUMMARY)."""
-    icon = {"pass": "PASS", "fail": "FAIL", "skipped": "SKIP"}
-    verdict = "passed" if result.passed else "FAILED"
+    icon = {"pass": "PASS", "fail": "FAIL", "skipped": "SKIP", "inconclusive": "INCONCLUSIVE"}
+    failed = any(c.status == "fail" for c in result.checks)
+    verdict = "passed" if result.passed else ("FAILED" if failed else "INCONCLUSIVE")
     lines = [
         f"## sparsedebug gate: {verdict}",
         "",

@@ -6,12 +6,18 @@ from rich.table import Table
 
 from sparsedebug.records.gate import GateResult
 
-_STYLE = {"pass": "[green]pass[/green]", "fail": "[red]FAIL[/red]", "skipped": "[yellow]skipped[/yellow]"}
+_STYLE = {
+    "pass": "[green]pass[/green]",
+    "fail": "[red]FAIL[/red]",
+    "skipped": "[yellow]skipped[/yellow]",
+    "inconclusive": "[yellow]inconclusive[/yellow]",
+}
 
 
 def gate_table(result: GateResult) -> Table:
     """One row per threshold: status, measured, threshold, detail."""
-    verdict = "[green]passed[/green]" if result.passed else "[red]FAILED[/red]"
+    failed = any(c.status == "fail" for c in result.checks)
+    verdict = "[green]passed[/green]" if result.passed else ("[red]FAILED[/red]" if failed else "[yellow]INCONCLUSIVE[/yellow]")
     table = Table(title=f"gate {verdict}: {result.candidate} vs {result.baseline}")
     table.add_column("check")
     table.add_column("result")

@@ -7,14 +7,8 @@ from rich.table import Table
 
 from sparsedebug.core.stats import median, percentiles
 from sparsedebug.records.run import GraphStage, KernelPath, LowerStage, RunRecord
+from sparsedebug.render.clocks import measured_clock
 from sparsedebug.signoff.metrics import equal_latency_sentence
-
-
-def measured_clock(record: RunRecord) -> str:
-    """The clock a run's own timings are on: this machine (replay) or the traced device (import)."""
-    if record.source.kind == "replay":
-        return "this machine, measured"
-    return f"{record.lower.backend}, traced"
 
 
 def target_rows(record: RunRecord) -> list[tuple[str, str]]:
