@@ -7,10 +7,15 @@ backend profile. Every latency a renderer prints carries one of these labels.
 
 from __future__ import annotations
 
+import re
+
 from sparsedebug.records.run import RunRecord
 from sparsedebug.records.target import TargetClock
 
 THIS_MACHINE = "this machine, measured"
+CLOCK_WORDS = ("this machine", "target clock", "projected", "traced")
+"""Words that name a clock in rendered text."""
+_LATENCY = re.compile(r"\d\s?(ms|us)\b")
 
 
 def measured_clock(run: RunRecord) -> str:
@@ -51,3 +56,26 @@ def slower_layers(run: RunRecord) -> list[tuple[str, float, float]]:
         for lo in run.lower.layers
         if lo.slower_on_target is not None
     ]
+
+
+def bundle_clock(runs: list[RunRecord]) -> str:
+    """The clock of a bundle's runs in words: one label when they share it, else each run's."""
+    labels = list(dict.fromkeys(measured_clock(run) for run in runs))
+    if len(labels) == 1:
+        return labels[0]
+    return "; ".join(f"{run.name}: {measured_clock(run)}" for run in runs)
+
+
+def label_latencies(lines: list[str], clock: str) -> list[str]:
+    """Append ``(clock)`` to every prose line quoting a latency without naming its clock (table rows untouched)."""
+    out = []
+    for line in lines:
+        if not line.lstrip().startswith("|") and _LATENCY.search(line) and not any(word in line for word in CLOCK_WORDS):
+            line = f"{line} ({clock})"
+        out.append(line)
+    return out
+
+
+def quotes_unlabelled_latency(line: str) -> bool:
+    """Whether a prose line quotes a latency without naming a clock (what :func:`label_latencies` prevents)."""
+    return not line.lstrip().startswith("|") and bool(_LATENCY.search(line)) and not any(word in line for word in CLOCK_WORDS)

@@ -18,7 +18,7 @@ from sparsedebug.core.stats import median
 from sparsedebug.playbook.bundle import LoadedBundle
 from sparsedebug.records.run import KernelPath, RunRecord
 from sparsedebug.records.target import LayerProjection
-from sparsedebug.render.clocks import measured_clock, slower_layers, target_sentence
+from sparsedebug.render.clocks import bundle_clock, label_latencies, measured_clock, slower_layers, target_sentence
 from sparsedebug.signoff.decide import stored_decision
 from sparsedebug.signoff.metrics import fallback_summary, latency, layer_rows, nominal_factor
 
@@ -266,6 +266,7 @@ def render_report(bundle: LoadedBundle) -> str:
         if row is not None:
             lines.append(row)
     lines += ["", "## Correctness, quality and performance matrix (default gate vs the baseline)", ""]
+    lines += [f"Latencies in this matrix: {bundle_clock([base, cand] + ([fixed] if fixed is not None else []))}.", ""]
     runs = [("candidate", cand)] + ([("fixed", fixed)] if fixed is not None else [])
     gates = stored_decision(bundle).gates
     results = [(label, gates[label]) for label, _ in runs]
@@ -293,7 +294,8 @@ def render_report(bundle: LoadedBundle) -> str:
         else:
             lines += ["```", "SPARSE REALITY CHECK", "", *chart, "```"]
     lines.append("")
-    return "\n".join(lines)
+    present = [run for run in (base, cand, fixed) if run is not None]
+    return "\n".join(label_latencies(lines, bundle_clock(present)))
 
 
 def terminal_reality_check(bundle: LoadedBundle, width: int = 40) -> list[str]:

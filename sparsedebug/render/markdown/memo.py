@@ -23,7 +23,7 @@ from sparsedebug.records.bundle import Movement
 from sparsedebug.records.decision import DecisionOutcome
 from sparsedebug.records.reduce import ReduceResult
 from sparsedebug.records.run import RunRecord
-from sparsedebug.render.clocks import measured_clock, target_sentence
+from sparsedebug.render.clocks import bundle_clock, label_latencies, measured_clock, target_sentence
 from sparsedebug.signoff.decide import stored_decision
 from sparsedebug.signoff.metrics import equal_latency_sentence, fallback_summary, p50_speedup
 
@@ -383,5 +383,6 @@ def render_memo(bundle: LoadedBundle, book: Playbook) -> str:
     lines += _mechanism(bundle, book)
     lines += _action(bundle, book)
     lines += _signoff(bundle, book, decision)
-    return "\n".join(lines)
+    runs = [run for run in (bundle.baseline, bundle.candidate, bundle.fixed) if run is not None]
+    return "\n".join(label_latencies(lines, bundle_clock(runs)))
 

@@ -32,8 +32,9 @@ attention throughput; host time per call from the same trace's CPU durations.
 the previous one: what the gemm rows measure), GPU time under a CUDA graph.
 
 **Whole forward.** Eager: a host clock and a GPU clock walk the layers in order;
-each layer's kernel starts when the host has issued it and the GPU is free, and the
-GPU idles between dependent kernels for the measured launch gap. CUDA graph: one
+each layer's kernel starts when the host has issued it (its host time plus the
+measured host time between layers, module-call overhead) and the GPU is free, and
+the GPU idles between dependent kernels for the measured launch gap. CUDA graph: one
 graph launch on the host, then every layer's GPU time plus the graph's measured gap.
 """
 
@@ -54,7 +55,7 @@ from sparsedebug.records.target import (
     worst_basis,
 )
 from sparsedebug.sources.replay.target_data import Calibration, GemmRow, Kind, load_calibration
-from sparsedebug.sources.replay.target_surface import Point, Surface
+from sparsedebug.sources.replay.target_surface import Point, Roofline, Surface
 
 METHOD = (
     "dense GPU time: roofline-shaped interpolation (log tokens, log FLOPs) of measured per-call p50 and trace kernel "
@@ -181,11 +182,27 @@ class TargetModel:
     def _dense_gpu(self, out: int, k: int, tokens: int, dtype: str) -> tuple[float, Provenance] | None:
         surface = self._dense.get(dtype)
         if surface is None:
-            return None
+            return self._fp32_dense(out, k, tokens) if dtype == "float32" else None
         est = surface.at(out, k, tokens)
         assert surface.roofline is not None
         note = f"{surface.roofline.describe()} over {len(surface.points)} points, residual interpolated"
         return est.value, Provenance(basis=_basis(est.exact, est.extrapolated), sources=list(est.labels), note=note)
+
+    def _fp32_dense(self, out: int, k: int, tokens: int) -> tuple[float, Provenance] | None:
+        """An fp32 GEMM, never measured: the 16-bit roofline with 4-byte elements and the datasheet FP32 throughput."""
+        from sparsedebug.classify.roofline import find_gpu_peak
+
+        half = self._dense.get("float16") or self._dense.get("bfloat16")
+        peak = find_gpu_peak(self.device)
+        if half is None or half.roofline is None or peak is None:
+            return None
+        roof = half.roofline
+        scaled = Roofline(roof.floor_ms, roof.bytes_per_ms, roof.flops_per_ms * peak.fp32_tflops / peak.tensor_16bit_tflops, 4)
+        note = (
+            f"float32 was never measured here: the 16-bit {roof.describe()} with 4-byte elements and its throughput "
+            f"scaled by the datasheet FP32 / 16-bit tensor ratio {peak.fp32_tflops:g}/{peak.tensor_16bit_tflops:g} ({peak.reference})"
+        )
+        return scaled.at(out, k, tokens), Provenance(basis="extrapolated", sources=[f"{len(half.points)} 16-bit dense points"], note=note)
 
     def _sparse_gpu(self, out: int, k: int, tokens: int, dtype: str) -> tuple[float, Provenance] | None:
         dense = self._dense_gpu(out, k, tokens, dtype)
@@ -233,8 +250,10 @@ class TargetModel:
             measured = ", ".join(sorted(self._dense)) or "none"
             missing = f"no {dtype} rows measured on this GPU (measured: {measured})"
             return LayerProjection(**common, path="dense", basis="unavailable", note=missing)
-        host_ms, host_label = self._dense_host[dtype]
-        host = (host_ms, Provenance(basis="measured", sources=[host_label], note="fastest dense call measured bounds its host cost"))
+        measured_host = self._dense_host.get(dtype)
+        basis: Basis = "measured" if measured_host is not None else "extrapolated"
+        host_ms, host_label = measured_host or min(self._dense_host.values())
+        host = (host_ms, Provenance(basis=basis, sources=[host_label], note="fastest dense call measured bounds its host cost"))
         dense = self._path(dense_gpu, host, launch)
         sparse, note = self._sparse_path(call, dtype, launch)
         speedup = dense.per_call_ms / sparse.per_call_ms if sparse is not None else None
@@ -289,10 +308,12 @@ class TargetModel:
         gpu_total = sum(t.gpu_ms for t in times if t is not None)
         host_total = sum(t.host_ms for t in times if t is not None)
         if launch == "eager":
+            between = self.cal.host_between.ms if self.cal.host_between is not None else 0.0
+            host_total += between * len(times)
             host_clock = gpu_free = 0.0
             for t in times:
                 assert t is not None
-                host_clock += t.host_ms
+                host_clock += t.host_ms + between
                 gpu_free = max(host_clock, gpu_free) + t.gpu_ms + per_layer_gap
             total = gpu_free
         else:

@@ -165,6 +165,8 @@ class Calibration:
     rates: dict[Kind, Rate] = field(default_factory=dict)
     host: dict[str, Cost] = field(default_factory=dict)
     gaps: dict[str, Cost] = field(default_factory=dict)
+    host_between: Cost | None = None
+    """Eager host time per layer outside the ops themselves (module-call overhead), from the dense eager trace."""
     graph_launch: Cost | None = None
     forwards: list[tuple[ForwardSpec, Path, float, str]] = field(default_factory=list)
 
@@ -217,11 +219,29 @@ def _ncu_points(spec: NcuSpec, path: Path) -> list[KernelPoint]:
 
 @dataclass
 class _TraceHost:
-    """CPU durations (ms) of annotations by name and of aten ops by op name, and graph launches."""
+    """CPU durations (ms) of annotations by name and of aten ops by op name, graph launches, host time between layers."""
 
     annotations: dict[str, list[float]]
     ops: dict[str, list[float]]
     graph_launches: list[float]
+    between_ms: float
+    """Host time per forward outside every layer annotation (module-call overhead), summed within forwards."""
+    forwards: int
+
+
+def _between(spans: list[tuple[str, float, float]]) -> tuple[float, int]:
+    """Host time between consecutive annotations, per forward; a forward starts where the first annotation repeats."""
+    spans.sort(key=lambda item: item[1])
+    if not spans:
+        return 0.0, 0
+    first = spans[0][0]
+    total, forwards = 0.0, 1
+    for (_, _, prev_end), (name, start, _) in zip(spans, spans[1:], strict=False):
+        if name == first:
+            forwards += 1
+            continue
+        total += max(start - prev_end, 0.0)
+    return total / forwards, forwards
 
 
 def _trace_host(path: Path) -> _TraceHost:
@@ -230,17 +250,22 @@ def _trace_host(path: Path) -> _TraceHost:
     annotations: dict[str, list[float]] = defaultdict(list)
     ops: dict[str, list[float]] = defaultdict(list)
     launches: list[float] = []
+    spans: list[tuple[str, float, float]] = []
     for event in iter_trace(path, {}):
         if not isinstance(event, dict) or not isinstance(event.get("dur"), int | float):
             continue
         cat, name = event.get("cat"), str(event.get("name", ""))
         if cat == "user_annotation":
             annotations[name].append(float(event["dur"]) / 1e3)
+            if isinstance(event.get("ts"), int | float):
+                start = float(event["ts"]) / 1e3
+                spans.append((name, start, start + float(event["dur"]) / 1e3))
         elif cat == "cpu_op":
             ops[name].append(float(event["dur"]) / 1e3)
         elif cat == "cuda_runtime" and name == "cudaGraphLaunch":
             launches.append(float(event["dur"]) / 1e3)
-    return _TraceHost(dict(annotations), dict(ops), launches)
+    between, forwards = _between(spans)
+    return _TraceHost(dict(annotations), dict(ops), launches, between, forwards)
 
 
 def _iterations(record: RunRecord) -> int:
@@ -342,6 +367,13 @@ def _read_traces(cal: Calibration) -> None:
                 for kind, cost in _host_costs(host, record, spec).items():
                     cal.host.setdefault(kind, cost)
                 cal.gaps.setdefault("eager", _gap(record, spec, workload_path))
+                if host.forwards and cal.host_between is None:
+                    layers = len(load_workload(workload_path).layers)
+                    cal.host_between = Cost(
+                        host.between_ms / layers,
+                        f"{spec.file}: {host.between_ms:.3f} ms of host time per forward between layer annotations, "
+                        f"over {layers} layers of {workload_path.name}: {host.between_ms / layers * 1e3:.2f} us per layer",
+                    )
         else:
             if not any(lo.path.value == "sparse" for lo in record.lower.layers):
                 cal.gaps.setdefault("cuda_graph", _gap(record, spec, workload_path))

@@ -73,7 +73,7 @@ def leave_one_out(profile: str, target: str = "h200") -> list[LooError]:
             ("sparse", row.sparse_ms, layer.sparse.per_call_ms if layer.sparse else None),
         ):
             if projected is not None:
-                basis = (layer.dense if path == "dense" else layer.sparse).gpu.basis  # type: ignore[union-attr]
+                basis = (layer.dense if path == "dense" else layer.sparse).basis  # type: ignore[union-attr]
                 out.append(LooError(row.index, (row.out, row.k), row.tokens, row.dtype, path, measured, projected, basis))
     return out
 
@@ -89,6 +89,30 @@ def forward_checks(profile: str, target: str = "h200") -> list[ForwardCheck]:
         _, forward = project_calls(model, workload_calls(workload, paths), spec.launch)
         projected = forward.candidate.total_ms if forward.candidate is not None else None
         checks.append(ForwardCheck(workload.name, spec.launch, measured, projected, source))
+    return checks
+
+
+def trace_checks(profile: str, target: str = "h200") -> list[ForwardCheck]:
+    """Each traced forward (median iteration latency of the profiler trace) against the projection: a reference.
+
+    The traces calibrate the model (kernel times, rates, host costs), so these are
+    not independent checks; they show how the projection compares with the forward
+    as the profiler saw it.
+    """
+    from sparsedebug.core.resources import data_file
+    from sparsedebug.sources.importers.torch_trace import import_trace
+
+    cal = load_calibration(target)
+    model = TargetModel(cal, profile)
+    checks = []
+    for spec in cal.source.traces:
+        record = import_trace(data_file(cal.source.data, spec.file))
+        workload = load_workload(data_file("targets", spec.workload))
+        paths = {layer.name: ("sparse" if layer.pattern is not None else "dense") for layer in workload.layers if layer.op == "linear"}
+        _, forward = project_calls(model, workload_calls(workload, paths), spec.launch)
+        projected = forward.candidate.total_ms if forward.candidate is not None else None
+        measured = median(record.outcome.latency_samples_ms)
+        checks.append(ForwardCheck(workload.name, spec.launch, measured, projected, f"{spec.file}: median iteration latency"))
     return checks
 
 
