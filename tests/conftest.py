@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from pathlib import Path
-
-import math
 
 import pytest
 from typer.testing import CliRunner, Result

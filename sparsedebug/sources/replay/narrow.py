@@ -140,7 +140,7 @@ def equal_latency_step(ratio: Callable[[int], float], steps: int) -> tuple[int, 
 
 
 def narrowed_workload(workload: Workload, fraction: float) -> Workload:
-    """The workload with its FFN layers' shapes narrowed as :func:`narrow` narrows their weights (for projection)."""
+    """The dense model narrowed as :func:`narrow` narrows its weights, as a workload (for projection): every layer dense."""
     shapes = {layer.name: list(layer.shape) for layer in workload.layers if layer.shape is not None}
     for group in ffn_groups(workload):
         keep = max(1, int(round(group.width * (1.0 - fraction))))
@@ -152,7 +152,7 @@ def narrowed_workload(workload: Workload, fraction: float) -> Workload:
     layers = []
     for layer in workload.layers:
         if layer.op == "linear":
-            layers.append(layer.model_copy(update={"shape": shapes[layer.name]}))
+            layers.append(layer.model_copy(update={"shape": shapes[layer.name], "sparsity": "dense"}))
         elif layer.op in ("activation", "elementwise"):
             layers.append(layer.model_copy(update={"shape": None}))  # widths follow the narrowed inputs
         else:
@@ -161,14 +161,16 @@ def narrowed_workload(workload: Workload, fraction: float) -> Workload:
 
 
 @dataclass(frozen=True)
-class _Match:
+class Match:
+    """The result of an equal-latency search on one clock."""
+
     step: int
     reached: bool
     narrowed_ms: float
     candidate_ms: float
 
 
-def _target_match(workload: Workload, target: TargetClock) -> _Match | None:
+def target_match(workload: Workload, target: TargetClock) -> Match | None:
     """The equal-latency search on the target clock: deterministic, from projections only."""
     from sparsedebug.sources.replay.target_project import project_workload
 
@@ -186,15 +188,15 @@ def _target_match(workload: Workload, target: TargetClock) -> _Match | None:
         return projected[step]
 
     if dense.total_ms <= cand.total_ms:
-        return _Match(0, True, dense.total_ms, cand.total_ms)
+        return Match(0, True, dense.total_ms, cand.total_ms)
     step, reached = equal_latency_step(lambda s: dense_ms(s) / cand.total_ms, FRACTION_STEPS)
-    return _Match(step, reached, dense_ms(step), cand.total_ms)
+    return Match(step, reached, dense_ms(step), cand.total_ms)
 
 
 def _cpu_match(
     workload: Workload, repeats: int, shapes: Sequence[LayerShape], dense_tensors: dict[str, Array],
     candidate_ops: list[Op], x_run: Array, span: list[float], dense_samples: list[float],
-) -> _Match:
+) -> Match:
     """The equal-latency search on this machine's clock: interleaved timings of candidate and narrowed forwards."""
     rounds = max(5, repeats // 2)
     cache: dict[int, tuple[float, float, float]] = {}
@@ -212,9 +214,9 @@ def _cpu_match(
         return cache[step][0]
 
     if median(dense_samples) <= median(span):
-        return _Match(0, True, median(dense_samples), median(span))
+        return Match(0, True, median(dense_samples), median(span))
     step, reached = equal_latency_step(ratio, FRACTION_STEPS)
-    return _Match(step, reached, cache[step][1], cache[step][2])
+    return Match(step, reached, cache[step][1], cache[step][2])
 
 
 def equal_latency(
@@ -242,7 +244,7 @@ def equal_latency(
     if not ffn_groups(workload):
         return None
     cpu = _cpu_match(workload, repeats, shapes, dense_tensors, candidate_ops, x_run, span, dense_samples)
-    on_target = _target_match(workload, target) if target is not None else None
+    on_target = target_match(workload, target) if target is not None else None
     chosen = on_target or cpu
     ops = build_ops(workload, shapes, narrow(workload, dense_tensors, chosen.step / FRACTION_STEPS), mode="dense")
     out, _ = forward(ops, x_run)
