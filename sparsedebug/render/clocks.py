@@ -11,18 +11,13 @@ import re
 
 from sparsedebug.records.run import RunRecord
 from sparsedebug.records.target import TargetClock
+from sparsedebug.signoff.metrics import THIS_MACHINE, bundle_clock, measured_clock
 
-THIS_MACHINE = "this machine, measured"
+__all__ = ["THIS_MACHINE", "bundle_clock", "label_latencies", "measured_clock", "quotes_unlabelled_latency", "slower_layers", "target_label", "target_sentence"]
+
 CLOCK_WORDS = ("this machine", "target clock", "projected", "traced")
 """Words that name a clock in rendered text."""
 _LATENCY = re.compile(r"\d\s?(ms|us)\b")
-
-
-def measured_clock(run: RunRecord) -> str:
-    """The clock of a run's own timing samples: this machine (replay) or the traced device (import)."""
-    if run.source.kind == "replay":
-        return THIS_MACHINE
-    return f"{run.lower.backend}, traced"
 
 
 def target_label(target: TargetClock) -> str:
@@ -56,14 +51,6 @@ def slower_layers(run: RunRecord) -> list[tuple[str, float, float]]:
         for lo in run.lower.layers
         if lo.slower_on_target is not None
     ]
-
-
-def bundle_clock(runs: list[RunRecord]) -> str:
-    """The clock of a bundle's runs in words: one label when they share it, else each run's."""
-    labels = list(dict.fromkeys(measured_clock(run) for run in runs))
-    if len(labels) == 1:
-        return labels[0]
-    return "; ".join(f"{run.name}: {measured_clock(run)}" for run in runs)
 
 
 def label_latencies(lines: list[str], clock: str) -> list[str]:

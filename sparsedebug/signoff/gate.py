@@ -33,7 +33,7 @@ from sparsedebug.core.stats import DEFAULT_ALPHA, compare_samples, enough_sample
 from sparsedebug.core.timing import unstable_reason
 from sparsedebug.records.gate import CheckStatus, GateCheck, GatePolicy, GateResult
 from sparsedebug.records.run import RunRecord
-from sparsedebug.signoff.metrics import equal_latency_sentence, fallback_summary, latency, layer_rows
+from sparsedebug.signoff.metrics import bundle_clock, equal_latency_sentence, fallback_summary, latency, layer_rows
 
 
 def load_policy(path: Path | None) -> GatePolicy:
@@ -139,7 +139,7 @@ def check_p99(base: RunRecord, cand: RunRecord, policy: GatePolicy) -> GateCheck
     small = f"; p99 of {min(bl.n, cl.n)} samples is close to the maximum" if min(bl.n, cl.n) < 20 else ""
     detail = (
         f"baseline p50/p95/p99 {bl.p50:.3f}/{bl.p95:.3f}/{bl.p99:.3f} ms, candidate "
-        f"{cl.p50:.3f}/{cl.p95:.3f}/{cl.p99:.3f} ms{small}"
+        f"{cl.p50:.3f}/{cl.p95:.3f}/{cl.p99:.3f} ms ({bundle_clock([base, cand])}){small}"
     )
     if problems:
         detail = "; ".join(problems) + "; " + detail

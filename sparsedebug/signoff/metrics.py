@@ -13,6 +13,24 @@ from sparsedebug.kernels.masks import parse_pattern
 from sparsedebug.records.base import Record
 from sparsedebug.records.run import EqualLatencyQuality, KernelPath, RunRecord
 
+THIS_MACHINE = "this machine, measured"
+"""The clock of a replay's timings."""
+
+
+def measured_clock(run: RunRecord) -> str:
+    """The clock of a run's own timing samples: this machine (replay) or the traced device (import)."""
+    if run.source.kind == "replay":
+        return THIS_MACHINE
+    return f"{run.lower.backend}, traced"
+
+
+def bundle_clock(runs: list[RunRecord]) -> str:
+    """The clock of several runs in words: one label when they share it, else each run's."""
+    labels = list(dict.fromkeys(measured_clock(run) for run in runs))
+    if len(labels) == 1:
+        return labels[0]
+    return "; ".join(f"{run.name}: {measured_clock(run)}" for run in runs)
+
 
 def nominal_factor(pattern: str) -> float | None:
     """Multiply reduction an ``N:M`` or ``V:N:M`` pattern promises (M/N); ``None`` for dense or unknown."""
