@@ -54,7 +54,7 @@ from sparsedebug.records.target import (
     Provenance,
     worst_basis,
 )
-from sparsedebug.sources.replay.target_data import Calibration, GemmRow, Kind, load_calibration
+from sparsedebug.sources.replay.target_data import Calibration, GemmRow, Kind, family_of, load_calibration
 from sparsedebug.sources.replay.target_surface import Point, Roofline, Surface
 
 METHOD = (
@@ -280,7 +280,7 @@ class TargetModel:
 
     def op(self, call: OpCall, launch: Launch) -> LayerProjection:
         """A non-linear op on the target: bytes (attention FLOPs) over a trace-measured rate, marked ``estimate``."""
-        family: Kind = {"norm": "norm", "attention": "attention"}.get(call.op, "pointwise")  # type: ignore[assignment]
+        family: Kind = family_of(call.op) or "pointwise"
         rate = self.cal.rates.get(family)
         dtype = canonical_dtype(call.dtype) or call.dtype
         common = dict(name=call.name, op=call.op, tokens=call.tokens, dtype=dtype_info(dtype).torch_name, path="dense")

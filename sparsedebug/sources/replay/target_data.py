@@ -171,10 +171,6 @@ class Calibration:
     forwards: list[tuple[ForwardSpec, Path, float, str]] = field(default_factory=list)
 
 
-def _dtype_name(value: str) -> str:
-    return torch_dtype_name(value)
-
-
 def _gemm_rows(path: Path) -> tuple[list[GemmRow], dict[str, Any]]:
     data = load_data(path)
     if not isinstance(data, dict) or not isinstance(data.get("gemm"), list):
@@ -190,7 +186,7 @@ def _gemm_rows(path: Path) -> tuple[list[GemmRow], dict[str, Any]]:
                     out=int(row["out"]),
                     k=int(row["in"]),
                     tokens=int(row["tokens"]),
-                    dtype=_dtype_name(str(row["dtype"])),
+                    dtype=torch_dtype_name(str(row["dtype"])),
                     backend=str(row["backend"]),
                     dense_ms=float(dense["p50"]) if "p50" in dense else None,
                     sparse_ms=float(sparse["p50"]) if "p50" in sparse else None,
@@ -213,7 +209,7 @@ def _ncu_points(spec: NcuSpec, path: Path) -> list[KernelPoint]:
             continue
         kind: Literal["dense", "sparse"] = "sparse" if kernel.kernel_class is KernelClass.SPARSE_GEMM else "dense"
         label = f"{spec.file} kernel {kernel.id} ({kind}, {spec.out}x{spec.in_} T={spec.tokens}): {kernel.duration_us:.1f} us"
-        points.append(KernelPoint(spec.out, spec.in_, spec.tokens, _dtype_name(spec.dtype), kind, kernel.duration_us / 1e3, label))
+        points.append(KernelPoint(spec.out, spec.in_, spec.tokens, torch_dtype_name(spec.dtype), kind, kernel.duration_us / 1e3, label))
     return points
 
 
@@ -286,12 +282,22 @@ def _linear_points(record: RunRecord, spec: TraceSpec) -> list[KernelPoint]:
         per_call = gemm / len(kernel.samples_ms)
         out, k = graph.weight_shape
         label = f"{spec.file} {graph.name} ({path} GEMM kernels, {out}x{k} T={tokens}): {per_call * 1e3:.1f} us per call"
-        points.append(KernelPoint(out, k, tokens, _dtype_name(graph.dtype), path, per_call, label))
+        points.append(KernelPoint(out, k, tokens, torch_dtype_name(graph.dtype), path, per_call, label))
     return points
 
 
-def _family(op: str) -> Kind | None:
-    return {"norm": "norm", "attention": "attention", "activation": "pointwise", "elementwise": "pointwise", "embedding": "pointwise"}.get(op)  # type: ignore[return-value]
+_FAMILIES: dict[str, Kind] = {
+    "norm": "norm",
+    "attention": "attention",
+    "activation": "pointwise",
+    "elementwise": "pointwise",
+    "embedding": "pointwise",
+}
+
+
+def family_of(op: str) -> Kind | None:
+    """The op family whose effective rate estimates ``op`` (None for linear layers, which are measured)."""
+    return _FAMILIES.get(op)
 
 
 def _rates(record: RunRecord, spec: TraceSpec, workload_path: Path) -> dict[Kind, Rate]:
@@ -302,12 +308,12 @@ def _rates(record: RunRecord, spec: TraceSpec, workload_path: Path) -> dict[Kind
         if graph.op is OpKind.LINEAR:
             time["pointwise"] += sum(v for cls, v in kernel.by_class_ms.items() if cls not in _GEMM) * per_iter
             continue
-        family = _family(graph.op.value)
+        family = family_of(graph.op.value)
         if family is not None:
             time[family] += sum(kernel.samples_ms) * per_iter
     amount: dict[Kind, float] = defaultdict(float)
     for layer in inventory(load_workload(workload_path)):
-        family = _family(layer.op.value)
+        family = family_of(layer.op.value)
         if family is not None:
             amount[family] += layer.flops if family == "attention" else layer.bytes
     rates: dict[Kind, Rate] = {}
