@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -35,3 +36,22 @@ def assert_clean_error(result: Result, code: int, *needles: str) -> None:
 def fixtures_dir() -> Path:
     """The project's fixtures folder."""
     return FIXTURES
+
+
+QUIET_POLICY_NOTE = (
+    "Tests run on shared, loaded machines: the noise-aware harness keeps flagging and recording "
+    "interference but never declares timings unstable and does not re-measure, so that results "
+    "do not depend on the machine's load. Tests of the verdict itself inject clocks and policies "
+    "(tests/core/test_timing.py) or opt out with the 'noisy' marker."
+)
+
+
+@pytest.fixture(autouse=True)
+def _quiet_timing_verdict(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """See ``QUIET_POLICY_NOTE``."""
+    if request.node.get_closest_marker("noisy") is not None:
+        return
+    from sparsedebug.core import timing
+
+    quiet = timing.NoisePolicy(max_spread=math.inf, max_flagged_share=1.0, remeasure=0)
+    monkeypatch.setattr(timing, "DEFAULT_POLICY", quiet)

@@ -22,6 +22,7 @@ COMMANDS: dict[str, str] = {
     "replay": "replay",
     "lower": "replay",
     "audit": "audit",
+    "predict": "predict",
     "import": "importers",
     "fallbacks": "importers",
     "bisect": "bisect",

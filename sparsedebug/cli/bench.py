@@ -34,8 +34,10 @@ def kernel(
     (scipy CSR of the same pruned matrix), `nm` (per-row N:M kernel) and `vnm`
     (blocked V:N:M kernel). Ratios are baseline ms / kernel ms, so above 1 means
     the kernel is faster. Weights and activations are random fp32; each kernel is
-    checked against an fp64 reference before it is timed. Timings on a busy
-    machine are noisy (threaded BLAS calls wait on descheduled threads): rerun when quiet.
+    checked against an fp64 reference before it is timed. Rounds that other
+    processes disturbed (wall far above CPU time, preemption, delays in whole
+    scheduler ticks, outliers) are flagged and re-measured up to a bound; a row
+    whose timings stay disturbed shows its ratios as `unstable`: rerun when quiet.
     Progress goes to stderr.
     """
     rows_k = parse_shape(shape)

@@ -71,7 +71,9 @@ def bisect(
     if json_out:
         emit_json(result)
         return
-    console().print(bisect_view(result, layer_limit=layers))
+    from sparsedebug.render.clocks import bundle_clock
+
+    console().print(bisect_view(result, layer_limit=layers, clock=bundle_clock([base_run, cand_run])))
 
 
 def register(app: typer.Typer) -> None:

@@ -1,6 +1,7 @@
 """What every command shares: options, consoles, JSON output and the error contract.
 
-Exit codes: 0 ok, 1 a check failed (drift, gate), 2 bad input or usage. A
+Exit codes: 0 ok, 1 a check failed (drift, gate), 2 bad input or usage, 3 a gate
+check was inconclusive (unstable timings: rerun on a quiet machine). A
 ``UserError`` becomes its message on stderr and exit 2, with no traceback.
 """
 
@@ -24,6 +25,7 @@ R = TypeVar("R")
 EXIT_OK = 0
 EXIT_CHECK_FAILED = 1
 EXIT_BAD_INPUT = 2
+"""A check could not decide: timings too disturbed to compare (gate); neither pass nor fail."""
 
 JsonOption = Annotated[
     bool, typer.Option("--json", help="Print machine-readable JSON on stdout and nothing else there.")

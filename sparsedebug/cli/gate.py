@@ -7,7 +7,14 @@ from typing import Annotated
 
 import typer
 
-from sparsedebug.cli.common import EXIT_CHECK_FAILED, JsonOption, console, emit_json, err_console, handle_errors
+from sparsedebug.cli.common import (
+    EXIT_CHECK_FAILED,
+    JsonOption,
+    console,
+    emit_json,
+    err_console,
+    handle_errors,
+)
 from sparsedebug.core.errors import UserError
 from sparsedebug.core.io import atomic_write_text
 from sparsedebug.render.junit import junit_xml
@@ -39,7 +46,12 @@ def gate(
     style; with too few samples for the test, the factor alone decides). A check
     whose evidence is missing is skipped unless the policy says missing_evidence: fail.
 
-    Exit 0 when every check passes or is skipped, 1 when one fails, 2 on bad input.
+    A latency check on runs whose timings were disturbed beyond the noise-aware
+    harness' bound (see the run's outcome.timing) is inconclusive: neither pass nor fail.
+
+    Exit 0 when no check fails (every check passes, is skipped or is
+    inconclusive: the table and the summary say INCONCLUSIVE, rerun on a quiet
+    machine), 1 when one fails, 2 on bad input.
     """
     pol = load_policy(policy)
     for out_path in (junit, summary):

@@ -1,22 +1,156 @@
-"""The interleaved-rounds timing harness.
+"""The interleaved-rounds timing harness, noise-aware.
 
 Variants are timed round-robin in one process (A B C, then B C A, then C A B
 ...), so slow drift of the machine (clock changes, other processes, thermal
 state) hits every variant alike, and rotating the start of each round keeps any
-one variant from always running first (after the caller's own work) or last. Raw samples are returned; summarise
-them with medians and tails (:mod:`sparsedebug.core.stats`), never a mean.
+one variant from always running first (after the caller's own work) or last. Raw
+samples are returned; summarise them with medians and tails
+(:mod:`sparsedebug.core.stats`), never a mean.
+
+:func:`measure` also records, per round, the wall time, the process CPU time, the
+involuntary context switches and the 1-minute load average, and flags rounds
+that other processes disturbed (:data:`sparsedebug.records.timing.Flag`): wall
+time far above CPU time (``off_cpu``), preemption during a slow round
+(``preempted``), time lost in whole scheduler ticks (``tick_quantised``), a round
+far slower than its variant's median (``outlier``). Flagged rounds are run again
+(the whole round, in its original order) up to ``NoisePolicy.remeasure`` extra
+rounds; a round re-measured clean replaces the flagged one. The result is
+``unstable`` when flagged rounds remain beyond ``NoisePolicy.max_flagged_share``
+or a variant's samples still spread beyond ``NoisePolicy.max_spread``; a
+comparison on unstable timings is not reported (gate and bisect call it
+inconclusive). :func:`interleaved` is the plain harness (no re-measurement).
 """
 
 from __future__ import annotations
 
+import math
+import os
+import platform
+import resource
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
 
 from sparsedebug.core.errors import UserError
+from sparsedebug.records.timing import Flag, TimingQuality, VariantTiming
+
+DEFAULT_TICK_MS = 4.0
+"""Scheduler tick when the kernel's CONFIG_HZ cannot be read (250 Hz, the common distribution default)."""
+
+
+@dataclass(frozen=True)
+class NoisePolicy:
+    """Thresholds of the interference flags and of the stability verdict."""
+
+    off_cpu_share: float = 0.25
+    """``off_cpu`` when wall - CPU time exceeds this share of the wall time ..."""
+    min_lost_ms: float = 0.5
+    """... and at least this many ms (shorter losses are timer and wake-up noise)."""
+    slow_factor: float = 1.5
+    """``outlier`` (and ``preempted``, with context switches) when a round exceeds the variant median by this factor."""
+    tick_tolerance: float = 0.25
+    """``tick_quantised`` when the time lost is within this fraction of a tick of a whole number (>= 1) of ticks."""
+    max_spread: float = 1.0
+    """Unstable when a variant's (p90 - p10) / p50 exceeds this after re-measurement ..."""
+    min_spread_ms: float = 1.0
+    """... and p90 - p10 exceeds this many ms."""
+    max_flagged_share: float = 0.2
+    """When more than this share of a variant's final rounds are still flagged ..."""
+    max_ratio_spread: float = 0.5
+    """... it is unstable if its per-round ratio to the first variant spreads by more than this ((p90 - p10) / p50)."""
+    remeasure: int | None = None
+    """Extra rounds allowed for re-measurement; None: as many as the timed rounds."""
+
+
+DEFAULT_POLICY = NoisePolicy()
+"""The policy :func:`measure` applies when given none."""
+
+
+@dataclass
+class Clocks:
+    """What the harness reads per round (injectable for tests)."""
+
+    wall: Callable[[], float] = time.perf_counter
+    cpu: Callable[[], float] = time.process_time
+    switches: Callable[[], int] = lambda: int(resource.getrusage(resource.RUSAGE_SELF).ru_nivcsw)
+    load: Callable[[], float | None] = lambda: _load1()
+
+
+def _load1() -> float | None:
+    try:
+        return float(os.getloadavg()[0])
+    except OSError:
+        return None
+
+
+@lru_cache(maxsize=1)
+def scheduler_tick_ms() -> float:
+    """The kernel's scheduler tick (1000 / CONFIG_HZ) from its build config, else :data:`DEFAULT_TICK_MS`."""
+    config = Path(f"/boot/config-{platform.release()}")
+    try:
+        for line in config.read_text().splitlines():
+            if line.startswith("CONFIG_HZ="):
+                return 1000.0 / float(line.split("=", 1)[1])
+    except (OSError, ValueError):
+        pass
+    return DEFAULT_TICK_MS
+
+
+@dataclass
+class _Round:
+    wall: float
+    cpu: float
+    switches: int
+    load: float | None
+    call: int
+    flags: list[Flag] = field(default_factory=list)
+
+
+@dataclass
+class Timed:
+    """What :func:`measure` returns: final samples (ms) per variant and how trustworthy they are."""
+
+    samples: dict[str, list[float]]
+    quality: TimingQuality
+    calls: dict[str, list[int]] = field(default_factory=dict)
+    """Per variant, for each final sample, which call of that variant it timed (0-based, warm-up calls counted)."""
+
+    @property
+    def stable(self) -> bool:
+        """Whether the variants can be compared."""
+        return self.quality.stable
+
+
+def _check(variants: Mapping[str, Callable[[], object]], rounds: int, warmup: int) -> None:
+    if rounds < 1:
+        raise UserError(f"rounds={rounds}: need at least 1 timed round")
+    if warmup < 0:
+        raise UserError(f"warmup={warmup}: cannot be negative")
+    if not variants:
+        raise UserError("nothing to time: no variants given")
+
+
+def _run_round(
+    items: list[tuple[str, Callable[[], object]]], index: int, clocks: Clocks, counter: dict[str, int]
+) -> dict[str, _Round]:
+    shift = index % len(items)
+    load = clocks.load()
+    out: dict[str, _Round] = {}
+    for name, func in items[shift:] + items[:shift]:
+        sw0, c0, w0 = clocks.switches(), clocks.cpu(), clocks.wall()
+        func()
+        w1, c1, sw1 = clocks.wall(), clocks.cpu(), clocks.switches()
+        out[name] = _Round((w1 - w0) * 1000.0, (c1 - c0) * 1000.0, sw1 - sw0, load, counter[name])
+        counter[name] += 1
+    return out
 
 
 def interleaved(variants: Mapping[str, Callable[[], object]], rounds: int, warmup: int = 1) -> dict[str, list[float]]:
-    """Time each variant once per round for ``rounds`` rounds; samples in ms.
+    """Time each variant once per round for ``rounds`` rounds; samples in ms (no flags, no re-measurement).
 
     Round ``r`` starts at variant ``r mod len(variants)`` and goes on in the given
     order, so every variant takes every position equally often.
@@ -25,12 +159,7 @@ def interleaved(variants: Mapping[str, Callable[[], object]], rounds: int, warmu
     start-up). Returns ``{name: [ms per round]}`` with ``rounds`` samples each,
     measured with ``time.perf_counter``.
     """
-    if rounds < 1:
-        raise UserError(f"rounds={rounds}: need at least 1 timed round")
-    if warmup < 0:
-        raise UserError(f"warmup={warmup}: cannot be negative")
-    if not variants:
-        raise UserError("nothing to time: no variants given")
+    _check(variants, rounds, warmup)
     items = list(variants.items())
     for _ in range(warmup):
         for _, func in items:
@@ -44,3 +173,127 @@ def interleaved(variants: Mapping[str, Callable[[], object]], rounds: int, warmu
             func()
             samples[name].append((clock() - start) * 1000.0)
     return samples
+
+
+def _flag(r: _Round, typical: float, tick: float, policy: NoisePolicy) -> list[Flag]:
+    flags: list[Flag] = []
+    lost = r.wall - r.cpu
+    if lost > policy.min_lost_ms and lost > policy.off_cpu_share * r.wall:
+        flags.append("off_cpu")
+    slow = r.wall > policy.slow_factor * typical and r.wall - typical > policy.min_lost_ms
+    if slow and r.switches > 0:
+        flags.append("preempted")
+    excess = max(lost, r.wall - typical)
+    if excess >= (1.0 - policy.tick_tolerance) * tick and (slow or "off_cpu" in flags):
+        ticks = excess / tick
+        if abs(ticks - round(ticks)) <= policy.tick_tolerance:
+            flags.append("tick_quantised")
+    if slow:
+        flags.append("outlier")
+    return flags
+
+
+def _spread(values: list[float]) -> tuple[float, float]:
+    p10, p50, p90 = np.percentile(np.asarray(values, dtype=np.float64), [10.0, 50.0, 90.0])
+    return (float(p90 - p10) / float(p50) if p50 > 0 else math.inf), float(p90 - p10)
+
+
+def measure(
+    variants: Mapping[str, Callable[[], object]],
+    rounds: int,
+    warmup: int = 1,
+    *,
+    policy: NoisePolicy | None = None,
+    clocks: Clocks | None = None,
+) -> Timed:
+    """Time interleaved rounds as :func:`interleaved`, flag interference, re-measure flagged rounds, judge stability."""
+    _check(variants, rounds, warmup)
+    pol = policy or DEFAULT_POLICY
+    clk = clocks or Clocks()
+    tick = scheduler_tick_ms()
+    items = list(variants.items())
+    for _ in range(warmup):
+        for _, func in items:
+            func()
+    counter = {name: warmup for name, _ in items}
+    table = [_run_round(items, i, clk, counter) for i in range(rounds)]
+    typical = {name: float(np.median([r[name].wall for r in table])) for name, _ in items}
+    for row in table:
+        for name, r in row.items():
+            r.flags = _flag(r, typical[name], tick, pol)
+    first_flags = [f for row in table for r in row.values() for f in r.flags]
+    flagged = [i for i, row in enumerate(table) if any(r.flags for r in row.values())]
+    budget = rounds if pol.remeasure is None else pol.remeasure
+    used = 0
+    for index in flagged:
+        while used < budget and any(r.flags for r in table[index].values()):
+            redo = _run_round(items, index, clk, counter)
+            used += 1
+            for name, r in redo.items():
+                r.flags = _flag(r, typical[name], tick, pol)
+            if not any(r.flags for r in redo.values()):
+                table[index] = redo
+    samples = {name: [row[name].wall for row in table] for name, _ in items}
+    quality = _quality(items, table, samples, flagged, first_flags, used, tick, pol)
+    return Timed(samples=samples, quality=quality, calls={name: [row[name].call for row in table] for name, _ in items})
+
+
+def _quality(
+    items: list[tuple[str, Callable[[], object]]],
+    table: list[dict[str, _Round]],
+    samples: dict[str, list[float]],
+    flagged: list[int],
+    first_flags: list[Flag],
+    used: int,
+    tick: float,
+    pol: NoisePolicy,
+) -> TimingQuality:
+    rounds = len(table)
+    still = sum(1 for row in table if any(r.flags for r in row.values()))
+    variants: list[VariantTiming] = []
+    problems: list[str] = []
+    first = items[0][0]
+    for name, _ in items:
+        spread, width = _spread(samples[name])
+        left = sum(1 for row in table if row[name].flags)
+        if spread > pol.max_spread and width > pol.min_spread_ms:
+            problems.append(f"{name} rounds spread {spread:.2f} (p90 - p10 over p50) > {pol.max_spread:g}")
+        if left > pol.max_flagged_share * rounds:
+            ratios = [c / b for c, b in zip(samples[name], samples[first], strict=True) if b > 0]
+            ratio_spread = _spread(ratios)[0] if name != first and ratios else None
+            if ratio_spread is None and len(items) == 1:
+                problems.append(f"{name}: {left} of {rounds} rounds still disturbed after {used} re-measured")
+            elif ratio_spread is not None and ratio_spread > pol.max_ratio_spread:
+                problems.append(
+                    f"{name}: {left} of {rounds} rounds still disturbed after {used} re-measured and its per-round "
+                    f"ratio to {first} spreads {ratio_spread:.2f} > {pol.max_ratio_spread:g}"
+                )
+        variants.append(
+            VariantTiming(
+                name=name, spread=spread, wall_ms=samples[name], cpu_ms=[row[name].cpu for row in table],
+                flagged=[list(row[name].flags) for row in table],
+            )
+        )
+    counts: dict[str, int] = {}
+    for f in first_flags:
+        counts[f] = counts.get(f, 0) + 1
+    loads = [row[items[0][0]].load for row in table]
+    if problems:
+        reason = "unstable: " + "; ".join(problems)
+    elif still:
+        reason = f"stable: {still} of {rounds} round(s) stayed disturbed ({used} re-measured), but the per-round ratios held"
+    elif flagged:
+        reason = f"stable: {len(flagged)} disturbed round(s) re-measured clean ({used} extra round(s))"
+    else:
+        reason = "stable: no round disturbed"
+    return TimingQuality(
+        status="unstable" if problems else "stable", reason=reason, rounds=rounds, flagged_rounds=len(flagged),
+        remeasured_rounds=used, still_flagged=still, flags=counts, load_average=[v for v in loads if v is not None],
+        cores=os.cpu_count(), tick_ms=tick, variants=variants,
+    )
+
+
+def unstable_reason(qualities: list[tuple[str, TimingQuality | None]]) -> str | None:
+    """Why timings of the named runs cannot be compared (the first unstable one's reason), or None when they can."""
+    bad = [f"{name}: {quality.reason}" for name, quality in qualities if quality is not None and not quality.stable]
+    return "; ".join(bad) if bad else None

@@ -1,8 +1,9 @@
 """The kernel benchmark: dense BLAS, the half-K limit, scipy CSR, per-row N:M and blocked V:N:M.
 
 All five variants multiply the same pruned weight by the same activations, timed
-interleaved in one process (:func:`sparsedebug.core.timing.interleaved`), so machine
-drift hits them alike. Ratios are baseline time over kernel time from medians
+interleaved in one process (:func:`sparsedebug.core.timing.measure`), so machine
+drift hits them alike; rounds that other processes disturbed are flagged and
+re-measured, and a row whose timings stay disturbed is marked ``unstable``. Ratios are baseline time over kernel time from medians
 (above 1 means the kernel is faster); p50/p95/p99 are kept per variant.
 
 Variants:
@@ -25,12 +26,13 @@ from threadpoolctl import threadpool_info
 
 from sparsedebug.core.errors import InternalError, UserError
 from sparsedebug.core.stats import Percentiles, median, percentiles
-from sparsedebug.core.timing import interleaved
+from sparsedebug.core.timing import measure
 from sparsedebug.kernels.masks import Pattern, check_nm
 from sparsedebug.kernels.nm import NMWeight
 from sparsedebug.kernels.precision import error_bound
 from sparsedebug.kernels.vnm import VNMWeight
 from sparsedebug.records.base import Record
+from sparsedebug.records.timing import TimingQuality
 
 VARIANTS: tuple[str, ...] = ("dense", "limit", "csr", "nm", "vnm")
 """Benchmark variants, in timing order within a round."""
@@ -60,6 +62,8 @@ class KernelBenchRow(Record):
     blas_threads: int
     blas: str
     percentiles_ms: dict[str, Percentiles]
+    timing: TimingQuality | None = None
+    """Interference while timing this row; ratios of an unstable row are not to be trusted."""
 
 
 def parse_shape(text: str) -> tuple[int, int]:
@@ -152,7 +156,8 @@ def run_kernel_bench(
             "vnm": lambda: vnm.matmul(x),
         }
         note(f"timing {count} tokens: {rounds} rounds of {', '.join(VARIANTS)}")
-        samples = interleaved(variants, rounds=rounds, warmup=warmup)
+        timed = measure(variants, rounds=rounds, warmup=warmup)
+        samples = timed.samples
         med = {name: median(values) for name, values in samples.items()}
         results.append(
             KernelBenchRow(
@@ -174,6 +179,7 @@ def run_kernel_bench(
                 blas_threads=threads,
                 blas=blas,
                 percentiles_ms={name: percentiles(values) for name, values in samples.items()},
+                timing=timed.quality,
             )
         )
     return results

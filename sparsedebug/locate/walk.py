@@ -14,6 +14,7 @@ divergence explains, and phrases the verdict.
 from __future__ import annotations
 
 from sparsedebug.core.stats import DEFAULT_ALPHA, DEFAULT_MIN_EFFECT, SampleComparison, median
+from sparsedebug.core.timing import unstable_reason
 from sparsedebug.locate.common import calls_per_iteration, group_key, iteration_count, undecided_improvement, undecided_regression
 from sparsedebug.locate.graph import graph_stage
 from sparsedebug.locate.kernel import kernel_stage
@@ -92,6 +93,9 @@ def bisect_runs(
         outcome_stage(base, cand, alpha, min_effect, min_cosine),
     ]
     assert [s.stage for s in stages] == list(STAGES)
+    unstable = unstable_reason([(base.name, base.outcome.timing), (cand.name, cand.outcome.timing)])
+    if unstable is not None:
+        stages = [_inconclusive(s, unstable) if s.stage in TIMED_STAGES else s for s in stages]
 
     outcome = stages[-1]
     outcome_cmp = outcome.headline.comparison if outcome.headline else None
@@ -107,7 +111,8 @@ def bisect_runs(
         state, verdict = "divergence", _divergence_verdict(first, undecided, explains, accounted, outcome_cmp)
     elif undecided:
         state = "undecided"
-        verdict = "undecided: too few samples: " + "; ".join(f"{s.stage}: {s.summary}" for s in undecided)
+        why = "timings unstable" if unstable is not None else "too few samples"
+        verdict = f"undecided: {why}: " + "; ".join(f"{s.stage}: {s.summary}" for s in undecided)
     else:
         state, verdict = "no_regression", _no_regression_verdict(stages, outcome_cmp)
     return BisectResult(
@@ -125,6 +130,28 @@ def bisect_runs(
         accounted_share=accounted,
         verdict=verdict,
     )
+
+
+TIMED_STAGES = ("kernel", "schedule", "outcome")
+"""Stages decided on timing samples: inconclusive when either run's timings were unstable."""
+
+
+TIMING_KINDS = frozenset({"slower", "faster", "idle_grew", "idle_shrank"})
+"""Layer findings that rest on timing samples (precision, quality and fallback findings do not)."""
+
+
+def _inconclusive(stage: StageFinding, reason: str) -> StageFinding:
+    """A timed stage made ``undecided``: its timing comparisons stand on disturbed samples.
+
+    Findings that do not rest on timings (a precision or quality regression) keep the
+    stage divergent.
+    """
+    if stage.status not in ("divergent", "improved", "same", "undecided"):
+        return stage
+    layers = [f.model_copy(update={"regression": False}) if f.kind in TIMING_KINDS else f for f in stage.layers]
+    if any(f.regression for f in layers):
+        return stage.model_copy(update={"layers": layers, "summary": f"{stage.summary} (timings unstable: {reason})"})
+    return stage.model_copy(update={"status": "undecided", "layers": layers, "summary": f"inconclusive, timings unstable ({reason}): {stage.summary}"})
 
 
 def _involved(first: StageFinding | None) -> set[str]:

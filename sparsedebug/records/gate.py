@@ -13,7 +13,8 @@ POLICY_SCHEMA_VERSION = 1
 
 
 CheckStatus = Literal["pass", "fail", "skipped", "inconclusive"]
-"""``inconclusive``: measured, but on too few samples to decide (never a failure; see core.stats.TAIL_MIN_SAMPLES)."""
+"""``inconclusive``: the evidence exists but cannot decide: a p99 of too few samples (core.stats.TAIL_MIN_SAMPLES),
+or timings disturbed beyond the noise-aware harness' bound. Never a failure."""
 
 
 class Significance(Record):
@@ -77,7 +78,7 @@ class GateCheck(Record):
 
 
 class GateResult(Record):
-    """All checks on one baseline/candidate pair; ``passed`` when none failed."""
+    """All checks on one baseline/candidate pair; ``passed`` when none failed (inconclusive checks do not fail it)."""
 
     schema_version: int = SCHEMA_VERSION
     kind: Literal["gate_result"] = "gate_result"
@@ -85,4 +86,5 @@ class GateResult(Record):
     candidate: str
     passed: bool
     checks: list[GateCheck]
+    inconclusive: bool = Field(False, description="A check could not decide (unstable timings, too few samples for a p99): neither passed nor failed.")
     policy: GatePolicy

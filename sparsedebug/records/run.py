@@ -21,6 +21,8 @@ from pydantic import Field
 
 from sparsedebug.records.base import SCHEMA_VERSION, Record
 from sparsedebug.records.fingerprint import FileDigest, Fingerprint
+from sparsedebug.records.target import LatencyMatch, SlowerThanDense, TargetClock
+from sparsedebug.records.timing import TimingQuality
 
 STAGES: tuple[str, ...] = ("graph", "lower", "kernel", "schedule", "outcome")
 """The five stages, in the order the playbook walks them."""
@@ -138,6 +140,9 @@ class LowerLayer(Record):
     phase: str | None = Field(None, description="Imported training traces: forward, backward or optimizer.")
     identity: str | None = Field(None, description="Imported traces: how the layer was found: annotation, module, aten_op or kernel.")
     dispatch: DispatchEvidence | None = None
+    slower_on_target: SlowerThanDense | None = Field(
+        None, description="Set when the layer runs sparse but is projected slower than dense on the target GPU."
+    )
 
 
 class LowerStage(Record):
@@ -244,6 +249,12 @@ class EqualLatencyQuality(Record):
     narrowed: QualityDelta
     candidate: QualityDelta
     sparsity_wins: bool
+    clock: Literal["this_machine", "target"] | None = Field(
+        None, description="Clock of the two latencies: projected onto the target GPU, or measured here (None: older records, here)."
+    )
+    cross_check: LatencyMatch | None = Field(
+        None, description="The same search on the other clock (this machine's timings when the budget is on the target clock)."
+    )
 
 
 class OutcomeStage(Record):
@@ -255,6 +266,9 @@ class OutcomeStage(Record):
     effective_speedup: float | None = Field(None, description="Dense baseline p50 / candidate p50.")
     quality: QualityDelta | None = None
     equal_latency: EqualLatencyQuality | None = None
+    timing: TimingQuality | None = Field(
+        None, description="Interference seen while timing the whole forward; effective_speedup is None when unstable."
+    )
 
 
 class Verdict(Record):
@@ -295,3 +309,6 @@ class RunRecord(Record):
     schedule: ScheduleStage
     outcome: OutcomeStage
     verdicts: list[Verdict] = Field(default_factory=list)
+    target: TargetClock | None = Field(
+        None, description="The target clock: every layer and the whole forward projected onto the backend's GPU (replays on GPU profiles)."
+    )

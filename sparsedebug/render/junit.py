@@ -1,7 +1,7 @@
 """JUnit XML for the gate: one testcase per threshold, the format CI systems read.
 
 Built with ``xml.etree.ElementTree`` so escaping is never hand-rolled. A failed
-check is a ``<failure>``, a check without evidence a ``<skipped>``; every
+check is a ``<failure>``, a check without evidence or an inconclusive one (unstable timings) a ``<skipped>``; every
 testcase carries the measured value, the threshold and the detail in
 ``<system-out>``.
 """

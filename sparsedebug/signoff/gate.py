@@ -31,9 +31,10 @@ from typing import Literal
 from sparsedebug.core.io import load_data, validate
 from sparsedebug.core.patterns import precision_changed, precision_from
 from sparsedebug.core.stats import DEFAULT_ALPHA, TAIL_MIN_SAMPLES, compare_samples, enough_samples, median
+from sparsedebug.core.timing import unstable_reason
 from sparsedebug.records.gate import CheckStatus, GateCheck, GatePolicy, GateResult
 from sparsedebug.records.run import RunRecord
-from sparsedebug.signoff.metrics import equal_latency_sentence, fallback_summary, latency, layer_rows
+from sparsedebug.signoff.metrics import bundle_clock, equal_latency_sentence, fallback_summary, latency, layer_rows
 
 
 def load_policy(path: Path | None) -> GatePolicy:
@@ -73,6 +74,17 @@ def _missing(check_id: str, name: str, threshold: str, why: str, policy: GatePol
     return GateCheck(id=check_id, name=name, status=status, measured="-", threshold=threshold, detail=f"no evidence: {why}")
 
 
+def _inconclusive(check_id: str, name: str, threshold: str, base: RunRecord, cand: RunRecord) -> GateCheck | None:
+    """An ``inconclusive`` check when either run's whole-forward timings were unstable, else None."""
+    reason = unstable_reason([(base.name, base.outcome.timing), (cand.name, cand.outcome.timing)])
+    if reason is None:
+        return None
+    return GateCheck(
+        id=check_id, name=name, status="inconclusive", measured="-", threshold=threshold,
+        detail=f"inconclusive: timings unstable, neither pass nor fail ({reason}); rerun on a quiet machine",
+    )
+
+
 def check_speedup(base: RunRecord, cand: RunRecord, policy: GatePolicy) -> GateCheck:
     """Candidate p50 speedup over the baseline, significance as asv: factor and rank test."""
     assert policy.effective_speedup is not None
@@ -83,6 +95,9 @@ def check_speedup(base: RunRecord, cand: RunRecord, policy: GatePolicy) -> GateC
     b, c = base.outcome.latency_samples_ms, cand.outcome.latency_samples_ms
     if not b or not c:
         return _missing("effective_speedup", name, threshold, "a run has no latency samples", policy)
+    unstable = _inconclusive("effective_speedup", name, threshold, base, cand)
+    if unstable is not None:
+        return unstable
     speedup = median(b) / median(c)
     measured = f"{speedup:.3f}x ({len(b)} vs {len(c)} samples)"
     extra = ""
@@ -112,6 +127,9 @@ def check_p99(base: RunRecord, cand: RunRecord, policy: GatePolicy) -> GateCheck
     bl, cl = latency(base), latency(cand)
     if bl is None or cl is None:
         return _missing("p99_latency", name, threshold, "a run has no latency samples", policy)
+    unstable = _inconclusive("p99_latency", name, threshold, base, cand)
+    if unstable is not None:
+        return unstable
     ratio = cl.p99 / bl.p99
     problems = []
     if ratio > pol.max_ratio:
@@ -124,7 +142,7 @@ def check_p99(base: RunRecord, cand: RunRecord, policy: GatePolicy) -> GateCheck
     small = f"; inconclusive: a p99 of {n} samples (< {TAIL_MIN_SAMPLES}) is the sample maximum, not a tail estimate" if inconclusive else ""
     detail = (
         f"baseline p50/p95/p99 {bl.p50:.3f}/{bl.p95:.3f}/{bl.p99:.3f} ms, candidate "
-        f"{cl.p50:.3f}/{cl.p95:.3f}/{cl.p99:.3f} ms{small}"
+        f"{cl.p50:.3f}/{cl.p95:.3f}/{cl.p99:.3f} ms ({bundle_clock([base, cand])}){small}"
     )
     if problems:
         detail = "; ".join(problems) + "; " + detail
@@ -284,13 +302,14 @@ def evaluate(base: RunRecord, cand: RunRecord, policy: GatePolicy | None = None)
         passed=all(c.status != "fail" for c in checks),
         checks=checks,
         policy=pol,
+        inconclusive=any(c.status == "inconclusive" for c in checks),
     )
 
 
 def summary_markdown(result: GateResult) -> str:
     """A Markdown summary fit for a CI job summary (GitHub's $GITHUB_STEP_SUMMARY)."""
     icon = {"pass": "PASS", "fail": "FAIL", "skipped": "SKIP", "inconclusive": "INCONCLUSIVE"}
-    verdict = "passed" if result.passed else "FAILED"
+    verdict = "FAILED" if not result.passed else ("INCONCLUSIVE (no check failed)" if result.inconclusive else "passed")
     lines = [
         f"## sparsedebug gate: {verdict}",
         "",

@@ -16,6 +16,24 @@ from sparsedebug.kernels.masks import parse_pattern
 from sparsedebug.records.base import Record
 from sparsedebug.records.run import EqualLatencyQuality, KernelPath, RunRecord
 
+THIS_MACHINE = "this machine, measured"
+"""The clock of a replay's timings."""
+
+
+def measured_clock(run: RunRecord) -> str:
+    """The clock of a run's own timing samples: this machine (replay) or the traced device (import)."""
+    if run.source.kind == "replay":
+        return THIS_MACHINE
+    return f"{run.lower.backend}, traced"
+
+
+def bundle_clock(runs: list[RunRecord]) -> str:
+    """The clock of several runs in words: one label when they share it, else each run's."""
+    labels = list(dict.fromkeys(measured_clock(run) for run in runs))
+    if len(labels) == 1:
+        return labels[0]
+    return "; ".join(f"{run.name}: {measured_clock(run)}" for run in runs)
+
 
 def nominal_factor(pattern: str) -> float | None:
     """Multiply reduction an ``N:M`` or ``V:N:M`` pattern promises (M/N); ``None`` for dense or unknown."""
@@ -35,32 +53,39 @@ def equal_latency_sentence(eq: EqualLatencyQuality) -> str:
 
     It says "at equal latency" only when a narrowed dense model was timed within
     ``EQUAL_LATENCY_TOLERANCE`` of the candidate; when nothing had to be narrowed it says
-    that dense is already as fast, and reports the quality the sparsity costs instead.
+    that dense is already as fast, and reports the quality the sparsity costs instead. It names the clock.
     """
     removed = f"{eq.narrowed_ffn_fraction:.0%} of its FFN neurons removed"
     versus = f" vs candidate {eq.candidate_latency_ms:.3f} ms" if eq.candidate_latency_ms is not None else ""
+    clock = "; target clock, projected" if eq.clock == "target" else "; this machine, measured"
+    figure = "projected" if eq.clock == "target" else "p50"
     qualities = f"cosine {eq.narrowed.cosine:.4f} vs the candidate's {eq.candidate.cosine:.4f}"
+    cross = ""
+    if eq.cross_check is not None:
+        c = eq.cross_check
+        where = "this machine" if c.clock == "this_machine" else "the target"
+        cross = f" (cross-check on {where}: {c.narrowed_ffn_fraction:.0%} removed, {c.narrowed_latency_ms:.3f} vs {c.candidate_latency_ms:.3f} ms)"
     if eq.narrowed_ffn_fraction == 0.0 and eq.latency_matched is not False:
         return (
-            f"the dense model is already as fast as the candidate (p50 {eq.narrowed_latency_ms:.3f} ms{versus}): "
+            f"the dense model is already as fast as the candidate ({figure} {eq.narrowed_latency_ms:.3f} ms{versus}{clock}): "
             f"nothing to narrow, sparsity buys no speed here and costs quality (candidate cosine {eq.candidate.cosine:.4f} "
-            f"vs the dense model's {eq.narrowed.cosine:.4f})"
+            f"vs the dense model's {eq.narrowed.cosine:.4f}){cross}"
         )
     if eq.latency_matched is False:
         return (
-            f"no narrowed dense model reached the candidate's latency (with {removed}: p50 "
-            f"{eq.narrowed_latency_ms:.3f} ms{versus}; {qualities}): sparsity wins on speed"
+            f"no narrowed dense model reached the candidate's latency (with {removed}: {figure} "
+            f"{eq.narrowed_latency_ms:.3f} ms{versus}{clock}; {qualities}): sparsity wins on speed{cross}"
         )
     verdict = "sparsity wins" if eq.sparsity_wins else "the narrowed dense model wins"
     cand = eq.candidate_latency_ms
     if cand is not None and cand > 0 and abs(eq.narrowed_latency_ms - cand) / cand > EQUAL_LATENCY_TOLERANCE:
         return (
-            f"the closest narrowing, a dense model with {removed}, runs at p50 {eq.narrowed_latency_ms:.3f} ms{versus} "
-            f"(not within {EQUAL_LATENCY_TOLERANCE:.0%}: not an equal-latency comparison) and has {qualities}: {verdict} at that point"
+            f"the closest narrowing, a dense model with {removed}, runs at {figure} {eq.narrowed_latency_ms:.3f} ms{versus}{clock} "
+            f"(not within {EQUAL_LATENCY_TOLERANCE:.0%}: not an equal-latency comparison) and has {qualities}: {verdict} at that point{cross}"
         )
     return (
-        f"at equal latency a dense model with {removed} (p50 {eq.narrowed_latency_ms:.3f} ms{versus}) has "
-        f"{qualities}: {verdict}"
+        f"at equal latency a dense model with {removed} ({figure} {eq.narrowed_latency_ms:.3f} ms{versus}{clock}) has "
+        f"{qualities}: {verdict}{cross}"
     )
 
 

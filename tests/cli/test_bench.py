@@ -75,3 +75,15 @@ def test_help_names_the_variants() -> None:
     assert result.exit_code == 0
     for word in ("dense", "limit", "csr", "interleaved", "--block", "--tokens"):
         assert word in result.stdout
+
+
+def test_rows_report_the_timing_flags() -> None:
+    result = invoke([*SMALL, "--json"])
+    assert result.exit_code == 0, result.stderr
+    for row in json.loads(result.stdout):
+        timing = row["timing"]
+        assert timing["status"] in ("stable", "unstable") and timing["rounds"] == 2
+        assert [v["name"] for v in timing["variants"]] == ["dense", "limit", "csr", "nm", "vnm"]
+        assert all(len(v["wall_ms"]) == len(v["cpu_ms"]) == 2 for v in timing["variants"])
+    table = invoke(SMALL)
+    assert "timing" in table.stdout and "this machine, measured" in table.stdout

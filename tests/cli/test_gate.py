@@ -95,3 +95,33 @@ def test_h200_traces_fail_eager_and_pass_cuda_graph(tmp_path: Path, fixtures_dir
     graph = invoke(["gate", dense, str(h200 / "trace_sparse_mlp_T2048_cudagraph.json.gz"), "--junit", str(junit2)])
     assert graph.exit_code == 0, graph.stdout + graph.stderr
     assert ET.parse(junit2).getroot().get("failures") == "0"
+
+
+def _unstable() -> object:
+    from sparsedebug.records.timing import TimingQuality
+
+    return TimingQuality(
+        status="unstable", reason="unstable: candidate rounds spread 3.10 (p90 - p10 over p50) > 1", rounds=30,
+        flagged_rounds=24, remeasured_rounds=30, still_flagged=20, flags={"off_cpu": 40}, tick_ms=4.0,
+    )
+
+
+def test_unstable_timings_are_inconclusive_not_a_failure(tmp_path: Path) -> None:
+    base = tmp_path / "base.json"
+    cand = tmp_path / "cand.json"
+    save_record(dense_run(5.0), base)
+    run = sparse_run(latency_ms=50.0)  # ten times slower: would fail, but the timings cannot be trusted
+    run.outcome.timing = _unstable()  # type: ignore[assignment]
+    save_record(run, cand)
+    junit, summary = tmp_path / "g.xml", tmp_path / "g.md"
+    result = invoke(["gate", str(base), str(cand), "--junit", str(junit), "--summary", str(summary)])
+    assert result.exit_code == 0, result.stdout + result.stderr
+    assert "INCONCLUSIVE" in result.stdout and "inconclusive" in result.stdout
+    cases = {c.get("name"): c for c in ET.parse(junit).getroot().iter("testcase")}
+    for name in ("effective_speedup", "p99_latency"):
+        skipped = cases[name].find("skipped")
+        assert skipped is not None and "timings unstable" in (skipped.get("message") or "")
+        assert cases[name].find("failure") is None
+    assert summary.read_text().startswith("## sparsedebug gate: INCONCLUSIVE")
+    data = json.loads(invoke(["gate", str(base), str(cand), "--json"]).stdout)
+    assert data["passed"] is True and data["inconclusive"] is True  # inconclusive never fails the gate

@@ -139,3 +139,23 @@ def test_help_explains_the_stages() -> None:
     assert result.exit_code == 0
     assert "fp64 reference" in result.stdout and "--repeats" in result.stdout
     assert "fallback" in invoke(["lower", "--help"]).stdout
+
+
+def test_replay_prints_both_clocks_and_the_target_flags(tiny: Path) -> None:
+    result = invoke(["replay", str(tiny), "--layers"])
+    assert result.exit_code == 0, result.stderr
+    out = result.stdout
+    assert "forward latency (this machine, measured)" in out
+    assert "target (h200-cusparselt, eager, projected)" in out
+    assert "sparse slower than dense (target)" in out and "6 layer(s)" in out
+    assert "slower_than_dense on target" in out
+    assert "target: projected" in out
+
+
+def test_lower_json_carries_the_slower_than_dense_flag_with_both_numbers(tiny: Path) -> None:
+    payload = json.loads(invoke(["lower", str(tiny), "--json"]).stdout)
+    flags = [l["slower_on_target"] for l in payload["layers"] if l["slower_on_target"] is not None]
+    assert len(flags) == 6  # every sparse layer: at 16 tokens the per-call host cost dwarfs the kernel
+    assert all(f["reason"] == "slower_than_dense" and f["sparse_ms"] > f["dense_ms"] > 0 for f in flags)
+    down = [l for l in payload["layers"] if l["name"] == "layers.0.mlp.down_proj"][0]
+    assert down["slower_on_target"] is None  # it fell back (fp32): nothing sparse to flag

@@ -1,11 +1,14 @@
-"""The interleaved timing harness: order, sample counts, warm-up, bad arguments."""
+"""The interleaved timing harness: order, sample counts, warm-up, bad arguments; interference flags and verdicts."""
 
 from __future__ import annotations
+
+import math
+from collections.abc import Callable
 
 import pytest
 
 from sparsedebug.core.errors import UserError
-from sparsedebug.core.timing import interleaved
+from sparsedebug.core.timing import Clocks, NoisePolicy, interleaved, measure, unstable_reason
 
 
 def test_rounds_interleave_with_rotating_start_after_warmup() -> None:
@@ -29,3 +32,107 @@ def test_bad_arguments(kwargs: dict, needle: str) -> None:
         interleaved({"a": lambda: None}, **kwargs)
     with pytest.raises(UserError, match="no variants"):
         interleaved({}, rounds=1)
+
+
+# --------------------------------------------------------------------------- noise-aware measure()
+
+
+
+class FakeMachine:
+    """A simulated process: each variant call costs its CPU time, plus whatever the script says was lost off-CPU."""
+
+    def __init__(self, lost: Callable[[str, int], float] | None = None, switches: Callable[[str, int], int] | None = None) -> None:
+        self.wall = 0.0
+        self.cpu = 0.0
+        self.sw = 0
+        self.calls: dict[str, int] = {}
+        self.lost = lost or (lambda name, call: 0.0)
+        self.switch_script = switches or (lambda name, call: 0)
+
+    def clocks(self) -> Clocks:
+        return Clocks(wall=lambda: self.wall, cpu=lambda: self.cpu, switches=lambda: self.sw, load=lambda: 0.5)
+
+    def variant(self, name: str, cpu_ms: float) -> Callable[[], None]:
+        def run() -> None:
+            call = self.calls.get(name, 0)
+            self.calls[name] = call + 1
+            self.cpu += cpu_ms / 1000.0
+            self.wall += (cpu_ms + self.lost(name, call)) / 1000.0
+            self.sw += self.switch_script(name, call)
+
+        return run
+
+
+def test_quiet_machine_is_stable_without_flags_or_remeasurement() -> None:
+    m = FakeMachine()
+    timed = measure({"a": m.variant("a", 2.0), "b": m.variant("b", 4.0)}, rounds=6, warmup=1, clocks=m.clocks(), policy=NoisePolicy())
+    q = timed.quality
+    assert q.status == "stable" and q.flagged_rounds == 0 and q.remeasured_rounds == 0 and q.flags == {}
+    assert timed.samples == {"a": pytest.approx([2.0] * 6), "b": pytest.approx([4.0] * 6)}
+    assert [v.cpu_ms for v in q.variants] == [pytest.approx([2.0] * 6), pytest.approx([4.0] * 6)]
+    assert q.load_average == [0.5] * 6
+    assert timed.calls == {"a": [1, 2, 3, 4, 5, 6], "b": [1, 2, 3, 4, 5, 6]}  # call 0 was the warm-up
+
+
+def test_a_disturbed_round_is_flagged_and_remeasured_clean(monkeypatch: pytest.MonkeyPatch) -> None:
+    from sparsedebug.core import timing
+
+    monkeypatch.setattr(timing, "scheduler_tick_ms", lambda: 4.0)
+    # the 3rd timed call of "a" (call index 3: one warm-up + rounds 0..2) loses two 4 ms scheduler ticks
+    m = FakeMachine(lost=lambda name, call: 8.0 if (name, call) == ("a", 3) else 0.0, switches=lambda n, c: 1 if (n, c) == ("a", 3) else 0)
+    timed = measure({"a": m.variant("a", 2.0), "b": m.variant("b", 2.0)}, rounds=5, warmup=1, clocks=m.clocks(), policy=NoisePolicy())
+    q = timed.quality
+    assert q.status == "stable" and q.flagged_rounds == 1 and q.remeasured_rounds == 1 and q.still_flagged == 0
+    assert q.flags == {"off_cpu": 1, "preempted": 1, "tick_quantised": 1, "outlier": 1}
+    assert timed.samples["a"] == pytest.approx([2.0] * 5)  # the disturbed round was replaced
+    assert timed.calls["a"][2] == 6 and timed.calls["b"][2] == 6  # round 2 re-run after the five timed calls
+    assert "re-measured clean" in q.reason
+
+
+def test_a_cpu_hog_makes_the_comparison_unstable_within_the_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    import numpy as np
+
+    from sparsedebug.core import timing
+
+    monkeypatch.setattr(timing, "scheduler_tick_ms", lambda: 4.0)
+    rng = np.random.default_rng(0)
+    lost = {(n, c): float(rng.integers(0, 6)) * 4.0 for n in ("a", "b") for c in range(100)}
+    m = FakeMachine(lost=lambda n, c: lost[(n, c)], switches=lambda n, c: 1 if lost[(n, c)] else 0)
+    policy = NoisePolicy(remeasure=4)
+    timed = measure({"a": m.variant("a", 1.0), "b": m.variant("b", 3.0)}, rounds=10, warmup=0, clocks=m.clocks(), policy=policy)
+    q = timed.quality
+    assert q.status == "unstable" and not timed.stable
+    assert q.remeasured_rounds == 4 and sum(m.calls.values()) == 2 * (10 + 4)
+    assert q.flags["off_cpu"] > 0 and q.flags["tick_quantised"] > 0
+    assert "unstable:" in q.reason and "spread" in q.reason
+    assert unstable_reason([("base", None), ("cand", q)]) == f"cand: {q.reason}"
+    assert unstable_reason([("base", None)]) is None
+
+
+def test_uniform_slowdown_keeps_ratios_and_stays_stable() -> None:
+    # every call loses a third of its time: wall far above CPU everywhere, but the paired ratio holds
+    m = FakeMachine(lost=lambda name, call: {"a": 1.0, "b": 2.0}[name])
+    timed = measure({"a": m.variant("a", 2.0), "b": m.variant("b", 4.0)}, rounds=6, warmup=0, clocks=m.clocks(), policy=NoisePolicy())
+    q = timed.quality
+    assert q.flags.get("off_cpu") == 12 and q.still_flagged == 6
+    assert q.status == "stable" and "ratios held" in q.reason
+    assert timed.samples["b"] == pytest.approx([6.0] * 6)
+
+
+def test_tick_quantised_needs_whole_ticks(monkeypatch: pytest.MonkeyPatch) -> None:
+    from sparsedebug.core import timing
+
+    monkeypatch.setattr(timing, "scheduler_tick_ms", lambda: 4.0)
+    policy = NoisePolicy()
+    for lost, quantised in ((8.0, True), (6.0, False), (12.2, True)):
+        m = FakeMachine(lost=lambda n, c, lost=lost: lost if c == 2 else 0.0)
+        timed = measure({"a": m.variant("a", 5.0)}, rounds=5, warmup=0, clocks=m.clocks(), policy=NoisePolicy(remeasure=0))
+        assert ("tick_quantised" in timed.quality.flags) is quantised, lost
+    assert policy.max_spread == 1.0 and math.isfinite(policy.max_ratio_spread)
+
+
+def test_measure_rejects_bad_arguments() -> None:
+    with pytest.raises(UserError, match="rounds=0"):
+        measure({"a": lambda: None}, rounds=0)
+    with pytest.raises(UserError, match="no variants"):
+        measure({}, rounds=1)

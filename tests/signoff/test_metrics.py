@@ -40,7 +40,7 @@ def test_nothing_narrowed_says_dense_is_already_faster_not_equal_latency() -> No
     eq = _eq(matched=True, wins=False).model_copy(update={"narrowed_ffn_fraction": 0.0, "narrowed_latency_ms": 20.0})
     text = equal_latency_sentence(eq)
     assert "at equal latency" not in text and "wins" not in text
-    assert text.startswith("the dense model is already as fast as the candidate (p50 20.000 ms vs candidate 28.100 ms)")
+    assert text.startswith("the dense model is already as fast as the candidate (p50 20.000 ms vs candidate 28.100 ms; this machine, measured)")
     assert "costs quality" in text
 
 

@@ -4,8 +4,10 @@ Three parts, as the playbook's signoff asks: the supported-layer matrix (each
 layer's op, shape, dtype, pattern, the path it took and why), the pruning
 schedule as recorded in the run, and the dense-fallback impact (share of time and
 FLOPs still dense, and the speedup the fallbacks leave on the table, Amdahl
-style). Then the playbook's metrics to collect and the "sparse reality check"
-bar chart. Pure functions over run records.
+style), and the sparsity that costs time: layers lowered sparse but projected
+slower than dense on the target GPU. Then the playbook's metrics to collect and
+the "sparse reality check" bar chart. Every latency names its clock (this machine,
+the traced device, or the target, projected). Pure functions over run records.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from collections.abc import Sequence
 
 from sparsedebug.playbook.bundle import LoadedBundle
 from sparsedebug.records.run import KernelPath, RunRecord
+from sparsedebug.records.target import LayerProjection
+from sparsedebug.render.clocks import bundle_clock, label_latencies, measured_clock, slower_layers, target_sentence
 from sparsedebug.signoff.decide import stored_decision
 from sparsedebug.signoff.metrics import fallback_summary, latency, layer_rows, reality_figures
 
@@ -29,11 +33,15 @@ def _md(text: str) -> str:
 
 
 def layer_matrix(run: RunRecord) -> list[str]:
-    """The supported-layer matrix as a Markdown table."""
-    lines = [
-        "| layer | op | shape | dtype | pattern | path | reason | kernel p50 ms | dense p50 ms |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
-    ]
+    """The supported-layer matrix as a Markdown table (kernel times on the run's clock, then the target's)."""
+    clock = measured_clock(run)
+    target = {layer.name: layer for layer in run.target.layers} if run.target is not None else None
+    head = f"| layer | op | shape | dtype | pattern | path | reason | kernel p50 ms ({clock}) | dense p50 ms ({clock}) |"
+    rule = "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+    if target is not None:
+        head += " target ms (projected) | target dense ms (projected) | target speedup |"
+        rule += " --- | --- | --- |"
+    lines = [head, rule]
     for r in layer_rows(run):
         path = r.path or "-"
         if r.fell_back:
@@ -44,11 +52,38 @@ def layer_matrix(run: RunRecord) -> list[str]:
         reason = reason or "-"
         if r.conversions_per_call:
             reason += f" (re-converted {r.conversions_per_call}x per call)"
-        lines.append(
+        line = (
             f"| {_md(r.name)} | {r.op} | {_shape(r.weight_shape or r.input_shape)} | {r.dtype} | {r.intended} | {path} | "
             f"{_md(reason)} | {'-' if r.time_ms is None else f'{r.time_ms:.4f}'} | "
             f"{'-' if r.dense_time_ms is None else f'{r.dense_time_ms:.4f}'} |"
         )
+        if target is not None:
+            line += _target_cells(target.get(r.name))
+        lines.append(line)
+    return lines
+
+
+def _target_cells(proj: LayerProjection | None) -> str:
+    chosen = proj.chosen() if proj is not None else None
+    dense = proj.dense if proj is not None else None
+    speed = "-" if proj is None or proj.speedup is None or proj.path != "sparse" else f"{proj.speedup:.2f}x"
+    return (
+        f" {'-' if chosen is None else f'{chosen.per_call_ms:.4f}'} | {'-' if dense is None else f'{dense.per_call_ms:.4f}'} | {speed} |"
+    )
+
+
+def costs_time(run: RunRecord) -> list[str]:
+    """Sparsity that costs time: layers lowered sparse but projected slower than dense on the target."""
+    if run.target is None:
+        return ["- no target clock in this run (its backend profile models no GPU): nothing projected"]
+    lines = [f"- {target_sentence(run)}"]
+    slower = slower_layers(run)
+    if not slower:
+        lines.append("- no sparse layer is projected slower than dense on the target")
+        return lines
+    lines.append(f"- {len(slower)} sparse layer(s) projected slower than dense (lowering flag `slower_than_dense`):")
+    for name, sparse_ms, dense_ms in slower:
+        lines.append(f"  - `{_md(name)}`: sparse {sparse_ms:.4f} ms vs dense {dense_ms:.4f} ms per call (target, projected)")
     return lines
 
 
@@ -174,7 +209,7 @@ def collected_metrics(run: RunRecord) -> list[str]:
         text = "- sparse metadata overhead: no metadata/value bytes recorded"
     if conv:
         per_call = sum((lo.conversion_ms or 0.0) * lo.conversions_per_call for lo in conv)
-        text += f"; {len(conv)} layer(s) re-convert weights on every call, {per_call:.3f} ms per forward"
+        text += f"; {len(conv)} layer(s) re-convert weights on every call, {per_call:.3f} ms per forward ({measured_clock(run)})"
     lines.append(text)
     q = run.outcome.quality
     errs = [r for r in layer_rows(run) if r.rel_err is not None]
@@ -188,12 +223,22 @@ def collected_metrics(run: RunRecord) -> list[str]:
 
 def _latency_row(label: str, run: RunRecord, base: RunRecord) -> str:
     p = latency(run)
+    clock = measured_clock(run)
     if p is None:
-        return f"| {label} | `{_md(run.name)}` | - | - | - | - | - |"
+        return f"| {label} | `{_md(run.name)}` | - | - | - | - | - | {clock} |"
     b = latency(base)
     speed = f"{b.p50 / p.p50:.3f}x" if b is not None else "-"
     budget = "-" if run.outcome.budget_ms is None else f"{run.outcome.budget_ms:g}"
-    return f"| {label} | `{_md(run.name)}` | {p.p50:.3f} | {p.p95:.3f} | {p.p99:.3f} | {speed} | {budget} |"
+    return f"| {label} | `{_md(run.name)}` | {p.p50:.3f} | {p.p95:.3f} | {p.p99:.3f} | {speed} | {budget} | {clock} |"
+
+
+def _target_row(label: str, run: RunRecord) -> str | None:
+    fwd = run.target.forward if run.target is not None else None
+    if run.target is None or fwd is None or fwd.candidate is None or fwd.dense is None:
+        return None
+    speed = f"{fwd.speedup:.3f}x vs its dense" if fwd.speedup is not None else "-"
+    clock = f"target: {run.target.backend}, {run.target.launch.replace('_', ' ')}, projected ({fwd.basis})"
+    return f"| {label} (target) | `{_md(run.name)}` | {fwd.candidate.total_ms:.3f} | - | - | {speed} | - | {clock} |"
 
 
 def render_report(bundle: LoadedBundle) -> str:
@@ -206,13 +251,18 @@ def render_report(bundle: LoadedBundle) -> str:
         + f"; bundle `{bundle.root.name}`, {bundle.manifest.created_at}."
     )
     lines += ["", "## Latency (whole forward)", ""]
-    lines.append("| run | name | p50 ms | p95 ms | p99 ms | speedup vs baseline (p50) | budget ms |")
-    lines.append("| --- | --- | --- | --- | --- | --- | --- |")
+    lines.append("| run | name | p50 ms | p95 ms | p99 ms | speedup vs baseline (p50) | budget ms | clock |")
+    lines.append("| --- | --- | --- | --- | --- | --- | --- | --- |")
     lines.append(_latency_row("baseline", base, base))
     lines.append(_latency_row("candidate", cand, base))
     if fixed is not None:
         lines.append(_latency_row("fixed", fixed, base))
+    for label, run in (("baseline", base), ("candidate", cand), ("fixed", fixed)):
+        row = _target_row(label, run) if run is not None else None
+        if row is not None:
+            lines.append(row)
     lines += ["", "## Correctness, quality and performance matrix (default gate vs the baseline)", ""]
+    lines += [f"Latencies in this matrix: {bundle_clock([base, cand] + ([fixed] if fixed is not None else []))}.", ""]
     runs = [("candidate", cand)] + ([("fixed", fixed)] if fixed is not None else [])
     gates = stored_decision(bundle).gates
     results = [(label, gates[label]) for label, _ in runs]
@@ -229,6 +279,8 @@ def render_report(bundle: LoadedBundle) -> str:
         lines += pruning_schedule(run)
         lines += ["", f"## Dense-fallback impact ({label})", ""]
         lines += fallback_impact(run)
+        lines += ["", f"## Sparsity that costs time on the target ({label})", ""]
+        lines += costs_time(run)
         lines += ["", f"## Metrics collected ({label})", ""]
         lines += collected_metrics(run)
         chart = reality_check(base, run)
@@ -238,6 +290,7 @@ def render_report(bundle: LoadedBundle) -> str:
         else:
             lines += ["```", "SPARSE REALITY CHECK", "", *chart, "```"]
     lines.append("")
-    return "\n".join(lines)
+    present = [run for run in (base, cand, fixed) if run is not None]
+    return "\n".join(label_latencies(lines, bundle_clock(present)))
 
 

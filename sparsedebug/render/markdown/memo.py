@@ -4,7 +4,9 @@ Sections follow the playbook's template: 1 Symptom, 2 Mechanism hypothesis,
 3 Proposed action, 4 Signoff. Every number is read from the bundle's records
 (run records, bisect, classification, fix outcome, fingerprint); where the bundle
 lacks a figure the memo says what is missing instead of filling it in. Latency is
-always quoted as p50/p95/p99.
+always quoted as p50/p95/p99, and every latency names its clock: this machine
+(a replay's timings), the traced device (an imported trace), or the target
+(projected onto the backend's GPU).
 
 The final decision (``decide``) refuses ``ship`` unless the run it would ship
 carries both fallback evidence (a lowering decision with reason for every layer)
@@ -21,6 +23,7 @@ from sparsedebug.records.bundle import Movement
 from sparsedebug.records.decision import DecisionOutcome
 from sparsedebug.records.reduce import ReduceResult
 from sparsedebug.records.run import RunRecord
+from sparsedebug.render.clocks import bundle_clock, label_latencies, measured_clock, target_sentence
 from sparsedebug.signoff.decide import stored_decision
 from sparsedebug.signoff.metrics import equal_latency_sentence, fallback_summary, p50_speedup
 
@@ -30,7 +33,7 @@ def _lat(run: RunRecord) -> str:
     if not samples:
         return "no latency samples"
     p = percentiles(samples)
-    return f"p50/p95/p99 {p.p50:.3f}/{p.p95:.3f}/{p.p99:.3f} ms (n={p.n})"
+    return f"p50/p95/p99 {p.p50:.3f}/{p.p95:.3f}/{p.p99:.3f} ms (n={p.n}) on {measured_clock(run)}"
 
 
 def _fmt(value: float | None, spec: str = ".3f", suffix: str = "") -> str:
@@ -44,16 +47,24 @@ def _symptom(b: LoadedBundle, book: Playbook) -> list[str]:
     gate = stored_decision(b).gates["candidate"]
     failing = [c.id for c in gate.checks if c.status == "fail"]
     metric = [f"- **Failing metric**: {book.primary_metric.name}."]
+    clock = measured_clock(cand)
     metric.append(
-        f"  - Candidate speedup over the baseline (baseline p50 / candidate p50): **{_fmt(speed, '.3f', 'x')}**."
+        f"  - Candidate speedup over the baseline (baseline p50 / candidate p50, {clock}): **{_fmt(speed, '.3f', 'x')}**."
     )
     metric.append(f"  - Latency, baseline `{base.name}`: {_lat(base)}; candidate `{cand.name}`: {_lat(cand)}.")
     if cand.outcome.budget_ms is not None and cand.outcome.latency_samples_ms:
         p99 = percentiles(cand.outcome.latency_samples_ms).p99
         within = "within" if p99 <= cand.outcome.budget_ms else "over"
-        metric.append(f"  - Latency budget {cand.outcome.budget_ms:g} ms: candidate p99 {p99:.3f} ms is {within} it.")
+        metric.append(f"  - Latency budget {cand.outcome.budget_ms:g} ms: candidate p99 {p99:.3f} ms ({clock}) is {within} it.")
     if cand.outcome.effective_speedup is not None:
-        metric.append(f"  - Candidate's own effective speedup vs its dense baseline (same process): {cand.outcome.effective_speedup:.3f}x.")
+        metric.append(
+            f"  - Candidate's own effective speedup vs its dense baseline (same process, {clock}): {cand.outcome.effective_speedup:.3f}x."
+        )
+    elif cand.outcome.timing is not None and not cand.outcome.timing.stable:
+        metric.append(f"  - Candidate's own effective speedup ({clock}): not reported, timings {cand.outcome.timing.reason}.")
+    projected = target_sentence(cand)
+    if projected is not None:
+        metric.append(f"  - {projected}.")
     q = cand.outcome.quality
     if q is not None:
         line = f"  - Quality vs the dense model: output cosine {q.cosine:.4f}, relative error {q.rel_err:.4g}"
@@ -118,9 +129,10 @@ def _first_stage(b: LoadedBundle) -> str:
         text += f" Effect on {bis.effect_metric or 'the metric'}: {_cmp_text(bis.effect)}."
     if bis.explains:
         text += f" Explains downstream: {', '.join(bis.explains)}."
+    text += f" (Latencies here: {measured_clock(b.candidate)}.)"
     top = [r for r in bis.layers if r.contribution_ms > 0][:3]
     if top:
-        text += " Largest contributions to the latency change: " + ", ".join(
+        text += f" Largest contributions to the latency change ({measured_clock(b.candidate)}): " + ", ".join(
             f"`{r.layer}` {r.contribution_ms:+.3f} ms" + (f" ({r.share:.0%})" if r.share is not None else "") for r in top
         ) + "."
     return text
@@ -229,7 +241,7 @@ def _action(b: LoadedBundle, book: Playbook) -> list[str]:
     if lat is not None and lat.expected_after is not None:
         out.append(
             f"- **Expected movement**: latency p50 {lat.before:.3f} ms -> {lat.expected_after:.3f} ms "
-            f"({lat.expected_after / lat.before - 1:+.1%}); basis: {lat.expected_basis}."
+            f"({lat.expected_after / lat.before - 1:+.1%}; {measured_clock(b.candidate)}); basis: {lat.expected_basis}."
         )
         sp = next((m for m in fo.movements if m.metric.startswith("speedup")), None) if fo else None
         if sp is not None and sp.expected_after is not None:
@@ -251,7 +263,10 @@ def _action(b: LoadedBundle, book: Playbook) -> list[str]:
             f"- **Measured movement** (candidate -> fixed re-run): the fix {verdict}; latency samples: {fo.significance}."
         )
         for m in fo.movements:
-            out.append(f"  - {_movement_line(m)}")
+            line = _movement_line(m)
+            if m.unit == "ms":
+                line += f" ({measured_clock(b.fixed or b.candidate)})"
+            out.append(f"  - {line}")
         if lat is not None and lat.expected_after is not None and lat.before:
             exp_change = lat.expected_after / lat.before - 1
             got = lat.after / lat.before - 1
@@ -366,5 +381,6 @@ def render_memo(bundle: LoadedBundle, book: Playbook) -> str:
     lines += _mechanism(bundle, book)
     lines += _action(bundle, book)
     lines += _signoff(bundle, book, decision)
-    return "\n".join(lines)
+    runs = [run for run in (bundle.baseline, bundle.candidate, bundle.fixed) if run is not None]
+    return "\n".join(label_latencies(lines, bundle_clock(runs)))
 

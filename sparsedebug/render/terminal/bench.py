@@ -4,14 +4,25 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from rich.markup import escape
 from rich.table import Table
 
 from sparsedebug.kernels.bench import KernelBenchRow
+from sparsedebug.records.timing import TimingQuality
 
 
 def _ratio(value: float) -> str:
     colour = "green" if value >= 1.0 else "red"
     return f"[{colour}]{value:.2f}x[/{colour}]"
+
+
+def timing_cell(quality: TimingQuality | None) -> str:
+    """``stable`` / ``unstable``, the flags seen (counts) and how many rounds were re-measured."""
+    if quality is None:
+        return "-"
+    flags = ", ".join(f"{name} x{count}" for name, count in sorted(quality.flags.items()))
+    text = quality.status + (f" ({flags}; {quality.remeasured_rounds} re-measured)" if flags else "")
+    return f"[yellow]{escape(text)}[/yellow]" if not quality.stable else escape(text)
 
 
 def kernel_bench_table(rows: Sequence[KernelBenchRow]) -> Table:
@@ -25,17 +36,19 @@ def kernel_bench_table(rows: Sequence[KernelBenchRow]) -> Table:
     table.add_column("vnm vs dense", justify="right")
     table.add_column("vnm vs limit", justify="right")
     table.add_column("nm vs csr", justify="right")
+    table.add_column("timing", overflow="fold")
     for row in rows:
+        unstable = row.timing is not None and not row.timing.stable
+        ratios = ["[yellow]unstable[/yellow]"] * 3 if unstable else [_ratio(row.vnm_vs_dense), _ratio(row.vnm_vs_limit), _ratio(row.nm_vs_csr)]
         table.add_row(
             str(row.tokens),
             *(f"{value:.2f}" for value in (row.dense_ms, row.limit_ms, row.csr_ms, row.nm_ms, row.vnm_ms)),
-            _ratio(row.vnm_vs_dense),
-            _ratio(row.vnm_vs_limit),
-            _ratio(row.nm_vs_csr),
+            *ratios,
+            timing_cell(row.timing),
         )
     table.caption = (
-        f"medians of {first.rounds} interleaved rounds; BLAS {first.blas}, {first.blas_threads} thread(s); "
-        "ratio = baseline ms / kernel ms"
+        f"this machine, measured: medians of {first.rounds} interleaved rounds; BLAS {first.blas}, "
+        f"{first.blas_threads} thread(s); ratio = baseline ms / kernel ms; timing: rounds disturbed by other processes"
     )
     return table
 

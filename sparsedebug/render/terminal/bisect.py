@@ -94,9 +94,11 @@ def verdict_text(result: BisectResult) -> Text:
     return text
 
 
-def bisect_view(result: BisectResult, *, layer_limit: int = 10) -> Group:
-    """Everything a person reads: stages, the first stage's findings, ranked layers, verdict."""
+def bisect_view(result: BisectResult, *, layer_limit: int = 10, clock: str | None = None) -> Group:
+    """Everything a person reads: stages, the first stage's findings, ranked layers, verdict; ``clock`` names the runs' clock."""
     parts: list[Table | Text] = [stage_table(result)]
+    if clock is not None:
+        parts.append(Text(f"latencies below: {clock}"))
     first = result.stage(result.first_stage) if result.first_stage else None
     if first is not None and first.layers:
         parts.append(findings_table(first))

@@ -9,6 +9,7 @@ from rich.text import Text
 from sparsedebug.core.stats import percentiles
 from sparsedebug.playbook.bundle import LoadedBundle
 from sparsedebug.playbook.schema import Playbook
+from sparsedebug.render.clocks import measured_clock, target_label
 from sparsedebug.render.markdown.deployment import reality_check
 from sparsedebug.signoff.decide import stored_decision
 
@@ -22,13 +23,18 @@ def bundle_summary(bundle: LoadedBundle, book: Playbook) -> RenderableType:
     runs.add_column("p95 ms", justify="right")
     runs.add_column("p99 ms", justify="right")
     runs.add_column("speedup vs baseline", justify="right")
+    runs.add_column("clock")
     base = percentiles(bundle.baseline.outcome.latency_samples_ms) if bundle.baseline.outcome.latency_samples_ms else None
     for role, run in (("baseline", bundle.baseline), ("candidate", bundle.candidate), ("fixed", bundle.fixed)):
         if run is None or not run.outcome.latency_samples_ms:
             continue
         p = percentiles(run.outcome.latency_samples_ms)
         speed = f"{base.p50 / p.p50:.3f}x" if base is not None else "-"
-        runs.add_row(role, run.name, f"{p.p50:.3f}", f"{p.p95:.3f}", f"{p.p99:.3f}", speed)
+        runs.add_row(role, run.name, f"{p.p50:.3f}", f"{p.p95:.3f}", f"{p.p99:.3f}", speed, measured_clock(run))
+        fwd = run.target.forward if run.target is not None else None
+        if run.target is not None and fwd is not None and fwd.candidate is not None:
+            own = f"{fwd.speedup:.3f}x vs its dense" if fwd.speedup is not None else "-"
+            runs.add_row(f"{role} (target)", run.name, f"{fwd.candidate.total_ms:.3f}", "-", "-", own, target_label(run.target))
     lines = Text()
     bis = bundle.bisect
     if bis is not None:

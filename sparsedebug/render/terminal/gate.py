@@ -6,12 +6,17 @@ from rich.table import Table
 
 from sparsedebug.records.gate import GateResult
 
-_STYLE = {"pass": "[green]pass[/green]", "fail": "[red]FAIL[/red]", "skipped": "[yellow]skipped[/yellow]", "inconclusive": "[yellow]inconclusive[/yellow]"}
+_STYLE = {
+    "pass": "[green]pass[/green]",
+    "fail": "[red]FAIL[/red]",
+    "skipped": "[yellow]skipped[/yellow]",
+    "inconclusive": "[yellow]inconclusive[/yellow]",
+}
 
 
 def gate_table(result: GateResult) -> Table:
     """One row per threshold: status, measured, threshold, detail."""
-    verdict = "[green]passed[/green]" if result.passed else "[red]FAILED[/red]"
+    verdict = "[red]FAILED[/red]" if not result.passed else ("[yellow]INCONCLUSIVE[/yellow] (no check failed)" if result.inconclusive else "[green]passed[/green]")
     table = Table(title=f"gate {verdict}: {result.candidate} vs {result.baseline}")
     table.add_column("check")
     table.add_column("result")

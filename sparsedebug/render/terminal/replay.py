@@ -7,7 +7,31 @@ from rich.table import Table
 
 from sparsedebug.core.stats import median, percentiles
 from sparsedebug.records.run import GraphStage, KernelPath, LowerStage, RunRecord
+from sparsedebug.render.clocks import measured_clock
 from sparsedebug.signoff.metrics import equal_latency_sentence
+
+
+def target_rows(record: RunRecord) -> list[tuple[str, str]]:
+    """Summary rows of the target clock: projected forward, speedup, layers slower sparse than dense."""
+    target = record.target
+    if target is None:
+        return []
+    label = f"target ({target.backend}, {target.launch.replace('_', ' ')}, projected)"
+    fwd = target.forward
+    if fwd.dense is None or fwd.candidate is None or fwd.speedup is None:
+        return [(label, escape(fwd.note or "no projection"))]
+    colour = "green" if fwd.speedup >= 1.0 else "red"
+    rows = [
+        (
+            label,
+            f"dense {fwd.dense.total_ms:.3f} ms, candidate {fwd.candidate.total_ms:.3f} ms (host {fwd.candidate.host_ms:.3f}, "
+            f"GPU {fwd.candidate.gpu_ms:.3f}): [{colour}]{fwd.speedup:.2f}x[/{colour}]; basis {fwd.basis}",
+        )
+    ]
+    slower = [lo.name for lo in record.lower.layers if lo.slower_on_target is not None]
+    if slower:
+        rows.append(("sparse slower than dense (target)", f"{len(slower)} layer(s): {escape(', '.join(slower[:4]))}" + (" ..." if len(slower) > 4 else "")))
+    return rows
 
 
 def _ms(value: float | None) -> str:
@@ -31,17 +55,24 @@ def summary_table(record: RunRecord) -> Table:
     table.add_column("value", overflow="fold")
     outcome = record.outcome
     schedule = record.schedule
+    clock = measured_clock(record)
     lat = percentiles(outcome.latency_samples_ms)
-    table.add_row("forward latency", f"p50 {lat.p50:.3f} ms  p95 {lat.p95:.3f} ms  p99 {lat.p99:.3f} ms  (n={lat.n})")
+    table.add_row(f"forward latency ({clock})", f"p50 {lat.p50:.3f} ms  p95 {lat.p95:.3f} ms  p99 {lat.p99:.3f} ms  (n={lat.n})")
     if outcome.budget_ms is not None:
         status = "[green]within[/green]" if lat.p99 <= outcome.budget_ms else "[red]over[/red]"
-        table.add_row("budget (p99)", f"{outcome.budget_ms:g} ms: {status}")
+        table.add_row(f"budget (p99, {clock})", f"{outcome.budget_ms:g} ms: {status}")
     if outcome.dense_baseline_samples_ms:
         base = percentiles(outcome.dense_baseline_samples_ms)
-        table.add_row("dense baseline", f"p50 {base.p50:.3f} ms  p95 {base.p95:.3f} ms  p99 {base.p99:.3f} ms")
+        table.add_row(f"dense baseline ({clock})", f"p50 {base.p50:.3f} ms  p95 {base.p95:.3f} ms  p99 {base.p99:.3f} ms")
     if outcome.effective_speedup is not None:
         colour = "green" if outcome.effective_speedup >= 1.0 else "red"
-        table.add_row("effective speedup", f"[{colour}]{outcome.effective_speedup:.2f}x[/{colour}] (dense p50 / candidate p50)")
+        table.add_row(f"effective speedup ({clock})", f"[{colour}]{outcome.effective_speedup:.2f}x[/{colour}] (dense p50 / candidate p50)")
+    elif outcome.timing is not None and not outcome.timing.stable:
+        table.add_row(f"effective speedup ({clock})", f"[yellow]not reported: timings {escape(outcome.timing.reason)}[/yellow]")
+    if outcome.timing is not None and outcome.timing.stable and outcome.timing.flagged_rounds:
+        table.add_row("timing interference", escape(outcome.timing.reason))
+    for label, text in target_rows(record):
+        table.add_row(label, text)
     busy = median(schedule.busy_samples_ms) if schedule.busy_samples_ms else None
     span = median(schedule.span_samples_ms) if schedule.span_samples_ms else None
     if busy is not None and span is not None:
@@ -72,7 +103,7 @@ def summary_table(record: RunRecord) -> Table:
 
 def lower_table(graph: GraphStage, lower: LowerStage, *, linear_only: bool = True) -> Table:
     """Per layer: path, reason, conversion cost and bytes (linear and embedding layers by default)."""
-    table = Table(title=f"lowering on {lower.backend}")
+    table = Table(title=f"lowering on {lower.backend}", caption="convert ms: measured on this machine; target figures: projected")
     table.add_column("layer", no_wrap=True)
     table.add_column("intended", no_wrap=True)
     table.add_column("path", no_wrap=True)
@@ -93,6 +124,9 @@ def lower_table(graph: GraphStage, lower: LowerStage, *, linear_only: bool = Tru
         else:
             path = "dense"
         reason = "-" if layer.reason is None else layer.reason.value
+        if layer.slower_on_target is not None:
+            flag = layer.slower_on_target
+            reason = f"[yellow]slower_than_dense[/yellow] on target ({flag.sparse_ms:.3f} vs dense {flag.dense_ms:.3f} ms)"
         table.add_row(
             layer.name,
             intended.get(layer.name, "-"),
@@ -126,27 +160,37 @@ def fallback_table(lower: LowerStage) -> Table | None:
 
 
 def kernel_table(record: RunRecord) -> Table:
-    """Per layer: chosen-path and dense-path p50, their ratio, and the numeric error."""
-    table = Table(title="kernels (p50 of interleaved samples)")
+    """Per layer: chosen-path and dense-path p50 (this machine), target projection, ratios, numeric error."""
+    table = Table(title=f"kernels (p50 of interleaved samples, {measured_clock(record)}; target: projected)")
     table.add_column("layer", no_wrap=True)
     table.add_column("path")
     table.add_column("chosen ms", justify="right")
     table.add_column("dense ms", justify="right")
     table.add_column("dense/chosen", justify="right")
+    if record.target is not None:
+        table.add_column("target chosen ms", justify="right")
+        table.add_column("target dense/chosen", justify="right")
     table.add_column("precision")
     table.add_column("max abs err", justify="right")
     table.add_column("rel err", justify="right")
     paths = {layer.name: layer.path.value for layer in record.lower.layers}
+    projected = {layer.name: layer for layer in record.target.layers} if record.target is not None else {}
     for layer in record.kernel.layers:
         chosen = median(layer.samples_ms) if layer.samples_ms else None
         dense = median(layer.dense_samples_ms) if layer.dense_samples_ms else None
         ratio = "-" if chosen is None or dense is None or chosen == 0 else f"{dense / chosen:.2f}x"
+        target_cells: list[str] = []
+        if record.target is not None:
+            proj = projected.get(layer.name)
+            path = proj.chosen() if proj is not None else None
+            target_cells = [_ms(path.per_call_ms if path else None), "-" if proj is None or proj.speedup is None else f"{proj.speedup:.2f}x"]
         table.add_row(
             layer.name,
             paths.get(layer.name, "-"),
             _ms(chosen),
             _ms(dense),
             ratio,
+            *target_cells,
             layer.precision or "-",
             "-" if layer.max_abs_err is None else f"{layer.max_abs_err:.2e}",
             "-" if layer.rel_err is None else f"{layer.rel_err:.2e}",

@@ -35,7 +35,8 @@ from sparsedebug.core.dtypes import torch_dtype_name
 from sparsedebug.core.errors import UserError
 from sparsedebug.kernels.masks import MAX_M, Pattern
 from sparsedebug.records.base import Record
-from sparsedebug.records.run import FallbackReason, KernelClass, KernelPath
+from sparsedebug.records.run import FallbackReason, KernelClass, KernelPath, LowerLayer
+from sparsedebug.records.target import SlowerThanDense, TargetClock
 
 # --------------------------------------------------------------------------- queries and decisions
 
@@ -84,11 +85,13 @@ def kernel_class(op: str, path: KernelPath, dtype: str) -> KernelClass:
 
 @dataclass(frozen=True)
 class Profile:
-    """A backend support profile: a name, what it models, and its decision rule."""
+    """A backend support profile: a name, what it models, its decision rule, and its target's measurements."""
 
     name: str
     description: str
     rule: Callable[[LayerQuery], Decision]
+    target: str | None = None
+    """Target source (``fixtures/targets/<target>.yaml``) of the GPU this profile models; None for this machine."""
 
     def decide(self, query: LayerQuery) -> Decision:
         """Sparse or dense (with reason) for one layer."""
@@ -232,11 +235,13 @@ PROFILES: dict[str, Profile] = {
         "h200-cusparselt",
         "PyTorch 2.11 + cuSPARSELt 0.8 on an H200: 2:4, fp16/bf16/int8, dims multiple of 16 (32 for int8)",
         _torch_rule("cusparselt"),
+        target="h200",
     ),
     "h200-cutlass": Profile(
         "h200-cutlass",
         "PyTorch 2.11 CUTLASS 2:4 on an H200: converts, but matmul needs compute capability 8.x",
         _torch_rule("cutlass"),
+        target="h200",
     ),
 }
 """Every backend support profile, by name."""
@@ -247,3 +252,24 @@ def get_profile(name: str) -> Profile:
     if name not in PROFILES:
         raise UserError(f"backend profile {name!r}: unknown; known: {', '.join(sorted(PROFILES))}")
     return PROFILES[name]
+
+
+def flag_slower_than_dense(layers: list[LowerLayer], target: TargetClock) -> list[LowerLayer]:
+    """Flag (``slower_on_target``) every sparse layer projected slower than dense on the target; returns those flagged.
+
+    The layer keeps its sparse path (the backend accepts it): the flag says the
+    sparsity costs time on that GPU, with both projected per-call times.
+    """
+    projected = {layer.name: layer for layer in target.layers}
+    flagged = []
+    for layer in layers:
+        proj = projected.get(layer.name)
+        if layer.path is not KernelPath.SPARSE or proj is None or proj.dense is None or proj.sparse is None:
+            continue
+        if proj.sparse.per_call_ms > proj.dense.per_call_ms:
+            layer.slower_on_target = SlowerThanDense(
+                backend=target.backend, launch=target.launch, tokens=target.tokens, dense_ms=proj.dense.per_call_ms,
+                sparse_ms=proj.sparse.per_call_ms, basis=proj.basis,
+            )
+            flagged.append(layer)
+    return flagged

@@ -44,20 +44,17 @@ from typing import Literal
 import numpy as np
 from threadpoolctl import threadpool_info, threadpool_limits
 
-from sparsedebug.core.dtypes import dtype_info
 from sparsedebug.core.errors import UserError
 from sparsedebug.core.io import file_digest
 from sparsedebug.core.stats import median, percentiles
-from sparsedebug.core.timing import interleaved
+from sparsedebug.core.timing import interleaved, measure
 from sparsedebug.records.run import (
-    GraphLayer,
     GraphStage,
     KernelLayer,
     KernelPath,
     KernelStage,
     LowerLayer,
     LowerStage,
-    OpKind,
     OutcomeStage,
     RunRecord,
     RunSource,
@@ -65,6 +62,8 @@ from sparsedebug.records.run import (
     Verdict,
     WorkloadRef,
 )
+from sparsedebug.records.target import TargetClock
+from sparsedebug.records.timing import TimingQuality
 from sparsedebug.sources.replay.executor import (
     Array,
     ForwardTrace,
@@ -76,72 +75,15 @@ from sparsedebug.sources.replay.executor import (
     forward,
     quality,
 )
-from sparsedebug.sources.replay.lowering import Decision, LayerQuery, get_profile, kernel_class
+from sparsedebug.sources.replay.inventory import graph_layer
+from sparsedebug.sources.replay.lowering import Decision, LayerQuery, flag_slower_than_dense, get_profile, kernel_class
 from sparsedebug.sources.replay.narrow import equal_latency
+from sparsedebug.sources.replay.target_project import target_clock
 from sparsedebug.sources.replay.weights import Inputs, Weights, build_inputs, build_weights, is_compliant, prune
 from sparsedebug.sources.replay.workload import Layer, LayerShape, Workload, check_graph
 
 Progress = Callable[[str, int, int], None]
 """``progress(stage, done, total)``: called as each stage advances."""
-
-
-
-# --------------------------------------------------------------------------- non-linear ops
-
-
-# --------------------------------------------------------------------------- executable ops
-
-
-# --------------------------------------------------------------------------- quality
-
-
-# --------------------------------------------------------------------------- graph stage
-
-
-def _graph_layer(workload: Workload, layer: Layer, shape: LayerShape) -> GraphLayer:
-    tokens = workload.tokens.total
-    dtype = workload.dtype_of(layer)
-    size = dtype_info(dtype).itemsize
-    params = 0
-    flops = 0.0
-    moved = 0.0
-    weight_shape = None
-    width_in = shape.in_widths[0]
-    out = shape.out_width
-    if layer.op == "linear":
-        assert layer.shape is not None
-        weight_shape = list(layer.shape)
-        params = out * width_in
-        flops = 2.0 * params * tokens
-        moved = float(size * (params + width_in * tokens + out * tokens))
-    elif layer.op == "embedding":
-        assert layer.shape is not None
-        weight_shape = list(layer.shape)
-        params = layer.shape[0] * layer.shape[1]
-        moved = float(size * (2 * out * tokens) + 8 * tokens)
-    elif layer.op == "norm":
-        params = out
-        flops = 4.0 * out * tokens
-        moved = float(size * (2 * out * tokens + out))
-    elif layer.op == "attention":
-        seq = workload.tokens.sequence
-        flops = 4.0 * workload.tokens.batch * seq * seq * out
-        moved = float(size * (sum(shape.in_widths) + out) * tokens)
-    else:
-        flops = float(out * tokens * len(shape.in_widths))
-        moved = float(size * (sum(shape.in_widths) + out) * tokens)
-    return GraphLayer(
-        name=layer.name,
-        op=OpKind(layer.op),
-        weight_shape=weight_shape,
-        input_shape=[tokens, width_in],
-        output_shape=[tokens, out],
-        dtype=dtype,
-        intended=layer.sparsity,
-        params=params,
-        flops=flops,
-        bytes=moved,
-    )
 
 
 # --------------------------------------------------------------------------- the replay
@@ -212,6 +154,8 @@ class Prepared:
     dense_ref_out: Array
     graph: GraphStage
     decisions: dict[str, Decision]
+    target: TargetClock | None = None
+    """Every layer and the whole forward projected onto the backend's GPU (None for cpu-numpy)."""
 
 
 def prepare(workload: Workload, base_dir: Path | None = None, progress: Progress | None = None) -> Prepared:
@@ -241,7 +185,7 @@ def prepare(workload: Workload, base_dir: Path | None = None, progress: Progress
     pruned = prune(workload, dense_tensors, input_norms)
     tick("graph", 2, 3)
     graph = GraphStage(
-        layers=[_graph_layer(workload, layer, shape) for layer, shape in zip(workload.layers, shapes, strict=True)],
+        layers=[graph_layer(workload, layer, shape) for layer, shape in zip(workload.layers, shapes, strict=True)],
         tokens=workload.tokens.total,
         model_revision=weights.source.sha256 if weights.source is not None else f"seeded:{workload.seed}",
     )
@@ -263,7 +207,9 @@ def prepare(workload: Workload, base_dir: Path | None = None, progress: Progress
             compliant=is_compliant(layer, weight) if weight is not None and layer.op == "linear" else None,
         )
         decisions[layer.name] = profile.decide(query)
-    return Prepared(shapes, weights, inputs, pruned, dense_ref_out, graph, decisions)
+    paths = {name: decision.path.value for name, decision in decisions.items()}
+    target = target_clock(workload, paths)
+    return Prepared(shapes, weights, inputs, pruned, dense_ref_out, graph, decisions, target)
 
 
 def lower_stage(workload: Workload, prepared: Prepared, *, rounds: int | None = None) -> LowerStage:
@@ -272,6 +218,8 @@ def lower_stage(workload: Workload, prepared: Prepared, *, rounds: int | None = 
         _lower_layer(workload, layer, prepared.decisions[layer.name], prepared.pruned.get(layer.name), rounds)
         for layer in workload.layers
     ]
+    if prepared.target is not None:
+        flag_slower_than_dense(layers, prepared.target)
     return LowerStage(backend=get_profile(workload.backend).name, layers=layers)
 
 
@@ -312,18 +260,21 @@ def _kernel_stage(ctx: _Ctx, prepared: Prepared, fwd: _Forward) -> tuple[KernelS
     return KernelStage(layers=kernel_layers, by_class_ms=by_class), candidate_out
 
 
-def _schedule_stage(ctx: _Ctx, fwd: _Forward) -> tuple[ScheduleStage, list[float]]:
+def _schedule_stage(ctx: _Ctx, fwd: _Forward) -> tuple[ScheduleStage, list[float], TimingQuality]:
     """Whole forward, candidate interleaved with the dense baseline; the dense samples for the outcome."""
     workload, rounds = ctx.workload, ctx.repeats
     ctx.tick("schedule", 0, 1)
     trace = ForwardTrace()
-    samples = interleaved(
+    timed = measure(
         {"candidate": lambda: forward(fwd.candidate, fwd.x, trace), "dense": lambda: forward(fwd.dense, fwd.x)},
         rounds=rounds,
         warmup=workload.warmup,
     )
-    busy = trace.busy_ms[-rounds:]
-    dense_busy = trace.dense_ms[-rounds:]
+    samples = timed.samples
+    # busy time per candidate forward, for the rounds kept (a re-measured round replaces a disturbed one)
+    kept = timed.calls["candidate"]
+    busy = [trace.busy_ms[i] for i in kept]
+    dense_busy = [trace.dense_ms[i] for i in kept]
     span = samples["candidate"]
     overhead = [s - b for s, b in zip(span, busy, strict=True)]
     dense_share = float(np.median([d / b if b > 0 else 1.0 for d, b in zip(dense_busy, busy, strict=True)]))
@@ -336,16 +287,17 @@ def _schedule_stage(ctx: _Ctx, fwd: _Forward) -> tuple[ScheduleStage, list[float
         threads=workload.threads if workload.threads is not None else _blas_threads(),
         launches_per_iteration=len(fwd.candidate) + per_call,
         dense_share=dense_share,
-        layer_idle_samples_ms={layer.name: gaps[-rounds:] for layer, gaps in zip(workload.layers, trace.gaps_ms, strict=True)},
+        layer_idle_samples_ms={layer.name: [gaps[i] for i in kept] for layer, gaps in zip(workload.layers, trace.gaps_ms, strict=True)},
     )
     ctx.tick("schedule", 1, 1)
-    return schedule, samples["dense"]
+    return schedule, samples["dense"], timed.quality
 
 
 def _outcome_stage(
-    ctx: _Ctx, prepared: Prepared, fwd: _Forward, span: list[float], dense_samples: list[float], candidate_out: Array
+    ctx: _Ctx, prepared: Prepared, fwd: _Forward, timed: tuple[list[float], list[float], TimingQuality], candidate_out: Array
 ) -> tuple[OutcomeStage, list[Verdict]]:
-    """SLA, effective speedup, quality against the dense model, and quality at equal latency."""
+    """SLA, effective speedup (None when the timings are unstable), quality against dense, quality at equal latency."""
+    span, dense_samples, timing = timed
     workload = ctx.workload
     ctx.tick("outcome", 0, 2)
     labels = prepared.inputs.labels
@@ -354,22 +306,23 @@ def _outcome_stage(
     candidate_quality = quality(candidate_out, dense_ref_out, labels, dense_accuracy)
     equal = equal_latency(
         workload, ctx.repeats, prepared.shapes, prepared.weights.tensors, fwd.candidate, fwd.x, span, dense_samples,
-        dense_ref_out, labels, dense_accuracy, candidate_quality,
+        dense_ref_out, labels, dense_accuracy, candidate_quality, prepared.target,
     )
     ctx.tick("outcome", 1, 2)
     outcome = OutcomeStage(
         latency_samples_ms=span,
         budget_ms=workload.budget_ms,
         dense_baseline_samples_ms=dense_samples,
-        effective_speedup=median(dense_samples) / median(span),
+        effective_speedup=median(dense_samples) / median(span) if timing.stable else None,
         quality=candidate_quality,
         equal_latency=equal,
+        timing=timing,
     )
     verdicts: list[Verdict] = []
     if workload.budget_ms is not None:
         p = percentiles(span)
         status: Literal["pass", "fail"] = "pass" if p.p99 <= workload.budget_ms else "fail"
-        detail = f"p99 {p.p99:.3f} ms vs budget {workload.budget_ms:g} ms (p50 {p.p50:.3f}, p95 {p.p95:.3f})"
+        detail = f"p99 {p.p99:.3f} ms vs budget {workload.budget_ms:g} ms (p50 {p.p50:.3f}, p95 {p.p95:.3f}; this machine, measured)"
         verdicts.append(Verdict(check="sla", status=status, detail=detail))
     ctx.tick("outcome", 2, 2)
     return outcome, verdicts
@@ -389,8 +342,8 @@ def _replay(ctx: _Ctx, base_dir: Path | None, source_path: Path | None) -> RunRe
         x=_input_for(prepared.inputs.x, workload.precision),
     )
     kernel, candidate_out = _kernel_stage(ctx, prepared, fwd)
-    schedule, dense_samples = _schedule_stage(ctx, fwd)
-    outcome, verdicts = _outcome_stage(ctx, prepared, fwd, schedule.span_samples_ms, dense_samples, candidate_out)
+    schedule, dense_samples, timing = _schedule_stage(ctx, fwd)
+    outcome, verdicts = _outcome_stage(ctx, prepared, fwd, (schedule.span_samples_ms, dense_samples, timing), candidate_out)
     weights, inputs = prepared.weights, prepared.inputs
     workload_digest = file_digest(source_path) if source_path is not None else None
     files = [digest for digest in (workload_digest, weights.source, inputs.source) if digest is not None]
@@ -406,6 +359,7 @@ def _replay(ctx: _Ctx, base_dir: Path | None, source_path: Path | None) -> RunRe
         schedule=schedule,
         outcome=outcome,
         verdicts=verdicts,
+        target=prepared.target,
     )
 
 

@@ -185,6 +185,13 @@ class Workload(Record):
     )
     precision: DtypeField = Field("fp32", description="Input precision of every layer unless the layer overrides dtype.")
     threads: int | None = Field(None, ge=1, description="BLAS threads during the replay; default: leave as is.")
+    launch: Literal["eager", "cuda_graph"] = Field(
+        "eager",
+        description=(
+            "How the target GPU launches work, for latency projected onto it (GPU backend profiles): one host call "
+            "per op (eager) or one CUDA graph replay per forward (no per-call host cost)."
+        ),
+    )
     pruning: PruningSpec = Field(default_factory=PruningSpec)
 
     @field_validator("backend")
@@ -214,6 +221,7 @@ class Workload(Record):
             "conversion": self.conversion,
             "precision": self.precision,
             "threads": "default" if self.threads is None else str(self.threads),
+            "launch": self.launch,
             "pruning.method": self.pruning.method,
             "pruning.schedule": self.pruning.schedule,
             "pruning.calibration": self.pruning.calibration or "-",

@@ -162,3 +162,14 @@ def test_dump_is_plain_yaml_with_knobs() -> None:
     assert data["threads"] == 1
     assert workload.knobs()["conversion"] == "per_call"
     assert workload.knobs()["threads"] == "1"
+
+
+def test_launch_knob_defaults_to_eager_and_is_checked() -> None:
+    from sparsedebug.sources.replay.workload import parse_workload
+
+    data = {"name": "w", "tokens": {"sequence": 4}, "layers": [{"name": "fc", "op": "linear", "shape": [8, 8]}]}
+    workload = parse_workload(data, "w.yaml")
+    assert workload.launch == "eager" and workload.knobs()["launch"] == "eager"
+    assert parse_workload({**data, "launch": "cuda_graph"}, "w.yaml").launch == "cuda_graph"
+    with pytest.raises(UserError, match="launch"):
+        parse_workload({**data, "launch": "graph"}, "w.yaml")

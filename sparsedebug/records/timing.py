@@ -1,0 +1,55 @@
+"""How trustworthy a set of timings is: interference seen while measuring, per round and overall.
+
+Written by the noise-aware harness (:func:`sparsedebug.core.timing.measure`) into
+the records whose timings it took (the replay's whole-forward outcome, each
+``bench kernel`` row). A comparison whose timings are ``unstable`` is not reported
+as a speedup: gate and bisect treat it as inconclusive.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from sparsedebug.records.base import Record
+
+Flag = Literal["off_cpu", "preempted", "tick_quantised", "outlier"]
+"""Why a round was flagged.
+
+``off_cpu``: wall time far above the process CPU time (the process waited, descheduled);
+``preempted``: involuntary context switches during a round that ran well above the
+variant's median; ``tick_quantised``: the time lost is close to a whole number of
+scheduler ticks (another runnable process took the CPU for its time slices);
+``outlier``: the round is far slower than the variant's median."""
+
+
+class VariantTiming(Record):
+    """One timed variant: its final samples' spread, and its rounds' raw clocks."""
+
+    name: str
+    spread: float = Field(description="(p90 - p10) / p50 of the final wall-time samples.")
+    wall_ms: list[float] = Field(description="Final wall time per round (flagged rounds replaced when re-measured clean).")
+    cpu_ms: list[float] = Field(description="Process CPU time per round, same rounds.")
+    flagged: list[list[Flag]] = Field(description="Flags left on each final round.")
+
+
+class TimingQuality(Record):
+    """Interference while timing, and whether the comparison between the variants stands."""
+
+    status: Literal["stable", "unstable"]
+    reason: str
+    rounds: int
+    flagged_rounds: int = Field(description="Rounds flagged in the first pass.")
+    remeasured_rounds: int = Field(description="Extra rounds run to replace flagged ones (bounded).")
+    still_flagged: int = Field(description="Rounds still flagged after re-measurement.")
+    flags: dict[str, int] = Field(default_factory=dict, description="Count of each flag over the first pass, all variants.")
+    load_average: list[float] = Field(default_factory=list, description="1-minute load average at the start of each final round.")
+    cores: int | None = None
+    tick_ms: float
+    variants: list[VariantTiming] = Field(default_factory=list)
+
+    @property
+    def stable(self) -> bool:
+        """Whether the timings can be compared."""
+        return self.status == "stable"

@@ -1,0 +1,68 @@
+"""Which clock a rendered latency is on, in words: shared by the terminal, memo and report renderers.
+
+A replay's samples are measured on this machine; an imported trace's on the GPU
+that was traced; a run's ``target`` holds latencies projected onto the GPU of its
+backend profile. Every latency a renderer prints carries one of these labels.
+"""
+
+from __future__ import annotations
+
+import re
+
+from sparsedebug.records.run import RunRecord
+from sparsedebug.records.target import TargetClock
+from sparsedebug.signoff.metrics import THIS_MACHINE, bundle_clock, measured_clock
+
+__all__ = ["THIS_MACHINE", "bundle_clock", "label_latencies", "measured_clock", "quotes_unlabelled_latency", "slower_layers", "target_label", "target_sentence"]
+
+CLOCK_WORDS = ("this machine", "target clock", "projected", "traced")
+"""Words that name a clock in rendered text."""
+_LATENCY = re.compile(r"\d\s?(ms|us)\b")
+
+
+def target_label(target: TargetClock) -> str:
+    """``target clock: h200-cusparselt (NVIDIA H200 SXM), eager, projected``."""
+    return f"target clock: {target.backend} ({target.device}), {target.launch.replace('_', ' ')}, projected"
+
+
+def target_sentence(run: RunRecord) -> str | None:
+    """The whole forward on the target clock in one sentence, with the layers slower sparse than dense; None without."""
+    target = run.target
+    if target is None:
+        return None
+    fwd = target.forward
+    if fwd.dense is None or fwd.candidate is None or fwd.speedup is None:
+        return f"On the {target_label(target)}: no whole-forward projection ({fwd.note or 'a layer has no figure'})"
+    text = (
+        f"On the {target_label(target)}: dense forward {fwd.dense.total_ms:.3f} ms, candidate {fwd.candidate.total_ms:.3f} ms "
+        f"(host {fwd.candidate.host_ms:.3f} ms, GPU {fwd.candidate.gpu_ms:.3f} ms): effective speedup {fwd.speedup:.3f}x "
+        f"(basis {fwd.basis})"
+    )
+    slower = slower_layers(run)
+    if slower:
+        text += f"; {len(slower)} sparse layer(s) projected slower than dense there"
+    return text
+
+
+def slower_layers(run: RunRecord) -> list[tuple[str, float, float]]:
+    """``(layer, sparse ms, dense ms)`` of every layer lowering flagged ``slower_than_dense`` on the target."""
+    return [
+        (lo.name, lo.slower_on_target.sparse_ms, lo.slower_on_target.dense_ms)
+        for lo in run.lower.layers
+        if lo.slower_on_target is not None
+    ]
+
+
+def label_latencies(lines: list[str], clock: str) -> list[str]:
+    """Append ``(clock)`` to every prose line quoting a latency without naming its clock (table rows untouched)."""
+    out = []
+    for line in lines:
+        if not line.lstrip().startswith("|") and _LATENCY.search(line) and not any(word in line for word in CLOCK_WORDS):
+            line = f"{line} ({clock})"
+        out.append(line)
+    return out
+
+
+def quotes_unlabelled_latency(line: str) -> bool:
+    """Whether a prose line quotes a latency without naming a clock (what :func:`label_latencies` prevents)."""
+    return not line.lstrip().startswith("|") and bool(_LATENCY.search(line)) and not any(word in line for word in CLOCK_WORDS)

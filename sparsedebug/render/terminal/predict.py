@@ -1,0 +1,131 @@
+"""Render target projections: per layer dense and sparse time on the target clock, totals, break-even tokens.
+
+Every latency these tables show is on the target clock (projected onto the GPU of
+the backend profile, never timed on this machine); titles and captions say so.
+"""
+
+from __future__ import annotations
+
+import re
+
+from rich.markup import escape
+from rich.table import Table
+
+from sparsedebug.records.target import BreakEven, ForwardProjection, LayerProjection, PathTime, PredictReport, Provenance
+
+_GEMM_ROW = re.compile(r"gemm\[(\d+)\]")
+_FILE = re.compile(r"([\w.-]+\.(?:json\.gz|json|csv|yaml))")
+
+
+def target_clock_label(backend: str, device: str, launch: str) -> str:
+    """``target clock (projected): h200-cusparselt on NVIDIA H200 ..., eager``."""
+    return f"target clock (projected): {backend} on {device}, {launch.replace('_', ' ')}"
+
+
+def short_sources(*provenances: Provenance | None) -> str:
+    """The measured inputs of some figures, compressed: ``gemm[10,11] + trace_sparse_mlp_T2048.json.gz``."""
+    rows: list[int] = []
+    files: list[str] = []
+    for prov in provenances:
+        if prov is None:
+            continue
+        for source in prov.sources:
+            rows += [int(m) for m in _GEMM_ROW.findall(source)]
+            files += [f for f in _FILE.findall(source) if f != "results.json"]
+    parts = []
+    if rows:
+        parts.append("gemm[" + ",".join(str(r) for r in sorted(set(rows))) + "]")
+    parts += list(dict.fromkeys(files))
+    return " + ".join(parts) or "-"
+
+
+def _ms(path: PathTime | None) -> str:
+    return "-" if path is None else f"{path.per_call_ms:.4f}"
+
+
+def _host_gpu(path: PathTime | None) -> str:
+    return "-" if path is None else f"{path.host_ms:.3f} / {path.gpu_ms:.4f}"
+
+
+def _speedup(value: float | None) -> str:
+    if value is None:
+        return "-"
+    colour = "green" if value > 1.0 else "red"
+    return f"[{colour}]{value:.2f}x[/{colour}]"
+
+
+def _basis(basis: str) -> str:
+    colour = {"measured": "green", "interpolated": "cyan", "extrapolated": "yellow", "estimate": "magenta"}.get(basis, "red")
+    return f"[{colour}]{basis}[/{colour}]"
+
+
+def layers_table(layers: list[LayerProjection], title: str, *, all_layers: bool = True) -> Table:
+    """Per layer: shape, path, dense and sparse per-call ms, sparse host / GPU ms, speedup, basis, sources."""
+    table = Table(title=title)
+    table.add_column("layer", no_wrap=True)
+    table.add_column("shape", no_wrap=True)
+    table.add_column("path")
+    table.add_column("dense ms", justify="right")
+    table.add_column("sparse ms", justify="right")
+    table.add_column("sparse host / GPU ms", justify="right")
+    table.add_column("speedup", justify="right")
+    table.add_column("basis")
+    table.add_column("from", overflow="fold")
+    for layer in layers:
+        if not all_layers and layer.op != "linear":
+            continue
+        shape = "x".join(str(d) for d in layer.shape) if layer.shape else layer.op
+        sources = short_sources(*(p.gpu for p in (layer.dense, layer.sparse) if p), *(p.host for p in (layer.dense, layer.sparse) if p))
+        if layer.note and layer.sparse is None and layer.op == "linear":
+            sources = f"{sources}; {layer.note}" if sources != "-" else layer.note
+        table.add_row(
+            escape(layer.name), shape, layer.path, _ms(layer.dense), _ms(layer.sparse), _host_gpu(layer.sparse),
+            _speedup(layer.speedup), _basis(layer.basis), escape(sources),
+        )
+    table.caption = "per call: max(host, GPU) eager, GPU under a CUDA graph; speedup = dense / sparse"
+    return table
+
+
+def forward_line(forward: ForwardProjection) -> str:
+    """One line: dense and candidate whole forward on the target clock, and the speedup."""
+    if forward.dense is None or forward.candidate is None:
+        return f"whole forward (target clock, projected): n/a: {forward.note or 'a layer has no figure'}"
+    d, c = forward.dense, forward.candidate
+    line = (
+        f"whole forward (target clock, projected, {forward.launch.replace('_', ' ')}): dense {d.total_ms:.3f} ms "
+        f"(GPU {d.gpu_ms:.3f}, host {d.host_ms:.3f}), candidate {c.total_ms:.3f} ms (GPU {c.gpu_ms:.3f}, host {c.host_ms:.3f})"
+    )
+    if forward.speedup is not None:
+        line += f", speedup {forward.speedup:.2f}x"
+    line += f"; basis {forward.basis}"
+    if forward.extrapolated_layers:
+        line += f" ({len(forward.extrapolated_layers)} layer(s) extrapolated)"
+    return line
+
+
+def break_even_table(rows: list[BreakEven], title: str) -> Table:
+    """Per shape: the token count from which 2:4 pays off on the target."""
+    table = Table(title=title)
+    table.add_column("shape", no_wrap=True)
+    table.add_column("dtype")
+    table.add_column("2:4 pays off from", justify="right")
+    table.add_column("basis")
+    table.add_column("note", overflow="fold")
+    for row in rows:
+        tokens = f"{row.tokens_from} tokens" if row.tokens_from is not None else f"never (<= {row.searched_up_to})"
+        table.add_row("x".join(str(d) for d in row.shape), row.dtype, tokens, _basis(row.basis), escape(row.note))
+    return table
+
+
+def predict_tables(report: PredictReport, *, all_layers: bool = False) -> list[Table | str]:
+    """Everything ``sparsedebug predict`` prints: one table and total per token count, then break-even."""
+    clock = target_clock_label(report.backend, report.device, report.launch)
+    out: list[Table | str] = []
+    for at in report.results:
+        what = f"workload {report.workload}" if report.workload else "shapes"
+        out.append(layers_table(at.layers, f"{what} at {at.tokens} tokens: {clock}", all_layers=all_layers))
+        out.append(forward_line(at.forward))
+    if report.break_even:
+        out.append(break_even_table(report.break_even, f"break-even per shape: {clock}"))
+    out.append(f"method: {report.method}")
+    return out
