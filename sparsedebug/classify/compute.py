@@ -8,14 +8,26 @@ from __future__ import annotations
 
 from collections import Counter
 
-from sparsedebug.classify.context import CAPTURE_NCU, CAPTURE_TRACE, Context, Fact, Facts, Missing, Result, roofline_missing
+from sparsedebug.classify.context import (
+    CAPTURE_BASELINE,
+    CAPTURE_NCU,
+    CAPTURE_TRACE,
+    Context,
+    Fact,
+    Facts,
+    Missing,
+    Result,
+    roofline_missing,
+)
 from sparsedebug.classify.evidence import ncu_detail, sparse_ncu
 from sparsedebug.classify.rule import Rule, RuleSet
-from sparsedebug.core.patterns import declared_sparse, fell_back
+from sparsedebug.core.patterns import declared_sparse, fell_back, path_changed, path_text
 from sparsedebug.core.patterns import fallback_flop_share as shared_fallback_flop_share
 from sparsedebug.core.stats import median
+from sparsedebug.locate.common import ms_per_iteration
 from sparsedebug.records.classification import Fix, Mechanism
 from sparsedebug.records.run import FallbackReason, GraphLayer, KernelPath, LowerLayer, RunRecord
+from sparsedebug.sources.importers.dispatch import change_text, dispatch_cause, fix_for, moved_to_fp32
 
 COMPUTE = RuleSet(Mechanism.COMPUTE)
 
@@ -94,6 +106,66 @@ def fallback_flop_share(ctx: Context) -> Result:
     if biggest is not None:
         data = {"layer": biggest[0].name, "reason": biggest[1].reason}
     return Fact(share, "lower.layers[].path + graph.layers[].flops", detail, context=data)
+
+
+def neighbour_fix(rule: Rule, facts: Facts) -> Fix:
+    """Give the neighbour its fast path back, naming the cause the trace shows (layout, dtype, mask)."""
+    info = facts.data(rule.metric)
+    layer, cause, change = info.get("layer"), info.get("cause"), info.get("change")
+    named = fix_for(layer, cause) if isinstance(layer, str) and isinstance(cause, list) else None
+    if named is None:
+        where = f" ({layer}: {change})" if isinstance(layer, str) else ""
+        named = f"restore the neighbouring op's previous kernel path{where}: check its input layout, dtype and mask, and re-trace"
+    return Fix(kind="advice", layer=layer if isinstance(layer, str) else None, rule=rule.id, metric="latency_p50_ms",
+               direction="down", text=named)
+
+
+@COMPUTE.rule(
+    "compute.neighbour_path_change", ">", 0.5, "share", 3.0,
+    source="lower.layers[] path/kernel classes/dispatch vs baseline + kernel.layers[].samples_ms",
+    description="Share of the latency change carried by layers not declared sparse whose kernel path or dispatch "
+    "changed (a neighbouring op pushed off its fused path; moves onto fp32/SIMT count as precision instead).",
+    fix="restore the neighbour's fast path: make its input contiguous, keep its dtype, drop the mask",
+    suggest=neighbour_fix,
+)
+def neighbour_path_latency_share(ctx: Context) -> Result:
+    """Per-iteration kernel time gained by changed-path neighbours over the whole-forward latency change."""
+    if ctx.baseline is None:
+        return Missing("no baseline: a path change cannot be judged", CAPTURE_BASELINE)
+    base_lat = ctx.baseline.outcome.latency_samples_ms or ctx.baseline.schedule.span_samples_ms
+    cand_lat = ctx.run.outcome.latency_samples_ms or ctx.run.schedule.span_samples_ms
+    if not base_lat or not cand_lat:
+        return Missing("no whole-forward latency samples on both sides", CAPTURE_TRACE if ctx.imported else "replay both workloads")
+    total = median(cand_lat) - median(base_lat)
+    graph, base_lower = ctx.graph(), ctx.lower(ctx.baseline)
+    base_kernel = {k.name: k for k in ctx.baseline.kernel.layers}
+    cand_kernel = {k.name: k for k in ctx.run.kernel.layers}
+    carried: dict[str, float] = {}
+    for lo in ctx.run.lower.layers:
+        before = base_lower.get(lo.name)
+        if before is None or declared_sparse(graph[lo.name].intended if lo.name in graph else None) or not path_changed(before, lo):
+            continue
+        if moved_to_fp32(before, lo):
+            continue  # a tensor-core -> fp32/SIMT move is precision evidence (precision.dtype_change), not compute
+        if lo.name in cand_kernel and lo.name in base_kernel:
+            carried[lo.name] = ms_per_iteration(cand_kernel[lo.name].samples_ms, ctx.run) - ms_per_iteration(
+                base_kernel[lo.name].samples_ms, ctx.baseline
+            )
+    grown = sum(v for v in carried.values() if v > 0)
+    if not carried:
+        return Fact(0.0, "lower.layers[] vs baseline", "no layer outside the declared-sparse ones changed kernel path")
+    if total <= 0:
+        return Fact(0.0, "outcome.latency_samples_ms", f"{len(carried)} neighbour(s) changed path, but latency did not grow")
+    worst = max(carried, key=lambda name: carried[name])
+    dispatch = change_text(base_lower[worst], ctx.lower()[worst])
+    change = f"{path_text(base_lower[worst])} -> {path_text(ctx.lower()[worst])}" + (f", {dispatch}" if dispatch else "")
+    data: dict[str, object] = {"layer": worst, "change": change}
+    cause = dispatch_cause(base_lower[worst].dispatch, ctx.lower()[worst].dispatch)
+    if cause:
+        data["cause"] = cause
+    detail = (f"{grown:.3f} of {total:.3f} ms latency growth per iteration in {len(carried)} changed-path neighbour(s); "
+              f"largest {worst} +{carried[worst]:.3f} ms ({change})" + (f"; cause seen in the trace: {'; '.join(cause)}" if cause else ""))
+    return Fact(grown / total, "lower vs baseline + kernel.layers[].samples_ms", detail, context=data)
 
 
 @COMPUTE.rule(

@@ -13,7 +13,7 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
-from sparsedebug.core.stats import SampleComparison, compare_samples, enough_samples
+from sparsedebug.core.stats import SampleComparison, compare_samples, enough_samples, median
 from sparsedebug.records.findings import LayerFinding, MetricFinding, StageStatus
 from sparsedebug.records.run import RunRecord
 
@@ -51,6 +51,11 @@ def calls_per_iteration(samples: Sequence[float], iterations: int) -> int:
     if len(samples) >= iterations and iterations > 0:
         return max(1, round(len(samples) / iterations))
     return 1
+
+
+def ms_per_iteration(samples: Sequence[float], run: RunRecord) -> float:
+    """A layer's kernel time in one iteration of ``run``: its median per-call time times its calls per iteration."""
+    return median(samples) * calls_per_iteration(samples, iteration_count(run)) if samples else 0.0
 
 
 def positive(values: Iterable[float], floor: float = 1e-9) -> list[float]:

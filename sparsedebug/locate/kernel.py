@@ -12,8 +12,14 @@ from __future__ import annotations
 
 from sparsedebug.core.dtypes import kernel_tolerance
 from sparsedebug.core.patterns import layer_precision
-from sparsedebug.core.stats import compare_samples, median
-from sparsedebug.locate.common import calls_per_iteration, compare_layers, fmt_cmp, iteration_count, positive, stage_status
+from sparsedebug.core.stats import compare_samples
+from sparsedebug.locate.common import (
+    compare_layers,
+    fmt_cmp,
+    ms_per_iteration,
+    positive,
+    stage_status,
+)
 from sparsedebug.records.findings import LayerFinding, MetricFinding, StageFinding
 from sparsedebug.records.run import GraphLayer, KernelLayer, KernelPath, RunRecord
 
@@ -42,11 +48,7 @@ def kernel_stage(base: RunRecord, cand: RunRecord, lower: StageFinding, alpha: f
             m in b_lower and m in c_lower and b_lower[m].path is KernelPath.DENSE and c_lower[m].path is KernelPath.SPARSE for m in members
         )
         explained = [m for m in members if m in lowered_wrong]
-        delta = sum(
-            median(c_kernel[m].samples_ms) * calls_per_iteration(c_kernel[m].samples_ms, iteration_count(cand))
-            - median(b_kernel[m].samples_ms) * calls_per_iteration(b_kernel[m].samples_ms, iteration_count(base))
-            for m in members
-        )
+        delta = sum(ms_per_iteration(c_kernel[m].samples_ms, cand) - ms_per_iteration(b_kernel[m].samples_ms, base) for m in members)
         if comp.direction == "slower":
             if explained:
                 detail = f"slower {fmt_cmp(comp)}; follows from lowering ({', '.join(explained)})"

@@ -217,7 +217,19 @@ def _drift() -> Case:
     return Case(run)
 
 
+def _neighbour_path() -> Case:
+    """A layer not declared sparse whose attention kernel became an unfused elementwise sequence, 1 ms slower."""
+    base, run = make_run("baseline", intended="dense"), make_run(intended="dense")
+    for record, cls in ((base, KernelClass.ATTENTION), (run, KernelClass.ELEMENTWISE)):
+        lower = record.lower.layers[0]
+        lower.path, lower.kernel_class, lower.reason = KernelPath.DENSE, cls, FallbackReason.INTENDED_DENSE
+    run.kernel.layers[0].samples_ms = [s + 1.0 for s in run.kernel.layers[0].samples_ms]
+    run.outcome.latency_samples_ms = [s + 1.0 for s in run.outcome.latency_samples_ms]
+    return Case(run, baseline=base)
+
+
 PLANTED: dict[str, Callable[[], Case]] = {
+    "compute.neighbour_path_change": _neighbour_path,
     "compute.fallback_flops": _fallback,
     "compute.fallback_time": _fallback,
     "compute.sparse_not_faster": _sparse_slower,
