@@ -2,7 +2,9 @@
 
 Two profiles of one training loop differ only in timing; they must import with
 the same layers (names, ops, shapes), and bisect must find nothing between
-them. The seed of ``tests.support.tracegen`` changes only the timing.
+them. The generator (``tests.support.tracegen``) writes the sequence numbers
+and the host clock as PyTorch does, so these traces have the structure of a
+real one; the seed changes only the timing.
 """
 
 from __future__ import annotations
@@ -18,11 +20,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sparsedebug.locate.walk import bisect_runs
-from sparsedebug.records.run import RunRecord
-from sparsedebug.sources.importers.host_tree import link_parents
+from sparsedebug.records.run import OpKind, RunRecord
+from sparsedebug.sources.importers.host_tree import ancestors, children, link_launches, link_parents
 from sparsedebug.sources.importers.torch_trace import analyze_trace
-from sparsedebug.sources.importers.trace_events import HostRange
-from tests.support.tracegen import TraceSpec, generate, strip, write_doc
+from sparsedebug.sources.importers.trace_events import HostRange, read_events
+from sparsedebug.sources.importers.trace_layers import LayerResolver
+from tests.support.tracegen import TraceSpec, generate, layer_name, strip, write_doc
 
 SPEC = TraceSpec(layers=6, calls=2, iterations=6, streams=2, bucket=4)
 EVALUATE = "autograd::engine::evaluate_function: "
@@ -67,6 +70,64 @@ def test_two_seeds_import_the_same_layers_and_bisect_finds_nothing(tmp_path: Pat
     result = bisect_runs(base, rerun)
     assert result.first_stage is None, result.verdict
     assert not [f.layer for s in result.stages for f in s.layers if f.regression]
+
+
+def test_backward_layers_are_the_forward_layers_they_differentiate(tmp_path: Path) -> None:
+    record = _import(tmp_path, replace(SPEC, seed=3), "annotated")
+    graph = {g.name: g for g in record.graph.layers}
+    backward = {lo.name for lo in record.lower.layers if lo.phase == "backward"}
+    assert backward == {f"backward:{layer_name(i)}" for i in range(SPEC.layers)} | {"backward:nccl:all_reduce"}
+    samples = {k.name: k.samples_ms for k in record.kernel.layers}
+    for i in range(SPEC.layers):
+        forward, grad = graph[layer_name(i)], graph[f"backward:{layer_name(i)}"]
+        assert grad.op is OpKind.LINEAR and grad.weight_shape == forward.weight_shape == [SPEC.hidden, SPEC.hidden]
+        assert len(samples[grad.name]) == SPEC.calls * SPEC.iterations  # one backward call per forward call
+    lower = {lo.name: lo for lo in record.lower.layers}
+    grad_gemm = lower[f"backward:{layer_name(0)}"].dispatch
+    assert grad_gemm is not None and grad_gemm.op == "aten::mm"  # the GEMMs the engine ran, not the forward's addmm
+
+
+def test_sparse_forward_does_not_make_its_backward_a_path_change(tmp_path: Path) -> None:
+    dense = _import(tmp_path, replace(SPEC, seed=4), "annotated")
+    sparse = _import(tmp_path, replace(SPEC, seed=5, sparse_layers=frozenset({0, 1})), "annotated")
+    backends = {lo.name: lo.dispatch.backend if lo.dispatch else None for lo in sparse.lower.layers}
+    assert backends[layer_name(0)] == "cusparselt" and backends[f"backward:{layer_name(0)}"] == "cublas"
+    lower = bisect_runs(dense, sparse).stage("lower")
+    assert lower.status == "expected", lower.summary  # the two forward layers, as declared
+
+
+def test_each_backward_node_maps_to_the_forward_op_that_created_it(tmp_path: Path) -> None:
+    spec = replace(SPEC, iterations=3)
+    path = tmp_path / "t.json"
+    write_doc(path, generate(spec)[0])
+    trace = read_events(path)
+    link_launches(trace, link_parents(trace.ranges))
+    resolver = LayerResolver(trace, children(trace.ranges))
+    nodes = sorted((r for r in trace.ranges if r.name.startswith(EVALUATE)), key=lambda r: r.ts)
+    assert all(r.seq is None for r in nodes if r.name.endswith("AccumulateGrad"))
+    linked = [r for r in nodes if not r.name.endswith("AccumulateGrad")]
+    steps = sorted(s.ts for s in trace.steps)
+
+    def layer_of(index: int | None) -> tuple[int, str]:
+        assert index is not None
+        creator = trace.ranges[index]
+        annotation = next(a.name for a in ancestors(trace.ranges, index) if a.kind == "annotation")
+        return sum(1 for s in steps if s <= creator.ts) - 1, annotation
+
+    got = [(r.name.removeprefix(EVALUATE), *layer_of(resolver.forward_op(r))) for r in linked]
+    order = [layer_name(i) for _call in range(spec.calls) for i in range(spec.layers)]
+    expected = [
+        (node, step, layer)
+        for step in range(spec.iterations)
+        for layer in reversed(order)
+        for node in ("GeluBackward0", "AddmmBackward0", "TBackward0")
+    ]
+    assert got == expected
+    # the node of a step's first aten::t (its backward runs last) shares its number with the previous step's
+    # last ops (aten::zero_, aten::item) and this step's aten::to: the creator is the last of them, not the first
+    last_t = [r for r in linked if r.name.endswith("TBackward0") and steps[1] < r.ts < steps[2]][-1]
+    sharing = [trace.ranges[i].name for i in resolver.forward_ops_of_seq[last_t.seq or 0][1]]
+    assert sharing == ["aten::zero_", "aten::item", "aten::to", "aten::linear", "aten::t"]
 
 
 def _two_autograd_threads(first: str, tids: tuple[int, int]) -> Doc:
