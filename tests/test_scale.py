@@ -64,14 +64,12 @@ def test_many_calls_per_layer_bisect_finds_the_slower_kernels(traces: dict[str, 
         assert 0.0 <= cmp["p_value"] <= 1.0
 
 
-@pytest.mark.xfail(strict=True, reason="backward-phase layer identity of generated training traces depends on timing noise (fix in progress)")
 def test_a_rerun_with_new_noise_is_not_a_finding(traces: dict[str, Path]) -> None:
     out = _json(["bisect", str(traces["base"]), str(traces["rerun"])])
     assert out["first_stage"] is None, out["verdict"]
     assert not any(f["regression"] for s in out["stages"] for f in s["layers"])  # type: ignore[attr-defined]
 
 
-@pytest.mark.xfail(strict=True, reason="backward-phase layer identity of generated training traces depends on timing noise (fix in progress)")
 def test_training_pair_with_host_cost_is_a_schedule_divergence_classed_scheduling(traces: dict[str, Path]) -> None:
     base, cand = str(traces["base"]), str(traces["sparse"])
     assert _json(["bisect", base, cand])["first_stage"] == "schedule"
@@ -82,7 +80,6 @@ def test_training_pair_with_host_cost_is_a_schedule_divergence_classed_schedulin
     assert fallbacks.exit_code == 0, fallbacks.stderr
 
 
-@pytest.mark.xfail(strict=True, reason="backward-phase layer identity of generated training traces depends on timing noise (fix in progress)")
 def test_playbook_runs_end_to_end_on_generated_traces(traces: dict[str, Path], tmp_path: Path) -> None:
     bundle = tmp_path / "bundle"
     out = _json(["playbook", "run", "--baseline", str(traces["base"]), "--candidate", str(traces["sparse"]), "-o", str(bundle)])

@@ -132,3 +132,45 @@ def test_variations_keep_every_gpu_op(tmp_path: Path) -> None:
 def test_bad_specs_are_refused() -> None:
     with pytest.raises(ValueError, match="at least 1"):
         generate(TraceSpec(layers=0))
+
+
+def test_host_ranges_nest_exactly_as_the_profiler_writes_them() -> None:
+    # Kineto writes ts/dur from nanosecond clocks: a range never overlaps the previous call on its thread,
+    # and a child never outlives its parent (the importer must not be handed rounding artefacts as structure).
+    events = generate(TraceSpec(layers=4, calls=2, iterations=3, jitter=0.3, seed=5))[0]["traceEvents"]
+    by_thread: dict[int, list[tuple[int, int]]] = {}
+    for e in events:
+        if e.get("ph") == "X" and e.get("pid") != 0:
+            start = round(e["ts"] * 1000)
+            by_thread.setdefault(e["tid"], []).append((start, start + round(e["dur"] * 1000)))
+    for ranges in by_thread.values():
+        open_ends: list[int] = []
+        gaps = []
+        for start, end in sorted(ranges, key=lambda r: (r[0], -r[1])):
+            while open_ends and open_ends[-1] <= start:
+                gaps.append(start - open_ends.pop())
+            assert not open_ends or end <= open_ends[-1]  # inside its parent, or after it
+            open_ends.append(end)
+        assert min(gaps) > 0  # consecutive calls are apart
+
+
+def test_sequence_numbers_link_backward_nodes_to_the_forward_ops_that_created_them() -> None:
+    spec = TraceSpec(layers=3, calls=2, iterations=2)
+    events = [e for e in generate(spec)[0]["traceEvents"] if e.get("cat") == "cpu_op"]
+    forward = [e for e in events if e["tid"] != AUTOGRAD_TID]
+    backward = [e for e in events if e["tid"] == AUTOGRAD_TID]
+    creators = {e["args"]["Sequence number"]: e["name"] for e in forward if e["name"] in ("aten::t", "aten::addmm", "aten::gelu")}
+    assert len(creators) == 2 * 3 * 2 * 3  # every node has its own number
+    node_of = {"aten::t": "TBackward0", "aten::addmm": "AddmmBackward0", "aten::gelu": "GeluBackward0"}
+    evaluated = [e for e in backward if e["name"].startswith("autograd::engine::evaluate_function: ")]
+    for e in evaluated:
+        node = e["name"].split(": ", 1)[1]
+        if node.endswith("AccumulateGrad"):
+            assert "Sequence number" not in e["args"]
+            continue
+        assert node_of[creators[e["args"]["Sequence number"]]] == node and e["args"]["Fwd thread id"] == 1
+    assert sum(1 for e in evaluated if "Sequence number" in e["args"]) == len(creators)
+    # ops below autograd, inside backward, and in the optimizer step (no_grad) record none
+    unnumbered = {e["name"] for e in events if "Sequence number" not in e["args"]}
+    assert {"aten::copy_", "aten::_local_scalar_dense", "aten::_fused_adamw_", "aten::mm", "aten::gelu_backward"} <= unnumbered
+    assert all("Sequence number" in e["args"] for e in forward if e["name"] in ("aten::linear", "aten::to", "aten::mse_loss", "aten::item"))

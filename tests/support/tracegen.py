@@ -16,14 +16,31 @@ One iteration (``ProfilerStep#N``, a ``user_annotation`` on the main thread):
   of extra host time per call), then a GELU kernel; optional ``record_function``
   annotations ``layers.{b}.mlp.{gate,up,down}_proj``; optional DtoD copies per
   call (``copies_per_call``); layer ``i`` runs on compute stream ``i % streams``;
-* backward on the autograd thread (its own ``tid``): per layer call, an
-  ``autograd::engine::evaluate_function: AddmmBackward0`` range with two
-  ``aten::mm`` GEMMs, one for ``GeluBackward0``, and per layer one
-  ``AccumulateGrad``; every ``bucket`` layers an ``nccl:all_reduce`` range launches
-  ``ncclDevKernel_AllReduce_Sum_f16_RING_LL`` on the communication stream;
+* autograd sequence numbers as PyTorch records them: every forward op
+  dispatched through autograd with grad mode on carries the thread's next
+  ``Sequence number`` (``aten::linear`` and its ``aten::t`` share one, ops
+  nested below autograd such as ``aten::copy_`` under ``aten::to`` have none),
+  and an op that creates an autograd node (``aten::t``, ``aten::addmm``,
+  ``aten::gelu``, ``aten::mse_loss``) moves it on; the optimizer step runs
+  under ``no_grad`` (no numbers);
+* backward on the autograd thread (its own ``tid``, ``pt_autograd_0``), in the
+  reverse order of the forward calls: per layer call an
+  ``autograd::engine::evaluate_function: GeluBackward0`` range (one GELU backward
+  kernel), one for ``AddmmBackward0`` with two ``aten::mm`` GEMMs and one for
+  ``TBackward0`` (no kernel), each with the ``Sequence number`` of the forward op
+  that created its node and ``Fwd thread id``; after the last use of a layer's
+  weight one ``AccumulateGrad`` (no sequence number); every ``bucket`` layers an
+  ``nccl:all_reduce`` range launches ``ncclDevKernel_AllReduce_Sum_f16_RING_LL``
+  on the communication stream;
 * optimizer: ``aten::zero_`` (memset) then ``Optimizer.step#AdamW.step`` with
   ``multi_tensor_apply_kernel`` launches after the all-reduces finish;
 * ``aten::item``: a DtoH copy and ``cudaStreamSynchronize`` (the host waits).
+
+Host times are kept as the profiler writes them: ``ts`` and ``dur`` of a range
+come from its start and end rounded to the nanosecond (so ``ts + dur`` is its
+end), and consecutive calls on a thread are a little apart (``HOST_GAP_US``, the
+interpreter's time between two calls; the shortest such gap in the H200 traces
+is 0.75 us), so a range never overlaps the one before it.
 
 ``generate(spec)`` returns the trace document and the ground truth (every GPU
 op's interval, so busy and span can be checked independently);
@@ -47,6 +64,10 @@ from typing import Any
 PID = 4242
 AUTOGRAD_TID = 4299
 COMM_STREAM = 21
+HOST_GAP_US = 1.0
+"""Host time between two consecutive calls on one thread (before jitter)."""
+FWD_THREAD_ID = 1
+"""``Fwd thread id`` of backward events: the profiler's id of the thread that ran the forward (forward ops record 0)."""
 _BASE_TS = 6_000_000_000.0
 _GEMM_FLOPS_PER_US = 2.5e8  # ~250 TFLOP/s fp16 dense
 _DENSE_GEMM = "nvjet_sm90_hsh_256x128_64x4_1x2_h_bz_coopA_TNT"
@@ -135,7 +156,7 @@ class _Gen:
         self.free: dict[int, float] = {}
         self.ext = 0
         self.corr = 100
-        self.seq = 0
+        self.seq = 0  # the forward thread's next autograd sequence number (at::sequence_number::peek())
         self.compute = [7 + 6 * i for i in range(max(1, spec.streams))]
 
     def _j(self, value: float) -> float:
@@ -143,6 +164,11 @@ class _Gen:
 
     def host(self, tid: int, us: float) -> None:
         self.clock[tid] += self._j(us)
+
+    def complete(self, cat: str, name: str, pid: int, tid: int, start: float, end: float, args: dict[str, Any]) -> None:
+        """An ``X`` event with ``ts``/``dur`` from its start and end rounded to the nanosecond, as Kineto writes them."""
+        ts = round(start, 3)
+        self.events.append({"ph": "X", "cat": cat, "name": name, "pid": pid, "tid": tid, "ts": ts, "dur": round(round(end, 3) - ts, 3), "args": args})
 
     @contextmanager
     def span(self, name: str, tid: int, cat: str = "cpu_op", args: dict[str, Any] | None = None) -> Iterator[None]:
@@ -153,17 +179,31 @@ class _Gen:
         yield
         self.host(tid, 1.0)
         body = {"External id": ext, "Record function id": 0, **(args or {})}
-        self.events.append({"ph": "X", "cat": cat, "name": name, "pid": PID, "tid": tid, "ts": round(start, 3), "dur": round(self.clock[tid] - start, 3), "args": body})
+        self.complete(cat, name, PID, tid, start, self.clock[tid], body)
+        self.host(tid, HOST_GAP_US)
 
-    def op(self, name: str, tid: int, dims: list[list[int]] | None = None, args: dict[str, Any] | None = None) -> Any:
-        """A ``cpu_op`` span with the shape fields of ``record_shapes=True``."""
+    @contextmanager
+    def op(
+        self, name: str, tid: int, dims: list[list[int]] | None = None, args: dict[str, Any] | None = None, *, autograd: bool = True, node: bool = False,
+    ) -> Iterator[int]:
+        """A ``cpu_op`` span with the shape fields of ``record_shapes=True``; yields its sequence number.
+
+        On the forward thread an op dispatched through autograd (``autograd``)
+        records the next sequence number; one that creates an autograd node
+        (``node``) takes it, and the counter moves on when it returns. Backward
+        events get theirs from ``args``.
+        """
         extra: dict[str, Any] = dict(args or {})
         if dims is not None and self.spec.record_shapes:
             strides = [[prod(d[k + 1 :]) for k in range(len(d))] for d in dims]
             extra.update({"Input Dims": dims, "Input type": ["c10::Half" if d else "" for d in dims], "Input Strides": strides, "Concrete Inputs": ["" for _ in dims]})
-        self.seq += 1
-        extra.setdefault("Sequence number", self.seq)
-        return self.span(name, tid, "cpu_op", extra)
+        seq = self.seq
+        if tid == PID and autograd:
+            extra.update({"Fwd thread id": 0, "Sequence number": seq})
+        with self.span(name, tid, "cpu_op", extra):
+            yield seq
+        if tid == PID and autograd and node:
+            self.seq += 1
 
     def launch(self, tid: int, name: str, stream: int, dur: float, *, kind: str = "kernel", after: float = 0.0, nbytes: int = 0) -> float:
         """A runtime call on ``tid`` and the GPU op it enqueues on ``stream``; returns the op's end."""
@@ -171,7 +211,8 @@ class _Gen:
         call = {"kernel": "cudaLaunchKernel", "gpu_memcpy": "cudaMemcpyAsync", "gpu_memset": "cudaMemsetAsync"}[kind]
         ts = self.clock[tid]
         self.host(tid, 4.0)
-        self.events.append({"ph": "X", "cat": "cuda_runtime", "name": call, "pid": PID, "tid": tid, "ts": round(ts, 3), "dur": round(self.clock[tid] - ts, 3), "args": {"External id": self.ext, "cbid": 211, "correlation": self.corr}})
+        self.complete("cuda_runtime", call, PID, tid, ts, self.clock[tid], {"External id": self.ext, "cbid": 211, "correlation": self.corr})
+        self.host(tid, HOST_GAP_US)
         start = round(max(self.free.get(stream, 0.0), ts + self._j(6.0), after), 3)
         dur = round(self._j(dur), 3)
         self.free[stream] = start + dur
@@ -187,12 +228,13 @@ class _Gen:
         return start + dur
 
     def gpu_annotation(self, name: str, stream: int, start: float, end: float) -> None:
-        self.events.append({"ph": "X", "cat": "gpu_user_annotation", "name": name, "pid": 0, "tid": stream, "ts": round(start, 3), "dur": round(max(end - start, 0.0), 3), "args": {"External id": self.ext}})
+        self.complete("gpu_user_annotation", name, 0, stream, start, max(start, end), {"External id": self.ext})
 
     def sync(self, tid: int, name: str = "cudaStreamSynchronize") -> None:
         ts = self.clock[tid]
         self.clock[tid] = max(ts + 2.0, max(self.free.values(), default=ts) + 3.0)
-        self.events.append({"ph": "X", "cat": "cuda_runtime", "name": name, "pid": PID, "tid": tid, "ts": round(ts, 3), "dur": round(self.clock[tid] - ts, 3), "args": {"External id": self.ext, "cbid": 131, "correlation": 0}})
+        self.complete("cuda_runtime", name, PID, tid, ts, self.clock[tid], {"External id": self.ext, "cbid": 131, "correlation": 0})
+        self.host(tid, HOST_GAP_US)
 
 
 def layer_name(i: int) -> str:
@@ -209,7 +251,18 @@ def _gemm_us(spec: TraceSpec, i: int, sparse: bool) -> float:
     return us
 
 
-def _forward_call(g: _Gen, i: int) -> None:
+@dataclass(frozen=True)
+class _Nodes:
+    """One forward layer call and the sequence numbers of the autograd nodes it created."""
+
+    layer: int
+    call: int
+    t: int  # TBackward0 (aten::t of the weight, inside aten::linear)
+    mm: int  # AddmmBackward0
+    gelu: int  # GeluBackward0
+
+
+def _forward_call(g: _Gen, i: int, call: int) -> _Nodes:
     spec, tid = g.spec, PID
     stream = g.compute[i % len(g.compute)]
     sparse = i in spec.sparse_layers
@@ -217,38 +270,53 @@ def _forward_call(g: _Gen, i: int) -> None:
     ann: AbstractContextManager[None] = g.span(layer_name(i), tid, "user_annotation") if spec.annotations else nullcontext()
     gpu_start = max(g.free.get(stream, 0.0), g.clock[tid])
     with ann:
-        _forward_ops(g, i, stream, sparse, act)
+        nodes = _forward_ops(g, i, call, stream, sparse, act)
     if spec.annotations:
         g.gpu_annotation(layer_name(i), stream, gpu_start, g.free[stream])
+    return nodes
 
 
-def _forward_ops(g: _Gen, i: int, stream: int, sparse: bool, act: list[int]) -> None:
+def _forward_ops(g: _Gen, i: int, call: int, stream: int, sparse: bool, act: list[int]) -> _Nodes:
     spec, tid = g.spec, PID
     with g.op("aten::linear", tid, [act, [spec.hidden, spec.hidden], [spec.hidden]]):
-        with g.op("aten::t", tid, [[spec.hidden, spec.hidden]]):
+        with g.op("aten::t", tid, [[spec.hidden, spec.hidden]], node=True) as t_seq:
             g.host(tid, 3.0)
         inner = "aten::_cslt_sparse_mm" if sparse else "aten::addmm"
-        with g.op(inner, tid, [[spec.hidden], act, [spec.hidden, spec.hidden]]):
+        with g.op(inner, tid, [[spec.hidden], act, [spec.hidden, spec.hidden]], node=True) as mm_seq:
             g.host(tid, 6.0 + (spec.sparse_host_us if sparse else 0.0))
             g.launch(tid, _SPARSE_GEMM if sparse else _DENSE_GEMM, stream, _gemm_us(spec, i, sparse))
-    with g.op("aten::gelu", tid, [act]):
+    with g.op("aten::gelu", tid, [act], node=True) as gelu_seq:
         g.launch(tid, _GELU, stream, 2.0 * spec.tokens * spec.hidden / 1.5e6)
     for _ in range(spec.copies_per_call):
         with g.op("aten::copy_", tid, [act, act]):
             nbytes = 2 * spec.tokens * spec.hidden
             g.launch(tid, "Memcpy DtoD (Device -> Device)", stream, nbytes / 2.0e6, kind="gpu_memcpy", nbytes=nbytes)
+    return _Nodes(i, call, t_seq, mm_seq, gelu_seq)
 
 
-def _backward_call(g: _Gen, i: int, stream: int, after: float) -> None:
+@contextmanager
+def _evaluate(g: _Gen, node: str, seq: int | None, dims: list[list[int]]) -> Iterator[None]:
+    """The autograd engine running one node: ``evaluate_function`` around the node's own op, with the forward's sequence number."""
+    tid = AUTOGRAD_TID
+    link = {} if seq is None else {"Fwd thread id": FWD_THREAD_ID, "Sequence number": seq}
+    qualified = f"torch::autograd::{node}" if node == "AccumulateGrad" else node
+    evaluate = g.span(f"autograd::engine::evaluate_function: {qualified}", tid, "cpu_op", link)
+    with evaluate, g.op(qualified, tid, dims, link):
+        yield
+
+
+def _backward_call(g: _Gen, nodes: _Nodes, after: float) -> None:
     spec, tid = g.spec, AUTOGRAD_TID
-    act = [spec.tokens, spec.hidden]
-    fwd = {"Fwd thread id": PID}
-    with g.span("autograd::engine::evaluate_function: GeluBackward0", tid), g.op("GeluBackward0", tid, None, fwd), g.op("aten::gelu_backward", tid, [act, act]):
+    stream = g.compute[nodes.layer % len(g.compute)]
+    act, weight = [spec.tokens, spec.hidden], [spec.hidden, spec.hidden]
+    with _evaluate(g, "GeluBackward0", nodes.gelu, [act]), g.op("aten::gelu_backward", tid, [act, act]):
         g.launch(tid, _GELU_BWD, stream, 3.0 * spec.tokens * spec.hidden / 1.5e6, after=after)
-    with g.span("autograd::engine::evaluate_function: AddmmBackward0", tid), g.op("AddmmBackward0", tid, None, fwd):
-        for dims in ([act, [spec.hidden, spec.hidden]], [[spec.hidden, spec.tokens], act]):
+    with _evaluate(g, "AddmmBackward0", nodes.mm, [act]):
+        for dims in ([act, weight], [[spec.hidden, spec.tokens], act]):
             with g.op("aten::mm", tid, dims):
-                g.launch(tid, _DENSE_GEMM, stream, _gemm_us(spec, i, False), after=after)
+                g.launch(tid, _DENSE_GEMM, stream, _gemm_us(spec, nodes.layer, False), after=after)
+    with _evaluate(g, "TBackward0", nodes.t, [weight]), g.op("aten::t", tid, [weight]):
+        g.host(tid, 1.0)
 
 
 def _all_reduce(g: _Gen, layers: int) -> float:
@@ -260,17 +328,24 @@ def _all_reduce(g: _Gen, layers: int) -> float:
         return g.launch(tid, _NCCL, COMM_STREAM, 2.0 * nelems / 1.0e5, after=ready)
 
 
-def _backward(g: _Gen, after: float) -> float:
-    """Backward on the autograd thread, layers in reverse; returns when the last all-reduce ends."""
+def _backward(g: _Gen, forward: list[_Nodes], after: float) -> float:
+    """Backward on the autograd thread, the forward calls in reverse; returns when the last all-reduce ends.
+
+    A layer's weight gradient is accumulated (``AccumulateGrad``) after the
+    backward of its first call, the last to run; the all-reduce of a bucket
+    follows the last accumulation in it.
+    """
     spec, tid = g.spec, AUTOGRAD_TID
     g.clock[tid] = max(g.clock[tid], g.clock[PID]) + 5.0
     comm_end = after
-    for done, i in enumerate(reversed(range(spec.layers)), start=1):
-        for _ in range(spec.calls):
-            _backward_call(g, i, g.compute[i % len(g.compute)], after)
-        accumulate = g.span("autograd::engine::evaluate_function: torch::autograd::AccumulateGrad", tid)
-        with accumulate, g.op("torch::autograd::AccumulateGrad", tid), g.op("aten::detach", tid, [[spec.hidden, spec.hidden]]):
+    done = 0
+    for nodes in reversed(forward):
+        _backward_call(g, nodes, after)
+        if nodes.call > 0:
+            continue
+        with _evaluate(g, "AccumulateGrad", None, [[spec.hidden, spec.hidden]]), g.op("aten::detach", tid, [[spec.hidden, spec.hidden]]):
             g.host(tid, 2.0)
+        done += 1
         if spec.nccl and (done % spec.bucket == 0 or done == spec.layers):
             comm_end = _all_reduce(g, min(done, spec.bucket))
     g.clock[PID] = max(g.clock[PID], g.clock[tid]) + 3.0
@@ -284,7 +359,7 @@ def _optimizer(g: _Gen, after: float) -> None:
         g.launch(tid, "Memset (Device)", g.compute[0], grads / 2.5e6, kind="gpu_memset", nbytes=grads)
     with g.span("Optimizer.step#AdamW.step", tid, "user_annotation"):
         for _chunk in range(max(1, spec.layers // 4)):
-            with g.op("aten::_fused_adamw_", tid, [[spec.hidden, spec.hidden]] * 4):
+            with g.op("aten::_fused_adamw_", tid, [[spec.hidden, spec.hidden]] * 4, autograd=False):  # step() runs under no_grad
                 g.launch(tid, _ADAM, g.compute[0], 4.0 * grads / 4 / 2.0e6, after=after)
 
 
@@ -293,18 +368,16 @@ def _iteration(g: _Gen, step: int) -> None:
     with g.span(f"ProfilerStep#{step}", tid, "user_annotation"):
         gpu_start = max(g.free.values(), default=g.clock[tid])
         if spec.memcpy:
-            with g.op("aten::to", tid, [[spec.tokens, spec.hidden]]), g.op("aten::copy_", tid, [[spec.tokens, spec.hidden]] * 2):
+            with g.op("aten::to", tid, [[spec.tokens, spec.hidden]]), g.op("aten::copy_", tid, [[spec.tokens, spec.hidden]] * 2, autograd=False):
                 nbytes = 2 * spec.tokens * spec.hidden
                 g.launch(tid, "Memcpy HtoD (Pageable -> Device)", g.compute[0], nbytes / 2.0e4, kind="gpu_memcpy", nbytes=nbytes)
-        for _ in range(spec.calls):
-            for i in range(spec.layers):
-                _forward_call(g, i)
-        with g.op("aten::mse_loss", tid, [[spec.tokens, spec.hidden]] * 2):
+        forward = [_forward_call(g, i, call) for call in range(spec.calls) for i in range(spec.layers)]
+        with g.op("aten::mse_loss", tid, [[spec.tokens, spec.hidden]] * 2, node=True):
             forward_end = g.launch(tid, _LOSS, g.compute[0], spec.tokens * spec.hidden / 2.0e6, after=max(g.free.values()))
-        comm_end = _backward(g, forward_end) if spec.backward else forward_end
+        comm_end = _backward(g, forward, forward_end) if spec.backward else forward_end
         if spec.optimizer:
             _optimizer(g, max([comm_end, *g.free.values()]))
-        with g.op("aten::item", tid, [[]]), g.op("aten::_local_scalar_dense", tid, [[]]):
+        with g.op("aten::item", tid, [[]]), g.op("aten::_local_scalar_dense", tid, [[]], autograd=False):
             g.launch(tid, "Memcpy DtoH (Device -> Pageable)", g.compute[0], 2.0, kind="gpu_memcpy", nbytes=4)
             g.sync(tid)
         g.gpu_annotation(f"ProfilerStep#{step}", g.compute[0], gpu_start, max(g.free.values()))

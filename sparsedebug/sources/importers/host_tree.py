@@ -4,8 +4,14 @@ Host ranges (ops, annotations, module calls) of one thread nest in time. One
 sweep per thread over the ranges sorted by (start, -end) with a stack of open
 ranges gives every range its parent; a second sweep over the launch times of the
 GPU ops gives each op the innermost range around its launch call. Both are
-O(n log n). A range that starts inside another but ends after it (clock
-rounding in real traces) is still taken as its child.
+O(n log n).
+
+Clock rounding can make a range end a little after its parent, or start a
+little before the previous call on its thread ends. A range that starts inside
+another but ends after it is therefore its child only when most of it lies
+inside (``encloses``); one that only overlaps the other's last instant is the
+next call, not a call made from inside it. Nesting must not depend on which way
+a nanosecond was rounded: the op tree is what names layers.
 """
 
 from __future__ import annotations
@@ -23,6 +29,16 @@ def _sort_key(r: HostRange) -> tuple[float, float, int]:
     return (r.ts, -r.end, _KIND_ORDER.get(r.kind, 4))
 
 
+def encloses(outer: HostRange, inner: HostRange) -> bool:
+    """``inner`` (starting at or after ``outer``) is nested in ``outer``: it starts inside and ends inside, or mostly inside.
+
+    Zero-length ranges at one instant nest in the order ``link_parents`` sorts them.
+    """
+    if outer.end > inner.ts:
+        return inner.end <= outer.end or outer.end - inner.ts > inner.end - outer.end
+    return outer.ts == outer.end == inner.ts
+
+
 def link_parents(ranges: list[HostRange]) -> dict[Thread, list[HostRange]]:
     """Set ``parent`` (an index into ``ranges``, -1 at the root) on every range; return ranges by thread, sorted."""
     by_thread: dict[Thread, list[HostRange]] = defaultdict(list)
@@ -32,7 +48,7 @@ def link_parents(ranges: list[HostRange]) -> dict[Thread, list[HostRange]]:
         items.sort(key=_sort_key)
         stack: list[HostRange] = []
         for r in items:
-            while stack and stack[-1].end <= r.ts and not (stack[-1].ts == stack[-1].end == r.ts):
+            while stack and not encloses(stack[-1], r):
                 stack.pop()
             r.parent = stack[-1].index if stack else -1
             stack.append(r)

@@ -22,16 +22,27 @@ Phases (training traces): an op launched under ``Optimizer.step#``/``zero_grad``
 ranges is ``optimizer``; one launched under an autograd
 ``evaluate_function`` range, or from an autograd engine thread, is ``backward``;
 the rest ``forward``. Backward layers are named after the forward layer whose op
-created their autograd node (matching ``Sequence number``), prefixed
-``backward:`` (``backward:layers.0.mlp.down_proj``); optimizer layers are
-prefixed ``optimizer:``. A layer is therefore always in one phase.
+created their autograd node, prefixed ``backward:``
+(``backward:layers.0.mlp.down_proj``): an ``evaluate_function`` range carries the
+node's ``Sequence number``, and the node's creator is the last forward op that
+recorded that number before the backward ran (``LayerResolver.forward_op``).
+Their kind and shapes are the forward layer's; their dispatch evidence comes
+from the ops the engine ran (the backward GEMMs). Backward ops with no such
+link (``AccumulateGrad``, traces without sequence numbers) are named like any
+other op; ordinals count per iteration (a linked node's is its forward op's,
+others' the window they run in), thread by thread, in program order, so neither
+the interleaving of threads nor timing noise renames them.
+Optimizer layers are prefixed ``optimizer:``. A layer is therefore always in
+one phase.
 """
 
 from __future__ import annotations
 
+import bisect
+import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from sparsedebug.sources.importers.host_tree import ancestors, gpu_launch_count, innermost
@@ -55,6 +66,8 @@ _CONTAINER_NAMES = frozenset({
     "FullyShardedDataParallel.forward", "DataParallel.forward",
 })
 _EVALUATE = "autograd::engine::evaluate_function:"
+_THREAD_ID = re.compile(r"^thread \d+\s*")
+"""The OS thread id Kineto puts in front of a thread's name (``thread 4299 (pt_autograd_0)``)."""
 PHASE_PREFIX = {"forward": "", "backward": "backward:", "optimizer": "optimizer:"}
 
 
@@ -87,6 +100,7 @@ class LayerCall:
     range: HostRange | None = None
     forward_key: Any = None  # backward calls: the forward call whose autograd nodes they run
     name: str = ""
+    nodes: list[int] = field(default_factory=list)  # backward calls: their evaluate_function ranges
 
 
 class LayerResolver:
@@ -98,10 +112,7 @@ class LayerResolver:
         self.kids = kids
         self.launch_totals = gpu_launch_count(trace.ranges, kids)
         self.backward_threads = self._backward_threads()
-        self.forward_op_of_seq: dict[int, int] = {}
-        for r in self.ranges:
-            if r.kind == "op" and r.seq is not None and r.thread not in self.backward_threads and not r.name.startswith(_EVALUATE):
-                self.forward_op_of_seq.setdefault(r.seq, r.index)
+        self.forward_ops_of_seq = self._forward_ops_of_seq()
         self.module_paths = module_paths(self.ranges, kids)
         self.calls: dict[Any, LayerCall] = {}
 
@@ -109,6 +120,51 @@ class LayerResolver:
         threads = {t for t, names in self.trace.thread_names.items() if any("autograd" in n for n in names)}
         threads.update(r.thread for r in self.ranges if r.kind == "op" and r.name.startswith(_EVALUATE))
         return threads
+
+    def _forward_ops_of_seq(self) -> dict[int, tuple[list[float], list[int]]]:
+        """Forward ops by autograd ``Sequence number``: (start times, indices), in start order."""
+        found: dict[int, list[tuple[float, int]]] = defaultdict(list)
+        for r in self.ranges:
+            if r.kind == "op" and r.seq is not None and r.thread not in self.backward_threads and not r.name.startswith(_EVALUATE):
+                found[r.seq].append((r.ts, r.index))
+        out: dict[int, tuple[list[float], list[int]]] = {}
+        for seq, items in found.items():
+            items.sort()
+            out[seq] = ([ts for ts, _i in items], [i for _ts, i in items])
+        return out
+
+    def forward_op(self, node: HostRange) -> int | None:
+        """The forward op that created the autograd node ``node`` (an ``evaluate_function`` range) runs the backward of.
+
+        The profiler records the thread's next sequence number on every op
+        dispatched through autograd, and a node takes it when an op creates one;
+        so every op from the previous node's creation up to this one's carries it
+        (``aten::linear`` and its ``aten::t``, an ``aten::to`` before an
+        ``aten::mse_loss``, the last ops of the previous iteration). The creator
+        is the last of them to start (or one inside it), before the backward ran.
+        """
+        if node.seq is None or node.seq not in self.forward_ops_of_seq:
+            return None
+        starts, indices = self.forward_ops_of_seq[node.seq]
+        k = bisect.bisect_right(starts, node.ts) - 1
+        return indices[k] if k >= 0 else None
+
+    def thread_order(self) -> dict[Thread, int]:
+        """A rank for every host thread that two profiles of one program share: not its OS id, not its timing.
+
+        Forward threads before the autograd engine's, then by thread name with
+        the OS id taken out (``thread 4299 (pt_autograd_0)`` -> ``pt_autograd_0``),
+        then by first range start (threads with the same name and role).
+        """
+        first: dict[Thread, float] = {}
+        for r in self.ranges:
+            first[r.thread] = min(first.get(r.thread, r.ts), r.ts)
+
+        def key(thread: Thread) -> tuple[bool, str, float]:
+            names = sorted(_THREAD_ID.sub("", n).strip() for n in self.trace.thread_names.get(thread, ()))
+            return (thread in self.backward_threads, names[0] if names else "", first[thread])
+
+        return {thread: k for k, thread in enumerate(sorted(first, key=key))}
 
     def is_layer_range(self, r: HostRange) -> bool:
         """Annotations (not containers) and module calls define layers."""
@@ -146,11 +202,13 @@ class LayerResolver:
         if top is None:
             return None
         if phase == "backward" and top.name.startswith(_EVALUATE) and top.seq is not None:
-            forward = self.forward_op_of_seq.get(top.seq)
+            forward = self.forward_op(top)
             forward_call = self.call_for_range(forward) if forward is not None else None
             if forward_call is not None and forward_call.phase == "forward":
                 call = self._call(("backward", forward_call.key), forward_call.identity, "backward", forward_call.range)
                 call.forward_key = forward_call.key
+                if top.index not in call.nodes:
+                    call.nodes.append(top.index)
                 return call
         return self._call(top.index, "aten_op", phase, top)
 
@@ -230,24 +288,33 @@ def module_paths(ranges: list[HostRange], kids: list[list[int]]) -> dict[int, st
 
 
 def name_calls(resolver: LayerResolver, iteration_of: Callable[[float], int]) -> None:
-    """Give every layer call its layer name (aten-op ordinals count calls per iteration, see the module docstring)."""
+    """Give every layer call its layer name (aten-op ordinals count calls per iteration, see the module docstring).
+
+    Ordinals count in the model's order, never in an order timing noise could
+    change: per iteration and phase, thread by thread (``thread_order``), in
+    start order within a thread (one thread runs its calls in program order).
+    A backward node belongs to the iteration of the forward op that created it.
+    """
+    rank = resolver.thread_order()
+    counted: list[tuple[tuple[int, str, int, float], HostRange]] = []
+    for r in resolver.top_ops():
+        phase = resolver.phase(list(ancestors(resolver.ranges, r.index)), r.thread)
+        creator = resolver.forward_op(r) if r.name.startswith(_EVALUATE) else None
+        iteration = iteration_of(resolver.ranges[creator].ts if creator is not None else r.ts)
+        counted.append(((iteration, phase, rank[r.thread], r.ts), r))
+    counted.sort(key=lambda item: item[0])
     ordinals: dict[int, str] = {}
     counter: Counter[tuple[int, str, str]] = Counter()
-    for r in resolver.top_ops():
-        chain = list(ancestors(resolver.ranges, r.index))
-        phase = resolver.phase(chain, r.thread)
+    for (iteration, phase, _rank, _ts), r in counted:
         label = strip_namespace(r.name)
         shape = shape_text(r)
-        key = (iteration_of(r.ts), phase, f"{label}|{shape}")
+        key = (iteration, phase, f"{label}|{shape}")
         k = counter[key]
         counter[key] += 1
         ordinals[r.index] = f"{label}#{k}" + (f" [{shape}]" if shape else "")
-    forward = [c for c in resolver.calls.values() if c.forward_key is None]
-    for call in forward:
-        call.name = PHASE_PREFIX[call.phase] + _base_name(call, resolver, ordinals)
     for call in resolver.calls.values():
-        if call.forward_key is not None:
-            call.name = PHASE_PREFIX["backward"] + _base_name(resolver.calls[call.forward_key], resolver, ordinals)
+        source = call if call.forward_key is None else resolver.calls[call.forward_key]
+        call.name = PHASE_PREFIX[call.phase] + _base_name(source, resolver, ordinals)
 
 
 def _base_name(call: LayerCall, resolver: LayerResolver, ordinals: dict[int, str]) -> str:
@@ -268,8 +335,17 @@ def ops_under(resolver: LayerResolver, call: LayerCall) -> list[HostRange]:
     root = call.range
     if root is None or root.index >= len(resolver.ranges) or resolver.ranges[root.index] is not root:
         return []  # a kernel-name layer or a GPU-side annotation: no CPU ops under it
+    return _subtree_ops(resolver, [root.index])
+
+
+def backward_ops(resolver: LayerResolver, call: LayerCall) -> list[HostRange]:
+    """The ops the autograd engine ran for a backward call: its ``evaluate_function`` ranges' subtrees, in start order."""
+    return _subtree_ops(resolver, sorted(call.nodes, key=lambda i: resolver.ranges[i].ts))
+
+
+def _subtree_ops(resolver: LayerResolver, roots: list[int]) -> list[HostRange]:
     out: list[HostRange] = []
-    todo = [root.index]
+    todo = list(reversed(roots))
     while todo:
         current = resolver.ranges[todo.pop()]
         if current.kind == "op":

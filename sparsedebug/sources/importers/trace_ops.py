@@ -271,10 +271,17 @@ def dispatch_evidence(primary: HostRange, under: Sequence[HostRange], kind: OpKi
 _INPUT_NAMES = {OpKind.ATTENTION: ("query", "key", "value"), OpKind.LINEAR: ("input", "weight", "bias")}
 
 
+def _transposed_matrix(shape: list[int] | None, stride: list[int] | None) -> bool:
+    """A column-major 2-D operand (a ``.t()`` view): BLAS reads it as it is, no copy (the weight-gradient GEMM's ``grad.t()``)."""
+    return shape is not None and stride is not None and len(shape) == len(stride) == 2 and stride[0] == 1 and stride[1] >= max(1, shape[0])
+
+
 def _triggers(e: DispatchEvidence, kind: OpKind) -> list[str]:
     names = _INPUT_NAMES.get(kind, ())
     out = []
     for k in e.non_contiguous:
+        if kind is OpKind.LINEAR and _transposed_matrix(e.input_shapes[k], e.input_strides[k]):
+            continue
         label = names[k] if k < len(names) else f"input {k}"
         stride = e.input_strides[k]
         out.append(f"{label} not contiguous (last-dim stride {stride[-1] if stride else '?'})")

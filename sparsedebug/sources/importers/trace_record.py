@@ -26,7 +26,7 @@ from sparsedebug.records.run import (
 )
 from sparsedebug.sources.importers.kernel_names import GEMM_CLASSES, PRECEDENCE, primary_class
 from sparsedebug.sources.importers.trace_events import GpuOp, HostRange
-from sparsedebug.sources.importers.trace_layers import LayerCall, LayerResolver, ops_under
+from sparsedebug.sources.importers.trace_layers import LayerCall, LayerResolver, backward_ops, ops_under
 from sparsedebug.sources.importers.trace_ops import (
     LINEAR_OPS,
     dispatch_evidence,
@@ -109,12 +109,27 @@ def _hint_name(call: LayerCall) -> str | None:
 
 
 def _op_facts(resolver: LayerResolver, call: LayerCall) -> tuple[OpKind | None, HostRange | None, list[HostRange]]:
+    """Kind, the op the model called, and the ops under it; a backward call's are its forward call's (the layer it differentiates)."""
     source = resolver.calls.get(call.forward_key, call) if call.forward_key is not None else call
     under = ops_under(resolver, source)
     if not under:
         return None, None, []
     kind = layer_kind((op.name for op in under), _hint_name(source))
     return kind, _primary(under, kind), under
+
+
+def _dispatch(resolver: LayerResolver, call: LayerCall, kind: OpKind, primary: HostRange, under: list[HostRange]) -> DispatchEvidence | None:
+    """What the dispatcher chose for this call.
+
+    A backward call's evidence is its own ops' (the GEMMs or attention backward
+    its autograd nodes ran), not its forward's: none when it ran no op of the
+    layer's kind.
+    """
+    if call.forward_key is None or not call.nodes:
+        return dispatch_evidence(primary, under, kind)
+    ran = backward_ops(resolver, call)
+    own = _primary(ran, kind)
+    return dispatch_evidence(own, ran, kind) if own is not None and op_kind(own.name) is kind else None
 
 
 def _linear_graph(name: str, kind: OpKind, dtype: str, primary: HostRange, intended: str) -> GraphLayer | None:
@@ -166,7 +181,7 @@ def layer_records(layer: Layer, resolver: LayerResolver) -> LayerRecords:
     sparse = KernelClass.SPARSE_GEMM in classes
     dispatch: DispatchEvidence | None = None
     if primary is not None and kind in (OpKind.LINEAR, OpKind.ATTENTION):
-        dispatch = dispatch_evidence(primary, under, kind)
+        dispatch = _dispatch(resolver, call, kind, primary, under)
     by_class: dict[str, float] = defaultdict(float)
     for op in layer.ops:
         by_class[op.cls.value] += op.dur / 1e3

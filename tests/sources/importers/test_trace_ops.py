@@ -100,3 +100,15 @@ def test_dispatch_evidence_and_triggers() -> None:
     ]
     fine = dispatch_evidence(_op("aten::linear", [[8, 16], [32, 16], []], ["c10::BFloat16"] * 2 + [""], [[16, 1], [16, 1], []]), [], OpKind.LINEAR)
     assert fine.triggers == [] and fine.backend == "unknown"
+
+
+def test_a_transposed_gemm_operand_is_recorded_but_is_no_trigger() -> None:
+    # grad.t() in a weight-gradient GEMM, or the column-major output of a cuSPARSELt GEMM fed to the next linear:
+    # BLAS reads a column-major matrix as it is; a matrix strided any other way needs a copy first.
+    half = ["c10::Half", "c10::Half"]
+    column_major = dispatch_evidence(_op("aten::mm", [[128, 5], [5, 128]], half, [[1, 128], [128, 1]]), [], OpKind.LINEAR)
+    assert column_major.non_contiguous == [0] and column_major.triggers == []
+    strided = dispatch_evidence(_op("aten::mm", [[128, 5], [5, 128]], half, [[10, 2], [128, 1]]), [], OpKind.LINEAR)
+    assert strided.triggers == ["input not contiguous (last-dim stride 2)"]
+    batched = dispatch_evidence(_op("aten::linear", [[2, 64, 16], [32, 16], []], half + [""], [[1024, 1, 64], [16, 1], []]), [], OpKind.LINEAR)
+    assert batched.triggers == ["input not contiguous (last-dim stride 64)"]  # a 3-D input is reshaped: that needs a copy
