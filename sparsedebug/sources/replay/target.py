@@ -40,6 +40,7 @@ graph launch on the host, then every layer's GPU time plus the graph's measured 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -225,12 +226,18 @@ class TargetModel:
         return est.value, Provenance(basis=_basis(est.exact, est.extrapolated), sources=list(est.labels), note=note)
 
     def _conversion(self, out: int, k: int, dtype: str) -> tuple[float, str] | None:
+        """Per-call weight conversion time: the median over the measured rows of the nearest shape (in log weight
+        size; single rows include first-call outliers of ~50 ms), scaled by weight size (conversion streams the weight)."""
         rows = [r for r in self.cal.gemm if r.backend == self.backend and r.dtype == dtype and r.convert_ms is not None]
         if not rows:
             return None
-        best = min(rows, key=lambda r: abs((r.out * r.k) - out * k))
-        assert best.convert_ms is not None
-        return best.convert_ms, f"results.json gemm[{best.index}] convert_ms {best.convert_ms:.3f} ({best.out}x{best.k})"
+        size = max(out * k, 1)
+        shape = min({(r.out, r.k) for r in rows}, key=lambda s: abs(math.log(s[0] * s[1]) - math.log(size)))
+        values = [float(r.convert_ms) for r in rows if (r.out, r.k) == shape and r.convert_ms is not None]
+        mid = median(values)
+        scale = size / (shape[0] * shape[1])
+        note = f"results.json gemm convert_ms median {mid:.3f} over {len(values)} rows of {shape[0]}x{shape[1]}"
+        return mid * scale, note + (f", scaled by weight size x{scale:.3g}" if scale != 1.0 else "")
 
     # ------------------------------------------------------------------ layers
 

@@ -138,3 +138,16 @@ def test_workload_projection_and_predict_are_deterministic() -> None:
     report = predict(backend="h200-cusparselt", tokens=[16, 8192], workload=workload)
     assert [r.tokens for r in report.results] == [16, 8192]
     assert {tuple(b.shape) for b in report.break_even} == {(4096, 4096), (11008, 4096), (4096, 11008)}
+
+
+def test_per_call_conversion_is_the_median_of_the_nearest_shape_scaled_by_size(model: TargetModel) -> None:
+    """The projection uses the median over the nearest measured shape's rows, scaled by weight size for other shapes
+    (conversion streams the weight once), so a tiny layer is not charged a 4096x4096 conversion."""
+    import statistics
+
+    rows = [r for r in model.cal.gemm if r.backend == model.backend and r.dtype == "float16" and r.convert_ms is not None]
+    at = [float(r.convert_ms) for r in rows if (r.out, r.k) == (4096, 4096) and r.convert_ms is not None]
+    value, note = model._conversion(4096, 4096, "float16") or (None, "")
+    assert value == pytest.approx(statistics.median(at)) and "median" in note
+    half, half_note = model._conversion(2048, 4096, "float16") or (None, "")
+    assert half == pytest.approx(value / 2) and "scaled by weight size" in half_note
