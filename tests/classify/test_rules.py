@@ -320,3 +320,11 @@ def test_rule_stays_quiet_on_the_clean_counterpart(rule_id: str) -> None:
             _imported(clean.baseline)
     fired = _classify(clean)
     assert fired.get(rule_id, False) is False, (rule_id, fired)
+
+
+def test_readme_rule_table_is_the_generated_one() -> None:
+    """The README's rule table is rules_markdown() as it stands: a new rule must land in the docs too."""
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    assert rules_markdown().strip() in readme
