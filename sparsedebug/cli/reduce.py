@@ -9,6 +9,7 @@ import typer
 
 from sparsedebug.cli.common import EXIT_CHECK_FAILED, JsonOption, console, emit_json, err_console, handle_errors
 from sparsedebug.core.errors import UserError
+from sparsedebug.core.signals import signals_deferred
 from sparsedebug.core.stats import DEFAULT_ALPHA, DEFAULT_MIN_EFFECT
 from sparsedebug.reduce.reduce import DEFAULT_MAX_PROBES, DEFAULT_PROBE_REPEATS, reduce_workloads
 from sparsedebug.render.terminal.bisect import reduce_view
@@ -70,10 +71,11 @@ def reduce(
         alpha=alpha,
         min_effect=min_effect,
     )
-    confirmed = result.reproduced and result.confirmation is not None and result.confirmation.first_stage == result.target_stage
+    confirmed = result.reproduced and result.confirmed
     if result.repro is not None and result.base is not None:
-        save_workload(result.base, output.with_name(f"{output.stem}.base{output.suffix}"))
-        save_workload(result.repro, output)
+        with signals_deferred():  # both files or neither
+            save_workload(result.base, output.with_name(f"{output.stem}.base{output.suffix}"))
+            save_workload(result.repro, output)
     if json_out:
         emit_json(result)
     else:
