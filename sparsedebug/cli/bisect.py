@@ -9,6 +9,7 @@ import typer
 from rich.progress import Progress
 
 from sparsedebug.cli.common import JsonOption, console, emit_json, err_console, handle_errors
+from sparsedebug.core.budget import MAX_REPEATS
 from sparsedebug.core.errors import UserError
 from sparsedebug.core.stats import DEFAULT_ALPHA, DEFAULT_MIN_EFFECT
 from sparsedebug.locate.walk import bisect_runs
@@ -35,7 +36,7 @@ def bisect(
     min_cosine: Annotated[
         float | None, typer.Option(help="Quality guardrail: the candidate's output cosine vs dense must be at least this.")
     ] = None,
-    repeats: Annotated[int | None, typer.Option(help="Timed repetitions when BASE/CAND is a workload (default: its own).", min=3)] = None,
+    repeats: Annotated[int | None, typer.Option(help="Timed repetitions when BASE/CAND is a workload (default: its own; 3 to 10,000).", min=3, max=MAX_REPEATS)] = None,
     layers: Annotated[int, typer.Option(help="Rank at most this many layers in the table (0: none).", min=0)] = 10,
     json_out: JsonOption = False,
 ) -> None:

@@ -24,7 +24,7 @@ from sparsedebug.render.terminal.fingerprint import drift_table, fingerprint_tab
 @handle_errors
 def freeze(
     output: OutputOption = None,
-    seed: Annotated[int | None, typer.Option(help="Workload seed to pin.")] = None,
+    seed: Annotated[int | None, typer.Option(help="Workload seed to pin (a non-negative integer, as in a workload).", min=0)] = None,
     workload: Annotated[Path | None, typer.Option(help="Workload file to pin by sha256.")] = None,
     model: Annotated[Path | None, typer.Option(help="Model/weights file to pin by sha256 (the model revision).")] = None,
     calibrate: Annotated[

@@ -9,6 +9,7 @@ import typer
 from rich.progress import BarColumn, Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
 
 from sparsedebug.cli.common import JsonOption, console, emit_json, err_console, handle_errors
+from sparsedebug.core.budget import MAX_REPEATS
 from sparsedebug.playbook.run import run_playbook
 from sparsedebug.playbook.schema import Step, load_playbook
 from sparsedebug.render.terminal.playbook import playbook_view
@@ -88,7 +89,7 @@ def run(
         Path, typer.Option("--output", "-o", help="Bundle directory to write; one that holds a bundle already needs --force.")
     ] = Path("sparsedebug-bundle"),
     force: Annotated[bool, typer.Option("--force", help="Replace the bundle already in --output (kept until the new one is complete).")] = False,
-    repeats: Annotated[int | None, typer.Option("--repeats", min=3, help="Override the repeat count of every replay.")] = None,
+    repeats: Annotated[int | None, typer.Option("--repeats", min=3, max=MAX_REPEATS, help="Override the repeat count of every replay (3 to 10,000).")] = None,
     ncu: Annotated[Path | None, typer.Option("--ncu", help="Nsight Compute CSV to attach as classification evidence.")] = None,
     smi: Annotated[Path | None, typer.Option("--smi", help="nvidia-smi CSV log to attach as classification evidence.")] = None,
     no_reduce: Annotated[bool, typer.Option("--no-reduce", help="Skip the ddmin reduction to a reproducer in step 4 (faster).")] = False,

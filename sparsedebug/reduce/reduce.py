@@ -50,6 +50,7 @@ from sparsedebug.records.run import (
 from sparsedebug.reduce.search import DDMin, Outcome
 from sparsedebug.reduce.shrink import apply_changes, block_of, diff_workloads, half_tokens, keep_layers
 from sparsedebug.reduce.treatment import scale_keeping_treatment
+from sparsedebug.sources.replay.cost import check_replay
 from sparsedebug.sources.replay.workload import Workload, absolute_paths
 
 DEFAULT_PROBE_REPEATS = 5
@@ -339,6 +340,8 @@ def reduce_workloads(
         raise UserError(f"probe_repeats={probe_repeats}: need at least 3")
     good = absolute_paths(good, good_dir)
     bad = absolute_paths(bad, bad_dir)
+    for workload in (good, bad):
+        check_replay(workload, probe_repeats * 2)  # the largest probe: re-measured with twice the repeats
     prober = _Prober(probe_repeats, max_probes, progress, (good_dir, bad_dir), alpha, min_effect)
     changes = diff_workloads(good, bad)
     common: dict[str, Any] = dict(
