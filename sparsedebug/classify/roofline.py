@@ -16,6 +16,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from sparsedebug.core.stats import median
+from sparsedebug.records.base import Record
 from sparsedebug.records.fingerprint import Fingerprint
 from sparsedebug.records.run import GraphLayer, KernelPath, LowerLayer, RunRecord
 
@@ -64,7 +65,7 @@ GPU_PEAKS: tuple[GpuPeak, ...] = (
 _FP32_NAMES = {"fp32", "float32", "float", "f32", "tf32", "fp64", "float64", "double"}
 
 
-class Roofline(BaseModel):
+class Roofline(Record):
     """A machine's compute and bandwidth ceilings, and where they came from."""
 
     device: str
@@ -80,7 +81,7 @@ class Roofline(BaseModel):
         return self.peak_gflops / self.bandwidth_gbps
 
 
-class LayerIntensity(BaseModel):
+class LayerIntensity(Record):
     """One layer placed on the roofline."""
 
     name: str

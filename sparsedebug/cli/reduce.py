@@ -32,7 +32,7 @@ def reduce(
     ] = DEFAULT_PROBE_REPEATS,
     max_probes: Annotated[int, typer.Option(help="Stop searching after this many probes, keeping the best so far (1 to 10,000).", min=1, max=MAX_REPEATS)] = DEFAULT_MAX_PROBES,
     alpha: Annotated[float, typer.Option(help="Significance level of the rank tests.", min=1e-6, max=0.5)] = DEFAULT_ALPHA,
-    min_effect: Annotated[float, typer.Option(help="Minimum median ratio that counts as a change.", min=1.0)] = DEFAULT_MIN_EFFECT,
+    min_effect: Annotated[float, typer.Option(help="Minimum median ratio that counts as a change (1 to 100).", min=1.0, max=100.0)] = DEFAULT_MIN_EFFECT,
     probes: Annotated[bool, typer.Option("--probes/--no-probes", help="Show the probe log.")] = True,
     json_out: JsonOption = False,
 ) -> None:

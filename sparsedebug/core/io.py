@@ -37,7 +37,7 @@ def reading(path: Path) -> Iterator[None]:
     except IsADirectoryError:
         raise UserError(f"{path}: is a directory, expected a file") from None
     except UnicodeDecodeError as exc:
-        raise UserError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+        raise UserError(f"{path}: binary data, not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     except OSError as exc:
         raise UserError(f"{path}: cannot read: {exc.strerror or exc}") from None
 

@@ -30,7 +30,7 @@ from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 DEFAULT_ALPHA = 0.05
 """Significance level of the rank test (two-sided)."""
@@ -84,6 +84,8 @@ class SampleComparison(BaseModel):
     support an interval at that level. ``direction`` is ``"same"`` unless the
     change is significant (test AND minimum effect).
     """
+
+    model_config = ConfigDict(extra="forbid")  # persisted inside bisect.json: unknown keys are refused
 
     n_base: int
     n_cand: int

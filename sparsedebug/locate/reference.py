@@ -15,11 +15,15 @@ reference interleaved with what it measures, round by round:
 When the baseline's and the candidate's dense references are the same computation (same
 op, weight shape, input shape and dtype per layer, same thread count), a change in their
 time can only be the machine. :func:`on_shared_reference` then divides every timing sample
-by the dense time of its own round and multiplies by the baseline's median dense time, in
-both runs: the samples stay in milliseconds, as the baseline's machine state would have
+by the machine's state in its round (the running median of the dense reference over
+:data:`SMOOTHING_ROUNDS` rounds around it, so one preempted reference round does not move
+it) and multiplies by the baseline's median dense time, in both runs: the samples stay in milliseconds, as the baseline's machine state would have
 run them, and what remains between the runs is what the workloads changed plus noise the
 statistics account for. Runs whose references differ (another precision or thread count,
-a changed shape), imported traces and any run without reference samples are left as they are.
+a changed shape), imported traces, runs without reference samples, and references that
+did not measure a steady state (quartiles more than :data:`MAX_REFERENCE_SPREAD` apart:
+the process was preempted in most rounds) are left as they are; telling such a run
+apart as unstable is the timing harness's job.
 
 Layers without a dense reference of their own (attention, norms, element-wise ops, a
 linear layer whose dtype changed) cannot be put on one machine state: their time moves
@@ -33,11 +37,15 @@ when its confidence interval lies outside that band (``sparsedebug.locate.kernel
 
 from __future__ import annotations
 
+import numpy as np
 from pydantic import Field
 
 from sparsedebug.core.stats import median
 from sparsedebug.records.base import Record
 from sparsedebug.records.run import GraphLayer, KernelLayer, RunRecord
+
+MAX_REFERENCE_SPREAD = 1.5
+"""Largest third-over-first quartile ratio of a dense reference that still measures a machine state."""
 
 MIN_DRIFT_LAYERS = 2
 """Referenced layers needed before their dense times measure a drift band for the other layers."""
@@ -63,12 +71,25 @@ def _layer_key(layer: GraphLayer) -> tuple[object, ...]:
     return (layer.op, layer.weight_shape, layer.input_shape, layer.output_shape, layer.dtype)
 
 
+def steady(reference: list[float]) -> bool:
+    """Whether a reference measured a machine state at all: its quartiles within :data:`MAX_REFERENCE_SPREAD`.
+
+    On a machine that preempts the process in most rounds the reference is mostly
+    scheduler delay: dividing by it would multiply every sample by that delay's noise
+    (two replays of one workload then differ by x200), not remove the drift.
+    """
+    if len(reference) < SMOOTHING_ROUNDS or min(reference) <= 0:
+        return False
+    q1, q3 = float(np.percentile(reference, 25)), float(np.percentile(reference, 75))
+    return q3 <= MAX_REFERENCE_SPREAD * q1
+
+
 def _paired(layer: KernelLayer | None) -> bool:
     return (
         layer is not None
         and layer.dense_samples_ms is not None
         and len(layer.dense_samples_ms) == len(layer.samples_ms) > 0
-        and min(layer.dense_samples_ms) > 0
+        and steady(layer.dense_samples_ms)
     )
 
 
@@ -82,8 +103,20 @@ def _same_reference(base: RunRecord, cand: RunRecord) -> set[str]:
     return {layer.name for layer in cand.graph.layers if b_graph.get(layer.name) == _layer_key(layer)}
 
 
+SMOOTHING_ROUNDS = 5
+"""Rounds of the dense reference whose median stands for the machine's state in a round: it follows the
+machine's drift from round to round, while one preempted reference round cannot move it."""
+
+
 def _rescale_rounds(samples: list[float], reference: list[float], level: float) -> list[float]:
-    return [value * level / ref for value, ref in zip(samples, reference, strict=True)]
+    """Each sample times ``level`` over the machine's state in its round (running median of the reference)."""
+    half = SMOOTHING_ROUNDS // 2
+    n = len(reference)
+    out = []
+    for r, value in enumerate(samples):
+        lo, hi = max(0, min(r - half, n - SMOOTHING_ROUNDS)), min(n, max(r + half + 1, SMOOTHING_ROUNDS))
+        out.append(value * level / median(reference[lo:hi]))
+    return out
 
 
 def _kernel_levels(base: RunRecord, cand: RunRecord, shared: set[str]) -> dict[str, tuple[float, float]]:
@@ -126,7 +159,7 @@ def _forward(run: RunRecord, level: float) -> RunRecord:
 
 def _forward_paired(run: RunRecord) -> bool:
     dense = run.outcome.dense_baseline_samples_ms
-    if not dense or min(dense) <= 0:
+    if not dense or not steady(dense):
         return False
     n = len(dense)
     return len(run.outcome.latency_samples_ms) == n and len(run.schedule.span_samples_ms) == n and len(run.schedule.busy_samples_ms) == n

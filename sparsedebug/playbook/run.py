@@ -84,6 +84,7 @@ class _Walk:
 
     book: Playbook
     tmp: Path
+    out_dir: Path
     say: Reporter
     paths: dict[str, Path]
     kinds: dict[str, InputKind]
@@ -134,9 +135,12 @@ def _freeze(w: _Walk) -> None:
         if w.kinds[role] == "workload":
             w.workloads[role] = load_workload(w.paths[role])
     cand_wl = w.workloads.get("candidate")
-    w.fingerprint = fp_mod.collect(
-        seed=cand_wl.seed if cand_wl is not None else None,
-        workload=w.paths["candidate"] if cand_wl is not None else None,
+    w.fingerprint = fp_mod.relative_to(
+        fp_mod.collect(
+            seed=cand_wl.seed if cand_wl is not None else None,
+            workload=w.paths["candidate"] if cand_wl is not None else None,
+        ),
+        w.out_dir,
     )
     w.save("fingerprint", w.fingerprint)
     git = w.fingerprint.git.revision[:12] if w.fingerprint.git else "-"
@@ -358,7 +362,7 @@ def run_playbook(
         say.note(note)
     check_out_dir(out_dir, force=force)
     tmp = work_dir(out_dir, PARTIAL)
-    w = _Walk(book=book, tmp=tmp, say=say, paths=paths, kinds=kinds, repeats=repeats)
+    w = _Walk(book=book, tmp=tmp, out_dir=out_dir, say=say, paths=paths, kinds=kinds, repeats=repeats)
     try:
         if tmp.exists():
             shutil.rmtree(tmp)

@@ -15,8 +15,9 @@ Five checks, one per threshold (each is one JUnit testcase):
   fails only beyond sampling noise (order-statistic bounds of the p99, ``core.tails``).
 
 Two replays whose dense references are the same computation are compared on one
-machine state (``sparsedebug.locate.reference``): the speed and p99 checks then see
-what the workloads changed, not how fast this machine happened to run each replay.
+machine state (``sparsedebug.locate.reference``): the speed and p99 checks (the budget
+included) then see what the workloads changed, not how fast this machine happened to run
+each replay.
 - ``quality_delta``: candidate output quality against the dense model (cosine,
   relative error, task accuracy drop), and optionally the equal-latency verdict.
 - ``fallback_rate``: share of layers meant to be sparse that run dense.
@@ -33,8 +34,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
+from sparsedebug.core.errors import UserError
 from sparsedebug.core.io import load_data, validate
-from sparsedebug.core.stats import DEFAULT_ALPHA, compare_samples, enough_samples, median, percentiles
+from sparsedebug.core.stats import DEFAULT_ALPHA, compare_samples, enough_samples, median
 from sparsedebug.core.tails import P99, quantile_bounds
 from sparsedebug.locate.reference import on_shared_reference
 from sparsedebug.records.gate import CheckStatus, GateCheck, GatePolicy, GateResult
@@ -43,12 +45,15 @@ from sparsedebug.signoff.metrics import equal_latency_sentence, fallback_summary
 
 
 def load_policy(path: Path | None) -> GatePolicy:
-    """Load a gate policy YAML; ``None`` gives the built-in default."""
+    """Load a gate policy YAML; ``None`` gives the built-in default. An empty file is a ``UserError``, not the defaults."""
     if path is None:
         return GatePolicy()
     data = load_data(path)
     if data is None:
-        data = {}
+        raise UserError(
+            f"{path}: empty policy file; write the thresholds to change (see playbooks/gate-default.yaml), "
+            "or leave out --policy for the defaults"
+        )
     return validate(GatePolicy, data, str(path))
 
 
@@ -112,14 +117,13 @@ def check_speedup(base: RunRecord, cand: RunRecord, policy: GatePolicy) -> GateC
     )
 
 
-def check_p99(base: RunRecord, cand: RunRecord, policy: GatePolicy, raw: RunRecord | None = None) -> GateCheck:
+def check_p99(base: RunRecord, cand: RunRecord, policy: GatePolicy) -> GateCheck:
     """Candidate p99 against the baseline's p99, and against the candidate's latency budget.
 
     Each fails only when the tail is over the limit beyond sampling noise: the
     candidate's p99 *lower* confidence bound (an order statistic, ``core.tails``) must
     exceed ``max_ratio`` times the baseline's p99 upper bound (its largest sample when
-    too few samples bound it), and the budget. ``raw`` is the candidate as measured,
-    for the budget, when ``cand`` was put on the baseline's machine state.
+    too few samples bound it), and the budget.
     """
     assert policy.p99_latency is not None
     pol = policy.p99_latency
@@ -144,15 +148,13 @@ def check_p99(base: RunRecord, cand: RunRecord, policy: GatePolicy, raw: RunReco
             f"p99 ratio {ratio:.3f} above {pol.max_ratio:g} but within noise: candidate p99 lower bound {c_tail.low:.3f} ms "
             f"vs {pol.max_ratio:g}x baseline upper bound {b_high:.3f} ms"
         )
-    measured_cand = raw if raw is not None else cand
-    budget = measured_cand.outcome.budget_ms
-    if pol.use_budget and budget is not None and measured_cand.outcome.latency_samples_ms:
-        m_tail = quantile_bounds(measured_cand.outcome.latency_samples_ms, P99, alpha)
-        m_p99 = percentiles(measured_cand.outcome.latency_samples_ms).p99
-        if m_tail.low > budget:
-            problems.append(f"p99 {m_p99:.3f} ms over the {budget:g} ms budget (lower bound {m_tail.low:.3f} ms)")
-        elif m_p99 > budget:
-            notes.append(f"p99 {m_p99:.3f} ms over the {budget:g} ms budget but within noise (lower bound {m_tail.low:.3f} ms)")
+    budget = cand.outcome.budget_ms
+    if pol.use_budget and budget is not None:
+        if c_tail.low > budget:
+            also = f"; the baseline misses it too (p99 lower bound {b_tail.low:.3f} ms): this machine is too slow for it" if b_tail.low > budget else ""
+            problems.append(f"p99 {cl.p99:.3f} ms over the {budget:g} ms budget (lower bound {c_tail.low:.3f} ms){also}")
+        elif cl.p99 > budget:
+            notes.append(f"p99 {cl.p99:.3f} ms over the {budget:g} ms budget but within noise (lower bound {c_tail.low:.3f} ms)")
     small = f"; p99 of {min(bl.n, cl.n)} samples is close to the maximum" if min(bl.n, cl.n) < 20 else ""
     detail = (
         f"baseline p50/p95/p99 {bl.p50:.3f}/{bl.p95:.3f}/{bl.p99:.3f} ms, candidate "
@@ -315,7 +317,7 @@ def evaluate(base: RunRecord, cand: RunRecord, policy: GatePolicy | None = None)
         check = check_speedup(timed_base, timed_cand, pol)
         checks.append(check.model_copy(update={"detail": check.detail + note}))
     if pol.p99_latency is not None:
-        check = check_p99(timed_base, timed_cand, pol, raw=cand)
+        check = check_p99(timed_base, timed_cand, pol)
         checks.append(check.model_copy(update={"detail": check.detail + note}))
     if pol.quality_delta is not None:
         checks.append(check_quality(base, cand, pol))

@@ -151,10 +151,13 @@ def test_policy_errors_name_the_field(tmp_path: Path) -> None:
     assert f"{bad}: p99_latency.maxratio: unknown field" in text
 
 
-def test_empty_policy_file_is_defaults(tmp_path: Path) -> None:
-    empty = tmp_path / "p.yaml"
-    empty.write_text("")
-    assert load_policy(empty) == GatePolicy()
+def test_empty_policy_file_is_an_error_not_the_defaults(tmp_path: Path) -> None:
+    for text in ("", "# only a comment\n", "\n\n"):
+        empty = tmp_path / "p.yaml"
+        empty.write_text(text)
+        with pytest.raises(UserError, match="p.yaml: empty policy file"):
+            load_policy(empty)
+    assert load_policy(None) == GatePolicy()
 
 
 def test_summary_markdown_table() -> None:

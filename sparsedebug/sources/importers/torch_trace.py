@@ -62,7 +62,7 @@ from sparsedebug.records.run import (
     RunSource,
     ScheduleStage,
 )
-from sparsedebug.sources.importers.jsonstream import iter_trace
+from sparsedebug.sources.importers.jsonstream import iter_trace, untimed, untimed_summary
 from sparsedebug.sources.importers.kernel_names import GEMM_CLASSES, classify_kernel, primary_class
 
 GPU_CATEGORIES = frozenset({"kernel", "gpu_memset", "gpu_memcpy"})
@@ -219,7 +219,7 @@ def _read(path: Path) -> _Trace:
         dur = _num(event.get("dur"))
         if ts is None or dur is None or dur < 0:
             if cat in GPU_CATEGORIES or cat in LAUNCH_CATEGORIES or cat in ("user_annotation", "gpu_user_annotation"):
-                trace.skipped[f"{cat} without numeric ts/dur"] += 1
+                trace.skipped[f"{cat} {untimed(ts, dur)}"] += 1
             continue
         thread = (event.get("pid"), event.get("tid"))
         if cat in GPU_CATEGORIES:
@@ -492,8 +492,8 @@ def analyze_trace(path: Path) -> TraceImport:
     trace = _read(path)
     if not trace.gpu:
         raise UserError(
-            f"{path}: no GPU activity (events of cat kernel/gpu_memset/gpu_memcpy with ts and dur): "
-            "profile with ProfilerActivity.CUDA"
+            f"{path}: no GPU activity (events of cat kernel/gpu_memset/gpu_memcpy with ts and dur)"
+            + (untimed_summary(trace.skipped, GPU_CATEGORIES) or ": profile with ProfilerActivity.CUDA")
         )
     _link(trace)
 
