@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 
 from sparsedebug.cli.common import JsonOption, console, emit_json, err_console, handle_errors
+from sparsedebug.core.budget import MAX_REPEATS
 from sparsedebug.core.errors import UserError
 from sparsedebug.kernels.bench import parse_shape, parse_tokens, run_kernel_bench
 from sparsedebug.kernels.masks import parse_pattern
@@ -21,8 +22,8 @@ def kernel(
     tokens: Annotated[str, typer.Option(help="Comma-separated token counts (columns of X).")] = "1,16,128,512",
     pattern: Annotated[str, typer.Option(help="Sparsity pattern N:M, or V:N:M to set the block too.")] = "2:4",
     block: Annotated[int | None, typer.Option(help="Rows per block V of the blocked kernel (default 256, or V from --pattern V:N:M).")] = None,
-    rounds: Annotated[int, typer.Option(help="Timed interleaved rounds per token count.")] = 7,
-    seed: Annotated[int, typer.Option(help="Seed for the random weight and activations.")] = 0,
+    rounds: Annotated[int, typer.Option(help="Timed interleaved rounds per token count (1 to 10,000).", max=MAX_REPEATS)] = 7,
+    seed: Annotated[int, typer.Option(help="Seed for the random weight and activations.", min=0)] = 0,
     tails: Annotated[bool, typer.Option("--tails", help="Also print p50/p95/p99 per variant.")] = False,
     json_out: JsonOption = False,
 ) -> None:

@@ -9,11 +9,12 @@ import typer
 from rich.progress import Progress
 
 from sparsedebug.cli.common import JsonOption, console, emit_json, err_console, handle_errors
+from sparsedebug.core.budget import MAX_REPEATS
 from sparsedebug.core.errors import UserError
 from sparsedebug.core.stats import DEFAULT_ALPHA, DEFAULT_MIN_EFFECT
 from sparsedebug.locate.walk import bisect_runs
 from sparsedebug.render.terminal.bisect import bisect_view
-from sparsedebug.sources.detect import load_run
+from sparsedebug.sources.detect import detect_kind, load_run
 
 RunArg = Annotated[
     Path,
@@ -30,12 +31,12 @@ def bisect(
     cand: RunArg,
     alpha: Annotated[float, typer.Option(help="Significance level of the two-sided Mann-Whitney U test.", min=1e-6, max=0.5)] = DEFAULT_ALPHA,
     min_effect: Annotated[
-        float, typer.Option(help="Minimum median ratio (either way) that counts as a change, as asv's factor.", min=1.0)
+        float, typer.Option(help="Minimum median ratio (either way) that counts as a change, as asv's factor (1 to 100).", min=1.0, max=100.0)
     ] = DEFAULT_MIN_EFFECT,
     min_cosine: Annotated[
-        float | None, typer.Option(help="Quality guardrail: the candidate's output cosine vs dense must be at least this.")
+        float | None, typer.Option(help="Quality guardrail: the candidate's output cosine vs dense must be at least this (-1 to 1).", min=-1.0, max=1.0)
     ] = None,
-    repeats: Annotated[int | None, typer.Option(help="Timed repetitions when BASE/CAND is a workload (default: its own).", min=3)] = None,
+    repeats: Annotated[int | None, typer.Option(help="Timed repetitions when BASE/CAND is a workload (default: its own; 3 to 10,000).", min=3, max=MAX_REPEATS)] = None,
     layers: Annotated[int, typer.Option(help="Rank at most this many layers in the table (0: none).", min=0)] = 10,
     json_out: JsonOption = False,
 ) -> None:
@@ -56,7 +57,8 @@ def bisect(
     size and its confidence interval. Exit 0 whatever the verdict (use `gate` to
     fail CI); exit 2 on bad input.
     """
-    if base.resolve() == cand.resolve():
+    if base.resolve() == cand.resolve() and detect_kind(base) != "workload":
+        # the same workload twice is two replays (a noise check); the same record twice is one measurement
         raise UserError(f"{cand}: BASE and CAND are the same file")
     err = err_console()
     with Progress(console=err, transient=True, disable=json_out or not err.is_terminal) as bar:

@@ -1,8 +1,10 @@
 """What every command shares: options, consoles, JSON output and the error contract.
 
-Exit codes: 0 ok, 1 a check failed (drift, gate), 2 bad input or usage, 3 a gate
-check was inconclusive (unstable timings: rerun on a quiet machine). A
-``UserError`` becomes its message on stderr and exit 2, with no traceback.
+Exit codes: 0 ok, 1 a check failed (drift, gate), 2 bad input or usage (an
+inconclusive gate check is not a failure: it is said, and the exit is 0). A
+``UserError`` becomes its message on stderr and exit 2, with no traceback. SIGINT,
+SIGTERM and SIGHUP end a command through its cleanup (nothing half-written stays)
+with one line on stderr and exit 128 + the signal number (130, 143, 129).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from pydantic import BaseModel
 from rich.console import Console
 
 from sparsedebug.core.errors import UserError
+from sparsedebug.core.signals import Interrupted, signals_as_exceptions
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -62,15 +65,20 @@ def to_jsonable(data: Any) -> Any:
 
 
 def handle_errors(func: Callable[P, R]) -> Callable[P, R]:
-    """Decorate a command so a ``UserError`` prints one clean message and exits 2."""
+    """Decorate a command so a ``UserError`` prints one clean message and exits 2, and a signal
+    (SIGINT, SIGTERM, SIGHUP) unwinds through the cleanup and exits 128 + its number."""
 
     @functools.wraps(func)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
-            return func(*args, **kwargs)
+            with signals_as_exceptions():
+                return func(*args, **kwargs)
         except UserError as exc:
             for line in str(exc).splitlines() or ["error"]:
                 typer.echo(f"error: {line}", err=True)
             raise typer.Exit(EXIT_BAD_INPUT) from None
+        except Interrupted as exc:
+            typer.echo(f"error: interrupted by {exc.name}; nothing half-written was left", err=True)
+            raise typer.Exit(exc.exit_code) from None
 
     return wrapper

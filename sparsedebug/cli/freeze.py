@@ -15,6 +15,7 @@ from sparsedebug.cli.common import (
     emit_json,
     handle_errors,
 )
+from sparsedebug.core.errors import UserError
 from sparsedebug.core.io import load_record, save_record
 from sparsedebug.freeze import fingerprint
 from sparsedebug.records.fingerprint import Fingerprint
@@ -24,7 +25,7 @@ from sparsedebug.render.terminal.fingerprint import drift_table, fingerprint_tab
 @handle_errors
 def freeze(
     output: OutputOption = None,
-    seed: Annotated[int | None, typer.Option(help="Workload seed to pin.")] = None,
+    seed: Annotated[int | None, typer.Option(help="Workload seed to pin (a non-negative integer, as in a workload).", min=0)] = None,
     workload: Annotated[Path | None, typer.Option(help="Workload file to pin by sha256.")] = None,
     model: Annotated[Path | None, typer.Option(help="Model/weights file to pin by sha256 (the model revision).")] = None,
     calibrate: Annotated[
@@ -42,10 +43,17 @@ def freeze(
     threads), thread environment variables, torch/CUDA when installed, GPUs through
     nvidia-smi when present, and the git revision. With --check, re-probes and
     reports which fields drifted: exit 1 when one that can change results did.
+
+    With -o, the workload and model paths are stored relative to the fingerprint
+    file; --check resolves them from the fingerprint file's folder, so the check
+    runs the same from any working directory.
     """
     if check is not None:
         frozen = load_record(check, Fingerprint)
-        _, drifts = fingerprint.check(frozen, seed=seed, workload=workload, model=model)
+        try:
+            _, drifts = fingerprint.check(frozen, seed=seed, workload=workload, model=model, base_dir=check.parent)
+        except UserError as exc:
+            raise UserError(f"{check}: {exc}") from None
         failing = [d for d in drifts if d.affects_results]
         if json_out:
             emit_json({"frozen": str(check), "ok": not failing, "drifts": drifts})
@@ -63,6 +71,7 @@ def freeze(
 
     record = fingerprint.collect(seed=seed, workload=workload, model=model, calibrate_machine=calibrate)
     if output is not None:
+        record = fingerprint.relative_to(record, output.parent)
         save_record(record, output)
     if json_out:
         emit_json(record)

@@ -15,6 +15,7 @@ from sparsedebug.cli.common import (
     err_console,
     handle_errors,
 )
+from sparsedebug.core.budget import MAX_REPEATS
 from sparsedebug.core.errors import UserError
 from sparsedebug.core.io import atomic_write_text
 from sparsedebug.render.junit import junit_xml
@@ -35,7 +36,7 @@ def gate(
         Path | None, typer.Option("--summary", help="Write a Markdown summary here (e.g. $GITHUB_STEP_SUMMARY).")
     ] = None,
     repeats: Annotated[
-        int | None, typer.Option("--repeats", min=3, help="Override the repeat count of workloads that get replayed.")
+        int | None, typer.Option("--repeats", min=3, max=MAX_REPEATS, help="Override the repeat count of workloads that get replayed (3 to 10,000).")
     ] = None,
     json_out: JsonOption = False,
 ) -> None:

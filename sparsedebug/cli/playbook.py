@@ -9,6 +9,7 @@ import typer
 from rich.progress import BarColumn, Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
 
 from sparsedebug.cli.common import JsonOption, console, emit_json, err_console, handle_errors
+from sparsedebug.core.budget import MAX_REPEATS
 from sparsedebug.playbook.run import run_playbook
 from sparsedebug.playbook.schema import Step, load_playbook
 from sparsedebug.render.terminal.playbook import playbook_view
@@ -68,6 +69,9 @@ class _RichReporter:
         mark = "[green]done[/green]" if status == "done" else "[yellow]skipped[/yellow]"
         self._progress.console.print(f"{step.number} {step.id} {mark}: {detail}")
 
+    def note(self, text: str) -> None:
+        self._progress.console.print(f"note: {text}", markup=False)
+
 
 @playbook_app.command("run")
 @handle_errors
@@ -81,8 +85,11 @@ def run(
         Path | None,
         typer.Option("--fixed", help="The candidate with a fix applied (any kind): re-run the matrix on it instead of applying the proposed fix."),
     ] = None,
-    output: Annotated[Path, typer.Option("--output", "-o", help="Bundle directory to write (replaced when it holds an older bundle).")] = Path("sparsedebug-bundle"),
-    repeats: Annotated[int | None, typer.Option("--repeats", min=3, help="Override the repeat count of every replay.")] = None,
+    output: Annotated[
+        Path, typer.Option("--output", "-o", help="Bundle directory to write; one that holds a bundle already needs --force.")
+    ] = Path("sparsedebug-bundle"),
+    force: Annotated[bool, typer.Option("--force", help="Replace the bundle already in --output (kept until the new one is complete).")] = False,
+    repeats: Annotated[int | None, typer.Option("--repeats", min=3, max=MAX_REPEATS, help="Override the repeat count of every replay (3 to 10,000).")] = None,
     ncu: Annotated[Path | None, typer.Option("--ncu", help="Nsight Compute CSV to attach as classification evidence.")] = None,
     smi: Annotated[Path | None, typer.Option("--smi", help="nvidia-smi CSV log to attach as classification evidence.")] = None,
     no_reduce: Annotated[bool, typer.Option("--no-reduce", help="Skip the ddmin reduction to a reproducer in step 4 (faster).")] = False,
@@ -106,8 +113,16 @@ def run(
     step 5 replays it and the memo reports expected against measured movement.
     With --fixed, that run is the fixed candidate instead.
 
+    The bundle is built beside --output in .NAME.partial-PID and moved into place
+    when complete. An existing bundle is never replaced silently: without --force
+    the command stops before doing anything; with --force the previous bundle stays
+    until the new one is complete. Ctrl-C, SIGTERM or SIGHUP at any point leave the
+    previous bundle (or none) and no partial directory; one left by a killed run
+    (SIGKILL, power loss) is removed by the next run, which says so.
+
     Exit codes: 0 once the bundle is written (whatever the decision), 2 on bad
-    input; with --check, 1 when the decision is rollback or escalate.
+    input; with --check, 1 when the decision is rollback or escalate; 130, 143 or
+    129 when SIGINT, SIGTERM or SIGHUP stopped it.
     """
     err = err_console()
     with Progress(
@@ -116,7 +131,7 @@ def run(
     ) as progress:
         bundle = run_playbook(
             output, baseline=baseline, candidate=candidate, fixed=fixed, repeats=repeats, ncu=ncu, smi=smi,
-            playbook=playbook, reporter=_RichReporter(progress), reduce=not no_reduce,
+            playbook=playbook, reporter=_RichReporter(progress), reduce=not no_reduce, force=force,
         )
     if json_out:
         emit_json(bundle.manifest)

@@ -8,7 +8,9 @@ from typing import Annotated
 import typer
 
 from sparsedebug.cli.common import EXIT_CHECK_FAILED, JsonOption, console, emit_json, err_console, handle_errors
+from sparsedebug.core.budget import MAX_REPEATS
 from sparsedebug.core.errors import UserError
+from sparsedebug.core.signals import signals_deferred
 from sparsedebug.core.stats import DEFAULT_ALPHA, DEFAULT_MIN_EFFECT
 from sparsedebug.reduce.reduce import DEFAULT_MAX_PROBES, DEFAULT_PROBE_REPEATS, reduce_workloads
 from sparsedebug.render.terminal.bisect import reduce_view
@@ -26,11 +28,11 @@ def reduce(
         Path, typer.Option("--output", "-o", help="Where to write the reproducer (its baseline goes beside it as <stem>.base.yaml); atomic.")
     ] = Path("repro.yaml"),
     probe_repeats: Annotated[
-        int, typer.Option(help="Timed repetitions per probe replay (doubled once when a probe is undecided).", min=3)
+        int, typer.Option(help="Timed repetitions per probe replay (doubled once when a probe is undecided; 3 to 10,000).", min=3, max=MAX_REPEATS)
     ] = DEFAULT_PROBE_REPEATS,
-    max_probes: Annotated[int, typer.Option(help="Stop searching after this many probes, keeping the best so far.", min=1)] = DEFAULT_MAX_PROBES,
+    max_probes: Annotated[int, typer.Option(help="Stop searching after this many probes, keeping the best so far (1 to 10,000).", min=1, max=MAX_REPEATS)] = DEFAULT_MAX_PROBES,
     alpha: Annotated[float, typer.Option(help="Significance level of the rank tests.", min=1e-6, max=0.5)] = DEFAULT_ALPHA,
-    min_effect: Annotated[float, typer.Option(help="Minimum median ratio that counts as a change.", min=1.0)] = DEFAULT_MIN_EFFECT,
+    min_effect: Annotated[float, typer.Option(help="Minimum median ratio that counts as a change (1 to 100).", min=1.0, max=100.0)] = DEFAULT_MIN_EFFECT,
     probes: Annotated[bool, typer.Option("--probes/--no-probes", help="Show the probe log.")] = True,
     json_out: JsonOption = False,
 ) -> None:
@@ -70,10 +72,11 @@ def reduce(
         alpha=alpha,
         min_effect=min_effect,
     )
-    confirmed = result.reproduced and result.confirmation is not None and result.confirmation.first_stage == result.target_stage
+    confirmed = result.reproduced and result.confirmed
     if result.repro is not None and result.base is not None:
-        save_workload(result.base, output.with_name(f"{output.stem}.base{output.suffix}"))
-        save_workload(result.repro, output)
+        with signals_deferred():  # both files or neither
+            save_workload(result.base, output.with_name(f"{output.stem}.base{output.suffix}"))
+            save_workload(result.repro, output)
     if json_out:
         emit_json(result)
     else:

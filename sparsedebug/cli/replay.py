@@ -9,6 +9,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
 from sparsedebug.cli.common import JsonOption, OutputOption, console, emit_json, err_console, handle_errors
+from sparsedebug.core.budget import MAX_REPEATS
 from sparsedebug.core.io import save_record
 from sparsedebug.records.run import STAGES, RunRecord
 from sparsedebug.render.terminal.replay import fallback_table, kernel_table, lower_table, summary_table
@@ -24,7 +25,7 @@ def replay(
         str, typer.Argument(help="Workload YAML file, or the name of an embedded one (llama_dense, llama_2of4, llama_2of4_regressed).")
     ],
     output: OutputOption = None,
-    repeats: Annotated[int | None, typer.Option(help="Timed repetitions of every measurement (overrides the workload's).", min=3)] = None,
+    repeats: Annotated[int | None, typer.Option(help="Timed repetitions of every measurement (overrides the workload's; 3 to 10,000).", min=3, max=MAX_REPEATS)] = None,
     layers: Annotated[bool, typer.Option("--layers", help="Also print per-layer kernel times and numeric errors.")] = False,
     json_out: JsonOption = False,
 ) -> None:

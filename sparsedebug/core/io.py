@@ -37,7 +37,7 @@ def reading(path: Path) -> Iterator[None]:
     except IsADirectoryError:
         raise UserError(f"{path}: is a directory, expected a file") from None
     except UnicodeDecodeError as exc:
-        raise UserError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+        raise UserError(f"{path}: binary data, not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     except OSError as exc:
         raise UserError(f"{path}: cannot read: {exc.strerror or exc}") from None
 
@@ -113,6 +113,8 @@ def atomic_write_text(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` atomically: temp file in the same folder, fsync, rename.
 
     An interrupted write leaves either the old file or none, never a truncated one.
+    The file gets the mode a plain ``open`` would give it (0666 minus the umask),
+    not the 0600 of the temporary file.
     """
     directory = path.parent if str(path.parent) else Path(".")
     if not directory.is_dir():
@@ -122,6 +124,7 @@ def atomic_write_text(path: Path, text: str) -> None:
     except OSError as exc:
         raise UserError(f"{path}: cannot write to {directory}: {exc.strerror}") from None
     try:
+        os.fchmod(fd, 0o666 & ~current_umask())
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()
@@ -133,6 +136,13 @@ def atomic_write_text(path: Path, text: str) -> None:
     except BaseException:
         _remove_quietly(tmp_name)
         raise
+
+
+def current_umask() -> int:
+    """The process umask (read by setting it and putting it back: there is no getter)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def _remove_quietly(name: str) -> None:

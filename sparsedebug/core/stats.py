@@ -141,6 +141,7 @@ class SampleComparison(Record):
     ``"same"`` unless the change is significant (test AND minimum effect).
     """
 
+
     n_base: int
     n_cand: int
     base_median: float

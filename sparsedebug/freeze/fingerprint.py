@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from sparsedebug.core.errors import UserError
 from sparsedebug.core.io import file_digest
 from sparsedebug.records.base import Record
 from sparsedebug.records.fingerprint import (
@@ -290,18 +291,45 @@ def diff(frozen: Fingerprint, current: Fingerprint) -> list[Drift]:
     return drifts
 
 
+def relative_to(record: Fingerprint, directory: Path) -> Fingerprint:
+    """``record`` with its workload and model paths relative to ``directory`` (where the fingerprint is written).
+
+    ``check`` resolves them from the fingerprint file's folder, so the pair can be
+    checked from any working directory and moved together.
+    """
+    update = {}
+    for field in ("workload", "model"):
+        pinned = getattr(record, field)
+        if pinned is not None:
+            rel = os.path.relpath(Path(pinned.path).resolve(), directory.resolve())
+            update[field] = pinned.model_copy(update={"path": rel})
+    return record.model_copy(update=update) if update else record
+
+
+def pinned_path(path: str, base_dir: Path | None) -> Path:
+    """A pinned file's path as stored, resolved from the fingerprint's folder when it is relative."""
+    stored = Path(path)
+    return stored if stored.is_absolute() or base_dir is None else base_dir / stored
+
+
 def check(
     frozen: Fingerprint,
     seed: int | None = None,
     workload: Path | None = None,
     model: Path | None = None,
+    base_dir: Path | None = None,
 ) -> tuple[Fingerprint, list[Drift]]:
     """Re-probe the environment and diff it against ``frozen``.
 
-    The seed and files default to the frozen ones; pass them to check a run that
-    is about to use others.
+    The seed and files default to the frozen ones (relative paths resolved from
+    ``base_dir``, the fingerprint file's folder); pass them to check a run that is
+    about to use others.
     """
-    workload_path = workload or (Path(frozen.workload.path) if frozen.workload else None)
-    model_path = model or (Path(frozen.model.path) if frozen.model else None)
+    workload_path = workload or (pinned_path(frozen.workload.path, base_dir) if frozen.workload else None)
+    model_path = model or (pinned_path(frozen.model.path, base_dir) if frozen.model else None)
+    for what, path in (("workload", workload_path), ("model", model_path)):
+        if path is not None and not path.is_file() and (workload if what == "workload" else model) is None:
+            where = f" (resolved from the fingerprint's folder {base_dir})" if base_dir is not None else ""
+            raise UserError(f"{what}.path: {path}{where}: pinned file not found; pass --{what} to check another")
     current = collect(seed=frozen.seed if seed is None else seed, workload=workload_path, model=model_path)
     return current, diff(frozen, current)

@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from threadpoolctl import threadpool_info
 
+from sparsedebug.core.budget import Cost, check_budget
 from sparsedebug.core.errors import InternalError, UserError
 from sparsedebug.core.stats import Percentiles, median, percentiles
 from sparsedebug.core.timing import measure
@@ -90,6 +91,22 @@ def parse_tokens(text: str) -> list[int]:
     return tokens
 
 
+BENCH_BYTES_PER_WEIGHT = 64
+"""Bytes held per weight element: fp32 dense and pruned, fp64 reference copies, CSR values and indices, both kernels."""
+BENCH_BYTES_PER_ACTIVATION = 48
+"""Bytes per activation and output element of the largest token count: fp32 and fp64 copies, one output per variant."""
+
+
+def bench_cost(shape: tuple[int, int], tokens: Sequence[int], pattern: Pattern, rounds: int, warmup: int = 1) -> Cost:
+    """Peak memory and work of ``run_kernel_bench`` (five variants, each round, every token count)."""
+    rows, k = shape
+    widest = max(tokens)
+    held = BENCH_BYTES_PER_WEIGHT * rows * k + BENCH_BYTES_PER_ACTIVATION * (rows + k) * widest
+    flops = sum(2.0 * rows * k * t for t in tokens) * len(VARIANTS) * (rounds + warmup + 1)
+    calls = float(len(tokens) * len(VARIANTS) * (rounds + warmup + 1))
+    return Cost(bytes=float(held), flops=flops, calls=calls, what=f"bench kernel {rows}x{k} at tokens {max(tokens)}, {rounds} rounds")
+
+
 def blas_description() -> tuple[int, str]:
     """Thread count and a short description of numpy's BLAS (via threadpoolctl)."""
     libs = [lib for lib in threadpool_info() if lib.get("user_api") == "blas"]
@@ -101,6 +118,21 @@ def blas_description() -> tuple[int, str]:
     threads = int(lib.get("num_threads") or 1)
     text = f"{lib.get('internal_api', '?')} {lib.get('version') or '?'} ({lib.get('architecture') or '?'})"
     return threads, text
+
+
+def _check_request(shape: tuple[int, int], tokens: Sequence[int], pattern: Pattern, block: int, rounds: int, warmup: int) -> None:
+    """Refuse a bench request that is malformed or does not fit this machine, before allocating."""
+    rows, k = shape
+    check_nm(pattern.n, pattern.m)
+    check_budget(bench_cost(shape, tokens, pattern, rounds, warmup))
+    if k % pattern.m != 0:
+        raise UserError(f"--shape {rows}x{k}: K={k} is not divisible by M={pattern.m} of pattern {pattern.n}:{pattern.m}")
+    if block < 1:
+        raise UserError(f"--block {block}: must be at least 1")
+    if rounds < 1:
+        raise UserError(f"--rounds {rounds}: need at least 1 timed round")
+    if not tokens or min(tokens) < 1:
+        raise UserError("--tokens: need at least one positive token count")
 
 
 def run_kernel_bench(
@@ -121,15 +153,7 @@ def run_kernel_bench(
     reference of its own pruned weight; a mismatch is an internal error.
     """
     rows, k = shape
-    check_nm(pattern.n, pattern.m)
-    if k % pattern.m != 0:
-        raise UserError(f"--shape {rows}x{k}: K={k} is not divisible by M={pattern.m} of pattern {pattern.n}:{pattern.m}")
-    if block < 1:
-        raise UserError(f"--block {block}: must be at least 1")
-    if rounds < 1:
-        raise UserError(f"--rounds {rounds}: need at least 1 timed round")
-    if not tokens or min(tokens) < 1:
-        raise UserError("--tokens: need at least one positive token count")
+    _check_request(shape, tokens, pattern, block, rounds, warmup)
     note = on_progress or (lambda _msg: None)
     rng = np.random.default_rng(seed)
     note(f"building {rows}x{k} weight, pattern {pattern.n}:{pattern.m}, block {block}")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from sparsedebug.core.dtypes import kernel_tolerance
 from sparsedebug.core.patterns import layer_precision
-from sparsedebug.core.stats import compare_samples
+from sparsedebug.core.stats import SampleComparison, compare_samples
 from sparsedebug.locate.common import (
     compare_layers,
     fmt_cmp,
@@ -20,12 +20,20 @@ from sparsedebug.locate.common import (
     positive,
     stage_status,
 )
+from sparsedebug.locate.reference import SharedReference
 from sparsedebug.records.findings import LayerFinding, MetricFinding, StageFinding
 from sparsedebug.records.run import GraphLayer, KernelLayer, KernelPath, RunRecord
 
 
-def kernel_stage(base: RunRecord, cand: RunRecord, lower: StageFinding, alpha: float, min_effect: float) -> StageFinding:
-    """Compare per-layer kernel times and numeric errors; ``lower`` names the layers whose change lowering explains."""
+def kernel_stage(
+    base: RunRecord, cand: RunRecord, lower: StageFinding, alpha: float, min_effect: float, reference: SharedReference | None = None
+) -> StageFinding:
+    """Compare per-layer kernel times and numeric errors; ``lower`` names the layers whose change lowering explains.
+
+    ``reference`` (:func:`sparsedebug.locate.reference.on_shared_reference`) names the layers
+    timed against their own dense reference and the machine's drift band; a change of any
+    other layer whose interval lies inside that band is the machine's, not a finding.
+    """
     b_kernel = {layer.name: layer for layer in base.kernel.layers}
     c_kernel = {layer.name: layer for layer in cand.kernel.layers}
     b_lower = {layer.name: layer for layer in base.lower.layers}
@@ -34,6 +42,7 @@ def kernel_stage(base: RunRecord, cand: RunRecord, lower: StageFinding, alpha: f
     lowered_wrong = {f.layer for f in lower.layers if f.regression}
     findings: list[LayerFinding] = []
     undecided: list[str] = []
+    drifted: list[str] = []
     comparisons = compare_layers(
         {n: k.samples_ms for n, k in b_kernel.items()}, {n: k.samples_ms for n, k in c_kernel.items()}, base, cand, alpha, min_effect
     )
@@ -43,6 +52,9 @@ def kernel_stage(base: RunRecord, cand: RunRecord, lower: StageFinding, alpha: f
                 undecided.append(f"{label} {fmt_cmp(comp)} ({comp.n_base} vs {comp.n_cand} samples)")
             continue
         if comp.direction == "same":
+            continue
+        if within_drift(comp, members, reference):
+            drifted.append(label)
             continue
         path_changed = any(
             m in b_lower and m in c_lower and b_lower[m].path is KernelPath.DENSE and c_lower[m].path is KernelPath.SPARSE for m in members
@@ -85,6 +97,15 @@ def kernel_stage(base: RunRecord, cand: RunRecord, lower: StageFinding, alpha: f
     status = stage_status(findings, metrics)
     if status == "same" and undecided:
         status = "undecided"
+    summary = _summary(findings, metrics, undecided, (added, removed), drifted, reference)
+    return StageFinding(stage="kernel", status=status, summary=summary, metrics=metrics, layers=findings)
+
+
+def _summary(
+    findings: list[LayerFinding], metrics: list[MetricFinding], undecided: list[str],
+    only: tuple[list[str], list[str]], drifted: list[str], reference: SharedReference | None,
+) -> str:
+    """The kernel stage's one line: slower and faster layers, busy time, what could not be decided."""
     slow = [f for f in findings if f.regression]
     fast = [f for f in findings if f.kind == "faster"]
     parts = []
@@ -97,9 +118,23 @@ def kernel_stage(base: RunRecord, cand: RunRecord, lower: StageFinding, alpha: f
         parts.append(f"busy per iteration {fmt_cmp(m)}" + ("" if m.enough_samples else f" ({m.n_base} vs {m.n_cand} iterations: too few to test alone)"))
     if undecided and not slow:
         parts.append("too few samples for: " + "; ".join(undecided[:4]))
+    added, removed = only
     if added or removed:
         parts.append(f"{len(added)} kernel entr(ies) only in the candidate, {len(removed)} only in the baseline")
-    return StageFinding(stage="kernel", status=status, summary="; ".join(parts) or "no significant per-layer change", metrics=metrics, layers=findings)
+    if drifted and reference is not None and reference.drift_band is not None:
+        lo, hi = reference.drift_band
+        parts.append(f"{len(drifted)} layer(s) without a dense reference moved within the machine's drift (x{lo:.3f} to x{hi:.3f})")
+    return "; ".join(parts) or "no significant per-layer change"
+
+
+def within_drift(comp: SampleComparison, members: list[str], reference: SharedReference | None) -> bool:
+    """Whether a change of layers without their own dense reference lies inside the machine's drift band."""
+    if reference is None or reference.drift_band is None or all(m in reference.referenced for m in members):
+        return False
+    lo, hi = reference.drift_band
+    low = comp.ci_low if comp.ci_low is not None else comp.ratio
+    high = comp.ci_high if comp.ci_high is not None else comp.ratio
+    return not (low > hi or high < lo)
 
 
 def _precision_finding(name: str, cand: KernelLayer, base: KernelLayer | None, graph: GraphLayer | None) -> LayerFinding | None:

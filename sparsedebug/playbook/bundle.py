@@ -30,9 +30,10 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from sparsedebug.core.errors import UserError
-from sparsedebug.core.io import load_record
+from sparsedebug.core.io import load_record, validate
+from sparsedebug.core.signals import signals_deferred
 from sparsedebug.records.bundle import Bundle, BundleInput, FixOutcome, InputRole
-from sparsedebug.records.classification import Classification
+from sparsedebug.records.classification import Classification, Fix
 from sparsedebug.records.decision import DecisionOutcome
 from sparsedebug.records.findings import BisectResult
 from sparsedebug.records.fingerprint import Fingerprint
@@ -101,6 +102,14 @@ def _optional(root: Path, manifest: Bundle, role: str) -> Path | None:
     return path
 
 
+def _load_fix(path: Path) -> FixOutcome:
+    """fix.json, with the proposed fix it quotes checked against the classification's fix record."""
+    outcome = load_record(path, FixOutcome)
+    if outcome.proposed is not None:
+        validate(Fix, outcome.proposed, f"{path}: proposed")
+    return outcome
+
+
 def load_bundle(root: Path) -> LoadedBundle:
     """Read a bundle directory back; a missing or broken file is a one-line ``UserError``."""
     if not root.exists():
@@ -136,18 +145,36 @@ def load_bundle(root: Path) -> LoadedBundle:
         bisect=load_record(bisect_path, BisectResult) if bisect_path is not None else None,
         classification=load_record(cls_path, Classification) if cls_path is not None else None,
         reduce=load_record(reduce_path, ReduceResult) if reduce_path is not None else None,
-        fix=load_record(fix_path, FixOutcome) if fix_path is not None else None,
+        fix=_load_fix(fix_path) if fix_path is not None else None,
         decision=load_record(decision_path, DecisionOutcome) if decision_path is not None else None,
     )
 
 
-def check_out_dir(out_dir: Path) -> None:
-    """Refuse an output directory that is a file, holds something other than a bundle, or cannot be written."""
+PARTIAL = "partial"
+"""Infix of the sibling directory a bundle is built in: ``.NAME.partial-PID``."""
+OLD = "old"
+"""Infix of the sibling the previous bundle is moved to while the new one takes its place: ``.NAME.old-PID``."""
+
+
+def work_dir(out_dir: Path, infix: str, pid: int | None = None) -> Path:
+    """The sibling ``.NAME.INFIX-PID`` of ``out_dir`` used while a bundle is built or swapped."""
+    return out_dir.parent / f".{out_dir.name}.{infix}-{os.getpid() if pid is None else pid}"
+
+
+def check_out_dir(out_dir: Path, *, force: bool = False) -> None:
+    """Refuse an output directory that is a file, holds something other than a bundle, or cannot be written.
+
+    An existing bundle is replaced only with ``force``; without it the walk stops
+    before doing anything, naming the bundle it would have replaced.
+    """
     if out_dir.exists():
         if not out_dir.is_dir():
             raise UserError(f"{out_dir}: exists and is not a directory")
-        if any(out_dir.iterdir()) and not (out_dir / MANIFEST).is_file():
-            raise UserError(f"{out_dir}: not empty and not a sparsedebug bundle; choose another -o")
+        if any(out_dir.iterdir()):
+            if not (out_dir / MANIFEST).is_file():
+                raise UserError(f"{out_dir}: not empty and not a sparsedebug bundle; choose another -o")
+            if not force:
+                raise UserError(f"{out_dir}: holds a bundle already; pass --force to replace it, or choose another -o")
     parent = out_dir.parent if str(out_dir.parent) else Path(".")
     if not parent.is_dir():
         raise UserError(f"{out_dir}: parent directory {parent} does not exist")
@@ -155,12 +182,77 @@ def check_out_dir(out_dir: Path) -> None:
         raise UserError(f"{out_dir}: cannot write to {parent}")
 
 
+def _pid_running(pid: int) -> bool:
+    """Whether ``pid`` is a live process that looks like sparsedebug (a reused pid of another program is not)."""
+    if pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return True  # no /proc: assume it is ours
+    return b"sparsedebug" in cmdline
+
+
+def clear_stale(out_dir: Path) -> list[str]:
+    """Clean up what a killed walk left beside ``out_dir``; return one note per thing done.
+
+    ``.NAME.partial-PID`` (a bundle being built) is removed once PID is gone; one
+    whose process still runs is another walk writing the same bundle, a
+    ``UserError``. ``.NAME.old-PID`` (the previous bundle, moved aside during the
+    swap) is put back when ``out_dir`` is missing, else removed.
+    """
+    parent = out_dir.parent if str(out_dir.parent) else Path(".")
+    if not parent.is_dir():
+        return []
+    notes: list[str] = []
+    prefix = f".{out_dir.name}."
+    for entry in sorted(parent.iterdir()):
+        if not entry.name.startswith(prefix) or not entry.is_dir():
+            continue
+        infix, _, pid_text = entry.name[len(prefix):].rpartition("-")
+        if infix not in (PARTIAL, OLD) or not pid_text.isdigit():
+            continue
+        pid = int(pid_text)
+        if _pid_running(pid):
+            raise UserError(
+                f"{out_dir}: another playbook run (pid {pid}) is writing this bundle ({entry.name} exists); "
+                "wait for it or choose another -o"
+            )
+        with signals_deferred():
+            if infix == OLD and not out_dir.exists():
+                entry.rename(out_dir)
+                notes.append(f"restored the previous bundle {out_dir} from {entry.name} (left by pid {pid}, no longer running)")
+            else:
+                shutil.rmtree(entry, ignore_errors=True)
+                what = "partial bundle" if infix == PARTIAL else "previous bundle moved aside"
+                notes.append(f"removed {entry.name}: a {what} left by pid {pid}, which is no longer running")
+    return notes
+
+
 def swap_into_place(tmp: Path, out_dir: Path) -> None:
-    """Replace ``out_dir`` (an old bundle or nothing) with the finished ``tmp`` bundle."""
-    old = None
-    if out_dir.exists():
-        old = out_dir.parent / f".{out_dir.name}.old-{os.getpid()}"
-        out_dir.rename(old)
-    tmp.rename(out_dir)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
+    """Replace ``out_dir`` (an old bundle or nothing) with the finished ``tmp`` bundle.
+
+    Signals are held off for the two renames and the removal of the old bundle, so a
+    SIGTERM at any moment leaves either the previous bundle or the new one, and
+    nothing beside it.
+    """
+    with signals_deferred():
+        old = None
+        if out_dir.exists():
+            old = work_dir(out_dir, OLD)
+            out_dir.rename(old)
+        tmp.rename(out_dir)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+
+
+def discard(tmp: Path) -> None:
+    """Remove a partial bundle, with signals held off so a second signal cannot cut the cleanup short."""
+    with signals_deferred():
+        shutil.rmtree(tmp, ignore_errors=True)

@@ -11,7 +11,6 @@ failed walk leaves no half-written bundle.
 from __future__ import annotations
 
 import datetime
-import os
 import shutil
 import time
 from dataclasses import dataclass, field
@@ -21,7 +20,18 @@ from typing import TYPE_CHECKING, Literal, Protocol
 from pydantic import BaseModel
 
 from sparsedebug.core.errors import UserError
-from sparsedebug.playbook.bundle import FILES, MANIFEST, LoadedBundle, check_out_dir, load_bundle, swap_into_place
+from sparsedebug.playbook.bundle import (
+    FILES,
+    MANIFEST,
+    PARTIAL,
+    LoadedBundle,
+    check_out_dir,
+    clear_stale,
+    discard,
+    load_bundle,
+    swap_into_place,
+    work_dir,
+)
 from sparsedebug.playbook.schema import Playbook, Step, load_playbook
 from sparsedebug.records.bundle import Bundle, BundleInput, FixOutcome, InputKind, StepRecord
 from sparsedebug.records.run import RunRecord
@@ -50,6 +60,9 @@ class Reporter(Protocol):
     def done(self, step: Step, status: str, detail: str) -> None:
         """A step ended (``done`` or ``skipped``)."""
 
+    def note(self, text: str) -> None:
+        """Something done outside the steps (a stale partial bundle removed)."""
+
 
 class _QuietReporter:
     def step(self, step: Step, text: str) -> None:
@@ -61,6 +74,9 @@ class _QuietReporter:
     def done(self, step: Step, status: str, detail: str) -> None:
         return None
 
+    def note(self, text: str) -> None:
+        return None
+
 
 @dataclass
 class _Walk:
@@ -68,6 +84,7 @@ class _Walk:
 
     book: Playbook
     tmp: Path
+    out_dir: Path
     say: Reporter
     paths: dict[str, Path]
     kinds: dict[str, InputKind]
@@ -118,9 +135,12 @@ def _freeze(w: _Walk) -> None:
         if w.kinds[role] == "workload":
             w.workloads[role] = load_workload(w.paths[role])
     cand_wl = w.workloads.get("candidate")
-    w.fingerprint = fp_mod.collect(
-        seed=cand_wl.seed if cand_wl is not None else None,
-        workload=w.paths["candidate"] if cand_wl is not None else None,
+    w.fingerprint = fp_mod.relative_to(
+        fp_mod.collect(
+            seed=cand_wl.seed if cand_wl is not None else None,
+            workload=w.paths["candidate"] if cand_wl is not None else None,
+        ),
+        w.out_dir,
     )
     w.save("fingerprint", w.fingerprint)
     git = w.fingerprint.git.revision[:12] if w.fingerprint.git else "-"
@@ -315,6 +335,7 @@ def run_playbook(
     playbook: Path | None = None,
     reporter: Reporter | None = None,
     reduce: bool = True,
+    force: bool = False,
 ) -> LoadedBundle:
     """Walk the five steps and write a complete bundle to ``out_dir``; return it loaded.
 
@@ -323,6 +344,12 @@ def run_playbook(
     are workloads, step 4 reduces them to a reproducer and, when the proposed fix
     maps onto a workload, applies it to a copy of the candidate and replays it;
     ``fixed`` (any input kind) is used as the fixed candidate instead.
+
+    An existing bundle at ``out_dir`` is replaced only with ``force`` (else a
+    ``UserError`` before any work). The bundle is built in ``.NAME.partial-PID``
+    beside ``out_dir`` and swapped in at the end; a signal or an error on the way
+    removes it, and one left by a killed run is removed (or put back, for the
+    previous bundle moved aside) at the start of the next.
     """
     from sparsedebug.sources.detect import detect_kind
 
@@ -332,13 +359,16 @@ def run_playbook(
     for opt, path in (("--ncu", ncu), ("--smi", smi)):
         if path is not None and not path.is_file():
             raise UserError(f"{path}: file not found ({opt})")
-    check_out_dir(out_dir)
-    tmp = out_dir.parent / f".{out_dir.name}.partial-{os.getpid()}"
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    tmp.mkdir(parents=False)
-    w = _Walk(book=book, tmp=tmp, say=reporter or _QuietReporter(), paths=paths, kinds=kinds, repeats=repeats)
+    say = reporter or _QuietReporter()
+    for note in clear_stale(out_dir):
+        say.note(note)
+    check_out_dir(out_dir, force=force)
+    tmp = work_dir(out_dir, PARTIAL)
+    w = _Walk(book=book, tmp=tmp, out_dir=out_dir, say=say, paths=paths, kinds=kinds, repeats=repeats)
     try:
+        if tmp.exists():
+            shutil.rmtree(tmp)
+        tmp.mkdir(parents=False)
         _freeze(w)
         _locate(w)
         _classify(w, ncu, smi)
@@ -347,7 +377,7 @@ def run_playbook(
         _decide_and_render(w, embedded=baseline is None, out_dir=out_dir)
         swap_into_place(tmp, out_dir)
     except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
+        discard(tmp)
         raise
     return load_bundle(out_dir)
 

@@ -90,6 +90,9 @@ class BisectResult(Record):
     outcome_delta_ms: float | None = None
     explains: list[str] = Field(default_factory=list, description="Downstream stages whose change the first divergence explains.")
     accounted_share: float | None = Field(None, description="Share of the outcome change carried by the layers the first divergence names.")
+    reference: str | None = Field(
+        None, description="How the timings of two replays were put on one machine state through their shared dense reference."
+    )
     verdict: str
 
     def stage(self, name: str) -> StageFinding:

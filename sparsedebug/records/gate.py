@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 
@@ -18,34 +18,48 @@ or timings disturbed beyond the noise-aware harness' bound. Never a failure."""
 
 
 class Significance(Record):
-    alpha: float = Field(DEFAULT_ALPHA, gt=0.0, lt=1.0, description="Rank-test significance level (two-sided).")
-    factor: float = Field(1.05, ge=1.0, description="asv-style factor: a shortfall must exceed this ratio to fail.")
+    """How a speed shortfall is judged: a rank test at ``alpha`` and a minimum ratio ``factor``."""
+
+    alpha: float = Field(DEFAULT_ALPHA, gt=0.0, lt=1.0, description="Rank-test significance level (two-sided), in (0, 1).")
+    factor: float = Field(1.05, ge=1.0, le=100.0, allow_inf_nan=False, description="asv-style factor (1 to 100): a shortfall must exceed this ratio to fail.")
 
 
 class SpeedupPolicy(Record):
-    min: float = Field(1.0, gt=0.0, description="Minimum candidate p50 speedup over the baseline.")
+    """The speedup check."""
+
+    min: float = Field(1.0, gt=0.0, le=1000.0, allow_inf_nan=False, description="Minimum candidate p50 speedup over the baseline (0 to 1000).")
 
 
 class P99Policy(Record):
-    max_ratio: float = Field(1.25, gt=0.0, description="Maximum candidate p99 / baseline p99.")
+    """The tail-latency check."""
+
+    max_ratio: float = Field(1.25, gt=0.0, le=1000.0, allow_inf_nan=False, description="Maximum candidate p99 / baseline p99 (0 to 1000).")
     use_budget: bool = Field(True, description="Also require candidate p99 <= its recorded latency budget.")
 
 
 class QualityPolicy(Record):
-    min_cosine: float | None = Field(0.90, description="Minimum output cosine vs the dense model.")
-    max_rel_err: float | None = Field(None, description="Maximum output relative error vs the dense model.")
-    max_accuracy_drop: float | None = Field(0.01, description="Maximum task accuracy drop vs the dense model.")
+    """The quality guardrails against the dense model."""
+
+    min_cosine: float | None = Field(0.90, ge=-1.0, le=1.0, description="Minimum output cosine vs the dense model, in [-1, 1].")
+    max_rel_err: float | None = Field(None, ge=0.0, allow_inf_nan=False, description="Maximum output relative error vs the dense model (>= 0).")
+    max_accuracy_drop: float | None = Field(
+        0.01, ge=0.0, le=1.0, description="Maximum task accuracy drop vs the dense model, in [0, 1]."
+    )
     require_equal_latency_win: bool = Field(
         False, description="Fail when a dense model narrowed to the same latency has better quality."
     )
 
 
 class FallbackPolicy(Record):
+    """The dense-fallback check."""
+
     max_rate: float = Field(0.0, ge=0.0, le=1.0, description="Maximum share of meant-sparse layers running dense.")
 
 
 class PrecisionPolicy(Record):
-    max_rel_err: dict[str, float] = Field(
+    """The precision-drift check."""
+
+    max_rel_err: dict[str, Annotated[float, Field(gt=0.0, allow_inf_nan=False)]] = Field(
         default_factory=lambda: {"fp32": 1e-4, "fp16": 1e-2, "bf16": 5e-2},
         description="Per precision mode: maximum per-layer kernel error vs the fp64 reference.",
     )

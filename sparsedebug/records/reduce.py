@@ -49,6 +49,11 @@ class ReduceResult(Record):
     good: str
     bad: str
     reproduced: bool = Field(description="Whether the bad workload diverged from the good one at all.")
+    confirmed: bool = Field(
+        False,
+        description="Whether a timed bisect of the reproducer against its baseline showed the same first stage and finding "
+        "kind; repro and base are set only then.",
+    )
     target_stage: str | None
     target_finding: str | None = Field(
         description="The finding reproduced: 'fallback:<reason>', 'per_call_conversion', 'slower:<layer role>', ... (None: the stage as a whole)."

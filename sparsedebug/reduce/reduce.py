@@ -48,7 +48,9 @@ from sparsedebug.records.run import (
     ScheduleStage,
 )
 from sparsedebug.reduce.search import DDMin, Outcome
-from sparsedebug.reduce.shrink import apply_changes, block_of, diff_workloads, half_tokens, keep_layers, scale_widths
+from sparsedebug.reduce.shrink import apply_changes, block_of, diff_workloads, half_tokens, keep_layers
+from sparsedebug.reduce.treatment import scale_keeping_treatment
+from sparsedebug.sources.replay.cost import check_replay
 from sparsedebug.sources.replay.workload import Workload, absolute_paths
 
 DEFAULT_PROBE_REPEATS = 5
@@ -238,7 +240,8 @@ def _halve(prober: _Prober, phase: Phase, pair: tuple[Workload, Workload], step:
     while not prober.exhausted:
         try:
             smaller = (step(pair[0]), step(pair[1]))
-        except UserError:
+        except UserError as exc:
+            prober.say(f"{phase}: stop shrinking: {str(exc).splitlines()[0]}")
             break
         if prober.probe(phase, describe(smaller[1]), smaller[0], smaller[1], stage, kind) is not Outcome.FAIL:
             break
@@ -286,7 +289,7 @@ def _shrink_graph(prober: _Prober, base: Workload, repro: Workload, stage: str, 
     base, repro = _ddmin_keep(prober, "layers", base, repro, units, set(), stage, kind)
     base, repro = _halve(prober, "tokens", (base, repro), half_tokens, stage, kind, lambda w: f"tokens {w.tokens.batch}x{w.tokens.sequence}")
     return _halve(
-        prober, "widths", (base, repro), lambda w: scale_widths(w, 2), stage, kind,
+        prober, "widths", (base, repro), lambda w: scale_keeping_treatment(w, 2), stage, kind,
         lambda w: "widths " + ", ".join(f"{layer.name}={layer.shape}" for layer in w.layers[:3]),
     )
 
@@ -337,6 +340,8 @@ def reduce_workloads(
         raise UserError(f"probe_repeats={probe_repeats}: need at least 3")
     good = absolute_paths(good, good_dir)
     bad = absolute_paths(bad, bad_dir)
+    for workload in (good, bad):
+        check_replay(workload, probe_repeats * 2)  # the largest probe: re-measured with twice the repeats
     prober = _Prober(probe_repeats, max_probes, progress, (good_dir, bad_dir), alpha, min_effect)
     changes = diff_workloads(good, bad)
     common: dict[str, Any] = dict(
@@ -369,20 +374,41 @@ def reduce_workloads(
             break
         causes.append(Cause(finding=other, kept=_ddmin_changes(prober, "causes", good, bad, changes, stage, other)))
 
-    base, repro = _shrink_graph(prober, good, apply_changes(good, bad, [change.key for change in kept]), stage, kind)
+    unshrunk = (good, apply_changes(good, bad, [change.key for change in kept]))
+    shrunk = _shrink_graph(prober, *unshrunk, stage, kind)
+    chosen, confirmation, confirmed = _confirm(prober, [shrunk, unshrunk], stage, kind, probe_repeats)
+    base, repro = (shrunk, unshrunk)[chosen]
     repro = repro.model_copy(update={"name": f"{bad.name}-repro", "description": f"Reproducer of {target} reduced from {good.name} -> {bad.name}"})
     base = base.model_copy(update={"name": f"{good.name}-repro-base", "description": f"Baseline for {repro.name}"})
-
-    # 5. confirm with timing.
-    prober.say("confirming with a timed replay of the reproducer and its baseline")
-    confirmation = prober.bisect(prober.timed_run(base, good_dir, probe_repeats), prober.timed_run(repro, bad_dir, probe_repeats))
-    confirmed = confirmation.first_stage == stage
     base_path = repro_path.with_name(f"{repro_path.stem}.base{repro_path.suffix or '.yaml'}")
     command = f"sparsedebug bisect {base_path} {repro_path}"
     verdict = _verdict(prober, target, changes, kept, causes, (bad, repro), None if confirmed else confirmation, max_probes)
+    if confirmed and chosen > 0:
+        verdict += "; the shrunk graph did not confirm, so the reproducer keeps the full graph"
     return ReduceResult(
-        **common, reproduced=True, target_stage=stage, target_finding=kind, kept=kept, other_causes=causes,
-        repro=repro, base=base, layers_after=len(repro.layers), tokens_after=repro.tokens.total,
+        **common, reproduced=True, confirmed=confirmed, target_stage=stage, target_finding=kind, kept=kept, other_causes=causes,
+        repro=repro if confirmed else None, base=base if confirmed else None, layers_after=len(repro.layers), tokens_after=repro.tokens.total,
         probe_count=len(prober.log), replays=prober.replays, static_probes=prober.static, flaky_probes=prober.flaky,
-        probes=prober.log, confirmation=confirmation, command=command, verdict=verdict,
+        probes=prober.log, confirmation=confirmation, command=command if confirmed else None, verdict=verdict,
     )
+
+
+def _confirm(
+    prober: _Prober, pairs: list[tuple[Workload, Workload]], stage: str, kind: str | None, repeats: int
+) -> tuple[int, BisectResult, bool]:
+    """Step 5: the index of the first (base, repro) pair whose timed bisect shows the same first stage and finding kind.
+
+    Tried in order (the shrunk pair, then the pair before shrinking, unless they are
+    the same); when none does, index 0 with its bisect and ``False``: nothing is
+    written then.
+    """
+    results: list[BisectResult] = []
+    for index, (base, repro) in enumerate(pairs):
+        if index > 0 and (base, repro) == pairs[0]:
+            break
+        prober.say("confirming with a timed replay of the reproducer and its baseline")
+        result = prober.bisect(prober.timed_run(base, prober.dirs[0], repeats), prober.timed_run(repro, prober.dirs[1], repeats))
+        if _classify(result, stage, kind)[0] is Outcome.FAIL:
+            return index, result, True
+        results.append(result)
+    return 0, results[0], False

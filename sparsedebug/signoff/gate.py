@@ -11,7 +11,13 @@ Five checks, one per threshold (each is one JUnit testcase):
   as in a 3-forward profiler trace), the ratio factor alone decides, and the
   check says so.
 - ``p99_latency``: candidate p99 / baseline p99 at most ``max_ratio``, and within
-  the candidate's latency budget when it records one and ``use_budget`` is on.
+  the candidate's latency budget when it records one and ``use_budget`` is on; each
+  fails only beyond sampling noise (order-statistic bounds of the p99, ``core.tails``).
+
+Two replays whose dense references are the same computation are compared on one
+machine state (``sparsedebug.locate.reference``): the speed and p99 checks (the budget
+included) then see what the workloads changed, not how fast this machine happened to run
+each replay.
 - ``quality_delta``: candidate output quality against the dense model (cosine,
   relative error, task accuracy drop), and optionally the equal-latency verdict.
 - ``fallback_rate``: share of layers meant to be sparse that run dense.
@@ -28,22 +34,28 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
+from sparsedebug.core.errors import UserError
 from sparsedebug.core.io import load_data, validate
 from sparsedebug.core.patterns import precision_changed, precision_from
 from sparsedebug.core.stats import DEFAULT_ALPHA, TAIL_MIN_SAMPLES, compare_samples, enough_samples, median
+from sparsedebug.core.tails import P99, quantile_bounds
 from sparsedebug.core.timing import unstable_reason
-from sparsedebug.records.gate import CheckStatus, GateCheck, GatePolicy, GateResult
+from sparsedebug.locate.reference import on_shared_reference
+from sparsedebug.records.gate import CheckStatus, GateCheck, GatePolicy, GateResult, P99Policy
 from sparsedebug.records.run import RunRecord
 from sparsedebug.signoff.metrics import bundle_clock, equal_latency_sentence, fallback_summary, latency, layer_rows
 
 
 def load_policy(path: Path | None) -> GatePolicy:
-    """Load a gate policy YAML; ``None`` gives the built-in default."""
+    """Load a gate policy YAML; ``None`` gives the built-in default. An empty file is a ``UserError``, not the defaults."""
     if path is None:
         return GatePolicy()
     data = load_data(path)
     if data is None:
-        data = {}
+        raise UserError(
+            f"{path}: empty policy file; write the thresholds to change (see playbooks/gate-default.yaml), "
+            "or leave out --policy for the defaults"
+        )
     return validate(GatePolicy, data, str(path))
 
 
@@ -53,11 +65,14 @@ def judge_shift(
     """Whether ``after`` is slower, faster or the same as ``before``, the asv way.
 
     With enough samples for a rank test to reach ``alpha``: significant (Mann-Whitney U)
-    AND the median ratio beyond ``factor``. With too few (3 against 3), the factor
-    alone decides, and the reason says so.
+    AND the median ratio beyond ``factor`` AND persistent (in both halves of the samples
+    and without outliers: one burst of noise is not a shift). With too few (3 against 3),
+    the factor alone decides, and the reason says so.
     """
     if enough_samples(len(before), len(after), alpha):
         cmp = compare_samples(before, after, alpha=alpha, min_effect=factor)
+        if cmp.direction != "same" and not cmp.persistent:
+            return "same", f"not a real shift: {cmp.reason}"
         return cmp.direction, cmp.reason
     ratio = median(after) / median(before)
     direction: Literal["slower", "faster", "same"] = (
@@ -118,25 +133,56 @@ def check_speedup(base: RunRecord, cand: RunRecord, policy: GatePolicy) -> GateC
     )
 
 
+def _p99_problems(base: RunRecord, cand: RunRecord, pol: P99Policy, alpha: float) -> tuple[list[str], list[str]]:
+    """Failures and notes of the p99 check: each fails only beyond sampling noise (order-statistic bounds, ``core.tails``)."""
+    bl, cl = latency(base), latency(cand)
+    assert bl is not None and cl is not None
+    b_tail = quantile_bounds(base.outcome.latency_samples_ms, P99, alpha)
+    c_tail = quantile_bounds(cand.outcome.latency_samples_ms, P99, alpha)
+    b_high = b_tail.high if b_tail.high is not None else max(base.outcome.latency_samples_ms)
+    ratio = cl.p99 / bl.p99
+    problems, notes = [], []
+    if c_tail.low > pol.max_ratio * b_high:
+        problems.append(
+            f"p99 ratio {ratio:.3f} > {pol.max_ratio:g}: even the candidate's p99 lower bound {c_tail.low:.3f} ms "
+            f"exceeds {pol.max_ratio:g}x the baseline's p99 upper bound {b_high:.3f} ms"
+        )
+    elif ratio > pol.max_ratio:
+        notes.append(
+            f"p99 ratio {ratio:.3f} above {pol.max_ratio:g} but within noise: candidate p99 lower bound {c_tail.low:.3f} ms "
+            f"vs {pol.max_ratio:g}x baseline upper bound {b_high:.3f} ms"
+        )
+    budget = cand.outcome.budget_ms
+    if pol.use_budget and budget is not None:
+        if c_tail.low > budget:
+            also = f"; the baseline misses it too (p99 lower bound {b_tail.low:.3f} ms): this machine is too slow for it" if b_tail.low > budget else ""
+            problems.append(f"p99 {cl.p99:.3f} ms over the {budget:g} ms budget (lower bound {c_tail.low:.3f} ms){also}")
+        elif cl.p99 > budget:
+            notes.append(f"p99 {cl.p99:.3f} ms over the {budget:g} ms budget but within noise (lower bound {c_tail.low:.3f} ms)")
+    return problems, notes
+
+
 def check_p99(base: RunRecord, cand: RunRecord, policy: GatePolicy) -> GateCheck:
-    """Candidate p99 against the baseline's p99, and against the candidate's latency budget."""
+    """Candidate p99 against the baseline's p99, and against the candidate's latency budget.
+
+    Each fails only when the tail is over the limit beyond sampling noise: the candidate's
+    p99 *lower* confidence bound (an order statistic) must exceed ``max_ratio`` times the
+    baseline's p99 upper bound (its largest sample when too few samples bound it), and the
+    budget. A p99 of fewer than ``TAIL_MIN_SAMPLES`` samples, or of unstable timings, is
+    inconclusive.
+    """
     assert policy.p99_latency is not None
     pol = policy.p99_latency
+    alpha = policy.significance.alpha
     name = "p99 latency (candidate / baseline)"
-    threshold = f"<= {pol.max_ratio:g}x baseline p99" + (" and <= budget" if pol.use_budget else "")
+    threshold = f"<= {pol.max_ratio:g}x baseline p99" + (" and <= budget" if pol.use_budget else "") + f" (beyond noise at alpha {alpha:g})"
     bl, cl = latency(base), latency(cand)
     if bl is None or cl is None:
         return _missing("p99_latency", name, threshold, "a run has no latency samples", policy)
     unstable = _inconclusive("p99_latency", name, threshold, base, cand)
     if unstable is not None:
         return unstable
-    ratio = cl.p99 / bl.p99
-    problems = []
-    if ratio > pol.max_ratio:
-        problems.append(f"p99 ratio {ratio:.3f} > {pol.max_ratio:g}")
-    budget = cand.outcome.budget_ms
-    if pol.use_budget and budget is not None and cl.p99 > budget:
-        problems.append(f"p99 {cl.p99:.3f} ms over the {budget:g} ms budget")
+    problems, notes = _p99_problems(base, cand, pol, alpha)
     n = min(bl.n, cl.n)
     inconclusive = n < TAIL_MIN_SAMPLES
     small = f"; inconclusive: a p99 of {n} samples (< {TAIL_MIN_SAMPLES}) is the sample maximum, not a tail estimate" if inconclusive else ""
@@ -144,12 +190,11 @@ def check_p99(base: RunRecord, cand: RunRecord, policy: GatePolicy) -> GateCheck
         f"baseline p50/p95/p99 {bl.p50:.3f}/{bl.p95:.3f}/{bl.p99:.3f} ms, candidate "
         f"{cl.p50:.3f}/{cl.p95:.3f}/{cl.p99:.3f} ms ({bundle_clock([base, cand])}){small}"
     )
-    if problems:
-        detail = "; ".join(problems) + "; " + detail
+    detail = "; ".join([*problems, *notes, detail])
     status: CheckStatus = "inconclusive" if inconclusive else ("fail" if problems else "pass")
     return GateCheck(
         id="p99_latency", name=name, status=status,
-        measured=f"{ratio:.3f}x ({cl.p99:.3f} ms vs {bl.p99:.3f} ms)", threshold=threshold, detail=detail,
+        measured=f"{cl.p99 / bl.p99:.3f}x ({cl.p99:.3f} ms vs {bl.p99:.3f} ms)", threshold=threshold, detail=detail,
     )
 
 
@@ -286,10 +331,14 @@ def evaluate(base: RunRecord, cand: RunRecord, policy: GatePolicy | None = None)
     """Run every enabled check on ``base`` versus ``cand``."""
     pol = policy or GatePolicy()
     checks: list[GateCheck] = []
+    timed_base, timed_cand, reference = on_shared_reference(base, cand)
+    note = f"; {reference.note}" if reference.note else ""
     if pol.effective_speedup is not None:
-        checks.append(check_speedup(base, cand, pol))
+        check = check_speedup(timed_base, timed_cand, pol)
+        checks.append(check.model_copy(update={"detail": check.detail + note}))
     if pol.p99_latency is not None:
-        checks.append(check_p99(base, cand, pol))
+        check = check_p99(timed_base, timed_cand, pol)
+        checks.append(check.model_copy(update={"detail": check.detail + note}))
     if pol.quality_delta is not None:
         checks.append(check_quality(base, cand, pol))
     if pol.fallback_rate is not None:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from sparsedebug.core.errors import UserError
-from sparsedebug.core.io import load_data, validate
+from sparsedebug.core.io import load_data, reading, validate
 from sparsedebug.records.run import RunRecord
 
 if TYPE_CHECKING:
@@ -49,6 +49,26 @@ _WORKLOAD: tuple[RunKind, ...] = ("workload",)
 _VERB: dict[RunKind, str] = {"run": "load", "workload": "replay", "trace": "import"}
 
 
+_GZIP_MAGIC = b"\x1f\x8b"
+_HEAD = 65536
+
+
+def _head(path: Path) -> bytes:
+    with reading(path), path.open("rb") as handle:
+        return handle.read(_HEAD)
+
+
+def _binary(head: bytes) -> bool:
+    """Whether a file's first bytes are not text: a NUL byte, or bytes that are not UTF-8 (a cut last character aside)."""
+    if b"\x00" in head:
+        return True
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return exc.start < len(head) - 3 or len(head) < _HEAD
+    return False
+
+
 def _sniff(path: Path) -> tuple[RunKind | None, Any]:
     """The kind of ``path`` (None when its ``kind`` is none of ours) and its parsed data (None for a trace).
 
@@ -61,10 +81,14 @@ def _sniff(path: Path) -> tuple[RunKind | None, Any]:
         return "trace", None
     if not path.is_file():
         raise UserError(f"{path}: file not found" if not path.exists() else f"{path}: is a directory, expected a file")
+    head = _head(path)
+    if head.startswith(_GZIP_MAGIC):
+        return "trace", None  # a compressed trace under another name: the importer reads it by its magic bytes
+    if _binary(head):
+        raise UserError(f"{path}: binary data, not {_choices(RUN_KINDS)}")
     if name.endswith(".json"):
-        with path.open("r", encoding="utf-8", errors="replace") as handle:
-            head = handle.read(65536)
-        if '"traceEvents"' in head or head.lstrip().startswith("["):
+        text = head.decode("utf-8", errors="replace")
+        if '"traceEvents"' in text or text.lstrip().startswith("["):
             return "trace", None
     data = load_data(path)
     kind = data.get("kind") if isinstance(data, dict) else None

@@ -76,13 +76,15 @@ def test_memo_help() -> None:
     assert result.exit_code == 0 and "--report" in result.stdout
 
 
-def test_rerun_replaces_an_old_bundle(bundle: Path, tmp_path: Path) -> None:
+def test_rerun_replaces_an_old_bundle_only_with_force(bundle: Path, tmp_path: Path) -> None:
     stale = bundle / "reproducer.yaml"
     stale.write_text("left over from an older walk\n")
-    result = invoke([
-        "playbook", "run", "--baseline", str(tmp_path / "base.json"), "--candidate", str(tmp_path / "cand.json"),
-        "-o", str(bundle),
-    ])
+    args = ["playbook", "run", "--baseline", str(tmp_path / "base.json"), "--candidate", str(tmp_path / "cand.json"), "-o", str(bundle)]
+    before = {p.name: p.read_bytes() for p in bundle.iterdir()}
+    refused = invoke(args)
+    assert refused.exit_code == 2 and "holds a bundle already; pass --force" in refused.stderr
+    assert {p.name: p.read_bytes() for p in bundle.iterdir()} == before
+    result = invoke([*args, "--force"])
     assert result.exit_code == 0, result.stderr
     assert not stale.exists() and not (bundle / "fixed.run.json").exists()
     assert json.loads((bundle / "fix.json").read_text())["fixed_source"] == "none"

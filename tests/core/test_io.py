@@ -117,5 +117,5 @@ def test_file_digest_is_sha256(tmp_path: Path) -> None:
 def test_non_utf8_file_is_a_user_error(tmp_path: Path) -> None:
     path = tmp_path / "bin.yaml"
     path.write_bytes(b"\xff\xfe\x00garbage")
-    with pytest.raises(UserError, match="bin.yaml: not UTF-8"):
+    with pytest.raises(UserError, match="bin.yaml: binary data, not UTF-8 text"):
         load_record(path, RunRecord)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import gzip
 import json
 import zlib
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -96,7 +96,7 @@ def _read(handle: IO[str], path: Path) -> str:
     except (gzip.BadGzipFile, zlib.error) as exc:
         raise UserError(f"{path}: corrupt gzip data: {exc}") from None
     except UnicodeDecodeError as exc:
-        raise UserError(f"{path}: not UTF-8 text ({exc.reason})") from None
+        raise UserError(f"{path}: not a trace: binary data, not JSON text ({exc.reason} in the stream)") from None
     except OSError as exc:
         raise UserError(f"{path}: cannot read: {exc.strerror or exc}") from None
 
@@ -174,3 +174,23 @@ def _expect_end(buf: _Buffer) -> None:
     tail = buf.peek()
     if tail != "":
         raise UserError(f"{buf.path}: malformed trace JSON: unexpected {tail!r} after the end of the document")
+
+
+def untimed(ts: float | None, dur: float | None) -> str:
+    """Why an event's timing is unusable, naming the fields: 'without numeric ts and dur', '... dur', 'with negative dur'."""
+    missing = [name for name, value in (("ts", ts), ("dur", dur)) if value is None]
+    if missing:
+        return "without numeric " + " and ".join(missing)
+    return "with negative dur"
+
+
+def untimed_summary(skipped: dict[str, int], categories: Collection[str]) -> str:
+    """'; 8 kernel event(s) had no usable timing: 5 without numeric ts and dur, 3 without numeric dur' (or '')."""
+    parts = [
+        (count, key) for key, count in skipped.items()
+        if key.split(" ", 1)[0] in categories and (" without numeric " in key or key.endswith("with negative dur"))
+    ]
+    if not parts:
+        return ""
+    total = sum(count for count, _ in parts)
+    return f"; {total} GPU event(s) had no usable timing: " + ", ".join(f"{count} {key}" for count, key in parts)

@@ -49,9 +49,10 @@ from sparsedebug.records.run import (
     ScheduleStage,
 )
 from sparsedebug.sources.importers.host_tree import children, link_launches, link_parents
+from sparsedebug.sources.importers.jsonstream import untimed_summary
 from sparsedebug.sources.importers.kernel_names import classify_kernel
 from sparsedebug.sources.importers.timeline import iteration_strip
-from sparsedebug.sources.importers.trace_events import GpuOp, TraceEvents, read_events
+from sparsedebug.sources.importers.trace_events import GPU_CATEGORIES, GpuOp, TraceEvents, read_events
 from sparsedebug.sources.importers.trace_iterations import (
     Iterations,
     annotation_iterations,
@@ -208,8 +209,8 @@ def analyze_trace(path: Path, *, include_last_step: bool = False) -> TraceImport
     trace = read_events(path)
     if not trace.gpu:
         raise UserError(
-            f"{path}: no GPU activity (events of cat kernel/gpu_memset/gpu_memcpy with ts and dur): "
-            "profile with ProfilerActivity.CUDA"
+            f"{path}: no GPU activity (events of cat kernel/gpu_memset/gpu_memcpy with ts and dur)"
+            + (untimed_summary(trace.skipped, GPU_CATEGORIES) or ": profile with ProfilerActivity.CUDA")
         )
     link_launches(trace, link_parents(trace.ranges))
     ops, device = _device_ops(trace)

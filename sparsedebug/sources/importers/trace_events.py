@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from sparsedebug.records.run import KernelClass
-from sparsedebug.sources.importers.jsonstream import iter_trace
+from sparsedebug.sources.importers.jsonstream import iter_trace, untimed
 
 Thread = tuple[Any, Any]
 """(pid, tid) of a host thread, or (device, stream) of a GPU annotation track."""
@@ -227,7 +227,7 @@ def _keep(event: dict[str, Any], trace: TraceEvents) -> None:
     dur = num(event.get("dur"))
     if ts is None or dur is None or dur < 0:
         if cat in GPU_CATEGORIES or cat in LAUNCH_CATEGORIES or cat in _NAMED_RANGES:
-            trace.skipped[f"{cat} without numeric ts/dur"] += 1
+            trace.skipped[f"{cat} {untimed(ts, dur)}"] += 1
         return
     ts = trace.rebase(ts)
     thread = (event.get("pid"), event.get("tid"))

@@ -64,6 +64,7 @@ from sparsedebug.records.run import (
 )
 from sparsedebug.records.target import TargetClock
 from sparsedebug.records.timing import TimingQuality
+from sparsedebug.sources.replay.cost import check_replay
 from sparsedebug.sources.replay.executor import (
     Array,
     ForwardTrace,
@@ -137,6 +138,7 @@ def replay(
     rounds = workload.repeats if repeats is None else repeats
     if rounds < 3:
         raise UserError(f"repeats={rounds}: need at least 3 timed repetitions for p50/p95/p99")
+    check_replay(workload, rounds, str(source_path) if source_path is not None else None)
     ctx = _Ctx(workload, rounds, progress or _no_progress)
     base_dir = source_path.parent if source_path is not None else None
     with _threads(workload.threads):
@@ -225,6 +227,7 @@ def lower_stage(workload: Workload, prepared: Prepared, *, rounds: int | None = 
 
 def plan(workload: Workload, source_path: Path | None = None) -> tuple[GraphStage, LowerStage]:
     """Graph and lower stages only (no timing): what would run sparse, what falls back and why."""
+    check_replay(workload, source=str(source_path) if source_path is not None else None, timed=False)
     with _threads(workload.threads):
         prepared = prepare(workload, source_path.parent if source_path is not None else None)
         return prepared.graph, lower_stage(workload, prepared)

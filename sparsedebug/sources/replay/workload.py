@@ -34,6 +34,7 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BeforeValidator, ConfigDict, Field, ValidationError, field_validator
 
+from sparsedebug.core.budget import MAX_REPEATS
 from sparsedebug.core.dtypes import canonical_dtype
 from sparsedebug.core.errors import UserError
 from sparsedebug.core.io import atomic_write_text, load_data, validate
@@ -52,6 +53,15 @@ _FNS: dict[str, tuple[str, ...]] = {
 }
 _DEFAULT_FN = {"norm": "rmsnorm", "activation": "silu", "elementwise": "add"}
 
+# Upper bounds of the schema (documented in the README); what fits in memory and time is
+# checked from the shapes before a replay allocates anything (sparsedebug.sources.replay.cost).
+MAX_WARMUP = 1_000
+MAX_BATCH = 65_536
+MAX_SEQUENCE = 1_048_576
+MAX_DIM = 1_048_576
+MAX_LAYERS = 10_000
+MAX_THREADS = 4_096
+
 
 def _dtype_alias(value: Any) -> Any:
     if isinstance(value, str):
@@ -65,8 +75,8 @@ DtypeField = Annotated[Dtype, BeforeValidator(_dtype_alias)]
 class Tokens(Record):
     """Token count of one forward: batch x sequence."""
 
-    batch: int = Field(1, ge=1, description="Sequences per forward.")
-    sequence: int = Field(ge=1, description="Tokens per sequence.")
+    batch: int = Field(1, ge=1, le=MAX_BATCH, description="Sequences per forward.")
+    sequence: int = Field(ge=1, le=MAX_SEQUENCE, description="Tokens per sequence.")
 
     @property
     def total(self) -> int:
@@ -128,8 +138,8 @@ class Layer(Record):
     dtype: DtypeField | None = Field(None, description="Override of the workload precision for this layer.")
     sparsity: str = Field("dense", description="'dense', 'N:M' (per row) or 'V:N:M' (blocked); linear layers.")
     fn: str | None = Field(None, description="norm: rmsnorm|layernorm; activation: silu|gelu|relu; elementwise: add|mul.")
-    heads: int | None = Field(None, ge=1, description="attention: number of query heads.")
-    kv_heads: int | None = Field(None, ge=1, description="attention: key/value heads (grouped-query); default heads.")
+    heads: int | None = Field(None, ge=1, le=MAX_DIM, description="attention: number of query heads.")
+    kv_heads: int | None = Field(None, ge=1, le=MAX_DIM, description="attention: key/value heads (grouped-query); default heads.")
     causal: bool = Field(True, description="attention: causal mask.")
 
     @field_validator("shape")
@@ -137,6 +147,8 @@ class Layer(Record):
     def _positive(cls, value: list[int] | None) -> list[int] | None:
         if value is not None and any(dim < 1 for dim in value):
             raise ValueError(f"dimensions must be positive, got {value}")
+        if value is not None and any(dim > MAX_DIM for dim in value):
+            raise ValueError(f"dimensions must be at most {MAX_DIM}, got {value}")
         return value
 
     @field_validator("sparsity")
@@ -170,10 +182,10 @@ class Workload(Record):
     description: str | None = None
     seed: int = Field(0, ge=0)
     tokens: Tokens
-    input_features: int | None = Field(None, ge=1, description="Width of the model input; default from the first layer.")
-    layers: list[Layer] = Field(min_length=1)
-    repeats: int = Field(20, ge=3, description="Timed repetitions of every measurement.")
-    warmup: int = Field(2, ge=0, description="Untimed repetitions before timing.")
+    input_features: int | None = Field(None, ge=1, le=MAX_DIM, description="Width of the model input; default from the first layer.")
+    layers: list[Layer] = Field(min_length=1, max_length=MAX_LAYERS)
+    repeats: int = Field(20, ge=3, le=MAX_REPEATS, description="Timed repetitions of every measurement.")
+    warmup: int = Field(2, ge=0, le=MAX_WARMUP, description="Untimed repetitions before timing.")
     backend: str = Field("cpu-numpy", description="Backend support profile used for lowering (see `sparsedebug lower`).")
     budget_ms: float | None = Field(None, gt=0, description="Latency budget (SLA) for p99 of one forward.")
     weights: Annotated[WeightsSpec | None, BeforeValidator(_weights_shorthand)] = Field(
@@ -184,7 +196,7 @@ class Workload(Record):
         "once", description="Compress sparse weights once at load, or on every call (inside the timed call)."
     )
     precision: DtypeField = Field("fp32", description="Input precision of every layer unless the layer overrides dtype.")
-    threads: int | None = Field(None, ge=1, description="BLAS threads during the replay; default: leave as is.")
+    threads: int | None = Field(None, ge=1, le=MAX_THREADS, description="BLAS threads during the replay; default: leave as is.")
     launch: Literal["eager", "cuda_graph"] = Field(
         "eager",
         description=(
