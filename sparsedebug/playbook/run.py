@@ -33,9 +33,9 @@ if TYPE_CHECKING:
     from sparsedebug.records.fingerprint import Fingerprint
     from sparsedebug.sources.replay.workload import Workload
 
-DEFAULT_BASELINE = "llama_dense"
-DEFAULT_CANDIDATE = "llama_2of4_regressed"
-"""The embedded default pair: a dense Llama-style stack and its 2:4 candidate with a planted regression."""
+DEFAULT_BASELINE = "minilm_dense"
+DEFAULT_CANDIDATE = "minilm_2of4_regressed"
+"""The embedded default pair: the real all-MiniLM-L6-v2 dense, and pruned 2:4 (Wanda, real text) with planted regressions."""
 
 
 class Reporter(Protocol):

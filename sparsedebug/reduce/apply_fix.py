@@ -44,6 +44,8 @@ def apply_fix(workload: Workload, fix: Fix) -> tuple[Workload | None, str]:
             new = workload.model_copy(update={"threads": threads})
             return revalidate(new), f"threads {workload.threads or 'default'} -> {threads}"
         return None, f"knob {fix.knob}={fix.value} is not a workload knob sparsedebug can set"
+    if workload.model is not None and fix.kind in ("layer", "block"):
+        return _model_fix(workload, fix)
     if fix.kind == "layer" and fix.layer is not None:
         names = [layer.name for layer in workload.layers]
         if fix.layer not in names:
@@ -78,6 +80,26 @@ def apply_fix(workload: Workload, fix: Fix) -> tuple[Workload | None, str]:
         if not changed:
             return None, "no V:N:M layer to change the block size of"
         return revalidate(workload.model_copy(update={"layers": layers})), "block size: " + ", ".join(changed)
+    return None, f"advice, not a workload change: {fix.text}"
+
+
+def _model_fix(workload: Workload, fix: Fix) -> tuple[Workload | None, str]:
+    """A layer or block fix on a model workload: the layer's entry is rewritten; shapes are the checkpoint's."""
+    from sparsedebug.sources.replay.model_workload import override_layer
+
+    assert workload.model is not None
+    if fix.kind == "block":
+        return None, f"block size: model {workload.model.name} is pruned per its pruning block; set pruning.pattern instead"
+    if fix.layer is None:
+        return None, f"advice, not a workload change: {fix.text}"
+    name = fix.layer.removesuffix(".weight")
+    if fix.action == "exclude":
+        new, how = override_layer(workload, name, sparsity="dense")
+        return new, f"{how} (excluded)"
+    if fix.action == "cast" and isinstance(fix.value, str):
+        return override_layer(workload, name, dtype=fix.value)
+    if fix.action == "pad":
+        return None, f"{name}: a checkpoint's shapes are fixed; padding it would change the model, not the lowering"
     return None, f"advice, not a workload change: {fix.text}"
 
 

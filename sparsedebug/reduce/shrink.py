@@ -165,6 +165,7 @@ def half_tokens(workload: Workload) -> Workload:
 
 
 KNOB_FIELDS: tuple[str, ...] = (
+    "model",
     "seed",
     "tokens",
     "input_features",

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from sparsedebug.playbook.bundle import LoadedBundle
 from sparsedebug.records.run import KernelPath, RunRecord
 from sparsedebug.signoff.decide import stored_decision
-from sparsedebug.signoff.metrics import fallback_summary, latency, layer_rows, reality_figures
+from sparsedebug.signoff.metrics import fallback_summary, latency, layer_rows, real_quality_text, reality_figures
 
 BAR = "\u2588"
 
@@ -180,6 +180,8 @@ def collected_metrics(run: RunRecord) -> list[str]:
     errs = [r for r in layer_rows(run) if r.rel_err is not None]
     worst = max(errs, key=lambda r: r.rel_err or 0.0) if errs else None
     qt = f"output cosine {q.cosine:.4f}, rel err {q.rel_err:.4g} vs dense" if q is not None else "no quality measurement"
+    if q is not None and q.evidence is not None:
+        qt = real_quality_text(q)
     if worst is not None:
         qt += f"; worst layer {worst.name} rel err {worst.rel_err:.3g} vs fp64 ({worst.precision or worst.dtype})"
     lines.append(f"- quality guardrail drift: {qt}")

@@ -79,7 +79,7 @@ from sparsedebug.sources.replay.executor import (
 from sparsedebug.sources.replay.lowering import Decision, LayerQuery, get_profile, kernel_class
 from sparsedebug.sources.replay.narrow import equal_latency
 from sparsedebug.sources.replay.weights import Inputs, Weights, build_inputs, build_weights, is_compliant, prune
-from sparsedebug.sources.replay.workload import Layer, LayerShape, Workload, check_graph
+from sparsedebug.sources.replay.workload import Layer, LayerShape, Workload, absolute_paths, check_graph
 
 Progress = Callable[[str, int, int], None]
 """``progress(stage, done, total)``: called as each stage advances."""
@@ -198,6 +198,10 @@ def replay(
     ctx = _Ctx(workload, rounds, progress or _no_progress)
     base_dir = source_path.parent if source_path is not None else None
     with _threads(workload.threads):
+        if workload.model is not None:
+            from sparsedebug.sources.replay.model_replay import replay_model
+
+            return replay_model(absolute_paths(workload, base_dir), rounds=rounds, progress=ctx.progress, source_path=source_path)
         return _replay(ctx, base_dir, source_path)
 
 
@@ -278,6 +282,10 @@ def lower_stage(workload: Workload, prepared: Prepared, *, rounds: int | None = 
 def plan(workload: Workload, source_path: Path | None = None) -> tuple[GraphStage, LowerStage]:
     """Graph and lower stages only (no timing): what would run sparse, what falls back and why."""
     with _threads(workload.threads):
+        if workload.model is not None:
+            from sparsedebug.sources.replay.model_workload import static_stages
+
+            return static_stages(absolute_paths(workload, source_path.parent if source_path is not None else None))
         prepared = prepare(workload, source_path.parent if source_path is not None else None)
         return prepared.graph, lower_stage(workload, prepared)
 

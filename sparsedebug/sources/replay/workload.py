@@ -32,13 +32,22 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BeforeValidator, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from sparsedebug.core.dtypes import canonical_dtype
 from sparsedebug.core.errors import UserError
 from sparsedebug.core.io import atomic_write_text, load_data, validate
 from sparsedebug.kernels.masks import Pattern, parse_pattern
 from sparsedebug.records.base import Record
+from sparsedebug.sources.replay.model_spec import (
+    ModelRef,
+    absolute_model,
+    check_graph_pruning,
+    check_model_workload,
+    linear_by_default,
+    model_knobs,
+    model_shorthand,
+)
 
 OpName = Literal["linear", "attention", "norm", "activation", "embedding", "elementwise"]
 Dtype = Literal["fp32", "fp16", "bf16"]
@@ -104,18 +113,40 @@ class CalibrationSpec(Record):
     )
 
 
+def _canonical_sparsity(value: str) -> str:
+    """``dense`` or the canonical text of an N:M / V:N:M pattern; ``ValueError`` for pydantic otherwise."""
+    text = value.strip()
+    if text == "dense":
+        return text
+    try:
+        return str(parse_pattern(text))
+    except UserError as exc:
+        raise ValueError(str(exc)) from None
+
+
 class PruningSpec(Record):
     """How the weights were pruned to the intended pattern (method applied; schedule recorded)."""
 
-    method: Literal["magnitude", "wanda", "none"] = Field(
+    method: Literal["magnitude", "wanda", "sparsegpt", "none"] = Field(
         "magnitude",
         description=(
             "magnitude: keep the largest |w|; wanda: keep the largest |w| * input-feature norm on the calibration "
-            "(or seeded) inputs; none: the weights are already pruned, only checked for compliance."
+            "(or seeded) inputs; sparsegpt (model workloads): one-shot reconstruction with the calibration Hessian; "
+            "none: the weights are already pruned, only checked for compliance."
         ),
     )
     schedule: str = Field("one-shot", description="How pruning was scheduled (recorded for the report).")
     calibration: str | None = Field(None, description="What data pruning was calibrated on (recorded for the report).")
+    pattern: str | None = Field(None, description="Model workloads: the pattern the selected linears are pruned to.")
+    layers: str = Field("all", description="Model workloads: the linears pruned: all, mlp, attention or name globs.")
+    calibration_tokens: int | None = Field(
+        None, ge=1, description="Model workloads: calibration tokens for wanda and sparsegpt (default per architecture)."
+    )
+
+    @field_validator("pattern")
+    @classmethod
+    def _pattern(cls, value: str | None) -> str | None:
+        return None if value is None else _canonical_sparsity(value)
 
 
 class Layer(Record):
@@ -142,13 +173,7 @@ class Layer(Record):
     @field_validator("sparsity")
     @classmethod
     def _pattern(cls, value: str) -> str:
-        text = value.strip()
-        if text == "dense":
-            return text
-        try:
-            return str(parse_pattern(text))
-        except UserError as exc:
-            raise ValueError(str(exc)) from None
+        return _canonical_sparsity(value)
 
     @property
     def pattern(self) -> Pattern | None:
@@ -171,7 +196,12 @@ class Workload(Record):
     seed: int = Field(0, ge=0)
     tokens: Tokens
     input_features: int | None = Field(None, ge=1, description="Width of the model input; default from the first layer.")
-    layers: list[Layer] = Field(min_length=1)
+    model: Annotated[ModelRef | None, BeforeValidator(model_shorthand)] = Field(
+        None, description="A real model as the graph (see sparsedebug.sources.replay.model_spec); then layers are overrides."
+    )
+    layers: list[Layer] = Field(
+        default_factory=list, description="The model graph; with model: per-linear overrides by the checkpoint's names."
+    )
     repeats: int = Field(20, ge=3, description="Timed repetitions of every measurement.")
     warmup: int = Field(2, ge=0, description="Untimed repetitions before timing.")
     backend: str = Field("cpu-numpy", description="Backend support profile used for lowering (see `sparsedebug lower`).")
@@ -186,6 +216,8 @@ class Workload(Record):
     precision: DtypeField = Field("fp32", description="Input precision of every layer unless the layer overrides dtype.")
     threads: int | None = Field(None, ge=1, description="BLAS threads during the replay; default: leave as is.")
     pruning: PruningSpec = Field(default_factory=PruningSpec)
+
+    _linear_by_default = model_validator(mode="before")(linear_by_default)
 
     @field_validator("backend")
     @classmethod
@@ -218,7 +250,7 @@ class Workload(Record):
             "pruning.schedule": self.pruning.schedule,
             "pruning.calibration": self.pruning.calibration or "-",
             "tokens": f"{self.tokens.batch}x{self.tokens.sequence}",
-        }
+        } | model_knobs(self)
 
 
 # --------------------------------------------------------------------------- graph checks
@@ -270,6 +302,12 @@ def check_graph(workload: Workload) -> list[LayerShape]:
     not divisible by ``M``, a pattern on an op that cannot hold one, bad ``fn``,
     heads that do not divide the width, and an embedding anywhere but first.
     """
+    if workload.model is not None:
+        check_model_workload(workload)
+        return []
+    if not workload.layers:
+        raise UserError("layers: a workload without a model needs at least one layer")
+    check_graph_pruning(workload)
     widths: dict[str, int] = {}
     shapes: list[LayerShape] = []
     uses_ids = workload.layers[0].op == "embedding"
@@ -448,6 +486,8 @@ def absolute_paths(workload: Workload, base_dir: Path | None) -> Workload:
     if base_dir is None:
         return workload
     update: dict[str, Any] = {}
+    if workload.model is not None:
+        update["model"] = absolute_model(workload.model, base_dir)
     for field in ("weights", "calibration"):
         spec = getattr(workload, field)
         if spec is not None and not Path(spec.path).is_absolute():
