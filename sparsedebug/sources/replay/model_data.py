@@ -38,7 +38,7 @@ DEFAULT_EVAL_TOKENS = 1024
 DEFAULT_CALIBRATION_TOKENS = 1024
 """Calibration tokens of a model workload's pruning and neuron importance."""
 
-_DATA: dict[tuple[str, str, int, int], ModelData] = {}
+_DATA: dict[tuple[str, str, int, int, int, int], ModelData] = {}
 _KEEP = 4
 
 
@@ -75,13 +75,13 @@ def model_data(workload: Workload, loaded: LoadedModel, key: str) -> ModelData:
     tokens = workload.tokens
     evaluation = workload.model.eval_tokens or DEFAULT_EVAL_TOKENS
     calibration = workload.pruning.calibration_tokens or DEFAULT_CALIBRATION_TOKENS
-    cache_key = (key, corpus.sha256, max(evaluation, tokens.total), calibration)
-    cached = _DATA.get(cache_key)
-    if cached is not None:
-        return cached
     limit = _positions(loaded)
     if limit is not None and tokens.sequence > limit:
         raise UserError(f"tokens.sequence: {tokens.sequence} exceeds the {limit} positions of model {workload.model.name}")
+    cache_key = (key, corpus.sha256, max(evaluation, tokens.total), calibration, tokens.batch, tokens.sequence)
+    cached = _DATA.get(cache_key)
+    if cached is not None:
+        return cached
     study = prepare_data(loaded, corpus, cache_key[2], calibration)
     ids = study.evaluation.ids
     if len(ids) < tokens.total:
