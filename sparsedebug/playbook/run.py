@@ -118,9 +118,18 @@ def _freeze(w: _Walk) -> None:
         if w.kinds[role] == "workload":
             w.workloads[role] = load_workload(w.paths[role])
     cand_wl = w.workloads.get("candidate")
+    model: Path | None = None
+    if cand_wl is not None and cand_wl.model is not None:
+        from sparsedebug.sources.replay.model_workload import open_model
+
+        w.say.step(step, f"open model {cand_wl.model.name} (fetched on first use)")
+        ref = absolute_paths(cand_wl, w.paths["candidate"].parent).model
+        assert ref is not None
+        model = Path(open_model(ref).weights.path)
     w.fingerprint = fp_mod.collect(
         seed=cand_wl.seed if cand_wl is not None else None,
         workload=w.paths["candidate"] if cand_wl is not None else None,
+        model=model,
     )
     w.save("fingerprint", w.fingerprint)
     git = w.fingerprint.git.revision[:12] if w.fingerprint.git else "-"

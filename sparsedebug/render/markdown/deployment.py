@@ -63,7 +63,7 @@ def pruning_schedule(run: RunRecord) -> list[str]:
             if key in recorded:
                 lines.append(f"- {key.split('.', 1)[1]}: {recorded[key]}")
         for key, value in sorted(recorded.items()):
-            if key not in ("pruning.method", "pruning.schedule", "pruning.calibration"):
+            if key not in ("pruning.method", "pruning.schedule", "pruning.calibration", "pruning.pattern"):
                 lines.append(f"- {key.split('.', 1)[1]}: {value}")
     else:
         lines.append(

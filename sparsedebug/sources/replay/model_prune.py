@@ -18,7 +18,7 @@ from sparsedebug.quality.text import python_version
 from sparsedebug.sources.models.base import Array, Linear
 from sparsedebug.sources.models.load import LoadedModel
 from sparsedebug.sources.replay.model_data import ModelData
-from sparsedebug.sources.replay.model_workload import PRUNING_METHODS, ModelLayer, checkpoint_weights
+from sparsedebug.sources.replay.model_workload import ModelLayer, checkpoint_weights
 from sparsedebug.sources.replay.workload import Workload
 
 T = TypeVar("T")
@@ -63,7 +63,7 @@ def pruned_weights(
     """Every linear's weight: pruned to its intended pattern by the workload's method, else the checkpoint's."""
     weights = checkpoint_weights(loaded)
     method = workload.pruning.method
-    if method not in PRUNING_METHODS:
+    if method == "none":
         return weights
     groups: dict[str, list[Linear]] = {}
     for layer in layers:
@@ -75,7 +75,7 @@ def pruned_weights(
         cache_key = ("pruned", key, method, pattern, names, data.corpus.sha256 if calibrated else "", len(data.calibration.ids))
 
         def make(group: list[Linear] = group, pattern: str = pattern) -> dict[str, Array]:
-            return prune_model(loaded.model, group, parse_pattern(pattern), method, data.calibration if calibrated else None)  # type: ignore[arg-type]
+            return prune_model(loaded.model, group, parse_pattern(pattern), method, data.calibration if calibrated else None)
 
         weights.update(cache.get(cache_key, make))
     return weights

@@ -35,7 +35,7 @@ EVAL_CHUNK = 4096
 
 ENCODER_METRIC = "sentence-embedding cosine (mean over sentences) vs the dense model"
 DECODER_METRIC = "perplexity on the evaluation windows (cosine: final hidden states vs the dense model)"
-REFERENCE = "the dense model as the checkpoint has it (fp32, unpruned)"
+REFERENCE = "the dense model (fp32, unpruned, as the checkpoint has it)"
 
 
 @dataclass(frozen=True)
