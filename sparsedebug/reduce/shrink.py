@@ -42,7 +42,8 @@ def diff_workloads(good: Workload, bad: Workload) -> list[Change]:
     for index, layer in enumerate(bad.layers):
         old = good_layers.get(layer.name)
         if old is None:
-            changes.append(Change(key=f"layer:{layer.name}", kind="layer", name=layer.name, detail=f"added ({layer.op})"))
+            declared = f": dtype {bad.dtype_of(layer)}, sparsity {layer.sparsity}" if bad.model is not None else ""
+            changes.append(Change(key=f"layer:{layer.name}", kind="layer", name=layer.name, detail=f"added ({layer.op}{declared})"))
         elif not _same_layer(good, old, bad, layer, index):
             changes.append(Change(key=f"layer:{layer.name}", kind="layer", name=layer.name, detail=_layer_detail(old, layer)))
     for layer in good.layers:

@@ -68,3 +68,9 @@ def test_the_embedded_default_walk_is_the_real_minilm() -> None:
     assert base.model is not None and cand.model is not None and base.model.name == cand.model.name == "minilm-l6"
     assert cand.pruning.method == "wanda" and cand.pruning.pattern == "2:4" and cand.conversion == "per_call"
     assert [(layer.name, layer.dtype, layer.sparsity) for layer in cand.layers] == [("encoder.layer.3.output.dense", "fp32", "2:4")]
+
+
+def test_the_blocked_fixture_is_faster_layout_on_the_cpu_profile() -> None:
+    blocked = load_workload(FIXTURES / "workloads" / "minilm_2of4_blocked.yaml")
+    assert blocked.model is not None and blocked.pruning.pattern == "64:2:4" and blocked.backend == "cpu-numpy"
+    assert (blocked.precision, blocked.conversion, blocked.layers) == ("fp32", "once", [])
