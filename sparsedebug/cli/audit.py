@@ -12,7 +12,7 @@ from sparsedebug.cli.common import EXIT_CHECK_FAILED, JsonOption, console, emit_
 
 @handle_errors
 def audit(
-    checkpoint: Annotated[Path, typer.Argument(help="Checkpoint: .safetensors or .npz.")],
+    checkpoint: Annotated[Path, typer.Argument(help="Checkpoint: .safetensors, .npz or .gguf (tensors dequantized to fp32).")],
     pattern: Annotated[str, typer.Option("--pattern", help="N:M or V:N:M pattern to check against.")] = "2:4",
     backend: Annotated[
         str, typer.Option("--backend", help="Backend profile whose lowering rules decide sparse or dense (see `sparsedebug lower`).")

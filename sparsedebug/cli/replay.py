@@ -22,7 +22,7 @@ from sparsedebug.sources.replay.workload import Workload
 @handle_errors
 def replay(
     workload: Annotated[
-        str, typer.Argument(help="Workload YAML file, or the name of an embedded one (llama_dense, llama_2of4, llama_2of4_regressed).")
+        str, typer.Argument(help="Workload YAML file, or the name of an embedded one (minilm_dense, minilm_2of4_regressed, minilm_2of4_blocked, llama_dense, llama_2of4, llama_2of4_regressed).")
     ],
     output: OutputOption = None,
     repeats: Annotated[int | None, typer.Option(help="Timed repetitions of every measurement (overrides the workload's; 3 to 10,000).", min=3, max=MAX_REPEATS)] = None,

@@ -31,7 +31,7 @@ import numpy.typing as npt
 
 from sparsedebug.core.errors import UserError
 from sparsedebug.kernels.masks import Pattern, check_nm, check_weight, vnm_choice
-from sparsedebug.kernels.nm import Footprint, _values_dtype, check_x, index_bits, pack_indices, unpack_indices
+from sparsedebug.kernels.nm import Footprint, NMWeight, _values_dtype, check_x, index_bits, pack_indices, unpack_indices
 from sparsedebug.kernels.precision import Precision, check_precision, compute_dtype, round_input
 
 
@@ -134,3 +134,10 @@ class VNMWeight:
     def runtime_index_bytes(self) -> int:
         """Bytes of the derived absolute gather indices held in memory for speed."""
         return int(self.gather.nbytes)
+
+
+def compress(weight: Any, pattern: Pattern) -> NMWeight | VNMWeight:
+    """Compress an (already pruned) ``(out, in)`` weight into the layout of ``pattern``: per-row N:M or blocked V:N:M."""
+    if pattern.block is None:
+        return NMWeight.compress(weight, pattern.n, pattern.m)
+    return VNMWeight.compress(weight, pattern.n, pattern.m, pattern.block)

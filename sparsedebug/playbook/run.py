@@ -43,9 +43,9 @@ if TYPE_CHECKING:
     from sparsedebug.records.fingerprint import Fingerprint
     from sparsedebug.sources.replay.workload import Workload
 
-DEFAULT_BASELINE = "llama_dense"
-DEFAULT_CANDIDATE = "llama_2of4_regressed"
-"""The embedded default pair: a dense Llama-style stack and its 2:4 candidate with a planted regression."""
+DEFAULT_BASELINE = "minilm_dense"
+DEFAULT_CANDIDATE = "minilm_2of4_regressed"
+"""The embedded default pair: the real all-MiniLM-L6-v2 dense, and pruned 2:4 (Wanda, real text) with planted regressions."""
 
 
 class Reporter(Protocol):
@@ -135,10 +135,19 @@ def _freeze(w: _Walk) -> None:
         if w.kinds[role] == "workload":
             w.workloads[role] = load_workload(w.paths[role])
     cand_wl = w.workloads.get("candidate")
+    model: Path | None = None
+    if cand_wl is not None and cand_wl.model is not None:
+        from sparsedebug.sources.replay.model_workload import open_model
+
+        w.say.step(step, f"open model {cand_wl.model.name} (fetched on first use)")
+        ref = absolute_paths(cand_wl, w.paths["candidate"].parent).model
+        assert ref is not None
+        model = Path(open_model(ref).weights.path)
     w.fingerprint = fp_mod.relative_to(
         fp_mod.collect(
             seed=cand_wl.seed if cand_wl is not None else None,
             workload=w.paths["candidate"] if cand_wl is not None else None,
+            model=model,
         ),
         w.out_dir,
     )

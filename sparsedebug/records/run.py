@@ -226,6 +226,22 @@ class ScheduleStage(Record):
     )
 
 
+class QualityEvidence(Record):
+    """What a real-model quality figure was measured on: model, text, tokens, metric and Python version."""
+
+    model: str = Field(description="The model, as the workload names it (a registered name or a path).")
+    model_source: str = Field(description="package==version for a registered model, else the path.")
+    model_description: str | None = Field(None, description="What the registered model is (sparsedebug models list).")
+    metric: str = Field(description="What `cosine` measures, e.g. sentence-embedding cosine or output cosine.")
+    text: str = Field(description="'pydoc_data.topics' or the text file the figures were measured on.")
+    text_sha256: str
+    python_version: str = Field(description="The default text changes between Python versions.")
+    unit: Literal["window", "sentence"]
+    units: int = Field(description="Evaluation sentences (encoder) or windows (decoder).")
+    tokens: int = Field(description="Evaluation tokens.")
+    reference: str = Field(description="What the figures compare against (the dense model, fp32).")
+
+
 class QualityDelta(Record):
     """Output quality of the candidate versus the dense unpruned model."""
 
@@ -233,6 +249,13 @@ class QualityDelta(Record):
     rel_err: float
     accuracy: float | None = None
     dense_accuracy: float | None = None
+    cosine_min: float | None = Field(None, description="Real encoders: the smallest per-sentence embedding cosine.")
+    neighbour_agreement: float | None = Field(
+        None, description="Real encoders: share of sentences whose nearest other sentence is the dense model's."
+    )
+    perplexity: float | None = Field(None, description="Real decoders: perplexity on the evaluation windows.")
+    dense_perplexity: float | None = Field(None, description="Real decoders: the dense model's perplexity on them.")
+    evidence: QualityEvidence | None = Field(None, description="Real models: which text, tokens, metric and Python.")
 
 
 class EqualLatencyQuality(Record):
@@ -254,6 +277,9 @@ class EqualLatencyQuality(Record):
     )
     cross_check: LatencyMatch | None = Field(
         None, description="The same search on the other clock (this machine's timings when the budget is on the target clock)."
+    )
+    importance: str | None = Field(
+        None, description="How neurons were ranked for removal (real models: from the calibration data)."
     )
 
 

@@ -44,6 +44,8 @@ def apply_fix(workload: Workload, fix: Fix) -> tuple[Workload | None, str]:
             new = workload.model_copy(update={"threads": threads})
             return revalidate(new), f"threads {workload.threads or 'default'} -> {threads}"
         return None, f"knob {fix.knob}={fix.value} is not a workload knob sparsedebug can set"
+    if workload.model is not None and fix.kind in ("layer", "block"):
+        return _model_fix(workload, fix)
     if fix.kind == "layer" and fix.layer is not None:
         names = [layer.name for layer in workload.layers]
         if fix.layer not in names:
@@ -81,6 +83,26 @@ def apply_fix(workload: Workload, fix: Fix) -> tuple[Workload | None, str]:
     return None, f"advice, not a workload change: {fix.text}"
 
 
+def _model_fix(workload: Workload, fix: Fix) -> tuple[Workload | None, str]:
+    """A layer or block fix on a model workload: the layer's entry is rewritten; shapes are the checkpoint's."""
+    from sparsedebug.sources.replay.model_workload import override_layer
+
+    assert workload.model is not None
+    if fix.kind == "block":
+        return None, f"block size: model {workload.model.name} is pruned per its pruning block; set pruning.pattern instead"
+    if fix.layer is None:
+        return None, f"advice, not a workload change: {fix.text}"
+    name = fix.layer.removesuffix(".weight")
+    if fix.action == "exclude":
+        new, how = override_layer(workload, name, sparsity="dense")
+        return new, f"{how} (excluded)"
+    if fix.action == "cast" and isinstance(fix.value, str):
+        return override_layer(workload, name, dtype=fix.value)
+    if fix.action == "pad":
+        return None, f"{name}: a checkpoint's shapes are fixed; padding it would change the model, not the lowering"
+    return None, f"advice, not a workload change: {fix.text}"
+
+
 _PAD_SEARCH = 1024
 """Largest padding (elements) tried on one dimension."""
 
@@ -101,7 +123,7 @@ def _accepts(workload: Workload, name: str, out: int, k: int) -> bool:
 
 def _width_group(workload: Workload, consumer: str) -> tuple[set[str], set[str]] | str:
     """The linear producers and width-carrying ops behind ``consumer``'s input, or why it cannot be padded."""
-    from sparsedebug.sources.replay.workload import resolved_inputs
+    from sparsedebug.sources.replay.graph import resolved_inputs
 
     index = {layer.name: i for i, layer in enumerate(workload.layers)}
     producers: set[str] = set()
@@ -142,7 +164,8 @@ def _pad_layer(workload: Workload, name: str) -> tuple[Workload | None, str]:
     hold zero rows, so the added rows are seeded weights like the rest: timing is
     that of zero padding, while quality also sees the extra neurons.
     """
-    from sparsedebug.sources.replay.workload import check_graph, resolved_inputs, revalidate
+    from sparsedebug.sources.replay.graph import check_graph, resolved_inputs
+    from sparsedebug.sources.replay.workload import revalidate
 
     shapes = {s.name: s for s in check_graph(workload)}
     target = next(layer for layer in workload.layers if layer.name == name)

@@ -108,12 +108,18 @@ class _Prober:
         if cached is not None:
             return cached
         self.static += 1
-        prepared = prepare(workload, base_dir)
+        if workload.model is not None:
+            from sparsedebug.sources.replay.model_workload import static_stages
+
+            graph, lower = static_stages(workload)
+        else:
+            prepared = prepare(workload, base_dir)
+            graph, lower = prepared.graph, lower_stage(workload, prepared)
         record = RunRecord(
             name=workload.name,
             source=RunSource(kind="replay"),
-            graph=prepared.graph,
-            lower=lower_stage(workload, prepared),
+            graph=graph,
+            lower=lower,
             kernel=KernelStage(layers=[]),
             schedule=ScheduleStage(span_samples_ms=[], busy_samples_ms=[]),
             outcome=OutcomeStage(latency_samples_ms=[]),
@@ -252,6 +258,13 @@ def _halve(prober: _Prober, phase: Phase, pair: tuple[Workload, Workload], step:
 # --------------------------------------------------------------------------- entry point
 
 
+def _layer_count(prober: _Prober, workload: Workload, base_dir: Path | None) -> int:
+    """Layers of the workload's graph: a model workload's are its checkpoint's linears, not its override entries."""
+    if workload.model is None:
+        return len(workload.layers)
+    return len(prober.static_run(workload, base_dir).graph.layers)
+
+
 def _initial_divergence(
     prober: _Prober, good: Workload, bad: Workload, dirs: tuple[Path | None, Path | None], probe_repeats: int
 ) -> BisectResult | str:
@@ -277,7 +290,14 @@ def _initial_divergence(
 
 
 def _shrink_graph(prober: _Prober, base: Workload, repro: Workload, stage: str, kind: str | None) -> tuple[Workload, Workload]:
-    """Step 4: shrink the pair (base, repro) identically: blocks, then layers, tokens and widths."""
+    """Step 4: shrink the pair (base, repro) identically: blocks, then layers, tokens and widths.
+
+    A model workload's graph is its checkpoint's: only its tokens are halved.
+    """
+    tokens_text: Callable[[Workload], str] = lambda w: f"tokens {w.tokens.batch}x{w.tokens.sequence}"  # noqa: E731
+    if repro.model is not None:
+        prober.say(f"model {repro.model.name}: the graph is the checkpoint's, not shrunk; halving tokens only")
+        return _halve(prober, "tokens", (base, repro), half_tokens, stage, kind, tokens_text)
     blocks: dict[str, list[str]] = {}
     for layer in repro.layers:
         block = block_of(layer.name)
@@ -287,7 +307,7 @@ def _shrink_graph(prober: _Prober, base: Workload, repro: Workload, stage: str, 
     base, repro = _ddmin_keep(prober, "blocks", base, repro, blocks, outside, stage, kind)
     units = {layer.name: [layer.name] for layer in repro.layers}
     base, repro = _ddmin_keep(prober, "layers", base, repro, units, set(), stage, kind)
-    base, repro = _halve(prober, "tokens", (base, repro), half_tokens, stage, kind, lambda w: f"tokens {w.tokens.batch}x{w.tokens.sequence}")
+    base, repro = _halve(prober, "tokens", (base, repro), half_tokens, stage, kind, tokens_text)
     return _halve(
         prober, "widths", (base, repro), lambda w: scale_keeping_treatment(w, 2), stage, kind,
         lambda w: "widths " + ", ".join(f"{layer.name}={layer.shape}" for layer in w.layers[:3]),
@@ -303,7 +323,9 @@ def _verdict(
     kept_text = ", ".join(change.detail if change.kind == "knob" else f"{change.name} ({change.detail})" for change in kept)
     verdict = (
         f"{len(kept)} of {len(changes)} change(s) reproduce the {target} divergence: {kept_text}; "
-        f"graph {len(bad.layers)} -> {len(repro.layers)} layers, tokens {bad.tokens.total} -> {repro.tokens.total}; "
+        + (f"model {bad.model.name} kept whole (a checkpoint's graph is not shrunk)" if bad.model is not None
+           else f"graph {len(bad.layers)} -> {len(repro.layers)} layers")
+        + f", tokens {bad.tokens.total} -> {repro.tokens.total}; "
         f"{len(prober.log)} probe(s): {prober.static} static graph+lowering run(s), {prober.replays} timed replay(s)"
     )
     if other is not None:
@@ -345,7 +367,7 @@ def reduce_workloads(
     prober = _Prober(probe_repeats, max_probes, progress, (good_dir, bad_dir), alpha, min_effect)
     changes = diff_workloads(good, bad)
     common: dict[str, Any] = dict(
-        good=good.name, bad=bad.name, changes=changes, layers_before=len(bad.layers), tokens_before=bad.tokens.total
+        good=good.name, bad=bad.name, changes=changes, layers_before=_layer_count(prober, bad, bad_dir), tokens_before=bad.tokens.total
     )
     if not changes:
         return ReduceResult(
@@ -387,7 +409,7 @@ def reduce_workloads(
         verdict += "; the shrunk graph did not confirm, so the reproducer keeps the full graph"
     return ReduceResult(
         **common, reproduced=True, confirmed=confirmed, target_stage=stage, target_finding=kind, kept=kept, other_causes=causes,
-        repro=repro if confirmed else None, base=base if confirmed else None, layers_after=len(repro.layers), tokens_after=repro.tokens.total,
+        repro=repro if confirmed else None, base=base if confirmed else None, layers_after=_layer_count(prober, repro, bad_dir), tokens_after=repro.tokens.total,
         probe_count=len(prober.log), replays=prober.replays, static_probes=prober.static, flaky_probes=prober.flaky,
         probes=prober.log, confirmation=confirmation, command=command if confirmed else None, verdict=verdict,
     )

@@ -11,7 +11,8 @@ from pydantic import BaseModel
 
 from sparsedebug.core.errors import UserError
 from sparsedebug.records.reduce import Change
-from sparsedebug.sources.replay.workload import MODEL_INPUT, Layer, Workload, resolved_inputs, revalidate
+from sparsedebug.sources.replay.graph import resolved_inputs
+from sparsedebug.sources.replay.workload import MODEL_INPUT, Layer, Workload, revalidate
 
 
 def _layer_detail(good: Layer, bad: Layer) -> str:
@@ -42,7 +43,8 @@ def diff_workloads(good: Workload, bad: Workload) -> list[Change]:
     for index, layer in enumerate(bad.layers):
         old = good_layers.get(layer.name)
         if old is None:
-            changes.append(Change(key=f"layer:{layer.name}", kind="layer", name=layer.name, detail=f"added ({layer.op})"))
+            declared = f": dtype {bad.dtype_of(layer)}, sparsity {layer.sparsity}" if bad.model is not None else ""
+            changes.append(Change(key=f"layer:{layer.name}", kind="layer", name=layer.name, detail=f"added ({layer.op}{declared})"))
         elif not _same_layer(good, old, bad, layer, index):
             changes.append(Change(key=f"layer:{layer.name}", kind="layer", name=layer.name, detail=_layer_detail(old, layer)))
     for layer in good.layers:
@@ -165,6 +167,7 @@ def half_tokens(workload: Workload) -> Workload:
 
 
 KNOB_FIELDS: tuple[str, ...] = (
+    "model",
     "seed",
     "tokens",
     "input_features",

@@ -14,11 +14,13 @@ from pathlib import Path
 
 import numpy as np
 
+from sparsedebug.core.dtypes import canonical_dtype
 from sparsedebug.core.io import file_digest
 from sparsedebug.kernels.masks import Pattern, check_compliance, parse_pattern
 from sparsedebug.records.audit import CheckpointAudit, TensorAudit, TensorStatus
+from sparsedebug.records.run import FallbackReason, KernelPath
 from sparsedebug.sources.checkpoint import Tensor, read_checkpoint
-from sparsedebug.sources.replay.lowering import LayerQuery, get_profile
+from sparsedebug.sources.replay.lowering import Decision, LayerQuery, get_profile
 
 MEANT_SPARSE = 0.90
 """Share of compliant groups from which a tensor is taken as meant to be sparse."""
@@ -43,6 +45,16 @@ def _violating_rows(values: np.ndarray, pattern: Pattern) -> list[int]:
     return [int(r) for r in np.flatnonzero((counts > pattern.n).any(axis=1))[:5]]
 
 
+def _decide(backend: str, query: LayerQuery) -> Decision:
+    """The profile's decision; a stored type the dtype table does not know (GGUF ``q4_1``, ``int16``) runs dense."""
+    if canonical_dtype(query.dtype) is None:
+        return Decision(
+            path=KernelPath.DENSE, reason=FallbackReason.DTYPE_UNSUPPORTED,
+            detail=f"stored as {query.dtype}: {backend} runs sparse only the formats of its profile; dequantize or convert first",
+        )  # fmt: skip
+    return get_profile(backend).decide(query)
+
+
 def audit_tensor(tensor: Tensor, pattern: Pattern, backend: str) -> TensorAudit:
     """One tensor's compliance with ``pattern`` and the backend's decision for it."""
     shape = [int(d) for d in tensor.values.shape]
@@ -51,9 +63,8 @@ def audit_tensor(tensor: Tensor, pattern: Pattern, backend: str) -> TensorAudit:
         return TensorAudit(**base, status="not_a_matrix")
     values = np.asarray(tensor.values)
     zero_fraction = float(np.count_nonzero(values == 0) / values.size) if values.size else 0.0
-    profile = get_profile(backend)
     if shape[1] % pattern.m != 0:
-        decision = profile.decide(LayerQuery(tensor.name, _op(tensor.name), shape[0], shape[1], tensor.dtype, pattern))
+        decision = _decide(backend, LayerQuery(tensor.name, _op(tensor.name), shape[0], shape[1], tensor.dtype, pattern))
         return TensorAudit(
             **base, status="shape", zero_fraction=zero_fraction, backend_path=decision.path.value,
             backend_reason=decision.reason.value if decision.reason else None, backend_detail=decision.detail,
@@ -69,7 +80,7 @@ def audit_tensor(tensor: Tensor, pattern: Pattern, backend: str) -> TensorAudit:
         status = "dense"
     judged = "once_pruned" if status == "dense" else "as_stored"
     query = LayerQuery(tensor.name, _op(tensor.name), shape[0], shape[1], tensor.dtype, pattern, compliant=status != "violations")
-    decision = profile.decide(query)
+    decision = _decide(backend, query)
     return TensorAudit(
         **base, status=status, zero_fraction=zero_fraction, groups=compliance.groups,
         violating_groups=compliance.violating_groups, violating_fraction=compliance.violating_fraction,
@@ -80,7 +91,7 @@ def audit_tensor(tensor: Tensor, pattern: Pattern, backend: str) -> TensorAudit:
 
 
 def audit_checkpoint(path: Path, pattern: str = "2:4", backend: str = "h200-cusparselt") -> CheckpointAudit:
-    """Audit every tensor of a ``.safetensors`` or ``.npz`` checkpoint."""
+    """Audit every tensor of a ``.safetensors``, ``.npz`` or ``.gguf`` checkpoint."""
     parsed = parse_pattern(pattern)
     get_profile(backend)  # an unknown profile is a UserError before any tensor is read
     tensors = [audit_tensor(t, parsed, backend) for t in read_checkpoint(path)]

@@ -14,7 +14,7 @@ from sparsedebug.core.patterns import declared_sparse, fallback_flop_share, is_f
 from sparsedebug.core.stats import Percentiles, median, percentiles
 from sparsedebug.kernels.masks import parse_pattern
 from sparsedebug.records.base import Record
-from sparsedebug.records.run import EqualLatencyQuality, KernelPath, RunRecord
+from sparsedebug.records.run import EqualLatencyQuality, KernelPath, QualityDelta, RunRecord
 
 THIS_MACHINE = "this machine, measured"
 """The clock of a replay's timings."""
@@ -48,6 +48,46 @@ EQUAL_LATENCY_TOLERANCE = 0.05
 """Two p50 latencies within this relative difference are "equal" for the equal-latency comparison."""
 
 
+def quality_metric(q: QualityDelta) -> str:
+    """The name of a quality figure: perplexity (real decoders), sentence-embedding cosine (real encoders) or cosine."""
+    if q.perplexity is not None:
+        return "perplexity"
+    return "sentence-embedding cosine" if q.evidence is not None else "cosine"
+
+
+def quality_value(q: QualityDelta) -> str:
+    """The headline quality number as text: the perplexity for a real decoder, else the cosine."""
+    return f"{q.perplexity:.3f}" if q.perplexity is not None else f"{q.cosine:.4f}"
+
+
+def quality_figure(q: QualityDelta) -> str:
+    """``perplexity 15.210``, ``sentence-embedding cosine 0.8444`` or ``cosine 0.7607``."""
+    return f"{quality_metric(q)} {quality_value(q)}"
+
+
+def real_quality_text(q: QualityDelta) -> str:
+    """A real-model quality figure with its delta against the dense model and what it was measured on."""
+    ev = q.evidence
+    assert ev is not None
+    if q.perplexity is not None and q.dense_perplexity is not None:
+        head = (
+            f"perplexity {q.perplexity:.3f} vs the dense model's {q.dense_perplexity:.3f} "
+            f"({q.perplexity - q.dense_perplexity:+.3f}); final hidden states cosine {q.cosine:.4f}"
+        )
+    else:
+        head = f"mean sentence-embedding cosine {q.cosine:.4f} ({q.cosine - 1.0:+.4f} vs the dense model's 1.0000"
+        head += f"; lowest {q.cosine_min:.4f})" if q.cosine_min is not None else ")"
+        if q.neighbour_agreement is not None:
+            head += f", nearest-neighbour agreement {q.neighbour_agreement:.3f}"
+    model = f"{ev.model} from {ev.model_source}"
+    if ev.model_description:
+        model = f"{ev.model_description.replace(': ', ', ', 1)}; {model}"
+    return (
+        f"{head}, relative error {q.rel_err:.4g}; on {ev.units} evaluation {ev.unit}s ({ev.tokens} tokens) of "
+        f"{ev.text} (sha256 {ev.text_sha256[:12]}, Python {ev.python_version}) against {ev.reference}: {model}"
+    )
+
+
 def equal_latency_sentence(eq: EqualLatencyQuality) -> str:
     """One sentence for "at this latency, is sparsity better than a smaller dense model?".
 
@@ -59,7 +99,7 @@ def equal_latency_sentence(eq: EqualLatencyQuality) -> str:
     versus = f" vs candidate {eq.candidate_latency_ms:.3f} ms" if eq.candidate_latency_ms is not None else ""
     clock = "; target clock, projected" if eq.clock == "target" else "; this machine, measured"
     figure = "projected" if eq.clock == "target" else "p50"
-    qualities = f"cosine {eq.narrowed.cosine:.4f} vs the candidate's {eq.candidate.cosine:.4f}"
+    qualities = f"{quality_figure(eq.narrowed)} vs the candidate's {quality_value(eq.candidate)}"
     cross = ""
     if eq.cross_check is not None:
         c = eq.cross_check
@@ -68,8 +108,8 @@ def equal_latency_sentence(eq: EqualLatencyQuality) -> str:
     if eq.narrowed_ffn_fraction == 0.0 and eq.latency_matched is not False:
         return (
             f"the dense model is already as fast as the candidate ({figure} {eq.narrowed_latency_ms:.3f} ms{versus}{clock}): "
-            f"nothing to narrow, sparsity buys no speed here and costs quality (candidate cosine {eq.candidate.cosine:.4f} "
-            f"vs the dense model's {eq.narrowed.cosine:.4f}){cross}"
+            f"nothing to narrow, sparsity buys no speed here and costs quality (candidate {quality_figure(eq.candidate)} "
+            f"vs the dense model's {quality_value(eq.narrowed)}){cross}"
         )
     if eq.latency_matched is False:
         return (

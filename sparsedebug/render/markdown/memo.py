@@ -25,7 +25,14 @@ from sparsedebug.records.reduce import ReduceResult
 from sparsedebug.records.run import RunRecord
 from sparsedebug.render.clocks import bundle_clock, label_latencies, measured_clock, target_sentence
 from sparsedebug.signoff.decide import stored_decision
-from sparsedebug.signoff.metrics import equal_latency_sentence, fallback_summary, p50_speedup
+from sparsedebug.signoff.metrics import (
+    equal_latency_sentence,
+    fallback_summary,
+    p50_speedup,
+    quality_metric,
+    quality_value,
+    real_quality_text,
+)
 
 
 def _lat(run: RunRecord) -> str:
@@ -66,7 +73,9 @@ def _symptom(b: LoadedBundle, book: Playbook) -> list[str]:
     if projected is not None:
         metric.append(f"  - {projected}.")
     q = cand.outcome.quality
-    if q is not None:
+    if q is not None and q.evidence is not None:
+        metric.append(f"  - Quality vs the dense model: {real_quality_text(q)}.")
+    elif q is not None:
         line = f"  - Quality vs the dense model: output cosine {q.cosine:.4f}, relative error {q.rel_err:.4g}"
         if q.accuracy is not None and q.dense_accuracy is not None:
             line += f", accuracy {q.accuracy:.4f} vs dense {q.dense_accuracy:.4f}"
@@ -85,6 +94,9 @@ def _symptom(b: LoadedBundle, book: Playbook) -> list[str]:
 
     ref = cand.workload
     slice_parts = [f"`{ref.name}`" if ref else f"`{cand.name}`"]
+    q = cand.outcome.quality
+    if q is not None and q.evidence is not None:
+        slice_parts.append(f"real model `{q.evidence.model}` ({q.evidence.model_source})")
     if cand.graph.tokens is not None:
         slice_parts.append(f"{cand.graph.tokens} tokens per forward")
     slice_parts.append(f"{len(cand.graph.layers)} layers")
@@ -311,9 +323,10 @@ def _risks(b: LoadedBundle) -> list[str]:
     if q_after is None:
         lines.append(f"  - quality: no quality measurement in the {label} run: quality risk is unassessed.")
     elif b.fixed is not None and q_before is not None:
-        lines.append(f"  - quality: output cosine vs dense {q_before.cosine:.4f} (candidate) -> {q_after.cosine:.4f} (fixed).")
+        metric_name = "output cosine" if q_after.evidence is None else quality_metric(q_after)
+        lines.append(f"  - quality: {metric_name} vs dense {quality_value(q_before)} (candidate) -> {quality_value(q_after)} (fixed).")
     else:
-        lines.append(f"  - quality: output cosine vs dense {q_after.cosine:.4f}.")
+        lines.append(f"  - quality: {'output cosine' if q_after.evidence is None else quality_metric(q_after)} vs dense {quality_value(q_after)}.")
     cls = b.classification
     thermal = None
     if cls is not None:

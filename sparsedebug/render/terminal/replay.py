@@ -8,7 +8,7 @@ from rich.table import Table
 from sparsedebug.core.stats import median, percentiles
 from sparsedebug.records.run import GraphStage, KernelPath, LowerStage, RunRecord
 from sparsedebug.render.clocks import measured_clock
-from sparsedebug.signoff.metrics import equal_latency_sentence
+from sparsedebug.signoff.metrics import equal_latency_sentence, quality_figure
 
 
 def target_rows(record: RunRecord) -> list[tuple[str, str]]:
@@ -88,7 +88,9 @@ def summary_table(record: RunRecord) -> Table:
     table.add_row("lowering", f"{len(sparse)} of {len(linear)} linear layers sparse on {lower.backend}; {len(fallbacks)} fell back")
     if outcome.quality is not None:
         q = outcome.quality
-        text = f"cosine {q.cosine:.4f}, rel err {q.rel_err:.4f}"
+        text = f"{quality_figure(q)}, rel err {q.rel_err:.4f}"
+        if q.evidence is not None:
+            text += f" on {q.evidence.units} {q.evidence.unit}s ({q.evidence.tokens} tokens) of {q.evidence.text}"
         if q.accuracy is not None:
             text += f", accuracy {q.accuracy:.3f} (dense {q.dense_accuracy:.3f})" if q.dense_accuracy is not None else f", accuracy {q.accuracy:.3f}"
         table.add_row("quality vs dense", text)

@@ -26,6 +26,21 @@ Array = npt.NDArray[np.float32]
 Hook = Callable[[str, Array, Array], None]
 """Called with a linear layer's name, its input ``(N, in)`` and its output ``(N, out)``."""
 
+
+
+class LinearKernels(Mapping[str, Array], abc.ABC):
+    """Replacement weights that also run their layers' products (the replay's own kernels per layer).
+
+    Passed where a forward takes ``overrides``: as a mapping it gives each
+    replaced layer's (pruned) weight; :meth:`run` computes ``x @ W.T`` (without
+    the bias) for a layer on its kernel, or returns None for the plain product.
+    """
+
+    @abc.abstractmethod
+    def run(self, name: str, x: Array) -> Array | None:
+        """``x @ W.T`` of linear ``name`` on its own kernel, or None."""
+
+
 Role = Literal["attention", "mlp"]
 Kind = Literal["encoder", "decoder"]
 
@@ -137,8 +152,10 @@ class Transformer(abc.ABC):
         return [layer for layer in self.linears.values() if layer.block == index]
 
     def linear(self, name: str, x: Array, overrides: Mapping[str, Array] | None, hook: Hook | None) -> Array:
-        """``x @ W.T (+ bias)`` for linear ``name``, reported to ``hook``."""
-        y: Array = x @ self.weight(name, overrides).T
+        """``x @ W.T (+ bias)`` for linear ``name`` (on its kernel when ``overrides`` are kernels), reported to ``hook``."""
+        y = overrides.run(name, x) if isinstance(overrides, LinearKernels) else None
+        if y is None:
+            y = x @ self.weight(name, overrides).T
         if self.linears[name].bias:
             y += self.tensors[f"{name}.bias"]
         if hook is not None:

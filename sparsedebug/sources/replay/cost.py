@@ -26,8 +26,9 @@ from __future__ import annotations
 import math
 
 from sparsedebug.core.budget import Cost, check_budget
+from sparsedebug.sources.replay.graph import check_graph
 from sparsedebug.sources.replay.narrow import FRACTION_STEPS
-from sparsedebug.sources.replay.workload import Workload, check_graph
+from sparsedebug.sources.replay.workload import Workload
 
 BYTES_PER_PARAM = 48
 BYTES_PER_ACTIVATION = 24
@@ -79,5 +80,11 @@ def replay_cost(workload: Workload, repeats: int | None = None, source: str | No
 
 
 def check_replay(workload: Workload, repeats: int | None = None, source: str | None = None, *, timed: bool = True) -> None:
-    """Refuse, before anything is allocated, a replay this machine cannot hold in memory (or finish in time)."""
+    """Refuse, before anything is allocated, a replay this machine cannot hold in memory (or finish in time).
+
+    A real-model workload (``model:``) has no declared graph to estimate from: its size is the checkpoint's,
+    and its tokens and repeats are bounded by the schema; the model replay checks its own text length.
+    """
+    if workload.model is not None:
+        return
     check_budget(replay_cost(workload, repeats, source), timed=timed)

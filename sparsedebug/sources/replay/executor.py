@@ -19,13 +19,14 @@ import numpy.typing as npt
 from sparsedebug.core.errors import UserError
 from sparsedebug.kernels.nm import NMWeight
 from sparsedebug.kernels.precision import Precision, compute_dtype, round_input
-from sparsedebug.kernels.vnm import VNMWeight
+from sparsedebug.kernels.vnm import VNMWeight, compress
 from sparsedebug.records.run import (
     KernelPath,
     QualityDelta,
 )
+from sparsedebug.sources.replay.graph import LayerShape
 from sparsedebug.sources.replay.lowering import Decision
-from sparsedebug.sources.replay.workload import Layer, LayerShape, Workload
+from sparsedebug.sources.replay.workload import Layer, Workload
 
 Array = npt.NDArray[Any]
 
@@ -105,9 +106,7 @@ def _dense_linear(weight: Array, precision: Precision) -> Callable[[list[Array],
 def _compress(weight32: Array, decision_layer: Layer) -> NMWeight | VNMWeight:
     pattern = decision_layer.pattern
     assert pattern is not None
-    if pattern.block is None:
-        return NMWeight.compress(weight32, pattern.n, pattern.m)
-    return VNMWeight.compress(weight32, pattern.n, pattern.m, pattern.block)
+    return compress(weight32, pattern)
 
 
 def _nonlinear(layer: Layer, weight: Array | None, dtype: type[np.floating[Any]], workload: Workload) -> Callable[[list[Array], Any], Array]:

@@ -11,7 +11,8 @@ from sparsedebug.records.run import (
     GraphLayer,
     OpKind,
 )
-from sparsedebug.sources.replay.workload import Layer, LayerShape, Workload, check_graph
+from sparsedebug.sources.replay.graph import LayerShape, check_graph
+from sparsedebug.sources.replay.workload import Layer, Workload
 
 
 def graph_layer(workload: Workload, layer: Layer, shape: LayerShape) -> GraphLayer:

@@ -36,7 +36,8 @@ from sparsedebug.sources.replay.executor import (
     forward,
     quality,
 )
-from sparsedebug.sources.replay.workload import MODEL_INPUT, LayerShape, Workload, check_graph, resolved_inputs, revalidate
+from sparsedebug.sources.replay.graph import LayerShape, check_graph, resolved_inputs
+from sparsedebug.sources.replay.workload import MODEL_INPUT, Workload, revalidate
 
 Array = npt.NDArray[np.float64]
 

@@ -76,12 +76,13 @@ from sparsedebug.sources.replay.executor import (
     forward,
     quality,
 )
+from sparsedebug.sources.replay.graph import LayerShape, check_graph
 from sparsedebug.sources.replay.inventory import graph_layer
 from sparsedebug.sources.replay.lowering import Decision, LayerQuery, flag_slower_than_dense, get_profile, kernel_class
 from sparsedebug.sources.replay.narrow import equal_latency
 from sparsedebug.sources.replay.target_project import target_clock
 from sparsedebug.sources.replay.weights import Inputs, Weights, build_inputs, build_weights, is_compliant, prune
-from sparsedebug.sources.replay.workload import Layer, LayerShape, Workload, check_graph
+from sparsedebug.sources.replay.workload import Layer, Workload, absolute_paths
 
 Progress = Callable[[str, int, int], None]
 """``progress(stage, done, total)``: called as each stage advances."""
@@ -142,6 +143,10 @@ def replay(
     ctx = _Ctx(workload, rounds, progress or _no_progress)
     base_dir = source_path.parent if source_path is not None else None
     with _threads(workload.threads):
+        if workload.model is not None:
+            from sparsedebug.sources.replay.model_replay import replay_model
+
+            return replay_model(absolute_paths(workload, base_dir), rounds=rounds, progress=ctx.progress, source_path=source_path)
         return _replay(ctx, base_dir, source_path)
 
 
@@ -229,6 +234,10 @@ def plan(workload: Workload, source_path: Path | None = None) -> tuple[GraphStag
     """Graph and lower stages only (no timing): what would run sparse, what falls back and why."""
     check_replay(workload, source=str(source_path) if source_path is not None else None, timed=False)
     with _threads(workload.threads):
+        if workload.model is not None:
+            from sparsedebug.sources.replay.model_workload import static_stages
+
+            return static_stages(absolute_paths(workload, source_path.parent if source_path is not None else None))
         prepared = prepare(workload, source_path.parent if source_path is not None else None)
         return prepared.graph, lower_stage(workload, prepared)
 

@@ -22,7 +22,8 @@ from sparsedebug.core.errors import UserError
 from sparsedebug.core.io import file_digest
 from sparsedebug.kernels.masks import check_compliance
 from sparsedebug.records.fingerprint import FileDigest
-from sparsedebug.sources.replay.workload import Layer, Workload, check_graph, model_input_width
+from sparsedebug.sources.replay.graph import check_graph, model_input_width
+from sparsedebug.sources.replay.workload import Layer, Workload
 
 Array = npt.NDArray[np.float64]
 

@@ -21,7 +21,7 @@ Per op kind, ``shape`` means:
   (``fn``: ``add`` or ``mul`` over two or more inputs): ``shape`` is optional
   (``[dim]``, checked when given).
 
-:func:`check_graph` checks what a schema cannot: unique names, inputs that exist,
+:func:`sparsedebug.sources.replay.graph.check_graph` checks what a schema cannot: unique names, inputs that exist,
 widths that agree between consecutive layers, ``K`` divisible by ``M``. Every
 message names the layer.
 """
@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BeforeValidator, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BeforeValidator, Field, ValidationError, field_validator, model_validator
 
 from sparsedebug.core.budget import MAX_REPEATS
 from sparsedebug.core.dtypes import canonical_dtype
@@ -40,6 +40,13 @@ from sparsedebug.core.errors import UserError
 from sparsedebug.core.io import atomic_write_text, load_data, validate
 from sparsedebug.kernels.masks import Pattern, parse_pattern
 from sparsedebug.records.base import Record
+from sparsedebug.sources.replay.model_spec import (
+    ModelRef,
+    absolute_model,
+    linear_by_default,
+    model_knobs,
+    model_shorthand,
+)
 
 OpName = Literal["linear", "attention", "norm", "activation", "embedding", "elementwise"]
 Dtype = Literal["fp32", "fp16", "bf16"]
@@ -114,18 +121,40 @@ class CalibrationSpec(Record):
     )
 
 
+def _canonical_sparsity(value: str) -> str:
+    """``dense`` or the canonical text of an N:M / V:N:M pattern; ``ValueError`` for pydantic otherwise."""
+    text = value.strip()
+    if text == "dense":
+        return text
+    try:
+        return str(parse_pattern(text))
+    except UserError as exc:
+        raise ValueError(str(exc)) from None
+
+
 class PruningSpec(Record):
     """How the weights were pruned to the intended pattern (method applied; schedule recorded)."""
 
-    method: Literal["magnitude", "wanda", "none"] = Field(
+    method: Literal["magnitude", "wanda", "sparsegpt", "none"] = Field(
         "magnitude",
         description=(
             "magnitude: keep the largest |w|; wanda: keep the largest |w| * input-feature norm on the calibration "
-            "(or seeded) inputs; none: the weights are already pruned, only checked for compliance."
+            "(or seeded) inputs; sparsegpt (model workloads): one-shot reconstruction with the calibration Hessian; "
+            "none: the weights are already pruned, only checked for compliance."
         ),
     )
     schedule: str = Field("one-shot", description="How pruning was scheduled (recorded for the report).")
     calibration: str | None = Field(None, description="What data pruning was calibrated on (recorded for the report).")
+    pattern: str | None = Field(None, description="Model workloads: the pattern the selected linears are pruned to.")
+    layers: str = Field("all", description="Model workloads: the linears pruned: all, mlp, attention or name globs.")
+    calibration_tokens: int | None = Field(
+        None, ge=1, description="Model workloads: calibration tokens for wanda and sparsegpt (default per architecture)."
+    )
+
+    @field_validator("pattern")
+    @classmethod
+    def _pattern(cls, value: str | None) -> str | None:
+        return None if value is None else _canonical_sparsity(value)
 
 
 class Layer(Record):
@@ -154,13 +183,7 @@ class Layer(Record):
     @field_validator("sparsity")
     @classmethod
     def _pattern(cls, value: str) -> str:
-        text = value.strip()
-        if text == "dense":
-            return text
-        try:
-            return str(parse_pattern(text))
-        except UserError as exc:
-            raise ValueError(str(exc)) from None
+        return _canonical_sparsity(value)
 
     @property
     def pattern(self) -> Pattern | None:
@@ -183,7 +206,13 @@ class Workload(Record):
     seed: int = Field(0, ge=0)
     tokens: Tokens
     input_features: int | None = Field(None, ge=1, le=MAX_DIM, description="Width of the model input; default from the first layer.")
-    layers: list[Layer] = Field(min_length=1, max_length=MAX_LAYERS)
+    model: Annotated[ModelRef | None, BeforeValidator(model_shorthand)] = Field(
+        None, description="A real model as the graph (see sparsedebug.sources.replay.model_spec); then layers are overrides."
+    )
+    layers: list[Layer] = Field(
+        default_factory=list, max_length=MAX_LAYERS,
+        description="The model graph; with model: per-linear overrides by the checkpoint's names.",
+    )
     repeats: int = Field(20, ge=3, le=MAX_REPEATS, description="Timed repetitions of every measurement.")
     warmup: int = Field(2, ge=0, le=MAX_WARMUP, description="Untimed repetitions before timing.")
     backend: str = Field("cpu-numpy", description="Backend support profile used for lowering (see `sparsedebug lower`).")
@@ -205,6 +234,8 @@ class Workload(Record):
         ),
     )
     pruning: PruningSpec = Field(default_factory=PruningSpec)
+
+    _linear_by_default = model_validator(mode="before")(linear_by_default)
 
     @field_validator("backend")
     @classmethod
@@ -238,151 +269,10 @@ class Workload(Record):
             "pruning.schedule": self.pruning.schedule,
             "pruning.calibration": self.pruning.calibration or "-",
             "tokens": f"{self.tokens.batch}x{self.tokens.sequence}",
-        }
+        } | model_knobs(self)
 
 
 # --------------------------------------------------------------------------- graph checks
-
-
-class LayerShape(Record):
-    """Widths a layer reads and writes, as resolved by :func:`check_graph`."""
-
-    model_config = ConfigDict(frozen=True)
-
-    name: str
-    inputs: tuple[str, ...]
-    in_widths: tuple[int, ...]
-    out_width: int
-
-
-def resolved_inputs(workload: Workload, index: int) -> list[str]:
-    """The names layer ``index`` reads: its ``inputs``, else the previous layer (or the model input)."""
-    layer = workload.layers[index]
-    if layer.inputs is not None:
-        return list(layer.inputs)
-    return [MODEL_INPUT if index == 0 else workload.layers[index - 1].name]
-
-
-def model_input_width(workload: Workload) -> int:
-    """Width of the model input (features), or the vocabulary size when it is token ids."""
-    if workload.input_features is not None:
-        return workload.input_features
-    first = workload.layers[0]
-    if first.shape is None:
-        raise UserError(f"layer {first.name!r}: the first layer needs a shape (or set input_features)")
-    if first.op in ("linear", "embedding"):
-        return first.shape[1] if first.op == "linear" else first.shape[0]
-    return first.shape[0]
-
-
-def _need_shape(layer: Layer, dims: int, what: str) -> list[int]:
-    if layer.shape is None or len(layer.shape) != dims:
-        got = "none" if layer.shape is None else str(layer.shape)
-        raise UserError(f"layer {layer.name!r}: {layer.op} needs shape {what}, got {got}")
-    return layer.shape
-
-
-def check_graph(workload: Workload) -> list[LayerShape]:
-    """Check the graph beyond the schema and resolve every layer's widths.
-
-    Raises ``UserError`` naming the layer for: duplicate names, inputs that are
-    not earlier layers, widths that disagree between consecutive layers, ``K``
-    not divisible by ``M``, a pattern on an op that cannot hold one, bad ``fn``,
-    heads that do not divide the width, and an embedding anywhere but first.
-    """
-    widths: dict[str, int] = {}
-    shapes: list[LayerShape] = []
-    uses_ids = workload.layers[0].op == "embedding"
-    for index, layer in enumerate(workload.layers):
-        where = f"layer {layer.name!r}"
-        if layer.name == MODEL_INPUT:
-            raise UserError(f"{where}: the name 'input' is reserved for the model input")
-        if layer.name in widths:
-            raise UserError(f"{where}: duplicate layer name")
-        names = resolved_inputs(workload, index)
-        in_widths: list[int] = []
-        for name in names:
-            if name == MODEL_INPUT:
-                if uses_ids and layer.op != "embedding":
-                    raise UserError(f"{where}: reads the model input, which is token ids; only the embedding can")
-                in_widths.append(model_input_width(workload))
-            elif name in widths:
-                in_widths.append(widths[name])
-            else:
-                raise UserError(f"{where}: input {name!r} is not an earlier layer (or 'input')")
-        if layer.fn is not None and layer.fn not in _FNS.get(layer.op, ()):
-            allowed = ", ".join(_FNS.get(layer.op, ())) or "none"
-            raise UserError(f"{where}: fn {layer.fn!r} is not valid for {layer.op} (allowed: {allowed})")
-        if layer.op not in ("linear", "embedding") and layer.sparsity != "dense":
-            raise UserError(f"{where}: {layer.op} has no weight matrix to prune; sparsity must be dense")
-        if layer.op != "attention" and (layer.heads is not None or layer.kv_heads is not None):
-            raise UserError(f"{where}: heads/kv_heads only apply to attention")
-        out = _resolve_width(workload, index, layer, names, in_widths, where)
-        widths[layer.name] = out
-        shapes.append(LayerShape(name=layer.name, inputs=tuple(names), in_widths=tuple(in_widths), out_width=out))
-    return shapes
-
-
-def _resolve_width(
-    workload: Workload, index: int, layer: Layer, names: list[str], in_widths: list[int], where: str
-) -> int:
-    if layer.op in ("linear", "norm", "activation", "embedding") and len(names) != 1:
-        raise UserError(f"{where}: {layer.op} reads exactly one input, got {len(names)}")
-    if layer.op == "linear":
-        out, k = _need_shape(layer, 2, "[out, in]")
-        if in_widths[0] != k:
-            raise UserError(f"{where}: shape [out, in] = {layer.shape} expects {k} input features but {names[0]!r} gives {in_widths[0]}")
-        pattern = layer.pattern
-        if pattern is not None and k % pattern.m != 0:
-            raise UserError(f"{where}: K={k} is not divisible by M={pattern.m} of pattern {layer.sparsity}")
-        return out
-    if layer.op == "embedding":
-        vocab, dim = _need_shape(layer, 2, "[vocab, dim]")
-        if index != 0 or names != [MODEL_INPUT]:
-            raise UserError(f"{where}: an embedding must be the first layer and read the model input")
-        if layer.sparsity != "dense":
-            pattern = layer.pattern
-            assert pattern is not None
-            if dim % pattern.m != 0:
-                raise UserError(f"{where}: K={dim} is not divisible by M={pattern.m} of pattern {layer.sparsity}")
-        if in_widths[0] != vocab:
-            raise UserError(f"{where}: vocab {vocab} differs from input_features {in_widths[0]}")
-        return dim
-    if layer.op == "norm":
-        (dim,) = _need_shape(layer, 1, "[dim]")
-        if in_widths[0] != dim:
-            raise UserError(f"{where}: shape [{dim}] but {names[0]!r} gives {in_widths[0]} features")
-        return dim
-    if layer.op == "attention":
-        (dim,) = _need_shape(layer, 1, "[dim]")
-        if len(names) != 3:
-            raise UserError(f"{where}: attention reads three inputs (q, k, v), got {len(names)}")
-        heads = layer.heads
-        if heads is None:
-            raise UserError(f"{where}: attention needs heads")
-        kv_heads = layer.kv_heads or heads
-        if dim % heads != 0:
-            raise UserError(f"{where}: dim {dim} is not divisible by heads {heads}")
-        if heads % kv_heads != 0:
-            raise UserError(f"{where}: heads {heads} is not a multiple of kv_heads {kv_heads}")
-        kv = dim // heads * kv_heads
-        for name, width, want in zip(names, in_widths, (dim, kv, kv), strict=True):
-            if width != want:
-                raise UserError(f"{where}: input {name!r} gives {width} features, expected {want}")
-        if workload.tokens.sequence < 1:
-            raise UserError(f"{where}: attention needs a sequence")
-        return dim
-    # activation / elementwise
-    if layer.op == "elementwise" and len(names) < 2:
-        raise UserError(f"{where}: elementwise {layer.function} reads two or more inputs, got {len(names)}")
-    if len(set(in_widths)) != 1:
-        detail = ", ".join(f"{n}={w}" for n, w in zip(names, in_widths, strict=True))
-        raise UserError(f"{where}: inputs have different widths ({detail})")
-    if layer.shape is not None:
-        (dim,) = _need_shape(layer, 1, "[dim]")
-        if dim != in_widths[0]:
-            raise UserError(f"{where}: shape [{dim}] but its inputs give {in_widths[0]} features")
-    return in_widths[0]
 
 
 # --------------------------------------------------------------------------- load / save
@@ -413,6 +303,8 @@ def parse_workload(data: Any, source: str) -> Workload:
             lines.append(line)
         raise UserError("\n".join(lines)) from None
     try:
+        from sparsedebug.sources.replay.graph import check_graph  # the graph check reads the workload schema
+
         check_graph(workload)
     except UserError as exc:
         raise UserError(f"{source}: {exc}") from None
@@ -456,6 +348,8 @@ def revalidate(workload: Workload) -> Workload:
         from sparsedebug.core.io import format_validation_error
 
         raise UserError(format_validation_error(f"workload {workload.name!r}", exc)) from None
+    from sparsedebug.sources.replay.graph import check_graph  # the graph check reads the workload schema
+
     check_graph(fresh)
     return fresh
 
@@ -468,6 +362,8 @@ def absolute_paths(workload: Workload, base_dir: Path | None) -> Workload:
     if base_dir is None:
         return workload
     update: dict[str, Any] = {}
+    if workload.model is not None:
+        update["model"] = absolute_model(workload.model, base_dir)
     for field in ("weights", "calibration"):
         spec = getattr(workload, field)
         if spec is not None and not Path(spec.path).is_absolute():

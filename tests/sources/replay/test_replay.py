@@ -279,7 +279,7 @@ def test_embedding_layernorm_gelu_model_runs_and_matches_numpy() -> None:
     h = 0.5 * h * (1 + np.tanh(np.sqrt(2 / np.pi) * (h + 0.044715 * h**3)))
     dense_out = tensors["head"] @ h
     from sparsedebug.sources.replay.executor import build_ops, forward
-    from sparsedebug.sources.replay.workload import check_graph
+    from sparsedebug.sources.replay.graph import check_graph
 
     out, _ = forward(build_ops(workload, check_graph(workload), tensors, mode="reference"), ids)
     np.testing.assert_allclose(out, dense_out, rtol=1e-12, atol=1e-12)

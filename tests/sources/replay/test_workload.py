@@ -10,15 +10,8 @@ import yaml
 
 from sparsedebug.core.errors import UserError
 from sparsedebug.sources.replay.builders import llama_stack, mlp_chain
-from sparsedebug.sources.replay.workload import (
-    Workload,
-    check_graph,
-    dump_workload,
-    load_workload,
-    parse_workload,
-    revalidate,
-    save_workload,
-)
+from sparsedebug.sources.replay.graph import check_graph
+from sparsedebug.sources.replay.workload import Workload, dump_workload, load_workload, parse_workload, revalidate, save_workload
 from tests.conftest import FIXTURES
 
 WORKLOADS = FIXTURES / "workloads"
