@@ -8,6 +8,7 @@ from rich.text import Text
 
 from sparsedebug.classify.rules import RULES, Mechanism, Rule
 from sparsedebug.classify.score import Classification, Evidence, Fix
+from sparsedebug.render.terminal.fit import optional
 
 
 def _num(value: float | None) -> str:
@@ -35,6 +36,7 @@ def ranking_table(result: Classification) -> Table:
             score.status,
             f"{score.rules_fired} / {score.rules_evaluated} / {score.rules_missing}",
         )
+    optional(table, "rules fired / evaluated / missing")
     return table
 
 
@@ -63,6 +65,7 @@ def evidence_table(result: Classification) -> Table:
     for score in result.scores:
         for line in result.evidence_for(score.mechanism):
             table.add_row(*_evidence_row(line))
+    optional(table, "adds", "source")
     return table
 
 
@@ -144,6 +147,7 @@ def roofline_table(result: Classification, limit: int = 8) -> Table | None:
             "-" if li.measured_ms is None else f"{li.measured_ms:.4f}",
             "-" if li.roofline_fraction is None else f"{li.roofline_fraction:.0%}",
         )
+    optional(table, "attainable ms", "of roofline", "FLOP/B")
     return table
 
 

@@ -10,6 +10,7 @@ from sparsedebug.core.stats import percentiles
 from sparsedebug.records.artifacts import NcuReport, SmiReport, TrtSparsityReport
 from sparsedebug.records.findings import FallbackReport
 from sparsedebug.records.run import RunRecord
+from sparsedebug.render.terminal.fit import optional
 from sparsedebug.sources.importers.kernel_names import short_kernel_name
 from sparsedebug.sources.importers.torch_trace import TraceSummary
 
@@ -90,6 +91,7 @@ def layer_table(record: RunRecord, limit: int | None = None) -> Table:
         )
     if limit is not None and len(record.lower.layers) > limit:
         table.caption = f"first {limit} of {len(record.lower.layers)} layers (--json for all)"
+    optional(table, "calls", "dtype", "op", "weight")
     return table
 
 
@@ -117,6 +119,7 @@ def ncu_table(report: NcuReport) -> Table:
             k.bound or "-",
             "-" if k.local_spill_requests is None else f"{k.local_spill_requests:,.0f}",
         )
+    optional(table, "spill requests", "id", "class", "memory %")
     return table
 
 
@@ -183,6 +186,7 @@ def fallback_table(report: FallbackReport) -> Table:
     if report.only_in_base or report.only_in_cand:
         parts.append(f"{len(report.only_in_base)} only in base, {len(report.only_in_cand)} only in candidate")
     table.caption = "; ".join(parts)
+    optional(table, "declared", "base ms", "cand ms")
     return table
 
 

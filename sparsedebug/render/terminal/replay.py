@@ -7,6 +7,7 @@ from rich.table import Table
 
 from sparsedebug.core.stats import median, percentiles
 from sparsedebug.records.run import GraphStage, KernelPath, LowerStage, RunRecord
+from sparsedebug.render.terminal.fit import optional
 from sparsedebug.signoff.metrics import equal_latency_sentence
 
 
@@ -103,6 +104,7 @@ def lower_table(graph: GraphStage, lower: LowerStage, *, linear_only: bool = Tru
             _bytes(layer.value_bytes),
             _bytes(layer.metadata_bytes),
         )
+    optional(table, "metadata", "values", "per call", "convert ms")
     return table
 
 
@@ -151,4 +153,5 @@ def kernel_table(record: RunRecord) -> Table:
             "-" if layer.max_abs_err is None else f"{layer.max_abs_err:.2e}",
             "-" if layer.rel_err is None else f"{layer.rel_err:.2e}",
         )
+    optional(table, "max abs err", "dense/chosen", "precision", "dense ms")
     return table
