@@ -62,7 +62,7 @@ from sparsedebug.records.run import (
     RunSource,
     ScheduleStage,
 )
-from sparsedebug.sources.importers.jsonstream import iter_trace, untimed, untimed_summary
+from sparsedebug.sources.importers.jsonstream import iter_trace, untimed, untimed_summary, well_formed
 from sparsedebug.sources.importers.kernel_names import GEMM_CLASSES, classify_kernel, primary_class
 
 GPU_CATEGORIES = frozenset({"kernel", "gpu_memset", "gpu_memcpy"})
@@ -198,6 +198,9 @@ def _read(path: Path) -> _Trace:
     for event in iter_trace(path, trace.metadata):
         if not isinstance(event, dict):
             trace.skipped["not an object"] += 1
+            continue
+        if not well_formed(event):
+            trace.skipped["malformed (a list or object as ph, cat, name, pid, tid or id)"] += 1
             continue
         cat = event.get("cat")
         ph = event.get("ph")
