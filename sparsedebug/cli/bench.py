@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from sparsedebug.cli.common import JsonOption, console, emit_json, err_console, handle_errors
+from sparsedebug.cli.common import JsonOption, WideOption, console, emit_json, err_console, handle_errors
 from sparsedebug.core.budget import MAX_REPEATS
 from sparsedebug.core.errors import UserError
 from sparsedebug.kernels.bench import parse_shape, parse_tokens, run_kernel_bench
@@ -25,6 +25,7 @@ def kernel(
     rounds: Annotated[int, typer.Option(help="Timed interleaved rounds per token count (1 to 10,000).", max=MAX_REPEATS)] = 7,
     seed: Annotated[int, typer.Option(help="Seed for the random weight and activations.", min=0)] = 0,
     tails: Annotated[bool, typer.Option("--tails", help="Also print p50/p95/p99 per variant.")] = False,
+    wide: WideOption = False,
     json_out: JsonOption = False,
 ) -> None:
     """Time dense BLAS, the half-K limit, scipy CSR and both built-in N:M kernels.
@@ -60,7 +61,7 @@ def kernel(
     if json_out:
         emit_json(results)
         return
-    out = console()
+    out = console(wide)
     out.print(kernel_bench_table(results))
     if tails:
         out.print(tails_table(results))

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 from rich.progress import Progress
 
-from sparsedebug.cli.common import JsonOption, console, emit_json, err_console, handle_errors
+from sparsedebug.cli.common import JsonOption, WideOption, console, emit_json, err_console, handle_errors
 from sparsedebug.core.budget import MAX_REPEATS
 from sparsedebug.core.errors import UserError
 from sparsedebug.core.stats import DEFAULT_ALPHA, DEFAULT_MIN_EFFECT
@@ -38,6 +38,7 @@ def bisect(
     ] = None,
     repeats: Annotated[int | None, typer.Option(help="Timed repetitions when BASE/CAND is a workload (default: its own; 3 to 10,000).", min=3, max=MAX_REPEATS)] = None,
     layers: Annotated[int, typer.Option(help="Rank at most this many layers in the table (0: none).", min=0)] = 10,
+    wide: WideOption = False,
     json_out: JsonOption = False,
 ) -> None:
     """Find the first persistent stage where CAND diverges from BASE.
@@ -51,6 +52,11 @@ def bisect(
     Identical layers (same role in every block) are pooled when one alone has too
     few samples, and per-layer tests are corrected for the number of layers tested
     (Bonferroni); with too few samples to decide, the answer says so.
+
+    Two replays whose dense references are the same computation are first put on
+    one machine state through them, so this machine's drift between the replays is
+    not read as a change; the same workload as BASE and CAND replays it twice (a
+    check of the machine's noise).
 
     Prints each stage's status, the first divergent stage's findings, the layers
     ranked by contribution to the outcome change, and the verdict with the effect
@@ -75,7 +81,7 @@ def bisect(
         return
     from sparsedebug.render.clocks import bundle_clock
 
-    console().print(bisect_view(result, layer_limit=layers, clock=bundle_clock([base_run, cand_run])))
+    console(wide).print(bisect_view(result, layer_limit=layers, clock=bundle_clock([base_run, cand_run])))
 
 
 def register(app: typer.Typer) -> None:

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from sparsedebug.cli.common import JsonOption, console, emit_json, err_console, handle_errors
+from sparsedebug.cli.common import JsonOption, WideOption, console, emit_json, err_console, handle_errors
 from sparsedebug.core.errors import UserError
 
 
@@ -26,6 +26,7 @@ def classify(
     gpu: Annotated[
         str | None, typer.Option("--gpu", help="GPU name for the peak-figure roofline of an imported run (e.g. 'NVIDIA H200').")
     ] = None,
+    wide: WideOption = False,
     json_out: JsonOption = False,
 ) -> None:
     """Classify the dominant mechanism: compute, memory, scheduling, precision or thermal.
@@ -77,7 +78,7 @@ def classify(
         return
     from sparsedebug.render.terminal.classify import classification_view
 
-    console().print(classification_view(result))
+    console(wide).print(classification_view(result))
 
 
 def register(app: typer.Typer) -> None:

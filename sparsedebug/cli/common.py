@@ -38,9 +38,38 @@ OutputOption = Annotated[
 ]
 
 
-def console() -> Console:
-    """Console for people (stdout). Width follows $COLUMNS, which tests pin."""
-    return Console(highlight=False)
+WideOption = Annotated[
+    bool,
+    typer.Option("--wide", help="Print every table column at full width; by default tables fold long names and leave out "
+                 "optional columns to fit the terminal."),
+]
+
+
+class _FittingConsole(Console):
+    """A console whose tables fit its width (``render.terminal.fit``), or print at full width when ``wide``."""
+
+    def __init__(self, *, wide: bool = False, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.wide = wide
+
+    def print(self, *objects: Any, **kwargs: Any) -> None:
+        from sparsedebug.render.terminal.fit import fit, natural_width
+
+        fitted = [fit(self, obj, self.width, wide=self.wide) for obj in objects]
+        if not (self.wide and fitted):
+            super().print(*fitted, **kwargs)
+            return
+        width = self.width
+        self.width = max(width, max(natural_width(self, obj) for obj in fitted))  # rich never prints wider than the console
+        try:
+            super().print(*fitted, **kwargs)
+        finally:
+            self.width = width
+
+
+def console(wide: bool = False) -> Console:
+    """Console for people (stdout). Width follows $COLUMNS, which tests pin; tables fit it unless ``wide``."""
+    return _FittingConsole(highlight=False, wide=wide)
 
 
 def err_console() -> Console:

@@ -11,6 +11,7 @@ from sparsedebug.cli.common import (
     EXIT_CHECK_FAILED,
     JsonOption,
     OutputOption,
+    WideOption,
     console,
     emit_json,
     handle_errors,
@@ -35,6 +36,7 @@ def freeze(
         Path | None,
         typer.Option("--check", help="Compare the current environment with this frozen fingerprint; exit 1 on drift that can change results."),
     ] = None,
+    wide: WideOption = False,
     json_out: JsonOption = False,
 ) -> None:
     """Freeze the workload seed, model revision and execution environment.
@@ -58,7 +60,7 @@ def freeze(
         if json_out:
             emit_json({"frozen": str(check), "ok": not failing, "drifts": drifts})
         else:
-            out = console()
+            out = console(wide)
             if drifts:
                 out.print(drift_table(drifts))
             if failing:
@@ -76,7 +78,7 @@ def freeze(
     if json_out:
         emit_json(record)
         return
-    out = console()
+    out = console(wide)
     out.print(fingerprint_table(record))
     if output is not None:
         out.print(f"wrote {output}")

@@ -10,6 +10,7 @@ import typer
 from sparsedebug.cli.common import (
     EXIT_CHECK_FAILED,
     JsonOption,
+    WideOption,
     console,
     emit_json,
     err_console,
@@ -29,7 +30,7 @@ def gate(
     baseline: Annotated[Path, typer.Argument(help="Baseline: run record (.json/.yaml), workload YAML (replayed) or PyTorch trace (imported).")],
     candidate: Annotated[Path, typer.Argument(help="Candidate, same kinds as the baseline.")],
     policy: Annotated[
-        Path | None, typer.Option("--policy", help="Gate policy YAML (see playbooks/gate-default.yaml); default: built in.")
+        Path | None, typer.Option("--policy", help="Gate policy YAML (see playbooks/gate-default.yaml, and playbooks/gate-ci.yaml for CI); default: built in.")
     ] = None,
     junit: Annotated[Path | None, typer.Option("--junit", help="Write JUnit XML here (one testcase per threshold).")] = None,
     summary: Annotated[
@@ -38,14 +39,18 @@ def gate(
     repeats: Annotated[
         int | None, typer.Option("--repeats", min=3, max=MAX_REPEATS, help="Override the repeat count of workloads that get replayed (3 to 10,000).")
     ] = None,
+    wide: WideOption = False,
     json_out: JsonOption = False,
 ) -> None:
     """Gate a candidate against a baseline: speedup, p99 latency, quality, fallbacks, precision drift.
 
     A speed shortfall fails only when it is real: the candidate must be slower than
     the target by more than the policy's factor AND a rank test must say so (asv
-    style; with too few samples for the test, the factor alone decides). A check
-    whose evidence is missing is skipped unless the policy says missing_evidence: fail.
+    style; with too few samples for the test, the factor alone decides). The p99
+    checks fail only beyond noise: the candidate's p99 lower confidence bound must be
+    over the limit, so one preempted round is not a failure. A check whose evidence
+    is missing is skipped unless the policy says missing_evidence: fail. An empty
+    policy file is an error; thresholds are checked to their range.
 
     A latency check on runs whose timings were disturbed beyond the noise-aware
     harness' bound (see the run's outcome.timing) is inconclusive: neither pass nor fail.
@@ -71,7 +76,7 @@ def gate(
     if json_out:
         emit_json(result)
     else:
-        out = console()
+        out = console(wide)
         out.print(gate_table(result))
         for label, written in (("JUnit XML", junit), ("summary", summary)):
             if written is not None:

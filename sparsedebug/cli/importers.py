@@ -7,7 +7,16 @@ from typing import Annotated
 
 import typer
 
-from sparsedebug.cli.common import EXIT_CHECK_FAILED, JsonOption, OutputOption, console, emit_json, err_console, handle_errors
+from sparsedebug.cli.common import (
+    EXIT_CHECK_FAILED,
+    JsonOption,
+    OutputOption,
+    WideOption,
+    console,
+    emit_json,
+    err_console,
+    handle_errors,
+)
 from sparsedebug.core.errors import UserError
 from sparsedebug.core.io import atomic_write_text, save_record
 from sparsedebug.locate.paths import compare_paths
@@ -45,6 +54,7 @@ import_app = typer.Typer(
 @handle_errors
 def trace(
     file: FileArg,
+    wide: WideOption = False,
     output: OutputOption = None,
     layers: Annotated[int, typer.Option(help="Show at most this many layers in the table (0: none).", min=0)] = 30,
     include_last_step: Annotated[
@@ -96,7 +106,7 @@ def trace(
     if json_out:
         emit_json(result)
         return
-    out = console()
+    out = console(wide)
     out.print(trace_summary_table(result.summary))
     out.print(iterations_table(result.summary))
     out.print(temporal_table(result.summary))
@@ -118,7 +128,7 @@ def trace(
 
 @import_app.command("ncu")
 @handle_errors
-def ncu(file: FileArg, json_out: JsonOption = False) -> None:
+def ncu(file: FileArg, wide: WideOption = False, json_out: JsonOption = False) -> None:
     """Read Nsight Compute --csv output (details page; banner lines are skipped).
 
     Per kernel: duration, SM and memory throughput (% of peak), the bound by
@@ -129,7 +139,7 @@ def ncu(file: FileArg, json_out: JsonOption = False) -> None:
     if json_out:
         emit_json(report)
         return
-    console().print(ncu_table(report))
+    console(wide).print(ncu_table(report))
 
 
 @import_app.command("smi")
@@ -140,6 +150,7 @@ def smi(
         float | None, typer.Option("--max-clock", help="Reference max SM clock in MHz (default: a clocks.max.sm column, else the max observed).")
     ] = None,
     samples: Annotated[bool, typer.Option("--samples", help="With --json, include every sample row.")] = False,
+    wide: WideOption = False,
     json_out: JsonOption = False,
 ) -> None:
     """Read an nvidia-smi --query-gpu=... --format=csv log.
@@ -155,7 +166,7 @@ def smi(
     if json_out:
         emit_json(report if samples else report.model_copy(update={"samples": []}))
         return
-    console().print(smi_table(report))
+    console(wide).print(smi_table(report))
 
 
 @import_app.command("trtlog")
@@ -163,6 +174,7 @@ def smi(
 def trtlog(
     file: FileArg,
     check: Annotated[bool, typer.Option("--check", help="Exit 1 when any eligible layer did not get a sparse implementation.")] = False,
+    wide: WideOption = False,
     json_out: JsonOption = False,
 ) -> None:
     """Read a TensorRT build log's (Sparsity) lines: eligible, picked, and the dense fallbacks.
@@ -174,7 +186,7 @@ def trtlog(
     if json_out:
         emit_json(report)
     else:
-        console().print(trt_table(report))
+        console(wide).print(trt_table(report))
     if check and report.fallback:
         raise typer.Exit(EXIT_CHECK_FAILED)
 
@@ -185,6 +197,7 @@ def fallbacks(
     check: Annotated[
         bool, typer.Option("--check", help="Exit 1 on an unintended path change or a declared-sparse layer that ran dense.")
     ] = False,
+    wide: WideOption = False,
     json_out: JsonOption = False,
 ) -> None:
     """Count dense fallbacks: every layer whose kernel class changed from BASE to CAND.
@@ -197,7 +210,7 @@ def fallbacks(
     if json_out:
         emit_json(report)
     else:
-        out = console()
+        out = console(wide)
         if report.changed:
             out.print(fallback_table(report))
         else:

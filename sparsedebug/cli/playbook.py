@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 from rich.progress import BarColumn, Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
 
-from sparsedebug.cli.common import JsonOption, console, emit_json, err_console, handle_errors
+from sparsedebug.cli.common import JsonOption, WideOption, console, emit_json, err_console, handle_errors
 from sparsedebug.core.budget import MAX_REPEATS
 from sparsedebug.playbook.run import run_playbook
 from sparsedebug.playbook.schema import Step, load_playbook
@@ -29,7 +29,7 @@ playbook_app = typer.Typer(
 
 @playbook_app.command("show")
 @handle_errors
-def show(playbook: PlaybookOption = None, json_out: JsonOption = False) -> None:
+def show(playbook: PlaybookOption = None, wide: WideOption = False, json_out: JsonOption = False) -> None:
     """Show the playbook: metric, steps, branches, pitfalls, owners and decisions.
 
     It renders the primary metric, the five steps with inputs and outputs, metrics
@@ -43,7 +43,7 @@ def show(playbook: PlaybookOption = None, json_out: JsonOption = False) -> None:
     if json_out:
         emit_json(book)
         return
-    console().print(playbook_view(book))
+    console(wide).print(playbook_view(book))
 
 
 class _RichReporter:
@@ -97,6 +97,7 @@ def run(
         bool, typer.Option("--check", help="Exit 1 when the decision is rollback or escalate (for CI); the bundle is written either way.")
     ] = False,
     playbook: PlaybookOption = None,
+    wide: WideOption = False,
     json_out: JsonOption = False,
 ) -> None:
     """Walk the playbook end to end and write a bundle with memo.md, report.md and report.html.
@@ -141,7 +142,7 @@ def run(
     else:
         from sparsedebug.render.terminal.bundle import bundle_summary
 
-        console().print(bundle_summary(bundle, load_playbook(playbook)))
+        console(wide).print(bundle_summary(bundle, load_playbook(playbook)))
     if check and bundle.decision is not None and bundle.decision.decision in FAILING_DECISIONS:
         raise typer.Exit(1)
 

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from sparsedebug.cli.common import EXIT_CHECK_FAILED, JsonOption, console, emit_json, err_console, handle_errors
+from sparsedebug.cli.common import EXIT_CHECK_FAILED, JsonOption, WideOption, console, emit_json, err_console, handle_errors
 from sparsedebug.core.budget import MAX_REPEATS
 from sparsedebug.core.errors import UserError
 from sparsedebug.core.signals import signals_deferred
@@ -34,6 +34,7 @@ def reduce(
     alpha: Annotated[float, typer.Option(help="Significance level of the rank tests.", min=1e-6, max=0.5)] = DEFAULT_ALPHA,
     min_effect: Annotated[float, typer.Option(help="Minimum median ratio that counts as a change (1 to 100).", min=1.0, max=100.0)] = DEFAULT_MIN_EFFECT,
     probes: Annotated[bool, typer.Option("--probes/--no-probes", help="Show the probe log.")] = True,
+    wide: WideOption = False,
     json_out: JsonOption = False,
 ) -> None:
     """Reduce GOOD -> BAD to one focused reproducer of its first divergence.
@@ -80,7 +81,7 @@ def reduce(
     if json_out:
         emit_json(result)
     else:
-        out = console()
+        out = console(wide)
         out.print(reduce_view(result, show_probes=probes))
         if result.repro is not None:
             out.print(f"wrote {output} and {output.with_name(f'{output.stem}.base{output.suffix}')}")

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
-from sparsedebug.cli.common import JsonOption, OutputOption, console, emit_json, err_console, handle_errors
+from sparsedebug.cli.common import JsonOption, OutputOption, WideOption, console, emit_json, err_console, handle_errors
 from sparsedebug.core.budget import MAX_REPEATS
 from sparsedebug.core.io import save_record
 from sparsedebug.records.run import STAGES, RunRecord
@@ -27,6 +27,7 @@ def replay(
     output: OutputOption = None,
     repeats: Annotated[int | None, typer.Option(help="Timed repetitions of every measurement (overrides the workload's; 3 to 10,000).", min=3, max=MAX_REPEATS)] = None,
     layers: Annotated[bool, typer.Option("--layers", help="Also print per-layer kernel times and numeric errors.")] = False,
+    wide: WideOption = False,
     json_out: JsonOption = False,
 ) -> None:
     """Replay a workload on the built-in numpy kernels and record the five stages.
@@ -49,7 +50,7 @@ def replay(
     if json_out:
         emit_json(record)
         return
-    out = console()
+    out = console(wide)
     out.print(summary_table(record))
     out.print(lower_table(record.graph, record.lower))
     fallbacks = fallback_table(record.lower)
@@ -87,6 +88,7 @@ def _run_with_progress(spec: Workload, path: Path, repeats: int | None, *, quiet
 def lower(
     workload: Annotated[str, typer.Argument(help="Workload YAML file, or the name of an embedded one.")],
     all_layers: Annotated[bool, typer.Option("--all", help="Also list non-linear layers (always dense).")] = False,
+    wide: WideOption = False,
     json_out: JsonOption = False,
 ) -> None:
     """Show how a workload lowers on its backend profile, without timing anything.
@@ -103,7 +105,7 @@ def lower(
     if json_out:
         emit_json(stage)
         return
-    out = console()
+    out = console(wide)
     out.print(lower_table(graph, stage, linear_only=not all_layers))
     fallbacks = fallback_table(stage)
     if fallbacks is not None:

@@ -10,6 +10,7 @@ from sparsedebug.core.stats import SampleComparison
 from sparsedebug.locate.common import fmt_cmp
 from sparsedebug.records.findings import BisectResult, StageFinding
 from sparsedebug.records.reduce import ReduceResult
+from sparsedebug.render.terminal.fit import optional
 
 _STATUS_STYLE = {
     "divergent": "bold red",
@@ -82,6 +83,7 @@ def layers_table(result: BisectResult, limit: int = 10) -> Table:
             f"{row.share:.0%}" if row.share is not None else "-",
             "yes" if row.involved else "",
         )
+    optional(table, "in first stage", "idle ms", "kernel ms")
     return table
 
 
@@ -139,6 +141,7 @@ def probes_table(result: ReduceResult, limit: int = 60) -> Table:
         table.add_row(str(i), probe.phase, Text(probe.description), probe.mode, Text(outcome, style=style[probe.outcome]))
     if len(result.probes) > limit:
         table.add_row("…", "", f"{len(result.probes) - limit} more", "", "")
+    optional(table, "mode", "#")
     return table
 
 

@@ -9,6 +9,7 @@ from rich.text import Text
 from sparsedebug.classify.rule import Rule
 from sparsedebug.classify.rules import RULES
 from sparsedebug.records.classification import Classification, Evidence, Fix, Mechanism
+from sparsedebug.render.terminal.fit import optional
 
 
 def _num(value: float | None) -> str:
@@ -36,6 +37,7 @@ def ranking_table(result: Classification) -> Table:
             score.status,
             f"{score.rules_fired} / {score.rules_evaluated} / {score.rules_missing}",
         )
+    optional(table, "rules fired / evaluated / missing")
     return table
 
 
@@ -64,6 +66,7 @@ def evidence_table(result: Classification) -> Table:
     for score in result.scores:
         for line in result.evidence_for(score.mechanism):
             table.add_row(*_evidence_row(line))
+    optional(table, "adds", "source")
     return table
 
 
@@ -141,6 +144,7 @@ def roofline_table(result: Classification, limit: int = 8) -> Table | None:
             "-" if li.measured_ms is None else f"{li.measured_ms:.4f}",
             "-" if li.roofline_fraction is None else f"{li.roofline_fraction:.0%}",
         )
+    optional(table, "attainable ms", "of roofline", "FLOP/B")
     return table
 
 

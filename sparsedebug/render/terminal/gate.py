@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.table import Table
 
 from sparsedebug.records.gate import GateResult
+from sparsedebug.render.terminal.fit import optional
 
 _STYLE = {
     "pass": "[green]pass[/green]",
@@ -25,4 +26,5 @@ def gate_table(result: GateResult) -> Table:
     table.add_column("detail", overflow="fold")
     for check in result.checks:
         table.add_row(check.id, _STYLE[check.status], check.measured, check.threshold, check.detail)
+    optional(table, "threshold")
     return table

@@ -10,6 +10,7 @@ from sparsedebug.core.stats import percentiles
 from sparsedebug.records.artifacts import NcuReport, SmiReport, TrtSparsityReport
 from sparsedebug.records.findings import FallbackReport
 from sparsedebug.records.run import RunRecord
+from sparsedebug.render.terminal.fit import optional
 from sparsedebug.sources.importers.kernel_names import short_kernel_name
 from sparsedebug.sources.importers.torch_trace import TraceSummary
 
@@ -109,7 +110,7 @@ def layer_table(record: RunRecord, limit: int | None = None) -> Table:
     graph = {layer.name: layer for layer in record.graph.layers}
     timing = {layer.name: layer for layer in record.kernel.layers}
     table = Table(title=f"layers of {record.name}", show_header=True)
-    table.add_column("layer", no_wrap=True, overflow="ellipsis", max_width=32)
+    table.add_column("layer", overflow="fold")
     for column in ("op", "weight", "dtype", "path", "class", "backend", "calls", "p50 ms"):
         table.add_column(column, justify="right" if column in ("calls", "p50 ms") else "left", no_wrap=True)
     layers = record.lower.layers if limit is None else record.lower.layers[:limit]
@@ -118,7 +119,7 @@ def layer_table(record: RunRecord, limit: int | None = None) -> Table:
         k = timing.get(lower.name)
         p50 = percentiles(k.samples_ms).p50 if k and k.samples_ms else None
         table.add_row(
-            short_kernel_name(lower.name, 32),
+            short_kernel_name(lower.name, 48) if lower.identity == "kernel" else lower.name,
             g.op.value if g else "-",
             "x".join(str(d) for d in g.weight_shape) if g and g.weight_shape else "-",
             g.dtype if g else "-",
@@ -130,6 +131,7 @@ def layer_table(record: RunRecord, limit: int | None = None) -> Table:
         )
     if limit is not None and len(record.lower.layers) > limit:
         table.caption = f"first {limit} of {len(record.lower.layers)} layers (--json for all)"
+    optional(table, "backend", "calls", "dtype", "op", "weight")
     return table
 
 
@@ -157,6 +159,7 @@ def ncu_table(report: NcuReport) -> Table:
             k.bound or "-",
             "-" if k.local_spill_requests is None else f"{k.local_spill_requests:,.0f}",
         )
+    optional(table, "spill requests", "id", "class", "memory %")
     return table
 
 
@@ -231,6 +234,7 @@ def fallback_table(report: FallbackReport) -> Table:
     for cause, layers in causes.items():
         parts.append(f"cause seen in the trace ({', '.join(layers[:3])}{' and more' if len(layers) > 3 else ''}): {cause}")
     table.caption = "; ".join(parts)
+    optional(table, "declared", "base ms", "cand ms")
     return table
 
 

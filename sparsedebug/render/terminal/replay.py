@@ -8,6 +8,7 @@ from rich.table import Table
 from sparsedebug.core.stats import median, percentiles
 from sparsedebug.records.run import GraphStage, KernelPath, LowerStage, RunRecord
 from sparsedebug.render.clocks import measured_clock
+from sparsedebug.render.terminal.fit import optional
 from sparsedebug.signoff.metrics import equal_latency_sentence, quality_figure
 
 
@@ -105,11 +106,12 @@ def summary_table(record: RunRecord) -> Table:
 
 def lower_table(graph: GraphStage, lower: LowerStage, *, linear_only: bool = True) -> Table:
     """Per layer: path, reason, conversion cost and bytes (linear and embedding layers by default)."""
-    table = Table(title=f"lowering on {lower.backend}", caption="convert ms: measured on this machine; target figures: projected")
+    table = Table(title=f"lowering on {lower.backend}", caption="convert ms: measured on this machine; slower_than_dense and target sparse/dense ms: projected on the target")
     table.add_column("layer", no_wrap=True)
     table.add_column("intended", no_wrap=True)
     table.add_column("path", no_wrap=True)
     table.add_column("reason", no_wrap=True)
+    table.add_column("target sparse/dense ms", justify="right")
     table.add_column("convert ms", justify="right")
     table.add_column("per call", justify="right")
     table.add_column("values", justify="right")
@@ -126,19 +128,23 @@ def lower_table(graph: GraphStage, lower: LowerStage, *, linear_only: bool = Tru
         else:
             path = "dense"
         reason = "-" if layer.reason is None else layer.reason.value
+        target = "-"
         if layer.slower_on_target is not None:
             flag = layer.slower_on_target
-            reason = f"[yellow]slower_than_dense[/yellow] on target ({flag.sparse_ms:.3f} vs dense {flag.dense_ms:.3f} ms)"
+            reason = "[yellow]slower_than_dense[/yellow]"
+            target = f"{flag.sparse_ms:.3f}/{flag.dense_ms:.3f}"
         table.add_row(
             layer.name,
             intended.get(layer.name, "-"),
             path,
             reason,
+            target,
             _ms(layer.conversion_ms),
             str(layer.conversions_per_call),
             _bytes(layer.value_bytes),
             _bytes(layer.metadata_bytes),
         )
+    optional(table, "metadata", "values", "per call", "convert ms", "target sparse/dense ms")
     return table
 
 
@@ -197,4 +203,5 @@ def kernel_table(record: RunRecord) -> Table:
             "-" if layer.max_abs_err is None else f"{layer.max_abs_err:.2e}",
             "-" if layer.rel_err is None else f"{layer.rel_err:.2e}",
         )
+    optional(table, "max abs err", "dense/chosen", "precision", "dense ms")
     return table

@@ -194,3 +194,14 @@ def untimed_summary(skipped: dict[str, int], categories: Collection[str]) -> str
         return ""
     total = sum(count for count, _ in parts)
     return f"; {total} GPU event(s) had no usable timing: " + ", ".join(f"{count} {key}" for count, key in parts)
+
+
+IDENTITY_FIELDS = ("ph", "cat", "name", "pid", "tid", "id")
+"""Event fields used as keys (categories, threads, flow ids): a list or an object there makes the event malformed."""
+
+
+def well_formed(event: Any) -> bool:
+    """Whether an event is an object whose identity fields are scalars (strings, numbers, booleans or null)."""
+    if not isinstance(event, dict):
+        return False
+    return all(isinstance(event.get(key), str | int | float | bool | type(None)) for key in IDENTITY_FIELDS)

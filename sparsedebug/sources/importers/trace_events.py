@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from sparsedebug.records.run import KernelClass
-from sparsedebug.sources.importers.jsonstream import iter_trace, untimed
+from sparsedebug.sources.importers.jsonstream import iter_trace, untimed, well_formed
 
 Thread = tuple[Any, Any]
 """(pid, tid) of a host thread, or (device, stream) of a GPU annotation track."""
@@ -258,6 +258,9 @@ def read_events(path: Path) -> TraceEvents:
     for event in iter_trace(path, trace.metadata):
         if not isinstance(event, dict):
             trace.skipped["not an object"] += 1
+            continue
+        if not well_formed(event):
+            trace.skipped["malformed (a list or object as ph, cat, name, pid, tid or id)"] += 1
             continue
         ph = event.get("ph")
         cat = event.get("cat")

@@ -40,7 +40,8 @@ def model_input_width(workload: Workload) -> int:
     if first.shape is None:
         raise UserError(f"layer {first.name!r}: the first layer needs a shape (or set input_features)")
     if first.op in ("linear", "embedding"):
-        return first.shape[1] if first.op == "linear" else first.shape[0]
+        dims = _need_shape(first, 2, "[out, in]" if first.op == "linear" else "[vocab, dim]")
+        return dims[1] if first.op == "linear" else dims[0]
     return first.shape[0]
 
 
