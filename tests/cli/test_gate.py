@@ -84,7 +84,10 @@ def test_h200_traces_fail_eager_and_pass_cuda_graph(tmp_path: Path, fixtures_dir
     assert eager.exit_code == 1, eager.stdout + eager.stderr
     cases = {c.get("name"): c for c in ET.parse(junit).getroot().iter("testcase")}
     assert cases["effective_speedup"].find("failure") is not None
-    assert cases["p99_latency"].find("failure") is not None
+    # p99 of 3 iterations is their maximum: 2 of 3 above 1.25x the baseline's worst is within noise (p=0.2),
+    # the slowdown itself fails the speedup check above.
+    assert cases["p99_latency"].find("failure") is None
+    assert "within noise: 2 of 3 candidate samples" in (cases["p99_latency"].findtext("system-out") or "")
     # Traces carry no quality measurement: skipped, not silently passed.
     assert cases["quality_delta"].find("skipped") is not None
     junit2 = tmp_path / "graph.xml"
