@@ -49,6 +49,8 @@ def main() -> None:
             alarms[check] += gate[check] == "fail"
         state = f"{result.state} {result.first_stage or ''}".strip()
         print(f"{pair:>4}  {raw:>13.3f}  {ref:>15.3f}  {state:<24}  {gate['effective_speedup']:<5}  {gate['p99_latency']}")
+        if result.state == "divergence":
+            print(f"      bisect: {result.verdict[:200]}")
         for name in ("effective_speedup", "p99_latency"):
             if gate[name] == "fail":
                 print(f"      {name}: {checks[name].detail.split('; baseline p50')[0][:160]}")

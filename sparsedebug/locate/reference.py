@@ -121,3 +121,24 @@ def discount(comp: SampleComparison, band: tuple[float, float] | None) -> Sample
     assert band is not None
     reason = f"within this machine's drift between the replays (x{band[0]:.3f} to x{band[1]:.3f}): {comp.reason}"
     return comp.model_copy(update={"direction": "same", "significant": False, "persistent": False, "reason": reason})
+
+
+CALM_FACTOR = 1.5
+"""A round whose interleaved dense reference ran over this multiple of its median was disturbed (preempted)."""
+
+
+def calm_latencies(run: RunRecord) -> tuple[list[float], int]:
+    """The forward latency samples of the rounds the machine left alone, and how many rounds were left out.
+
+    A replay times the dense forward in the same round as each candidate forward; when that
+    reference ran over :data:`CALM_FACTOR` times its median, something else held the machine
+    in that round, and the candidate sample beside it says more about the machine than about
+    the candidate's tail. Runs without a paired reference keep every sample.
+    """
+    samples = run.outcome.latency_samples_ms
+    reference = run.outcome.dense_baseline_samples_ms
+    if not reference or len(reference) != len(samples) or min(reference) <= 0:
+        return list(samples), 0
+    level = median(reference) * CALM_FACTOR
+    kept = [value for value, ref in zip(samples, reference, strict=True) if ref <= level]
+    return kept, len(samples) - len(kept)

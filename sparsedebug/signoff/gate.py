@@ -38,7 +38,7 @@ from sparsedebug.core.errors import UserError
 from sparsedebug.core.io import load_data, validate
 from sparsedebug.core.stats import DEFAULT_ALPHA, compare_samples, enough_samples, median
 from sparsedebug.core.tails import P99, exceedance_p, exceedances_needed, quantile_bounds
-from sparsedebug.locate.reference import machine_drift
+from sparsedebug.locate.reference import calm_latencies, machine_drift
 from sparsedebug.records.gate import CheckStatus, GateCheck, GatePolicy, GateResult
 from sparsedebug.records.run import RunRecord
 from sparsedebug.signoff.metrics import equal_latency_sentence, fallback_summary, latency, layer_rows
@@ -129,8 +129,9 @@ def check_p99(base: RunRecord, cand: RunRecord, policy: GatePolicy, drift: float
     Each fails only beyond sampling noise (``core.tails``): the ratio when more candidate
     samples exceed ``max_ratio`` times the baseline's largest sample (times how much
     slower the machine itself ran identical work in the candidate's run, ``drift`` >= 1)
-    than one distribution would put there at ``alpha``; the budget when the candidate's
-    p99 *lower* confidence bound (an order statistic) is over it.
+    than one distribution would put there at ``alpha``, counted over the rounds whose
+    interleaved dense reference was not disturbed (``calm_latencies``); the budget when
+    the candidate's p99 *lower* confidence bound (an order statistic) is over it.
     """
     assert policy.p99_latency is not None
     pol = policy.p99_latency
@@ -142,7 +143,7 @@ def check_p99(base: RunRecord, cand: RunRecord, policy: GatePolicy, drift: float
         return _missing("p99_latency", name, threshold, "a run has no latency samples", policy)
     b_tail = quantile_bounds(base.outcome.latency_samples_ms, P99, alpha)
     c_tail = quantile_bounds(cand.outcome.latency_samples_ms, P99, alpha)
-    b_samples, c_samples = base.outcome.latency_samples_ms, cand.outcome.latency_samples_ms
+    (b_samples, b_left), (c_samples, c_left) = calm_latencies(base), calm_latencies(cand)
     limit = pol.max_ratio * max(b_samples) * drift
     over = sum(1 for x in c_samples if x > limit)
     need = exceedances_needed(len(b_samples), len(c_samples), alpha)
@@ -151,6 +152,8 @@ def check_p99(base: RunRecord, cand: RunRecord, policy: GatePolicy, drift: float
     problems, notes = [], []
     beyond = f"{over} of {len(c_samples)} candidate samples above {pol.max_ratio:g}x the baseline's largest ({limit:.3f} ms"
     beyond += f", with the machine's drift x{drift:.3f})" if drift > 1.0 else ")"
+    if b_left or c_left:
+        beyond += f" ({b_left} baseline and {c_left} candidate round(s) left out: their interleaved dense reference was disturbed)"
     if need is not None and over >= need:
         problems.append(f"p99 ratio {ratio:.3f} > {pol.max_ratio:g}: {beyond}, p={p_tail:.3g}")
     elif ratio > pol.max_ratio:
