@@ -41,13 +41,19 @@ def main() -> None:
         raw = median(cand.outcome.latency_samples_ms) / median(base.outcome.latency_samples_ms)
         ref = median(cand.outcome.dense_baseline_samples_ms or [1.0]) / median(base.outcome.dense_baseline_samples_ms or [1.0])
         result = bisect_runs(base, cand)
-        gate = {check.id: check.status for check in evaluate(base, cand).checks}
+        checks = {check.id: check for check in evaluate(base, cand).checks}
+        gate = {name: check.status for name, check in checks.items()}
         if result.state == "divergence":
             alarms["bisect"] += 1
         for check in ("effective_speedup", "p99_latency"):
             alarms[check] += gate[check] == "fail"
         state = f"{result.state} {result.first_stage or ''}".strip()
         print(f"{pair:>4}  {raw:>13.3f}  {ref:>15.3f}  {state:<24}  {gate['effective_speedup']:<5}  {gate['p99_latency']}")
+        if result.state == "divergence":
+            print(f"      bisect: {result.verdict[:200]}")
+        for name in ("effective_speedup", "p99_latency"):
+            if gate[name] == "fail":
+                print(f"      {name}: {checks[name].detail.split('; baseline p50')[0][:160]}")
     print(
         f"false alarms in {args.pairs} A/A pairs: bisect {alarms['bisect']}, "
         f"speed {alarms['effective_speedup']}, p99 {alarms['p99_latency']}"

@@ -1,4 +1,4 @@
-"""Distribution-free confidence bounds for a quantile (p99) from its order statistics.
+"""Tails without assuming a distribution: confidence bounds for a quantile, and a test of a heavier tail.
 
 The p99 of 20 samples is, by interpolation, almost their maximum: one preempted round
 moves it by any amount. Whether the *true* p99 is over a budget, or over a multiple of
@@ -13,6 +13,15 @@ least ``k`` samples fall at or below the quantile, which happens with probabilit
 - the **upper bound** is ``X_(k)`` for the smallest ``k`` with
   ``P(Binomial(n, q) <= k - 1) >= 1 - alpha``; below about ``log(alpha) / log(q)`` samples
   (299 for p99 at 95%) no sample is one, and the bound is ``None``.
+
+Whether a candidate's tail is heavier than a baseline's is a two-sample question, and
+with 20 samples neither p99 is known. :func:`exceedance_p` answers the question that
+can be answered: if both samples came from one distribution (every ordering of the
+pooled samples equally likely), the chance that at least ``k`` candidate samples lie
+above every baseline sample is ``C(n_cand, k) / C(n_base + n_cand, k)`` (the top ``k``
+of the pooled ranks all candidates). Counting the candidate samples above a *multiple*
+of the baseline's largest sample only makes that rarer, so the same figure bounds the
+p-value of "this many candidate samples exceed 1.25x the baseline's worst".
 """
 
 from __future__ import annotations
@@ -63,3 +72,17 @@ def quantile_bounds(samples: Sequence[float], q: float = P99, alpha: float = 0.0
     return QuantileBounds(
         q=q, n=n, alpha=alpha, low=ordered[low_k - 1], high=ordered[high_k - 1] if high_k is not None else None
     )
+
+
+def exceedance_p(k: int, n_base: int, n_cand: int) -> float:
+    """Under one distribution, the chance that ``k`` or more of ``n_cand`` samples exceed all ``n_base`` others."""
+    if k <= 0:
+        return 1.0
+    if k > n_cand or n_base < 1:
+        return 0.0 if k > n_cand else 1.0
+    return math.comb(n_cand, k) / math.comb(n_base + n_cand, k)
+
+
+def exceedances_needed(n_base: int, n_cand: int, alpha: float) -> int | None:
+    """The fewest candidate samples above the baseline's worst that are significant at ``alpha`` (None: no count is)."""
+    return next((k for k in range(1, n_cand + 1) if exceedance_p(k, n_base, n_cand) <= alpha), None)

@@ -12,27 +12,21 @@ from __future__ import annotations
 
 from sparsedebug.core.dtypes import kernel_tolerance
 from sparsedebug.core.patterns import layer_precision
-from sparsedebug.core.stats import SampleComparison, compare_samples
-from sparsedebug.locate.common import (
-    compare_layers,
-    fmt_cmp,
-    ms_per_iteration,
-    positive,
-    stage_status,
-)
-from sparsedebug.locate.reference import SharedReference
+from sparsedebug.core.stats import compare_samples
+from sparsedebug.locate.common import compare_layers, fmt_cmp, ms_per_iteration, positive, stage_status
+from sparsedebug.locate.reference import MachineDrift, discount, within
 from sparsedebug.records.findings import LayerFinding, MetricFinding, StageFinding
 from sparsedebug.records.run import GraphLayer, KernelLayer, KernelPath, RunRecord
 
 
 def kernel_stage(
-    base: RunRecord, cand: RunRecord, lower: StageFinding, alpha: float, min_effect: float, reference: SharedReference | None = None
+    base: RunRecord, cand: RunRecord, lower: StageFinding, alpha: float, min_effect: float, drift: MachineDrift | None = None
 ) -> StageFinding:
     """Compare per-layer kernel times and numeric errors; ``lower`` names the layers whose change lowering explains.
 
-    ``reference`` (:func:`sparsedebug.locate.reference.on_shared_reference`) names the layers
-    timed against their own dense reference and the machine's drift band; a change of any
-    other layer whose interval lies inside that band is the machine's, not a finding.
+    ``drift`` (:func:`sparsedebug.locate.reference.machine_drift`) holds how far the machine
+    itself moved identical dense work between the two replays; a layer's change whose
+    interval lies inside that band is the machine's, not a finding.
     """
     b_kernel = {layer.name: layer for layer in base.kernel.layers}
     c_kernel = {layer.name: layer for layer in cand.kernel.layers}
@@ -53,7 +47,7 @@ def kernel_stage(
             continue
         if comp.direction == "same":
             continue
-        if within_drift(comp, members, reference):
+        if drift is not None and within(comp, drift.kernel_band):
             drifted.append(label)
             continue
         path_changed = any(
@@ -91,19 +85,20 @@ def kernel_stage(
     metrics: list[MetricFinding] = []
     if base.schedule.busy_samples_ms and cand.schedule.busy_samples_ms:
         busy = compare_samples(positive(base.schedule.busy_samples_ms), positive(cand.schedule.busy_samples_ms), alpha=alpha, min_effect=min_effect)
+        busy = discount(busy, drift.forward_band if drift is not None else None)
         metrics.append(MetricFinding(metric="busy_ms", comparison=busy, note="summed kernel/layer time per iteration"))
     added = sorted(c_kernel.keys() - b_kernel.keys())
     removed = sorted(b_kernel.keys() - c_kernel.keys())
     status = stage_status(findings, metrics)
     if status == "same" and undecided:
         status = "undecided"
-    summary = _summary(findings, metrics, undecided, (added, removed), drifted, reference)
+    summary = _summary(findings, metrics, undecided, (added, removed), drifted, drift)
     return StageFinding(stage="kernel", status=status, summary=summary, metrics=metrics, layers=findings)
 
 
 def _summary(
     findings: list[LayerFinding], metrics: list[MetricFinding], undecided: list[str],
-    only: tuple[list[str], list[str]], drifted: list[str], reference: SharedReference | None,
+    only: tuple[list[str], list[str]], drifted: list[str], drift: MachineDrift | None,
 ) -> str:
     """The kernel stage's one line: slower and faster layers, busy time, what could not be decided."""
     slow = [f for f in findings if f.regression]
@@ -121,20 +116,10 @@ def _summary(
     added, removed = only
     if added or removed:
         parts.append(f"{len(added)} kernel entr(ies) only in the candidate, {len(removed)} only in the baseline")
-    if drifted and reference is not None and reference.drift_band is not None:
-        lo, hi = reference.drift_band
-        parts.append(f"{len(drifted)} layer(s) without a dense reference moved within the machine's drift (x{lo:.3f} to x{hi:.3f})")
+    if drifted and drift is not None and drift.kernel_band is not None:
+        lo, hi = drift.kernel_band
+        parts.append(f"{len(drifted)} layer(s) moved within this machine's own drift (x{lo:.3f} to x{hi:.3f})")
     return "; ".join(parts) or "no significant per-layer change"
-
-
-def within_drift(comp: SampleComparison, members: list[str], reference: SharedReference | None) -> bool:
-    """Whether a change of layers without their own dense reference lies inside the machine's drift band."""
-    if reference is None or reference.drift_band is None or all(m in reference.referenced for m in members):
-        return False
-    lo, hi = reference.drift_band
-    low = comp.ci_low if comp.ci_low is not None else comp.ratio
-    high = comp.ci_high if comp.ci_high is not None else comp.ratio
-    return not (low > hi or high < lo)
 
 
 def _precision_finding(name: str, cand: KernelLayer, base: KernelLayer | None, graph: GraphLayer | None) -> LayerFinding | None:

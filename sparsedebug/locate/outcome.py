@@ -9,18 +9,25 @@ from __future__ import annotations
 
 from sparsedebug.core.stats import compare_samples, percentiles
 from sparsedebug.locate.common import fmt_cmp, positive, stage_status
+from sparsedebug.locate.reference import MachineDrift, discount
 from sparsedebug.records.findings import LayerFinding, MetricFinding, StageFinding
 from sparsedebug.records.run import RunRecord
 
 
-def outcome_stage(base: RunRecord, cand: RunRecord, alpha: float, min_effect: float, min_cosine: float | None) -> StageFinding:
-    """Compare whole-forward latency; ``min_cosine`` is an optional quality guardrail on the candidate's output cosine."""
+def outcome_stage(
+    base: RunRecord, cand: RunRecord, alpha: float, min_effect: float, min_cosine: float | None, drift: MachineDrift | None = None
+) -> StageFinding:
+    """Compare whole-forward latency; ``min_cosine`` is an optional quality guardrail on the candidate's output cosine.
+
+    A latency change within the machine's own drift of the forward (``drift``) is not a finding.
+    """
     metrics: list[MetricFinding] = []
     findings: list[LayerFinding] = []
     parts: list[str] = []
     b_out, c_out = base.outcome, cand.outcome
     if b_out.latency_samples_ms and c_out.latency_samples_ms:
         comp = compare_samples(positive(b_out.latency_samples_ms), positive(c_out.latency_samples_ms), alpha=alpha, min_effect=min_effect)
+        comp = discount(comp, drift.forward_band if drift is not None else None)
         metrics.append(MetricFinding(metric="latency_ms", comparison=comp, note="whole-forward latency"))
         word = {"slower": "slower", "faster": "faster", "same": "latency"}[comp.direction]
         text = f"{word} {fmt_cmp(comp)}: p50 {comp.base_median:.3f} -> {comp.cand_median:.3f} ms"

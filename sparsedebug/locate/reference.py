@@ -1,204 +1,144 @@
-"""Timings of two replays put on one machine state, through the dense reference both timed.
+"""How far this machine itself moved between two replays, measured by the dense reference both timed.
 
 Two replays run one after the other, and this machine does not run at one speed: other
-processes, clocks and caches change between (and within) them. Compared raw, two replays
-of the *same* workload on a busy machine differ by 30% or more, and a rank test rightly
-calls that significant: the samples are not from one distribution. What was measured
-alongside every sample makes that drift measurable. Each replay times its dense
-reference interleaved with what it measures, round by round:
+processes, clocks, caches and BLAS threads competing for cores change between (and within)
+them. Compared raw, two replays of the *same* workload on a busy machine differ by 30% or
+more, and a rank test rightly calls that significant: the samples are not from one
+distribution. What was measured alongside every sample makes the drift measurable. Each
+replay times its dense reference interleaved with what it measures:
 
-- per linear layer (kernel stage), the dense path on the same input, in the same rounds
-  as the chosen path (``kernel.layers[].dense_samples_ms``);
+- per linear layer (kernel stage), the dense path on the same input, in the same rounds as
+  the chosen path (``kernel.layers[].dense_samples_ms``);
 - per forward (schedule and outcome stages), the dense model, in the same rounds as the
   candidate forward (``outcome.dense_baseline_samples_ms``).
 
-When the baseline's and the candidate's dense references are the same computation (same
-op, weight shape, input shape and dtype per layer, same thread count), a change in their
-time can only be the machine. :func:`on_shared_reference` then divides every timing sample
-by the machine's state in its round (the running median of the dense reference over
-:data:`SMOOTHING_ROUNDS` rounds around it, so one preempted reference round does not move
-it) and multiplies by the baseline's median dense time, in both runs: the samples stay in milliseconds, as the baseline's machine state would have
-run them, and what remains between the runs is what the workloads changed plus noise the
-statistics account for. Runs whose references differ (another precision or thread count,
-a changed shape), imported traces, runs without reference samples, and references that
-did not measure a steady state (quartiles more than :data:`MAX_REFERENCE_SPREAD` apart:
-the process was preempted in most rounds) are left as they are; telling such a run
-apart as unstable is the timing harness's job.
+When the baseline's and the candidate's dense references are the same computation (same op,
+weight shape, input shape and dtype per layer, same thread count), a change in their time can
+only be the machine. :func:`machine_drift` turns those changes into *drift bands*: the range
+of candidate / baseline time ratios (1 included) the shared references moved by, over the
+kernel stage's timing windows and over the whole forward. A change counts only when its
+confidence interval lies outside the band of the stage it was measured in
+(:func:`discount`): what the machine alone could have done to identical work is not a finding.
 
-Layers without a dense reference of their own (attention, norms, element-wise ops, a
-linear layer whose dtype changed) cannot be put on one machine state: their time moves
-with the machine differently from a BLAS call (a memory-bound numpy op and a threaded
-GEMM do not slow down alike under load). For them the referenced layers give the
-*drift band*: the range of candidate / baseline ratios the shared dense references moved
-by across the kernel stage's timing windows, which is how far the machine alone moved
-timings of identical work between the two replays. Such a layer's change counts only
-when its confidence interval lies outside that band (``sparsedebug.locate.kernel``).
+The band widens the test; it never rescales samples. Rescaling by the reference assumes the
+machine slows every kernel alike, and it does not: under load a threaded BLAS call can slow
+down a hundredfold while a single-threaded sparse kernel beside it does not, and dividing by
+such a reference manufactures a x100 "regression" out of two replays of one workload. On a
+quiet machine the bands are narrow and nothing changes; on a busy one the comparison is as
+wide as the machine's own swing, and says so. Runs whose references differ (another
+precision or thread count, a changed shape), imported traces and runs without reference
+samples get no band.
 """
 
 from __future__ import annotations
 
-import numpy as np
 from pydantic import Field
 
-from sparsedebug.core.stats import median
+from sparsedebug.core.stats import SampleComparison, median
 from sparsedebug.records.base import Record
 from sparsedebug.records.run import GraphLayer, KernelLayer, RunRecord
 
-MAX_REFERENCE_SPREAD = 1.5
-"""Largest third-over-first quartile ratio of a dense reference that still measures a machine state."""
-
 MIN_DRIFT_LAYERS = 2
-"""Referenced layers needed before their dense times measure a drift band for the other layers."""
+"""Shared layer references needed before they measure a band for the kernel stage."""
 
 
-class SharedReference(Record):
-    """What :func:`on_shared_reference` did: the machine factors it removed, in words for the verdict."""
+class MachineDrift(Record):
+    """The drift bands of two replays (candidate / baseline time of identical dense work), and the sentence for them."""
 
-    referenced: list[str] = Field(default_factory=list)
-    """Layers whose kernel samples were put on the baseline's machine state by their own dense reference."""
-    drift_band: tuple[float, float] | None = None
-    """Lowest and highest candidate / baseline ratio of those layers' dense reference times (1 included): how far the
-    machine itself moved between timing windows. A layer without a reference of its own counts as changed only when
-    its ratio's confidence interval lies outside this band."""
-    forward: bool = False
-    """Whether the schedule and outcome samples were."""
-    forward_factor: float | None = None
-    """Candidate / baseline median time of the shared dense forward: the machine's drift between the two replays."""
+    referenced: list[str] = Field(default_factory=list, description="Linear layers whose dense reference is shared.")
+    kernel_band: tuple[float, float] | None = Field(None, description="Lowest and highest ratio of those layers' dense times.")
+    forward_factor: float | None = Field(None, description="Ratio of the shared dense forward's median times.")
     note: str = ""
+
+    @property
+    def forward_band(self) -> tuple[float, float] | None:
+        """(min(1, f), max(1, f)) for the forward factor f."""
+        f = self.forward_factor
+        return None if f is None else (min(1.0, f), max(1.0, f))
 
 
 def _layer_key(layer: GraphLayer) -> tuple[object, ...]:
     return (layer.op, layer.weight_shape, layer.input_shape, layer.output_shape, layer.dtype)
 
 
-def steady(reference: list[float]) -> bool:
-    """Whether a reference measured a machine state at all: its quartiles within :data:`MAX_REFERENCE_SPREAD`.
-
-    On a machine that preempts the process in most rounds the reference is mostly
-    scheduler delay: dividing by it would multiply every sample by that delay's noise
-    (two replays of one workload then differ by x200), not remove the drift.
-    """
-    if len(reference) < SMOOTHING_ROUNDS or min(reference) <= 0:
-        return False
-    q1, q3 = float(np.percentile(reference, 25)), float(np.percentile(reference, 75))
-    return q3 <= MAX_REFERENCE_SPREAD * q1
+def _timed(layer: KernelLayer | None) -> bool:
+    return layer is not None and bool(layer.dense_samples_ms) and min(layer.dense_samples_ms or [0.0]) > 0
 
 
-def _paired(layer: KernelLayer | None) -> bool:
-    return (
-        layer is not None
-        and layer.dense_samples_ms is not None
-        and len(layer.dense_samples_ms) == len(layer.samples_ms) > 0
-        and steady(layer.dense_samples_ms)
-    )
-
-
-def _same_reference(base: RunRecord, cand: RunRecord) -> set[str]:
+def _shared(base: RunRecord, cand: RunRecord) -> set[str]:
     """Names of the layers whose dense reference is the same computation in both runs (empty when threads differ)."""
-    if base.source.kind != "replay" or cand.source.kind != "replay":
-        return set()
-    if base.schedule.threads != cand.schedule.threads:
+    if base.source.kind != "replay" or cand.source.kind != "replay" or base.schedule.threads != cand.schedule.threads:
         return set()
     b_graph = {layer.name: _layer_key(layer) for layer in base.graph.layers}
     return {layer.name for layer in cand.graph.layers if b_graph.get(layer.name) == _layer_key(layer)}
 
 
-SMOOTHING_ROUNDS = 5
-"""Rounds of the dense reference whose median stands for the machine's state in a round: it follows the
-machine's drift from round to round, while one preempted reference round cannot move it."""
-
-
-def _rescale_rounds(samples: list[float], reference: list[float], level: float) -> list[float]:
-    """Each sample times ``level`` over the machine's state in its round (running median of the reference)."""
-    half = SMOOTHING_ROUNDS // 2
-    n = len(reference)
-    out = []
-    for r, value in enumerate(samples):
-        lo, hi = max(0, min(r - half, n - SMOOTHING_ROUNDS)), min(n, max(r + half + 1, SMOOTHING_ROUNDS))
-        out.append(value * level / median(reference[lo:hi]))
-    return out
-
-
-def _kernel_levels(base: RunRecord, cand: RunRecord, shared: set[str]) -> dict[str, tuple[float, float]]:
-    """Per linear layer with the same paired dense reference in both runs: (baseline, candidate) median dense time."""
+def machine_drift(base: RunRecord, cand: RunRecord) -> MachineDrift:
+    """The drift bands of ``base`` and ``cand`` (no band where their dense references are not the same work)."""
+    shared = _shared(base, cand)
+    drift = MachineDrift()
+    if not shared:
+        return drift
     b_kernel = {layer.name: layer for layer in base.kernel.layers}
-    levels: dict[str, tuple[float, float]] = {}
+    ratios: dict[str, float] = {}
     for layer in cand.kernel.layers:
         other = b_kernel.get(layer.name)
-        if layer.name in shared and _paired(layer) and other is not None and _paired(other):
-            assert layer.dense_samples_ms is not None and other.dense_samples_ms is not None
-            levels[layer.name] = (median(other.dense_samples_ms), median(layer.dense_samples_ms))
-    return levels
-
-
-def _kernel(run: RunRecord, levels: dict[str, tuple[float, float]]) -> RunRecord:
-    layers = []
-    for layer in run.kernel.layers:
-        if layer.name in levels and layer.dense_samples_ms is not None:
-            samples = _rescale_rounds(layer.samples_ms, layer.dense_samples_ms, levels[layer.name][0])
-            layer = layer.model_copy(update={"samples_ms": samples})
-        layers.append(layer)
-    return run.model_copy(update={"kernel": run.kernel.model_copy(update={"layers": layers})})
-
-
-def _forward(run: RunRecord, level: float) -> RunRecord:
-    dense = run.outcome.dense_baseline_samples_ms or []
-    schedule = run.schedule.model_copy(
-        update={
-            "span_samples_ms": _rescale_rounds(run.schedule.span_samples_ms, dense, level),
-            "busy_samples_ms": _rescale_rounds(run.schedule.busy_samples_ms, dense, level),
-            "layer_idle_samples_ms": {
-                name: _rescale_rounds(values, dense, level) if len(values) == len(dense) else values
-                for name, values in run.schedule.layer_idle_samples_ms.items()
-            },
-        }
-    )
-    outcome = run.outcome.model_copy(update={"latency_samples_ms": _rescale_rounds(run.outcome.latency_samples_ms, dense, level)})
-    return run.model_copy(update={"schedule": schedule, "outcome": outcome})
-
-
-def _forward_paired(run: RunRecord) -> bool:
-    dense = run.outcome.dense_baseline_samples_ms
-    if not dense or not steady(dense):
-        return False
-    n = len(dense)
-    return len(run.outcome.latency_samples_ms) == n and len(run.schedule.span_samples_ms) == n and len(run.schedule.busy_samples_ms) == n
-
-
-def on_shared_reference(base: RunRecord, cand: RunRecord) -> tuple[RunRecord, RunRecord, SharedReference]:
-    """Both runs' timing samples on the baseline's machine state, where their dense references allow it.
-
-    Returns the two runs (copies; unchanged when nothing is shared) and what was done.
-    Numerics, lowering and quality are untouched; only ``*_samples_ms`` of the kernel,
-    schedule and outcome stages change.
-    """
-    shared = _same_reference(base, cand)
-    info = SharedReference()
-    if not shared:
-        return base, cand, info
-    levels = _kernel_levels(base, cand, shared)
-    if levels:
-        base, cand = _kernel(base, levels), _kernel(cand, levels)
-        info.referenced = sorted(levels)
-        if len(levels) >= MIN_DRIFT_LAYERS:
-            ratios = [c / b for b, c in levels.values()]
-            info.drift_band = (min(1.0, *ratios), max(1.0, *ratios))
+        if layer.name in shared and _timed(layer) and _timed(other):
+            assert layer.dense_samples_ms is not None and other is not None and other.dense_samples_ms is not None
+            ratios[layer.name] = median(layer.dense_samples_ms) / median(other.dense_samples_ms)
+    drift.referenced = sorted(ratios)
+    if len(ratios) >= MIN_DRIFT_LAYERS:
+        drift.kernel_band = (min(1.0, *ratios.values()), max(1.0, *ratios.values()))
     whole = {layer.name for layer in cand.graph.layers} == shared == {layer.name for layer in base.graph.layers}
-    if whole and _forward_paired(base) and _forward_paired(cand):
-        b_dense = base.outcome.dense_baseline_samples_ms or []
-        c_dense = cand.outcome.dense_baseline_samples_ms or []
-        level = median(b_dense)
-        info.forward = True
-        info.forward_factor = median(c_dense) / level
-        base, cand = _forward(base, level), _forward(cand, level)
-    if info.referenced or info.forward:
-        parts = []
-        if info.forward and info.forward_factor is not None:
-            parts.append(f"the shared dense forward ran x{info.forward_factor:.3f} as long in the candidate's replay")
-        if info.referenced:
-            parts.append(f"{len(info.referenced)} layer(s) timed against their dense reference")
-        if info.drift_band is not None:
-            lo, hi = info.drift_band
-            parts.append(f"machine drift between the layers' timing windows x{lo:.3f} to x{hi:.3f}")
-        info.note = "timings put on the baseline's machine state (" + "; ".join(parts) + ")"
-    return base, cand, info
+    b_fwd, c_fwd = base.outcome.dense_baseline_samples_ms, cand.outcome.dense_baseline_samples_ms
+    if whole and b_fwd and c_fwd and min(b_fwd) > 0 and min(c_fwd) > 0:
+        drift.forward_factor = median(c_fwd) / median(b_fwd)
+    parts = []
+    if drift.forward_factor is not None:
+        parts.append(f"the shared dense forward ran x{drift.forward_factor:.3f} as long in the candidate's replay")
+    if drift.kernel_band is not None:
+        lo, hi = drift.kernel_band
+        parts.append(f"{len(ratios)} shared layer references moved x{lo:.3f} to x{hi:.3f}")
+    if parts:
+        drift.note = "this machine's own drift between the replays: " + "; ".join(parts) + "; changes within it are not findings"
+    return drift
+
+
+def within(comp: SampleComparison, band: tuple[float, float] | None) -> bool:
+    """Whether a comparison's ratio (its confidence interval where it has one) overlaps a drift band."""
+    if band is None:
+        return False
+    lo, hi = band
+    low = comp.ci_low if comp.ci_low is not None else comp.ratio
+    high = comp.ci_high if comp.ci_high is not None else comp.ratio
+    return not (low > hi or high < lo)
+
+
+def discount(comp: SampleComparison, band: tuple[float, float] | None) -> SampleComparison:
+    """``comp``, or, when its change lies within the machine's drift band, the same comparison marked as no change."""
+    if comp.direction == "same" or not within(comp, band):
+        return comp
+    assert band is not None
+    reason = f"within this machine's drift between the replays (x{band[0]:.3f} to x{band[1]:.3f}): {comp.reason}"
+    return comp.model_copy(update={"direction": "same", "significant": False, "persistent": False, "reason": reason})
+
+
+CALM_FACTOR = 1.5
+"""A round whose interleaved dense reference ran over this multiple of its median was disturbed (preempted)."""
+
+
+def calm_latencies(run: RunRecord) -> tuple[list[float], int]:
+    """The forward latency samples of the rounds the machine left alone, and how many rounds were left out.
+
+    A replay times the dense forward in the same round as each candidate forward; when that
+    reference ran over :data:`CALM_FACTOR` times its median, something else held the machine
+    in that round, and the candidate sample beside it says more about the machine than about
+    the candidate's tail. Runs without a paired reference keep every sample.
+    """
+    samples = run.outcome.latency_samples_ms
+    reference = run.outcome.dense_baseline_samples_ms
+    if not reference or len(reference) != len(samples) or min(reference) <= 0:
+        return list(samples), 0
+    level = median(reference) * CALM_FACTOR
+    kept = [value for value, ref in zip(samples, reference, strict=True) if ref <= level]
+    return kept, len(samples) - len(kept)

@@ -19,19 +19,24 @@ from sparsedebug.locate.common import (
     stage_status,
     undecided_regression,
 )
+from sparsedebug.locate.reference import MachineDrift, discount
 from sparsedebug.records.findings import LayerFinding, MetricFinding, StageFinding
 from sparsedebug.records.run import RunRecord
 
 
-def schedule_stage(base: RunRecord, cand: RunRecord, alpha: float, min_effect: float) -> StageFinding:
-    """Compare overhead (span - busy) per iteration and, where recorded, per-layer idle time before each call."""
+def schedule_stage(base: RunRecord, cand: RunRecord, alpha: float, min_effect: float, drift: MachineDrift | None = None) -> StageFinding:
+    """Compare overhead (span - busy) per iteration and, where recorded, per-layer idle time before each call.
+
+    A change within the machine's own drift of the forward (``drift``) is not a finding.
+    """
+    band = drift.forward_band if drift is not None else None
     metrics: list[MetricFinding] = []
     b_sched, c_sched = base.schedule, cand.schedule
     if b_sched.span_samples_ms and c_sched.span_samples_ms and len(b_sched.span_samples_ms) == len(b_sched.busy_samples_ms) and len(c_sched.span_samples_ms) == len(c_sched.busy_samples_ms):
         ref_busy = median(b_sched.busy_samples_ms) if b_sched.busy_samples_ms else 0.0
         b_over = [s - k + ref_busy for s, k in zip(b_sched.span_samples_ms, b_sched.busy_samples_ms, strict=True)]
         c_over = [s - k + ref_busy for s, k in zip(c_sched.span_samples_ms, c_sched.busy_samples_ms, strict=True)]
-        comp = compare_samples(positive(b_over), positive(c_over), alpha=alpha, min_effect=min_effect)
+        comp = discount(compare_samples(positive(b_over), positive(c_over), alpha=alpha, min_effect=min_effect), band)
         b_med = median([s - k for s, k in zip(b_sched.span_samples_ms, b_sched.busy_samples_ms, strict=True)])
         c_med = median([s - k for s, k in zip(c_sched.span_samples_ms, c_sched.busy_samples_ms, strict=True)])
         metrics.append(
@@ -46,7 +51,8 @@ def schedule_stage(base: RunRecord, cand: RunRecord, alpha: float, min_effect: f
     if b_sched.layer_idle_samples_ms and c_sched.layer_idle_samples_ms:
         b_kernel = {layer.name: median(layer.samples_ms) for layer in base.kernel.layers if layer.samples_ms}
         offsets = {name: b_kernel.get(name, 0.0) for name in c_sched.layer_idle_samples_ms}
-        for label, members, comp in compare_layers(b_sched.layer_idle_samples_ms, c_sched.layer_idle_samples_ms, base, cand, alpha, min_effect, offsets):
+        for label, members, raw in compare_layers(b_sched.layer_idle_samples_ms, c_sched.layer_idle_samples_ms, base, cand, alpha, min_effect, offsets):
+            comp = discount(raw, band)
             if not comp.enough_samples or comp.direction == "same":
                 continue
             delta = sum(

@@ -20,7 +20,7 @@ from sparsedebug.locate.graph import graph_stage
 from sparsedebug.locate.kernel import kernel_stage
 from sparsedebug.locate.lower import lower_stage
 from sparsedebug.locate.outcome import outcome_stage
-from sparsedebug.locate.reference import on_shared_reference
+from sparsedebug.locate.reference import machine_drift
 from sparsedebug.locate.schedule import schedule_stage
 from sparsedebug.records.findings import BisectResult, BisectState, RankedLayer, StageFinding
 from sparsedebug.records.run import STAGES, RunRecord
@@ -83,18 +83,18 @@ def bisect_runs(
     ``min_cosine`` is an optional quality guardrail on the candidate's output
     cosine. Returns a ``BisectResult`` whose ``state`` is ``divergence`` (with
     ``first_stage``), ``no_regression`` or ``undecided`` (too few samples where
-    it mattered). Two replays whose dense references are the same computation are first
-    put on one machine state (:func:`sparsedebug.locate.reference.on_shared_reference`),
-    so that the machine's drift between them is not read as a change.
+    it mattered). For two replays whose dense references are the same computation, a
+    change within how far the machine itself moved that identical work between them
+    (:func:`sparsedebug.locate.reference.machine_drift`) is not read as a change.
     """
-    base, cand, reference = on_shared_reference(base, cand)
+    drift = machine_drift(base, cand)
     lower = lower_stage(base, cand)
     stages = [
         graph_stage(base, cand),
         lower,
-        kernel_stage(base, cand, lower, alpha, min_effect, reference),
-        schedule_stage(base, cand, alpha, min_effect),
-        outcome_stage(base, cand, alpha, min_effect, min_cosine),
+        kernel_stage(base, cand, lower, alpha, min_effect, drift),
+        schedule_stage(base, cand, alpha, min_effect, drift),
+        outcome_stage(base, cand, alpha, min_effect, min_cosine, drift),
     ]
     assert [s.stage for s in stages] == list(STAGES)
     unstable = unstable_reason([(base.name, base.outcome.timing), (cand.name, cand.outcome.timing)])
@@ -132,7 +132,7 @@ def bisect_runs(
         outcome_delta_ms=outcome_delta,
         explains=explains,
         accounted_share=accounted,
-        reference=reference.note or None,
+        reference=drift.note or None,
         verdict=verdict,
     )
 

@@ -91,7 +91,7 @@ class BisectResult(Record):
     explains: list[str] = Field(default_factory=list, description="Downstream stages whose change the first divergence explains.")
     accounted_share: float | None = Field(None, description="Share of the outcome change carried by the layers the first divergence names.")
     reference: str | None = Field(
-        None, description="How the timings of two replays were put on one machine state through their shared dense reference."
+        None, description="How far this machine itself moved between two replays (their shared dense reference); changes within it are not findings."
     )
     verdict: str
 
