@@ -36,6 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from sparsedebug.core.errors import UserError
+from sparsedebug.core.stats import median
 from sparsedebug.records.timing import Flag, TimingQuality, VariantTiming
 
 DEFAULT_TICK_MS = 4.0
@@ -217,7 +218,7 @@ def measure(
             func()
     counter = {name: warmup for name, _ in items}
     table = [_run_round(items, i, clk, counter) for i in range(rounds)]
-    typical = {name: float(np.median([r[name].wall for r in table])) for name, _ in items}
+    typical = {name: median([r[name].wall for r in table]) for name, _ in items}
     for row in table:
         for name, r in row.items():
             r.flags = _flag(r, typical[name], tick, pol)

@@ -289,7 +289,7 @@ def _schedule_stage(ctx: _Ctx, fwd: _Forward) -> tuple[ScheduleStage, list[float
     dense_busy = [trace.dense_ms[i] for i in kept]
     span = samples["candidate"]
     overhead = [s - b for s, b in zip(span, busy, strict=True)]
-    dense_share = float(np.median([d / b if b > 0 else 1.0 for d, b in zip(dense_busy, busy, strict=True)]))
+    dense_share = median([d / b if b > 0 else 1.0 for d, b in zip(dense_busy, busy, strict=True)])
     per_call = sum(1 for op in fwd.candidate if op.convert is not None)
     schedule = ScheduleStage(
         span_samples_ms=span,

@@ -88,7 +88,7 @@ def fit_roofline(points: Sequence[Point], itemsize: int) -> Roofline:
     moved = np.array([itemsize * (p.out * p.k + p.k * p.tokens + p.out * p.tokens) for p in points], dtype=np.float64)
     flops = np.array([2.0 * p.out * p.k * p.tokens for p in points], dtype=np.float64)
     times = np.array([p.value for p in points], dtype=np.float64)
-    start = np.log([float(times.min()), float(np.median(moved / times)), float(np.median(flops / times))])
+    start = np.log([float(times.min()), median(list(moved / times)), median(list(flops / times))])
 
     def residual(params: np.ndarray) -> np.ndarray:
         floor, bw, fl = np.exp(params)
