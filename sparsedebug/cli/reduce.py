@@ -61,7 +61,7 @@ def reduce(
     good_workload = load_workload(good)
     bad_workload = load_workload(bad)
     err = err_console()
-    result = reduce_workloads(
+    reduction = reduce_workloads(
         good_workload,
         bad_workload,
         probe_repeats=probe_repeats,
@@ -73,17 +73,18 @@ def reduce(
         alpha=alpha,
         min_effect=min_effect,
     )
+    result = reduction.record
     confirmed = result.reproduced and result.confirmed
-    if result.repro is not None and result.base is not None:
+    if reduction.repro is not None and reduction.base is not None:
         with signals_deferred():  # both files or neither
-            save_workload(result.base, output.with_name(f"{output.stem}.base{output.suffix}"))
-            save_workload(result.repro, output)
+            save_workload(reduction.base, output.with_name(f"{output.stem}.base{output.suffix}"))
+            save_workload(reduction.repro, output)
     if json_out:
         emit_json(result)
     else:
         out = console(wide)
         out.print(reduce_view(result, show_probes=probes))
-        if result.repro is not None:
+        if reduction.repro is not None:
             out.print(f"wrote {output} and {output.with_name(f'{output.stem}.base{output.suffix}')}")
     if not confirmed:
         raise typer.Exit(EXIT_CHECK_FAILED)

@@ -59,7 +59,14 @@ import numpy as np
 import numpy.typing as npt
 
 from sparsedebug.core.ranks import FloatArray, kth_pairwise_difference, moses_k, rank_test_p
-from sparsedebug.records.base import Record
+from sparsedebug.records.stats import (
+    DEFAULT_ALPHA as DEFAULT_ALPHA,
+    DEFAULT_MIN_EFFECT as DEFAULT_MIN_EFFECT,
+    TAIL_MIN_SAMPLES as TAIL_MIN_SAMPLES,
+    Direction as Direction,
+    Percentiles as Percentiles,
+    SampleComparison as SampleComparison,
+)
 
 __all__ = [
     "DEFAULT_ALPHA",
@@ -80,31 +87,11 @@ __all__ = [
     "subsample",
 ]
 
-DEFAULT_ALPHA = 0.05
-"""Significance level of the rank test (two-sided)."""
-
-DEFAULT_MIN_EFFECT = 1.10
-"""Minimum ratio of medians (either way) that counts as a change, as asv's ``factor``."""
-
 MAX_TEST_SAMPLES = 10_000
 """Per side, the most samples the rank test, interval and persistence checks use; above, a deterministic subsample."""
 
 _SUBSAMPLE_SEED = 0x5D5EED
 """Seed of the deterministic subsample (the same input always gives the same subsample)."""
-
-
-TAIL_MIN_SAMPLES = 20
-"""Fewest samples whose p99 is a tail estimate rather than the sample maximum: below it, a p99 is
-reported as inconclusive everywhere (gate, classify, memo), never as a pass or a failure."""
-
-
-class Percentiles(Record):
-    """p50/p95/p99 of a sample, with its size."""
-
-    n: int
-    p50: float
-    p95: float
-    p99: float
 
 
 def percentiles(samples: Sequence[float]) -> Percentiles:
@@ -122,42 +109,8 @@ def median(samples: Sequence[float]) -> float:
     return float(np.median(np.asarray(samples, dtype=np.float64)))
 
 
-Direction = Literal["slower", "faster", "same"]
-
 Samples = Sequence[float] | npt.NDArray[np.floating[Any]]
 """Raw samples: a list of floats or a 1-D numpy array."""
-
-
-class SampleComparison(Record):
-    """Candidate samples versus baseline samples: effect size, CI, test, persistence, verdict.
-
-    ``ratio`` is candidate median / baseline median over all samples (above 1:
-    the candidate is larger, i.e. slower for times). ``n_base``/``n_cand`` are
-    the sample counts the rank test used; when a side had more than
-    ``MAX_TEST_SAMPLES``, ``subsampled_from`` holds the original ``[base, cand]``
-    counts and the test ran on a deterministic subsample. ``ci_low``/``ci_high``
-    bound the ratio at confidence ``1 - alpha``; they are ``None`` when the
-    sample sizes cannot support an interval at that level. ``direction`` is
-    ``"same"`` unless the change is significant (test AND minimum effect).
-    """
-
-
-    n_base: int
-    n_cand: int
-    base_median: float
-    cand_median: float
-    ratio: float
-    ci_low: float | None
-    ci_high: float | None
-    p_value: float | None
-    alpha: float
-    min_effect: float
-    significant: bool
-    persistent: bool
-    enough_samples: bool
-    direction: Direction
-    reason: str
-    subsampled_from: list[int] | None = None
 
 
 # --------------------------------------------------------------------------- attainable p

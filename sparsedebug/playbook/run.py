@@ -201,14 +201,15 @@ def _reduce(w: _Walk) -> str:
 
     step = w.book.step("reproduce")
     w.say.step(step, "reduce to a focused reproducer (ddmin over the differences)")
-    red = reduce_workloads(
+    reduction = reduce_workloads(
         w.workloads["baseline"], w.workloads["candidate"], progress=lambda text: w.say.progress(text, 0, 0),
         good_dir=w.paths["baseline"].parent, bad_dir=w.paths["candidate"].parent, repro_path=Path(FILES["reproducer"]),
     )
+    red = reduction.record
     w.save("reduce", red)
-    if red.repro is not None and red.base is not None:
-        save_workload(red.repro, w.tmp / FILES["reproducer"])
-        save_workload(red.base, w.tmp / FILES["reproducer_base"])
+    if reduction.repro is not None and reduction.base is not None:
+        save_workload(reduction.repro, w.tmp / FILES["reproducer"])
+        save_workload(reduction.base, w.tmp / FILES["reproducer_base"])
         w.files["reproducer"] = FILES["reproducer"]
         w.files["reproducer_base"] = FILES["reproducer_base"]
     return f"{red.verdict} ({red.replays} timed replays, {red.static_probes} static probes)"

@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from sparsedebug.core.stats import SampleComparison
+from sparsedebug.records.stats import SampleComparison
 from sparsedebug.records.base import SCHEMA_VERSION, Record
 
 StageStatus = Literal["divergent", "improved", "expected", "same", "undecided", "not_comparable"]

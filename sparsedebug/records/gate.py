@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from sparsedebug.core.stats import DEFAULT_ALPHA
+from sparsedebug.records.stats import DEFAULT_ALPHA
 from sparsedebug.records.base import SCHEMA_VERSION, Record
 
 POLICY_SCHEMA_VERSION = 1

@@ -8,7 +8,6 @@ from pydantic import Field
 
 from sparsedebug.records.base import SCHEMA_VERSION, Record
 from sparsedebug.records.findings import BisectResult
-from sparsedebug.sources.replay.workload import Workload
 
 Phase = Literal["check", "changes", "causes", "blocks", "layers", "tokens", "widths", "confirm"]
 """The reduction phases, in the order they run."""
@@ -52,7 +51,7 @@ class ReduceResult(Record):
     confirmed: bool = Field(
         False,
         description="Whether a timed bisect of the reproducer against its baseline showed the same first stage and finding "
-        "kind; repro and base are set only then.",
+        "kind; repro_file and base_file are set only then.",
     )
     target_stage: str | None
     target_finding: str | None = Field(
@@ -61,8 +60,8 @@ class ReduceResult(Record):
     changes: list[Change]
     kept: list[Change]
     other_causes: list[Cause] = Field(default_factory=list)
-    repro: Workload | None = None
-    base: Workload | None = None
+    repro_file: str | None = Field(None, description="The reproducer workload written (set only when confirmed).")
+    base_file: str | None = Field(None, description="Its baseline workload, written beside it as <stem>.base.yaml.")
     layers_before: int
     layers_after: int | None = None
     tokens_before: int

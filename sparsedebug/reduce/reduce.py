@@ -30,6 +30,8 @@ such, with nothing reduced.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
@@ -337,6 +339,15 @@ def _verdict(
     return verdict
 
 
+@dataclass(frozen=True)
+class Reduction:
+    """What a reduction gives: its record, and (when confirmed) the baseline and reproducer workloads to write."""
+
+    record: ReduceResult
+    base: Workload | None = None
+    repro: Workload | None = None
+
+
 def reduce_workloads(
     good: Workload,
     bad: Workload,
@@ -349,14 +360,15 @@ def reduce_workloads(
     repro_path: Path = Path("repro.yaml"),
     alpha: float = 0.05,
     min_effect: float = 1.10,
-) -> ReduceResult:
+) -> Reduction:
     """Reduce the difference between ``good`` and ``bad`` to the smallest reproducer of its first divergence.
 
     ``good_dir``/``bad_dir`` are the folders the workloads came from (relative
     weight paths resolve there). ``repro_path`` only shapes the reproducing
     command (the baseline is written beside it as ``<stem>.base.yaml``).
-    Returns the kept changes, the reproducer and its baseline, the probe log and
-    counts, the confirming bisect and the one command that reproduces it.
+    Returns the record (kept changes, probe log and counts, the confirming bisect
+    and the one command that reproduces it) with the reproducer and its baseline
+    workloads, which the caller writes to the files the record names.
     """
     if probe_repeats < 3:
         raise UserError(f"probe_repeats={probe_repeats}: need at least 3")
@@ -370,17 +382,17 @@ def reduce_workloads(
         good=good.name, bad=bad.name, changes=changes, layers_before=_layer_count(prober, bad, bad_dir), tokens_before=bad.tokens.total
     )
     if not changes:
-        return ReduceResult(
+        return Reduction(ReduceResult(
             **common, reproduced=False, target_stage=None, target_finding=None, kept=[], replays=0, static_probes=0, flaky_probes=0,
             probes=[], verdict="nothing to reduce: the two workloads have no knob or layer difference",
-        )
+        ))
 
     initial = _initial_divergence(prober, good, bad, (good_dir, bad_dir), probe_repeats)
     if isinstance(initial, str):
-        return ReduceResult(
+        return Reduction(ReduceResult(
             **common, reproduced=False, target_stage=None, target_finding=None, kept=[], probe_count=len(prober.log), replays=prober.replays,
             static_probes=prober.static, flaky_probes=prober.flaky, probes=prober.log, verdict=initial,
-        )
+        ))
     if initial.first_stage is None:
         raise AssertionError("a divergence without a first stage")
     stage = initial.first_stage
@@ -407,12 +419,14 @@ def reduce_workloads(
     verdict = _verdict(prober, target, changes, kept, causes, (bad, repro), None if confirmed else confirmation, max_probes)
     if confirmed and chosen > 0:
         verdict += "; the shrunk graph did not confirm, so the reproducer keeps the full graph"
-    return ReduceResult(
+    record = ReduceResult(
         **common, reproduced=True, confirmed=confirmed, target_stage=stage, target_finding=kind, kept=kept, other_causes=causes,
-        repro=repro if confirmed else None, base=base if confirmed else None, layers_after=_layer_count(prober, repro, bad_dir), tokens_after=repro.tokens.total,
+        repro_file=str(repro_path) if confirmed else None, base_file=str(base_path) if confirmed else None,
+        layers_after=_layer_count(prober, repro, bad_dir), tokens_after=repro.tokens.total,
         probe_count=len(prober.log), replays=prober.replays, static_probes=prober.static, flaky_probes=prober.flaky,
         probes=prober.log, confirmation=confirmation, command=command if confirmed else None, verdict=verdict,
     )
+    return Reduction(record, base if confirmed else None, repro if confirmed else None)
 
 
 def _confirm(

@@ -57,12 +57,13 @@ def test_layer_fixes_rewrite_the_entry_and_keep_the_rest_of_its_intent(pair: tup
 
 def test_reduce_keeps_the_checkpoint_whole_and_finds_the_fp32_entry(pair: tuple[Workload, Workload]) -> None:
     good, bad = pair
-    result = reduce_workloads(good, bad, probe_repeats=3)
+    reduction = reduce_workloads(good, bad, probe_repeats=3)
+    result = reduction.record
     assert result.reproduced and result.target_stage == "lower" and result.target_finding == "fallback:dtype_unsupported"
     assert [change.key for change in result.kept] == ["layer:encoder.layer.1.output.dense"]
     assert result.layers_before == 12 and result.layers_after == 12
     assert result.tokens_after is not None and result.tokens_after < result.tokens_before
     assert "model " in result.verdict and "kept whole" in result.verdict
-    assert result.repro is not None and result.repro.model is not None and result.confirmation is not None
+    assert reduction.repro is not None and reduction.repro.model is not None and result.confirmation is not None
     assert result.confirmation.first_stage == "lower"
     assert {c.finding for c in result.other_causes} == {"per_call_conversion"}

@@ -74,15 +74,16 @@ def test_keep_layers_bypasses_dropped_layers_and_scale_widths() -> None:
 def test_reduce_isolates_the_fallback_layer_and_the_conversion_knob(sparse_pair: tuple[Workload, Workload]) -> None:
     good, bad = sparse_pair
     lines: list[str] = []
-    result = reduce_workloads(good, bad, progress=lines.append)
+    reduction = reduce_workloads(good, bad, progress=lines.append)
+    result = reduction.record
     assert result.reproduced and result.target_stage == "lower"
     assert result.target_finding == "fallback:dtype_unsupported"
     assert [c.key for c in result.kept] == ["layer:fc1"]
     assert [(c.finding, [k.key for k in c.kept]) for c in result.other_causes] == [("per_call_conversion", ["knob:conversion"])]
-    assert result.repro is not None and result.base is not None
-    assert [layer.name for layer in result.repro.layers] == ["fc1"] and result.repro.layer("fc1").dtype == "fp32"
-    assert [layer.name for layer in result.base.layers] == ["fc1"] and result.base.layer("fc1").dtype is None
-    assert result.repro.conversion == "once", "the conversion knob is not part of this cause"
+    assert reduction.repro is not None and reduction.base is not None
+    assert [layer.name for layer in reduction.repro.layers] == ["fc1"] and reduction.repro.layer("fc1").dtype == "fp32"
+    assert [layer.name for layer in reduction.base.layers] == ["fc1"] and reduction.base.layer("fc1").dtype is None
+    assert reduction.repro.conversion == "once", "the conversion knob is not part of this cause"
     assert result.tokens_after is not None and result.tokens_after < result.tokens_before
     assert result.probe_count == len(result.probes) <= 30
     assert result.replays == 2  # only the timed confirmation: lowering needs no timing
@@ -95,7 +96,8 @@ def test_reduce_keeps_both_changes_of_an_interaction() -> None:
     # Per-call conversion only diverges when some layer is sparse: the two changes only reproduce together.
     good = mlp_chain("good", [64, 128, 64], sequence=16, backend="h200-cusparselt", precision="fp16", repeats=5)
     bad = _edit(good, "bad", {"fc1": {"sparsity": "2:4"}}, conversion="per_call", seed=3)
-    result = reduce_workloads(good, bad)
+    reduction = reduce_workloads(good, bad)
+    result = reduction.record
     assert result.target_finding == "per_call_conversion"
     assert sorted(c.key for c in result.kept) == ["knob:conversion", "layer:fc1"]
 
@@ -111,10 +113,11 @@ def test_reduce_on_a_timed_kernel_regression(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setattr(_Prober, "timed_run", fake_timed_run)
     good = mlp_chain("good", [64, 128, 128, 64], sequence=16, sparsity="64:2:4", repeats=7)
     bad = _edit(good, "bad", {"fc1": {"sparsity": "2:4"}}, threads=1, pruning=good.pruning.model_copy(update={"schedule": "gradual"}))
-    result = reduce_workloads(good, bad, probe_repeats=7)
+    reduction = reduce_workloads(good, bad, probe_repeats=7)
+    result = reduction.record
     assert result.target_stage == "kernel" and result.target_finding == "slower:fc1"
     assert [c.key for c in result.kept] == ["layer:fc1"]
-    assert result.repro is not None and [layer.name for layer in result.repro.layers] == ["fc1"]
+    assert reduction.repro is not None and [layer.name for layer in reduction.repro.layers] == ["fc1"]
     assert all(p.mode == "timed" for p in result.probes)
     assert result.replays == 2 + 2 * result.probe_count + 2  # initial pair, two per probe, the confirmation pair
     assert result.confirmation is not None and result.confirmation.first_stage == "kernel"
@@ -128,11 +131,12 @@ def test_harmless_difference_cannot_be_reproduced(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setattr(_Prober, "timed_run", fake_timed_run)
     good = mlp_chain("good", [32, 64, 32], sequence=8, repeats=5)
     bad = _edit(good, "bad", pruning=good.pruning.model_copy(update={"schedule": "gradual"}))
-    result = reduce_workloads(good, bad, max_probes=4)
-    assert not result.reproduced and result.repro is None and result.kept == []
+    reduction = reduce_workloads(good, bad, max_probes=4)
+    result = reduction.record
+    assert not result.reproduced and reduction.repro is None and result.kept == []
     assert result.verdict.startswith("cannot reproduce a regression")
     assert result.replays == 4  # measured twice (5 and 10 repeats), baseline and candidate each time
-    assert reduce_workloads(good, good).verdict.startswith("nothing to reduce")
+    assert reduce_workloads(good, good).record.verdict.startswith("nothing to reduce")
 
 
 def test_undecided_probe_is_re_measured_with_more_repeats(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,0 +1,65 @@
+"""Statistics records: percentiles, the comparison of two samples and the defaults of its test.
+
+The records and constants live on the ground floor so that every record that quotes a
+comparison (findings, gate) can hold one; the computations are in ``core.stats``.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from sparsedebug.records.base import Record
+
+DEFAULT_ALPHA = 0.05
+"""Significance level of the rank test (two-sided)."""
+
+DEFAULT_MIN_EFFECT = 1.10
+"""Minimum ratio of medians (either way) that counts as a change, as asv's ``factor``."""
+
+TAIL_MIN_SAMPLES = 20
+"""Fewest samples whose p99 is a tail estimate rather than the sample maximum: below it, a p99 is
+reported as inconclusive everywhere (gate, classify, memo), never as a pass or a failure."""
+
+
+class Percentiles(Record):
+    """p50/p95/p99 of a sample, with its size."""
+
+    n: int
+    p50: float
+    p95: float
+    p99: float
+
+
+Direction = Literal["slower", "faster", "same"]
+
+
+class SampleComparison(Record):
+    """Candidate samples versus baseline samples: effect size, CI, test, persistence, verdict.
+
+    ``ratio`` is candidate median / baseline median over all samples (above 1:
+    the candidate is larger, i.e. slower for times). ``n_base``/``n_cand`` are
+    the sample counts the rank test used; when a side had more than
+    ``MAX_TEST_SAMPLES``, ``subsampled_from`` holds the original ``[base, cand]``
+    counts and the test ran on a deterministic subsample. ``ci_low``/``ci_high``
+    bound the ratio at confidence ``1 - alpha``; they are ``None`` when the
+    sample sizes cannot support an interval at that level. ``direction`` is
+    ``"same"`` unless the change is significant (test AND minimum effect).
+    """
+
+
+    n_base: int
+    n_cand: int
+    base_median: float
+    cand_median: float
+    ratio: float
+    ci_low: float | None
+    ci_high: float | None
+    p_value: float | None
+    alpha: float
+    min_effect: float
+    significant: bool
+    persistent: bool
+    enough_samples: bool
+    direction: Direction
+    reason: str
+    subsampled_from: list[int] | None = None
