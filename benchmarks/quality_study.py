@@ -23,10 +23,10 @@ import time
 from sparsedebug.core.stats import median
 from sparsedebug.kernels.bench import blas_description
 from sparsedebug.kernels.masks import parse_pattern
-from sparsedebug.quality.data import prepare_data
 from sparsedebug.quality.study import StudyRequest, run_study
-from sparsedebug.quality.text import default_corpus
+from sparsedebug.sources.models.data import prepare_data
 from sparsedebug.sources.models.load import load_model
+from sparsedebug.sources.models.text import default_corpus
 
 TARGET_S = 600.0
 

@@ -18,7 +18,7 @@ import sys
 from collections import Counter
 
 from sparsedebug.core.stats import median
-from sparsedebug.sources.replay.target_validate import forward_checks, leave_one_out, summary, trace_checks
+from sparsedebug.sources.target.validate import forward_checks, leave_one_out, summary, trace_checks
 
 LOO_TARGET = 0.15
 FORWARD_TARGET = 0.25

@@ -21,13 +21,13 @@ from sparsedebug.classify.context import (
 )
 from sparsedebug.classify.evidence import ncu_detail, sparse_ncu
 from sparsedebug.classify.rule import Rule, RuleSet
+from sparsedebug.core.dispatch import change_text, dispatch_cause, fix_for, moved_to_fp32
 from sparsedebug.core.patterns import declared_sparse, fell_back, path_changed, path_text
 from sparsedebug.core.patterns import fallback_flop_share as shared_fallback_flop_share
 from sparsedebug.core.stats import median
 from sparsedebug.locate.common import ms_per_iteration
 from sparsedebug.records.classification import Fix, Mechanism
 from sparsedebug.records.run import FallbackReason, GraphLayer, KernelPath, LowerLayer, RunRecord
-from sparsedebug.sources.importers.dispatch import change_text, dispatch_cause, fix_for, moved_to_fp32
 
 COMPUTE = RuleSet(Mechanism.COMPUTE)
 

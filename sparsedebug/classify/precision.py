@@ -13,11 +13,11 @@ from typing import cast
 
 from sparsedebug.classify.context import CAPTURE_BASELINE, Context, Fact, Facts, Missing, Result
 from sparsedebug.classify.rule import Rule, RuleSet
+from sparsedebug.core.dispatch import dispatch_cause, fix_for, moved_to_fp32
 from sparsedebug.core.dtypes import canonical_dtype, mantissa_bits, unit_roundoff
 from sparsedebug.core.patterns import layer_precision, precision_changed
 from sparsedebug.records.classification import Fix, Mechanism
 from sparsedebug.records.run import RunRecord
-from sparsedebug.sources.importers.dispatch import dispatch_cause, fix_for, moved_to_fp32
 
 PRECISION = RuleSet(Mechanism.PRECISION)
 

@@ -3,7 +3,7 @@
 For a replay the roofline is the one this machine achieved, measured by
 ``sparsedebug freeze --calibrate`` (fp32 GEMM GFLOP/s and copy GB/s). For a run
 imported from a GPU it comes from the vendor's published peak figures, looked up
-by GPU name in ``GPU_PEAKS``. A layer whose FLOPs per byte sit below the ridge
+by GPU name in ``core.gpus.GPU_PEAKS``. A layer whose FLOPs per byte sit below the ridge
 point (peak FLOP/s divided by bandwidth) is memory-bound on that machine.
 """
 
@@ -12,10 +12,11 @@ from __future__ import annotations
 import math
 from typing import Literal
 
-from pydantic import ConfigDict
-
 from sparsedebug.core.dtypes import canonical_dtype
 from sparsedebug.core.errors import UserError
+from sparsedebug.core.gpus import GPU_PEAKS as GPU_PEAKS
+from sparsedebug.core.gpus import GpuPeak as GpuPeak
+from sparsedebug.core.gpus import find_gpu_peak as find_gpu_peak
 from sparsedebug.core.patterns import declared_sparse
 from sparsedebug.core.stats import median
 from sparsedebug.kernels.masks import Pattern, parse_pattern
@@ -23,56 +24,6 @@ from sparsedebug.records.base import Record
 from sparsedebug.records.classification import LayerIntensity, Roofline
 from sparsedebug.records.fingerprint import Fingerprint
 from sparsedebug.records.run import GraphLayer, KernelPath, LowerLayer, RunRecord
-
-
-class GpuPeak(Record):
-    """Published peak figures of one GPU model (dense, no sparsity factor)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    name: str
-    match: tuple[str, ...]
-    tensor_16bit_tflops: float
-    fp32_tflops: float
-    bandwidth_tbps: float
-    reference: str
-
-
-GPU_PEAKS: tuple[GpuPeak, ...] = (
-    GpuPeak(
-        name="NVIDIA H200 SXM",
-        match=("h200",),
-        tensor_16bit_tflops=989.0,
-        fp32_tflops=67.0,
-        bandwidth_tbps=4.8,
-        reference="NVIDIA H200 datasheet: FP16/BF16 tensor 1,979 TFLOPS with 2:4 sparsity (989 dense), FP32 67 TFLOPS, HBM3e 4.8 TB/s",
-    ),
-    GpuPeak(
-        name="NVIDIA H100 PCIe",
-        match=("h100 pcie", "h100-pcie"),
-        tensor_16bit_tflops=756.0,
-        fp32_tflops=51.0,
-        bandwidth_tbps=2.0,
-        reference="NVIDIA H100 datasheet (PCIe): FP16/BF16 tensor 1,513 TFLOPS with sparsity (756 dense), FP32 51 TFLOPS, HBM2e 2.0 TB/s",
-    ),
-    GpuPeak(
-        name="NVIDIA H100 SXM",
-        match=("h100",),
-        tensor_16bit_tflops=989.0,
-        fp32_tflops=67.0,
-        bandwidth_tbps=3.35,
-        reference="NVIDIA H100 datasheet (SXM): FP16/BF16 tensor 1,979 TFLOPS with sparsity (989 dense), FP32 67 TFLOPS, HBM3 3.35 TB/s",
-    ),
-)
-"""Known GPUs, most specific match first (``H100 PCIe`` before ``H100``)."""
-
-def find_gpu_peak(name: str) -> GpuPeak | None:
-    """The peak-table entry whose match strings occur in ``name`` (case-insensitive), if any."""
-    lowered = name.lower()
-    for peak in GPU_PEAKS:
-        if any(token in lowered for token in peak.match):
-            return peak
-    return None
 
 
 def is_fp32(dtype: str) -> bool:

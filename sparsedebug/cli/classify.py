@@ -40,8 +40,8 @@ def classify(
     names the artifact that would settle it. Exit 0 whenever a classification was
     made, 2 on bad input.
     """
-    from sparsedebug.classify.roofline import GPU_PEAKS, find_gpu_peak
     from sparsedebug.classify.score import classify_run
+    from sparsedebug.core.gpus import GPU_PEAKS, find_gpu_peak
     from sparsedebug.core.io import load_record
     from sparsedebug.records.fingerprint import Fingerprint
     from sparsedebug.sources.detect import load_run

@@ -9,12 +9,12 @@ import typer
 
 from sparsedebug.cli.common import JsonOption, emit_json, handle_errors
 from sparsedebug.core.io import atomic_write_text
-from sparsedebug.playbook.bundle import FILES
-from sparsedebug.playbook.schema import load_playbook
 from sparsedebug.render.markdown.deployment import render_report
 from sparsedebug.render.markdown.memo import render_memo
 from sparsedebug.signoff.decide import with_decision
+from sparsedebug.sources.bundle import FILES
 from sparsedebug.sources.detect import load_bundle
+from sparsedebug.sources.playbook import load_playbook
 
 
 @handle_errors

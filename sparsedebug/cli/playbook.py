@@ -11,9 +11,10 @@ from rich.progress import BarColumn, Progress, SpinnerColumn, TaskID, TextColumn
 from sparsedebug.cli.common import JsonOption, WideOption, console, emit_json, err_console, handle_errors
 from sparsedebug.core.budget import MAX_REPEATS
 from sparsedebug.playbook.run import run_playbook
-from sparsedebug.playbook.schema import Step, load_playbook
+from sparsedebug.records.playbook import Step
 from sparsedebug.render.terminal.playbook import playbook_view
 from sparsedebug.signoff.decide import FAILING_DECISIONS
+from sparsedebug.sources.playbook import load_playbook
 
 PlaybookOption = Annotated[
     Path | None,

@@ -44,8 +44,8 @@ def predict(
     from sparsedebug.kernels.bench import parse_tokens
     from sparsedebug.render.terminal.predict import predict_tables
     from sparsedebug.sources.detect import load_workload, resolve_workload
-    from sparsedebug.sources.replay.target_project import parse_shape_spec
-    from sparsedebug.sources.replay.target_project import predict as run_predict
+    from sparsedebug.sources.target.project import parse_shape_spec
+    from sparsedebug.sources.target.project import predict as run_predict
 
     if not tokens:
         raise UserError("--tokens: required, e.g. --tokens 16,2048,8192")

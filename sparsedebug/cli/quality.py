@@ -29,11 +29,11 @@ from sparsedebug.kernels.masks import parse_pattern
 from sparsedebug.kernels.pruning import DEFAULT_BLOCK, DEFAULT_DAMPING, METHODS, Method
 from sparsedebug.quality.save import check_save_target
 from sparsedebug.quality.study import StudyRequest, run_study
-from sparsedebug.quality.text import Corpus, default_corpus, file_corpus
 from sparsedebug.records.quality import QualityStudy
 from sparsedebug.render.terminal.quality import quality_table, worst_layers_table
 from sparsedebug.sources.models.load import LoadedModel, load_model
 from sparsedebug.sources.models.registry import DEFAULTS, MODELS
+from sparsedebug.sources.models.text import Corpus, default_corpus, file_corpus
 
 _LLAMA, _BERT = DEFAULTS["llama"], DEFAULTS["bert"]
 

@@ -15,7 +15,7 @@ from sparsedebug.core.stats import DEFAULT_ALPHA, DEFAULT_MIN_EFFECT
 from sparsedebug.reduce.reduce import DEFAULT_MAX_PROBES, DEFAULT_PROBE_REPEATS, reduce_workloads
 from sparsedebug.render.terminal.bisect import reduce_view
 from sparsedebug.sources.detect import load_workload
-from sparsedebug.sources.replay.workload import save_workload
+from sparsedebug.sources.workload.schema import save_workload
 
 WorkloadArg = Annotated[Path, typer.Argument(help="A workload YAML.", show_default=False)]
 

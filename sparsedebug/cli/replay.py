@@ -16,7 +16,7 @@ from sparsedebug.render.terminal.replay import fallback_table, kernel_table, low
 from sparsedebug.sources.detect import load_workload, resolve_workload
 from sparsedebug.sources.replay.replay import plan
 from sparsedebug.sources.replay.replay import replay as run_replay
-from sparsedebug.sources.replay.workload import Workload
+from sparsedebug.sources.workload.schema import Workload
 
 
 @handle_errors

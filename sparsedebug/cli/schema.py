@@ -11,7 +11,7 @@ from pydantic import BaseModel
 from sparsedebug.cli.common import handle_errors
 from sparsedebug.records.fingerprint import Fingerprint
 from sparsedebug.records.run import RunRecord
-from sparsedebug.sources.replay.workload import Workload
+from sparsedebug.sources.workload.schema import Workload
 
 SCHEMAS: dict[str, type[BaseModel]] = {"workload": Workload, "run": RunRecord, "fingerprint": Fingerprint}
 """Every schema the command can print, by name."""

@@ -7,10 +7,10 @@ N:M patterns themselves are parsed by :func:`sparsedebug.kernels.masks.parse_pat
 
 from __future__ import annotations
 
+from sparsedebug.core.dispatch import dispatch_changed
 from sparsedebug.core.dtypes import canonical_dtype, dtype_in_text
+from sparsedebug.core.kernel_names import classify_kernel
 from sparsedebug.records.run import FallbackReason, KernelLayer, KernelPath, LowerLayer, RunRecord
-from sparsedebug.sources.importers.dispatch import dispatch_changed
-from sparsedebug.sources.importers.kernel_names import classify_kernel
 
 
 def declared_sparse(intended: str | None) -> bool:

@@ -53,7 +53,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -61,10 +61,20 @@ import numpy.typing as npt
 from sparsedebug.core.ranks import FloatArray, kth_pairwise_difference, moses_k, rank_test_p
 from sparsedebug.records.stats import (
     DEFAULT_ALPHA as DEFAULT_ALPHA,
+)
+from sparsedebug.records.stats import (
     DEFAULT_MIN_EFFECT as DEFAULT_MIN_EFFECT,
+)
+from sparsedebug.records.stats import (
     TAIL_MIN_SAMPLES as TAIL_MIN_SAMPLES,
+)
+from sparsedebug.records.stats import (
     Direction as Direction,
+)
+from sparsedebug.records.stats import (
     Percentiles as Percentiles,
+)
+from sparsedebug.records.stats import (
     SampleComparison as SampleComparison,
 )
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from sparsedebug.core.dispatch import change_text, dispatch_cause
 from sparsedebug.core.patterns import declared_sparse, fell_back, kernel_classes, kernel_named, path_changed, path_text
 from sparsedebug.records.findings import LayerFinding, StageFinding, StageStatus
 from sparsedebug.records.run import KernelClass, KernelPath, LowerLayer, RunRecord
-from sparsedebug.sources.importers.dispatch import change_text, dispatch_cause
 
 
 def lower_stage(base: RunRecord, cand: RunRecord) -> StageFinding:

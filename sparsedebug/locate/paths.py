@@ -13,11 +13,11 @@ predicates are :mod:`sparsedebug.core.patterns`' (``path_changed``,
 
 from __future__ import annotations
 
+from sparsedebug.core.dispatch import dispatch_cause
 from sparsedebug.core.patterns import declared_sparse, fell_back, kernel_classes, path_changed
 from sparsedebug.core.stats import median
 from sparsedebug.records.findings import DenseFallback, FallbackReport, PathChange
 from sparsedebug.records.run import RunRecord
-from sparsedebug.sources.importers.dispatch import dispatch_cause
 
 
 def _median_ms(record: RunRecord) -> dict[str, float]:

@@ -1,24 +1,6 @@
-"""The bundle: one directory holding everything a playbook walk produced, and its manifest.
+"""Building a bundle directory: a sibling work directory, the swap into place, stale leftovers.
 
-Layout (file names fixed so ``sparsedebug memo DIR`` can re-render from them)::
-
-    bundle.json             manifest: inputs with digests, steps walked, files present
-    fingerprint.json        step 1: the environment the walk ran in
-    baseline.run.json       step 2: both sides as five-stage run records
-    candidate.run.json
-    bisect.json             step 2: first persistent divergent stage
-    classification.json     step 3: the five mechanisms scored, the fix proposed
-    reduce.json             step 4: ddmin result (when both sides are workloads)
-    reproducer.yaml         step 4: the focused reproducer workload, and its baseline
-    reproducer.base.yaml            (`sparsedebug bisect reproducer.base.yaml reproducer.yaml`)
-    fix.json                step 4: the fix, how it was applied, expected vs measured movement
-    fixed.workload.yaml     step 4: the candidate with the fix applied (when it maps onto a workload)
-    fixed.run.json          step 5: the re-run of the fixed candidate (or --fixed as given)
-    decision.json           step 5: ship, bounded rollout, rollback or escalate, with reasons and the gate
-    memo.md  report.md      the review memo and the sparsity deployment report (rendered from the records)
-    report.html             both in one self-contained page, with the figures (inline SVG, no script, nothing fetched)
-
-``load_bundle`` reads the manifest and every record it lists back into models.
+What a bundle holds, and reading it back, is :mod:`sparsedebug.sources.bundle`.
 """
 
 from __future__ import annotations
@@ -27,128 +9,9 @@ import os
 import shutil
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
-
 from sparsedebug.core.errors import UserError
-from sparsedebug.core.io import load_record, validate
 from sparsedebug.core.signals import signals_deferred
-from sparsedebug.records.bundle import Bundle, BundleInput, FixOutcome, InputRole
-from sparsedebug.records.classification import Classification, Fix
-from sparsedebug.records.decision import DecisionOutcome
-from sparsedebug.records.findings import BisectResult
-from sparsedebug.records.fingerprint import Fingerprint
-from sparsedebug.records.reduce import ReduceResult
-from sparsedebug.records.run import RunRecord
-
-MANIFEST = "bundle.json"
-
-FILES: dict[str, str] = {
-    "fingerprint": "fingerprint.json",
-    "baseline": "baseline.run.json",
-    "candidate": "candidate.run.json",
-    "fixed": "fixed.run.json",
-    "bisect": "bisect.json",
-    "classification": "classification.json",
-    "reduce": "reduce.json",
-    "reproducer": "reproducer.yaml",
-    "reproducer_base": "reproducer.base.yaml",
-    "fix": "fix.json",
-    "fixed_workload": "fixed.workload.yaml",
-    "decision": "decision.json",
-    "memo": "memo.md",
-    "report": "report.md",
-    "html": "report.html",
-}
-"""Role -> file name inside the bundle directory."""
-
-
-class LoadedBundle(BaseModel):
-    """A bundle read back from disk: the manifest plus every record it lists (None when absent)."""
-
-    model_config = ConfigDict(arbitrary_types_allowed=True)
-
-    root: Path
-    manifest: Bundle
-    fingerprint: Fingerprint | None
-    baseline: RunRecord
-    candidate: RunRecord
-    fixed: RunRecord | None
-    bisect: BisectResult | None = None
-    classification: Classification | None = None
-    reduce: ReduceResult | None = None
-    fix: FixOutcome | None = None
-    decision: DecisionOutcome | None = None
-
-    def path(self, role: str) -> Path | None:
-        """Path of a bundle file by role, when present."""
-        name = self.manifest.files.get(role)
-        return self.root / name if name else None
-
-    def input(self, role: InputRole) -> BundleInput | None:
-        """The manifest entry of an input role."""
-        for item in self.manifest.inputs:
-            if item.role == role:
-                return item
-        return None
-
-
-def _optional(root: Path, manifest: Bundle, role: str) -> Path | None:
-    name = manifest.files.get(role)
-    if name is None:
-        return None
-    path = root / name
-    if not path.is_file():
-        raise UserError(f"{root / MANIFEST}: files.{role}: {name} is listed but missing from the bundle")
-    return path
-
-
-def _load_fix(path: Path) -> FixOutcome:
-    """fix.json, with the proposed fix it quotes checked against the classification's fix record."""
-    outcome = load_record(path, FixOutcome)
-    if outcome.proposed is not None:
-        validate(Fix, outcome.proposed, f"{path}: proposed")
-    return outcome
-
-
-def load_bundle(root: Path) -> LoadedBundle:
-    """Read a bundle directory back; a missing or broken file is a one-line ``UserError``."""
-    if not root.exists():
-        raise UserError(f"{root}: bundle directory not found")
-    if not root.is_dir():
-        raise UserError(f"{root}: not a directory; pass the bundle directory written by `playbook run`")
-    if not (root / MANIFEST).is_file():
-        raise UserError(f"{root}: not a bundle directory (no {MANIFEST}); pass a directory written by `playbook run`")
-    manifest = load_record(root / MANIFEST, Bundle)
-    for role in ("baseline", "candidate"):
-        if role not in manifest.files:
-            raise UserError(f"{root / MANIFEST}: files.{role}: missing; the bundle has no {role} run")
-
-    def run(role: str) -> RunRecord | None:
-        path = _optional(root, manifest, role)
-        return load_record(path, RunRecord) if path is not None else None
-
-    baseline, candidate = run("baseline"), run("candidate")
-    assert baseline is not None and candidate is not None
-    fp_path = _optional(root, manifest, "fingerprint")
-    bisect_path = _optional(root, manifest, "bisect")
-    cls_path = _optional(root, manifest, "classification")
-    reduce_path = _optional(root, manifest, "reduce")
-    fix_path = _optional(root, manifest, "fix")
-    decision_path = _optional(root, manifest, "decision")
-    return LoadedBundle(
-        root=root,
-        manifest=manifest,
-        fingerprint=load_record(fp_path, Fingerprint) if fp_path is not None else None,
-        baseline=baseline,
-        candidate=candidate,
-        fixed=run("fixed"),
-        bisect=load_record(bisect_path, BisectResult) if bisect_path is not None else None,
-        classification=load_record(cls_path, Classification) if cls_path is not None else None,
-        reduce=load_record(reduce_path, ReduceResult) if reduce_path is not None else None,
-        fix=_load_fix(fix_path) if fix_path is not None else None,
-        decision=load_record(decision_path, DecisionOutcome) if decision_path is not None else None,
-    )
-
+from sparsedebug.sources.bundle import MANIFEST
 
 PARTIAL = "partial"
 """Infix of the sibling directory a bundle is built in: ``.NAME.partial-PID``."""

@@ -20,28 +20,19 @@ from typing import TYPE_CHECKING, Literal, Protocol
 from pydantic import BaseModel
 
 from sparsedebug.core.errors import UserError
-from sparsedebug.playbook.bundle import (
-    FILES,
-    MANIFEST,
-    PARTIAL,
-    LoadedBundle,
-    check_out_dir,
-    clear_stale,
-    discard,
-    load_bundle,
-    swap_into_place,
-    work_dir,
-)
-from sparsedebug.playbook.schema import Playbook, Step, load_playbook
+from sparsedebug.playbook.bundle import PARTIAL, check_out_dir, clear_stale, discard, swap_into_place, work_dir
 from sparsedebug.records.bundle import Bundle, BundleInput, FixOutcome, InputKind, StepRecord
+from sparsedebug.records.playbook import Playbook, Step
 from sparsedebug.records.run import RunRecord
 from sparsedebug.reduce.apply_fix import apply_fix
-from sparsedebug.sources.replay.workload import absolute_paths
+from sparsedebug.sources.bundle import FILES, MANIFEST, LoadedBundle, load_bundle
+from sparsedebug.sources.playbook import load_playbook
+from sparsedebug.sources.workload.schema import absolute_paths
 
 if TYPE_CHECKING:
     from sparsedebug.records.classification import Classification
     from sparsedebug.records.fingerprint import Fingerprint
-    from sparsedebug.sources.replay.workload import Workload
+    from sparsedebug.sources.workload.schema import Workload
 
 DEFAULT_BASELINE = "minilm_dense"
 DEFAULT_CANDIDATE = "minilm_2of4_regressed"
@@ -137,7 +128,7 @@ def _freeze(w: _Walk) -> None:
     cand_wl = w.workloads.get("candidate")
     model: Path | None = None
     if cand_wl is not None and cand_wl.model is not None:
-        from sparsedebug.sources.replay.model_workload import open_model
+        from sparsedebug.sources.replay.checkpoint.workload import open_model
 
         w.say.step(step, f"open model {cand_wl.model.name} (fetched on first use)")
         ref = absolute_paths(cand_wl, w.paths["candidate"].parent).model
@@ -197,7 +188,7 @@ def _classify(w: _Walk, ncu: Path | None, smi: Path | None) -> None:
 def _reduce(w: _Walk) -> str:
     """Step 4a: ddmin over the differences of two workloads; the note for the step line."""
     from sparsedebug.reduce.reduce import reduce_workloads
-    from sparsedebug.sources.replay.workload import save_workload
+    from sparsedebug.sources.workload.schema import save_workload
 
     step = w.book.step("reproduce")
     w.say.step(step, "reduce to a focused reproducer (ddmin over the differences)")
@@ -217,7 +208,7 @@ def _reduce(w: _Walk) -> str:
 
 def _apply_fix(w: _Walk) -> str:
     """Step 4b: the fix applied to a copy of the candidate workload, or why it cannot be."""
-    from sparsedebug.sources.replay.workload import save_workload
+    from sparsedebug.sources.workload.schema import save_workload
 
     assert w.classification is not None
     fix = w.classification.fix

@@ -20,11 +20,7 @@ import numpy.typing as npt
 from sparsedebug.core.errors import UserError
 from sparsedebug.kernels.masks import Pattern
 from sparsedebug.kernels.pruning import DEFAULT_BLOCK, DEFAULT_DAMPING, Method
-from sparsedebug.quality.data import StudyData, prepare_data
-from sparsedebug.quality.metrics import LayerErrorMeter, embedding_agreement, perplexity
-from sparsedebug.quality.prune import prune_model
 from sparsedebug.quality.save import check_save_target, save_pruned
-from sparsedebug.quality.text import Corpus, python_version
 from sparsedebug.records.quality import (
     LayerError,
     Metrics,
@@ -36,9 +32,13 @@ from sparsedebug.records.quality import (
 )
 from sparsedebug.sources.models.base import Array, Batch, Hook, Linear
 from sparsedebug.sources.models.bert import BertEncoder
+from sparsedebug.sources.models.data import StudyData, prepare_data
 from sparsedebug.sources.models.llama import LlamaDecoder
 from sparsedebug.sources.models.load import LoadedModel
+from sparsedebug.sources.models.metrics import LayerErrorMeter, embedding_agreement, perplexity
+from sparsedebug.sources.models.prune import prune_model
 from sparsedebug.sources.models.select import check_pattern_fits, select_layers
+from sparsedebug.sources.models.text import Corpus, python_version
 
 Progress = Callable[[str, int, int], None]
 """Called with (row label, steps done, steps total)."""

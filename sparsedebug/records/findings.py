@@ -12,8 +12,8 @@ from typing import Literal
 
 from pydantic import Field
 
-from sparsedebug.records.stats import SampleComparison
 from sparsedebug.records.base import SCHEMA_VERSION, Record
+from sparsedebug.records.stats import SampleComparison
 
 StageStatus = Literal["divergent", "improved", "expected", "same", "undecided", "not_comparable"]
 """What one stage showed: a divergence, an improvement, declared intent only, nothing, too few samples, or no comparison possible."""

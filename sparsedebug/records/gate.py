@@ -6,8 +6,8 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from sparsedebug.records.stats import DEFAULT_ALPHA
 from sparsedebug.records.base import SCHEMA_VERSION, Record
+from sparsedebug.records.stats import DEFAULT_ALPHA
 
 POLICY_SCHEMA_VERSION = 1
 

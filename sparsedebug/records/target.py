@@ -3,7 +3,7 @@
 A replay times this machine's numpy kernels; users deploy to a GPU. Every
 latency therefore has a clock: ``this_machine`` (measured here) or ``target``
 (projected from measurements of that GPU by
-:mod:`sparsedebug.sources.replay.target`). These records hold the projections:
+:mod:`sparsedebug.sources.target.model`). These records hold the projections:
 per linear layer its dense and sparse time, host and GPU kept apart, each with
 its provenance (the measured rows and traces it came from, or ``extrapolated``
 outside the measured range, or ``estimate`` for non-linear ops); per forward the
@@ -143,7 +143,7 @@ class TargetClock(Record):
     device: str
     launch: Launch
     tokens: int
-    method: str = Field(description="One line on how the projection is formed (see sparsedebug.sources.replay.target).")
+    method: str = Field(description="One line on how the projection is formed (see sparsedebug.sources.target.model).")
     layers: list[LayerProjection]
     forward: ForwardProjection
 

@@ -14,7 +14,7 @@ from sparsedebug.records.run import KernelPath
 
 if TYPE_CHECKING:
     from sparsedebug.records.classification import Fix
-    from sparsedebug.sources.replay.workload import Workload
+    from sparsedebug.sources.workload.schema import Workload
 
 
 
@@ -26,7 +26,7 @@ def apply_fix(workload: Workload, fix: Fix) -> tuple[Workload | None, str]:
     every layer that produces or carries that width), block (a larger V for one
     V:N:M layer or all of them). Advice is not a workload change.
     """
-    from sparsedebug.sources.replay.workload import revalidate
+    from sparsedebug.sources.workload.load import revalidate
 
     if fix.kind == "knob":
         if fix.knob == "conversion" and fix.value in ("once", "per_call"):
@@ -85,7 +85,7 @@ def apply_fix(workload: Workload, fix: Fix) -> tuple[Workload | None, str]:
 
 def _model_fix(workload: Workload, fix: Fix) -> tuple[Workload | None, str]:
     """A layer or block fix on a model workload: the layer's entry is rewritten; shapes are the checkpoint's."""
-    from sparsedebug.sources.replay.model_workload import override_layer
+    from sparsedebug.sources.replay.checkpoint.workload import override_layer
 
     assert workload.model is not None
     if fix.kind == "block":
@@ -110,7 +110,7 @@ _PAD_SEARCH = 1024
 def _accepts(workload: Workload, name: str, out: int, k: int) -> bool:
     """Whether the workload's backend profile takes ``name`` sparse at shape (out, k)."""
     from sparsedebug.kernels.masks import parse_pattern
-    from sparsedebug.sources.replay.lowering import LayerQuery, get_profile
+    from sparsedebug.sources.workload.lowering import LayerQuery, get_profile
 
     layer = next(layer for layer in workload.layers if layer.name == name)
     if k % parse_pattern(layer.sparsity).m:
@@ -123,7 +123,7 @@ def _accepts(workload: Workload, name: str, out: int, k: int) -> bool:
 
 def _width_group(workload: Workload, consumer: str) -> tuple[set[str], set[str]] | str:
     """The linear producers and width-carrying ops behind ``consumer``'s input, or why it cannot be padded."""
-    from sparsedebug.sources.replay.graph import resolved_inputs
+    from sparsedebug.sources.workload.graph import resolved_inputs
 
     index = {layer.name: i for i, layer in enumerate(workload.layers)}
     producers: set[str] = set()
@@ -164,8 +164,8 @@ def _pad_layer(workload: Workload, name: str) -> tuple[Workload | None, str]:
     hold zero rows, so the added rows are seeded weights like the rest: timing is
     that of zero padding, while quality also sees the extra neurons.
     """
-    from sparsedebug.sources.replay.graph import check_graph, resolved_inputs
-    from sparsedebug.sources.replay.workload import revalidate
+    from sparsedebug.sources.workload.graph import check_graph, resolved_inputs
+    from sparsedebug.sources.workload.load import revalidate
 
     shapes = {s.name: s for s in check_graph(workload)}
     target = next(layer for layer in workload.layers if layer.name == name)

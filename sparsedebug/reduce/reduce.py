@@ -30,9 +30,8 @@ such, with nothing reduced.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -53,7 +52,7 @@ from sparsedebug.reduce.search import DDMin, Outcome
 from sparsedebug.reduce.shrink import apply_changes, block_of, diff_workloads, half_tokens, keep_layers
 from sparsedebug.reduce.treatment import scale_keeping_treatment
 from sparsedebug.sources.replay.cost import check_replay
-from sparsedebug.sources.replay.workload import Workload, absolute_paths
+from sparsedebug.sources.workload.schema import Workload, absolute_paths
 
 DEFAULT_PROBE_REPEATS = 5
 """Timed repetitions of one probe replay (re-measured with twice as many when undecided)."""
@@ -111,7 +110,7 @@ class _Prober:
             return cached
         self.static += 1
         if workload.model is not None:
-            from sparsedebug.sources.replay.model_workload import static_stages
+            from sparsedebug.sources.replay.checkpoint.workload import static_stages
 
             graph, lower = static_stages(workload)
         else:

@@ -11,8 +11,9 @@ from pydantic import BaseModel
 
 from sparsedebug.core.errors import UserError
 from sparsedebug.records.reduce import Change
-from sparsedebug.sources.replay.graph import resolved_inputs
-from sparsedebug.sources.replay.workload import MODEL_INPUT, Layer, Workload, revalidate
+from sparsedebug.sources.workload.graph import resolved_inputs
+from sparsedebug.sources.workload.load import revalidate
+from sparsedebug.sources.workload.schema import MODEL_INPUT, Layer, Workload
 
 
 def _layer_detail(good: Layer, bad: Layer) -> str:

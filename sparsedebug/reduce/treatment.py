@@ -22,8 +22,8 @@ from typing import get_args
 from sparsedebug.core.errors import UserError
 from sparsedebug.kernels.masks import parse_pattern
 from sparsedebug.reduce.shrink import scale_widths
-from sparsedebug.sources.replay.lowering import LayerQuery, get_profile
-from sparsedebug.sources.replay.workload import Dtype, Workload
+from sparsedebug.sources.workload.lowering import LayerQuery, get_profile
+from sparsedebug.sources.workload.schema import Dtype, Workload
 
 PRECISIONS: tuple[str, ...] = get_args(Dtype)
 """Every precision a workload layer can be given."""

@@ -3,7 +3,7 @@ the backend run it sparse?
 
 A tensor counts as *meant to be sparse* when at least ``MEANT_SPARSE`` of its groups comply with the
 pattern; a dense checkpoint (almost every group breaks 2:4) audits as dense, not as violations. For
-each matrix the backend profile's own lowering rule (``sources/replay/lowering.py``) says whether it
+each matrix the backend profile's own lowering rule (``sources/workload/lowering.py``) says whether it
 would run sparse and, if not, why (shape, dtype, op); a dense tensor is judged as if pruned, so the
 audit also answers "would pruning this layer pay off on this backend at all?".
 """
@@ -20,7 +20,7 @@ from sparsedebug.kernels.masks import Pattern, check_compliance, parse_pattern
 from sparsedebug.records.audit import CheckpointAudit, TensorAudit, TensorStatus
 from sparsedebug.records.run import FallbackReason, KernelPath
 from sparsedebug.sources.checkpoint import Tensor, read_checkpoint
-from sparsedebug.sources.replay.lowering import Decision, LayerQuery, get_profile
+from sparsedebug.sources.workload.lowering import Decision, LayerQuery, get_profile
 
 MEANT_SPARSE = 0.90
 """Share of compliant groups from which a tensor is taken as meant to be sparse."""

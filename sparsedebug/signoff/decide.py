@@ -7,13 +7,13 @@ Computed once, from the bundle's records, when the bundle is written (and stored
 from __future__ import annotations
 
 from sparsedebug.core.errors import InternalError
-from sparsedebug.playbook.bundle import LoadedBundle
-from sparsedebug.playbook.schema import Playbook
 from sparsedebug.records.decision import DecisionOutcome
 from sparsedebug.records.gate import GatePolicy
+from sparsedebug.records.playbook import Playbook
 from sparsedebug.records.run import RunRecord
 from sparsedebug.signoff.gate import evaluate
 from sparsedebug.signoff.metrics import has_fallback_evidence, has_quality_evidence
+from sparsedebug.sources.bundle import LoadedBundle
 
 MECHANISM_OWNER = {
     "compute": "compiler_sparsity_pass_owner",

@@ -26,9 +26,9 @@ from sparsedebug.core.io import load_data, reading, validate
 from sparsedebug.records.run import RunRecord
 
 if TYPE_CHECKING:
-    from sparsedebug.playbook.bundle import LoadedBundle
-    from sparsedebug.sources.importers.torch_trace import TraceImport
-    from sparsedebug.sources.replay.workload import Workload
+    from sparsedebug.sources.bundle import LoadedBundle
+    from sparsedebug.sources.importers.trace.importer import TraceImport
+    from sparsedebug.sources.workload.schema import Workload
 
 RunKind = Literal["run", "workload", "trace"]
 """What a BASE/CAND file holds."""
@@ -154,7 +154,7 @@ def load_run(
         return validate(RunRecord, data, str(path))
     if kind == "workload":
         from sparsedebug.sources.replay.replay import replay
-        from sparsedebug.sources.replay.workload import parse_workload
+        from sparsedebug.sources.workload.load import parse_workload
 
         return replay(parse_workload(data, str(path)), repeats=repeats, progress=progress, source_path=path)
     if progress is not None:
@@ -177,7 +177,7 @@ def resolve_workload(argument: str) -> Path:
 
 def load_workload(path: Path) -> Workload:
     """Load, validate and graph-check a workload file; a run record or a trace is refused by name."""
-    from sparsedebug.sources.replay.workload import parse_workload
+    from sparsedebug.sources.workload.load import parse_workload
 
     _, data = _sniff_as(path, _WORKLOAD)
     return parse_workload(data, str(path))
@@ -186,14 +186,14 @@ def load_workload(path: Path) -> Workload:
 def load_trace(path: Path, *, include_last_step: bool = False) -> TraceImport:
     """Import a PyTorch profiler Chrome trace (``.json`` or ``.json.gz``): the run record and the whole-trace summary
     (``include_last_step``: HTA's breakdown keeps the last ProfilerStep, as HTA's include_last_profiler_step)."""
-    from sparsedebug.sources.importers.torch_trace import analyze_trace
+    from sparsedebug.sources.importers.trace.importer import analyze_trace
 
     return analyze_trace(path, include_last_step=include_last_step)
 
 
 def load_bundle(root: Path) -> LoadedBundle:
     """Read a bundle directory written by ``playbook run`` back into its records."""
-    from sparsedebug.playbook.bundle import load_bundle as read_bundle
+    from sparsedebug.sources.bundle import load_bundle as read_bundle
 
     return read_bundle(root)
 

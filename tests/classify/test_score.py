@@ -334,7 +334,7 @@ def test_classification_round_trips_as_json() -> None:
 
 @pytest.fixture(scope="module")
 def h200_pair() -> tuple[RunRecord, RunRecord]:
-    from sparsedebug.sources.importers.torch_trace import import_trace
+    from sparsedebug.sources.importers.trace.importer import import_trace
 
     return import_trace(H200 / "trace_sparse_mlp_T2048.json.gz"), import_trace(H200 / "trace_dense_T2048.json.gz")
 
@@ -375,7 +375,7 @@ def test_h200_smi_power_cap_brings_thermal_evidence(h200_pair: tuple[RunRecord, 
 
 
 def test_h200_cuda_graph_sparse_vs_dense_is_not_scheduling() -> None:
-    from sparsedebug.sources.importers.torch_trace import import_trace
+    from sparsedebug.sources.importers.trace.importer import import_trace
 
     sparse = import_trace(H200 / "trace_sparse_mlp_T2048_cudagraph.json.gz")
     dense = import_trace(H200 / "trace_dense_T2048_cudagraph.json.gz")
@@ -406,7 +406,7 @@ def machine() -> Fingerprint:
 @pytest.fixture(scope="module")
 def planted_runs(machine: Fingerprint) -> dict[str, RunRecord]:
     from sparsedebug.sources.replay.replay import replay
-    from sparsedebug.sources.replay.workload import load_workload
+    from sparsedebug.sources.workload.load import load_workload
 
     runs: dict[str, RunRecord] = {}
     for name in ("base", "scheduling_per_call", "scheduling_threads", "memory_small_blocks", "precision_bf16", "compute_base", "compute_fallback"):

@@ -10,10 +10,11 @@ import yaml
 from sparsedebug.core.io import load_record, save_record
 from sparsedebug.records.findings import BisectResult
 from sparsedebug.records.run import FallbackReason, KernelClass, KernelPath
-from sparsedebug.sources.replay.builders import mlp_chain
-from sparsedebug.sources.replay.workload import revalidate, save_workload
+from sparsedebug.sources.workload.load import revalidate
+from sparsedebug.sources.workload.schema import save_workload
 from tests.conftest import FIXTURES, assert_clean_error, invoke
 from tests.locate.test_walk import MLP, SPARSE, PathSpec, make_run
+from tests.support.builders import mlp_chain
 
 H200 = FIXTURES / "h200"
 

@@ -56,7 +56,7 @@ def test_h200_smi_thermal_is_ranked_with_evidence_in_json() -> None:
 
 
 def test_classify_a_saved_run_record(tmp_path: Path) -> None:
-    from sparsedebug.sources.importers.torch_trace import import_trace
+    from sparsedebug.sources.importers.trace.importer import import_trace
 
     record = tmp_path / "sparse.json"
     save_record(import_trace(Path(SPARSE)), record)
@@ -120,7 +120,7 @@ def test_help_is_worth_reading() -> None:
 
 
 def test_record_round_trip_is_unchanged(tmp_path: Path) -> None:
-    from sparsedebug.sources.importers.torch_trace import import_trace
+    from sparsedebug.sources.importers.trace.importer import import_trace
 
     record = import_trace(Path(DENSE))
     path = tmp_path / "dense.yaml"

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from sparsedebug.core.io import save_record
-from sparsedebug.playbook.bundle import load_bundle
+from sparsedebug.sources.bundle import load_bundle
 from tests.conftest import FIXTURES, assert_clean_error, invoke
 from tests.support.proc import run_cli
 from tests.support.synth import dense_run, sparse_run

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from sparsedebug.playbook.run import DEFAULT_BASELINE, DEFAULT_CANDIDATE
-from sparsedebug.sources.replay.workload import load_workload
+from sparsedebug.sources.workload.load import load_workload
 from tests.conftest import FIXTURES, assert_clean_error, invoke
 from tests.sources.replay.model_workloads import candidate_fields, model_workload, tiny_models, write_workload
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import yaml
 
-from sparsedebug.playbook.schema import default_playbook_path
+from sparsedebug.sources.playbook import default_playbook_path
 from tests.conftest import assert_clean_error, invoke
 
 

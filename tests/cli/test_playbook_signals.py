@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from sparsedebug.playbook.bundle import load_bundle
+from sparsedebug.sources.bundle import load_bundle
 from tests.conftest import invoke
 from tests.support.proc import run_cli, spawn
 

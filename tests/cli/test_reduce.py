@@ -9,10 +9,11 @@ import pytest
 
 from sparsedebug.records.run import RunRecord
 from sparsedebug.reduce.reduce import _Prober
-from sparsedebug.sources.replay.builders import mlp_chain
-from sparsedebug.sources.replay.workload import Workload, load_workload, revalidate, save_workload
+from sparsedebug.sources.workload.load import load_workload, revalidate
+from sparsedebug.sources.workload.schema import Workload, save_workload
 from tests.conftest import assert_clean_error, invoke
 from tests.locate.test_walk import make_run
+from tests.support.builders import mlp_chain
 
 
 def _pair(tmp_path: Path) -> tuple[Path, Path]:

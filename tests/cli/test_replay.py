@@ -10,9 +10,9 @@ import pytest
 
 from sparsedebug.core.io import load_record
 from sparsedebug.records.run import STAGES, RunRecord
-from sparsedebug.sources.replay.builders import llama_stack, mlp_chain
-from sparsedebug.sources.replay.workload import save_workload
+from sparsedebug.sources.workload.schema import save_workload
 from tests.conftest import FIXTURES, assert_clean_error, invoke
+from tests.support.builders import llama_stack, mlp_chain
 
 
 @pytest.fixture

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from sparsedebug.sources.replay.builders import llama_stack, mlp_chain
-from sparsedebug.sources.replay.workload import save_workload
+from sparsedebug.sources.workload.schema import save_workload
 from tests.conftest import FIXTURES, assert_clean_error, invoke
+from tests.support.builders import llama_stack, mlp_chain
 from tests.support.proc import run_cli
 
 SMALL = FIXTURES / "workloads" / "planted" / "base.yaml"

@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from sparsedebug.core.io import save_record
-from sparsedebug.playbook.schema import default_playbook_path
+from sparsedebug.sources.playbook import default_playbook_path
 from tests.conftest import FIXTURES, invoke
 from tests.fuzz.conftest import FUZZ
 from tests.fuzz.harness import check_cli

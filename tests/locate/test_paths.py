@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sparsedebug.locate.paths import compare_paths
 from sparsedebug.records.run import FallbackReason, KernelClass, KernelPath, RunRecord
-from sparsedebug.sources.importers.torch_trace import import_trace
+from sparsedebug.sources.importers.trace.importer import import_trace
 from tests.conftest import FIXTURES
 
 H200 = FIXTURES / "h200"

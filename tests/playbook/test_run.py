@@ -9,8 +9,9 @@ import pytest
 import yaml
 
 from sparsedebug.core.errors import UserError
-from sparsedebug.playbook.schema import DECISIONS, MECHANISMS, default_playbook_path, load_playbook
+from sparsedebug.records.playbook import DECISIONS, MECHANISMS
 from sparsedebug.records.run import STAGES
+from sparsedebug.sources.playbook import default_playbook_path, load_playbook
 
 
 def _raw() -> dict[str, Any]:
@@ -116,8 +117,9 @@ def test_duplicate_owner_id(tmp_path: Path) -> None:
 
 from sparsedebug.records.classification import Fix  # noqa: E402
 from sparsedebug.reduce.apply_fix import apply_fix  # noqa: E402
-from sparsedebug.sources.replay.graph import check_graph  # noqa: E402
-from sparsedebug.sources.replay.workload import Workload, parse_workload  # noqa: E402
+from sparsedebug.sources.workload.graph import check_graph  # noqa: E402
+from sparsedebug.sources.workload.load import parse_workload  # noqa: E402
+from sparsedebug.sources.workload.schema import Workload  # noqa: E402
 
 
 def _mlp(k_mid: int = 512, sparsity: str = "32:2:4") -> Workload:

@@ -11,20 +11,20 @@ import pytest
 from sparsedebug.core.errors import UserError
 from sparsedebug.kernels.masks import Pattern, check_compliance
 from sparsedebug.kernels.pruning import InputStats, wanda_prune
-from sparsedebug.quality.data import prepare_data
-from sparsedebug.quality.metrics import (
+from sparsedebug.quality.save import save_pruned
+from sparsedebug.quality.study import StudyRequest, run_study
+from sparsedebug.records.quality import QualityStudy
+from sparsedebug.sources.models.base import Array, Batch
+from sparsedebug.sources.models.data import prepare_data
+from sparsedebug.sources.models.load import LoadedModel, load_model
+from sparsedebug.sources.models.metrics import (
     LayerErrorMeter,
     embedding_agreement,
     nearest_neighbours,
     perplexity,
 )
-from sparsedebug.quality.prune import prune_model
-from sparsedebug.quality.save import save_pruned
-from sparsedebug.quality.study import StudyRequest, run_study
-from sparsedebug.quality.text import Corpus
-from sparsedebug.records.quality import QualityStudy
-from sparsedebug.sources.models.base import Array, Batch
-from sparsedebug.sources.models.load import LoadedModel, load_model
+from sparsedebug.sources.models.prune import prune_model
+from sparsedebug.sources.models.text import Corpus
 from tests.sources.models.tiny import corpus_text, write_bert_folder, write_llama_gguf
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from sparsedebug.core.errors import UserError
-from sparsedebug.quality.text import (
+from sparsedebug.sources.models.text import (
     DEFAULT_SOURCE,
     default_corpus,
     file_corpus,

@@ -9,8 +9,9 @@ import pytest
 from sparsedebug.records.classification import Fix
 from sparsedebug.reduce.apply_fix import apply_fix
 from sparsedebug.reduce.reduce import reduce_workloads
-from sparsedebug.sources.replay.model_workload import open_model, resolve_layers
-from sparsedebug.sources.replay.workload import Workload, parse_workload
+from sparsedebug.sources.replay.checkpoint.workload import open_model, resolve_layers
+from sparsedebug.sources.workload.load import parse_workload
+from sparsedebug.sources.workload.schema import Workload
 from tests.sources.replay.model_workloads import candidate_fields, model_workload, tiny_models
 
 FP32_ENTRY = {"name": "encoder.layer.1.output.dense", "dtype": "fp32", "sparsity": "2:4"}

@@ -12,10 +12,11 @@ from sparsedebug.records.run import RunRecord
 from sparsedebug.reduce.reduce import _Prober, reduce_workloads
 from sparsedebug.reduce.search import Outcome
 from sparsedebug.reduce.shrink import apply_changes, diff_workloads, keep_layers, scale_widths
-from sparsedebug.sources.replay.builders import mlp_chain
-from sparsedebug.sources.replay.workload import Workload, load_workload, revalidate
+from sparsedebug.sources.workload.load import load_workload, revalidate
+from sparsedebug.sources.workload.schema import Workload
 from tests.conftest import FIXTURES
 from tests.locate.test_walk import make_run
+from tests.support.builders import mlp_chain
 
 
 def _edit(workload: Workload, name: str, layers: dict[str, dict[str, Any]] | None = None, **fields: Any) -> Workload:

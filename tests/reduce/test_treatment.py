@@ -10,10 +10,11 @@ import pytest
 from sparsedebug.core.errors import UserError
 from sparsedebug.reduce import reduce as reduce_module
 from sparsedebug.reduce.treatment import scale_keeping_treatment, treatment, treatment_change
-from sparsedebug.sources.replay.builders import mlp_chain
 from sparsedebug.sources.replay.replay import plan
-from sparsedebug.sources.replay.workload import Workload, load_workload, revalidate, save_workload
+from sparsedebug.sources.workload.load import load_workload, revalidate
+from sparsedebug.sources.workload.schema import Workload, save_workload
 from tests.conftest import invoke
+from tests.support.builders import mlp_chain
 
 
 def _cusparselt(widths: list[int]) -> Workload:
@@ -95,5 +96,5 @@ def test_nothing_is_written_when_no_reproducer_confirms(tmp_path: Path, monkeypa
     result = invoke(["reduce", str(tmp_path / "good.yaml"), str(tmp_path / "bad.yaml"), "-o", str(out), "--json"])
     assert result.exit_code == 1
     payload = json.loads(result.stdout)
-    assert payload["confirmed"] is False and payload["repro"] is None and payload["command"] is None
+    assert payload["confirmed"] is False and payload["repro_file"] is None and payload["command"] is None
     assert not out.exists() and not out.with_name("repro.base.yaml").exists()

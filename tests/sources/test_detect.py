@@ -11,10 +11,10 @@ import yaml
 from sparsedebug.core.errors import UserError
 from sparsedebug.core.io import save_record
 from sparsedebug.sources.detect import describe_input, detect_kind, load_run, load_workload, resolve_workload
-from sparsedebug.sources.replay.builders import mlp_chain
-from sparsedebug.sources.replay.workload import save_workload
+from sparsedebug.sources.workload.schema import save_workload
 from tests.conftest import FIXTURES, assert_clean_error, invoke
 from tests.locate.test_walk import make_run
+from tests.support.builders import mlp_chain
 
 H200 = FIXTURES / "h200"
 

@@ -6,12 +6,12 @@ from pathlib import Path
 
 from sparsedebug.classify.score import classify_run
 from sparsedebug.locate.walk import bisect_runs
-from sparsedebug.playbook.bundle import FILES, LoadedBundle
-from sparsedebug.playbook.schema import load_playbook
 from sparsedebug.records.bundle import Bundle, BundleInput, FixOutcome
 from sparsedebug.records.run import RunRecord
 from sparsedebug.signoff.decide import with_decision
 from sparsedebug.signoff.movement import measure_movement
+from sparsedebug.sources.bundle import FILES, LoadedBundle
+from sparsedebug.sources.playbook import load_playbook
 
 
 def make_bundle(base: RunRecord, cand: RunRecord, fixed: RunRecord | None = None, root: Path = Path("bundle")) -> LoadedBundle:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from sparsedebug.sources.importers.torch_trace import analyze_trace
+from sparsedebug.sources.importers.trace.importer import analyze_trace
 from tests.support.tracegen import (
     AUTOGRAD_TID,
     COMM_STREAM,

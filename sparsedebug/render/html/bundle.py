@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from html import escape
 
-from sparsedebug.playbook.bundle import LoadedBundle
-from sparsedebug.playbook.schema import Playbook
+from sparsedebug.records.playbook import Playbook
 from sparsedebug.render.html.page import Part, Section, page
 from sparsedebug.render.html.sections import (
     Runs,
@@ -26,6 +25,7 @@ from sparsedebug.render.html.sections import (
 from sparsedebug.render.markdown.deployment import render_report
 from sparsedebug.render.markdown.memo import render_memo
 from sparsedebug.signoff.decide import stored_decision
+from sparsedebug.sources.bundle import LoadedBundle
 
 
 def bundle_sections(bundle: LoadedBundle) -> list[Section]:

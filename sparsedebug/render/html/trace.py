@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from sparsedebug.render.html.page import Table, figure_page, table_html
 from sparsedebug.render.html.sections import Runs, clock, forward_section, latency_section, layer_section, timeline_section
-from sparsedebug.sources.importers.torch_trace import TraceImport, TraceSummary
+from sparsedebug.sources.importers.trace.importer import TraceImport, TraceSummary
 
 
 def summary_table(summary: TraceSummary) -> Table:

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sparsedebug.playbook.bundle import LoadedBundle
 from sparsedebug.records.run import KernelPath, RunRecord
 from sparsedebug.records.target import LayerProjection
 from sparsedebug.render.clocks import bundle_clock, label_latencies, measured_clock, slower_layers, target_sentence
 from sparsedebug.signoff.decide import stored_decision
 from sparsedebug.signoff.metrics import fallback_summary, latency, layer_rows, real_quality_text, reality_figures
+from sparsedebug.sources.bundle import LoadedBundle
 
 BAR = "\u2588"
 

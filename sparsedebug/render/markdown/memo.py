@@ -17,10 +17,9 @@ default gate passes on it.
 from __future__ import annotations
 
 from sparsedebug.core.stats import SampleComparison, percentiles
-from sparsedebug.playbook.bundle import LoadedBundle
-from sparsedebug.playbook.schema import Playbook
 from sparsedebug.records.bundle import Movement
 from sparsedebug.records.decision import DecisionOutcome
+from sparsedebug.records.playbook import Playbook
 from sparsedebug.records.reduce import ReduceResult
 from sparsedebug.records.run import RunRecord
 from sparsedebug.render.clocks import bundle_clock, label_latencies, measured_clock, target_sentence
@@ -33,6 +32,7 @@ from sparsedebug.signoff.metrics import (
     quality_value,
     real_quality_text,
 )
+from sparsedebug.sources.bundle import LoadedBundle
 
 
 def _lat(run: RunRecord) -> str:

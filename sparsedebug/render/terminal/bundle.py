@@ -7,11 +7,11 @@ from rich.table import Table
 from rich.text import Text
 
 from sparsedebug.core.stats import percentiles
-from sparsedebug.playbook.bundle import LoadedBundle
-from sparsedebug.playbook.schema import Playbook
+from sparsedebug.records.playbook import Playbook
 from sparsedebug.render.clocks import measured_clock, target_label
 from sparsedebug.render.markdown.deployment import reality_check
 from sparsedebug.signoff.decide import stored_decision
+from sparsedebug.sources.bundle import LoadedBundle
 
 
 def bundle_summary(bundle: LoadedBundle, book: Playbook) -> RenderableType:

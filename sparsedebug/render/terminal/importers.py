@@ -6,13 +6,13 @@ from collections import defaultdict
 
 from rich.table import Table
 
+from sparsedebug.core.kernel_names import short_kernel_name
 from sparsedebug.core.stats import percentiles
 from sparsedebug.records.artifacts import NcuReport, SmiReport, TrtSparsityReport
 from sparsedebug.records.findings import FallbackReport
 from sparsedebug.records.run import RunRecord
 from sparsedebug.render.terminal.fit import optional
-from sparsedebug.sources.importers.kernel_names import short_kernel_name
-from sparsedebug.sources.importers.torch_trace import TraceSummary
+from sparsedebug.sources.importers.trace.importer import TraceSummary
 
 
 def _ms(value: float | None, digits: int = 3) -> str:

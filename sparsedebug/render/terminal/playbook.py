@@ -7,7 +7,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from sparsedebug.playbook.schema import Playbook
+from sparsedebug.records.playbook import Playbook
 
 
 def _list(items: list[str]) -> str:

@@ -21,8 +21,8 @@ from pathlib import Path
 
 from sparsedebug.core.errors import UserError
 from sparsedebug.core.io import read_text
+from sparsedebug.core.kernel_names import classify_kernel
 from sparsedebug.records.artifacts import Bound, NcuKernel, NcuReport
-from sparsedebug.sources.importers.kernel_names import classify_kernel
 
 LATENCY_THRESHOLD_PCT = 60.0
 """Both SM and memory throughput below this: latency-bound."""

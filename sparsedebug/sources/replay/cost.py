@@ -26,9 +26,9 @@ from __future__ import annotations
 import math
 
 from sparsedebug.core.budget import Cost, check_budget
-from sparsedebug.sources.replay.graph import check_graph
-from sparsedebug.sources.replay.narrow import FRACTION_STEPS
-from sparsedebug.sources.replay.workload import Workload
+from sparsedebug.sources.replay.synthetic.narrow import FRACTION_STEPS
+from sparsedebug.sources.workload.graph import check_graph
+from sparsedebug.sources.workload.schema import Workload
 
 BYTES_PER_PARAM = 48
 BYTES_PER_ACTIVATION = 24

@@ -26,7 +26,7 @@ Steps, in order (each reported to ``progress`` under its stage name):
     p50/p95/p99 against the budget, effective speedup versus the dense
     baseline, output quality versus the dense unpruned model (fp64), and the
     equal-latency comparison against a narrowed dense model
-    (:mod:`sparsedebug.sources.replay.narrow`).
+    (:mod:`sparsedebug.sources.replay.synthetic.narrow`).
 
 Numerics, decisions and quality are a pure function of the workload (same
 seed, same numbers); timings, and what is derived from them (speedup, the
@@ -65,7 +65,7 @@ from sparsedebug.records.run import (
 from sparsedebug.records.target import TargetClock
 from sparsedebug.records.timing import TimingQuality
 from sparsedebug.sources.replay.cost import check_replay
-from sparsedebug.sources.replay.executor import (
+from sparsedebug.sources.replay.synthetic.executor import (
     Array,
     ForwardTrace,
     Op,
@@ -76,13 +76,13 @@ from sparsedebug.sources.replay.executor import (
     forward,
     quality,
 )
-from sparsedebug.sources.replay.graph import LayerShape, check_graph
-from sparsedebug.sources.replay.inventory import graph_layer
-from sparsedebug.sources.replay.lowering import Decision, LayerQuery, flag_slower_than_dense, get_profile, kernel_class
-from sparsedebug.sources.replay.narrow import equal_latency
-from sparsedebug.sources.replay.target_project import target_clock
-from sparsedebug.sources.replay.weights import Inputs, Weights, build_inputs, build_weights, is_compliant, prune
-from sparsedebug.sources.replay.workload import Layer, Workload, absolute_paths
+from sparsedebug.sources.replay.synthetic.narrow import equal_latency
+from sparsedebug.sources.replay.synthetic.weights import Inputs, Weights, build_inputs, build_weights, is_compliant, prune
+from sparsedebug.sources.target.project import target_clock
+from sparsedebug.sources.workload.graph import LayerShape, check_graph
+from sparsedebug.sources.workload.inventory import graph_layer
+from sparsedebug.sources.workload.lowering import Decision, LayerQuery, flag_slower_than_dense, get_profile, kernel_class
+from sparsedebug.sources.workload.schema import Layer, Workload, absolute_paths
 
 Progress = Callable[[str, int, int], None]
 """``progress(stage, done, total)``: called as each stage advances."""
@@ -144,7 +144,7 @@ def replay(
     base_dir = source_path.parent if source_path is not None else None
     with _threads(workload.threads):
         if workload.model is not None:
-            from sparsedebug.sources.replay.model_replay import replay_model
+            from sparsedebug.sources.replay.checkpoint.replay import replay_model
 
             return replay_model(absolute_paths(workload, base_dir), rounds=rounds, progress=ctx.progress, source_path=source_path)
         return _replay(ctx, base_dir, source_path)
@@ -235,7 +235,7 @@ def plan(workload: Workload, source_path: Path | None = None) -> tuple[GraphStag
     check_replay(workload, source=str(source_path) if source_path is not None else None, timed=False)
     with _threads(workload.threads):
         if workload.model is not None:
-            from sparsedebug.sources.replay.model_workload import static_stages
+            from sparsedebug.sources.replay.checkpoint.workload import static_stages
 
             return static_stages(absolute_paths(workload, source_path.parent if source_path is not None else None))
         prepared = prepare(workload, source_path.parent if source_path is not None else None)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from html.parser import HTMLParser
 
-from sparsedebug.playbook.bundle import LoadedBundle
 from sparsedebug.records.run import (
     EqualLatencyQuality,
     KernelClass,
@@ -14,6 +13,7 @@ from sparsedebug.records.run import (
     TimelineGap,
     TimelineStrip,
 )
+from sparsedebug.sources.bundle import LoadedBundle
 from tests.support.bundles import make_bundle
 from tests.support.synth import dense_run, sparse_run
 

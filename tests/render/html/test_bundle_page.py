@@ -10,10 +10,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sparsedebug.core.stats import percentiles
-from sparsedebug.playbook.bundle import LoadedBundle
-from sparsedebug.playbook.schema import load_playbook
 from sparsedebug.render.html.bundle import render_bundle_html
 from sparsedebug.signoff.metrics import reality_figures
+from sparsedebug.sources.bundle import LoadedBundle
+from sparsedebug.sources.playbook import load_playbook
 from tests.render.html.common import parse, small_bundle
 from tests.support.bundles import make_bundle
 from tests.support.synth import L, make_run

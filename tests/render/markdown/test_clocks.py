@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from sparsedebug.playbook.bundle import LoadedBundle
-from sparsedebug.playbook.schema import load_playbook
 from sparsedebug.records.run import RunRecord
 from sparsedebug.render.clocks import label_latencies, measured_clock, quotes_unlabelled_latency
 from sparsedebug.render.markdown.deployment import render_report
 from sparsedebug.render.markdown.memo import render_memo
-from sparsedebug.sources.replay.builders import llama_stack
+from sparsedebug.sources.bundle import LoadedBundle
+from sparsedebug.sources.playbook import load_playbook
 from sparsedebug.sources.replay.replay import replay
+from tests.support.builders import llama_stack
 from tests.support.bundles import make_bundle
 from tests.support.synth import dense_run, sparse_run
 

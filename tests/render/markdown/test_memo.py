@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from sparsedebug.core.stats import percentiles
-from sparsedebug.playbook.schema import load_playbook
 from sparsedebug.records.run import FallbackReason
 from sparsedebug.render.markdown.memo import render_memo
 from sparsedebug.signoff.decide import decide
+from sparsedebug.sources.playbook import load_playbook
 from tests.support.bundles import make_bundle
 from tests.support.synth import dense_run, sparse_run
 

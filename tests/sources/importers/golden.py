@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from sparsedebug.sources.importers.torch_trace import TraceImport, analyze_trace
+from sparsedebug.sources.importers.trace.importer import TraceImport, analyze_trace
 from tests.conftest import FIXTURES
 from tests.sources.importers import handmade_traces
 from tests.sources.importers.trace_variants import (

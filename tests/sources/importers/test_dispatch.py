@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from sparsedebug.records.run import DispatchEvidence, KernelClass, KernelPath, LowerLayer
-from sparsedebug.sources.importers.dispatch import (
+from sparsedebug.core.dispatch import (
     backend_changed,
     change_text,
     dispatch_cause,
@@ -11,6 +10,7 @@ from sparsedebug.sources.importers.dispatch import (
     fix_for,
     moved_to_fp32,
 )
+from sparsedebug.records.run import DispatchEvidence, KernelClass, KernelPath, LowerLayer
 
 SDPA = "aten::scaled_dot_product_attention"
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from sparsedebug.sources.importers.torch_trace import analyze_trace
+from sparsedebug.sources.importers.trace.importer import analyze_trace
 from tests.sources.importers.golden import GENERATED, TRACES, digest, expected_path, inputs
 from tests.sources.importers.trace_variants import load
 

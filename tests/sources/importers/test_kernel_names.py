@@ -6,13 +6,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sparsedebug.records.run import KernelClass
-from sparsedebug.sources.importers.kernel_names import (
+from sparsedebug.core.kernel_names import (
     classify_kernel,
     hta_kernel_type,
     primary_class,
     short_kernel_name,
 )
+from sparsedebug.records.run import KernelClass
 
 CASES = [
     # H200 traces (PyTorch 2.11, cuSPARSELt 0.8)

@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sparsedebug.records.run import KernelClass
-from sparsedebug.sources.importers.timeline import idle_gaps, iteration_strip
-from sparsedebug.sources.importers.torch_trace import GpuOp, analyze_trace, timeline
+from sparsedebug.sources.importers.trace.analysis.strip import idle_gaps, iteration_strip
+from sparsedebug.sources.importers.trace.importer import GpuOp, analyze_trace, timeline
 from tests.conftest import FIXTURES
 
 H200 = FIXTURES / "h200"

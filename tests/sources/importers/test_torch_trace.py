@@ -13,13 +13,13 @@ from hypothesis import strategies as st
 
 from sparsedebug.core.errors import UserError
 from sparsedebug.records.run import KernelClass, KernelPath, RunRecord
-from sparsedebug.sources.importers.jsonstream import iter_trace
-from sparsedebug.sources.importers.torch_trace import (
+from sparsedebug.sources.importers.trace.importer import (
     GpuOp,
     analyze_trace,
     import_trace,
     timeline,
 )
+from sparsedebug.sources.importers.trace.read.stream import iter_trace
 from tests.conftest import FIXTURES
 
 H200 = FIXTURES / "h200"
@@ -255,7 +255,7 @@ def test_streamed_events_equal_json_load(tmp_path: Path) -> None:
     assert streamed == doc["traceEvents"]
     assert meta == {k: v for k, v in doc.items() if k != "traceEvents"}
     # tiny chunks exercise values split across buffer refills
-    import sparsedebug.sources.importers.jsonstream as js
+    import sparsedebug.sources.importers.trace.read.stream as js
 
     original = js._CHUNK
     js._CHUNK = 7
@@ -321,8 +321,8 @@ def _laminar(draw: st.DrawFn) -> list[tuple[int, int]]:
 @settings(max_examples=200, deadline=None)
 @given(_laminar(), st.lists(st.integers(-5, 150), max_size=20))
 def test_innermost_annotation_matches_brute_force(ranges: list[tuple[int, int]], points: list[int]) -> None:
-    from sparsedebug.sources.importers.host_tree import innermost, link_parents
-    from sparsedebug.sources.importers.trace_events import HostRange
+    from sparsedebug.sources.importers.trace.read.events import HostRange
+    from sparsedebug.sources.importers.trace.structure.host_tree import innermost, link_parents
 
     objs = [HostRange("annotation", f"r{i}", float(a), float(b), (1, 1), index=i) for i, (a, b) in enumerate(ranges)]
     by_thread = link_parents(objs)

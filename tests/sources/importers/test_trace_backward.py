@@ -21,10 +21,10 @@ from hypothesis import strategies as st
 
 from sparsedebug.locate.walk import bisect_runs
 from sparsedebug.records.run import OpKind, RunRecord
-from sparsedebug.sources.importers.host_tree import ancestors, children, link_launches, link_parents
-from sparsedebug.sources.importers.torch_trace import analyze_trace
-from sparsedebug.sources.importers.trace_events import HostRange, read_events
-from sparsedebug.sources.importers.trace_layers import LayerResolver
+from sparsedebug.sources.importers.trace.importer import analyze_trace
+from sparsedebug.sources.importers.trace.read.events import HostRange, read_events
+from sparsedebug.sources.importers.trace.structure.host_tree import ancestors, children, link_launches, link_parents
+from sparsedebug.sources.importers.trace.structure.layers import LayerResolver
 from tests.support.tracegen import TraceSpec, generate, layer_name, strip, write_doc
 
 SPEC = TraceSpec(layers=6, calls=2, iterations=6, streams=2, bucket=4)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from sparsedebug.records.run import KernelClass, KernelPath, OpKind
-from sparsedebug.sources.importers.torch_trace import TraceImport, analyze_trace
+from sparsedebug.sources.importers.trace.importer import TraceImport, analyze_trace
 from tests.conftest import FIXTURES
 from tests.sources.importers.trace_variants import (
     drop_ops,

@@ -7,7 +7,7 @@ import math
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sparsedebug.sources.importers.trace_iterations import group_by_gaps, smallest_period
+from sparsedebug.sources.importers.trace.structure.iterations import group_by_gaps, smallest_period
 
 
 def test_smallest_period_of_a_repeated_unit() -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from sparsedebug.records.run import OpKind
-from sparsedebug.sources.importers.trace_events import HostRange
-from sparsedebug.sources.importers.trace_ops import (
+from sparsedebug.sources.importers.trace.read.events import HostRange
+from sparsedebug.sources.importers.trace.structure.ops import (
     attention_backend,
     dispatch_evidence,
     layer_kind,

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from sparsedebug.sources.importers.torch_trace import analyze_trace
+from sparsedebug.sources.importers.trace.importer import analyze_trace
 from tests.conftest import FIXTURES, REPO_ROOT
 from tests.sources.importers.trace_variants import load, save
 

@@ -16,10 +16,10 @@ import yaml
 
 from sparsedebug.kernels.masks import Pattern
 from sparsedebug.quality.study import StudyRequest, run_study
-from sparsedebug.quality.text import default_corpus
 from sparsedebug.sources.models.base import Batch
 from sparsedebug.sources.models.bert import BertEncoder
 from sparsedebug.sources.models.load import load_model
+from sparsedebug.sources.models.text import default_corpus
 from tests.conftest import FIXTURES
 
 

@@ -6,10 +6,10 @@ import tracemalloc
 
 import pytest
 
-from sparsedebug.sources.replay.builders import llama_stack, mlp_chain
 from sparsedebug.sources.replay.cost import replay_cost
 from sparsedebug.sources.replay.replay import replay
-from sparsedebug.sources.replay.workload import Workload
+from sparsedebug.sources.workload.schema import Workload
+from tests.support.builders import llama_stack, mlp_chain
 
 VARIANTS = [
     mlp_chain("narrow-many-tokens", [64, 256, 64], sequence=1024, sparsity="2:4", repeats=3, warmup=0),

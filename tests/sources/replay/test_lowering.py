@@ -10,7 +10,7 @@ import pytest
 from sparsedebug.core.errors import UserError
 from sparsedebug.kernels.masks import parse_pattern
 from sparsedebug.records.run import FallbackReason, KernelClass, KernelPath
-from sparsedebug.sources.replay.lowering import PROFILES, LayerQuery, get_profile, kernel_class, torch_semi_structured
+from sparsedebug.sources.workload.lowering import PROFILES, LayerQuery, get_profile, kernel_class, torch_semi_structured
 from tests.conftest import FIXTURES
 
 RESULTS = json.loads((FIXTURES / "h200" / "results.json").read_text())

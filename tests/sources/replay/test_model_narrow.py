@@ -10,8 +10,8 @@ import pytest
 from sparsedebug.records.run import QualityDelta
 from sparsedebug.sources.models.base import Batch, Transformer
 from sparsedebug.sources.models.load import load_model
-from sparsedebug.sources.replay.model_kernels import ModelKernels
-from sparsedebug.sources.replay.model_narrow import (
+from sparsedebug.sources.replay.checkpoint.kernels import ModelKernels
+from sparsedebug.sources.replay.checkpoint.narrow import (
     EqualLatencyInputs,
     ffn_blocks,
     model_equal_latency,
@@ -19,7 +19,7 @@ from sparsedebug.sources.replay.model_narrow import (
     narrowed_model,
     neuron_importance,
 )
-from sparsedebug.sources.replay.narrow import FRACTION_STEPS
+from sparsedebug.sources.replay.synthetic.narrow import FRACTION_STEPS
 from tests.sources.replay.model_workloads import tiny_models
 
 BATCH = Batch.of([list(range(3, 19)), list(range(40, 52))])

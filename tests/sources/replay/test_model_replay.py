@@ -12,13 +12,14 @@ from sparsedebug.core.dtypes import unit_roundoff
 from sparsedebug.core.errors import UserError
 from sparsedebug.kernels.masks import check_compliance, parse_pattern
 from sparsedebug.kernels.pruning import magnitude_prune
-from sparsedebug.quality.text import python_version
 from sparsedebug.records.run import FallbackReason, KernelPath
 from sparsedebug.sources.models.base import Batch
-from sparsedebug.sources.replay.model_kernels import candidate_kernels, dense_kernels
-from sparsedebug.sources.replay.model_workload import open_model, resolve_layers
+from sparsedebug.sources.models.text import python_version
+from sparsedebug.sources.replay.checkpoint.kernels import candidate_kernels, dense_kernels
+from sparsedebug.sources.replay.checkpoint.workload import open_model, resolve_layers
 from sparsedebug.sources.replay.replay import plan, replay
-from sparsedebug.sources.replay.workload import Workload, parse_workload
+from sparsedebug.sources.workload.load import parse_workload
+from sparsedebug.sources.workload.schema import Workload
 from tests.sources.replay.model_workloads import candidate_fields, model_workload, tiny_models
 
 
@@ -126,8 +127,8 @@ def test_pruned_weights_comply_and_a_dense_workload_matches_the_dense_model(tiny
     assert q is not None and q.cosine == pytest.approx(1.0, abs=1e-6) and q.neighbour_agreement == 1.0
     assert all(lo.path is KernelPath.DENSE for lo in dense.lower.layers)
     wl = workload(tiny, **candidate_fields(pruning={"method": "sparsegpt", "pattern": "2:4", "layers": "all"}))
-    from sparsedebug.sources.replay.model_data import model_data
-    from sparsedebug.sources.replay.model_prune import ModelCache, pruned_weights
+    from sparsedebug.sources.replay.checkpoint.data import model_data
+    from sparsedebug.sources.replay.checkpoint.prune import ModelCache, pruned_weights
 
     loaded = open_model(wl.model)  # type: ignore[arg-type]
     layers = resolve_layers(wl, loaded.model.linears)

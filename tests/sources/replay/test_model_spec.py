@@ -9,7 +9,8 @@ import pytest
 import yaml
 
 from sparsedebug.core.errors import UserError
-from sparsedebug.sources.replay.workload import absolute_paths, dump_workload, parse_workload
+from sparsedebug.sources.workload.load import parse_workload
+from sparsedebug.sources.workload.schema import absolute_paths, dump_workload
 
 BASE: dict[str, Any] = {"kind": "workload", "name": "m", "tokens": {"sequence": 16}}
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import pytest
 
-from sparsedebug.quality.text import python_version
 from sparsedebug.records.run import FallbackReason, KernelPath
+from sparsedebug.sources.models.text import python_version
 from sparsedebug.sources.replay.replay import replay
-from sparsedebug.sources.replay.workload import load_workload
+from sparsedebug.sources.workload.load import load_workload
 from tests.conftest import FIXTURES
 
 WORKLOADS = FIXTURES / "workloads"

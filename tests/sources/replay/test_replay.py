@@ -11,13 +11,14 @@ from threadpoolctl import threadpool_info
 
 from sparsedebug.core.errors import UserError
 from sparsedebug.records.run import STAGES, FallbackReason, KernelPath, RunRecord
-from sparsedebug.sources.replay.builders import llama_stack, mlp_chain
-from sparsedebug.sources.replay.executor import attention
-from sparsedebug.sources.replay.narrow import equal_latency_step, ffn_groups, narrow
 from sparsedebug.sources.replay.replay import plan, replay
-from sparsedebug.sources.replay.weights import build_weights
-from sparsedebug.sources.replay.workload import CalibrationSpec, Workload, load_workload
+from sparsedebug.sources.replay.synthetic.executor import attention
+from sparsedebug.sources.replay.synthetic.narrow import equal_latency_step, ffn_groups, narrow
+from sparsedebug.sources.replay.synthetic.weights import build_weights
+from sparsedebug.sources.workload.load import load_workload
+from sparsedebug.sources.workload.schema import CalibrationSpec, Workload
 from tests.conftest import FIXTURES
+from tests.support.builders import llama_stack, mlp_chain
 
 
 def _tiny_llama(**fields: object) -> Workload:
@@ -268,7 +269,7 @@ def test_embedding_layernorm_gelu_model_runs_and_matches_numpy() -> None:
     # every op is checked against its own fp64 evaluation; fp32 arithmetic stays within a few ulps
     for name in ("ln", "act", "head"):
         assert (kernel[name].rel_err or 0.0) < 1e-5, name
-    from sparsedebug.sources.replay.weights import build_inputs
+    from sparsedebug.sources.replay.synthetic.weights import build_inputs
 
     tensors = build_weights(workload).tensors
     ids = build_inputs(workload).x
@@ -278,8 +279,8 @@ def test_embedding_layernorm_gelu_model_runs_and_matches_numpy() -> None:
     h = tensors["fc"] @ h
     h = 0.5 * h * (1 + np.tanh(np.sqrt(2 / np.pi) * (h + 0.044715 * h**3)))
     dense_out = tensors["head"] @ h
-    from sparsedebug.sources.replay.executor import build_ops, forward
-    from sparsedebug.sources.replay.graph import check_graph
+    from sparsedebug.sources.replay.synthetic.executor import build_ops, forward
+    from sparsedebug.sources.workload.graph import check_graph
 
     out, _ = forward(build_ops(workload, check_graph(workload), tensors, mode="reference"), ids)
     np.testing.assert_allclose(out, dense_out, rtol=1e-12, atol=1e-12)
@@ -288,7 +289,7 @@ def test_embedding_layernorm_gelu_model_runs_and_matches_numpy() -> None:
 def test_silu_matches_scipy_sigmoid_without_overflow() -> None:
     from scipy.special import expit
 
-    from sparsedebug.sources.replay.executor import _activation
+    from sparsedebug.sources.replay.synthetic.executor import _activation
 
     x = np.linspace(-800.0, 800.0, 4001)
     with np.errstate(all="raise"):

@@ -11,12 +11,13 @@ from sparsedebug.core import timing
 from sparsedebug.locate.walk import bisect_runs
 from sparsedebug.records.run import KernelPath, RunRecord
 from sparsedebug.signoff.gate import evaluate
-from sparsedebug.sources.replay.builders import llama_stack
-from sparsedebug.sources.replay.narrow import FRACTION_STEPS, narrowed_workload, target_match
 from sparsedebug.sources.replay.replay import plan, replay
-from sparsedebug.sources.replay.target_project import project_workload, target_clock
-from sparsedebug.sources.replay.workload import Workload, load_workload
+from sparsedebug.sources.replay.synthetic.narrow import FRACTION_STEPS, narrowed_workload, target_match
+from sparsedebug.sources.target.project import project_workload, target_clock
+from sparsedebug.sources.workload.load import load_workload
+from sparsedebug.sources.workload.schema import Workload
 from tests.conftest import FIXTURES
+from tests.support.builders import llama_stack
 
 
 def _tiny(**fields: object) -> Workload:

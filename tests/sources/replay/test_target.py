@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from sparsedebug.sources.replay.target import LinearCall, OpCall, TargetModel, target_model
-from sparsedebug.sources.replay.target_data import load_calibration
-from sparsedebug.sources.replay.target_project import break_even, predict, project_workload
-from sparsedebug.sources.replay.target_validate import forward_checks, leave_one_out, summary
-from sparsedebug.sources.replay.workload import load_workload
+from sparsedebug.sources.target.data import load_calibration
+from sparsedebug.sources.target.model import LinearCall, OpCall, TargetModel, target_model
+from sparsedebug.sources.target.project import break_even, predict, project_workload
+from sparsedebug.sources.target.validate import forward_checks, leave_one_out, summary
+from sparsedebug.sources.workload.load import load_workload
 from tests.conftest import FIXTURES
 
 MEASURED = [(4096, 4096), (11008, 4096), (4096, 11008), (8192, 8192), (28672, 8192)]

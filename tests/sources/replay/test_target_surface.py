@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sparsedebug.sources.replay.target_surface import Point, Roofline, Surface, fit_roofline
+from sparsedebug.sources.target.surface import Point, Roofline, Surface, fit_roofline
 
 SHAPES = [(1024, 1024), (4096, 1024), (4096, 4096)]
 TOKENS = [1, 16, 256, 2048]

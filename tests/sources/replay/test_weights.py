@@ -12,9 +12,9 @@ from safetensors.numpy import save_file
 
 from sparsedebug.core.errors import UserError
 from sparsedebug.kernels.masks import check_compliance
-from sparsedebug.sources.replay.builders import mlp_chain
-from sparsedebug.sources.replay.weights import build_inputs, build_weights, is_compliant, prune
-from sparsedebug.sources.replay.workload import Workload
+from sparsedebug.sources.replay.synthetic.weights import build_inputs, build_weights, is_compliant, prune
+from sparsedebug.sources.workload.schema import Workload
+from tests.support.builders import mlp_chain
 
 
 def _chain(**fields: Any) -> Workload:

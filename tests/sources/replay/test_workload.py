@@ -9,10 +9,11 @@ import pytest
 import yaml
 
 from sparsedebug.core.errors import UserError
-from sparsedebug.sources.replay.builders import llama_stack, mlp_chain
-from sparsedebug.sources.replay.graph import check_graph
-from sparsedebug.sources.replay.workload import Workload, dump_workload, load_workload, parse_workload, revalidate, save_workload
+from sparsedebug.sources.workload.graph import check_graph
+from sparsedebug.sources.workload.load import load_workload, parse_workload, revalidate
+from sparsedebug.sources.workload.schema import Workload, dump_workload, save_workload
 from tests.conftest import FIXTURES
+from tests.support.builders import llama_stack, mlp_chain
 
 WORKLOADS = FIXTURES / "workloads"
 
@@ -158,7 +159,7 @@ def test_dump_is_plain_yaml_with_knobs() -> None:
 
 
 def test_launch_knob_defaults_to_eager_and_is_checked() -> None:
-    from sparsedebug.sources.replay.workload import parse_workload
+    from sparsedebug.sources.workload.load import parse_workload
 
     data = {"name": "w", "tokens": {"sequence": 4}, "layers": [{"name": "fc", "op": "linear", "shape": [8, 8]}]}
     workload = parse_workload(data, "w.yaml")

@@ -1,0 +1,198 @@
+"""Sort GPU kernel names into classes: sparse GEMM, dense tensor-core GEMM, fp32 GEMM, ...
+
+Kernel names are what a profiler trace or Nsight Compute reports; they tell
+which *path* a layer took (never which op the model called: that comes from the
+CPU ops, see ``sparsedebug.sources.importers.trace.structure.ops``). The rules are substring tests
+on the lower-cased name, checked in a fixed order (first match wins):
+
+1. communication: NCCL/RCCL kernels (``ncclDevKernel_*``, ``ncclKernel_*``) and
+   collective kernels named after their collective (``all_reduce``, ``all_gather``,
+   ``reduce_scatter``, ``all_to_all``, ``sendrecv``, NVSHMEM).
+2. copy: ``Memcpy ...``/``Memset ...`` activities and DMA.
+3. sparse GEMM: cuSPARSELt and CUTLASS 2:4 kernels (``xmma_sparse_gemm``,
+   ``*cusparselt*``, ``sparse`` together with ``gemm``/``mma``, ``spgemm``).
+4. attention: fused attention kernels (FlashAttention 2/3 ``flash_fwd_*``,
+   ``flash::FlashAttnFwdSm90``, ``fmha*``, cuDNN ``*sdpa*``, ``*attention*``).
+5. GEMMs (``gemm``, ``gemv``, ``matmul``, cuBLAS ``nvjet_*``, Inductor
+   ``triton_tem_*`` templates, rocBLAS/Tensile ``Cijk_*``, cuDNN ``scudnn``): fp32
+   when the name says so (``sgemm``, ``f32f32``, ``tf32``, ``simt``, CUTLASS
+   ``s1688gemm`` without ``f16``, a ``float`` template argument, nvjet type codes
+   ``s``/``t``/``d``, Tensile ``_SB_``/``_SS_``), a dense tensor-core GEMM when it
+   says half/bf16/fp8 (or is an nvjet kernel). A GEMM whose name says neither is
+   resolved by the dtype of the op that launched it (``dtype=``), else ``other``.
+6. Inductor: ``triton_poi_*`` elementwise, ``triton_red_*``/``triton_per_*`` reduction.
+   Then copy: copies, casts, layout transforms, concatenation, gathers.
+7. reduction: reductions, norms (batch/layer/RMS), softmax, scans.
+8. elementwise: elementwise/pointwise kernels, multi-tensor (optimizer) kernels.
+9. anything else: ``other`` (never an error).
+
+The library prefix ``fbgemm`` (FBGEMM-GPU embedding kernels) is not a GEMM.
+``hta_kernel_type`` is Holistic Trace Analysis's own (different) split into
+communication / memory / computation, used for its temporal breakdown.
+"""
+
+from __future__ import annotations
+
+import re
+
+from sparsedebug.records.run import KernelClass
+
+PRECEDENCE: tuple[KernelClass, ...] = (
+    KernelClass.SPARSE_GEMM,
+    KernelClass.FP32_GEMM,
+    KernelClass.DENSE_TC_GEMM,
+    KernelClass.ATTENTION,
+    KernelClass.COMMUNICATION,
+    KernelClass.REDUCTION,
+    KernelClass.ELEMENTWISE,
+    KernelClass.COPY,
+    KernelClass.OTHER,
+)
+"""Which class names a layer that ran kernels of several classes: the first one present."""
+
+GEMM_CLASSES = frozenset({KernelClass.SPARSE_GEMM, KernelClass.DENSE_TC_GEMM, KernelClass.FP32_GEMM})
+
+_HALF_MARKERS = ("f16", "fp16", "bf16", "half", "hsh", "hgemm", "bfloat16", "e4m3", "e5m2", "fp8", "i8i8", "int8", "h16816", "h1688", "hcudnn")
+_FP32_MARKERS = ("sgemm", "f32f32", "tf32", "fp32_gemm", "gemm_f32", "gemmsn", "simt", "scudnn", "float", "double", "dgemm")
+_COMM_MARKERS = ("all_reduce", "allreduce", "all_gather", "allgather", "reduce_scatter", "reducescatter", "all_to_all", "alltoall", "sendrecv", "nvshmem")
+_ATTENTION_MARKERS = ("flash", "fmha", "sdpa", "attention", "attn")
+_COPY_MARKERS = (
+    "copy", "memcpy", "memset", "catarray", "cat_", "fill_kernel", "nchwtonhwc", "nhwctonchw", "transpose",
+    "permute", "indexselect", "index_select", "gather",
+)
+_REDUCTION_MARKERS = (
+    "reduce", "reduction", "norm", "softmax", "triton_red", "triton_per", "argmax", "argmin", "bn_fw", "bn_bw",
+    "moments", "welford", "gammabeta", "scan", "cumsum", "topk",
+)
+_ELEMENTWISE_MARKERS = ("elementwise", "pointwise", "triton_poi", "vectorized", "functor", "multi_tensor_apply", "epilogue")
+_NVJET_TYPE = re.compile(r"^nvjet_(?:sm\d+_)?([a-z])[a-z]{2}_")
+_TENSILE_FP32 = ("_sb_", "_ss_", "_sx_", "_db_", "_dd_")
+_TENSILE_HALF = ("_hb_", "_hh_", "_hs_", "_bb_", "_bs_", "_bbs_", "_hhs_", "_f8", "_i8")
+_HALF_DTYPES = frozenset({"fp16", "bf16", "fp8_e4m3", "fp8_e5m2", "int8"})
+_FP32_DTYPES = frozenset({"fp32", "fp64", "tf32"})
+
+
+def _is_gemm_like(name: str) -> bool:
+    return (
+        "gemm" in name or "gemv" in name or name.startswith(("nvjet", "cijk_", "triton_tem")) or "matmul" in name
+        or "scudnn" in name or "hcudnn" in name
+    )
+
+
+def is_communication_kernel(name: str) -> bool:
+    """A collective-communication kernel (NCCL, RCCL, NVSHMEM or a named collective)."""
+    n = name.lower()
+    return n.startswith(("nccl", "rccl")) or "ncclkernel" in n or "nccldevkernel" in n or any(m in n for m in _COMM_MARKERS)
+
+
+def _gemm_class(n: str, dtype: str | None) -> KernelClass:
+    """Precision class of a GEMM-like kernel name (``n`` lower-cased)."""
+    if n.startswith("nvjet"):
+        code = _NVJET_TYPE.match(n)
+        if any(marker in n for marker in ("tf32", "f32f32", "sgemm")) or (code is not None and code.group(1) in "std"):
+            return KernelClass.FP32_GEMM
+        return KernelClass.DENSE_TC_GEMM
+    if n.startswith("cijk_"):
+        if any(marker in n for marker in _TENSILE_FP32):
+            return KernelClass.FP32_GEMM
+        if any(marker in n for marker in _TENSILE_HALF):
+            return KernelClass.DENSE_TC_GEMM
+    if "s1688gemm" in n and not any(marker in n for marker in ("f16", "bf16", "fp16")):
+        return KernelClass.FP32_GEMM  # Ampere CUTLASS 1688 tensor-op GEMM on fp32 data: TF32
+    if "xmma_gemm" in n or "tensorop" in n and "simt" not in n:
+        # xmma/tensorop names still say fp32 when they are tf32 or f32f32 GEMMs.
+        if any(marker in n for marker in ("tf32", "f32f32", "sgemm")):
+            return KernelClass.FP32_GEMM
+        return KernelClass.DENSE_TC_GEMM
+    half = any(marker in n for marker in _HALF_MARKERS) or "wgmma" in n or "hmma" in n or "16816" in n
+    if any(marker in n for marker in _FP32_MARKERS) and not (half and "float" in n and "sgemm" not in n):
+        return KernelClass.FP32_GEMM
+    if half:
+        return KernelClass.DENSE_TC_GEMM
+    if dtype in _FP32_DTYPES:
+        return KernelClass.FP32_GEMM
+    if dtype in _HALF_DTYPES:
+        return KernelClass.DENSE_TC_GEMM
+    return KernelClass.OTHER
+
+
+def classify_kernel(name: str, dtype: str | None = None) -> KernelClass:
+    """Class of one kernel from its (possibly demangled, possibly templated) name.
+
+    ``dtype`` (canonical: ``fp16``, ``bf16``, ``fp32``...) is the input dtype of
+    the op that launched the kernel, when known: it only decides GEMMs whose name
+    does not tell their precision (Inductor templates, unnamed library GEMMs).
+    """
+    n = name.lower().replace("fbgemm", "fb_lib")
+    if is_communication_kernel(n):
+        return KernelClass.COMMUNICATION
+    if n.startswith(("memcpy", "memset", "dma")):
+        return KernelClass.COPY
+    if "cusparselt" in n or "spgemm" in n or "sparse" in n and ("gemm" in n or "mma" in n):
+        return KernelClass.SPARSE_GEMM
+    if any(marker in n for marker in _ATTENTION_MARKERS):
+        return KernelClass.ATTENTION
+    if _is_gemm_like(n):
+        return _gemm_class(n, dtype)
+    if n.startswith("triton_poi"):
+        return KernelClass.ELEMENTWISE  # Inductor pointwise, even when fused with a _to_copy
+    if n.startswith(("triton_red", "triton_per")):
+        return KernelClass.REDUCTION
+    if any(marker in n for marker in _COPY_MARKERS):
+        return KernelClass.COPY
+    if any(marker in n for marker in _REDUCTION_MARKERS):
+        return KernelClass.REDUCTION
+    if any(marker in n for marker in _ELEMENTWISE_MARKERS):
+        return KernelClass.ELEMENTWISE
+    return KernelClass.OTHER
+
+
+def primary_class(classes: set[KernelClass] | frozenset[KernelClass]) -> KernelClass:
+    """The class that names a layer: the first of ``PRECEDENCE`` among ``classes``."""
+    for cls in PRECEDENCE:
+        if cls in classes:
+            return cls
+    return KernelClass.OTHER
+
+
+# HTA 0.5 (hta/utils/utils.py): is_comm_kernel, is_memory_kernel, is_compute_kernel, verbatim.
+_HTA_COMM = re.compile(r"^nccl.*Kernel")
+_HTA_MEMORY = re.compile(r"(^Memcpy)|(^Memset)|(^dma)")
+_HTA_NON_COMPUTE = re.compile(r"(^nccl.*Kernel)|(.*(Memcpy)|(Memset))|(.*Sync)")
+
+
+def hta_kernel_type(name: str) -> str:
+    """Holistic Trace Analysis's kernel type: ``communication``, ``memory``, ``computation`` or ``other``.
+
+    HTA's regular expressions, applied to the raw (case-sensitive) name: NCCL
+    ``nccl*Kernel`` is communication, ``Memcpy*``/``Memset*``/``dma*`` memory, and
+    every name that matches neither nor contains ``Memcpy`` or ``Sync`` is
+    computation.
+    """
+    if _HTA_COMM.match(name):
+        return "communication"
+    if _HTA_MEMORY.match(name):
+        return "memory"
+    if not _HTA_NON_COMPUTE.match(name):
+        return "computation"
+    return "other"
+
+
+def short_kernel_name(name: str, limit: int = 60) -> str:
+    """A readable short form of a templated kernel name (for tables only, never for matching).
+
+    Drops ``void``, the ``at::native::`` and anonymous namespaces and the argument
+    list, keeps the template arguments that tell kernels apart, then truncates.
+    """
+    text = name.removeprefix("void ").replace("at::native::", "").replace("(anonymous namespace)::", "")
+    depth = 0
+    for index, char in enumerate(text):
+        if char == "<":
+            depth += 1
+        elif char == ">":
+            depth -= 1
+        elif char == "(" and depth == 0 and index > 0:
+            text = text[:index]
+            break
+    text = text.strip()
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,0 +1,199 @@
+"""GPU timeline figures: busy, span, the idle split, per-stream figures and HTA's temporal breakdown.
+
+Busy time is the length of the union of GPU activity intervals (kernels,
+memsets, memcpys) across all streams of the device; span is first start to last
+end; idle = span - busy. Each idle gap (between the end of the busy interval
+before it and the start of the next GPU op) is split as Holistic Trace Analysis
+does: *host wait* when the call that launched the next op started after the
+previous op ended (the GPU waited for the CPU to enqueue work), *kernel wait*
+when the launch was already queued, *other* when the next op has no linked
+launch call. HTA walks the gaps of each stream; here the gaps are those of the
+device-wide union of all streams, so host + kernel + other wait always add up to
+span - busy (on a single stream the two definitions agree).
+
+HTA 0.5's temporal breakdown (``get_temporal_breakdown``) splits the same span
+into *compute* (union of computation kernels), *non-compute* (the rest of the
+union: memory and communication kernels, and whatever else HTA does not count as
+computation) and *idle*, by HTA's own kernel-name rules
+(``kernel_names.hta_kernel_type``). Two conventions are reported:
+
+* ``all_iterations``: the device's kernels, memsets and memcpys over the whole
+  trace; compute + non-compute = busy.
+* ``hta``: HTA 0.5's defaults: with two or more ProfilerSteps, only GPU events
+  launched by CPU events that start before the last step (HTA drops the last
+  ProfilerStep; with ``include_last_step`` it keeps those launched up to its
+  end); ``cuda_sync`` events on a stream count as GPU time (non-compute); every
+  device in the file. Two deliberate departures from HTA: host events that carry
+  a ``stream`` argument (Inductor's ``triton_*`` launcher ops, ROCm runtime calls)
+  are not GPU time here, and timestamps are not rounded to whole microseconds (set
+  ``HTA_DISABLE_NS_ROUNDING=1`` when comparing: HTA 0.5's rounding makes
+  sub-microsecond memsets negative and trips its own assertion on H200 traces).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from pydantic import Field
+
+from sparsedebug.core.kernel_names import hta_kernel_type
+from sparsedebug.records.base import Record
+from sparsedebug.sources.importers.trace.read.events import GpuOp, TraceEvents
+
+
+class StreamSummary(Record):
+    """One GPU stream's share of the timeline."""
+
+    stream: int
+    gpu_ops: int
+    busy_ms: float = Field(description="Union of this stream's op intervals.")
+    span_ms: float
+    by_class_ms: dict[str, float]
+
+
+class TemporalBreakdown(Record):
+    """Holistic Trace Analysis's temporal breakdown of the GPU timeline under one convention."""
+
+    convention: Literal["all_iterations", "hta"]
+    description: str
+    span_ms: float = Field(description="First GPU event start to last end (HTA's 'kernel_time').")
+    compute_ms: float
+    non_compute_ms: float
+    idle_ms: float
+    gpu_events: int
+    dropped_last_step: bool = False
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """GPU busy/span/idle figures of a set of ops (milliseconds)."""
+
+    busy_ms: float
+    span_ms: float
+    host_wait_ms: float
+    kernel_wait_ms: float
+    other_wait_ms: float
+
+    @property
+    def idle_ms(self) -> float:
+        return self.span_ms - self.busy_ms
+
+
+GapCause = Literal["host_wait", "kernel_wait", "other"]
+"""Why the GPU sat idle before an op: its launch came after the previous work ended (host wait), before it
+(kernel wait: a dependency or the stream), or the op has no launch to tell (other)."""
+
+
+def segments_and_gaps(ops: Sequence[GpuOp]) -> tuple[list[tuple[float, float]], list[tuple[float, float, GapCause]]]:
+    """The union of ``ops``' intervals as ``(start_us, end_us)`` segments, and the gaps between them as
+    ``(start_us, dur_us, cause)``, in time order: the one place the idle split is decided."""
+    ordered = sorted(ops, key=lambda op: (op.ts, op.end))
+    if not ordered:
+        return [], []
+    segments: list[tuple[float, float]] = []
+    gaps: list[tuple[float, float, GapCause]] = []
+    seg_start, seg_end = ordered[0].ts, ordered[0].end
+    for op in ordered[1:]:
+        if op.ts > seg_end:
+            segments.append((seg_start, seg_end))
+            cause: GapCause
+            if op.launch_ts is None:
+                cause = "other"
+            elif op.launch_ts > seg_end:
+                cause = "host_wait"
+            else:
+                cause = "kernel_wait"
+            gaps.append((seg_end, op.ts - seg_end, cause))
+            seg_start, seg_end = op.ts, op.end
+        elif op.end > seg_end:
+            seg_end = op.end
+    segments.append((seg_start, seg_end))
+    return segments, gaps
+
+
+def timeline(ops: list[GpuOp]) -> Timeline:
+    """Busy (union of intervals), span and the HTA idle split of ``ops`` on one device."""
+    if not ops:
+        return Timeline(0.0, 0.0, 0.0, 0.0, 0.0)
+    segments, gaps = segments_and_gaps(ops)
+    busy = 0.0
+    for start, end in segments:
+        busy += end - start
+    waits = {"host_wait": 0.0, "kernel_wait": 0.0, "other": 0.0}
+    for _, dur, cause in gaps:
+        waits[cause] += dur
+    span = max(op.end for op in ops) - min(op.ts for op in ops)
+    return Timeline(busy / 1e3, span / 1e3, waits["host_wait"] / 1e3, waits["kernel_wait"] / 1e3, waits["other"] / 1e3)
+
+
+def union_us(intervals: Iterable[tuple[float, float]]) -> float:
+    """Length of the union of (start, end) intervals."""
+    total = 0.0
+    seg_start = seg_end = None
+    for start, end in sorted(intervals):
+        if seg_end is None or seg_start is None:
+            seg_start, seg_end = start, end
+        elif start > seg_end:
+            total += seg_end - seg_start
+            seg_start, seg_end = start, end
+        elif end > seg_end:
+            seg_end = end
+    if seg_start is not None and seg_end is not None:
+        total += seg_end - seg_start
+    return total
+
+
+def streams(ops: list[GpuOp]) -> list[StreamSummary]:
+    """Per-stream op count, busy time (union on that stream), span and time by kernel class."""
+    by_stream: dict[int, list[GpuOp]] = defaultdict(list)
+    for op in ops:
+        by_stream[op.stream].append(op)
+    out = []
+    for stream, items in sorted(by_stream.items()):
+        by_class: dict[str, float] = defaultdict(float)
+        for op in items:
+            by_class[op.cls.value] += op.dur / 1e3
+        out.append(
+            StreamSummary(
+                stream=stream,
+                gpu_ops=len(items),
+                busy_ms=union_us((op.ts, op.end) for op in items) / 1e3,
+                span_ms=(max(op.end for op in items) - min(op.ts for op in items)) / 1e3,
+                by_class_ms=dict(by_class),
+            )
+        )
+    return out
+
+
+def _breakdown(events: list[tuple[str, float, float]], convention: Literal["all_iterations", "hta"], description: str, dropped: bool) -> TemporalBreakdown:
+    if not events:
+        return TemporalBreakdown(convention=convention, description=description, span_ms=0.0, compute_ms=0.0, non_compute_ms=0.0,
+                                 idle_ms=0.0, gpu_events=0, dropped_last_step=dropped)
+    busy = union_us((ts, end) for _name, ts, end in events)
+    compute = union_us((ts, end) for name, ts, end in events if hta_kernel_type(name) == "computation")
+    span = max(end for _n, _t, end in events) - min(ts for _n, ts, _e in events)
+    return TemporalBreakdown(
+        convention=convention, description=description, span_ms=span / 1e3, compute_ms=compute / 1e3,
+        non_compute_ms=(busy - compute) / 1e3, idle_ms=(span - busy) / 1e3, gpu_events=len(events), dropped_last_step=dropped,
+    )
+
+
+def temporal_breakdowns(trace: TraceEvents, ops: list[GpuOp], *, include_last_step: bool = False) -> list[TemporalBreakdown]:
+    """The breakdown over ``ops`` (all iterations) and under HTA 0.5's conventions (see the module docstring)."""
+    ours = _breakdown([(op.name, op.ts, op.end) for op in ops], "all_iterations",
+                      "device kernels, memsets and memcpys over the whole trace", False)
+    events = [(op.name, op.ts, op.end, op.correlation) for op in trace.gpu]
+    events += [(s.name, s.ts, s.ts + s.dur, s.correlation) for s in trace.syncs if s.stream >= 0]
+    steps = trace.steps + trace.gpu_steps
+    dropped = False
+    if len({s.name for s in steps}) >= 2:
+        cutoff = max(s.end for s in steps) if include_last_step else max(s.ts for s in steps)
+        launched = {corr for corr, (ts, _thread, _name) in trace.launches.items() if (ts <= cutoff if include_last_step else ts < cutoff)}
+        events = [e for e in events if e[3] is not None and e[3] >= 0 and e[3] in launched]
+        dropped = not include_last_step
+    what = "HTA 0.5 defaults: " + ("last ProfilerStep dropped" if dropped else "every ProfilerStep" if len(steps) >= 2 else "no ProfilerSteps, whole trace")
+    hta = _breakdown([(name, ts, end) for name, ts, end, _c in events], "hta", what + "; cuda_sync events counted; all devices", dropped)
+    return [ours, hta]

@@ -1,0 +1,310 @@
+"""Import a PyTorch profiler (Kineto) Chrome trace as a five-stage ``RunRecord``.
+
+The pipeline, one module per step:
+
+1. ``trace_events``: stream the file (``.json``/``.json.gz``) into GPU ops,
+   launches, host ranges (ops, annotations, module calls, steps).
+2. ``host_tree``: nest the host ranges per thread and link every GPU op to the
+   innermost range around the call that launched it.
+3. ``trace_layers``: the layer call of each GPU op (annotation, module call, or
+   the top-level op the model called; kernel names for CUDA-graph replays and ops
+   launched outside any op), its phase (forward, backward, optimizer), and a layer
+   name that is stable across two profiles of the same model.
+4. ``trace_iterations``: iteration windows (ProfilerStep, the period of the
+   repeating call sequence, annotation repeats, graph launches, kernel-sequence
+   period, whole trace).
+5. ``trace_record``: op kind and shapes from the CPU ops, path from the kernel
+   classes, dispatch evidence (backend, dtypes, strides, mask) for linear and
+   attention layers.
+6. ``trace_timeline``: busy/span/idle with HTA's idle split, per-stream figures
+   and HTA's temporal breakdown (compute, non-compute, idle) under our convention
+   and HTA's (last ProfilerStep dropped).
+
+Run-record figures are per iteration (``schedule.span_samples_ms``,
+``busy_samples_ms``, ``outcome.latency_samples_ms``; ``host_wait_ms`` and
+``kernel_wait_ms`` summed over the gaps inside iterations, partial iterations
+left out); the whole-trace figures, including the gaps between iterations, are
+in ``TraceSummary``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field
+
+from sparsedebug.core.errors import UserError
+from sparsedebug.core.io import file_digest
+from sparsedebug.core.kernel_names import classify_kernel
+from sparsedebug.records.base import Record
+from sparsedebug.records.run import (
+    GraphStage,
+    KernelPath,
+    KernelStage,
+    LowerStage,
+    OutcomeStage,
+    RunRecord,
+    RunSource,
+    ScheduleStage,
+)
+from sparsedebug.sources.importers.trace.analysis.strip import iteration_strip
+from sparsedebug.sources.importers.trace.analysis.timeline import (
+    StreamSummary,
+    TemporalBreakdown,
+    Timeline,
+    streams,
+    temporal_breakdowns,
+    timeline,
+)
+from sparsedebug.sources.importers.trace.read.events import GPU_CATEGORIES, GpuOp, TraceEvents, read_events
+from sparsedebug.sources.importers.trace.read.stream import untimed_summary
+from sparsedebug.sources.importers.trace.record import (
+    dense_share,
+    group_layers,
+    layer_idle,
+    layer_records,
+    tokens,
+)
+from sparsedebug.sources.importers.trace.structure.host_tree import children, link_launches, link_parents
+from sparsedebug.sources.importers.trace.structure.iterations import (
+    Iterations,
+    annotation_iterations,
+    assign,
+    graph_launch_iterations,
+    kernel_period_iterations,
+    period_iterations,
+    step_iterations,
+    whole_trace,
+)
+from sparsedebug.sources.importers.trace.structure.layers import (
+    LayerCall,
+    LayerResolver,
+    gpu_annotation_of,
+    name_calls,
+)
+from sparsedebug.sources.importers.trace.structure.ops import first_dtype
+
+__all__ = ["GpuOp", "IterationSummary", "Timeline", "TraceImport", "TraceSummary", "analyze_trace", "import_trace", "timeline"]
+
+
+class IterationSummary(Record):
+    """One traced iteration (forward/step) on the GPU timeline."""
+
+    index: int
+    gpu_ops: int
+    span_ms: float = Field(description="First GPU op start to last GPU op end of this iteration.")
+    busy_ms: float = Field(description="Union of this iteration's GPU op intervals.")
+    latency_ms: float = Field(
+        description="From the iteration's start on the host (or the previous iteration's end, if later) to its last GPU op end (or host end, if later)."
+    )
+    partial: bool = Field(False, description="The trace ends inside this iteration: left out of the run record's samples.")
+
+
+class TraceSummary(Record):
+    """Whole-trace GPU timeline figures, as printed by `sparsedebug import trace`."""
+
+    file: str
+    device: str | None
+    gpu_ops: int
+    kernels: int
+    busy_ms: float
+    span_ms: float
+    idle_ms: float
+    host_wait_ms: float
+    kernel_wait_ms: float
+    other_wait_ms: float
+    iteration_source: str = Field(description="ProfilerStep, repeating call sequence, annotation:<name>, cudaGraphLaunch, kernel-sequence period or whole trace.")
+    iteration_detail: str = ""
+    iterations: list[IterationSummary]
+    by_class_ms: dict[str, float]
+    annotated: bool
+    layers: int
+    layer_sources: dict[str, int] = Field(default_factory=dict, description="Layers by how they were found: annotation, module, aten_op, kernel.")
+    cuda_graph: bool = Field(False, description="Kernels replayed from CUDA graphs (no CPU ops under them: their layers are kernel names).")
+    phases_ms: dict[str, float] = Field(default_factory=dict, description="GPU busy time (union) per phase: forward, backward, optimizer.")
+    streams: list[StreamSummary] = Field(default_factory=list)
+    temporal: list[TemporalBreakdown] = Field(default_factory=list, description="HTA's compute / non-compute / idle under our convention and HTA's.")
+    skipped_events: dict[str, int] = Field(default_factory=dict, description="Events ignored, by reason.")
+
+
+class TraceImport(Record):
+    """The imported run record plus the whole-trace summary behind it."""
+
+    record: RunRecord
+    summary: TraceSummary
+
+
+def _device_ops(trace: TraceEvents) -> tuple[list[GpuOp], int]:
+    devices: Counter[int] = Counter(op.device for op in trace.gpu)
+    device = max(devices, key=lambda d: devices[d])
+    if len(devices) > 1:
+        trace.skipped[f"GPU ops on devices other than {device} (analysed the busiest device only)"] += len(trace.gpu) - devices[device]
+    return sorted((op for op in trace.gpu if op.device == device), key=lambda op: (op.ts, op.end)), device
+
+
+def _iterations(trace: TraceEvents, resolver: LayerResolver, ops: list[GpuOp], calls: dict[int, LayerCall]) -> Iterations:
+    found = step_iterations(trace)
+    if found is not None:
+        return found
+    sequence = resolver.main_sequence()
+    if sequence:
+        found = period_iterations(sequence, [resolver.call_signature(r) for r in sequence])
+        if found is not None:
+            return found
+    launch_order = sorted(ops, key=lambda op: (op.launch_ts if op.launch_ts is not None else op.ts, op.ts))
+    host_annotations = [calls[id(op)].range for op in launch_order if calls[id(op)].identity == "annotation"]
+    first = next((r for r in host_annotations if r is not None and r.index < len(trace.ranges) and trace.ranges[r.index] is r), None)
+    if first is not None:
+        found = annotation_iterations(first.name, [r for r in trace.ranges if r.kind == "annotation" and resolver.is_layer_range(r)])
+        if found is not None:
+            return found
+    return graph_launch_iterations(trace) or kernel_period_iterations(ops) or whole_trace(ops, trace.ranges)
+
+
+def _link_layers(trace: TraceEvents, ops: list[GpuOp]) -> tuple[LayerResolver, dict[int, LayerCall], Iterations]:
+    """Layer call of every op, the iterations, and the layer names (set on the ops)."""
+    resolver = LayerResolver(trace, children(trace.ranges))
+    gpu_annotations = gpu_annotation_of(trace, ops)
+    calls = {id(op): resolver.call_for_op(op, gpu_annotations.get(k)) for k, op in enumerate(ops)}
+    iterations = _iterations(trace, resolver, ops, calls)
+    name_calls(resolver, iterations.index_of)
+    for op in ops:
+        call = calls[id(op)]
+        op.layer, op.phase = call.name, call.phase
+        op.call = None if call.identity == "kernel" else call.key
+        host = trace.ranges[op.host] if op.host is not None else None
+        op.cls = classify_kernel(op.name, first_dtype(host) if host is not None and host.kind == "op" else None)
+    return resolver, calls, iterations
+
+
+def _iteration_figures(groups: list[list[GpuOp]], iterations: Iterations) -> tuple[list[IterationSummary], Timeline]:
+    """Per-iteration summaries, and the sums of their idle split (complete iterations only)."""
+    out: list[IterationSummary] = []
+    host = kern = 0.0
+    previous_end = float("-inf")
+    for index, (group, (start, host_end)) in enumerate(zip(groups, iterations.windows, strict=True)):
+        if not group:
+            continue
+        tl = timeline(group)
+        end = max(max(op.end for op in group), host_end)
+        # an iteration issued while the previous one still ran starts when the GPU frees up
+        latency = (end - max(start, previous_end)) / 1e3
+        previous_end = end
+        partial = index in iterations.partial
+        out.append(IterationSummary(index=index, gpu_ops=len(group), span_ms=tl.span_ms, busy_ms=tl.busy_ms, latency_ms=latency, partial=partial))
+        if not partial:
+            host += tl.host_wait_ms
+            kern += tl.kernel_wait_ms
+    return out, Timeline(0.0, 0.0, host, kern, 0.0)
+
+
+def analyze_trace(path: Path, *, include_last_step: bool = False) -> TraceImport:
+    """Read a Kineto trace and build the run record and the whole-trace summary.
+
+    ``include_last_step`` switches the HTA-convention breakdown to HTA's
+    ``include_last_profiler_step=True``.
+    """
+    trace = read_events(path)
+    if not trace.gpu:
+        raise UserError(
+            f"{path}: no GPU activity (events of cat kernel/gpu_memset/gpu_memcpy with ts and dur)"
+            + (untimed_summary(trace.skipped, GPU_CATEGORIES) or ": profile with ProfilerActivity.CUDA")
+        )
+    link_launches(trace, link_parents(trace.ranges))
+    ops, device = _device_ops(trace)
+    resolver, calls, iterations = _link_layers(trace, ops)
+    groups = assign(ops, iterations)
+    summaries, waits = _iteration_figures(groups, iterations)
+    complete = [it for it in summaries if not it.partial] or summaries
+    if not summaries:
+        raise UserError(f"{path}: no GPU op falls inside any iteration ({iterations.source}); the trace has no usable iterations")
+
+    layers = group_layers(ops, calls)
+    entries = [layer_records(layer, resolver) for layer in layers]
+    graph_layers = [e.graph for e in entries]
+    lower_layers = [e.lower for e in entries]
+    by_class: dict[str, float] = defaultdict(float)
+    for op in ops:
+        by_class[op.cls.value] += op.dur / 1e3
+    sparse_layers = {layer.name for layer in lower_layers if layer.path is KernelPath.SPARSE}
+    device_name = _device_name(trace.metadata, device)
+    with_calls = {layer.name for layer in layers if layer.calls[0].identity != "kernel"}
+    record = RunRecord(
+        name=_stem(path),
+        source=RunSource(kind="torch_trace", files=[file_digest(path)]),
+        graph=GraphStage(layers=graph_layers, tokens=tokens(graph_layers)),
+        lower=LowerStage(backend=f"cuda:{device_name}" if device_name else "cuda", layers=lower_layers),
+        kernel=KernelStage(layers=[e.kernel for e in entries], by_class_ms=dict(by_class)),
+        schedule=ScheduleStage(
+            span_samples_ms=[it.span_ms for it in complete],
+            busy_samples_ms=[it.busy_ms for it in complete],
+            host_wait_ms=waits.host_wait_ms,
+            kernel_wait_ms=waits.kernel_wait_ms,
+            launches_per_iteration=round(sum(it.gpu_ops for it in complete) / len(complete)),
+            dense_share=dense_share([g for i, g in enumerate(groups) if i not in iterations.partial], sparse_layers),
+            layer_idle_samples_ms=layer_idle(ops, with_calls),
+            timeline=iteration_strip(groups),
+        ),
+        outcome=OutcomeStage(latency_samples_ms=[it.latency_ms for it in complete]),
+    )
+    summary = _summary(path, trace, ops, device_name, iterations, summaries, layers, include_last_step)
+    summary.by_class_ms = dict(by_class)
+    return TraceImport(record=record, summary=summary)
+
+
+def _summary(
+    path: Path, trace: TraceEvents, ops: list[GpuOp], device_name: str | None, iterations: Iterations,
+    summaries: list[IterationSummary], layers: list[Any], include_last_step: bool,
+) -> TraceSummary:
+    whole = timeline(ops)
+    sources = Counter(layer.calls[0].identity for layer in layers)
+    phases: dict[str, list[GpuOp]] = defaultdict(list)
+    for op in ops:
+        phases[op.phase].append(op)
+    return TraceSummary(
+        file=str(path),
+        device=device_name,
+        gpu_ops=len(ops),
+        kernels=sum(1 for op in ops if op.is_kernel),
+        busy_ms=whole.busy_ms,
+        span_ms=whole.span_ms,
+        idle_ms=whole.idle_ms,
+        host_wait_ms=whole.host_wait_ms,
+        kernel_wait_ms=whole.kernel_wait_ms,
+        other_wait_ms=whole.other_wait_ms,
+        iteration_source=iterations.source,
+        iteration_detail=iterations.detail,
+        iterations=summaries,
+        by_class_ms={},
+        annotated=sources.get("annotation", 0) > 0,
+        layers=len(layers),
+        layer_sources=dict(sources),
+        cuda_graph=any(op.launch_name.startswith("cudaGraphLaunch") for op in ops),
+        phases_ms={phase: timeline(items).busy_ms for phase, items in phases.items()},
+        streams=streams(ops),
+        temporal=temporal_breakdowns(trace, ops, include_last_step=include_last_step),
+        skipped_events=dict(trace.skipped),
+    )
+
+
+def import_trace(path: Path) -> RunRecord:
+    """Import a PyTorch profiler Chrome trace (``.json`` or ``.json.gz``) as a ``RunRecord``."""
+    return analyze_trace(path).record
+
+
+def _device_name(metadata: dict[str, Any], device: int) -> str | None:
+    props = metadata.get("deviceProperties")
+    if isinstance(props, list):
+        for prop in props:
+            if isinstance(prop, dict) and prop.get("id") == device and isinstance(prop.get("name"), str):
+                return str(prop["name"])
+    return None
+
+
+def _stem(path: Path) -> str:
+    name = path.name
+    for suffix in (".gz", ".json"):
+        name = name.removesuffix(suffix)
+    return name or path.name
