@@ -1,5 +1,6 @@
-"""The code's shape, as issue 11 set it: no import cycle, modules under 500 lines, functions under 80,
-every pydantic model on the one Record base."""
+"""The code's shape: no import cycle between modules (grimp's graph, every import counted; the package order
+itself is import-linter's contracts in pyproject.toml, run by .ci/run), modules under 500 lines, functions under 80,
+every pydantic model on the one Record base, and `lint-imports` keeping every contract."""
 
 from __future__ import annotations
 
@@ -13,49 +14,63 @@ NOT_RECORDS = {"LoadedBundle"}
 """In-memory views that are never written to a file (a bundle read back, with a Path root)."""
 
 
-def _modules() -> dict[str, Path]:
-    out = {}
-    for path in PACKAGE.rglob("*.py"):
-        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
-        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-        out[name] = path
-    return out
+def _import_graph() -> dict[str, set[str]]:
+    """Every module's imports inside the package, as grimp reads them: function-level and TYPE_CHECKING ones included."""
+    import grimp
+
+    graph = grimp.build_graph("sparsedebug", include_external_packages=False, exclude_type_checking_imports=False)
+    return {module: set(graph.find_modules_directly_imported_by(module)) - {module} for module in graph.modules}
 
 
-def _imports(path: Path, modules: dict[str, Path]) -> set[str]:
-    """Modules imported at module level (TYPE_CHECKING blocks and function-level imports excluded)."""
-    found: set[str] = set()
-    for node in ast.parse(path.read_text()).body:
-        names: list[str] = []
-        if isinstance(node, ast.ImportFrom) and node.module:
-            names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
-        elif isinstance(node, ast.Import):
-            names = [alias.name for alias in node.names]
-        found.update(n for n in names if n in modules)
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan, iterative), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: set[str] = set()
+    stack: list[str] = []
+    found: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is None:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    component = []
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        component.append(member)
+                        if member == node:
+                            break
+                    if len(component) > 1:
+                        found.append(sorted(component))
+            elif child not in index:
+                index[child] = low[child] = len(index)
+                stack.append(child)
+                on_stack.add(child)
+                work.append((child, iter(sorted(graph.get(child, ())))))
+            elif child in on_stack:
+                low[node] = min(low[node], index[child])
     return found
 
 
 def test_no_import_cycle() -> None:
-    modules = _modules()
-    graph = {name: _imports(path, modules) - {name} for name, path in modules.items()}
-    state: dict[str, int] = {}
-    stack: list[str] = []
+    """No two modules import each other, directly or around a circle, counting every import."""
+    assert _cycles(_import_graph()) == []
 
-    def visit(node: str) -> None:
-        state[node] = 1
-        stack.append(node)
-        for nxt in sorted(graph[node]):
-            if state.get(nxt) == 1:
-                cycle = stack[stack.index(nxt):] + [nxt]
-                raise AssertionError("import cycle: " + " -> ".join(cycle))
-            if nxt not in state:
-                visit(nxt)
-        stack.pop()
-        state[node] = 2
 
-    for name in sorted(graph):
-        if name not in state:
-            visit(name)
+def test_cycle_finder_finds_a_planted_circle() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": set()}
+    assert _cycles(graph) == [["a", "b", "c"]]
 
 
 def test_modules_and_functions_stay_small() -> None:
@@ -80,3 +95,14 @@ def test_every_pydantic_model_derives_from_record() -> None:
                 if not (path.name == "base.py" and node.name == "Record") and node.name not in NOT_RECORDS:
                     direct.append(f"{path.relative_to(PACKAGE)}: {node.name}")
     assert not direct, direct
+
+
+def test_import_contracts_are_kept() -> None:
+    """`lint-imports` (import-linter, configured in pyproject.toml) keeps every contract."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    command = "import sys; from importlinter.cli import lint_imports_command; sys.argv = ['lint-imports', '--no-cache']; lint_imports_command()"
+    done = subprocess.run([sys.executable, "-c", command], cwd=root, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]

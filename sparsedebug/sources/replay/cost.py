@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 
 from sparsedebug.core.budget import Cost, check_budget
-from sparsedebug.sources.replay.synthetic.narrow import FRACTION_STEPS
+from sparsedebug.sources.replay.equal_latency import FRACTION_STEPS
 from sparsedebug.sources.workload.graph import check_graph
 from sparsedebug.sources.workload.schema import Workload
 

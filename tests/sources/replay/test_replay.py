@@ -11,9 +11,10 @@ from threadpoolctl import threadpool_info
 
 from sparsedebug.core.errors import UserError
 from sparsedebug.records.run import STAGES, FallbackReason, KernelPath, RunRecord
+from sparsedebug.sources.replay.equal_latency import equal_latency_step
 from sparsedebug.sources.replay.replay import plan, replay
 from sparsedebug.sources.replay.synthetic.executor import attention
-from sparsedebug.sources.replay.synthetic.narrow import equal_latency_step, ffn_groups, narrow
+from sparsedebug.sources.replay.synthetic.narrow import ffn_groups, narrow
 from sparsedebug.sources.replay.synthetic.weights import build_weights
 from sparsedebug.sources.workload.load import load_workload
 from sparsedebug.sources.workload.schema import CalibrationSpec, Workload

@@ -11,8 +11,9 @@ from sparsedebug.core import timing
 from sparsedebug.locate.walk import bisect_runs
 from sparsedebug.records.run import KernelPath, RunRecord
 from sparsedebug.signoff.gate import evaluate
+from sparsedebug.sources.replay.equal_latency import FRACTION_STEPS
 from sparsedebug.sources.replay.replay import plan, replay
-from sparsedebug.sources.replay.synthetic.narrow import FRACTION_STEPS, narrowed_workload, target_match
+from sparsedebug.sources.replay.synthetic.narrow import narrowed_workload, target_match
 from sparsedebug.sources.target.project import project_workload, target_clock
 from sparsedebug.sources.workload.load import load_workload
 from sparsedebug.sources.workload.schema import Workload

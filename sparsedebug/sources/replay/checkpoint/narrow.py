@@ -37,7 +37,7 @@ from sparsedebug.records.run import EqualLatencyQuality, QualityDelta
 from sparsedebug.sources.models.base import Array, Batch, Transformer
 from sparsedebug.sources.replay.checkpoint.kernels import ModelKernels, dense_kernels
 from sparsedebug.sources.replay.checkpoint.quality import better
-from sparsedebug.sources.replay.synthetic.narrow import FRACTION_STEPS, equal_latency_step
+from sparsedebug.sources.replay.equal_latency import FRACTION_STEPS, equal_latency_step
 
 F64 = npt.NDArray[np.float64]
 

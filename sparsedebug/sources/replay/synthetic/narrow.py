@@ -17,7 +17,7 @@ the same workload), else on this machine's clock (timed, noisy).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,6 +30,7 @@ from sparsedebug.records.run import (
     QualityDelta,
 )
 from sparsedebug.records.target import LatencyMatch, TargetClock
+from sparsedebug.sources.replay.equal_latency import FRACTION_STEPS, equal_latency_step
 from sparsedebug.sources.replay.synthetic.executor import (
     Op,
     build_ops,
@@ -41,10 +42,6 @@ from sparsedebug.sources.workload.load import revalidate
 from sparsedebug.sources.workload.schema import MODEL_INPUT, Workload
 
 Array = npt.NDArray[np.float64]
-
-FRACTION_STEPS = 16
-"""Narrowing fractions searched are ``k / FRACTION_STEPS`` for ``k = 0 .. FRACTION_STEPS - 1``."""
-
 
 @dataclass(frozen=True)
 class FfnGroup:
@@ -119,26 +116,6 @@ def narrow(workload: Workload, tensors: dict[str, Array], fraction: float) -> di
             out[name] = np.ascontiguousarray(out[name][kept, :])
         out[group.consumer] = np.ascontiguousarray(out[group.consumer][:, kept])
     return out
-
-
-def equal_latency_step(ratio: Callable[[int], float], steps: int) -> tuple[int, bool]:
-    """Smallest narrowing step in ``1 .. steps-1`` whose latency ratio (narrowed / candidate) is at most 1.
-
-    ``ratio(step)`` measures it; bisection assumes it falls as the step grows
-    (fewer neurons, less work). Returns ``(step, reached)``; when even the
-    largest step is slower, ``(steps - 1, False)``.
-    """
-    lo, hi = 1, steps - 1
-    if ratio(hi) > 1.0:
-        return hi, False
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if ratio(mid) <= 1.0:
-            hi = mid
-        else:
-            lo = mid + 1
-    ratio(lo)
-    return lo, True
 
 
 def narrowed_workload(workload: Workload, fraction: float) -> Workload:

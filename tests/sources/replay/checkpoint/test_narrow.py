@@ -19,7 +19,7 @@ from sparsedebug.sources.replay.checkpoint.narrow import (
     narrowed_model,
     neuron_importance,
 )
-from sparsedebug.sources.replay.synthetic.narrow import FRACTION_STEPS
+from sparsedebug.sources.replay.equal_latency import FRACTION_STEPS
 from tests.sources.replay.model_workloads import tiny_models
 
 BATCH = Batch.of([list(range(3, 19)), list(range(40, 52))])
