@@ -262,12 +262,11 @@ def _rerun(w: _Walk) -> None:
         path = w.tmp / FILES["fixed_workload"]
         fixed_run = _relabel(replay(load_workload(path), repeats=w.repeats, progress=w.say.progress, source_path=path), path.name)
     fix = w.classification.fix
-    fix_dict = fix.model_dump(mode="json") if fix is not None else None
-    outcome = FixOutcome(proposed=fix_dict, applied=w.fixed_source != "none", how=w.fix_how, fixed_source=w.fixed_source)
+    outcome = FixOutcome(proposed=fix, applied=w.fixed_source != "none", how=w.fix_how, fixed_source=w.fixed_source)
     if fixed_run is not None:
         w.runs["fixed"] = fixed_run
         w.save("fixed", fixed_run)
-        moves, verdict, moved, target = measure_movement(w.runs["baseline"], w.runs["candidate"], fixed_run, fix_dict)
+        moves, verdict, moved, target = measure_movement(w.runs["baseline"], w.runs["candidate"], fixed_run, fix)
         outcome = outcome.model_copy(update={"movements": moves, "significance": verdict, "moved": moved, "target": target})
     w.save("fix", outcome)
     if fixed_run is not None:

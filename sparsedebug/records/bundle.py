@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field
 
 from sparsedebug.records.base import SCHEMA_VERSION, Record
+from sparsedebug.records.classification import Fix
 from sparsedebug.records.fingerprint import FileDigest
 
 InputRole = Literal["baseline", "candidate", "fixed"]
@@ -53,7 +54,7 @@ class Movement(Record):
 class FixOutcome(Record):
     """Step 4 closing the loop: the proposed fix, whether and how it was applied, and what it moved."""
 
-    proposed: dict[str, Any] | None = Field(description="The classification's fix, as recorded there.")
+    proposed: Fix | None = Field(description="The classification's fix, as recorded there.")
     applied: bool
     how: str = Field(description="What was changed, or why nothing could be applied.")
     fixed_source: Literal["applied_to_workload", "given", "none"]

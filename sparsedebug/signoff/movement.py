@@ -10,10 +10,9 @@ the latency samples. Pure functions over records; nothing is timed here.
 
 from __future__ import annotations
 
-from typing import Any
-
 from sparsedebug.core.stats import median, percentiles
 from sparsedebug.records.bundle import Movement
+from sparsedebug.records.classification import Fix
 from sparsedebug.records.run import KernelPath, RunRecord
 from sparsedebug.signoff.gate import judge_shift
 from sparsedebug.signoff.metrics import fallback_summary, layer_rows
@@ -27,13 +26,13 @@ def _overhead_p50(run: RunRecord) -> float | None:
     return median([s - b for s, b in zip(span[:n], busy[:n], strict=True)])
 
 
-def expected_latency(cand: RunRecord, base: RunRecord | None, fix: dict[str, Any] | None) -> tuple[float | None, str]:
+def expected_latency(cand: RunRecord, base: RunRecord | None, fix: Fix | None) -> tuple[float | None, str]:
     """Expected candidate p50 latency (ms) after ``fix``, and the basis of the estimate in words."""
     samples = cand.outcome.latency_samples_ms
     if not samples or fix is None:
         return None, "no latency samples or no fix to estimate"
     p50 = median(samples)
-    kind, knob, layer, action = fix.get("kind"), fix.get("knob"), fix.get("layer"), fix.get("action")
+    kind, knob, layer, action = fix.kind, fix.knob, fix.layer, fix.action
     rows = {r.name: r for r in layer_rows(cand)}
     if kind == "knob" and knob == "conversion":
         per_call = [
@@ -106,7 +105,7 @@ def measure_movement(
     base: RunRecord,
     cand: RunRecord,
     fixed: RunRecord,
-    fix: dict[str, Any] | None,
+    fix: Fix | None,
     *,
     alpha: float = 0.05,
     factor: float = 1.05,
@@ -153,7 +152,7 @@ def measure_movement(
     c_md, f_md = _metadata_ratio(cand), _metadata_ratio(fixed)
     if c_md is not None and f_md is not None:
         moves.append(Movement(metric="metadata / value bytes", unit="", before=c_md, after=f_md, better="lower"))
-    metric = str((fix or {}).get("metric", ""))
+    metric = fix.metric if fix is not None else ""
     own = {"rel_err": "worst layer rel err vs fp64", "metadata": "metadata / value bytes", "fallback": "fallback rate"}
     for key, label in own.items():
         if key in metric:

@@ -29,9 +29,9 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from sparsedebug.core.errors import UserError
-from sparsedebug.core.io import load_record, validate
+from sparsedebug.core.io import load_record
 from sparsedebug.records.bundle import Bundle, BundleInput, FixOutcome, InputRole
-from sparsedebug.records.classification import Classification, Fix
+from sparsedebug.records.classification import Classification
 from sparsedebug.records.decision import DecisionOutcome
 from sparsedebug.records.findings import BisectResult
 from sparsedebug.records.fingerprint import Fingerprint
@@ -100,14 +100,6 @@ def _optional(root: Path, manifest: Bundle, role: str) -> Path | None:
     return path
 
 
-def _load_fix(path: Path) -> FixOutcome:
-    """fix.json, with the proposed fix it quotes checked against the classification's fix record."""
-    outcome = load_record(path, FixOutcome)
-    if outcome.proposed is not None:
-        validate(Fix, outcome.proposed, f"{path}: proposed")
-    return outcome
-
-
 def load_bundle(root: Path) -> LoadedBundle:
     """Read a bundle directory back; a missing or broken file is a one-line ``UserError``."""
     if not root.exists():
@@ -143,6 +135,6 @@ def load_bundle(root: Path) -> LoadedBundle:
         bisect=load_record(bisect_path, BisectResult) if bisect_path is not None else None,
         classification=load_record(cls_path, Classification) if cls_path is not None else None,
         reduce=load_record(reduce_path, ReduceResult) if reduce_path is not None else None,
-        fix=_load_fix(fix_path) if fix_path is not None else None,
+        fix=load_record(fix_path, FixOutcome) if fix_path is not None else None,
         decision=load_record(decision_path, DecisionOutcome) if decision_path is not None else None,
     )

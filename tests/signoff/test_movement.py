@@ -4,8 +4,15 @@ from __future__ import annotations
 
 import pytest
 
+from sparsedebug.records.classification import Fix
 from sparsedebug.signoff.movement import expected_latency, measure_movement
 from tests.support.synth import dense_run, sparse_run
+
+
+def _fix(**fields: object) -> Fix:
+    """A proposed fix with the fields a test sets; text, metric, direction and rule filled in."""
+    base: dict[str, object] = {"text": "test fix", "metric": "latency_p50_ms", "direction": "down", "rule": "test"}
+    return Fix.model_validate(base | fields)
 
 
 def test_conversion_fix_expects_the_per_call_conversion_time_back() -> None:
@@ -13,7 +20,7 @@ def test_conversion_fix_expects_the_per_call_conversion_time_back() -> None:
     for lo in cand.lower.layers:
         if lo.path.value == "sparse":
             lo.conversions_per_call, lo.conversion_ms = 1, 0.75
-    after, basis = expected_latency(cand, dense_run(5.0), {"kind": "knob", "knob": "conversion", "value": "once"})
+    after, basis = expected_latency(cand, dense_run(5.0), _fix(kind="knob", knob="conversion", value="once"))
     assert after == pytest.approx(6.0 - 1.5)
     assert "2 layer(s), 1.500 ms" in basis
 
@@ -23,31 +30,31 @@ def test_scheduling_advice_expects_overhead_down_to_the_baseline() -> None:
     # synth: busy = sum of layer times; span = latency samples.
     base_over = 5.0 - (2.0 + 0.2 + 2.0)  # dense layers: busy 4.2 ms
     cand_over = 6.0 - (1.2 + 0.2 + 1.2)  # sparse layers: busy 2.6 ms
-    after, basis = expected_latency(cand, base, {"kind": "advice"})
+    after, basis = expected_latency(cand, base, _fix(kind="advice"))
     assert after == pytest.approx(6.0 - (cand_over - base_over), rel=1e-3)
     assert "down to the baseline's overhead" in basis
 
 
 def test_exclude_of_a_fallback_layer_expects_no_change_and_pad_expects_amdahl() -> None:
     cand = sparse_run(6.0, fallback=True)
-    same, basis = expected_latency(cand, None, {"kind": "layer", "layer": "l0.down", "action": "exclude"})
+    same, basis = expected_latency(cand, None, _fix(kind="layer", layer="l0.down", action="exclude"))
     assert same == pytest.approx(6.0) and "already runs dense" in basis
-    padded, basis = expected_latency(cand, None, {"kind": "layer", "layer": "l0.down", "action": "pad"})
+    padded, basis = expected_latency(cand, None, _fix(kind="layer", layer="l0.down", action="pad"))
     s = 2.0 / 1.2  # measured sparse kernel speedup on l0.up
     assert padded == pytest.approx(6.0 - (2.0 - 2.0 / s))
     assert "Amdahl" in basis
-    cast, _ = expected_latency(cand, None, {"kind": "layer", "layer": "l0.down", "action": "cast", "value": "fp16"})
+    cast, _ = expected_latency(cand, None, _fix(kind="layer", layer="l0.down", action="cast", value="fp16"))
     assert cast == pytest.approx(padded)
 
 
 def test_measured_movement_and_verdict() -> None:
     base, cand, fixed = dense_run(5.0), sparse_run(6.0), sparse_run(4.0)
-    moves, verdict, moved, target = measure_movement(base, cand, fixed, {"kind": "advice", "direction": "down"})
+    moves, verdict, moved, target = measure_movement(base, cand, fixed, _fix(kind="advice", direction="down"))
     assert moved is True and target == "latency p50"
     assert verdict is not None and verdict.startswith("faster")
     p50 = next(m for m in moves if m.metric == "latency p50")
     assert (p50.before, p50.after) == (pytest.approx(6.0), pytest.approx(4.0))
     speed = next(m for m in moves if m.metric.startswith("speedup"))
     assert speed.after == pytest.approx(5.0 / 4.0)
-    _, _, unmoved, _ = measure_movement(base, cand, sparse_run(6.0), {"kind": "advice"})
+    _, _, unmoved, _ = measure_movement(base, cand, sparse_run(6.0), _fix(kind="advice"))
     assert unmoved is False

@@ -17,12 +17,11 @@ from sparsedebug.sources.playbook import load_playbook
 def make_bundle(base: RunRecord, cand: RunRecord, fixed: RunRecord | None = None, root: Path = Path("bundle")) -> LoadedBundle:
     """A bundle as `playbook run` would hold it in memory (nothing written)."""
     cls = classify_run(cand, baseline=base)
-    fix_dict = cls.fix.model_dump(mode="json") if cls.fix is not None else None
     outcome = None
     if fixed is not None:
-        moves, verdict, moved, target = measure_movement(base, cand, fixed, fix_dict)
+        moves, verdict, moved, target = measure_movement(base, cand, fixed, cls.fix)
         outcome = FixOutcome(
-            proposed=fix_dict, applied=True, how="fixed candidate given", fixed_source="given",
+            proposed=cls.fix, applied=True, how="fixed candidate given", fixed_source="given",
             movements=moves, significance=verdict, moved=moved, target=target,
         )
     files = {role: FILES[role] for role in ("baseline", "candidate", "bisect", "classification", "memo", "report")}
