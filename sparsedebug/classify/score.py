@@ -13,7 +13,6 @@ settle it.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
 from sparsedebug.classify.context import Context, Fact, Facts, Missing, Result, make_context
 from sparsedebug.classify.evidence import ncu_kernels, smi_evidence
@@ -33,9 +32,7 @@ from sparsedebug.records.classification import (
 )
 from sparsedebug.records.fingerprint import Fingerprint
 from sparsedebug.records.run import RunRecord
-
-if TYPE_CHECKING:
-    from sparsedebug.records.artifacts import NcuReport, SmiReport
+from sparsedebug.sources.evidence import NO_EVIDENCE, AttachedEvidence
 
 SHARED_TOLERANCE = 1.10
 """A rule that fires on the baseline as well does not score unless the candidate is this much worse."""
@@ -213,15 +210,14 @@ def classify_run(
     run: RunRecord,
     *,
     baseline: RunRecord | None = None,
-    ncu: NcuReport | None = None,
-    smi: SmiReport | None = None,
+    evidence: AttachedEvidence = NO_EVIDENCE,
     fingerprint: Fingerprint | None = None,
     gpu: str | None = None,
     run_path: str | None = None,
 ) -> Classification:
     """Score all five mechanisms for ``run`` (against ``baseline`` when given), rank them, name the winner.
 
-    ``ncu`` and ``smi`` are imported artifacts attached as evidence; ``fingerprint``
+    ``evidence`` holds the imported artifacts attached to the run (``sources.evidence``); ``fingerprint``
     supplies the calibrated roofline for replays and the core count; ``gpu`` names
     the GPU for the peak-table roofline of imported runs when no fingerprint says
     it; ``run_path`` is how to cite the run when it has no source file.
@@ -229,9 +225,9 @@ def classify_run(
     return classify_evidence(
         run,
         baseline=baseline,
-        ncu=ncu_kernels(ncu) if ncu is not None else None,
-        ncu_source=ncu.file if ncu is not None else None,
-        smi=smi_evidence(smi, fingerprint or run.fingerprint) if smi is not None else None,
+        ncu=ncu_kernels(evidence.ncu) if evidence.ncu is not None else None,
+        ncu_source=evidence.ncu.file if evidence.ncu is not None else None,
+        smi=smi_evidence(evidence.smi, fingerprint or run.fingerprint) if evidence.smi is not None else None,
         fingerprint=fingerprint,
         gpu=gpu,
         run_path=run_path,

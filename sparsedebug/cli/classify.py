@@ -45,6 +45,7 @@ def classify(
     from sparsedebug.core.io import load_record
     from sparsedebug.records.fingerprint import Fingerprint
     from sparsedebug.sources.detect import load_run
+    from sparsedebug.sources.evidence import EvidencePaths, load_evidence
 
     quiet = json_out
     say = err_console()
@@ -56,22 +57,13 @@ def classify(
         if not quiet:
             say.print(f"reading baseline {baseline}")
         base = load_run(baseline)
-    ncu_report = None
-    if ncu is not None:
-        from sparsedebug.sources.importers.ncu import load_ncu
-
-        ncu_report = load_ncu(ncu)
-    smi_report = None
-    if smi is not None:
-        from sparsedebug.sources.importers.nvidia_smi import load_smi
-
-        smi_report = load_smi(smi)
+    evidence = load_evidence(EvidencePaths(ncu=ncu, smi=smi))
     if gpu is not None and find_gpu_peak(gpu) is None:
         known = ", ".join(peak.name for peak in GPU_PEAKS)
         raise UserError(f"--gpu {gpu!r}: not in the peak-figure table (known: {known})")
     fp = load_record(fingerprint, Fingerprint) if fingerprint is not None else None
     result = classify_run(
-        record, baseline=base, ncu=ncu_report, smi=smi_report, fingerprint=fp, gpu=gpu, run_path=str(run)
+        record, baseline=base, evidence=evidence, fingerprint=fp, gpu=gpu, run_path=str(run)
     )
     if json_out:
         emit_json(result)

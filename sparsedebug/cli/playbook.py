@@ -14,6 +14,7 @@ from sparsedebug.playbook.run import run_playbook
 from sparsedebug.records.playbook import Step
 from sparsedebug.render.terminal.playbook import playbook_view
 from sparsedebug.signoff.decide import FAILING_DECISIONS
+from sparsedebug.sources.evidence import EvidencePaths
 from sparsedebug.sources.playbook import load_playbook
 
 PlaybookOption = Annotated[
@@ -135,7 +136,7 @@ def run(
         console=err, transient=True,
     ) as progress:
         bundle = run_playbook(
-            output, baseline=baseline, candidate=candidate, fixed=fixed, repeats=repeats, ncu=ncu, smi=smi,
+            output, baseline=baseline, candidate=candidate, fixed=fixed, repeats=repeats, evidence=EvidencePaths(ncu=ncu, smi=smi),
             playbook=playbook, reporter=_RichReporter(progress), reduce=not no_reduce, force=force,
         )
     if json_out:

@@ -26,6 +26,7 @@ from sparsedebug.records.playbook import Playbook, Step
 from sparsedebug.records.run import RunRecord
 from sparsedebug.reduce.apply_fix import apply_fix
 from sparsedebug.sources.bundle import FILES, MANIFEST, LoadedBundle, load_bundle
+from sparsedebug.sources.evidence import NO_EVIDENCE_PATHS, EvidencePaths, check_evidence_paths, load_evidence
 from sparsedebug.sources.playbook import load_playbook
 from sparsedebug.sources.workload.schema import absolute_paths
 
@@ -163,21 +164,12 @@ def _locate(w: _Walk) -> None:
     w.finish(step, "done", f"{result.state}: first stage {result.first_stage or '-'}")
 
 
-def _classify(w: _Walk, ncu: Path | None, smi: Path | None) -> None:
+def _classify(w: _Walk, evidence: EvidencePaths) -> None:
     from sparsedebug.classify.score import classify_run
 
     step = w.begin("classify", "score compute, memory, scheduling, precision, thermal")
-    ncu_report = smi_report = None
-    if ncu is not None:
-        from sparsedebug.sources.importers.ncu import load_ncu
-
-        ncu_report = load_ncu(ncu)
-    if smi is not None:
-        from sparsedebug.sources.importers.nvidia_smi import load_smi
-
-        smi_report = load_smi(smi)
     w.classification = classify_run(
-        w.runs["candidate"], baseline=w.runs["baseline"], ncu=ncu_report, smi=smi_report,
+        w.runs["candidate"], baseline=w.runs["baseline"], evidence=load_evidence(evidence),
         fingerprint=w.fingerprint if w.kinds["candidate"] == "workload" else None, run_path=str(w.paths["candidate"]),
     )
     w.save("classification", w.classification)
@@ -330,8 +322,7 @@ def run_playbook(
     candidate: Path | None = None,
     fixed: Path | None = None,
     repeats: int | None = None,
-    ncu: Path | None = None,
-    smi: Path | None = None,
+    evidence: EvidencePaths = NO_EVIDENCE_PATHS,
     playbook: Path | None = None,
     reporter: Reporter | None = None,
     reduce: bool = True,
@@ -356,9 +347,7 @@ def run_playbook(
     book = load_playbook(playbook)
     paths = _inputs(baseline, candidate, fixed)
     kinds: dict[str, InputKind] = {role: detect_kind(path) for role, path in paths.items()}
-    for opt, path in (("--ncu", ncu), ("--smi", smi)):
-        if path is not None and not path.is_file():
-            raise UserError(f"{path}: file not found ({opt})")
+    check_evidence_paths(evidence)
     say = reporter or _QuietReporter()
     for note in clear_stale(out_dir):
         say.note(note)
@@ -371,7 +360,7 @@ def run_playbook(
         tmp.mkdir(parents=False)
         _freeze(w)
         _locate(w)
-        _classify(w, ncu, smi)
+        _classify(w, evidence)
         _reproduce(w, reduce)
         _rerun(w)
         _decide_and_render(w, embedded=baseline is None, out_dir=out_dir)

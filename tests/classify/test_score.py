@@ -30,6 +30,7 @@ from sparsedebug.records.run import (
     RunSource,
     ScheduleStage,
 )
+from sparsedebug.sources.evidence import AttachedEvidence
 from tests.conftest import FIXTURES
 
 H200 = FIXTURES / "h200"
@@ -361,7 +362,7 @@ def test_h200_smi_power_cap_brings_thermal_evidence(h200_pair: tuple[RunRecord, 
     sparse, dense = h200_pair
     smi = load_smi(H200 / "nvidia_smi_short.csv")
     ncu = load_ncu(H200 / "ncu_dense_vs_sparse_11008x4096x2048.csv")
-    result = classify_run(sparse, baseline=dense, smi=smi, ncu=ncu)
+    result = classify_run(sparse, baseline=dense, evidence=AttachedEvidence(smi=smi, ncu=ncu))
     thermal = next(s for s in result.scores if s.mechanism == Mechanism.THERMAL)
     assert thermal.status == "supported" and thermal.score > 0 and thermal.rank == 2
     lines = {e.rule: e for e in result.evidence_for(Mechanism.THERMAL)}
@@ -504,7 +505,7 @@ def test_smi_log_without_reasons_column_asks_for_it(tmp_path: Path) -> None:
     )
     cand = make_run()
     cand.source = RunSource(kind="torch_trace")
-    result = classify_run(cand, smi=load_smi(log))
+    result = classify_run(cand, evidence=AttachedEvidence(smi=load_smi(log)))
     assert any("thermal.throttle_time" in m.rules and "clocks_event_reasons" in m.reason for m in result.missing_evidence)
     drop = next(e for e in result.evidence if e.rule == "thermal.clock_drop")
     assert drop.fired and drop.value == pytest.approx(1500 / 1980)

@@ -1,0 +1,63 @@
+"""The artifacts attached to a run as evidence (Nsight Compute CSV, nvidia-smi log), loaded in one place.
+
+`classify` and `playbook run` take the same evidence options; both call :func:`load_evidence`,
+which checks every file before any work and loads each once. The loaded reports then travel as
+one :class:`AttachedEvidence` value instead of a parameter per artifact.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from sparsedebug.core.errors import UserError
+from sparsedebug.records.artifacts import NcuReport, SmiReport
+
+
+@dataclass(frozen=True)
+class EvidencePaths:
+    """Where the evidence files are, as the user gave them (the option names are kept for messages)."""
+
+    ncu: Path | None = None
+    smi: Path | None = None
+
+    def given(self) -> list[tuple[str, Path]]:
+        """(option, path) of every file given."""
+        return [(option, path) for option, path in (("--ncu", self.ncu), ("--smi", self.smi)) if path is not None]
+
+
+@dataclass(frozen=True)
+class AttachedEvidence:
+    """The loaded evidence reports: each None when not attached."""
+
+    ncu: NcuReport | None = None
+    smi: SmiReport | None = None
+
+
+NO_EVIDENCE = AttachedEvidence()
+"""Nothing attached."""
+
+NO_EVIDENCE_PATHS = EvidencePaths()
+"""No evidence file given."""
+
+
+def check_evidence_paths(paths: EvidencePaths) -> None:
+    """A ``UserError`` naming the option when a given evidence file does not exist."""
+    for option, path in paths.given():
+        if not path.is_file():
+            raise UserError(f"{path}: file not found ({option})")
+
+
+def load_evidence(paths: EvidencePaths) -> AttachedEvidence:
+    """Check and load every evidence file given; a bad file is a one-line ``UserError`` naming it."""
+    check_evidence_paths(paths)
+    ncu = smi = None
+    if paths.ncu is not None:
+        from sparsedebug.sources.importers.ncu import load_ncu
+
+        ncu = load_ncu(paths.ncu)
+    if paths.smi is not None:
+        from sparsedebug.sources.importers.nvidia_smi import load_smi
+
+        smi = load_smi(paths.smi)
+    return AttachedEvidence(ncu=ncu, smi=smi)
