@@ -40,9 +40,12 @@ DTYPES: dict[str, DtypeInfo] = {
         DtypeInfo("fp8_e4m3", "float8_e4m3fn", 1, 4, None),
         DtypeInfo("fp8_e5m2", "float8_e5m2", 1, 3, None),
         DtypeInfo("int8", "int8", 1, None, None),
+        DtypeInfo("uint8", "uint8", 1, None, None),
+        DtypeInfo("int16", "int16", 2, None, None),
         DtypeInfo("int32", "int32", 4, None, None),
         DtypeInfo("int64", "int64", 8, None, None),
         DtypeInfo("bool", "bool", 1, None, None),
+        DtypeInfo("complex64", "complex64", 8, None, None),
     )
 }
 
@@ -54,8 +57,8 @@ _ALIASES: dict[str, str] = {
     "bfloat16": "bf16", "c10::bfloat16": "bf16",
     "float8_e4m3fn": "fp8_e4m3", "c10::float8_e4m3fn": "fp8_e4m3", "e4m3": "fp8_e4m3", "fp8": "fp8_e4m3",
     "float8_e5m2": "fp8_e5m2", "c10::float8_e5m2": "fp8_e5m2", "e5m2": "fp8_e5m2",
-    "signed char": "int8", "char": "int8",
-    "int": "int32", "long int": "int64", "long": "int64",
+    "signed char": "int8", "char": "int8", "unsigned char": "uint8", "short": "int16",
+    "int": "int32", "long int": "int64", "long": "int64", "c10::complex<float>": "complex64",
 }
 
 

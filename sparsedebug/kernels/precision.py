@@ -25,17 +25,12 @@ from typing import Any, Literal, NamedTuple, get_args
 import numpy as np
 import numpy.typing as npt
 
-from sparsedebug.core.errors import UserError
+from sparsedebug.core.dtypes import unit_roundoff as format_unit_roundoff
+from sparsedebug.core.errors import InternalError, UserError
 
 Precision = Literal["fp64", "fp32", "fp16", "bf16"]
 PRECISIONS: tuple[str, ...] = get_args(Precision)
 
-_UNIT_ROUNDOFF: dict[str, float] = {
-    "fp64": 2.0**-53,
-    "fp32": 2.0**-24,
-    "fp16": 2.0**-11,
-    "bf16": 2.0**-8,
-}
 # Half the spacing of subnormals: the largest absolute rounding error of a tiny input.
 _SUBNORMAL_HALF_STEP: dict[str, float] = {
     "fp64": 2.0**-1075,
@@ -43,6 +38,14 @@ _SUBNORMAL_HALF_STEP: dict[str, float] = {
     "fp16": 2.0**-25,
     "bf16": 2.0**-134,
 }
+
+
+def _roundoff(precision: Precision) -> float:
+    """Unit roundoff of a precision mode's input format, from the one dtype table (core.dtypes)."""
+    value = format_unit_roundoff(precision)
+    if value is None:
+        raise InternalError(f"no unit roundoff for {precision}")
+    return value
 
 
 def check_precision(precision: str) -> Precision:
@@ -59,7 +62,7 @@ def compute_dtype(precision: Precision) -> type[np.floating[Any]]:
 
 def unit_roundoff(precision: Precision) -> float:
     """Unit roundoff of the input format (fp64: 2^-53, fp32: 2^-24, fp16: 2^-11, bf16: 2^-8)."""
-    return _UNIT_ROUNDOFF[check_precision(precision)]
+    return _roundoff(check_precision(precision))
 
 
 def round_bf16(x: npt.ArrayLike) -> npt.NDArray[np.float32]:
@@ -116,8 +119,8 @@ def matmul_tolerance(precision: Precision, k: int) -> Tolerance:
     u_in = unit_roundoff(precision)
     if precision == "fp64":
         u_in = 0.0  # inputs are already fp64 (fp32/fp16 inputs convert exactly)
-    u_acc = _UNIT_ROUNDOFF["fp64" if precision == "fp64" else "fp32"]
-    rtol = 2.0 * u_in + u_in * u_in + gamma(k, u_acc) + gamma(k, _UNIT_ROUNDOFF["fp64"])
+    u_acc = _roundoff("fp64" if precision == "fp64" else "fp32")
+    rtol = 2.0 * u_in + u_in * u_in + gamma(k, u_acc) + gamma(k, _roundoff("fp64"))
     atol = _SUBNORMAL_HALF_STEP[precision] * (1.0 + rtol) * 2.0
     return Tolerance(rtol=rtol, atol=atol)
 

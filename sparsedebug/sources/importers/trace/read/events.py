@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sparsedebug.core.dtypes import canonical_dtype
 from sparsedebug.records.run import KernelClass
 from sparsedebug.sources.importers.trace.read.stream import iter_trace, untimed, well_formed
 
@@ -38,25 +39,6 @@ GPU_CATEGORIES = frozenset({"kernel", "gpu_memset", "gpu_memcpy"})
 LAUNCH_CATEGORIES = frozenset({"cuda_runtime", "cuda_driver"})
 _NAMED_RANGES = frozenset({"user_annotation", "gpu_user_annotation"})
 MODULE_PREFIX = "nn.Module: "
-
-TORCH_DTYPES = {
-    "c10::half": "fp16",
-    "c10::bfloat16": "bf16",
-    "float": "fp32",
-    "double": "fp64",
-    "c10::float8_e4m3fn": "fp8_e4m3",
-    "c10::float8_e5m2": "fp8_e5m2",
-    "signed char": "int8",
-    "unsigned char": "uint8",
-    "bool": "bool",
-    "int": "int32",
-    "long int": "int64",
-    "long": "int64",
-    "short": "int16",
-    "c10::complex<float>": "complex64",
-}
-"""C++ type names in ``Input type`` -> canonical dtype names."""
-
 
 @dataclass(slots=True)
 class GpuOp:
@@ -156,14 +138,16 @@ def as_int(value: Any) -> int | None:
     return None
 
 
-def canonical_dtype(name: Any) -> str | None:
-    """Canonical dtype of one ``Input type`` entry ('' and 'Scalar'-like entries give None)."""
-    if not isinstance(name, str) or not name:
+_NOT_TENSORS = frozenset({"scalar", "scalarlist", "tensorlist", "genericlist", "string", "device", "layout", "memoryformat"})
+"""``Input type`` entries that name no tensor element type."""
+
+
+def input_dtype(name: Any) -> str | None:
+    """Canonical dtype of one ``Input type`` entry (core.dtypes' one table), the name itself when unknown;
+    '' and 'Scalar'-like entries give None."""
+    if not isinstance(name, str) or not name or name.lower() in _NOT_TENSORS:
         return None
-    key = name.lower()
-    if key in ("scalar", "scalarlist", "tensorlist", "genericlist", "string", "device", "layout", "memoryformat"):
-        return None
-    return TORCH_DTYPES.get(key, name)
+    return canonical_dtype(name) or name
 
 
 def _gpu_op(event: dict[str, Any], name: Any, ts: float, dur: float, args: dict[str, Any], trace: TraceEvents) -> GpuOp:

@@ -27,7 +27,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from sparsedebug.records.run import DispatchEvidence, OpKind
-from sparsedebug.sources.importers.trace.read.events import HostRange, canonical_dtype
+from sparsedebug.sources.importers.trace.read.events import HostRange, input_dtype
 
 KIND_PRECEDENCE: tuple[OpKind, ...] = (
     OpKind.ATTENTION, OpKind.LINEAR, OpKind.EMBEDDING, OpKind.NORM, OpKind.ACTIVATION, OpKind.ELEMENTWISE, OpKind.OTHER,
@@ -184,7 +184,7 @@ def tensor_inputs(op: HostRange) -> list[tuple[int, str | None, list[int] | None
     out = []
     for i in range(max(len(dims), len(types))):
         shape = _dims(dims[i]) if i < len(dims) else None
-        dtype = canonical_dtype(types[i]) if i < len(types) else None
+        dtype = input_dtype(types[i]) if i < len(types) else None
         if shape is None and dtype is None:
             continue
         stride = _dims(strides[i]) if i < len(strides) else None
