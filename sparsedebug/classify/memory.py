@@ -19,9 +19,10 @@ from sparsedebug.classify.context import (
     roofline_missing,
 )
 from sparsedebug.classify.evidence import ncu_detail, sparse_ncu
-from sparsedebug.classify.roofline import gather_bytes, layer_work, sparse_pattern
+from sparsedebug.classify.roofline import gather_bytes, layer_work
 from sparsedebug.classify.rule import Rule, RuleSet
 from sparsedebug.core.patterns import declared_sparse
+from sparsedebug.kernels.masks import intent_pattern
 from sparsedebug.records.classification import Fix, Mechanism
 from sparsedebug.records.run import KernelClass, KernelPath
 
@@ -33,7 +34,7 @@ MEMORY = RuleSet(Mechanism.MEMORY)
 
 def block_size(intended: str) -> int | None:
     """The block size V of a ``V:N:M`` intent; None for plain ``N:M``, ``dense`` or anything unreadable."""
-    pattern = sparse_pattern(intended)
+    pattern = intent_pattern(intended)
     return None if pattern is None else pattern.block
 
 

@@ -13,13 +13,11 @@ import math
 from typing import Literal
 
 from sparsedebug.core.dtypes import canonical_dtype
-from sparsedebug.core.errors import UserError
 from sparsedebug.core.gpus import GPU_PEAKS as GPU_PEAKS
 from sparsedebug.core.gpus import GpuPeak as GpuPeak
 from sparsedebug.core.gpus import find_gpu_peak as find_gpu_peak
-from sparsedebug.core.patterns import declared_sparse
 from sparsedebug.core.stats import median
-from sparsedebug.kernels.masks import Pattern, parse_pattern
+from sparsedebug.kernels.masks import intent_pattern
 from sparsedebug.records.base import Record
 from sparsedebug.records.classification import LayerIntensity, Roofline
 from sparsedebug.records.fingerprint import Fingerprint
@@ -98,19 +96,9 @@ def machine_roofline(
     return None
 
 
-def sparse_pattern(intended: str) -> Pattern | None:
-    """The ``N:M`` or ``V:N:M`` pattern a layer is declared with; None for ``dense`` or anything unreadable."""
-    if not declared_sparse(intended):
-        return None
-    try:
-        return parse_pattern(intended)
-    except UserError:
-        return None
-
-
 def sparse_density(intended: str) -> float | None:
     """N/M of an ``N:M`` or ``V:N:M`` pattern; None for ``dense`` or anything unreadable."""
-    pattern = sparse_pattern(intended)
+    pattern = intent_pattern(intended)
     return None if pattern is None else pattern.density
 
 
@@ -126,7 +114,7 @@ def gather_bytes(layer: GraphLayer, lower: LowerLayer | None, tokens: int | None
     """
     if lower is None or lower.path != KernelPath.SPARSE or not any("VNMWeight" in k for k in lower.kernels):
         return None
-    pattern = sparse_pattern(layer.intended)
+    pattern = intent_pattern(layer.intended)
     if pattern is None or pattern.block is None or tokens is None:
         return None
     if not layer.weight_shape or len(layer.weight_shape) != 2:

@@ -10,12 +10,12 @@ from __future__ import annotations
 from sparsedebug.core.dispatch import dispatch_changed
 from sparsedebug.core.dtypes import canonical_dtype, dtype_in_text
 from sparsedebug.core.kernel_names import classify_kernel
-from sparsedebug.records.run import FallbackReason, KernelLayer, KernelPath, LowerLayer, RunRecord
+from sparsedebug.records.run import DENSE, FallbackReason, KernelLayer, KernelPath, LowerLayer, RunRecord
 
 
 def declared_sparse(intended: str | None) -> bool:
-    """The layer was declared (or inferred) sparse: its intent is a pattern, not ``dense``."""
-    return intended is not None and intended.strip().lower() not in ("", "dense")
+    """The layer was declared (or inferred) sparse: its intent (a canonical ``SparsityIntent``) is a pattern, not ``dense``."""
+    return intended is not None and intended != DENSE
 
 
 def is_fallback(intended: str | None, path: str | None, reason: str | None) -> bool:

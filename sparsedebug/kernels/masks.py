@@ -18,6 +18,7 @@ from pydantic import ConfigDict
 
 from sparsedebug.core.errors import UserError
 from sparsedebug.records.base import Record
+from sparsedebug.records.run import DENSE
 
 MAX_M = 16
 """Largest group size supported (metadata then fits one uint8 per kept value)."""
@@ -220,3 +221,14 @@ def check_compliance(weight: Any, n: int, m: int, block: int | None = None) -> C
         violating_fraction=violating / total,
         max_nonzeros=int(counts.max()),
     )
+
+
+def intent_pattern(intended: str | None) -> Pattern | None:
+    """The pattern of a layer's declared sparsity (a canonical ``records.run.SparsityIntent``); None for
+    ``dense``, and for a pattern outside the kernels' limits (which no kernel could run)."""
+    if intended is None or intended == DENSE:
+        return None
+    try:
+        return parse_pattern(intended)
+    except UserError:
+        return None

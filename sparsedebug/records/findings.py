@@ -13,6 +13,7 @@ from typing import Literal
 from pydantic import Field
 
 from sparsedebug.records.base import SCHEMA_VERSION, Record
+from sparsedebug.records.run import SparsityIntent
 from sparsedebug.records.stats import SampleComparison
 
 StageStatus = Literal["divergent", "improved", "expected", "same", "undecided", "not_comparable"]
@@ -113,7 +114,7 @@ class PathChange(Record):
     cand_path: str
     base_classes: list[str] = Field(default_factory=list)
     cand_classes: list[str] = Field(default_factory=list)
-    cand_intended: str | None
+    cand_intended: SparsityIntent | None
     declared_sparse: bool
     unintended: bool
     base_ms: float | None = Field(None, description="Baseline median per-call kernel time of the layer.")
@@ -127,7 +128,7 @@ class DenseFallback(Record):
     """A candidate layer declared sparse that ran dense."""
 
     layer: str
-    intended: str
+    intended: SparsityIntent
     reason: str | None
     kernel_class: str | None
 

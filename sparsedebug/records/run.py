@@ -14,10 +14,11 @@ upgrade message rather than misread (see ``sparsedebug.core.io``).
 
 from __future__ import annotations
 
+import re
 from enum import StrEnum
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import AfterValidator, Field
 
 from sparsedebug.records.base import SCHEMA_VERSION, Record
 from sparsedebug.records.fingerprint import FileDigest, Fingerprint
@@ -26,6 +27,29 @@ from sparsedebug.records.timing import TimingQuality
 
 STAGES: tuple[str, ...] = ("graph", "lower", "kernel", "schedule", "outcome")
 """The five stages, in the order the playbook walks them."""
+
+DENSE = "dense"
+"""The intent of a layer never meant to be sparse."""
+
+_INTENT_RE = re.compile(r"^(\d+):(\d+)(?::(\d+))?$")
+
+
+def canonical_intent(value: str) -> str:
+    """``dense``, or the canonical text of an ``N:M`` / ``V:N:M`` pattern (spaces and case dropped, no
+    leading zeros); ``ValueError`` otherwise. The pattern's own limits (N < M, M <= 16) are
+    ``kernels.masks.parse_pattern``'s to check where a kernel is built."""
+    text = value.strip().lower()
+    if text in ("", DENSE):
+        return DENSE
+    match = _INTENT_RE.match(text.replace(" ", ""))
+    if match is None:
+        raise ValueError(f"sparsity {value!r}: expected 'dense', 'N:M' or 'V:N:M'")
+    return ":".join(str(int(part)) for part in match.groups() if part is not None)
+
+
+SparsityIntent = Annotated[str, AfterValidator(canonical_intent)]
+"""A layer's declared sparsity as a typed value: always ``dense`` or a canonical pattern text, so
+no reader re-parses it (``intended == DENSE`` is the whole test)."""
 
 
 # --------------------------------------------------------------------------- run record
@@ -85,7 +109,7 @@ class GraphLayer(Record):
     input_shape: list[int] | None = None
     output_shape: list[int] | None = None
     dtype: str
-    intended: str = Field("dense", description="Declared sparsity: 'dense', 'N:M' or 'V:N:M'.")
+    intended: SparsityIntent = Field(DENSE, description="Declared sparsity: 'dense', 'N:M' or 'V:N:M' (canonical).")
     params: int = 0
     flops: float = Field(0.0, description="Dense-equivalent FLOPs of one call.")
     bytes: float = Field(0.0, description="Dense-equivalent bytes moved by one call.")

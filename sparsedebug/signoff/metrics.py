@@ -9,12 +9,11 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from sparsedebug.core.errors import UserError
 from sparsedebug.core.patterns import declared_sparse, fallback_flop_share, is_fallback
 from sparsedebug.core.stats import Percentiles, median, percentiles
-from sparsedebug.kernels.masks import parse_pattern
+from sparsedebug.kernels.masks import intent_pattern
 from sparsedebug.records.base import Record
-from sparsedebug.records.run import EqualLatencyQuality, KernelPath, QualityDelta, RunRecord
+from sparsedebug.records.run import EqualLatencyQuality, KernelPath, QualityDelta, RunRecord, SparsityIntent
 
 THIS_MACHINE = "this machine, measured"
 """The clock of a replay's timings."""
@@ -37,11 +36,8 @@ def bundle_clock(runs: list[RunRecord]) -> str:
 
 def nominal_factor(pattern: str) -> float | None:
     """Multiply reduction an ``N:M`` or ``V:N:M`` pattern promises (M/N); ``None`` for dense or unknown."""
-    try:
-        parsed = parse_pattern(pattern)
-    except UserError:
-        return None
-    return 1.0 / parsed.density
+    parsed = intent_pattern(pattern)
+    return None if parsed is None else 1.0 / parsed.density
 
 
 EQUAL_LATENCY_TOLERANCE = 0.05
@@ -143,7 +139,7 @@ class LayerRow(Record):
     weight_shape: list[int] | None
     input_shape: list[int] | None
     dtype: str
-    intended: str
+    intended: SparsityIntent
     path: str | None
     reason: str | None
     detail: str | None

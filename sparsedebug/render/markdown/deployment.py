@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from sparsedebug.core.patterns import declared_sparse
 from sparsedebug.records.run import KernelPath, RunRecord
 from sparsedebug.records.target import LayerProjection
 from sparsedebug.render.clocks import bundle_clock, label_latencies, measured_clock, slower_layers, target_sentence
@@ -90,7 +91,7 @@ def costs_time(run: RunRecord) -> list[str]:
 def pruning_schedule(run: RunRecord) -> list[str]:
     """Method, pattern, schedule (steps) and calibration exactly as the run recorded them."""
     knobs = run.workload.knobs if run.workload is not None else {}
-    patterns = sorted({g.intended for g in run.graph.layers if g.intended.strip().lower() != "dense"})
+    patterns = sorted({g.intended for g in run.graph.layers if declared_sparse(g.intended)})
     recorded = {k: v for k, v in knobs.items() if k.startswith("pruning.")}
     lines = []
     if recorded:
