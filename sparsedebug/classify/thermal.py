@@ -12,6 +12,7 @@ from sparsedebug.classify.context import CAPTURE_CPU_FREQ, CAPTURE_SMI, Context,
 from sparsedebug.classify.rule import Rule, RuleSet
 from sparsedebug.core.stats import median
 from sparsedebug.records.classification import Fix, Mechanism
+from sparsedebug.records.stats import DEFAULT_ALPHA
 
 THERMAL = RuleSet(Mechanism.THERMAL)
 
@@ -114,5 +115,5 @@ def latency_drift_ratio(ctx: Context) -> Result:
     result = scipy_stats.spearmanr(np.arange(len(samples)), np.asarray(samples, dtype=np.float64))
     rho, p = float(result.statistic), float(result.pvalue)
     detail = f"first third p50 {first:.3f} ms, last third p50 {last:.3f} ms; Spearman rho {rho:+.2f} (p={p:.2g}, n={len(samples)})"
-    gate = None if (rho > 0 and p < 0.05) else "no significant upward trend (Spearman p >= 0.05 or rho <= 0)"
+    gate = None if (rho > 0 and p < DEFAULT_ALPHA) else f"no significant upward trend (Spearman p >= {DEFAULT_ALPHA:g} or rho <= 0)"
     return Fact(last / first if first > 0 else 0.0, "outcome.latency_samples_ms in iteration order", detail, gate=gate)

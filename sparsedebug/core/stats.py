@@ -93,6 +93,7 @@ __all__ = [
     "median",
     "min_attainable_p",
     "percentiles",
+    "quantiles",
     "rank_test_p",
     "subsample",
 ]
@@ -104,12 +105,17 @@ _SUBSAMPLE_SEED = 0x5D5EED
 """Seed of the deterministic subsample (the same input always gives the same subsample)."""
 
 
-def percentiles(samples: Sequence[float]) -> Percentiles:
-    """p50/p95/p99 (linear interpolation) of non-empty ``samples``."""
+def quantiles(samples: Sequence[float], points: Sequence[float]) -> list[float]:
+    """The ``points`` percentiles (0-100, linear interpolation) of non-empty ``samples``."""
     if len(samples) == 0:
         raise ValueError("percentiles of an empty sample")
-    p50, p95, p99 = np.percentile(np.asarray(samples, dtype=np.float64), [50.0, 95.0, 99.0])
-    return Percentiles(n=len(samples), p50=float(p50), p95=float(p95), p99=float(p99))
+    return [float(v) for v in np.percentile(np.asarray(samples, dtype=np.float64), list(points))]
+
+
+def percentiles(samples: Sequence[float]) -> Percentiles:
+    """p50/p95/p99 (linear interpolation) of non-empty ``samples``."""
+    p50, p95, p99 = quantiles(samples, (50.0, 95.0, 99.0))
+    return Percentiles(n=len(samples), p50=p50, p95=p95, p99=p99)
 
 
 def median(samples: Sequence[float]) -> float:

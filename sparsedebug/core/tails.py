@@ -30,6 +30,7 @@ import math
 from collections.abc import Sequence
 
 from sparsedebug.records.base import Record
+from sparsedebug.records.stats import DEFAULT_ALPHA
 
 P99 = 0.99
 
@@ -54,7 +55,7 @@ def _binom_sf(n: int, q: float) -> list[float]:
     return [min(1.0, value) for value in sf]
 
 
-def quantile_bounds(samples: Sequence[float], q: float = P99, alpha: float = 0.05) -> QuantileBounds:
+def quantile_bounds(samples: Sequence[float], q: float = P99, alpha: float = DEFAULT_ALPHA) -> QuantileBounds:
     """One-sided ``1 - alpha`` confidence bounds of the ``q`` quantile of the distribution ``samples`` came from.
 
     Raises ``ValueError`` on an empty sample or ``q``/``alpha`` outside (0, 1).

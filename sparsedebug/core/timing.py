@@ -33,10 +33,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-import numpy as np
-
 from sparsedebug.core.errors import UserError
-from sparsedebug.core.stats import median
+from sparsedebug.core.stats import median, quantiles
 from sparsedebug.records.timing import Flag, TimingQuality, VariantTiming
 
 DEFAULT_TICK_MS = 4.0
@@ -195,8 +193,8 @@ def _flag(r: _Round, typical: float, tick: float, policy: NoisePolicy) -> list[F
 
 
 def _spread(values: list[float]) -> tuple[float, float]:
-    p10, p50, p90 = np.percentile(np.asarray(values, dtype=np.float64), [10.0, 50.0, 90.0])
-    return (float(p90 - p10) / float(p50) if p50 > 0 else math.inf), float(p90 - p10)
+    p10, p50, p90 = quantiles(values, (10.0, 50.0, 90.0))
+    return ((p90 - p10) / p50 if p50 > 0 else math.inf), p90 - p10
 
 
 def measure(

@@ -22,6 +22,7 @@ import numpy as np
 
 from sparsedebug.core.errors import UserError
 from sparsedebug.core.io import file_digest
+from sparsedebug.core.stats import median
 from sparsedebug.records.base import Record
 from sparsedebug.records.fingerprint import (
     BlasLibrary,
@@ -200,8 +201,8 @@ def calibrate(rounds: int = 7, gemm_n: int = 1024, copy_mib: int = 64) -> Calibr
         t2 = time.perf_counter()
         gemm_ms.append((t1 - t0) * 1e3)
         copy_ms.append((t2 - t1) * 1e3)
-    gemm_med = float(np.median(gemm_ms))
-    copy_med = float(np.median(copy_ms))
+    gemm_med = median(gemm_ms)
+    copy_med = median(copy_ms)
     flops = 2.0 * gemm_n**3
     copy_bytes = 2 * src.nbytes  # read + write
     return Calibration(

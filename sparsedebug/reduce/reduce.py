@@ -48,6 +48,7 @@ from sparsedebug.records.run import (
     RunSource,
     ScheduleStage,
 )
+from sparsedebug.records.stats import DEFAULT_ALPHA, DEFAULT_MIN_EFFECT
 from sparsedebug.reduce.search import DDMin, Outcome
 from sparsedebug.reduce.shrink import apply_changes, block_of, diff_workloads, half_tokens, keep_layers
 from sparsedebug.reduce.treatment import scale_keeping_treatment
@@ -357,8 +358,8 @@ def reduce_workloads(
     good_dir: Path | None = None,
     bad_dir: Path | None = None,
     repro_path: Path = Path("repro.yaml"),
-    alpha: float = 0.05,
-    min_effect: float = 1.10,
+    alpha: float = DEFAULT_ALPHA,
+    min_effect: float = DEFAULT_MIN_EFFECT,
 ) -> Reduction:
     """Reduce the difference between ``good`` and ``bad`` to the smallest reproducer of its first divergence.
 

@@ -14,6 +14,7 @@ from sparsedebug.core.stats import median, percentiles
 from sparsedebug.records.bundle import Movement
 from sparsedebug.records.classification import Fix
 from sparsedebug.records.run import KernelPath, RunRecord
+from sparsedebug.records.stats import DEFAULT_ALPHA
 from sparsedebug.signoff.gate import judge_shift
 from sparsedebug.signoff.metrics import fallback_summary, layer_rows
 
@@ -107,7 +108,7 @@ def measure_movement(
     fixed: RunRecord,
     fix: Fix | None,
     *,
-    alpha: float = 0.05,
+    alpha: float = DEFAULT_ALPHA,
     factor: float = 1.05,
 ) -> tuple[list[Movement], str | None, bool | None, str | None]:
     """Candidate versus fixed: latency percentiles, speedup over the baseline, the fix's metric.

@@ -19,103 +19,23 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING
 
-from sparsedebug.core.errors import UserError
-from sparsedebug.core.io import load_data, reading, validate
+from sparsedebug.core.io import validate
 from sparsedebug.records.run import RunRecord
+from sparsedebug.sources.sniff import RUN_KINDS as RUN_KINDS
+from sparsedebug.sources.sniff import RunKind as RunKind
+from sparsedebug.sources.sniff import sniff_as
+from sparsedebug.sources.workload.load import load_workload as load_workload
 
 if TYPE_CHECKING:
     from sparsedebug.sources.bundle import LoadedBundle
     from sparsedebug.sources.importers.trace.importer import TraceImport
-    from sparsedebug.sources.workload.schema import Workload
-
-RunKind = Literal["run", "workload", "trace"]
-"""What a BASE/CAND file holds."""
-
-RUN_KINDS: tuple[RunKind, ...] = ("run", "workload", "trace")
 
 Progress = Callable[[str, int, int], None]
 """``progress(stage, done, total)``, as the replay calls it."""
 
-_WHAT: dict[RunKind, str] = {
-    "run": "a run record (kind: run)",
-    "workload": "a workload (kind: workload)",
-    "trace": "a PyTorch trace (.json/.json.gz with traceEvents)",
-}
-_RECORD_KINDS: tuple[RunKind, ...] = ("run", "workload")
-"""The kinds that are records with a ``kind`` field (a trace is recognised by its events)."""
-_WORKLOAD: tuple[RunKind, ...] = ("workload",)
 _VERB: dict[RunKind, str] = {"run": "load", "workload": "replay", "trace": "import"}
-
-
-_GZIP_MAGIC = b"\x1f\x8b"
-_HEAD = 65536
-
-
-def _head(path: Path) -> bytes:
-    with reading(path), path.open("rb") as handle:
-        return handle.read(_HEAD)
-
-
-def _binary(head: bytes) -> bool:
-    """Whether a file's first bytes are not text: a NUL byte, or bytes that are not UTF-8 (a cut last character aside)."""
-    if b"\x00" in head:
-        return True
-    try:
-        head.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return exc.start < len(head) - 3 or len(head) < _HEAD
-    return False
-
-
-def _sniff(path: Path) -> tuple[RunKind | None, Any]:
-    """The kind of ``path`` (None when its ``kind`` is none of ours) and its parsed data (None for a trace).
-
-    ``.json.gz`` is a trace; ``.json`` is a trace when its head mentions
-    ``traceEvents`` (or it is a bare event array); anything else is parsed and read
-    by its ``kind`` field.
-    """
-    name = path.name.lower()
-    if name.endswith(".gz"):
-        return "trace", None
-    if not path.is_file():
-        raise UserError(f"{path}: file not found" if not path.exists() else f"{path}: is a directory, expected a file")
-    head = _head(path)
-    if head.startswith(_GZIP_MAGIC):
-        return "trace", None  # a compressed trace under another name: the importer reads it by its magic bytes
-    if _binary(head):
-        raise UserError(f"{path}: binary data, not {_choices(RUN_KINDS)}")
-    if name.endswith(".json"):
-        text = head.decode("utf-8", errors="replace")
-        if '"traceEvents"' in text or text.lstrip().startswith("["):
-            return "trace", None
-    data = load_data(path)
-    kind = data.get("kind") if isinstance(data, dict) else None
-    if kind == "run":
-        return "run", data
-    if kind == "workload":
-        return "workload", data
-    return None, data
-
-
-def _sniff_as(path: Path, accept: Collection[RunKind]) -> tuple[RunKind, Any]:
-    """Like ``_sniff``, refusing kinds outside ``accept``.
-
-    A file without a ``kind`` field is read as the one record kind (run or
-    workload) that ``accept`` names, when it names exactly one: both records
-    default their ``kind``, and validating it names what is wrong.
-    """
-    kind, data = _sniff(path)
-    if kind is None:
-        records = [k for k in _RECORD_KINDS if k in accept]
-        if len(records) == 1 and not (isinstance(data, dict) and "kind" in data):
-            return records[0], data  # validation says what is wrong with it
-        found = data.get("kind") if isinstance(data, dict) else None
-        raise UserError(f"{path}: kind: expected {_choices(accept)}, got {found!r}")
-    if kind not in accept:
-        raise UserError(f"{path}: is {_WHAT[kind]}; expected {_choices(accept)}")
-    return kind, data
 
 
 def detect_kind(path: Path) -> RunKind:
@@ -126,7 +46,7 @@ def detect_kind(path: Path) -> RunKind:
     run record or a workload according to its ``kind`` field. Anything else is a
     one-line ``UserError`` naming the file.
     """
-    kind, _ = _sniff_as(path, RUN_KINDS)
+    kind, _ = sniff_as(path, RUN_KINDS)
     return kind
 
 
@@ -149,7 +69,7 @@ def load_run(
     import). ``accept`` lists the kinds the caller takes; another kind is a
     ``UserError`` saying what the file is and what was expected.
     """
-    kind, data = _sniff_as(path, accept)
+    kind, data = sniff_as(path, accept)
     if kind == "run":
         return validate(RunRecord, data, str(path))
     if kind == "workload":
@@ -175,14 +95,6 @@ def resolve_workload(argument: str) -> Path:
     return embedded_workload(argument)
 
 
-def load_workload(path: Path) -> Workload:
-    """Load, validate and graph-check a workload file; a run record or a trace is refused by name."""
-    from sparsedebug.sources.workload.load import parse_workload
-
-    _, data = _sniff_as(path, _WORKLOAD)
-    return parse_workload(data, str(path))
-
-
 def load_trace(path: Path, *, include_last_step: bool = False) -> TraceImport:
     """Import a PyTorch profiler Chrome trace (``.json`` or ``.json.gz``): the run record and the whole-trace summary
     (``include_last_step``: HTA's breakdown keeps the last ProfilerStep, as HTA's include_last_profiler_step)."""
@@ -196,9 +108,3 @@ def load_bundle(root: Path) -> LoadedBundle:
     from sparsedebug.sources.bundle import load_bundle as read_bundle
 
     return read_bundle(root)
-
-
-def _choices(kinds: Collection[RunKind]) -> str:
-    """'a run record (kind: run), a workload (kind: workload) or a PyTorch trace (...)'."""
-    names = [_WHAT[kind] for kind in RUN_KINDS if kind in kinds]
-    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]

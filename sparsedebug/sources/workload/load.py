@@ -12,7 +12,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from sparsedebug.core.errors import UserError
-from sparsedebug.core.io import format_validation_error, load_data, validate
+from sparsedebug.core.io import format_validation_error, validate
+from sparsedebug.sources.sniff import WORKLOAD_ONLY, sniff_as
 from sparsedebug.sources.workload.graph import check_graph
 from sparsedebug.sources.workload.schema import Workload
 
@@ -49,8 +50,9 @@ def parse_workload(data: Any, source: str) -> Workload:
 
 
 def load_workload(path: Path) -> Workload:
-    """Load, validate and graph-check a workload YAML (or JSON) file."""
-    return parse_workload(load_data(path), str(path))
+    """Load, validate and graph-check a workload YAML (or JSON) file; a run record or a trace is refused by name."""
+    _, data = sniff_as(path, WORKLOAD_ONLY)
+    return parse_workload(data, str(path))
 
 
 def revalidate(workload: Workload) -> Workload:
