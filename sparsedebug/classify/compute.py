@@ -22,7 +22,7 @@ from sparsedebug.classify.context import (
 from sparsedebug.classify.evidence import ncu_detail, sparse_ncu
 from sparsedebug.classify.rule import Rule, RuleSet
 from sparsedebug.core.dispatch import change_text, dispatch_cause, fix_for, moved_to_fp32
-from sparsedebug.core.patterns import declared_sparse, fell_back, path_changed, path_text
+from sparsedebug.core.patterns import declared_sparse, fell_back, kernel_time_shares, path_changed, path_text
 from sparsedebug.core.patterns import fallback_flop_share as shared_fallback_flop_share
 from sparsedebug.core.stats import median
 from sparsedebug.locate.common import ms_per_iteration
@@ -176,20 +176,21 @@ def neighbour_path_latency_share(ctx: Context) -> Result:
     suggest=fallback_fix, one_run=True,
 )
 def fallback_time_share(ctx: Context) -> Result:
-    """Summed kernel p50 of fallback layers over the summed kernel p50 of all layers."""
-    times = ctx.kernel_p50()
-    if not times:
+    """Summed kernel p50 of fallback layers over the summed kernel p50 of all timed layers (``core.patterns.kernel_time_shares``)."""
+    shares = kernel_time_shares(ctx.run)
+    if shares is None:
         return Missing("no per-layer kernel samples in the run", CAPTURE_TRACE if ctx.imported else "replay the workload")
-    lost_layers = [(g, lo) for g, lo in fallbacks(ctx) if g.name in times]
-    total = sum(times.values())
-    lost = sum(times[g.name] for g, _ in lost_layers)
-    worst = max(lost_layers, key=lambda pair: times[pair[0].name], default=None)
-    detail = f"{lost:.3f} of {total:.3f} ms summed kernel p50 in fallback layers"
+    detail = f"{shares.fallback_ms:.3f} of {shares.total_ms:.3f} ms summed kernel p50 in fallback layers"
+    if shares.untimed:
+        detail += f" ({shares.timed} layers timed, {shares.untimed} without kernel samples)"
     data: dict[str, object] = {}
-    if worst is not None:
-        detail += f"; largest {worst[0].name} {times[worst[0].name]:.3f} ms ({worst[1].reason})"
-        data = {"layer": worst[0].name, "reason": worst[1].reason}
-    return Fact(lost / total if total > 0 else 0.0, "kernel.layers[].samples_ms (fallback layers)", detail, context=data)
+    if shares.worst_fallback is not None:
+        lower = {lo.name: lo for lo in ctx.run.lower.layers}
+        worst = shares.worst_fallback
+        reason = lower[worst].reason
+        detail += f"; largest {worst} {ctx.kernel_p50()[worst]:.3f} ms ({reason})"
+        data = {"layer": worst, "reason": reason}
+    return Fact(shares.fallback_share or 0.0, "kernel.layers[].samples_ms (fallback layers)", detail, context=data)
 
 
 @COMPUTE.rule(

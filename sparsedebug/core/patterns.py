@@ -7,9 +7,12 @@ N:M patterns themselves are parsed by :func:`sparsedebug.kernels.masks.parse_pat
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from sparsedebug.core.dispatch import dispatch_changed
 from sparsedebug.core.dtypes import canonical_dtype, dtype_in_text
 from sparsedebug.core.kernel_names import classify_kernel
+from sparsedebug.core.stats import median
 from sparsedebug.records.run import DENSE, FallbackReason, KernelLayer, KernelPath, LowerLayer, RunRecord
 
 
@@ -85,3 +88,51 @@ def fallback_flop_share(run: RunRecord) -> float | None:
     if total > 0:
         return sum(g.flops for g in fell) / total
     return len(fell) / len(intended)
+
+
+@dataclass(frozen=True)
+class KernelTimeShares:
+    """Where a run's summed per-layer kernel p50 goes: fallbacks and dense layers, over the layers timed.
+
+    The one definition of "share of kernel time" (classify's ``compute.fallback_time`` rule, the
+    report, the memo and the gate): each timed layer counts its median per-call kernel time once;
+    layers without kernel samples are left out and counted in ``untimed``.
+    """
+
+    total_ms: float
+    fallback_ms: float
+    dense_ms: float
+    timed: int
+    untimed: int
+    worst_fallback: str | None
+    """The fallback layer with the largest kernel p50 (None without a timed fallback)."""
+
+    @property
+    def fallback_share(self) -> float | None:
+        """Fallback layers' kernel time over all timed kernel time; None without timed kernel time."""
+        return self.fallback_ms / self.total_ms if self.total_ms > 0 else None
+
+    @property
+    def dense_share(self) -> float | None:
+        """Kernel time of the layers that run dense (fallbacks and intended dense) over all timed kernel time."""
+        return self.dense_ms / self.total_ms if self.total_ms > 0 else None
+
+
+def kernel_time_shares(run: RunRecord) -> KernelTimeShares | None:
+    """Kernel-time shares of ``run`` (see :class:`KernelTimeShares`); None when no layer has kernel samples."""
+    times = {layer.name: median(layer.samples_ms) for layer in run.kernel.layers if layer.samples_ms}
+    if not times:
+        return None
+    lower = {layer.name: layer for layer in run.lower.layers}
+    intent = {layer.name: layer.intended for layer in run.graph.layers}
+    fell = [name for name in times if name in lower and fell_back(intent.get(name), lower[name])]
+    dense = [name for name in times if name in lower and lower[name].path == KernelPath.DENSE]
+    layers = {layer.name for layer in run.graph.layers} | {layer.name for layer in run.kernel.layers}
+    return KernelTimeShares(
+        total_ms=sum(times.values()),
+        fallback_ms=sum(times[name] for name in fell),
+        dense_ms=sum(times[name] for name in dense),
+        timed=len(times),
+        untimed=len(layers - set(times)),
+        worst_fallback=max(fell, key=lambda name: times[name], default=None),
+    )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from sparsedebug.core.patterns import declared_sparse, fallback_flop_share, is_fallback
+from sparsedebug.core.patterns import declared_sparse, fallback_flop_share, is_fallback, kernel_time_shares
 from sparsedebug.core.stats import Percentiles, median, percentiles
 from sparsedebug.kernels.masks import intent_pattern
 from sparsedebug.records.base import Record
@@ -240,13 +240,9 @@ def fallback_summary(run: RunRecord) -> FallbackSummary:
     dense_rows = [r for r in rows if r.path == KernelPath.DENSE.value]
     dense_flop_share = sum(r.flops for r in dense_rows) / total_flops if total_flops > 0 else None
     fb_all_share = sum(r.flops for r in fell) / total_flops if total_flops > 0 and rows else None
-    timed = [r for r in rows if r.time_ms is not None]
-    total_time = sum(r.time_ms for r in timed if r.time_ms is not None)
-    dense_time_share: float | None = None
-    fb_time_share: float | None = None
-    if timed and total_time > 0 and len(timed) == len(rows):
-        dense_time_share = sum(r.time_ms or 0.0 for r in dense_rows) / total_time
-        fb_time_share = sum(r.time_ms or 0.0 for r in fell) / total_time
+    shares = kernel_time_shares(run)
+    dense_time_share = shares.dense_share if shares is not None else None
+    fb_time_share = shares.fallback_share if shares is not None else None
 
     sparse_pairs = [r for r in meant if r.path == KernelPath.SPARSE.value and r.time_ms and r.dense_time_ms]
     speedup: float | None = None
@@ -265,7 +261,7 @@ def fallback_summary(run: RunRecord) -> FallbackSummary:
         left = 1.0 / (1.0 - fb_time_share + fb_time_share / speedup)
 
     ceiling: float | None = None
-    if timed and len(timed) == len(rows) and meant:
+    if meant:  # every layer needs a dense time (its own, or its paired dense samples): the loop stops at the first without
         dense_total = 0.0
         ideal_total = 0.0
         ok = True
