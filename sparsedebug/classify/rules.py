@@ -4,7 +4,7 @@ A rule is declared in its mechanism's module (``compute``, ``memory``, ``schedul
 ``precision``, ``thermal``) on the metric function it reads, with its threshold, weight
 and fix recipe (see ``sparsedebug.classify.rule`` for what a rule is and how it scores).
 This module only gathers them. The README documents the table
-(``sparsedebug.render.terminal.classify.rules_markdown`` renders it);
+(``sparsedebug.render.markdown.rules.rules_markdown`` renders it);
 tests/classify/test_rules.py has a test for every rule.
 """
 

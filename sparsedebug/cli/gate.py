@@ -20,8 +20,9 @@ from sparsedebug.core.budget import MAX_REPEATS
 from sparsedebug.core.errors import UserError
 from sparsedebug.core.io import atomic_write_text
 from sparsedebug.render.junit import junit_xml
+from sparsedebug.render.markdown.gate import summary_markdown
 from sparsedebug.render.terminal.gate import gate_table
-from sparsedebug.signoff.gate import evaluate, load_policy, summary_markdown
+from sparsedebug.signoff.gate import evaluate, load_policy
 from sparsedebug.sources.detect import describe_input, load_run
 
 

@@ -364,28 +364,3 @@ def evaluate(base: RunRecord, cand: RunRecord, policy: GatePolicy | None = None)
         policy=pol,
         inconclusive=any(c.status == "inconclusive" for c in checks),
     )
-
-
-def summary_markdown(result: GateResult) -> str:
-    """A Markdown summary fit for a CI job summary (GitHub's $GITHUB_STEP_SUMMARY)."""
-    icon = {"pass": "PASS", "fail": "FAIL", "skipped": "SKIP", "inconclusive": "INCONCLUSIVE"}
-    verdict = "FAILED" if not result.passed else ("INCONCLUSIVE (no check failed)" if result.inconclusive else "passed")
-    lines = [
-        f"## sparsedebug gate: {verdict}",
-        "",
-        f"Baseline `{result.baseline}`, candidate `{result.candidate}`.",
-        "",
-        "| check | result | measured | threshold |",
-        "| --- | --- | --- | --- |",
-    ]
-    for c in result.checks:
-        lines.append(f"| {c.name} | {icon[c.status]} | {_md(c.measured)} | {_md(c.threshold)} |")
-    lines.append("")
-    for c in result.checks:
-        lines.append(f"- **{c.id}** ({icon[c.status]}): {_md(c.detail)}")
-    lines.append("")
-    return "\n".join(lines)
-
-
-def _md(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")

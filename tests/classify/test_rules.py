@@ -13,7 +13,7 @@ from sparsedebug.classify.score import classify_evidence
 from sparsedebug.records.classification import Mechanism, NcuEvidence, SmiEvidence
 from sparsedebug.records.fingerprint import Fingerprint
 from sparsedebug.records.run import FallbackReason, KernelClass, KernelPath, QualityDelta, RunRecord, RunSource, Verdict
-from sparsedebug.render.terminal.classify import rules_markdown
+from sparsedebug.render.markdown.rules import rules_markdown
 from tests.classify.test_score import make_fingerprint, make_run
 
 

@@ -9,7 +9,8 @@ import yaml
 
 from sparsedebug.core.errors import UserError
 from sparsedebug.records.gate import GatePolicy
-from sparsedebug.signoff.gate import evaluate, load_policy, summary_markdown
+from sparsedebug.render.markdown.gate import summary_markdown
+from sparsedebug.signoff.gate import evaluate, load_policy
 from tests.support.synth import L, dense_run, make_run, sparse_run, spread
 
 REPO = Path(__file__).resolve().parents[2]

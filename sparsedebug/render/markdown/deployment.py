@@ -18,6 +18,7 @@ from sparsedebug.core.patterns import declared_sparse
 from sparsedebug.records.run import KernelPath, RunRecord
 from sparsedebug.records.target import LayerProjection
 from sparsedebug.render.clocks import bundle_clock, label_latencies, measured_clock, slower_layers, target_sentence
+from sparsedebug.render.markdown.cells import md_cell
 from sparsedebug.signoff.decide import stored_decision
 from sparsedebug.signoff.metrics import fallback_summary, latency, layer_rows, real_quality_text, reality_figures
 from sparsedebug.sources.bundle import LoadedBundle
@@ -28,9 +29,6 @@ BAR = "\u2588"
 def _shape(shape: list[int] | None) -> str:
     return "x".join(str(d) for d in shape) if shape else "-"
 
-
-def _md(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
 
 
 def layer_matrix(run: RunRecord) -> list[str]:
@@ -54,8 +52,8 @@ def layer_matrix(run: RunRecord) -> list[str]:
         if r.conversions_per_call:
             reason += f" (re-converted {r.conversions_per_call}x per call)"
         line = (
-            f"| {_md(r.name)} | {r.op} | {_shape(r.weight_shape or r.input_shape)} | {r.dtype} | {r.intended} | {path} | "
-            f"{_md(reason)} | {'-' if r.time_ms is None else f'{r.time_ms:.4f}'} | "
+            f"| {md_cell(r.name)} | {r.op} | {_shape(r.weight_shape or r.input_shape)} | {r.dtype} | {r.intended} | {path} | "
+            f"{md_cell(reason)} | {'-' if r.time_ms is None else f'{r.time_ms:.4f}'} | "
             f"{'-' if r.dense_time_ms is None else f'{r.dense_time_ms:.4f}'} |"
         )
         if target is not None:
@@ -84,7 +82,7 @@ def costs_time(run: RunRecord) -> list[str]:
         return lines
     lines.append(f"- {len(slower)} sparse layer(s) projected slower than dense (lowering flag `slower_than_dense`):")
     for name, sparse_ms, dense_ms in slower:
-        lines.append(f"  - `{_md(name)}`: sparse {sparse_ms:.4f} ms vs dense {dense_ms:.4f} ms per call (target, projected)")
+        lines.append(f"  - `{md_cell(name)}`: sparse {sparse_ms:.4f} ms vs dense {dense_ms:.4f} ms per call (target, projected)")
     return lines
 
 
@@ -228,11 +226,11 @@ def _latency_row(label: str, run: RunRecord, base: RunRecord) -> str:
     p = latency(run)
     clock = measured_clock(run)
     if p is None:
-        return f"| {label} | `{_md(run.name)}` | - | - | - | - | - | {clock} |"
+        return f"| {label} | `{md_cell(run.name)}` | - | - | - | - | - | {clock} |"
     b = latency(base)
     speed = f"{b.p50 / p.p50:.3f}x" if b is not None else "-"
     budget = "-" if run.outcome.budget_ms is None else f"{run.outcome.budget_ms:g}"
-    return f"| {label} | `{_md(run.name)}` | {p.p50:.3f} | {p.p95:.3f} | {p.p99:.3f} | {speed} | {budget} | {clock} |"
+    return f"| {label} | `{md_cell(run.name)}` | {p.p50:.3f} | {p.p95:.3f} | {p.p99:.3f} | {speed} | {budget} | {clock} |"
 
 
 def _target_row(label: str, run: RunRecord) -> str | None:
@@ -241,7 +239,7 @@ def _target_row(label: str, run: RunRecord) -> str | None:
         return None
     speed = f"{fwd.speedup:.3f}x vs its dense" if fwd.speedup is not None else "-"
     clock = f"target: {run.target.backend}, {run.target.launch.replace('_', ' ')}, projected ({fwd.basis})"
-    return f"| {label} (target) | `{_md(run.name)}` | {fwd.candidate.total_ms:.3f} | - | - | {speed} | - | {clock} |"
+    return f"| {label} (target) | `{md_cell(run.name)}` | {fwd.candidate.total_ms:.3f} | - | - | {speed} | - | {clock} |"
 
 
 def render_report(bundle: LoadedBundle) -> str:
@@ -273,7 +271,7 @@ def render_report(bundle: LoadedBundle) -> str:
     lines.append("| run | " + " | ".join(checks) + " |")
     lines.append("| --- |" + " --- |" * len(checks))
     for label, result in results:
-        cells = [f"{c.status}: {_md(c.measured)}" for c in result.checks]
+        cells = [f"{c.status}: {md_cell(c.measured)}" for c in result.checks]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     for label, run in runs:
         lines += ["", f"## Supported-layer matrix ({label}, backend `{run.lower.backend}`)", ""]
@@ -295,5 +293,3 @@ def render_report(bundle: LoadedBundle) -> str:
     lines.append("")
     present = [run for run in (base, cand, fixed) if run is not None]
     return "\n".join(label_latencies(lines, bundle_clock(present)))
-
-

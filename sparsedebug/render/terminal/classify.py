@@ -6,9 +6,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from sparsedebug.classify.rule import Rule
-from sparsedebug.classify.rules import RULES
-from sparsedebug.records.classification import Classification, Evidence, Fix, Mechanism
+from sparsedebug.records.classification import Classification, Evidence, Fix
 from sparsedebug.render.terminal.fit import optional
 
 
@@ -159,39 +157,3 @@ def classification_view(result: Classification) -> Group:
         parts.append(roof)
     parts.append(verdict_text(result))
     return Group(*parts)
-
-
-def _md(text: str) -> str:
-    return text.replace("|", "\\|")
-
-
-def _rule_row(rule: Rule) -> str:
-    cells = [
-        f"`{rule.id}`",
-        rule.mechanism.value,
-        f"`{rule.metric}`",
-        f"{rule.op} {rule.threshold:g} {rule.unit}",
-        f"{rule.weight:g}",
-        rule.description,
-        rule.source,
-        rule.fix,
-    ]
-    return "| " + " | ".join(_md(cell) for cell in cells) + " |"
-
-
-def rules_markdown() -> str:
-    """The rule table as Markdown, for the README: one row per rule, grouped by mechanism."""
-    lines = [
-        "| rule | mechanism | metric | fires when | weight | what it means | source | suggested test |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
-    ]
-    for mechanism in Mechanism:
-        lines.extend(_rule_row(rule) for rule in RULES if rule.mechanism == mechanism)
-    lines.append("")
-    lines.append(
-        "A rule that fires adds `weight x min(2, value / threshold)` (`threshold / value` for `<` rules) to its "
-        "mechanism's score; the highest score wins. With `--baseline`, a rule computed from one run that fires on "
-        "the baseline too does not score unless the candidate is at least 10% worse: it is not what changed. "
-        "A metric whose artifact is missing is not scored: the classification names the artifact that would settle it."
-    )
-    return "\n".join(lines) + "\n"

@@ -1,0 +1,40 @@
+"""The classify rule table as Markdown (the README's table is this function's output, checked by a test)."""
+
+from __future__ import annotations
+
+from sparsedebug.classify.rule import Rule
+from sparsedebug.classify.rules import RULES
+from sparsedebug.records.classification import Mechanism
+from sparsedebug.render.markdown.cells import md_cell
+
+
+def _rule_row(rule: Rule) -> str:
+    cells = [
+        f"`{rule.id}`",
+        rule.mechanism.value,
+        f"`{rule.metric}`",
+        f"{rule.op} {rule.threshold:g} {rule.unit}",
+        f"{rule.weight:g}",
+        rule.description,
+        rule.source,
+        rule.fix,
+    ]
+    return "| " + " | ".join(md_cell(cell) for cell in cells) + " |"
+
+
+def rules_markdown() -> str:
+    """The rule table as Markdown, for the README: one row per rule, grouped by mechanism."""
+    lines = [
+        "| rule | mechanism | metric | fires when | weight | what it means | source | suggested test |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for mechanism in Mechanism:
+        lines.extend(_rule_row(rule) for rule in RULES if rule.mechanism == mechanism)
+    lines.append("")
+    lines.append(
+        "A rule that fires adds `weight x min(2, value / threshold)` (`threshold / value` for `<` rules) to its "
+        "mechanism's score; the highest score wins. With `--baseline`, a rule computed from one run that fires on "
+        "the baseline too does not score unless the candidate is at least 10% worse: it is not what changed. "
+        "A metric whose artifact is missing is not scored: the classification names the artifact that would settle it."
+    )
+    return "\n".join(lines) + "\n"
