@@ -13,16 +13,21 @@ from sparsedebug.records.run import RunRecord
 from sparsedebug.records.target import TargetClock
 from sparsedebug.signoff.metrics import THIS_MACHINE, bundle_clock, measured_clock
 
-__all__ = ["THIS_MACHINE", "bundle_clock", "label_latencies", "measured_clock", "quotes_unlabelled_latency", "slower_layers", "target_label", "target_sentence"]
+__all__ = ["THIS_MACHINE", "bundle_clock", "label_latencies", "measured_clock", "quotes_unlabelled_latency", "slower_layers", "target_clock_label", "target_label", "target_sentence"]
 
 CLOCK_WORDS = ("this machine", "target clock", "projected", "traced")
 """Words that name a clock in rendered text."""
 _LATENCY = re.compile(r"\d\s?(ms|us)\b")
 
 
+def target_clock_label(backend: str, device: str, launch: str) -> str:
+    """``target clock: h200-cusparselt (NVIDIA H200 SXM), eager, projected``: the one spelling of the target clock."""
+    return f"target clock: {backend} ({device}), {launch.replace('_', ' ')}, projected"
+
+
 def target_label(target: TargetClock) -> str:
-    """``target clock: h200-cusparselt (NVIDIA H200 SXM), eager, projected``."""
-    return f"target clock: {target.backend} ({target.device}), {target.launch.replace('_', ' ')}, projected"
+    """:func:`target_clock_label` of a run's target clock."""
+    return target_clock_label(target.backend, target.device, target.launch)
 
 
 def target_sentence(run: RunRecord) -> str | None:

@@ -18,6 +18,9 @@ from sparsedebug.records.run import EqualLatencyQuality, KernelPath, QualityDelt
 THIS_MACHINE = "this machine, measured"
 """The clock of a replay's timings."""
 
+TARGET_PROJECTED = "target clock, projected"
+"""The clock of a figure projected onto the backend profile's GPU (``render.clocks.target_clock_label`` names which)."""
+
 
 def measured_clock(run: RunRecord) -> str:
     """The clock of a run's own timing samples: this machine (replay) or the traced device (import)."""
@@ -93,7 +96,7 @@ def equal_latency_sentence(eq: EqualLatencyQuality) -> str:
     """
     removed = f"{eq.narrowed_ffn_fraction:.0%} of its FFN neurons removed"
     versus = f" vs candidate {eq.candidate_latency_ms:.3f} ms" if eq.candidate_latency_ms is not None else ""
-    clock = "; target clock, projected" if eq.clock == "target" else "; this machine, measured"
+    clock = "; " + (TARGET_PROJECTED if eq.clock == "target" else THIS_MACHINE)
     figure = "projected" if eq.clock == "target" else "p50"
     qualities = f"{quality_figure(eq.narrowed)} vs the candidate's {quality_value(eq.candidate)}"
     cross = ""

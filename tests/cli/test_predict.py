@@ -38,7 +38,7 @@ def test_table_names_the_target_clock_and_the_basis() -> None:
     result = invoke(["predict", "--shape", "11008x4096", "--shape", "4096x4096:dense", "--tokens", "2048"])
     assert result.exit_code == 0, result.stderr
     out = result.stdout
-    assert "target clock (projected): h200-cusparselt on NVIDIA H200 SXM, eager" in out
+    assert "target clock: h200-cusparselt (NVIDIA H200 SXM), eager, projected" in out
     assert "11008x4096" in out and "4096x4096:dense" in out and "2:4 pays off from" in out
     assert "whole forward (target clock, projected, eager)" in out
     assert "measured" in out or "interpolated" in out

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 from sparsedebug.core.stats import TAIL_MIN_SAMPLES, median, percentiles
 from sparsedebug.records.run import RunRecord, TimelineStrip
+from sparsedebug.render.clocks import measured_clock
 from sparsedebug.render.html import figures as fg
 from sparsedebug.render.html.page import Chart, Section, Table
 from sparsedebug.signoff.metrics import LayerRow, equal_latency_sentence, layer_rows, reality_figures
@@ -33,11 +34,8 @@ def _ms(value: float | None, spec: str = ".3f") -> str:
 
 
 def clock(run: RunRecord) -> str:
-    """Which clock a run's latencies are on: this machine for a replay, the traced device for a trace."""
-    if run.source.kind == "replay":
-        return "this machine"
-    backend = run.lower.backend
-    return f"traced on {backend.split(':', 1)[1]}" if ":" in backend else f"traced ({backend})"
+    """Which clock a run's latencies are on, in the words every renderer uses (``render.clocks``)."""
+    return measured_clock(run)
 
 
 def _axis(label: str, runs: Runs) -> str:

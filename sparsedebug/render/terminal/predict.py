@@ -12,14 +12,10 @@ from rich.markup import escape
 from rich.table import Table
 
 from sparsedebug.records.target import BreakEven, ForwardProjection, LayerProjection, PathTime, PredictReport, Provenance
+from sparsedebug.render.clocks import target_clock_label
 
 _GEMM_ROW = re.compile(r"gemm\[(\d+)\]")
 _FILE = re.compile(r"([\w.-]+\.(?:json\.gz|json|csv|yaml))")
-
-
-def target_clock_label(backend: str, device: str, launch: str) -> str:
-    """``target clock (projected): h200-cusparselt on NVIDIA H200 ..., eager``."""
-    return f"target clock (projected): {backend} on {device}, {launch.replace('_', ' ')}"
 
 
 def short_sources(*provenances: Provenance | None) -> str:

@@ -59,14 +59,14 @@ def test_every_figure_is_inline_labelled_and_above_the_tables(html: str) -> None
 def test_axes_carry_labels_with_units(html: str) -> None:
     comments = set(parse(html).comments)  # matplotlib writes each text as paths after a comment holding it
     for label in (
-        "whole-forward latency (ms; this machine)",
+        "whole-forward latency (ms; this machine, measured)",
         "fraction of forwards at or below",
         "kernel ms per call, median",
         "speedup (x)",
         "share of kernel time (%)",
-        "median forward time (ms; this machine)",
+        "median forward time (ms; this machine, measured)",
         "time from the iteration's first GPU op (ms)",
-        "latency p50 (ms; this machine)",
+        "latency p50 (ms; this machine, measured)",
         "output cosine vs the dense model (1 = same)",
     ):
         assert label in comments, label
