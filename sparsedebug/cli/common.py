@@ -13,7 +13,7 @@ import functools
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, ParamSpec, TypeVar
 
 import typer
 from pydantic import BaseModel
@@ -21,6 +21,9 @@ from rich.console import Console
 
 from sparsedebug.core.errors import UserError
 from sparsedebug.core.signals import Interrupted, signals_as_exceptions
+
+if TYPE_CHECKING:
+    from sparsedebug.records.ranks import RankSet
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -111,3 +114,14 @@ def handle_errors(func: Callable[P, R]) -> Callable[P, R]:
             raise typer.Exit(exc.exit_code) from None
 
     return wrapper
+
+
+def load_run_set_with_progress(argument: str, executor: str) -> RankSet:
+    """A run set parsed through ``executor``, with a progress bar of ranks on stderr."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    from sparsedebug.sources.detect import load_run_set
+
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), console=err_console(), transient=True) as bar:
+        task = bar.add_task(f"ranks of {argument}", total=None)
+        return load_run_set(argument, executor=executor, on_rank=lambda _summary, done, total: bar.update(task, completed=done, total=total))

@@ -16,6 +16,7 @@ from sparsedebug.cli.common import (
     emit_json,
     err_console,
     handle_errors,
+    load_run_set_with_progress,
 )
 from sparsedebug.core.errors import UserError
 from sparsedebug.core.io import atomic_write_text, save_record
@@ -38,6 +39,7 @@ from sparsedebug.sources.detect import load_run, load_trace
 from sparsedebug.sources.importers.ncu import load_ncu
 from sparsedebug.sources.importers.nvidia_smi import load_smi
 from sparsedebug.sources.importers.tensorrt_log import load_trt_log
+from sparsedebug.sources.runset.discover import is_run_set
 
 FileArg = Annotated[Path, typer.Argument(help="The artifact file to read.", show_default=False)]
 
@@ -64,9 +66,18 @@ def trace(
         Path | None,
         typer.Option("--html", help="Also write a self-contained HTML page here: GPU timeline of one iteration, latency, per-layer time."),
     ] = None,
+    executor: Annotated[
+        str, typer.Option("--executor", help="Run sets: local (processes), inprocess, dask://HOST:PORT or a Dask scheduler file.")
+    ] = "local",
     json_out: JsonOption = False,
 ) -> None:
     """Import a PyTorch profiler Chrome trace (.json or .json.gz) as a five-stage run record.
+
+    FILE may also be a run set: a directory of per-rank traces or a quoted glob
+    ('traces/rank*.json'). Each rank is parsed in its own worker (--executor) into a
+    compact summary (rank from the trace's distributedInfo, else the file name):
+    per rank busy, compute, communication and its overlap, idle, and the straggler
+    at the dominant NCCL collective. -o then writes the run-set record.
 
     A layer is what the model called: a record_function annotation, else a module
     call (with_stack traces), else the top-level aten op (named like
@@ -92,6 +103,9 @@ def trace(
     for path, opt in ((output, "-o"), (html, "--html")):
         if path is not None and not (path.parent if str(path.parent) else Path(".")).is_dir():
             raise UserError(f"{path}: output directory {path.parent} does not exist ({opt})")
+    if is_run_set(str(file)):
+        _trace_set(str(file), executor, output, json_out, wide)
+        return
     with err_console().status(f"reading {file}"):
         result = load_trace(file, include_last_step=include_last_step)
     page = None
@@ -124,6 +138,24 @@ def trace(
     for path in (output, html):
         if path is not None:
             out.print(f"wrote {path}")
+
+
+def _trace_set(argument: str, executor: str, output: Path | None, json_out: bool, wide: bool) -> None:
+    """`import trace DIR|GLOB`: every rank summarised, with a progress bar per rank."""
+    from sparsedebug.locate.ranks import straggler
+    from sparsedebug.render.terminal.ranks import rank_set_table, straggler_line
+
+    rank_set = load_run_set_with_progress(argument, executor)
+    if output is not None:
+        save_record(rank_set, output)
+    if json_out:
+        emit_json(rank_set)
+        return
+    out = console(wide)
+    out.print(rank_set_table(rank_set))
+    out.print(straggler_line(straggler(rank_set)))
+    if output is not None:
+        out.print(f"wrote {output}")
 
 
 @import_app.command("ncu")

@@ -29,8 +29,10 @@ from sparsedebug.sources.sniff import sniff_as
 from sparsedebug.sources.workload.load import load_workload as load_workload
 
 if TYPE_CHECKING:
+    from sparsedebug.records.ranks import RankSet
     from sparsedebug.sources.bundle import LoadedBundle
     from sparsedebug.sources.importers.trace.importer import TraceImport
+    from sparsedebug.sources.runset.parse import OnRank
 
 Progress = Callable[[str, int, int], None]
 """``progress(stage, done, total)``, as the replay calls it."""
@@ -101,6 +103,15 @@ def load_trace(path: Path, *, include_last_step: bool = False) -> TraceImport:
     from sparsedebug.sources.importers.trace.importer import analyze_trace
 
     return analyze_trace(path, include_last_step=include_last_step)
+
+
+def load_run_set(argument: str, *, executor: str = "local", on_rank: OnRank | None = None) -> RankSet:
+    """A run set (a directory of per-rank traces, or a glob): every rank summarised through ``executor``;
+    ``on_rank(summary, done, total)`` as each rank arrives."""
+    from sparsedebug.sources.runset.discover import discover
+    from sparsedebug.sources.runset.parse import parse_run_set
+
+    return parse_run_set(discover([argument]), argument, executor=executor, on_rank=on_rank)
 
 
 def load_bundle(root: Path) -> LoadedBundle:

@@ -200,13 +200,14 @@ def _iteration_figures(groups: list[list[GpuOp]], iterations: Iterations) -> tup
     return out, Timeline(0.0, 0.0, host, kern, 0.0)
 
 
-def analyze_trace(path: Path, *, include_last_step: bool = False) -> TraceImport:
+def analyze_trace(path: Path, *, include_last_step: bool = False, events: TraceEvents | None = None) -> TraceImport:
     """Read a Kineto trace and build the run record and the whole-trace summary.
 
     ``include_last_step`` switches the HTA-convention breakdown to HTA's
-    ``include_last_profiler_step=True``.
+    ``include_last_profiler_step=True``. ``events``: the trace already read by
+    ``read_events(path)`` (the run-set summary reads it once for both).
     """
-    trace = read_events(path)
+    trace = read_events(path) if events is None else events
     if not trace.gpu:
         raise UserError(
             f"{path}: no GPU activity (events of cat kernel/gpu_memset/gpu_memcpy with ts and dur)"
