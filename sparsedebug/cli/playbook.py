@@ -95,6 +95,9 @@ def run(
     ncu: Annotated[Path | None, typer.Option("--ncu", help="Nsight Compute CSV to attach as classification evidence.")] = None,
     smi: Annotated[Path | None, typer.Option("--smi", help="nvidia-smi CSV log to attach as classification evidence.")] = None,
     no_reduce: Annotated[bool, typer.Option("--no-reduce", help="Skip the ddmin reduction to a reproducer in step 4 (faster).")] = False,
+    executor: Annotated[
+        str, typer.Option("--executor", help="Run sets: parse ranks with local (processes), inprocess, dask://HOST:PORT or a Dask scheduler file.")
+    ] = "local",
     check: Annotated[
         bool, typer.Option("--check", help="Exit 1 when the decision is rollback or escalate (for CI); the bundle is written either way.")
     ] = False,
@@ -119,6 +122,13 @@ def run(
     step 5 replays it and the memo reports expected against measured movement.
     With --fixed, that run is the fixed candidate instead.
 
+    Multi-rank jobs: give a run set on each side (a directory of per-rank traces,
+    or a quoted glob). Every rank is parsed in its own worker (--executor) and
+    compared with the same rank of the other set: the straggler at the dominant
+    NCCL collective and whether the change is uniform or confined to some ranks
+    go to ranks.json and the memo, and the five steps walk the confined rank (else
+    the straggler, else the lowest rank).
+
     The bundle is built beside --output in .NAME.partial-PID and moved into place
     when complete. An existing bundle is never replaced silently: without --force
     the command stops before doing anything; with --force the previous bundle stays
@@ -137,7 +147,7 @@ def run(
     ) as progress:
         bundle = run_playbook(
             output, baseline=baseline, candidate=candidate, fixed=fixed, repeats=repeats, evidence=EvidencePaths(ncu=ncu, smi=smi),
-            playbook=playbook, reporter=_RichReporter(progress), reduce=not no_reduce, force=force,
+            playbook=playbook, reporter=_RichReporter(progress), reduce=not no_reduce, force=force, executor=executor,
         )
     if json_out:
         emit_json(bundle.manifest)

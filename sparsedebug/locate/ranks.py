@@ -148,7 +148,8 @@ def compare_rank_sets(base: RankSet, cand: RankSet) -> RankComparison:
     changes = [_rank_change(base_ranks[rank], cand_ranks[rank]) for rank in sorted(base_ranks)]
     confined, uniform = _confined(changes)
     late = straggler(cand)
-    walked = confined[0] if confined else (late.rank if late is not None else min(base_ranks))
+    ratio = {c.rank: c.compute_ratio or 0.0 for c in changes}
+    walked = max(confined, key=lambda rank: (ratio[rank], -rank)) if confined else (late.rank if late is not None else min(base_ranks))
     comparison = RankComparison(
         baseline=base.source, candidate=cand.source, ranks=len(changes), changes=changes,
         baseline_straggler=straggler(base), candidate_straggler=late, confined_to=confined, uniform=uniform, walked_rank=walked,

@@ -23,6 +23,7 @@ from sparsedebug.core.errors import UserError
 from sparsedebug.playbook.bundle import PARTIAL, check_out_dir, clear_stale, discard, swap_into_place, work_dir
 from sparsedebug.records.bundle import Bundle, BundleInput, FixOutcome, InputKind, StepRecord
 from sparsedebug.records.playbook import Playbook, Step
+from sparsedebug.records.ranks import RankComparison
 from sparsedebug.records.run import RunRecord
 from sparsedebug.reduce.apply_fix import apply_fix
 from sparsedebug.sources.bundle import FILES, MANIFEST, LoadedBundle, load_bundle
@@ -301,6 +302,27 @@ def _decide_and_render(w: _Walk, embedded: bool, out_dir: Path) -> None:
     atomic_write_text(w.tmp / FILES["html"], render_bundle_html(loaded, w.book))
 
 
+def _rank_sets(
+    baseline: Path | None, candidate: Path | None, executor: str, say: Reporter
+) -> tuple[RankComparison, Path, Path] | None:
+    """Two run sets compared rank to rank, and the rank files the five-stage walk takes; None unless both are sets."""
+    from sparsedebug.locate.ranks import compare_rank_sets
+    from sparsedebug.sources.detect import load_run_set
+    from sparsedebug.sources.runset.discover import is_run_set
+
+    sets = [path is not None and is_run_set(str(path)) for path in (baseline, candidate)]
+    if not any(sets):
+        return None
+    if not all(sets) or baseline is None or candidate is None:
+        raise UserError("--baseline and --candidate: give a run set (directory or glob of per-rank traces) on both sides, or on neither")
+    base = load_run_set(str(baseline), executor=executor, on_rank=lambda s, done, total: say.progress("ranks (baseline)", done, total))
+    cand = load_run_set(str(candidate), executor=executor, on_rank=lambda s, done, total: say.progress("ranks (candidate)", done, total))
+    comparison = compare_rank_sets(base, cand)
+    files = {r.rank: Path(r.file) for r in base.ranks}, {r.rank: Path(r.file) for r in cand.ranks}
+    say.note(f"run sets of {comparison.ranks} ranks ({base.executor}); the walk compares rank {comparison.walked_rank}")
+    return comparison, files[0][comparison.walked_rank], files[1][comparison.walked_rank]
+
+
 def _inputs(baseline: Path | None, candidate: Path | None, fixed: Path | None) -> dict[str, Path]:
     from sparsedebug.core.resources import embedded_workload
 
@@ -327,6 +349,7 @@ def run_playbook(
     reporter: Reporter | None = None,
     reduce: bool = True,
     force: bool = False,
+    executor: str = "local",
 ) -> LoadedBundle:
     """Walk the five steps and write a complete bundle to ``out_dir``; return it loaded.
 
@@ -345,6 +368,9 @@ def run_playbook(
     from sparsedebug.sources.detect import detect_kind
 
     book = load_playbook(playbook)
+    ranks = _rank_sets(baseline, candidate, executor, reporter or _QuietReporter())
+    if ranks is not None:
+        comparison, baseline, candidate = ranks
     paths = _inputs(baseline, candidate, fixed)
     kinds: dict[str, InputKind] = {role: detect_kind(path) for role, path in paths.items()}
     check_evidence_paths(evidence)
@@ -358,6 +384,8 @@ def run_playbook(
         if tmp.exists():
             shutil.rmtree(tmp)
         tmp.mkdir(parents=False)
+        if ranks is not None:
+            w.save("ranks", ranks[0])
         _freeze(w)
         _locate(w)
         _classify(w, evidence)

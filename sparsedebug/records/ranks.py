@@ -101,5 +101,5 @@ class RankComparison(Record):
     candidate_straggler: Straggler | None = None
     confined_to: list[int] = Field(default_factory=list, description="Ranks whose compute changed while the others did not (empty: uniform or none).")
     uniform: bool = Field(description="Whether the compute change is the same on every rank (within the spread of the ranks).")
-    walked_rank: int = Field(description="The rank pair the five-stage walk compares: the confined rank, else the candidate straggler, else the lowest rank.")
+    walked_rank: int = Field(description="The rank pair the five-stage walk compares: the confined rank whose compute grew most, else the candidate straggler, else the lowest rank.")
     findings: list[str] = Field(default_factory=list, description="One sentence per finding, each from the figures above.")

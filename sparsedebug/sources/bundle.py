@@ -15,6 +15,7 @@ Layout (file names fixed so ``sparsedebug memo DIR`` can re-render from them)::
     fixed.workload.yaml     step 4: the candidate with the fix applied (when it maps onto a workload)
     fixed.run.json          step 5: the re-run of the fixed candidate (or --fixed as given)
     decision.json           step 5: ship, bounded rollout, rollback or escalate, with reasons and the gate
+    ranks.json              run sets only: every rank compared (straggler, confined or uniform change)
     memo.md  report.md      the review memo and the sparsity deployment report (rendered from the records)
     report.html             both in one self-contained page, with the figures (inline SVG, no script, nothing fetched)
 
@@ -35,6 +36,7 @@ from sparsedebug.records.classification import Classification
 from sparsedebug.records.decision import DecisionOutcome
 from sparsedebug.records.findings import BisectResult
 from sparsedebug.records.fingerprint import Fingerprint
+from sparsedebug.records.ranks import RankComparison
 from sparsedebug.records.reduce import ReduceResult
 from sparsedebug.records.run import RunRecord
 
@@ -53,6 +55,7 @@ FILES: dict[str, str] = {
     "fix": "fix.json",
     "fixed_workload": "fixed.workload.yaml",
     "decision": "decision.json",
+    "ranks": "ranks.json",
     "memo": "memo.md",
     "report": "report.md",
     "html": "report.html",
@@ -76,6 +79,7 @@ class LoadedBundle(BaseModel):
     reduce: ReduceResult | None = None
     fix: FixOutcome | None = None
     decision: DecisionOutcome | None = None
+    ranks: RankComparison | None = None
 
     def path(self, role: str) -> Path | None:
         """Path of a bundle file by role, when present."""
@@ -125,6 +129,7 @@ def load_bundle(root: Path) -> LoadedBundle:
     reduce_path = _optional(root, manifest, "reduce")
     fix_path = _optional(root, manifest, "fix")
     decision_path = _optional(root, manifest, "decision")
+    ranks_path = _optional(root, manifest, "ranks")
     return LoadedBundle(
         root=root,
         manifest=manifest,
@@ -137,4 +142,5 @@ def load_bundle(root: Path) -> LoadedBundle:
         reduce=load_record(reduce_path, ReduceResult) if reduce_path is not None else None,
         fix=load_record(fix_path, FixOutcome) if fix_path is not None else None,
         decision=load_record(decision_path, DecisionOutcome) if decision_path is not None else None,
+        ranks=load_record(ranks_path, RankComparison) if ranks_path is not None else None,
     )

@@ -23,6 +23,7 @@ from sparsedebug.records.playbook import Playbook
 from sparsedebug.records.reduce import ReduceResult
 from sparsedebug.records.run import RunRecord
 from sparsedebug.render.clocks import bundle_clock, label_latencies, measured_clock, target_sentence
+from sparsedebug.render.markdown.ranks import rank_lines
 from sparsedebug.signoff.decide import stored_decision
 from sparsedebug.signoff.metrics import (
     equal_latency_sentence,
@@ -391,6 +392,7 @@ def render_memo(bundle: LoadedBundle, book: Playbook) -> str:
     lines.append(f"Bundle `{bundle.root.name}`, created {bundle.manifest.created_at}, playbook `{bundle.manifest.playbook}`; inputs: {inputs}.")
     lines.append("")
     lines += _symptom(bundle, book)
+    lines += rank_lines(bundle)
     lines += _mechanism(bundle, book)
     lines += _action(bundle, book)
     lines += _signoff(bundle, book, decision)
