@@ -8,7 +8,16 @@ from typing import Annotated
 import typer
 from rich.progress import Progress
 
-from sparsedebug.cli.common import JsonOption, WideOption, console, emit_json, err_console, handle_errors
+from sparsedebug.cli.common import (
+    ExecutorOption,
+    JsonOption,
+    WideOption,
+    console,
+    emit_json,
+    err_console,
+    handle_errors,
+    rank_pair,
+)
 from sparsedebug.core.budget import MAX_REPEATS
 from sparsedebug.core.errors import UserError
 from sparsedebug.core.stats import DEFAULT_ALPHA, DEFAULT_MIN_EFFECT
@@ -38,6 +47,7 @@ def bisect(
     ] = None,
     repeats: Annotated[int | None, typer.Option(help="Timed repetitions when BASE/CAND is a workload (default: its own; 3 to 10,000).", min=3, max=MAX_REPEATS)] = None,
     layers: Annotated[int, typer.Option(help="Rank at most this many layers in the table (0: none).", min=0)] = 10,
+    executor: ExecutorOption = "local",
     wide: WideOption = False,
     json_out: JsonOption = False,
 ) -> None:
@@ -62,7 +72,12 @@ def bisect(
     ranked by contribution to the outcome change, and the verdict with the effect
     size and its confidence interval. Exit 0 whatever the verdict (use `gate` to
     fail CI); exit 2 on bad input.
+
+    BASE and CAND may be run sets (a directory or quoted glob of per-rank traces): every rank is
+    compared with the same rank of the other set (printed first), then the rank the change is
+    confined to (else the straggler, else the lowest rank) is analysed as a pair.
     """
+    base, cand, ranks = rank_pair(base, cand, executor, json_out=json_out, wide=wide)
     if base.resolve() == cand.resolve() and detect_kind(base) != "workload":
         # the same workload twice is two replays (a noise check); the same record twice is one measurement
         raise UserError(f"{cand}: BASE and CAND are the same file")
@@ -77,7 +92,7 @@ def bisect(
         cand_run = load_run(cand, repeats=repeats, progress=progress)
     result = bisect_runs(base_run, cand_run, alpha=alpha, min_effect=min_effect, min_cosine=min_cosine)
     if json_out:
-        emit_json(result)
+        emit_json(result if ranks is None else {"ranks": ranks, "bisect": result})
         return
     from sparsedebug.render.clocks import bundle_clock
 

@@ -7,7 +7,16 @@ from typing import Annotated
 
 import typer
 
-from sparsedebug.cli.common import JsonOption, WideOption, console, emit_json, err_console, handle_errors
+from sparsedebug.cli.common import (
+    ExecutorOption,
+    JsonOption,
+    WideOption,
+    console,
+    emit_json,
+    err_console,
+    handle_errors,
+    rank_pair,
+)
 from sparsedebug.core.errors import UserError
 
 
@@ -26,6 +35,7 @@ def classify(
     gpu: Annotated[
         str | None, typer.Option("--gpu", help="GPU name for the peak-figure roofline of an imported run (e.g. 'NVIDIA H200').")
     ] = None,
+    executor: ExecutorOption = "local",
     wide: WideOption = False,
     json_out: JsonOption = False,
 ) -> None:
@@ -39,7 +49,14 @@ def classify(
     imported runs). Evidence that is missing is not scored as absent: the output
     names the artifact that would settle it. Exit 0 whenever a classification was
     made, 2 on bad input.
+
+    RUN and --baseline may be run sets (a directory or quoted glob of per-rank traces): every
+    rank is compared with the same rank of the other set (printed first), then the rank the
+    change is confined to (else the straggler, else the lowest rank) is classified.
     """
+    ranks = None
+    if baseline is not None:
+        baseline, run, ranks = rank_pair(baseline, run, executor, json_out=json_out, wide=wide)
     from sparsedebug.classify.score import classify_run
     from sparsedebug.core.gpus import GPU_PEAKS, find_gpu_peak
     from sparsedebug.core.io import load_record
@@ -66,7 +83,7 @@ def classify(
         record, baseline=base, evidence=evidence, fingerprint=fp, gpu=gpu, run_path=str(run)
     )
     if json_out:
-        emit_json(result)
+        emit_json(result if ranks is None else {"ranks": ranks, "classification": result})
         return
     from sparsedebug.render.terminal.classify import classification_view
 

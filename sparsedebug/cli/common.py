@@ -23,7 +23,10 @@ from sparsedebug.core.errors import UserError
 from sparsedebug.core.signals import Interrupted, signals_as_exceptions
 
 if TYPE_CHECKING:
-    from sparsedebug.records.ranks import RankSet
+    from rich.progress import Progress
+
+    from sparsedebug.records.ranks import RankComparison, RankSet
+    from sparsedebug.sources.runset.parse import OnRank
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -116,12 +119,41 @@ def handle_errors(func: Callable[P, R]) -> Callable[P, R]:
     return wrapper
 
 
-def load_run_set_with_progress(argument: str, executor: str) -> RankSet:
-    """A run set parsed through ``executor``, with a progress bar of ranks on stderr."""
+def _rank_progress(label: str) -> tuple[Progress, OnRank]:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
+    bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), console=err_console(), transient=True)
+    task = bar.add_task(label, total=None)
+    return bar, lambda _summary, done, total: bar.update(task, completed=done, total=total)
+
+
+def load_run_set_with_progress(argument: str, executor: str) -> RankSet:
+    """A run set parsed through ``executor``, with a progress bar of ranks on stderr."""
     from sparsedebug.sources.detect import load_run_set
 
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), console=err_console(), transient=True) as bar:
-        task = bar.add_task(f"ranks of {argument}", total=None)
-        return load_run_set(argument, executor=executor, on_rank=lambda _summary, done, total: bar.update(task, completed=done, total=total))
+    bar, on_rank = _rank_progress(f"ranks of {argument}")
+    with bar:
+        return load_run_set(argument, executor=executor, on_rank=on_rank)
+
+
+def rank_pair(base: Path, cand: Path, executor: str, *, json_out: bool, wide: bool) -> tuple[Path, Path, RankComparison | None]:
+    """BASE and CAND as given, or, when they are run sets, the rank pair to analyse and the rank comparison
+    (printed here as a table unless ``json_out``)."""
+    from sparsedebug.locate.ranks import walk_pair
+    from sparsedebug.sources.runset.discover import is_run_set
+
+    if not (is_run_set(str(base)) or is_run_set(str(cand))):
+        return base, cand, None
+    bar, on_rank = _rank_progress("ranks")
+    with bar:
+        comparison, base_file, cand_file = walk_pair(str(base), str(cand), executor=executor, on_rank=on_rank)
+    if not json_out:
+        from sparsedebug.render.terminal.ranks import rank_comparison_view
+
+        console(wide).print(rank_comparison_view(comparison))
+    return base_file, cand_file, comparison
+
+
+ExecutorOption = Annotated[
+    str, typer.Option("--executor", help="Run sets (directories or globs of per-rank traces): local (processes), inprocess, dask://HOST:PORT or a Dask scheduler file.")
+]

@@ -9,12 +9,14 @@ import typer
 
 from sparsedebug.cli.common import (
     EXIT_CHECK_FAILED,
+    ExecutorOption,
     JsonOption,
     WideOption,
     console,
     emit_json,
     err_console,
     handle_errors,
+    rank_pair,
 )
 from sparsedebug.core.budget import MAX_REPEATS
 from sparsedebug.core.errors import UserError
@@ -40,6 +42,7 @@ def gate(
     repeats: Annotated[
         int | None, typer.Option("--repeats", min=3, max=MAX_REPEATS, help="Override the repeat count of workloads that get replayed (3 to 10,000).")
     ] = None,
+    executor: ExecutorOption = "local",
     wide: WideOption = False,
     json_out: JsonOption = False,
 ) -> None:
@@ -59,11 +62,16 @@ def gate(
     Exit 0 when no check fails (every check passes, is skipped or is
     inconclusive: the table and the summary say INCONCLUSIVE, rerun on a quiet
     machine), 1 when one fails, 2 on bad input.
+
+    BASELINE and CANDIDATE may be run sets (a directory or quoted glob of per-rank traces): every rank is
+    compared with the same rank of the other set (printed first), then the rank the change is
+    confined to (else the straggler, else the lowest rank) is analysed as a pair.
     """
     pol = load_policy(policy)
     for out_path in (junit, summary):
         if out_path is not None and not (out_path.parent if str(out_path.parent) else Path(".")).is_dir():
             raise UserError(f"{out_path}: output directory {out_path.parent} does not exist")
+    baseline, candidate, ranks = rank_pair(baseline, candidate, executor, json_out=json_out, wide=wide)
     err = err_console()
     runs = []
     for path in (baseline, candidate):
@@ -75,7 +83,7 @@ def gate(
     if summary is not None:
         atomic_write_text(summary, summary_markdown(result))
     if json_out:
-        emit_json(result)
+        emit_json(result if ranks is None else {"ranks": ranks, "gate": result})
     else:
         out = console(wide)
         out.print(gate_table(result))

@@ -9,6 +9,7 @@ import typer
 
 from sparsedebug.cli.common import (
     EXIT_CHECK_FAILED,
+    ExecutorOption,
     JsonOption,
     OutputOption,
     WideOption,
@@ -17,6 +18,7 @@ from sparsedebug.cli.common import (
     err_console,
     handle_errors,
     load_run_set_with_progress,
+    rank_pair,
 )
 from sparsedebug.core.errors import UserError
 from sparsedebug.core.io import atomic_write_text, save_record
@@ -229,6 +231,7 @@ def fallbacks(
     check: Annotated[
         bool, typer.Option("--check", help="Exit 1 on an unintended path change or a declared-sparse layer that ran dense.")
     ] = False,
+    executor: ExecutorOption = "local",
     wide: WideOption = False,
     json_out: JsonOption = False,
 ) -> None:
@@ -237,10 +240,15 @@ def fallbacks(
     A change is unintended when the candidate did not declare the layer sparse
     (a neighbouring op that fell onto another, often fp32 or slower, path). Also
     lists candidate layers declared sparse that ran dense.
+
+    BASE and CAND may be run sets (a directory or quoted glob of per-rank traces): every rank is
+    compared with the same rank of the other set (printed first), then the rank the change is
+    confined to (else the straggler, else the lowest rank) is analysed as a pair.
     """
+    base, cand, ranks = rank_pair(base, cand, executor, json_out=json_out, wide=wide)
     report = compare_paths(load_run(base, accept=("run", "trace")), load_run(cand, accept=("run", "trace")))
     if json_out:
-        emit_json(report)
+        emit_json(report if ranks is None else {"ranks": ranks, "fallbacks": report})
     else:
         out = console(wide)
         if report.changed:

@@ -17,9 +17,15 @@ does and every ratio is within the margin of the median, the change is uniform.
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import TYPE_CHECKING
+
 from sparsedebug.core.errors import UserError
 from sparsedebug.core.stats import median
 from sparsedebug.records.ranks import RankChange, RankComparison, RankSet, RankSummary, Straggler
+
+if TYPE_CHECKING:
+    from sparsedebug.sources.runset.parse import OnRank
 
 STRAGGLER_LAST_SHARE = 2 / 3
 """Share of collective instances a rank must arrive last at to be named the straggler."""
@@ -155,3 +161,18 @@ def compare_rank_sets(base: RankSet, cand: RankSet) -> RankComparison:
         baseline_straggler=straggler(base), candidate_straggler=late, confined_to=confined, uniform=uniform, walked_rank=walked,
     )
     return comparison.model_copy(update={"findings": _findings(comparison)})
+
+
+def walk_pair(baseline: str, candidate: str, *, executor: str = "local", on_rank: OnRank | None = None) -> tuple[RankComparison, Path, Path]:
+    """Two run sets parsed and compared, with the trace files of the rank pair a single-run analysis should take
+    (``walked_rank``); ``UserError`` unless both arguments are run sets."""
+    from sparsedebug.sources.detect import load_run_set
+    from sparsedebug.sources.runset.discover import is_run_set
+
+    if not (is_run_set(baseline) and is_run_set(candidate)):
+        raise UserError("give a run set (directory or glob of per-rank traces) on both sides, or on neither")
+    base = load_run_set(baseline, executor=executor, on_rank=on_rank)
+    cand = load_run_set(candidate, executor=executor, on_rank=on_rank)
+    comparison = compare_rank_sets(base, cand)
+    files = {r.rank: Path(r.file) for r in base.ranks}, {r.rank: Path(r.file) for r in cand.ranks}
+    return comparison, files[0][comparison.walked_rank], files[1][comparison.walked_rank]

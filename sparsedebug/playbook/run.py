@@ -305,22 +305,19 @@ def _decide_and_render(w: _Walk, embedded: bool, out_dir: Path) -> None:
 def _rank_sets(
     baseline: Path | None, candidate: Path | None, executor: str, say: Reporter
 ) -> tuple[RankComparison, Path, Path] | None:
-    """Two run sets compared rank to rank, and the rank files the five-stage walk takes; None unless both are sets."""
-    from sparsedebug.locate.ranks import compare_rank_sets
-    from sparsedebug.sources.detect import load_run_set
+    """Two run sets compared rank to rank, and the rank files the five-stage walk takes; None unless a side is a set."""
+    from sparsedebug.locate.ranks import walk_pair
     from sparsedebug.sources.runset.discover import is_run_set
 
-    sets = [path is not None and is_run_set(str(path)) for path in (baseline, candidate)]
-    if not any(sets):
+    if not any(path is not None and is_run_set(str(path)) for path in (baseline, candidate)):
         return None
-    if not all(sets) or baseline is None or candidate is None:
-        raise UserError("--baseline and --candidate: give a run set (directory or glob of per-rank traces) on both sides, or on neither")
-    base = load_run_set(str(baseline), executor=executor, on_rank=lambda s, done, total: say.progress("ranks (baseline)", done, total))
-    cand = load_run_set(str(candidate), executor=executor, on_rank=lambda s, done, total: say.progress("ranks (candidate)", done, total))
-    comparison = compare_rank_sets(base, cand)
-    files = {r.rank: Path(r.file) for r in base.ranks}, {r.rank: Path(r.file) for r in cand.ranks}
-    say.note(f"run sets of {comparison.ranks} ranks ({base.executor}); the walk compares rank {comparison.walked_rank}")
-    return comparison, files[0][comparison.walked_rank], files[1][comparison.walked_rank]
+    if baseline is None or candidate is None:
+        raise UserError("give both --baseline and --candidate run sets")
+    comparison, base_file, cand_file = walk_pair(
+        str(baseline), str(candidate), executor=executor, on_rank=lambda _s, done, total: say.progress("ranks", done, total)
+    )
+    say.note(f"run sets of {comparison.ranks} ranks; the walk compares rank {comparison.walked_rank}")
+    return comparison, base_file, cand_file
 
 
 def _inputs(baseline: Path | None, candidate: Path | None, fixed: Path | None) -> dict[str, Path]:

@@ -45,3 +45,19 @@ def test_a_run_set_on_one_side_only_is_refused(tmp_path: Path) -> None:
     result = invoke(["playbook", "run", "--baseline", str(tmp_path / "a"), "--candidate", str(paths[0]), "-o", str(tmp_path / "o")])
     assert_clean_error(result, 2, "give a run set")
     assert not (tmp_path / "o").exists()
+
+
+def test_bisect_classify_gate_and_fallbacks_take_run_sets_rank_to_rank(tmp_path: Path) -> None:
+    write_rank_set(tmp_path / "a", 3, seed=8)
+    write_rank_set(tmp_path / "b", 3, seed=58, fallback=1)
+    a, b = str(tmp_path / "a"), str(tmp_path / "b")
+    for command, key in ((["bisect", a, b], "bisect"), (["classify", b, "--baseline", a], "classification"),
+                         (["gate", a, b], "gate"), (["fallbacks", a, b], "fallbacks")):
+        result = invoke([*command, "--executor", "inprocess", "--json"])
+        assert result.exit_code in (0, 1), (command, result.stdout, result.stderr)
+        payload = json.loads(result.stdout)
+        assert payload["ranks"]["confined_to"] == [1] and payload["ranks"]["walked_rank"] == 1, command
+        assert key in payload, command
+    table = invoke(["fallbacks", a, b, "--executor", "inprocess"])
+    assert "confined to rank 1" in table.stdout and "rank 1 against its baseline rank" in table.stdout
+    assert "mlp" in json.loads(invoke(["fallbacks", a, b, "--executor", "inprocess", "--json"]).stdout)["fallbacks"]["changed"][0]["layer"]

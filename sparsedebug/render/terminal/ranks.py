@@ -52,5 +52,5 @@ def rank_comparison_view(comparison: RankComparison) -> Group:
             ", ".join(c.slowest_layers) or "-",
         )
     lines = [f"- {finding}" for finding in comparison.findings] or ["- no rank stands out: no straggler, no confined change"]
-    lines.append(f"- the five-stage walk compares rank {comparison.walked_rank}")
+    lines.append(f"- the pair analysed below is rank {comparison.walked_rank} against its baseline rank")
     return Group(table, "\n".join(lines))
