@@ -75,11 +75,8 @@ def trace(
 ) -> None:
     """Import a PyTorch profiler Chrome trace (.json or .json.gz) as a five-stage run record.
 
-    FILE may also be a run set: a directory of per-rank traces or a quoted glob
-    ('traces/rank*.json'). Each rank is parsed in its own worker (--executor) into a
-    compact summary (rank from the trace's distributedInfo, else the file name):
-    per rank busy, compute, communication and its overlap, idle, and the straggler
-    at the dominant NCCL collective. -o then writes the run-set record.
+    FILE may be a run set (a directory or quoted glob of per-rank traces): each rank
+    is summarised in its own worker (--executor), with the straggler; -o writes the set.
 
     A layer is what the model called: a record_function annotation, else a module
     call (with_stack traces), else the top-level aten op (named like
