@@ -103,8 +103,7 @@ def trace(
         if path is not None and not (path.parent if str(path.parent) else Path(".")).is_dir():
             raise UserError(f"{path}: output directory {path.parent} does not exist ({opt})")
     if is_run_set(str(file)):
-        _trace_set(str(file), executor, output, json_out, wide)
-        return
+        return _trace_set(str(file), executor, output, json_out, wide)
     with err_console().status(f"reading {file}"):
         result = load_trace(file, include_last_step=include_last_step)
     page = None
