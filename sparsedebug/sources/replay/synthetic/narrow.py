@@ -155,7 +155,9 @@ def narrowed_dense_ms(workload: Workload, step: int, launch: Launch) -> float:
 class GraphNarrowing:
     """A declared graph's dense model narrowed by neuron magnitude: its :class:`~sparsedebug.sources.replay.protocol.Narrowing`."""
 
-    importance: str | None = None
+    importance: str | None = (
+        "per FFN neuron: L2 norm of its row in every producer x L2 norm of its column in the consumer (weight magnitude)"
+    )
 
     def __init__(
         self, workload: Workload, shapes: Sequence[LayerShape], dense_tensors: dict[str, Array], x_run: Array,
