@@ -6,7 +6,11 @@ Sections follow the playbook's template: 1 Symptom, 2 Mechanism hypothesis,
 lacks a figure the memo says what is missing instead of filling it in. Latency is
 always quoted as p50/p95/p99, and every latency names its clock: this machine
 (a replay's timings), the traced device (an imported trace), or the target
-(projected onto the backend's GPU).
+(projected onto the backend's GPU). A run with a target clock has every latency the
+memo uses on both: baseline, candidate and fixed on this machine, measured, and
+their whole forward on the target, projected with its basis; the narrowed dense
+model of the equal-latency comparison on the target with this machine's search as
+the cross-check.
 
 The final decision (``decide``) refuses ``ship`` unless the run it would ship
 carries both fallback evidence (a lowering decision with reason for every layer)
