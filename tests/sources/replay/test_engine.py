@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
+from sparsedebug.records.classification import Fix
 from sparsedebug.records.run import KernelPath, RunRecord
 from sparsedebug.records.target import PredictReport
 from sparsedebug.reduce.apply_fix import apply_fix
-from sparsedebug.records.classification import Fix
 from sparsedebug.sources.replay.checkpoint.source import CheckpointSource
 from sparsedebug.sources.replay.protocol import GraphSource
 from sparsedebug.sources.replay.replay import replay
