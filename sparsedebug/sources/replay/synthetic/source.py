@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -202,12 +203,25 @@ class SyntheticPrepared:
     target: TargetClock | None = None
     _candidate_out: Array | None = None
 
-    def __post_init__(self) -> None:
-        workload, shapes = self.workload, self.shapes
-        self.candidate_ops = build_ops(workload, shapes, self.pruned, mode="candidate", decisions=self.decisions)
-        self.dense_ops = build_ops(workload, shapes, self.weights.tensors, mode="dense")
-        self.reference_ops = build_ops(workload, shapes, self.pruned, mode="reference")
-        self.x = _input_for(self.inputs.x, workload.precision)
+    @cached_property
+    def candidate_ops(self) -> list[Op]:
+        """The candidate: pruned weights on the chosen paths (built when first timed, never for a static probe)."""
+        return build_ops(self.workload, self.shapes, self.pruned, mode="candidate", decisions=self.decisions)
+
+    @cached_property
+    def dense_ops(self) -> list[Op]:
+        """The dense baseline: unpruned weights, every layer dense."""
+        return build_ops(self.workload, self.shapes, self.weights.tensors, mode="dense")
+
+    @cached_property
+    def reference_ops(self) -> list[Op]:
+        """fp64 operators of the pruned weights (the kernel stage's reference)."""
+        return build_ops(self.workload, self.shapes, self.pruned, mode="reference")
+
+    @cached_property
+    def x(self) -> Array:
+        """The model input at the run's precision."""
+        return _input_for(self.inputs.x, self.workload.precision)
 
     def lower(self, rounds: int | None) -> LowerStage:
         """Decisions, bytes, and (with ``rounds``) the timed conversion of each sparse layer."""
