@@ -53,12 +53,21 @@ def predict(
     if launch is not None and launch not in ("eager", "cuda_graph"):
         raise UserError(f"--launch {launch!r}: expected eager or cuda_graph")
     chosen_launch: Literal["eager", "cuda_graph"] | None = launch  # type: ignore[assignment]
-    spec = load_workload(resolve_workload(workload)) if workload is not None else None
+    path = resolve_workload(workload) if workload is not None else None
+    spec = load_workload(path) if path is not None else None
     if spec is not None and backend is not None and backend != spec.backend:
         spec = spec.model_copy(update={"backend": backend})
     chosen_backend = backend or (spec.backend if spec is not None else "h200-cusparselt")
     shapes = [parse_shape_spec(text) for text in shape or []]
-    report = run_predict(backend=chosen_backend, tokens=counts, workload=spec, shapes=shapes, dtype=dtype, launch=chosen_launch)
+    calls_at = None
+    if spec is not None:
+        from sparsedebug.sources.replay.sources import graph_source
+
+        source = graph_source(spec, path.parent if path is not None else None)
+        calls_at = lambda count: source.target_calls(tokens=count)  # noqa: E731
+    report = run_predict(
+        backend=chosen_backend, tokens=counts, workload=spec, shapes=shapes, dtype=dtype, launch=chosen_launch, calls_at=calls_at
+    )
     if json_out:
         emit_json(report)
         return

@@ -233,7 +233,7 @@ def collect(
         created_at=_dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         seed=seed,
         workload=file_digest(workload) if workload is not None else None,
-        model=file_digest(model) if model is not None else None,
+        model=file_digest(model) if model else None,
         python=PythonInfo(version=platform.python_version(), implementation=platform.python_implementation()),
         platform=PlatformInfo(system=platform.system(), release=platform.release(), machine=platform.machine()),
         cpu=_cpu_info(),

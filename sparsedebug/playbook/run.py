@@ -128,19 +128,19 @@ def _freeze(w: _Walk) -> None:
         if w.kinds[role] == "workload":
             w.workloads[role] = load_workload(w.paths[role])
     cand_wl = w.workloads.get("candidate")
-    model: Path | None = None
-    if cand_wl is not None and cand_wl.model is not None:
-        from sparsedebug.sources.replay.checkpoint.workload import open_model
+    checkpoint: Path | None = None
+    if cand_wl is not None:
+        from sparsedebug.sources.replay.sources import graph_source
 
-        w.say.step(step, f"open model {cand_wl.model.name} (fetched on first use)")
-        ref = absolute_paths(cand_wl, w.paths["candidate"].parent).model
-        assert ref is not None
-        model = Path(open_model(ref).weights.path)
+        source = graph_source(cand_wl, w.paths["candidate"].parent)
+        checkpoint = source.model_file()
+        if checkpoint:
+            w.say.step(step, f"opened {source.label} ({checkpoint.name})")
     w.fingerprint = fp_mod.relative_to(
         fp_mod.collect(
             seed=cand_wl.seed if cand_wl is not None else None,
             workload=w.paths["candidate"] if cand_wl is not None else None,
-            model=model,
+            model=checkpoint,
         ),
         w.out_dir,
     )

@@ -22,6 +22,7 @@ from pydantic import AfterValidator, Field
 
 from sparsedebug.records.base import SCHEMA_VERSION, Record
 from sparsedebug.records.fingerprint import FileDigest, Fingerprint
+from sparsedebug.records.stats import Percentiles
 from sparsedebug.records.target import LatencyMatch, SlowerThanDense, TargetClock
 from sparsedebug.records.timing import TimingQuality
 
@@ -311,6 +312,9 @@ class OutcomeStage(Record):
     """SLA outcome: the alarm metric of the playbook."""
 
     latency_samples_ms: list[float]
+    latency: Percentiles | None = Field(
+        None, description="p50/p95/p99 of latency_samples_ms (this machine, measured); a replay records it, an import may not."
+    )
     budget_ms: float | None = None
     dense_baseline_samples_ms: list[float] | None = None
     effective_speedup: float | None = Field(None, description="Dense baseline p50 / candidate p50.")

@@ -5,8 +5,8 @@
 1. **Target.** Bisects the pair once to learn what to reproduce: the first
    divergent stage and, for the categorical stages (graph, lower), the kind of
    finding (a fallback, a per-call conversion, ...). Graph and lower are
-   decided by a *static probe* (weights, pruning and the backend profile's
-   lowering decisions, no timing: ``sparsedebug.sources.replay.replay.prepare``); only when
+   decided by a *static probe* (the graph source's graph and lower stages, no
+   timing: ``GraphSource.static_stages``); only when
    they show nothing are both workloads replayed with timing.
 2. **Changes.** Lists every difference between the two workloads: each knob
    (conversion, precision, backend, threads, seed, tokens, pruning, ...) and
@@ -52,7 +52,7 @@ from sparsedebug.records.stats import DEFAULT_ALPHA, DEFAULT_MIN_EFFECT
 from sparsedebug.reduce.search import DDMin, Outcome
 from sparsedebug.reduce.shrink import apply_changes, block_of, diff_workloads, half_tokens, keep_layers
 from sparsedebug.reduce.treatment import scale_keeping_treatment
-from sparsedebug.sources.replay.cost import check_replay
+from sparsedebug.sources.replay.sources import graph_source
 from sparsedebug.sources.workload.schema import Workload, absolute_paths
 
 DEFAULT_PROBE_REPEATS = 5
@@ -103,20 +103,12 @@ class _Prober:
             self.progress(text)
 
     def static_run(self, workload: Workload, base_dir: Path | None) -> RunRecord:
-        from sparsedebug.sources.replay.replay import lower_stage, prepare
-
         key = workload.model_dump_json()
         cached = self._static_cache.get(key)
         if cached is not None:
             return cached
         self.static += 1
-        if workload.model is not None:
-            from sparsedebug.sources.replay.checkpoint.workload import static_stages
-
-            graph, lower = static_stages(workload)
-        else:
-            prepared = prepare(workload, base_dir)
-            graph, lower = prepared.graph, lower_stage(workload, prepared)
+        graph, lower = graph_source(workload, base_dir).static_stages()
         record = RunRecord(
             name=workload.name,
             source=RunSource(kind="replay"),
@@ -260,13 +252,6 @@ def _halve(prober: _Prober, phase: Phase, pair: tuple[Workload, Workload], step:
 # --------------------------------------------------------------------------- entry point
 
 
-def _layer_count(prober: _Prober, workload: Workload, base_dir: Path | None) -> int:
-    """Layers of the workload's graph: a model workload's are its checkpoint's linears, not its override entries."""
-    if workload.model is None:
-        return len(workload.layers)
-    return len(prober.static_run(workload, base_dir).graph.layers)
-
-
 def _initial_divergence(
     prober: _Prober, good: Workload, bad: Workload, dirs: tuple[Path | None, Path | None], probe_repeats: int
 ) -> BisectResult | str:
@@ -297,8 +282,9 @@ def _shrink_graph(prober: _Prober, base: Workload, repro: Workload, stage: str, 
     A model workload's graph is its checkpoint's: only its tokens are halved.
     """
     tokens_text: Callable[[Workload], str] = lambda w: f"tokens {w.tokens.batch}x{w.tokens.sequence}"  # noqa: E731
-    if repro.model is not None:
-        prober.say(f"model {repro.model.name}: the graph is the checkpoint's, not shrunk; halving tokens only")
+    source = graph_source(repro)
+    if not source.shrinkable:
+        prober.say(f"{source.label}: the graph is the checkpoint's, not shrunk; halving tokens only")
         return _halve(prober, "tokens", (base, repro), half_tokens, stage, kind, tokens_text)
     blocks: dict[str, list[str]] = {}
     for layer in repro.layers:
@@ -322,11 +308,12 @@ def _verdict(
 ) -> str:
     """The one-paragraph verdict: what reproduces the divergence, how small the reproducer got, at what cost."""
     bad, repro = pair
+    source = graph_source(bad)
     kept_text = ", ".join(change.detail if change.kind == "knob" else f"{change.name} ({change.detail})" for change in kept)
     verdict = (
         f"{len(kept)} of {len(changes)} change(s) reproduce the {target} divergence: {kept_text}; "
-        + (f"model {bad.model.name} kept whole (a checkpoint's graph is not shrunk)" if bad.model is not None
-           else f"graph {len(bad.layers)} -> {len(repro.layers)} layers")
+        + (f"graph {len(bad.layers)} -> {len(repro.layers)} layers" if source.shrinkable
+           else f"{source.label} kept whole (a checkpoint's graph is not shrunk)")
         + f", tokens {bad.tokens.total} -> {repro.tokens.total}; "
         f"{len(prober.log)} probe(s): {prober.static} static graph+lowering run(s), {prober.replays} timed replay(s)"
     )
@@ -375,11 +362,11 @@ def reduce_workloads(
     good = absolute_paths(good, good_dir)
     bad = absolute_paths(bad, bad_dir)
     for workload in (good, bad):
-        check_replay(workload, probe_repeats * 2)  # the largest probe: re-measured with twice the repeats
+        graph_source(workload).check_cost(probe_repeats * 2, None, timed=True)  # the largest probe: re-measured with twice the repeats
     prober = _Prober(probe_repeats, max_probes, progress, (good_dir, bad_dir), alpha, min_effect)
     changes = diff_workloads(good, bad)
     common: dict[str, Any] = dict(
-        good=good.name, bad=bad.name, changes=changes, layers_before=_layer_count(prober, bad, bad_dir), tokens_before=bad.tokens.total
+        good=good.name, bad=bad.name, changes=changes, layers_before=graph_source(bad, bad_dir).layer_count(), tokens_before=bad.tokens.total
     )
     if not changes:
         return Reduction(ReduceResult(
@@ -422,7 +409,7 @@ def reduce_workloads(
     record = ReduceResult(
         **common, reproduced=True, confirmed=confirmed, target_stage=stage, target_finding=kind, kept=kept, other_causes=causes,
         repro_file=str(repro_path) if confirmed else None, base_file=str(base_path) if confirmed else None,
-        layers_after=_layer_count(prober, repro, bad_dir), tokens_after=repro.tokens.total,
+        layers_after=graph_source(repro, bad_dir).layer_count(), tokens_after=repro.tokens.total,
         probe_count=len(prober.log), replays=prober.replays, static_probes=prober.static, flaky_probes=prober.flaky,
         probes=prober.log, confirmation=confirmation, command=command if confirmed else None, verdict=verdict,
     )

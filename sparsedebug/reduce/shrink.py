@@ -11,6 +11,7 @@ from pydantic import BaseModel
 
 from sparsedebug.core.errors import UserError
 from sparsedebug.records.reduce import Change
+from sparsedebug.sources.replay.sources import graph_source
 from sparsedebug.sources.workload.graph import resolved_inputs
 from sparsedebug.sources.workload.load import revalidate
 from sparsedebug.sources.workload.schema import MODEL_INPUT, Layer, Workload
@@ -41,11 +42,11 @@ def diff_workloads(good: Workload, bad: Workload) -> list[Change]:
             changes.append(Change(key=f"knob:{knob}", kind="knob", name=knob, detail=f"{knob}: {_knob_text(g)} -> {_knob_text(b)}"))
     good_layers = {layer.name: layer for layer in good.layers}
     bad_layers = {layer.name: layer for layer in bad.layers}
+    source = graph_source(bad)
     for index, layer in enumerate(bad.layers):
         old = good_layers.get(layer.name)
         if old is None:
-            declared = f": dtype {bad.dtype_of(layer)}, sparsity {layer.sparsity}" if bad.model is not None else ""
-            changes.append(Change(key=f"layer:{layer.name}", kind="layer", name=layer.name, detail=f"added ({layer.op}{declared})"))
+            changes.append(Change(key=f"layer:{layer.name}", kind="layer", name=layer.name, detail=f"added ({source.entry_text(layer)})"))
         elif not _same_layer(good, old, bad, layer, index):
             changes.append(Change(key=f"layer:{layer.name}", kind="layer", name=layer.name, detail=_layer_detail(old, layer)))
     for layer in good.layers:

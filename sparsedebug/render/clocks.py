@@ -13,7 +13,10 @@ from sparsedebug.records.run import RunRecord
 from sparsedebug.records.target import TargetClock
 from sparsedebug.signoff.metrics import THIS_MACHINE, bundle_clock, measured_clock
 
-__all__ = ["THIS_MACHINE", "bundle_clock", "label_latencies", "measured_clock", "quotes_unlabelled_latency", "slower_layers", "target_clock_label", "target_label", "target_sentence"]
+__all__ = [
+    "THIS_MACHINE", "bundle_clock", "label_latencies", "measured_clock", "quotes_unlabelled_latency", "slower_layers",
+    "target_clock_label", "target_forward", "target_label", "target_sentence",
+]
 
 CLOCK_WORDS = ("this machine", "target clock", "projected", "traced")
 """Words that name a clock in rendered text."""
@@ -28,6 +31,20 @@ def target_clock_label(backend: str, device: str, launch: str) -> str:
 def target_label(target: TargetClock) -> str:
     """:func:`target_clock_label` of a run's target clock."""
     return target_clock_label(target.backend, target.device, target.launch)
+
+
+def target_forward(run: RunRecord) -> str | None:
+    """The run's whole forward as it runs, on the target clock: ``forward 1.234 ms on the target clock: ... (basis ...)``.
+
+    None when the run has no target clock (a ``cpu-numpy`` replay, an imported trace).
+    """
+    target = run.target
+    if target is None:
+        return None
+    fwd = target.forward.candidate
+    if fwd is None:
+        return f"no whole-forward figure on the {target_label(target)} ({target.forward.note or 'a layer has no figure'})"
+    return f"forward {fwd.total_ms:.3f} ms on the {target_label(target)} (basis {target.forward.basis})"
 
 
 def target_sentence(run: RunRecord) -> str | None:

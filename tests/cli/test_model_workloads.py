@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from sparsedebug.playbook.run import DEFAULT_BASELINE, DEFAULT_CANDIDATE
+from sparsedebug.render.clocks import quotes_unlabelled_latency
 from sparsedebug.sources.workload.load import load_workload
 from tests.conftest import FIXTURES, assert_clean_error, invoke
 from tests.sources.replay.model_workloads import candidate_fields, model_workload, tiny_models, write_workload
@@ -61,6 +62,19 @@ def test_playbook_walk_on_a_model_pair_writes_a_memo_about_real_weights(pair: di
     assert reduce["reproduced"] and "kept whole" in reduce["verdict"]
     fixed = load_workload(out / "fixed.workload.yaml")
     assert fixed.model is not None and Path(fixed.model.name).is_absolute()
+    _names_both_clocks_for_every_latency(memo)
+
+
+def _names_both_clocks_for_every_latency(memo: str) -> None:
+    """Baseline, candidate, fixed and the narrowed dense model: this machine, measured, and the target clock, projected."""
+    assert [line for line in memo.splitlines() if quotes_unlabelled_latency(line)] == []
+    latency = next(line for line in memo.splitlines() if "Latency, baseline" in line)
+    assert latency.count("this machine, measured") == 2 and latency.count("on the target clock: h200-cusparselt") == 2
+    for budget in [line for line in memo.splitlines() if "Latency budget" in line]:
+        assert "this machine" in budget and "on the target clock" in budget
+    assert "whole forward on the target clock: h200-cusparselt" in memo  # candidate -> fixed
+    assert "p50 moved" in memo or "latency p50:" in memo
+    assert "target clock, projected" in memo and "cross-check on this machine" in memo  # the narrowed dense model
 
 
 def test_the_embedded_default_walk_is_the_real_minilm() -> None:

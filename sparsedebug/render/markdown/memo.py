@@ -6,7 +6,11 @@ Sections follow the playbook's template: 1 Symptom, 2 Mechanism hypothesis,
 lacks a figure the memo says what is missing instead of filling it in. Latency is
 always quoted as p50/p95/p99, and every latency names its clock: this machine
 (a replay's timings), the traced device (an imported trace), or the target
-(projected onto the backend's GPU).
+(projected onto the backend's GPU). A run with a target clock has every latency the
+memo uses on both: baseline, candidate and fixed on this machine, measured, and
+their whole forward on the target, projected with its basis; the narrowed dense
+model of the equal-latency comparison on the target with this machine's search as
+the cross-check.
 
 The final decision (``decide``) refuses ``ship`` unless the run it would ship
 carries both fallback evidence (a lowering decision with reason for every layer)
@@ -22,7 +26,7 @@ from sparsedebug.records.decision import DecisionOutcome
 from sparsedebug.records.playbook import Playbook
 from sparsedebug.records.reduce import ReduceResult
 from sparsedebug.records.run import RunRecord
-from sparsedebug.render.clocks import bundle_clock, label_latencies, measured_clock, target_sentence
+from sparsedebug.render.clocks import bundle_clock, label_latencies, measured_clock, target_forward, target_label, target_sentence
 from sparsedebug.render.markdown.ranks import rank_lines
 from sparsedebug.signoff.decide import stored_decision
 from sparsedebug.signoff.metrics import (
@@ -41,7 +45,9 @@ def _lat(run: RunRecord) -> str:
     if not samples:
         return "no latency samples"
     p = percentiles(samples)
-    return f"p50/p95/p99 {p.p50:.3f}/{p.p95:.3f}/{p.p99:.3f} ms (n={p.n}) on {measured_clock(run)}"
+    text = f"p50/p95/p99 {p.p50:.3f}/{p.p95:.3f}/{p.p99:.3f} ms (n={p.n}) on {measured_clock(run)}"
+    projected = target_forward(run)
+    return text + (f"; {projected}" if projected is not None else "")
 
 
 def _fmt(value: float | None, spec: str = ".3f", suffix: str = "") -> str:
@@ -63,7 +69,12 @@ def _symptom(b: LoadedBundle, book: Playbook) -> list[str]:
     if cand.outcome.budget_ms is not None and cand.outcome.latency_samples_ms:
         p99 = percentiles(cand.outcome.latency_samples_ms).p99
         within = "within" if p99 <= cand.outcome.budget_ms else "over"
-        metric.append(f"  - Latency budget {cand.outcome.budget_ms:g} ms: candidate p99 {p99:.3f} ms ({clock}) is {within} it.")
+        line = f"  - Latency budget {cand.outcome.budget_ms:g} ms: candidate p99 {p99:.3f} ms ({clock}) is {within} it"
+        fwd = cand.target.forward.candidate if cand.target is not None else None
+        if cand.target is not None and fwd is not None:
+            there = "within" if fwd.total_ms <= cand.outcome.budget_ms else "over"
+            line += f"; its forward on the {target_label(cand.target)}, {fwd.total_ms:.3f} ms, is {there} it"
+        metric.append(line + ".")
     if cand.outcome.effective_speedup is not None:
         metric.append(
             f"  - Candidate's own effective speedup vs its dense baseline (same process, {clock}): {cand.outcome.effective_speedup:.3f}x."
@@ -280,6 +291,9 @@ def _action(b: LoadedBundle, book: Playbook) -> list[str]:
             if m.unit == "ms":
                 line += f" ({measured_clock(b.fixed or b.candidate)})"
             out.append(f"  - {line}")
+        moved_there = _target_movement(b.candidate, b.fixed)
+        if moved_there is not None:
+            out.append(f"  - {moved_there}")
         if lat is not None and lat.expected_after is not None and lat.before:
             exp_change = lat.expected_after / lat.before - 1
             got = lat.after / lat.before - 1
@@ -291,6 +305,20 @@ def _action(b: LoadedBundle, book: Playbook) -> list[str]:
     out += _risks(b)
     out.append("")
     return out
+
+
+def _target_movement(candidate: RunRecord, fixed: RunRecord | None) -> str | None:
+    """The whole forward of candidate and fixed on the target clock (None unless both runs have a figure there)."""
+    if fixed is None or candidate.target is None or fixed.target is None:
+        return None
+    before, after = candidate.target.forward.candidate, fixed.target.forward.candidate
+    if before is None or after is None:
+        return None
+    change = f" ({after.total_ms / before.total_ms - 1:+.1%})" if before.total_ms > 0 else ""
+    return (
+        f"whole forward on the {target_label(fixed.target)}: {before.total_ms:.3f} ms -> {after.total_ms:.3f} ms{change} "
+        f"(basis {candidate.target.forward.basis} -> {fixed.target.forward.basis})"
+    )
 
 
 def _reduce_text(red: ReduceResult) -> str:

@@ -1,4 +1,4 @@
-"""What a replay of a workload will cost, from its shapes and counts alone (nothing allocated).
+"""What a replay of a declared graph will cost, from its shapes and counts alone (nothing allocated).
 
 Memory, as an upper bound of the peak a replay holds (``tracemalloc`` peaks of replays
 of varied workloads stay below it; ``tests/sources/replay/test_cost.py``):
@@ -80,11 +80,9 @@ def replay_cost(workload: Workload, repeats: int | None = None, source: str | No
 
 
 def check_replay(workload: Workload, repeats: int | None = None, source: str | None = None, *, timed: bool = True) -> None:
-    """Refuse, before anything is allocated, a replay this machine cannot hold in memory (or finish in time).
+    """Refuse, before anything is allocated, a replay of a declared graph this machine cannot hold in memory (or finish in time).
 
-    A real-model workload (``model:``) has no declared graph to estimate from: its size is the checkpoint's,
-    and its tokens and repeats are bounded by the schema; the model replay checks its own text length.
+    Callers reach it through their graph source (``GraphSource.check_cost``): a checkpoint has no declared
+    graph to estimate from (its size is the checkpoint's, its tokens and repeats are bounded by the schema).
     """
-    if workload.model is not None:
-        return
     check_budget(replay_cost(workload, repeats, source), timed=timed)

@@ -11,7 +11,7 @@ counts, with the token count from which 2:4 pays off per shape
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from sparsedebug.core.errors import UserError
@@ -126,12 +126,24 @@ def project_workload(
     return model, layers, forward
 
 
-def target_clock(workload: Workload, paths: Mapping[str, str] | None = None) -> TargetClock | None:
-    """The target clock a replay records: every layer and the whole forward, projected; None without a target."""
-    projected = project_workload(workload, paths=paths)
-    if projected is None:
-        return None
-    model, layers, forward = projected
+def target_clock(
+    workload: Workload, paths: Mapping[str, str] | None = None, calls: Sequence[LinearCall | OpCall] | None = None
+) -> TargetClock | None:
+    """The target clock a replay records: every layer and the whole forward, projected; None without a target.
+
+    ``calls`` are the layers to project (a graph source's inventory); by default the workload's declared layers.
+    """
+    if calls is None:
+        projected = project_workload(workload, paths=paths)
+        if projected is None:
+            return None
+        model, layers, forward = projected
+    else:
+        found = target_model(workload.backend)
+        if found is None:
+            return None
+        model = found
+        layers, forward = project_calls(model, calls, workload.launch)
     return TargetClock(
         backend=model.profile, device=model.device, launch=workload.launch, tokens=workload.tokens.total,
         method=METHOD, layers=layers, forward=forward,
@@ -187,8 +199,13 @@ def predict(
     shapes: Sequence[ShapeSpec] = (),
     dtype: str = "fp16",
     launch: Launch | None = None,
+    calls_at: Callable[[int], Sequence[LinearCall | OpCall]] | None = None,
 ) -> PredictReport:
-    """``sparsedebug predict``: per layer (or shape) and in total at each token count, plus break-even per shape."""
+    """``sparsedebug predict``: per layer (or shape) and in total at each token count, plus break-even per shape.
+
+    ``calls_at(tokens)`` gives the workload's layers at a token count, lowered on its profile (a graph
+    source's inventory); by default the workload's declared layers.
+    """
     if workload is None and not shapes:
         raise UserError("predict: give a WORKLOAD or at least one --shape OUTxIN")
     if not tokens:
@@ -197,17 +214,21 @@ def predict(
     if model is None:
         raise UserError(f"--backend {backend}: this profile has no target cost model (it runs on this machine); use a GPU profile")
     chosen_launch: Launch = launch or (workload.launch if workload is not None else "eager")
+    if workload is not None and calls_at is None:
+        declared = workload
+
+        def calls_at(count: int) -> list[LinearCall | OpCall]:
+            sized = with_tokens(declared, count)
+            return workload_calls(sized, lowered_paths(sized))
+
     results = []
     for count in tokens:
-        calls: list[LinearCall | OpCall] = []
-        if workload is not None:
-            sized = _with_tokens(workload, count)
-            calls += workload_calls(sized, lowered_paths(sized))
+        calls: list[LinearCall | OpCall] = list(calls_at(count)) if calls_at is not None else []
         calls += [LinearCall(s.name, s.out, s.k, count, dtype, s.path) for s in shapes]
         layers, forward = project_calls(model, calls, chosen_launch)
         results.append(PredictAt(tokens=count, layers=layers, forward=forward))
     seen: dict[tuple[int, int, str], None] = {}
-    for call in [c for c in (workload_calls(workload, {}) if workload is not None else []) if isinstance(c, LinearCall)]:
+    for call in [c for c in (calls_at(workload.tokens.total) if workload is not None and calls_at is not None else []) if isinstance(c, LinearCall)]:
         seen.setdefault((call.out, call.k, call.dtype), None)
     for s in shapes:
         seen.setdefault((s.out, s.k, dtype), None)
@@ -218,7 +239,7 @@ def predict(
     )
 
 
-def _with_tokens(workload: Workload, tokens: int) -> Workload:
+def with_tokens(workload: Workload, tokens: int) -> Workload:
     """The workload at ``tokens`` tokens per forward (one sequence of that length when the batch is 1)."""
     if tokens == workload.tokens.total:
         return workload

@@ -56,10 +56,9 @@ def check_graph(workload: Workload) -> list[LayerShape]:
     not earlier layers, widths that disagree between consecutive layers, ``K``
     not divisible by ``M``, a pattern on an op that cannot hold one, bad ``fn``,
     heads that do not divide the width, and an embedding anywhere but first.
+    A model workload's override entries are checked by :func:`check_model_workload` instead
+    (:func:`sparsedebug.sources.workload.load.check_workload` picks the check).
     """
-    if workload.model is not None:
-        check_model_workload(workload)
-        return []
     if not workload.layers:
         raise UserError("layers: a workload without a model needs at least one layer")
     check_graph_pruning(workload)
@@ -160,7 +159,7 @@ def _resolve_width(
 
 def check_model_workload(workload: Workload) -> None:
     """What a model workload must satisfy before its checkpoint is opened; ``UserError`` naming the field or layer."""
-    name = workload.model.name if workload.model is not None else "-"
+    name = getattr(workload.model, "name", "-")
     for field in GRAPH_ONLY_FIELDS:
         if getattr(workload, field) is not None:
             raise UserError(f"{field}: a model workload takes it from its checkpoint ({name}); remove it")

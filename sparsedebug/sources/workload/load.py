@@ -14,7 +14,7 @@ from pydantic import ValidationError
 from sparsedebug.core.errors import UserError
 from sparsedebug.core.io import format_validation_error, validate
 from sparsedebug.sources.sniff import WORKLOAD_ONLY, sniff_as
-from sparsedebug.sources.workload.graph import check_graph
+from sparsedebug.sources.workload.graph import check_graph, check_model_workload
 from sparsedebug.sources.workload.schema import Workload
 
 
@@ -43,7 +43,7 @@ def parse_workload(data: Any, source: str) -> Workload:
             lines.append(line)
         raise UserError("\n".join(lines)) from None
     try:
-        check_graph(workload)
+        check_workload(workload)
     except UserError as exc:
         raise UserError(f"{source}: {exc}") from None
     return workload
@@ -61,7 +61,17 @@ def revalidate(workload: Workload) -> Workload:
         fresh = Workload.model_validate(workload.model_dump())
     except ValidationError as exc:
         raise UserError(format_validation_error(f"workload {workload.name!r}", exc)) from None
-    check_graph(fresh)
+    check_workload(fresh)
     return fresh
 
 
+def check_workload(workload: Workload) -> None:
+    """The check a workload's graph needs before anything runs: its declared layers, or a model workload's entries.
+
+    This is where the schema's two kinds of graph are told apart on reading; past it, callers reach the graph
+    through :func:`sparsedebug.sources.replay.sources.graph_source`.
+    """
+    if workload.model is not None:
+        check_model_workload(workload)
+    else:
+        check_graph(workload)

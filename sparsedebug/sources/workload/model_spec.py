@@ -66,10 +66,24 @@ def linear_by_default(data: Any) -> Any:
     return {**data, "layers": layers}
 
 
-def absolute_model(ref: ModelRef, base_dir: Path) -> ModelRef:
-    """Relative model and text paths made absolute (a registered model name is left as it is)."""
+def model_knobs(ref: ModelRef | None, pattern: str | None, layers: str, calibration_tokens: int | None) -> dict[str, str]:
+    """The model and the model-only pruning fields as knobs (none without a model block)."""
+    if ref is None:
+        return {}
+    return {
+        "model": ref.name,
+        "pruning.pattern": pattern or "-",
+        "pruning.layers": layers,
+        "pruning.calibration_tokens": "default" if calibration_tokens is None else str(calibration_tokens),
+    }
+
+
+def absolute_model(ref: ModelRef | None, base_dir: Path) -> ModelRef | None:
+    """Relative model and text paths made absolute (a registered model name is left as it is; no model, none)."""
     from sparsedebug.sources.models.registry import MODELS
 
+    if ref is None:
+        return None
     update: dict[str, str] = {}
     if ref.name not in MODELS and not Path(ref.name).is_absolute():
         update["name"] = str((base_dir / ref.name).resolve())

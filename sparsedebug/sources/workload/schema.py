@@ -40,7 +40,7 @@ from sparsedebug.core.errors import UserError
 from sparsedebug.core.io import atomic_write_text
 from sparsedebug.kernels.masks import Pattern, parse_pattern
 from sparsedebug.records.base import Record
-from sparsedebug.sources.workload.model_spec import ModelRef, absolute_model, linear_by_default, model_shorthand
+from sparsedebug.sources.workload.model_spec import ModelRef, absolute_model, linear_by_default, model_knobs, model_shorthand
 
 OpName = Literal["linear", "attention", "norm", "activation", "embedding", "elementwise"]
 Dtype = Literal["fp32", "fp16", "bf16"]
@@ -264,7 +264,7 @@ class Workload(Record):
             "pruning.schedule": self.pruning.schedule,
             "pruning.calibration": self.pruning.calibration or "-",
             "tokens": f"{self.tokens.batch}x{self.tokens.sequence}",
-        } | model_knobs(self)
+        } | model_knobs(self.model, self.pruning.pattern, self.pruning.layers, self.pruning.calibration_tokens)
 
 
 # --------------------------------------------------------------------------- graph checks
@@ -301,27 +301,15 @@ def save_workload(workload: Workload, path: Path) -> None:
 
 
 def absolute_paths(workload: Workload, base_dir: Path | None) -> Workload:
-    """Weights and calibration paths made absolute so the reproducer stands alone anywhere."""
+    """Weights, calibration, model and text paths made absolute so the reproducer stands alone anywhere."""
     if base_dir is None:
         return workload
     update: dict[str, Any] = {}
-    if workload.model is not None:
-        update["model"] = absolute_model(workload.model, base_dir)
+    model = absolute_model(workload.model, base_dir)
+    if model != workload.model:
+        update["model"] = model
     for field in ("weights", "calibration"):
         spec = getattr(workload, field)
         if spec is not None and not Path(spec.path).is_absolute():
             update[field] = spec.model_copy(update={"path": str((base_dir / spec.path).resolve())})
     return workload.model_copy(update=update) if update else workload
-
-
-def model_knobs(workload: Workload) -> dict[str, str]:
-    """The model and the model-only pruning fields as knobs (nothing for a declared graph)."""
-    if workload.model is None:
-        return {}
-    pruning = workload.pruning
-    return {
-        "model": workload.model.name,
-        "pruning.pattern": pruning.pattern or "-",
-        "pruning.layers": pruning.layers,
-        "pruning.calibration_tokens": "default" if pruning.calibration_tokens is None else str(pruning.calibration_tokens),
-    }

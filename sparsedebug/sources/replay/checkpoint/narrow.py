@@ -12,11 +12,13 @@ dense, times the L2 norm of the consumer's column ``i``. Narrowing by a
 fraction removes that fraction of the least important neurons of every block,
 so every block keeps the same width.
 
-On this machine's clock: when the candidate is faster than the dense model,
-the fraction is searched (steps of 1/16, bisection on interleaved timings of
-the narrowed model against the candidate) for the least narrowing that is as
-fast as the candidate; when the dense model is already as fast, nothing is
-narrowed and the comparison reports the quality the sparsity costs.
+The search is the one both graph sources share
+(:mod:`sparsedebug.sources.replay.equal_latency`): steps of 1/16, on the
+target clock for a GPU backend profile (the narrowed model's linears and ops
+projected) with this machine's interleaved timings as the cross-check, else on
+this machine's clock; when the dense model is already as fast as the
+candidate, nothing is narrowed and the comparison reports the quality the
+sparsity costs.
 """
 
 from __future__ import annotations
@@ -29,15 +31,14 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from sparsedebug.core.stats import median
-from sparsedebug.core.timing import interleaved
 from sparsedebug.kernels.precision import Precision
 from sparsedebug.kernels.pruning import InputStats
 from sparsedebug.records.run import EqualLatencyQuality, QualityDelta
+from sparsedebug.records.target import Launch, TargetClock
 from sparsedebug.sources.models.base import Array, Batch, Transformer
 from sparsedebug.sources.replay.checkpoint.kernels import ModelKernels, dense_kernels
 from sparsedebug.sources.replay.checkpoint.quality import better
-from sparsedebug.sources.replay.equal_latency import FRACTION_STEPS, equal_latency_step
+from sparsedebug.sources.replay.equal_latency import FRACTION_STEPS, equal_latency
 
 F64 = npt.NDArray[np.float64]
 
@@ -132,43 +133,67 @@ class EqualLatencyInputs:
     measure: Callable[[Transformer, ModelKernels], QualityDelta]
     """Quality of a narrowed model run on its dense kernels."""
     importance_text: str
+    target: TargetClock | None = None
+    """The target clock of the candidate (the search runs there when it has whole-forward figures)."""
+    target_ms: Callable[[int, Launch], float | None] | None = None
+    """The dense model narrowed by ``step / FRACTION_STEPS``, projected onto the target."""
+
+
+class ModelNarrowing:
+    """A checkpoint's dense model narrowed by calibration importance: the :class:`~sparsedebug.sources.replay.protocol.Narrowing` of a model workload."""
+
+    def __init__(
+        self, model: Transformer, importance: Callable[[], Mapping[str, F64]], precisions: Mapping[str, Precision],
+        timed: Batch, measure: Callable[[Transformer, ModelKernels], QualityDelta], importance_text: str,
+        target_ms: Callable[[int, Launch], float | None] | None = None,
+    ) -> None:
+        self.model, self.scores, self.precisions, self.timed, self.measure = model, importance, precisions, timed, measure
+        self.importance: str | None = importance_text
+        self.target_ms = target_ms
+        self.blocks = ffn_blocks(model)
+        self._built: dict[int, tuple[Transformer, ModelKernels]] = {}
+
+    def build(self, step: int) -> tuple[Transformer, ModelKernels]:
+        """The narrowed model and its dense kernels (the last few kept)."""
+        if step not in self._built:
+            model = self.model
+            narrowed = model if step == 0 else narrowed_model(model, self.blocks, self.scores(), step / FRACTION_STEPS)
+            weights = {name: narrowed.weight(name) for name in narrowed.linears}
+            while len(self._built) >= 2:
+                self._built.pop(next(iter(self._built)))
+            self._built[step] = (narrowed, dense_kernels(weights, self.precisions))
+        return self._built[step]
+
+    def forward(self, step: int) -> Callable[[], object]:
+        """One forward of the narrowed model on the timed batch."""
+        narrowed, kernels = self.build(step)
+        return lambda: narrowed.hidden(self.timed, kernels)
+
+    def quality(self, step: int) -> QualityDelta:
+        """Real-text quality of the narrowed model against the dense one."""
+        return self.measure(*self.build(step))
+
+    def target_dense_ms(self, step: int, launch: Launch) -> float | None:
+        """The narrowed model's whole forward on the target clock."""
+        return self.target_ms(step, launch) if self.target_ms is not None else None
+
+    def better(self, candidate: QualityDelta, narrowed: QualityDelta) -> bool:
+        """The candidate's real-text quality beats the narrowed model's."""
+        return better(candidate, narrowed)
 
 
 def model_equal_latency(inputs: EqualLatencyInputs) -> EqualLatencyQuality | None:
-    """Narrow the dense model to the candidate's latency on this machine and compare qualities (None: cannot narrow)."""
-    model = inputs.model
-    if not narrowable(model):
+    """Narrow the dense model to the candidate's latency and compare qualities (None: cannot narrow).
+
+    The shared search (:func:`sparsedebug.sources.replay.equal_latency.equal_latency`): on the
+    target clock when ``inputs.target`` has whole-forward figures, this machine's kept as the cross-check.
+    """
+    if not narrowable(inputs.model):
         return None
-    blocks = ffn_blocks(model)
-    rounds = max(5, inputs.repeats // 2)
-    cache: dict[int, tuple[Transformer, ModelKernels, float, float, float]] = {}
-
-    def build(step: int) -> tuple[Transformer, ModelKernels]:
-        narrowed = model if step == 0 else narrowed_model(model, blocks, inputs.importance(), step / FRACTION_STEPS)
-        weights = {name: narrowed.weight(name) for name in narrowed.linears}
-        return narrowed, dense_kernels(weights, inputs.precisions)
-
-    def ratio(step: int) -> float:
-        if step not in cache:
-            narrowed, kernels = build(step)
-            timed = interleaved(
-                {"candidate": inputs.candidate, "narrowed": lambda: narrowed.hidden(inputs.timed, kernels)},
-                rounds=rounds, warmup=1,
-            )  # fmt: skip
-            narrowed_p50, candidate_p50 = median(timed["narrowed"]), median(timed["candidate"])
-            cache[step] = (narrowed, kernels, narrowed_p50 / candidate_p50, narrowed_p50, candidate_p50)
-        return cache[step][2]
-
-    if median(inputs.dense_samples) <= median(inputs.span):
-        step, reached = 0, True
-        latency, candidate_latency = median(inputs.dense_samples), median(inputs.span)
-        narrowed, kernels = build(0)
-    else:
-        step, reached = equal_latency_step(ratio, FRACTION_STEPS)
-        narrowed, kernels, _, latency, candidate_latency = cache[step]
-    narrowed_quality = inputs.measure(narrowed, kernels)
-    return EqualLatencyQuality(
-        narrowed_ffn_fraction=step / FRACTION_STEPS, narrowed_latency_ms=latency, candidate_latency_ms=candidate_latency,
-        narrowed=narrowed_quality, candidate=inputs.candidate_quality, latency_matched=reached,
-        sparsity_wins=(not reached) or better(inputs.candidate_quality, narrowed_quality), importance=inputs.importance_text,
-    )  # fmt: skip
+    narrowing = ModelNarrowing(
+        inputs.model, inputs.importance, inputs.precisions, inputs.timed, inputs.measure, inputs.importance_text, inputs.target_ms
+    )
+    return equal_latency(
+        narrowing, inputs.candidate, inputs.span, inputs.dense_samples, inputs.repeats,
+        inputs.candidate_quality, inputs.target,
+    )

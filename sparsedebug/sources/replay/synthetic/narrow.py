@@ -10,27 +10,23 @@ consumer; its magnitude is the product of those rows' and that column's L2
 norms. Narrowing by a fraction removes that fraction of the lowest-magnitude
 neurons of every group.
 
-The latency to match is on the target clock when the workload's backend profile
-models a GPU (projected by :mod:`sparsedebug.sources.target.model`, the same for
-the same workload), else on this machine's clock (timed, noisy).
+The search itself, on the target clock for a GPU backend profile (projected by
+:mod:`sparsedebug.sources.target.model`, the same for the same workload) and on
+this machine's clock, is the one both graph sources share
+(:mod:`sparsedebug.sources.replay.equal_latency`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
-from sparsedebug.core.stats import median
-from sparsedebug.core.timing import interleaved
-from sparsedebug.records.run import (
-    EqualLatencyQuality,
-    QualityDelta,
-)
-from sparsedebug.records.target import LatencyMatch, TargetClock
-from sparsedebug.sources.replay.equal_latency import FRACTION_STEPS, equal_latency_step
+from sparsedebug.records.run import QualityDelta
+from sparsedebug.records.target import Launch, TargetClock
+from sparsedebug.sources.replay.equal_latency import FRACTION_STEPS, Match, search_projected
 from sparsedebug.sources.replay.synthetic.executor import (
     Op,
     build_ops,
@@ -139,111 +135,54 @@ def narrowed_workload(workload: Workload, fraction: float) -> Workload:
     return revalidate(workload.model_copy(update={"layers": layers}))
 
 
-@dataclass(frozen=True)
-class Match:
-    """The result of an equal-latency search on one clock."""
-
-    step: int
-    reached: bool
-    narrowed_ms: float
-    candidate_ms: float
-
-
 def target_match(workload: Workload, target: TargetClock) -> Match | None:
     """The equal-latency search on the target clock: deterministic, from projections only."""
+    cand = target.forward.candidate
+    if cand is None or target.forward.dense is None:
+        return None
+    return search_projected(lambda step: narrowed_dense_ms(workload, step, target.launch), cand.total_ms)
+
+
+def narrowed_dense_ms(workload: Workload, step: int, launch: Launch) -> float:
+    """The dense model narrowed by ``step / FRACTION_STEPS``, its whole forward projected onto the target (inf: no figure)."""
     from sparsedebug.sources.target.project import project_workload
 
-    cand = target.forward.candidate
-    dense = target.forward.dense
-    if cand is None or dense is None:
-        return None
-    projected: dict[int, float] = {}
-
-    def dense_ms(step: int) -> float:
-        if step not in projected:
-            result = project_workload(narrowed_workload(workload, step / FRACTION_STEPS), paths={}, launch=target.launch)
-            forward = result[2].dense if result is not None else None
-            projected[step] = forward.total_ms if forward is not None else float("inf")
-        return projected[step]
-
-    if dense.total_ms <= cand.total_ms:
-        return Match(0, True, dense.total_ms, cand.total_ms)
-    step, reached = equal_latency_step(lambda s: dense_ms(s) / cand.total_ms, FRACTION_STEPS)
-    return Match(step, reached, dense_ms(step), cand.total_ms)
+    result = project_workload(narrowed_workload(workload, step / FRACTION_STEPS), paths={}, launch=launch)
+    forward = result[2].dense if result is not None else None
+    return forward.total_ms if forward is not None else float("inf")
 
 
-def _cpu_match(
-    workload: Workload, repeats: int, shapes: Sequence[LayerShape], dense_tensors: dict[str, Array],
-    candidate_ops: list[Op], x_run: Array, span: list[float], dense_samples: list[float],
-) -> Match:
-    """The equal-latency search on this machine's clock: interleaved timings of candidate and narrowed forwards."""
-    rounds = max(5, repeats // 2)
-    cache: dict[int, tuple[float, float, float]] = {}
+class GraphNarrowing:
+    """A declared graph's dense model narrowed by neuron magnitude: its :class:`~sparsedebug.sources.replay.protocol.Narrowing`."""
 
-    def ratio(step: int) -> float:
-        if step not in cache:
-            ops = build_ops(workload, shapes, narrow(workload, dense_tensors, step / FRACTION_STEPS), mode="dense")
-            timed = interleaved(
-                {"candidate": lambda: forward(candidate_ops, x_run), "narrowed": lambda: forward(ops, x_run)},
-                rounds=rounds,
-                warmup=1,
-            )
-            narrowed_p50, candidate_p50 = median(timed["narrowed"]), median(timed["candidate"])
-            cache[step] = (narrowed_p50 / candidate_p50, narrowed_p50, candidate_p50)
-        return cache[step][0]
-
-    if median(dense_samples) <= median(span):
-        return Match(0, True, median(dense_samples), median(span))
-    step, reached = equal_latency_step(ratio, FRACTION_STEPS)
-    return Match(step, reached, cache[step][1], cache[step][2])
-
-
-def equal_latency(
-    workload: Workload,
-    repeats: int,
-    shapes: Sequence[LayerShape],
-    dense_tensors: dict[str, Array],
-    candidate_ops: list[Op],
-    x_run: Array,
-    span: list[float],
-    dense_samples: list[float],
-    dense_ref_out: Array,
-    labels: npt.NDArray[np.int64] | None,
-    dense_accuracy: float | None,
-    candidate_quality: QualityDelta,
-    target: TargetClock | None = None,
-) -> EqualLatencyQuality | None:
-    """Narrow the dense model until it is as fast as the candidate; compare qualities.
-
-    With a ``target`` clock (a GPU backend profile) the narrowing is chosen on the
-    target's projected latencies, which are the same for the same workload and
-    seed; this machine's timed search is kept as ``cross_check``. Without one, the
-    timed search on this machine decides.
-    """
-    if not ffn_groups(workload):
-        return None
-    cpu = _cpu_match(workload, repeats, shapes, dense_tensors, candidate_ops, x_run, span, dense_samples)
-    on_target = target_match(workload, target) if target is not None else None
-    chosen = on_target or cpu
-    ops = build_ops(workload, shapes, narrow(workload, dense_tensors, chosen.step / FRACTION_STEPS), mode="dense")
-    out, _ = forward(ops, x_run)
-    narrowed_quality = quality(out, dense_ref_out, labels, dense_accuracy)
-    wins = (not chosen.reached) or candidate_quality.cosine > narrowed_quality.cosine
-    cross = None
-    if on_target is not None:
-        cross = LatencyMatch(
-            clock="this_machine", narrowed_ffn_fraction=cpu.step / FRACTION_STEPS, narrowed_latency_ms=cpu.narrowed_ms,
-            candidate_latency_ms=cpu.candidate_ms, latency_matched=cpu.reached,
-            note="timed here (p50 of interleaved rounds): a cross-check, not the budget",
-        )
-    return EqualLatencyQuality(
-        narrowed_ffn_fraction=chosen.step / FRACTION_STEPS,
-        narrowed_latency_ms=chosen.narrowed_ms,
-        candidate_latency_ms=chosen.candidate_ms,
-        narrowed=narrowed_quality,
-        candidate=candidate_quality,
-        latency_matched=chosen.reached,
-        sparsity_wins=wins,
-        clock="target" if on_target is not None else "this_machine",
-        cross_check=cross,
+    importance: str | None = (
+        "per FFN neuron: L2 norm of its row in every producer x L2 norm of its column in the consumer (weight magnitude)"
     )
+
+    def __init__(
+        self, workload: Workload, shapes: Sequence[LayerShape], dense_tensors: dict[str, Array], x_run: Array,
+        dense_ref_out: Array, labels: npt.NDArray[np.int64] | None, dense_accuracy: float | None,
+    ) -> None:
+        self.workload, self.shapes, self.dense_tensors, self.x_run = workload, shapes, dense_tensors, x_run
+        self.dense_ref_out, self.labels, self.dense_accuracy = dense_ref_out, labels, dense_accuracy
+
+    def _ops(self, step: int) -> list[Op]:
+        return build_ops(self.workload, self.shapes, narrow(self.workload, self.dense_tensors, step / FRACTION_STEPS), mode="dense")
+
+    def forward(self, step: int) -> Callable[[], object]:
+        """One forward of the narrowed dense model."""
+        ops = self._ops(step)
+        return lambda: forward(ops, self.x_run)
+
+    def quality(self, step: int) -> QualityDelta:
+        """Output quality of the narrowed dense model against the dense one (fp64 reference)."""
+        out, _ = forward(self._ops(step), self.x_run)
+        return quality(out, self.dense_ref_out, self.labels, self.dense_accuracy)
+
+    def target_dense_ms(self, step: int, launch: Launch) -> float | None:
+        """The narrowed dense model's whole forward on the target clock."""
+        return narrowed_dense_ms(self.workload, step, launch)
+
+    def better(self, candidate: QualityDelta, narrowed: QualityDelta) -> bool:
+        """The candidate's output cosine to the dense model beats the narrowed model's."""
+        return candidate.cosine > narrowed.cosine

@@ -40,3 +40,38 @@ def test_blocked_2of4_costs_more_quality_than_per_row_2of4_on_real_weights() -> 
     blocked = replay(load_workload(WORKLOADS / "minilm_2of4_blocked.yaml"), repeats=3).outcome.quality
     assert per_row is not None and blocked is not None
     assert blocked.cosine < per_row.cosine
+
+
+@pytest.mark.real_model
+def test_the_real_minilm_records_have_a_declared_graphs_timing_and_target_fields() -> None:
+    regressed = replay(load_workload(WORKLOADS / "minilm_2of4_regressed.yaml"), repeats=3)
+    out = regressed.outcome
+    assert out.latency is not None and out.latency.n == 3 and out.latency.p50 <= out.latency.p95 <= out.latency.p99
+    assert out.timing is not None and [v.name for v in out.timing.variants] == ["candidate", "dense"]
+    assert (out.effective_speedup is not None) == out.timing.stable
+    target = regressed.target
+    assert target is not None and target.backend == "h200-cusparselt" and target.tokens == 128
+    projected = {layer.name: layer for layer in target.layers}
+    assert all(layer.name in projected and projected[layer.name].dense is not None for layer in regressed.graph.layers)
+    assert projected["encoder.layer.3.output.dense"].path == "dense"  # the fp32 fallback, on the target too
+    assert projected["encoder.layer.3.intermediate.dense"].path == "sparse"
+    assert target.forward.dense is not None and target.forward.candidate is not None and target.forward.speedup is not None
+    eq = out.equal_latency
+    assert eq is not None and eq.clock == "target" and eq.cross_check is not None and eq.cross_check.clock == "this_machine"
+    blocked = replay(load_workload(WORKLOADS / "minilm_2of4_blocked.yaml"), repeats=3)
+    assert blocked.target is None and blocked.outcome.latency is not None and blocked.outcome.timing is not None
+    eq = blocked.outcome.equal_latency
+    assert eq is not None and eq.clock == "this_machine" and eq.cross_check is None
+
+
+@pytest.mark.real_model
+def test_predict_on_the_real_minilm_workload() -> None:
+    from sparsedebug.records.target import PredictReport
+    from tests.conftest import invoke
+
+    result = invoke(["predict", str(WORKLOADS / "minilm_2of4_regressed.yaml"), "--tokens", "128,8192", "--json"])
+    assert result.exit_code == 0, result.stderr
+    report = PredictReport.model_validate_json(result.stdout)
+    linears = [layer for layer in report.results[0].layers if layer.op == "linear"]
+    assert len(linears) == 36 and sum(layer.path == "sparse" for layer in linears) == 11
+    assert report.results[1].forward.dense is not None and report.results[1].forward.candidate is not None
