@@ -11,7 +11,7 @@ counts, with the token count from which 2:4 pays off per shape
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from sparsedebug.core.errors import UserError
@@ -23,6 +23,8 @@ from sparsedebug.records.target import (
     PredictAt,
     PredictReport,
     TargetClock,
+    TokenRange,
+    Verdict,
     worst_basis,
 )
 from sparsedebug.sources.target.model import METHOD, LinearCall, OpCall, TargetModel, target_model
@@ -31,10 +33,8 @@ from sparsedebug.sources.workload.load import revalidate
 from sparsedebug.sources.workload.lowering import LayerQuery, get_profile
 from sparsedebug.sources.workload.schema import Workload
 
-BREAK_EVEN_LIMIT = 65536
-"""Largest token count the break-even search looks at."""
 MEASURED_TOKENS = (1, 8192)
-"""Token range of the gemm rows: a crossing outside it is extrapolated."""
+"""Token range of the H200 gemm rows (the fallback of :func:`measured_token_limit`)."""
 
 
 @dataclass(frozen=True)
@@ -132,44 +132,112 @@ def target_clock(workload: Workload, paths: Mapping[str, str] | None = None) -> 
     if projected is None:
         return None
     model, layers, forward = projected
+    shapes = dict.fromkeys((tuple(layer.shape), layer.dtype) for layer in layers if layer.op == "linear" and layer.shape)
+    even = [break_even(model, shape[0], shape[1], dtype, workload.launch) for shape, dtype in shapes]
     return TargetClock(
         backend=model.profile, device=model.device, launch=workload.launch, tokens=workload.tokens.total,
-        method=METHOD, layers=layers, forward=forward,
+        method=METHOD, layers=layers, forward=forward, break_even=even,
     )
 
 
-def break_even(model: TargetModel, out: int, k: int, dtype: str, launch: Launch, limit: int = BREAK_EVEN_LIMIT) -> BreakEven:
-    """Smallest token count from which sparse beats dense at every count up to ``limit`` (bisection on a log grid)."""
+def measured_token_limit(model: TargetModel) -> int:
+    """The largest token count of the target's per-call rows: break-even claims stop there."""
+    return max((r.tokens for r in model.cal.gemm if r.dense_ms is not None), default=MEASURED_TOKENS[1])
+
+
+def break_even(model: TargetModel, out: int, k: int, dtype: str, launch: Launch, limit: int | None = None) -> BreakEven:
+    """From which token count 2:4 pays off for ``out x k`` on the target, claimed only where the interval says so.
+
+    Searches a log grid from 1 to ``limit`` (default: the largest measured token
+    count) and bisects each boundary: ``tokens_from`` is the smallest count from
+    which the speedup's 90% interval lies above 1.0 at every count up to the limit,
+    ``loses_up_to`` the largest count up to which it lies below 1.0; counts between
+    are ``uncertain here``, with what to measure. ``central_crossing`` is where the
+    central estimate crosses 1.0: shown, never claimed.
+    """
+    top = limit or measured_token_limit(model)
+    cache: dict[int, LayerProjection] = {}
 
     def at(tokens: int) -> LayerProjection:
-        return model.linear(LinearCall("break-even", out, k, tokens, dtype, "sparse"), launch)
+        if tokens not in cache:
+            cache[tokens] = model.linear(LinearCall("break-even", out, k, tokens, dtype, "sparse"), launch)
+        return cache[tokens]
 
-    def wins(tokens: int) -> bool:
+    def verdict(tokens: int) -> Verdict | None:
+        return at(tokens).verdict
+
+    def central(tokens: int) -> bool:
         speedup = at(tokens).speedup
         return speedup is not None and speedup > 1.0
 
-    common = dict(shape=[out, k], dtype=layer_dtype(dtype), launch=launch, searched_up_to=limit)
+    common = dict(shape=[out, k], dtype=layer_dtype(dtype), launch=launch, searched_up_to=top)
     if at(1).speedup is None:
         return BreakEven(**common, basis="unavailable", note=at(1).note or "no sparse figure on this target")
-    grid = sorted({max(1, round(2 ** (i / 4))) for i in range(int(4 * math.log2(limit)) + 1)} | {limit})
-    results = [wins(t) for t in grid]
-    if not results[-1]:
-        basis = worst_basis(["extrapolated", at(limit).basis])
-        return BreakEven(**common, basis=basis, note=f"2:4 does not pay off at any token count up to {limit}")
-    last_loss = max((i for i, w in enumerate(results) if not w), default=None)
-    if last_loss is None:
-        first = 1
-    else:
-        lo, hi = grid[last_loss], grid[last_loss + 1]
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            lo, hi = (lo, mid) if wins(mid) else (mid, hi)
-        first = hi
-    bases = [at(first).basis] + ([at(first - 1).basis] if first > 1 else [])
-    if not MEASURED_TOKENS[0] <= first <= MEASURED_TOKENS[1]:
-        bases.append("extrapolated")
-    note = f"sparse faster than dense from {first} tokens on ({launch.replace('_', ' ')})"
-    return BreakEven(**common, tokens_from=first, basis=worst_basis(bases), note=note)
+    grid = sorted({max(1, round(2 ** (i / 4))) for i in range(int(4 * math.log2(top)) + 1)} | {top})
+    ranges = _ranges(grid, verdict)
+    tokens_from = ranges[-1].first if ranges[-1].verdict == "sparse wins" else None
+    loses_up_to = ranges[0].last if ranges[0].verdict == "sparse loses" else None
+    crossing = None
+    wins = [central(t) for t in grid]
+    if wins[-1]:
+        last = max((i for i, w in enumerate(wins) if not w), default=None)
+        crossing = 1 if last is None else _first_true(grid[last], grid[last + 1], central)
+    unsure = [r for r in ranges if r.verdict == "uncertain here"]
+    uncertain = [unsure[0].first, unsure[-1].last] if unsure else None
+    measure = None
+    if unsure:
+        widest = max(unsure, key=lambda r: r.last / r.first)
+        inside = crossing is not None and widest.first < crossing <= widest.last
+        probe = crossing if inside and crossing is not None else round(math.sqrt(widest.first * widest.last))
+        measure = at(probe).measure
+    bases = [at(tokens_from).basis] if tokens_from is not None else [at(top).basis]
+    mode = launch.replace("_", " ")
+    words = {"sparse wins": "2:4 wins", "sparse loses": "2:4 loses", "uncertain here": "uncertain here"}
+    parts = [f"{words[r.verdict]} {r.first}-{r.last}" if r.first != r.last else f"{words[r.verdict]} at {r.first}" for r in ranges]
+    note = f"tokens: {', '.join(parts)} ({mode}; a win or loss only where the speedup's 90% interval excludes 1.0)"
+    if tokens_from is None and crossing is not None:
+        note += f"; central estimate crosses 1.0 at {crossing} tokens (not a claim)"
+    return BreakEven(
+        **common, tokens_from=tokens_from, loses_up_to=loses_up_to, uncertain_tokens=uncertain, central_crossing=crossing,
+        ranges=ranges, basis=worst_basis(bases), measure=measure, note=note,
+    )
+
+
+def _ranges(grid: list[int], verdict: Callable[[int], Verdict | None]) -> list[TokenRange]:
+    """Consecutive token ranges of one verdict over ``grid``, each boundary bisected to the exact count."""
+
+    def mark(tokens: int) -> Verdict:
+        return verdict(tokens) or "uncertain here"
+
+    marks = [mark(t) for t in grid]
+    ranges: list[TokenRange] = []
+    first = 1
+    for i in range(1, len(grid)):
+        if marks[i] != marks[i - 1]:
+            left = marks[i - 1]
+
+            def changed(tokens: int, left: Verdict = left) -> bool:
+                return mark(tokens) != left
+
+            edge = _first_true(grid[i - 1], grid[i], changed)
+            ranges.append(TokenRange(first=first, last=edge - 1, verdict=left))
+            first = edge
+    ranges.append(TokenRange(first=first, last=grid[-1], verdict=marks[-1]))
+    return ranges
+
+
+def _first_true(lo: int, hi: int, test: Callable[[int], bool]) -> int:
+    """Smallest count in (lo, hi] where ``test`` holds, given it fails at ``lo`` and holds at ``hi`` (bisection)."""
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if test(mid) else (mid, hi)
+    return hi
+
+
+def break_even_tokens(profile: str, out: int, k: int, dtype: str = "float16", launch: Launch = "cuda_graph") -> BreakEven | None:
+    """Break-even of one linear shape on backend ``profile``'s target (None for a profile without one, e.g. cpu-numpy)."""
+    model = target_model(profile)
+    return None if model is None else break_even(model, out, k, dtype, launch)
 
 
 def layer_dtype(dtype: str) -> str:
