@@ -114,5 +114,10 @@ def test_bad_input_is_one_line_and_exit_2(args: list[str], needle: str) -> None:
     assert_clean_error(invoke(["predict", *args]), 2, needle)
 
 
+def test_a_model_workload_is_refused_in_one_line() -> None:
+    result = invoke(["predict", str(FIXTURES / "workloads" / "minilm_2of4_regressed.yaml"), "--tokens", "128"])
+    assert_clean_error(result, 2, "is a model workload", "--shape OUTxIN")
+
+
 def test_missing_workload_file(tmp_path: Path) -> None:
     assert_clean_error(invoke(["predict", str(tmp_path / "none.yaml"), "--tokens", "16"]), 2, "none.yaml")

@@ -261,6 +261,11 @@ def predict(
         raise UserError("predict: give a WORKLOAD or at least one --shape OUTxIN")
     if not tokens:
         raise UserError("--tokens: need at least one token count")
+    if workload is not None and workload.model is not None:
+        raise UserError(
+            f"predict: workload {workload.name!r} is a model workload (its layers come from the checkpoint, which predict "
+            "does not read); give its linear weight shapes with --shape OUTxIN instead"
+        )
     model = target_model(backend)
     if model is None:
         raise UserError(f"--backend {backend}: this profile has no target cost model (it runs on this machine); use a GPU profile")
