@@ -121,6 +121,11 @@ class ForwardProjection(Record):
     dense: ForwardTime | None
     candidate: ForwardTime | None
     speedup: float | None = Field(None, description="Dense total / candidate total on the target clock.")
+    speedup_low: float | None = Field(
+        None, description="90% interval of the speedup: every linear layer at the end of its interval (non-linear ops at their estimate)."
+    )
+    speedup_high: float | None = None
+    verdict: Verdict | None = Field(None, description="sparse wins / loses only where the speedup interval excludes 1.0.")
     basis: Basis
     extrapolated_layers: list[str] = Field(default_factory=list, description="Layers whose figures are extrapolated or unavailable.")
     note: str | None = None

@@ -110,6 +110,10 @@ def forward_line(forward: ForwardProjection) -> str:
     )
     if forward.speedup is not None:
         line += f", speedup {forward.speedup:.2f}x"
+        if forward.speedup_low is not None and forward.speedup_high is not None:
+            line += f" [{forward.speedup_low:.2f}-{forward.speedup_high:.2f}, 90%, non-linear ops at their estimate]"
+        if forward.verdict is not None:
+            line += f": {forward.verdict}"
     line += f"; basis {forward.basis}"
     if forward.extrapolated_layers:
         line += f" ({len(forward.extrapolated_layers)} layer(s) extrapolated)"

@@ -20,6 +20,7 @@ from sparsedebug.records.target import (
     ForwardProjection,
     Launch,
     LayerProjection,
+    PathTime,
     PredictAt,
     PredictReport,
     TargetClock,
@@ -102,16 +103,54 @@ def project_calls(model: TargetModel, calls: Sequence[LinearCall | OpCall], laun
     note = None
     if missing:
         note = f"no whole-forward figure: {len(missing)} layer(s) have none ({', '.join(missing[:3])}{', ...' if len(missing) > 3 else ''})"
+    speedup = dense.total_ms / cand.total_ms if dense is not None and cand is not None and cand.total_ms > 0 else None
+    low, high = (_forward_speedup(model, layers, launch, end) for end in ("low", "high"))
+    verdict: Verdict | None = None
+    if speedup is not None and low is not None and high is not None:
+        verdict = "sparse wins" if low > 1.0 else ("sparse loses" if high < 1.0 else "uncertain here")
     forward = ForwardProjection(
         launch=launch,
         dense=dense,
         candidate=cand,
-        speedup=dense.total_ms / cand.total_ms if dense is not None and cand is not None and cand.total_ms > 0 else None,
+        speedup=speedup,
+        speedup_low=low,
+        speedup_high=high,
+        verdict=verdict,
         basis=worst_basis([layer.basis for layer in layers]),
         extrapolated_layers=weak,
         note=note,
     )
     return layers, forward
+
+
+def _forward_speedup(model: TargetModel, layers: Sequence[LayerProjection], launch: Launch, end: str) -> float | None:
+    """One end of the whole-forward speedup's interval: every linear layer's GPU time at the end of its 90% interval
+    that moves the speedup that way (dense paths low and sparse paths high for the low end), the same dense figure in
+    both forwards; non-linear ops at their estimate. None where a linear layer has no interval."""
+
+    def at(path: PathTime | None, low: bool) -> PathTime | None:
+        if path is None:
+            return None
+        value = path.gpu_low_ms if low else path.gpu_high_ms
+        if value is None:
+            return None
+        return path.model_copy(update={"gpu_ms": value})
+
+    shifted: list[LayerProjection] = []
+    for layer in layers:
+        if layer.op != "linear":
+            shifted.append(layer)
+            continue
+        dense = at(layer.dense, end == "low")
+        sparse = at(layer.sparse, end != "low") if layer.sparse is not None else None
+        if dense is None or (layer.sparse is not None and sparse is None):
+            return None
+        shifted.append(layer.model_copy(update={"dense": dense, "sparse": sparse}))
+    base = model.forward(shifted, launch, dense=True)
+    cand = model.forward(shifted, launch, dense=False)
+    if base is None or cand is None or cand.total_ms <= 0:
+        return None
+    return base.total_ms / cand.total_ms
 
 
 def project_workload(
