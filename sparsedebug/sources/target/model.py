@@ -24,7 +24,8 @@ sets). Never dense time x a ratio.
 the fit's residuals and its distance from measured points
 (:mod:`sparsedebug.sources.target.interval`); a dense per-call row that sits on
 the launch floor bounds its kernel from above only, so its interval reaches down
-to the datasheet bandwidth. The speedup's interval is dense low / sparse high to
+to the datasheet bandwidth. The sparse host floor is a per-call cost, not the
+problem's: off the measured shapes its interval spans the floors of all of them. The speedup's interval is dense low / sparse high to
 dense high / sparse low, and the verdict is ``sparse wins`` or ``sparse loses``
 only where it excludes 1.0, else ``uncertain here`` with what to measure.
 
@@ -341,8 +342,17 @@ class TargetModel:
         table, sigma = entry
         est = table.at(out, k, 1)
         d = distance((out, k, 1), [(p.out, p.k, 1) for p in table.points])
-        low, high = Spread(sigma, *self.per_decade).bounds(est.value, d)
-        note = "per-call host floor of eager sparse F.linear (rows whose per-call time is not the kernel's)"
+        spread = Spread(sigma, 0.0, 0.0)
+        if d.total == 0.0:
+            low, high = spread.bounds(est.value, d)
+        else:
+            # a per-call cost, not the problem's: bounded by the floors measured on every shape, not grown with distance
+            low = spread.bounds(min(p.value for p in table.points), d)[0]
+            high = spread.bounds(max(p.value for p in table.points), d)[1]
+        note = (
+            "per-call host floor of eager sparse F.linear (rows whose per-call time is not the kernel's); its interval "
+            "spans the floors of every measured shape off them"
+        )
         return Figure(est.value, low, high, d, Provenance(basis=_basis(est.exact, est.extrapolated), sources=list(est.labels), note=note))
 
     def _conversion(self, out: int, k: int, dtype: str) -> tuple[float, str] | None:
