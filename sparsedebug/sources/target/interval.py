@@ -26,11 +26,16 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from sparsedebug.records.target import Provenance
+
 Z90 = 1.6448536269514722
 """Two-sided 90% quantile of the standard normal."""
 
 Coordinate = tuple[int, int, int]
 """(out, in, tokens) of a measured or queried point."""
+
+Key = tuple[int, int, int, str]
+"""(out, in, tokens, torch dtype) of a measured point."""
 
 
 @dataclass(frozen=True)
@@ -113,3 +118,31 @@ def per_decade_from(errors: Iterable[tuple[float, Distance, float]]) -> tuple[fl
         return 0.0, 0.0
     solution, _ = nnls(np.array(rows, dtype=np.float64), np.array(target, dtype=np.float64))
     return math.sqrt(float(solution[0])), math.sqrt(float(solution[1]))
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One projected time (ms) with its 90% interval, distance from measured points and provenance."""
+
+    ms: float
+    low: float
+    high: float
+    away: Distance
+    prov: Provenance
+
+    def plus(self, ms: float) -> Figure:
+        """This figure with ``ms`` added to the value and both ends (a measured, fixed extra cost)."""
+        return Figure(self.ms + ms, self.low + ms, self.high + ms, self.away, self.prov)
+
+
+def hold_out_groups(keys: list[Key]) -> list[tuple[str, str, frozenset[Key]]]:
+    """Hold-out groups over measured keys: (grouping, name, keys) for each whole shape and each token decade
+    (10^d <= tokens < 10^(d+1))."""
+    shapes: dict[tuple[int, int], set[Key]] = {}
+    decades: dict[int, set[Key]] = {}
+    for key in keys:
+        shapes.setdefault((key[0], key[1]), set()).add(key)
+        decades.setdefault(int(math.floor(math.log10(max(key[2], 1)))), set()).add(key)
+    out = [("shape", f"{o}x{k}", frozenset(v)) for (o, k), v in sorted(shapes.items())]
+    out += [("token decade", f"{10**d}-{10 ** (d + 1) - 1}", frozenset(v)) for d, v in sorted(decades.items())]
+    return out

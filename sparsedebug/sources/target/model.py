@@ -69,7 +69,17 @@ from sparsedebug.records.target import (
     worst_basis,
 )
 from sparsedebug.sources.target.data import Calibration, GemmRow, Kind, family_of, load_calibration, sparse_tile
-from sparsedebug.sources.target.interval import FAR, Distance, Spread, distance, per_decade_from, repeat_sigma
+from sparsedebug.sources.target.interval import (
+    FAR,
+    Distance,
+    Figure,
+    Key,
+    Spread,
+    distance,
+    hold_out_groups,
+    per_decade_from,
+    repeat_sigma,
+)
 from sparsedebug.sources.target.sparse import SparseKernelModel, SparsePoint, merge_points
 from sparsedebug.sources.target.surface import Point, Roofline, Surface
 
@@ -83,8 +93,6 @@ METHOD = (
 HOST_BOUND_SHARE = 0.8
 """A sparse row is host-bound when the projected kernel takes less than this share of its per-call time."""
 
-Key = tuple[int, int, int, str]
-"""(out, in, tokens, torch dtype) of a measured point."""
 
 
 @dataclass(frozen=True)
@@ -115,34 +123,6 @@ class OpCall:
 
 def _basis(exact: bool, extrapolated: bool) -> Basis:
     return "measured" if exact else ("extrapolated" if extrapolated else "interpolated")
-
-
-@dataclass(frozen=True)
-class Figure:
-    """One projected time (ms) with its 90% interval, distance from measured points and provenance."""
-
-    ms: float
-    low: float
-    high: float
-    away: Distance
-    prov: Provenance
-
-    def plus(self, ms: float) -> Figure:
-        """This figure with ``ms`` added to the value and both ends (a measured, fixed extra cost)."""
-        return Figure(self.ms + ms, self.low + ms, self.high + ms, self.away, self.prov)
-
-
-def hold_out_groups(keys: list[Key]) -> list[tuple[str, str, frozenset[Key]]]:
-    """Hold-out groups over measured keys: (grouping, name, keys) for each whole shape and each token decade
-    (10^d <= tokens < 10^(d+1))."""
-    shapes: dict[tuple[int, int], set[Key]] = {}
-    decades: dict[int, set[Key]] = {}
-    for key in keys:
-        shapes.setdefault((key[0], key[1]), set()).add(key)
-        decades.setdefault(int(math.floor(math.log10(max(key[2], 1)))), set()).add(key)
-    out = [("shape", f"{o}x{k}", frozenset(v)) for (o, k), v in sorted(shapes.items())]
-    out += [("token decade", f"{10**d}-{10 ** (d + 1) - 1}", frozenset(v)) for d, v in sorted(decades.items())]
-    return out
 
 
 class TargetModel:

@@ -27,7 +27,8 @@ from dataclasses import dataclass
 
 from sparsedebug.core.stats import median
 from sparsedebug.sources.target.data import load_calibration
-from sparsedebug.sources.target.model import Key, LinearCall, TargetModel, hold_out_groups
+from sparsedebug.sources.target.interval import Key, hold_out_groups
+from sparsedebug.sources.target.model import LinearCall, TargetModel
 from sparsedebug.sources.target.project import project_calls, workload_calls
 from sparsedebug.sources.workload.load import load_workload
 
