@@ -36,6 +36,9 @@ token count beyond the rows, a dtype the ratio was not measured for);
 ``unavailable``: no data supports a figure (a dtype never measured, a backend
 whose sparse matmul raises)."""
 
+Verdict = Literal["sparse wins", "sparse loses", "uncertain here"]
+"""What a projection claims about 2:4 on one layer: a win or a loss only where the speedup's 90% interval excludes 1.0."""
+
 BASIS_ORDER: tuple[Basis, ...] = ("measured", "interpolated", "estimate", "extrapolated", "unavailable")
 
 
@@ -69,6 +72,13 @@ class PathTime(Record):
     gpu: Provenance
     host: Provenance
     basis: Basis = Field(description="Basis of the figure that sets per_call_ms (the larger of host and GPU, eager).")
+    gpu_low_ms: float | None = Field(None, description="90% interval of gpu_ms (fit residuals and distance from measured points).")
+    gpu_high_ms: float | None = None
+    per_call_low_ms: float | None = Field(None, description="90% interval of per_call_ms.")
+    per_call_high_ms: float | None = None
+    decades_from_measured: float | None = Field(
+        None, description="Distance (decades over log tokens, out, in) from the nearest measured GPU time of this path."
+    )
 
 
 class LayerProjection(Record):
@@ -83,6 +93,10 @@ class LayerProjection(Record):
     dense: PathTime | None = Field(None, description="None when no figure can be projected (see note).")
     sparse: PathTime | None = Field(None, description="None for non-linear ops and where the target has no sparse path.")
     speedup: float | None = Field(None, description="Dense per-call time / sparse per-call time, on the target clock.")
+    speedup_low: float | None = Field(None, description="90% interval of the speedup: dense low / sparse high.")
+    speedup_high: float | None = Field(None, description="Dense high / sparse low.")
+    verdict: Verdict | None = Field(None, description="sparse wins / loses only where the speedup interval excludes 1.0.")
+    measure: str | None = Field(None, description="With 'uncertain here': what to measure on the target to settle it.")
     basis: Basis = Field(description="The least direct basis among the per-call figures of this layer.")
     note: str | None = None
 
@@ -107,6 +121,11 @@ class ForwardProjection(Record):
     dense: ForwardTime | None
     candidate: ForwardTime | None
     speedup: float | None = Field(None, description="Dense total / candidate total on the target clock.")
+    speedup_low: float | None = Field(
+        None, description="90% interval of the speedup: every linear layer at the end of its interval (non-linear ops at their estimate)."
+    )
+    speedup_high: float | None = None
+    verdict: Verdict | None = Field(None, description="sparse wins / loses only where the speedup interval excludes 1.0.")
     basis: Basis
     extrapolated_layers: list[str] = Field(default_factory=list, description="Layers whose figures are extrapolated or unavailable.")
     note: str | None = None
@@ -135,6 +154,41 @@ class LatencyMatch(Record):
     note: str | None = None
 
 
+class TokenRange(Record):
+    """Consecutive token counts with one verdict."""
+
+    first: int
+    last: int
+    verdict: Verdict
+
+
+class BreakEven(Record):
+    """From which token count 2:4 pays off for one weight shape on the target."""
+
+    shape: list[int]
+    dtype: str
+    launch: Launch
+    tokens_from: int | None = Field(
+        None,
+        description=(
+            "Smallest token count from which the speedup's 90% interval lies above 1.0 at every count up to "
+            "searched_up_to; None where no such count is supported (never from an extrapolation the interval does not bear)."
+        ),
+    )
+    loses_up_to: int | None = Field(None, description="Largest token count up to which the interval lies below 1.0 at every count.")
+    uncertain_tokens: list[int] | None = Field(
+        None, description="[first, last] token counts searched where the interval contains 1.0 (the verdict is 'uncertain here')."
+    )
+    central_crossing: int | None = Field(
+        None, description="Smallest token count from which the central estimate stays above 1.0: shown, never claimed."
+    )
+    ranges: list[TokenRange] = Field(default_factory=list, description="Every token count from 1 to searched_up_to, by verdict.")
+    searched_up_to: int
+    basis: Basis = Field(description="extrapolated when the crossing lies outside the measured token range.")
+    measure: str | None = Field(None, description="What to measure on the target to settle the uncertain range.")
+    note: str
+
+
 class TargetClock(Record):
     """What a replay records about the target: per layer and whole forward, projected."""
 
@@ -146,20 +200,7 @@ class TargetClock(Record):
     method: str = Field(description="One line on how the projection is formed (see sparsedebug.sources.target.model).")
     layers: list[LayerProjection]
     forward: ForwardProjection
-
-
-class BreakEven(Record):
-    """From which token count 2:4 pays off for one weight shape on the target."""
-
-    shape: list[int]
-    dtype: str
-    launch: Launch
-    tokens_from: int | None = Field(
-        None, description="Smallest token count from which sparse is faster at every count up to searched_up_to; None if never."
-    )
-    searched_up_to: int
-    basis: Basis = Field(description="extrapolated when the crossing lies outside the measured token range.")
-    note: str
+    break_even: list[BreakEven] = Field(default_factory=list, description="Per distinct linear shape: from which tokens 2:4 pays off.")
 
 
 class PredictAt(Record):

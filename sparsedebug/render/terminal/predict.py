@@ -43,11 +43,24 @@ def _host_gpu(path: PathTime | None) -> str:
     return "-" if path is None else f"{path.host_ms:.3f} / {path.gpu_ms:.4f}"
 
 
-def _speedup(value: float | None) -> str:
-    if value is None:
+def _speedup(layer: LayerProjection) -> str:
+    """The speedup with its 90% interval, coloured by the verdict (not by the central value)."""
+    if layer.speedup is None:
         return "-"
-    colour = "green" if value > 1.0 else "red"
-    return f"[{colour}]{value:.2f}x[/{colour}]"
+    colour = {"sparse wins": "green", "sparse loses": "red"}.get(layer.verdict or "", "yellow")
+    text = f"{layer.speedup:.2f}x"
+    if layer.speedup_low is not None and layer.speedup_high is not None:
+        text += f" [{layer.speedup_low:.2f}-{layer.speedup_high:.2f}]"
+    return f"[{colour}]{text}[/{colour}]"
+
+
+_VERDICT = {"sparse wins": "wins", "sparse loses": "loses", "uncertain here": "uncertain"}
+"""The verdict column: short words for the record's verdicts."""
+
+
+def measure_lines(layers: list[LayerProjection]) -> list[str]:
+    """One line per uncertain layer: what to measure on the target to settle it."""
+    return [f"uncertain here: {layer.name}: {layer.measure}" for layer in layers if layer.verdict == "uncertain here" and layer.measure]
 
 
 def _basis(basis: str) -> str:
@@ -58,15 +71,16 @@ def _basis(basis: str) -> str:
 def layers_table(layers: list[LayerProjection], title: str, *, all_layers: bool = True) -> Table:
     """Per layer: shape, path, dense and sparse per-call ms, sparse host / GPU ms, speedup, basis, sources."""
     table = Table(title=title)
-    table.add_column("layer", no_wrap=True)
-    table.add_column("shape", no_wrap=True)
+    table.add_column("layer", overflow="fold", min_width=15)
+    table.add_column("shape", no_wrap=True, min_width=11)
     table.add_column("path")
     table.add_column("dense ms", justify="right")
     table.add_column("sparse ms", justify="right")
     table.add_column("sparse host / GPU ms", justify="right")
-    table.add_column("speedup", justify="right")
+    table.add_column("speedup [90%]", justify="right", min_width=17)
+    table.add_column("verdict")
     table.add_column("basis")
-    table.add_column("from", overflow="fold")
+    table.add_column("from", overflow="fold", max_width=24)
     for layer in layers:
         if not all_layers and layer.op != "linear":
             continue
@@ -76,9 +90,12 @@ def layers_table(layers: list[LayerProjection], title: str, *, all_layers: bool 
             sources = f"{sources}; {layer.note}" if sources != "-" else layer.note
         table.add_row(
             escape(layer.name), shape, layer.path, _ms(layer.dense), _ms(layer.sparse), _host_gpu(layer.sparse),
-            _speedup(layer.speedup), _basis(layer.basis), escape(sources),
+            _speedup(layer), _VERDICT.get(layer.verdict or "", "-"), _basis(layer.basis), escape(sources),
         )
-    table.caption = "per call: max(host, GPU) eager, GPU under a CUDA graph; speedup = dense / sparse"
+    table.caption = (
+        "per call: max(host, GPU) eager, GPU under a CUDA graph; speedup = dense / sparse with its 90% interval "
+        "(fit residuals and distance from measured points); a win or loss only where the interval excludes 1.0"
+    )
     return table
 
 
@@ -93,6 +110,10 @@ def forward_line(forward: ForwardProjection) -> str:
     )
     if forward.speedup is not None:
         line += f", speedup {forward.speedup:.2f}x"
+        if forward.speedup_low is not None and forward.speedup_high is not None:
+            line += f" [{forward.speedup_low:.2f}-{forward.speedup_high:.2f}, 90%, non-linear ops at their estimate]"
+        if forward.verdict is not None:
+            line += f": {forward.verdict}"
     line += f"; basis {forward.basis}"
     if forward.extrapolated_layers:
         line += f" ({len(forward.extrapolated_layers)} layer(s) extrapolated)"
@@ -106,10 +127,16 @@ def break_even_table(rows: list[BreakEven], title: str) -> Table:
     table.add_column("dtype")
     table.add_column("2:4 pays off from", justify="right")
     table.add_column("basis")
-    table.add_column("note", overflow="fold")
+    table.add_column("note", overflow="fold", min_width=40)
     for row in rows:
-        tokens = f"{row.tokens_from} tokens" if row.tokens_from is not None else f"never (<= {row.searched_up_to})"
-        table.add_row("x".join(str(d) for d in row.shape), row.dtype, tokens, _basis(row.basis), escape(row.note))
+        if row.tokens_from is not None:
+            tokens = f"{row.tokens_from} tokens"
+        elif row.uncertain_tokens is not None:
+            tokens = "uncertain here"
+        else:
+            tokens = f"not up to {row.searched_up_to}"
+        note = row.note + (f"; {row.measure}" if row.measure else "")
+        table.add_row("x".join(str(d) for d in row.shape), row.dtype, tokens, _basis(row.basis), escape(note))
     return table
 
 
@@ -120,6 +147,7 @@ def predict_tables(report: PredictReport, *, all_layers: bool = False) -> list[T
     for at in report.results:
         what = f"workload {report.workload}" if report.workload else "shapes"
         out.append(layers_table(at.layers, f"{what} at {at.tokens} tokens: {clock}", all_layers=all_layers))
+        out.extend(escape(line) for line in measure_lines(at.layers))
         out.append(forward_line(at.forward))
     if report.break_even:
         out.append(break_even_table(report.break_even, f"break-even per shape: {clock}"))

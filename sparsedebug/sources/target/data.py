@@ -24,10 +24,14 @@ label naming its file and row or trace layer so every projection can cite it:
     ``cudaGraphLaunch``.
 ``forwards``
     Whole-forward latencies, for validation only (never fitted).
+
+The sparse kernel's tile comes from the sparse GEMM kernel names in the traces
+(``..._tilesize128x256x64_...``), the SM count from ``results.json`` ``env``.
 """
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -44,6 +48,7 @@ from sparsedebug.core.stats import median
 from sparsedebug.records.base import Record
 from sparsedebug.records.run import KernelClass, OpKind, RunRecord
 from sparsedebug.records.target import Launch
+from sparsedebug.sources.target.sparse import Tile
 from sparsedebug.sources.workload.inventory import inventory
 from sparsedebug.sources.workload.load import load_workload
 
@@ -51,6 +56,8 @@ Kind = Literal["norm", "attention", "pointwise"]
 """Non-linear op families with one effective rate each (activation and elementwise ops are ``pointwise``)."""
 
 _GEMM = (KernelClass.DENSE_TC_GEMM.value, KernelClass.SPARSE_GEMM.value, KernelClass.FP32_GEMM.value)
+_SPARSE_TILE = re.compile(r"xmma_sparse_gemm.*?tilesize(\d+)x(\d+)x(\d+)")
+"""A cuSPARSELt 2:4 GEMM kernel name and its tile (weight rows x tokens x reduction)."""
 _HOST_OPS: dict[str, tuple[str, ...]] = {
     "activation": ("aten::silu", "aten::gelu", "aten::relu"),
     "elementwise": ("aten::add", "aten::mul"),
@@ -168,6 +175,10 @@ class Calibration:
     host_between: Cost | None = None
     """Eager host time per layer outside the ops themselves (module-call overhead), from the dense eager trace."""
     graph_launch: Cost | None = None
+    sm_count: Cost | None = None
+    """SMs of the GPU (``results.json`` ``env.sm_count``), as a count in ``ms``'s place."""
+    sparse_tiles: dict[tuple[int, int, int], str] = field(default_factory=dict)
+    """Tiles (m, n, k) of the sparse GEMM kernels seen in the traces, with the kernel name and file that showed each."""
     forwards: list[tuple[ForwardSpec, Path, float, str]] = field(default_factory=list)
 
 
@@ -197,7 +208,8 @@ def _gemm_rows(path: Path) -> tuple[list[GemmRow], dict[str, Any]]:
         except (KeyError, TypeError, ValueError) as exc:
             raise UserError(f"{path}: gemm[{index}]: malformed row ({exc})") from None
     model = data.get("model")
-    return rows, model if isinstance(model, dict) else {}
+    env = data.get("env")
+    return rows, {"model": model if isinstance(model, dict) else {}, "env": env if isinstance(env, dict) else {}}
 
 
 def _ncu_points(spec: NcuSpec, path: Path) -> list[KernelPoint]:
@@ -220,6 +232,7 @@ class _TraceHost:
     annotations: dict[str, list[float]]
     ops: dict[str, list[float]]
     graph_launches: list[float]
+    sparse_kernels: dict[tuple[int, int, int], str]
     between_ms: float
     """Host time per forward outside every layer annotation (module-call overhead), summed within forwards."""
     forwards: int
@@ -246,6 +259,7 @@ def _trace_host(path: Path) -> _TraceHost:
     annotations: dict[str, list[float]] = defaultdict(list)
     ops: dict[str, list[float]] = defaultdict(list)
     launches: list[float] = []
+    tiles: dict[tuple[int, int, int], str] = {}
     spans: list[tuple[str, float, float]] = []
     for event in iter_trace(path, {}):
         if not isinstance(event, dict) or not isinstance(event.get("dur"), int | float):
@@ -260,8 +274,10 @@ def _trace_host(path: Path) -> _TraceHost:
             ops[name].append(float(event["dur"]) / 1e3)
         elif cat == "cuda_runtime" and name == "cudaGraphLaunch":
             launches.append(float(event["dur"]) / 1e3)
+        elif cat == "kernel" and (match := _SPARSE_TILE.search(name)):
+            tiles.setdefault((int(match[1]), int(match[2]), int(match[3])), name)
     between, forwards = _between(spans)
-    return _TraceHost(dict(annotations), dict(ops), launches, between, forwards)
+    return _TraceHost(dict(annotations), dict(ops), launches, tiles, between, forwards)
 
 
 def _iterations(record: RunRecord) -> int:
@@ -365,6 +381,8 @@ def _read_traces(cal: Calibration) -> None:
         workload_path = data_file("targets", spec.workload)
         record = import_trace(path)
         host = _trace_host(path)
+        for tile, kernel in host.sparse_kernels.items():
+            cal.sparse_tiles.setdefault(tile, f"{spec.file}: {kernel}")
         if spec.launch == "eager":
             cal.kernels.extend(_linear_points(record, spec))
             if not any(p.path == "sparse" for p in _linear_points(record, spec)):
@@ -388,6 +406,14 @@ def _read_traces(cal: Calibration) -> None:
                 cal.graph_launch = Cost(ms, f"{spec.file}: median CPU time of {len(host.graph_launches)} cudaGraphLaunch calls")
 
 
+def sparse_tile(cal: Calibration) -> Tile | None:
+    """The sparse kernel's tile over the GPU's SMs, from the traced sparse kernel names (the first in order when they differ)."""
+    if not cal.sparse_tiles or cal.sm_count is None:
+        return None
+    (m, n, k), label = sorted(cal.sparse_tiles.items())[0]
+    return Tile(m, n, k, int(cal.sm_count.ms), f"{label}; {cal.sm_count.label}")
+
+
 def _read_forwards(cal: Calibration, model: dict[str, Any]) -> None:
     for spec in cal.source.forwards:
         path = data_file("targets", spec.workload)
@@ -405,8 +431,11 @@ def load_calibration(name: str) -> Calibration:
     """Read target source ``name`` (``fixtures/targets/<name>.yaml``) and everything it names."""
     source_path = data_file("targets", f"{name}.yaml")
     source = validate(TargetSource, load_data(source_path), str(source_path))
-    rows, model = _gemm_rows(data_file(source.data, source.gemm))
+    rows, extra = _gemm_rows(data_file(source.data, source.gemm))
+    model, env = extra["model"], extra["env"]
     cal = Calibration(source=source, gemm=rows)
+    if isinstance(env.get("sm_count"), int) and env["sm_count"] > 0:
+        cal.sm_count = Cost(float(env["sm_count"]), f"{source.gemm} env.sm_count {env['sm_count']}")
     if source.ncu is not None:
         cal.kernels.extend(_ncu_points(source.ncu, data_file(source.data, source.ncu.file)))
     _read_traces(cal)

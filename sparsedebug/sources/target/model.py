@@ -12,10 +12,22 @@ GPU-bound in all but the smallest rows, where the row bounds the kernel from abo
 **Dense linear, host time (eager).** The smallest dense per-call p50 of that dtype:
 no dense call measured faster, so the host cost of one dense call is at most that.
 
-**Sparse linear, GPU time.** The dense GPU time times the sparse/dense kernel-time
-ratio measured GPU-only (trace layers and ncu, same shape, tokens and dtype),
-interpolated like the dense times and held constant outside the measured points
-(``extrapolated`` there: at token counts and dtypes the ratio was not measured at).
+**Sparse linear, GPU time.** A model of the 2:4 kernel itself
+(:mod:`sparsedebug.sources.target.sparse`): at least one wave of
+``tile_m x tile_n`` tiles walking the whole reduction dimension (the tile
+minimum: few tokens or a short reduction lose most of the 2:4 gain), over a
+memory floor at the dense roofline's bandwidth; its one rate fitted to every
+GPU-only sparse time (trace layers, Nsight Compute, per-call rows the kernel
+sets). Never dense time x a ratio.
+
+**Intervals.** Every GPU, host and per-call figure carries a 90% interval from
+the fit's residuals and its distance from measured points
+(:mod:`sparsedebug.sources.target.interval`); a dense per-call row that sits on
+the launch floor bounds its kernel from above only, so its interval reaches down
+to the datasheet bandwidth. The sparse host floor is a per-call cost, not the
+problem's: off the measured shapes its interval spans the floors of all of them. The speedup's interval is dense low / sparse high to
+dense high / sparse low, and the verdict is ``sparse wins`` or ``sparse loses``
+only where it excludes 1.0, else ``uncertain here`` with what to measure.
 
 **Sparse linear, host time (eager).** Below a few thousand tokens the sparse
 per-call p50 is a fixed host cost (about 0.5 to 1 ms per ``F.linear`` on the H200),
@@ -53,21 +65,34 @@ from sparsedebug.records.target import (
     LayerProjection,
     PathTime,
     Provenance,
+    Verdict,
     worst_basis,
 )
-from sparsedebug.sources.target.data import Calibration, GemmRow, Kind, family_of, load_calibration
+from sparsedebug.sources.target.data import Calibration, GemmRow, Kind, family_of, load_calibration, sparse_tile
+from sparsedebug.sources.target.interval import (
+    FAR,
+    Distance,
+    Figure,
+    Key,
+    Spread,
+    distance,
+    hold_out_groups,
+    per_decade_from,
+    repeat_sigma,
+)
+from sparsedebug.sources.target.sparse import SparseKernelModel, SparsePoint, merge_points
 from sparsedebug.sources.target.surface import Point, Roofline, Surface
 
 METHOD = (
     "dense GPU time: roofline-shaped interpolation (log tokens, log FLOPs) of measured per-call p50 and trace kernel "
-    "times; sparse GPU time: dense x measured sparse/dense kernel ratio; host: measured per-call host floor; per call "
-    "max(host, GPU) eager, GPU under a CUDA graph; non-linear ops estimated as bytes (attention FLOPs) over trace rates"
+    "times; sparse GPU time: 2:4 kernel model (waves of tiles x reduction length, at least one wave, over a memory "
+    "floor) fitted to the GPU-only sparse times; host: measured per-call host floor; per call max(host, GPU) eager, "
+    "GPU under a CUDA graph; 90% intervals from fit residuals and distance from measured points, a verdict only where "
+    "the speedup interval excludes 1.0; non-linear ops estimated as bytes (attention FLOPs) over trace rates"
 )
 HOST_BOUND_SHARE = 0.8
 """A sparse row is host-bound when the projected kernel takes less than this share of its per-call time."""
 
-Key = tuple[int, int, int, str]
-"""(out, in, tokens, torch dtype) of a measured point."""
 
 
 @dataclass(frozen=True)
@@ -101,7 +126,7 @@ def _basis(exact: bool, extrapolated: bool) -> Basis:
 
 
 class TargetModel:
-    """The cost model of one backend profile on one GPU; ``exclude`` drops measured points (leave-one-out)."""
+    """The cost model of one backend profile on one GPU; ``exclude`` drops measured points (held-out validation)."""
 
     def __init__(self, cal: Calibration, profile: str, exclude: frozenset[Key] = frozenset()) -> None:
         self.cal = cal
@@ -110,63 +135,104 @@ class TargetModel:
         self.backend = cal.source.profiles[profile]
         rows = [r for r in cal.gemm if (r.out, r.k, r.tokens, r.dtype) not in exclude]
         kernels = [p for p in cal.kernels if (p.out, p.k, p.tokens, p.dtype) not in exclude]
+        self._dense_points: dict[str, list[Point]] = {}
         self._dense: dict[str, Surface] = {}
         self._dense_host: dict[str, tuple[float, str]] = {}
+        repeats: dict[Key, list[float]] = {}
         for dtype in sorted({r.dtype for r in rows if r.dense_ms is not None}):
             pts = [Point(r.out, r.k, r.tokens, r.dense_ms, r.label("dense")) for r in rows if r.dtype == dtype and r.dense_ms is not None]
             pts += [Point(p.out, p.k, p.tokens, p.ms, p.label) for p in kernels if p.dtype == dtype and p.path == "dense"]
+            for p in pts:
+                repeats.setdefault((p.out, p.k, p.tokens, dtype), []).append(p.value)
+            self._dense_points[dtype] = pts
             self._dense[dtype] = Surface(pts, itemsize=dtype_info(dtype).itemsize)
             fastest = min((r for r in rows if r.dtype == dtype and r.dense_ms is not None), key=lambda r: r.dense_ms or 0.0)
             assert fastest.dense_ms is not None
             self._dense_host[dtype] = (fastest.dense_ms, fastest.label("dense"))
+        self._dense_sigma = repeat_sigma(repeats.values())
+        self.per_decade = (0.0, 0.0)
+        self.dense_spread = Spread(self._dense_sigma, 0.0, 0.0)
+        self.sparse_spread = Spread(0.0, 0.0, 0.0)
+        self._sparse_repeat_sigma = 0.0
         sparse_rows = [r for r in rows if r.backend == self.backend]
         self.sparse_errors = sorted({r.error for r in sparse_rows if r.error})
         timed = [r for r in sparse_rows if r.sparse_ms is not None and r.dense_ms is not None]
-        gpu_only: list[tuple[int, int, int, str, str, float, str]] = [(p.out, p.k, p.tokens, p.dtype, p.path, p.ms, p.label) for p in kernels]
-        self._ratio, self._ratio_dtypes = self._ratios(gpu_only)
+        self.tile = sparse_tile(cal)
+        self._sparse_raw = [SparsePoint(p.out, p.k, p.tokens, p.dtype, p.ms, p.label) for p in kernels if p.path == "sparse"]
+        self.sparse_model = self._fit_sparse(self._sparse_raw)
         self._host = self._host_table(timed)
-        # rows well above their shape's host floor are GPU-bound: their per-call ratio is the kernel ratio
+        # rows well above their shape's host floor are GPU-bound: the kernel sets their per-call time
         bound = [r for r in timed if self._gpu_bound(r)]
-        for r in bound:
-            assert r.dense_ms is not None and r.sparse_ms is not None
-            gpu_only.append((r.out, r.k, r.tokens, r.dtype, "dense", r.dense_ms, r.label("dense") + " (GPU-bound)"))
-            gpu_only.append((r.out, r.k, r.tokens, r.dtype, "sparse", r.sparse_ms, r.label("sparse") + " (GPU-bound)"))
         if bound:
-            self._ratio, self._ratio_dtypes = self._ratios(gpu_only)
+            self._sparse_raw += [SparsePoint(r.out, r.k, r.tokens, r.dtype, r.sparse_ms or 0.0, r.label("sparse") + " (GPU-bound)") for r in bound]
+            self.sparse_model = self._fit_sparse(self._sparse_raw)
             self._host = self._host_table(timed)
+        groups: dict[Key, list[float]] = {}
+        for sp in self._sparse_raw:
+            groups.setdefault((sp.out, sp.k, sp.tokens, sp.dtype), []).append(sp.ms)
+        self._sparse_repeat_sigma = repeat_sigma(groups.values())
+        fitted = self.sparse_model.sigma() if self.sparse_model is not None else None
+        self._sparse_sigma = max(fitted or 0.0, self._sparse_repeat_sigma)
+        self.per_decade = self._per_decade()
+        self.dense_spread = Spread(self._dense_sigma, *self.per_decade)
+        self.sparse_spread = Spread(self._sparse_sigma, *self.per_decade)
+
+    def dense_surfaces(self) -> dict[str, Surface]:
+        """The dense GPU-time surface per dtype (its points are the merged measurements)."""
+        return dict(self._dense)
 
     # ------------------------------------------------------------------ fitting
 
-    def _ratios(self, kernels: list[tuple[int, int, int, str, str, float, str]]) -> tuple[Surface | None, set[str]]:
-        """Sparse/dense GPU-time ratio wherever both were measured GPU-only at the same point."""
-        dense: dict[Key, list[tuple[float, str]]] = {}
-        sparse: dict[Key, list[tuple[float, str]]] = {}
-        for out, k, tokens, dtype, path, ms, label in kernels:
-            (dense if path == "dense" else sparse).setdefault((out, k, tokens, dtype), []).append((ms, label))
-        points = []
-        for key in sorted(set(dense) & set(sparse)):
-            d = median([v for v, _ in dense[key]])
-            s = median([v for v, _ in sparse[key]])
-            label = f"sparse/dense GPU ratio {s / d:.3f} at {key[0]}x{key[1]} T={key[2]} {key[3]} ({sparse[key][0][1]}; {dense[key][0][1]})"
-            points.append(Point(key[0], key[1], key[2], s / d, label))
-        if not points:
-            return None, set()
-        return Surface(points, roofline=False), {key[3] for key in set(dense) & set(sparse)}
+    def _fit_sparse(self, raw: list[SparsePoint]) -> SparseKernelModel | None:
+        """The 2:4 kernel model over ``raw`` (None without a traced tile, points or a 16-bit dense roofline)."""
+        roof = next((self._dense[d].roofline for d in ("float16", "bfloat16") if d in self._dense), None)
+        if self.tile is None or not raw or roof is None:
+            return None
+        return SparseKernelModel(merge_points(raw), self.tile, roof.bytes_per_ms, roof.itemsize)
+
+    def _per_decade(self) -> tuple[float, float]:
+        """Log error per decade of token and shape distance, from holding out whole shapes and token decades of this
+        model's own data."""
+        errors: list[tuple[float, Distance, float]] = []
+        for dtype, pts in self._dense_points.items():
+            for _, _, group in hold_out_groups(sorted({(p.out, p.k, p.tokens, dtype) for p in pts})):
+                kept = [p for p in pts if (p.out, p.k, p.tokens, dtype) not in group]
+                if not kept:
+                    continue
+                surface = Surface(kept, itemsize=dtype_info(dtype).itemsize)
+                coords = [(p.out, p.k, p.tokens) for p in surface.points]
+                for p in Surface([p for p in pts if (p.out, p.k, p.tokens, dtype) in group]).points:
+                    d = distance((p.out, p.k, p.tokens), coords)
+                    errors.append((math.log(surface.at(p.out, p.k, p.tokens).value / p.value), d, self._dense_sigma))
+        if self.sparse_model is not None:
+            points = self.sparse_model.points
+            for _, _, group in hold_out_groups(sorted({(sp.out, sp.k, sp.tokens, sp.dtype) for sp in points})):
+                kept_raw = [sp for sp in self._sparse_raw if (sp.out, sp.k, sp.tokens, sp.dtype) not in group]
+                fit = self._fit_sparse(kept_raw)
+                if fit is None:
+                    continue
+                coords = [(sp.out, sp.k, sp.tokens) for sp in fit.points]
+                for sp in points:
+                    if (sp.out, sp.k, sp.tokens, sp.dtype) in group:
+                        d = distance((sp.out, sp.k, sp.tokens), coords)
+                        errors.append((math.log(fit.at(sp.out, sp.k, sp.tokens).ms / sp.ms), d, self._sparse_sigma))
+        return per_decade_from(errors)
 
     def _gpu_bound(self, row: GemmRow) -> bool:
         """A sparse row whose per-call time is well above its shape's host floor (the kernel sets it)."""
         host = self._sparse_host(row.out, row.k, row.dtype)
-        return host is not None and host[1].basis == "measured" and (row.sparse_ms or 0.0) * HOST_BOUND_SHARE > host[0]
+        return host is not None and host.prov.basis == "measured" and (row.sparse_ms or 0.0) * HOST_BOUND_SHARE > host.ms
 
-    def _host_table(self, rows: list[GemmRow]) -> dict[str, Surface]:
+    def _host_table(self, rows: list[GemmRow]) -> dict[str, tuple[Surface, float]]:
+        """Per dtype: the host floor per shape (median of its host-bound rows) and the pooled log spread around it."""
         host: dict[str, list[Point]] = {}
         for r in rows:
             assert r.sparse_ms is not None and r.dense_ms is not None
-            kernel = self._sparse_gpu(r.out, r.k, r.tokens, r.dtype)
-            if kernel is None or kernel[0] >= HOST_BOUND_SHARE * r.sparse_ms:
+            kernel = self.sparse_gpu(r.out, r.k, r.tokens, r.dtype)
+            if kernel is None or kernel.ms >= HOST_BOUND_SHARE * r.sparse_ms:
                 continue
             host.setdefault(r.dtype, []).append(Point(r.out, r.k, 1, r.sparse_ms, r.label("sparse")))
-        tables: dict[str, Surface] = {}
+        tables: dict[str, tuple[Surface, float]] = {}
         for dtype, pts in host.items():
             shapes: dict[tuple[int, int], list[Point]] = {}
             for p in pts:
@@ -175,21 +241,38 @@ class TargetModel:
                 Point(o, k, 1, median([p.value for p in ps]), f"median of {len(ps)} host-bound rows: " + "; ".join(p.label for p in ps))
                 for (o, k), ps in sorted(shapes.items())
             ]
-            tables[dtype] = Surface(merged, roofline=False)
+            tables[dtype] = (Surface(merged, roofline=False), repeat_sigma([[p.value for p in ps] for ps in shapes.values()]))
         return tables
 
     # ------------------------------------------------------------------ pieces
 
-    def _dense_gpu(self, out: int, k: int, tokens: int, dtype: str) -> tuple[float, Provenance] | None:
+    def dense_gpu(self, out: int, k: int, tokens: int, dtype: str) -> Figure | None:
+        """GPU time of one dense call (None for a dtype never measured), with its interval and provenance."""
         surface = self._dense.get(dtype)
         if surface is None:
             return self._fp32_dense(out, k, tokens) if dtype == "float32" else None
         est = surface.at(out, k, tokens)
-        assert surface.roofline is not None
-        note = f"{surface.roofline.describe()} over {len(surface.points)} points, residual interpolated"
-        return est.value, Provenance(basis=_basis(est.exact, est.extrapolated), sources=list(est.labels), note=note)
+        roof = surface.roofline
+        assert roof is not None
+        d = distance((out, k, tokens), [(p.out, p.k, p.tokens) for p in surface.points])
+        low, high = self.dense_spread.bounds(est.value, d)
+        note = f"{roof.describe()} over {len(surface.points)} points, residual interpolated"
+        moved = roof.itemsize * (out * k + k * tokens + out * tokens)
+        if roof.floor_ms >= max(moved / roof.bytes_per_ms, 2.0 * out * k * tokens / roof.flops_per_ms):
+            from sparsedebug.core.gpus import find_gpu_peak
 
-    def _fp32_dense(self, out: int, k: int, tokens: int) -> tuple[float, Provenance] | None:
+            peak = find_gpu_peak(self.device)
+            if peak is not None:
+                bound = max(moved / (peak.bandwidth_tbps * 1e9), 2.0 * out * k * tokens / (peak.tensor_16bit_tflops * 1e9))
+                low = min(low, bound)
+                note += (
+                    f"; on the launch floor, where a per-call row bounds the kernel from above only: interval down to the "
+                    f"datasheet bound {bound * 1e3:.1f} us ({peak.reference})"
+                )
+        prov = Provenance(basis=_basis(est.exact, est.extrapolated), sources=list(est.labels), note=note)
+        return Figure(est.value, low, high, d, prov)
+
+    def _fp32_dense(self, out: int, k: int, tokens: int) -> Figure | None:
         """An fp32 GEMM, never measured: the 16-bit roofline with 4-byte elements and the datasheet FP32 throughput."""
         from sparsedebug.core.gpus import find_gpu_peak
 
@@ -203,27 +286,54 @@ class TargetModel:
             f"float32 was never measured here: the 16-bit {roof.describe()} with 4-byte elements and its throughput "
             f"scaled by the datasheet FP32 / 16-bit tensor ratio {peak.fp32_tflops:g}/{peak.tensor_16bit_tflops:g} ({peak.reference})"
         )
-        return scaled.at(out, k, tokens), Provenance(basis="extrapolated", sources=[f"{len(half.points)} 16-bit dense points"], note=note)
+        prov = Provenance(basis="extrapolated", sources=[f"{len(half.points)} 16-bit dense points"], note=note)
+        return Figure(scaled.at(out, k, tokens), 0.0, math.inf, FAR, prov)
 
-    def _sparse_gpu(self, out: int, k: int, tokens: int, dtype: str) -> tuple[float, Provenance] | None:
-        dense = self._dense_gpu(out, k, tokens, dtype)
-        if dense is None or self._ratio is None:
+    def sparse_gpu(self, out: int, k: int, tokens: int, dtype: str) -> Figure | None:
+        """GPU time of one 2:4 call from the sparse kernel model (None without one), with its interval and provenance."""
+        model = self.sparse_model
+        if model is None or dtype not in self._dense:
             return None
-        est = self._ratio.at(out, k, tokens)
-        other_dtype = dtype not in self._ratio_dtypes
-        basis = worst_basis([dense[1].basis, _basis(est.exact and not other_dtype, est.extrapolated or other_dtype)])
-        note = f"dense GPU time {dense[0]:.4f} ms x sparse/dense kernel ratio {est.value:.3f}"
-        if other_dtype:
-            note += f" (ratio measured for {', '.join(sorted(self._ratio_dtypes))} only)"
-        return dense[0] * est.value, Provenance(basis=basis, sources=list(est.labels) + dense[1].sources, note=note)
+        est = model.at(out, k, tokens)
+        measured_dtypes = sorted({p.dtype for p in model.points})
+        same = [p for p in model.points if p.dtype == dtype] or model.points
+        d = distance((out, k, tokens), [(p.out, p.k, p.tokens) for p in same])
+        exact = any((p.out, p.k, p.tokens, p.dtype) == (out, k, tokens, dtype) for p in model.points)
+        tokens_in = min(p.tokens for p in model.points) <= tokens <= max(p.tokens for p in model.points)
+        sizes = [p.out * p.k for p in model.points]
+        inside = tokens_in and min(sizes) <= out * k <= max(sizes) and dtype in measured_dtypes
+        value, note = est.ms, est.note
+        if exact:
+            hit = next(p for p in model.points if (p.out, p.k, p.tokens, p.dtype) == (out, k, tokens, dtype))
+            value, note = hit.ms, f"measured {hit.ms * 1e3:.1f} us (the model gives {est.ms * 1e3:.1f} us: {est.note})"
+            low, high = Spread(self._sparse_repeat_sigma, 0.0, 0.0).bounds(value, d)
+        else:
+            low, high = self.sparse_spread.bounds(value, d)
+        if dtype not in measured_dtypes:
+            note += f" (2:4 times measured for {', '.join(measured_dtypes)} only)"
+        sources = [p.label for p in model.points if (p.out, p.k) == (out, k)] or [p.label for p in model.points]
+        prov = Provenance(basis=_basis(exact, not inside), sources=[model.tile.label, *sources], note=note)
+        return Figure(value, low, high, d, prov)
 
-    def _sparse_host(self, out: int, k: int, dtype: str) -> tuple[float, Provenance] | None:
-        table = self._host.get(dtype)
-        if table is None:
+    def _sparse_host(self, out: int, k: int, dtype: str) -> Figure | None:
+        entry = self._host.get(dtype)
+        if entry is None:
             return None
+        table, sigma = entry
         est = table.at(out, k, 1)
-        note = "per-call host floor of eager sparse F.linear (rows whose per-call time is not the kernel's)"
-        return est.value, Provenance(basis=_basis(est.exact, est.extrapolated), sources=list(est.labels), note=note)
+        d = distance((out, k, 1), [(p.out, p.k, 1) for p in table.points])
+        spread = Spread(sigma, 0.0, 0.0)
+        if d.total == 0.0:
+            low, high = spread.bounds(est.value, d)
+        else:
+            # a per-call cost, not the problem's: bounded by the floors measured on every shape, not grown with distance
+            low = spread.bounds(min(p.value for p in table.points), d)[0]
+            high = spread.bounds(max(p.value for p in table.points), d)[1]
+        note = (
+            "per-call host floor of eager sparse F.linear (rows whose per-call time is not the kernel's); its interval "
+            "spans the floors of every measured shape off them"
+        )
+        return Figure(est.value, low, high, d, Provenance(basis=_basis(est.exact, est.extrapolated), sources=list(est.labels), note=note))
 
     def _conversion(self, out: int, k: int, dtype: str) -> tuple[float, str] | None:
         """Per-call weight conversion time: the median over the measured rows of the nearest shape (in log weight
@@ -241,18 +351,28 @@ class TargetModel:
 
     # ------------------------------------------------------------------ layers
 
-    def _path(self, gpu: tuple[float, Provenance], host: tuple[float, Provenance], launch: Launch) -> PathTime:
-        host_ms = host[0] if launch == "eager" else 0.0
-        host_prov = host[1] if launch == "eager" else Provenance(basis="measured", note="no host work per call inside a CUDA graph")
-        per_call = max(host_ms, gpu[0]) if launch == "eager" else gpu[0]
-        basis = host_prov.basis if launch == "eager" and host_ms > gpu[0] else gpu[1].basis
-        return PathTime(gpu_ms=gpu[0], host_ms=host_ms, per_call_ms=per_call, gpu=gpu[1], host=host_prov, basis=basis)
+    def _path(self, gpu: Figure, host: Figure, launch: Launch) -> PathTime:
+        if launch == "eager":
+            per_call = max(host.ms, gpu.ms)
+            low, high = max(host.low, gpu.low), max(host.high, gpu.high)
+            basis = host.prov.basis if host.ms > gpu.ms else gpu.prov.basis
+            host_ms, host_prov = host.ms, host.prov
+        else:
+            per_call, low, high, basis = gpu.ms, gpu.low, gpu.high, gpu.prov.basis
+            host_ms, host_prov = 0.0, Provenance(basis="measured", note="no host work per call inside a CUDA graph")
+        finite = math.isfinite(high)
+        return PathTime(
+            gpu_ms=gpu.ms, host_ms=host_ms, per_call_ms=per_call, gpu=gpu.prov, host=host_prov, basis=basis,
+            gpu_low_ms=gpu.low if math.isfinite(gpu.high) else None, gpu_high_ms=gpu.high if math.isfinite(gpu.high) else None,
+            per_call_low_ms=low if finite else None, per_call_high_ms=high if finite else None,
+            decades_from_measured=gpu.away.total if math.isfinite(gpu.away.total) else None,
+        )
 
     def linear(self, call: LinearCall, launch: Launch) -> LayerProjection:
-        """Dense and sparse time of one linear layer on the target, with provenance."""
+        """Dense and sparse time of one linear layer on the target, with intervals, a verdict and provenance."""
         dtype = dtype_info(call.dtype).torch_name
         common = dict(name=call.name, op="linear", shape=[call.out, call.k], tokens=call.tokens, dtype=dtype)
-        dense_gpu = self._dense_gpu(call.out, call.k, call.tokens, dtype)
+        dense_gpu = self.dense_gpu(call.out, call.k, call.tokens, dtype)
         if dense_gpu is None:
             measured = ", ".join(sorted(self._dense)) or "none"
             missing = f"no {dtype} rows measured on this GPU (measured: {measured})"
@@ -260,29 +380,55 @@ class TargetModel:
         measured_host = self._dense_host.get(dtype)
         basis: Basis = "measured" if measured_host is not None else "extrapolated"
         host_ms, host_label = measured_host or min(self._dense_host.values())
-        host = (host_ms, Provenance(basis=basis, sources=[host_label], note="fastest dense call measured bounds its host cost"))
+        host_note = "fastest dense call measured bounds its host cost"
+        host = Figure(host_ms, 0.0, host_ms, Distance(0.0, 0.0, None), Provenance(basis=basis, sources=[host_label], note=host_note))
         dense = self._path(dense_gpu, host, launch)
         sparse, note = self._sparse_path(call, dtype, launch)
-        speedup = dense.per_call_ms / sparse.per_call_ms if sparse is not None else None
         bases = [dense.basis] + ([sparse.basis] if sparse is not None else [])
         path = "sparse" if call.path == "sparse" and sparse is not None else "dense"
-        return LayerProjection(**common, path=path, dense=dense, sparse=sparse, speedup=speedup, basis=worst_basis(bases), note=note)
+        if sparse is None:
+            return LayerProjection(**common, path=path, dense=dense, basis=worst_basis(bases), note=note)
+        speedup = dense.per_call_ms / sparse.per_call_ms
+        low = high = None
+        if dense.per_call_low_ms is not None and dense.per_call_high_ms is not None and sparse.per_call_high_ms and sparse.per_call_low_ms:
+            low, high = dense.per_call_low_ms / sparse.per_call_high_ms, dense.per_call_high_ms / sparse.per_call_low_ms
+        verdict, measure = self._verdict(call, launch, low, high)
+        return LayerProjection(
+            **common, path=path, dense=dense, sparse=sparse, speedup=speedup, speedup_low=low, speedup_high=high,
+            verdict=verdict, measure=measure, basis=worst_basis(bases), note=note,
+        )
+
+    def _verdict(self, call: LinearCall, launch: Launch, low: float | None, high: float | None) -> tuple[Verdict, str | None]:
+        """``sparse wins`` / ``sparse loses`` only where the interval excludes 1.0; else what to measure."""
+        if low is not None and low > 1.0:
+            return "sparse wins", None
+        if high is not None and high < 1.0:
+            return "sparse loses", None
+        near = ""
+        if self.sparse_model is not None:
+            d = distance((call.out, call.k, call.tokens), [(p.out, p.k, p.tokens) for p in self.sparse_model.points])
+            if d.nearest is not None:
+                o, k, t = d.nearest
+                near = f"; the nearest measured 2:4 kernel time is {o}x{k} at {t} tokens, {d.total:.1f} decades away"
+        what = "GPU-only dense and 2:4 kernel time" if launch == "cuda_graph" else "per-call dense and 2:4 time"
+        mode = launch.replace("_", " ")
+        return "uncertain here", f"measure {call.out}x{call.k} at {call.tokens} tokens, {mode}: {what}{near}"
 
     def _sparse_path(self, call: LinearCall, dtype: str, launch: Launch) -> tuple[PathTime | None, str | None]:
         if self.sparse_errors and not self._host.get(dtype):
             return None, f"no sparse path: every {self.backend} row raises ({self.sparse_errors[0]})"
-        gpu = self._sparse_gpu(call.out, call.k, call.tokens, dtype)
+        gpu = self.sparse_gpu(call.out, call.k, call.tokens, dtype)
         host = self._sparse_host(call.out, call.k, dtype)
         if gpu is None or host is None:
             return None, f"no sparse {dtype} rows measured for {self.backend} on this GPU"
         if call.conversions_per_call:
             conv = self._conversion(call.out, call.k, dtype)
             if conv is not None:
-                ms = host[0] + conv[0] * call.conversions_per_call
-                prov = host[1].model_copy(update={"sources": host[1].sources + [conv[1]], "note": f"{host[1].note}; plus re-conversion every call"})
-                host = (ms, prov)
+                extra = conv[0] * call.conversions_per_call
+                prov = host.prov.model_copy(update={"sources": host.prov.sources + [conv[1]], "note": f"{host.prov.note}; plus re-conversion every call"})
+                host = Figure(host.ms + extra, host.low + extra, host.high + extra, host.away, prov)
                 if launch == "cuda_graph":
-                    gpu = (gpu[0] + conv[0] * call.conversions_per_call, gpu[1])
+                    gpu = gpu.plus(extra)
         return self._path(gpu, host, launch), None
 
     def op(self, call: OpCall, launch: Launch) -> LayerProjection:
@@ -296,11 +442,13 @@ class TargetModel:
         amount = call.flops if rate.unit == "flops" else call.bytes
         gpu_ms = amount / rate.per_ms
         unit = "FLOPs" if rate.unit == "flops" else "bytes"
-        gpu = (gpu_ms, Provenance(basis="estimate", sources=[rate.label], note=f"{amount:.4g} {unit} / effective {family} rate"))
+        gpu_prov = Provenance(basis="estimate", sources=[rate.label], note=f"{amount:.4g} {unit} / effective {family} rate")
+        gpu = Figure(gpu_ms, 0.0, math.inf, FAR, gpu_prov)
         host_kind = call.op if call.op in self.cal.host else ("elementwise" if call.op != "activation" else "activation")
         cost = self.cal.host.get(host_kind)
         host_prov = Provenance(basis="estimate", sources=[cost.label] if cost else [], note=f"host time of one {host_kind} call")
-        path = self._path(gpu, (cost.ms if cost else 0.0, host_prov), launch)
+        host_ms = cost.ms if cost else 0.0
+        path = self._path(gpu, Figure(host_ms, 0.0, math.inf, FAR, host_prov), launch)
         return LayerProjection(**common, dense=path, basis="estimate")
 
     # ------------------------------------------------------------------ forward

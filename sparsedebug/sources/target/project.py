@@ -20,9 +20,12 @@ from sparsedebug.records.target import (
     ForwardProjection,
     Launch,
     LayerProjection,
+    PathTime,
     PredictAt,
     PredictReport,
     TargetClock,
+    TokenRange,
+    Verdict,
     worst_basis,
 )
 from sparsedebug.sources.target.model import METHOD, LinearCall, OpCall, TargetModel, target_model
@@ -31,10 +34,8 @@ from sparsedebug.sources.workload.load import revalidate
 from sparsedebug.sources.workload.lowering import LayerQuery, get_profile
 from sparsedebug.sources.workload.schema import Workload
 
-BREAK_EVEN_LIMIT = 65536
-"""Largest token count the break-even search looks at."""
 MEASURED_TOKENS = (1, 8192)
-"""Token range of the gemm rows: a crossing outside it is extrapolated."""
+"""Token range of the H200 gemm rows (the fallback of :func:`measured_token_limit`)."""
 
 
 @dataclass(frozen=True)
@@ -102,16 +103,54 @@ def project_calls(model: TargetModel, calls: Sequence[LinearCall | OpCall], laun
     note = None
     if missing:
         note = f"no whole-forward figure: {len(missing)} layer(s) have none ({', '.join(missing[:3])}{', ...' if len(missing) > 3 else ''})"
+    speedup = dense.total_ms / cand.total_ms if dense is not None and cand is not None and cand.total_ms > 0 else None
+    low, high = (_forward_speedup(model, layers, launch, end) for end in ("low", "high"))
+    verdict: Verdict | None = None
+    if speedup is not None and low is not None and high is not None:
+        verdict = "sparse wins" if low > 1.0 else ("sparse loses" if high < 1.0 else "uncertain here")
     forward = ForwardProjection(
         launch=launch,
         dense=dense,
         candidate=cand,
-        speedup=dense.total_ms / cand.total_ms if dense is not None and cand is not None and cand.total_ms > 0 else None,
+        speedup=speedup,
+        speedup_low=low,
+        speedup_high=high,
+        verdict=verdict,
         basis=worst_basis([layer.basis for layer in layers]),
         extrapolated_layers=weak,
         note=note,
     )
     return layers, forward
+
+
+def _forward_speedup(model: TargetModel, layers: Sequence[LayerProjection], launch: Launch, end: str) -> float | None:
+    """One end of the whole-forward speedup's interval: every linear layer's GPU time at the end of its 90% interval
+    that moves the speedup that way (dense paths low and sparse paths high for the low end), the same dense figure in
+    both forwards; non-linear ops at their estimate. None where a linear layer has no interval."""
+
+    def at(path: PathTime | None, low: bool) -> PathTime | None:
+        if path is None:
+            return None
+        value = path.gpu_low_ms if low else path.gpu_high_ms
+        if value is None:
+            return None
+        return path.model_copy(update={"gpu_ms": value})
+
+    shifted: list[LayerProjection] = []
+    for layer in layers:
+        if layer.op != "linear":
+            shifted.append(layer)
+            continue
+        dense = at(layer.dense, end == "low")
+        sparse = at(layer.sparse, end != "low") if layer.sparse is not None else None
+        if dense is None or (layer.sparse is not None and sparse is None):
+            return None
+        shifted.append(layer.model_copy(update={"dense": dense, "sparse": sparse}))
+    base = model.forward(shifted, launch, dense=True)
+    cand = model.forward(shifted, launch, dense=False)
+    if base is None or cand is None or cand.total_ms <= 0:
+        return None
+    return base.total_ms / cand.total_ms
 
 
 def project_workload(
@@ -144,44 +183,112 @@ def target_clock(
             return None
         model = found
         layers, forward = project_calls(model, calls, workload.launch)
+    shapes = dict.fromkeys((tuple(layer.shape), layer.dtype) for layer in layers if layer.op == "linear" and layer.shape)
+    even = [break_even(model, shape[0], shape[1], dtype, workload.launch) for shape, dtype in shapes]
     return TargetClock(
         backend=model.profile, device=model.device, launch=workload.launch, tokens=workload.tokens.total,
-        method=METHOD, layers=layers, forward=forward,
+        method=METHOD, layers=layers, forward=forward, break_even=even,
     )
 
 
-def break_even(model: TargetModel, out: int, k: int, dtype: str, launch: Launch, limit: int = BREAK_EVEN_LIMIT) -> BreakEven:
-    """Smallest token count from which sparse beats dense at every count up to ``limit`` (bisection on a log grid)."""
+def measured_token_limit(model: TargetModel) -> int:
+    """The largest token count of the target's per-call rows: break-even claims stop there."""
+    return max((r.tokens for r in model.cal.gemm if r.dense_ms is not None), default=MEASURED_TOKENS[1])
+
+
+def break_even(model: TargetModel, out: int, k: int, dtype: str, launch: Launch, limit: int | None = None) -> BreakEven:
+    """From which token count 2:4 pays off for ``out x k`` on the target, claimed only where the interval says so.
+
+    Searches a log grid from 1 to ``limit`` (default: the largest measured token
+    count) and bisects each boundary: ``tokens_from`` is the smallest count from
+    which the speedup's 90% interval lies above 1.0 at every count up to the limit,
+    ``loses_up_to`` the largest count up to which it lies below 1.0; counts between
+    are ``uncertain here``, with what to measure. ``central_crossing`` is where the
+    central estimate crosses 1.0: shown, never claimed.
+    """
+    top = limit or measured_token_limit(model)
+    cache: dict[int, LayerProjection] = {}
 
     def at(tokens: int) -> LayerProjection:
-        return model.linear(LinearCall("break-even", out, k, tokens, dtype, "sparse"), launch)
+        if tokens not in cache:
+            cache[tokens] = model.linear(LinearCall("break-even", out, k, tokens, dtype, "sparse"), launch)
+        return cache[tokens]
 
-    def wins(tokens: int) -> bool:
+    def verdict(tokens: int) -> Verdict | None:
+        return at(tokens).verdict
+
+    def central(tokens: int) -> bool:
         speedup = at(tokens).speedup
         return speedup is not None and speedup > 1.0
 
-    common = dict(shape=[out, k], dtype=layer_dtype(dtype), launch=launch, searched_up_to=limit)
+    common = dict(shape=[out, k], dtype=layer_dtype(dtype), launch=launch, searched_up_to=top)
     if at(1).speedup is None:
         return BreakEven(**common, basis="unavailable", note=at(1).note or "no sparse figure on this target")
-    grid = sorted({max(1, round(2 ** (i / 4))) for i in range(int(4 * math.log2(limit)) + 1)} | {limit})
-    results = [wins(t) for t in grid]
-    if not results[-1]:
-        basis = worst_basis(["extrapolated", at(limit).basis])
-        return BreakEven(**common, basis=basis, note=f"2:4 does not pay off at any token count up to {limit}")
-    last_loss = max((i for i, w in enumerate(results) if not w), default=None)
-    if last_loss is None:
-        first = 1
-    else:
-        lo, hi = grid[last_loss], grid[last_loss + 1]
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            lo, hi = (lo, mid) if wins(mid) else (mid, hi)
-        first = hi
-    bases = [at(first).basis] + ([at(first - 1).basis] if first > 1 else [])
-    if not MEASURED_TOKENS[0] <= first <= MEASURED_TOKENS[1]:
-        bases.append("extrapolated")
-    note = f"sparse faster than dense from {first} tokens on ({launch.replace('_', ' ')})"
-    return BreakEven(**common, tokens_from=first, basis=worst_basis(bases), note=note)
+    grid = sorted({max(1, round(2 ** (i / 4))) for i in range(int(4 * math.log2(top)) + 1)} | {top})
+    ranges = _ranges(grid, verdict)
+    tokens_from = ranges[-1].first if ranges[-1].verdict == "sparse wins" else None
+    loses_up_to = ranges[0].last if ranges[0].verdict == "sparse loses" else None
+    crossing = None
+    wins = [central(t) for t in grid]
+    if wins[-1]:
+        last = max((i for i, w in enumerate(wins) if not w), default=None)
+        crossing = 1 if last is None else _first_true(grid[last], grid[last + 1], central)
+    unsure = [r for r in ranges if r.verdict == "uncertain here"]
+    uncertain = [unsure[0].first, unsure[-1].last] if unsure else None
+    measure = None
+    if unsure:
+        widest = max(unsure, key=lambda r: r.last / r.first)
+        inside = crossing is not None and widest.first < crossing <= widest.last
+        probe = crossing if inside and crossing is not None else round(math.sqrt(widest.first * widest.last))
+        measure = at(probe).measure
+    bases = [at(tokens_from).basis] if tokens_from is not None else [at(top).basis]
+    mode = launch.replace("_", " ")
+    words = {"sparse wins": "2:4 wins", "sparse loses": "2:4 loses", "uncertain here": "uncertain here"}
+    parts = [f"{words[r.verdict]} {r.first}-{r.last}" if r.first != r.last else f"{words[r.verdict]} at {r.first}" for r in ranges]
+    note = f"tokens: {', '.join(parts)} ({mode}; a win or loss only where the speedup's 90% interval excludes 1.0)"
+    if tokens_from is None and crossing is not None:
+        note += f"; central estimate crosses 1.0 at {crossing} tokens (not a claim)"
+    return BreakEven(
+        **common, tokens_from=tokens_from, loses_up_to=loses_up_to, uncertain_tokens=uncertain, central_crossing=crossing,
+        ranges=ranges, basis=worst_basis(bases), measure=measure, note=note,
+    )
+
+
+def _ranges(grid: list[int], verdict: Callable[[int], Verdict | None]) -> list[TokenRange]:
+    """Consecutive token ranges of one verdict over ``grid``, each boundary bisected to the exact count."""
+
+    def mark(tokens: int) -> Verdict:
+        return verdict(tokens) or "uncertain here"
+
+    marks = [mark(t) for t in grid]
+    ranges: list[TokenRange] = []
+    first = 1
+    for i in range(1, len(grid)):
+        if marks[i] != marks[i - 1]:
+            left = marks[i - 1]
+
+            def changed(tokens: int, left: Verdict = left) -> bool:
+                return mark(tokens) != left
+
+            edge = _first_true(grid[i - 1], grid[i], changed)
+            ranges.append(TokenRange(first=first, last=edge - 1, verdict=left))
+            first = edge
+    ranges.append(TokenRange(first=first, last=grid[-1], verdict=marks[-1]))
+    return ranges
+
+
+def _first_true(lo: int, hi: int, test: Callable[[int], bool]) -> int:
+    """Smallest count in (lo, hi] where ``test`` holds, given it fails at ``lo`` and holds at ``hi`` (bisection)."""
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if test(mid) else (mid, hi)
+    return hi
+
+
+def break_even_tokens(profile: str, out: int, k: int, dtype: str = "float16", launch: Launch = "cuda_graph") -> BreakEven | None:
+    """Break-even of one linear shape on backend ``profile``'s target (None for a profile without one, e.g. cpu-numpy)."""
+    model = target_model(profile)
+    return None if model is None else break_even(model, out, k, dtype, launch)
 
 
 def layer_dtype(dtype: str) -> str:

@@ -91,13 +91,14 @@ def fit_roofline(points: Sequence[Point], itemsize: int) -> Roofline:
     start = np.log([float(times.min()), median(list(moved / times)), median(list(flops / times))])
 
     def residual(params: np.ndarray) -> np.ndarray:
-        floor, bw, fl = np.exp(params)
+        floor, bw, fl = np.exp(np.clip(params, -700.0, 700.0))
         pred = np.maximum(floor, np.maximum(moved / bw, flops / fl))
         out: np.ndarray = np.log(pred) - np.log(times)
         return out
 
-    fit = least_squares(residual, start, method="lm" if len(points) >= 3 else "trf")
-    floor, bw, fl = (float(v) for v in np.exp(fit.x))
+    with np.errstate(over="ignore"):  # a subset without compute-bound points leaves that rate free
+        fit = least_squares(residual, start, method="lm" if len(points) >= 3 else "trf")
+        floor, bw, fl = (float(v) for v in np.exp(fit.x))
     return Roofline(floor, bw, fl, itemsize)
 
 

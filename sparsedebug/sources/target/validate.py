@@ -1,6 +1,15 @@
 """Validation of a target cost model against its own measurements, the way its users would test it.
 
-Two checks, printed by ``benchmarks/target_validation.py``:
+Three checks, printed by ``benchmarks/target_validation.py``:
+
+**Held out by whole shapes and token decades.** Every measured GPU time (dense:
+per-call rows and trace/ncu kernel times; sparse: every GPU-only 2:4 time) is
+grouped by weight shape and by token decade; each group in turn is dropped from
+the data, the model is rebuilt without it (its interval widths re-estimated from
+what is left), and the group's GPU times are projected. Reported: the median and
+worst |projected / measured - 1| and the share of held-out points whose 90%
+interval contains the measurement. A group whose removal leaves a path without
+data (every sparse time lies in one token decade) is counted as not testable.
 
 **Leave-one-out over the timed gemm rows.** For each timed row (shape, tokens,
 dtype), the model is rebuilt without every measurement at that point (the row,
@@ -18,6 +27,7 @@ from dataclasses import dataclass
 
 from sparsedebug.core.stats import median
 from sparsedebug.sources.target.data import load_calibration
+from sparsedebug.sources.target.interval import Key, hold_out_groups
 from sparsedebug.sources.target.model import LinearCall, TargetModel
 from sparsedebug.sources.target.project import project_calls, workload_calls
 from sparsedebug.sources.workload.load import load_workload
@@ -56,6 +66,78 @@ class ForwardCheck:
     def error(self) -> float | None:
         """|projected / measured - 1|, None without a projection."""
         return None if self.projected_ms is None else abs(self.projected_ms / self.measured_ms - 1.0)
+
+
+@dataclass(frozen=True)
+class HeldOutPoint:
+    """One measured GPU time projected by a model built without its whole group."""
+
+    grouping: str
+    group: str
+    path: str
+    shape: tuple[int, int]
+    tokens: int
+    dtype: str
+    measured_ms: float
+    projected_ms: float
+    low_ms: float
+    high_ms: float
+    decades: float
+
+    @property
+    def error(self) -> float:
+        """|projected / measured - 1|."""
+        return abs(self.projected_ms / self.measured_ms - 1.0)
+
+    @property
+    def covered(self) -> bool:
+        """Whether the 90% interval contains the measurement."""
+        return self.low_ms <= self.measured_ms <= self.high_ms
+
+
+@dataclass(frozen=True)
+class HeldOut:
+    """Every held-out point, and the groups that could not be tested (path, grouping, group, why)."""
+
+    points: list[HeldOutPoint]
+    untestable: list[tuple[str, str, str, str]]
+
+
+def _measured(model: TargetModel) -> dict[tuple[str, Key], float]:
+    """Every measured GPU time of the full model, by (path, key): merged medians as the model uses them."""
+    out: dict[tuple[str, Key], float] = {}
+    for dtype, surface in model.dense_surfaces().items():
+        for p in surface.points:
+            out[("dense", (p.out, p.k, p.tokens, dtype))] = p.value
+    if model.sparse_model is not None:
+        for sp in model.sparse_model.points:
+            out[("sparse", (sp.out, sp.k, sp.tokens, sp.dtype))] = sp.ms
+    return out
+
+
+def held_out(profile: str, target: str = "h200") -> HeldOut:
+    """Leave-one-shape-out and leave-one-token-decade-out over every measured GPU time of ``profile``'s target."""
+    cal = load_calibration(target)
+    measured = _measured(TargetModel(cal, profile))
+    points: list[HeldOutPoint] = []
+    untestable: list[tuple[str, str, str, str]] = []
+    for grouping, name, group in hold_out_groups(sorted({key for _, key in measured})):
+        model = TargetModel(cal, profile, exclude=group)
+        for path in ("dense", "sparse"):
+            keys = sorted(key for (p, key) in measured if p == path and key in group)
+            if not keys:
+                continue
+            for key in keys:
+                out, k, tokens, dtype = key
+                fig = model.dense_gpu(out, k, tokens, dtype) if path == "dense" else model.sparse_gpu(out, k, tokens, dtype)
+                if fig is None:
+                    why = f"no {path} GPU time left once {grouping} {name} is held out"
+                    untestable.append((path, grouping, name, why))
+                    break
+                points.append(
+                    HeldOutPoint(grouping, name, path, (out, k), tokens, dtype, measured[(path, key)], fig.ms, fig.low, fig.high, fig.away.total)
+                )
+    return HeldOut(points, untestable)
 
 
 def leave_one_out(profile: str, target: str = "h200") -> list[LooError]:

@@ -258,7 +258,9 @@ def flag_slower_than_dense(layers: list[LowerLayer], target: TargetClock) -> lis
     """Flag (``slower_on_target``) every sparse layer projected slower than dense on the target; returns those flagged.
 
     The layer keeps its sparse path (the backend accepts it): the flag says the
-    sparsity costs time on that GPU, with both projected per-call times.
+    sparsity costs time on that GPU, with both projected per-call times. It is a
+    claim, so it is made only where the projection's verdict is ``sparse loses``
+    (the speedup's 90% interval lies below 1.0), not where it is ``uncertain here``.
     """
     projected = {layer.name: layer for layer in target.layers}
     flagged = []
@@ -266,7 +268,8 @@ def flag_slower_than_dense(layers: list[LowerLayer], target: TargetClock) -> lis
         proj = projected.get(layer.name)
         if layer.path is not KernelPath.SPARSE or proj is None or proj.dense is None or proj.sparse is None:
             continue
-        if proj.sparse.per_call_ms > proj.dense.per_call_ms:
+        loses = proj.verdict == "sparse loses" if proj.verdict is not None else proj.sparse.per_call_ms > proj.dense.per_call_ms
+        if loses:
             layer.slower_on_target = SlowerThanDense(
                 backend=target.backend, launch=target.launch, tokens=target.tokens, dense_ms=proj.dense.per_call_ms,
                 sparse_ms=proj.sparse.per_call_ms, basis=proj.basis,

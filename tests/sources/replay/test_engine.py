@@ -102,6 +102,8 @@ def test_the_target_clock_of_a_model_workload_per_layer_and_per_forward(tiny: di
     projected = {layer.name: layer for layer in target.layers}
     linears = [layer.name for layer in run.graph.layers]
     assert set(linears) <= set(projected)  # every linear, plus the ops between them
+    shapes = {(tuple(layer.weight_shape or ()), layer.dtype) for layer in run.graph.layers}
+    assert len(target.break_even) == len(shapes) and all(len(b.shape) == 2 for b in target.break_even)  # per linear shape
     ops = [layer for layer in target.layers if layer.name not in set(linears)]
     assert {layer.op for layer in ops} == {"attention", "elementwise", "norm", "activation"} and all(o.basis == "estimate" for o in ops)
     lowered = {layer.name: layer.path for layer in run.lower.layers}

@@ -7,7 +7,7 @@ import pytest
 from sparsedebug.sources.target.data import load_calibration
 from sparsedebug.sources.target.model import LinearCall, OpCall, TargetModel, target_model
 from sparsedebug.sources.target.project import break_even, predict, project_workload
-from sparsedebug.sources.target.validate import forward_checks, leave_one_out, summary
+from sparsedebug.sources.target.validate import forward_checks, held_out, leave_one_out, summary
 from sparsedebug.sources.workload.load import load_workload
 from tests.conftest import FIXTURES
 
@@ -52,7 +52,7 @@ def test_wins_at_8192_tokens_on_the_large_shapes_with_provenance(model: TargetMo
     assert layer.basis in ("measured", "interpolated")
     assert layer.sparse is not None and layer.dense is not None
     assert any(f"{shape[0]}x{shape[1]} T=8192" in s for s in layer.dense.gpu.sources)
-    assert layer.sparse.gpu.note is not None and "ratio" in layer.sparse.gpu.note
+    assert layer.sparse.gpu.note is not None and "2:4 kernel model" in layer.sparse.gpu.note
 
 
 def test_measured_points_are_reproduced_and_host_and_gpu_never_added(model: TargetModel) -> None:
@@ -100,12 +100,68 @@ def test_non_linear_ops_are_estimates_from_trace_rates(model: TargetModel) -> No
 def test_break_even_on_the_measured_shapes(model: TargetModel) -> None:
     for out, k in MEASURED:
         even = break_even(model, out, k, "fp16", "eager")
-        assert even.tokens_from is not None and even.tokens_from > 16, (out, k)
-        lose = model.linear(LinearCall("x", out, k, even.tokens_from - 1, "fp16", "sparse"), "eager")
-        win = model.linear(LinearCall("x", out, k, even.tokens_from, "fp16", "sparse"), "eager")
-        assert lose.speedup is not None and win.speedup is not None and lose.speedup <= 1.0 < win.speedup
+        assert even.ranges[0].first == 1 and even.ranges[-1].last == even.searched_up_to == 8192
+        assert all(a.last + 1 == b.first for a, b in zip(even.ranges, even.ranges[1:], strict=False))
+        assert even.ranges[0].verdict == "sparse loses" and even.loses_up_to is not None and even.loses_up_to > 16, (out, k)
+        if even.tokens_from is not None:
+            win = model.linear(LinearCall("x", out, k, even.tokens_from, "fp16", "sparse"), "eager")
+            before = model.linear(LinearCall("x", out, k, even.tokens_from - 1, "fp16", "sparse"), "eager")
+            assert win.verdict == "sparse wins" and before.verdict != "sparse wins"
+            assert win.speedup_low is not None and win.speedup_low > 1.0
     big = break_even(model, 28672, 8192, "fp16", "eager")
     assert big.tokens_from is not None and big.tokens_from < 8192 and big.basis == "interpolated"
+    assert break_even(model, 4096, 4096, "fp16", "eager").tokens_from is None  # the host cost: never shown to pay off
+
+
+@pytest.mark.parametrize("tokens", [16, 128])
+@pytest.mark.parametrize("shape", [(11008, 4096), (4096, 11008), (14336, 4096), (4096, 14336), (28672, 8192)])
+def test_cuda_graph_at_few_tokens_never_claims_a_win(model: TargetModel, shape: tuple[int, int], tokens: int) -> None:
+    layer = model.linear(LinearCall("x", *shape, tokens, "fp16", "sparse"), "cuda_graph")
+    assert layer.verdict in ("sparse loses", "uncertain here"), (shape, tokens, layer.speedup_low, layer.speedup_high)
+    if layer.verdict == "uncertain here":
+        assert layer.measure is not None and f"{shape[0]}x{shape[1]} at {tokens} tokens, cuda graph" in layer.measure
+    assert layer.sparse is not None and layer.sparse.basis == "extrapolated"  # no GPU-only 2:4 time below 2048 tokens
+
+
+@pytest.mark.parametrize("shape", [(11008, 4096), (28672, 8192)])
+@pytest.mark.parametrize("launch", ["eager", "cuda_graph"])
+def test_measured_large_token_wins_are_claimed(model: TargetModel, shape: tuple[int, int], launch: str) -> None:
+    layer = model.linear(LinearCall("x", *shape, 8192, "fp16", "sparse"), launch)  # type: ignore[arg-type]
+    assert layer.verdict == "sparse wins" and layer.speedup_low is not None and layer.speedup_low > 1.0
+    assert layer.speedup is not None and 1.3 <= layer.speedup <= 1.5  # the measured 1.38x and 1.42x per-call p50 ratios
+
+
+def test_the_sparse_kernel_is_its_own_model_with_a_tile_minimum(model: TargetModel) -> None:
+    sparse = model.sparse_model
+    assert sparse is not None and (sparse.tile.m, sparse.tile.n, sparse.tile.ctas) == (128, 256, 132)
+    assert "tilesize128x256x64" in sparse.tile.label and "sm_count" in sparse.tile.label
+    # below one tile of tokens the sparse time stays at one wave: it does not shrink with tokens as dense does
+    assert sparse.at(11008, 4096, 1).ms == sparse.at(11008, 4096, 256).ms
+    assert sparse.at(11008, 4096, 16).efficiency < 0.05
+    # the ratio to dense is not constant: it depends on the tiles the problem fills
+    ratios = {t: model.sparse_gpu(11008, 4096, t, "float16").ms / model.dense_gpu(11008, 4096, t, "float16").ms for t in (16, 2048)}  # type: ignore[union-attr]
+    assert ratios[16] > 1.0 > ratios[2048]
+    # intervals widen away from measured points
+    near, far = model.sparse_gpu(11008, 4096, 2048, "float16"), model.sparse_gpu(11008, 4096, 16, "float16")
+    assert near is not None and far is not None and far.high / far.low > 3 * near.high / near.low
+
+
+def test_cuda_graph_break_even_is_never_from_one_token(model: TargetModel) -> None:
+    for out, k in [*MEASURED, (576, 1536), (14336, 4096)]:
+        even = break_even(model, out, k, "fp16", "cuda_graph")
+        assert even.tokens_from is None or even.tokens_from > 256, (out, k, even.note)
+        assert even.ranges[0].verdict != "sparse wins"
+        if even.uncertain_tokens is not None:
+            assert even.measure is not None and "cuda graph" in even.measure
+
+
+def test_held_out_shapes_and_decades_cover_80_to_95_percent() -> None:
+    result = held_out("h200-cusparselt")
+    assert {p.grouping for p in result.points} == {"shape", "token decade"}
+    assert {p.path for p in result.points} == {"dense", "sparse"}
+    coverage = sum(p.covered for p in result.points) / len(result.points)
+    assert 0.80 <= coverage <= 0.95, coverage
+    assert any(u[0] == "sparse" and u[1] == "token decade" for u in result.untestable)
 
 
 def test_leave_one_out_median_error_within_15_percent() -> None:
@@ -151,3 +207,15 @@ def test_per_call_conversion_is_the_median_of_the_nearest_shape_scaled_by_size(m
     assert value == pytest.approx(statistics.median(at)) and "median" in note
     half, half_note = model._conversion(2048, 4096, "float16") or (None, "")
     assert half == pytest.approx(value / 2) and "scaled by weight size" in half_note
+
+
+def test_whole_forward_speedup_carries_an_interval_and_a_verdict() -> None:
+    workload = load_workload(FIXTURES / "targets" / "h200_llama_sparse_mlp.yaml")
+    graph = project_workload(workload, launch="cuda_graph")
+    assert graph is not None
+    forward = graph[2]
+    assert forward.speedup is not None and forward.speedup_low is not None and forward.speedup_high is not None
+    assert forward.speedup_low <= forward.speedup <= forward.speedup_high
+    assert forward.verdict == "sparse wins"  # measured: 5.61 ms against 6.56 ms dense at 2,048 tokens
+    few = predict(backend="h200-cusparselt", tokens=[128], workload=workload, launch="cuda_graph").results[0].forward
+    assert few.verdict in ("sparse loses", "uncertain here")
