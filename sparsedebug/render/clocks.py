@@ -66,6 +66,26 @@ def target_sentence(run: RunRecord) -> str | None:
     return text
 
 
+def break_even_sentence(run: RunRecord) -> str | None:
+    """Whether 2:4 pays off on the target at the run's token count, per linear shape, and from how many tokens
+    (``TargetClock.break_even``: claimed only where the 90% interval says so); None without a target or shapes."""
+    target = run.target
+    if target is None or not target.break_even:
+        return None
+    parts = []
+    for even in target.break_even:
+        here = next((r.verdict for r in even.ranges if r.first <= target.tokens <= r.last), None)
+        shape = "x".join(str(d) for d in even.shape)
+        if even.tokens_from is not None:
+            onward = f"pays off from {even.tokens_from} tokens"
+        elif even.loses_up_to is not None and even.loses_up_to >= even.searched_up_to:
+            onward = f"loses at every count up to {even.searched_up_to}"
+        else:
+            onward = f"no break-even the interval supports up to {even.searched_up_to} tokens"
+        parts.append(f"{shape} {even.dtype}: {here or 'no verdict'} at {target.tokens} tokens, {onward} ({even.basis})")
+    return f"2:4 on the {target_label(target)} at this workload's {target.tokens} tokens, per linear shape: " + "; ".join(parts)
+
+
 def slower_layers(run: RunRecord) -> list[tuple[str, float, float]]:
     """``(layer, sparse ms, dense ms)`` of every layer lowering flagged ``slower_than_dense`` on the target."""
     return [

@@ -26,7 +26,15 @@ from sparsedebug.records.decision import DecisionOutcome
 from sparsedebug.records.playbook import Playbook
 from sparsedebug.records.reduce import ReduceResult
 from sparsedebug.records.run import RunRecord
-from sparsedebug.render.clocks import bundle_clock, label_latencies, measured_clock, target_forward, target_label, target_sentence
+from sparsedebug.render.clocks import (
+    break_even_sentence,
+    bundle_clock,
+    label_latencies,
+    measured_clock,
+    target_forward,
+    target_label,
+    target_sentence,
+)
 from sparsedebug.render.markdown.ranks import rank_lines
 from sparsedebug.signoff.decide import stored_decision
 from sparsedebug.signoff.metrics import (
@@ -84,6 +92,9 @@ def _symptom(b: LoadedBundle, book: Playbook) -> list[str]:
     projected = target_sentence(cand)
     if projected is not None:
         metric.append(f"  - {projected}.")
+    even = break_even_sentence(cand)
+    if even is not None:
+        metric.append(f"  - {even}.")
     q = cand.outcome.quality
     if q is not None and q.evidence is not None:
         metric.append(f"  - Quality vs the dense model: {real_quality_text(q)}.")
