@@ -85,6 +85,9 @@ class SparsePath(Record):
     )
     selection_note: str | None = Field(None, description="When the sparse tactic tends to win or lose (shape, tokens).")
     zero_test: ZeroTest | None = Field(None, description="How the compressor tells a zero; null when no source says.")
+    trace_backends: list[str] = Field(
+        default_factory=list, description="Backends a profiler trace shows for this path (the importer's dispatch backend: cusparselt, cutlass_sparse)."
+    )
     cite: list[Citation] = Field(min_length=1)
 
 

@@ -14,7 +14,7 @@ from sparsedebug.core.errors import UserError
 from sparsedebug.core.io import load_data, validate
 from sparsedebug.core.resources import data_dirs
 from sparsedebug.core.versions import release
-from sparsedebug.records.stacks import StackProfile
+from sparsedebug.records.stacks import SparsePath, StackProfile
 
 
 @dataclass(frozen=True)
@@ -74,3 +74,16 @@ def parse_stack_spec(text: str) -> StackSpec:
             raise UserError(f"--stack {text!r}: {exc}") from None
     profile, path = stacks[name]
     return StackSpec(profile=profile, version=clean, file=path)
+
+
+def stack_for_backend(backend: str) -> tuple[StackProfile, SparsePath] | None:
+    """The shipped profile and path whose kernels a trace's dispatch backend names (``cusparselt`` -> pytorch / cusparselt)."""
+    seen: set[str] = set()
+    for profile, _path in load_stacks().values():
+        if profile.name in seen:
+            continue
+        seen.add(profile.name)
+        for path in profile.paths:
+            if backend in path.trace_backends:
+                return profile, path
+    return None
