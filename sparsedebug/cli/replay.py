@@ -59,7 +59,7 @@ def replay(
     if layers:
         out.print(kernel_table(record))
     if spec.origin is not None:
-        out.print(origin_note(spec.origin))
+        out.print(origin_note(spec.origin, path.name))
     if output is not None:
         out.print(f"wrote {output}")
 

@@ -15,11 +15,12 @@ from __future__ import annotations
 from typing import Literal
 
 from sparsedebug.core.dtypes import canonical_dtype
+from sparsedebug.kernels.masks import parse_pattern
 from sparsedebug.records.classification import Classification
 from sparsedebug.records.findings import BisectResult, LayerFinding
 from sparsedebug.records.reduce import TraceOperand, TraceOpSide, TraceRepro
-from sparsedebug.records.run import LowerLayer, RunRecord
-from sparsedebug.sources.workload.lowering import PROFILES
+from sparsedebug.records.run import KernelPath, LowerLayer, RunRecord
+from sparsedebug.sources.workload.lowering import PROFILES, LayerQuery
 from sparsedebug.sources.workload.schema import Layer, Tokens, Workload, WorkloadOrigin
 
 _ROLES = {"linear": ("x", "weight"), "attention": ("q", "k", "v")}
@@ -64,8 +65,10 @@ def _device(run: RunRecord) -> str | None:
     return backend.removeprefix("cuda:") if backend.startswith("cuda:") else None
 
 
-def _profile(side: TraceOpSide, device: str | None) -> str:
-    torch_backend = _PROFILE_OF_BACKEND.get(side.backend or "")
+def _profile(side: TraceOpSide, device: str | None, run_backends: list[str]) -> str:
+    """The replay profile of the traced stack: the layer's own sparse backend, else the one the run's other sparse layers used."""
+    known = [b for b in [side.backend or "", *run_backends] if b in _PROFILE_OF_BACKEND]
+    torch_backend = _PROFILE_OF_BACKEND[known[0]] if known else None
     if torch_backend is not None and device is not None and "H200" in device:
         name = f"h200-{torch_backend}"
         if name in PROFILES:
@@ -73,7 +76,9 @@ def _profile(side: TraceOpSide, device: str | None) -> str:
     return "cpu-numpy"
 
 
-def _note(stage: str, finding: str, mechanism: str | None, profile: str, dtype_ok: bool) -> tuple[bool, str]:
+def _note(
+    stage: str, finding: str, mechanism: str | None, profile: str, dtype_ok: bool, kind: str, fallback: str | None
+) -> tuple[bool, str]:
     """Whether the built-in replay can show the trace's first stage and mechanism, and the sentence that says so."""
     target = PROFILES[profile].target
     projected = (
@@ -85,7 +90,21 @@ def _note(stage: str, finding: str, mechanism: str | None, profile: str, dtype_o
     if not dtype_ok:
         return False, "the trace's dtype has no built-in replay kernel (fp32, fp16 and bf16 only): no workload was written; run repro.py on a GPU."
     if stage in ("graph", "lower"):
-        return True, f"the {stage} stage is decided by the backend profile's rules without timing: the replay shows the same {finding} finding."
+        if kind == "attention":
+            return False, (
+                f"the trace diverges first at {stage} ({finding}): the attention call dispatched to another backend "
+                "(its layout, dtype or mask chose it); the built-in replay has one numpy attention and no backend "
+                "dispatch, so it cannot show that: run repro.py, which rebuilds the traced layouts, on a GPU."
+            )
+        if fallback is not None:
+            return True, (
+                f"the trace diverges first at {stage} ({finding}); the replay's backend profile {profile} decides this "
+                f"layer dense without timing ({fallback}), so the replay shows the same {stage} finding."
+            )
+        return False, (
+            f"the trace diverges first at {stage} ({finding}); the replay's backend profile {profile} runs this layer "
+            "sparse, so the replay's lowering does not show it."
+        )
     if stage == "schedule" or mechanism == "scheduling":
         return False, (
             f"the trace diverges first at {stage} ({finding}: the device waits on the host before each call); the built-in replay "
@@ -117,16 +136,27 @@ def trace_repro(baseline: RunRecord, candidate: RunRecord, bisect: BisectResult,
     first = cand.operands[0].shape
     tokens = first[0] * first[2] if kind == "attention" and len(first) == 4 else _prod(first[:-1])
     device = _device(candidate)
-    profile = _profile(cand, device)
+    profile = _profile(cand, device, candidate.source.runtime.sparse_backends if candidate.source.runtime is not None else [])
     dtype_ok = cand.operands[0].dtype in _REPLAY_DTYPES
     mechanism = classification.winner.value if classification is not None and classification.winner is not None else None
-    shows, note = _note(bisect.first_stage, finding.kind, mechanism, profile, dtype_ok)
+    pattern = graph.intended if graph is not None and kind == "linear" else "dense"
+    fallback = _profile_fallback(profile, cand, pattern) if kind == "linear" else None
+    shows, note = _note(bisect.first_stage, finding.kind, mechanism, profile, dtype_ok, kind, fallback)
     return TraceRepro(
         layer=name, group=finding.layer, first_stage=bisect.first_stage, finding=finding.kind, mechanism=mechanism,
-        delta_ms=finding.delta_ms, op_kind=kind, pattern=graph.intended if graph is not None and kind == "linear" else "dense",
+        delta_ms=finding.delta_ms, op_kind=kind, pattern=pattern,
         tokens=tokens, candidate=cand, baseline=_side(baseline, name), device=device,
         launch="cuda_graph" if candidate.source.runtime is not None and candidate.source.runtime.cuda_graph else "eager", backend_profile=profile, replay_shows=shows, replay_note=note,
     )
+
+
+def _profile_fallback(profile: str, side: TraceOpSide, pattern: str) -> str | None:
+    """The replay profile's dense-fallback reason for the traced linear (None: it runs sparse or is meant dense)."""
+    if pattern == "dense":
+        return None
+    weight = side.operands[1]
+    decision = PROFILES[profile].decide(LayerQuery(side.run, "linear", weight.shape[0], weight.shape[-1], weight.dtype, parse_pattern(pattern)))
+    return decision.reason.value if decision.path is KernelPath.DENSE and decision.reason is not None else None
 
 
 def _prod(dims: list[int]) -> int:

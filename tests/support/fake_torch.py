@@ -35,8 +35,9 @@ class FakeTensor:
         return self
 
     def repeat(self, *sizes: int) -> FakeTensor:
-        assert len(sizes) == len(self.shape)
-        return FakeTensor(tuple(a * b for a, b in zip(self.shape, sizes, strict=True)), None, self.dtype)
+        assert len(sizes) >= len(self.shape), "torch.Tensor.repeat needs at least as many sizes as dimensions"
+        shape = (1,) * (len(sizes) - len(self.shape)) + self.shape
+        return FakeTensor(tuple(a * b for a, b in zip(shape, sizes, strict=True)), None, self.dtype)
 
 
 def make_fake_torch() -> tuple[types.ModuleType, dict[str, types.ModuleType], list[tuple[str, Any]]]:

@@ -209,12 +209,12 @@ def kernel_table(record: RunRecord) -> Table:
     return table
 
 
-def origin_note(origin: WorkloadOrigin) -> Text:
+def origin_note(origin: WorkloadOrigin, workload_file: str) -> Text:
     """What a reproducer cut from a trace pair reproduces, and whether (and why not) this replay can show it."""
     text = Text()
     text.append(f"reproducer of {origin.layer} from trace {origin.trace}: ", style="bold")
     text.append(f"the trace pair diverged first at {origin.first_stage}, mechanism {origin.mechanism or 'none'}")
-    twin = f"; dense twin: {origin.dense_twin} (`sparsedebug bisect {origin.dense_twin} THIS.yaml`)" if origin.dense_twin else ""
+    twin = f"; dense twin: {origin.dense_twin} (`sparsedebug bisect {origin.dense_twin} {workload_file}`)" if origin.dense_twin else ""
     text.append(twin + "\n")
     if origin.replay_shows:
         text.append(f"this replay shows it: {origin.note}\n", style="green")
