@@ -74,7 +74,10 @@ class SparsePath(Record):
     patterns: list[str] = Field(description="Sparsity patterns the kernels take ('2:4').")
     ops: list[ConsumerOp] = Field(description="Consumer ops the stack lowers onto this path.")
     dtypes: list[str] = Field(description="Weight dtypes (canonical short names) with a sparse kernel on this path.")
-    alignment: dict[str, Alignment] = Field(default_factory=dict, description="Per dtype; a dtype absent here has no stated alignment.")
+    alignment: dict[str, Alignment] = Field(
+        default_factory=dict,
+        description="Per dtype (conversion rules, also for a dtype that converts but has no matmul); a dtype absent here has no stated alignment.",
+    )
     layout: str | None = Field(None, description="Operand layout the kernels need, e.g. 'A row-major sparse x B column-major dense'.")
     layout_dtypes: list[str] = Field(default_factory=list, description="Dtypes the layout condition applies to (all when empty).")
     epilogue: str | None = Field(None, description="Epilogue or output condition (e.g. 'INT8 output') the sparse tactic needs.")

@@ -8,7 +8,6 @@ import pytest
 import yaml
 
 from sparsedebug.core.errors import UserError
-from sparsedebug.core.versions import in_range, release, same_release
 from sparsedebug.sources.stacks import load_stack_file, load_stacks, parse_stack_spec, stack_files, stack_for_backend
 from tests.conftest import FIXTURES
 
@@ -39,12 +38,3 @@ def test_aliases_and_backends() -> None:
     match = stack_for_backend("cusparselt")
     assert match is not None and (match[0].name, match[1].id) == ("pytorch", "cusparselt")
     assert stack_for_backend("cublas") is None
-
-
-def test_versions() -> None:
-    assert release("v0.19.1+rhaiv.1") == (0, 19, 1) and release("2.11.0+cu130") == (2, 11)
-    assert in_range("0.19.1", "0.19.1", None) and not in_range("0.19.0", "0.19.1", None)
-    assert in_range("0.18.2", None, "0.19.1") and not in_range("0.19.1", None, "0.19.1")
-    assert same_release("2.11", "2.11.0+cu130")
-    with pytest.raises(UserError, match="expected release numbers"):
-        release("latest")

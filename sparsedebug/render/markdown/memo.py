@@ -19,6 +19,7 @@ from __future__ import annotations
 from sparsedebug.core.stats import SampleComparison, percentiles
 from sparsedebug.records.bundle import Movement
 from sparsedebug.records.decision import DecisionOutcome
+from sparsedebug.records.fingerprint import Fingerprint
 from sparsedebug.records.playbook import Playbook
 from sparsedebug.records.reduce import ReduceResult
 from sparsedebug.records.run import RunRecord
@@ -160,7 +161,9 @@ def _tags(b: LoadedBundle) -> list[str]:
         lines.append(
             f"  - Walk environment (fingerprint.json): sparsedebug git {git}; {fp.python.implementation} "
             f"{fp.python.version}; {fp.platform.system} {fp.platform.release} {fp.platform.machine}; "
-            f"CPU {fp.cpu.model or '?'} ({fp.cpu.logical_cores} logical cores); numpy {fp.numpy.version}, BLAS {blas}."
+            f"CPU {fp.cpu.model or '?'} ({fp.cpu.logical_cores} logical cores); numpy {fp.numpy.version}, BLAS {blas}"
+            + _walk_stack(fp)
+            + "."
         )
     for role, run in (("baseline", b.baseline), ("candidate", b.candidate), ("fixed", b.fixed)):
         if run is None:
@@ -169,7 +172,7 @@ def _tags(b: LoadedBundle) -> list[str]:
         rf = run.fingerprint
         if rf is not None:
             if rf.torch is not None:
-                tags.append(f"torch {rf.torch.version} CUDA {rf.torch.cuda}")
+                tags.append(f"torch {rf.torch.version} CUDA {rf.torch.cuda} cuSPARSELt {rf.torch.cusparselt or 'not installed'}")
             for gpu in rf.gpus:
                 tags.append(f"GPU {gpu.name} driver {gpu.driver}")
         for f in run.source.files[:2]:
@@ -181,6 +184,17 @@ def _tags(b: LoadedBundle) -> list[str]:
         tags += _stack_tags(run)
         lines.append(f"  - {role} `{run.name}`: " + "; ".join(tags) + ".")
     return lines
+
+
+def _walk_stack(fp: Fingerprint) -> str:
+    """torch, CUDA, cuSPARSELt and GPU driver of the walk environment, as the fingerprint records them."""
+    parts = []
+    if fp.torch is not None:
+        parts.append(f"torch {fp.torch.version} CUDA {fp.torch.cuda or 'none'} cuSPARSELt {fp.torch.cusparselt or 'not installed'}")
+    else:
+        parts.append("torch not installed")
+    parts += [f"GPU {gpu.name} driver {gpu.driver or '?'}" for gpu in fp.gpus] or [f"no GPU ({fp.gpu_probe})"]
+    return "; " + "; ".join(parts)
 
 
 def _stack_tags(run: RunRecord) -> list[str]:
@@ -207,8 +221,10 @@ def _stack_tags(run: RunRecord) -> list[str]:
         profile, path = match
         measured = ", ".join(path.versions.measured_at)
         version = f"{profile.package} {torch_version}" if torch_version else f"{profile.package} version not recorded in the trace"
+        cusparselt = rf.torch.cusparselt if rf is not None and rf.torch is not None else None
         tags.append(
-            f"stack {profile.title}, path `{path.id}` (sparse ops {ops}; {version}; cuSPARSELt version not recorded in the trace); "
+            f"stack {profile.title}, path `{path.id}` (sparse ops {ops}; {version}; "
+            f"cuSPARSELt {cusparselt or 'version not recorded in the trace'}); "
             f"verdicts from stack profile `{profile.name}`" + (f", rules measured at {profile.package} {measured}" if measured else "")
         )
     return tags
