@@ -236,7 +236,9 @@ def _trace_reproducer(w: _Walk) -> str:
     bisect = load_record(w.tmp / FILES["bisect"], BisectResult)
     repro = trace_repro(w.runs["baseline"], w.runs["candidate"], bisect, w.classification)
     if repro is None:
-        return "no trace reproducer: no regression of the first divergent stage names a layer the trace dispatches"
+        if bisect.first_stage is None:
+            return f"no trace reproducer: the traces do not diverge ({bisect.state})"
+        return f"no trace reproducer: no regression at {bisect.first_stage} names a layer whose call the trace records with its shapes"
     trace_name = w.paths["candidate"].name
     files = {"script": FILES["repro_script"]}
     workloads = repro_workloads(repro, trace_name, twin_file=FILES["reproducer_base"])

@@ -130,3 +130,22 @@ def test_script_compiles_for_every_variant(h200_bundle: Path) -> None:
     compile(text, "repro.py", "exec")
     assert "_FORCE_CUTLASS = True" in text
     assert json.loads(json.dumps(tr.model_dump(mode="json")))["kind"] == "trace_repro"
+
+
+def test_unannotated_traces_still_give_the_reproducer(tmp_path: Path) -> None:
+    out_dir = tmp_path / "bundle"
+    run_playbook(out_dir, baseline=TRACES / "h200_dense_unannotated.json.gz", candidate=TRACES / "h200_sparse_mlp_unannotated.json.gz")
+    tr = load_bundle(out_dir).trace_repro
+    assert tr is not None and tr.first_stage == "schedule" and tr.candidate.backend == "cusparselt"
+    assert tr.baseline is not None and tr.baseline.path == "dense"
+    assert load_workload(out_dir / "reproducer.yaml").layers[0].shape == [11008, 4096]
+
+
+def test_a_pair_that_does_not_diverge_writes_no_reproducer(tmp_path: Path) -> None:
+    out_dir = tmp_path / "bundle"
+    bundle = run_playbook(
+        out_dir, baseline=H200 / "trace_dense_T2048_cudagraph.json.gz", candidate=H200 / "trace_sparse_mlp_T2048_cudagraph.json.gz"
+    )
+    assert bundle.trace_repro is None and not (out_dir / "repro.py").exists()
+    step = next(s for s in bundle.manifest.steps if s.step == "reproduce")
+    assert "no trace reproducer: the traces do not diverge" in step.detail
