@@ -23,7 +23,9 @@ from sparsedebug.records.run import KernelPath, LowerLayer, RunRecord
 from sparsedebug.sources.workload.lowering import PROFILES, LayerQuery
 from sparsedebug.sources.workload.schema import Layer, Tokens, Workload, WorkloadOrigin
 
-_ROLES = {"linear": ("x", "weight"), "attention": ("q", "k", "v")}
+_ROLES = {"linear": ("x", "weight", "bias"), "attention": ("q", "k", "v", "attn_mask")}
+_REQUIRED = {"linear": 2, "attention": 3}
+"""Inputs a call needs (x and weight; q, k and v); bias and attn_mask are rebuilt when the trace shows them passed."""
 _PROFILE_OF_BACKEND = {"cusparselt": "cusparselt", "cutlass_sparse": "cutlass"}
 _REPLAY_DTYPES = ("fp32", "fp16", "bf16")
 
@@ -42,18 +44,23 @@ def _lower_layer(run: RunRecord, name: str) -> LowerLayer | None:
 
 
 def _side(run: RunRecord, name: str) -> TraceOpSide | None:
+    """The layer's call as the trace recorded it: required inputs with shape, stride and dtype, bias or mask when passed."""
     layer = _lower_layer(run, name)
     if layer is None or layer.dispatch is None:
         return None
     d = layer.dispatch
     kind = "attention" if "attention" in d.op else "linear"
+    roles, required = _ROLES[kind], _REQUIRED[kind]
     operands = []
-    for role, shape, stride, dtype in zip(_ROLES[kind], d.input_shapes, d.input_strides, d.input_dtypes, strict=False):
-        if shape is None or stride is None or dtype is None:
-            return None
+    for i, role in enumerate(roles):
+        shape = d.input_shapes[i] if i < len(d.input_shapes) else None
+        stride = d.input_strides[i] if i < len(d.input_strides) else None
+        dtype = d.input_dtypes[i] if i < len(d.input_dtypes) else None
+        if not shape or stride is None or dtype is None or (role == "attn_mask" and not d.attn_mask):
+            if i < required:
+                return None
+            continue
         operands.append(TraceOperand(role=role, shape=shape, stride=stride, dtype=canonical_dtype(dtype) or dtype))
-    if len(operands) != len(_ROLES[kind]):
-        return None
     return TraceOpSide(
         run=run.name, op=d.op, backend=d.backend, backend_op=d.backend_op, operands=operands, path=layer.path.value,
         is_causal=d.is_causal, dropout_p=d.dropout_p,
@@ -177,12 +184,12 @@ def repro_workloads(repro: TraceRepro, trace_name: str, *, twin_file: str) -> tu
         replay_shows=repro.replay_shows, note=repro.replay_note, dense_twin=twin_file,
     )
     if repro.op_kind == "linear":
-        x, w = ops
+        x, w = ops[:2]
         tokens = Tokens(batch=x.shape[0], sequence=x.shape[1]) if len(x.shape) == 3 else Tokens(batch=1, sequence=max(1, repro.tokens))
         layer = Layer(name=repro.layer, op="linear", shape=[w.shape[0], w.shape[1]], inputs=["input"], sparsity=repro.pattern)
         features = w.shape[1]
     else:
-        q, k, _v = ops
+        q, k = ops[:2]
         batch, heads, seq, head_dim = q.shape
         layer = Layer(
             name=repro.layer, op="attention", shape=[heads * head_dim], inputs=["input", "input", "input"], heads=heads,

@@ -40,6 +40,16 @@ def operand(shape, stride, dtype, seed):
     return out
 
 
+def mask(shape, stride, dtype):
+    """An attention mask with the trace's shape, dtype and strides that masks nothing (True, or 0.0 added)."""
+    out = torch.empty_strided(shape, stride, device="cuda", dtype=dtype)
+    if dtype == torch.bool:
+        out.fill_(True)
+    else:
+        out.zero_()
+    return out
+
+
 def time_ms(fn, repeats, warmup):
     """Per-call times of fn in ms from CUDA events (one pair per call), after warmup calls."""
     for _ in range(warmup):
@@ -89,12 +99,19 @@ _ATTENTION_OPS = (
 )
 
 
-def _operands(side: TraceOpSide, seed: int) -> list[str]:
+def _operands(side: TraceOpSide, seed: int, prefix: str = "") -> list[str]:
     out = []
     for i, op in enumerate(side.operands):
         dtype = f"torch.{torch_dtype_name(op.dtype)}"
-        out.append(f"    {op.role} = operand({tuple(op.shape)!r}, {tuple(op.stride)!r}, {dtype}, seed={seed + i})")
+        if op.role == "attn_mask":
+            out.append(f"    {prefix}{op.role} = mask({tuple(op.shape)!r}, {tuple(op.stride)!r}, {dtype})")
+        else:
+            out.append(f"    {prefix}{op.role} = operand({tuple(op.shape)!r}, {tuple(op.stride)!r}, {dtype}, seed={seed + i})")
     return out
+
+
+def _roles(side: TraceOpSide) -> set[str]:
+    return {op.role for op in side.operands}
 
 
 def _linear_body(repro: TraceRepro) -> list[str]:
@@ -114,13 +131,13 @@ def _linear_body(repro: TraceRepro) -> list[str]:
             "",
             f"    SparseSemiStructuredTensor._FORCE_CUTLASS = {force_cutlass!r}",
             "    compressed = to_sparse_semi_structured(weight)",
-            "    candidate = lambda: F.linear(x, compressed)",
+            "    candidate = lambda: F.linear(x, compressed" + (", bias)" if "bias" in _roles(cand) else ")"),
         ]
     else:
-        lines.append("    candidate = lambda: F.linear(x, weight)")
+        lines.append("    candidate = lambda: F.linear(x, weight" + (", bias)" if "bias" in _roles(cand) else ")"))
     lines.append("    # dense twin: the baseline trace's call (same layer, dense)")
-    lines += [line.replace("    x =", "    twin_x =").replace("    weight =", "    twin_weight =") for line in _operands(twin, 10)]
-    lines.append("    twin = lambda: F.linear(twin_x, twin_weight)")
+    lines += _operands(twin, 10, prefix="twin_")
+    lines.append("    twin = lambda: F.linear(twin_x, twin_weight" + (", twin_bias)" if "bias" in _roles(twin) else ")"))
     lines.append("    return candidate, twin")
     return lines
 
@@ -133,11 +150,16 @@ def _attention_body(repro: TraceRepro) -> list[str]:
     lines += _operands(cand, 0)
     causal = bool(cand.is_causal)
     dropout = cand.dropout_p or 0.0
-    lines.append(f"    candidate = lambda: F.scaled_dot_product_attention(q, k, v, dropout_p={dropout!r}, is_causal={causal!r})")
+    cand_mask = ", attn_mask=attn_mask" if "attn_mask" in _roles(cand) else ""
+    lines.append(f"    candidate = lambda: F.scaled_dot_product_attention(q, k, v{cand_mask}, dropout_p={dropout!r}, is_causal={causal!r})")
     lines.append("    # twin: the baseline trace's layout")
-    lines += [line.replace("    q =", "    tq =").replace("    k =", "    tk =").replace("    v =", "    tv =") for line in _operands(twin, 10)]
+    lines += _operands(twin, 10, prefix="twin_")
     twin_causal = bool(twin.is_causal)
-    lines.append(f"    twin = lambda: F.scaled_dot_product_attention(tq, tk, tv, dropout_p={twin.dropout_p or 0.0!r}, is_causal={twin_causal!r})")
+    twin_mask = ", attn_mask=twin_attn_mask" if "attn_mask" in _roles(twin) else ""
+    lines.append(
+        f"    twin = lambda: F.scaled_dot_product_attention(twin_q, twin_k, twin_v{twin_mask}, dropout_p={twin.dropout_p or 0.0!r}, "
+        f"is_causal={twin_causal!r})"
+    )
     lines.append("    return candidate, twin")
     return lines
 

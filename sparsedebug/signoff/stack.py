@@ -16,10 +16,13 @@ from typing import Literal
 
 from sparsedebug.core.versions import in_range, same_release
 from sparsedebug.kernels.masks import Pattern
-from sparsedebug.records.audit import StackFinding, StackVerdict
+from sparsedebug.records.audit import StackFinding, StackRule, StackVerdict
 from sparsedebug.records.stacks import ConsumerOp, Limit, Role, SparsePath, StackProfile, VersionRange
 
 Applies = Literal["yes", "no", "unknown"]
+
+_LIMIT_RULE: dict[str, StackRule] = {"removed": "removed", "not_lowered": "not_lowered", "dtype_without_kernel": "dtype", "tokens": "tokens"}
+"""The finding rule a limit kind reports as."""
 
 _EMBEDDING_MARKERS = ("embed", "wte", "wpe", "token_embd")
 _CONV_MARKERS = ("conv",)
@@ -194,7 +197,7 @@ def judge_on_stack(profile: StackProfile, version: str | None, facts: TensorFact
         if limit.kind == "tokens":
             caveats.append(StackFinding(rule="tokens", detail=limit.detail, cite=limit.cite))
             continue
-        rule: Literal["removed", "not_lowered", "dtype"] = {"removed": "removed", "not_lowered": "not_lowered"}.get(limit.kind, "dtype")  # type: ignore[assignment]
+        rule = _LIMIT_RULE[limit.kind]
         if state == "yes":
             when = f"removed in {profile.name} {limit.versions.since}" if limit.kind == "removed" and limit.versions.since else describe_range(limit.versions)
             findings.append(StackFinding(rule=rule, detail=f"{limit.detail} ({when})", cite=limit.cite))

@@ -149,3 +149,35 @@ def test_a_pair_that_does_not_diverge_writes_no_reproducer(tmp_path: Path) -> No
     assert bundle.trace_repro is None and not (out_dir / "repro.py").exists()
     step = next(s for s in bundle.manifest.steps if s.step == "reproduce")
     assert "no trace reproducer: the traces do not diverge" in step.detail
+
+
+def test_script_rebuilds_a_bias_and_an_attention_mask_when_the_trace_passed_them(
+    h200_bundle: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from sparsedebug.records.reduce import TraceOperand
+
+    tr = load_bundle(h200_bundle).trace_repro
+    assert tr is not None
+    bias = TraceOperand(role="bias", shape=[11008], stride=[1], dtype="fp16")
+    with_bias = tr.model_copy(update={"candidate": tr.candidate.model_copy(update={"operands": [*tr.candidate.operands, bias]})})
+    (tmp_path / "linear.py").write_text(render_repro_script(with_bias, "t.json"))
+    calls, _ = _run_script(tmp_path / "linear.py", monkeypatch, capsys)
+    sparse_call = next(c[1] for c in calls if c[0] == "linear" and c[1]["weight"].kind == "cusparselt")
+    assert sparse_call["bias"] is not None and sparse_call["bias"].shape == (11008,)
+    twin_call = next(c[1] for c in calls if c[0] == "linear" and c[1]["weight"].kind == "dense")
+    assert twin_call["bias"] is None
+
+    out_dir = tmp_path / "attn"
+    run_playbook(out_dir, baseline=H200 / "trace_dense_T2048.json.gz", candidate=TRACES / "h200_dense_sdpa_efficient_noncontig.json.gz")
+    attn = load_bundle(out_dir).trace_repro
+    assert attn is not None
+    mask = TraceOperand(role="attn_mask", shape=[1, 1, 2048, 2048], stride=[4194304, 4194304, 2048, 1], dtype="bool")
+    masked = attn.model_copy(update={"candidate": attn.candidate.model_copy(update={"operands": [*attn.candidate.operands, mask], "is_causal": False})})
+    (tmp_path / "attn.py").write_text(render_repro_script(masked, "t.json"))
+    calls, out = _run_script(tmp_path / "attn.py", monkeypatch, capsys)
+    sdpa_cand = next(c[1] for c in calls if c[0] == "sdpa")
+    assert sdpa_cand["attn_mask"].shape == (1, 1, 2048, 2048) and sdpa_cand["attn_mask"].dtype.name == "bool"
+    assert sdpa_cand["is_causal"] is False
+    assert {"shape": (1, 1, 2048, 2048), "stride": (4194304, 4194304, 2048, 1), "device": "cuda", "dtype": "bool"} in [
+        c[1] for c in calls if c[0] == "empty_strided"
+    ]

@@ -28,6 +28,13 @@ class FakeTensor:
         self.kind = kind
 
     def normal_(self) -> FakeTensor:
+        assert self.dtype.name != "bool", "normal_ is not defined for bool tensors"
+        return self
+
+    def fill_(self, value: object) -> FakeTensor:
+        return self
+
+    def zero_(self) -> FakeTensor:
         return self
 
     def mul_(self, other: FakeTensor) -> FakeTensor:
@@ -45,7 +52,7 @@ def make_fake_torch() -> tuple[types.ModuleType, dict[str, types.ModuleType], li
     calls: list[tuple[str, Any]] = []
     last_op: list[str] = ["aten::mm"]
     torch = types.ModuleType("torch")
-    for name in ("float16", "bfloat16", "float32", "int8", "float8_e4m3fn"):
+    for name in ("float16", "bfloat16", "float32", "int8", "float8_e4m3fn", "bool"):
         setattr(torch, name, FakeDtype(name))
 
     def empty_strided(shape: tuple[int, ...], stride: tuple[int, ...], device: str, dtype: FakeDtype) -> FakeTensor:
@@ -80,14 +87,17 @@ def make_fake_torch() -> tuple[types.ModuleType, dict[str, types.ModuleType], li
     nn = types.ModuleType("torch.nn")
     functional = types.ModuleType("torch.nn.functional")
 
-    def linear(x: FakeTensor, weight: FakeTensor) -> FakeTensor:
-        calls.append(("linear", {"x": x, "weight": weight}))
+    def linear(x: FakeTensor, weight: FakeTensor, bias: FakeTensor | None = None) -> FakeTensor:
+        calls.append(("linear", {"x": x, "weight": weight, "bias": bias}))
         last_op[0] = {"cusparselt": "aten::_cslt_sparse_mm", "cutlass": "aten::_sparse_semi_structured_linear"}.get(weight.kind, "aten::mm")
         return FakeTensor(x.shape[:-1] + (weight.shape[0],), None, x.dtype)
 
-    def sdpa(q: FakeTensor, k: FakeTensor, v: FakeTensor, dropout_p: float = 0.0, is_causal: bool = False) -> FakeTensor:
-        calls.append(("sdpa", {"q": q, "k": k, "v": v, "dropout_p": dropout_p, "is_causal": is_causal}))
-        contiguous = all(t.stride_ is not None and t.stride_[-1] == 1 for t in (q, k, v))
+    def sdpa(
+        q: FakeTensor, k: FakeTensor, v: FakeTensor, attn_mask: FakeTensor | None = None, dropout_p: float = 0.0, is_causal: bool = False
+    ) -> FakeTensor:
+        assert attn_mask is None or not is_causal, "torch refuses an explicit attn_mask together with is_causal=True"
+        calls.append(("sdpa", {"q": q, "k": k, "v": v, "attn_mask": attn_mask, "dropout_p": dropout_p, "is_causal": is_causal}))
+        contiguous = attn_mask is None and all(t.stride_ is not None and t.stride_[-1] == 1 for t in (q, k, v))
         last_op[0] = "aten::_scaled_dot_product_flash_attention" if contiguous else "aten::_scaled_dot_product_efficient_attention"
         return q
 
