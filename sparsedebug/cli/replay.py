@@ -12,7 +12,7 @@ from sparsedebug.cli.common import JsonOption, OutputOption, WideOption, console
 from sparsedebug.core.budget import MAX_REPEATS
 from sparsedebug.core.io import save_record
 from sparsedebug.records.run import STAGES, RunRecord
-from sparsedebug.render.terminal.replay import fallback_table, kernel_table, lower_table, summary_table
+from sparsedebug.render.terminal.replay import fallback_table, kernel_table, lower_table, origin_note, summary_table
 from sparsedebug.sources.detect import load_workload, resolve_workload
 from sparsedebug.sources.replay.replay import plan
 from sparsedebug.sources.replay.replay import replay as run_replay
@@ -58,6 +58,8 @@ def replay(
         out.print(fallbacks)
     if layers:
         out.print(kernel_table(record))
+    if spec.origin is not None:
+        out.print(origin_note(spec.origin, path.name))
     if output is not None:
         out.print(f"wrote {output}")
 

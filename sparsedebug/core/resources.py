@@ -1,10 +1,11 @@
 """Locate the data shipped with sparsedebug: playbooks, fixture workloads and target measurements.
 
-An installed wheel carries them in ``sparsedebug/_data/{playbooks,workloads,h200,targets}``
+An installed wheel carries them in ``sparsedebug/_data/{playbooks,workloads,h200,targets,stacks}``
 (see ``[tool.hatch.build.targets.wheel.force-include]`` in pyproject.toml); an
 editable install or a source checkout reads the repository's ``playbooks/``,
 ``fixtures/workloads/``, ``fixtures/h200/`` (the measured H200 artifacts) and
-``fixtures/targets/`` (what the target cost model reads from them). The wheel
+``fixtures/targets/`` (what the target cost model reads from them) and ``fixtures/stacks/`` (the stack
+profiles ``audit --stack`` reads). The wheel
 location wins when both exist.
 """
 
@@ -15,7 +16,7 @@ from typing import Literal
 
 from sparsedebug.core.errors import UserError
 
-Kind = Literal["playbooks", "workloads", "h200", "targets"]
+Kind = Literal["playbooks", "workloads", "h200", "targets", "stacks"]
 
 _PACKAGE = Path(__file__).resolve().parents[1]
 _CHECKOUT = {
@@ -23,6 +24,7 @@ _CHECKOUT = {
     "workloads": _PACKAGE.parent / "fixtures" / "workloads",
     "h200": _PACKAGE.parent / "fixtures" / "h200",
     "targets": _PACKAGE.parent / "fixtures" / "targets",
+    "stacks": _PACKAGE.parent / "fixtures" / "stacks",
 }
 
 

@@ -115,7 +115,16 @@ def _torch_info() -> TorchInfo | None:
         except OSError:
             match = None
         cuda = match.group(1) if match else None
-    return TorchInfo(version=version, cuda=cuda)
+    return TorchInfo(version=version, cuda=cuda, cusparselt=_cusparselt_version())
+
+
+def _cusparselt_version() -> str | None:
+    """The installed cuSPARSELt wheel's version (torch's CUDA wheels depend on ``nvidia-cusparselt-cu12``/``-cu13``)."""
+    for dist in importlib.metadata.distributions():
+        name = (dist.metadata["Name"] or "").lower().replace("_", "-")
+        if name.startswith("nvidia-cusparselt"):
+            return str(dist.version)
+    return None
 
 
 def _float_or_none(text: str) -> float | None:

@@ -223,6 +223,39 @@ def _apply_fix(w: _Walk) -> str:
     return f"{how}, written to {FILES['fixed_workload']}"
 
 
+def _trace_reproducer(w: _Walk) -> str:
+    """Step 4a on a trace pair: the blamed layer as reproducer.yaml (and its dense twin) and repro.py."""
+    from sparsedebug.core.io import atomic_write_text, load_record
+    from sparsedebug.records.findings import BisectResult
+    from sparsedebug.reduce.from_trace import repro_workloads, trace_repro
+    from sparsedebug.render.repro import render_repro_script
+    from sparsedebug.sources.workload.schema import save_workload
+
+    step = w.book.step("reproduce")
+    w.say.step(step, "cut the blamed layer out of the trace pair")
+    bisect = load_record(w.tmp / FILES["bisect"], BisectResult)
+    repro = trace_repro(w.runs["baseline"], w.runs["candidate"], bisect, w.classification)
+    if repro is None:
+        if bisect.first_stage is None:
+            return f"no trace reproducer: the traces do not diverge ({bisect.state})"
+        return f"no trace reproducer: no regression at {bisect.first_stage} names a layer whose call the trace records with its shapes"
+    trace_name = w.paths["candidate"].name
+    files = {"script": FILES["repro_script"]}
+    workloads = repro_workloads(repro, trace_name, twin_file=FILES["reproducer_base"])
+    if workloads is not None:
+        cand, base = workloads
+        save_workload(cand, w.tmp / FILES["reproducer"])
+        save_workload(base, w.tmp / FILES["reproducer_base"])
+        for role in ("reproducer", "reproducer_base"):
+            w.files[role] = FILES[role]
+        files |= {"workload": FILES["reproducer"], "dense_twin": FILES["reproducer_base"]}
+    atomic_write_text(w.tmp / FILES["repro_script"], render_repro_script(repro, trace_name))
+    w.files["repro_script"] = FILES["repro_script"]
+    w.save("trace_repro", repro.model_copy(update={"files": files}))
+    written = ", ".join(sorted(files.values()))
+    return f"trace reproducer of {repro.layer} ({repro.first_stage}: {repro.finding}): {written}"
+
+
 def _reproduce(w: _Walk, reduce: bool) -> None:
     step = w.begin("reproduce", "reproduce and fix")
     notes = []
@@ -230,8 +263,10 @@ def _reproduce(w: _Walk, reduce: bool) -> None:
         notes.append(_reduce(w))
     elif not reduce:
         notes.append("reduce skipped on request")
+    elif w.runs["baseline"].source.kind == "torch_trace" and w.runs["candidate"].source.kind == "torch_trace":
+        notes.append(_trace_reproducer(w))
     else:
-        notes.append("no reduction: both sides must be workloads")
+        notes.append("no reduction: both sides must be workloads (or both traces)")
     if "fixed" in w.paths:
         w.say.step(step, f"load the fixed candidate {w.paths['fixed'].name}")
     w.fix_how = _apply_fix(w)

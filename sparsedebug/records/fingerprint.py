@@ -52,6 +52,7 @@ class NumpyInfo(Record):
 class TorchInfo(Record):
     version: str
     cuda: str | None
+    cusparselt: str | None = Field(None, description="Version of the installed cuSPARSELt wheel (nvidia-cusparselt-cu*), when there is one.")
 
 
 class GpuInfo(Record):

@@ -74,3 +74,49 @@ class ReduceResult(Record):
     confirmation: BisectResult | None = None
     command: str | None = None
     verdict: str
+
+
+class TraceOperand(Record):
+    """One tensor input of the blamed op as the trace recorded it."""
+
+    role: str = Field(description="x, weight (linear); q, k, v (attention).")
+    shape: list[int]
+    stride: list[int]
+    dtype: str
+
+
+class TraceOpSide(Record):
+    """The blamed op on one side of the trace pair: how it was called and the backend it dispatched to."""
+
+    run: str
+    op: str = Field(description="The op the model called (aten::linear, aten::scaled_dot_product_attention).")
+    backend: str | None = Field(None, description="The backend the trace shows (cusparselt, cutlass_sparse, cublas, flash, cudnn, ...).")
+    backend_op: str | None = None
+    operands: list[TraceOperand]
+    path: str = Field(description="sparse or dense, as the trace's kernels show it.")
+    is_causal: bool | None = None
+    dropout_p: float | None = None
+
+
+class TraceRepro(Record):
+    """The focused reproducer cut from an imported trace pair: the layer the verdict blames, as the traces recorded it."""
+
+    schema_version: int = SCHEMA_VERSION
+    kind: Literal["trace_repro"] = "trace_repro"
+    layer: str = Field(description="The blamed layer (first member of the blamed group).")
+    group: str = Field(description="The finding's layer or pooled group, e.g. 'layers.{i}.mlp.gate_proj'.")
+    first_stage: str
+    finding: str = Field(description="The finding kind the bisect blamed it for (idle_grew, slower, fallback, path_changed, ...).")
+    mechanism: str | None = Field(None, description="The winning mechanism of the classification.")
+    delta_ms: float | None = Field(None, description="The finding's change per iteration (candidate - baseline).")
+    op_kind: Literal["linear", "attention"]
+    pattern: str = Field(description="The candidate layer's declared sparsity ('2:4'; 'dense' for attention).")
+    tokens: int
+    candidate: TraceOpSide
+    baseline: TraceOpSide | None = Field(None, description="The same layer in the baseline trace (the dense twin), when it has one.")
+    device: str | None = None
+    launch: Literal["eager", "cuda_graph"]
+    backend_profile: str = Field(description="The replay backend profile the reproducer workload uses.")
+    replay_shows: bool = Field(description="Whether the built-in replay can show the trace's first divergent stage and mechanism.")
+    replay_note: str = Field(description="What the built-in replay of reproducer.yaml can and cannot show, and why.")
+    files: dict[str, str] = Field(default_factory=dict, description="role -> file name in the bundle (workload, dense twin, script).")

@@ -343,9 +343,23 @@ class WorkloadRef(Record):
     knobs: dict[str, str] = Field(default_factory=dict)
 
 
+class TraceRuntime(Record):
+    """The build and runtime a profiler trace records about itself (imported traces only)."""
+
+    cuda_runtime: str | None = Field(None, description="CUDA runtime version the trace records (cuda_runtime_version 13000 -> '13.0').")
+    cuda_driver: str | None = Field(None, description="CUDA driver API version the trace records (cuda_driver_version).")
+    cupti: str | None = Field(None, description="CUPTI version (cupti_version) as recorded.")
+    device: str | None = None
+    capability: str | None = Field(None, description="Compute capability of the traced device, e.g. '9.0'.")
+    sparse_backends: list[str] = Field(default_factory=list, description="Backends of the sparse linears the trace dispatched (cusparselt, cutlass_sparse).")
+    sparse_ops: list[str] = Field(default_factory=list, description="The CPU ops that show them (aten::_cslt_sparse_mm, ...).")
+    cuda_graph: bool = Field(False, description="Whether the forward was replayed from a CUDA graph (cudaGraphLaunch).")
+
+
 class RunSource(Record):
     kind: Literal["replay", "torch_trace"]
     files: list[FileDigest] = Field(default_factory=list)
+    runtime: TraceRuntime | None = Field(None, description="Imported traces: the CUDA, CUPTI and device versions the trace records.")
 
 
 class RunRecord(Record):

@@ -11,6 +11,8 @@ Layout (file names fixed so ``sparsedebug memo DIR`` can re-render from them)::
     reduce.json             step 4: ddmin result (when both sides are workloads)
     reproducer.yaml         step 4: the focused reproducer workload, and its baseline
     reproducer.base.yaml            (`sparsedebug bisect reproducer.base.yaml reproducer.yaml`)
+    trace_repro.json        step 4 on a trace pair: the blamed layer as the traces recorded it
+    repro.py                        and the standalone PyTorch script that rebuilds and times it
     fix.json                step 4: the fix, how it was applied, expected vs measured movement
     fixed.workload.yaml     step 4: the candidate with the fix applied (when it maps onto a workload)
     fixed.run.json          step 5: the re-run of the fixed candidate (or --fixed as given)
@@ -37,7 +39,7 @@ from sparsedebug.records.decision import DecisionOutcome
 from sparsedebug.records.findings import BisectResult
 from sparsedebug.records.fingerprint import Fingerprint
 from sparsedebug.records.ranks import RankComparison
-from sparsedebug.records.reduce import ReduceResult
+from sparsedebug.records.reduce import ReduceResult, TraceRepro
 from sparsedebug.records.run import RunRecord
 
 MANIFEST = "bundle.json"
@@ -52,6 +54,8 @@ FILES: dict[str, str] = {
     "reduce": "reduce.json",
     "reproducer": "reproducer.yaml",
     "reproducer_base": "reproducer.base.yaml",
+    "trace_repro": "trace_repro.json",
+    "repro_script": "repro.py",
     "fix": "fix.json",
     "fixed_workload": "fixed.workload.yaml",
     "decision": "decision.json",
@@ -77,6 +81,7 @@ class LoadedBundle(BaseModel):
     bisect: BisectResult | None = None
     classification: Classification | None = None
     reduce: ReduceResult | None = None
+    trace_repro: TraceRepro | None = None
     fix: FixOutcome | None = None
     decision: DecisionOutcome | None = None
     ranks: RankComparison | None = None
@@ -127,6 +132,8 @@ def load_bundle(root: Path) -> LoadedBundle:
     bisect_path = _optional(root, manifest, "bisect")
     cls_path = _optional(root, manifest, "classification")
     reduce_path = _optional(root, manifest, "reduce")
+    trace_repro_path = _optional(root, manifest, "trace_repro")
+    _optional(root, manifest, "repro_script")
     fix_path = _optional(root, manifest, "fix")
     decision_path = _optional(root, manifest, "decision")
     ranks_path = _optional(root, manifest, "ranks")
@@ -140,6 +147,7 @@ def load_bundle(root: Path) -> LoadedBundle:
         bisect=load_record(bisect_path, BisectResult) if bisect_path is not None else None,
         classification=load_record(cls_path, Classification) if cls_path is not None else None,
         reduce=load_record(reduce_path, ReduceResult) if reduce_path is not None else None,
+        trace_repro=load_record(trace_repro_path, TraceRepro) if trace_repro_path is not None else None,
         fix=load_record(fix_path, FixOutcome) if fix_path is not None else None,
         decision=load_record(decision_path, DecisionOutcome) if decision_path is not None else None,
         ranks=load_record(ranks_path, RankComparison) if ranks_path is not None else None,

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from sparsedebug.core.stats import median, percentiles
 from sparsedebug.records.run import GraphStage, KernelPath, LowerStage, RunRecord
 from sparsedebug.render.clocks import measured_clock
 from sparsedebug.render.terminal.fit import optional
 from sparsedebug.signoff.metrics import equal_latency_sentence, quality_figure
+from sparsedebug.sources.workload.schema import WorkloadOrigin
 
 
 def target_rows(record: RunRecord) -> list[tuple[str, str]]:
@@ -205,3 +207,17 @@ def kernel_table(record: RunRecord) -> Table:
         )
     optional(table, "max abs err", "dense/chosen", "precision", "dense ms")
     return table
+
+
+def origin_note(origin: WorkloadOrigin, workload_file: str) -> Text:
+    """What a reproducer cut from a trace pair reproduces, and whether (and why not) this replay can show it."""
+    text = Text()
+    text.append(f"reproducer of {origin.layer} from trace {origin.trace}: ", style="bold")
+    text.append(f"the trace pair diverged first at {origin.first_stage}, mechanism {origin.mechanism or 'none'}")
+    twin = f"; dense twin: {origin.dense_twin} (`sparsedebug bisect {origin.dense_twin} {workload_file}`)" if origin.dense_twin else ""
+    text.append(twin + "\n")
+    if origin.replay_shows:
+        text.append(f"this replay shows it: {origin.note}\n", style="green")
+    else:
+        text.append(f"this replay cannot show it: {origin.note}\n", style="yellow")
+    return text

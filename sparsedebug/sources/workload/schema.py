@@ -191,6 +191,18 @@ class Layer(Record):
         return self.fn if self.fn is not None else _DEFAULT_FN.get(self.op)
 
 
+class WorkloadOrigin(Record):
+    """Where a generated workload comes from: the layer of an imported trace pair it reproduces."""
+
+    trace: str = Field(description="The candidate trace the layer was cut from.")
+    layer: str
+    first_stage: str = Field(description="The first divergent stage the bisect of the trace pair found.")
+    mechanism: str | None = Field(None, description="The winning mechanism of the trace pair's classification.")
+    replay_shows: bool = Field(description="Whether the built-in replay can show that stage and mechanism.")
+    note: str = Field(description="What the built-in replay of this workload can and cannot show, and why.")
+    dense_twin: str | None = Field(None, description="The workload of the same op dense (its baseline).")
+
+
 class Workload(Record):
     """A replayable workload: seed, model graph, intended sparsity, token count and knobs."""
 
@@ -229,6 +241,7 @@ class Workload(Record):
         ),
     )
     pruning: PruningSpec = Field(default_factory=PruningSpec)
+    origin: WorkloadOrigin | None = Field(None, description="Set on a reproducer cut from a trace pair: the layer and what the trace showed.")
 
     _linear_by_default = model_validator(mode="before")(linear_by_default)
 

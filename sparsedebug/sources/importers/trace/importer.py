@@ -43,11 +43,13 @@ from sparsedebug.records.run import (
     GraphStage,
     KernelPath,
     KernelStage,
+    LowerLayer,
     LowerStage,
     OutcomeStage,
     RunRecord,
     RunSource,
     ScheduleStage,
+    TraceRuntime,
 )
 from sparsedebug.sources.importers.trace.analysis.strip import iteration_strip
 from sparsedebug.sources.importers.trace.analysis.timeline import (
@@ -234,7 +236,10 @@ def analyze_trace(path: Path, *, include_last_step: bool = False, events: TraceE
     with_calls = {layer.name for layer in layers if layer.calls[0].identity != "kernel"}
     record = RunRecord(
         name=_stem(path),
-        source=RunSource(kind="torch_trace", files=[file_digest(path)]),
+        source=RunSource(
+            kind="torch_trace", files=[file_digest(path)],
+            runtime=_runtime(trace.metadata, device, device_name, lower_layers, any(op.launch_name.startswith("cudaGraphLaunch") for op in ops)),
+        ),
         graph=GraphStage(layers=graph_layers, tokens=tokens(graph_layers)),
         lower=LowerStage(backend=f"cuda:{device_name}" if device_name else "cuda", layers=lower_layers),
         kernel=KernelStage(layers=[e.kernel for e in entries], by_class_ms=dict(by_class)),
@@ -293,6 +298,30 @@ def _summary(
 def import_trace(path: Path) -> RunRecord:
     """Import a PyTorch profiler Chrome trace (``.json`` or ``.json.gz``) as a ``RunRecord``."""
     return analyze_trace(path).record
+
+
+def _cuda_version(value: Any) -> str | None:
+    """``13000`` -> ``13.0`` (CUDA's major * 1000 + minor * 10); None when absent or not a number."""
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        return None
+    return f"{value // 1000}.{(value % 1000) // 10}"
+
+
+def _runtime(metadata: dict[str, Any], device: int, device_name: str | None, layers: list[LowerLayer], cuda_graph: bool) -> TraceRuntime:
+    capability = None
+    props = metadata.get("deviceProperties")
+    if isinstance(props, list):
+        for prop in props:
+            if isinstance(prop, dict) and prop.get("id") == device and isinstance(prop.get("computeMajor"), int) and isinstance(prop.get("computeMinor"), int):
+                capability = f"{prop['computeMajor']}.{prop['computeMinor']}"
+    sparse = [layer.dispatch for layer in layers if layer.path is KernelPath.SPARSE and layer.dispatch is not None]
+    cupti = metadata.get("cupti_version")
+    return TraceRuntime(
+        cuda_runtime=_cuda_version(metadata.get("cuda_runtime_version")), cuda_driver=_cuda_version(metadata.get("cuda_driver_version")),
+        cupti=str(cupti) if isinstance(cupti, int | str) and not isinstance(cupti, bool) else None, device=device_name, capability=capability,
+        sparse_backends=sorted({d.backend for d in sparse if d.backend}), sparse_ops=sorted({d.backend_op for d in sparse if d.backend_op}),
+        cuda_graph=cuda_graph,
+    )
 
 
 def _device_name(metadata: dict[str, Any], device: int) -> str | None:
