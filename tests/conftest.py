@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Sequence
 from pathlib import Path
@@ -30,6 +31,16 @@ def assert_clean_error(result: Result, code: int, *needles: str) -> None:
     assert "Traceback" not in result.stdout + result.stderr
     for needle in needles:
         assert needle in result.stderr, (needle, result.stderr)
+
+
+def assert_json_error(result: Result, code: int, *needles: str) -> dict[str, object]:
+    """A ``--json`` call that failed: the clean error on stderr, and on stdout one JSON error object saying the same."""
+    assert_clean_error(result, code, *needles)
+    error = json.loads(result.stdout)["error"]
+    assert error["exit_code"] == code and error["lines"] and error["message"] == error["lines"][0]
+    for needle in needles:
+        assert any(needle in line for line in error["lines"]), (needle, error)
+    return dict(error)
 
 
 @pytest.fixture

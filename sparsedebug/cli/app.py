@@ -59,6 +59,22 @@ class LazyGroup(TyperGroup):
                 self.commands.setdefault(name, command)
         return self.commands.get(cmd_name)
 
+    def invoke(self, ctx: Any) -> Any:
+        """Run the command; a usage error (bad option value, unknown option) of a ``--json`` call is also a JSON
+        error object on stdout, as every other error of a ``--json`` call (``common.report_error``)."""
+        from typer._click.exceptions import UsageError
+
+        args = [*getattr(ctx, "protected_args", []), *ctx.args]
+        try:
+            return super().invoke(ctx)
+        except UsageError as exc:
+            if "--json" in args:
+                from sparsedebug.cli.common import emit_json
+
+                message = exc.format_message()
+                emit_json({"error": {"exit_code": exc.exit_code, "message": message, "lines": message.splitlines()}})
+            raise
+
 
 app = typer.Typer(
     name="sparsedebug",
@@ -88,5 +104,28 @@ def _root(
 
 
 def main() -> None:
-    """Console-script entry point."""
+    """Console-script entry point.
+
+    Under ``ulimit -v`` (or a process limit) numpy is started first, so that a BLAS that
+    cannot start under the limit is one line and exit 2 (``core.budget.start_numpy_within_limits``),
+    not a traceback or a false interruption.
+    """
+    if _address_space_limited():
+        from sparsedebug.core.budget import start_numpy_within_limits
+        from sparsedebug.core.errors import UserError
+
+        try:
+            start_numpy_within_limits()
+        except UserError as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise SystemExit(2) from None
     app()
+
+
+def _address_space_limited() -> bool:
+    """Whether ``ulimit -v`` is set (checked without importing anything heavy: start-up stays light)."""
+    try:
+        import resource
+    except ImportError:
+        return False
+    return resource.getrlimit(resource.RLIMIT_AS)[0] != resource.RLIM_INFINITY

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from sparsedebug.cli.common import EXIT_CHECK_FAILED, JsonOption, console, emit_json, handle_errors
+from sparsedebug.cli.common import EXIT_CHECK_FAILED, JsonOption, console, emit_json, handle_errors, note_block_pattern
 
 
 @handle_errors
@@ -56,6 +56,7 @@ def audit(
     from sparsedebug.render.terminal.audit import audit_view
     from sparsedebug.signoff.audit import audit_checkpoint
 
+    note_block_pattern(pattern)
     result = audit_checkpoint(checkpoint, pattern=pattern, backend=backend, stack=stack)
     if json_out:
         emit_json(result)

@@ -6,11 +6,11 @@ from typing import Annotated
 
 import typer
 
-from sparsedebug.cli.common import JsonOption, WideOption, console, emit_json, err_console, handle_errors
+from sparsedebug.cli.common import JsonOption, WideOption, console, emit_json, err_console, handle_errors, note_block_pattern
 from sparsedebug.core.budget import MAX_REPEATS
 from sparsedebug.core.errors import UserError
 from sparsedebug.kernels.bench import parse_shape, parse_tokens, run_kernel_bench
-from sparsedebug.kernels.masks import parse_pattern
+from sparsedebug.kernels.masks import check_block, parse_pattern
 from sparsedebug.render.terminal.bench import kernel_bench_table, tails_table
 
 bench_app = typer.Typer(help="Benchmarks that print ratios against a baseline timed in the same process.", no_args_is_help=True)
@@ -47,7 +47,10 @@ def kernel(
     parsed = parse_pattern(pattern)
     if parsed.block is not None and block is not None and parsed.block != block:
         raise UserError(f"--pattern {pattern} sets block {parsed.block} but --block says {block}")
+    if block is not None:
+        check_block(rows_k[0], parsed.model_copy(update={"block": block}), f"--block {block}")
     chosen_block = block if block is not None else (parsed.block if parsed.block is not None else 256)
+    note_block_pattern(pattern)
     status = err_console()
     results = run_kernel_bench(
         rows_k,

@@ -10,7 +10,6 @@ with one line on stderr and exit 128 + the signal number (130, 143, 129).
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, ParamSpec, TypeVar
@@ -83,9 +82,24 @@ def err_console() -> Console:
     return Console(stderr=True, highlight=False)
 
 
+def note_block_pattern(text: str) -> None:
+    """Say on stderr how a ``V:N:M`` pattern was read (``2:4:8`` is V=2 rows per block, 4 of every 8 kept),
+    so that a three-part pattern is never taken silently; a malformed one is left to the command's own check."""
+    from sparsedebug.kernels.masks import describe_pattern, parse_pattern
+
+    try:
+        parsed = parse_pattern(text)
+    except UserError:
+        return
+    if parsed.block is not None:
+        err_console().print(f"pattern {describe_pattern(parsed)}", markup=False, highlight=False)
+
+
 def emit_json(data: Any) -> None:
-    """Print JSON to stdout: a pydantic record, a list of them, or plain data."""
-    typer.echo(json.dumps(to_jsonable(data), indent=2))
+    """Print strict JSON to stdout (a NaN or infinity is null): a pydantic record, a list of them, or plain data."""
+    from sparsedebug.core.io import dumps_json
+
+    typer.echo(dumps_json(to_jsonable(data)))
 
 
 def to_jsonable(data: Any) -> Any:
@@ -99,21 +113,41 @@ def to_jsonable(data: Any) -> Any:
     return data
 
 
+def report_error(lines: list[str], exit_code: int, *, as_json: bool) -> None:
+    """Say why a command stopped: ``error: LINE`` on stderr per line, and with ``--json`` also the JSON error
+    object ``{"error": {"exit_code", "message", "lines"}}`` on stdout, so that a JSON reader never gets nothing."""
+    lines = lines or ["error"]
+    for line in lines:
+        typer.echo(f"error: {line}", err=True)
+    if as_json:
+        emit_json({"error": {"exit_code": exit_code, "message": lines[0], "lines": lines}})
+
+
 def handle_errors(func: Callable[P, R]) -> Callable[P, R]:
     """Decorate a command so a ``UserError`` prints one clean message and exits 2, and a signal
-    (SIGINT, SIGTERM, SIGHUP) unwinds through the cleanup and exits 128 + its number."""
+    (SIGINT, SIGTERM, SIGHUP) unwinds through the cleanup and exits 128 + its number.
+
+    An allocation that fails (``MemoryError``) is bad input for this machine: one line naming
+    the memory limits (``core.budget.out_of_memory``), exit 2. With ``--json`` (the
+    ``json_out`` parameter) the error is also a JSON object on stdout (:func:`report_error`).
+    """
 
     @functools.wraps(func)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        as_json = bool(kwargs.get("json_out"))
         try:
             with signals_as_exceptions():
                 return func(*args, **kwargs)
         except UserError as exc:
-            for line in str(exc).splitlines() or ["error"]:
-                typer.echo(f"error: {line}", err=True)
+            report_error(str(exc).splitlines(), EXIT_BAD_INPUT, as_json=as_json)
+            raise typer.Exit(EXIT_BAD_INPUT) from None
+        except MemoryError as exc:
+            from sparsedebug.core.budget import out_of_memory
+
+            report_error(str(out_of_memory(exc)).splitlines(), EXIT_BAD_INPUT, as_json=as_json)
             raise typer.Exit(EXIT_BAD_INPUT) from None
         except Interrupted as exc:
-            typer.echo(f"error: interrupted by {exc.name}; nothing half-written was left", err=True)
+            report_error([f"interrupted by {exc.name}; nothing half-written was left"], exc.exit_code, as_json=as_json)
             raise typer.Exit(exc.exit_code) from None
 
     return wrapper

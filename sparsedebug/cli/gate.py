@@ -19,8 +19,7 @@ from sparsedebug.cli.common import (
     rank_pair,
 )
 from sparsedebug.core.budget import MAX_REPEATS
-from sparsedebug.core.errors import UserError
-from sparsedebug.core.io import atomic_write_text
+from sparsedebug.core.io import atomic_write_text, check_output
 from sparsedebug.render.junit import junit_xml
 from sparsedebug.render.markdown.gate import summary_markdown
 from sparsedebug.render.terminal.gate import gate_table
@@ -68,9 +67,9 @@ def gate(
     confined to (else the straggler, else the lowest rank) is analysed as a pair.
     """
     pol = load_policy(policy)
-    for out_path in (junit, summary):
-        if out_path is not None and not (out_path.parent if str(out_path.parent) else Path(".")).is_dir():
-            raise UserError(f"{out_path}: output directory {out_path.parent} does not exist")
+    for out_path, option in ((junit, "--junit"), (summary, "--summary")):
+        if out_path is not None:
+            check_output(out_path, option)
     baseline, candidate, ranks = rank_pair(baseline, candidate, executor, json_out=json_out, wide=wide)
     err = err_console()
     runs = []

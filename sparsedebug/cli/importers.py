@@ -20,8 +20,7 @@ from sparsedebug.cli.common import (
     load_run_set_with_progress,
     rank_pair,
 )
-from sparsedebug.core.errors import UserError
-from sparsedebug.core.io import atomic_write_text, save_record
+from sparsedebug.core.io import atomic_write_text, check_output, save_record
 from sparsedebug.locate.paths import compare_paths
 from sparsedebug.render.terminal.importers import (
     class_delta_table,
@@ -100,8 +99,8 @@ def trace(
     --json, prints {"summary": ..., "record": ...}.
     """
     for path, opt in ((output, "-o"), (html, "--html")):
-        if path is not None and not (path.parent if str(path.parent) else Path(".")).is_dir():
-            raise UserError(f"{path}: output directory {path.parent} does not exist ({opt})")
+        if path is not None:
+            check_output(path, opt)
     if is_run_set(str(file)):
         return _trace_set(str(file), executor, output, json_out, wide)
     with err_console().status(f"reading {file}"):
@@ -190,8 +189,6 @@ def smi(
     the max clock, power, temperature, and the time spent under each reason: the
     evidence for the thermal/power mechanism.
     """
-    if max_clock is not None and max_clock <= 0:
-        raise UserError(f"--max-clock: must be positive, got {max_clock}")
     report = load_smi(file, max_clock_mhz=max_clock)
     if json_out:
         emit_json(report if samples else report.model_copy(update={"samples": []}))

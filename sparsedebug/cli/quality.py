@@ -22,12 +22,14 @@ from sparsedebug.cli.common import (
     emit_json,
     err_console,
     handle_errors,
+    note_block_pattern,
 )
+from sparsedebug.core.budget import MAX_TEXT_TOKENS
 from sparsedebug.core.errors import UserError
-from sparsedebug.core.io import save_record
-from sparsedebug.kernels.masks import parse_pattern
+from sparsedebug.core.io import check_output, save_record
+from sparsedebug.kernels.masks import Pattern, parse_pattern
 from sparsedebug.kernels.pruning import DEFAULT_BLOCK, DEFAULT_DAMPING, METHODS, Method
-from sparsedebug.quality.save import check_save_target
+from sparsedebug.quality.save import check_save_target, make_save_dir
 from sparsedebug.quality.study import StudyRequest, run_study
 from sparsedebug.records.quality import QualityStudy
 from sparsedebug.render.terminal.quality import quality_table, worst_layers_table
@@ -51,7 +53,8 @@ def quality(
         list[str] | None,
         typer.Option(help="Layers to prune, repeatable: all, mlp, attention, or comma-separated name globs (blk.*.ffn_down)."),
     ] = None,
-    tokens: Annotated[int | None, typer.Option(help=f"Evaluation tokens (default {_LLAMA.eval_tokens} decoder, {_BERT.eval_tokens} encoder).", min=1)] = None,
+    tokens: Annotated[int | None, typer.Option(help=f"Evaluation tokens (default {_LLAMA.eval_tokens} decoder, {_BERT.eval_tokens} "
+                                               f"encoder; at most {MAX_TEXT_TOKENS:,}).", min=1, max=MAX_TEXT_TOKENS)] = None,
     calibration_tokens: Annotated[
         int | None,
         typer.Option(
@@ -86,9 +89,8 @@ def quality(
     selection, with its time on this machine. Progress goes to stderr.
     """
     methods = _methods(method)
-    patterns = [parse_pattern(item) for item in (pattern or ["2:4"])]
-    if save is not None:
-        check_save_target(save, save_dtype)
+    patterns = _patterns(pattern)
+    _check_outputs(save, save_dtype, output)
     corpus = file_corpus(text) if text is not None else default_corpus()
     loaded = load_model(model, _log)
     request = StudyRequest(
@@ -98,6 +100,7 @@ def quality(
     study = _run_with_progress(loaded, corpus, request, quiet=json_out)
     _note_short_text(study, tokens or loaded.defaults.eval_tokens, calibration_tokens or loaded.defaults.calibration_tokens)
     if save is not None:
+        make_save_dir(save)
         save_record(study, save / "quality.json")
     if output is not None:
         save_record(study, output)
@@ -114,6 +117,21 @@ def quality(
             out.print(f"wrote {row.saved}")
     if output is not None:
         out.print(f"wrote {output}")
+
+
+def _patterns(given: list[str] | None) -> list[Pattern]:
+    """The patterns asked (default 2:4); a V:N:M one is said in words on stderr."""
+    for item in given or []:
+        note_block_pattern(item)
+    return [parse_pattern(item) for item in (given or ["2:4"])]
+
+
+def _check_outputs(save: Path | None, save_dtype: str, output: Path | None) -> None:
+    """Refuse an unusable --save folder, --save-dtype or -o path before any work."""
+    if save is not None:
+        check_save_target(save, save_dtype)
+    if output is not None:
+        check_output(output, "-o")
 
 
 def _methods(given: list[str] | None) -> list[Method]:

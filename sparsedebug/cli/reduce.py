@@ -10,6 +10,7 @@ import typer
 from sparsedebug.cli.common import EXIT_CHECK_FAILED, JsonOption, WideOption, console, emit_json, err_console, handle_errors
 from sparsedebug.core.budget import MAX_REPEATS
 from sparsedebug.core.errors import UserError
+from sparsedebug.core.io import check_output
 from sparsedebug.core.signals import signals_deferred
 from sparsedebug.core.stats import DEFAULT_ALPHA, DEFAULT_MIN_EFFECT
 from sparsedebug.reduce.reduce import DEFAULT_MAX_PROBES, DEFAULT_PROBE_REPEATS, reduce_workloads
@@ -56,8 +57,7 @@ def reduce(
         raise UserError(f"{bad}: GOOD and BAD are the same file")
     if output.suffix.lower() not in (".yaml", ".yml"):
         raise UserError(f"{output}: the reproducer is a workload; use a .yaml or .yml name")
-    if not output.parent.resolve().is_dir():
-        raise UserError(f"{output}: output directory {output.parent} does not exist")
+    check_output(output, "-o")
     good_workload = load_workload(good)
     bad_workload = load_workload(bad)
     err = err_console()

@@ -10,7 +10,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 
 from sparsedebug.cli.common import JsonOption, OutputOption, WideOption, console, emit_json, err_console, handle_errors
 from sparsedebug.core.budget import MAX_REPEATS
-from sparsedebug.core.io import save_record
+from sparsedebug.core.io import check_output, save_record
 from sparsedebug.records.run import STAGES, RunRecord
 from sparsedebug.render.terminal.replay import fallback_table, kernel_table, lower_table, origin_note, summary_table
 from sparsedebug.sources.detect import load_workload, resolve_workload
@@ -42,6 +42,8 @@ def replay(
     model narrowed to the same latency. Numbers and decisions are reproducible
     for a fixed seed; only timings vary. Progress goes to stderr.
     """
+    if output is not None:
+        check_output(output, "-o")
     path = resolve_workload(workload)
     spec = load_workload(path)
     record = _run_with_progress(spec, path, repeats, quiet=json_out)

@@ -6,8 +6,11 @@ what this machine has and refuses, as a one-line ``UserError`` giving the estima
 the limit, when they do not fit:
 
 - **memory**: at most half of the memory available now (``MemAvailable`` in
-  ``/proc/meminfo``, capped by a cgroup v2 ``memory.max`` when the process runs in one; the
-  physical memory where neither exists). ``SPARSEDEBUG_MAX_MEMORY_GB`` sets another limit.
+  ``/proc/meminfo``, capped by a cgroup v2 ``memory.max`` when the process runs in one and
+  by the room left under the address-space limit, ``ulimit -v``, when one is set; the
+  physical memory where none exists). ``SPARSEDEBUG_MAX_MEMORY_GB`` sets another limit.
+  An allocation that fails all the same (``MemoryError``) is :func:`out_of_memory`: one
+  line naming the limits, exit 2.
 - **time**: at most :data:`DEFAULT_MAX_SECONDS` of this machine's time. The time is a
   lower bound: the request's floating-point work at the fp32 GEMM rate this machine
   reaches right now (a 256^3 ``numpy.matmul``, timed in a few milliseconds when the check
@@ -32,6 +35,11 @@ from sparsedebug.records.base import Record
 
 MAX_REPEATS = 10_000
 """Upper bound of every repeat count (workload ``repeats``, ``--repeats``, ``--rounds``, ``--probe-repeats``)."""
+
+MAX_TEXT_TOKENS = 1 << 24
+"""Upper bound of every count of text tokens a quality study reads (``quality --tokens``, ``--calibration-tokens``,
+``model.eval_tokens``, ``pruning.calibration_tokens``): 16,777,216, hundreds of times the default text
+(pydoc_data.topics gives about 28,000 evaluation tokens); a text shorter than the count asked is used whole, and said."""
 
 DEFAULT_MAX_SECONDS = 3600.0
 """Default time limit of one request: an hour of this machine's time."""
@@ -105,8 +113,44 @@ def _cgroup_room() -> int | None:
     return None
 
 
+def address_space_limit() -> int | None:
+    """This process's address-space limit in bytes (``ulimit -v``, RLIMIT_AS), None when unlimited."""
+    try:
+        import resource
+    except ImportError:  # not on POSIX
+        return None
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    return None if soft == resource.RLIM_INFINITY or soft < 0 else int(soft)
+
+
+def _address_space_used() -> int | None:
+    """Bytes of address space this process maps now (``VmSize`` in ``/proc/self/status``)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmSize:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def _address_space_room() -> int | None:
+    """Bytes left under the address-space limit (``ulimit -v``), when one is set.
+
+    Every allocation, and every thread's stack, maps address space: under ``ulimit -v`` an
+    array fails to allocate long before physical memory runs out, so this room counts
+    as memory available (when the current mapping is unknown, the whole limit does).
+    """
+    limit = address_space_limit()
+    if limit is None:
+        return None
+    used = _address_space_used()
+    return max(0, limit - (used or 0))
+
+
 def available_memory() -> tuple[int, str]:
-    """Bytes of memory available to this process now, and where the figure came from."""
+    """Bytes of memory available to this process now, and where the figure came from (the smallest of
+    ``MemAvailable``, the room under a cgroup limit and the room under the address-space limit)."""
     found: list[tuple[int, str]] = []
     meminfo = _meminfo_available()
     if meminfo is not None:
@@ -114,6 +158,9 @@ def available_memory() -> tuple[int, str]:
     room = _cgroup_room()
     if room is not None:
         found.append((room, "left under the cgroup limit"))
+    space = _address_space_room()
+    if space is not None:
+        found.append((space, "left under the address-space limit (ulimit -v)"))
     if not found:
         try:
             pages, size = os.sysconf("SC_PHYS_PAGES"), os.sysconf("SC_PAGE_SIZE")
@@ -207,3 +254,57 @@ def check_budget(cost: Cost, *, timed: bool = True) -> None:
             f"{rate / 1e9:.1f} GFLOP/s, {cost.calls:.3g} kernel calls), more than {seconds_text}; "
             "use fewer repeats or tokens"
         )
+
+
+def out_of_memory(exc: BaseException) -> UserError:
+    """The one-line error for an allocation that failed (``MemoryError``, numpy's ``_ArrayMemoryError``,
+    a library that could not map itself): what failed and the limits in force, with what to do."""
+    what = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    available, source = available_memory()
+    limits = [f"{_gib(available)} of memory {source}"]
+    space = address_space_limit()
+    if space is not None and "ulimit -v" not in source:
+        limits.append(f"address-space limit (ulimit -v) {_gib(space)}")
+    return UserError(
+        f"out of memory: {what} ({'; '.join(limits)}); use fewer tokens or narrower layers, "
+        "or raise the limit (ulimit -v, the cgroup's memory.max)"
+    )
+
+
+def start_numpy_within_limits() -> None:
+    """Import numpy now, under ``ulimit -v``, and refuse in one line when it cannot start.
+
+    Nothing happens without that limit (numpy is imported lazily, by the commands that
+    use it). Under one, numpy's C extensions may fail to map (an ``ImportError``) and
+    OpenBLAS, failing to start its threads, raises SIGINT at the process itself: a SIGINT
+    during this import is that failure, not a Ctrl-C (the command would otherwise report
+    a false interruption). Both become a ``UserError`` naming the limit.
+    """
+    import signal
+    import sys
+    import threading
+
+    space = address_space_limit()
+    if "numpy" in sys.modules or space is None:
+        return
+    limit_text = f"the address-space limit (ulimit -v) of {_gib(space)}"
+    raised: list[int] = []
+    in_main = threading.current_thread() is threading.main_thread()
+    previous = signal.getsignal(signal.SIGINT) if in_main else None
+    if in_main:
+        signal.signal(signal.SIGINT, lambda signum, frame: raised.append(signum))
+    failure: str | None = None
+    try:
+        import numpy  # noqa: F401  (started here on purpose)
+    except (ImportError, MemoryError) as exc:
+        lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+        failure = lines[-1] if lines else type(exc).__name__
+    finally:
+        if in_main:
+            signal.signal(signal.SIGINT, previous)
+    if raised:
+        raise UserError(
+            f"numpy's BLAS could not start its threads under {limit_text}; raise the limit or set OPENBLAS_NUM_THREADS=1"
+        )
+    if failure is not None:
+        raise UserError(f"numpy could not load under {limit_text} ({failure}); raise the limit")

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
+import re
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -48,16 +50,73 @@ def read_text(path: Path) -> str:
         return path.read_text(encoding="utf-8")
 
 
+class _NotStrictJson(ValueError):
+    """A ``NaN``/``Infinity`` constant: Python's json accepts it, strict JSON (and every other parser) does not."""
+
+
+def _refuse_constant(name: str) -> Any:
+    raise _NotStrictJson(name)
+
+
+def load_json_text(text: str, source: str) -> Any:
+    """Parse strict JSON: malformed text and the non-standard ``NaN``/``Infinity`` are one-line ``UserError``s."""
+    try:
+        return json.loads(text, parse_constant=_refuse_constant)
+    except _NotStrictJson as exc:
+        raise UserError(f"{source}: {exc} is not JSON (strict JSON has no NaN or Infinity); write a finite number or null") from None
+    except json.JSONDecodeError as exc:
+        raise UserError(f"{source}: malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    except RecursionError:
+        raise UserError(f"{source}: JSON nested too deeply to read") from None
+
+
+def finite_or_null(data: Any) -> Any:
+    """``data`` with every NaN or infinite float replaced by None, so that it dumps as strict JSON."""
+    if isinstance(data, float):
+        return data if math.isfinite(data) else None
+    if isinstance(data, dict):
+        return {key: finite_or_null(value) for key, value in data.items()}
+    if isinstance(data, list | tuple):
+        return [finite_or_null(value) for value in data]
+    return data
+
+
+def dumps_json(data: Any, *, indent: int | None = 2) -> str:
+    """Strict JSON text of plain data: a NaN or infinity becomes null, never a bare ``NaN`` strict parsers reject."""
+    return json.dumps(finite_or_null(data), indent=indent, allow_nan=False)
+
+
+class _Loader(yaml.SafeLoader):
+    """PyYAML's safe loader, reading numbers as YAML 1.2 (and JSON) do: ``1e20`` is a float, not the string
+    ``'1e20'`` of YAML 1.1, so that a field's own bound names what is wrong with it (``repeats: 1e20`` is over
+    the limit, not "unable to parse string as an integer"); and ``2:4`` stays the text ``'2:4'``, not YAML 1.1's
+    base-60 integer 124 (an unquoted N:M pattern would otherwise be read as a number)."""
+
+
+def _numbers_as_yaml_1_2() -> None:
+    numeric = {"tag:yaml.org,2002:int", "tag:yaml.org,2002:float"}
+    _Loader.yaml_implicit_resolvers = {
+        first: [
+            (tag, re.compile(r"^(?![^:]*:)" + regexp.pattern[1:], regexp.flags) if tag in numeric else regexp)
+            for tag, regexp in resolvers
+        ]
+        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+    }
+    _Loader.add_implicit_resolver(
+        "tag:yaml.org,2002:float", re.compile(r"^[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"), list("-+0123456789")
+    )
+
+
+_numbers_as_yaml_1_2()
+
+
 def load_data(path: Path) -> Any:
     """Parse a YAML (safe loader) or JSON file by its suffix; anything else is tried as YAML."""
     text = read_text(path)
     if path.suffix.lower() == ".json":
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise UserError(f"{path}: malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+        return load_json_text(text, str(path))
     try:
-        return yaml.safe_load(text)
+        return yaml.load(text, Loader=_Loader)  # noqa: S506 (a SafeLoader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""
@@ -65,8 +124,26 @@ def load_data(path: Path) -> Any:
         raise UserError(f"{path}: malformed YAML{where}: {problem}") from None
 
 
-def format_validation_error(source: str, exc: ValidationError) -> str:
-    """One line per problem: ``SOURCE: field.path: message``."""
+def _upper_bound(model: type[BaseModel] | None, loc: tuple[Any, ...]) -> Any:
+    """The ``le``/``lt`` bound of the field at ``loc`` (through nested records), None when there is none."""
+    field = None
+    for part in loc:
+        if not isinstance(part, str):
+            continue
+        if model is None or part not in model.model_fields:
+            return None
+        field = model.model_fields[part]
+        nested = field.annotation
+        model = nested if isinstance(nested, type) and issubclass(nested, BaseModel) else None
+    for item in field.metadata if field is not None else ():
+        bound = getattr(item, "le", None) if getattr(item, "le", None) is not None else getattr(item, "lt", None)
+        if bound is not None:
+            return bound
+    return None
+
+
+def format_validation_error(source: str, exc: ValidationError, model: type[BaseModel] | None = None) -> str:
+    """One line per problem: ``SOURCE: field.path: message`` (a number too large to hold says the field's limit)."""
     lines = []
     for err in exc.errors():
         loc = ".".join(str(part) for part in err["loc"]) or "(top level)"
@@ -75,25 +152,48 @@ def format_validation_error(source: str, exc: ValidationError) -> str:
             msg = "unknown field"
         elif err["type"] == "missing":
             msg = "missing field"
+        elif err["type"] == "int_parsing_size":
+            bound = _upper_bound(model, tuple(err["loc"]))
+            limit = f"; at most {bound:,}" if isinstance(bound, int) else ""
+            msg = f"{err['input']!r} is far too large for this count{limit}"
         lines.append(f"{source}: {loc}: {msg}")
     return "\n".join(lines)
 
 
-def validate(model: type[M], data: Any, source: str) -> M:
-    """Validate parsed data into ``model``; refuse newer schema versions with an upgrade hint."""
+def check_schema_version(model: type[BaseModel], data: dict[str, Any], source: str, *, required: bool = False) -> None:
+    """Refuse a ``schema_version`` that is not a version this sparsedebug reads (1 up to the model's own).
+
+    A version below 1 or not a whole number is refused as such, a newer one with an upgrade
+    hint; a missing one is refused when ``required`` (files a user writes: workloads).
+    """
+    field = model.model_fields.get("schema_version")
+    if field is None:
+        return
+    current = field.default if isinstance(field.default, int) else SCHEMA_VERSION
+    if "schema_version" not in data:
+        if required:
+            raise UserError(f"{source}: schema_version: missing field; add 'schema_version: {current}' (the layout this file follows)")
+        return
+    version = data["schema_version"]
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise UserError(f"{source}: schema_version: {version!r} is not a schema version; this sparsedebug reads 1 to {current}")
+    if version > current:
+        raise UserError(
+            f"{source}: schema_version: {version} is newer than this sparsedebug understands "
+            f"({current}); upgrade sparsedebug to read it"
+        )
+
+
+def validate(model: type[M], data: Any, source: str, *, require_version: bool = False) -> M:
+    """Validate parsed data into ``model``; refuse a schema version it cannot read (newer: with an upgrade hint)."""
     if not isinstance(data, dict):
         kind = "empty file" if data is None else f"a {type(data).__name__}"
         raise UserError(f"{source}: (top level): expected a mapping, got {kind}")
-    version = data.get("schema_version")
-    if isinstance(version, int) and version > SCHEMA_VERSION:
-        raise UserError(
-            f"{source}: schema_version: {version} is newer than this sparsedebug understands "
-            f"({SCHEMA_VERSION}); upgrade sparsedebug to read it"
-        )
+    check_schema_version(model, data, source, required=require_version)
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        raise UserError(format_validation_error(source, exc)) from None
+        raise UserError(format_validation_error(source, exc, model)) from None
 
 
 def load_record(path: Path, model: type[M]) -> M:
@@ -106,7 +206,28 @@ def dump_text(record: BaseModel, path: Path) -> str:
     data = record.model_dump(mode="json")
     if path.suffix.lower() in _YAML_SUFFIXES:
         return yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
-    return json.dumps(data, indent=2) + "\n"
+    return dumps_json(data) + "\n"
+
+
+def check_output(path: Path, option: str | None = None) -> Path:
+    """Refuse an output path that cannot be written, before any work is done; return its folder.
+
+    One line naming the path (and ``option``, the flag that gave it): a folder given
+    where a file is meant, a file standing where a folder of the path should be, a
+    folder that does not exist (create it first), or one this process cannot write to.
+    """
+    said = f"{path} ({option})" if option else str(path)
+    if path.is_dir():
+        raise UserError(f"{said}: is a directory; give a file name inside it (e.g. {path / ('out' + (path.suffix or '.json'))})")
+    directory = path.parent if str(path.parent) else Path(".")
+    if not directory.is_dir():
+        blocker = next((p for p in [directory, *directory.parents] if p.exists()), None)
+        if blocker is not None and not blocker.is_dir():
+            raise UserError(f"{said}: {blocker} is a file, not a directory; choose another output path")
+        raise UserError(f"{said}: output directory {directory} does not exist; create it first (mkdir -p {directory})")
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise UserError(f"{said}: cannot write to {directory}: permission denied")
+    return directory
 
 
 def atomic_write_text(path: Path, text: str) -> None:
@@ -116,15 +237,13 @@ def atomic_write_text(path: Path, text: str) -> None:
     The file gets the mode a plain ``open`` would give it (0666 minus the umask),
     not the 0600 of the temporary file.
     """
-    directory = path.parent if str(path.parent) else Path(".")
-    if not directory.is_dir():
-        raise UserError(f"{path}: output directory {directory} does not exist")
+    directory = check_output(path)
     try:
         fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
     except OSError as exc:
         raise UserError(f"{path}: cannot write to {directory}: {exc.strerror}") from None
     try:
-        os.fchmod(fd, 0o666 & ~current_umask())
+        os.fchmod(fd, plain_mode())
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()
@@ -136,6 +255,12 @@ def atomic_write_text(path: Path, text: str) -> None:
     except BaseException:
         _remove_quietly(tmp_name)
         raise
+
+
+def plain_mode(*, directory: bool = False) -> int:
+    """The mode a plain ``open`` (0666) or ``mkdir`` (0777) gives under the umask: what a file or folder made
+    through a private temporary name (``mkstemp``'s 0600, ``mkdtemp``'s 0700) is set to before it is renamed."""
+    return (0o777 if directory else 0o666) & ~current_umask()
 
 
 def current_umask() -> int:

@@ -28,7 +28,7 @@ from sparsedebug.core.budget import Cost, check_budget
 from sparsedebug.core.errors import InternalError, UserError
 from sparsedebug.core.stats import Percentiles, median, percentiles
 from sparsedebug.core.timing import measure
-from sparsedebug.kernels.masks import Pattern, check_nm
+from sparsedebug.kernels.masks import Pattern, check_block, check_divisible, check_nm
 from sparsedebug.kernels.nm import NMWeight
 from sparsedebug.kernels.precision import error_bound
 from sparsedebug.kernels.vnm import VNMWeight
@@ -125,8 +125,9 @@ def _check_request(shape: tuple[int, int], tokens: Sequence[int], pattern: Patte
     rows, k = shape
     check_nm(pattern.n, pattern.m)
     check_budget(bench_cost(shape, tokens, pattern, rounds, warmup))
-    if k % pattern.m != 0:
-        raise UserError(f"--shape {rows}x{k}: K={k} is not divisible by M={pattern.m} of pattern {pattern.n}:{pattern.m}")
+    check_divisible(k, pattern, f"--shape {rows}x{k}")
+    if pattern.block is not None:
+        check_block(rows, pattern, f"--shape {rows}x{k}")
     if block < 1:
         raise UserError(f"--block {block}: must be at least 1")
     if rounds < 1:

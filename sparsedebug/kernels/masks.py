@@ -53,6 +53,30 @@ def check_nm(n: int, m: int, what: str = "pattern") -> None:
         raise UserError(f"{what}: N={n} must satisfy 1 <= N < M={m}")
 
 
+def check_divisible(k: int, pattern: Pattern, what: str) -> None:
+    """The one rule of every N:M weight: its reduction dimension ``K`` is a whole number of groups of ``M``."""
+    if k % pattern.m != 0:
+        raise UserError(f"{what}: K={k} is not divisible by M={pattern.m} of pattern {pattern}")
+
+
+def check_block(rows: int, pattern: Pattern, what: str) -> None:
+    """Refuse a ``V:N:M`` block taller than the weight it applies to (``rows``): the block would be the whole
+    matrix, so ``V`` says nothing; give ``V`` at most the rows, or the plain ``N:M`` pattern."""
+    if pattern.block is not None and pattern.block > rows:
+        raise UserError(
+            f"{what}: block V={pattern.block} of pattern {pattern} is taller than the {rows} rows it applies to; "
+            f"use V <= {rows}, or {pattern.n}:{pattern.m} for one choice per row"
+        )
+
+
+def describe_pattern(pattern: Pattern) -> str:
+    """The pattern in words, so that ``V:N:M`` is never read silently: ``2:4 (N of every M weights kept)``
+    or ``2:4:8 = V=2 rows per block, 4 of every 8 weights kept``."""
+    if pattern.block is None:
+        return f"{pattern}: {pattern.n} of every {pattern.m} weights kept per row"
+    return f"{pattern}: V:N:M, blocks of V={pattern.block} rows sharing one choice of {pattern.n} of every {pattern.m} weights"
+
+
 def parse_pattern(text: str) -> Pattern:
     """Parse ``"N:M"`` (e.g. ``"2:4"``) or ``"V:N:M"`` (e.g. ``"64:2:4"``).
 

@@ -7,7 +7,9 @@ diagram, in order::
     graph -> lower -> kernel -> schedule -> outcome
 
 Raw timing samples are kept (``*_samples_ms``), never only summaries, so that
-bisect and gate can run rank tests on them. Every record carries
+bisect and gate can run rank tests on them; they are validated as times: finite,
+and positive (``TimeMs``; idle and busy times may be zero, ``DurationMs``), so that
+a record with a NaN or negative sample is refused on load, naming the field. Every record carries
 ``schema_version``; a file written by a newer sparsedebug is refused with an
 upgrade message rather than misread (see ``sparsedebug.core.io``).
 """
@@ -54,6 +56,11 @@ no reader re-parses it (``intended == DENSE`` is the whole test)."""
 
 
 # --------------------------------------------------------------------------- run record
+
+TimeMs = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+"""A measured time in ms that rank tests compare: finite and positive."""
+DurationMs = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+"""A measured duration in ms that may be zero (idle or busy time): finite and not negative."""
 
 
 class OpKind(StrEnum):
@@ -179,8 +186,8 @@ class KernelLayer(Record):
     """Kernel-level timing and numerics for one layer."""
 
     name: str
-    samples_ms: list[float] = Field(description="Per-call time of the chosen path, raw samples.")
-    dense_samples_ms: list[float] | None = Field(None, description="Per-call time of the dense path, same inputs.")
+    samples_ms: list[TimeMs] = Field(description="Per-call time of the chosen path, raw samples.")
+    dense_samples_ms: list[TimeMs] | None = Field(None, description="Per-call time of the dense path, same inputs.")
     by_class_ms: dict[str, float] = Field(default_factory=dict)
     precision: str | None = None
     max_abs_err: float | None = Field(None, description="Versus an fp64 dense reference of the same pruned weights.")
@@ -229,8 +236,8 @@ class TimelineStrip(Record):
 class ScheduleStage(Record):
     """Whole-forward timing: span versus busy time, idle split, threads."""
 
-    span_samples_ms: list[float] = Field(description="Per iteration: first kernel start to last kernel end (or forward wall time).")
-    busy_samples_ms: list[float] = Field(description="Per iteration: summed kernel/layer time.")
+    span_samples_ms: list[TimeMs] = Field(description="Per iteration: first kernel start to last kernel end (or forward wall time).")
+    busy_samples_ms: list[DurationMs] = Field(description="Per iteration: summed kernel/layer time.")
     host_wait_ms: float | None = Field(None, description="Idle time while the device waited on the host.")
     kernel_wait_ms: float | None = Field(None, description="Idle time between kernels not explained by the host.")
     threads: int | None = None
@@ -238,7 +245,7 @@ class ScheduleStage(Record):
     dense_share: float | None = Field(
         None, description="Fraction of busy time spent in layers that ran dense (non-linear ops included), median over iterations."
     )
-    layer_idle_samples_ms: dict[str, list[float]] = Field(
+    layer_idle_samples_ms: dict[str, list[DurationMs]] = Field(
         default_factory=dict,
         description=(
             "Per layer, per call: device idle time just before the layer's first kernel (the gap after the "
@@ -311,12 +318,12 @@ class EqualLatencyQuality(Record):
 class OutcomeStage(Record):
     """SLA outcome: the alarm metric of the playbook."""
 
-    latency_samples_ms: list[float]
+    latency_samples_ms: list[TimeMs]
     latency: Percentiles | None = Field(
         None, description="p50/p95/p99 of latency_samples_ms (this machine, measured); a replay records it, an import may not."
     )
     budget_ms: float | None = None
-    dense_baseline_samples_ms: list[float] | None = None
+    dense_baseline_samples_ms: list[TimeMs] | None = None
     effective_speedup: float | None = Field(None, description="Dense baseline p50 / candidate p50.")
     quality: QualityDelta | None = None
     equal_latency: EqualLatencyQuality | None = None

@@ -82,12 +82,35 @@ def _read_safetensors(path: Path) -> list[Tensor]:
     return [_safetensor(path, name, spec, buffer) for name, spec in header.items() if name != "__metadata__"]
 
 
+_ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")
+"""How a zip file (and so a ``.npz``: a zip of ``.npy`` arrays) starts; an empty one starts with the end record."""
+
+
+def _check_npz_magic(path: Path) -> None:
+    """Refuse a ``.npz`` that is not a zip by its first bytes, before numpy reads it as something else
+    (numpy would read a ``.npy`` or try a pickle, and advise loading pickles unsafely)."""
+    with path.open("rb") as handle:
+        head = handle.read(6)
+    if head.startswith(_ZIP_MAGIC):
+        return
+    if head.startswith(b"\x93NUMPY"):
+        raise UserError(f"{path}: a single .npy array, not a .npz archive; write it with numpy.savez(file, name=array)")
+    raise UserError(f"{path}: not a .npz archive (a .npz is a zip of .npy arrays, starting with 'PK'; this file starts with {head[:4]!r})")
+
+
 def _read_npz(path: Path) -> list[Tensor]:
     try:
+        _check_npz_magic(path)
         with np.load(path, allow_pickle=False) as archive:
             arrays = {name: np.asarray(archive[name]) for name in archive.files}
+    except UserError:
+        raise
     except (ValueError, OSError, EOFError) as exc:
+        if "pickle" in str(exc):
+            raise UserError(f"{path}: holds object (pickled) arrays, which are never loaded; save numeric arrays with numpy.savez") from None
         raise UserError(f"{path}: not a readable .npz archive ({exc})") from None
+    except Exception as exc:  # a damaged zip (zipfile.BadZipFile and the like)
+        raise UserError(f"{path}: not a readable .npz archive ({type(exc).__name__}: {exc})") from None
     return [Tensor(name=n, values=a, dtype=canonical_dtype(a.dtype.name) or a.dtype.name) for n, a in arrays.items()]
 
 
@@ -103,6 +126,8 @@ def _read_gguf(path: Path) -> list[Tensor]:
 
 def read_checkpoint(path: Path) -> list[Tensor]:
     """Every tensor of a ``.safetensors``, ``.npz`` or ``.gguf`` file, in file order; a ``UserError`` naming the file otherwise."""
+    if path.is_dir():
+        raise UserError(f"{path}: is a directory; give a checkpoint file ({', '.join(CHECKPOINT_SUFFIXES)}) inside it")
     if not path.is_file():
         raise UserError(f"{path}: file not found")
     suffix = path.suffix.lower()

@@ -78,7 +78,7 @@ def load_run(
         from sparsedebug.sources.replay.replay import replay
         from sparsedebug.sources.workload.load import parse_workload
 
-        return replay(parse_workload(data, str(path)), repeats=repeats, progress=progress, source_path=path)
+        return replay(parse_workload(data, str(path), require_version=True), repeats=repeats, progress=progress, source_path=path)
     if progress is not None:
         progress("import", 0, 1)
     record = load_trace(path).record

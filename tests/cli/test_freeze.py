@@ -159,7 +159,7 @@ def test_missing_output_directory(tmp_path: Path) -> None:
 def test_output_is_a_directory(tmp_path: Path) -> None:
     target = tmp_path / "adir"
     target.mkdir()
-    assert_clean_error(invoke(["freeze", "-o", str(target)]), 2, "cannot write")
+    assert_clean_error(invoke(["freeze", "-o", str(target)]), 2, "is a directory; give a file name")
 
 
 def test_help_is_worth_reading() -> None:

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import json
+import stat
 from pathlib import Path
 
 import pytest
 
 from sparsedebug.records.quality import QualityStudy
-from tests.conftest import assert_clean_error, invoke
+from tests.conftest import assert_clean_error, assert_json_error, invoke
 from tests.sources.models.tiny import corpus_text, write_bert_folder, write_llama_gguf
+from tests.support.proc import run_cli
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +82,9 @@ def test_encoder_table_columns_and_layer_errors(bert_dir: Path, text_file: Path)
         (["--layers", "blk.99.*"], "matches no linear layer"),
         (["--calibration-tokens", "99999"], "above the cap of 16384"),
         (["--text", "/no/such/file.txt"], "file not found"),
-        (["--save", "/no/such/dir"], "--save directory does not exist"),
+        (["--save", "{text}/dir"], "is a file, not a folder"),  # a missing --save folder is created; a file on its path is not
+        (["--save", "{text}"], "(--save): is a file, expected a folder"),
+        (["--pattern", "100000:2:4"], "block V=100000 of pattern 100000:2:4 is taller than"),
         (["--save", ".", "--save-dtype", "bf16"], "--save-dtype 'bf16': expected one of fp32, fp16"),
         (["--pattern", "3:7"], "not divisible by M=7"),
     ],
@@ -89,8 +93,24 @@ def test_bad_input_exits_2_with_one_line(gguf_path: Path, text_file: Path, extra
     args = ["quality", str(gguf_path), "--tokens", "64", "-m", "magnitude"]
     if "--text" not in extra:
         args += ["--text", str(text_file)]
-    result = invoke([*args, *extra])
+    result = invoke([*args, *(item.format(text=text_file) for item in extra)])
     assert_clean_error(result, 2, needle)
+
+
+def test_absurd_token_counts_are_refused_by_their_limit(gguf_path: Path, text_file: Path) -> None:
+    result = invoke(["quality", str(gguf_path), "--tokens", str(10**12), "-m", "magnitude", "--text", str(text_file), "--json"])
+    error = assert_json_error(result, 2)
+    assert str(error["message"]) == "Invalid value for '--tokens': Input should be less than or equal to 16777216"
+
+
+def test_save_creates_its_folder_and_files_follow_the_umask(gguf_path: Path, text_file: Path, tmp_path: Path) -> None:
+    target = tmp_path / "new" / "deeper"
+    args = ["quality", str(gguf_path), "--tokens", "64", "-m", "magnitude", "--text", str(text_file), "--save", str(target)]
+    result = run_cli(args, umask=0o022)
+    assert result.returncode == 0, result.stderr
+    saved = target / "tiny-magnitude-2of4-all.safetensors"
+    assert stat.S_IMODE(saved.stat().st_mode) == 0o644  # not the 0600 of its temporary file
+    assert stat.S_IMODE(target.stat().st_mode) == 0o755 and (target / "quality.json").is_file()
 
 
 def test_unknown_model_exits_2() -> None:

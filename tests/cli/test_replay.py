@@ -93,7 +93,7 @@ def _write(tmp_path: Path, text: str) -> Path:
     return path
 
 
-BAD_HEADER = "name: bad\ntokens: {sequence: 4}\n"
+BAD_HEADER = "schema_version: 1\nname: bad\ntokens: {sequence: 4}\n"
 
 
 @pytest.mark.parametrize(

@@ -162,8 +162,10 @@ def test_save_writes_exact_zeros_and_the_pruning_block(llama: LoadedModel, tmp_p
     assert [p.name for p in tmp_path.iterdir()] == ["tiny-magnitude-2of4-all.safetensors"]
     with pytest.raises(UserError, match="--save-dtype"):
         save_pruned(tmp_path, llama, row, {}, "int8")
-    with pytest.raises(UserError, match="does not exist"):
-        save_pruned(tmp_path / "nope", llama, row, {}, "fp32")
+    # a missing folder is created (parents too); a file in its place is refused
+    assert save_pruned(tmp_path / "new" / "dir", llama, row, {}, "fp32").parent == tmp_path / "new" / "dir"
+    with pytest.raises(UserError, match="is a file, expected a folder"):
+        save_pruned(tmp_path / "tiny-magnitude-2of4-all.safetensors", llama, row, {}, "fp32")
 
 
 def test_metrics() -> None:

@@ -62,7 +62,8 @@ def audit_view(audit: CheckpointAudit, *, wide: bool = False) -> RenderableType:
         if t.status == "not_a_matrix" and not wide:
             hidden += 1
             continue
-        violating = "-" if t.violating_fraction is None else f"{t.violating_fraction:.2%}"
+        # a tensor not meant to be sparse has no violations to count: its share of non-compliant groups is no finding
+        violating = "-" if t.violating_fraction is None or t.status == "dense" else f"{t.violating_fraction:.2%}"
         row = [t.name, "x".join(map(str, t.shape)), t.dtype, _STATUS[t.status], violating, str(t.negative_zeros) if t.negative_zeros else "-", _backend(t)]
         if audit.stack:
             row.append(_stack(t))
@@ -70,6 +71,12 @@ def audit_view(audit: CheckpointAudit, *, wide: bool = False) -> RenderableType:
     lines = Text()
     counts = ", ".join(f"{n} {status.replace('_', ' ')}" for status, n in sorted(audit.counts.items()))
     lines.append(f"{len(audit.tensors)} tensors: {counts}" + (f" ({hidden} vectors not listed; --wide lists them)" if hidden else "") + "\n")
+    matrices = [t for t in audit.tensors if t.status != "not_a_matrix"]
+    if matrices and all(t.status in ("dense", "shape") for t in matrices):
+        lines.append(
+            f"a dense checkpoint: no matrix is meant to be {audit.pattern} (fewer than {audit.meant_sparse_threshold:.0%} of its "
+            "groups comply), so none has violations; the backend column says how each would run once pruned\n"
+        )
     for t in audit.tensors:
         if t.status == "violations":
             rows = ", ".join(map(str, t.first_violating_rows))

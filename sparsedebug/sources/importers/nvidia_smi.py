@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 from collections import defaultdict
 from datetime import datetime
 from pathlib import Path
@@ -78,9 +79,10 @@ def _value(text: str) -> float | None:
         return None
     number = cleaned.split()[0]
     try:
-        return float(number)
+        value = float(number)
     except ValueError:
         return None
+    return value if math.isfinite(value) else None  # "nan"/"inf" is no reading, like N/A
 
 
 def _time(text: str) -> datetime | None:
@@ -92,8 +94,34 @@ def _time(text: str) -> datetime | None:
     return None
 
 
+MAX_SM_CLOCK_MHZ = 10_000.0
+"""Upper bound of a reference max SM clock (``--max-clock``): no GPU's SM clock reaches 10 GHz (the H200's boost is 1,980 MHz)."""
+
+
+def check_max_clock(max_clock_mhz: float) -> None:
+    """Refuse a reference max SM clock that is not a finite number of MHz in (0, :data:`MAX_SM_CLOCK_MHZ`]."""
+    if not math.isfinite(max_clock_mhz) or not 0 < max_clock_mhz <= MAX_SM_CLOCK_MHZ:
+        raise UserError(f"--max-clock {max_clock_mhz:g}: expected a clock in MHz, above 0 and at most {MAX_SM_CLOCK_MHZ:,.0f}")
+
+
+def _check_max_clock_covers(max_clock_mhz: float | None, samples: list[SmiSample], path: Path) -> None:
+    """A reference max clock below a clock the log holds would make a negative clock drop: refused."""
+    clocks = [(s.sm_clock_mhz, s) for s in samples if s.sm_clock_mhz is not None]
+    if max_clock_mhz is None or not clocks:
+        return
+    top, where = max(clocks, key=lambda item: item[0])
+    if top > max_clock_mhz:
+        raise UserError(
+            f"--max-clock {max_clock_mhz:g}: below the SM clock of {top:g} MHz that {path} records "
+            f"(GPU {where.gpu}, line {where.line}); give the GPU's max clock, at least {top:g} MHz"
+        )
+
+
 def load_smi(path: Path, max_clock_mhz: float | None = None) -> SmiReport:
-    """Parse an nvidia-smi CSV log and summarise clocks, power and clock event reasons per GPU."""
+    """Parse an nvidia-smi CSV log and summarise clocks, power and clock event reasons per GPU (``max_clock_mhz``:
+    :func:`check_max_clock`, and at least every SM clock the log holds: a clock drop is measured below it)."""
+    if max_clock_mhz is not None:
+        check_max_clock(max_clock_mhz)
     text = read_text(path)
     rows = list(csv.reader(io.StringIO(text), skipinitialspace=True))
     rows = [row for row in rows if any(cell.strip() for cell in row)]
@@ -164,6 +192,7 @@ def load_smi(path: Path, max_clock_mhz: float | None = None) -> SmiReport:
     by_gpu: dict[str, list[SmiSample]] = defaultdict(list)
     for sample in samples:
         by_gpu[sample.gpu].append(sample)
+    _check_max_clock_covers(max_clock_mhz, samples, path)
     summaries = [_summarise(gpu, group, max_clock_mhz, given_max.get(gpu), "reasons" in columns) for gpu, group in by_gpu.items()]
     reasons_col = rows[0][columns["reasons"]].strip() if "reasons" in columns else None
     return SmiReport(file=str(path), columns=[c.strip() for c in rows[0]], reasons_column=reasons_col, samples=samples, summaries=summaries)

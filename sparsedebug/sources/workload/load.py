@@ -27,10 +27,13 @@ def _layer_names(data: Any) -> dict[int, str]:
     return names
 
 
-def parse_workload(data: Any, source: str) -> Workload:
-    """Validate parsed data as a workload and check its graph; errors name the layer."""
+def parse_workload(data: Any, source: str, *, require_version: bool = False) -> Workload:
+    """Validate parsed data as a workload and check its graph; errors name the layer.
+
+    ``require_version``: refuse data without ``schema_version`` (a workload file must say its layout).
+    """
     try:
-        workload = validate(Workload, data, source)
+        workload = validate(Workload, data, source, require_version=require_version)
     except UserError as exc:
         names = _layer_names(data)
         lines = []
@@ -50,9 +53,10 @@ def parse_workload(data: Any, source: str) -> Workload:
 
 
 def load_workload(path: Path) -> Workload:
-    """Load, validate and graph-check a workload YAML (or JSON) file; a run record or a trace is refused by name."""
+    """Load, validate and graph-check a workload YAML (or JSON) file; a run record or a trace is refused by name,
+    and the file must carry ``schema_version``."""
     _, data = sniff_as(path, WORKLOAD_ONLY)
-    return parse_workload(data, str(path))
+    return parse_workload(data, str(path), require_version=True)
 
 
 def revalidate(workload: Workload) -> Workload:

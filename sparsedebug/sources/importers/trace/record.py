@@ -166,7 +166,8 @@ def _samples(layer: Layer) -> list[float]:
     for position, op in enumerate(layer.ops):
         key = ("op", position) if op.call is None else op.call
         per_call[key] += op.dur / 1e3
-    return list(per_call.values())
+    # a call whose kernels the profiler recorded as 0 us long holds no timing (a run record's samples are positive times)
+    return [ms for ms in per_call.values() if ms > 0]
 
 
 def layer_records(layer: Layer, resolver: LayerResolver) -> LayerRecords:

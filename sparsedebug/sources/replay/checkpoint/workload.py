@@ -25,7 +25,7 @@ from sparsedebug.core.dtypes import dtype_info
 from sparsedebug.core.errors import UserError
 from sparsedebug.core.stats import median
 from sparsedebug.core.timing import interleaved
-from sparsedebug.kernels.masks import Pattern, check_compliance, parse_pattern
+from sparsedebug.kernels.masks import Pattern, check_block, check_compliance, parse_pattern
 from sparsedebug.kernels.precision import round_input
 from sparsedebug.kernels.vnm import compress
 from sparsedebug.records.run import GraphLayer, GraphStage, KernelPath, LowerLayer, LowerStage, OpKind
@@ -131,7 +131,13 @@ def resolve_layers(workload: Workload, linears: Mapping[str, Linear]) -> list[Mo
         pattern = layer.pattern
         if pattern is not None and linear.in_features % pattern.m:
             raise UserError(f"layer {name!r}: K={linear.in_features} is not divisible by M={pattern.m} of pattern {pattern}")
+        if pattern is not None and entry is not None:
+            check_block(linear.out_features, pattern, f"layer {name!r}: sparsity")
         out.append(layer)
+    pruned = [linears[name] for name in selected if name in linears and name not in entries]
+    if pruning.pattern is not None and pruned:
+        tallest = max(pruned, key=lambda linear: linear.out_features)
+        check_block(tallest.out_features, parse_pattern(pruning.pattern), f"pruning.pattern (the tallest selected layer, {tallest.name})")
     return out
 
 
