@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Callable
+from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, ParamSpec, TypeVar
 
@@ -21,6 +22,7 @@ from rich.console import Console
 
 from sparsedebug.core.errors import UserError
 from sparsedebug.core.signals import Interrupted, signals_as_exceptions
+from sparsedebug.records.comparability import Comparability, Dimension
 
 if TYPE_CHECKING:
     from rich.progress import Progress
@@ -42,6 +44,40 @@ JsonOption = Annotated[
 OutputOption = Annotated[
     Path | None, typer.Option("--output", "-o", help="Write the record here (.yaml/.yml for YAML, else JSON); atomic.")
 ]
+
+
+class Different(StrEnum):
+    """What ``--allow-different`` may let differ between two compared runs (``records.comparability.DIMENSIONS``)."""
+
+    MODEL = "model"
+    DEVICE = "device"
+    PHASE = "phase"
+    TOKENS = "tokens"
+    DTYPE = "dtype"
+
+
+AllowDifferentOption = Annotated[
+    list[Different] | None,
+    typer.Option(
+        "--allow-different",
+        help="Compare although the two runs differ in this (repeatable): model (layers matched by op and shape), "
+        "device (and backend family), phase (inference, training step), tokens per call, dtype of the compute. "
+        "Without it such a pair is refused (exit 2) with what differs; the output and the memo state what was allowed.",
+        case_sensitive=False,
+    ),
+]
+
+
+def allowed_dimensions(values: list[Different] | None) -> list[Dimension]:
+    """The ``--allow-different`` values as comparability dimensions."""
+    return [value.value for value in values or []]
+
+
+def say_comparability(check: Comparability, err: Console) -> None:
+    """The comparability notes and what was allowed to differ, on stderr (stdout stays for tables and JSON)."""
+    sentence = check.allowed_sentence()
+    for line in ([sentence] if sentence else []) + list(check.notes):
+        err.print(f"note: {line}", markup=False, highlight=False)
 
 
 WideOption = Annotated[

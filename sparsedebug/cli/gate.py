@@ -9,18 +9,22 @@ import typer
 
 from sparsedebug.cli.common import (
     EXIT_CHECK_FAILED,
+    AllowDifferentOption,
     ExecutorOption,
     JsonOption,
     WideOption,
+    allowed_dimensions,
     console,
     emit_json,
     err_console,
     handle_errors,
     rank_pair,
+    say_comparability,
 )
 from sparsedebug.core.budget import MAX_REPEATS
 from sparsedebug.core.errors import UserError
 from sparsedebug.core.io import atomic_write_text
+from sparsedebug.locate.comparable import require_comparable
 from sparsedebug.render.junit import junit_xml
 from sparsedebug.render.markdown.gate import summary_markdown
 from sparsedebug.render.terminal.gate import gate_table
@@ -43,6 +47,7 @@ def gate(
         int | None, typer.Option("--repeats", min=3, max=MAX_REPEATS, help="Override the repeat count of workloads that get replayed (3 to 10,000).")
     ] = None,
     executor: ExecutorOption = "local",
+    allow_different: AllowDifferentOption = None,
     wide: WideOption = False,
     json_out: JsonOption = False,
 ) -> None:
@@ -77,7 +82,10 @@ def gate(
     for path in (baseline, candidate):
         with err.status(describe_input(path)):
             runs.append(load_run(path, repeats=repeats))
-    result = evaluate(runs[0], runs[1], pol)
+    pair = require_comparable(runs[0], runs[1], allowed_dimensions(allow_different))
+    result = evaluate(pair.base, pair.cand, pol).model_copy(update={"comparability": pair.check})
+    if not json_out:
+        say_comparability(pair.check, err)
     if junit is not None:
         atomic_write_text(junit, junit_xml(result))
     if summary is not None:

@@ -8,7 +8,16 @@ from typing import Annotated
 import typer
 from rich.progress import BarColumn, Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
 
-from sparsedebug.cli.common import JsonOption, WideOption, console, emit_json, err_console, handle_errors
+from sparsedebug.cli.common import (
+    AllowDifferentOption,
+    JsonOption,
+    WideOption,
+    allowed_dimensions,
+    console,
+    emit_json,
+    err_console,
+    handle_errors,
+)
 from sparsedebug.core.budget import MAX_REPEATS
 from sparsedebug.playbook.run import run_playbook
 from sparsedebug.records.playbook import Step
@@ -102,6 +111,7 @@ def run(
         bool, typer.Option("--check", help="Exit 1 when the decision is rollback or escalate (for CI); the bundle is written either way.")
     ] = False,
     playbook: PlaybookOption = None,
+    allow_different: AllowDifferentOption = None,
     wide: WideOption = False,
     json_out: JsonOption = False,
 ) -> None:
@@ -120,7 +130,10 @@ def run(
     reproducer and applies the proposed fix to a copy of the candidate (conversion
     policy, precision, threads, block size, padding, casting or excluding a layer), then
     step 5 replays it and the memo reports expected against measured movement.
-    With --fixed, that run is the fixed candidate instead.
+    With --fixed, that run is the fixed candidate instead. Baseline and candidate
+    must be comparable (same model by layer shapes, device, phase, tokens, dtype):
+    a pair that is not is refused with exit 2 before anything is written, unless
+    --allow-different names what differs (the memo says so).
 
     Multi-rank jobs: give a run set on each side (a directory of per-rank traces,
     or a quoted glob). Every rank is parsed in its own worker (--executor) and
@@ -148,6 +161,7 @@ def run(
         bundle = run_playbook(
             output, baseline=baseline, candidate=candidate, fixed=fixed, repeats=repeats, evidence=EvidencePaths(ncu=ncu, smi=smi),
             playbook=playbook, reporter=_RichReporter(progress), reduce=not no_reduce, force=force, executor=executor,
+            allow_different=allowed_dimensions(allow_different),
         )
     if json_out:
         emit_json(bundle.manifest)

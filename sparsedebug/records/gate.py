@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from sparsedebug.records.base import SCHEMA_VERSION, Record
+from sparsedebug.records.comparability import Comparability
 from sparsedebug.records.stats import DEFAULT_ALPHA
 
 POLICY_SCHEMA_VERSION = 1
@@ -102,3 +103,4 @@ class GateResult(Record):
     checks: list[GateCheck]
     inconclusive: bool = Field(False, description="A check could not decide (unstable timings, too few samples for a p99): neither passed nor failed.")
     policy: GatePolicy
+    comparability: Comparability | None = Field(None, description="The comparability check the pair passed (what was allowed to differ, notes).")

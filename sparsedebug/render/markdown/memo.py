@@ -384,6 +384,22 @@ def _signoff(b: LoadedBundle, book: Playbook, decision: DecisionOutcome) -> list
     return out
 
 
+def _comparability(b: LoadedBundle) -> list[str]:
+    """What the baseline and candidate were allowed to differ in, and what differs as a finding (the comparability check)."""
+    check = b.bisect.comparability if b.bisect is not None else None
+    if check is None:
+        return []
+    out = []
+    sentence = check.allowed_sentence()
+    if sentence:
+        out.append(f"**Comparability**: {sentence[0].upper()}{sentence[1:]}.")
+    else:
+        out.append(f"**Comparability**: same model ({check.layers.matched} of {max(check.layers.base_layers, check.layers.cand_layers)} layers matched by op and shape), "
+                   f"device {check.base_device.label()}, phase {check.base_phase}.")
+    out += [f"- {note}" for note in check.notes]
+    return [*out, ""]
+
+
 def render_memo(bundle: LoadedBundle, book: Playbook) -> str:
     """The review memo for ``bundle`` as Markdown."""
     decision = stored_decision(bundle)
@@ -391,6 +407,7 @@ def render_memo(bundle: LoadedBundle, book: Playbook) -> str:
     inputs = ", ".join(f"{i.role} {i.label} ({i.kind})" for i in bundle.manifest.inputs)
     lines.append(f"Bundle `{bundle.root.name}`, created {bundle.manifest.created_at}, playbook `{bundle.manifest.playbook}`; inputs: {inputs}.")
     lines.append("")
+    lines += _comparability(bundle)
     lines += _symptom(bundle, book)
     lines += rank_lines(bundle)
     lines += _mechanism(bundle, book)

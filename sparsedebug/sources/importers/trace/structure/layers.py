@@ -338,6 +338,38 @@ def ops_under(resolver: LayerResolver, call: LayerCall) -> list[HostRange]:
     return _subtree_ops(resolver, [root.index])
 
 
+def top_level_ops(resolver: LayerResolver, call: LayerCall) -> list[HostRange]:
+    """The ops the model called in one layer call, outermost only (not the ops they dispatch to), in start order.
+
+    A layer found from a top-level op is that op; an annotation or a module call holds the
+    outermost ops of its subtree (torch.compile regions looked into, nested layers left out).
+    """
+    root = call.range
+    if root is None or root.index >= len(resolver.ranges) or resolver.ranges[root.index] is not root:
+        return []
+    if root.kind == "op" and not is_container_op(root.name):
+        return [root]
+    out: list[HostRange] = []
+    todo = [root.index]
+    while todo:
+        current = resolver.ranges[todo.pop()]
+        for child in reversed(resolver.kids[current.index]):
+            item = resolver.ranges[child]
+            if resolver.is_layer_range(item):
+                continue
+            if item.kind == "op" and not is_container_op(item.name):
+                out.append(item)
+            else:
+                todo.append(child)
+    return sorted(out, key=lambda r: r.ts)
+
+
+def op_label(r: HostRange) -> str:
+    """An op as a layer's composition lists it: its name and naming shape (``linear [4096x4096]``), no ordinal."""
+    shape = shape_text(r)
+    return strip_namespace(r.name) + (f" [{shape}]" if shape else "")
+
+
 def backward_ops(resolver: LayerResolver, call: LayerCall) -> list[HostRange]:
     """The ops the autograd engine ran for a backward call: its ``evaluate_function`` ranges' subtrees, in start order."""
     return _subtree_ops(resolver, sorted(call.nodes, key=lambda i: resolver.ranges[i].ts))
