@@ -53,6 +53,8 @@ from sparsedebug.records.run import (
 )
 
 _COMPUTE_OPS = (OpKind.LINEAR, OpKind.ATTENTION)
+DTYPE_MAX_SHARE = 0.9
+"""A dtype change on at least this share of the compute (and two layers or more) is another model's dtype, not a regression's."""
 _SHOWN = 3
 """Layers named per side in a refusal or a note."""
 
@@ -95,6 +97,16 @@ def dominant_dtype(run: RunRecord) -> str | None:
     for g in layers:
         weight[g.dtype] = weight.get(g.dtype, 0.0) + (g.flops if g.flops > 0 else 1.0)
     return max(weight, key=lambda dtype: weight[dtype]) if weight else None
+
+
+def dtype_changes(base: RunRecord, cand: RunRecord) -> tuple[list[str], float]:
+    """Layers (same names) whose dtype differs, and the share of the compute layers' FLOPs (count when unknown) they carry."""
+    b_dtypes = {g.name: g.dtype for g in base.graph.layers}
+    changed = [g.name for g in cand.graph.layers if g.name in b_dtypes and g.dtype != b_dtypes[g.name] and "unknown" not in (g.dtype, b_dtypes[g.name])]
+    compute = [g for g in cand.graph.layers if g.name in b_dtypes and g.op in _COMPUTE_OPS] or [g for g in cand.graph.layers if g.name in b_dtypes]
+    total = sum(g.flops if g.flops > 0 else 1.0 for g in compute)
+    moved = sum(g.flops if g.flops > 0 else 1.0 for g in compute if g.name in set(changed))
+    return changed, (moved / total if total else 0.0)
 
 
 def _device_difference(b: DeviceInfo, c: DeviceInfo) -> str | None:
@@ -389,14 +401,12 @@ def check_pair(base: RunRecord, cand: RunRecord, allow: Iterable[Dimension] = ()
     bt, ct = base.graph.tokens, cand.graph.tokens
     if bt is not None and ct is not None and bt != ct:
         differ("tokens", str(bt), str(ct), f"{bt} vs {ct} tokens per call (x{ct / bt:.3g})")
-    b_dtype, c_dtype = dominant_dtype(run_b), dominant_dtype(compared)
-    if b_dtype is not None and c_dtype is not None and b_dtype != c_dtype:
-        differ("dtype", b_dtype, c_dtype, f"{b_dtype} vs {c_dtype} (the dtype of most of the compute)")
-    else:
-        b_dtypes = {g.name: g.dtype for g in run_b.graph.layers}
-        changed = [g.name for g in compared.graph.layers if g.name in b_dtypes and g.dtype != b_dtypes[g.name]]
-        if changed:
-            notes.append(f"dtype changed on {len(changed)} layer(s): {', '.join(changed[:_SHOWN])}" + (" ..." if len(changed) > _SHOWN else ""))
+    changed, share = dtype_changes(run_b, compared)
+    if len(changed) >= 2 and share >= DTYPE_MAX_SHARE:
+        b_dtype, c_dtype = dominant_dtype(run_b) or "?", dominant_dtype(compared) or "?"
+        differ("dtype", b_dtype, c_dtype, f"{b_dtype} vs {c_dtype}: {len(changed)} compute layers carrying {share:.0%} of the FLOPs changed dtype")
+    elif changed:
+        notes.append(f"dtype changed on {len(changed)} layer(s): {', '.join(changed[:_SHOWN])}" + (" ..." if len(changed) > _SHOWN else ""))
     check = Comparability(
         base=base.name, cand=cand.name, comparable=all(d.allowed for d in differences), layers=match,
         base_device=b_dev, cand_device=c_dev, base_phase=b_phase, cand_phase=c_phase,
