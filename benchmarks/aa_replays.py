@@ -13,7 +13,9 @@ check first, then ``bisect_runs`` and the gate's default policy):
   split in two halves, so baseline and candidate are two sets of steps of the same job.
 
 Every bisect divergence and every speed or p99 check the gate fails on an A/A pair is a
-false alarm (an inconclusive check is counted apart). Power: the candidate of the same
+false alarm (an inconclusive check is counted apart). The gate runs its default policy
+with the p99 budget off: a budget is an absolute bound on one run (a loaded machine
+misses it on both sides), not a comparison of two. Power: the candidate of the same
 pair with every timing of its own path (latency, span, busy, per-layer kernel samples;
 not its dense reference, which a real slowdown does not touch) multiplied by
 ``--slowdown`` (default 1.10), and how often bisect and the gate catch it. Prints one
@@ -38,6 +40,7 @@ from sparsedebug.core.stats import DEFAULT_ALPHA
 from sparsedebug.locate.common import iteration_count
 from sparsedebug.locate.comparable import check_pair
 from sparsedebug.locate.walk import bisect_runs
+from sparsedebug.records.gate import GatePolicy, P99Policy
 from sparsedebug.records.run import RunRecord
 from sparsedebug.signoff.gate import evaluate
 from sparsedebug.sources.detect import load_workload, resolve_workload
@@ -47,6 +50,8 @@ from sparsedebug.sources.replay.replay import replay
 ROOT = Path(__file__).resolve().parents[1]
 BOUND = 1 / 20
 TIMED = ("effective_speedup", "p99_latency")
+POLICY = GatePolicy(p99_latency=P99Policy(use_budget=False))
+"""The default gate policy, with the p99 budget (an absolute bound, not a comparison) off."""
 
 
 @dataclass
@@ -87,7 +92,7 @@ def judge(tally: Tally, base: RunRecord, cand: RunRecord, slowdown: float, verbo
     b, c = pair.base, pair.cand
     tally.pairs += 1
     aa = bisect_runs(b, c)
-    gate = {check.id: check for check in evaluate(b, c).checks if check.id in TIMED}
+    gate = {check.id: check for check in evaluate(b, c, POLICY).checks if check.id in TIMED}
     alarm = aa.state == "divergence"
     tally.bisect_alarms += alarm
     tally.gate_alarms += any(check.status == "fail" for check in gate.values())
@@ -95,7 +100,7 @@ def judge(tally: Tally, base: RunRecord, cand: RunRecord, slowdown: float, verbo
     slow = planted(c, slowdown)
     caught = bisect_runs(b, slow)
     tally.bisect_caught += caught.state == "divergence"
-    slow_gate = [check for check in evaluate(b, slow).checks if check.id in TIMED]
+    slow_gate = [check for check in evaluate(b, slow, POLICY).checks if check.id in TIMED]
     tally.gate_caught += any(check.status == "fail" for check in slow_gate)
     if verbose:
         statuses = " ".join(f"{k}={v.status}" for k, v in gate.items())

@@ -224,7 +224,8 @@ def _p99_problems(base: RunRecord, cand: RunRecord, pol: P99Policy, alpha: float
     small = len(c_samples) < TAIL_MIN_SAMPLES
     if pol.use_budget and budget is not None:
         if small and min(c_samples) > budget:
-            problems.append(f"every one of the {len(c_samples)} candidate samples is over the {budget:g} ms budget")
+            also = "; the baseline misses it too: this machine is too slow for it" if b_samples and min(b_samples) > budget else ""
+            problems.append(f"every one of the {len(c_samples)} candidate samples is over the {budget:g} ms budget{also}")
         elif small and cl.p99 > budget:
             notes.append(f"p99 {cl.p99:.3f} ms over the {budget:g} ms budget but within noise: {len(c_samples)} samples, not all over it")
         elif not small and c_tail.low > budget:
