@@ -1,7 +1,8 @@
 """What every command shares: options, consoles, JSON output and the error contract.
 
-Exit codes: 0 ok, 1 a check failed (drift, gate), 2 bad input or usage (an
-inconclusive gate check is not a failure: it is said, and the exit is 0). A
+Exit codes: 0 ok, 1 a check failed (drift, gate; an inconclusive gate check fails
+it under its policy's ``on_inconclusive: fail``, the default), 2 bad input or usage
+(two runs that are not comparable among them). A
 ``UserError`` becomes its message on stderr and exit 2, with no traceback. SIGINT,
 SIGTERM and SIGHUP end a command through its cleanup (nothing half-written stays)
 with one line on stderr and exit 128 + the signal number (130, 143, 129).
@@ -36,7 +37,7 @@ R = TypeVar("R")
 EXIT_OK = 0
 EXIT_CHECK_FAILED = 1
 EXIT_BAD_INPUT = 2
-"""A check could not decide: timings too disturbed to compare (gate); neither pass nor fail."""
+"""Bad input or usage, two runs that are not comparable included."""
 
 JsonOption = Annotated[
     bool, typer.Option("--json", help="Print machine-readable JSON on stdout and nothing else there.")
