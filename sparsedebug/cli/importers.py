@@ -78,11 +78,8 @@ def trace(
 ) -> None:
     """Import a PyTorch profiler Chrome trace (.json or .json.gz) as a five-stage run record.
 
-    FILE may also be a run set: a directory of per-rank traces or a quoted glob
-    ('traces/rank*.json'). Each rank is parsed in its own worker (--executor) into a
-    compact summary (rank from the trace's distributedInfo, else the file name):
-    per rank busy, compute, communication and its overlap, idle, and the straggler
-    at the dominant NCCL collective. -o then writes the run-set record.
+    FILE may be a run set (a directory or quoted glob of per-rank traces): each rank
+    is summarised in its own worker (--executor), with the straggler; -o writes the set.
 
     A layer is what the model called: a record_function annotation, else a module
     call (with_stack traces), else the top-level aten op (named like
@@ -109,8 +106,7 @@ def trace(
         if path is not None and not (path.parent if str(path.parent) else Path(".")).is_dir():
             raise UserError(f"{path}: output directory {path.parent} does not exist ({opt})")
     if is_run_set(str(file)):
-        _trace_set(str(file), executor, output, json_out, wide)
-        return
+        return _trace_set(str(file), executor, output, json_out, wide)
     with err_console().status(f"reading {file}"):
         result = load_trace(file, include_last_step=include_last_step)
     page = None

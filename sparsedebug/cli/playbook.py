@@ -130,10 +130,7 @@ def run(
     reproducer and applies the proposed fix to a copy of the candidate (conversion
     policy, precision, threads, block size, padding, casting or excluding a layer), then
     step 5 replays it and the memo reports expected against measured movement.
-    With --fixed, that run is the fixed candidate instead. Baseline and candidate
-    must be comparable (same model by layer shapes, device, phase, tokens, dtype):
-    a pair that is not is refused with exit 2 before anything is written, unless
-    --allow-different names what differs (the memo says so).
+    With --fixed, that run is the fixed candidate instead.
 
     Multi-rank jobs: give a run set on each side (a directory of per-rank traces,
     or a quoted glob). Every rank is parsed in its own worker (--executor) and
@@ -153,11 +150,8 @@ def run(
     input; with --check, 1 when the decision is rollback or escalate; 130, 143 or
     129 when SIGINT, SIGTERM or SIGHUP stopped it.
     """
-    err = err_console()
-    with Progress(
-        SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
-        console=err, transient=True,
-    ) as progress:
+    columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=err_console(), transient=True) as progress:
         bundle = run_playbook(
             output, baseline=baseline, candidate=candidate, fixed=fixed, repeats=repeats, evidence=EvidencePaths(ncu=ncu, smi=smi),
             playbook=playbook, reporter=_RichReporter(progress), reduce=not no_reduce, force=force, executor=executor,
