@@ -9,18 +9,22 @@ import typer
 from rich.progress import Progress
 
 from sparsedebug.cli.common import (
+    AllowDifferentOption,
     ExecutorOption,
     JsonOption,
     WideOption,
+    allowed_dimensions,
     console,
     emit_json,
     err_console,
     handle_errors,
     rank_pair,
+    say_comparability,
 )
 from sparsedebug.core.budget import MAX_REPEATS
 from sparsedebug.core.errors import UserError
 from sparsedebug.core.stats import DEFAULT_ALPHA, DEFAULT_MIN_EFFECT
+from sparsedebug.locate.comparable import require_comparable
 from sparsedebug.locate.walk import bisect_runs
 from sparsedebug.render.terminal.bisect import bisect_view
 from sparsedebug.sources.detect import detect_kind, load_run
@@ -48,6 +52,7 @@ def bisect(
     repeats: Annotated[int | None, typer.Option(help="Timed repetitions when BASE/CAND is a workload (default: its own; 3 to 10,000).", min=3, max=MAX_REPEATS)] = None,
     layers: Annotated[int, typer.Option(help="Rank at most this many layers in the table (0: none).", min=0)] = 10,
     executor: ExecutorOption = "local",
+    allow_different: AllowDifferentOption = None,
     wide: WideOption = False,
     json_out: JsonOption = False,
 ) -> None:
@@ -67,6 +72,10 @@ def bisect(
     one machine state through them, so this machine's drift between the replays is
     not read as a change; the same workload as BASE and CAND replays it twice (a
     check of the machine's noise).
+
+    First the two runs must be comparable (same model by layer shapes, same device
+    and backend family, same phase, tokens and dtype): a pair that is not is refused
+    with exit 2 and what differs, unless --allow-different names it.
 
     Prints each stage's status, the first divergent stage's findings, the layers
     ranked by contribution to the outcome change, and the verdict with the effect
@@ -90,7 +99,11 @@ def bisect(
 
         base_run = load_run(base, repeats=repeats, progress=progress)
         cand_run = load_run(cand, repeats=repeats, progress=progress)
-    result = bisect_runs(base_run, cand_run, alpha=alpha, min_effect=min_effect, min_cosine=min_cosine)
+    pair = require_comparable(base_run, cand_run, allowed_dimensions(allow_different))
+    result = bisect_runs(pair.base, pair.cand, alpha=alpha, min_effect=min_effect, min_cosine=min_cosine)
+    result = result.model_copy(update={"comparability": pair.check})
+    if not json_out:
+        say_comparability(pair.check, err)
     if json_out:
         emit_json(result if ranks is None else {"ranks": ranks, "bisect": result})
         return

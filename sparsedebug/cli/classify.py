@@ -8,14 +8,17 @@ from typing import Annotated
 import typer
 
 from sparsedebug.cli.common import (
+    AllowDifferentOption,
     ExecutorOption,
     JsonOption,
     WideOption,
+    allowed_dimensions,
     console,
     emit_json,
     err_console,
     handle_errors,
     rank_pair,
+    say_comparability,
 )
 from sparsedebug.core.errors import UserError
 
@@ -36,6 +39,7 @@ def classify(
         str | None, typer.Option("--gpu", help="GPU name for the peak-figure roofline of an imported run (e.g. 'NVIDIA H200').")
     ] = None,
     executor: ExecutorOption = "local",
+    allow_different: AllowDifferentOption = None,
     wide: WideOption = False,
     json_out: JsonOption = False,
 ) -> None:
@@ -47,8 +51,9 @@ def classify(
     artifact that proves it and the smallest reversible change that would test
     it (a workload knob, a layer to pad or exclude, a block size, or advice for
     imported runs). Evidence that is missing is not scored as absent: the output
-    names the artifact that would settle it. Exit 0 whenever a classification was
-    made, 2 on bad input.
+    names the artifact that would settle it. With --baseline the two runs must be
+    comparable (same model by layer shapes, device, phase, tokens, dtype; see
+    --allow-different). Exit 0 whenever a classification was made, 2 on bad input.
 
     RUN and --baseline may be run sets (a directory or quoted glob of per-rank traces): every
     rank is compared with the same rank of the other set (printed first), then the rank the
@@ -74,6 +79,12 @@ def classify(
         if not quiet:
             say.print(f"reading baseline {baseline}")
         base = load_run(baseline)
+        from sparsedebug.locate.comparable import require_comparable
+
+        pair = require_comparable(base, record, allowed_dimensions(allow_different))
+        base, record = pair.base, pair.cand
+        if not quiet:
+            say_comparability(pair.check, say)
     evidence = load_evidence(EvidencePaths(ncu=ncu, smi=smi))
     if gpu is not None and find_gpu_peak(gpu) is None:
         known = ", ".join(peak.name for peak in GPU_PEAKS)

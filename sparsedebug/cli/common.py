@@ -1,7 +1,8 @@
 """What every command shares: options, consoles, JSON output and the error contract.
 
-Exit codes: 0 ok, 1 a check failed (drift, gate), 2 bad input or usage (an
-inconclusive gate check is not a failure: it is said, and the exit is 0). A
+Exit codes: 0 ok, 1 a check failed (drift, gate; an inconclusive gate check fails
+it under its policy's ``on_inconclusive: fail``, the default), 2 bad input or usage
+(two runs that are not comparable among them). A
 ``UserError`` becomes its message on stderr and exit 2, with no traceback. SIGINT,
 SIGTERM and SIGHUP end a command through its cleanup (nothing half-written stays)
 with one line on stderr and exit 128 + the signal number (130, 143, 129).
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, ParamSpec, TypeVar
 
@@ -20,6 +22,7 @@ from rich.console import Console
 
 from sparsedebug.core.errors import UserError
 from sparsedebug.core.signals import Interrupted, signals_as_exceptions
+from sparsedebug.records.comparability import Comparability, Dimension
 
 if TYPE_CHECKING:
     from rich.progress import Progress
@@ -33,7 +36,7 @@ R = TypeVar("R")
 EXIT_OK = 0
 EXIT_CHECK_FAILED = 1
 EXIT_BAD_INPUT = 2
-"""A check could not decide: timings too disturbed to compare (gate); neither pass nor fail."""
+"""Bad input or usage, two runs that are not comparable included."""
 
 JsonOption = Annotated[
     bool, typer.Option("--json", help="Print machine-readable JSON on stdout and nothing else there.")
@@ -41,6 +44,40 @@ JsonOption = Annotated[
 OutputOption = Annotated[
     Path | None, typer.Option("--output", "-o", help="Write the record here (.yaml/.yml for YAML, else JSON); atomic.")
 ]
+
+
+class Different(StrEnum):
+    """What ``--allow-different`` may let differ between two compared runs (``records.comparability.DIMENSIONS``)."""
+
+    MODEL = "model"
+    DEVICE = "device"
+    PHASE = "phase"
+    TOKENS = "tokens"
+    DTYPE = "dtype"
+
+
+AllowDifferentOption = Annotated[
+    list[Different] | None,
+    typer.Option(
+        "--allow-different",
+        help="Compare although the two runs differ in this (repeatable): model (layers matched by op and shape), "
+        "device (and backend family), phase (inference, training step), tokens per call, dtype of the compute. "
+        "Without it such a pair is refused (exit 2) with what differs; the output and the memo state what was allowed.",
+        case_sensitive=False,
+    ),
+]
+
+
+def allowed_dimensions(values: list[Different] | None) -> list[Dimension]:
+    """The ``--allow-different`` values as comparability dimensions."""
+    return [value.value for value in values or []]
+
+
+def say_comparability(check: Comparability, err: Console) -> None:
+    """The comparability notes and what was allowed to differ, on stderr (stdout stays for tables and JSON)."""
+    sentence = check.allowed_sentence()
+    for line in ([sentence] if sentence else []) + list(check.notes):
+        err.print(f"note: {line}", markup=False, highlight=False)
 
 
 WideOption = Annotated[

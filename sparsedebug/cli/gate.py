@@ -9,17 +9,21 @@ import typer
 
 from sparsedebug.cli.common import (
     EXIT_CHECK_FAILED,
+    AllowDifferentOption,
     ExecutorOption,
     JsonOption,
     WideOption,
+    allowed_dimensions,
     console,
     emit_json,
     err_console,
     handle_errors,
     rank_pair,
+    say_comparability,
 )
 from sparsedebug.core.budget import MAX_REPEATS
 from sparsedebug.core.io import atomic_write_text, check_output
+from sparsedebug.locate.comparable import require_comparable
 from sparsedebug.render.junit import junit_xml
 from sparsedebug.render.markdown.gate import summary_markdown
 from sparsedebug.render.terminal.gate import gate_table
@@ -42,25 +46,36 @@ def gate(
         int | None, typer.Option("--repeats", min=3, max=MAX_REPEATS, help="Override the repeat count of workloads that get replayed (3 to 10,000).")
     ] = None,
     executor: ExecutorOption = "local",
+    allow_different: AllowDifferentOption = None,
     wide: WideOption = False,
     json_out: JsonOption = False,
 ) -> None:
     """Gate a candidate against a baseline: speedup, p99 latency, quality, fallbacks, precision drift.
 
-    A speed shortfall fails only when it is real: the candidate must be slower than
-    the target by more than the policy's factor AND a rank test must say so (asv
-    style; with too few samples for the test, the factor alone decides). The p99
-    checks fail only beyond noise: the candidate's p99 lower confidence bound must be
-    over the limit, so one preempted round is not a failure. A check whose evidence
-    is missing is skipped unless the policy says missing_evidence: fail. An empty
-    policy file is an error; thresholds are checked to their range.
+    First the two runs must be comparable (same model by layer shapes, same device
+    and backend family, same phase, tokens and dtype): a pair that is not is refused
+    with exit 2 and what differs, unless --allow-different names it.
 
-    A latency check on runs whose timings were disturbed beyond the noise-aware
-    harness' bound (see the run's outcome.timing) is inconclusive: neither pass nor fail.
+    The timed checks test one side, the direction of harm. A speed shortfall fails
+    only when it is real: the candidate slower than the target by more than the
+    policy's factor AND a one-sided rank test at alpha AND persistent. The p99 check
+    fails only beyond noise: more candidate samples above max_ratio x the baseline's
+    largest than chance puts there at alpha, or the candidate's p99 lower confidence
+    bound over its budget, so one preempted round is not a failure.
 
-    Exit 0 when no check fails (every check passes, is skipped or is
-    inconclusive: the table and the summary say INCONCLUSIVE, rerun on a quiet
-    machine), 1 when one fails, 2 on bad input.
+    Samples needed to be able to fail, at the default alpha 0.05: speed, 3 a side
+    (one-sided rank test; 3 vs 3 reaches p = 0.05 when separated), 2 a side when
+    every candidate sample is beyond every baseline sample by the factor; p99, 3 a
+    side (all 3 above 1.25x the baseline's largest), 4 with 4 to 15 a side, 5 with
+    16 or more.
+    With fewer, or timings disturbed beyond the noise-aware harness' bound, a check
+    is inconclusive and the policy's on_inconclusive decides (fail by default, warn,
+    pass); the table, the JUnit file and the summary say which.
+
+    A check whose evidence is missing is skipped unless the policy says
+    missing_evidence: fail. An empty policy file is an error; thresholds are checked
+    to their range. Exit 0 when the gate passes, 1 when a check fails (or an
+    inconclusive one under on_inconclusive: fail), 2 on bad input.
 
     BASELINE and CANDIDATE may be run sets (a directory or quoted glob of per-rank traces): every rank is
     compared with the same rank of the other set (printed first), then the rank the change is
@@ -76,7 +91,10 @@ def gate(
     for path in (baseline, candidate):
         with err.status(describe_input(path)):
             runs.append(load_run(path, repeats=repeats))
-    result = evaluate(runs[0], runs[1], pol)
+    pair = require_comparable(runs[0], runs[1], allowed_dimensions(allow_different))
+    result = evaluate(pair.base, pair.cand, pol).model_copy(update={"comparability": pair.check})
+    if not json_out:
+        say_comparability(pair.check, err)
     if junit is not None:
         atomic_write_text(junit, junit_xml(result))
     if summary is not None:

@@ -9,16 +9,19 @@ import typer
 
 from sparsedebug.cli.common import (
     EXIT_CHECK_FAILED,
+    AllowDifferentOption,
     ExecutorOption,
     JsonOption,
     OutputOption,
     WideOption,
+    allowed_dimensions,
     console,
     emit_json,
     err_console,
     handle_errors,
     load_run_set_with_progress,
     rank_pair,
+    say_comparability,
 )
 from sparsedebug.core.io import atomic_write_text, check_output, save_record
 from sparsedebug.locate.paths import compare_paths
@@ -225,6 +228,7 @@ def fallbacks(
         bool, typer.Option("--check", help="Exit 1 on an unintended path change or a declared-sparse layer that ran dense.")
     ] = False,
     executor: ExecutorOption = "local",
+    allow_different: AllowDifferentOption = None,
     wide: WideOption = False,
     json_out: JsonOption = False,
 ) -> None:
@@ -232,14 +236,23 @@ def fallbacks(
 
     A change is unintended when the candidate did not declare the layer sparse
     (a neighbouring op that fell onto another, often fp32 or slower, path). Also
-    lists candidate layers declared sparse that ran dense.
+    lists candidate layers declared sparse that ran dense. The two runs must be
+    comparable first (same model by layer shapes, device, phase, tokens, dtype; see
+    --allow-different): a pair that is not is refused with exit 2.
 
     BASE and CAND may be run sets (a directory or quoted glob of per-rank traces): every rank is
     compared with the same rank of the other set (printed first), then the rank the change is
     confined to (else the straggler, else the lowest rank) is analysed as a pair.
     """
+    from sparsedebug.locate.comparable import require_comparable
+
     base, cand, ranks = rank_pair(base, cand, executor, json_out=json_out, wide=wide)
-    report = compare_paths(load_run(base, accept=("run", "trace")), load_run(cand, accept=("run", "trace")))
+    pair = require_comparable(
+        load_run(base, accept=("run", "trace")), load_run(cand, accept=("run", "trace")), allowed_dimensions(allow_different)
+    )
+    if not json_out:
+        say_comparability(pair.check, err_console())
+    report = compare_paths(pair.base, pair.cand)
     if json_out:
         emit_json(report if ranks is None else {"ranks": ranks, "fallbacks": report})
     else:

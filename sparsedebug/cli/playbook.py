@@ -8,7 +8,16 @@ from typing import Annotated
 import typer
 from rich.progress import BarColumn, Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
 
-from sparsedebug.cli.common import JsonOption, WideOption, console, emit_json, err_console, handle_errors
+from sparsedebug.cli.common import (
+    AllowDifferentOption,
+    JsonOption,
+    WideOption,
+    allowed_dimensions,
+    console,
+    emit_json,
+    err_console,
+    handle_errors,
+)
 from sparsedebug.core.budget import MAX_REPEATS
 from sparsedebug.playbook.run import run_playbook
 from sparsedebug.records.playbook import Step
@@ -102,6 +111,7 @@ def run(
         bool, typer.Option("--check", help="Exit 1 when the decision is rollback or escalate (for CI); the bundle is written either way.")
     ] = False,
     playbook: PlaybookOption = None,
+    allow_different: AllowDifferentOption = None,
     wide: WideOption = False,
     json_out: JsonOption = False,
 ) -> None:
@@ -140,14 +150,12 @@ def run(
     input; with --check, 1 when the decision is rollback or escalate; 130, 143 or
     129 when SIGINT, SIGTERM or SIGHUP stopped it.
     """
-    err = err_console()
-    with Progress(
-        SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
-        console=err, transient=True,
-    ) as progress:
+    columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=err_console(), transient=True) as progress:
         bundle = run_playbook(
             output, baseline=baseline, candidate=candidate, fixed=fixed, repeats=repeats, evidence=EvidencePaths(ncu=ncu, smi=smi),
             playbook=playbook, reporter=_RichReporter(progress), reduce=not no_reduce, force=force, executor=executor,
+            allow_different=allowed_dimensions(allow_different),
         )
     if json_out:
         emit_json(bundle.manifest)

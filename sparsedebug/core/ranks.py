@@ -18,7 +18,7 @@ import math
 from collections.abc import Sequence
 from functools import lru_cache
 from statistics import NormalDist
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -69,11 +69,21 @@ def _exact_p_no_ties(u: float, m: int, n: int) -> float:
     return min(1.0, 2.0 * u_cdf_exact(m, n)[low])
 
 
+def _exact_p_greater(u: float, m: int, n: int) -> float:
+    """One-sided exact p of U >= u (no ties; U counts the pairs where the candidate is larger)."""
+    cdf = u_cdf_exact(m, n)
+    total = m * n
+    if u > total / 2:
+        return float(cdf[round(total - u)])  # P(U >= u) = P(U <= mn - u), by symmetry
+    k = round(u) - 1
+    return 1.0 if k < 0 else float(max(0.0, 1.0 - cdf[min(k, len(cdf) - 1)]))
+
+
 def _ties_exact_cost(pooled_size: int, small: int) -> int:
     return (small + 1) * (2 * small * (pooled_size + 1) + 1) * (pooled_size + small)
 
 
-def _exact_p_ties(small_side: FloatArray, other: FloatArray) -> float:
+def _exact_p_ties(small_side: FloatArray, other: FloatArray, tail: int = 0) -> float:
     """Exact two-sided permutation p of the mid-rank sum of ``small_side``, ties included.
 
     Doubled mid-ranks are integers; ``ways[j, s]`` counts the subsets of ``j`` items
@@ -97,15 +107,27 @@ def _exact_p_ties(small_side: FloatArray, other: FloatArray) -> float:
         ways = new
     dist = ways[ms]
     mean = ms * (total + 1)
-    far = np.abs(np.arange(size) - mean) >= abs(observed - mean)
+    sums = np.arange(size)
+    if tail > 0:
+        far = sums >= observed
+    elif tail < 0:
+        far = sums <= observed
+    else:
+        far = np.abs(sums - mean) >= abs(observed - mean)
     return float(min(1.0, dist[far].sum() / dist.sum()))
 
 
-def rank_test_p(base: Sequence[float] | npt.NDArray[np.floating[Any]], cand: Sequence[float] | npt.NDArray[np.floating[Any]]) -> float:
-    """Two-sided Mann-Whitney U p-value of ``cand`` against ``base``: exact where cheap, asymptotic elsewhere.
+def rank_test_p(
+    base: Sequence[float] | npt.NDArray[np.floating[Any]],
+    cand: Sequence[float] | npt.NDArray[np.floating[Any]],
+    alternative: Literal["two-sided", "greater"] = "two-sided",
+) -> float:
+    """Mann-Whitney U p-value of ``cand`` against ``base``: exact where cheap, asymptotic elsewhere.
 
-    See the module docstring for which method applies; the result is always a
-    finite number in [0, 1]. No subsampling here (``compare_samples`` does that).
+    ``alternative="greater"``: one-sided, against "the candidate's values are larger"
+    (slower, for times): the test a gate runs in the direction of harm. See the module
+    docstring for which method applies; the result is always a finite number in [0, 1].
+    No subsampling here (``compare_samples`` does that).
     """
     b = np.asarray(base, dtype=np.float64)
     c = np.asarray(cand, dtype=np.float64)
@@ -114,17 +136,22 @@ def rank_test_p(base: Sequence[float] | npt.NDArray[np.floating[Any]], cand: Seq
         return 1.0
     m, n = b.size, c.size
     small, other = (b, c) if m <= n else (c, b)
+    greater = alternative == "greater"
     ties = np.unique(pooled).size < pooled.size
     if not ties and m * n <= EXACT_LIMIT:
+        if greater:
+            ranks_c = np.searchsorted(np.sort(pooled), c).astype(np.float64) + 1.0
+            return _exact_p_greater(float(ranks_c.sum()) - n * (n + 1) / 2.0, m, n)
         ranks_small = np.searchsorted(np.sort(pooled), small).astype(np.float64) + 1.0
         u = float(ranks_small.sum()) - small.size * (small.size + 1) / 2.0
         return _exact_p_no_ties(u, m, n)
     if ties and _ties_exact_cost(pooled.size, small.size) <= TIES_EXACT_COST:
-        return _exact_p_ties(small, other)
-    return _asymptotic_p(b, c, pooled)
+        tail = 0 if not greater else (1 if small is c else -1)  # the candidate's rank sum high, or the baseline's low
+        return _exact_p_ties(small, other, tail)
+    return _asymptotic_p(b, c, pooled, greater)
 
 
-def _asymptotic_p(b: FloatArray, c: FloatArray, pooled: FloatArray) -> float:
+def _asymptotic_p(b: FloatArray, c: FloatArray, pooled: FloatArray, greater: bool = False) -> float:
     """Normal approximation with tie and continuity correction, as scipy's ``method="asymptotic"``."""
     m, n, total = b.size, c.size, pooled.size
     order = np.sort(pooled)
@@ -137,6 +164,9 @@ def _asymptotic_p(b: FloatArray, c: FloatArray, pooled: FloatArray) -> float:
     var = m * n / 12.0 * ((total + 1) - tie_term / (total * (total - 1)))
     if var <= 0.0:
         return 1.0
+    if greater:
+        z1 = (u - m * n / 2.0 - 0.5) / math.sqrt(var)
+        return min(1.0, max(0.0, 0.5 * math.erfc(z1 / math.sqrt(2.0))))
     z = (abs(u - m * n / 2.0) - 0.5) / math.sqrt(var)
     return min(1.0, max(0.0, math.erfc(z / math.sqrt(2.0)))) if z > 0 else 1.0
 

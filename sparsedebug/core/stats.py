@@ -53,7 +53,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -88,6 +88,7 @@ __all__ = [
     "Samples",
     "compare_samples",
     "enough_samples",
+    "fewest_samples",
     "hodges_lehmann_ratio",
     "log_min_attainable_p",
     "median",
@@ -95,6 +96,7 @@ __all__ = [
     "percentiles",
     "quantiles",
     "rank_test_p",
+    "separated",
     "subsample",
 ]
 
@@ -132,28 +134,41 @@ Samples = Sequence[float] | npt.NDArray[np.floating[Any]]
 # --------------------------------------------------------------------------- attainable p
 
 
-def log_min_attainable_p(n_base: int, n_cand: int) -> float:
-    """Natural log of ``min_attainable_p``: ``log 2 - log C(m+n, m)``, finite for any sizes."""
+def log_min_attainable_p(n_base: int, n_cand: int, *, one_sided: bool = False) -> float:
+    """Natural log of ``min_attainable_p``: ``log 2 - log C(m+n, m)`` (``- log C`` one-sided), finite for any sizes."""
     if n_base < 1 or n_cand < 1:
         return 0.0
     log_comb = math.lgamma(n_base + n_cand + 1) - math.lgamma(n_base + 1) - math.lgamma(n_cand + 1)
-    return min(0.0, math.log(2.0) - log_comb)
+    return min(0.0, (0.0 if one_sided else math.log(2.0)) - log_comb)
 
 
-def min_attainable_p(n_base: int, n_cand: int) -> float:
-    """Smallest two-sided p-value an exact rank test (no ties) can give for these sample sizes.
+def min_attainable_p(n_base: int, n_cand: int, *, one_sided: bool = False) -> float:
+    """Smallest p-value an exact rank test (no ties) can give for these sample sizes.
 
-    ``2 / C(m+n, m)``, capped at 1, computed in log space: for large sizes it
-    underflows to 0.0 instead of overflowing.
+    ``2 / C(m+n, m)`` two-sided, ``1 / C(m+n, m)`` one-sided, capped at 1, computed
+    in log space: for large sizes it underflows to 0.0 instead of overflowing.
     """
-    return math.exp(log_min_attainable_p(n_base, n_cand))
+    return math.exp(log_min_attainable_p(n_base, n_cand, one_sided=one_sided))
 
 
-def enough_samples(n_base: int, n_cand: int, alpha: float = DEFAULT_ALPHA) -> bool:
-    """Whether a rank test on samples of these sizes can reach significance ``alpha`` at all."""
+def enough_samples(n_base: int, n_cand: int, alpha: float = DEFAULT_ALPHA, *, one_sided: bool = False) -> bool:
+    """Whether a rank test on samples of these sizes can reach significance ``alpha`` at all (3 vs 3 one-sided at 0.05)."""
     if alpha <= 0.0:
         return False
-    return log_min_attainable_p(n_base, n_cand) <= math.log(alpha)
+    return log_min_attainable_p(n_base, n_cand, one_sided=one_sided) <= math.log(alpha) + 1e-12
+
+
+def fewest_samples(alpha: float = DEFAULT_ALPHA, *, one_sided: bool = False) -> int:
+    """The fewest samples per side (equal sides) with which a rank test can reach ``alpha``."""
+    n = 1
+    while not enough_samples(n, n, alpha, one_sided=one_sided):
+        n += 1
+    return n
+
+
+def separated(base: Samples, cand: Samples, factor: float) -> bool:
+    """Every candidate sample beyond every baseline sample by ``factor`` (slower): the evidence left when a test cannot reach alpha."""
+    return float(np.min(np.asarray(cand, dtype=np.float64))) > factor * float(np.max(np.asarray(base, dtype=np.float64)))
 
 
 def _log_sorted(base: FloatArray, cand: FloatArray) -> tuple[FloatArray, FloatArray]:
@@ -225,8 +240,15 @@ def _check_samples(name: str, samples: Samples) -> FloatArray:
     return values
 
 
-def _persistence(base: FloatArray, cand: FloatArray, sign: int, alpha: float, min_effect: float) -> tuple[bool, str]:
-    """Whether a significant shift holds in each time-ordered half and without outliers."""
+def _persistence(
+    base: FloatArray, cand: FloatArray, sign: int, alpha: float, min_effect: float, one_sided: bool = False
+) -> tuple[bool, str]:
+    """Whether a significant shift holds in each time-ordered half and without outliers.
+
+    When too few samples remain without outliers for the test to reach ``alpha``, the
+    shift persists only if the remaining samples are separated by ``min_effect`` (every
+    one of one side beyond every one of the other).
+    """
     notes: list[str] = []
     half_factor = math.sqrt(min_effect)
     if base.size >= 4 and cand.size >= 4:
@@ -243,9 +265,13 @@ def _persistence(base: FloatArray, cand: FloatArray, sign: int, alpha: float, mi
     b_in, c_in = _tukey_inliers(base), _tukey_inliers(cand)
     dropped = (base.size - b_in.size) + (cand.size - c_in.size)
     if dropped:
-        if not enough_samples(b_in.size, c_in.size, alpha):
-            return False, f"not persistent: only {b_in.size} vs {c_in.size} samples remain without outliers"
-        p = rank_test_p(b_in, c_in)
+        if not enough_samples(b_in.size, c_in.size, alpha, one_sided=one_sided):
+            apart = separated(b_in, c_in, min_effect) if sign > 0 else separated(c_in, b_in, min_effect)
+            if not apart:
+                return False, f"not persistent: only {b_in.size} vs {c_in.size} samples remain without outliers, and they overlap"
+            notes.append(f"the {b_in.size} vs {c_in.size} samples left without outliers are separated by x{min_effect:g}")
+            return True, "persistent: " + ", ".join(notes)
+        p = rank_test_p(b_in, c_in, "greater" if one_sided else "two-sided")
         ratio = float(np.median(c_in) / np.median(b_in))
         if p > alpha or _beyond(ratio, min_effect) != sign:
             return False, f"outlier-driven: without {dropped} outlier(s) ratio {ratio:.3f}, p={p:.3g}"
@@ -261,8 +287,12 @@ def compare_samples(
     *,
     alpha: float = DEFAULT_ALPHA,
     min_effect: float = DEFAULT_MIN_EFFECT,
+    alternative: Literal["two-sided", "greater"] = "two-sided",
 ) -> SampleComparison:
     """Compare candidate samples with baseline samples (positive values such as times).
+
+    ``alternative="greater"`` tests one side only, the direction of harm (the candidate
+    slower): a faster candidate is then ``same``, and 3 against 3 samples can reach 0.05.
 
     Returns the median ratio with its rank-based confidence interval, the
     Mann-Whitney U p-value, and whether the change is significant (p < alpha
@@ -297,7 +327,8 @@ def compare_samples(
         "min_effect": min_effect,
         "subsampled_from": [int(full_b.size), int(full_c.size)] if shrunk else None,
     }
-    if not enough_samples(b.size, c.size, alpha):
+    one_sided = alternative == "greater"
+    if not enough_samples(b.size, c.size, alpha, one_sided=one_sided):
         return SampleComparison(
             **common,
             p_value=None,
@@ -307,11 +338,13 @@ def compare_samples(
             direction="same",
             reason=(
                 f"too few samples: {b.size} vs {c.size}; the smallest p a rank test can reach is "
-                f"{min_attainable_p(b.size, c.size):.3g} > alpha {alpha:g} (ratio {ratio:.3f} not tested)"
+                f"{min_attainable_p(b.size, c.size, one_sided=one_sided):.3g} > alpha {alpha:g} (ratio {ratio:.3f} not tested)"
             ),
         )
-    p = rank_test_p(b, c)
+    p = rank_test_p(b, c, alternative)
     sign = _beyond(ratio, min_effect)
+    if one_sided and sign < 0:
+        sign = 0
     if p > alpha:
         return SampleComparison(
             **common, p_value=p, significant=False, persistent=False, enough_samples=True, direction="same",
@@ -322,7 +355,7 @@ def compare_samples(
             **common, p_value=p, significant=False, persistent=False, enough_samples=True, direction="same",
             reason=f"significant (p={p:.3g}) but below the minimum effect: ratio {ratio:.3f} within x{min_effect:g}{note}",
         )
-    persistent, why = _persistence(b, c, sign, alpha, min_effect)
+    persistent, why = _persistence(b, c, sign, alpha, min_effect, one_sided)
     direction: Direction = "slower" if sign > 0 else "faster"
     return SampleComparison(
         **common, p_value=p, significant=True, persistent=persistent, enough_samples=True, direction=direction,

@@ -85,7 +85,7 @@ def kernel_stage(
     metrics: list[MetricFinding] = []
     if base.schedule.busy_samples_ms and cand.schedule.busy_samples_ms:
         busy = compare_samples(positive(base.schedule.busy_samples_ms), positive(cand.schedule.busy_samples_ms), alpha=alpha, min_effect=min_effect)
-        busy = discount(busy, drift.forward_band if drift is not None else None)
+        busy = discount(busy, _busy_band(drift))
         metrics.append(MetricFinding(metric="busy_ms", comparison=busy, note="summed kernel/layer time per iteration"))
     added = sorted(c_kernel.keys() - b_kernel.keys())
     removed = sorted(b_kernel.keys() - c_kernel.keys())
@@ -94,6 +94,14 @@ def kernel_stage(
         status = "undecided"
     summary = _summary(findings, metrics, undecided, (added, removed), drifted, drift)
     return StageFinding(stage="kernel", status=status, summary=summary, metrics=metrics, layers=findings)
+
+
+def _busy_band(drift: MachineDrift | None) -> tuple[float, float] | None:
+    """Busy time sums the layers' timing windows: the machine moved it as far as any shared reference, layer or forward."""
+    if drift is None:
+        return None
+    bands = [band for band in (drift.kernel_band, drift.forward_band) if band is not None]
+    return (min(b[0] for b in bands), max(b[1] for b in bands)) if bands else None
 
 
 def _summary(

@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime
 import shutil
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol
@@ -22,6 +23,7 @@ from pydantic import BaseModel
 from sparsedebug.core.errors import UserError
 from sparsedebug.playbook.bundle import PARTIAL, check_out_dir, clear_stale, discard, swap_into_place, work_dir
 from sparsedebug.records.bundle import Bundle, BundleInput, FixOutcome, InputKind, StepRecord
+from sparsedebug.records.comparability import Dimension
 from sparsedebug.records.playbook import Playbook, Step
 from sparsedebug.records.ranks import RankComparison
 from sparsedebug.records.run import RunRecord
@@ -82,6 +84,7 @@ class _Walk:
     paths: dict[str, Path]
     kinds: dict[str, InputKind]
     repeats: int | None
+    allow: tuple[Dimension, ...] = ()
     files: dict[str, str] = field(default_factory=dict)
     steps: list[StepRecord] = field(default_factory=list)
     runs: dict[str, RunRecord] = field(default_factory=dict)
@@ -150,6 +153,7 @@ def _freeze(w: _Walk) -> None:
 
 
 def _locate(w: _Walk) -> None:
+    from sparsedebug.locate.comparable import require_comparable
     from sparsedebug.locate.walk import bisect_runs
 
     step = w.book.step("locate")
@@ -158,9 +162,14 @@ def _locate(w: _Walk) -> None:
         verb = {"run": "load", "workload": "replay", "trace": "import"}[w.kinds[role]]
         w.say.step(step, f"{verb} {role} {w.paths[role].name}")
         w.runs[role] = w.load(role)
+    pair = require_comparable(w.runs["baseline"], w.runs["candidate"], w.allow)
+    w.runs["baseline"], w.runs["candidate"] = pair.base, pair.cand
+    for role in ("baseline", "candidate"):
         w.save(role, w.runs[role])
+    for line in filter(None, [pair.check.allowed_sentence(), *pair.check.notes]):
+        w.say.note(line)
     w.say.step(step, "bisect the five stages")
-    result = bisect_runs(w.runs["baseline"], w.runs["candidate"])
+    result = bisect_runs(w.runs["baseline"], w.runs["candidate"]).model_copy(update={"comparability": pair.check})
     w.save("bisect", result)
     w.finish(step, "done", f"{result.state}: first stage {result.first_stage or '-'}")
 
@@ -382,6 +391,7 @@ def run_playbook(
     reduce: bool = True,
     force: bool = False,
     executor: str = "local",
+    allow_different: Sequence[Dimension] = (),
 ) -> LoadedBundle:
     """Walk the five steps and write a complete bundle to ``out_dir``; return it loaded.
 
@@ -389,7 +399,9 @@ def run_playbook(
     A workload is replayed, a trace imported, a run record loaded. When both sides
     are workloads, step 4 reduces them to a reproducer and, when the proposed fix
     maps onto a workload, applies it to a copy of the candidate and replays it;
-    ``fixed`` (any input kind) is used as the fixed candidate instead.
+    ``fixed`` (any input kind) is used as the fixed candidate instead. Baseline and
+    candidate must be comparable (``locate.comparable``) unless ``allow_different``
+    names what differs; the bisect record and the memo state what was allowed.
 
     An existing bundle at ``out_dir`` is replaced only with ``force`` (else a
     ``UserError`` before any work). The bundle is built in ``.NAME.partial-PID``
@@ -411,7 +423,7 @@ def run_playbook(
         say.note(note)
     check_out_dir(out_dir, force=force)
     tmp = work_dir(out_dir, PARTIAL)
-    w = _Walk(book=book, tmp=tmp, out_dir=out_dir, say=say, paths=paths, kinds=kinds, repeats=repeats)
+    w = _Walk(book=book, tmp=tmp, out_dir=out_dir, say=say, paths=paths, kinds=kinds, repeats=repeats, allow=tuple(allow_different))
     try:
         if tmp.exists():
             shutil.rmtree(tmp)

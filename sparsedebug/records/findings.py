@@ -13,6 +13,7 @@ from typing import Literal
 from pydantic import Field
 
 from sparsedebug.records.base import SCHEMA_VERSION, Record
+from sparsedebug.records.comparability import Comparability
 from sparsedebug.records.run import SparsityIntent
 from sparsedebug.records.stats import SampleComparison
 
@@ -95,6 +96,7 @@ class BisectResult(Record):
         None, description="How far this machine itself moved between two replays (their shared dense reference); changes within it are not findings."
     )
     verdict: str
+    comparability: Comparability | None = Field(None, description="The comparability check the pair passed (what was allowed to differ, notes).")
 
     def stage(self, name: str) -> StageFinding:
         """The finding of stage ``name``."""

@@ -7,20 +7,28 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from sparsedebug.records.base import SCHEMA_VERSION, Record
+from sparsedebug.records.comparability import Comparability
 from sparsedebug.records.stats import DEFAULT_ALPHA
 
 POLICY_SCHEMA_VERSION = 1
 
 
 CheckStatus = Literal["pass", "fail", "skipped", "inconclusive"]
-"""``inconclusive``: the evidence exists but cannot decide: a p99 of too few samples (core.stats.TAIL_MIN_SAMPLES),
-or timings disturbed beyond the noise-aware harness' bound. Never a failure."""
+"""``inconclusive``: the evidence exists but cannot decide: too few samples for the test to reach alpha and no
+separation, a p99 of too few samples (core.stats.TAIL_MIN_SAMPLES) with no significant exceedance, or timings
+disturbed beyond the noise-aware harness' bound. What it does in CI is the check's ``on_inconclusive``."""
+
+OnInconclusive = Literal["fail", "warn", "pass"]
+"""What an inconclusive speed or tail check does to the gate: fail it (exit 1), warn (exit 0, said), or pass."""
 
 
 class Significance(Record):
     """How a speed shortfall is judged: a rank test at ``alpha`` and a minimum ratio ``factor``."""
 
-    alpha: float = Field(DEFAULT_ALPHA, gt=0.0, lt=1.0, description="Rank-test significance level (two-sided), in (0, 1).")
+    alpha: float = Field(
+        DEFAULT_ALPHA, gt=0.0, lt=1.0,
+        description="Significance level, in (0, 1), of the one-sided tests in the direction of harm (the candidate slower, its tail heavier).",
+    )
     factor: float = Field(1.05, ge=1.0, le=100.0, allow_inf_nan=False, description="asv-style factor (1 to 100): a shortfall must exceed this ratio to fail.")
 
 
@@ -28,6 +36,7 @@ class SpeedupPolicy(Record):
     """The speedup check."""
 
     min: float = Field(1.0, gt=0.0, le=1000.0, allow_inf_nan=False, description="Minimum candidate p50 speedup over the baseline (0 to 1000).")
+    on_inconclusive: OnInconclusive = Field("fail", description="What an inconclusive speed check does: fail the gate, warn, or pass.")
 
 
 class P99Policy(Record):
@@ -35,6 +44,7 @@ class P99Policy(Record):
 
     max_ratio: float = Field(1.25, gt=0.0, le=1000.0, allow_inf_nan=False, description="Maximum candidate p99 / baseline p99 (0 to 1000).")
     use_budget: bool = Field(True, description="Also require candidate p99 <= its recorded latency budget.")
+    on_inconclusive: OnInconclusive = Field("fail", description="What an inconclusive tail check does: fail the gate, warn, or pass.")
 
 
 class QualityPolicy(Record):
@@ -89,10 +99,25 @@ class GateCheck(Record):
     measured: str
     threshold: str
     detail: str
+    on_inconclusive: OnInconclusive | None = Field(None, description="Inconclusive checks: what the policy makes of it in CI.")
+
+    @property
+    def status_label(self) -> str:
+        """The result in words; an inconclusive check says what its policy made of it (fails the gate, warning, passes)."""
+        if self.status == "inconclusive":
+            policy = self.on_inconclusive or "pass"
+            effect = {"fail": "fails the gate", "warn": "warning", "pass": "passes"}[policy]
+            return f"INCONCLUSIVE ({effect}: on_inconclusive {policy})"
+        return {"pass": "PASS", "fail": "FAIL", "skipped": "SKIP"}[self.status]
+
+    @property
+    def fails_gate(self) -> bool:
+        """A failure, or an inconclusive check whose policy says fail."""
+        return self.status == "fail" or (self.status == "inconclusive" and self.on_inconclusive == "fail")
 
 
 class GateResult(Record):
-    """All checks on one baseline/candidate pair; ``passed`` when none failed (inconclusive checks do not fail it)."""
+    """All checks on one baseline/candidate pair; ``passed`` when none failed and no inconclusive check's policy is ``fail``."""
 
     schema_version: int = SCHEMA_VERSION
     kind: Literal["gate_result"] = "gate_result"
@@ -100,5 +125,6 @@ class GateResult(Record):
     candidate: str
     passed: bool
     checks: list[GateCheck]
-    inconclusive: bool = Field(False, description="A check could not decide (unstable timings, too few samples for a p99): neither passed nor failed.")
+    inconclusive: bool = Field(False, description="A check could not decide (unstable timings, too few samples); its on_inconclusive decided what the gate made of it.")
     policy: GatePolicy
+    comparability: Comparability | None = Field(None, description="The comparability check the pair passed (what was allowed to differ, notes).")

@@ -23,6 +23,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, Field
 
 from sparsedebug.records.base import SCHEMA_VERSION, Record
+from sparsedebug.records.comparability import DeviceInfo
 from sparsedebug.records.fingerprint import FileDigest, Fingerprint
 from sparsedebug.records.stats import Percentiles
 from sparsedebug.records.target import LatencyMatch, SlowerThanDense, TargetClock
@@ -121,6 +122,11 @@ class GraphLayer(Record):
     params: int = 0
     flops: float = Field(0.0, description="Dense-equivalent FLOPs of one call.")
     bytes: float = Field(0.0, description="Dense-equivalent bytes moved by one call.")
+    ops: list[str] = Field(
+        default_factory=list,
+        description="Imported traces: the top-level ops of the layer's first call, in order (op and shape), so a trace "
+        "annotated coarsely can be matched op for op against one that is not.",
+    )
 
 
 class GraphStage(Record):
@@ -378,6 +384,7 @@ class RunRecord(Record):
     source: RunSource
     workload: WorkloadRef | None = None
     fingerprint: Fingerprint | None = None
+    device: DeviceInfo | None = Field(None, description="The device the run was timed on, as its source says (traces: deviceProperties).")
     graph: GraphStage
     lower: LowerStage
     kernel: KernelStage

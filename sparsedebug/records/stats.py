@@ -18,7 +18,9 @@ DEFAULT_MIN_EFFECT = 1.10
 
 TAIL_MIN_SAMPLES = 20
 """Fewest samples whose p99 is a tail estimate rather than the sample maximum: below it, a p99 is
-reported as inconclusive everywhere (gate, classify, memo), never as a pass or a failure."""
+reported as inconclusive (classify, memo, the report's figures), never as a tail estimate. The gate's tail check
+does not estimate the p99: it counts candidate samples above the baseline's largest (``core.tails``), which can fail
+from 3 samples a side."""
 
 
 class Percentiles(Record):

@@ -1,7 +1,9 @@
 """JUnit XML for the gate: one testcase per threshold, the format CI systems read.
 
 Built with ``xml.etree.ElementTree`` so escaping is never hand-rolled. A failed
-check is a ``<failure>``, a check without evidence or an inconclusive one (unstable timings) a ``<skipped>``; every
+check is a ``<failure>``, and so is an inconclusive one whose policy is ``on_inconclusive: fail`` (type
+``inconclusive``); a check without evidence, or an inconclusive one under ``warn`` or ``pass``, a ``<skipped>``
+whose message says which; every
 testcase carries the measured value, the threshold and the detail in
 ``<system-out>``.
 """
@@ -17,8 +19,8 @@ SUITE = "sparsedebug.gate"
 
 def junit_xml(result: GateResult) -> str:
     """Render a gate result as a JUnit XML document (``<testsuites>`` with one ``<testsuite>``)."""
-    failures = sum(1 for c in result.checks if c.status == "fail")
-    skipped = sum(1 for c in result.checks if c.status in ("skipped", "inconclusive"))
+    failures = sum(1 for c in result.checks if c.fails_gate)
+    skipped = sum(1 for c in result.checks if c.status in ("skipped", "inconclusive") and not c.fails_gate)
     counts = {
         "tests": str(len(result.checks)),
         "failures": str(failures),
@@ -34,11 +36,12 @@ def junit_xml(result: GateResult) -> str:
     for check in result.checks:
         case = ET.SubElement(suite, "testcase", {"classname": SUITE, "name": check.id, "time": "0"})
         text = f"{check.name}\nmeasured: {check.measured}\nthreshold: {check.threshold}\n{check.detail}"
-        if check.status == "fail":
-            failure = ET.SubElement(case, "failure", {"message": check.detail, "type": "threshold"})
+        if check.fails_gate:
+            kind = "threshold" if check.status == "fail" else "inconclusive"
+            failure = ET.SubElement(case, "failure", {"message": f"{check.status_label}: {check.detail}" if kind == "inconclusive" else check.detail, "type": kind})
             failure.text = text
         elif check.status in ("skipped", "inconclusive"):
-            ET.SubElement(case, "skipped", {"message": f"{check.status}: {check.detail}"})
+            ET.SubElement(case, "skipped", {"message": f"{check.status_label}: {check.detail}"})
         out = ET.SubElement(case, "system-out")
         out.text = text
     ET.indent(root)

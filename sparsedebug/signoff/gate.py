@@ -5,14 +5,22 @@ Five checks, one per threshold (each is one JUnit testcase):
 - ``effective_speedup``: candidate p50 speedup over the baseline must reach
   ``min``. A shortfall fails only when it is real, the asv way: the candidate's
   samples must be slower than the target (baseline samples divided by ``min``)
-  by more than ``significance.factor`` AND a Mann-Whitney U rank test must reject
-  "same distribution" at ``significance.alpha`` (``sparsedebug.core.stats.compare_samples``).
-  With too few samples for the rank test to ever reach ``alpha`` (3 against 3,
-  as in a 3-forward profiler trace), the ratio factor alone decides, and the
-  check says so.
+  by more than ``significance.factor`` AND a one-sided Mann-Whitney U rank test (in
+  the direction of harm: the candidate slower) must reject at ``significance.alpha``
+  (``sparsedebug.core.stats.compare_samples``), persistently. 3 samples a side
+  reach alpha 0.05 one-sided. With too few samples for the test to ever reach
+  ``alpha`` (2 against 2), a shortfall fails when the samples are separated (every
+  candidate sample beyond every baseline sample by the factor) and is otherwise
+  ``inconclusive``.
 - ``p99_latency``: candidate p99 / baseline p99 at most ``max_ratio``, and within
   the candidate's latency budget when it records one and ``use_budget`` is on; each
-  fails only beyond sampling noise (order-statistic bounds of the p99, ``core.tails``).
+  fails only beyond sampling noise (a one-sided exceedance count and order-statistic
+  bounds of the p99, ``core.tails``). 3 samples a side can fail it (all 3 above
+  ``max_ratio`` x the baseline's largest); with fewer, separated samples fail and
+  anything else is ``inconclusive``.
+
+What an inconclusive speed or tail check does in CI is its section's
+``on_inconclusive`` (``fail`` by default, ``warn`` or ``pass``).
 
 For two replays whose dense references are the same computation, the speed and p99
 checks allow for how far the machine itself moved that identical work between them
@@ -37,11 +45,19 @@ from typing import Literal
 from sparsedebug.core.errors import UserError
 from sparsedebug.core.io import load_data, validate
 from sparsedebug.core.patterns import precision_changed, precision_from
-from sparsedebug.core.stats import DEFAULT_ALPHA, TAIL_MIN_SAMPLES, compare_samples, enough_samples, median
+from sparsedebug.core.stats import (
+    DEFAULT_ALPHA,
+    TAIL_MIN_SAMPLES,
+    compare_samples,
+    enough_samples,
+    fewest_samples,
+    median,
+    separated,
+)
 from sparsedebug.core.tails import P99, exceedance_p, exceedances_needed, quantile_bounds
 from sparsedebug.core.timing import unstable_reason
 from sparsedebug.locate.reference import calm_latencies, machine_drift
-from sparsedebug.records.gate import CheckStatus, GateCheck, GatePolicy, GateResult, P99Policy
+from sparsedebug.records.gate import CheckStatus, GateCheck, GatePolicy, GateResult, OnInconclusive, P99Policy
 from sparsedebug.records.run import RunRecord
 from sparsedebug.signoff.metrics import bundle_clock, equal_latency_sentence, fallback_summary, latency, layer_rows
 
@@ -84,20 +100,55 @@ def judge_shift(
     )
 
 
+def judge_slowdown(
+    before: list[float], after: list[float], *, alpha: float = DEFAULT_ALPHA, factor: float = 1.05
+) -> tuple[Literal["slower", "same", "inconclusive"], str]:
+    """Whether ``after`` is slower than ``before``, tested on the side of harm only (the gate's question).
+
+    With enough samples for a one-sided rank test to reach ``alpha`` (3 against 3 at
+    0.05): significant AND the median ratio beyond ``factor`` AND persistent. With
+    fewer, the samples decide only when separated (every ``after`` sample beyond every
+    ``before`` sample by ``factor``): then slower; otherwise inconclusive, never a pass.
+    """
+    m, n = len(before), len(after)
+    if enough_samples(m, n, alpha, one_sided=True):
+        cmp = compare_samples(before, after, alpha=alpha, min_effect=factor, alternative="greater")
+        if cmp.direction == "slower" and not cmp.persistent:
+            return "same", f"not a real shift: {cmp.reason}"
+        return ("slower" if cmp.direction == "slower" else "same"), f"one-sided: {cmp.reason}"
+    ratio = median(after) / median(before)
+    need = fewest_samples(alpha, one_sided=True)
+    if min(m, n) >= 2 and separated(before, after, factor):
+        return "slower", (
+            f"{m} vs {n} samples, too few for a one-sided rank test at alpha {alpha:g} ({need} a side needed), "
+            f"but separated: every candidate sample beyond every baseline sample by x{factor:g} (median ratio x{ratio:.3f})"
+        )
+    return "inconclusive", (
+        f"{m} vs {n} samples, too few for a one-sided rank test at alpha {alpha:g} ({need} a side needed), and not "
+        f"separated by x{factor:g} (median ratio x{ratio:.3f}): neither pass nor fail"
+    )
+
+
 def _missing(check_id: str, name: str, threshold: str, why: str, policy: GatePolicy) -> GateCheck:
     status: CheckStatus = "fail" if policy.missing_evidence == "fail" else "skipped"
     return GateCheck(id=check_id, name=name, status=status, measured="-", threshold=threshold, detail=f"no evidence: {why}")
 
 
-def _inconclusive(check_id: str, name: str, threshold: str, base: RunRecord, cand: RunRecord) -> GateCheck | None:
+def _inconclusive(
+    check_id: str, name: str, threshold: str, base: RunRecord, cand: RunRecord, policy: OnInconclusive
+) -> GateCheck | None:
     """An ``inconclusive`` check when either run's whole-forward timings were unstable, else None."""
     reason = unstable_reason([(base.name, base.outcome.timing), (cand.name, cand.outcome.timing)])
     if reason is None:
         return None
     return GateCheck(
-        id=check_id, name=name, status="inconclusive", measured="-", threshold=threshold,
-        detail=f"inconclusive: timings unstable, neither pass nor fail ({reason}); rerun on a quiet machine",
+        id=check_id, name=name, status="inconclusive", measured="-", threshold=threshold, on_inconclusive=policy,
+        detail=f"inconclusive: timings unstable, neither pass nor fail ({reason}); rerun on a quiet machine{_policy_note(policy)}",
     )
+
+
+def _policy_note(policy: OnInconclusive) -> str:
+    return {"fail": "; on_inconclusive: fail, so the gate fails", "warn": "; on_inconclusive: warn", "pass": "; on_inconclusive: pass"}[policy]
 
 
 def check_speedup(base: RunRecord, cand: RunRecord, policy: GatePolicy, drift: float = 1.0) -> GateCheck:
@@ -110,11 +161,12 @@ def check_speedup(base: RunRecord, cand: RunRecord, policy: GatePolicy, drift: f
     target = policy.effective_speedup.min
     sig = policy.significance
     name = "effective speedup (baseline p50 / candidate p50)"
-    threshold = f">= {target:g}x (shortfall must exceed x{sig.factor:g} and be significant at alpha {sig.alpha:g})"
+    threshold = f">= {target:g}x (shortfall must exceed x{sig.factor:g} and be significant, one-sided, at alpha {sig.alpha:g})"
+    on_inc = policy.effective_speedup.on_inconclusive
     b, c = base.outcome.latency_samples_ms, cand.outcome.latency_samples_ms
     if not b or not c:
         return _missing("effective_speedup", name, threshold, "a run has no latency samples", policy)
-    unstable = _inconclusive("effective_speedup", name, threshold, base, cand)
+    unstable = _inconclusive("effective_speedup", name, threshold, base, cand, on_inc)
     if unstable is not None:
         return unstable
     speedup = median(b) / median(c)
@@ -128,14 +180,17 @@ def check_speedup(base: RunRecord, cand: RunRecord, policy: GatePolicy, drift: f
             detail=f"speedup {speedup:.3f}x meets {target:g}x{extra}",
         )
     scaled = [x / target for x in b]
-    direction, why = judge_shift(scaled, c, alpha=sig.alpha, factor=sig.factor)
-    if direction == "slower" and target / speedup <= drift * sig.factor:
+    direction, why = judge_slowdown(scaled, c, alpha=sig.alpha, factor=sig.factor)
+    if direction != "same" and target / speedup <= drift * sig.factor:
         direction, why = "same", f"within this machine's own drift between the runs (x{drift:.3f}): {why}"
-    failed = direction == "slower"
-    verdict = "fails" if failed else "within noise of"
+    statuses: dict[str, CheckStatus] = {"slower": "fail", "same": "pass", "inconclusive": "inconclusive"}
+    status = statuses[direction]
+    verdict = {"fail": "fails", "pass": "within noise of", "inconclusive": "short of"}[status]
+    tail = _policy_note(on_inc) if status == "inconclusive" else ""
     return GateCheck(
-        id="effective_speedup", name=name, status="fail" if failed else "pass", measured=measured,
-        threshold=threshold, detail=f"speedup {speedup:.3f}x {verdict} {target:g}x: {why}{extra}",
+        id="effective_speedup", name=name, status=status, measured=measured, threshold=threshold,
+        on_inconclusive=on_inc if status == "inconclusive" else None,
+        detail=f"speedup {speedup:.3f}x {verdict} {target:g}x: {why}{extra}{tail}",
     )
 
 
@@ -159,13 +214,21 @@ def _p99_problems(base: RunRecord, cand: RunRecord, pol: P99Policy, alpha: float
     if b_left or c_left:
         beyond += f" ({b_left} baseline and {c_left} candidate round(s) left out: their interleaved dense reference was disturbed)"
     if need is not None and over >= need:
-        problems.append(f"p99 ratio {ratio:.3f} > {pol.max_ratio:g}: {beyond}, p={p_tail:.3g}")
+        problems.append(f"p99 ratio {ratio:.3f} > {pol.max_ratio:g}: {beyond}, p={p_tail:.3g} (one-sided)")
+    elif need is None and len(b_samples) >= 2 and len(c_samples) >= 2 and over == len(c_samples):
+        problems.append(f"p99 ratio {ratio:.3f} > {pol.max_ratio:g}: {beyond}: too few samples for the count to reach alpha {alpha:g}, but separated")
     elif ratio > pol.max_ratio:
         enough = f"{need} needed at alpha {alpha:g}" if need is not None else f"no count is significant with {len(c_samples)} samples"
         notes.append(f"p99 ratio {ratio:.3f} above {pol.max_ratio:g} but within noise: {beyond} ({enough})")
     budget = cand.outcome.budget_ms
+    small = len(c_samples) < TAIL_MIN_SAMPLES
     if pol.use_budget and budget is not None:
-        if c_tail.low > budget:
+        if small and min(c_samples) > budget:
+            also = "; the baseline misses it too: this machine is too slow for it" if b_samples and min(b_samples) > budget else ""
+            problems.append(f"every one of the {len(c_samples)} candidate samples is over the {budget:g} ms budget{also}")
+        elif small and cl.p99 > budget:
+            notes.append(f"p99 {cl.p99:.3f} ms over the {budget:g} ms budget but within noise: {len(c_samples)} samples, not all over it")
+        elif not small and c_tail.low > budget:
             also = f"; the baseline misses it too (p99 lower bound {b_tail.low:.3f} ms): this machine is too slow for it" if b_tail.low > budget else ""
             problems.append(f"p99 {cl.p99:.3f} ms over the {budget:g} ms budget (lower bound {c_tail.low:.3f} ms){also}")
         elif cl.p99 > budget:
@@ -177,8 +240,9 @@ def check_p99(base: RunRecord, cand: RunRecord, policy: GatePolicy, drift: float
     """Candidate p99 against the baseline's p99, and against the candidate's latency budget.
 
     Each fails only beyond sampling noise (:func:`_p99_problems`; ``drift`` >= 1 is how much
-    slower the machine itself ran identical work in the candidate's run). A p99 of fewer
-    than ``TAIL_MIN_SAMPLES`` samples, or of unstable timings, is inconclusive.
+    slower the machine itself ran identical work in the candidate's run). With too few
+    samples for the exceedance count to reach alpha and no separation, or unstable
+    timings, the check is inconclusive (its ``on_inconclusive`` decides).
     """
     assert policy.p99_latency is not None
     pol = policy.p99_latency
@@ -188,13 +252,19 @@ def check_p99(base: RunRecord, cand: RunRecord, policy: GatePolicy, drift: float
     bl, cl = latency(base), latency(cand)
     if bl is None or cl is None:
         return _missing("p99_latency", name, threshold, "a run has no latency samples", policy)
-    unstable = _inconclusive("p99_latency", name, threshold, base, cand)
+    unstable = _inconclusive("p99_latency", name, threshold, base, cand, pol.on_inconclusive)
     if unstable is not None:
         return unstable
     problems, notes = _p99_problems(base, cand, pol, alpha, drift)
+    (b_calm, _bl), (c_calm, _cl) = calm_latencies(base), calm_latencies(cand)
     n = min(bl.n, cl.n)
-    inconclusive = n < TAIL_MIN_SAMPLES
-    small = f"; inconclusive: a p99 of {n} samples (< {TAIL_MIN_SAMPLES}) is the sample maximum, not a tail estimate" if inconclusive else ""
+    inconclusive = not problems and exceedances_needed(len(b_calm), len(c_calm), alpha) is None
+    small = ""
+    if inconclusive:
+        small = (f"; inconclusive: {len(b_calm)} vs {len(c_calm)} samples, too few for the exceedance count to reach alpha {alpha:g} "
+                 f"(3 a side needed) and not separated{_policy_note(pol.on_inconclusive)}")
+    elif n < TAIL_MIN_SAMPLES:
+        small = f"; a p99 of {n} samples (< {TAIL_MIN_SAMPLES}) is the sample maximum: the check is the exceedance count, not the p99"
     detail = (
         f"baseline p50/p95/p99 {bl.p50:.3f}/{bl.p95:.3f}/{bl.p99:.3f} ms, candidate "
         f"{cl.p50:.3f}/{cl.p95:.3f}/{cl.p99:.3f} ms ({bundle_clock([base, cand])}){small}"
@@ -202,7 +272,7 @@ def check_p99(base: RunRecord, cand: RunRecord, policy: GatePolicy, drift: float
     detail = "; ".join([*problems, *notes, detail])
     status: CheckStatus = "inconclusive" if inconclusive else ("fail" if problems else "pass")
     return GateCheck(
-        id="p99_latency", name=name, status=status,
+        id="p99_latency", name=name, status=status, on_inconclusive=pol.on_inconclusive if inconclusive else None,
         measured=f"{cl.p99 / bl.p99:.3f}x ({cl.p99:.3f} ms vs {bl.p99:.3f} ms)", threshold=threshold, detail=detail,
     )
 
@@ -359,7 +429,7 @@ def evaluate(base: RunRecord, cand: RunRecord, policy: GatePolicy | None = None)
     return GateResult(
         baseline=base.name,
         candidate=cand.name,
-        passed=all(c.status != "fail" for c in checks),
+        passed=not any(c.fails_gate for c in checks),
         checks=checks,
         policy=pol,
         inconclusive=any(c.status == "inconclusive" for c in checks),

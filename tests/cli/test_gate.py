@@ -84,11 +84,12 @@ def test_h200_traces_fail_eager_and_pass_cuda_graph(tmp_path: Path, fixtures_dir
     assert eager.exit_code == 1, eager.stdout + eager.stderr
     cases = {c.get("name"): c for c in ET.parse(junit).getroot().iter("testcase")}
     assert cases["effective_speedup"].find("failure") is not None
-    # 3 iterations per trace: a p99 of 3 samples is the maximum, so the check is inconclusive, not a failure
-    # (issue 12: the same everywhere).
-    p99 = cases["p99_latency"].find("skipped")
-    assert cases["p99_latency"].find("failure") is None and p99 is not None
-    assert p99.get("message", "").startswith("inconclusive: ")
+    # 3 iterations per trace: the one-sided exceedance count can reach alpha with 3 a side (all 3 above 1.25x the
+    # baseline's largest); here 2 of 3 are, so the tail check passes within noise (issue 25: inconclusive is
+    # kept for samples too few for the test to ever reach alpha).
+    p99 = cases["p99_latency"]
+    assert p99.find("failure") is None and p99.find("skipped") is None
+    assert "3 needed at alpha 0.05" in (p99.findtext("system-out") or "")
     # Traces carry no quality measurement: skipped, not silently passed.
     assert cases["quality_delta"].find("skipped") is not None
     junit2 = tmp_path / "graph.xml"
@@ -106,15 +107,23 @@ def _unstable() -> object:
     )
 
 
-def test_unstable_timings_are_inconclusive_not_a_failure(tmp_path: Path) -> None:
+def test_unstable_timings_are_inconclusive_and_the_policy_decides(tmp_path: Path) -> None:
     base = tmp_path / "base.json"
     cand = tmp_path / "cand.json"
     save_record(dense_run(5.0), base)
     run = sparse_run(latency_ms=50.0)  # ten times slower: would fail, but the timings cannot be trusted
     run.outcome.timing = _unstable()  # type: ignore[assignment]
     save_record(run, cand)
+    # default on_inconclusive: fail (issue 25): a gate that cannot decide does not pass CI
+    junit_fail = tmp_path / "fail.xml"
+    failed = invoke(["gate", str(base), str(cand), "--junit", str(junit_fail)])
+    assert failed.exit_code == 1, failed.stdout + failed.stderr
+    failure = {c.get("name"): c for c in ET.parse(junit_fail).getroot().iter("testcase")}["effective_speedup"].find("failure")
+    assert failure is not None and failure.get("type") == "inconclusive" and "on_inconclusive fail" in (failure.get("message") or "")
+    policy = tmp_path / "warn.yaml"
+    policy.write_text("effective_speedup: {on_inconclusive: warn}\np99_latency: {on_inconclusive: warn}\n")
     junit, summary = tmp_path / "g.xml", tmp_path / "g.md"
-    result = invoke(["gate", str(base), str(cand), "--junit", str(junit), "--summary", str(summary)])
+    result = invoke(["gate", str(base), str(cand), "--policy", str(policy), "--junit", str(junit), "--summary", str(summary)])
     assert result.exit_code == 0, result.stdout + result.stderr
     assert "INCONCLUSIVE" in result.stdout and "inconclusive" in result.stdout
     cases = {c.get("name"): c for c in ET.parse(junit).getroot().iter("testcase")}
@@ -123,5 +132,6 @@ def test_unstable_timings_are_inconclusive_not_a_failure(tmp_path: Path) -> None
         assert skipped is not None and "timings unstable" in (skipped.get("message") or "")
         assert cases[name].find("failure") is None
     assert summary.read_text().startswith("## sparsedebug gate: INCONCLUSIVE")
-    data = json.loads(invoke(["gate", str(base), str(cand), "--json"]).stdout)
-    assert data["passed"] is True and data["inconclusive"] is True  # inconclusive never fails the gate
+    assert "INCONCLUSIVE (warning: on_inconclusive warn)" in summary.read_text()
+    data = json.loads(invoke(["gate", str(base), str(cand), "--policy", str(policy), "--json"]).stdout)
+    assert data["passed"] is True and data["inconclusive"] is True  # under warn, inconclusive does not fail the gate

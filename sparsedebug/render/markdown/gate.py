@@ -8,7 +8,6 @@ from sparsedebug.render.markdown.cells import md_cell
 
 def summary_markdown(result: GateResult) -> str:
     """A Markdown summary fit for a CI job summary (GitHub's $GITHUB_STEP_SUMMARY)."""
-    icon = {"pass": "PASS", "fail": "FAIL", "skipped": "SKIP", "inconclusive": "INCONCLUSIVE"}
     verdict = "FAILED" if not result.passed else ("INCONCLUSIVE (no check failed)" if result.inconclusive else "passed")
     lines = [
         f"## sparsedebug gate: {verdict}",
@@ -19,9 +18,13 @@ def summary_markdown(result: GateResult) -> str:
         "| --- | --- | --- | --- |",
     ]
     for c in result.checks:
-        lines.append(f"| {c.name} | {icon[c.status]} | {md_cell(c.measured)} | {md_cell(c.threshold)} |")
+        lines.append(f"| {c.name} | {c.status_label} | {md_cell(c.measured)} | {md_cell(c.threshold)} |")
     lines.append("")
     for c in result.checks:
-        lines.append(f"- **{c.id}** ({icon[c.status]}): {md_cell(c.detail)}")
+        lines.append(f"- **{c.id}** ({c.status_label}): {md_cell(c.detail)}")
+    check = result.comparability
+    if check is not None:
+        for line in filter(None, [check.allowed_sentence(), *check.notes]):
+            lines.append(f"- comparability: {md_cell(line)}")
     lines.append("")
     return "\n".join(lines)

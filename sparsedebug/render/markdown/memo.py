@@ -23,7 +23,6 @@ from __future__ import annotations
 from sparsedebug.core.stats import SampleComparison, percentiles
 from sparsedebug.records.bundle import Movement
 from sparsedebug.records.decision import DecisionOutcome
-from sparsedebug.records.fingerprint import Fingerprint
 from sparsedebug.records.playbook import Playbook
 from sparsedebug.records.reduce import ReduceResult
 from sparsedebug.records.run import RunRecord
@@ -37,6 +36,7 @@ from sparsedebug.render.clocks import (
     target_sentence,
 )
 from sparsedebug.render.markdown.ranks import rank_lines
+from sparsedebug.render.markdown.tags import build_tags
 from sparsedebug.signoff.decide import stored_decision
 from sparsedebug.signoff.metrics import (
     equal_latency_sentence,
@@ -134,7 +134,7 @@ def _symptom(b: LoadedBundle, book: Playbook) -> list[str]:
         out.append("  - Knobs: " + ", ".join(f"{k}={v}" for k, v in sorted(ref.knobs.items())) + ".")
 
     out.append(f"- **First failing layer or stage**: {_first_stage(b)}")
-    out += _tags(b)
+    out += build_tags(b)
     out.append("")
     return out
 
@@ -172,84 +172,6 @@ def _first_stage(b: LoadedBundle) -> str:
             f"`{r.layer}` {r.contribution_ms:+.3f} ms" + (f" ({r.share:.0%})" if r.share is not None else "") for r in top
         ) + "."
     return text
-
-
-def _tags(b: LoadedBundle) -> list[str]:
-    lines = ["- **Build and runtime tags**:"]
-    fp = b.fingerprint
-    if fp is not None:
-        blas = ", ".join(f"{lib.internal_api} {lib.version or '?'} ({lib.num_threads} threads)" for lib in fp.numpy.blas) or "none"
-        git = f"{fp.git.revision[:12]}{' dirty' if fp.git.dirty else ''}" if fp.git else "not a git checkout"
-        lines.append(
-            f"  - Walk environment (fingerprint.json): sparsedebug git {git}; {fp.python.implementation} "
-            f"{fp.python.version}; {fp.platform.system} {fp.platform.release} {fp.platform.machine}; "
-            f"CPU {fp.cpu.model or '?'} ({fp.cpu.logical_cores} logical cores); numpy {fp.numpy.version}, BLAS {blas}"
-            + _walk_stack(fp)
-            + "."
-        )
-    for role, run in (("baseline", b.baseline), ("candidate", b.candidate), ("fixed", b.fixed)):
-        if run is None:
-            continue
-        tags = [f"source {run.source.kind}", f"backend `{run.lower.backend}`"]
-        rf = run.fingerprint
-        if rf is not None:
-            if rf.torch is not None:
-                tags.append(f"torch {rf.torch.version} CUDA {rf.torch.cuda} cuSPARSELt {rf.torch.cusparselt or 'not installed'}")
-            for gpu in rf.gpus:
-                tags.append(f"GPU {gpu.name} driver {gpu.driver}")
-        for f in run.source.files[:2]:
-            tags.append(f"{f.path.rsplit('/', 1)[-1]} sha256:{f.sha256[:12]}")
-        if run.workload is not None and run.workload.file is not None:
-            tags.append(f"workload sha256:{run.workload.file.sha256[:12]}")
-        if run.schedule.threads is not None:
-            tags.append(f"{run.schedule.threads} threads")
-        tags += _stack_tags(run)
-        lines.append(f"  - {role} `{run.name}`: " + "; ".join(tags) + ".")
-    return lines
-
-
-def _walk_stack(fp: Fingerprint) -> str:
-    """torch, CUDA, cuSPARSELt and GPU driver of the walk environment, as the fingerprint records them."""
-    parts = []
-    if fp.torch is not None:
-        parts.append(f"torch {fp.torch.version} CUDA {fp.torch.cuda or 'none'} cuSPARSELt {fp.torch.cusparselt or 'not installed'}")
-    else:
-        parts.append("torch not installed")
-    parts += [f"GPU {gpu.name} driver {gpu.driver or '?'}" for gpu in fp.gpus] or [f"no GPU ({fp.gpu_probe})"]
-    return "; " + "; ".join(parts)
-
-
-def _stack_tags(run: RunRecord) -> list[str]:
-    """The stack a run ran on, from what its trace and fingerprint record, and the stack profile that judges it."""
-    from sparsedebug.sources.stacks import stack_for_backend
-
-    tags: list[str] = []
-    rt = run.source.runtime
-    if rt is not None:
-        device = f"{rt.device or 'GPU ?'}" + (f" (compute capability {rt.capability})" if rt.capability else "")
-        tags.append(
-            f"traced on {device}, CUDA runtime {rt.cuda_runtime or 'not recorded'}, CUDA driver API {rt.cuda_driver or 'not recorded'}"
-            + (f", CUPTI {rt.cupti}" if rt.cupti else "")
-            + ("; CUDA graph replay" if rt.cuda_graph else "; eager launch")
-        )
-    rf = run.fingerprint
-    torch_version = rf.torch.version if rf is not None and rf.torch is not None else None
-    for backend in rt.sparse_backends if rt is not None else []:
-        match = stack_for_backend(backend)
-        ops = ", ".join(f"`{op}`" for op in rt.sparse_ops) if rt is not None else ""
-        if match is None:
-            tags.append(f"sparse backend {backend} ({ops}): no stack profile knows it")
-            continue
-        profile, path = match
-        measured = ", ".join(path.versions.measured_at)
-        version = f"{profile.package} {torch_version}" if torch_version else f"{profile.package} version not recorded in the trace"
-        cusparselt = rf.torch.cusparselt if rf is not None and rf.torch is not None else None
-        tags.append(
-            f"stack {profile.title}, path `{path.id}` (sparse ops {ops}; {version}; "
-            f"cuSPARSELt {cusparselt or 'version not recorded in the trace'}); "
-            f"verdicts from stack profile `{profile.name}`" + (f", rules measured at {profile.package} {measured}" if measured else "")
-        )
-    return tags
 
 
 def _mechanism(b: LoadedBundle, book: Playbook) -> list[str]:
@@ -481,6 +403,22 @@ def _signoff(b: LoadedBundle, book: Playbook, decision: DecisionOutcome) -> list
     return out
 
 
+def _comparability(b: LoadedBundle) -> list[str]:
+    """What the baseline and candidate were allowed to differ in, and what differs as a finding (the comparability check)."""
+    check = b.bisect.comparability if b.bisect is not None else None
+    if check is None:
+        return []
+    out = []
+    sentence = check.allowed_sentence()
+    if sentence:
+        out.append(f"**Comparability**: {sentence[0].upper()}{sentence[1:]}.")
+    else:
+        out.append(f"**Comparability**: same model ({check.layers.matched} of {max(check.layers.base_layers, check.layers.cand_layers)} layers matched by op and shape), "
+                   f"device {check.base_device.label()}, phase {check.base_phase}.")
+    out += [f"- {note}" for note in check.notes]
+    return [*out, ""]
+
+
 def render_memo(bundle: LoadedBundle, book: Playbook) -> str:
     """The review memo for ``bundle`` as Markdown."""
     decision = stored_decision(bundle)
@@ -488,6 +426,7 @@ def render_memo(bundle: LoadedBundle, book: Playbook) -> str:
     inputs = ", ".join(f"{i.role} {i.label} ({i.kind})" for i in bundle.manifest.inputs)
     lines.append(f"Bundle `{bundle.root.name}`, created {bundle.manifest.created_at}, playbook `{bundle.manifest.playbook}`; inputs: {inputs}.")
     lines.append("")
+    lines += _comparability(bundle)
     lines += _symptom(bundle, book)
     lines += rank_lines(bundle)
     lines += _mechanism(bundle, book)

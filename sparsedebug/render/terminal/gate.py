@@ -25,6 +25,9 @@ def gate_table(result: GateResult) -> Table:
     table.add_column("threshold", overflow="fold")
     table.add_column("detail", overflow="fold")
     for check in result.checks:
-        table.add_row(check.id, _STYLE[check.status], check.measured, check.threshold, check.detail)
+        style = _STYLE[check.status]
+        if check.status == "inconclusive":
+            style = f"[{'red' if check.fails_gate else 'yellow'}]{check.status_label}[/]"
+        table.add_row(check.id, style, check.measured, check.threshold, check.detail)
     optional(table, "threshold")
     return table

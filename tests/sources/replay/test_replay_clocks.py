@@ -9,6 +9,7 @@ import pytest
 
 from sparsedebug.core import timing
 from sparsedebug.locate.walk import bisect_runs
+from sparsedebug.records.gate import GatePolicy
 from sparsedebug.records.run import KernelPath, RunRecord
 from sparsedebug.signoff.gate import evaluate
 from sparsedebug.sources.replay.equal_latency import FRACTION_STEPS
@@ -128,7 +129,11 @@ def test_a_replay_under_a_cpu_hog_is_unstable_and_gate_and_bisect_say_inconclusi
     gate = evaluate(calm, record)
     checks = {c.id: c.status for c in gate.checks}
     assert checks["effective_speedup"] == "inconclusive" and checks["p99_latency"] == "inconclusive"
-    assert gate.passed and gate.inconclusive  # inconclusive: neither a pass of the timing checks nor a failure
+    # issue 25: inconclusive is neither a pass nor a failure of the check; by default (on_inconclusive: fail) it fails
+    # the gate, under warn it does not
+    assert not gate.passed and gate.inconclusive and all(c.fails_gate for c in gate.checks if c.status == "inconclusive")
+    warn = GatePolicy(effective_speedup={"on_inconclusive": "warn"}, p99_latency={"on_inconclusive": "warn"})
+    assert evaluate(calm, record, warn).passed
     result = bisect_runs(calm, record)
     timed = {s.stage: s for s in result.stages if s.stage in ("kernel", "schedule", "outcome")}
     assert all(s.status == "undecided" and "timings unstable" in s.summary for s in timed.values())

@@ -39,6 +39,7 @@ from sparsedebug.core.errors import UserError
 from sparsedebug.core.io import file_digest
 from sparsedebug.core.kernel_names import classify_kernel
 from sparsedebug.records.base import Record
+from sparsedebug.records.comparability import DeviceInfo
 from sparsedebug.records.run import (
     GraphStage,
     KernelPath,
@@ -232,7 +233,8 @@ def analyze_trace(path: Path, *, include_last_step: bool = False, events: TraceE
     for op in ops:
         by_class[op.cls.value] += op.dur / 1e3
     sparse_layers = {layer.name for layer in lower_layers if layer.path is KernelPath.SPARSE}
-    device_name = _device_name(trace.metadata, device)
+    device_info = device_of_trace(trace.metadata, device, ops)
+    device_name = device_info.name
     with_calls = {layer.name for layer in layers if layer.calls[0].identity != "kernel"}
     record = RunRecord(
         name=_stem(path),
@@ -241,7 +243,8 @@ def analyze_trace(path: Path, *, include_last_step: bool = False, events: TraceE
             runtime=_runtime(trace.metadata, device, device_name, lower_layers, any(op.launch_name.startswith("cudaGraphLaunch") for op in ops)),
         ),
         graph=GraphStage(layers=graph_layers, tokens=tokens(graph_layers)),
-        lower=LowerStage(backend=f"cuda:{device_name}" if device_name else "cuda", layers=lower_layers),
+        device=device_info,
+        lower=LowerStage(backend=f"{device_info.family}:{device_name}" if device_name else device_info.family, layers=lower_layers),
         kernel=KernelStage(layers=[e.kernel for e in entries], by_class_ms=dict(by_class)),
         schedule=ScheduleStage(
             span_samples_ms=[it.span_ms for it in complete],
@@ -324,13 +327,44 @@ def _runtime(metadata: dict[str, Any], device: int, device_name: str | None, lay
     )
 
 
-def _device_name(metadata: dict[str, Any], device: int) -> str | None:
+def _device_properties(metadata: dict[str, Any], device: int) -> dict[str, Any]:
     props = metadata.get("deviceProperties")
-    if isinstance(props, list):
-        for prop in props:
-            if isinstance(prop, dict) and prop.get("id") == device and isinstance(prop.get("name"), str):
-                return str(prop["name"])
-    return None
+    if not isinstance(props, list):
+        return {}
+    entries = [prop for prop in props if isinstance(prop, dict)]
+    mine = [prop for prop in entries if prop.get("id") == device]
+    return mine[0] if mine else (entries[0] if len(entries) == 1 else {})
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def device_of_trace(metadata: dict[str, Any], device: int, ops: list[GpuOp]) -> DeviceInfo:
+    """The GPU a trace ran on, from what it says: deviceProperties, and the runtime its launches went through.
+
+    ROCm (HIP) is told from the trace itself: launches through ``hip*`` runtime calls,
+    a ``gcnArchName`` property, a 64-wide wavefront (``warpSize``) or an AMD device name;
+    anything else with a GPU timeline is CUDA.
+    """
+    prop = _device_properties(metadata, device)
+    name = prop.get("name") if isinstance(prop.get("name"), str) and prop.get("name") else None
+    warp = _int(prop.get("warpSize"))
+    hip_launches = sum(1 for op in ops if op.launch_name.lower().startswith("hip"))
+    rocm = (
+        "gcnArchName" in prop or warp == 64 or hip_launches > len(ops) // 2
+        or (name is not None and name.upper().startswith(("AMD", "RADEON")))
+    )
+    major, minor = prop.get("computeMajor"), prop.get("computeMinor")
+    capability = f"{major}.{minor}" if isinstance(major, int) and isinstance(minor, int) else None
+    if isinstance(prop.get("gcnArchName"), str):
+        capability = str(prop["gcnArchName"]).split(":")[0]
+    first = name.split()[0].upper() if name else ""
+    vendor = "AMD" if rocm else ("NVIDIA" if first in ("NVIDIA", "TESLA", "GEFORCE", "QUADRO") or name is None else name.split()[0])
+    return DeviceInfo(
+        kind="gpu", family="rocm" if rocm else "cuda", vendor=vendor, name=name, compute_capability=capability,
+        multiprocessors=_int(prop.get("numSms")), memory_bytes=_int(prop.get("totalGlobalMem")), warp_size=warp,
+    )
 
 
 def _stem(path: Path) -> str:

@@ -26,7 +26,14 @@ from sparsedebug.records.run import (
     OpKind,
 )
 from sparsedebug.sources.importers.trace.read.events import GpuOp, HostRange
-from sparsedebug.sources.importers.trace.structure.layers import LayerCall, LayerResolver, backward_ops, ops_under
+from sparsedebug.sources.importers.trace.structure.layers import (
+    LayerCall,
+    LayerResolver,
+    backward_ops,
+    op_label,
+    ops_under,
+    top_level_ops,
+)
 from sparsedebug.sources.importers.trace.structure.ops import (
     LINEAR_OPS,
     dispatch_evidence,
@@ -198,7 +205,10 @@ def layer_records(layer: Layer, resolver: LayerResolver) -> LayerRecords:
         dispatch=dispatch,
     )
     kernel = KernelLayer(name=layer.name, samples_ms=_samples(layer), by_class_ms=dict(by_class), precision=None if dtype == "unknown" else dtype)
-    return LayerRecords(_graph_layer(layer.name, kind, dtype, primary, sparse), lower, kernel)
+    graph = _graph_layer(layer.name, kind, dtype, primary, sparse)
+    source = resolver.calls.get(call.forward_key, call) if call.forward_key is not None else call
+    graph.ops = [f"{call.phase}:{op_label(op)}" for op in top_level_ops(resolver, source)]
+    return LayerRecords(graph, lower, kernel)
 
 
 def tokens(layers: list[GraphLayer]) -> int | None:

@@ -80,6 +80,7 @@ class HostRange:
     strides: Any = None
     concrete: Any = None
     seq: int | None = None
+    fwd_thread: int | None = None  # ops the autograd engine ran: the forward thread that created their node
     index: int = 0
     parent: int = -1
     launches: int = 0  # GPU ops launched inside (set while linking)
@@ -180,6 +181,7 @@ def _host_range(cat: str, name: str, ts: float, dur: float, thread: Thread, args
         "op", name, ts, ts + dur, thread,
         dims=args.get("Input Dims"), types=args.get("Input type"), strides=args.get("Input Strides"),
         concrete=args.get("Concrete Inputs"), seq=as_int(args.get("Sequence number")),
+        fwd_thread=as_int(args.get("Fwd thread id")),
     )
 
 

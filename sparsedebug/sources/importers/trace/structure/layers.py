@@ -18,10 +18,13 @@ call that launched a GPU op:
 4. otherwise (no CPU ops: a CUDA-graph replay, kernels launched outside any op)
    the kernel name.
 
-Phases (training traces): an op launched under ``Optimizer.step#``/``zero_grad``
-ranges is ``optimizer``; one launched under an autograd
-``evaluate_function`` range, or from an autograd engine thread, is ``backward``;
-the rest ``forward``. Backward layers are named after the forward layer whose op
+Phases (training traces) come from the autograd structure, never from an
+annotation's text: an op launched under the optimizer's own ``Optimizer.step#``/
+``zero_grad#`` ranges is ``optimizer``; one launched under an autograd
+``evaluate_function`` node, by an op linked to the forward thread that created its
+node (``Fwd thread id``), or from an autograd engine thread (one that runs no forward
+op) is ``backward``; the rest ``forward``. Markers such as ``## forward: ... ##`` are
+containers, not layers, and mark no phase. Backward layers are named after the forward layer whose op
 created their autograd node, prefixed ``backward:``
 (``backward:layers.0.mlp.down_proj``): an ``evaluate_function`` range carries the
 node's ``Sequence number``, and the node's creator is the last forward op that
@@ -71,18 +74,30 @@ _THREAD_ID = re.compile(r"^thread \d+\s*")
 PHASE_PREFIX = {"forward": "", "backward": "backward:", "optimizer": "optimizer:"}
 
 
+_MARKER = re.compile(r"^## (forward|backward|optimizer|zero_grad)\b.*##$")
+"""``## forward ##``, ``## forward: model ##``, ``## backward ##``: markers frameworks put around a whole pass (containers,
+not layers; they mark no phase either). Other ``## name ##`` regions (torchrec's ``## data_load ##``) stay layers."""
+
+
 def is_container_annotation(name: str) -> bool:
     """An annotation that marks a phase or a step rather than a layer."""
-    return name.startswith(_CONTAINER_PREFIXES) or name in _CONTAINER_NAMES
+    return name.startswith(_CONTAINER_PREFIXES) or name in _CONTAINER_NAMES or bool(_MARKER.match(name))
 
 
 def annotation_phase(name: str) -> str | None:
-    """The phase an annotation marks, if any."""
-    if name.startswith(("Optimizer.step#", "Optimizer.zero_grad#")) or name in ("## optimizer ##", "## zero_grad ##"):
+    """The phase an annotation marks: only the optimizer's own step and zero_grad ranges (``torch.optim`` records them).
+
+    Forward and backward are never read from an annotation's text (a ``## forward: ... ##``
+    marker says nothing the autograd structure does not): see :meth:`LayerResolver.phase`.
+    """
+    if name.startswith(("Optimizer.step#", "Optimizer.zero_grad#")):
         return "optimizer"
-    if name == "## backward ##":
-        return "backward"
     return None
+
+
+def is_backward_op(r: HostRange) -> bool:
+    """An op the autograd engine ran: an ``evaluate_function`` node, or one linked to the forward thread that created its node."""
+    return r.kind == "op" and (r.name.startswith(_EVALUATE) or (r.fwd_thread is not None and r.fwd_thread > 0))
 
 
 def _module_class(name: str) -> str:
@@ -117,15 +132,28 @@ class LayerResolver:
         self.calls: dict[Any, LayerCall] = {}
 
     def _backward_threads(self) -> set[Thread]:
-        threads = {t for t, names in self.trace.thread_names.items() if any("autograd" in n for n in names)}
-        threads.update(r.thread for r in self.ranges if r.kind == "op" and r.name.startswith(_EVALUATE))
-        return threads
+        """The autograd engine's own threads (``pt_autograd_*``), which run nothing but backward.
+
+        A thread that also runs the forward (backward called on the main thread) is not one:
+        there, only the ops under an ``evaluate_function`` node or linked to a forward thread
+        are backward (:meth:`phase`).
+        """
+        named = {t for t, names in self.trace.thread_names.items() if any("autograd" in _THREAD_ID.sub("", n) for n in names)}
+        engine = {r.thread for r in self.ranges if r.kind == "op" and r.name.startswith(_EVALUATE)}
+        forward = {
+            r.thread for r in self.ranges
+            if r.kind == "op" and r.seq is not None and not is_backward_op(r)
+            and not any(is_backward_op(a) for a in ancestors(self.ranges, r.parent))
+        }
+        return (named | engine) - forward
 
     def _forward_ops_of_seq(self) -> dict[int, tuple[list[float], list[int]]]:
         """Forward ops by autograd ``Sequence number``: (start times, indices), in start order."""
         found: dict[int, list[tuple[float, int]]] = defaultdict(list)
         for r in self.ranges:
-            if r.kind == "op" and r.seq is not None and r.thread not in self.backward_threads and not r.name.startswith(_EVALUATE):
+            if r.kind == "op" and r.seq is not None and r.thread not in self.backward_threads and not is_backward_op(r):
+                if any(is_backward_op(a) for a in ancestors(self.ranges, r.parent)):
+                    continue  # run by the engine inside a node on a shared thread
                 found[r.seq].append((r.ts, r.index))
         out: dict[int, tuple[list[float], list[int]]] = {}
         for seq, items in found.items():
@@ -171,15 +199,17 @@ class LayerResolver:
         return r.kind == "module" or (r.kind == "annotation" and not is_container_annotation(r.name))
 
     def phase(self, chain: list[HostRange], thread: Thread | None) -> str:
-        """Phase of a call from its ancestor chain (innermost first) and the launching thread."""
+        """Phase of a call from the autograd structure: its ancestor chain (innermost first) and the launching thread.
+
+        ``optimizer`` under the optimizer's own step range; ``backward`` on an autograd engine
+        thread, under an ``evaluate_function`` node, or for an op linked to the forward thread
+        that created its node (``Fwd thread id``); else ``forward``.
+        """
         backward = thread in self.backward_threads
         for r in chain:
-            if r.kind == "annotation":
-                marked = annotation_phase(r.name)
-                if marked == "optimizer":
-                    return "optimizer"
-                backward = backward or marked == "backward"
-            elif r.kind == "op" and r.name.startswith(_EVALUATE):
+            if r.kind == "annotation" and annotation_phase(r.name) == "optimizer":
+                return "optimizer"
+            if is_backward_op(r):
                 backward = True
         return "backward" if backward else "forward"
 
@@ -336,6 +366,38 @@ def ops_under(resolver: LayerResolver, call: LayerCall) -> list[HostRange]:
     if root is None or root.index >= len(resolver.ranges) or resolver.ranges[root.index] is not root:
         return []  # a kernel-name layer or a GPU-side annotation: no CPU ops under it
     return _subtree_ops(resolver, [root.index])
+
+
+def top_level_ops(resolver: LayerResolver, call: LayerCall) -> list[HostRange]:
+    """The ops the model called in one layer call, outermost only (not the ops they dispatch to), in start order.
+
+    A layer found from a top-level op is that op; an annotation or a module call holds the
+    outermost ops of its subtree (torch.compile regions looked into, nested layers left out).
+    """
+    root = call.range
+    if root is None or root.index >= len(resolver.ranges) or resolver.ranges[root.index] is not root:
+        return []
+    if root.kind == "op" and not is_container_op(root.name):
+        return [root]
+    out: list[HostRange] = []
+    todo = [root.index]
+    while todo:
+        current = resolver.ranges[todo.pop()]
+        for child in reversed(resolver.kids[current.index]):
+            item = resolver.ranges[child]
+            if resolver.is_layer_range(item):
+                continue
+            if item.kind == "op" and not is_container_op(item.name):
+                out.append(item)
+            else:
+                todo.append(child)
+    return sorted(out, key=lambda r: r.ts)
+
+
+def op_label(r: HostRange) -> str:
+    """An op as a layer's composition lists it: its name and naming shape (``linear [4096x4096]``), no ordinal."""
+    shape = shape_text(r)
+    return strip_namespace(r.name) + (f" [{shape}]" if shape else "")
 
 
 def backward_ops(resolver: LayerResolver, call: LayerCall) -> list[HostRange]:

@@ -1,0 +1,434 @@
+"""Compare only what is comparable: the one check every comparing command runs first.
+
+:func:`check_pair` decides, from layer shapes and device properties (never from names),
+whether a baseline and a candidate are runs of
+
+- the same **model**: layers are matched by identity (op kind, weight shape, feature
+  width, phase) in order, so a renamed copy matches and a same-name layer of another
+  shape does not; fewer than ``MODEL_MIN_SHARE`` of the larger run's layers matched is
+  another model. A trace annotated coarsely (one ``record_function`` over several ops)
+  against its annotation-stripped copy is first merged op for op to the annotated
+  granularity (``GraphLayer.ops``), so the two match layer for layer;
+- on the same **device** and backend family (a trace's deviceProperties: family, compute
+  capability, multiprocessors, memory; a replay runs on this machine's CPU, so an H200
+  trace against a replay is a device difference);
+- in the same **phase** (inference, or a training step with backward and optimizer);
+- with the same **tokens** per call and the same dominant **dtype** of the compute layers.
+
+What a regression may legitimately change (a few layers, the backend, the dtype of some
+layers) is a note: the comparison runs and reports it. :func:`require_comparable` refuses
+the rest with one line (exit 2) unless ``--allow-different`` names the dimension, and
+returns the pair with the candidate's matched layers under the baseline's names, the
+form every stage compares.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from sparsedebug.core.errors import UserError
+from sparsedebug.core.kernel_names import primary_class
+from sparsedebug.core.patterns import kernel_named
+from sparsedebug.records.comparability import (
+    DIMENSIONS,
+    MODEL_MIN_SHARE,
+    Comparability,
+    DeviceInfo,
+    Difference,
+    Dimension,
+    LayerMatch,
+)
+from sparsedebug.records.run import (
+    GraphLayer,
+    KernelLayer,
+    KernelPath,
+    LowerLayer,
+    OpKind,
+    RunRecord,
+    ScheduleStage,
+    TimelineStrip,
+)
+
+_COMPUTE_OPS = (OpKind.LINEAR, OpKind.ATTENTION)
+DTYPE_MAX_SHARE = 0.9
+"""A dtype change on at least this share of the compute (and two layers or more) is another model's dtype, not a regression's."""
+_SHOWN = 3
+"""Layers named per side in a refusal or a note."""
+
+
+@dataclass
+class ComparedPair:
+    """A checked pair: the runs as every stage compares them, and the check."""
+
+    base: RunRecord
+    cand: RunRecord
+    check: Comparability
+
+
+# --------------------------------------------------------------------------- device, phase, dtype
+
+
+def device_of(run: RunRecord) -> DeviceInfo:
+    """The device ``run`` was timed on: as recorded, else from its backend label (older traces), else this machine's CPU (replays)."""
+    if run.device is not None:
+        return run.device
+    if run.source.kind == "torch_trace":
+        family, _sep, name = run.lower.backend.partition(":")
+        return DeviceInfo(kind="gpu", family=family if family in ("cuda", "rocm") else "cuda", name=name or None)
+    cpu = run.fingerprint.cpu.model if run.fingerprint is not None else None
+    return DeviceInfo(kind="cpu", family="cpu", name=cpu)
+
+
+def phase_of(run: RunRecord) -> str:
+    """``training step`` when the run has backward or optimizer layers (the trace's autograd structure), else ``inference``."""
+    phases = {layer.phase for layer in run.lower.layers if layer.phase is not None}
+    return "training step" if phases & {"backward", "optimizer"} else "inference"
+
+
+def dominant_dtype(run: RunRecord) -> str | None:
+    """The dtype carrying most of the compute layers' FLOPs (layer count when FLOPs are unknown)."""
+    layers = [g for g in run.graph.layers if g.op in _COMPUTE_OPS and g.dtype != "unknown"] or [
+        g for g in run.graph.layers if g.dtype != "unknown"
+    ]
+    weight: dict[str, float] = {}
+    for g in layers:
+        weight[g.dtype] = weight.get(g.dtype, 0.0) + (g.flops if g.flops > 0 else 1.0)
+    return max(weight, key=lambda dtype: weight[dtype]) if weight else None
+
+
+def dtype_changes(base: RunRecord, cand: RunRecord) -> tuple[list[str], float]:
+    """Layers (same names) whose dtype differs, and the share of the compute layers' FLOPs (count when unknown) they carry."""
+    b_dtypes = {g.name: g.dtype for g in base.graph.layers}
+    changed = [g.name for g in cand.graph.layers if g.name in b_dtypes and g.dtype != b_dtypes[g.name] and "unknown" not in (g.dtype, b_dtypes[g.name])]
+    compute = [g for g in cand.graph.layers if g.name in b_dtypes and g.op in _COMPUTE_OPS] or [g for g in cand.graph.layers if g.name in b_dtypes]
+    total = sum(g.flops if g.flops > 0 else 1.0 for g in compute)
+    moved = sum(g.flops if g.flops > 0 else 1.0 for g in compute if g.name in set(changed))
+    return changed, (moved / total if total else 0.0)
+
+
+def _device_difference(b: DeviceInfo, c: DeviceInfo) -> str | None:
+    if b.kind != c.kind or b.family != c.family:
+        return f"{b.label()} vs {c.label()}"
+    if b.kind == "cpu":
+        return f"{b.label()} vs {c.label()}" if b.name and c.name and b.name != c.name else None
+    differs = []
+    if b.compute_capability and c.compute_capability and b.compute_capability != c.compute_capability:
+        differs.append(f"compute capability {b.compute_capability} vs {c.compute_capability}")
+    if b.multiprocessors and c.multiprocessors and b.multiprocessors != c.multiprocessors:
+        differs.append(f"{b.multiprocessors} vs {c.multiprocessors} multiprocessors")
+    if b.memory_bytes and c.memory_bytes and max(b.memory_bytes, c.memory_bytes) > 1.02 * min(b.memory_bytes, c.memory_bytes):
+        differs.append(f"{b.memory_bytes / 2**30:.0f} vs {c.memory_bytes / 2**30:.0f} GiB")
+    has_props = any((b.compute_capability and c.compute_capability, b.multiprocessors and c.multiprocessors, b.memory_bytes and c.memory_bytes))
+    if not has_props and b.name and c.name and b.name.lower() != c.name.lower():
+        differs.append("device names differ and no properties tell them apart")
+    return f"{b.label()} vs {c.label()} ({', '.join(differs)})" if differs else None
+
+
+# --------------------------------------------------------------------------- layer identity
+
+
+def _key(graph: GraphLayer, phase: str | None) -> tuple[str, str, tuple[int, ...] | None, int | None]:
+    width = graph.input_shape[-1] if graph.input_shape else None
+    return (phase or "forward", graph.op.value, tuple(graph.weight_shape) if graph.weight_shape else None, width)
+
+
+def _keys(run: RunRecord) -> list[tuple[str, str, tuple[int, ...] | None, int | None]]:
+    phases = {layer.name: layer.phase for layer in run.lower.layers}
+    return [_key(g, phases.get(g.name)) for g in run.graph.layers]
+
+
+def _describe(graph: GraphLayer) -> str:
+    shape = graph.weight_shape or graph.input_shape
+    return f"{graph.name} ({graph.op.value}{' ' + 'x'.join(map(str, shape)) if shape else ''})"
+
+
+def _pairs(bkeys: list[object], ckeys: list[object]) -> list[tuple[int, int]]:
+    if bkeys == ckeys:
+        return [(i, i) for i in range(len(bkeys))]
+    matcher = difflib.SequenceMatcher(None, bkeys, ckeys, autojunk=False)
+    return [(a + k, b + k) for a, b, size in matcher.get_matching_blocks() for k in range(size)]
+
+
+def _chunk_sums(samples: list[float], n: int) -> list[float]:
+    """``samples`` summed into ``n`` consecutive groups (calls of one merged call)."""
+    size = len(samples) / n
+    return [sum(samples[round(k * size) : round((k + 1) * size)]) for k in range(n)]
+
+
+def _merge_samples(groups: list[list[float]]) -> list[float]:
+    present = [g for g in groups if g]
+    if not present:
+        return []
+    n = min(len(g) for g in present)
+    sums = [0.0] * n
+    for g in present:
+        for k, value in enumerate(g if len(g) == n else _chunk_sums(g, n)):
+            sums[k] += value
+    return sums
+
+
+@dataclass
+class _Layers:
+    graph: list[GraphLayer]
+    lower: dict[str, LowerLayer]
+    kernel: dict[str, KernelLayer]
+
+
+def _layers(run: RunRecord) -> _Layers:
+    return _Layers(list(run.graph.layers), {lo.name: lo for lo in run.lower.layers}, {k.name: k for k in run.kernel.layers})
+
+
+def _merge_group(name: str, members: list[GraphLayer], coarse: GraphLayer, run: _Layers) -> tuple[GraphLayer, LowerLayer | None, KernelLayer | None]:
+    """One layer of ``name`` from the fine run's ``members`` (the ops the coarse run's layer holds)."""
+    target = _key(coarse, None)[1:]
+    primary = next((g for g in members if _key(g, None)[1:] == target), None) or next(
+        (g for g in members if g.op is coarse.op), members[0]
+    )
+    graph = primary.model_copy(update={  # the same ops, so the kind the coarse run's layer was given
+        "name": name, "op": coarse.op, "params": sum(g.params for g in members), "flops": sum(g.flops for g in members),
+        "bytes": sum(g.bytes for g in members), "ops": [op for g in members for op in g.ops],
+    })
+    lowers = [run.lower[g.name] for g in members if g.name in run.lower]
+    lower = None
+    if lowers:
+        main = run.lower.get(primary.name, lowers[0])
+        sparse = any(lo.path is KernelPath.SPARSE for lo in lowers)
+        classes = {lo.kernel_class for lo in lowers if lo.kernel_class is not None}
+        lower = main.model_copy(update={
+            "name": name, "path": KernelPath.SPARSE if sparse else main.path,
+            "reason": None if sparse else main.reason,
+            "kernel_class": primary_class(classes) if classes else None,
+            "kernels": list(dict.fromkeys(k for lo in lowers for k in lo.kernels)),
+            "detail": f"merged from {len(members)} op layer(s) of the unannotated run: " + ", ".join(g.name for g in members[:4])
+            + (" ..." if len(members) > 4 else ""),
+        })
+    kernels = [run.kernel[g.name] for g in members if g.name in run.kernel]
+    kernel = None
+    if kernels:
+        by_class: Counter[str] = Counter()
+        for k in kernels:
+            by_class.update(k.by_class_ms)
+        dense = [k.dense_samples_ms for k in kernels]
+        errors = [k.rel_err for k in kernels if k.rel_err is not None]
+        kernel = KernelLayer(
+            name=name, samples_ms=_merge_samples([k.samples_ms for k in kernels]),
+            dense_samples_ms=_merge_samples([d for d in dense if d]) if all(dense) else None,
+            by_class_ms=dict(by_class), precision=next((k.precision for k in kernels if k.precision), None),
+            rel_err=max(errors) if errors else None,
+            max_abs_err=max((k.max_abs_err for k in kernels if k.max_abs_err is not None), default=None),
+        )
+    return graph, lower, kernel
+
+
+def _merge_to(coarse: RunRecord, fine: RunRecord) -> tuple[RunRecord, int] | None:
+    """``fine`` with its layers merged into ``coarse``'s, op for op (``GraphLayer.ops``); None when that does not fit."""
+    if not all(g.ops for g in coarse.graph.layers) or not all(g.ops for g in fine.graph.layers):
+        return None
+    coarse_of: list[int] = [i for i, g in enumerate(coarse.graph.layers) for _op in g.ops]
+    coarse_tokens = [op for g in coarse.graph.layers for op in g.ops]
+    fine_tokens: list[str] = []
+    owner: list[int] = []
+    for j, g in enumerate(fine.graph.layers):
+        fine_tokens += g.ops
+        owner += [j] * len(g.ops)
+    position = dict((b, a) for a, b in _pairs(list(coarse_tokens), list(fine_tokens)))
+    assigned: dict[int, int] = {}
+    for j, g in enumerate(fine.graph.layers):
+        spots = {coarse_of[position[t]] for t, o in enumerate(owner) if o == j and t in position}
+        if len(spots) == 1 and all(t in position for t, o in enumerate(owner) if o == j):
+            assigned[j] = spots.pop()
+    if len(set(assigned.values())) < MODEL_MIN_SHARE * len(coarse.graph.layers):
+        return None
+    layers = _layers(fine)
+    groups: dict[int, list[GraphLayer]] = {}
+    for j, i in assigned.items():
+        groups.setdefault(i, []).append(fine.graph.layers[j])
+    graph: list[GraphLayer] = []
+    lower: list[LowerLayer] = []
+    kernel: list[KernelLayer] = []
+    renames: dict[str, str] = {}
+    done: set[int] = set()
+    for j, g in enumerate(fine.graph.layers):
+        if j not in assigned:
+            graph.append(g)
+            lower += [layers.lower[g.name]] if g.name in layers.lower else []
+            kernel += [layers.kernel[g.name]] if g.name in layers.kernel else []
+            continue
+        i = assigned[j]
+        if i in done:
+            continue
+        done.add(i)
+        name = coarse.graph.layers[i].name
+        for member in groups[i]:
+            renames.setdefault(member.name, name)
+        mg, ml, mk = _merge_group(name, groups[i], coarse.graph.layers[i], layers)
+        graph.append(mg)
+        lower += [ml] if ml is not None else []
+        kernel += [mk] if mk is not None else []
+    merged = fine.model_copy(update={
+        "graph": fine.graph.model_copy(update={"layers": graph}),
+        "lower": fine.lower.model_copy(update={"layers": lower}),
+        "kernel": fine.kernel.model_copy(update={"layers": kernel}),
+        "schedule": _rename_schedule(fine, renames, first_only=True),
+    })
+    return merged, len(done)
+
+
+def _rename_schedule(run: RunRecord, renames: dict[str, str], *, first_only: bool = False) -> ScheduleStage:
+    """The schedule stage with per-layer keys renamed (merged layers keep the idle before their first member)."""
+    idle: dict[str, list[float]] = {}
+    for name, samples in run.schedule.layer_idle_samples_ms.items():
+        new = renames.get(name, name)
+        if new in idle and first_only:
+            continue
+        idle[new] = samples
+    timeline: TimelineStrip | None = run.schedule.timeline
+    if timeline is not None and renames:
+        timeline = timeline.model_copy(update={"events": [
+            e.model_copy(update={"layer": renames.get(e.layer, e.layer)}) if e.layer is not None else e for e in timeline.events
+        ]})
+    return run.schedule.model_copy(update={"layer_idle_samples_ms": idle, "timeline": timeline})
+
+
+def _rename(run: RunRecord, renames: dict[str, str]) -> RunRecord:
+    if not renames:
+        return run
+
+    def named(name: str) -> str:
+        return renames.get(name, name)
+
+    return run.model_copy(update={
+        "graph": run.graph.model_copy(update={"layers": [g.model_copy(update={"name": named(g.name)}) for g in run.graph.layers]}),
+        "lower": run.lower.model_copy(update={"layers": [lo.model_copy(update={"name": named(lo.name)}) for lo in run.lower.layers]}),
+        "kernel": run.kernel.model_copy(update={"layers": [k.model_copy(update={"name": named(k.name)}) for k in run.kernel.layers]}),
+        "schedule": _rename_schedule(run, renames),
+    })
+
+
+def match_layers(base: RunRecord, cand: RunRecord) -> tuple[RunRecord, RunRecord, LayerMatch]:
+    """Both runs as the stages compare them, and the match.
+
+    Matched candidate layers take the baseline's names; when one run holds the other's
+    ops in fewer layers (an annotated trace against its stripped copy), the finer run is
+    first merged into the coarser one's layers, op for op.
+    """
+    merged_note: str | None = None
+    pairs = _pairs(list(_keys(base)), list(_keys(cand)))
+    bigger = max(len(base.graph.layers), len(cand.graph.layers), 1)
+    if len(pairs) < bigger and len(base.graph.layers) != len(cand.graph.layers):
+        base_coarser = len(base.graph.layers) < len(cand.graph.layers)
+        attempt = _merge_to(base, cand) if base_coarser else _merge_to(cand, base)
+        if attempt is not None:
+            merged, groups = attempt
+            new_base, new_cand = (base, merged) if base_coarser else (merged, cand)
+            new_pairs = _pairs(list(_keys(new_base)), list(_keys(new_cand)))
+            if len(new_pairs) > len(pairs):
+                fine, coarse = ("candidate", "baseline") if base_coarser else ("baseline", "candidate")
+                count = len(cand.graph.layers) if base_coarser else len(base.graph.layers)
+                merged_note = f"the {fine}'s {count} op layers merged into {groups} of the {coarse}'s annotated layers, op for op"
+                base, cand, pairs = new_base, new_cand, new_pairs
+    b_layers, c_layers = base.graph.layers, cand.graph.layers
+    renames: dict[str, str] = {}
+    for i, j in pairs:
+        if b_layers[i].name != c_layers[j].name:
+            renames[c_layers[j].name] = b_layers[i].name
+    matched_c = {j for _i, j in pairs}
+    taken = set(renames.values())
+    for j, g in enumerate(c_layers):  # an unmatched layer that would share a name with a renamed one keeps its own, marked
+        if j not in matched_c and g.name in taken:
+            renames[g.name] = f"{g.name} [candidate]"
+    matched_b = {i for i, _j in pairs}
+    only_base = [_describe(g) for i, g in enumerate(b_layers) if i not in matched_b]
+    only_cand = [_describe(g) for j, g in enumerate(c_layers) if j not in matched_c]
+    bigger = max(len(b_layers), len(c_layers), 1)
+    match = LayerMatch(
+        base_layers=len(b_layers), cand_layers=len(c_layers), matched=len(pairs), share=len(pairs) / bigger,
+        renamed=sum(1 for name, new in renames.items() if not new.endswith(" [candidate]") and name != new),
+        merged=merged_note, only_base=only_base[:_SHOWN], only_cand=only_cand[:_SHOWN],
+    )
+    return base, _rename(cand, renames), match
+
+
+# --------------------------------------------------------------------------- the check
+
+
+def _model_detail(match: LayerMatch, base: RunRecord, cand: RunRecord) -> str:
+    missing_b = match.base_layers - match.matched
+    missing_c = match.cand_layers - match.matched
+    text = f"{match.matched} of {max(match.base_layers, match.cand_layers)} layers match by op and shape ({match.share:.0%})"
+    if match.only_base:
+        text += f"; only in {base.name}: {', '.join(match.only_base)}" + (f" and {missing_b - len(match.only_base)} more" if missing_b > len(match.only_base) else "")
+    if match.only_cand:
+        text += f"; only in {cand.name}: {', '.join(match.only_cand)}" + (f" and {missing_c - len(match.only_cand)} more" if missing_c > len(match.only_cand) else "")
+    return text
+
+
+def check_pair(base: RunRecord, cand: RunRecord, allow: Iterable[Dimension] = ()) -> ComparedPair:
+    """Check that ``base`` and ``cand`` can be compared; the pair as the stages compare it, and the check."""
+    allowed = [d for d in DIMENSIONS if d in set(allow)]
+    differences: list[Difference] = []
+    notes: list[str] = []
+
+    def differ(dimension: Dimension, b: str, c: str, detail: str) -> None:
+        differences.append(Difference(dimension=dimension, base=b, cand=c, detail=detail, allowed=dimension in allowed))
+
+    named = kernel_named(base) or kernel_named(cand)
+    run_b, compared, match = (base, cand, LayerMatch(
+        base_layers=len(base.graph.layers), cand_layers=len(cand.graph.layers), matched=0, share=0.0,
+    )) if named else match_layers(base, cand)
+    if named:
+        notes.append("layers are kernel names in at least one run (a CUDA-graph replay): model identity not checked by shape")
+    elif match.share < MODEL_MIN_SHARE:
+        differ("model", f"{match.base_layers} layers", f"{match.cand_layers} layers", _model_detail(match, base, cand))
+    elif match.matched < max(match.base_layers, match.cand_layers):
+        notes.append("layers changed: " + _model_detail(match, base, cand))
+    if match.renamed:
+        notes.append(f"{match.renamed} matched layer(s) have other names in the candidate: compared under the baseline's names")
+    if match.merged:
+        notes.append(match.merged)
+    b_dev, c_dev = device_of(base), device_of(cand)
+    device = _device_difference(b_dev, c_dev)
+    if device is not None:
+        differ("device", b_dev.label(), c_dev.label(), device)
+    elif base.lower.backend != cand.lower.backend:
+        notes.append(f"backend {base.lower.backend} vs {cand.lower.backend}")
+    b_phase, c_phase = phase_of(base), phase_of(cand)
+    if b_phase != c_phase:
+        differ("phase", b_phase, c_phase, f"{b_phase} vs {c_phase}")
+    bt, ct = base.graph.tokens, cand.graph.tokens
+    if bt is not None and ct is not None and bt != ct:
+        differ("tokens", str(bt), str(ct), f"{bt} vs {ct} tokens per call (x{ct / bt:.3g})")
+    changed, share = dtype_changes(run_b, compared)
+    if len(changed) >= 2 and share >= DTYPE_MAX_SHARE:
+        b_dtype, c_dtype = dominant_dtype(run_b) or "?", dominant_dtype(compared) or "?"
+        differ("dtype", b_dtype, c_dtype, f"{b_dtype} vs {c_dtype}: {len(changed)} compute layers carrying {share:.0%} of the FLOPs changed dtype")
+    elif changed:
+        notes.append(f"dtype changed on {len(changed)} layer(s): {', '.join(changed[:_SHOWN])}" + (" ..." if len(changed) > _SHOWN else ""))
+    check = Comparability(
+        base=base.name, cand=cand.name, comparable=all(d.allowed for d in differences), layers=match,
+        base_device=b_dev, cand_device=c_dev, base_phase=b_phase, cand_phase=c_phase,
+        differences=differences, allowed=allowed, notes=notes,
+    )
+    return ComparedPair(base=run_b, cand=compared, check=check)
+
+
+def require_comparable(base: RunRecord, cand: RunRecord, allow: Iterable[Dimension] = ()) -> ComparedPair:
+    """:func:`check_pair`, refusing a pair that is not comparable with a ``UserError`` (exit 2, one line)."""
+    pair = check_pair(base, cand, allow)
+    if not pair.check.comparable:
+        raise UserError(pair.check.refusal())
+    return pair
+
+
+__all__ = [
+    "ComparedPair",
+    "check_pair",
+    "device_of",
+    "dominant_dtype",
+    "match_layers",
+    "phase_of",
+    "require_comparable",
+]
