@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, ParamSpec, TypeVar
 
 import typer
-from pydantic import BaseModel
 from rich.console import Console
 
 from sparsedebug.core.errors import UserError
@@ -90,6 +89,8 @@ def emit_json(data: Any) -> None:
 
 def to_jsonable(data: Any) -> Any:
     """Turn records (and lists/dicts of records) into plain JSON data."""
+    from pydantic import BaseModel  # here: `--help` needs no pydantic
+
     if isinstance(data, BaseModel):
         return data.model_dump(mode="json")
     if isinstance(data, list | tuple):

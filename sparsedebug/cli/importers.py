@@ -21,27 +21,6 @@ from sparsedebug.cli.common import (
     rank_pair,
 )
 from sparsedebug.core.errors import UserError
-from sparsedebug.core.io import atomic_write_text, save_record
-from sparsedebug.locate.paths import compare_paths
-from sparsedebug.render.terminal.importers import (
-    class_delta_table,
-    class_table,
-    fallback_table,
-    iterations_table,
-    layer_table,
-    ncu_table,
-    path_counts,
-    smi_table,
-    streams_table,
-    temporal_table,
-    trace_summary_table,
-    trt_table,
-)
-from sparsedebug.sources.detect import load_run, load_trace
-from sparsedebug.sources.importers.ncu import load_ncu
-from sparsedebug.sources.importers.nvidia_smi import load_smi
-from sparsedebug.sources.importers.tensorrt_log import load_trt_log
-from sparsedebug.sources.runset.discover import is_run_set
 
 FileArg = Annotated[Path, typer.Argument(help="The artifact file to read.", show_default=False)]
 
@@ -99,6 +78,19 @@ def trace(
     coloured by class and idle gaps split into host and kernel wait). With
     --json, prints {"summary": ..., "record": ...}.
     """
+    from sparsedebug.core.io import atomic_write_text, save_record
+    from sparsedebug.render.terminal.importers import (
+        class_table,
+        iterations_table,
+        layer_table,
+        path_counts,
+        streams_table,
+        temporal_table,
+        trace_summary_table,
+    )
+    from sparsedebug.sources.detect import load_trace
+    from sparsedebug.sources.runset.discover import is_run_set
+
     for path, opt in ((output, "-o"), (html, "--html")):
         if path is not None and not (path.parent if str(path.parent) else Path(".")).is_dir():
             raise UserError(f"{path}: output directory {path.parent} does not exist ({opt})")
@@ -140,6 +132,7 @@ def trace(
 
 def _trace_set(argument: str, executor: str, output: Path | None, json_out: bool, wide: bool) -> None:
     """`import trace DIR|GLOB`: every rank summarised, with a progress bar per rank."""
+    from sparsedebug.core.io import save_record
     from sparsedebug.locate.ranks import straggler
     from sparsedebug.render.terminal.ranks import rank_set_table, straggler_line
 
@@ -165,6 +158,9 @@ def ncu(file: FileArg, wide: WideOption = False, json_out: JsonOption = False) -
     NVIDIA's Speed-of-Light rule (both below 60%: latency; else the higher one
     when 10+ points apart; else balanced) and local-memory spill requests.
     """
+    from sparsedebug.render.terminal.importers import ncu_table
+    from sparsedebug.sources.importers.ncu import load_ncu
+
     report = load_ncu(file)
     if json_out:
         emit_json(report)
@@ -190,6 +186,9 @@ def smi(
     the max clock, power, temperature, and the time spent under each reason: the
     evidence for the thermal/power mechanism.
     """
+    from sparsedebug.render.terminal.importers import smi_table
+    from sparsedebug.sources.importers.nvidia_smi import load_smi
+
     if max_clock is not None and max_clock <= 0:
         raise UserError(f"--max-clock: must be positive, got {max_clock}")
     report = load_smi(file, max_clock_mhz=max_clock)
@@ -212,6 +211,9 @@ def trtlog(
     Accepts both the [TRT] and the older [TensorRT] INFO: prefixes, fused layer
     names (Conv_619 + Relu_620) and empty lists. Fallback = eligible - picked.
     """
+    from sparsedebug.render.terminal.importers import trt_table
+    from sparsedebug.sources.importers.tensorrt_log import load_trt_log
+
     report = load_trt_log(file)
     if json_out:
         emit_json(report)
@@ -241,6 +243,10 @@ def fallbacks(
     compared with the same rank of the other set (printed first), then the rank the change is
     confined to (else the straggler, else the lowest rank) is analysed as a pair.
     """
+    from sparsedebug.locate.paths import compare_paths
+    from sparsedebug.render.terminal.importers import class_delta_table, fallback_table
+    from sparsedebug.sources.detect import load_run
+
     base, cand, ranks = rank_pair(base, cand, executor, json_out=json_out, wide=wide)
     report = compare_paths(load_run(base, accept=("run", "trace")), load_run(cand, accept=("run", "trace")))
     if json_out:

@@ -3,19 +3,17 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.progress import BarColumn, Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
 
 from sparsedebug.cli.common import JsonOption, WideOption, console, emit_json, err_console, handle_errors
-from sparsedebug.core.budget import MAX_REPEATS
-from sparsedebug.playbook.run import run_playbook
-from sparsedebug.records.playbook import Step
-from sparsedebug.render.terminal.playbook import playbook_view
-from sparsedebug.signoff.decide import FAILING_DECISIONS
-from sparsedebug.sources.evidence import EvidencePaths
-from sparsedebug.sources.playbook import load_playbook
+from sparsedebug.records.defaults import MAX_REPEATS
+
+if TYPE_CHECKING:
+    from rich.progress import Progress, TaskID
+
+    from sparsedebug.records.playbook import Step
 
 PlaybookOption = Annotated[
     Path | None,
@@ -41,6 +39,9 @@ def show(playbook: PlaybookOption = None, wide: WideOption = False, json_out: Js
     The playbook is data (playbooks/structured-sparsity.yaml); --playbook renders
     another file after validating it.
     """
+    from sparsedebug.render.terminal.playbook import playbook_view
+    from sparsedebug.sources.playbook import load_playbook
+
     book = load_playbook(playbook)
     if json_out:
         emit_json(book)
@@ -140,6 +141,13 @@ def run(
     input; with --check, 1 when the decision is rollback or escalate; 130, 143 or
     129 when SIGINT, SIGTERM or SIGHUP stopped it.
     """
+    from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    from sparsedebug.playbook.run import run_playbook
+    from sparsedebug.signoff.decide import FAILING_DECISIONS
+    from sparsedebug.sources.evidence import EvidencePaths
+    from sparsedebug.sources.playbook import load_playbook
+
     err = err_console()
     with Progress(
         SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),

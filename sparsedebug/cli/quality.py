@@ -3,17 +3,9 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-)
 
 from sparsedebug.cli.common import (
     JsonOption,
@@ -24,16 +16,14 @@ from sparsedebug.cli.common import (
     handle_errors,
 )
 from sparsedebug.core.errors import UserError
-from sparsedebug.core.io import save_record
-from sparsedebug.kernels.masks import parse_pattern
-from sparsedebug.kernels.pruning import DEFAULT_BLOCK, DEFAULT_DAMPING, METHODS, Method
-from sparsedebug.quality.save import check_save_target
-from sparsedebug.quality.study import StudyRequest, run_study
-from sparsedebug.records.quality import QualityStudy
-from sparsedebug.render.terminal.quality import quality_table, worst_layers_table
-from sparsedebug.sources.models.load import LoadedModel, load_model
+from sparsedebug.records.defaults import DEFAULT_BLOCK, DEFAULT_DAMPING, METHODS, Method
 from sparsedebug.sources.models.registry import DEFAULTS, MODELS
-from sparsedebug.sources.models.text import Corpus, default_corpus, file_corpus
+
+if TYPE_CHECKING:
+    from sparsedebug.quality.study import StudyRequest
+    from sparsedebug.records.quality import QualityStudy
+    from sparsedebug.sources.models.load import LoadedModel
+    from sparsedebug.sources.models.text import Corpus
 
 _LLAMA, _BERT = DEFAULTS["llama"], DEFAULTS["bert"]
 
@@ -85,6 +75,14 @@ def quality(
     evaluation inputs. One table: dense first, then a row per method x pattern x
     selection, with its time on this machine. Progress goes to stderr.
     """
+    from sparsedebug.core.io import save_record
+    from sparsedebug.kernels.masks import parse_pattern
+    from sparsedebug.quality.save import check_save_target
+    from sparsedebug.quality.study import StudyRequest
+    from sparsedebug.render.terminal.quality import quality_table, worst_layers_table
+    from sparsedebug.sources.models.load import load_model
+    from sparsedebug.sources.models.text import default_corpus, file_corpus
+
     methods = _methods(method)
     patterns = [parse_pattern(item) for item in (pattern or ["2:4"])]
     if save is not None:
@@ -141,6 +139,10 @@ def _log(message: str) -> None:
 
 def _run_with_progress(loaded: LoadedModel, corpus: Corpus, request: StudyRequest, *, quiet: bool) -> QualityStudy:
     """The study with one progress bar per row on a terminal's stderr, else one line per row started."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+
+    from sparsedebug.quality.study import run_study
+
     stderr = err_console()
     live = stderr.is_terminal and not quiet
     with Progress(

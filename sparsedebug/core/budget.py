@@ -29,9 +29,7 @@ from pathlib import Path
 
 from sparsedebug.core.errors import UserError
 from sparsedebug.records.base import Record
-
-MAX_REPEATS = 10_000
-"""Upper bound of every repeat count (workload ``repeats``, ``--repeats``, ``--rounds``, ``--probe-repeats``)."""
+from sparsedebug.records.defaults import MAX_REPEATS as MAX_REPEATS
 
 DEFAULT_MAX_SECONDS = 3600.0
 """Default time limit of one request: an hour of this machine's time."""

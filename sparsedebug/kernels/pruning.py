@@ -19,7 +19,7 @@ rows).
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -27,16 +27,10 @@ from threadpoolctl import threadpool_limits
 
 from sparsedebug.core.errors import UserError
 from sparsedebug.kernels.masks import Pattern, check_nm, check_weight, nm_mask, vnm_mask
-
-Method = Literal["magnitude", "wanda", "sparsegpt"]
-METHODS: tuple[Method, ...] = ("magnitude", "wanda", "sparsegpt")
-"""Pruning methods, cheapest first."""
-
-DEFAULT_DAMPING = 0.01
-"""SparseGPT damping: this fraction of the mean Hessian diagonal is added to the diagonal."""
-
-DEFAULT_BLOCK = 64
-"""SparseGPT column block (rounded down to a multiple of M); 64 is fastest here in numpy (128 on GPUs)."""
+from sparsedebug.records.defaults import DEFAULT_BLOCK as DEFAULT_BLOCK
+from sparsedebug.records.defaults import DEFAULT_DAMPING as DEFAULT_DAMPING
+from sparsedebug.records.defaults import METHODS as METHODS
+from sparsedebug.records.defaults import Method as Method
 
 F64 = npt.NDArray[np.float64]
 
