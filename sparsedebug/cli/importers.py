@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -21,6 +21,9 @@ from sparsedebug.cli.common import (
     rank_pair,
 )
 from sparsedebug.core.errors import UserError
+
+if TYPE_CHECKING:
+    from sparsedebug.sources.importers.trace.importer import TraceImport
 
 FileArg = Annotated[Path, typer.Argument(help="The artifact file to read.", show_default=False)]
 
@@ -79,15 +82,6 @@ def trace(
     --json, prints {"summary": ..., "record": ...}.
     """
     from sparsedebug.core.io import atomic_write_text, save_record
-    from sparsedebug.render.terminal.importers import (
-        class_table,
-        iterations_table,
-        layer_table,
-        path_counts,
-        streams_table,
-        temporal_table,
-        trace_summary_table,
-    )
     from sparsedebug.sources.detect import load_trace
     from sparsedebug.sources.runset.discover import is_run_set
 
@@ -110,6 +104,21 @@ def trace(
     if json_out:
         emit_json(result)
         return
+    _print_trace(result, wide=wide, layers=layers, written=[path for path in (output, html) if path is not None])
+
+
+def _print_trace(result: TraceImport, *, wide: bool, layers: int, written: list[Path]) -> None:
+    """The import's tables and notes, for people."""
+    from sparsedebug.render.terminal.importers import (
+        class_table,
+        iterations_table,
+        layer_table,
+        path_counts,
+        streams_table,
+        temporal_table,
+        trace_summary_table,
+    )
+
     out = console(wide)
     out.print(trace_summary_table(result.summary))
     out.print(iterations_table(result.summary))
@@ -125,9 +134,8 @@ def trace(
     out.print("layers by class: " + ", ".join(f"{cls} {n}" for cls, n in sorted(counts.items())))
     for reason, count in result.summary.skipped_events.items():
         out.print(f"[yellow]skipped {count} event(s): {reason}[/yellow]")
-    for path in (output, html):
-        if path is not None:
-            out.print(f"wrote {path}")
+    for path in written:
+        out.print(f"wrote {path}")
 
 
 def _trace_set(argument: str, executor: str, output: Path | None, json_out: bool, wide: bool) -> None:

@@ -79,7 +79,6 @@ def quality(
     from sparsedebug.kernels.masks import parse_pattern
     from sparsedebug.quality.save import check_save_target
     from sparsedebug.quality.study import StudyRequest
-    from sparsedebug.render.terminal.quality import quality_table, worst_layers_table
     from sparsedebug.sources.models.load import load_model
     from sparsedebug.sources.models.text import default_corpus, file_corpus
 
@@ -102,6 +101,13 @@ def quality(
     if json_out:
         emit_json(study)
         return
+    _print_study(study, layer_errors=layer_errors, output=output)
+
+
+def _print_study(study: QualityStudy, *, layer_errors: bool, output: Path | None) -> None:
+    """The study's table (and the worst layers), and what was written, for people."""
+    from sparsedebug.render.terminal.quality import quality_table, worst_layers_table
+
     out = console()
     out.print(quality_table(study))
     worst = worst_layers_table(study)
