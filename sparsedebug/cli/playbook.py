@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
 
     from sparsedebug.records.playbook import Step
+    from sparsedebug.sources.bundle import LoadedBundle
 
 PlaybookOption = Annotated[
     Path | None,
@@ -144,9 +145,7 @@ def run(
     from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     from sparsedebug.playbook.run import run_playbook
-    from sparsedebug.signoff.decide import FAILING_DECISIONS
     from sparsedebug.sources.evidence import EvidencePaths
-    from sparsedebug.sources.playbook import load_playbook
 
     err = err_console()
     with Progress(
@@ -157,6 +156,14 @@ def run(
             output, baseline=baseline, candidate=candidate, fixed=fixed, repeats=repeats, evidence=EvidencePaths(ncu=ncu, smi=smi),
             playbook=playbook, reporter=_RichReporter(progress), reduce=not no_reduce, force=force, executor=executor,
         )
+    _report(bundle, playbook, wide=wide, json_out=json_out, check=check)
+
+
+def _report(bundle: LoadedBundle, playbook: Path | None, *, wide: bool, json_out: bool, check: bool) -> None:
+    """The bundle's summary (or its manifest as JSON), and exit 1 under --check for a failing decision."""
+    from sparsedebug.signoff.decide import FAILING_DECISIONS
+    from sparsedebug.sources.playbook import load_playbook
+
     if json_out:
         emit_json(bundle.manifest)
     else:
