@@ -64,5 +64,5 @@ def _quiet_timing_verdict(request: pytest.FixtureRequest, monkeypatch: pytest.Mo
         return
     from sparsedebug.core import timing
 
-    quiet = timing.NoisePolicy(max_spread=math.inf, max_flagged_share=1.0, remeasure=0)
+    quiet = timing.NoisePolicy(max_spread=math.inf, max_flagged_share=1.0, remeasure=0, max_competing_cores=math.inf)
     monkeypatch.setattr(timing, "DEFAULT_POLICY", quiet)

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import ast
+import os
 import subprocess
 import sys
+
+import pytest
 
 from tests.conftest import invoke
 
@@ -48,3 +52,66 @@ def test_every_listed_command_resolves() -> None:
     for name in COMMANDS:
         assert group.get_command(None, name) is not None, name
     assert group.get_command(None, "no-such-command") is None
+
+
+def _help_paths() -> list[list[str]]:
+    """The top level, every command and every subcommand of a group."""
+    import typer
+
+    from sparsedebug.cli.app import app
+
+    root = typer.main.get_command(app)
+    ctx = typer.Context(root)
+    paths: list[list[str]] = [[]]
+    for name in root.list_commands(ctx):  # type: ignore[attr-defined]
+        paths.append([name])
+        command = root.get_command(ctx, name)  # type: ignore[attr-defined]
+        paths.extend([name, sub] for sub in getattr(command, "commands", {}))
+    return paths
+
+
+HELP_MODULES = {"sparsedebug", "sparsedebug.cli", "sparsedebug.core", "sparsedebug.core.errors", "sparsedebug.core.signals",
+                "sparsedebug.records", "sparsedebug.records.defaults"}
+"""What `--help` may import of the package besides the command modules (sparsedebug.cli.*)."""
+
+REGISTRY_MODULES = {"sparsedebug.sources", "sparsedebug.sources.models", "sparsedebug.sources.models.registry", "sparsedebug.records.base"}
+"""The model registry, whose names and default sizes `quality` and `models` quote in their help (a table, no code)."""
+
+
+@pytest.mark.parametrize("path", _help_paths(), ids=lambda path: " ".join(path) or "top")
+def test_help_imports_no_implementation(path: list[str]) -> None:
+    """`--help` is built from the command modules alone: no kernel, source, render or step module,
+    no numpy, and no pydantic model machinery except where the model registry is quoted."""
+    code = (
+        "import sys\n"
+        "from sparsedebug.cli.app import main\n"
+        f"sys.argv = ['sparsedebug', *{path!r}, '--help']\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "print('MODULES', sorted(m for m in sys.modules if m.split('.')[0] in ('sparsedebug', 'numpy', 'scipy', 'pydantic')))\n"
+    )
+    env = {**os.environ, "COLUMNS": "100"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env).stdout
+    assert "Usage:" in out
+    loaded = set(ast.literal_eval(out.rsplit("MODULES ", 1)[1]))
+    ours = {m for m in loaded if m.split(".")[0] == "sparsedebug" and not m.startswith("sparsedebug.cli.")}
+    quotes_registry = path[:1] in ([], ["quality"], ["models"])  # the top level registers both to list them
+    allowed = HELP_MODULES | (REGISTRY_MODULES if quotes_registry else set())
+    assert ours <= allowed, sorted(ours - allowed)
+    assert not any(m.split(".")[0] in ("numpy", "scipy") for m in loaded)
+    if not quotes_registry:
+        assert "pydantic.main" not in loaded
+
+
+def test_root_help_lists_each_command_as_built() -> None:
+    """The root's list reads registrations; it must say what the built commands say."""
+    import typer
+
+    from sparsedebug.cli.app import COMMANDS, _listed, app
+
+    root = typer.main.get_command(app)
+    for name in COMMANDS:
+        stub = _listed(name)
+        built = root.get_command(None, name)  # type: ignore[attr-defined]
+        assert stub is not None and built is not None, name
+        assert (stub.name, stub.help, stub.hidden) == (built.name, built.help, built.hidden), name
+    assert _listed("no-such-command") is None

@@ -2,16 +2,21 @@
 
 The root group knows each command's name and module (``COMMANDS``, in playbook order);
 ``sparsedebug --version`` and ``sparsedebug COMMAND`` import nothing but what they need,
-so start-up stays close to the cost of importing typer, rich and pydantic.
+so start-up stays close to the cost of importing typer, rich and pydantic. A command
+module imports its implementation inside the command's function, so ``COMMAND --help``
+imports none of it; the root's ``--help`` lists each command from its registration
+(name and docstring) without building its parameters.
 """
 
 from __future__ import annotations
 
 import importlib
+import inspect
 from typing import Any
 
 import typer
-from typer.core import TyperGroup
+from typer.core import TyperCommand, TyperGroup
+from typer.models import DefaultPlaceholder
 
 from sparsedebug import __version__
 
@@ -41,12 +46,32 @@ COMMANDS: dict[str, str] = {
 class LazyGroup(TyperGroup):
     """A root group that imports a command's module the first time the command is looked up."""
 
+    _listing = False
+    """True while the root's help lists the commands: ``get_command`` then answers a stub."""
+
     def list_commands(self, ctx: Any) -> list[str]:
         """Every command, in playbook order."""
         return list(COMMANDS)
 
+    def get_help_option(self, ctx: Any) -> Any:
+        """The root's ``--help``, off by default (see ``_help_flag_off_by_default``)."""
+        option = super().get_help_option(ctx)
+        if option is not None and option.default is None:
+            option.default = False
+        return option
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        """The root's help, its command list read from each command's registration, not built."""
+        self._listing = True
+        try:
+            super().format_help(ctx, formatter)
+        finally:
+            self._listing = False
+
     def get_command(self, ctx: Any, cmd_name: str) -> Any:
         """Build the command from its module's ``register`` (None for an unknown name)."""
+        if self._listing and cmd_name not in self.commands:
+            return _listed(cmd_name)
         if cmd_name not in self.commands:
             module_name = COMMANDS.get(cmd_name)
             if module_name is None:
@@ -56,6 +81,7 @@ class LazyGroup(TyperGroup):
             module.register(holder)
             built = typer.main.get_group(holder)
             for name, command in built.commands.items():
+                _help_flag_off_by_default(command, ctx)
                 self.commands.setdefault(name, command)
         return self.commands.get(cmd_name)
 
@@ -74,6 +100,50 @@ class LazyGroup(TyperGroup):
                 message = exc.format_message()
                 emit_json({"error": {"exit_code": exc.exit_code, "message": message, "lines": message.splitlines()}})
             raise
+
+
+def _listed(cmd_name: str) -> TyperCommand | None:
+    """A parameterless stand-in for a command, with its name and help, to list it in the root's help.
+
+    Registering a command is cheap; building it (typer's parameters and their validators) is
+    not, so the list reads the registration: a command's help or docstring, a group's help.
+    """
+    module_name = COMMANDS.get(cmd_name)
+    if module_name is None:
+        return None
+    holder = typer.Typer()
+    importlib.import_module(f"sparsedebug.cli.{module_name}").register(holder)
+    for command in holder.registered_commands:
+        callback = command.callback
+        name = command.name or (callback.__name__.replace("_", "-") if callback is not None else None)
+        if name == cmd_name:
+            text = command.help or (inspect.getdoc(callback) if callback is not None else None)
+            return TyperCommand(name=cmd_name, help=text, hidden=command.hidden, deprecated=command.deprecated)
+    for group in holder.registered_groups:
+        instance = group.typer_instance
+        if group.name == cmd_name or (instance is not None and instance.info.name == cmd_name):
+            text = _given(group.help) or (_given(instance.info.help) if instance is not None else None)
+            return TyperCommand(name=cmd_name, help=text)
+    return None
+
+
+def _help_flag_off_by_default(command: Any, ctx: Any) -> None:
+    """Give ``--help`` of a command and its subcommands the default False.
+
+    typer leaves the help flag without a default, and coerces the missing value of a group's
+    flag through pydantic on the way to a subcommand: ``import trace --help`` would import
+    pydantic's models for a flag that was not given.
+    """
+    option = command.get_help_option(ctx if ctx is not None else typer.Context(command))
+    if option is not None and option.default is None:
+        option.default = False
+    for sub in getattr(command, "commands", {}).values():
+        _help_flag_off_by_default(sub, ctx)
+
+
+def _given(value: Any) -> str | None:
+    """A help text, or None where typer holds its default placeholder."""
+    return None if isinstance(value, DefaultPlaceholder) or value is None else str(value)
 
 
 app = typer.Typer(

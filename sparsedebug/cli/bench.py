@@ -7,11 +7,8 @@ from typing import Annotated
 import typer
 
 from sparsedebug.cli.common import JsonOption, WideOption, console, emit_json, err_console, handle_errors, note_block_pattern
-from sparsedebug.core.budget import MAX_REPEATS
 from sparsedebug.core.errors import UserError
-from sparsedebug.kernels.bench import parse_shape, parse_tokens, run_kernel_bench
-from sparsedebug.kernels.masks import check_block, parse_pattern
-from sparsedebug.render.terminal.bench import kernel_bench_table, tails_table
+from sparsedebug.records.defaults import MAX_REPEATS
 
 bench_app = typer.Typer(help="Benchmarks that print ratios against a baseline timed in the same process.", no_args_is_help=True)
 
@@ -42,6 +39,10 @@ def kernel(
     whose timings stay disturbed shows its ratios as `unstable`: rerun when quiet.
     Progress goes to stderr.
     """
+    from sparsedebug.kernels.bench import parse_shape, parse_tokens, run_kernel_bench
+    from sparsedebug.kernels.masks import check_block, parse_pattern
+    from sparsedebug.render.terminal.bench import kernel_bench_table, tails_table
+
     rows_k = parse_shape(shape)
     counts = parse_tokens(tokens)
     parsed = parse_pattern(pattern)

@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.progress import Progress
 
 from sparsedebug.cli.common import (
     AllowDifferentOption,
@@ -21,13 +20,8 @@ from sparsedebug.cli.common import (
     rank_pair,
     say_comparability,
 )
-from sparsedebug.core.budget import MAX_REPEATS
 from sparsedebug.core.errors import UserError
-from sparsedebug.core.stats import DEFAULT_ALPHA, DEFAULT_MIN_EFFECT
-from sparsedebug.locate.comparable import require_comparable
-from sparsedebug.locate.walk import bisect_runs
-from sparsedebug.render.terminal.bisect import bisect_view
-from sparsedebug.sources.detect import detect_kind, load_run
+from sparsedebug.records.defaults import DEFAULT_ALPHA, DEFAULT_MIN_EFFECT, MAX_REPEATS
 
 RunArg = Annotated[
     Path,
@@ -86,6 +80,13 @@ def bisect(
     compared with the same rank of the other set (printed first), then the rank the change is
     confined to (else the straggler, else the lowest rank) is analysed as a pair.
     """
+    from rich.progress import Progress
+
+    from sparsedebug.locate.comparable import require_comparable
+    from sparsedebug.locate.walk import bisect_runs
+    from sparsedebug.render.terminal.bisect import bisect_view
+    from sparsedebug.sources.detect import detect_kind, load_run
+
     base, cand, ranks = rank_pair(base, cand, executor, json_out=json_out, wide=wide)
     if base.resolve() == cand.resolve() and detect_kind(base) != "workload":
         # the same workload twice is two replays (a noise check); the same record twice is one measurement

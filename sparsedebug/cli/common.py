@@ -17,16 +17,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, ParamSpec, TypeVar
 
 import typer
-from pydantic import BaseModel
 from rich.console import Console
 
 from sparsedebug.core.errors import UserError
 from sparsedebug.core.signals import Interrupted, signals_as_exceptions
-from sparsedebug.records.comparability import Comparability, Dimension
 
 if TYPE_CHECKING:
     from rich.progress import Progress
 
+    from sparsedebug.records.comparability import Comparability, Dimension
     from sparsedebug.records.ranks import RankComparison, RankSet
     from sparsedebug.sources.runset.parse import OnRank
 
@@ -141,6 +140,8 @@ def emit_json(data: Any) -> None:
 
 def to_jsonable(data: Any) -> Any:
     """Turn records (and lists/dicts of records) into plain JSON data."""
+    from pydantic import BaseModel  # here: `--help` needs no pydantic
+
     if isinstance(data, BaseModel):
         return data.model_dump(mode="json")
     if isinstance(data, list | tuple):

@@ -17,10 +17,6 @@ from sparsedebug.cli.common import (
     handle_errors,
 )
 from sparsedebug.core.errors import UserError
-from sparsedebug.core.io import load_record, save_record
-from sparsedebug.freeze import fingerprint
-from sparsedebug.records.fingerprint import Fingerprint
-from sparsedebug.render.terminal.fingerprint import drift_table, fingerprint_table
 
 
 @handle_errors
@@ -50,6 +46,11 @@ def freeze(
     file; --check resolves them from the fingerprint file's folder, so the check
     runs the same from any working directory.
     """
+    from sparsedebug.core.io import load_record, save_record
+    from sparsedebug.freeze import fingerprint
+    from sparsedebug.records.fingerprint import Fingerprint
+    from sparsedebug.render.terminal.fingerprint import drift_table, fingerprint_table
+
     if check is not None:
         frozen = load_record(check, Fingerprint)
         try:

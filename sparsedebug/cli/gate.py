@@ -21,14 +21,7 @@ from sparsedebug.cli.common import (
     rank_pair,
     say_comparability,
 )
-from sparsedebug.core.budget import MAX_REPEATS
-from sparsedebug.core.io import atomic_write_text, check_output
-from sparsedebug.locate.comparable import require_comparable
-from sparsedebug.render.junit import junit_xml
-from sparsedebug.render.markdown.gate import summary_markdown
-from sparsedebug.render.terminal.gate import gate_table
-from sparsedebug.signoff.gate import evaluate, load_policy
-from sparsedebug.sources.detect import describe_input, load_run
+from sparsedebug.records.defaults import MAX_REPEATS
 
 
 @handle_errors
@@ -81,6 +74,14 @@ def gate(
     compared with the same rank of the other set (printed first), then the rank the change is
     confined to (else the straggler, else the lowest rank) is analysed as a pair.
     """
+    from sparsedebug.core.io import atomic_write_text, check_output
+    from sparsedebug.locate.comparable import require_comparable
+    from sparsedebug.render.junit import junit_xml
+    from sparsedebug.render.markdown.gate import summary_markdown
+    from sparsedebug.render.terminal.gate import gate_table
+    from sparsedebug.signoff.gate import evaluate, load_policy
+    from sparsedebug.sources.detect import describe_input, load_run
+
     pol = load_policy(policy)
     for out_path, option in ((junit, "--junit"), (summary, "--summary")):
         if out_path is not None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -23,27 +23,9 @@ from sparsedebug.cli.common import (
     rank_pair,
     say_comparability,
 )
-from sparsedebug.core.io import atomic_write_text, check_output, save_record
-from sparsedebug.locate.paths import compare_paths
-from sparsedebug.render.terminal.importers import (
-    class_delta_table,
-    class_table,
-    fallback_table,
-    iterations_table,
-    layer_table,
-    ncu_table,
-    path_counts,
-    smi_table,
-    streams_table,
-    temporal_table,
-    trace_summary_table,
-    trt_table,
-)
-from sparsedebug.sources.detect import load_run, load_trace
-from sparsedebug.sources.importers.ncu import load_ncu
-from sparsedebug.sources.importers.nvidia_smi import load_smi
-from sparsedebug.sources.importers.tensorrt_log import load_trt_log
-from sparsedebug.sources.runset.discover import is_run_set
+
+if TYPE_CHECKING:
+    from sparsedebug.sources.importers.trace.importer import TraceImport
 
 FileArg = Annotated[Path, typer.Argument(help="The artifact file to read.", show_default=False)]
 
@@ -101,6 +83,10 @@ def trace(
     coloured by class and idle gaps split into host and kernel wait). With
     --json, prints {"summary": ..., "record": ...}.
     """
+    from sparsedebug.core.io import atomic_write_text, check_output, save_record
+    from sparsedebug.sources.detect import load_trace
+    from sparsedebug.sources.runset.discover import is_run_set
+
     for path, opt in ((output, "-o"), (html, "--html")):
         if path is not None:
             check_output(path, opt)
@@ -120,6 +106,21 @@ def trace(
     if json_out:
         emit_json(result)
         return
+    _print_trace(result, wide=wide, layers=layers, written=[path for path in (output, html) if path is not None])
+
+
+def _print_trace(result: TraceImport, *, wide: bool, layers: int, written: list[Path]) -> None:
+    """The import's tables and notes, for people."""
+    from sparsedebug.render.terminal.importers import (
+        class_table,
+        iterations_table,
+        layer_table,
+        path_counts,
+        streams_table,
+        temporal_table,
+        trace_summary_table,
+    )
+
     out = console(wide)
     out.print(trace_summary_table(result.summary))
     out.print(iterations_table(result.summary))
@@ -135,13 +136,13 @@ def trace(
     out.print("layers by class: " + ", ".join(f"{cls} {n}" for cls, n in sorted(counts.items())))
     for reason, count in result.summary.skipped_events.items():
         out.print(f"[yellow]skipped {count} event(s): {reason}[/yellow]")
-    for path in (output, html):
-        if path is not None:
-            out.print(f"wrote {path}")
+    for path in written:
+        out.print(f"wrote {path}")
 
 
 def _trace_set(argument: str, executor: str, output: Path | None, json_out: bool, wide: bool) -> None:
     """`import trace DIR|GLOB`: every rank summarised, with a progress bar per rank."""
+    from sparsedebug.core.io import save_record
     from sparsedebug.locate.ranks import straggler
     from sparsedebug.render.terminal.ranks import rank_set_table, straggler_line
 
@@ -167,6 +168,9 @@ def ncu(file: FileArg, wide: WideOption = False, json_out: JsonOption = False) -
     NVIDIA's Speed-of-Light rule (both below 60%: latency; else the higher one
     when 10+ points apart; else balanced) and local-memory spill requests.
     """
+    from sparsedebug.render.terminal.importers import ncu_table
+    from sparsedebug.sources.importers.ncu import load_ncu
+
     report = load_ncu(file)
     if json_out:
         emit_json(report)
@@ -192,6 +196,8 @@ def smi(
     the max clock, power, temperature, and the time spent under each reason: the
     evidence for the thermal/power mechanism.
     """
+    from sparsedebug.render.terminal.importers import smi_table
+    from sparsedebug.sources.importers.nvidia_smi import load_smi
     report = load_smi(file, max_clock_mhz=max_clock)
     if json_out:
         emit_json(report if samples else report.model_copy(update={"samples": []}))
@@ -212,6 +218,9 @@ def trtlog(
     Accepts both the [TRT] and the older [TensorRT] INFO: prefixes, fused layer
     names (Conv_619 + Relu_620) and empty lists. Fallback = eligible - picked.
     """
+    from sparsedebug.render.terminal.importers import trt_table
+    from sparsedebug.sources.importers.tensorrt_log import load_trt_log
+
     report = load_trt_log(file)
     if json_out:
         emit_json(report)
@@ -245,6 +254,9 @@ def fallbacks(
     confined to (else the straggler, else the lowest rank) is analysed as a pair.
     """
     from sparsedebug.locate.comparable import require_comparable
+    from sparsedebug.locate.paths import compare_paths
+    from sparsedebug.render.terminal.importers import class_delta_table, fallback_table
+    from sparsedebug.sources.detect import load_run
 
     base, cand, ranks = rank_pair(base, cand, executor, json_out=json_out, wide=wide)
     pair = require_comparable(

@@ -8,13 +8,6 @@ from typing import Annotated
 import typer
 
 from sparsedebug.cli.common import JsonOption, emit_json, handle_errors
-from sparsedebug.core.io import atomic_write_text
-from sparsedebug.render.markdown.deployment import render_report
-from sparsedebug.render.markdown.memo import render_memo
-from sparsedebug.signoff.decide import with_decision
-from sparsedebug.sources.bundle import FILES
-from sparsedebug.sources.detect import load_bundle
-from sparsedebug.sources.playbook import load_playbook
 
 
 @handle_errors
@@ -48,6 +41,14 @@ def memo(
     time, GPU timeline of traced runs, speed against quality) above the memo
     and the report; --json prints the decision and the memo text as JSON.
     """
+    from sparsedebug.core.io import atomic_write_text
+    from sparsedebug.render.markdown.deployment import render_report
+    from sparsedebug.render.markdown.memo import render_memo
+    from sparsedebug.signoff.decide import with_decision
+    from sparsedebug.sources.bundle import FILES
+    from sparsedebug.sources.detect import load_bundle
+    from sparsedebug.sources.playbook import load_playbook
+
     book = load_playbook(playbook)
     loaded = with_decision(load_bundle(bundle), book)
     text = render_memo(loaded, book)

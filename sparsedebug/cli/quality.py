@@ -3,17 +3,9 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-)
 
 from sparsedebug.cli.common import (
     JsonOption,
@@ -24,18 +16,16 @@ from sparsedebug.cli.common import (
     handle_errors,
     note_block_pattern,
 )
-from sparsedebug.core.budget import MAX_TEXT_TOKENS
 from sparsedebug.core.errors import UserError
-from sparsedebug.core.io import check_output, save_record
-from sparsedebug.kernels.masks import Pattern, parse_pattern
-from sparsedebug.kernels.pruning import DEFAULT_BLOCK, DEFAULT_DAMPING, METHODS, Method
-from sparsedebug.quality.save import check_save_target, make_save_dir
-from sparsedebug.quality.study import StudyRequest, run_study
-from sparsedebug.records.quality import QualityStudy
-from sparsedebug.render.terminal.quality import quality_table, worst_layers_table
-from sparsedebug.sources.models.load import LoadedModel, load_model
+from sparsedebug.records.defaults import DEFAULT_BLOCK, DEFAULT_DAMPING, MAX_TEXT_TOKENS, METHODS, Method
 from sparsedebug.sources.models.registry import DEFAULTS, MODELS
-from sparsedebug.sources.models.text import Corpus, default_corpus, file_corpus
+
+if TYPE_CHECKING:
+    from sparsedebug.kernels.masks import Pattern
+    from sparsedebug.quality.study import StudyRequest
+    from sparsedebug.records.quality import QualityStudy
+    from sparsedebug.sources.models.load import LoadedModel
+    from sparsedebug.sources.models.text import Corpus
 
 _LLAMA, _BERT = DEFAULTS["llama"], DEFAULTS["bert"]
 
@@ -88,6 +78,12 @@ def quality(
     evaluation inputs. One table: dense first, then a row per method x pattern x
     selection, with its time on this machine. Progress goes to stderr.
     """
+    from sparsedebug.core.io import save_record
+    from sparsedebug.quality.save import make_save_dir
+    from sparsedebug.quality.study import StudyRequest
+    from sparsedebug.sources.models.load import load_model
+    from sparsedebug.sources.models.text import default_corpus, file_corpus
+
     methods = _methods(method)
     patterns = _patterns(pattern)
     _check_outputs(save, save_dtype, output)
@@ -107,6 +103,13 @@ def quality(
     if json_out:
         emit_json(study)
         return
+    _print_study(study, layer_errors=layer_errors, output=output)
+
+
+def _print_study(study: QualityStudy, *, layer_errors: bool, output: Path | None) -> None:
+    """The study's table (and the worst layers), and what was written, for people."""
+    from sparsedebug.render.terminal.quality import quality_table, worst_layers_table
+
     out = console()
     out.print(quality_table(study))
     worst = worst_layers_table(study)
@@ -121,6 +124,7 @@ def quality(
 
 def _patterns(given: list[str] | None) -> list[Pattern]:
     """The patterns asked (default 2:4); a V:N:M one is said in words on stderr."""
+    from sparsedebug.kernels.masks import parse_pattern
     for item in given or []:
         note_block_pattern(item)
     return [parse_pattern(item) for item in (given or ["2:4"])]
@@ -128,6 +132,8 @@ def _patterns(given: list[str] | None) -> list[Pattern]:
 
 def _check_outputs(save: Path | None, save_dtype: str, output: Path | None) -> None:
     """Refuse an unusable --save folder, --save-dtype or -o path before any work."""
+    from sparsedebug.core.io import check_output
+    from sparsedebug.quality.save import check_save_target
     if save is not None:
         check_save_target(save, save_dtype)
     if output is not None:
@@ -159,6 +165,10 @@ def _log(message: str) -> None:
 
 def _run_with_progress(loaded: LoadedModel, corpus: Corpus, request: StudyRequest, *, quiet: bool) -> QualityStudy:
     """The study with one progress bar per row on a terminal's stderr, else one line per row started."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+
+    from sparsedebug.quality.study import run_study
+
     stderr = err_console()
     live = stderr.is_terminal and not quiet
     with Progress(

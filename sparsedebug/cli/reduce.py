@@ -8,15 +8,8 @@ from typing import Annotated
 import typer
 
 from sparsedebug.cli.common import EXIT_CHECK_FAILED, JsonOption, WideOption, console, emit_json, err_console, handle_errors
-from sparsedebug.core.budget import MAX_REPEATS
 from sparsedebug.core.errors import UserError
-from sparsedebug.core.io import check_output
-from sparsedebug.core.signals import signals_deferred
-from sparsedebug.core.stats import DEFAULT_ALPHA, DEFAULT_MIN_EFFECT
-from sparsedebug.reduce.reduce import DEFAULT_MAX_PROBES, DEFAULT_PROBE_REPEATS, reduce_workloads
-from sparsedebug.render.terminal.bisect import reduce_view
-from sparsedebug.sources.detect import load_workload
-from sparsedebug.sources.workload.schema import save_workload
+from sparsedebug.records.defaults import DEFAULT_ALPHA, DEFAULT_MAX_PROBES, DEFAULT_MIN_EFFECT, DEFAULT_PROBE_REPEATS, MAX_REPEATS
 
 WorkloadArg = Annotated[Path, typer.Argument(help="A workload YAML.", show_default=False)]
 
@@ -53,6 +46,13 @@ def reduce(
     reproduces it. Exit 0 when reduced and confirmed, 1 when the regression
     cannot be reproduced (or the confirmation disagrees), 2 on bad input.
     """
+    from sparsedebug.core.io import check_output
+    from sparsedebug.core.signals import signals_deferred
+    from sparsedebug.reduce.reduce import reduce_workloads
+    from sparsedebug.render.terminal.bisect import reduce_view
+    from sparsedebug.sources.detect import load_workload
+    from sparsedebug.sources.workload.schema import save_workload
+
     if good.resolve() == bad.resolve():
         raise UserError(f"{bad}: GOOD and BAD are the same file")
     if output.suffix.lower() not in (".yaml", ".yml"):

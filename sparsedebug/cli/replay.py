@@ -3,20 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
 from sparsedebug.cli.common import JsonOption, OutputOption, WideOption, console, emit_json, err_console, handle_errors
-from sparsedebug.core.budget import MAX_REPEATS
-from sparsedebug.core.io import check_output, save_record
-from sparsedebug.records.run import STAGES, RunRecord
-from sparsedebug.render.terminal.replay import fallback_table, kernel_table, lower_table, origin_note, summary_table
-from sparsedebug.sources.detect import load_workload, resolve_workload
-from sparsedebug.sources.replay.replay import plan
-from sparsedebug.sources.replay.replay import replay as run_replay
-from sparsedebug.sources.workload.schema import Workload
+from sparsedebug.records.defaults import MAX_REPEATS
+
+if TYPE_CHECKING:
+    from sparsedebug.records.run import RunRecord
+    from sparsedebug.sources.workload.schema import Workload
 
 
 @handle_errors
@@ -42,6 +38,10 @@ def replay(
     model narrowed to the same latency. Numbers and decisions are reproducible
     for a fixed seed; only timings vary. Progress goes to stderr.
     """
+    from sparsedebug.core.io import check_output, save_record
+    from sparsedebug.render.terminal.replay import fallback_table, kernel_table, lower_table, origin_note, summary_table
+    from sparsedebug.sources.detect import load_workload, resolve_workload
+
     if output is not None:
         check_output(output, "-o")
     path = resolve_workload(workload)
@@ -68,6 +68,11 @@ def replay(
 
 def _run_with_progress(spec: Workload, path: Path, repeats: int | None, *, quiet: bool) -> RunRecord:
     """Replay with one progress bar per stage on stderr (none for --json or a non-terminal)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+
+    from sparsedebug.records.run import STAGES
+    from sparsedebug.sources.replay.replay import replay as run_replay
+
     stderr = err_console()
     with Progress(
         TextColumn("{task.description:<9}"),
@@ -103,6 +108,10 @@ def lower(
     Weights are built and pruned exactly as `replay` does, so a loaded weights
     file that does not comply with its declared pattern shows up here.
     """
+    from sparsedebug.render.terminal.replay import fallback_table, lower_table
+    from sparsedebug.sources.detect import load_workload, resolve_workload
+    from sparsedebug.sources.replay.replay import plan
+
     path = resolve_workload(workload)
     spec = load_workload(path)
     graph, stage = plan(spec, path)

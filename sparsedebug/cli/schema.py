@@ -3,20 +3,25 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
-from pydantic import BaseModel
 
 from sparsedebug.cli.common import handle_errors
-from sparsedebug.records.fingerprint import Fingerprint
-from sparsedebug.records.run import RunRecord
-from sparsedebug.sources.workload.schema import Workload
 
-SCHEMAS: dict[str, type[BaseModel]] = {"workload": Workload, "run": RunRecord, "fingerprint": Fingerprint}
-"""Every schema the command can print, by name."""
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 Kind = Literal["workload", "run", "fingerprint"]
+
+
+def schemas() -> dict[str, type[BaseModel]]:
+    """Every schema the command can print, by name (imported here, so `schema --help` stays cheap)."""
+    from sparsedebug.records.fingerprint import Fingerprint
+    from sparsedebug.records.run import RunRecord
+    from sparsedebug.sources.workload.schema import Workload
+
+    return {"workload": Workload, "run": RunRecord, "fingerprint": Fingerprint}
 
 
 @handle_errors
@@ -29,7 +34,7 @@ def schema(
     with a yaml-language-server `$schema` comment) or to check records written
     by other tools. The output is JSON on stdout, nothing else.
     """
-    typer.echo(json.dumps(SCHEMAS[kind].model_json_schema(), indent=2))
+    typer.echo(json.dumps(schemas()[kind].model_json_schema(), indent=2))
 
 
 def register(app: typer.Typer) -> None:

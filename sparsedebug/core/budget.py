@@ -32,14 +32,8 @@ from pathlib import Path
 
 from sparsedebug.core.errors import UserError
 from sparsedebug.records.base import Record
-
-MAX_REPEATS = 10_000
-"""Upper bound of every repeat count (workload ``repeats``, ``--repeats``, ``--rounds``, ``--probe-repeats``)."""
-
-MAX_TEXT_TOKENS = 1 << 24
-"""Upper bound of every count of text tokens a quality study reads (``quality --tokens``, ``--calibration-tokens``,
-``model.eval_tokens``, ``pruning.calibration_tokens``): 16,777,216, hundreds of times the default text
-(pydoc_data.topics gives about 28,000 evaluation tokens); a text shorter than the count asked is used whole, and said."""
+from sparsedebug.records.defaults import MAX_REPEATS as MAX_REPEATS
+from sparsedebug.records.defaults import MAX_TEXT_TOKENS as MAX_TEXT_TOKENS
 
 DEFAULT_MAX_SECONDS = 3600.0
 """Default time limit of one request: an hour of this machine's time."""

@@ -16,9 +16,13 @@ far slower than its variant's median (``outlier``). Flagged rounds are run again
 (the whole round, in its original order) up to ``NoisePolicy.remeasure`` extra
 rounds; a round re-measured clean replaces the flagged one. The result is
 ``unstable`` when flagged rounds remain beyond ``NoisePolicy.max_flagged_share``
-or a variant's samples still spread beyond ``NoisePolicy.max_spread``; a
-comparison on unstable timings is not reported (gate and bisect call it
-inconclusive). :func:`interleaved` is the plain harness (no re-measurement).
+or a variant's samples still spread beyond ``NoisePolicy.max_spread``, or when
+other processes held the machine's spare cores for the whole measurement
+(sustained contention: the machine's CPU time from ``/proc/stat`` minus this
+process's, over the wall time, see ``NoisePolicy.max_competing_cores``; a
+competitor that takes a core all along disturbs no single round more than
+another, so the round flags cannot see it); a comparison on unstable timings is
+not reported (gate and bisect call it inconclusive). :func:`interleaved` is the plain harness (no re-measurement).
 """
 
 from __future__ import annotations
@@ -63,6 +67,11 @@ class NoisePolicy:
     """... it is unstable if its per-round ratio to the first variant spreads by more than this ((p90 - p10) / p50)."""
     remeasure: int | None = None
     """Extra rounds allowed for re-measurement; None: as many as the timed rounds."""
+    max_competing_cores: float = 0.5
+    """Unstable when other processes kept more than this many cores busy on average over the measurement
+    and left it no idle core (their cores plus this process's exceed the machine's minus half a core)."""
+    min_contention_window_s: float = 0.25
+    """Shortest measurement whose contention is judged (the machine's CPU clock counts in 10 ms ticks)."""
 
 
 DEFAULT_POLICY = NoisePolicy()
@@ -77,6 +86,8 @@ class Clocks:
     cpu: Callable[[], float] = time.process_time
     switches: Callable[[], int] = lambda: int(resource.getrusage(resource.RUSAGE_SELF).ru_nivcsw)
     load: Callable[[], float | None] = lambda: _load1()
+    machine: Callable[[], tuple[float, int] | None] = lambda: machine_cpu()
+    """CPU seconds spent by every core so far and the number of cores, or None where unreadable."""
 
 
 def _load1() -> float | None:
@@ -84,6 +95,46 @@ def _load1() -> float | None:
         return float(os.getloadavg()[0])
     except OSError:
         return None
+
+
+def machine_cpu(stat: Path = Path("/proc/stat")) -> tuple[float, int] | None:
+    """Busy CPU seconds of the whole machine (user, nice, system, irq, softirq, steal) and its core count."""
+    try:
+        lines = stat.read_text().splitlines()
+        fields = [float(v) for v in lines[0].split()[1:]]
+        cores = sum(1 for line in lines if line.startswith("cpu") and line[3:4].isdigit())
+        hertz = float(os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError):
+        return None
+    if len(fields) < 8 or cores < 1:
+        return None
+    user, nice, system, _idle, _iowait, irq, softirq, steal = fields[:8]
+    return (user + nice + system + irq + softirq + steal) / hertz, cores
+
+
+@dataclass(frozen=True)
+class Contention:
+    """Cores other processes kept busy while measuring, and this process's, on average over the wall time."""
+
+    others: float
+    ours: float
+    cores: int
+
+    def sustained(self, policy: NoisePolicy) -> bool:
+        """Whether the others held the spare cores throughout (see ``NoisePolicy.max_competing_cores``)."""
+        return self.others > max(policy.max_competing_cores, self.cores - self.ours - 0.5)
+
+
+def contention(
+    start: tuple[float, float, tuple[float, int] | None], stop: tuple[float, float, tuple[float, int] | None], policy: NoisePolicy
+) -> Contention | None:
+    """Contention between two readings ``(wall, process cpu, machine cpu)``; None when unreadable or too short."""
+    wall = stop[0] - start[0]
+    if start[2] is None or stop[2] is None or wall < policy.min_contention_window_s:
+        return None
+    ours = (stop[1] - start[1]) / wall
+    others = max(0.0, (stop[2][0] - start[2][0]) / wall - ours)
+    return Contention(others=others, ours=ours, cores=stop[2][1])
 
 
 @lru_cache(maxsize=1)
@@ -215,6 +266,7 @@ def measure(
         for _, func in items:
             func()
     counter = {name: warmup for name, _ in items}
+    begin = (clk.wall(), clk.cpu(), clk.machine())
     table = [_run_round(items, i, clk, counter) for i in range(rounds)]
     typical = {name: median([r[name].wall for r in table]) for name, _ in items}
     for row in table:
@@ -233,7 +285,8 @@ def measure(
             if not any(r.flags for r in redo.values()):
                 table[index] = redo
     samples = {name: [row[name].wall for row in table] for name, _ in items}
-    quality = _quality(items, table, samples, flagged, first_flags, used, tick, pol)
+    busy = contention(begin, (clk.wall(), clk.cpu(), clk.machine()), pol)
+    quality = _quality(items, table, samples, flagged, first_flags, used, tick, pol, busy)
     return Timed(samples=samples, quality=quality, calls={name: [row[name].call for row in table] for name, _ in items})
 
 
@@ -246,6 +299,7 @@ def _quality(
     used: int,
     tick: float,
     pol: NoisePolicy,
+    busy: Contention | None = None,
 ) -> TimingQuality:
     rounds = len(table)
     still = sum(1 for row in table if any(r.flags for r in row.values()))
@@ -273,6 +327,11 @@ def _quality(
                 flagged=[list(row[name].flags) for row in table],
             )
         )
+    if busy is not None and busy.sustained(pol):
+        problems.append(
+            f"other processes kept {busy.others:.1f} of {busy.cores} cores busy throughout (this process used "
+            f"{busy.ours:.1f}): sustained contention"
+        )
     counts: dict[str, int] = {}
     for f in first_flags:
         counts[f] = counts.get(f, 0) + 1
@@ -288,7 +347,8 @@ def _quality(
     return TimingQuality(
         status="unstable" if problems else "stable", reason=reason, rounds=rounds, flagged_rounds=len(flagged),
         remeasured_rounds=used, still_flagged=still, flags=counts, load_average=[v for v in loads if v is not None],
-        cores=os.cpu_count(), tick_ms=tick, variants=variants,
+        cores=os.cpu_count(), competing_cores=None if busy is None else round(busy.others, 3), tick_ms=tick,
+        variants=variants,
     )
 
 

@@ -129,15 +129,101 @@ def _check_scores(scores: Any, shape: tuple[int, ...]) -> npt.NDArray[Any]:
     return arr
 
 
+SMALL_GROUP = 8
+"""Largest ``M`` whose top-``N`` is chosen by pairwise comparisons (``M(M-1)/2`` of them) instead of a sort."""
+
+FEW_GROUPS = 4096
+"""Below this many groups the comparisons run as one broadcast ``(..., M, M)`` (fewer numpy calls);
+above it, pair by pair on ``(...)`` arrays (less memory traffic)."""
+
+
+def group_keep(group_scores: npt.NDArray[Any], n: int) -> npt.NDArray[np.bool_]:
+    """Keep-mask ``(..., M)`` of the ``n`` largest scores along the last axis; ties go to the lower index.
+
+    An entry is kept when fewer than ``n`` entries of its group come before it: larger,
+    or equal at a lower index. For ``M <= SMALL_GROUP`` the ranks come from pairwise
+    comparisons, no sort (six for 2:4; all at once for few groups, pair by pair for
+    many); larger groups use a stable argsort. All give the same choice, ties included.
+    """
+    scores = np.asarray(group_scores)
+    m = scores.shape[-1]
+    if n >= m:
+        return np.ones(scores.shape, dtype=bool)
+    if m > SMALL_GROUP:
+        return _keep_by_sort(scores, n)
+    if scores.size < FEW_GROUPS * m:
+        return _keep_by_broadcast(scores, n)
+    return _keep_by_pairs(scores, n)
+
+
+def _keep_by_broadcast(scores: npt.NDArray[Any], n: int) -> npt.NDArray[np.bool_]:
+    """``group_keep`` from all ``M x M`` comparisons at once: entry ``c`` is beaten by ``d`` when ``d`` is
+    larger, or equal at a lower index."""
+    m = scores.shape[-1]
+    mine, other = scores[..., :, None], scores[..., None, :]
+    beaten = np.where(np.tri(m, k=-1, dtype=bool), other >= mine, other > mine)
+    keep: npt.NDArray[np.bool_] = np.count_nonzero(beaten, axis=-1) < n
+    return keep
+
+
+def _keep_by_pairs(scores: npt.NDArray[Any], n: int) -> npt.NDArray[np.bool_]:
+    """``group_keep`` from the ``M(M-1)/2`` pairwise comparisons, each on whole ``(...)`` arrays."""
+    m = scores.shape[-1]
+    columns = [scores[..., i] for i in range(m)]
+    # rank[j] = entries before j: at a lower index and not smaller, or at a higher index and larger.
+    # Start from j (every lower index before it) and take back each lower one that j beats.
+    rank = np.empty((m, *scores.shape[:-1]), dtype=np.uint8)
+    for j in range(m):
+        rank[j] = j
+    for i in range(m):
+        for j in range(i + 1, m):
+            later_wins = np.greater(columns[j], columns[i])  # a tie goes to i, the lower index
+            rank[i] += later_wins
+            rank[j] -= later_wins
+    keep: npt.NDArray[np.bool_] = np.moveaxis(rank < n, 0, -1)
+    return keep
+
+
+def _keep_by_sort(scores: npt.NDArray[Any], n: int) -> npt.NDArray[np.bool_]:
+    """``group_keep`` by a stable argsort of the negated scores (any ``M``)."""
+    order = np.argsort(-scores, axis=-1, kind="stable")[..., :n]
+    keep = np.zeros(scores.shape, dtype=bool)
+    np.put_along_axis(keep, order, True, axis=-1)
+    return keep
+
+
 def group_choice(group_scores: npt.NDArray[Any], n: int) -> npt.NDArray[np.uint8]:
     """Indices (ascending, within the group) of the ``n`` largest scores along the last axis.
 
     ``group_scores`` has shape ``(..., M)``; ties go to the lower index, so the
-    choice is deterministic. Returns uint8 of shape ``(..., n)``.
+    choice is deterministic (``group_keep``). Returns uint8 of shape ``(..., n)``.
     """
-    order = np.argsort(-group_scores, axis=-1, kind="stable")[..., :n]
-    order.sort(axis=-1)
-    return order.astype(np.uint8)
+    keep = group_keep(group_scores, n)
+    lead = keep.shape[:-1]
+    positions = np.nonzero(keep.reshape(-1, keep.shape[-1]))[1]
+    return positions.astype(np.uint8).reshape(*lead, min(n, keep.shape[-1]))
+
+
+def _row_groups(weight: Any, n: int, m: int, scores: Any) -> npt.NDArray[Any]:
+    """``(rows, K/M, M)`` ranking keys of the per-row choice: ``|weight|`` or ``scores``."""
+    check_nm(n, m)
+    arr = check_weight(weight, m)
+    rows, k = arr.shape
+    key = np.abs(arr) if scores is None else _check_scores(scores, arr.shape)
+    return key.reshape(rows, k // m, m)
+
+
+def _block_groups(weight: Any, n: int, m: int, block: int, scores: Any) -> npt.NDArray[np.float64]:
+    """``(blocks, K/M, M)`` ranking keys of the blocked choice: ``|weight|`` or ``scores`` summed over each block's rows."""
+    check_nm(n, m)
+    if block < 1:
+        raise UserError(f"block V={block} must be at least 1")
+    arr = check_weight(weight, m)
+    rows, k = arr.shape
+    key = np.abs(arr) if scores is None else _check_scores(scores, arr.shape)
+    starts = np.arange(0, rows, block)
+    block_sums = np.add.reduceat(key.astype(np.float64, copy=False), starts, axis=0)
+    return block_sums.reshape(len(starts), k // m, m)
 
 
 def nm_choice(weight: Any, n: int, m: int, scores: Any = None) -> npt.NDArray[np.uint8]:
@@ -146,11 +232,7 @@ def nm_choice(weight: Any, n: int, m: int, scores: Any = None) -> npt.NDArray[np
     Chooses the ``n`` largest ``|weight|`` (or ``scores``) of each group of ``m``
     consecutive entries along axis 1.
     """
-    check_nm(n, m)
-    arr = check_weight(weight, m)
-    rows, k = arr.shape
-    key = np.abs(arr) if scores is None else _check_scores(scores, arr.shape)
-    return group_choice(key.reshape(rows, k // m, m), n)
+    return group_choice(_row_groups(weight, n, m, scores), n)
 
 
 def vnm_choice(weight: Any, n: int, m: int, block: int, scores: Any = None) -> npt.NDArray[np.uint8]:
@@ -160,16 +242,7 @@ def vnm_choice(weight: Any, n: int, m: int, block: int, scores: Any = None) -> n
     ``|weight|`` (or summed ``scores``) over the block's rows. The last block may
     be shorter when ``block`` does not divide the row count.
     """
-    check_nm(n, m)
-    if block < 1:
-        raise UserError(f"block V={block} must be at least 1")
-    arr = check_weight(weight, m)
-    rows, k = arr.shape
-    key = np.abs(arr) if scores is None else _check_scores(scores, arr.shape)
-    key = key.astype(np.float64, copy=False)
-    starts = np.arange(0, rows, block)
-    block_sums = np.add.reduceat(key, starts, axis=0)
-    return group_choice(block_sums.reshape(len(starts), k // m, m), n)
+    return group_choice(_block_groups(weight, n, m, block, scores), n)
 
 
 def choice_to_mask(choice: npt.NDArray[np.uint8], m: int, rows: int, block: int | None = None) -> npt.NDArray[np.bool_]:
@@ -189,16 +262,17 @@ def nm_mask(weight: Any, n: int, m: int, scores: Any = None) -> npt.NDArray[np.b
     Ranked by ``|weight|``, or by ``scores`` (same shape, e.g. ``|W| * ||x||`` for
     activation-aware pruning) when given. Exactly ``n`` entries per group are True.
     """
-    arr = np.asarray(weight)
-    choice = nm_choice(weight, n, m, scores)
-    return choice_to_mask(choice, m, arr.shape[0])
+    groups = _row_groups(weight, n, m, scores)
+    mask: npt.NDArray[np.bool_] = group_keep(groups, n).reshape(groups.shape[0], -1)
+    return mask
 
 
 def vnm_mask(weight: Any, n: int, m: int, block: int, scores: Any = None) -> npt.NDArray[np.bool_]:
     """Boolean ``V:N:M`` mask: rows in blocks of ``block`` share one ``n``-of-``m`` choice per group."""
-    arr = np.asarray(weight)
-    choice = vnm_choice(weight, n, m, block, scores)
-    return choice_to_mask(choice, m, arr.shape[0], block=block)
+    groups = _block_groups(weight, n, m, block, scores)
+    keep = group_keep(groups, n).reshape(groups.shape[0], -1)
+    mask: npt.NDArray[np.bool_] = np.repeat(keep, block, axis=0)[: np.asarray(weight).shape[0]]
+    return mask
 
 
 class Compliance(Record):

@@ -19,24 +19,18 @@ rows).
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 from threadpoolctl import threadpool_limits
 
 from sparsedebug.core.errors import UserError
-from sparsedebug.kernels.masks import Pattern, check_nm, check_weight, nm_mask, vnm_mask
-
-Method = Literal["magnitude", "wanda", "sparsegpt"]
-METHODS: tuple[Method, ...] = ("magnitude", "wanda", "sparsegpt")
-"""Pruning methods, cheapest first."""
-
-DEFAULT_DAMPING = 0.01
-"""SparseGPT damping: this fraction of the mean Hessian diagonal is added to the diagonal."""
-
-DEFAULT_BLOCK = 64
-"""SparseGPT column block (rounded down to a multiple of M); 64 is fastest here in numpy (128 on GPUs)."""
+from sparsedebug.kernels.masks import Pattern, check_nm, check_weight, group_keep, nm_mask, vnm_mask
+from sparsedebug.records.defaults import DEFAULT_BLOCK as DEFAULT_BLOCK
+from sparsedebug.records.defaults import DEFAULT_DAMPING as DEFAULT_DAMPING
+from sparsedebug.records.defaults import METHODS as METHODS
+from sparsedebug.records.defaults import Method as Method
 
 F64 = npt.NDArray[np.float64]
 
@@ -138,15 +132,11 @@ def _inverse_hessian_factor(gram: F64, damping: float) -> tuple[F64, npt.NDArray
 def _group_keep(scores: F64, n: int, block: int | None) -> npt.NDArray[np.bool_]:
     """``(rows, M)`` keep-mask of one group from ``(rows, M)`` scores: top ``n`` per row or per block of rows.
 
-    Ties go to the lower column, as in :func:`sparsedebug.kernels.masks.group_choice`.
+    Ties go to the lower column (:func:`sparsedebug.kernels.masks.group_keep`).
     """
-    rows, m = scores.shape
+    rows = scores.shape[0]
     key = np.add.reduceat(scores, np.arange(0, rows, block), axis=0) if block is not None else scores
-    # rank[r, c] = how many entries of row r come before c: larger, or equal at a lower column.
-    mine, other = key[:, :, None], key[:, None, :]
-    lower = np.tri(m, k=-1, dtype=bool)[None, :, :]
-    rank = np.sum((other > mine) | ((other == mine) & lower), axis=2)
-    keep: npt.NDArray[np.bool_] = rank < n
+    keep = group_keep(key, n)
     if block is not None:
         keep = np.repeat(keep, block, axis=0)[:rows]
     return keep
@@ -177,35 +167,61 @@ def sparsegpt_prune(
         raise UserError("sparsegpt: the Gram matrix has NaN or inf values")
     if damping <= 0:
         raise UserError(f"sparsegpt: damping {damping} must be positive")
-    width = max(m, (block_size // m) * m)
     upper, dead = _inverse_hessian_factor(g, damping)
-    w = arr.astype(np.float64, copy=True)
-    w[:, dead] = 0.0
+    return sparsegpt_solve(arr, pattern, upper, dead, block_size=block_size).astype(arr.dtype)
+
+
+def sparsegpt_solve(
+    weight: npt.NDArray[Any], pattern: Pattern, upper: F64, dead: npt.NDArray[np.bool_], *, block_size: int = DEFAULT_BLOCK
+) -> F64:
+    """SparseGPT's column walk given the inverse Hessian's upper factor ``U`` and the dead inputs (fp64 result).
+
+    Works on ``W^T``, where a column of ``W`` is a contiguous row; columns go in blocks of
+    ``block_size`` (a multiple of M), groups of M inside a block (``_sparsegpt_block``), and
+    each block's errors reach the later columns in one product.
+    """
+    n, m = pattern.n, pattern.m
+    cols = weight.shape[1]
+    width = max(m, (block_size // m) * m)
+    wt = np.array(weight.T, dtype=np.float64, order="C")
+    wt[dead, :] = 0.0
     for start in range(0, cols, width):
         stop = min(start + width, cols)
-        w[:, start:stop], errors = _sparsegpt_block(w[:, start:stop], upper[start:stop, start:stop], n, m, pattern.block)
-        w[:, stop:] -= errors @ upper[start:stop, stop:]
-    return w.astype(arr.dtype)
+        errors = _sparsegpt_block(wt[start:stop], upper[start:stop, start:stop], n, m, pattern.block)
+        wt[stop:] -= upper[start:stop, stop:].T @ errors
+    out: F64 = wt.T
+    return out
 
 
-def _sparsegpt_block(block: F64, hinv: F64, n: int, m: int, row_block: int | None) -> tuple[F64, F64]:
-    """Prune one column block in place order; returns the pruned block and the scaled errors to propagate."""
-    w = block.copy()
-    rows, width = w.shape
-    errors = np.zeros_like(w)
-    diag = np.diag(hinv)
-    keep = np.ones((rows, m), dtype=bool)
-    for j in range(width):
-        if j % m == 0:
-            scores = np.square(w[:, j : j + m]) / np.square(diag[j : j + m])[None, :]
-            keep = _group_keep(scores, n, row_block)
-        column = w[:, j]
-        quantised = np.where(keep[:, j % m], column, 0.0)
-        err = (column - quantised) / diag[j]
-        w[:, j:] -= np.outer(err, hinv[j, j:])
-        w[:, j] = quantised
-        errors[:, j] = err
-    return w, errors
+def _sparsegpt_block(block: F64, hinv: F64, n: int, m: int, row_block: int | None) -> F64:
+    """Prune one block of columns of ``W^T`` (``(width, rows)``, in place), group by group; returns the
+    scaled errors ``(width, rows)`` to propagate to the later columns.
+
+    Inside a group of ``M`` columns the errors go column by column to the group's later columns;
+    at the group's end, to the rest of the block in one product. The same updates as column by
+    column over the whole block, summed in another order.
+    """
+    width, rows = block.shape
+    errors = np.zeros_like(block)
+    updated = np.empty((m, rows))
+    inverse_diag = 1.0 / np.diag(hinv)
+    inverse_diag_squared = np.square(inverse_diag)[:, None]
+    for group in range(0, width, m):
+        end = group + m
+        columns, errs, factor = block[group:end], errors[group:end], hinv[group:end, group:end]
+        drop = ~_group_keep((np.square(columns) * inverse_diag_squared[group:end]).T, n, row_block).T  # (M, rows)
+        scale = drop * inverse_diag[group:end, None]
+        for j in range(m):
+            # column j after the errors of the group's earlier columns, and its error where pruned
+            if j:
+                np.subtract(columns[j], factor[:j, j] @ errs[:j], out=updated[j])
+            else:
+                updated[0] = columns[0]
+            np.multiply(updated[j], scale[j], out=errs[j])
+        np.copyto(columns, np.where(drop, 0.0, updated))
+        if end < width:
+            block[end:] -= hinv[group:end, end:].T @ errs
+    return errors
 
 
 def reconstruction_error(dense: npt.NDArray[Any], pruned: npt.NDArray[Any], gram: npt.NDArray[Any]) -> float:

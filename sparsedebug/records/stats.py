@@ -9,12 +9,8 @@ from __future__ import annotations
 from typing import Literal
 
 from sparsedebug.records.base import Record
-
-DEFAULT_ALPHA = 0.05
-"""Significance level of the rank test (two-sided)."""
-
-DEFAULT_MIN_EFFECT = 1.10
-"""Minimum ratio of medians (either way) that counts as a change, as asv's ``factor``."""
+from sparsedebug.records.defaults import DEFAULT_ALPHA as DEFAULT_ALPHA
+from sparsedebug.records.defaults import DEFAULT_MIN_EFFECT as DEFAULT_MIN_EFFECT
 
 TAIL_MIN_SAMPLES = 20
 """Fewest samples whose p99 is a tail estimate rather than the sample maximum: below it, a p99 is

@@ -46,6 +46,11 @@ class TimingQuality(Record):
     flags: dict[str, int] = Field(default_factory=dict, description="Count of each flag over the first pass, all variants.")
     load_average: list[float] = Field(default_factory=list, description="1-minute load average at the start of each final round.")
     cores: int | None = None
+    competing_cores: float | None = Field(
+        None,
+        description="Cores other processes kept busy on average while measuring (machine CPU time from /proc/stat minus "
+        "this process's, over the wall time); None where unreadable or the measurement was too short to tell.",
+    )
     tick_ms: float
     variants: list[VariantTiming] = Field(default_factory=list)
 

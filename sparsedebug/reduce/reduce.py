@@ -38,6 +38,8 @@ from typing import Any, Literal
 from sparsedebug.core.errors import UserError
 from sparsedebug.locate.common import finding_signature
 from sparsedebug.locate.walk import bisect_runs
+from sparsedebug.records.defaults import DEFAULT_MAX_PROBES as DEFAULT_MAX_PROBES
+from sparsedebug.records.defaults import DEFAULT_PROBE_REPEATS as DEFAULT_PROBE_REPEATS
 from sparsedebug.records.findings import BisectResult
 from sparsedebug.records.reduce import Cause, Change, Phase, ProbeLog, ReduceResult
 from sparsedebug.records.run import (
@@ -54,13 +56,6 @@ from sparsedebug.reduce.shrink import apply_changes, block_of, diff_workloads, h
 from sparsedebug.reduce.treatment import scale_keeping_treatment
 from sparsedebug.sources.replay.sources import graph_source
 from sparsedebug.sources.workload.schema import Workload, absolute_paths
-
-DEFAULT_PROBE_REPEATS = 5
-"""Timed repetitions of one probe replay (re-measured with twice as many when undecided)."""
-
-DEFAULT_MAX_PROBES = 80
-"""Upper bound on probes (static and timed together); the search stops early, keeping the best so far, when reached."""
-
 
 _KIND_PRIORITY = ("removed", "added", "changed", "fallback", "path_changed", "new_kernel_class", "per_call_conversion")
 _CATEGORICAL = ("graph", "lower")

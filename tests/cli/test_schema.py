@@ -7,17 +7,17 @@ import json
 import pytest
 import yaml
 
-from sparsedebug.cli.schema import SCHEMAS
+from sparsedebug.cli.schema import schemas
 from tests.conftest import FIXTURES, assert_clean_error, invoke
 
 
-@pytest.mark.parametrize("kind", sorted(SCHEMAS))
+@pytest.mark.parametrize("kind", sorted(schemas()))
 def test_schema_is_json_with_the_model_fields(kind: str) -> None:
     result = invoke(["schema", kind])
     assert result.exit_code == 0, result.stderr
     schema = json.loads(result.stdout)
     assert schema["type"] == "object"
-    assert set(schema["properties"]) == set(SCHEMAS[kind].model_fields)
+    assert set(schema["properties"]) == set(schemas()[kind].model_fields)
     assert schema.get("additionalProperties") is False
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -50,7 +51,7 @@ class FakeMachine:
         self.switch_script = switches or (lambda name, call: 0)
 
     def clocks(self) -> Clocks:
-        return Clocks(wall=lambda: self.wall, cpu=lambda: self.cpu, switches=lambda: self.sw, load=lambda: 0.5)
+        return Clocks(wall=lambda: self.wall, cpu=lambda: self.cpu, switches=lambda: self.sw, load=lambda: 0.5, machine=lambda: None)
 
     def variant(self, name: str, cpu_ms: float) -> Callable[[], None]:
         def run() -> None:
@@ -136,3 +137,49 @@ def test_measure_rejects_bad_arguments() -> None:
         measure({"a": lambda: None}, rounds=0)
     with pytest.raises(UserError, match="no variants"):
         measure({}, rounds=1)
+
+
+# --------------------------------------------------------------------------- sustained contention
+
+
+def _contended(others: float, cores: int) -> tuple[FakeMachine, Clocks]:
+    """A FakeMachine on ``cores`` cores where other processes keep ``others`` of them busy all along."""
+    m = FakeMachine()
+    clocks = m.clocks()
+    clocks.machine = lambda: (m.cpu + others * m.wall, cores)
+    return m, clocks
+
+
+@pytest.mark.parametrize(
+    ("others", "cores", "status"),
+    [(1.0, 2, "unstable"), (0.05, 2, "stable"), (1.0, 64, "stable"), (3.0, 4, "unstable"), (0.3, 2, "stable")],
+)
+def test_a_competitor_holding_a_core_makes_the_comparison_unstable(others: float, cores: int, status: str) -> None:
+    """No round is disturbed more than another (the flags see nothing), yet the spare cores were taken throughout."""
+    m, clocks = _contended(others, cores)
+    timed = measure({"a": m.variant("a", 100.0), "b": m.variant("b", 200.0)}, rounds=5, warmup=1, clocks=clocks, policy=NoisePolicy())
+    assert timed.quality.flagged_rounds == 0
+    assert timed.quality.status == status, timed.quality.reason
+    assert timed.quality.competing_cores == pytest.approx(others, abs=1e-6)
+    if status == "unstable":
+        assert "sustained contention" in timed.quality.reason
+
+
+def test_contention_is_not_judged_on_a_short_measurement() -> None:
+    m, clocks = _contended(1.0, 2)
+    timed = measure({"a": m.variant("a", 1.0)}, rounds=5, warmup=0, clocks=clocks, policy=NoisePolicy())
+    assert timed.quality.competing_cores is None and timed.quality.status == "stable"
+
+
+def test_machine_cpu_reads_proc_stat(tmp_path: Path) -> None:
+    import os
+
+    from sparsedebug.core.timing import machine_cpu
+
+    stat = tmp_path / "stat"
+    stat.write_text("cpu  100 10 50 900 7 3 2 5 0 0\ncpu0 50 5 25 450 3 1 1 2 0 0\ncpu1 50 5 25 450 4 2 1 3 0 0\nintr 1\n")
+    busy, cores = machine_cpu(stat) or (0.0, 0)
+    assert cores == 2 and busy == pytest.approx((100 + 10 + 50 + 3 + 2 + 5) / os.sysconf("SC_CLK_TCK"))
+    stat.write_text("garbage\n")
+    assert machine_cpu(stat) is None
+    assert machine_cpu(tmp_path / "missing") is None

@@ -8,8 +8,23 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sparsedebug.core.errors import UserError
-from sparsedebug.kernels.masks import Pattern, check_compliance, nm_mask, parse_pattern, vnm_mask
+from sparsedebug.kernels.masks import (
+    FEW_GROUPS,
+    SMALL_GROUP,
+    Pattern,
+    _keep_by_broadcast,
+    _keep_by_pairs,
+    check_compliance,
+    choice_to_mask,
+    group_choice,
+    group_keep,
+    nm_mask,
+    parse_pattern,
+    vnm_choice,
+    vnm_mask,
+)
 from tests.kernels.strategies import Case, cases
+from tests.support.reference_kernels import argsort_group_choice, argsort_group_keep
 
 
 @pytest.mark.parametrize(
@@ -139,3 +154,57 @@ def test_mask_bad_input(weight: np.ndarray, kwargs: dict, needle: str) -> None:
 def test_vnm_bad_block() -> None:
     with pytest.raises(UserError, match="V=0"):
         vnm_mask(np.ones((4, 8), np.float32), 2, 4, 0)
+
+
+@st.composite
+def _group_scores(draw: st.DrawFn) -> tuple[np.ndarray, int]:
+    """Scores ``(lead, groups, M)`` with many ties: small integers, repeated floats, signed zeros."""
+    m = draw(st.integers(2, 16))
+    n = draw(st.integers(1, m - 1))
+    shape = (draw(st.integers(1, 6)), draw(st.integers(1, 5)), m)
+    seed = draw(st.integers(0, 2**32 - 1))
+    kind = draw(st.sampled_from(["ints", "floats", "signed-zeros", "int64"]))
+    rng = np.random.default_rng(seed)
+    if kind == "ints":
+        scores = rng.integers(-3, 4, size=shape).astype(np.float64)
+    elif kind == "int64":
+        scores = rng.integers(-5, 6, size=shape)
+    elif kind == "signed-zeros":
+        scores = rng.choice([-0.0, 0.0, 1.0, -1.0], size=shape)
+    else:
+        scores = rng.choice(rng.normal(size=5), size=shape).astype(draw(st.sampled_from([np.float32, np.float64])))
+    return scores, n
+
+
+@settings(max_examples=300, deadline=None)
+@given(case=_group_scores())
+def test_group_choice_matches_argsort_reference(case: tuple[np.ndarray, int]) -> None:
+    """The comparisons (M <= 8; broadcast or pair by pair) and the sort (M > 8) choose what the stable
+    argsort chose, ties included."""
+    scores, n = case
+    want = argsort_group_keep(scores, n)
+    np.testing.assert_array_equal(group_choice(scores, n), argsort_group_choice(scores, n))
+    np.testing.assert_array_equal(group_keep(scores, n), want)
+    if scores.shape[-1] <= SMALL_GROUP:
+        np.testing.assert_array_equal(_keep_by_broadcast(scores, n), want)
+        np.testing.assert_array_equal(_keep_by_pairs(scores, n), want)
+
+
+def test_group_keep_on_many_groups_matches_argsort() -> None:
+    """Past FEW_GROUPS groups the pairwise path runs; with ties it still matches the reference."""
+    scores = np.random.default_rng(5).integers(0, 3, size=(FEW_GROUPS // 8 + 1, 8, 4)).astype(np.float32)
+    np.testing.assert_array_equal(group_keep(scores, 2), argsort_group_keep(scores, 2))
+
+
+@given(case=cases(), block=st.integers(1, 48))
+def test_masks_match_argsort_reference(case: Case, block: int) -> None:
+    """nm_mask and vnm_mask (built from the keep-mask) equal the argsort choice expanded by choice_to_mask."""
+    w = case.weight()
+    rows, k = w.shape
+    groups = np.abs(w).reshape(rows, k // case.m, case.m)
+    expected = choice_to_mask(argsort_group_choice(groups, case.n), case.m, rows)
+    np.testing.assert_array_equal(nm_mask(w, case.n, case.m), expected)
+    sums = np.add.reduceat(np.abs(w).astype(np.float64), np.arange(0, rows, block), axis=0)
+    blocked = argsort_group_choice(sums.reshape(len(sums), k // case.m, case.m), case.n)
+    np.testing.assert_array_equal(vnm_mask(w, case.n, case.m, block), choice_to_mask(blocked, case.m, rows, block=block))
+    np.testing.assert_array_equal(vnm_choice(w, case.n, case.m, block), blocked)

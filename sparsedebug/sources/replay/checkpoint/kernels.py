@@ -66,9 +66,10 @@ class LayerKernel:
             return self.convert()
         return self.handle
 
-    def compute(self, x: Array, handle: NMWeight | VNMWeight | None) -> Array:
-        """``x @ W.T`` for activations ``x (tokens, in)``, operands rounded per the layer's precision."""
-        xr = round_input(x, self.precision)
+    def compute(self, x: Array, handle: NMWeight | VNMWeight | None, rounded: Array | None = None) -> Array:
+        """``x @ W.T`` for activations ``x (tokens, in)``, operands rounded per the layer's precision
+        (``rounded``: ``x`` already rounded to it)."""
+        xr = round_input(x, self.precision) if rounded is None else rounded
         if handle is None:
             dense: Array = xr @ self.rounded.T
             return dense
@@ -113,6 +114,23 @@ class ModelKernels(LinearKernels):
     def __init__(self, kernels: Mapping[str, LayerKernel]) -> None:
         self.kernels = dict(kernels)
         self.trace: ForwardTrace | None = None
+        self._last_input: tuple[Array, Precision, Array] | None = None
+
+    def rounded_input(self, x: Array, precision: Precision) -> Array:
+        """``x`` rounded to ``precision``'s input format, once for consecutive layers that read the same
+        activations (q, k and v; gate and up).
+
+        The last input is kept (so its identity stays its own) and made read-only, so a forward
+        that changed it in place afterwards would fail loudly instead of reading a stale rounding.
+        """
+        last = self._last_input
+        if last is not None and last[0] is x and last[1] == precision:
+            return last[2]
+        rounded = round_input(x, precision)
+        if precision in ("fp16", "bf16"):
+            x.flags.writeable = False
+            self._last_input = (x, precision, rounded)
+        return rounded
 
     def __getitem__(self, name: str) -> Array:
         return self.kernels[name].weight
@@ -129,12 +147,12 @@ class ModelKernels(LinearKernels):
         if kernel is None:
             return None
         if self.trace is None:
-            return kernel(x)
+            return kernel.compute(x, kernel.prepared(), self.rounded_input(x, kernel.precision))
         clock = time.perf_counter
         start = clock()
         handle = kernel.prepared()
         ready = clock()
-        out = kernel.compute(x, handle)
+        out = kernel.compute(x, handle, self.rounded_input(x, kernel.precision))
         self.trace.add(name, ready - start, clock() - ready, kernel.sparse)
         return out
 

@@ -209,8 +209,10 @@ def _keep(event: dict[str, Any], trace: TraceEvents) -> None:
     args = event.get("args")
     if not isinstance(args, dict):
         args = {}
-    ts = num(event.get("ts"))
-    dur = num(event.get("dur"))
+    ts, dur = event.get("ts"), event.get("dur")
+    # num() inlined (once per event): a JSON number, not a boolean
+    ts = float(ts) if type(ts) is float or type(ts) is int else None
+    dur = float(dur) if type(dur) is float or type(dur) is int else None
     if ts is None or dur is None or dur < 0:
         if cat in GPU_CATEGORIES or cat in LAUNCH_CATEGORIES or cat in _NAMED_RANGES:
             trace.skipped[f"{cat} {untimed(ts, dur)}"] += 1

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 import zlib
 from collections.abc import Collection, Iterator
 from pathlib import Path
@@ -21,7 +22,7 @@ from sparsedebug.core.errors import UserError
 from sparsedebug.core.io import reading
 
 _CHUNK = 1 << 20
-_WS = " \t\r\n"
+_WHITESPACE = re.compile(r"[ \t\r\n]*")
 
 
 class _Buffer:
@@ -53,8 +54,7 @@ class _Buffer:
     def peek(self) -> str:
         """The next non-whitespace character ('' at end of input), without consuming it."""
         while True:
-            while self.pos < len(self.text) and self.text[self.pos] in _WS:
-                self.pos += 1
+            self.pos = _WHITESPACE.match(self.text, self.pos).end()  # type: ignore[union-attr]  # always matches
             if self.pos < len(self.text):
                 return self.text[self.pos]
             if not self.fill():
@@ -70,6 +70,14 @@ class _Buffer:
     def value(self, decoder: json.JSONDecoder) -> Any:
         """Decode one JSON value at the cursor, reading more input while it is incomplete."""
         self.peek()
+        try:  # the common case: a whole value inside the buffer, by json's C scanner directly
+            obj, end = decoder.scan_once(self.text, self.pos)  # type: ignore[attr-defined]
+        except (StopIteration, json.JSONDecodeError):
+            pass  # incomplete here, or malformed: the path below reads on or says where and why
+        else:
+            if end < len(self.text) or self.eof:
+                self.pos = end
+                return obj
         while True:
             try:
                 obj, end = decoder.raw_decode(self.text, self.pos)
@@ -200,8 +208,19 @@ IDENTITY_FIELDS = ("ph", "cat", "name", "pid", "tid", "id")
 """Event fields used as keys (categories, threads, flow ids): a list or an object there makes the event malformed."""
 
 
+_CONTAINERS = (list, dict)
+
+
 def well_formed(event: Any) -> bool:
-    """Whether an event is an object whose identity fields are scalars (strings, numbers, booleans or null)."""
+    """Whether an event is an object whose identity fields are scalars (strings, numbers, booleans or null).
+
+    A decoded JSON value is a scalar unless it is a list or a dict; the six fields are checked
+    unrolled (this runs once per event of traces with millions).
+    """
     if not isinstance(event, dict):
         return False
-    return all(isinstance(event.get(key), str | int | float | bool | type(None)) for key in IDENTITY_FIELDS)
+    get = event.get
+    return not (
+        isinstance(get("ph"), _CONTAINERS) or isinstance(get("cat"), _CONTAINERS) or isinstance(get("name"), _CONTAINERS)
+        or isinstance(get("pid"), _CONTAINERS) or isinstance(get("tid"), _CONTAINERS) or isinstance(get("id"), _CONTAINERS)
+    )

@@ -1,0 +1,41 @@
+"""Defaults and limits that the command line's ``--help`` shows, defined here and nowhere else.
+
+Plain constants with no import at all, so that ``sparsedebug COMMAND --help`` can quote
+them without importing the code that uses them (pydantic, numpy kernels, the study):
+the modules that use them (``core.budget``, ``records.stats``, ``kernels.pruning``,
+``reduce.reduce``) import them from here.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+MAX_REPEATS = 10_000
+"""Upper bound of every repeat count (workload ``repeats``, ``--repeats``, ``--rounds``, ``--probe-repeats``)."""
+
+DEFAULT_ALPHA = 0.05
+"""Significance level of the rank test (two-sided)."""
+
+DEFAULT_MIN_EFFECT = 1.10
+"""Minimum ratio of medians (either way) that counts as a change, as asv's ``factor``."""
+
+Method = Literal["magnitude", "wanda", "sparsegpt"]
+METHODS: tuple[Method, ...] = ("magnitude", "wanda", "sparsegpt")
+"""Pruning methods, cheapest first."""
+
+DEFAULT_DAMPING = 0.01
+"""SparseGPT damping: this fraction of the mean Hessian diagonal is added to the diagonal."""
+
+DEFAULT_BLOCK = 64
+"""SparseGPT column block (rounded down to a multiple of M); 64 is fastest here in numpy (128 on GPUs)."""
+
+DEFAULT_PROBE_REPEATS = 5
+"""Timed repetitions of one probe replay of ``reduce`` (re-measured with twice as many when undecided)."""
+
+DEFAULT_MAX_PROBES = 80
+"""Upper bound on ``reduce``'s probes (static and timed together); the search stops early, keeping the best so far, when reached."""
+
+MAX_TEXT_TOKENS = 1 << 24
+"""Upper bound of every count of text tokens a quality study reads (``quality --tokens``, ``--calibration-tokens``,
+``model.eval_tokens``, ``pruning.calibration_tokens``): 16,777,216, hundreds of times the default text
+(pydoc_data.topics gives about 28,000 evaluation tokens); a text shorter than the count asked is used whole, and said."""
