@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -22,6 +22,9 @@ from sparsedebug.cli.common import (
     say_comparability,
 )
 from sparsedebug.records.defaults import MAX_REPEATS
+
+if TYPE_CHECKING:
+    from sparsedebug.records.gate import GateResult
 
 
 @handle_errors
@@ -70,15 +73,13 @@ def gate(
     to their range. Exit 0 when the gate passes, 1 when a check fails (or an
     inconclusive one under on_inconclusive: fail), 2 on bad input.
 
-    BASELINE and CANDIDATE may be run sets (a directory or quoted glob of per-rank traces): every rank is
-    compared with the same rank of the other set (printed first), then the rank the change is
-    confined to (else the straggler, else the lowest rank) is analysed as a pair.
+    BASELINE and CANDIDATE may be run sets (directories or quoted globs of per-rank traces): compared
+    rank to rank first, then the confined rank (else the straggler, else the lowest) as the pair.
     """
     from sparsedebug.core.io import atomic_write_text, check_output
     from sparsedebug.locate.comparable import require_comparable
     from sparsedebug.render.junit import junit_xml
     from sparsedebug.render.markdown.gate import summary_markdown
-    from sparsedebug.render.terminal.gate import gate_table
     from sparsedebug.signoff.gate import evaluate, load_policy
     from sparsedebug.sources.detect import describe_input, load_run
 
@@ -103,13 +104,19 @@ def gate(
     if json_out:
         emit_json(result if ranks is None else {"ranks": ranks, "gate": result})
     else:
-        out = console(wide)
-        out.print(gate_table(result))
-        for label, written in (("JUnit XML", junit), ("summary", summary)):
-            if written is not None:
-                out.print(f"wrote {label} {written}")
+        _print_gate(result, wide, junit, summary)
     if not result.passed:
         raise typer.Exit(EXIT_CHECK_FAILED)
+
+
+def _print_gate(result: GateResult, wide: bool, junit: Path | None, summary: Path | None) -> None:
+    from sparsedebug.render.terminal.gate import gate_table
+
+    out = console(wide)
+    out.print(gate_table(result))
+    for label, written in (("JUnit XML", junit), ("summary", summary)):
+        if written is not None:
+            out.print(f"wrote {label} {written}")
 
 
 def register(app: typer.Typer) -> None:
