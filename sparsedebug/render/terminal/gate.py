@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.table import Table
 
 from sparsedebug.records.gate import GateResult
-from sparsedebug.render.terminal.fit import optional
+from sparsedebug.render.terminal.fit import optional, under
 
 _STYLE = {
     "pass": "[green]pass[/green]",
@@ -27,4 +27,5 @@ def gate_table(result: GateResult) -> Table:
     for check in result.checks:
         table.add_row(check.id, _STYLE[check.status], check.measured, check.threshold, check.detail)
     optional(table, "threshold")
+    under(table, "detail")
     return table
