@@ -147,21 +147,34 @@ def _room(table: Table, ranges: list[tuple[int, int, int]], width: int) -> int:
 
 
 def _allocate(floors: list[int], naturals: list[int], room: int) -> list[int]:
-    """Widths from ``floors`` up to ``naturals``, the room above the floors shared in proportion to what each column lacks."""
-    widths = list(floors)
-    spare = room - sum(floors)
-    wants = [max(0, natural - floor) for natural, floor in zip(naturals, floors, strict=True)]
-    total = sum(wants)
-    if spare <= 0 or total == 0:
-        return widths
-    if spare >= total:
-        return [max(f, n) for f, n in zip(floors, naturals, strict=True)]
-    shares = [spare * want / total for want in wants]
-    widths = [floor + int(share) for floor, share in zip(floors, shares, strict=True)]
-    left = spare - sum(int(share) for share in shares)
-    for index in sorted(range(len(shares)), key=lambda i: shares[i] - int(shares[i]), reverse=True)[:left]:
-        widths[index] += 1
-    return widths
+    """Widths between ``floors`` and ``naturals`` that fill ``room``: the widest columns give way first.
+
+    Every column gets ``min(natural, cap)`` (at least its floor) for the largest ``cap``
+    that fits, as rich narrows a table, and what is left is handed out a cell at a time.
+    """
+    naturals = [max(f, n) for f, n in zip(floors, naturals, strict=True)]
+    if sum(naturals) <= room:
+        return naturals
+    if sum(floors) >= room:
+        return list(floors)
+
+    def widths(cap: int) -> list[int]:
+        return [max(f, min(n, cap)) for f, n in zip(floors, naturals, strict=True)]
+
+    low, high = 0, max(naturals)
+    while low < high:
+        mid = (low + high + 1) // 2
+        if sum(widths(mid)) <= room:
+            low = mid
+        else:
+            high = mid - 1
+    out = widths(low)
+    for index in sorted(range(len(out)), key=lambda i: -naturals[i]):
+        if sum(out) >= room:
+            break
+        if out[index] < naturals[index]:
+            out[index] += 1
+    return out
 
 
 def _fit_table(console: Console, table: Table, width: int) -> RenderableType:
