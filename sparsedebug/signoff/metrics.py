@@ -157,6 +157,20 @@ class LayerRow(Record):
     value_bytes: int | None
 
     @property
+    def conversion_per_call_ms(self) -> float:
+        """Time the layer spends re-converting its weights on every call (measured apart; 0 when converted once)."""
+        if not self.conversions_per_call or self.conversion_ms is None:
+            return 0.0
+        return self.conversions_per_call * self.conversion_ms
+
+    @property
+    def kernel_only_ms(self) -> float | None:
+        """Median call time without the per-call weight conversion: the kernel itself (``time_ms`` when converted once)."""
+        if self.time_ms is None:
+            return None
+        return max(0.0, self.time_ms - self.conversion_per_call_ms)
+
+    @property
     def meant_sparse(self) -> bool:
         """The layer was declared (or inferred) as sparse."""
         return declared_sparse(self.intended)
@@ -250,9 +264,12 @@ def fallback_summary(run: RunRecord) -> FallbackSummary:
     sparse_pairs = [r for r in meant if r.path == KernelPath.SPARSE.value and r.time_ms and r.dense_time_ms]
     speedup: float | None = None
     source: str | None = None
-    if sparse_pairs:
-        speedup = sum(r.dense_time_ms or 0.0 for r in sparse_pairs) / sum(r.time_ms or 0.0 for r in sparse_pairs)
+    if sparse_pairs and sum(r.kernel_only_ms or 0.0 for r in sparse_pairs) > 0:
+        speedup = sum(r.dense_time_ms or 0.0 for r in sparse_pairs) / sum(r.kernel_only_ms or 0.0 for r in sparse_pairs)
         source = f"measured on {len(sparse_pairs)} sparse layer(s): dense/sparse kernel time"
+        converting = sum(1 for r in sparse_pairs if r.conversion_per_call_ms > 0)
+        if converting:
+            source += f", per-call weight conversion of {converting} layer(s) excluded (measured apart)"
     else:
         factors = {f for f in (nominal_factor(r.intended) for r in meant) if f is not None}
         if len(factors) == 1:
