@@ -82,6 +82,8 @@ class _Walk:
     paths: dict[str, Path]
     kinds: dict[str, InputKind]
     repeats: int | None
+    calibrate: bool = False
+    embedded: bool = False
     files: dict[str, str] = field(default_factory=dict)
     steps: list[StepRecord] = field(default_factory=list)
     runs: dict[str, RunRecord] = field(default_factory=dict)
@@ -141,6 +143,7 @@ def _freeze(w: _Walk) -> None:
             seed=cand_wl.seed if cand_wl is not None else None,
             workload=w.paths["candidate"] if cand_wl is not None else None,
             model=model,
+            calibrate_machine=w.calibrate,
         ),
         w.out_dir,
     )
@@ -171,7 +174,8 @@ def _classify(w: _Walk, evidence: EvidencePaths) -> None:
     step = w.begin("classify", "score compute, memory, scheduling, precision, thermal")
     w.classification = classify_run(
         w.runs["candidate"], baseline=w.runs["baseline"], evidence=load_evidence(evidence),
-        fingerprint=w.fingerprint if w.kinds["candidate"] == "workload" else None, run_path=str(w.paths["candidate"]),
+        fingerprint=w.fingerprint if w.kinds["candidate"] == "workload" else None,
+        run_path=f"{FILES['candidate']} (the candidate run in this bundle, from {_input_name(w, 'candidate')})",
     )
     w.save("classification", w.classification)
     winner = w.classification.winner
@@ -196,7 +200,7 @@ def _reduce(w: _Walk) -> str:
         save_workload(reduction.base, w.tmp / FILES["reproducer_base"])
         w.files["reproducer"] = FILES["reproducer"]
         w.files["reproducer_base"] = FILES["reproducer_base"]
-    return f"{red.verdict} ({red.replays} timed replays, {red.static_probes} static probes)"
+    return red.verdict
 
 
 def _apply_fix(w: _Walk) -> str:
@@ -268,12 +272,23 @@ def _rerun(w: _Walk) -> None:
         w.finish(step, "skipped", "no fixed candidate to re-run")
 
 
+def _input_label(w: _Walk, role: str) -> str:
+    """How the bundle names an input: ``embedded:NAME`` for the embedded default, else the path as given."""
+    path = w.paths[role]
+    return f"embedded:{path.name}" if w.embedded and role != "fixed" else str(path)
+
+
+def _input_name(w: _Walk, role: str) -> str:
+    """An input named without local directories: ``embedded:NAME`` or the file name (the manifest has the full label)."""
+    return f"embedded:{w.paths[role].name}" if w.embedded and role != "fixed" else w.paths[role].name
+
+
 def _write_manifest(w: _Walk, embedded: bool) -> None:
     from sparsedebug.core.io import file_digest, save_record
 
     inputs = []
     for role, path in w.paths.items():
-        label = f"embedded:{path.name}" if embedded and role != "fixed" else str(path)
+        label = _input_label(w, role)
         inputs.append(BundleInput(role=role, kind=w.kinds[role], file=file_digest(path), label=label))
     manifest = Bundle(
         created_at=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
@@ -347,8 +362,12 @@ def run_playbook(
     reduce: bool = True,
     force: bool = False,
     executor: str = "local",
+    calibrate: bool = False,
 ) -> LoadedBundle:
     """Walk the five steps and write a complete bundle to ``out_dir``; return it loaded.
+
+    With ``calibrate`` the freeze step measures this machine's GEMM and copy rates
+    (``freeze --calibrate``), the roofline classify uses for replayed runs.
 
     With neither ``baseline`` nor ``candidate``, the embedded default pair is used.
     A workload is replayed, a trace imported, a run record loaded. When both sides
@@ -376,7 +395,8 @@ def run_playbook(
         say.note(note)
     check_out_dir(out_dir, force=force)
     tmp = work_dir(out_dir, PARTIAL)
-    w = _Walk(book=book, tmp=tmp, out_dir=out_dir, say=say, paths=paths, kinds=kinds, repeats=repeats)
+    w = _Walk(book=book, tmp=tmp, out_dir=out_dir, say=say, paths=paths, kinds=kinds, repeats=repeats, calibrate=calibrate,
+              embedded=baseline is None)
     try:
         if tmp.exists():
             shutil.rmtree(tmp)

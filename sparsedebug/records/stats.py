@@ -17,8 +17,15 @@ DEFAULT_MIN_EFFECT = 1.10
 """Minimum ratio of medians (either way) that counts as a change, as asv's ``factor``."""
 
 TAIL_MIN_SAMPLES = 20
-"""Fewest samples whose p99 is a tail estimate rather than the sample maximum: below it, a p99 is
-reported as inconclusive everywhere (gate, classify, memo), never as a pass or a failure."""
+"""Fewest samples whose p99 is a tail estimate: below it a p99 lies between the two largest samples (an
+interpolation of the sample's top, not its tail), and is reported as inconclusive everywhere (gate,
+classify, memo), never as a pass or a failure."""
+
+P99_FEW_SAMPLES = (
+    "a p99 of {n} samples (fewer than " + str(TAIL_MIN_SAMPLES) + ") is interpolated between the two largest samples, "
+    "not a tail estimate"
+)
+"""How every report says why a p99 of fewer than ``TAIL_MIN_SAMPLES`` samples is inconclusive (``.format(n=...)``)."""
 
 
 class Percentiles(Record):

@@ -16,8 +16,8 @@ import re
 import shutil
 import subprocess
 import tempfile
-from html import escape, unescape
 from dataclasses import dataclass
+from html import escape, unescape
 from pathlib import Path
 
 CHROMIUM_FLAGS = (

@@ -19,12 +19,12 @@ from sparsedebug.render.html.svg import (
     GREEN,
     GREY,
     LIGHT_GREY,
+    MIN_FONT_PT,
     ORANGE,
     PURPLE,
     SKY,
     VERMILLION,
     YELLOW,
-    MIN_FONT_PT,
     render_svg,
 )
 

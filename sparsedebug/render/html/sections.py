@@ -363,7 +363,7 @@ def quality_section(runs: Runs) -> Section:
     title = "Speed against quality"
     if not points:
         return Section("quality", title, None, [], missing="no run carries a quality measurement against the dense model")
-    sentences = [f"{role}: {equal_latency_sentence(run.outcome.equal_latency)}." for role, run in runs
+    sentences = [f"{role}: {equal_latency_sentence(run.outcome.equal_latency, run=role)}." for role, run in runs
                  if run.outcome.equal_latency is not None and role != "baseline"]
     table = Table(
         "Latency and quality of each model", ["point", "record", "latency ms", "measured as", "output cosine vs dense", "rel err vs dense"],

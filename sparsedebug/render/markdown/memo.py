@@ -66,7 +66,8 @@ def _symptom(b: LoadedBundle, book: Playbook) -> list[str]:
         metric.append(f"  - Latency budget {cand.outcome.budget_ms:g} ms: candidate p99 {p99:.3f} ms ({clock}) is {within} it.")
     if cand.outcome.effective_speedup is not None:
         metric.append(
-            f"  - Candidate's own effective speedup vs its dense baseline (same process, {clock}): {cand.outcome.effective_speedup:.3f}x."
+            f"  - Candidate's own effective speedup vs the dense model timed beside it in the candidate's replay (same process, "
+            f"not the baseline run; {clock}): {cand.outcome.effective_speedup:.3f}x."
         )
     elif cand.outcome.timing is not None and not cand.outcome.timing.stable:
         metric.append(f"  - Candidate's own effective speedup ({clock}): not reported, timings {cand.outcome.timing.reason}.")
@@ -299,7 +300,7 @@ def _reduce_text(red: ReduceResult) -> str:
     tokens = f", {red.tokens_before} -> {red.tokens_after} tokens" if red.tokens_after is not None else ""
     text = (
         f"{red.verdict}; kept {len(red.kept)} of {len(red.changes)} differences: {kept}; {shape}{tokens}; "
-        f"{red.replays} timed replays, {red.static_probes} static probes, {red.flaky_probes} flaky"
+        f"{red.replays} timed replay(s), {red.static_probes} static graph+lowering run(s), {red.flaky_probes} flaky"
     )
     if red.command:
         text += f"; reproduce with `{red.command}` from the bundle directory"
@@ -363,11 +364,16 @@ def _signoff(b: LoadedBundle, book: Playbook, decision: DecisionOutcome) -> list
     report = b.manifest.files.get("report", "report.md")
     impact = f"{fb.fell_back} of {fb.meant_sparse} meant-sparse layers run dense"
     if fb.dense_time_share is not None:
-        impact += f", {fb.dense_time_share:.1%} of kernel time dense"
+        impact += f", {fb.dense_time_share:.1%} of kernel time on dense paths (every dense layer)"
+        if fb.fallback_time_share is not None:
+            impact += f", {fb.fallback_time_share:.1%} of kernel time in the fallbacks"
     if fb.speedup_left_on_table is not None and fb.speedup_left_on_table > 1.0:
         impact += f", {fb.speedup_left_on_table:.3f}x left on the table by fallbacks"
     elif fb.sparse_kernel_speedup is not None and fb.sparse_kernel_speedup <= 1.0 and fb.fell_back:
-        impact += f", nothing left on the table: sparse kernels measured {fb.sparse_kernel_speedup:.3f}x vs dense"
+        impact += (
+            f", running the fallbacks sparse would gain nothing: the sparse kernels measured {fb.sparse_kernel_speedup:.3f}x "
+            "vs dense (the report's model ceiling assumes the nominal M/N instead)"
+        )
     out.append(f"- **Required artifact**: {book.memo.required_artifact} See `{report}` ({len(final.graph.layers)} layers in the matrix; {impact}).")
     owners = [book.owner(o).title for o in book.memo.required_owners]
     lead = book.owner(decision.owner).title if decision.owner is not None else None

@@ -15,6 +15,7 @@ from sparsedebug.records.run import RunRecord
 from sparsedebug.render.html.bundle import render_bundle_html
 from sparsedebug.sources.bundle import LoadedBundle
 from sparsedebug.sources.playbook import load_playbook
+from sparsedebug.sources.workload.lowering import SUPPORT_MATRIX_SOURCE
 from tests.render.html.common import small_bundle
 from tests.support.browser import PageMeasure, chromium, measure_widths
 from tests.support.bundles import make_bundle
@@ -25,6 +26,7 @@ MIN_TEXT_PX = 9.0
 TORCH_MESSAGE = (
     "to_sparse_semi_structured raises RuntimeError(\"Error original_tensor.dtype torch.float32 is not a supported dtype for "
     "<class 'torch.sparse.semi_structured.SparseSemiStructuredTensorCUSPARSELT'>!\")"
+    f" ({SUPPORT_MATRIX_SOURCE})"
 )
 
 
