@@ -288,10 +288,33 @@ def _action(b: LoadedBundle, book: Playbook) -> list[str]:
                 "more than projected" if abs(got) > abs(exp_change) else "less than projected"
             )
             out.append(f"  - Measured against expected: p50 {got:+.1%} measured vs {exp_change:+.1%} expected: {size}.")
+    out += _next_step(b)
     out.append("- **Regression risk**:")
     out += _risks(b)
     out.append("")
     return out
+
+
+def _next_step(b: LoadedBundle) -> list[str]:
+    """The second bounded change, when checks still fail on the fixed run: what classifying it again calls for."""
+    fo = b.fix
+    if fo is None or b.fixed is None:
+        return []
+    gate = stored_decision(b).gate
+    failing = [c.id for c in gate.checks if c.status == "fail"] if gate is not None else []
+    if not failing:
+        return []
+    still = f"the fixed run still fails {', '.join(failing)}"
+    nxt = fo.next_fix
+    if nxt is None:
+        return [f"- **Next bounded change**: none found: {still}, and classifying it again against the baseline proposes "
+                "nothing beyond the change already applied."]
+    return [
+        f"- **Next bounded change**: {still}; {fo.next_basis}: {nxt.get('text')} (rule `{nxt.get('rule')}`; should move "
+        f"{nxt.get('metric')} {nxt.get('direction')}). "
+        + ("Apply it to fixed.workload.yaml and walk again with it as the candidate." if fo.fixed_source == "applied_to_workload"
+           else "Apply it to the fixed candidate and walk again with it as the candidate.")
+    ]
 
 
 def _reduce_text(red: ReduceResult) -> str:
