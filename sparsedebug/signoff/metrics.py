@@ -246,6 +246,23 @@ class FallbackSummary(Record):
     speedup_left_on_table: float | None
 
 
+def _sparse_kernel_speedup(meant: list[LayerRow]) -> tuple[float | None, str | None]:
+    """Dense/sparse kernel time over the meant-sparse layers that ran sparse (per-call conversion excluded), and how;
+    the pattern's nominal M/N without paired dense samples."""
+    pairs = [r for r in meant if r.path == KernelPath.SPARSE.value and r.time_ms and r.dense_time_ms]
+    if pairs and sum(r.kernel_only_ms or 0.0 for r in pairs) > 0:
+        speedup = sum(r.dense_time_ms or 0.0 for r in pairs) / sum(r.kernel_only_ms or 0.0 for r in pairs)
+        source = f"measured on {len(pairs)} sparse layer(s): dense/sparse kernel time"
+        converting = sum(1 for r in pairs if r.conversion_per_call_ms > 0)
+        if converting:
+            source += f", per-call weight conversion of {converting} layer(s) excluded (measured apart)"
+        return speedup, source
+    factors = {f for f in (nominal_factor(r.intended) for r in meant) if f is not None}
+    if len(factors) == 1:
+        return factors.pop(), "nominal M/N of the pattern (no paired dense samples on sparse layers)"
+    return None, None
+
+
 def fallback_summary(run: RunRecord) -> FallbackSummary:
     """Fallback counts, dense shares of FLOPs and time, and the Amdahl cost of the fallbacks.
 
@@ -272,20 +289,7 @@ def fallback_summary(run: RunRecord) -> FallbackSummary:
     dense_time_share = shares.dense_share if shares is not None else None
     fb_time_share = shares.fallback_share if shares is not None else None
 
-    sparse_pairs = [r for r in meant if r.path == KernelPath.SPARSE.value and r.time_ms and r.dense_time_ms]
-    speedup: float | None = None
-    source: str | None = None
-    if sparse_pairs and sum(r.kernel_only_ms or 0.0 for r in sparse_pairs) > 0:
-        speedup = sum(r.dense_time_ms or 0.0 for r in sparse_pairs) / sum(r.kernel_only_ms or 0.0 for r in sparse_pairs)
-        source = f"measured on {len(sparse_pairs)} sparse layer(s): dense/sparse kernel time"
-        converting = sum(1 for r in sparse_pairs if r.conversion_per_call_ms > 0)
-        if converting:
-            source += f", per-call weight conversion of {converting} layer(s) excluded (measured apart)"
-    else:
-        factors = {f for f in (nominal_factor(r.intended) for r in meant) if f is not None}
-        if len(factors) == 1:
-            speedup = factors.pop()
-            source = "nominal M/N of the pattern (no paired dense samples on sparse layers)"
+    speedup, source = _sparse_kernel_speedup(meant)
 
     left: float | None = None
     if fb_time_share is not None and speedup is not None and speedup > 0:
