@@ -32,7 +32,7 @@ from sparsedebug.sources.playbook import load_playbook
 from sparsedebug.sources.workload.schema import absolute_paths
 
 if TYPE_CHECKING:
-    from sparsedebug.records.classification import Classification
+    from sparsedebug.records.classification import Classification, Fix
     from sparsedebug.records.fingerprint import Fingerprint
     from sparsedebug.sources.workload.schema import Workload
 
@@ -265,7 +265,7 @@ def _rerun(w: _Walk) -> None:
         w.save("fixed", fixed_run)
         moves, verdict, moved, target = measure_movement(w.runs["baseline"], w.runs["candidate"], fixed_run, fix)
         outcome = outcome.model_copy(update={"movements": moves, "significance": verdict, "moved": moved, "target": target})
-        outcome = outcome.model_copy(update=_next_fix(w, fixed_run, fix_dict))
+        outcome = outcome.model_copy(update=_next_fix(w, fixed_run, fix))
     w.save("fix", outcome)
     if fixed_run is not None:
         w.finish(step, "done", f"fixed p50 moved: {outcome.moved}")
@@ -273,7 +273,7 @@ def _rerun(w: _Walk) -> None:
         w.finish(step, "skipped", "no fixed candidate to re-run")
 
 
-def _next_fix(w: _Walk, fixed_run: RunRecord, applied: dict[str, object] | None) -> dict[str, object]:
+def _next_fix(w: _Walk, fixed_run: RunRecord, applied: Fix | None) -> dict[str, object]:
     """The walk's next step: the fixed run classified again against the baseline, and the fix that calls for
     (``next_fix``/``next_basis`` of the fix record; empty when it would repeat the applied fix or nothing wins)."""
     from sparsedebug.classify.score import classify_run
@@ -284,9 +284,9 @@ def _next_fix(w: _Walk, fixed_run: RunRecord, applied: dict[str, object] | None)
     )
     if again.fix is None or again.winner is None:
         return {}
-    proposed = again.fix.model_dump(mode="json")
-    same = applied is not None and all(proposed.get(k) == applied.get(k) for k in ("kind", "knob", "value", "layer", "action"))
-    if same:
+    proposed = again.fix
+    keys = ("kind", "knob", "value", "layer", "action")
+    if applied is not None and all(getattr(proposed, k) == getattr(applied, k) for k in keys):
         return {}
     score = next(s.score for s in again.scores if s.mechanism == again.winner)
     basis = f"the fixed run classified again against the baseline: {again.winner.value} wins (score {score:.2f})"

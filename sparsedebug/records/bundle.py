@@ -62,7 +62,7 @@ class FixOutcome(Record):
     significance: str | None = Field(None, description="Rank-test verdict on candidate vs fixed latency samples.")
     moved: bool | None = Field(None, description="Whether the fix's target metric moved the right way (latency: significantly).")
     target: str | None = Field(None, description="The movement that decided `moved` (latency p50, fallback rate, ...).")
-    next_fix: dict[str, Any] | None = Field(
+    next_fix: Fix | None = Field(
         None, description="The next bounded change: the fix the fixed run calls for, classified again against the baseline "
         "(None without a re-run, or when it would repeat the applied fix or no mechanism wins).",
     )

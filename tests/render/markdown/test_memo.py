@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from sparsedebug.core.stats import percentiles
+from sparsedebug.records.classification import Fix
 from sparsedebug.records.run import FallbackReason
 from sparsedebug.render.markdown.memo import render_memo
 from sparsedebug.signoff.decide import decide
@@ -119,8 +120,8 @@ def test_checks_still_failing_after_the_fix_name_the_next_bounded_change() -> No
     assert bundle.fix is not None
     nothing = render_memo(bundle, BOOK)
     assert "**Next bounded change**: none found: the fixed run still fails fallback_rate" in nothing
-    nxt = {"kind": "layer", "layer": "l0.down", "action": "pad", "text": "pad l0.down to an aligned shape", "rule": "compute.fallback_flops",
-           "metric": "fallback_flop_share", "direction": "down"}
+    nxt = Fix(kind="layer", layer="l0.down", action="pad", text="pad l0.down to an aligned shape", rule="compute.fallback_flops",
+              metric="fallback_flop_share", direction="down")
     named = bundle.model_copy(update={"fix": bundle.fix.model_copy(update={"next_fix": nxt, "next_basis": "the fixed run classified again"})})
     text = render_memo(named, BOOK)
     line = next(line for line in text.splitlines() if "**Next bounded change**" in line)
