@@ -84,6 +84,7 @@ def test_fallbacks_check_says_the_same_in_readme_and_help() -> None:
     assert sentence in help_text and sentence in " ".join(README.split())
 
 
+@pytest.mark.slow
 def test_the_ci_workflow_runs_as_written(tmp_path: Path) -> None:
     for name in ("fixtures", "playbooks"):
         (tmp_path / name).symlink_to(REPO / name)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from weakref import WeakKeyDictionary
 
+from rich.cells import cell_len
 from rich.console import Console, Group, RenderableType
 from rich.measure import Measurement
 from rich.table import Table
@@ -119,7 +120,10 @@ def _ranges(console: Console, table: Table) -> list[tuple[int, int, int]]:
             measured = table._measure_column(console, options, column)
         finally:
             column.no_wrap = saved
-        out.append((pad, max(1, measured.minimum - pad), max(1, measured.maximum - pad)))
+        longest = max(1, measured.minimum - pad)
+        if column.justify == "right":  # a number and its unit ("512.0 KiB") stay on one line
+            longest = max([longest, *(cell_len(_plain(cell)) for cell in column._cells)])
+        out.append((pad, longest, max(longest, measured.maximum - pad)))
     return out
 
 
@@ -137,7 +141,7 @@ def _floors(ranges: list[tuple[int, int, int]], *, fold_words: bool) -> list[int
 def _drop_floors(table: Table, ranges: list[tuple[int, int, int]]) -> list[int]:
     """What decides whether to leave out another optional column: names whole, except in columns declared ``overflow="fold"``."""
     return [
-        min(natural, FOLD_FLOOR) if column.overflow == "fold" and longest > LONGEST_WORD else longest
+        natural if column.no_wrap else (min(natural, FOLD_FLOOR) if column.overflow == "fold" and longest > LONGEST_WORD else longest)
         for column, (_, longest, natural) in zip(table.columns, ranges, strict=True)
     ]
 
@@ -194,7 +198,10 @@ def _fit_table(console: Console, table: Table, width: int) -> RenderableType:
                 dropped.append(header)
                 ranges = _ranges(console, table)
         room = _room(table, ranges, width)
-        floors = [longest for _, longest, _ in ranges]  # every name whole, when the room allows it
+        # a column its renderer keeps on one line (no_wrap) stays so, and every name whole, when the room allows it
+        floors = [natural if column.no_wrap else longest for column, (_, longest, natural) in zip(table.columns, ranges, strict=True)]
+        if sum(floors) > room:
+            floors = [longest for _, longest, _ in ranges]
         if sum(floors) > room:
             floors = _floors(ranges, fold_words=False)
         if sum(floors) > room:
