@@ -210,8 +210,9 @@ def summary(rows: list[Row]) -> tuple[str, bool]:
     """One closing line and whether everything held."""
     crashed = [r for r in rows if r.crashed]
     mismatched = [r for r in rows if "MISMATCH" in r.check or r.check == "no GPU ops"]
-    slowest = max(rows, key=lambda r: r.wall_s) if rows else None
-    biggest = max(rows, key=lambda r: r.peak_mb) if rows else None
+    answered = [r for r in rows if not r.crashed]  # a crashed or timed-out run is counted above, never timed
+    slowest = max(answered, key=lambda r: r.wall_s) if answered else None
+    biggest = max(answered, key=lambda r: r.peak_mb) if answered else None
     text = f"{len(rows)} commands: {len(crashed)} crashed or timed out, {len(mismatched)} busy/span mismatches"
     if slowest is not None and biggest is not None:
         text += f"; slowest {slowest.wall_s:.2f} s ({slowest.command}, {slowest.target}); largest {biggest.peak_mb:.0f} MB ({biggest.command}, {biggest.target})"

@@ -49,7 +49,7 @@ def make_pair(directory: Path, events: int, grow: str) -> tuple[Path, Path, int]
 
 
 def commands(a: Path, b: Path, work: Path) -> dict[str, list[str]]:
-    """The commands timed on one pair."""
+    """The commands timed on one pair (``work`` is a fresh directory per run: a bundle is never written over another)."""
     return {
         "import trace": ["import", "trace", str(a), "--json"],
         "fallbacks": ["fallbacks", str(a), str(b)],
@@ -82,10 +82,12 @@ def main() -> None:
         for _ in range(args.rounds):
             for size in sizes:  # interleaved: every size once per round
                 a, b, _events = pairs[size]
-                for label, argv in commands(a, b, root).items():
+                work = Path(tempfile.mkdtemp(prefix="run-", dir=root))
+                for label, argv in commands(a, b, work).items():
                     code, seconds, mb, _out, err = run_cli(argv, args.timeout)
                     if code not in (0, 1) or "Traceback" in err:
-                        failures.append(f"{label} at {size}: exit {code}")
+                        failures.append(f"{label} at {size}: exit {code}: {err.strip().splitlines()[-1] if err.strip() else ''}")
+                        continue  # a failed run is reported, never tabulated
                     wall.setdefault((label, size), []).append(seconds)
                     peak.setdefault((label, size), []).append(mb)
     print(f"pairs of generated training traces, growing {args.grow}; median of {args.rounds} interleaved round(s)")
@@ -94,6 +96,9 @@ def main() -> None:
     print(f"{'command':<14}" + "".join(f"{f'{s // 1000}k s':>9}{'MB':>6}" for s in sizes) + f"{'x vs first':>11}{'exponent (last step)':>22}")
     worst = 0.0
     for label in labels:
+        if any((label, s) not in wall for s in sizes):
+            print(f"{label:<14}  not tabulated: it failed at " + ", ".join(f"{s // 1000}k" for s in sizes if (label, s) not in wall))
+            continue
         t = [statistics.median(wall[(label, s)]) for s in sizes]
         m = [max(peak[(label, s)]) for s in sizes]
         exp = exponent(t[-2], t[-1], pairs[sizes[-2]][2], pairs[sizes[-1]][2]) if len(sizes) > 1 else float("nan")

@@ -66,3 +66,36 @@ def _quiet_timing_verdict(request: pytest.FixtureRequest, monkeypatch: pytest.Mo
 
     quiet = timing.NoisePolicy(max_spread=math.inf, max_flagged_share=1.0, remeasure=0, max_competing_cores=math.inf)
     monkeypatch.setattr(timing, "DEFAULT_POLICY", quiet)
+
+
+CLAIM_PROBLEMS: list[str] = []
+"""Claim problems found in bundles written in this process (``tests/render/markdown/test_claims.py``)."""
+_REPORTED = [0]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _check_claims_of_every_bundle_written() -> object:
+    """Every bundle ``playbook run`` writes in-process is read back and its memo and report checked for claims."""
+    from sparsedebug.playbook import run as walk
+
+    original = walk.swap_into_place
+
+    def swap_and_check(tmp: Path, out_dir: Path) -> None:
+        original(tmp, out_dir)
+        from tests.render.markdown.test_claims import bundle_dir_problems
+
+        CLAIM_PROBLEMS.extend(bundle_dir_problems(out_dir))
+
+    walk.swap_into_place = swap_and_check  # type: ignore[assignment]
+    yield
+    walk.swap_into_place = original  # type: ignore[assignment]
+
+
+@pytest.fixture(autouse=True)
+def _fail_on_claim_problems() -> object:
+    """A test whose bundle (or module fixture's bundle) quotes a figure wrongly fails in its teardown."""
+    yield
+    new = CLAIM_PROBLEMS[_REPORTED[0]:]
+    _REPORTED[0] = len(CLAIM_PROBLEMS)
+    if new:
+        pytest.fail("claims in the bundle written here:\n" + "\n".join(new), pytrace=False)

@@ -106,3 +106,24 @@ def test_import_contracts_are_kept() -> None:
     command = "import sys; from importlinter.cli import lint_imports_command; sys.argv = ['lint-imports', '--no-cache']; lint_imports_command()"
     done = subprocess.run([sys.executable, "-c", command], cwd=root, capture_output=True, text=True)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+
+
+def _marked_slow(node: ast.AST) -> bool:
+    return "mark.slow" in ast.unparse(node)
+
+
+def test_every_test_module_keeps_tests_in_the_default_run() -> None:
+    """``slow`` tests leave the default ``pytest -q`` (``.ci/run`` runs them apart); no module leaves it whole."""
+    tests = Path(__file__).resolve().parent
+    emptied = []
+    for path in sorted(tests.rglob("test_*.py")):
+        tree = ast.parse(path.read_text())
+        module_mark = any(
+            isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "pytestmark" for t in node.targets) and _marked_slow(node.value)
+            for node in tree.body
+        )
+        functions = [node for node in tree.body if isinstance(node, ast.FunctionDef) and node.name.startswith("test_")]
+        default = [f for f in functions if not any(_marked_slow(d) for d in f.decorator_list)]
+        if functions and (module_mark or not default):
+            emptied.append(str(path.relative_to(tests)))
+    assert not emptied, emptied

@@ -84,6 +84,7 @@ def test_fallbacks_check_says_the_same_in_readme_and_help() -> None:
     assert sentence in help_text and sentence in " ".join(README.split())
 
 
+@pytest.mark.slow
 def test_the_ci_workflow_runs_as_written(tmp_path: Path) -> None:
     for name in ("fixtures", "playbooks"):
         (tmp_path / name).symlink_to(REPO / name)
@@ -99,3 +100,15 @@ def test_the_ci_workflow_runs_as_written(tmp_path: Path) -> None:
     assert codes == [0, 0, 1]  # the gate fails the quality guardrail on pruned random weights, as the README says
     assert (tmp_path / "gate.xml").is_file() and summary.read_text().startswith("## sparsedebug gate: FAILED")
     assert "quality_delta" in summary.read_text()
+
+
+def test_no_paragraph_is_printed_twice() -> None:
+    paragraphs = [" ".join(p.split()) for p in re.split(r"\n\s*\n", README) if len(p.strip()) > 80]
+    repeated = sorted({p[:80] for p in paragraphs if paragraphs.count(p) > 1})
+    assert not repeated, repeated
+
+
+def test_every_repository_path_the_readme_names_exists() -> None:
+    named = set(re.findall(r"(?<![\w/.-])((?:sparsedebug|playbooks|fixtures|benchmarks|tests)/[\w./-]*\w)", README))
+    missing = sorted(path for path in named if "*" not in path and not (REPO / path).exists())
+    assert not missing, missing

@@ -51,6 +51,7 @@ def _json(args: list[str], code: int = 0) -> dict[str, object]:
     return data
 
 
+@pytest.mark.slow
 def test_many_calls_per_layer_bisect_finds_the_slower_kernels(traces: dict[str, Path]) -> None:
     # 660 calls per layer per run: 2 / C(1320, 660) overflowed a float before (issue 14).
     out = _json(["bisect", str(traces["many_a"]), str(traces["many_b"])])
@@ -70,6 +71,7 @@ def test_a_rerun_with_new_noise_is_not_a_finding(traces: dict[str, Path]) -> Non
     assert not any(f["regression"] for s in out["stages"] for f in s["layers"])  # type: ignore[attr-defined]
 
 
+@pytest.mark.slow
 def test_training_pair_with_host_cost_is_a_schedule_divergence_classed_scheduling(traces: dict[str, Path]) -> None:
     base, cand = str(traces["base"]), str(traces["sparse"])
     assert _json(["bisect", base, cand])["first_stage"] == "schedule"
@@ -80,6 +82,7 @@ def test_training_pair_with_host_cost_is_a_schedule_divergence_classed_schedulin
     assert fallbacks.exit_code == 0, fallbacks.stderr
 
 
+@pytest.mark.slow
 def test_playbook_runs_end_to_end_on_generated_traces(traces: dict[str, Path], tmp_path: Path) -> None:
     bundle = tmp_path / "bundle"
     out = _json(["playbook", "run", "--baseline", str(traces["base"]), "--candidate", str(traces["sparse"]), "-o", str(bundle)])
@@ -89,6 +92,7 @@ def test_playbook_runs_end_to_end_on_generated_traces(traces: dict[str, Path], t
     assert json.loads((bundle / "bisect.json").read_text(encoding="utf-8"))["first_stage"] == "schedule"
 
 
+@pytest.mark.slow
 def test_bisect_past_the_sample_cap_subsamples_and_says_so(traces: dict[str, Path]) -> None:
     # Inflate one layer to more samples than the cap on each side (as a long trace would give).
     base, cand = load_run(traces["many_a"]), load_run(traces["many_b"])

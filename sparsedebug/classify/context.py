@@ -50,7 +50,10 @@ CAPTURE_NCU = (
     "profile the sparse GEMM with `ncu --section SpeedOfLight --section ComputeWorkloadAnalysis "
     "--section MemoryWorkloadAnalysis --csv` and pass it with --ncu"
 )
-CAPTURE_CALIBRATION = "run `sparsedebug freeze --calibrate -o fp.yaml` on the replay machine and pass --fingerprint fp.yaml"
+CAPTURE_CALIBRATION = (
+    "calibrate the replay machine: `sparsedebug playbook run --calibrate`, or `sparsedebug freeze --calibrate -o fp.yaml` "
+    "and `sparsedebug classify RUN --fingerprint fp.yaml`"
+)
 CAPTURE_TRACE = "import a PyTorch profiler trace with CUDA activities (`sparsedebug import trace`)"
 CAPTURE_BASELINE = "pass the baseline run with --baseline"
 CAPTURE_CPU_FREQ = (
@@ -147,6 +150,7 @@ def roofline_missing(ctx: Context) -> Missing:
     if ctx.imported:
         return Missing(
             "GPU model unknown or not in the peak table: no roofline",
-            "pass --gpu NAME (H200, H100 SXM, H100 PCIe) or --fingerprint from `sparsedebug freeze` on that machine",
+            "name the GPU: `sparsedebug classify RUN --gpu NAME` (H200, H100 SXM, H100 PCIe), or a fingerprint from that machine: "
+            "`sparsedebug classify RUN --fingerprint fp.yaml`",
         )
     return Missing("no calibrated roofline for the replay machine", CAPTURE_CALIBRATION)

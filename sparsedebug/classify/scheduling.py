@@ -17,7 +17,7 @@ from sparsedebug.classify.context import (
     converts_per_call,
 )
 from sparsedebug.classify.rule import Rule, RuleSet
-from sparsedebug.core.stats import TAIL_MIN_SAMPLES, median, percentiles
+from sparsedebug.core.stats import P99_FEW_SAMPLES, TAIL_MIN_SAMPLES, median, percentiles
 from sparsedebug.records.classification import Fix, Mechanism
 from sparsedebug.records.run import RunRecord
 
@@ -205,7 +205,11 @@ def thread_oversubscription(ctx: Context) -> Result:
         return Missing("thread count not recorded in the schedule stage", "replay the workload")
     cores = ctx.cores()
     if cores is None:
-        return Missing(f"{threads} threads, but the machine's core count is unknown", "pass --fingerprint from `sparsedebug freeze`")
+        return Missing(
+            f"{threads} threads, but the machine's core count is unknown",
+            "a fingerprint of that machine: `sparsedebug freeze -o fp.yaml` there, then "
+            "`sparsedebug classify RUN --fingerprint fp.yaml` (the walk records one itself)",
+        )
     return Fact(
         threads / cores,
         "schedule.threads / fingerprint cpu.logical_cores",
@@ -226,7 +230,7 @@ def latency_tail_ratio(ctx: Context) -> Result:
     samples = ctx.run.outcome.latency_samples_ms
     if len(samples) < TAIL_MIN_SAMPLES:
         return Missing(
-            f"only {len(samples)} latency samples: p99 is inconclusive (the sample maximum, not a tail estimate)",
+            f"only {len(samples)} latency samples: p99 is inconclusive ({P99_FEW_SAMPLES.format(n=len(samples))})",
             f"re-run with at least {TAIL_MIN_SAMPLES} (better 50+) repeats",
         )
     pct = percentiles(samples)

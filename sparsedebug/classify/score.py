@@ -171,11 +171,11 @@ def _verdict(
 
 
 def run_artifact_label(run: RunRecord, path: str | None = None) -> str:
-    """How a run is cited: the imported artifact file, else the record (or workload) path, else its name."""
-    if run.source.kind != "replay" and run.source.files:
-        return run.source.files[0].path
+    """How a run is cited: ``path`` when the caller names it, else the imported artifact file, else its name."""
     if path is not None:
         return path
+    if run.source.kind != "replay" and run.source.files:
+        return run.source.files[0].path
     if run.source.files:
         return f"replay of {run.source.files[0].path}"
     return f"run record '{run.name}'"

@@ -38,6 +38,11 @@ import_app = typer.Typer(
 )
 
 
+LastStepOption = Annotated[
+    bool, typer.Option("--include-last-step", help="HTA convention row: keep the last ProfilerStep (HTA's include_last_profiler_step=True).")
+]
+
+
 @import_app.command("trace")
 @handle_errors
 def trace(
@@ -45,13 +50,8 @@ def trace(
     wide: WideOption = False,
     output: OutputOption = None,
     layers: Annotated[int, typer.Option(help="Show at most this many layers in the table (0: none).", min=0)] = 30,
-    include_last_step: Annotated[
-        bool, typer.Option("--include-last-step", help="HTA convention row: keep the last ProfilerStep (HTA's include_last_profiler_step=True).")
-    ] = False,
-    html: Annotated[
-        Path | None,
-        typer.Option("--html", help="Also write a self-contained HTML page here: GPU timeline of one iteration, latency, per-layer time."),
-    ] = None,
+    include_last_step: LastStepOption = False,
+    html: Annotated[Path | None, typer.Option("--html", help="Also write a self-contained HTML page here: GPU timeline of one iteration, latency, per-layer time.")] = None,
     executor: Annotated[
         str, typer.Option("--executor", help="Run sets: local (processes), inprocess, dask://HOST:PORT or a Dask scheduler file.")
     ] = "local",

@@ -86,6 +86,11 @@ class _RichReporter:
         self._progress.console.print(f"note: {text}", markup=False)
 
 
+CalibrateOption = Annotated[
+    bool, typer.Option("--calibrate", help="Measure this machine's GEMM and copy rates in the freeze step: the roofline classify uses for replays.")
+]
+
+
 @playbook_app.command("run")
 @handle_errors
 def run(
@@ -98,13 +103,12 @@ def run(
         Path | None,
         typer.Option("--fixed", help="The candidate with a fix applied (any kind): re-run the matrix on it instead of applying the proposed fix."),
     ] = None,
-    output: Annotated[
-        Path, typer.Option("--output", "-o", help="Bundle directory to write; one that holds a bundle already needs --force.")
-    ] = Path("sparsedebug-bundle"),
+    output: Annotated[Path, typer.Option("--output", "-o", help="Bundle directory to write; one that holds a bundle already needs --force.")] = Path("sparsedebug-bundle"),
     force: Annotated[bool, typer.Option("--force", help="Replace the bundle already in --output (kept until the new one is complete).")] = False,
     repeats: Annotated[int | None, typer.Option("--repeats", min=3, max=MAX_REPEATS, help="Override the repeat count of every replay (3 to 10,000).")] = None,
     ncu: Annotated[Path | None, typer.Option("--ncu", help="Nsight Compute CSV to attach as classification evidence.")] = None,
     smi: Annotated[Path | None, typer.Option("--smi", help="nvidia-smi CSV log to attach as classification evidence.")] = None,
+    calibrate: CalibrateOption = False,
     no_reduce: Annotated[bool, typer.Option("--no-reduce", help="Skip the ddmin reduction to a reproducer in step 4 (faster).")] = False,
     executor: Annotated[
         str, typer.Option("--executor", help="Run sets: parse ranks with local (processes), inprocess, dask://HOST:PORT or a Dask scheduler file.")
@@ -161,7 +165,7 @@ def run(
     with Progress(*columns, console=err_console(), transient=True) as progress:
         bundle = run_playbook(
             output, baseline=baseline, candidate=candidate, fixed=fixed, repeats=repeats, evidence=EvidencePaths(ncu=ncu, smi=smi),
-            playbook=playbook, reporter=_RichReporter(progress), reduce=not no_reduce, force=force, executor=executor,
+            playbook=playbook, reporter=_RichReporter(progress), reduce=not no_reduce, force=force, executor=executor, calibrate=calibrate,
             allow_different=allowed_dimensions(allow_different),
         )
     _report(bundle, playbook, wide=wide, json_out=json_out, check=check)

@@ -178,11 +178,12 @@ def hta_kernel_type(name: str) -> str:
     return "other"
 
 
-def short_kernel_name(name: str, limit: int = 60) -> str:
+def short_kernel_name(name: str, limit: int | None = 60) -> str:
     """A readable short form of a templated kernel name (for tables only, never for matching).
 
     Drops ``void``, the ``at::native::`` and anonymous namespaces and the argument
-    list, keeps the template arguments that tell kernels apart, then truncates.
+    list, keeps the template arguments that tell kernels apart, then truncates to ``limit``
+    characters (``None``: never; terminal tables fold the whole name instead).
     """
     text = name.removeprefix("void ").replace("at::native::", "").replace("(anonymous namespace)::", "")
     depth = 0
@@ -195,4 +196,4 @@ def short_kernel_name(name: str, limit: int = 60) -> str:
             text = text[:index]
             break
     text = text.strip()
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return text if limit is None or len(text) <= limit else text[: limit - 1] + "…"

@@ -66,6 +66,9 @@ from sparsedebug.records.stats import (
     DEFAULT_MIN_EFFECT as DEFAULT_MIN_EFFECT,
 )
 from sparsedebug.records.stats import (
+    P99_FEW_SAMPLES as P99_FEW_SAMPLES,
+)
+from sparsedebug.records.stats import (
     TAIL_MIN_SAMPLES as TAIL_MIN_SAMPLES,
 )
 from sparsedebug.records.stats import (
@@ -82,6 +85,7 @@ __all__ = [
     "DEFAULT_ALPHA",
     "DEFAULT_MIN_EFFECT",
     "MAX_TEST_SAMPLES",
+    "P99_FEW_SAMPLES",
     "Direction",
     "Percentiles",
     "SampleComparison",

@@ -34,7 +34,7 @@ from sparsedebug.sources.playbook import load_playbook
 from sparsedebug.sources.workload.schema import absolute_paths
 
 if TYPE_CHECKING:
-    from sparsedebug.records.classification import Classification
+    from sparsedebug.records.classification import Classification, Fix
     from sparsedebug.records.fingerprint import Fingerprint
     from sparsedebug.sources.workload.schema import Workload
 
@@ -85,6 +85,8 @@ class _Walk:
     kinds: dict[str, InputKind]
     repeats: int | None
     allow: tuple[Dimension, ...] = ()
+    calibrate: bool = False
+    embedded: bool = False
     files: dict[str, str] = field(default_factory=dict)
     steps: list[StepRecord] = field(default_factory=list)
     runs: dict[str, RunRecord] = field(default_factory=dict)
@@ -144,6 +146,7 @@ def _freeze(w: _Walk) -> None:
             seed=cand_wl.seed if cand_wl is not None else None,
             workload=w.paths["candidate"] if cand_wl is not None else None,
             model=checkpoint,
+            calibrate_machine=w.calibrate,
         ),
         w.out_dir,
     )
@@ -180,7 +183,8 @@ def _classify(w: _Walk, evidence: EvidencePaths) -> None:
     step = w.begin("classify", "score compute, memory, scheduling, precision, thermal")
     w.classification = classify_run(
         w.runs["candidate"], baseline=w.runs["baseline"], evidence=load_evidence(evidence),
-        fingerprint=w.fingerprint if w.kinds["candidate"] == "workload" else None, run_path=str(w.paths["candidate"]),
+        fingerprint=w.fingerprint if w.kinds["candidate"] == "workload" else None,
+        run_path=f"{FILES['candidate']} (the candidate run in this bundle, from {_input_name(w, 'candidate')})",
     )
     w.save("classification", w.classification)
     winner = w.classification.winner
@@ -205,7 +209,7 @@ def _reduce(w: _Walk) -> str:
         save_workload(reduction.base, w.tmp / FILES["reproducer_base"])
         w.files["reproducer"] = FILES["reproducer"]
         w.files["reproducer_base"] = FILES["reproducer_base"]
-    return f"{red.verdict} ({red.replays} timed replays, {red.static_probes} static probes)"
+    return red.verdict
 
 
 def _apply_fix(w: _Walk) -> str:
@@ -305,6 +309,7 @@ def _rerun(w: _Walk) -> None:
         w.save("fixed", fixed_run)
         moves, verdict, moved, target = measure_movement(w.runs["baseline"], w.runs["candidate"], fixed_run, fix)
         outcome = outcome.model_copy(update={"movements": moves, "significance": verdict, "moved": moved, "target": target})
+        outcome = outcome.model_copy(update=_next_fix(w, fixed_run, fix))
     w.save("fix", outcome)
     if fixed_run is not None:
         w.finish(step, "done", f"fixed p50 moved: {outcome.moved}")
@@ -312,12 +317,43 @@ def _rerun(w: _Walk) -> None:
         w.finish(step, "skipped", "no fixed candidate to re-run")
 
 
+def _next_fix(w: _Walk, fixed_run: RunRecord, applied: Fix | None) -> dict[str, object]:
+    """The walk's next step: the fixed run classified again against the baseline, and the fix that calls for
+    (``next_fix``/``next_basis`` of the fix record; empty when it would repeat the applied fix or nothing wins)."""
+    from sparsedebug.classify.score import classify_run
+
+    again = classify_run(
+        fixed_run, baseline=w.runs["baseline"], fingerprint=w.fingerprint if w.kinds["candidate"] == "workload" else None,
+        run_path=f"{FILES['fixed']} (the fixed run in this bundle)",
+    )
+    if again.fix is None or again.winner is None:
+        return {}
+    proposed = again.fix
+    keys = ("kind", "knob", "value", "layer", "action")
+    if applied is not None and all(getattr(proposed, k) == getattr(applied, k) for k in keys):
+        return {}
+    score = next(s.score for s in again.scores if s.mechanism == again.winner)
+    basis = f"the fixed run classified again against the baseline: {again.winner.value} wins (score {score:.2f})"
+    return {"next_fix": proposed, "next_basis": basis}
+
+
+def _input_label(w: _Walk, role: str) -> str:
+    """How the bundle names an input: ``embedded:NAME`` for the embedded default, else the path as given."""
+    path = w.paths[role]
+    return f"embedded:{path.name}" if w.embedded and role != "fixed" else str(path)
+
+
+def _input_name(w: _Walk, role: str) -> str:
+    """An input named without local directories: ``embedded:NAME`` or the file name (the manifest has the full label)."""
+    return f"embedded:{w.paths[role].name}" if w.embedded and role != "fixed" else w.paths[role].name
+
+
 def _write_manifest(w: _Walk, embedded: bool) -> None:
     from sparsedebug.core.io import file_digest, save_record
 
     inputs = []
     for role, path in w.paths.items():
-        label = f"embedded:{path.name}" if embedded and role != "fixed" else str(path)
+        label = _input_label(w, role)
         inputs.append(BundleInput(role=role, kind=w.kinds[role], file=file_digest(path), label=label))
     manifest = Bundle(
         created_at=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
@@ -392,8 +428,12 @@ def run_playbook(
     force: bool = False,
     executor: str = "local",
     allow_different: Sequence[Dimension] = (),
+    calibrate: bool = False,
 ) -> LoadedBundle:
     """Walk the five steps and write a complete bundle to ``out_dir``; return it loaded.
+
+    With ``calibrate`` the freeze step measures this machine's GEMM and copy rates
+    (``freeze --calibrate``), the roofline classify uses for replayed runs.
 
     With neither ``baseline`` nor ``candidate``, the embedded default pair is used.
     A workload is replayed, a trace imported, a run record loaded. When both sides
@@ -423,7 +463,8 @@ def run_playbook(
         say.note(note)
     check_out_dir(out_dir, force=force)
     tmp = work_dir(out_dir, PARTIAL)
-    w = _Walk(book=book, tmp=tmp, out_dir=out_dir, say=say, paths=paths, kinds=kinds, repeats=repeats, allow=tuple(allow_different))
+    w = _Walk(book=book, tmp=tmp, out_dir=out_dir, say=say, paths=paths, kinds=kinds, repeats=repeats, allow=tuple(allow_different),
+              calibrate=calibrate, embedded=baseline is None)
     try:
         if tmp.exists():
             shutil.rmtree(tmp)

@@ -62,6 +62,11 @@ class FixOutcome(Record):
     significance: str | None = Field(None, description="Rank-test verdict on candidate vs fixed latency samples.")
     moved: bool | None = Field(None, description="Whether the fix's target metric moved the right way (latency: significantly).")
     target: str | None = Field(None, description="The movement that decided `moved` (latency p50, fallback rate, ...).")
+    next_fix: Fix | None = Field(
+        None, description="The next bounded change: the fix the fixed run calls for, classified again against the baseline "
+        "(None without a re-run, or when it would repeat the applied fix or no mechanism wins).",
+    )
+    next_basis: str | None = Field(None, description="How the next change was found: the mechanism and score of that classification.")
 
 
 class Bundle(Record):

@@ -18,6 +18,12 @@ reported as inconclusive (classify, memo, the report's figures), never as a tail
 does not estimate the p99: it counts candidate samples above the baseline's largest (``core.tails``), which can fail
 from 3 samples a side."""
 
+P99_FEW_SAMPLES = (
+    "a p99 of {n} samples (fewer than " + str(TAIL_MIN_SAMPLES) + ") is interpolated between the two largest samples, "
+    "not a tail estimate"
+)
+"""How every report says why a p99 of fewer than ``TAIL_MIN_SAMPLES`` samples is inconclusive (``.format(n=...)``)."""
+
 
 class Percentiles(Record):
     """p50/p95/p99 of a sample, with its size."""

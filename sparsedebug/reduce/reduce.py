@@ -398,13 +398,14 @@ def reduce_workloads(
     base = base.model_copy(update={"name": f"{good.name}-repro-base", "description": f"Baseline for {repro.name}"})
     base_path = repro_path.with_name(f"{repro_path.stem}.base{repro_path.suffix or '.yaml'}")
     command = f"sparsedebug bisect {base_path} {repro_path}"
+    layers_after = graph_source(repro, bad_dir).layer_count()
     verdict = _verdict(prober, target, changes, kept, causes, (bad, repro), None if confirmed else confirmation, max_probes)
     if confirmed and chosen > 0:
         verdict += "; the shrunk graph did not confirm, so the reproducer keeps the full graph"
     record = ReduceResult(
         **common, reproduced=True, confirmed=confirmed, target_stage=stage, target_finding=kind, kept=kept, other_causes=causes,
         repro_file=str(repro_path) if confirmed else None, base_file=str(base_path) if confirmed else None,
-        layers_after=graph_source(repro, bad_dir).layer_count(), tokens_after=repro.tokens.total,
+        layers_after=layers_after, tokens_after=repro.tokens.total,
         probe_count=len(prober.log), replays=prober.replays, static_probes=prober.static, flaky_probes=prober.flaky,
         probes=prober.log, confirmation=confirmation, command=command if confirmed else None, verdict=verdict,
     )

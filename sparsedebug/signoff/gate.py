@@ -47,6 +47,7 @@ from sparsedebug.core.io import load_data, validate
 from sparsedebug.core.patterns import precision_changed, precision_from
 from sparsedebug.core.stats import (
     DEFAULT_ALPHA,
+    P99_FEW_SAMPLES,
     TAIL_MIN_SAMPLES,
     compare_samples,
     enough_samples,
@@ -173,7 +174,7 @@ def check_speedup(base: RunRecord, cand: RunRecord, policy: GatePolicy, drift: f
     measured = f"{speedup:.3f}x ({len(b)} vs {len(c)} samples)"
     extra = ""
     if cand.outcome.effective_speedup is not None:
-        extra = f"; candidate's own recorded speedup vs its dense baseline {cand.outcome.effective_speedup:.3f}x"
+        extra = f"; run {cand.name}'s own recorded speedup vs the dense model timed beside it {cand.outcome.effective_speedup:.3f}x"
     if speedup >= target:
         return GateCheck(
             id="effective_speedup", name=name, status="pass", measured=measured, threshold=threshold,
@@ -264,7 +265,7 @@ def check_p99(base: RunRecord, cand: RunRecord, policy: GatePolicy, drift: float
         small = (f"; inconclusive: {len(b_calm)} vs {len(c_calm)} samples, too few for the exceedance count to reach alpha {alpha:g} "
                  f"(3 a side needed) and not separated{_policy_note(pol.on_inconclusive)}")
     elif n < TAIL_MIN_SAMPLES:
-        small = f"; a p99 of {n} samples (< {TAIL_MIN_SAMPLES}) is the sample maximum: the check is the exceedance count, not the p99"
+        small = f"; {P99_FEW_SAMPLES.format(n=n)}: the check is the exceedance count, not the p99"
     detail = (
         f"baseline p50/p95/p99 {bl.p50:.3f}/{bl.p95:.3f}/{bl.p99:.3f} ms, candidate "
         f"{cl.p50:.3f}/{cl.p95:.3f}/{cl.p99:.3f} ms ({bundle_clock([base, cand])}){small}"
@@ -309,7 +310,7 @@ def check_quality(base: RunRecord, cand: RunRecord, policy: GatePolicy) -> GateC
     eq = cand.outcome.equal_latency
     notes = []
     if eq is not None:
-        notes.append(equal_latency_sentence(eq))
+        notes.append(equal_latency_sentence(eq, run=f"run {cand.name}"))
         if pol.require_equal_latency_win and not eq.sparsity_wins:
             problems.append("a dense model narrowed to the same latency has better quality")
     elif pol.require_equal_latency_win:
@@ -344,7 +345,7 @@ def check_fallback(base: RunRecord, cand: RunRecord, policy: GatePolicy) -> Gate
         shown = ", ".join(fb.fallback_layers[:5]) + (" ..." if len(fb.fallback_layers) > 5 else "")
         detail += f": {shown} ({reasons})"
     if fb.fallback_time_share is not None:
-        detail += f"; {fb.fallback_time_share:.1%} of kernel time"
+        detail += f"; {fb.fallback_time_share:.1%} of kernel time in these fallbacks"
     base_fb = fallback_summary(base) if base.lower.layers else None
     if base_fb is not None and base_fb.rate is not None:
         detail += f"; baseline rate {base_fb.rate:.0%}"

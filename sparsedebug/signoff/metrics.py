@@ -87,43 +87,54 @@ def real_quality_text(q: QualityDelta) -> str:
     )
 
 
-def equal_latency_sentence(eq: EqualLatencyQuality) -> str:
+def equal_latency_sentence(eq: EqualLatencyQuality, run: str = "candidate") -> str:
     """One sentence for "at this latency, is sparsity better than a smaller dense model?".
 
     It says "at equal latency" only when a narrowed dense model was timed within
-    ``EQUAL_LATENCY_TOLERANCE`` of the candidate; when nothing had to be narrowed it says
-    that dense is already as fast, and reports the quality the sparsity costs instead. It names the clock.
+    ``EQUAL_LATENCY_TOLERANCE`` of ``run`` (the role or name of the sparse run the search
+    timed); when nothing had to be narrowed it says whether dense is as fast or faster
+    (and by how much), and reports the quality the sparsity costs instead. Its latencies
+    are labelled as the search's own side-by-side timings (not the runs' p50s) and it names the clock.
     """
     removed = f"{eq.narrowed_ffn_fraction:.0%} of its FFN neurons removed"
-    versus = f" vs candidate {eq.candidate_latency_ms:.3f} ms" if eq.candidate_latency_ms is not None else ""
+    versus = f" vs {run} {eq.candidate_latency_ms:.3f} ms" if eq.candidate_latency_ms is not None else ""
     clock = "; " + (TARGET_PROJECTED if eq.clock == "target" else THIS_MACHINE)
     figure = "projected" if eq.clock == "target" else "p50"
-    qualities = f"{quality_figure(eq.narrowed)} vs the candidate's {quality_value(eq.candidate)}"
+    timed = "projected side by side" if eq.clock == "target" else "timed side by side in the equal-latency search"
+    qualities = f"{quality_figure(eq.narrowed)} vs the {run}'s {quality_value(eq.candidate)}"
     cross = ""
     if eq.cross_check is not None:
         c = eq.cross_check
         where = "this machine" if c.clock == "this_machine" else "the target"
         cross = f" (cross-check on {where}: {c.narrowed_ffn_fraction:.0%} removed, {c.narrowed_latency_ms:.3f} vs {c.candidate_latency_ms:.3f} ms)"
     if eq.narrowed_ffn_fraction == 0.0 and eq.latency_matched is not False:
+        cand = eq.candidate_latency_ms
+        if cand is None or cand <= 0:
+            how = f"at least as fast as the {run}"
+        elif eq.narrowed_latency_ms < cand * (1 - EQUAL_LATENCY_TOLERANCE):
+            how = f"{cand / eq.narrowed_latency_ms:.2f}x faster than the {run}"
+        else:
+            how = f"about as fast as the {run} (within {EQUAL_LATENCY_TOLERANCE:.0%})"
         return (
-            f"the dense model is already as fast as the candidate ({figure} {eq.narrowed_latency_ms:.3f} ms{versus}{clock}): "
-            f"nothing to narrow, sparsity buys no speed here and costs quality (candidate {quality_figure(eq.candidate)} "
+            f"the dense model is {how} ({timed}: dense {figure} {eq.narrowed_latency_ms:.3f} ms{versus}{clock}): "
+            f"nothing to narrow, sparsity buys no speed here and costs quality ({run} {quality_figure(eq.candidate)} "
             f"vs the dense model's {quality_value(eq.narrowed)}){cross}"
         )
     if eq.latency_matched is False:
         return (
-            f"no narrowed dense model reached the candidate's latency (with {removed}: {figure} "
+            f"no narrowed dense model reached the {run}'s latency (with {removed}, {timed}: {figure} "
             f"{eq.narrowed_latency_ms:.3f} ms{versus}{clock}; {qualities}): sparsity wins on speed{cross}"
         )
     verdict = "sparsity wins" if eq.sparsity_wins else "the narrowed dense model wins"
     cand = eq.candidate_latency_ms
     if cand is not None and cand > 0 and abs(eq.narrowed_latency_ms - cand) / cand > EQUAL_LATENCY_TOLERANCE:
         return (
-            f"the closest narrowing, a dense model with {removed}, runs at {figure} {eq.narrowed_latency_ms:.3f} ms{versus}{clock} "
-            f"(not within {EQUAL_LATENCY_TOLERANCE:.0%}: not an equal-latency comparison) and has {qualities}: {verdict} at that point{cross}"
+            f"the closest narrowing, a dense model with {removed}, runs at {figure} {eq.narrowed_latency_ms:.3f} ms{versus} "
+            f"({timed}{clock}; not within {EQUAL_LATENCY_TOLERANCE:.0%}: not an equal-latency comparison) and has {qualities}: "
+            f"{verdict} at that point{cross}"
         )
     return (
-        f"at equal latency a dense model with {removed} ({figure} {eq.narrowed_latency_ms:.3f} ms{versus}{clock}) has "
+        f"at equal latency a dense model with {removed} ({timed}: {figure} {eq.narrowed_latency_ms:.3f} ms{versus}{clock}) has "
         f"{qualities}: {verdict}{cross}"
     )
 
@@ -155,6 +166,20 @@ class LayerRow(Record):
     conversion_ms: float | None
     metadata_bytes: int | None
     value_bytes: int | None
+
+    @property
+    def conversion_per_call_ms(self) -> float:
+        """Time the layer spends re-converting its weights on every call (measured apart; 0 when converted once)."""
+        if not self.conversions_per_call or self.conversion_ms is None:
+            return 0.0
+        return self.conversions_per_call * self.conversion_ms
+
+    @property
+    def kernel_only_ms(self) -> float | None:
+        """Median call time without the per-call weight conversion: the kernel itself (``time_ms`` when converted once)."""
+        if self.time_ms is None:
+            return None
+        return max(0.0, self.time_ms - self.conversion_per_call_ms)
 
     @property
     def meant_sparse(self) -> bool:
@@ -221,6 +246,23 @@ class FallbackSummary(Record):
     speedup_left_on_table: float | None
 
 
+def _sparse_kernel_speedup(meant: list[LayerRow]) -> tuple[float | None, str | None]:
+    """Dense/sparse kernel time over the meant-sparse layers that ran sparse (per-call conversion excluded), and how;
+    the pattern's nominal M/N without paired dense samples."""
+    pairs = [r for r in meant if r.path == KernelPath.SPARSE.value and r.time_ms and r.dense_time_ms]
+    if pairs and sum(r.kernel_only_ms or 0.0 for r in pairs) > 0:
+        speedup = sum(r.dense_time_ms or 0.0 for r in pairs) / sum(r.kernel_only_ms or 0.0 for r in pairs)
+        source = f"measured on {len(pairs)} sparse layer(s): dense/sparse kernel time"
+        converting = sum(1 for r in pairs if r.conversion_per_call_ms > 0)
+        if converting:
+            source += f", per-call weight conversion of {converting} layer(s) excluded (measured apart)"
+        return speedup, source
+    factors = {f for f in (nominal_factor(r.intended) for r in meant) if f is not None}
+    if len(factors) == 1:
+        return factors.pop(), "nominal M/N of the pattern (no paired dense samples on sparse layers)"
+    return None, None
+
+
 def fallback_summary(run: RunRecord) -> FallbackSummary:
     """Fallback counts, dense shares of FLOPs and time, and the Amdahl cost of the fallbacks.
 
@@ -247,17 +289,7 @@ def fallback_summary(run: RunRecord) -> FallbackSummary:
     dense_time_share = shares.dense_share if shares is not None else None
     fb_time_share = shares.fallback_share if shares is not None else None
 
-    sparse_pairs = [r for r in meant if r.path == KernelPath.SPARSE.value and r.time_ms and r.dense_time_ms]
-    speedup: float | None = None
-    source: str | None = None
-    if sparse_pairs:
-        speedup = sum(r.dense_time_ms or 0.0 for r in sparse_pairs) / sum(r.time_ms or 0.0 for r in sparse_pairs)
-        source = f"measured on {len(sparse_pairs)} sparse layer(s): dense/sparse kernel time"
-    else:
-        factors = {f for f in (nominal_factor(r.intended) for r in meant) if f is not None}
-        if len(factors) == 1:
-            speedup = factors.pop()
-            source = "nominal M/N of the pattern (no paired dense samples on sparse layers)"
+    speedup, source = _sparse_kernel_speedup(meant)
 
     left: float | None = None
     if fb_time_share is not None and speedup is not None and speedup > 0:

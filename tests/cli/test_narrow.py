@@ -71,3 +71,43 @@ def test_wide_tables_are_unchanged_when_they_fit() -> None:
 )
 def test_every_table_command_has_wide(command: list[str]) -> None:
     assert "--wide" in _invoke([*command, "--help"], columns=120).stdout
+
+
+def _column(text: str, index: int) -> str:
+    """One column of a table's body lines, its pieces joined: a folded name reads whole again."""
+    return "".join(line.split("│")[index].strip() for line in text.splitlines() if line.startswith("│"))
+
+
+def test_kernel_names_fold_whole_and_short_words_are_never_split() -> None:
+    from sparsedebug.core.kernel_names import short_kernel_name
+    from sparsedebug.sources.importers.ncu import load_ncu
+
+    csv = H200 / "ncu_dense_vs_sparse_11008x4096x2048.csv"
+    out = _invoke(["import", "ncu", str(csv)]).stdout
+    assert max(cell_len(line) for line in out.splitlines()) <= 80
+    words = out.split()
+    for kernel in load_ncu(csv).kernels:
+        assert short_kernel_name(kernel.name, None) in _column(out, 2)  # folded, never cut
+        assert kernel.kernel_class.value in words  # a short word stays on one line
+    assert "duration" in words
+
+
+def test_bench_numbers_and_headers_stay_whole_at_80_columns() -> None:
+    import re
+
+    out = _invoke(["bench", "kernel", "--shape", "256x256", "--tokens", "1,16", "--rounds", "2"]).stdout
+    assert "tokens" in out.split() and max(cell_len(line) for line in out.splitlines()) <= 80
+    body = [line.split("│")[1:-1] for line in out.splitlines() if line.startswith("│")]
+    assert len(body) == 2, out  # one line per token count: nothing folded
+    for cells in body:
+        assert all(re.fullmatch(r"\d+(\.\d+)?x?", cell.strip()) for cell in cells), cells
+    assert "tokens 16 (timing):" in out  # the long timing note went under the table
+
+
+def test_a_gate_row_stays_short_and_its_detail_goes_under_the_table() -> None:
+    out = _invoke(["gate", str(H200 / "trace_dense_T2048.json.gz"), str(H200 / "trace_sparse_mlp_T2048.json.gz")]).stdout
+    table, _, notes = out.partition("└")
+    assert "effective_speedup (detail):" in notes
+    assert len(table.splitlines()) <= 40, table
+    wide = _invoke(["gate", str(H200 / "trace_dense_T2048.json.gz"), str(H200 / "trace_sparse_mlp_T2048.json.gz"), "--wide"]).stdout
+    assert "(detail):" not in wide and "detail" in wide

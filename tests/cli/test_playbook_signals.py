@@ -129,6 +129,7 @@ def test_first_walk_interrupted_leaves_nothing(tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_sigkill_leftovers_are_cleaned_by_the_next_run(previous: tuple[Path, dict[str, bytes]]) -> None:
     out, before = previous
     proc = spawn([*WALK, "-o", str(out), "--force"])

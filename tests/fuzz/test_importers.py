@@ -8,6 +8,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -38,6 +39,7 @@ def test_trace_bytes(data: bytes, compress: bool) -> None:
     check_cli(["import", "trace", str(_write(name, gzip.compress(data) if compress else data))])
 
 
+@pytest.mark.slow
 @FUZZ
 @given(doc=damaged_document(json.loads(TRACE)))
 def test_trace_structure(doc: Any) -> None:

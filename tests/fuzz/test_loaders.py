@@ -90,6 +90,7 @@ def test_policy(runs: tuple[Path, Path], doc: Any) -> None:
     check_cli(["gate", str(runs[0]), str(runs[1]), "--policy", str(_dump(_folder() / "p.yaml", doc))])
 
 
+@pytest.mark.slow
 @FUZZ
 @given(data=st.data())
 def test_bundle(bundle: Path, data: st.DataObject) -> None:
@@ -112,6 +113,7 @@ def test_fingerprint(bundle: Path, data: st.DataObject) -> None:
     check_cli(["freeze", "--check", str(_dump(_folder() / "fp.json", doc))])
 
 
+@pytest.mark.slow
 @FUZZ
 @given(doc=damaged_document(PLAYBOOK))
 def test_playbook(doc: Any) -> None:

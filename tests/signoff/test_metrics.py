@@ -40,7 +40,12 @@ def test_nothing_narrowed_says_dense_is_already_faster_not_equal_latency() -> No
     eq = _eq(matched=True, wins=False).model_copy(update={"narrowed_ffn_fraction": 0.0, "narrowed_latency_ms": 20.0})
     text = equal_latency_sentence(eq)
     assert "at equal latency" not in text and "wins" not in text
-    assert text.startswith("the dense model is already as fast as the candidate (p50 20.000 ms vs candidate 28.100 ms; this machine, measured)")
+    assert text.startswith(
+        "the dense model is 1.41x faster than the candidate (timed side by side in the equal-latency search: "
+        "dense p50 20.000 ms vs candidate 28.100 ms; this machine, measured)"
+    )
+    close = equal_latency_sentence(eq.model_copy(update={"narrowed_latency_ms": 27.5}))
+    assert close.startswith("the dense model is about as fast as the candidate (within 5%")
     assert "costs quality" in text
 
 

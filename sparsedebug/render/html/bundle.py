@@ -36,7 +36,10 @@ def bundle_sections(bundle: LoadedBundle) -> list[Section]:
     sparse_runs = [item for item in runs if item[0] != "baseline"]
     return [
         latency_section(runs),
-        layer_section(("baseline", bundle.baseline), ("candidate", bundle.candidate)),
+        layer_section(
+            ("baseline", bundle.baseline), ("candidate", bundle.candidate),
+            ("fixed", bundle.fixed) if bundle.fixed is not None else None,
+        ),
         reality_section(bundle.baseline, sparse_runs),
         forward_section(runs),
         timeline_section(runs),

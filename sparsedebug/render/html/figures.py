@@ -19,6 +19,7 @@ from sparsedebug.render.html.svg import (
     GREEN,
     GREY,
     LIGHT_GREY,
+    MIN_FONT_PT,
     ORANGE,
     PURPLE,
     SKY,
@@ -39,9 +40,11 @@ ROLE_STYLE: dict[str, tuple[str, str, str]] = {
 }
 """Role -> (colour, line style, hatch)."""
 
-PATH_KINDS: tuple[str, ...] = ("sparse", "dense (intended)", "dense fallback", "no lowering recorded")
+CONVERSION = "weight conversion (per call)"
+PATH_KINDS: tuple[str, ...] = ("sparse", CONVERSION, "dense (intended)", "dense fallback", "no lowering recorded")
 PATH_STYLE: dict[str, tuple[str, str]] = {
     "sparse": (GREEN, ""),
+    CONVERSION: (YELLOW, ".."),
     "dense (intended)": (SKY, ""),
     "dense fallback": (VERMILLION, "//"),
     "no lowering recorded": (LIGHT_GREY, ""),
@@ -110,7 +113,7 @@ def latency_ecdf(series: Sequence[LatencySeries], budgets: Sequence[float], xlab
                 ax.plot([value], [q], marker=marker, ms=6, color=colour, mfc="white" if hollow else colour, mew=1.3, ls="none")
         for budget in budgets:
             ax.axvline(budget, color=BLACK, ls=":", lw=1.3)
-            ax.annotate(f"budget {budget:g} ms", (budget, 0.04), xytext=(3, 0), textcoords="offset points", fontsize=7.5)
+            ax.annotate(f"budget {budget:g} ms", (budget, 0.04), xytext=(3, 0), textcoords="offset points", fontsize=MIN_FONT_PT)
         if min(lows) > 0 and max(highs + list(budgets)) / min(lows) > 20:
             ax.set_xscale("log")
         ax.set_ylim(0, 1.05)
@@ -146,13 +149,18 @@ class LayerBar:
     base: tuple[tuple[str, float], ...] | None
     cand: tuple[tuple[str, float], ...] | None
     fallback: bool
+    fixed: tuple[tuple[str, float], ...] | None = None
+
+    def side(self, side: str) -> tuple[tuple[str, float], ...] | None:
+        """The segments of one panel: ``base``, ``cand`` or ``fixed``."""
+        return {"base": self.base, "cand": self.cand, "fixed": self.fixed}[side]
 
 
 def _layer_panel(ax: Axes, bars: Sequence[LayerBar], side: str) -> None:
     for kind in PATH_KINDS:
         ys, widths, lefts = [], [], []
         for i, bar in enumerate(bars):
-            segs = bar.base if side == "base" else bar.cand
+            segs = bar.side(side)
             if not segs:
                 continue
             left = 0.0
@@ -168,37 +176,43 @@ def _layer_panel(ax: Axes, bars: Sequence[LayerBar], side: str) -> None:
             ax.barh(ys, widths, left=lefts, height=0.72, color=colour, hatch=hatch, edgecolor=edge, lw=0.6, label=kind)
 
 
-def layer_time(bars: Sequence[LayerBar], base_title: str | None, cand_title: str, grouped: bool) -> str:
-    """Baseline and candidate side by side (the candidate alone without ``base_title``): per layer, median kernel
-    time per call, by path, fallbacks hatched and their names highlighted."""
+def layer_time(
+    bars: Sequence[LayerBar], base_title: str | None, cand_title: str, grouped: bool, fixed_title: str | None = None
+) -> str:
+    """Baseline, candidate and fixed run side by side (the candidate alone without the others): per layer, median
+    kernel time per call by path, per-call weight conversion apart from the sparse kernel, fallbacks hatched and
+    their names highlighted."""
     from matplotlib.patches import Patch
 
     sides = ([("base", base_title)] if base_title is not None else []) + [("cand", cand_title)]
+    sides += [("fixed", fixed_title)] if fixed_title is not None else []
+
+    present = {k for b in bars for segs in (b.base or (), b.cand or (), b.fixed or ()) for k, _ in segs}
+    xlabel = "ms per call, median: kernel, then weight conversion" if CONVERSION in present else "kernel ms per call, median"
 
     def draw(fig: Figure) -> None:
         axes = fig.subplots(1, len(sides), sharey=True, sharex=True, squeeze=False)[0]
         for ax, (side, title) in zip(axes, sides, strict=True):
             _layer_panel(ax, bars, side)
-            ax.set_title(title, fontsize=8.5)
-            ax.set_xlabel("kernel ms per call, median" + (" (group sum)" if grouped else ""))
+            ax.set_title(title.replace(": ", ":\n", 1) if len(sides) > 2 else title, fontsize=MIN_FONT_PT if len(sides) > 2 else 8.5)
             ax.grid(axis="y", visible=False)
-        axes[0].set_yticks(range(len(bars)), [_short(b.label) for b in bars], fontsize=6.8)
+        fig.supxlabel(xlabel + (" (group sum)" if grouped else ""), fontsize=8.5)
+        axes[0].set_yticks(range(len(bars)), [_short(b.label) for b in bars], fontsize=MIN_FONT_PT)
         for label, bar in zip(axes[0].get_yticklabels(), bars, strict=True):
             if bar.fallback:
                 label.set_color(VERMILLION)
                 label.set_fontweight("bold")
         axes[0].set_ylim(len(bars) - 0.5, -0.5)
-        present = {k for b in bars for segs in (b.base or (), b.cand or ()) for k, _ in segs}
         kinds = [k for k in PATH_KINDS if k in present]
         handles = [Patch(facecolor=PATH_STYLE[k][0], hatch=PATH_STYLE[k][1], edgecolor=BLACK if k == "dense fallback" else "white", label=k) for k in kinds]
         fig.legend(handles=handles, loc="outside upper center", ncols=len(handles))
 
     fallbacks = [b.label for b in bars if b.fallback]
-    where = f"{base_title} on the left and {cand_title} on the right" if base_title is not None else cand_title
+    where = ", ".join(title for _, title in sides if title is not None) + " (panels left to right)"
     desc = (
         f"Horizontal bars per layer ({len(bars)} rows{', same-named layers of all blocks grouped' if grouped else ''}): "
         f"median kernel time per call, {where}, coloured by path "
-        "(sparse, dense as intended, dense fallback hatched). "
+        "(sparse kernel, per-call weight conversion dotted, dense as intended, dense fallback hatched). "
         + (f"Fallbacks (highlighted): {', '.join(fallbacks)}." if fallbacks else "No layer falls back.")
     )
     height = 1.5 + 0.17 * len(bars)
@@ -228,12 +242,12 @@ def _grouped(ax: Axes, groups: Sequence[str], runs: Sequence[RealityBars], value
         for i, value in enumerate(values[j]):
             x = i - 0.4 + width * (j + 0.5)
             if value is None:
-                ax.annotate("n/a", (x, 0), ha="center", va="bottom", fontsize=7, color=GREY)
+                ax.annotate("n/a", (x, 0), ha="center", va="bottom", fontsize=MIN_FONT_PT, color=GREY)
                 continue
             ax.bar([x], [value], width=width * 0.92, color=colour, hatch=hatch, edgecolor="white", lw=0.5,
                    label=f"{run.role}: {run.name}" if i == 0 else None)
-            ax.annotate(format(value, fmt), (x, value), xytext=(0, 2), textcoords="offset points", ha="center", fontsize=7)
-    ax.set_xticks(range(len(groups)), groups, fontsize=7.5)
+            ax.annotate(format(value, fmt), (x, value), xytext=(0, 2), textcoords="offset points", ha="center", fontsize=MIN_FONT_PT)
+    ax.set_xticks(range(len(groups)), groups, fontsize=MIN_FONT_PT)
     ax.grid(axis="x", visible=False)
 
 
@@ -293,7 +307,7 @@ def forward_time(bars: Sequence[ForwardBar], xlabel: str) -> str:
         top = max(b.span_ms for b in bars)
         for y, b, i in zip(ys, busy, idle, strict=True):
             share = i / (b + i) if b + i > 0 else 0.0
-            ax.annotate(f"{b + i:.2f} ms, {share:.0%} not busy", (b + i, y), xytext=(4, 0), textcoords="offset points", va="center", fontsize=7.5)
+            ax.annotate(f"{b + i:.2f} ms, {share:.0%} not busy", (b + i, y), xytext=(4, 0), textcoords="offset points", va="center", fontsize=MIN_FONT_PT)
         ax.set_yticks(list(ys), [_short(f"{b.role}: {b.name}") for b in bars])
         ax.set_ylim(len(bars) - 0.5, -0.5)
         ax.set_xlim(0, (top if top > 0 else 1.0) * 1.35)
@@ -326,7 +340,7 @@ def _strip_panel(ax: Axes, strip: TimelineStrip) -> list[int]:
             ax.broken_barh(spans, (-0.38, 0.76), facecolors=colour, hatch=hatch, edgecolor=GREY if hatch else "none", lw=0.3 if hatch else 0)
     if strip.cut_at_ms is not None:
         ax.axvline(strip.cut_at_ms, color=VERMILLION, ls="--", lw=1.0)
-        ax.annotate(f"cut: {strip.events_total - len(strip.events)} more ops", (strip.cut_at_ms, len(streams) + 0.3), fontsize=7, color=VERMILLION)
+        ax.annotate(f"cut: {strip.events_total - len(strip.events)} more ops", (strip.cut_at_ms, len(streams) + 0.3), fontsize=MIN_FONT_PT, color=VERMILLION)
     ax.set_yticks([0, *[lane[s] for s in streams]], ["GPU idle", *[f"stream {s}" for s in streams]])
     ax.set_ylim(-0.6, len(streams) + 0.6)
     ax.grid(axis="y", visible=False)
@@ -392,12 +406,19 @@ def speed_quality(points: Sequence[QualityPoint], xlabel: str) -> str:
             if p.pair is not None and p.pair in where:
                 q = where[p.pair]
                 ax.plot([p.latency_ms, q.latency_ms], [p.cosine, q.cosine], color=GREY, ls=":", lw=1.0)
-        for p in points:
-            colour = PURPLE if p.role == "narrowed" else _style(p.role)[0]
-            ax.plot([p.latency_ms], [p.cosine], marker=p.marker, ms=8, color=colour, mfc="white" if p.hollow else colour, mew=1.4,
-                    ls="none", label=p.label)
         xs = [p.latency_ms for p in points]
         ys = [p.cosine for p in points]
+        x_span = (max(xs) - min(xs)) or max(abs(max(xs)), 1e-9)
+        y_span = (max(ys) - min(ys)) or 0.01
+        drawn: list[QualityPoint] = []
+        for p in points:
+            colour = PURPLE if p.role == "narrowed" else _style(p.role)[0]
+            # a point on top of one already drawn becomes a larger ring around it, so both stay visible
+            near = sum(abs(p.latency_ms - q.latency_ms) <= 0.03 * x_span and abs(p.cosine - q.cosine) <= 0.03 * y_span for q in drawn)
+            ring = near > 0
+            ax.plot([p.latency_ms], [p.cosine], marker=p.marker, ms=8 + 5 * near, color=colour,
+                    mfc="none" if ring else ("white" if p.hollow else colour), mew=1.4, ls="none", label=p.label, zorder=3 - near)
+            drawn.append(p)
         lo, hi = min(xs), max(xs)
         if hi > lo:
             ax.set_xlim(lo - 0.1 * max(lo, hi - lo), hi + 0.08 * hi)

@@ -26,7 +26,9 @@ h1 { font-size: 1.6rem; margin: 0.2rem 0 0.3rem; }
 h2 { font-size: 1.3rem; margin: 2.2rem 0 0.6rem; padding-bottom: 0.2rem; border-bottom: 2px solid var(--ink); }
 h3 { font-size: 1.08rem; margin: 1.6rem 0 0.4rem; }
 h4 { font-size: 1rem; margin: 1.2rem 0 0.3rem; }
-p, li { max-width: 78ch; }
+p, li { max-width: 78ch; overflow-wrap: anywhere; }
+h1, h2, h3, h4, figcaption, .subtitle, .banner { overflow-wrap: anywhere; }
+.nw { white-space: nowrap; }
 .subtitle { color: var(--muted); margin: 0 0 1rem; }
 .banner { border-left: 6px solid var(--ink); background: var(--band); padding: 0.7rem 1rem; margin: 1rem 0; }
 .banner.rollback, .banner.escalate { border-color: var(--warn); }
@@ -36,14 +38,16 @@ nav.toc { font-size: 0.92rem; color: var(--muted); margin: 0.6rem 0 1rem; }
 nav.toc a { color: inherit; margin-right: 1rem; }
 figure { margin: 1.4rem 0; padding: 0.6rem 0.6rem 0.4rem; border: 1px solid var(--rule); border-radius: 4px;
   break-inside: avoid; page-break-inside: avoid; }
-figure svg { display: block; width: 100%; height: auto; }
+figure { overflow-x: auto; }
+figure svg { display: block; width: 100%; min-width: FIGURE_MIN_PXpx; height: auto; }
 figcaption { font-size: 0.9rem; color: var(--muted); margin-top: 0.4rem; }
 figcaption b { color: var(--ink); }
 .missing { color: var(--muted); font-style: italic; }
-.table-wrap { overflow-x: auto; margin: 0.4rem 0 1rem; }
+.table-wrap { overflow-x: auto; max-width: 100%; margin: 0.4rem 0 1rem; }
 table { border-collapse: collapse; font-size: 0.86rem; font-variant-numeric: tabular-nums; }
 caption { text-align: left; font-weight: 600; padding: 0.2rem 0; caption-side: top; }
-th, td { border: 1px solid var(--rule); padding: 0.22rem 0.5rem; vertical-align: top; text-align: left; }
+th, td { border: 1px solid var(--rule); padding: 0.22rem 0.5rem; vertical-align: top; text-align: left; overflow-wrap: break-word; }
+td { max-width: 36rem; }
 th { background: var(--band); }
 td.num { text-align: right; white-space: nowrap; }
 .note { font-size: 0.86rem; color: var(--muted); }
@@ -63,7 +67,25 @@ code { font-family: ui-monospace, "SFMono-Regular", Menlo, Consolas, "DejaVu San
   a { color: inherit; text-decoration: none; }
   @page { margin: 14mm 12mm; }
 }
+""".replace("FIGURE_MIN_PX", "{FIGURE_MIN_PX}")
+
+FIGURE_MIN_PX = 680
+"""Narrowest a figure is drawn (CSS px); a narrower screen scrolls the figure inside its own box.
+
+The figures are 7.6 in (547 pt, 730 px at scale 1) wide and their smallest text is
+7.5 pt (``svg.MIN_FONT_PT``): at 680 px that text is 9.3 px tall, never less.
 """
+CSS = CSS.replace("{FIGURE_MIN_PX}", str(FIGURE_MIN_PX))
+
+
+def no_break_arrows(html: str) -> str:
+    """Keep every ``->`` of escaped text on one line (a browser may break after the hyphen)."""
+    return html.replace("-&gt;", '<span class="nw">-&gt;</span>')
+
+
+def wrap_tables(html: str) -> str:
+    """Put every ``<table>`` of rendered Markdown in a box of its own that scrolls sideways when the table is wider."""
+    return html.replace("<table>", '<div class="table-wrap"><table>').replace("</table>", "</table></div>")
 
 
 @dataclass(frozen=True)
@@ -121,7 +143,7 @@ def table_html(table: Table, key: str) -> str:
     )
     if table.note:
         out += f'<p class="note">{escape(table.note)}</p>'
-    return out
+    return no_break_arrows(out)
 
 
 def markdown_html(text: str, shift: int = 1) -> str:
@@ -133,7 +155,7 @@ def markdown_html(text: str, shift: int = 1) -> str:
     for token in tokens:
         if token.type in ("heading_open", "heading_close"):
             token.tag = f"h{min(6, int(token.tag[1]) + shift)}"
-    return str(md.renderer.render(tokens, md.options, {}))
+    return no_break_arrows(wrap_tables(str(md.renderer.render(tokens, md.options, {}))))
 
 
 def _figure_html(number: int, section: Section) -> str:
@@ -141,7 +163,7 @@ def _figure_html(number: int, section: Section) -> str:
     numbers = f' <a href="#num-{section.key}">Numbers: section {number} below.</a>' if section.tables else ""
     return (
         f'<figure id="fig-{section.key}">{section.chart.svg}'
-        f"<figcaption><b>Figure {number}. {escape(section.title)}.</b> {escape(section.chart.caption)}{numbers}</figcaption></figure>"
+        f"<figcaption><b>Figure {number}. {escape(section.title)}.</b> {no_break_arrows(escape(section.chart.caption))}{numbers}</figcaption></figure>"
     )
 
 

@@ -98,8 +98,9 @@ def _segments(rows: list[LayerRow]) -> tuple[tuple[str, float], ...] | None:
         return None
     totals = {kind: 0.0 for kind in fg.PATH_KINDS}
     for r in rows:
-        if r.time_ms is not None:
-            totals[path_kind(r)] += r.time_ms
+        if r.time_ms is not None and r.kernel_only_ms is not None:
+            totals[path_kind(r)] += r.kernel_only_ms
+            totals[fg.CONVERSION] += r.time_ms - r.kernel_only_ms
     return tuple((k, v) for k, v in totals.items() if v > 0)
 
 
@@ -116,57 +117,86 @@ def _path_text(rows: list[LayerRow]) -> str:
     return ", ".join(f"{k} x{n}" for k, n in counts.items())
 
 
-def _layer_groups(base: RunRecord | None, cand: RunRecord) -> tuple[list[tuple[str, list[LayerRow], list[LayerRow]]], bool]:
-    b_rows = layer_rows(base) if base is not None else []
-    c_rows = layer_rows(cand)
-    names = list(dict.fromkeys([r.name for r in c_rows] + [r.name for r in b_rows]))
+def _layer_groups(runs: Sequence[RunRecord], lead: int) -> tuple[list[tuple[str, list[list[LayerRow]]]], bool]:
+    """Rows per layer (or per same-named group across blocks), one list of rows per run, in the order of ``runs[lead]``."""
+    per_run = [layer_rows(run) for run in runs]
+    order = [per_run[lead], *(rows for index, rows in enumerate(per_run) if index != lead)]
+    names = list(dict.fromkeys(r.name for rows in order for r in rows))
     grouped = len(names) > MAX_LAYER_ROWS
     key = _group_key if grouped else (lambda name: name)
-    groups: dict[str, tuple[list[LayerRow], list[LayerRow]]] = {}
+    groups: dict[str, list[list[LayerRow]]] = {}
     for name in names:
-        groups.setdefault(key(name), ([], []))
-    for r in b_rows:
-        groups[key(r.name)][0].append(r)
-    for r in c_rows:
-        groups[key(r.name)][1].append(r)
-    items = [(k, b, c) for k, (b, c) in groups.items()]
+        groups.setdefault(key(name), [[] for _ in runs])
+    for index, rows in enumerate(per_run):
+        for r in rows:
+            groups[key(r.name)][index].append(r)
+    items = list(groups.items())
     if len(items) > MAX_LAYER_ROWS:
-        def size(item: tuple[str, list[LayerRow], list[LayerRow]]) -> float:
-            return max(sum(r.time_ms or 0.0 for r in item[1]), sum(r.time_ms or 0.0 for r in item[2]))
-        keep = {k for k, _, _ in sorted(items, key=lambda i: (-size(i), i[0]))[: MAX_LAYER_ROWS - 1]}
+        def size(item: tuple[str, list[list[LayerRow]]]) -> float:
+            return max(sum(r.time_ms or 0.0 for r in side) for side in item[1])
+        keep = {k for k, _ in sorted(items, key=lambda i: (-size(i), i[0]))[: MAX_LAYER_ROWS - 1]}
         rest = [i for i in items if i[0] not in keep]
         items = [i for i in items if i[0] in keep]
-        items.append(("all other layers", [r for i in rest for r in i[1]], [r for i in rest for r in i[2]]))
+        items.append(("all other layers", [[r for i in rest for r in i[1][index]] for index in range(len(runs))]))
         grouped = True
     return items, grouped
 
 
-def layer_section(base: tuple[str, RunRecord] | None, cand: tuple[str, RunRecord]) -> Section:
-    """Per layer (or per same-named group across blocks): kernel time by path on both sides, fallbacks highlighted."""
-    items, grouped = _layer_groups(base[1] if base else None, cand[1])
+def _total(rows: list[LayerRow]) -> float | None:
+    return sum(r.time_ms for r in rows if r.time_ms is not None) if any(r.time_ms is not None for r in rows) else None
+
+
+def layer_section(
+    base: tuple[str, RunRecord] | None, cand: tuple[str, RunRecord], fixed: tuple[str, RunRecord] | None = None
+) -> Section:
+    """Per layer (or per same-named group across blocks): kernel time by path on every side, fallbacks highlighted,
+    per-call weight conversion apart from the sparse kernel."""
+    sides = [side for side in (base, cand, fixed) if side is not None]
+    items, grouped = _layer_groups([run for _, run in sides], lead=1 if base else 0)
     bars = []
     rows = []
-    for label, b, c in items:
-        n = max(len(b), len(c))
+    converts = False
+    for label, per_side in items:
+        n = max(len(side) for side in per_side)
         shown = f"{label} (x{n})" if grouped and n > 1 else label
-        fell = any(r.fell_back for r in b + c)
-        bars.append(fg.LayerBar(shown, _segments(b), _segments(c), fell))
-        bt = sum(r.time_ms for r in b if r.time_ms is not None) if any(r.time_ms is not None for r in b) else None
-        ct = sum(r.time_ms for r in c if r.time_ms is not None) if any(r.time_ms is not None for r in c) else None
+        fell = any(r.fell_back for side in per_side for r in side)
+        converts = converts or any(r.conversion_per_call_ms > 0 for side in per_side for r in side)
+        segments = dict(zip([role for role, _ in sides], [_segments(side) for side in per_side], strict=True))
+        b_rows = per_side[0] if base else []
+        c_rows = per_side[1 if base else 0]
+        f_rows = per_side[-1] if fixed else []
+        bars.append(fg.LayerBar(
+            shown, segments.get(base[0]) if base else None, segments[cand[0]], fell,
+            fixed=segments.get(fixed[0]) if fixed else None,
+        ))
+        bt, ct, ft = _total(b_rows), _total(c_rows), _total(f_rows)
         ratio = f"{ct / bt:.3f}x" if bt and ct is not None else "-"
-        row = [shown] + ([_path_text(b), _ms(bt, ".4f")] if base else []) + [_path_text(c), _ms(ct, ".4f")] + ([ratio] if base else [])
+        row = [shown] + ([_path_text(b_rows), _ms(bt, ".4f")] if base else []) + [_path_text(c_rows), _ms(ct, ".4f")] + ([ratio] if base else [])
+        if fixed:
+            row += [_path_text(f_rows), _ms(ft, ".4f")] + ([f"{ft / bt:.3f}x" if bt and ft is not None else "-"] if base else [])
         rows.append(row)
     header = ["layer"] + ([f"{base[0]} path", f"{base[0]} ms"] if base else []) + [f"{cand[0]} path", f"{cand[0]} ms"]
     header += [f"{cand[0]} / {base[0]}"] if base else []
     numeric = [False] + ([False, True] if base else []) + [False, True] + ([True] if base else [])
-    note = "Median kernel time per call; " + ("same-named layers of every block summed per row." if grouped else "one row per layer.")
+    if fixed:
+        header += [f"{fixed[0]} path", f"{fixed[0]} ms"] + ([f"{fixed[0]} / {base[0]}"] if base else [])
+        numeric += [False, True] + ([True] if base else [])
+    note = "Median time per call, per-call weight conversion included; " + (
+        "same-named layers of every block summed per row." if grouped else "one row per layer."
+    )
     table = Table("Kernel time per layer and path", header, rows, numeric=numeric, note=note)
     title = "Per-layer kernel time by path"
-    if not any(bar.base or bar.cand for bar in bars):
+    if not any(bar.base or bar.cand or bar.fixed for bar in bars):
         return Section("layers", title, None, [table], missing="no per-layer kernel time in these runs")
     base_title = f"{base[0]}: {base[1].name}" if base else None
-    svg = fg.layer_time(bars, base_title, f"{cand[0]}: {cand[1].name}", grouped)
-    caption = "Bars are median kernel time per call, coloured by the path each layer took; dense fallbacks are hatched and their names set in bold."
+    fixed_title = f"{fixed[0]}: {fixed[1].name}" if fixed else None
+    svg = fg.layer_time(bars, base_title, f"{cand[0]}: {cand[1].name}", grouped, fixed_title)
+    caption = "Bars are median time per call, coloured by the path each layer took; dense fallbacks are hatched and their names set in bold."
+    if converts:
+        caption += (
+            " A layer that re-converts its weights on every call shows that conversion (timed apart, dotted) after its "
+            "sparse kernel: the green part is the kernel alone."
+        )
     return Section("layers", title, Chart(svg, caption), [table])
 
 
@@ -306,7 +336,10 @@ def _quality_points(runs: Runs) -> tuple[list[fg.QualityPoint], list[list[str]]]
         eq = run.outcome.equal_latency
         if eq is None or role == "baseline":
             continue
-        narrowed = f"dense, {eq.narrowed_ffn_fraction:.0%} of FFN removed (vs {role})"
+        narrowed = (
+            f"dense, {eq.narrowed_ffn_fraction:.0%} of FFN removed (vs {role})" if eq.narrowed_ffn_fraction > 0
+            else f"dense, not narrowed (timed beside the {role})"
+        )
         beside: str | None = None
         if eq.candidate_latency_ms is not None:
             rows.append([f"{role}, timed beside it", run.name, f"{eq.candidate_latency_ms:.3f}", f"equal-latency search ({clock(run)})",
@@ -330,15 +363,24 @@ def quality_section(runs: Runs) -> Section:
     title = "Speed against quality"
     if not points:
         return Section("quality", title, None, [], missing="no run carries a quality measurement against the dense model")
-    sentences = [f"{role}: {equal_latency_sentence(run.outcome.equal_latency)}." for role, run in runs
+    sentences = [f"{role}: {equal_latency_sentence(run.outcome.equal_latency, run=role)}." for role, run in runs
                  if run.outcome.equal_latency is not None and role != "baseline"]
     table = Table(
         "Latency and quality of each model", ["point", "record", "latency ms", "measured as", "output cosine vs dense", "rel err vs dense"],
         rows, numeric=[False, False, True, False, True, True], note=" ".join(sentences) or None,
     )
+    narrowed = [run.outcome.equal_latency.narrowed_ffn_fraction > 0 for role, run in runs
+                if run.outcome.equal_latency is not None and role != "baseline"]
+    if narrowed and not any(narrowed):
+        dense = ("the dense model, not narrowed (it was already at least as fast), as timed beside the run in the same interleaved "
+                 "measurement")
+    elif all(narrowed):
+        dense = "the dense model narrowed until it is as fast"
+    else:
+        dense = "the dense model narrowed until it is as fast, or not narrowed where it was already at least as fast"
     caption = (
-        "Filled markers: each run at the p50 of its own samples; plus, cross or star markers: the dense model narrowed until it is as "
-        "fast, joined by a dotted line to the run timed beside it in the same interleaved measurement (hollow when that "
-        "measurement differs from the run's own p50)."
-    )
+        "Filled markers: each run at the p50 of its own samples; plus, cross or star markers: " + dense + ", joined by a dotted "
+        "line to the run timed beside it (hollow when that measurement differs from the run's own p50); a marker drawn on top "
+        "of another is a larger ring around it."
+    ) if narrowed else "Each run at the p50 of its own samples; no run records an equal-latency comparison with a narrowed dense model."
     return Section("quality", title, Chart(fg.speed_quality(points, _axis("latency p50", runs)), caption), [table])

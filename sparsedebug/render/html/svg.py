@@ -35,6 +35,9 @@ BLACK = "#000000"
 GREY = "#999999"
 LIGHT_GREY = "#DDDDDD"
 
+MIN_FONT_PT = 7.5
+"""Smallest text any figure draws (ticks, legends, annotations): readable at the page's narrowest figure width."""
+
 RC: dict[str, Any] = {
     "svg.hashsalt": "sparsedebug",
     "svg.fonttype": "path",
@@ -50,10 +53,10 @@ RC: dict[str, Any] = {
     "axes.axisbelow": True,
     "grid.color": "#E6E6E6",
     "grid.linewidth": 0.6,
-    "legend.fontsize": 7.5,
+    "legend.fontsize": MIN_FONT_PT,
     "legend.frameon": False,
-    "xtick.labelsize": 7.5,
-    "ytick.labelsize": 7.5,
+    "xtick.labelsize": MIN_FONT_PT,
+    "ytick.labelsize": MIN_FONT_PT,
     "hatch.linewidth": 0.7,
     "figure.dpi": 100,
 }

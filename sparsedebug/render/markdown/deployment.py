@@ -35,13 +35,19 @@ def layer_matrix(run: RunRecord) -> list[str]:
     """The supported-layer matrix as a Markdown table (kernel times on the run's clock, then the target's)."""
     clock = measured_clock(run)
     target = {layer.name: layer for layer in run.target.layers} if run.target is not None else None
+    rows = layer_rows(run)
+    converts = any(r.conversion_per_call_ms > 0 for r in rows)
     head = f"| layer | op | shape | dtype | pattern | path | reason | kernel p50 ms ({clock}) | dense p50 ms ({clock}) |"
     rule = "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+    if converts:
+        # the kernel column is then the call's p50 minus its per-call weight conversion, which is timed apart
+        head = head.replace(f"| kernel p50 ms ({clock}) |", f"| kernel p50 ms ({clock}; per-call conversion excluded) | per-call conversion ms ({clock}, timed apart) |")
+        rule += " --- |"
     if target is not None:
         head += " target ms (projected) | target dense ms (projected) | target speedup |"
         rule += " --- | --- | --- |"
     lines = [head, rule]
-    for r in layer_rows(run):
+    for r in rows:
         path = r.path or "-"
         if r.fell_back:
             path = "**dense (fallback)**"
@@ -53,8 +59,9 @@ def layer_matrix(run: RunRecord) -> list[str]:
             reason += f" (re-converted {r.conversions_per_call}x per call)"
         line = (
             f"| {md_cell(r.name)} | {r.op} | {_shape(r.weight_shape or r.input_shape)} | {r.dtype} | {r.intended} | {path} | "
-            f"{md_cell(reason)} | {'-' if r.time_ms is None else f'{r.time_ms:.4f}'} | "
-            f"{'-' if r.dense_time_ms is None else f'{r.dense_time_ms:.4f}'} |"
+            f"{md_cell(reason)} | {'-' if r.kernel_only_ms is None else f'{r.kernel_only_ms:.4f}'} | "
+            + (f"{r.conversion_per_call_ms:.4f} | " if converts and r.conversion_per_call_ms > 0 else ("- | " if converts else ""))
+            + f"{'-' if r.dense_time_ms is None else f'{r.dense_time_ms:.4f}'} |"
         )
         if target is not None:
             line += _target_cells(target.get(r.name))
@@ -71,10 +78,27 @@ def _target_cells(proj: LayerProjection | None) -> str:
     )
 
 
+def _no_target(run: RunRecord) -> str:
+    """Why a run has no target clock, in words that fit its source and backend profile."""
+    from sparsedebug.sources.workload.lowering import PROFILES
+
+    if run.source.kind != "replay":
+        return "measured on the traced device itself: nothing projected onto a target"
+    profile = PROFILES.get(run.lower.backend)
+    if profile is None or profile.target is None:
+        return "no target clock in this run (its backend profile models no GPU): nothing projected"
+    knobs = run.workload.knobs if run.workload is not None else {}
+    why = "real-model workloads are timed on this machine only" if "model" in knobs else "the record holds no projection"
+    return (
+        f"no target projection in this run: the `{run.lower.backend}` profile models the {profile.target}, but this replay "
+        f"was not projected onto it ({why}); its latencies are this machine's"
+    )
+
+
 def costs_time(run: RunRecord) -> list[str]:
     """Sparsity that costs time: layers lowered sparse but projected slower than dense on the target."""
     if run.target is None:
-        return ["- no target clock in this run (its backend profile models no GPU): nothing projected"]
+        return [f"- {_no_target(run)}"]
     lines = [f"- {target_sentence(run)}"]
     slower = slower_layers(run)
     if not slower:
@@ -155,7 +179,7 @@ def bar_chart(rows: Sequence[tuple[str, float, str]], width: int = 40) -> list[s
     return out
 
 
-def reality_check(base: RunRecord, run: RunRecord, width: int = 40) -> list[str] | None:
+def reality_check(base: RunRecord, run: RunRecord, width: int = 40, role: str = "run") -> list[str] | None:
     """The SPARSE REALITY CHECK bars: nominal speedup, real speedup, fallback overhead.
 
     Nominal is the pattern's M/N; real is baseline p50 over this run's p50 (the
@@ -169,8 +193,8 @@ def reality_check(base: RunRecord, run: RunRecord, width: int = 40) -> list[str]
     nominal, real = fig.nominal, fig.real
     rows: list[tuple[str, float, str]] = [("nominal speedup", nominal, f"{nominal:.2f}x (pattern M/N)")]
     if fig.ceiling is not None:
-        rows.append(("model ceiling", fig.ceiling, f"{fig.ceiling:.2f}x (Amdahl over kernel time)"))
-    rows.append(("real speedup", real or 0.0, f"{real:.2f}x (baseline p50 / run p50)" if real else "n/a"))
+        rows.append(("model ceiling", fig.ceiling, f"{fig.ceiling:.2f}x (Amdahl over kernel time, every meant-sparse layer at M/N)"))
+    rows.append(("real speedup", real or 0.0, f"{real:.2f}x (baseline p50 / {role} p50)" if real else "n/a"))
     overhead = fig.fallback_time_share
     if overhead is not None:
         rows.append(("fallback overhead", overhead * nominal, f"{overhead:.1%} of kernel time in dense fallbacks"))
@@ -284,7 +308,7 @@ def render_report(bundle: LoadedBundle) -> str:
         lines += costs_time(run)
         lines += ["", f"## Metrics collected ({label})", ""]
         lines += collected_metrics(run)
-        chart = reality_check(base, run)
+        chart = reality_check(base, run, role=label)
         lines += ["", f"## Sparse reality check ({label})", ""]
         if chart is None:
             lines.append("No layer of this run declares an N:M pattern: nothing to check.")

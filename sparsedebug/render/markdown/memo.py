@@ -86,7 +86,8 @@ def _symptom(b: LoadedBundle, book: Playbook) -> list[str]:
         metric.append(line + ".")
     if cand.outcome.effective_speedup is not None:
         metric.append(
-            f"  - Candidate's own effective speedup vs its dense baseline (same process, {clock}): {cand.outcome.effective_speedup:.3f}x."
+            f"  - Candidate's own effective speedup vs the dense model timed beside it in the candidate's replay (same process, "
+            f"not the baseline run; {clock}): {cand.outcome.effective_speedup:.3f}x."
         )
     elif cand.outcome.timing is not None and not cand.outcome.timing.stable:
         metric.append(f"  - Candidate's own effective speedup ({clock}): not reported, timings {cand.outcome.timing.reason}.")
@@ -292,6 +293,7 @@ def _action(b: LoadedBundle, book: Playbook) -> list[str]:
                 "more than projected" if abs(got) > abs(exp_change) else "less than projected"
             )
             out.append(f"  - Measured against expected: p50 {got:+.1%} measured vs {exp_change:+.1%} expected: {size}.")
+    out += _next_step(b)
     out.append("- **Regression risk**:")
     out += _risks(b)
     out.append("")
@@ -312,13 +314,35 @@ def _target_movement(candidate: RunRecord, fixed: RunRecord | None) -> str | Non
     )
 
 
+def _next_step(b: LoadedBundle) -> list[str]:
+    """The second bounded change, when checks still fail on the fixed run: what classifying it again calls for."""
+    fo = b.fix
+    if fo is None or b.fixed is None:
+        return []
+    gate = stored_decision(b).gate
+    failing = [c.id for c in gate.checks if c.status == "fail"] if gate is not None else []
+    if not failing:
+        return []
+    still = f"the fixed run still fails {', '.join(failing)}"
+    nxt = fo.next_fix
+    if nxt is None:
+        return [f"- **Next bounded change**: none found: {still}, and classifying it again against the baseline proposes "
+                "nothing beyond the change already applied."]
+    return [
+        f"- **Next bounded change**: {still}; {fo.next_basis}: {nxt.text} (rule `{nxt.rule}`; should move "
+        f"{nxt.metric} {nxt.direction}). "
+        + ("Apply it to fixed.workload.yaml and walk again with it as the candidate." if fo.fixed_source == "applied_to_workload"
+           else "Apply it to the fixed candidate and walk again with it as the candidate.")
+    ]
+
+
 def _reduce_text(red: ReduceResult) -> str:
     kept = ", ".join(f"{c.key} ({c.detail})" for c in red.kept) or "none"
     shape = f"{red.layers_before} -> {red.layers_after} layers" if red.layers_after is not None else f"{red.layers_before} layers"
     tokens = f", {red.tokens_before} -> {red.tokens_after} tokens" if red.tokens_after is not None else ""
     text = (
         f"{red.verdict}; kept {len(red.kept)} of {len(red.changes)} differences: {kept}; {shape}{tokens}; "
-        f"{red.replays} timed replays, {red.static_probes} static probes, {red.flaky_probes} flaky"
+        f"{red.replays} timed replay(s), {red.static_probes} static graph+lowering run(s), {red.flaky_probes} flaky"
     )
     if red.command:
         text += f"; reproduce with `{red.command}` from the bundle directory"
@@ -382,11 +406,16 @@ def _signoff(b: LoadedBundle, book: Playbook, decision: DecisionOutcome) -> list
     report = b.manifest.files.get("report", "report.md")
     impact = f"{fb.fell_back} of {fb.meant_sparse} meant-sparse layers run dense"
     if fb.dense_time_share is not None:
-        impact += f", {fb.dense_time_share:.1%} of kernel time dense"
+        impact += f", {fb.dense_time_share:.1%} of kernel time on dense paths (every dense layer)"
+        if fb.fallback_time_share is not None:
+            impact += f", {fb.fallback_time_share:.1%} of kernel time in the fallbacks"
     if fb.speedup_left_on_table is not None and fb.speedup_left_on_table > 1.0:
         impact += f", {fb.speedup_left_on_table:.3f}x left on the table by fallbacks"
     elif fb.sparse_kernel_speedup is not None and fb.sparse_kernel_speedup <= 1.0 and fb.fell_back:
-        impact += f", nothing left on the table: sparse kernels measured {fb.sparse_kernel_speedup:.3f}x vs dense"
+        impact += (
+            f", running the fallbacks sparse would gain nothing: the sparse kernels measured {fb.sparse_kernel_speedup:.3f}x "
+            "vs dense (the report's model ceiling assumes the nominal M/N instead)"
+        )
     out.append(f"- **Required artifact**: {book.memo.required_artifact} See `{report}` ({len(final.graph.layers)} layers in the matrix; {impact}).")
     owners = [book.owner(o).title for o in book.memo.required_owners]
     lead = book.owner(decision.owner).title if decision.owner is not None else None

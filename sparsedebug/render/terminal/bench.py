@@ -9,6 +9,7 @@ from rich.table import Table
 
 from sparsedebug.kernels.bench import KernelBenchRow
 from sparsedebug.records.timing import TimingQuality
+from sparsedebug.render.terminal.fit import optional, under
 
 
 def _ratio(value: float) -> str:
@@ -46,6 +47,8 @@ def kernel_bench_table(rows: Sequence[KernelBenchRow]) -> Table:
             *ratios,
             timing_cell(row.timing),
         )
+    optional(table, "nm vs csr", "csr ms")
+    under(table, "timing")
     table.caption = (
         f"this machine, measured: medians of {first.rounds} interleaved rounds; BLAS {first.blas}, "
         f"{first.blas_threads} thread(s); ratio = baseline ms / kernel ms; timing: rounds disturbed by other processes"

@@ -30,10 +30,6 @@ def comparison_text(c: SampleComparison | None) -> str:
     return f"{fmt_cmp(c)}{p} n={c.n_base}/{c.n_cand}"
 
 
-def _short(name: str, width: int = 60) -> str:
-    return name if len(name) <= width else name[: width - 1] + "…"
-
-
 def stage_table(result: BisectResult) -> Table:
     """The five stages in order, with status, headline metric and summary."""
     table = Table(title=f"bisect {result.base} -> {result.cand}", show_lines=False)
@@ -58,7 +54,7 @@ def findings_table(stage: StageFinding, limit: int = 12) -> Table:
     table.add_column("detail", overflow="fold")
     for finding in stage.layers[:limit]:
         label = finding.layer + (f" ({len(finding.members)} pooled)" if finding.members else "")
-        table.add_row(Text(_short(label)), finding.kind, "yes" if finding.regression else "no", Text(finding.detail))
+        table.add_row(Text(label), finding.kind, "yes" if finding.regression else "no", Text(finding.detail))
     if len(stage.layers) > limit:
         table.add_row(f"… {len(stage.layers) - limit} more", "", "", "")
     return table
@@ -76,7 +72,7 @@ def layers_table(result: BisectResult, limit: int = 10) -> Table:
     table.add_column("in first stage")
     for row in result.layers[:limit]:
         table.add_row(
-            Text(_short(row.layer)),
+            Text(row.layer),
             f"{row.kernel_ms:+.3f}",
             f"{row.idle_ms:+.3f}",
             f"{row.contribution_ms:+.3f}",

@@ -65,7 +65,8 @@ def bundle_summary(bundle: LoadedBundle, book: Playbook) -> RenderableType:
     chart = terminal_reality_check(bundle)
     parts: list[RenderableType] = [runs, lines]
     if chart:
-        parts.append(Text("SPARSE REALITY CHECK\n" + "\n".join(chart) + "\n"))
+        role = "fixed" if bundle.fixed is not None else "candidate"
+        parts.append(Text(f"SPARSE REALITY CHECK ({role})\n" + "\n".join(chart) + "\n"))
     files = ", ".join(sorted(bundle.manifest.files.values()))
     parts.append(Text(f"wrote {bundle.root}: {files}"))
     return Group(*parts)
@@ -74,4 +75,4 @@ def bundle_summary(bundle: LoadedBundle, book: Playbook) -> RenderableType:
 def terminal_reality_check(bundle: LoadedBundle, width: int = 40) -> list[str]:
     """The reality-check bars for the terminal: the fixed run's when there is one, else the candidate's."""
     run = bundle.fixed or bundle.candidate
-    return reality_check(bundle.baseline, run, width) or []
+    return reality_check(bundle.baseline, run, width, role="fixed" if bundle.fixed is not None else "candidate") or []

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.table import Table
 
 from sparsedebug.records.gate import GateResult
-from sparsedebug.render.terminal.fit import optional
+from sparsedebug.render.terminal.fit import optional, under
 
 _STYLE = {
     "pass": "[green]pass[/green]",
@@ -30,4 +30,5 @@ def gate_table(result: GateResult) -> Table:
             style = f"[{'red' if check.fails_gate else 'yellow'}]{check.status_label}[/]"
         table.add_row(check.id, style, check.measured, check.threshold, check.detail)
     optional(table, "threshold")
+    under(table, "detail")
     return table

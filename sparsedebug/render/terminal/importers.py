@@ -119,7 +119,7 @@ def layer_table(record: RunRecord, limit: int | None = None) -> Table:
         k = timing.get(lower.name)
         p50 = percentiles(k.samples_ms).p50 if k and k.samples_ms else None
         table.add_row(
-            short_kernel_name(lower.name, 48) if lower.identity == "kernel" else lower.name,
+            short_kernel_name(lower.name, None) if lower.identity == "kernel" else lower.name,
             g.op.value if g else "-",
             "x".join(str(d) for d in g.weight_shape) if g and g.weight_shape else "-",
             g.dtype if g else "-",
@@ -151,7 +151,7 @@ def ncu_table(report: NcuReport) -> Table:
     for k in report.kernels:
         table.add_row(
             k.id,
-            short_kernel_name(k.name, 50),
+            short_kernel_name(k.name, None),
             k.kernel_class.value,
             _ms(k.duration_us, 1),
             _ms(k.sm_throughput_pct, 1),

@@ -165,6 +165,13 @@ class TorchSupport(Record):
     reason: FallbackReason | None = None
 
 
+SUPPORT_MATRIX_SOURCE = (
+    "the message PyTorch 2.11 gives on a real H200, from the shared H200 support matrix fixtures/h200/results.json; "
+    "torch did not run here"
+)
+"""Where a quoted torch error comes from: the support matrix measured on an H200, reproduced by the profile (no torch runs)."""
+
+
 def torch_semi_structured(
     backend: str, dtype: str, out: int, k: int, *, capability: tuple[int, int] = (9, 0), tokens: int = 128
 ) -> TorchSupport:
@@ -220,7 +227,7 @@ def _torch_rule(backend: str) -> Callable[[LayerQuery], Decision]:
             error = support.convert_error or support.matmul_error
             stage = "to_sparse_semi_structured" if not support.convert else "matmul"
             assert support.reason is not None
-            return _dense(support.reason, f"{stage} raises {error}", dense)
+            return _dense(support.reason, f"{stage} raises {error} ({SUPPORT_MATRIX_SOURCE})", dense)
         if query.compliant is False:
             return _dense(FallbackReason.PATTERN_NOT_COMPLIANT, "weights do not comply with 2:4", dense)
         kernel = "cusparselt sm90_xmma_sparse_gemm" if backend == "cusparselt" else "cutlass sparse_semi_structured_mad_op"

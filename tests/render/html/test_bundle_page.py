@@ -143,6 +143,7 @@ def test_the_same_records_give_the_same_bytes(html: str) -> None:
              min_size=1, max_size=6),
     st.floats(0.001, 500.0), st.floats(0.001, 500.0), st.integers(1, 25),
 )
+@pytest.mark.slow
 def test_any_valid_records_render_a_page(layers: list[tuple[str, str, float]], base_ms: float, cand_ms: float, n: int) -> None:
     specs = [L(f"blk.{i}.op$", intended=intended, path=path, time_ms=t) for i, (intended, path, t) in enumerate(layers)]
     base = make_run("base", [L(s.name, time_ms=s.time_ms) for s in specs], base_ms, n=n)

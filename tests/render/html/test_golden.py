@@ -44,6 +44,7 @@ def test_figures_match_the_goldens() -> None:
         assert svg == golden, f"{key}.svg differs from the golden (see the module docstring to regenerate)"
 
 
+@pytest.mark.slow
 def test_another_process_hash_seed_and_matplotlibrc_give_the_same_bytes(tmp_path: Path) -> None:
     rc = tmp_path / "matplotlibrc"
     rc.write_text("lines.linewidth: 7\nfont.size: 22\naxes.prop_cycle: cycler('color', ['r', 'g'])\nsvg.fonttype: none\n")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from sparsedebug.core.stats import percentiles
+from sparsedebug.records.classification import Fix
 from sparsedebug.records.run import FallbackReason
 from sparsedebug.render.markdown.memo import render_memo
 from sparsedebug.signoff.decide import decide
@@ -111,3 +112,17 @@ def test_quality_failure_rolls_back() -> None:
     decision = decide(bundle, BOOK)
     assert decision.decision == "rollback"
     assert "worse in quality" in decision.reasons[0]
+
+
+def test_checks_still_failing_after_the_fix_name_the_next_bounded_change() -> None:
+    base, cand, fixed = dense_run(5.0), sparse_run(6.5, fallback=True), sparse_run(4.0, fallback=True)
+    bundle = make_bundle(base, cand, fixed)
+    assert bundle.fix is not None
+    nothing = render_memo(bundle, BOOK)
+    assert "**Next bounded change**: none found: the fixed run still fails fallback_rate" in nothing
+    nxt = Fix(kind="layer", layer="l0.down", action="pad", text="pad l0.down to an aligned shape", rule="compute.fallback_flops",
+              metric="fallback_flop_share", direction="down")
+    named = bundle.model_copy(update={"fix": bundle.fix.model_copy(update={"next_fix": nxt, "next_basis": "the fixed run classified again"})})
+    text = render_memo(named, BOOK)
+    line = next(line for line in text.splitlines() if "**Next bounded change**" in line)
+    assert "still fails fallback_rate" in line and "pad l0.down to an aligned shape (rule `compute.fallback_flops`" in line

@@ -220,7 +220,9 @@ def test_regressed_fixture_lowers_with_its_fallback() -> None:
     assert lower.backend == "h200-cusparselt"
 
 
-@pytest.mark.parametrize("name", ["llama_dense", "llama_2of4", "llama_2of4_regressed"])
+@pytest.mark.parametrize(
+    "name", ["llama_dense", pytest.param("llama_2of4", marks=pytest.mark.slow), pytest.param("llama_2of4_regressed", marks=pytest.mark.slow)]
+)
 def test_fixture_workloads_replay_and_validate(name: str) -> None:
     path = FIXTURES / "workloads" / f"{name}.yaml"
     # one BLAS thread: the test checks structure, and a shared CI machine oversubscribed by threads crawls

@@ -34,6 +34,7 @@ def test_the_default_candidate_on_real_minilm_weights_and_text() -> None:
     assert run.graph.model_revision == run.workload.weights.sha256 and len(run.graph.model_revision) == 64
 
 
+@pytest.mark.slow
 @pytest.mark.real_model
 def test_blocked_2of4_costs_more_quality_than_per_row_2of4_on_real_weights() -> None:
     per_row = replay(load_workload(WORKLOADS / "minilm_2of4_regressed.yaml"), repeats=3).outcome.quality
