@@ -481,3 +481,23 @@ def strip(doc: dict[str, Any], variation: str, seed: int = 0) -> dict[str, Any] 
 
 VARIATIONS = ("no_annotations", "no_flows", "no_shapes", "shuffled", "bare_array")
 """Every variation ``strip`` knows."""
+
+
+def insert_layout_ops(doc: dict[str, Any], before: str = "aten::scaled_dot_product_attention",
+                      ops: tuple[str, ...] = ("aten::reshape", "aten::contiguous")) -> dict[str, Any]:
+    """A copy of ``doc`` with layout/view ``cpu_op`` ranges (no kernels) inserted in the host gap before every ``before`` op.
+
+    What the framework adds when a producer's output is no longer contiguous: the ops sit on
+    the same thread, in the idle time before the op, each 1 us long and 0.5 us apart.
+    """
+    events = list(doc.get("traceEvents", []))
+    added: list[dict[str, Any]] = []
+    for e in events:
+        if e.get("ph") != "X" or e.get("cat") != "cpu_op" or e.get("name") != before:
+            continue
+        dims = (e.get("args") or {}).get("Input Dims", [[]])[:1]
+        for k, op in enumerate(ops):
+            ts = round(float(e["ts"]) - 1.5 * (len(ops) - k), 3)
+            added.append({"ph": "X", "cat": "cpu_op", "name": op, "pid": e["pid"], "tid": e["tid"], "ts": ts, "dur": 1.0,
+                          "args": {"External id": 0, "Input Dims": dims, "Input type": ["c10::Half"]}})
+    return {**doc, "traceEvents": events + added}

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from sparsedebug.core.stats import SampleComparison, percentiles
 from sparsedebug.records.bundle import Movement
+from sparsedebug.records.classification import Classification
 from sparsedebug.records.decision import DecisionOutcome
 from sparsedebug.records.fingerprint import Fingerprint
 from sparsedebug.records.playbook import Playbook
@@ -264,9 +265,19 @@ def _mechanism(b: LoadedBundle, book: Playbook) -> list[str]:
     else:
         w = cls.winner.value
         ws = scores[w]
-        summary = next(m.summary for m in book.mechanisms if m.id == w)
-        margin = f", {cls.margin_text()}"
-        out.append(f"- **Primary mechanism**: **{w}** (score {ws.score:.2f}{margin}). {summary}")
+        margin = cls.margin_text()
+        carried = attribution_sentence(cls)
+        if carried is not None:
+            out.append(f"- **Primary mechanism**: **{w}**: {carried}, {margin}; rule score {ws.score:.2f}.")
+            att = cls.attribution
+            assert att is not None
+            for part in [p for p in att.parts if p.mechanism == cls.winner][:3]:
+                cause = f"; cause seen in the trace: {'; '.join(part.cause)}" if part.cause else ""
+                out.append(f"  - `{part.part}` ({part.kind}) {part.ms:+.3f} ms: {part.evidence}{cause}.")
+            if abs(att.unattributed_ms) > 0.0005:
+                out.append(f"  - Not attributed to any mechanism: {att.unattributed_ms:+.3f} ms of the change.")
+        else:
+            out.append(f"- **Primary mechanism**: **{w}** (score {ws.score:.2f}, {margin}).")
         for e in cls.evidence_for(cls.winner):
             if not e.fired:
                 continue
@@ -289,12 +300,24 @@ def _mechanism(b: LoadedBundle, book: Playbook) -> list[str]:
                 why += f", but scores {s.score:.2f} against the winner's {winner_score:.2f}"
         else:
             why = f"none of its {s.rules_evaluated} evaluated rule(s) fired"
-        out.append(f"  - {name} (rank {s.rank}, score {s.score:.2f}, {s.status}): {why}.")
+        carries = f", carries {s.attributed_ms:+.3f} ms" if s.attributed_ms else ""
+        out.append(f"  - {name} (rank {s.rank}, score {s.score:.2f}{carries}, {s.status}): {why}.")
     out.append("- **Missing evidence**:" + ("" if cls.missing_evidence else " none for the ranking above."))
     for m in cls.missing_evidence:
         out.append(f"  - {m.mechanism.value}: {m.reason}; capture: {m.capture}.")
     out.append("")
     return out
+
+
+def attribution_sentence(cls: Classification) -> str | None:
+    """``mechanism M carries X ms of the +Y ms change (Z%)`` for the winner, when it was ranked by attribution."""
+    if cls.ranked_by != "attribution" or cls.attribution is None or cls.winner is None:
+        return None
+    share = cls.attribution.share_of(cls.winner)
+    if share is None:
+        return None
+    pct = f" ({share.share:.0%})" if share.share is not None else ""
+    return f"mechanism {cls.winner.value} carries {share.ms:.3f} ms of the {cls.attribution.delta_ms:+.3f} ms change{pct}"
 
 
 def _movement_line(m: Movement) -> str:
@@ -456,7 +479,7 @@ def _risks(b: LoadedBundle) -> list[str]:
 def _signoff(b: LoadedBundle, book: Playbook, decision: DecisionOutcome) -> list[str]:
     out = ["## 4. Signoff", ""]
     final = b.fixed or b.candidate
-    fb = fallback_summary(final)
+    fb = fallback_summary(final, b.baseline)
     report = b.manifest.files.get("report", "report.md")
     impact = f"{fb.fell_back} of {fb.meant_sparse} meant-sparse layers run dense"
     if fb.dense_time_share is not None:
