@@ -19,6 +19,9 @@ THERMAL = RuleSet(Mechanism.THERMAL)
 DRIFT_MIN_SAMPLES = 9
 """Fewest in-order latency samples on which a drift across iterations is tested."""
 
+FLAT_BUSY = 1.02
+"""GPU busy time growing less than this (last third over first third) while latency drifts: the host drifted, not the clocks."""
+
 _SMI_NOT_FOR_REPLAY = "the replay ran on the CPU: an nvidia-smi log does not describe it"
 
 
@@ -116,4 +119,11 @@ def latency_drift_ratio(ctx: Context) -> Result:
     rho, p = float(result.statistic), float(result.pvalue)
     detail = f"first third p50 {first:.3f} ms, last third p50 {last:.3f} ms; Spearman rho {rho:+.2f} (p={p:.2g}, n={len(samples)})"
     gate = None if (rho > 0 and p < DEFAULT_ALPHA) else f"no significant upward trend (Spearman p >= {DEFAULT_ALPHA:g} or rho <= 0)"
+    busy = ctx.run.schedule.busy_samples_ms
+    if gate is None and len(busy) >= DRIFT_MIN_SAMPLES:
+        b_third = len(busy) // 3
+        b_first, b_last = median(busy[:b_third]), median(busy[-b_third:])
+        if b_first > 0 and b_last / b_first < FLAT_BUSY:
+            gate = (f"GPU busy time is flat (last third p50 {b_last:.3f} vs first {b_first:.3f} ms): "
+                    "the drift is host-side, not thermal")
     return Fact(last / first if first > 0 else 0.0, "outcome.latency_samples_ms in iteration order", detail, gate=gate)
