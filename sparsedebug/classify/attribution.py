@@ -118,7 +118,8 @@ def attribute(ctx: Context, evidence: list[Evidence]) -> Attribution | None:
     c_prec = {k.name: k.precision for k in cand.kernel.layers}
     parts: list[AttributedPart] = []
     layer_idle = 0.0
-    for ranked in rank_layers(base, cand, set(), delta):
+    order = {lo.name: i for i, lo in enumerate(cand.lower.layers)}
+    for ranked in sorted(rank_layers(base, cand, set(), delta), key=lambda r: order.get(r.layer, len(order))):
         name = ranked.layer
         before, after = b_lower.get(name), c_lower.get(name)
         added_conversion = _conversion_ms(cand, after, name) - _conversion_ms(base, before, name)
@@ -162,7 +163,7 @@ def attribute(ctx: Context, evidence: list[Evidence]) -> Attribution | None:
     attributed = sum(sums.values())
     return Attribution(
         base_p50_ms=base_p50, cand_p50_ms=cand_p50, delta_ms=delta,
-        parts=sorted(parts, key=lambda p: -sign * p.ms), mechanisms=shares, unattributed_ms=round(delta - attributed, 6),
+        parts=sorted(parts, key=lambda p: -sign * round(p.ms, 6)), mechanisms=shares, unattributed_ms=round(delta - attributed, 6),
     )
 
 
@@ -185,4 +186,7 @@ def attributed_winner(attribution: Attribution | None) -> MechanismShare | None:
 def largest_part(attribution: Attribution, mechanism: Mechanism) -> AttributedPart | None:
     """The part that carries the most of ``mechanism``'s share."""
     parts = [p for p in attribution.parts if p.mechanism == mechanism]
-    return max(parts, key=lambda p: p.ms, default=None)
+    if not parts:
+        return None
+    top = max(round(p.ms, 6) for p in parts)
+    return next(p for p in parts if round(p.ms, 6) == top)

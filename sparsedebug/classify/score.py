@@ -17,7 +17,7 @@ from typing import Literal
 
 from sparsedebug.classify.attribution import attribute, attributed_winner, largest_part
 from sparsedebug.classify.context import Context, Fact, Facts, Missing, Result, make_context
-from sparsedebug.classify.evidence import ncu_kernels, smi_evidence
+from sparsedebug.classify.evidence import ncu_kernels, smi_evidence, windowed_smi_evidence
 from sparsedebug.classify.precision import rel_errs
 from sparsedebug.classify.rule import Rule
 from sparsedebug.classify.rules import METRICS, RULES, RULES_BY_ID, STATE_METRICS
@@ -279,11 +279,21 @@ def classify_run(
         baseline=baseline,
         ncu=ncu_kernels(evidence.ncu) if evidence.ncu is not None else None,
         ncu_source=evidence.ncu.file if evidence.ncu is not None else None,
-        smi=smi_evidence(evidence.smi, fingerprint or run.fingerprint) if evidence.smi is not None else None,
+        smi=_windowed(evidence, run, fingerprint),
+        base_smi=_windowed(evidence, baseline, fingerprint) if baseline is not None else None,
         fingerprint=fingerprint,
         gpu=gpu,
         run_path=run_path,
     )
+
+
+def _windowed(evidence: AttachedEvidence, run: RunRecord, fingerprint: Fingerprint | None) -> SmiEvidence | None:
+    """The attached clock log over ``run``'s own window (replays: the whole log, which their rules do not score)."""
+    if evidence.smi is None:
+        return None
+    if run.source.kind == "replay":
+        return smi_evidence(evidence.smi, fingerprint or run.fingerprint)
+    return windowed_smi_evidence(evidence.smi, run, evidence.smi_utc_offset_h, fingerprint or run.fingerprint)
 
 
 def classify_evidence(
@@ -293,11 +303,13 @@ def classify_evidence(
     ncu: list[NcuEvidence] | None = None,
     ncu_source: str | None = None,
     smi: SmiEvidence | None = None,
+    base_smi: SmiEvidence | None = None,
     fingerprint: Fingerprint | None = None,
     gpu: str | None = None,
     run_path: str | None = None,
 ) -> Classification:
-    """``classify_run`` over evidence already reduced to what classification needs."""
+    """``classify_run`` over evidence already reduced to what classification needs (``base_smi``: the clock log
+    over the baseline's own window, so thermal scores only a difference between the two windows)."""
     ctx = make_context(
         run,
         artifact=run_artifact_label(run, run_path),
@@ -305,6 +317,7 @@ def classify_evidence(
         ncu=ncu,
         ncu_source=ncu_source or ("Nsight Compute report" if ncu is not None else None),
         smi=smi,
+        base_smi=base_smi,
         fingerprint=fingerprint,
         gpu=gpu,
     )

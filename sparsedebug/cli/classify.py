@@ -28,6 +28,11 @@ def classify(
     ] = None,
     ncu: Annotated[Path | None, typer.Option("--ncu", help="Nsight Compute --csv report of the run's kernels.")] = None,
     smi: Annotated[Path | None, typer.Option("--smi", help="nvidia-smi --query-gpu=... --format=csv log captured during the run.")] = None,
+    smi_utc_offset: Annotated[
+        float | None,
+        typer.Option("--smi-utc-offset", help="Hours the nvidia-smi log's clock is ahead of UTC (0 on a UTC machine): its timestamps "
+                     "carry no zone, so without this the log is not aligned to the traces and is context only."),
+    ] = None,
     fingerprint: Annotated[
         Path | None,
         typer.Option("--fingerprint", "-f", help="Fingerprint from `freeze` (with --calibrate for the replay machine's roofline; core count)."),
@@ -74,7 +79,7 @@ def classify(
         if not quiet:
             say.print(f"reading baseline {baseline}")
         base = load_run(baseline)
-    evidence = load_evidence(EvidencePaths(ncu=ncu, smi=smi))
+    evidence = load_evidence(EvidencePaths(ncu=ncu, smi=smi, smi_utc_offset_h=smi_utc_offset))
     if gpu is not None and find_gpu_peak(gpu) is None:
         known = ", ".join(peak.name for peak in GPU_PEAKS)
         raise UserError(f"--gpu {gpu!r}: not in the peak-figure table (known: {known})")

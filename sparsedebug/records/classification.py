@@ -200,6 +200,10 @@ class SmiEvidence(Record):
     max_sm_clock_mhz: float | None
     max_clock_source: str
     has_reasons: bool = True
+    aligned: bool = True
+    """False: the log could not be placed on the run's time axis (no UTC offset, or no run window): context only."""
+    window: str | None = None
+    """Which samples were taken: the run's own window, or why none could be."""
 
 
 class Roofline(Record):

@@ -34,10 +34,12 @@ def decide(bundle: LoadedBundle, book: Playbook, policy: GatePolicy | None = Non
 
     Judged on the fixed run when there is one, else the candidate. ``ship`` needs
     the gate to pass and both fallback and quality evidence in the judged run.
-    Otherwise: no winning mechanism escalates; a judged run that fails the speed
-    or quality check (no bounded fix recovered it) rolls back; a judged run that
-    holds speed and quality after a fix that measurably moved the metric (or
-    without needing one) goes to ``bounded_rollout``; anything else escalates.
+    Otherwise: a fix that measurably moved its metric with no failing check, or a
+    measured win (faster than the baseline, no failing check) that lacks only
+    evidence, goes to ``bounded_rollout`` naming the evidence to capture; no winning
+    mechanism escalates; a judged run that fails the speed or quality check rolls
+    back; an applied fix that did not move its metric, or a fix not applied,
+    escalates, each saying which.
     """
     final = bundle.fixed or bundle.candidate
     label = "fixed candidate" if bundle.fixed is not None else "candidate"
@@ -68,15 +70,16 @@ def decide(bundle: LoadedBundle, book: Playbook, policy: GatePolicy | None = Non
     other_fail = [c for c in failing if c.id not in ("effective_speedup", "quality_delta")]
     missing = [r for r in refused if r.startswith("no ")]
     win = measured_win(bundle.baseline, final) and checks.get("effective_speedup") is not None and not failing
+    failed_text = "; ".join(f"gate check {c.id} fails: {c.detail}" for c in failing)
     if not refused:
         reasons.append(f"the {label} passes every gate check with fallback and quality evidence in the bundle")
         decision = "ship"
-    elif speed_fail or quality_fail:
-        worse = " and ".join(w for w, bad in (("slower", speed_fail), ("worse in quality", quality_fail)) if bad)
-        recovered = " even after the bounded fix" if fix is not None and fix.applied else " and no fix was applied"
-        failed = "; ".join(checks[i].detail for i, bad in (("effective_speedup", speed_fail), ("quality_delta", quality_fail)) if bad)
-        reasons.append(f"the {label} is {worse} than the baseline allows{recovered} ({failed})")
-        decision = "rollback"
+    elif fix is not None and fix.applied and fix.moved and not failing:
+        q = checks.get("quality_delta")
+        holds = "speed and quality" if q is not None and q.status == "pass" else "speed (quality not measured)"
+        reasons.append(f"the bounded fix moved {fix.target or 'its target metric'} and the {label} holds {holds}, "
+                       "but ship is refused until the evidence below is in")
+        decision = "bounded_rollout"
     elif win and missing and len(missing) == len(refused):
         speed = checks["effective_speedup"]
         reasons.append(
@@ -86,15 +89,23 @@ def decide(bundle: LoadedBundle, book: Playbook, policy: GatePolicy | None = Non
         )
         decision = "bounded_rollout"
     elif winner is None and bundle.classification is not None:
-        what = "; ".join(f"gate check {c.id} fails: {c.detail}" for c in other_fail) or "the gate finds no measured win"
+        what = failed_text or "the gate finds no measured win"
         reasons.append(f"no mechanism won the classification and {what}: the evidence does not single out a cause")
         decision = "escalate"
-    elif fix is None or (fix.applied and fix.moved):
-        moved = f"the bounded fix moved {fix.target or 'its target metric'}" if fix is not None else "no fix was needed"
+    elif speed_fail or quality_fail:
+        worse = " and ".join(w for w, bad in (("slower", speed_fail), ("worse in quality", quality_fail)) if bad)
+        recovered = " even after the bounded fix" if fix is not None and fix.applied else " and no fix was applied"
+        failed = "; ".join(checks[i].detail for i, bad in (("effective_speedup", speed_fail), ("quality_delta", quality_fail)) if bad)
+        reasons.append(f"the {label} is {worse} than the baseline allows{recovered} ({failed})")
+        decision = "rollback"
+    elif fix is None:
         q = checks.get("quality_delta")
         holds = "speed and quality" if q is not None and q.status == "pass" else "speed (quality not measured)"
-        reasons.append(f"{moved} and the {label} holds {holds}, but ship is refused until the evidence below is in")
+        reasons.append(f"no fix was needed and the {label} holds {holds}, but ship is refused until the evidence below is in")
         decision = "bounded_rollout"
+    elif fix.applied and fix.moved:
+        reasons.append(f"the bounded fix moved {fix.target or 'its target metric'}, but {failed_text}")
+        decision = "escalate"
     elif fix.applied:
         reasons.append(f"the applied fix did not move {fix.target or 'its target metric'} ({fix.how}) and the evidence is incomplete")
         decision = "escalate"
