@@ -67,7 +67,6 @@ def decide(bundle: LoadedBundle, book: Playbook, policy: GatePolicy | None = Non
     fix = bundle.fix
     speed_fail = checks.get("effective_speedup") is not None and checks["effective_speedup"].status == "fail"
     quality_fail = checks.get("quality_delta") is not None and checks["quality_delta"].status == "fail"
-    other_fail = [c for c in failing if c.id not in ("effective_speedup", "quality_delta")]
     missing = [r for r in refused if r.startswith("no ")]
     win = measured_win(bundle.baseline, final) and checks.get("effective_speedup") is not None and not failing
     failed_text = "; ".join(f"gate check {c.id} fails: {c.detail}" for c in failing)

@@ -105,3 +105,19 @@ def test_no_measured_growth_leaves_the_ranking_to_the_rule_scores() -> None:
     cls = classify_run(base, baseline=base)
     assert cls.ranked_by == "score" and cls.winner is None
     assert cls.attribution is not None and cls.attribution.delta_ms == 0
+
+
+def test_a_gemm_moved_to_fp32_makes_precision_win(tmp_path: Path) -> None:
+    from tests.support.tracegen import generate, layer_name, move_to_fp32
+
+    spec = TraceSpec(layers=6, iterations=6, backward=False, optimizer=False, nccl=False, memcpy=False, streams=1, jitter=0.0)
+    write_trace(tmp_path / "base.json", spec)
+    doc, _ = generate(TraceSpec(**{**spec.__dict__, "slow_layers": frozenset({0}), "slow_factor": 4.0}))
+    write_doc(tmp_path / "cand.json", move_to_fp32(doc, layer_name(0)))
+    base, cand = import_trace(tmp_path / "base.json"), import_trace(tmp_path / "cand.json")
+    cls = classify_run(cand, baseline=base)
+    assert cls.winner is Mechanism.PRECISION and cls.ranked_by == "attribution", cls.attribution
+    assert cls.attribution is not None
+    part = max((p for p in cls.attribution.parts if p.mechanism is Mechanism.PRECISION), key=lambda p: p.ms)
+    assert part.part == layer_name(0) and part.ms > 0.5 * cls.attribution.delta_ms
+    assert cls.fix is not None and layer_name(0) in cls.fix.text
