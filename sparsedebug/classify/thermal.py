@@ -162,7 +162,7 @@ def latency_drift_ratio(ctx: Context) -> Result:
     detail = f"first third p50 {first:.3f} ms, last third p50 {last:.3f} ms; Spearman rho {rho:+.2f} (p={p:.2g}, n={len(samples)})"
     gate = None if (rho > 0 and p < DEFAULT_ALPHA) else f"no significant upward trend (Spearman p >= {DEFAULT_ALPHA:g} or rho <= 0)"
     busy = ctx.run.schedule.busy_samples_ms
-    if gate is None and len(busy) >= DRIFT_MIN_SAMPLES:
+    if gate is None and ctx.imported and len(busy) >= DRIFT_MIN_SAMPLES:
         b_third = len(busy) // 3
         b_first, b_last = median(busy[:b_third]), median(busy[-b_third:])
         if b_first > 0 and b_last / b_first < FLAT_BUSY:

@@ -222,6 +222,7 @@ def test_latency_drift_with_flat_gpu_busy_time_is_host_side_not_thermal() -> Non
     """The latency drifts upward, but the GPU's busy time does not: the host drifted, the clocks did not."""
     case = _drift()
     n = len(case.run.outcome.latency_samples_ms)
+    case.run.source = RunSource(kind="torch_trace")
     case.run.schedule.busy_samples_ms = [1.5] * n
     drift = next(e for e in classify_evidence(case.run).evidence if e.rule == "thermal.latency_drift")
     assert not drift.fired and "host-side" in drift.detail
