@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from sparsedebug.core.errors import InternalError
 from sparsedebug.records.decision import DecisionOutcome
-from sparsedebug.records.gate import GatePolicy
+from sparsedebug.records.gate import GatePolicy, GateResult
 from sparsedebug.records.playbook import Playbook
 from sparsedebug.records.run import RunRecord
 from sparsedebug.signoff.gate import evaluate
@@ -29,6 +29,27 @@ def _judged_runs(bundle: LoadedBundle) -> list[tuple[str, RunRecord]]:
     return [("candidate", bundle.candidate)] + ([("fixed", bundle.fixed)] if bundle.fixed is not None else [])
 
 
+def _ship_refusals(book: Playbook, final: RunRecord, label: str, gate: GateResult) -> list[str]:
+    """Why ship is refused: each evidence the playbook requires that is missing, and each failing gate check."""
+    checks = {c.id: c for c in gate.checks}
+    refused: list[str] = []
+    for need in book.decision("ship").requires:
+        if need == "fallback_evidence" and not has_fallback_evidence(final):
+            refused.append(f"no fallback evidence: the {label} lacks a lowering decision with reason for every layer")
+        elif need == "quality_evidence" and not has_quality_evidence(final):
+            refused.append(f"no quality evidence: the {label} carries no quality measurement against the dense model")
+        elif need == "speedup" and checks.get("effective_speedup") is not None:
+            if checks["effective_speedup"].status != "pass":
+                refused.append(f"effective speedup check {checks['effective_speedup'].status}: {checks['effective_speedup'].detail}")
+        elif need == "quality_holds" and checks.get("quality_delta") is not None:
+            if checks["quality_delta"].status == "fail":
+                refused.append(f"quality guardrail fails: {checks['quality_delta'].detail}")
+    for c in gate.checks:
+        if c.status == "fail" and c.id not in ("effective_speedup", "quality_delta"):
+            refused.append(f"gate check {c.id} fails: {c.detail}")
+    return refused
+
+
 def decide(bundle: LoadedBundle, book: Playbook, policy: GatePolicy | None = None) -> DecisionOutcome:
     """Ship, bounded rollout, rollback or escalate, from the bundle's evidence.
 
@@ -46,22 +67,8 @@ def decide(bundle: LoadedBundle, book: Playbook, policy: GatePolicy | None = Non
     gates = {role: evaluate(bundle.baseline, run, policy or GatePolicy()) for role, run in _judged_runs(bundle)}
     gate = gates["fixed" if bundle.fixed is not None else "candidate"]
     checks = {c.id: c for c in gate.checks}
-    refused: list[str] = []
-    for need in book.decision("ship").requires:
-        if need == "fallback_evidence" and not has_fallback_evidence(final):
-            refused.append(f"no fallback evidence: the {label} lacks a lowering decision with reason for every layer")
-        elif need == "quality_evidence" and not has_quality_evidence(final):
-            refused.append(f"no quality evidence: the {label} carries no quality measurement against the dense model")
-        elif need == "speedup" and checks.get("effective_speedup") is not None:
-            if checks["effective_speedup"].status != "pass":
-                refused.append(f"effective speedup check {checks['effective_speedup'].status}: {checks['effective_speedup'].detail}")
-        elif need == "quality_holds" and checks.get("quality_delta") is not None:
-            if checks["quality_delta"].status == "fail":
-                refused.append(f"quality guardrail fails: {checks['quality_delta'].detail}")
+    refused = _ship_refusals(book, final, label, gate)
     failing = [c for c in gate.checks if c.status == "fail"]
-    for c in failing:
-        if c.id not in ("effective_speedup", "quality_delta"):
-            refused.append(f"gate check {c.id} fails: {c.detail}")
     winner = getattr(bundle.classification, "winner", None)
     reasons: list[str] = []
     fix = bundle.fix
