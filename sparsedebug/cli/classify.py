@@ -10,6 +10,7 @@ import typer
 from sparsedebug.cli.common import (
     ExecutorOption,
     JsonOption,
+    SmiUtcOffsetOption,
     WideOption,
     console,
     emit_json,
@@ -28,11 +29,7 @@ def classify(
     ] = None,
     ncu: Annotated[Path | None, typer.Option("--ncu", help="Nsight Compute --csv report of the run's kernels.")] = None,
     smi: Annotated[Path | None, typer.Option("--smi", help="nvidia-smi --query-gpu=... --format=csv log captured during the run.")] = None,
-    smi_utc_offset: Annotated[
-        float | None,
-        typer.Option("--smi-utc-offset", help="Hours the nvidia-smi log's clock is ahead of UTC (0 on a UTC machine): its timestamps "
-                     "carry no zone, so without this the log is not aligned to the traces and is context only."),
-    ] = None,
+    smi_utc_offset: SmiUtcOffsetOption = None,
     fingerprint: Annotated[
         Path | None,
         typer.Option("--fingerprint", "-f", help="Fingerprint from `freeze` (with --calibrate for the replay machine's roofline; core count)."),
