@@ -22,7 +22,6 @@ from __future__ import annotations
 
 from sparsedebug.core.stats import SampleComparison, percentiles
 from sparsedebug.records.bundle import Movement
-from sparsedebug.records.classification import Classification
 from sparsedebug.records.decision import DecisionOutcome
 from sparsedebug.records.fingerprint import Fingerprint
 from sparsedebug.records.playbook import Playbook
@@ -38,6 +37,7 @@ from sparsedebug.render.clocks import (
     target_sentence,
 )
 from sparsedebug.render.markdown.ranks import rank_lines
+from sparsedebug.render.markdown.verdicts import attributed_lines
 from sparsedebug.signoff.decide import stored_decision
 from sparsedebug.signoff.metrics import (
     equal_latency_sentence,
@@ -266,18 +266,7 @@ def _mechanism(b: LoadedBundle, book: Playbook) -> list[str]:
         w = cls.winner.value
         ws = scores[w]
         margin = cls.margin_text()
-        carried = attribution_sentence(cls)
-        if carried is not None:
-            out.append(f"- **Primary mechanism**: **{w}**: {carried}, {margin}; rule score {ws.score:.2f}.")
-            att = cls.attribution
-            assert att is not None
-            for part in [p for p in att.parts if p.mechanism == cls.winner][:3]:
-                cause = f"; cause seen in the trace: {'; '.join(part.cause)}" if part.cause else ""
-                out.append(f"  - `{part.part}` ({part.kind}) {part.ms:+.3f} ms: {part.evidence}{cause}.")
-            if abs(att.unattributed_ms) > 0.0005:
-                out.append(f"  - Not attributed to any mechanism: {att.unattributed_ms:+.3f} ms of the change.")
-        else:
-            out.append(f"- **Primary mechanism**: **{w}** (score {ws.score:.2f}, {margin}).")
+        out += attributed_lines(cls, ws.score) or [f"- **Primary mechanism**: **{w}** (score {ws.score:.2f}, {margin})."]
         for e in cls.evidence_for(cls.winner):
             if not e.fired:
                 continue
@@ -307,17 +296,6 @@ def _mechanism(b: LoadedBundle, book: Playbook) -> list[str]:
         out.append(f"  - {m.mechanism.value}: {m.reason}; capture: {m.capture}.")
     out.append("")
     return out
-
-
-def attribution_sentence(cls: Classification) -> str | None:
-    """``mechanism M carries X ms of the +Y ms change (Z%)`` for the winner, when it was ranked by attribution."""
-    if cls.ranked_by != "attribution" or cls.attribution is None or cls.winner is None:
-        return None
-    share = cls.attribution.share_of(cls.winner)
-    if share is None:
-        return None
-    pct = f" ({share.share:.0%})" if share.share is not None else ""
-    return f"mechanism {cls.winner.value} carries {share.ms:.3f} ms of the {cls.attribution.delta_ms:+.3f} ms change{pct}"
 
 
 def _movement_line(m: Movement) -> str:
