@@ -141,11 +141,13 @@ def neighbour_path_latency_share(ctx: Context) -> Result:
     base_kernel = {k.name: k for k in ctx.baseline.kernel.layers}
     cand_kernel = {k.name: k for k in ctx.run.kernel.layers}
     carried: dict[str, float] = {}
+    to_fp32: list[str] = []
     for lo in ctx.run.lower.layers:
         before = base_lower.get(lo.name)
         if before is None or declared_sparse(graph[lo.name].intended if lo.name in graph else None) or not path_changed(before, lo):
             continue
         if moved_to_fp32(before, lo):
+            to_fp32.append(lo.name)
             continue  # a tensor-core -> fp32/SIMT move is precision evidence (precision.dtype_change), not compute
         if lo.name in cand_kernel and lo.name in base_kernel:
             carried[lo.name] = ms_per_iteration(cand_kernel[lo.name].samples_ms, ctx.run) - ms_per_iteration(
@@ -153,6 +155,9 @@ def neighbour_path_latency_share(ctx: Context) -> Result:
             )
     grown = sum(v for v in carried.values() if v > 0)
     if not carried:
+        if to_fp32:
+            return Fact(0.0, "lower.layers[] vs baseline", f"{len(to_fp32)} layer(s) outside the declared-sparse ones changed path, "
+                        f"all onto an fp32/SIMT path ({', '.join(to_fp32[:4])}): counted as precision (precision.dtype_change)")
         return Fact(0.0, "lower.layers[] vs baseline", "no layer outside the declared-sparse ones changed kernel path")
     if total <= 0:
         return Fact(0.0, "outcome.latency_samples_ms", f"{len(carried)} neighbour(s) changed path, but latency did not grow")

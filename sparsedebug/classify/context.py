@@ -75,6 +75,8 @@ class Context:
     roofline: Roofline | None
     intensities: list[LayerIntensity]
     run_artifact: str
+    base_smi: SmiEvidence | None = None
+    """The clock log over the baseline's own window (None: no baseline, or the log is not aligned)."""
 
     @property
     def imported(self) -> bool:
@@ -109,6 +111,7 @@ def make_context(
     ncu: list[NcuEvidence] | None = None,
     ncu_source: str | None = None,
     smi: SmiEvidence | None = None,
+    base_smi: SmiEvidence | None = None,
     fingerprint: Fingerprint | None = None,
     gpu: str | None = None,
 ) -> Context:
@@ -124,6 +127,7 @@ def make_context(
         roofline=roof,
         intensities=layer_intensities(run, roof) if roof is not None else [],
         run_artifact=artifact,
+        base_smi=base_smi,
     )
 
 

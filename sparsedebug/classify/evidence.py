@@ -13,7 +13,7 @@ from sparsedebug.classify.context import CAPTURE_NCU, Context, Missing
 from sparsedebug.core.errors import UserError
 from sparsedebug.records.classification import NcuEvidence, SmiEvidence
 from sparsedebug.records.fingerprint import Fingerprint
-from sparsedebug.records.run import KernelClass
+from sparsedebug.records.run import KernelClass, RunRecord
 
 if TYPE_CHECKING:
     from sparsedebug.records.artifacts import NcuReport, SmiReport
@@ -36,6 +36,25 @@ def ncu_kernels(report: NcuReport) -> list[NcuEvidence]:
     return out
 
 
+def windowed_smi_evidence(
+    report: SmiReport, run: RunRecord, utc_offset_h: float | None, fingerprint: Fingerprint | None = None
+) -> SmiEvidence:
+    """``smi_evidence`` over the samples inside ``run``'s own time window (``nvidia_smi.samples_in_window``);
+    marked unaligned (context only) when the log cannot be placed on the run's time axis."""
+    from sparsedebug.sources.importers.nvidia_smi import samples_in_window
+
+    taken = samples_in_window(report, run.source.window, utc_offset_h)
+    if not taken.aligned:
+        return smi_evidence(report, fingerprint).model_copy(update={"aligned": False, "window": taken.note})
+    if not taken.samples:
+        return SmiEvidence(source=report.file, samples=0, busy_samples=0, throttled_busy_samples=0, throttle_reasons={},
+                           min_busy_sm_clock_mhz=None, max_sm_clock_mhz=None, max_clock_source="none",
+                           has_reasons=report.reasons_column is not None, window=taken.note)
+    keep = {id(s) for s in taken.samples}
+    windowed = report.model_copy(update={"samples": [s for s in report.samples if id(s) in keep]})
+    return smi_evidence(windowed, fingerprint).model_copy(update={"window": taken.note})
+
+
 def smi_evidence(report: SmiReport, fingerprint: Fingerprint | None = None) -> SmiEvidence:
     """What classification needs of an imported nvidia-smi log (the most throttled GPU when several).
 
@@ -51,6 +70,8 @@ def smi_evidence(report: SmiReport, fingerprint: Fingerprint | None = None) -> S
     best: SmiEvidence | None = None
     for summary in report.summaries:
         group = [s for s in report.samples if s.gpu == summary.gpu]
+        if not group:
+            continue
         if report.reasons_column is not None:
             busy = [s for s in group if s.reasons_mask is not None and not s.reasons_mask & 0x1]
         else:

@@ -13,14 +13,20 @@ settle it.
 from __future__ import annotations
 
 import math
+from typing import Literal
 
+from sparsedebug.classify.attribution import attribute, attributed_winner, largest_part
 from sparsedebug.classify.context import Context, Fact, Facts, Missing, Result, make_context
-from sparsedebug.classify.evidence import ncu_kernels, smi_evidence
+from sparsedebug.classify.evidence import ncu_kernels, smi_evidence, windowed_smi_evidence
 from sparsedebug.classify.precision import rel_errs
 from sparsedebug.classify.rule import Rule
 from sparsedebug.classify.rules import METRICS, RULES, RULES_BY_ID, STATE_METRICS
+from sparsedebug.core.dispatch import fix_for
+from sparsedebug.core.errors import InternalError
 from sparsedebug.core.stats import median
 from sparsedebug.records.classification import (
+    AttributedPart,
+    Attribution,
     Classification,
     Evidence,
     Fix,
@@ -145,6 +151,52 @@ def _rank(evidence: list[Evidence], missing: list[tuple[Rule, Missing]]) -> list
     ]
 
 
+def _rank_by_attribution(scores: list[MechanismScore], attribution: Attribution | None) -> list[MechanismScore]:
+    """The ranking with each mechanism's attributed share; the measured shares lead when latency grew and one carries it."""
+    if attribution is None:
+        return scores
+    shares = {s.mechanism: s for s in attribution.mechanisms}
+    with_share = [
+        score.model_copy(update={
+            "attributed_ms": shares[score.mechanism].ms if score.mechanism in shares else 0.0,
+            "attributed_share": shares[score.mechanism].share if score.mechanism in shares else None,
+        })
+        for score in scores
+    ]
+    if attributed_winner(attribution) is None:
+        return with_share
+    order = [s.mechanism for s in attribution.mechanisms if s.ms > 0]
+    ranked = sorted(with_share, key=lambda s: (order.index(s.mechanism) if s.mechanism in order else len(order), s.rank))
+    return [s.model_copy(update={"rank": i + 1}) for i, s in enumerate(ranked)]
+
+
+def _attributed_fix(part: AttributedPart, facts: Facts) -> Fix:
+    """The fix at the cause of the winner's largest part: the cause the trace shows, else its rule's recipe."""
+    named = fix_for(part.part, part.cause) if part.cause else None
+    if named is not None:
+        return Fix(kind="advice", layer=part.part, rule=part.rule or "", metric="latency_p50_ms", direction="down", text=named)
+    rule = RULES_BY_ID[part.rule] if part.rule is not None else None
+    if rule is None:
+        raise InternalError(f"attributed part {part.part} has a mechanism but no rule")
+    return rule.suggest(rule, facts)
+
+
+def _attributed_verdict(
+    attribution: Attribution, evidence: list[Evidence], facts: Facts
+) -> tuple[Mechanism | None, float | None, str | None, Fix | None]:
+    """The mechanism carrying the largest share, its share over the runner-up's, the part that proves it and the fix at its cause."""
+    top = attributed_winner(attribution)
+    assert top is not None
+    positive = [s for s in attribution.mechanisms if s.ms > 0]
+    margin = top.ms / positive[1].ms if len(positive) > 1 else None
+    part = largest_part(attribution, top.mechanism)
+    assert part is not None
+    fired = [e for e in evidence if e.rule == part.rule and e.fired]
+    behind = f"; rule {fired[0].rule}: {fired[0].detail}" if fired else ""
+    proving = f"{facts.ctx.run_artifact}: {part.part} ({part.kind}) {part.ms:+.3f} ms: {part.evidence}{behind}"
+    return top.mechanism, margin, proving, _attributed_fix(part, facts)
+
+
 def _artifact(ctx: Context, rule: Rule) -> str:
     """The input that proves ``rule``: its attached artifact when it reads one, else the run."""
     if rule.artifact == "smi" and ctx.smi is not None:
@@ -227,11 +279,21 @@ def classify_run(
         baseline=baseline,
         ncu=ncu_kernels(evidence.ncu) if evidence.ncu is not None else None,
         ncu_source=evidence.ncu.file if evidence.ncu is not None else None,
-        smi=smi_evidence(evidence.smi, fingerprint or run.fingerprint) if evidence.smi is not None else None,
+        smi=_windowed(evidence, run, fingerprint),
+        base_smi=_windowed(evidence, baseline, fingerprint) if baseline is not None else None,
         fingerprint=fingerprint,
         gpu=gpu,
         run_path=run_path,
     )
+
+
+def _windowed(evidence: AttachedEvidence, run: RunRecord, fingerprint: Fingerprint | None) -> SmiEvidence | None:
+    """The attached clock log over ``run``'s own window (replays: the whole log, which their rules do not score)."""
+    if evidence.smi is None:
+        return None
+    if run.source.kind == "replay":
+        return smi_evidence(evidence.smi, fingerprint or run.fingerprint)
+    return windowed_smi_evidence(evidence.smi, run, evidence.smi_utc_offset_h, fingerprint or run.fingerprint)
 
 
 def classify_evidence(
@@ -241,11 +303,13 @@ def classify_evidence(
     ncu: list[NcuEvidence] | None = None,
     ncu_source: str | None = None,
     smi: SmiEvidence | None = None,
+    base_smi: SmiEvidence | None = None,
     fingerprint: Fingerprint | None = None,
     gpu: str | None = None,
     run_path: str | None = None,
 ) -> Classification:
-    """``classify_run`` over evidence already reduced to what classification needs."""
+    """``classify_run`` over evidence already reduced to what classification needs (``base_smi``: the clock log
+    over the baseline's own window, so thermal scores only a difference between the two windows)."""
     ctx = make_context(
         run,
         artifact=run_artifact_label(run, run_path),
@@ -253,14 +317,21 @@ def classify_evidence(
         ncu=ncu,
         ncu_source=ncu_source or ("Nsight Compute report" if ncu is not None else None),
         smi=smi,
+        base_smi=base_smi,
         fingerprint=fingerprint,
         gpu=gpu,
     )
     facts = Facts(ctx, {metric: compute(ctx) for metric, compute in METRICS.items()})
     base_facts = _baseline_facts(baseline, fingerprint, gpu) if baseline is not None else {}
     evidence, missing = _rule_evidence(facts, base_facts)
-    scores = _rank(evidence, missing)
-    winner, margin, proving, fix = _verdict(scores, evidence, facts)
+    attribution = attribute(ctx, evidence)
+    scores = _rank_by_attribution(_rank(evidence, missing), attribution)
+    ranked_by: Literal["attribution", "score"] = "score"
+    if attribution is not None and attributed_winner(attribution) is not None:
+        ranked_by = "attribution"
+        winner, margin, proving, fix = _attributed_verdict(attribution, evidence, facts)
+    else:
+        winner, margin, proving, fix = _verdict(_rank(evidence, missing), evidence, facts)
     inputs = [ctx.run_artifact]
     if baseline is not None:
         inputs.append(run_artifact_label(baseline))
@@ -279,6 +350,8 @@ def classify_evidence(
         margin=margin,
         proving_artifact=proving,
         fix=fix,
+        ranked_by=ranked_by,
+        attribution=attribution,
         roofline=ctx.roofline,
         layers=ctx.intensities,
     )

@@ -19,6 +19,9 @@ THERMAL = RuleSet(Mechanism.THERMAL)
 DRIFT_MIN_SAMPLES = 9
 """Fewest in-order latency samples on which a drift across iterations is tested."""
 
+FLAT_BUSY = 1.02
+"""GPU busy time growing less than this (last third over first third) while latency drifts: the host drifted, not the clocks."""
+
 _SMI_NOT_FOR_REPLAY = "the replay ran on the CPU: an nvidia-smi log does not describe it"
 
 
@@ -44,6 +47,33 @@ def thermal_missing(ctx: Context) -> Missing:
     return Missing("no clock record for the replay (CPU frequency was not sampled)", CAPTURE_CPU_FREQ)
 
 
+WORSE_THAN_BASELINE = 1.10
+"""A windowed clock figure scores only when the candidate's window is this much worse than the baseline's."""
+
+
+def _unusable(ctx: Context) -> Result | None:
+    """Why the attached clock log cannot score this run: not aligned (context only) or no sample in its window."""
+    smi = ctx.smi
+    assert smi is not None
+    if not smi.aligned:
+        return Fact(None, smi.source, smi.window or "the log is not aligned to the run (context only)")
+    if smi.samples == 0:
+        return Fact(None, smi.source, smi.window or "no sample inside the run's window")
+    return None
+
+
+def _against_baseline(ctx: Context, value: float, base_value: float | None, worse: bool, detail: str, source: str) -> Result:
+    """The candidate's windowed figure, gated unless it differs from the baseline's window for the worse."""
+    base = ctx.base_smi
+    if ctx.baseline is None or base is None:
+        return Fact(value, source, detail)
+    if base.samples == 0 or base_value is None:
+        return Fact(value, source, f"{detail}; baseline: {base.window}",
+                    gate="the log has no sample in the baseline's window: no difference between the runs to score")
+    detail += f"; baseline's window: {base_value:.3g}"
+    return Fact(value, source, detail, gate=None if worse else "the baseline's window shows the same: not what changed")
+
+
 @THERMAL.rule(
     "thermal.throttle_time", ">", 0.05, "share", 2.0,
     source="nvidia-smi clocks_event_reasons.active (power cap, HW slowdown, thermal), non-idle samples",
@@ -60,14 +90,22 @@ def smi_throttle_share(ctx: Context) -> Result:
         return Fact(None, smi.source, _SMI_NOT_FOR_REPLAY)
     if not smi.has_reasons:
         return Missing(f"{smi.source}: no clocks_event_reasons.active column", CAPTURE_SMI)
+    unusable = _unusable(ctx)
+    if unusable is not None:
+        return unusable
     if smi.busy_samples == 0:
         return Fact(None, smi.source, f"{smi.samples} samples, all with the GPU idle")
     reasons = ", ".join(f"{name} {count}" for name, count in sorted(smi.throttle_reasons.items())) or "none"
-    return Fact(
-        smi.throttled_busy_samples / smi.busy_samples,
-        f"{smi.source}: clocks_event_reasons.active",
-        f"{smi.throttled_busy_samples} of {smi.busy_samples} non-idle samples under a power/thermal reason ({reasons})",
-    )
+    share = smi.throttled_busy_samples / smi.busy_samples
+    base = ctx.base_smi
+    base_share = base.throttled_busy_samples / base.busy_samples if base is not None and base.busy_samples else None
+    if base is not None and base.samples and not base.busy_samples:
+        base_share = 0.0
+    detail = f"{smi.throttled_busy_samples} of {smi.busy_samples} non-idle samples under a power/thermal reason ({reasons})"
+    if smi.window:
+        detail += f" [{smi.window}]"
+    worse = base_share is not None and share > base_share * WORSE_THAN_BASELINE and share - base_share > 0.0
+    return _against_baseline(ctx, share, base_share, worse, detail, f"{smi.source}: clocks_event_reasons.active")
 
 
 @THERMAL.rule(
@@ -84,13 +122,20 @@ def smi_min_clock_ratio(ctx: Context) -> Result:
         return thermal_missing(ctx)
     if not ctx.imported:
         return Fact(None, smi.source, _SMI_NOT_FOR_REPLAY)
+    unusable = _unusable(ctx)
+    if unusable is not None:
+        return unusable
     if smi.min_busy_sm_clock_mhz is None or not smi.max_sm_clock_mhz:
         return Missing(f"{smi.source}: no SM clock column or no non-idle sample", CAPTURE_SMI)
-    return Fact(
-        smi.min_busy_sm_clock_mhz / smi.max_sm_clock_mhz,
-        f"{smi.source}: clocks.sm",
-        f"lowest non-idle SM clock {smi.min_busy_sm_clock_mhz:.0f} MHz vs max {smi.max_sm_clock_mhz:.0f} MHz ({smi.max_clock_source})",
-    )
+    ratio = smi.min_busy_sm_clock_mhz / smi.max_sm_clock_mhz
+    base = ctx.base_smi
+    base_ratio = (base.min_busy_sm_clock_mhz / base.max_sm_clock_mhz
+                  if base is not None and base.min_busy_sm_clock_mhz is not None and base.max_sm_clock_mhz else None)
+    detail = f"lowest non-idle SM clock {smi.min_busy_sm_clock_mhz:.0f} MHz vs max {smi.max_sm_clock_mhz:.0f} MHz ({smi.max_clock_source})"
+    if smi.window:
+        detail += f" [{smi.window}]"
+    worse = base_ratio is not None and ratio * WORSE_THAN_BASELINE < base_ratio
+    return _against_baseline(ctx, ratio, base_ratio, worse, detail, f"{smi.source}: clocks.sm")
 
 
 @THERMAL.rule(
@@ -116,4 +161,11 @@ def latency_drift_ratio(ctx: Context) -> Result:
     rho, p = float(result.statistic), float(result.pvalue)
     detail = f"first third p50 {first:.3f} ms, last third p50 {last:.3f} ms; Spearman rho {rho:+.2f} (p={p:.2g}, n={len(samples)})"
     gate = None if (rho > 0 and p < DEFAULT_ALPHA) else f"no significant upward trend (Spearman p >= {DEFAULT_ALPHA:g} or rho <= 0)"
+    busy = ctx.run.schedule.busy_samples_ms
+    if gate is None and ctx.imported and len(busy) >= DRIFT_MIN_SAMPLES:
+        b_third = len(busy) // 3
+        b_first, b_last = median(busy[:b_third]), median(busy[-b_third:])
+        if b_first > 0 and b_last / b_first < FLAT_BUSY:
+            gate = (f"GPU busy time is flat (last third p50 {b_last:.3f} vs first {b_first:.3f} ms): "
+                    "the drift is host-side, not thermal")
     return Fact(last / first if first > 0 else 0.0, "outcome.latency_samples_ms in iteration order", detail, gate=gate)

@@ -11,6 +11,7 @@ from sparsedebug.cli.common import (
     AllowDifferentOption,
     ExecutorOption,
     JsonOption,
+    SmiUtcOffsetOption,
     WideOption,
     allowed_dimensions,
     console,
@@ -31,6 +32,7 @@ def classify(
     ] = None,
     ncu: Annotated[Path | None, typer.Option("--ncu", help="Nsight Compute --csv report of the run's kernels.")] = None,
     smi: Annotated[Path | None, typer.Option("--smi", help="nvidia-smi --query-gpu=... --format=csv log captured during the run.")] = None,
+    smi_utc_offset: SmiUtcOffsetOption = None,
     fingerprint: Annotated[
         Path | None,
         typer.Option("--fingerprint", "-f", help="Fingerprint from `freeze` (with --calibrate for the replay machine's roofline; core count)."),
@@ -85,7 +87,7 @@ def classify(
         base, record = pair.base, pair.cand
         if not quiet:
             say_comparability(pair.check, say)
-    evidence = load_evidence(EvidencePaths(ncu=ncu, smi=smi))
+    evidence = load_evidence(EvidencePaths(ncu=ncu, smi=smi, smi_utc_offset_h=smi_utc_offset))
     if gpu is not None and find_gpu_peak(gpu) is None:
         known = ", ".join(peak.name for peak in GPU_PEAKS)
         raise UserError(f"--gpu {gpu!r}: not in the peak-figure table (known: {known})")

@@ -79,6 +79,12 @@ def say_comparability(check: Comparability, err: Console) -> None:
         err.print(f"note: {line}", markup=False, highlight=False)
 
 
+SmiUtcOffsetOption = Annotated[
+    float | None,
+    typer.Option("--smi-utc-offset", help="Hours the nvidia-smi log's clock is ahead of UTC (0 on a UTC machine): its timestamps "
+                 "carry no zone, so without this the log is not aligned to the traces and is context only."),
+]
+
 WideOption = Annotated[
     bool,
     typer.Option("--wide", help="Print every table column at full width; by default tables fold long names and leave out "

@@ -10,6 +10,7 @@ import typer
 from sparsedebug.cli.common import (
     AllowDifferentOption,
     JsonOption,
+    SmiUtcOffsetOption,
     WideOption,
     allowed_dimensions,
     console,
@@ -109,6 +110,7 @@ def run(
     ncu: Annotated[Path | None, typer.Option("--ncu", help="Nsight Compute CSV to attach as classification evidence.")] = None,
     smi: Annotated[Path | None, typer.Option("--smi", help="nvidia-smi CSV log to attach as classification evidence.")] = None,
     calibrate: CalibrateOption = False,
+    smi_utc_offset: SmiUtcOffsetOption = None,
     no_reduce: Annotated[bool, typer.Option("--no-reduce", help="Skip the ddmin reduction to a reproducer in step 4 (faster).")] = False,
     executor: Annotated[
         str, typer.Option("--executor", help="Run sets: parse ranks with local (processes), inprocess, dask://HOST:PORT or a Dask scheduler file.")
@@ -164,7 +166,7 @@ def run(
     columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn())
     with Progress(*columns, console=err_console(), transient=True) as progress:
         bundle = run_playbook(
-            output, baseline=baseline, candidate=candidate, fixed=fixed, repeats=repeats, evidence=EvidencePaths(ncu=ncu, smi=smi),
+            output, baseline=baseline, candidate=candidate, fixed=fixed, repeats=repeats, evidence=EvidencePaths(ncu=ncu, smi=smi, smi_utc_offset_h=smi_utc_offset),
             playbook=playbook, reporter=_RichReporter(progress), reduce=not no_reduce, force=force, executor=executor, calibrate=calibrate,
             allow_different=allowed_dimensions(allow_different),
         )

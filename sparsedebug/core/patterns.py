@@ -48,6 +48,24 @@ def path_changed(before: LowerLayer, after: LowerLayer) -> bool:
     return dispatch_changed(before, after)
 
 
+LAYOUT_OPS = frozenset({
+    "reshape", "view", "_unsafe_view", "_reshape_alias", "transpose", "permute", "t", "contiguous", "copy", "copy_",
+    "clone", "expand", "as_strided", "flatten", "unflatten", "unsqueeze", "squeeze", "split", "chunk", "narrow", "select",
+    "slice", "movedim", "swapaxes",
+})
+"""Layout and view ops the framework inserts around a layer (a non-contiguous input made contiguous, heads split)."""
+
+
+def layout_op(name: str) -> bool:
+    """A layer named after a layout or view op (``reshape#0 [2048x4096]``, ``aten::transpose``, ``...contiguous``).
+
+    Such a layer appearing or disappearing between two runs is part of a neighbouring layer's
+    lowering (the framework re-laid out its inputs), not a change of the model graph.
+    """
+    op = name.split(" ", 1)[0].split("#", 1)[0].removeprefix("aten::").rsplit(".", 1)[-1]
+    return op in LAYOUT_OPS
+
+
 def path_text(lower: LowerLayer) -> str:
     """``sparse/sparse_gemm``: the path and, when known, the dominant kernel class."""
     return lower.path.value + (f"/{lower.kernel_class.value}" if lower.kernel_class is not None else "")

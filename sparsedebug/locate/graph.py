@@ -8,12 +8,15 @@ annotations (layers are kernel names) are not compared here.
 
 from __future__ import annotations
 
-from sparsedebug.core.patterns import kernel_named
+from sparsedebug.core.patterns import kernel_named, layout_op
 from sparsedebug.records.findings import LayerFinding, StageFinding, StageStatus
 from sparsedebug.records.run import RunRecord
 
 _SHAPE_FIELDS = ("op", "weight_shape", "input_shape", "output_shape")
 """Structural fields: a change is a graph divergence. dtype and declared sparsity are the candidate's declared intent."""
+
+
+_LAYOUT_NOTE = "layout/view op {} the candidate: part of a neighbouring layer's lowering, not a model graph change"
 
 
 def graph_stage(base: RunRecord, cand: RunRecord) -> StageFinding:
@@ -27,10 +30,16 @@ def graph_stage(base: RunRecord, cand: RunRecord) -> StageFinding:
     b = {layer.name: layer for layer in base.graph.layers}
     c = {layer.name: layer for layer in cand.graph.layers}
     findings: list[LayerFinding] = []
-    for name in b.keys() - c.keys():
-        findings.append(LayerFinding(stage="graph", layer=name, kind="removed", regression=True, detail=f"{b[name].op.value} layer missing from the candidate"))
-    for name in c.keys() - b.keys():
-        findings.append(LayerFinding(stage="graph", layer=name, kind="added", regression=True, detail=f"{c[name].op.value} layer not in the baseline"))
+    for name in sorted(b.keys() - c.keys()):
+        if layout_op(name):
+            findings.append(LayerFinding(stage="graph", layer=name, kind="layout", regression=False, detail=_LAYOUT_NOTE.format("removed from")))
+        else:
+            findings.append(LayerFinding(stage="graph", layer=name, kind="removed", regression=True, detail=f"{b[name].op.value} layer missing from the candidate"))
+    for name in sorted(c.keys() - b.keys()):
+        if layout_op(name):
+            findings.append(LayerFinding(stage="graph", layer=name, kind="layout", regression=False, detail=_LAYOUT_NOTE.format("inserted in")))
+        else:
+            findings.append(LayerFinding(stage="graph", layer=name, kind="added", regression=True, detail=f"{c[name].op.value} layer not in the baseline"))
     intended = 0
     for name in [n for n in b if n in c]:
         bl, cl = b[name], c[name]
@@ -53,7 +62,10 @@ def graph_stage(base: RunRecord, cand: RunRecord) -> StageFinding:
     elif intended:
         summary = f"same layer inventory; {intended} layer(s) changed declared sparsity or dtype (declared intent)"
     else:
-        summary = f"same layer inventory ({len(b)} layers)"
+        summary = f"same layer inventory ({len([n for n in b if not layout_op(n)])} layers)"
+    layout = [f.layer for f in findings if f.kind == "layout"]
+    if layout and not regressions:
+        summary += f"; {len(layout)} layout/view op(s) differ ({', '.join(layout[:4])}{', ...' if len(layout) > 4 else ''}): lowering, see lower"
     if base.graph.model_revision != cand.graph.model_revision and base.graph.model_revision and cand.graph.model_revision:
         summary += f"; model revision {base.graph.model_revision} -> {cand.graph.model_revision}"
     return StageFinding(stage="graph", status=status, summary=summary, layers=findings)

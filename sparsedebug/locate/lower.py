@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from sparsedebug.core.dispatch import change_text, dispatch_cause
-from sparsedebug.core.patterns import declared_sparse, fell_back, kernel_classes, kernel_named, path_changed, path_text
+from sparsedebug.core.patterns import declared_sparse, fell_back, kernel_classes, kernel_named, layout_op, path_changed, path_text
 from sparsedebug.records.findings import LayerFinding, StageFinding, StageStatus
 from sparsedebug.records.run import KernelClass, KernelPath, LowerLayer, RunRecord
 
@@ -85,6 +85,10 @@ def lower_stage(base: RunRecord, cand: RunRecord) -> StageFinding:
         summary = "every layer kept its path"
     if base.lower.backend != cand.lower.backend:
         summary += f" (backend {base.lower.backend} -> {cand.lower.backend})"
+    inserted = sorted(name for name in c.keys() ^ b.keys() if layout_op(name))
+    if inserted:
+        summary += (f"; {len(inserted)} layout/view op(s) differ ({', '.join(inserted[:4])}{', ...' if len(inserted) > 4 else ''}): "
+                    "the framework re-laid out inputs around the changed layers")
     return StageFinding(stage="lower", status=status, summary=summary, layers=findings)
 
 

@@ -26,8 +26,12 @@ from sparsedebug.records.findings import BisectResult, BisectState, RankedLayer,
 from sparsedebug.records.run import STAGES, RunRecord
 
 
-def _rank_layers(base: RunRecord, cand: RunRecord, involved: set[str], outcome_delta: float | None) -> list[RankedLayer]:
-    """Every layer's change of kernel plus idle time per iteration, the ``involved`` ones first, largest first."""
+def rank_layers(base: RunRecord, cand: RunRecord, involved: set[str], outcome_delta: float | None) -> list[RankedLayer]:
+    """Every layer's change of kernel plus idle time per iteration, the ``involved`` ones first, largest first.
+
+    The one split of the outcome change into what each layer carries: bisect ranks by it and
+    classify attributes each layer's share to a mechanism (:mod:`sparsedebug.classify.attribution`).
+    """
     b_kernel = {layer.name: layer.samples_ms for layer in base.kernel.layers if layer.samples_ms}
     c_kernel = {layer.name: layer.samples_ms for layer in cand.kernel.layers if layer.samples_ms}
     b_idle, c_idle = base.schedule.layer_idle_samples_ms, cand.schedule.layer_idle_samples_ms
@@ -105,7 +109,7 @@ def bisect_runs(
     outcome_cmp = outcome.headline.comparison if outcome.headline else None
     outcome_delta = (outcome_cmp.cand_median - outcome_cmp.base_median) if outcome_cmp else None
     first = next((s for s in stages if s.status == "divergent"), None)
-    ranked = _rank_layers(base, cand, _involved(first), outcome_delta)
+    ranked = rank_layers(base, cand, _involved(first), outcome_delta)
     explains = _explains(first, stages)
     accounted = sum(r.contribution_ms for r in ranked if r.involved) / outcome_delta if first is not None and outcome_delta else None
     effect_metric, effect = _effect(first, outcome_cmp)

@@ -54,12 +54,52 @@ class MissingEvidence(Record):
     capture: str = Field(description="What to capture or pass to settle it.")
 
 
+class AttributedPart(Record):
+    """One part of the measured latency change (a layer's kernel time, the host gaps before it, the gaps
+    outside every layer) and the mechanism its evidence supports."""
+
+    part: str = Field(description="The layer, or a named gap (host time outside the layers).")
+    kind: Literal["kernel", "gap", "conversion"]
+    mechanism: Mechanism | None = Field(description="None: no evidence on this part names a mechanism.")
+    ms: float = Field(description="Change per iteration, candidate - baseline (from medians).")
+    evidence: str = Field(description="What on this part supports the mechanism (the path change, the added gap ...).")
+    rule: str | None = Field(None, description="The rule whose metric reads this evidence.")
+    cause: list[str] = Field(default_factory=list, description="The cause the trace shows for a path change (layout, dtype, mask).")
+
+
+class MechanismShare(Record):
+    """What one mechanism carries of the measured latency change."""
+
+    mechanism: Mechanism
+    ms: float
+    share: float | None = Field(description="ms / the measured change; None when the change is zero.")
+    largest: str | None = Field(description="The part that carries the most of it.")
+    parts: int
+
+
+class Attribution(Record):
+    """The measured latency change split into parts, each attributed to a mechanism by its evidence."""
+
+    base_p50_ms: float
+    cand_p50_ms: float
+    delta_ms: float = Field(description="Candidate p50 - baseline p50 of the whole-forward latency.")
+    parts: list[AttributedPart]
+    mechanisms: list[MechanismShare] = Field(description="Largest share of the change (in its direction) first.")
+    unattributed_ms: float = Field(description="The change no part carries, or that parts without mechanism evidence carry.")
+
+    def share_of(self, mechanism: Mechanism) -> MechanismShare | None:
+        """The share ``mechanism`` carries, if any part was attributed to it."""
+        return next((m for m in self.mechanisms if m.mechanism == mechanism), None)
+
+
 class MechanismScore(Record):
     """One mechanism's total score and place in the ranking."""
 
     mechanism: Mechanism
     rank: int
     score: float
+    attributed_ms: float | None = Field(None, description="What the mechanism carries of the measured latency change (attribution).")
+    attributed_share: float | None = Field(None, description="attributed_ms / the measured latency change.")
     status: Literal["supported", "not_supported", "unknown"] = Field(
         description="supported: a rule fired; not_supported: evaluated, none fired; unknown: no rule could be evaluated."
     )
@@ -100,8 +140,14 @@ class Classification(Record):
     missing_evidence: list[MissingEvidence]
     winner: Mechanism | None
     margin: float | None = Field(
-        None, description="Winner's score divided by the runner-up's (a ratio, not a difference); None when no other mechanism scored."
+        None, description="Winner's score (or attributed ms, when ranked by attribution) divided by the runner-up's "
+        "(a ratio, not a difference); None when no other mechanism scored."
     )
+    ranked_by: Literal["attribution", "score"] = Field(
+        "score", description="attribution: the winner carries the largest measured share of the latency change; "
+        "score: no measured change to attribute, the rule scores rank."
+    )
+    attribution: Attribution | None = None
     proving_artifact: str | None
     fix: Fix | None
     roofline: Roofline | None = None
@@ -114,6 +160,10 @@ class Classification(Record):
 
     def margin_text(self) -> str:
         """The margin in words, saying it is a ratio: ``"5.00 times the runner-up's score"``."""
+        if self.ranked_by == "attribution":
+            if self.margin is None:
+                return "no other mechanism carries any of the change"
+            return f"{self.margin:.2f} times the runner-up's attributed share"
         if self.margin is None:
             return "no other mechanism scored"
         return f"{self.margin:.2f} times the runner-up's score"
@@ -150,6 +200,10 @@ class SmiEvidence(Record):
     max_sm_clock_mhz: float | None
     max_clock_source: str
     has_reasons: bool = True
+    aligned: bool = True
+    """False: the log could not be placed on the run's time axis (no UTC offset, or no run window): context only."""
+    window: str | None = None
+    """Which samples were taken: the run's own window, or why none could be."""
 
 
 class Roofline(Record):

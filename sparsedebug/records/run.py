@@ -369,10 +369,19 @@ class TraceRuntime(Record):
     cuda_graph: bool = Field(False, description="Whether the forward was replayed from a CUDA graph (cudaGraphLaunch).")
 
 
+class TimeWindow(Record):
+    """When a run's GPU work happened, in absolute UTC (seconds since the epoch)."""
+
+    start_utc_s: float
+    end_utc_s: float
+    source: str = Field(description="How the window was found (the trace's baseTimeNanoseconds plus its GPU op timestamps).")
+
+
 class RunSource(Record):
     kind: Literal["replay", "torch_trace"]
     files: list[FileDigest] = Field(default_factory=list)
     runtime: TraceRuntime | None = Field(None, description="Imported traces: the CUDA, CUPTI and device versions the trace records.")
+    window: TimeWindow | None = Field(None, description="Absolute time of the run's GPU work; None when the artifact does not say.")
 
 
 class RunRecord(Record):

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from sparsedebug.core.errors import InternalError
 from sparsedebug.records.decision import DecisionOutcome
-from sparsedebug.records.gate import GatePolicy
+from sparsedebug.records.gate import GatePolicy, GateResult
 from sparsedebug.records.playbook import Playbook
 from sparsedebug.records.run import RunRecord
 from sparsedebug.signoff.gate import evaluate
-from sparsedebug.signoff.metrics import has_fallback_evidence, has_quality_evidence
+from sparsedebug.signoff.metrics import has_fallback_evidence, has_quality_evidence, p50_speedup
 from sparsedebug.sources.bundle import LoadedBundle
 
 MECHANISM_OWNER = {
@@ -29,20 +29,8 @@ def _judged_runs(bundle: LoadedBundle) -> list[tuple[str, RunRecord]]:
     return [("candidate", bundle.candidate)] + ([("fixed", bundle.fixed)] if bundle.fixed is not None else [])
 
 
-def decide(bundle: LoadedBundle, book: Playbook, policy: GatePolicy | None = None) -> DecisionOutcome:
-    """Ship, bounded rollout, rollback or escalate, from the bundle's evidence.
-
-    Judged on the fixed run when there is one, else the candidate. ``ship`` needs
-    the gate to pass and both fallback and quality evidence in the judged run.
-    Otherwise: no winning mechanism escalates; a judged run that fails the speed
-    or quality check (no bounded fix recovered it) rolls back; a judged run that
-    holds speed and quality after a fix that measurably moved the metric (or
-    without needing one) goes to ``bounded_rollout``; anything else escalates.
-    """
-    final = bundle.fixed or bundle.candidate
-    label = "fixed candidate" if bundle.fixed is not None else "candidate"
-    gates = {role: evaluate(bundle.baseline, run, policy or GatePolicy()) for role, run in _judged_runs(bundle)}
-    gate = gates["fixed" if bundle.fixed is not None else "candidate"]
+def _ship_refusals(book: Playbook, final: RunRecord, label: str, gate: GateResult) -> list[str]:
+    """Why ship is refused: each evidence the playbook requires that is missing, and each failing gate check."""
     checks = {c.id: c for c in gate.checks}
     refused: list[str] = []
     for need in book.decision("ship").requires:
@@ -56,37 +44,99 @@ def decide(bundle: LoadedBundle, book: Playbook, policy: GatePolicy | None = Non
         elif need == "quality_holds" and checks.get("quality_delta") is not None:
             if checks["quality_delta"].status == "fail":
                 refused.append(f"quality guardrail fails: {checks['quality_delta'].detail}")
-    failing = [c for c in gate.checks if c.status == "fail"]
-    for c in failing:
-        if c.id not in ("effective_speedup", "quality_delta"):
+    for c in gate.checks:
+        if c.status == "fail" and c.id not in ("effective_speedup", "quality_delta"):
             refused.append(f"gate check {c.id} fails: {c.detail}")
+    return refused
+
+
+def decide(bundle: LoadedBundle, book: Playbook, policy: GatePolicy | None = None) -> DecisionOutcome:
+    """Ship, bounded rollout, rollback or escalate, from the bundle's evidence.
+
+    Judged on the fixed run when there is one, else the candidate. ``ship`` needs
+    the gate to pass and both fallback and quality evidence in the judged run.
+    Otherwise: a fix that measurably moved its metric with no failing check, or a
+    measured win (faster than the baseline, no failing check) that lacks only
+    evidence, goes to ``bounded_rollout`` naming the evidence to capture; no winning
+    mechanism escalates; a judged run that fails the speed or quality check rolls
+    back; an applied fix that did not move its metric, or a fix not applied,
+    escalates, each saying which.
+    """
+    final = bundle.fixed or bundle.candidate
+    label = "fixed candidate" if bundle.fixed is not None else "candidate"
+    gates = {role: evaluate(bundle.baseline, run, policy or GatePolicy()) for role, run in _judged_runs(bundle)}
+    gate = gates["fixed" if bundle.fixed is not None else "candidate"]
+    checks = {c.id: c for c in gate.checks}
+    refused = _ship_refusals(book, final, label, gate)
+    failing = [c for c in gate.checks if c.status == "fail"]
     winner = getattr(bundle.classification, "winner", None)
     reasons: list[str] = []
     fix = bundle.fix
     speed_fail = checks.get("effective_speedup") is not None and checks["effective_speedup"].status == "fail"
     quality_fail = checks.get("quality_delta") is not None and checks["quality_delta"].status == "fail"
+    missing = [r for r in refused if r.startswith("no ")]
+    win = measured_win(bundle.baseline, final) and checks.get("effective_speedup") is not None and not failing
+    failed_text = "; ".join(f"gate check {c.id} fails: {c.detail}" for c in failing)
     if not refused:
         reasons.append(f"the {label} passes every gate check with fallback and quality evidence in the bundle")
         decision = "ship"
+    elif fix is not None and fix.applied and fix.moved and not failing:
+        q = checks.get("quality_delta")
+        holds = "speed and quality" if q is not None and q.status == "pass" else "speed (quality not measured)"
+        reasons.append(f"the bounded fix moved {fix.target or 'its target metric'} and the {label} holds {holds}, "
+                       "but ship is refused until the evidence below is in")
+        decision = "bounded_rollout"
+    elif win and missing and len(missing) == len(refused):
+        speed = checks["effective_speedup"]
+        reasons.append(
+            f"the {label} is a measured win ({speed.measured}) with no failing gate check, but "
+            + "; ".join(m.split(": ", 1)[0][3:] + " is missing" for m in missing)
+            + f": capture {_capture_text(missing)} before shipping"
+        )
+        decision = "bounded_rollout"
     elif winner is None and bundle.classification is not None:
-        reasons.append("no mechanism won the classification: the evidence does not single one out")
+        what = failed_text or "the gate finds no measured win"
+        reasons.append(f"no mechanism won the classification and {what}: the evidence does not single out a cause")
         decision = "escalate"
     elif speed_fail or quality_fail:
         worse = " and ".join(w for w, bad in (("slower", speed_fail), ("worse in quality", quality_fail)) if bad)
         recovered = " even after the bounded fix" if fix is not None and fix.applied else " and no fix was applied"
-        reasons.append(f"the {label} is {worse} than the baseline allows{recovered}")
+        failed = "; ".join(checks[i].detail for i, bad in (("effective_speedup", speed_fail), ("quality_delta", quality_fail)) if bad)
+        reasons.append(f"the {label} is {worse} than the baseline allows{recovered} ({failed})")
         decision = "rollback"
-    elif fix is None or fix.moved:
-        moved = f"the bounded fix moved {fix.target or 'its target metric'}" if fix is not None else "no fix was needed"
+    elif fix is None:
         q = checks.get("quality_delta")
         holds = "speed and quality" if q is not None and q.status == "pass" else "speed (quality not measured)"
-        reasons.append(f"{moved} and the {label} holds {holds}, but ship is refused until the evidence below is in")
+        reasons.append(f"no fix was needed and the {label} holds {holds}, but ship is refused until the evidence below is in")
         decision = "bounded_rollout"
+    elif fix.applied and fix.moved:
+        reasons.append(f"the bounded fix moved {fix.target or 'its target metric'}, but {failed_text}")
+        decision = "escalate"
+    elif fix.applied:
+        reasons.append(f"the applied fix did not move {fix.target or 'its target metric'} ({fix.how}) and the evidence is incomplete")
+        decision = "escalate"
     else:
-        reasons.append("the applied fix did not move the metric and the evidence is incomplete")
+        reasons.append(f"the proposed fix was not applied, so nothing shows it removes the cause: {fix.how}")
         decision = "escalate"
     owner = MECHANISM_OWNER.get(winner.value) if winner is not None else None
     return DecisionOutcome(decision=decision, judged_on=label, reasons=reasons, ship_refused=refused, gate=gate, gates=gates, owner=owner)
+
+
+def measured_win(baseline: RunRecord, judged: RunRecord) -> bool:
+    """The judged run's p50 latency is below the baseline's (both measured)."""
+    speedup = p50_speedup(baseline, judged)
+    return speedup is not None and speedup > 1.0
+
+
+_CAPTURES = {
+    "quality": "a quality measurement of the candidate against the dense model (replay the workload, or `sparsedebug quality`)",
+    "fallback": "a lowering decision with its reason for every layer (an annotated trace, or a replay)",
+}
+
+
+def _capture_text(missing: list[str]) -> str:
+    """The artifacts that settle the missing-evidence refusals, in words."""
+    return " and ".join(text for key, text in _CAPTURES.items() if any(m.startswith(f"no {key} evidence") for m in missing)) or "the evidence named below"
 
 
 FAILING_DECISIONS: tuple[str, ...] = ("rollback", "escalate")

@@ -263,7 +263,20 @@ def _sparse_kernel_speedup(meant: list[LayerRow]) -> tuple[float | None, str | N
     return None, None
 
 
-def fallback_summary(run: RunRecord) -> FallbackSummary:
+def baseline_dense_pairs(run: RunRecord, baseline: RunRecord) -> list[tuple[str, float, float]]:
+    """(layer, dense p50, sparse p50) for each layer ``run`` runs sparse that ``baseline`` ran dense, both timed."""
+    base_lower = {lo.name: lo for lo in baseline.lower.layers}
+    base_ms = {k.name: median(k.samples_ms) for k in baseline.kernel.layers if k.samples_ms}
+    cand_ms = {k.name: median(k.samples_ms) for k in run.kernel.layers if k.samples_ms}
+    return [
+        (lo.name, base_ms[lo.name], cand_ms[lo.name])
+        for lo in run.lower.layers
+        if lo.path == KernelPath.SPARSE and lo.name in cand_ms and lo.name in base_ms
+        and lo.name in base_lower and base_lower[lo.name].path == KernelPath.DENSE and cand_ms[lo.name] > 0
+    ]
+
+
+def fallback_summary(run: RunRecord, baseline: RunRecord | None = None) -> FallbackSummary:
     """Fallback counts, dense shares of FLOPs and time, and the Amdahl cost of the fallbacks.
 
     ``sparse_kernel_speedup`` is the measured dense/sparse kernel time ratio over
@@ -272,7 +285,8 @@ def fallback_summary(run: RunRecord) -> FallbackSummary:
     whole-model kernel-time speedup the fallbacks forfeit: kernel time now divided
     by kernel time if every fallback layer ran at that sparse speedup (Amdahl).
     ``amdahl_ceiling`` is the kernel-time speedup over all-dense if every layer
-    meant to be sparse got the nominal M/N and everything else stayed as is.
+    meant to be sparse got the nominal M/N and everything else stayed as is. Without paired
+    dense samples in the run, the same layers of ``baseline`` that ran dense pair with them.
     """
     rows = layer_rows(run)
     meant = [r for r in rows if r.meant_sparse]
@@ -290,6 +304,9 @@ def fallback_summary(run: RunRecord) -> FallbackSummary:
     fb_time_share = shares.fallback_share if shares is not None else None
 
     speedup, source = _sparse_kernel_speedup(meant)
+    if (source is None or source.startswith("nominal")) and baseline is not None and (pairs := baseline_dense_pairs(run, baseline)):
+        speedup = sum(p[1] for p in pairs) / sum(p[2] for p in pairs)
+        source = f"measured on {len(pairs)} sparse layer(s) against the same layers of the baseline run dense: kernel time"
 
     left: float | None = None
     if fb_time_share is not None and speedup is not None and speedup > 0:

@@ -20,6 +20,8 @@ class EvidencePaths:
 
     ncu: Path | None = None
     smi: Path | None = None
+    smi_utc_offset_h: float | None = None
+    """The nvidia-smi clock's offset from UTC in hours (its timestamps carry no zone); None: the log cannot be aligned."""
 
     def given(self) -> list[tuple[str, Path]]:
         """(option, path) of every file given."""
@@ -32,6 +34,7 @@ class AttachedEvidence:
 
     ncu: NcuReport | None = None
     smi: SmiReport | None = None
+    smi_utc_offset_h: float | None = None
 
 
 NO_EVIDENCE = AttachedEvidence()
@@ -60,4 +63,4 @@ def load_evidence(paths: EvidencePaths) -> AttachedEvidence:
         from sparsedebug.sources.importers.nvidia_smi import load_smi
 
         smi = load_smi(paths.smi)
-    return AttachedEvidence(ncu=ncu, smi=smi)
+    return AttachedEvidence(ncu=ncu, smi=smi, smi_utc_offset_h=paths.smi_utc_offset_h)

@@ -214,7 +214,18 @@ def _drift() -> Case:
     run = make_run()
     n = len(run.outcome.latency_samples_ms)
     run.outcome.latency_samples_ms = [2.0 * (1 + 0.2 * i / n) for i in range(n)]
+    run.schedule.busy_samples_ms = [1.5 * (1 + 0.2 * i / n) for i in range(n)]
     return Case(run)
+
+
+def test_latency_drift_with_flat_gpu_busy_time_is_host_side_not_thermal() -> None:
+    """The latency drifts upward, but the GPU's busy time does not: the host drifted, the clocks did not."""
+    case = _drift()
+    n = len(case.run.outcome.latency_samples_ms)
+    case.run.source = RunSource(kind="torch_trace")
+    case.run.schedule.busy_samples_ms = [1.5] * n
+    drift = next(e for e in classify_evidence(case.run).evidence if e.rule == "thermal.latency_drift")
+    assert not drift.fired and "host-side" in drift.detail
 
 
 def _neighbour_path() -> Case:

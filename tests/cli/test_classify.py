@@ -44,15 +44,22 @@ def test_h200_with_smi_and_ncu_people_output() -> None:
     assert "reading" in result.stderr and "reading" not in out
 
 
-def test_h200_smi_thermal_is_ranked_with_evidence_in_json() -> None:
-    result = invoke(["classify", SPARSE, "--baseline", DENSE, "--smi", SMI, "--json"])
-    payload = json.loads(result.stdout)
-    thermal = next(s for s in payload["scores"] if s["mechanism"] == "thermal")
-    assert thermal["status"] == "supported" and thermal["score"] > 0
-    lines = [e for e in payload["evidence"] if e["mechanism"] == "thermal" and e["fired"]]
-    assert {e["rule"] for e in lines} == {"thermal.throttle_time", "thermal.clock_drop"}
-    assert all("nvidia_smi_short.csv" in e["source"] for e in lines)
-    assert SMI in payload["inputs"]
+def test_h200_smi_thermal_only_from_the_runs_own_window() -> None:
+    """The short smi log was captured at 23:42:23-43 UTC, two minutes after the eager traces (23:40:34-35): it covers
+    neither, so it gives no thermal verdict; without a UTC offset it cannot be aligned at all (context only).
+    The CUDA-graph trace (23:42:40) lies inside it."""
+    unaligned = json.loads(invoke(["classify", SPARSE, "--baseline", DENSE, "--smi", SMI, "--json"]).stdout)
+    aligned = json.loads(invoke(["classify", SPARSE, "--baseline", DENSE, "--smi", SMI, "--smi-utc-offset", "0", "--json"]).stdout)
+    for payload, why in ((unaligned, "cannot be aligned"), (aligned, "no sample inside the run's window")):
+        thermal = next(s for s in payload["scores"] if s["mechanism"] == "thermal")
+        assert thermal["score"] == 0 and payload["winner"] != "thermal"
+        lines = [e for e in payload["evidence"] if e["rule"] in ("thermal.throttle_time", "thermal.clock_drop")]
+        assert lines and all(not e["fired"] and why in e["detail"] for e in lines)
+        assert SMI in payload["inputs"]
+    graph = str(Path(SPARSE).with_name("trace_sparse_mlp_T2048_cudagraph.json.gz"))
+    alone = json.loads(invoke(["classify", graph, "--smi", SMI, "--smi-utc-offset", "0", "--json"]).stdout)
+    throttle = next(e for e in alone["evidence"] if e["rule"] == "thermal.throttle_time")
+    assert throttle["fired"] and "1 sample(s) in the run's window" in throttle["detail"]
 
 
 def test_classify_a_saved_run_record(tmp_path: Path) -> None:

@@ -481,3 +481,44 @@ def strip(doc: dict[str, Any], variation: str, seed: int = 0) -> dict[str, Any] 
 
 VARIATIONS = ("no_annotations", "no_flows", "no_shapes", "shuffled", "bare_array")
 """Every variation ``strip`` knows."""
+
+
+def insert_layout_ops(doc: dict[str, Any], before: str = "aten::scaled_dot_product_attention",
+                      ops: tuple[str, ...] = ("aten::reshape", "aten::contiguous")) -> dict[str, Any]:
+    """A copy of ``doc`` with layout/view ``cpu_op`` ranges (no kernels) inserted in the host gap before every ``before`` op.
+
+    What the framework adds when a producer's output is no longer contiguous: the ops sit on
+    the same thread, in the idle time before the op, each 1 us long and 0.5 us apart.
+    """
+    events = list(doc.get("traceEvents", []))
+    added: list[dict[str, Any]] = []
+    for e in events:
+        if e.get("ph") != "X" or e.get("cat") != "cpu_op" or e.get("name") != before:
+            continue
+        dims = (e.get("args") or {}).get("Input Dims", [[]])[:1]
+        for k, op in enumerate(ops):
+            ts = round(float(e["ts"]) - 1.5 * (len(ops) - k), 3)
+            added.append({"ph": "X", "cat": "cpu_op", "name": op, "pid": e["pid"], "tid": e["tid"], "ts": ts, "dur": 1.0,
+                          "args": {"External id": 0, "Input Dims": dims, "Input type": ["c10::Half"]}})
+    return {**doc, "traceEvents": events + added}
+
+
+FP32_GEMM = "ampere_sgemm_128x64_tn"
+"""An fp32 SIMT GEMM kernel name (what a linear runs once its inputs are float)."""
+
+
+def move_to_fp32(doc: dict[str, Any], layer: str) -> dict[str, Any]:
+    """A copy of ``doc`` where the annotated ``layer`` runs in fp32: its GEMM kernels renamed to an fp32 SIMT
+    GEMM and its ops' half-precision inputs recorded as ``float`` (generate it with ``slow_layers`` for the time)."""
+    events = [dict(e) for e in doc.get("traceEvents", [])]
+    gpu = [(e["ts"], e["ts"] + e["dur"]) for e in events if e.get("cat") == "gpu_user_annotation" and e.get("name") == layer]
+    host = [(e["ts"], e["ts"] + e["dur"], e.get("tid")) for e in events if e.get("cat") == "user_annotation" and e.get("name") == layer]
+    for e in events:
+        if e.get("cat") == "kernel" and e.get("name") == _DENSE_GEMM and any(a <= e["ts"] <= b for a, b in gpu):
+            e["name"] = FP32_GEMM
+        elif e.get("cat") == "cpu_op" and any(a <= e["ts"] <= b and e.get("tid") == t for a, b, t in host):
+            args = dict(e.get("args") or {})
+            if "Input type" in args:
+                args["Input type"] = ["float" if v == "c10::Half" else v for v in args["Input type"]]
+            e["args"] = args
+    return {**doc, "traceEvents": events}

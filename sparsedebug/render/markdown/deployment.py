@@ -136,9 +136,10 @@ def _pct(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.1%}"
 
 
-def fallback_impact(run: RunRecord) -> list[str]:
-    """Dense shares of FLOPs and time, fallback counts by reason, and the Amdahl cost."""
-    fb = fallback_summary(run)
+def fallback_impact(run: RunRecord, baseline: RunRecord | None = None) -> list[str]:
+    """Dense shares of FLOPs and time, fallback counts by reason, and the Amdahl cost (kernel speedup paired with
+    ``baseline``'s dense layers when the run has no paired dense samples)."""
+    fb = fallback_summary(run, baseline)
     lines = [
         f"- layers meant to be sparse: {fb.meant_sparse}; running dense (fallback): {fb.fell_back}"
         + (f" ({', '.join(f'{k} x{v}' for k, v in sorted(fb.reasons.items()))})" if fb.reasons else ""),
@@ -303,7 +304,7 @@ def render_report(bundle: LoadedBundle) -> str:
         lines += ["", f"## Pruning schedule ({label}, as recorded)", ""]
         lines += pruning_schedule(run)
         lines += ["", f"## Dense-fallback impact ({label})", ""]
-        lines += fallback_impact(run)
+        lines += fallback_impact(run, base)
         lines += ["", f"## Sparsity that costs time on the target ({label})", ""]
         lines += costs_time(run)
         lines += ["", f"## Metrics collected ({label})", ""]

@@ -37,6 +37,7 @@ from sparsedebug.render.clocks import (
 )
 from sparsedebug.render.markdown.ranks import rank_lines
 from sparsedebug.render.markdown.tags import build_tags
+from sparsedebug.render.markdown.verdicts import attributed_lines
 from sparsedebug.signoff.decide import stored_decision
 from sparsedebug.signoff.metrics import (
     equal_latency_sentence,
@@ -187,9 +188,8 @@ def _mechanism(b: LoadedBundle, book: Playbook) -> list[str]:
     else:
         w = cls.winner.value
         ws = scores[w]
-        summary = next(m.summary for m in book.mechanisms if m.id == w)
-        margin = f", {cls.margin_text()}"
-        out.append(f"- **Primary mechanism**: **{w}** (score {ws.score:.2f}{margin}). {summary}")
+        margin = cls.margin_text()
+        out += attributed_lines(cls, ws.score) or [f"- **Primary mechanism**: **{w}** (score {ws.score:.2f}, {margin})."]
         for e in cls.evidence_for(cls.winner):
             if not e.fired:
                 continue
@@ -212,7 +212,8 @@ def _mechanism(b: LoadedBundle, book: Playbook) -> list[str]:
                 why += f", but scores {s.score:.2f} against the winner's {winner_score:.2f}"
         else:
             why = f"none of its {s.rules_evaluated} evaluated rule(s) fired"
-        out.append(f"  - {name} (rank {s.rank}, score {s.score:.2f}, {s.status}): {why}.")
+        carries = f", carries {s.attributed_ms:+.3f} ms" if s.attributed_ms else ""
+        out.append(f"  - {name} (rank {s.rank}, score {s.score:.2f}{carries}, {s.status}): {why}.")
     out.append("- **Missing evidence**:" + ("" if cls.missing_evidence else " none for the ranking above."))
     for m in cls.missing_evidence:
         out.append(f"  - {m.mechanism.value}: {m.reason}; capture: {m.capture}.")
@@ -402,7 +403,7 @@ def _risks(b: LoadedBundle) -> list[str]:
 def _signoff(b: LoadedBundle, book: Playbook, decision: DecisionOutcome) -> list[str]:
     out = ["## 4. Signoff", ""]
     final = b.fixed or b.candidate
-    fb = fallback_summary(final)
+    fb = fallback_summary(final, b.baseline)
     report = b.manifest.files.get("report", "report.md")
     impact = f"{fb.fell_back} of {fb.meant_sparse} meant-sparse layers run dense"
     if fb.dense_time_share is not None:

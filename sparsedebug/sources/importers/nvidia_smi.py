@@ -16,13 +16,15 @@ import csv
 import io
 import math
 from collections import defaultdict
-from datetime import datetime
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from sparsedebug.core.errors import UserError
 from sparsedebug.core.io import read_text
 from sparsedebug.core.stats import median
 from sparsedebug.records.artifacts import ReasonTime, SmiReport, SmiSample, SmiSummary
+from sparsedebug.records.run import TimeWindow
 
 CLOCK_EVENT_REASONS: dict[int, str] = {
     0x1: "gpu_idle",
@@ -115,6 +117,53 @@ def _check_max_clock_covers(max_clock_mhz: float | None, samples: list[SmiSample
             f"--max-clock {max_clock_mhz:g}: below the SM clock of {top:g} MHz that {path} records "
             f"(GPU {where.gpu}, line {where.line}); give the GPU's max clock, at least {top:g} MHz"
         )
+
+
+@dataclass(frozen=True)
+class WindowedSamples:
+    """The samples of a clock log that fall in one run's absolute time window, or why none can be taken."""
+
+    samples: list[SmiSample]
+    aligned: bool
+    note: str
+
+
+def samples_in_window(report: SmiReport, window: TimeWindow | None, utc_offset_h: float | None) -> WindowedSamples:
+    """The samples of ``report`` whose interval overlaps ``window`` (absolute UTC).
+
+    nvidia-smi timestamps are local wall-clock time without a zone: ``utc_offset_h`` is that
+    clock's offset from UTC in hours (0 for a UTC machine); without it, or without the run's
+    window, the log cannot be aligned and the result says so (``aligned`` False). A sample
+    stands for the time until the next one, so a window shorter than the sampling interval
+    still gets the sample that covers it. Any clock log of ``SmiSample`` rows aligns here
+    (classify's thermal rules read it; energy reuses it).
+    """
+    if window is None:
+        return WindowedSamples([], False, f"{report.file}: the run records no absolute time window: the log cannot be aligned (context only)")
+    if utc_offset_h is None:
+        return WindowedSamples([], False, f"{report.file}: nvidia-smi timestamps carry no time zone and no UTC offset was given "
+                                          "(--smi-utc-offset): the log cannot be aligned (context only)")
+    shift = timedelta(hours=utc_offset_h)
+    stamps: list[tuple[float, SmiSample]] = []
+    for sample in report.samples:
+        local = _time(sample.time)
+        if local is not None:
+            stamps.append(((local - shift).replace(tzinfo=UTC).timestamp(), sample))
+    stamps.sort(key=lambda item: item[0])
+    gaps = [b[0] - a[0] for a, b in zip(stamps, stamps[1:], strict=False) if b[0] > a[0]]
+    interval = median(gaps) if gaps else 0.0
+    inside = [
+        sample for k, (t, sample) in enumerate(stamps)
+        if t <= window.end_utc_s and (stamps[k + 1][0] if k + 1 < len(stamps) else t + interval) >= window.start_utc_s
+    ]
+    span = f"{datetime.fromtimestamp(window.start_utc_s, UTC):%Y-%m-%d %H:%M:%S.%f}"[:-3] + " UTC"
+    if not inside:
+        first = datetime.fromtimestamp(stamps[0][0], UTC) if stamps else None
+        last = datetime.fromtimestamp(stamps[-1][0], UTC) if stamps else None
+        covers = f" (log covers {first:%H:%M:%S} to {last:%H:%M:%S} UTC)" if first and last else ""
+        return WindowedSamples([], True, f"{report.file}: no sample inside the run's window from {span}{covers}")
+    return WindowedSamples(inside, True, f"{report.file}: {len(inside)} sample(s) in the run's window from {span}, "
+                                         f"{window.end_utc_s - window.start_utc_s:.3f} s")
 
 
 def load_smi(path: Path, max_clock_mhz: float | None = None) -> SmiReport:

@@ -50,6 +50,7 @@ from sparsedebug.records.run import (
     RunRecord,
     RunSource,
     ScheduleStage,
+    TimeWindow,
     TraceRuntime,
 )
 from sparsedebug.sources.importers.trace.analysis.strip import iteration_strip
@@ -239,7 +240,7 @@ def analyze_trace(path: Path, *, include_last_step: bool = False, events: TraceE
     record = RunRecord(
         name=_stem(path),
         source=RunSource(
-            kind="torch_trace", files=[file_digest(path)],
+            kind="torch_trace", files=[file_digest(path)], window=_window(trace.metadata, trace.ts_base, ops),
             runtime=_runtime(trace.metadata, device, device_name, lower_layers, any(op.launch_name.startswith("cudaGraphLaunch") for op in ops)),
         ),
         graph=GraphStage(layers=graph_layers, tokens=tokens(graph_layers)),
@@ -325,6 +326,17 @@ def _runtime(metadata: dict[str, Any], device: int, device_name: str | None, lay
         sparse_backends=sorted({d.backend for d in sparse if d.backend}), sparse_ops=sorted({d.backend_op for d in sparse if d.backend_op}),
         cuda_graph=cuda_graph,
     )
+
+
+def _window(metadata: dict[str, Any], ts_base: float | None, ops: list[GpuOp]) -> TimeWindow | None:
+    """The GPU ops' absolute UTC window: the trace's ``baseTimeNanoseconds`` plus their raw timestamps (None without it)."""
+    base = metadata.get("baseTimeNanoseconds")
+    if not isinstance(base, int | float) or isinstance(base, bool) or base <= 0 or not ops:
+        return None
+    start = min(op.ts for op in ops) + (ts_base or 0.0)
+    end = max(op.ts + op.dur for op in ops) + (ts_base or 0.0)
+    return TimeWindow(start_utc_s=base / 1e9 + start / 1e6, end_utc_s=base / 1e9 + end / 1e6,
+                      source="baseTimeNanoseconds + first/last GPU op timestamp")
 
 
 def _device_properties(metadata: dict[str, Any], device: int) -> dict[str, Any]:

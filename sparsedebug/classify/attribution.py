@@ -1,0 +1,192 @@
+"""Which mechanism carries the measured latency change: each layer's and each gap's share, attributed by its evidence.
+
+The measured change (candidate p50 - baseline p50 of the whole forward) is split into
+the parts bisect already computes (:func:`sparsedebug.locate.walk.rank_layers`: each
+layer's kernel time and the host gaps before it, per iteration), plus the host time
+outside every layer. Each part goes to the mechanism its own evidence supports:
+
+* a layer whose kernel path changed (``core.patterns.path_changed``): precision when it
+  moved onto an fp32/SIMT path or changed precision, compute otherwise; a layer declared
+  sparse that runs dense, or the sparse kernel itself, is compute;
+* weight conversions a layer added per call, and every added host gap, are scheduling;
+* a layer on an unchanged path that moves more bytes per call than in the baseline is memory;
+* a layer on an unchanged path whose kernel time changed while the clocks dropped inside
+  the candidate's own window (a fired thermal rule on windowed evidence) is thermal;
+* anything else is left unattributed, and said to be.
+
+The winner is the mechanism that carries the largest share of the change in its
+direction; the rule scores stay as the evidence behind each part.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from sparsedebug.classify.context import Context
+from sparsedebug.classify.roofline import layer_work
+from sparsedebug.core.dispatch import dispatch_cause, moved_to_fp32
+from sparsedebug.core.patterns import declared_sparse, fell_back, path_changed, precision_changed
+from sparsedebug.core.stats import median
+from sparsedebug.locate.common import calls_per_iteration, iteration_count
+from sparsedebug.locate.walk import rank_layers
+from sparsedebug.records.classification import AttributedPart, Attribution, Evidence, Mechanism, MechanismShare
+from sparsedebug.records.run import KernelPath, LowerLayer, RunRecord
+
+BYTES_GROWTH = 1.05
+"""A layer moving this many times its baseline bytes per call carries a memory share."""
+
+THERMAL_RULES = ("thermal.clock_drop", "thermal.throttle_time")
+"""Rules on clock evidence inside the runs' own windows: when one fired, unchanged-path kernel time is thermal's."""
+
+MIN_PART_MS = 1e-6
+"""Parts smaller than this (a nanosecond per iteration: float residue of equal medians) are dropped."""
+
+GAPS_OUTSIDE_LAYERS = "host gaps outside the layers"
+
+
+def _latency(run: RunRecord) -> list[float]:
+    return run.outcome.latency_samples_ms or run.schedule.span_samples_ms
+
+
+def _gap_ms(run: RunRecord) -> float | None:
+    """Per-iteration time the GPU is not busy within the latency: latency p50 - busy p50 (None without both)."""
+    lat, busy = _latency(run), run.schedule.busy_samples_ms
+    if not lat or not busy:
+        return None
+    return median(lat) - median(busy)
+
+
+def _conversion_ms(run: RunRecord, lower: LowerLayer | None, name: str) -> float:
+    """Per-iteration kernel time of a layer's per-call weight conversions."""
+    if lower is None or not lower.conversions_per_call or lower.conversion_ms is None:
+        return 0.0
+    samples = next((k.samples_ms for k in run.kernel.layers if k.name == name), [])
+    return lower.conversion_ms * lower.conversions_per_call * calls_per_iteration(samples, iteration_count(run))
+
+
+def _kernel_part(
+    name: str, ms: float, before: LowerLayer | None, after: LowerLayer | None, intent: str | None,
+    base_bytes: dict[str, float], cand_bytes: dict[str, float], precisions: tuple[str | None, str | None], thermal: Evidence | None,
+) -> AttributedPart:
+    """A layer's kernel-time change, attributed by what its lowering shows."""
+    if after is not None and fell_back(intent, after):
+        reason = after.reason.value if after.reason is not None else "no reason recorded"
+        return AttributedPart(part=name, kind="kernel", mechanism=Mechanism.COMPUTE, ms=ms, rule="compute.fallback_time",
+                              evidence=f"declared {intent} but runs dense ({reason})")
+    if before is not None and after is not None and path_changed(before, after):
+        cause = dispatch_cause(before.dispatch, after.dispatch)
+        b = before.dispatch.backend if before.dispatch else None
+        a = after.dispatch.backend if after.dispatch else None
+        moved = f"backend {b} -> {a}" if b and a and b != a else f"{_path(before)} -> {_path(after)}"
+        if moved_to_fp32(before, after) or precision_changed(*precisions):
+            return AttributedPart(part=name, kind="kernel", mechanism=Mechanism.PRECISION, ms=ms, rule="precision.dtype_change",
+                                  evidence=f"path moved onto a wider/other precision: {moved}", cause=cause)
+        if declared_sparse(intent) and after.path is KernelPath.SPARSE:
+            return AttributedPart(part=name, kind="kernel", mechanism=Mechanism.COMPUTE, ms=ms, rule="compute.sparse_not_faster",
+                                  evidence=f"the declared sparse path: {moved}")
+        return AttributedPart(part=name, kind="kernel", mechanism=Mechanism.COMPUTE, ms=ms, rule="compute.neighbour_path_change",
+                              evidence=f"path changed: {moved}", cause=cause)
+    if precision_changed(*precisions):
+        return AttributedPart(part=name, kind="kernel", mechanism=Mechanism.PRECISION, ms=ms, rule="precision.dtype_change",
+                              evidence=f"precision {precisions[0]} -> {precisions[1]}")
+    if name in base_bytes and name in cand_bytes and base_bytes[name] > 0 and cand_bytes[name] > base_bytes[name] * BYTES_GROWTH:
+        return AttributedPart(part=name, kind="kernel", mechanism=Mechanism.MEMORY, ms=ms, rule="memory.bytes_growth",
+                              evidence=f"bytes per call {base_bytes[name]:.3g} -> {cand_bytes[name]:.3g}")
+    if thermal is not None:
+        return AttributedPart(part=name, kind="kernel", mechanism=Mechanism.THERMAL, ms=ms, rule=thermal.rule,
+                              evidence=f"same path, clocks fell inside the candidate's window ({thermal.detail})")
+    return AttributedPart(part=name, kind="kernel", mechanism=None, ms=ms, evidence="same path, same bytes: no mechanism evidence on this layer")
+
+
+def _path(lower: LowerLayer) -> str:
+    return lower.path.value + (f"/{lower.kernel_class.value}" if lower.kernel_class is not None else "")
+
+
+def attribute(ctx: Context, evidence: list[Evidence]) -> Attribution | None:
+    """Split the measured latency change of ``ctx.run`` against its baseline into attributed parts (None without both latencies)."""
+    base, cand = ctx.baseline, ctx.run
+    if base is None or not _latency(base) or not _latency(cand):
+        return None
+    base_p50, cand_p50 = median(_latency(base)), median(_latency(cand))
+    delta = cand_p50 - base_p50
+    thermal = next((e for e in evidence if e.rule in THERMAL_RULES and e.fired), None)
+    b_lower, c_lower = ctx.lower(base), ctx.lower()
+    intent = {g.name: g.intended for g in cand.graph.layers}
+    base_bytes = {w.name: w.bytes for w in layer_work(base)}
+    cand_bytes = {w.name: w.bytes for w in layer_work(cand)}
+    b_prec = {k.name: k.precision for k in base.kernel.layers}
+    c_prec = {k.name: k.precision for k in cand.kernel.layers}
+    parts: list[AttributedPart] = []
+    layer_idle = 0.0
+    order = {lo.name: i for i, lo in enumerate(cand.lower.layers)}
+    for ranked in sorted(rank_layers(base, cand, set(), delta), key=lambda r: order.get(r.layer, len(order))):
+        name = ranked.layer
+        before, after = b_lower.get(name), c_lower.get(name)
+        added_conversion = _conversion_ms(cand, after, name) - _conversion_ms(base, before, name)
+        kernel = ranked.kernel_ms
+        if added_conversion > 0 and after is not None:
+            parts.append(AttributedPart(part=name, kind="conversion", mechanism=Mechanism.SCHEDULING, ms=added_conversion,
+                                        rule="scheduling.per_call_conversion",
+                                        evidence=f"re-converts its weights {after.conversions_per_call}x per call"))
+            kernel -= added_conversion
+        if kernel:
+            parts.append(_kernel_part(name, kernel, before, after, intent.get(name), base_bytes, cand_bytes,
+                                      (b_prec.get(name), c_prec.get(name)), thermal))
+        if ranked.idle_ms:
+            layer_idle += ranked.idle_ms
+            parts.append(AttributedPart(part=name, kind="gap", mechanism=Mechanism.SCHEDULING, ms=ranked.idle_ms,
+                                        rule="scheduling.overhead_regression", evidence="host gap before the layer's kernels"))
+    b_gap, c_gap = _gap_ms(base), _gap_ms(cand)
+    if b_gap is not None and c_gap is not None:
+        outside = (c_gap - b_gap) - layer_idle
+        if outside:
+            parts.append(AttributedPart(part=GAPS_OUTSIDE_LAYERS, kind="gap", mechanism=Mechanism.SCHEDULING, ms=outside,
+                                        rule="scheduling.span_vs_busy",
+                                        evidence=f"GPU-idle time per iteration {b_gap:.3f} -> {c_gap:.3f} ms, less the gaps before layers"))
+    parts = [p for p in parts if abs(p.ms) >= MIN_PART_MS]
+    sums: dict[Mechanism, float] = defaultdict(float)
+    largest: dict[Mechanism, AttributedPart] = {}
+    counts: dict[Mechanism, int] = defaultdict(int)
+    sign = 1.0 if delta >= 0 else -1.0
+    for part in parts:
+        if part.mechanism is None:
+            continue
+        sums[part.mechanism] += part.ms
+        counts[part.mechanism] += 1
+        if part.mechanism not in largest or sign * part.ms > sign * largest[part.mechanism].ms:
+            largest[part.mechanism] = part
+    shares = [
+        MechanismShare(mechanism=m, ms=round(ms, 6), share=round(ms / delta, 6) if delta else None, largest=largest[m].part, parts=counts[m])
+        for m, ms in sums.items()
+    ]
+    shares.sort(key=lambda s: (-sign * s.ms, list(Mechanism).index(s.mechanism)))
+    attributed = sum(sums.values())
+    return Attribution(
+        base_p50_ms=base_p50, cand_p50_ms=cand_p50, delta_ms=delta,
+        parts=sorted(parts, key=lambda p: -sign * round(p.ms, 6)), mechanisms=shares, unattributed_ms=round(delta - attributed, 6),
+    )
+
+
+MIN_GROWTH = 0.02
+"""Latency must grow by at least this fraction of the baseline p50 for the shares to rank the mechanisms."""
+
+MIN_SHARE = 0.25
+"""The leading mechanism must carry at least this share of the growth to win by attribution."""
+
+
+def attributed_winner(attribution: Attribution | None) -> MechanismShare | None:
+    """The mechanism carrying the largest share of a latency growth; None when latency did not grow beyond
+    ``MIN_GROWTH``, or no mechanism carries ``MIN_SHARE`` of it (the rule scores rank then)."""
+    if attribution is None or not attribution.mechanisms or attribution.delta_ms <= MIN_GROWTH * attribution.base_p50_ms:
+        return None
+    top = attribution.mechanisms[0]
+    return top if top.ms >= MIN_SHARE * attribution.delta_ms else None
+
+
+def largest_part(attribution: Attribution, mechanism: Mechanism) -> AttributedPart | None:
+    """The part that carries the most of ``mechanism``'s share."""
+    parts = [p for p in attribution.parts if p.mechanism == mechanism]
+    if not parts:
+        return None
+    top = max(round(p.ms, 6) for p in parts)
+    return next(p for p in parts if round(p.ms, 6) == top)

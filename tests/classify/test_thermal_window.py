@@ -1,0 +1,94 @@
+"""Thermal only from clock evidence inside each run's own window, as a difference between the two windows.
+
+The H200 eager traces ran at 23:40:34.6 (dense) and 23:40:35.0 UTC (sparse); the logs here are
+written around them: hot over the candidate only, covering both, covering neither, in local time.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from sparsedebug.classify.score import classify_run
+from sparsedebug.records.classification import Classification
+from sparsedebug.records.run import RunRecord
+from sparsedebug.sources.evidence import EvidencePaths, load_evidence
+from sparsedebug.sources.importers.nvidia_smi import load_smi, samples_in_window
+from sparsedebug.sources.importers.trace.importer import import_trace
+
+H200 = Path(__file__).resolve().parents[2] / "fixtures" / "h200"
+HEADER = "timestamp, clocks.current.sm [MHz], power.draw [W], utilization.gpu [%], clocks_event_reasons.active"
+
+
+def _log(path: Path, start: datetime, seconds: float, hot: list[tuple[datetime, datetime]], offset_h: float = 0.0) -> Path:
+    """A 250 ms log from ``start`` (UTC) written in local time ``offset_h``: 1980 MHz busy, 1365 MHz and thermal slowdown inside ``hot``."""
+    lines = [HEADER]
+    for k in range(int(seconds * 4)):
+        t = start + timedelta(milliseconds=250 * k)
+        is_hot = any(a - timedelta(milliseconds=250) < t <= b for a, b in hot)
+        clock, mask = (1365, "0x0000000000000020") if is_hot else (1980, "0x0000000000000000")
+        local = t + timedelta(hours=offset_h)
+        lines.append(f"{local:%Y/%m/%d %H:%M:%S}.{local.microsecond // 1000:03d}, {clock} MHz, 650.00 W, 100 %, {mask}")
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _utc(run: RunRecord) -> tuple[datetime, datetime]:
+    window = run.source.window
+    assert window is not None
+    return datetime.fromtimestamp(window.start_utc_s, UTC), datetime.fromtimestamp(window.end_utc_s, UTC)
+
+
+@pytest.fixture(scope="module")
+def runs() -> tuple[RunRecord, RunRecord]:
+    return import_trace(H200 / "trace_dense_T2048.json.gz"), import_trace(H200 / "trace_sparse_mlp_T2048.json.gz")
+
+
+def _classify(cand: RunRecord, base: RunRecord, log: Path, offset: float | None) -> Classification:
+    evidence = load_evidence(EvidencePaths(smi=log, smi_utc_offset_h=offset))
+    return classify_run(cand, baseline=base, evidence=evidence)
+
+
+def _thermal(cls: Classification) -> dict[str, tuple[bool, str]]:
+    return {e.rule: (e.fired, e.detail) for e in cls.evidence if e.rule in ("thermal.throttle_time", "thermal.clock_drop")}
+
+
+def test_trace_window_is_absolute_utc(runs: tuple[RunRecord, RunRecord]) -> None:
+    start, end = _utc(runs[0])
+    assert f"{start:%Y-%m-%d %H:%M:%S}" == "2026-11-29 23:40:34" and (end - start).total_seconds() < 1
+
+
+def test_hot_candidate_window_against_a_cool_baseline_window_is_thermal(runs: tuple[RunRecord, RunRecord], tmp_path: Path) -> None:
+    base, cand = runs
+    start = _utc(base)[0] - timedelta(seconds=2)
+    log = _log(tmp_path / "smi.csv", start, 5, hot=[_utc(cand)])
+    fired = _thermal(_classify(cand, base, log, 0.0))
+    assert all(f for f, _ in fired.values()), fired
+    reversed_pair = _thermal(_classify(base, cand, log, 0.0))
+    assert not any(f for f, _ in reversed_pair.values()), reversed_pair
+    against_itself = _thermal(_classify(cand, cand, log, 0.0))
+    assert not any(f for f, _ in against_itself.values()) and all("same" in d for _, d in against_itself.values())
+
+
+def test_a_log_in_local_time_aligns_with_its_offset_only(runs: tuple[RunRecord, RunRecord], tmp_path: Path) -> None:
+    base, cand = runs
+    log = _log(tmp_path / "local.csv", _utc(base)[0] - timedelta(seconds=2), 5, hot=[_utc(cand)], offset_h=2.0)
+    assert all(f for f, _ in _thermal(_classify(cand, base, log, 2.0)).values())
+    unaligned = _thermal(_classify(cand, base, log, None))
+    assert not any(f for f, _ in unaligned.values()) and all("cannot be aligned" in d for _, d in unaligned.values())
+    shifted = _thermal(_classify(cand, base, log, 0.0))  # read as UTC, the log lies two hours off both runs
+    assert not any(f for f, _ in shifted.values()) and all("no sample inside" in d for _, d in shifted.values())
+
+
+def test_a_log_covering_one_run_only_or_neither_gives_no_thermal_verdict(runs: tuple[RunRecord, RunRecord], tmp_path: Path) -> None:
+    base, cand = runs
+    only_cand = _log(tmp_path / "cand.csv", _utc(cand)[0] - timedelta(milliseconds=100), 1, hot=[_utc(cand)])
+    assert not samples_in_window(load_smi(only_cand), base.source.window, 0.0).samples
+    one = _classify(cand, base, only_cand, 0.0)
+    assert not any(f for f, _ in _thermal(one).values())
+    assert one.winner is not None and one.winner.value != "thermal"
+    neither = _classify(cand, base, H200 / "nvidia_smi_short.csv", 0.0)
+    assert not any(f for f, _ in _thermal(neither).values())
+    assert all("no sample inside" in d for _, d in _thermal(neither).values())
