@@ -13,6 +13,7 @@ from rich.table import Table
 
 from sparsedebug.records.target import BreakEven, ForwardProjection, LayerProjection, PathTime, PredictReport, Provenance
 from sparsedebug.render.clocks import target_clock_label
+from sparsedebug.render.terminal.fit import optional, under
 
 _GEMM_ROW = re.compile(r"gemm\[(\d+)\]")
 _FILE = re.compile(r"([\w.-]+\.(?:json\.gz|json|csv|yaml))")
@@ -96,7 +97,7 @@ def layers_table(layers: list[LayerProjection], title: str, *, all_layers: bool 
         "per call: max(host, GPU) eager, GPU under a CUDA graph; speedup = dense / sparse with its 90% interval "
         "(fit residuals and distance from measured points); a win or loss only where the interval excludes 1.0"
     )
-    return table
+    return under(optional(table, "sparse host / GPU ms", "basis", "path", "sparse ms", "dense ms"), "from")
 
 
 def forward_line(forward: ForwardProjection) -> str:
@@ -137,7 +138,7 @@ def break_even_table(rows: list[BreakEven], title: str) -> Table:
             tokens = f"not up to {row.searched_up_to}"
         note = row.note + (f"; {row.measure}" if row.measure else "")
         table.add_row("x".join(str(d) for d in row.shape), row.dtype, tokens, _basis(row.basis), escape(note))
-    return table
+    return under(table, "note")
 
 
 def predict_tables(report: PredictReport, *, all_layers: bool = False) -> list[Table | str]:
