@@ -26,6 +26,15 @@ FRACTION_STEPS = 16
 """Narrowing fractions searched are ``k / FRACTION_STEPS`` for ``k = 0 .. FRACTION_STEPS - 1``."""
 
 
+@dataclass(frozen=True)
+class FfnGroup:
+    """One FFN: the linears that produce its neurons (gate/up) and the one that consumes them (down), in either graph source."""
+
+    producers: tuple[str, ...]
+    consumer: str
+    width: int
+
+
 def equal_latency_step(ratio: Callable[[int], float], steps: int) -> tuple[int, bool]:
     """Smallest narrowing step in ``1 .. steps-1`` whose latency ratio (narrowed / candidate) is at most 1.
 

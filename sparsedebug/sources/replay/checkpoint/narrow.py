@@ -38,21 +38,12 @@ from sparsedebug.records.target import Launch, TargetClock
 from sparsedebug.sources.models.base import Array, Batch, Transformer
 from sparsedebug.sources.replay.checkpoint.kernels import ModelKernels, dense_kernels
 from sparsedebug.sources.replay.checkpoint.quality import better
-from sparsedebug.sources.replay.equal_latency import FRACTION_STEPS, equal_latency
+from sparsedebug.sources.replay.equal_latency import FRACTION_STEPS, FfnGroup, equal_latency
 
 F64 = npt.NDArray[np.float64]
 
 
-@dataclass(frozen=True)
-class FfnBlock:
-    """One block's FFN: the linears that produce its neurons and the one that consumes them."""
-
-    producers: tuple[str, ...]
-    consumer: str
-    width: int
-
-
-def ffn_blocks(model: Transformer) -> list[FfnBlock]:
+def ffn_blocks(model: Transformer) -> list[FfnGroup]:
     """Every block's FFN: its last mlp linear (in forward order) consumes what the earlier ones of matching width produce."""
     blocks = []
     for index in range(model.blocks):
@@ -62,7 +53,7 @@ def ffn_blocks(model: Transformer) -> list[FfnBlock]:
         consumer = mlp[-1]
         producers = tuple(layer.name for layer in mlp[:-1] if layer.out_features == consumer.in_features)
         if producers:
-            blocks.append(FfnBlock(producers, consumer.name, consumer.in_features))
+            blocks.append(FfnGroup(producers, consumer.name, consumer.in_features))
     return blocks
 
 
@@ -78,7 +69,7 @@ def narrowable(model: Transformer) -> bool:
     )
 
 
-def neuron_importance(model: Transformer, blocks: list[FfnBlock], calibration: Batch) -> dict[str, F64]:
+def neuron_importance(model: Transformer, blocks: list[FfnGroup], calibration: Batch) -> dict[str, F64]:
     """Per FFN (by consumer name): activation norm over the calibration tokens x consumer column norm."""
     stats = {block.consumer: InputStats(block.width, gram=False) for block in blocks}
 
@@ -94,7 +85,7 @@ def neuron_importance(model: Transformer, blocks: list[FfnBlock], calibration: B
     }
 
 
-def narrowed_model(model: Transformer, blocks: list[FfnBlock], importance: Mapping[str, F64], fraction: float) -> Transformer:
+def narrowed_model(model: Transformer, blocks: list[FfnGroup], importance: Mapping[str, F64], fraction: float) -> Transformer:
     """A new model of the same class with ``fraction`` of every block's least important neurons removed."""
     width = blocks[0].width
     keep = max(1, int(round(width * (1.0 - fraction))))

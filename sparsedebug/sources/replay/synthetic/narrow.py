@@ -19,14 +19,13 @@ this machine's clock, is the one both graph sources share
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
 from sparsedebug.records.run import QualityDelta
 from sparsedebug.records.target import Launch, TargetClock
-from sparsedebug.sources.replay.equal_latency import FRACTION_STEPS, Match, search_projected
+from sparsedebug.sources.replay.equal_latency import FRACTION_STEPS, FfnGroup, Match, search_projected
 from sparsedebug.sources.replay.synthetic.executor import (
     Op,
     build_ops,
@@ -38,15 +37,6 @@ from sparsedebug.sources.workload.load import revalidate
 from sparsedebug.sources.workload.schema import MODEL_INPUT, Workload
 
 Array = npt.NDArray[np.float64]
-
-@dataclass(frozen=True)
-class FfnGroup:
-    """Producers (gate/up) and the consumer (down) that share the FFN's neurons."""
-
-    producers: tuple[str, ...]
-    consumer: str
-    width: int
-
 
 def ffn_groups(workload: Workload) -> list[FfnGroup]:
     """Every FFN group of the graph (see the module docstring), in layer order."""
