@@ -13,7 +13,7 @@ from sparsedebug.core.stats import median
 from sparsedebug.records.ranks import Collective, LayerTime, RankSummary
 from sparsedebug.records.run import KernelClass, KernelPath
 from sparsedebug.sources.importers.trace.analysis.timeline import union_us
-from sparsedebug.sources.importers.trace.importer import analyze_trace
+from sparsedebug.sources.importers.trace.importer import analyze_trace, busiest_device
 from sparsedebug.sources.importers.trace.read.events import GpuOp, read_events
 from sparsedebug.sources.runset.discover import RankFile
 
@@ -46,9 +46,9 @@ def summarize(member: RankFile) -> RankSummary:
     events = read_events(path)
     imported = analyze_trace(path, events=events)
     run = imported.record
-    device = max({op.device for op in events.gpu}, key=lambda d: sum(1 for op in events.gpu if op.device == d))
+    device = busiest_device(events.gpu)
     ops = [op for op in events.gpu if op.device == device]
-    comm = [op for op in ops if op.cls is KernelClass.COMMUNICATION or op.name.lower().startswith("nccl")]
+    comm = [op for op in ops if op.cls is KernelClass.COMMUNICATION]  # every NCCL naming (core.kernel_names)
     comm_ids = {id(op) for op in comm}
     compute = [op for op in ops if id(op) not in comm_ids]
     steps = max(len(run.schedule.span_samples_ms), 1)

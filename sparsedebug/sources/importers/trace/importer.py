@@ -140,9 +140,15 @@ class TraceImport(Record):
     summary: TraceSummary
 
 
+def busiest_device(ops: list[GpuOp]) -> int:
+    """The device with the most GPU ops: the one a trace's analysis (and a rank's summary) reads."""
+    devices: Counter[int] = Counter(op.device for op in ops)
+    return max(devices, key=lambda d: devices[d])
+
+
 def _device_ops(trace: TraceEvents) -> tuple[list[GpuOp], int]:
     devices: Counter[int] = Counter(op.device for op in trace.gpu)
-    device = max(devices, key=lambda d: devices[d])
+    device = busiest_device(trace.gpu)
     if len(devices) > 1:
         trace.skipped[f"GPU ops on devices other than {device} (analysed the busiest device only)"] += len(trace.gpu) - devices[device]
     return sorted((op for op in trace.gpu if op.device == device), key=lambda op: (op.ts, op.end)), device
