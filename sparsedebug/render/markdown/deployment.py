@@ -40,7 +40,7 @@ def layer_matrix(run: RunRecord) -> list[str]:
     head = f"| layer | op | shape | dtype | pattern | path | reason | kernel p50 ms ({clock}) | dense p50 ms ({clock}) |"
     rule = "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
     if converts:
-        # the kernel column is then the call's p50 minus its per-call weight conversion, which is timed apart
+        # the kernel column never holds the per-call weight conversion (records.run): it is timed apart, its own column
         head = head.replace(f"| kernel p50 ms ({clock}) |", f"| kernel p50 ms ({clock}; per-call conversion excluded) | per-call conversion ms ({clock}, timed apart) |")
         rule += " --- |"
     if target is not None:
@@ -59,7 +59,7 @@ def layer_matrix(run: RunRecord) -> list[str]:
             reason += f" (re-converted {r.conversions_per_call}x per call)"
         line = (
             f"| {md_cell(r.name)} | {r.op} | {_shape(r.weight_shape or r.input_shape)} | {r.dtype} | {r.intended} | {path} | "
-            f"{md_cell(reason)} | {'-' if r.kernel_only_ms is None else f'{r.kernel_only_ms:.4f}'} | "
+            f"{md_cell(reason)} | {'-' if r.time_ms is None else f'{r.time_ms:.4f}'} | "
             + (f"{r.conversion_per_call_ms:.4f} | " if converts and r.conversion_per_call_ms > 0 else ("- | " if converts else ""))
             + f"{'-' if r.dense_time_ms is None else f'{r.dense_time_ms:.4f}'} |"
         )
