@@ -6,8 +6,9 @@ layer's kernel time and the host gaps before it, per iteration), plus the host t
 outside every layer. Each part goes to the mechanism its own evidence supports:
 
 * a layer whose kernel path changed (``core.patterns.path_changed``): precision when it
-  moved onto an fp32/SIMT path or changed precision, compute otherwise; a layer declared
-  sparse that runs dense, or the sparse kernel itself, is compute;
+  changed precision (``core.patterns.precision_changes``: its labels, or a move onto an
+  fp32/SIMT path), compute otherwise; a layer declared sparse that runs dense, or the
+  sparse kernel itself, is compute;
 * a layer's changed per-call weight conversion (host work in the gap before its compute, never in its
   kernel samples: ``records.run``), and every added host gap, are scheduling;
 * a layer on an unchanged path that moves more bytes per call than in the baseline is memory;
@@ -30,8 +31,8 @@ from collections import defaultdict
 
 from sparsedebug.classify.context import Context
 from sparsedebug.classify.roofline import layer_work
-from sparsedebug.core.dispatch import dispatch_cause, moved_to_fp32
-from sparsedebug.core.patterns import declared_sparse, fell_back, path_changed, precision_changed
+from sparsedebug.core.dispatch import dispatch_cause
+from sparsedebug.core.patterns import PrecisionChange, declared_sparse, fell_back, path_changed, precision_changes
 from sparsedebug.core.stats import median
 from sparsedebug.locate.common import calls_per_iteration, iteration_count
 from sparsedebug.locate.walk import rank_layers
@@ -82,7 +83,7 @@ def _conversion_part(name: str, ms: float, before: LowerLayer | None, after: Low
 
 def _kernel_part(
     name: str, ms: float, before: LowerLayer | None, after: LowerLayer | None, intent: str | None,
-    base_bytes: dict[str, float], cand_bytes: dict[str, float], precisions: tuple[str | None, str | None], thermal: Evidence | None,
+    base_bytes: dict[str, float], cand_bytes: dict[str, float], precision: PrecisionChange | None, thermal: Evidence | None,
 ) -> AttributedPart:
     """A layer's kernel-time change, attributed by what its lowering shows."""
     if after is not None and fell_back(intent, after):
@@ -94,17 +95,17 @@ def _kernel_part(
         b = before.dispatch.backend if before.dispatch else None
         a = after.dispatch.backend if after.dispatch else None
         moved = f"backend {b} -> {a}" if b and a and b != a else f"{_path(before)} -> {_path(after)}"
-        if moved_to_fp32(before, after) or precision_changed(*precisions):
+        if precision is not None:
             return AttributedPart(part=name, kind="kernel", mechanism=Mechanism.PRECISION, ms=ms, rule="precision.dtype_change",
-                                  evidence=f"path moved onto a wider/other precision: {moved}", cause=cause)
+                                  evidence=f"path moved onto a wider/other precision: {moved} ({precision.how})", cause=cause)
         if declared_sparse(intent) and after.path is KernelPath.SPARSE:
             return AttributedPart(part=name, kind="kernel", mechanism=Mechanism.COMPUTE, ms=ms, rule="compute.sparse_not_faster",
                                   evidence=f"the declared sparse path: {moved}")
         return AttributedPart(part=name, kind="kernel", mechanism=Mechanism.COMPUTE, ms=ms, rule="compute.neighbour_path_change",
                               evidence=f"path changed: {moved}", cause=cause)
-    if precision_changed(*precisions):
+    if precision is not None:
         return AttributedPart(part=name, kind="kernel", mechanism=Mechanism.PRECISION, ms=ms, rule="precision.dtype_change",
-                              evidence=f"precision {precisions[0]} -> {precisions[1]}")
+                              evidence=f"precision {precision.how}", cause=list(precision.cause))
     if name in base_bytes and name in cand_bytes and base_bytes[name] > 0 and cand_bytes[name] > base_bytes[name] * BYTES_GROWTH:
         return AttributedPart(part=name, kind="kernel", mechanism=Mechanism.MEMORY, ms=ms, rule="memory.bytes_growth",
                               evidence=f"bytes per call {base_bytes[name]:.3g} -> {cand_bytes[name]:.3g}")
@@ -130,8 +131,7 @@ def attribute(ctx: Context, evidence: list[Evidence]) -> Attribution | None:
     intent = {g.name: g.intended for g in cand.graph.layers}
     base_bytes = {w.name: w.bytes for w in layer_work(base)}
     cand_bytes = {w.name: w.bytes for w in layer_work(cand)}
-    b_prec = {k.name: k.precision for k in base.kernel.layers}
-    c_prec = {k.name: k.precision for k in cand.kernel.layers}
+    precision = {c.layer: c for c in precision_changes(base, cand)}
     parts: list[AttributedPart] = []
     layer_idle = 0.0
     order = {lo.name: i for i, lo in enumerate(cand.lower.layers)}
@@ -147,7 +147,7 @@ def attribute(ctx: Context, evidence: list[Evidence]) -> Attribution | None:
         converts = (before.conversions_per_call if before else 0) != (after.conversions_per_call if after else 0)
         if ranked.kernel_ms:
             parts.append(_kernel_part(name, ranked.kernel_ms, before, after, intent.get(name), base_bytes, cand_bytes,
-                                      (b_prec.get(name), c_prec.get(name)), thermal))
+                                      precision.get(name), thermal))
         measured = name in base.schedule.layer_idle_samples_ms and name in cand.schedule.layer_idle_samples_ms
         if converts and not measured and conversion:
             # No per-layer host gap recorded: the conversion sits in the gaps outside the layers; carve it out.
