@@ -106,4 +106,4 @@ def test_no_share_beyond_the_whole_change_without_saying_what_offsets_it(
     assert share is not None and share.share is not None
     assert sentence.group(1) == classified.winner.value and sentence.group(2) == f"{share.ms:.3f}"
     assert int(sentence.group(4)) == round(share.share * 100)
-    assert ("more than the whole change" in sentence.group(5)) == (share.share > 1.0)
+    assert ("more than the whole change" in sentence.group(5)) == (round(share.share * 100) > 100)

@@ -15,7 +15,7 @@ def attribution_sentence(cls: Classification) -> str | None:
     att = cls.attribution
     pct = f" ({share.share:.0%})" if share.share is not None else ""
     text = f"mechanism {cls.winner.value} carries {share.ms:.3f} ms of the {att.delta_ms:+.3f} ms change{pct}"
-    if share.share is not None and share.share > 1.0:
+    if share.share is not None and round(share.share * 100) > 100:
         # more than the whole change: name what offsets it, so the share reads as a share of the net change
         sign = 1.0 if att.delta_ms >= 0 else -1.0
         offsets = [f"{m.mechanism.value} {m.ms:+.3f} ms" for m in att.mechanisms if m.mechanism != cls.winner and sign * m.ms < 0]

@@ -1,14 +1,16 @@
 """Every templated claim in the memo and the report stands on a fired rule or a stored figure.
 
 Walks bundles built from the real H200 traces and their variations (a backend change from a
-layout change, a move onto fp32, a clean CUDA-graph win, a run against itself) and checks each
-claim against the records it came from.
+layout change, a move onto fp32, a clean CUDA-graph win, a run against itself) and generated ones
+(attention decomposed onto fp32 GEMMs by a layout change; a GEMM moved to fp32 in a trace without
+shapes) and checks each claim against the records it came from.
 """
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,10 +22,13 @@ from sparsedebug.sources.bundle import LoadedBundle
 from sparsedebug.sources.importers.trace.importer import import_trace
 from sparsedebug.sources.playbook import load_playbook
 from tests.support.bundles import make_bundle
+from tests.support.tracegen import TraceSpec, generate, layer_name, move_to_fp32, strip, write_doc
 
 ROOT = Path(__file__).resolve().parents[3]
 H200 = ROOT / "fixtures" / "h200"
 TRACES = ROOT / "fixtures" / "traces"
+_SMALL: dict[str, Any] = {"layers": 6, "iterations": 6, "backward": False, "optimizer": False, "nccl": False, "memcpy": False,
+                          "streams": 1, "jitter": 0.02}
 PAIRS = {
     "layout": (H200 / "trace_dense_T2048.json.gz", TRACES / "h200_dense_sdpa_efficient_noncontig.json.gz"),
     "fp32": (H200 / "trace_dense_T2048.json.gz", TRACES / "h200_dense_sdpa_math_fp32.json.gz"),
@@ -34,16 +39,36 @@ PAIRS = {
 }
 
 
+GENERATED = {
+    # attention from a fused cuDNN kernel to the decomposed fp32 math sequence on a non-contiguous query
+    "decomposed": (TraceSpec(attention="cudnn", **_SMALL), TraceSpec(attention="math", attention_noncontig=True, seed=1, **_SMALL)),
+    # a GEMM moved onto fp32 SIMT, traced without shapes or dtypes (the kernels only show it)
+    "fp32_no_shapes": (TraceSpec(**_SMALL), TraceSpec(slow_layers=frozenset({0}), slow_factor=4.0, **_SMALL)),
+}
+
+
 @pytest.fixture(scope="module")
-def bundles() -> dict[str, LoadedBundle]:
-    return {name: make_bundle(import_trace(b), import_trace(c)) for name, (b, c) in PAIRS.items()}
+def bundles(tmp_path_factory: pytest.TempPathFactory) -> dict[str, LoadedBundle]:
+    out = {name: make_bundle(import_trace(b), import_trace(c)) for name, (b, c) in PAIRS.items()}
+    tmp = tmp_path_factory.mktemp("generated")
+    for name, specs in GENERATED.items():
+        runs = []
+        for side, spec in zip(("base", "cand"), specs, strict=True):
+            doc, _ = generate(spec)
+            if name == "fp32_no_shapes" and side == "cand":
+                doc = move_to_fp32(doc, layer_name(0))
+            path = tmp / f"{name}-{side}.json"
+            write_doc(path, strip(doc, "no_shapes") if name == "fp32_no_shapes" else doc)
+            runs.append(import_trace(path))
+        out[name] = make_bundle(runs[0], runs[1])
+    return out
 
 
 def _fired(cls: Classification | None, rule: str) -> bool:
     return cls is not None and any(e.rule == rule and e.fired for e in cls.evidence)
 
 
-@pytest.mark.parametrize("name", list(PAIRS))
+@pytest.mark.parametrize("name", [*PAIRS, *GENERATED])
 def test_every_claim_has_its_record(bundles: dict[str, LoadedBundle], name: str) -> None:
     bundle = bundles[name]
     memo, report = render_memo(bundle, load_playbook()), render_report(bundle)
