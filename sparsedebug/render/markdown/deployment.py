@@ -148,6 +148,8 @@ def fallback_impact(run: RunRecord, baseline: RunRecord | None = None) -> list[s
     ]
     if fb.sparse_kernel_speedup is not None:
         lines.append(f"- sparse kernel speedup: {fb.sparse_kernel_speedup:.3f}x ({fb.sparse_kernel_speedup_source})")
+    elif fb.sparse_kernel_speedup_source is not None:
+        lines.append(f"- sparse kernel speedup: {fb.sparse_kernel_speedup_source}")
     if fb.meant_sparse and not fb.fell_back:
         lines.append("- speedup left on the table by fallbacks: none: no layer meant to be sparse runs dense")
     elif fb.speedup_left_on_table is not None and fb.sparse_kernel_speedup is not None and fb.sparse_kernel_speedup <= 1.0:
@@ -160,6 +162,8 @@ def fallback_impact(run: RunRecord, baseline: RunRecord | None = None) -> list[s
             f"- speedup left on the table by fallbacks (Amdahl, kernel time): {fb.speedup_left_on_table:.3f}x "
             f"= 1 / ((1 - {fb.fallback_time_share:.3f}) + {fb.fallback_time_share:.3f} / {fb.sparse_kernel_speedup:.3f})"
         )
+    elif fb.fell_back and fb.sparse_kernel_speedup is None:
+        lines.append("- speedup left on the table: n/a (no measured sparse kernel speedup to run the fallback layers at)")
     elif fb.fell_back:
         lines.append("- speedup left on the table: n/a (no per-layer kernel times for the fallback layers)")
     if fb.amdahl_ceiling is not None:
