@@ -43,11 +43,17 @@ class LayerKernel:
     """Set when the layer runs on a sparse kernel."""
     per_call: bool = False
     rounded: Array = field(init=False)
+    rounded_t: Array | None = field(init=False, default=None)
+    """The dense path's rounded weight transposed, C-contiguous ``(in, out)``: OpenBLAS multiplies
+    ``x @ rounded_t`` 10-20% faster than ``x @ rounded.T`` (no transposed packing)."""
     handle: NMWeight | VNMWeight | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
         self.rounded = np.ascontiguousarray(round_input(self.weight, self.precision), dtype=np.float32)
-        if self.pattern is not None and not self.per_call:
+        if self.pattern is None:  # one copy, kept transposed; ``rounded`` is its (out, in) view
+            self.rounded_t = np.ascontiguousarray(self.rounded.T)
+            self.rounded = self.rounded_t.T
+        elif not self.per_call:
             self.handle = self.convert()
 
     @property
@@ -71,7 +77,7 @@ class LayerKernel:
         (``rounded``: ``x`` already rounded to it)."""
         xr = round_input(x, self.precision) if rounded is None else rounded
         if handle is None:
-            dense: Array = xr @ self.rounded.T
+            dense: Array = xr @ (self.rounded.T if self.rounded_t is None else self.rounded_t)
             return dense
         out: Array = np.ascontiguousarray(handle.matmul(xr.T, "fp32").T)
         return out
