@@ -43,6 +43,11 @@ class LinearKernels(Mapping[str, Array], abc.ABC):
     def run(self, name: str, x: Array) -> Array | None:
         """``x @ W.T`` of linear ``name`` on its own kernel, or None."""
 
+    def run_group(self, names: tuple[str, ...], x: Array) -> list[Array] | None:
+        """``x @ W.T`` of every linear in ``names`` (which all read ``x``) in one product, or None where the
+        kernels cannot share one (then each layer goes through :meth:`run`)."""
+        return None
+
 
 Role = Literal["attention", "mlp"]
 Kind = Literal["encoder", "decoder"]
@@ -217,11 +222,19 @@ class Transformer(abc.ABC):
 
     def linear_group(self, names: tuple[str, ...], x: Array, overrides: Mapping[str, Array] | None, hook: Hook | None) -> list[Array]:
         """:meth:`linear` of every layer in ``names``, which all read ``x``: one GEMM on the prepared weights
-        when none of them is overridden, else one product per layer (the checkpoint's own weight, as it is,
+        when none of them is overridden, one on the kernels' joint weight where they can share one
+        (:meth:`LinearKernels.run_group`), else one product per layer (the checkpoint's own weight, as it is,
         for a layer that is not overridden). Each output is reported to ``hook``."""
         if overrides is not None and any(name in overrides for name in names):
-            return [self._one_linear(name, x, overrides, hook) for name in names]
-        outputs = self.prepared(names).run(x)
+            joint = overrides.run_group(names, x) if len(names) > 1 and isinstance(overrides, LinearKernels) else None
+            if joint is None:
+                return [self._one_linear(name, x, overrides, hook) for name in names]
+            outputs = joint
+            for name, y in zip(names, outputs, strict=True):
+                if self.linears[name].bias:
+                    y += self.tensors[f"{name}.bias"]
+        else:
+            outputs = self.prepared(names).run(x)
         if hook is not None:
             for name, y in zip(names, outputs, strict=True):
                 hook(name, x, y)

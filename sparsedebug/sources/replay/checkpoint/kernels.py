@@ -121,6 +121,7 @@ class ModelKernels(LinearKernels):
         self.kernels = dict(kernels)
         self.trace: ForwardTrace | None = None
         self._last_input: tuple[Array, Precision, Array] | None = None
+        self._joint: dict[tuple[str, ...], Array] = {}
 
     def rounded_input(self, x: Array, precision: Precision) -> Array:
         """``x`` rounded to ``precision``'s input format, once for consecutive layers that read the same
@@ -137,6 +138,39 @@ class ModelKernels(LinearKernels):
             x.flags.writeable = False
             self._last_input = (x, precision, rounded)
         return rounded
+
+    def run_group(self, names: tuple[str, ...], x: Array) -> list[Array] | None:
+        """One product for layers that are all dense at one precision: their rounded weights side by side,
+        joined on first use (each layer's ``rounded_t`` then a column slice of the joint array, so no
+        extra copy is kept). None for a group with a sparse layer or mixed precisions."""
+        kernels = [self.kernels.get(name) for name in names]
+        dense = [k for k in kernels if k is not None and k.rounded_t is not None]
+        if len(dense) != len(names) or len({k.precision for k in dense}) != 1:
+            return None
+        joint = self._joint.get(names)
+        if joint is None or any(not np.shares_memory(k.rounded_t, joint) for k in dense):
+            joint = self._join(names, dense)
+        clock = time.perf_counter
+        start = clock()
+        y: Array = self.rounded_input(x, dense[0].precision) @ joint
+        stops = np.cumsum([k.rounded.shape[0] for k in dense])
+        outputs = [y[:, stop - k.rounded.shape[0] : stop] for k, stop in zip(dense, stops, strict=True)]
+        if self.trace is not None:
+            share = (clock() - start) / len(names)
+            for name in names:
+                self.trace.add(name, 0.0, share, False)
+        return outputs
+
+    def _join(self, names: tuple[str, ...], dense: list[LayerKernel]) -> Array:
+        joint = np.ascontiguousarray(np.concatenate([k.rounded_t for k in dense if k.rounded_t is not None], axis=1))
+        start = 0
+        for kernel in dense:
+            width = kernel.rounded.shape[0]
+            kernel.rounded_t = joint[:, start : start + width]
+            kernel.rounded = kernel.rounded_t.T
+            start += width
+        self._joint[names] = joint
+        return joint
 
     def __getitem__(self, name: str) -> Array:
         return self.kernels[name].weight
