@@ -26,11 +26,12 @@ Usage: python benchmarks/forward.py [--model minilm-l6] [--tokens 128] [--rounds
 from __future__ import annotations
 
 import argparse
+import time
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from threadpoolctl import threadpool_limits
+from threadpoolctl import threadpool_info, threadpool_limits
 
 from sparsedebug.core.stats import median, percentiles
 from sparsedebug.core.timing import interleaved
@@ -260,6 +261,14 @@ def blas_alone(model: Transformer, batch: Batch) -> Callable[[], object]:
     return run
 
 
+def cpu_per_wall(run: Callable[[], object], calls: int = 3) -> float:
+    """Process CPU time over wall time of a few calls: about 1 for one busy thread (more: extra threads; less: starved)."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    for _ in range(calls):
+        run()
+    return (time.process_time() - cpu) / (time.perf_counter() - wall)
+
+
 def main() -> None:
     """Build every variant, check it against the numpy forward, time them interleaved and print the table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -290,7 +299,11 @@ def main() -> None:
             got = session.run(None, {"ids": ids})[0]
             checks["onnxruntime"] = float(np.max(np.abs(got - reference))) / scale
         samples = interleaved(variants, args.rounds, warmup=2)
+        blas = ", ".join(f"{i['internal_api']} {i['num_threads']}" for i in threadpool_info() if i["user_api"] == "blas")
+        cpu_share = {name: cpu_per_wall(run) for name, run in variants.items()}
     print(f"{args.model} forward, {args.tokens} tokens, 1 thread, {args.rounds} interleaved rounds")
+    print(f"  BLAS threads: {blas}; onnxruntime: 1 intra-op, 1 inter-op thread; "
+          f"process CPU / wall per variant: {', '.join(f'{n} {v:.2f}' for n, v in cpu_share.items())}")
     for name, err in checks.items():
         print(f"  {name}: max |output - numpy fp32| = {err:.2e} of the output's max")
     if session is None:
