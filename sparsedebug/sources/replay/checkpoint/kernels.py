@@ -44,17 +44,20 @@ class LayerKernel:
     per_call: bool = False
     rounded: Array = field(init=False)
     rounded_t: Array | None = field(init=False, default=None)
-    """The dense path's rounded weight transposed, C-contiguous ``(in, out)``: OpenBLAS multiplies
-    ``x @ rounded_t`` 10-20% faster than ``x @ rounded.T`` (no transposed packing)."""
+    """The dense path's rounded weight transposed, ``(in, out)`` with unit column stride, where rounding made
+    a copy (fp16, bf16): OpenBLAS multiplies ``x @ rounded_t`` 10-20% faster than ``x @ rounded.T``."""
     handle: NMWeight | VNMWeight | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
         self.rounded = np.ascontiguousarray(round_input(self.weight, self.precision), dtype=np.float32)
-        if self.pattern is None:  # one copy, kept transposed; ``rounded`` is its (out, in) view
+        if self.pattern is not None:
+            if not self.per_call:
+                self.handle = self.convert()
+        elif not np.shares_memory(self.rounded, self.weight):
+            # The rounding made a copy: keep it transposed instead (``rounded`` is its (out, in) view). An fp32
+            # layer runs on the weight itself, as it is, rather than on a second copy.
             self.rounded_t = np.ascontiguousarray(self.rounded.T)
             self.rounded = self.rounded_t.T
-        elif not self.per_call:
-            self.handle = self.convert()
 
     @property
     def sparse(self) -> bool:

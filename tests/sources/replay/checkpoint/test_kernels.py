@@ -39,7 +39,7 @@ def test_layers_reading_one_input_round_it_once(precision: str, monkeypatch: pyt
     assert calls[-1] == id(other)
 
 
-@pytest.mark.parametrize("precision", ["fp16", "fp32"])
+@pytest.mark.parametrize("precision", ["fp16", "bf16"])
 def test_dense_layers_reading_one_input_share_one_product_without_an_extra_copy(precision: str) -> None:
     from sparsedebug.sources.replay.checkpoint.kernels import ForwardTrace
 
@@ -61,7 +61,7 @@ def test_dense_layers_reading_one_input_share_one_product_without_an_extra_copy(
     assert model.run_group(("q", "k", "v"), x) is not None and len(model._joint) == 1  # joined once
 
 
-def test_a_group_with_a_sparse_layer_or_mixed_precisions_runs_layer_by_layer() -> None:
+def test_a_group_with_a_sparse_layer_mixed_precisions_or_fp32_runs_layer_by_layer() -> None:
     rng = np.random.default_rng(2)
     weights = {name: rng.standard_normal((8, 16)).astype(np.float32) for name in ("gate", "up")}
     x = rng.standard_normal((3, 16)).astype(np.float32)
@@ -69,3 +69,6 @@ def test_a_group_with_a_sparse_layer_or_mixed_precisions_runs_layer_by_layer() -
     assert sparse.run_group(("gate", "up"), x) is None
     mixed = candidate_kernels(weights, {"gate": "fp16", "up": "bf16"}, {}, per_call=False)
     assert mixed.run_group(("gate", "up"), x) is None
+    fp32 = candidate_kernels(weights, dict.fromkeys(weights, "fp32"), {}, per_call=False)
+    assert fp32.run_group(("gate", "up"), x) is None  # fp32 layers keep the weight itself: no joint copy
+    assert all(k.rounded_t is None and np.shares_memory(k.rounded, weights[n]) for n, k in fp32.kernels.items())
