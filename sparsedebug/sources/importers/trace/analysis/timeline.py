@@ -173,7 +173,8 @@ def _breakdown(events: list[tuple[str, float, float]], convention: Literal["all_
         return TemporalBreakdown(convention=convention, description=description, span_ms=0.0, compute_ms=0.0, non_compute_ms=0.0,
                                  idle_ms=0.0, gpu_events=0, dropped_last_step=dropped)
     busy = union_us((ts, end) for _name, ts, end in events)
-    compute = union_us((ts, end) for name, ts, end in events if hta_kernel_type(name) == "computation")
+    computation = {name: hta_kernel_type(name) == "computation" for name in {name for name, _ts, _end in events}}
+    compute = union_us((ts, end) for name, ts, end in events if computation[name])
     span = max(end for _n, _t, end in events) - min(ts for _n, ts, _e in events)
     return TemporalBreakdown(
         convention=convention, description=description, span_ms=span / 1e3, compute_ms=compute / 1e3,

@@ -23,7 +23,10 @@ Everything else is ignored; malformed events are skipped and counted by reason.
 
 from __future__ import annotations
 
+import gc
 from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -252,8 +255,30 @@ class _Filer:
         )
 
 
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while a trace's structures are built (reference counting still frees).
+
+    An import builds a few hundred thousand small objects that all live until it ends, and every
+    collection walks them again: a sixth of the import's time on a 200k-event trace. What it builds
+    holds no reference cycles to wait for; the collector resumes (if it was on) on the way out.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def read_events(path: Path) -> TraceEvents:
     """Stream ``path`` (``.json`` or ``.json.gz``) and keep the events the analysis needs."""
+    with gc_paused():
+        return _read_events(path)
+
+
+def _read_events(path: Path) -> TraceEvents:
     trace = TraceEvents()
     filer = _Filer(trace)
     keep, skipped = filer.keep, trace.skipped
