@@ -65,10 +65,10 @@ class GpuOp:
     call: Any = None  # key of the layer call (annotation/module/op instance) the op belongs to
     phase: str = "forward"
     cat: str = "kernel"
+    end: float = field(init=False)  # ts + dur, set once (ops are never moved after reading)
 
-    @property
-    def end(self) -> float:
-        return self.ts + self.dur
+    def __post_init__(self) -> None:
+        self.end = self.ts + self.dur
 
 
 @dataclass(slots=True)
@@ -168,10 +168,26 @@ class _Filer:
         self.trace = trace
         self.threads: dict[Thread, Thread] = {}  # one tuple per thread, shared by its ranges
         self.inputs: dict[bytes, Any] = {}  # decoded Input Dims/type/Strides/Concrete Inputs, once per distinct text
+        self.names: dict[Scalar, Scalar] = {}  # one string per distinct name (the decoder builds one per event)
+        self.op_cache: dict[tuple[bytes, bytes, bytes, bytes], tuple[Any, Any, Any, Any]] = {}
+
+    def op_inputs(self, args: EventArgs) -> tuple[Any, Any, Any, Any]:
+        """Input Dims, Input type, Input Strides and Concrete Inputs of an op, decoded once per distinct four texts."""
+        dims, types, strides, concrete = args.dims, args.types, args.strides, args.concrete
+        inputs = self.inputs
+        if dims.__class__ is types.__class__ is strides.__class__ is concrete.__class__ is msgspec.Raw:
+            key = (bytes(dims), bytes(types), bytes(strides), bytes(concrete))
+            found = self.op_cache.get(key)
+            if found is None:
+                found = self.op_cache[key] = (
+                    decoded(dims, inputs), decoded(types, inputs), decoded(strides, inputs), decoded(concrete, inputs),
+                )
+            return found
+        return decoded(dims, inputs), decoded(types, inputs), decoded(strides, inputs), decoded(concrete, inputs)
 
     def thread(self, event: Event) -> Thread:
         key = (event.pid, event.tid)
-        return self.threads.setdefault(key, key)
+        return self.threads.get(key) or self.threads.setdefault(key, key)
 
     def metadata(self, event: Event) -> None:
         if event.name == "thread_name":
@@ -188,7 +204,7 @@ class _Filer:
     def keep(self, event: Event, cat: str) -> None:
         """File one complete (ph X) event of a kept category."""
         trace = self.trace
-        name = event.name
+        name = self.names.setdefault(event.name, event.name)
         args = event.args or _NO_ARGS
         ts, dur = event.ts, event.dur
         # num() inlined (once per event): a JSON number, not a boolean
@@ -208,11 +224,11 @@ class _Filer:
             if name.startswith("ProfilerStep#"):
                 trace.steps.append(HostRange("step", name, ts, ts + dur, self.thread(event)))
                 return
-            inputs = self.inputs
+            dims, types, strides, concrete = self.op_inputs(args)
+            seq, fwd = args.seq, args.fwd_thread
             trace.ranges.append(HostRange(
-                "op", name, ts, ts + dur, self.thread(event),
-                dims=decoded(args.dims, inputs), types=decoded(args.types, inputs), strides=decoded(args.strides, inputs),
-                concrete=decoded(args.concrete, inputs), seq=as_int(args.seq), fwd_thread=as_int(args.fwd_thread),
+                "op", name, ts, ts + dur, self.thread(event), dims, types, strides, concrete,
+                seq if seq.__class__ is int else as_int(seq), fwd if fwd.__class__ is int else as_int(fwd),
             ))
         elif cat in GPU_CATEGORIES:
             trace.gpu.append(self.gpu_op(event, cat, name, ts, dur, args))
@@ -241,16 +257,15 @@ class _Filer:
         if not isinstance(name, str) or not name:
             name = "<unnamed kernel>"
             self.trace.skipped["kernel without name (kept as <unnamed kernel>)"] += 1
-        device = as_int(args.device)
-        stream = as_int(args.stream)
+        device, stream, correlation = args.device, args.stream, args.correlation
+        device = device if device.__class__ is int else as_int(device)
+        stream = stream if stream.__class__ is int else as_int(stream)
         return GpuOp(
-            name=name,
-            ts=ts,
-            dur=dur,
-            device=device if device is not None else as_int(event.pid) or 0,
-            stream=stream if stream is not None else as_int(event.tid) or 0,
-            correlation=as_int(args.correlation),
-            is_kernel=cat == "kernel",
+            name, ts, dur,
+            device if device is not None else as_int(event.pid) or 0,
+            stream if stream is not None else as_int(event.tid) or 0,
+            correlation if correlation.__class__ is int else as_int(correlation),
+            cat == "kernel",
             cat=cat,
         )
 

@@ -125,17 +125,11 @@ def children(ranges: list[HostRange], by_thread: dict[Thread, list[HostRange]] |
 def gpu_launch_count(ranges: list[HostRange], kids: list[list[int]]) -> list[int]:
     """GPU ops launched inside each range, its descendants included."""
     total = [r.launches for r in ranges]
-    for root in ranges:
-        if root.parent >= 0:
-            continue
-        stack = [(root.index, False)]  # depth first, each range added to its parent after its own subtree
-        while stack:
-            index, done = stack.pop()
-            if done:
-                parent = ranges[index].parent
-                if parent >= 0:
-                    total[parent] += total[index]
-                continue
-            stack.append((index, True))
-            stack.extend((child, False) for child in kids[index])
+    order = [r.index for r in ranges if r.parent < 0]  # becomes a pre-order: every range after its parent
+    for index in order:
+        order.extend(kids[index])
+    for index in reversed(order):  # every range before its parent
+        parent = ranges[index].parent
+        if parent >= 0:
+            total[parent] += total[index]
     return total
