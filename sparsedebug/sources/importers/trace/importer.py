@@ -261,7 +261,7 @@ def _analyze_trace(path: Path, include_last_step: bool, trace: TraceEvents) -> T
     record = RunRecord(
         name=_stem(path),
         source=RunSource(
-            kind="torch_trace", files=[file_digest(path)], window=_window(trace.metadata, trace.ts_base, ops),
+            kind="torch_trace", files=[trace.digest or file_digest(path)], window=_window(trace.metadata, trace.ts_base, ops),
             runtime=_runtime(trace.metadata, device, device_name, lower_layers, any(op.launch_name.startswith("cudaGraphLaunch") for op in ops)),
         ),
         graph=GraphStage(layers=graph_layers, tokens=tokens(graph_layers)),

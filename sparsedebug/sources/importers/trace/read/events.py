@@ -24,6 +24,7 @@ Everything else is ignored; malformed events are skipped and counted by reason.
 from __future__ import annotations
 
 import gc
+import hashlib
 from collections import defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -34,6 +35,7 @@ from typing import Any
 import msgspec
 
 from sparsedebug.core.dtypes import canonical_dtype
+from sparsedebug.records.fingerprint import FileDigest
 from sparsedebug.records.run import KernelClass
 from sparsedebug.sources.importers.trace.read.stream import Event, EventArgs, Scalar, decoded, iter_event_batches, untimed
 
@@ -117,6 +119,7 @@ class TraceEvents:
     thread_names: dict[Thread, set[str]] = field(default_factory=lambda: defaultdict(set))
     skipped: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     metadata: dict[str, Any] = field(default_factory=dict)
+    digest: FileDigest | None = None  # the file's sha256 and size, hashed as it was read
     ts_base: float | None = None  # subtracted from every timestamp (exactly: Sterbenz) so sums keep sub-microsecond precision
 
     def rebase(self, ts: float) -> float:
@@ -295,10 +298,11 @@ def read_events(path: Path) -> TraceEvents:
 
 def _read_events(path: Path) -> TraceEvents:
     trace = TraceEvents()
+    sha256 = hashlib.sha256()
     filer = _Filer(trace)
     keep, skipped = filer.keep, trace.skipped
     kept = _KEPT
-    for batch in iter_event_batches(path, trace.metadata):
+    for batch in iter_event_batches(path, trace.metadata, sha256):
         for event in batch:
             if event.__class__ is not Event:
                 if isinstance(event, dict):
@@ -317,4 +321,5 @@ def _read_events(path: Path) -> TraceEvents:
                 filer.flow(event)
     for index, host in enumerate(trace.ranges):
         host.index = index
+    trace.digest = FileDigest(path=str(path), sha256=sha256.hexdigest(), size_bytes=path.stat().st_size)
     return trace

@@ -24,6 +24,7 @@ exactly the same events.
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import re
 import zlib
@@ -124,13 +125,48 @@ def _read(handle: IO[str], path: Path) -> str:
         raise UserError(f"{path}: cannot read: {exc.strerror or exc}") from None
 
 
-def open_text(path: Path) -> IO[str]:
-    """Open a plain or gzip-compressed (by magic bytes, not suffix) UTF-8 text file."""
+def open_text(path: Path, digest: Any = None) -> IO[str]:
+    """Open a plain or gzip-compressed (by magic bytes, not suffix) UTF-8 text file.
+
+    ``digest`` (a ``hashlib`` object): fed every byte of the file as it is read.
+    """
     with reading(path), path.open("rb") as raw:
         magic = raw.read(2)
+    if digest is None:
+        if magic == b"\x1f\x8b":
+            return gzip.open(path, "rt", encoding="utf-8")
+        return path.open("r", encoding="utf-8")
+    with reading(path):
+        hashed = io.BufferedReader(_Hashing(path.open("rb", buffering=0), digest), buffer_size=_CHUNK)
     if magic == b"\x1f\x8b":
-        return gzip.open(path, "rt", encoding="utf-8")
-    return path.open("r", encoding="utf-8")
+        return io.TextIOWrapper(gzip.GzipFile(fileobj=hashed, mode="rb"), encoding="utf-8")  # type: ignore[arg-type]
+    return io.TextIOWrapper(hashed, encoding="utf-8")
+
+
+class _Hashing(io.RawIOBase):
+    """A raw binary file that feeds what is read from it to a hash (the file's sha256 without a second pass)."""
+
+    def __init__(self, raw: IO[bytes], digest: Any) -> None:
+        self.raw = raw
+        self.digest = digest
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        count = self.raw.readinto(buffer)  # type: ignore[attr-defined]
+        if count:
+            self.digest.update(memoryview(buffer)[:count])
+        return int(count or 0)
+
+    def drain(self) -> None:
+        """Hash whatever the reader above left unread (bytes after a gzip stream's end)."""
+        for chunk in iter(lambda: self.raw.read(_CHUNK), b""):
+            self.digest.update(chunk)
+
+    def close(self) -> None:
+        self.raw.close()
+        super().close()
 
 
 def iter_trace(path: Path, metadata: dict[str, Any]) -> Iterator[Any]:
@@ -142,10 +178,12 @@ def iter_trace(path: Path, metadata: dict[str, Any]) -> Iterator[Any]:
     yield from _document(path, metadata, _array)
 
 
-def _document(path: Path, metadata: dict[str, Any], array: Callable[[_Buffer, json.JSONDecoder], Iterator[Any]]) -> Iterator[Any]:
-    """Walk the top-level object (or bare array), handing the ``traceEvents`` array to ``array``."""
+def _document(
+    path: Path, metadata: dict[str, Any], array: Callable[[_Buffer, json.JSONDecoder], Iterator[Any]], digest: Any = None,
+) -> Iterator[Any]:
+    """Walk the top-level object (or bare array), handing the ``traceEvents`` array to ``array``; ``digest`` sees every byte."""
     decoder = json.JSONDecoder()
-    with open_text(path) as handle:
+    with open_text(path, digest) as handle:
         buf = _Buffer(handle, path)
         first = buf.peek()
         if first == "":
@@ -181,6 +219,8 @@ def _document(path: Path, metadata: dict[str, Any], array: Callable[[_Buffer, js
         _expect_end(buf)
         if not found_events:
             raise UserError(f"{path}: no traceEvents array: not a PyTorch profiler (Kineto) trace")
+        if digest is not None:
+            _drain(handle)
 
 
 Scalar = str | int | float | bool | None
@@ -277,12 +317,21 @@ def event_of(value: Any) -> Any:
     return Event(get("ph"), get("cat"), get("name"), get("pid"), get("tid"), get("id", msgspec.UNSET), get("ts"), get("dur"), args)
 
 
-def iter_event_batches(path: Path, metadata: dict[str, Any]) -> Iterator[list[Any]]:
+def iter_event_batches(path: Path, metadata: dict[str, Any], digest: Any = None) -> Iterator[list[Any]]:
     """The ``traceEvents`` of ``path`` in runs: :class:`Event` for each well-formed event, the decoded value for any other.
 
-    Same events, same order, same errors and same ``metadata`` as ``iter_trace``.
+    Same events, same order, same errors and same ``metadata`` as ``iter_trace``. ``digest`` (a ``hashlib``
+    object) has seen every byte of the file once the iterator is exhausted.
     """
-    yield from _document(path, metadata, _batches)
+    yield from _document(path, metadata, _batches, digest)
+
+
+def _drain(handle: IO[str]) -> None:
+    """Feed the digest what the text and gzip layers did not read (their buffers hold none past the end)."""
+    layer: Any = handle.buffer  # type: ignore[attr-defined]
+    while not isinstance(layer, _Hashing):
+        layer = layer.fileobj if isinstance(layer, gzip.GzipFile) else layer.raw
+    layer.drain()
 
 
 def _last_boundary(text: str, start: int) -> tuple[int, int] | None:
