@@ -29,10 +29,10 @@ from sparsedebug.sources.sniff import sniff_as
 
 if TYPE_CHECKING:
     from sparsedebug.records.ranks import RankSet
-    from sparsedebug.sources.workload.schema import Workload
     from sparsedebug.sources.bundle import LoadedBundle
     from sparsedebug.sources.importers.trace.importer import TraceImport
     from sparsedebug.sources.runset.parse import OnRank
+    from sparsedebug.sources.workload.schema import Workload
 
 Progress = Callable[[str, int, int], None]
 """``progress(stage, done, total)``, as the replay calls it."""

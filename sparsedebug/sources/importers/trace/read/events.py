@@ -314,7 +314,7 @@ def _read_events(path: Path) -> TraceEvents:
             if ph == "X":
                 cat = event.cat
                 if cat in kept:
-                    keep(event, cat)  # type: ignore[arg-type]  # a member of _KEPT is a str
+                    keep(event, cat)
             elif ph == "M":
                 filer.metadata(event)
             elif (ph == "s" or ph == "f") and event.cat == "ac2g":

@@ -139,7 +139,7 @@ def open_text(path: Path, digest: Any = None) -> IO[str]:
     with reading(path):
         hashed = io.BufferedReader(_Hashing(path.open("rb", buffering=0), digest), buffer_size=_CHUNK)
     if magic == b"\x1f\x8b":
-        return io.TextIOWrapper(gzip.GzipFile(fileobj=hashed, mode="rb"), encoding="utf-8")  # type: ignore[arg-type]
+        return io.TextIOWrapper(gzip.GzipFile(fileobj=hashed, mode="rb"), encoding="utf-8")
     return io.TextIOWrapper(hashed, encoding="utf-8")
 
 

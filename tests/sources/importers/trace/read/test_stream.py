@@ -74,7 +74,7 @@ def _tricky_events() -> list[object]:
     events.insert(17, [1, 2])  # not an object
     events.insert(33, {"ph": "X", "cat": ["kernel"], "name": "k"})  # a list as cat: malformed
     events.insert(50, 12345678901234567890123)  # a bare number
-    events.insert(61, {"ph": "X", "cat": "kernel", "name": "k", "ph2": 1, "ph": "M", "args": [1]})  # args not an object
+    events.insert(61, {"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 2, "args": [1]})  # args not an object
     events.insert(75, {"ph": "X", "cat": "cpu_op", "name": "n", "ts": 1e308, "dur": 0.5, "args": {"Input Dims": [1, 2]}})
     events.append({"ph": "f", "cat": "ac2g", "id": None, "pid": 0, "tid": 7, "ts": 1})
     return events
