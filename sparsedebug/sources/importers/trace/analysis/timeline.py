@@ -129,7 +129,7 @@ def timeline(ops: list[GpuOp]) -> Timeline:
     waits = {"host_wait": 0.0, "kernel_wait": 0.0, "other": 0.0}
     for _, dur, cause in gaps:
         waits[cause] += dur
-    span = max(op.end for op in ops) - min(op.ts for op in ops)
+    span = segments[-1][1] - segments[0][0]  # the union's ends: the last end and the first start
     return Timeline(busy / 1e3, span / 1e3, waits["host_wait"] / 1e3, waits["kernel_wait"] / 1e3, waits["other"] / 1e3)
 
 
@@ -172,15 +172,17 @@ def streams(ops: list[GpuOp]) -> list[StreamSummary]:
     return out
 
 
-def _busy_and_compute(events: list[tuple[str, float, float]]) -> tuple[float, float]:
-    """``union_us`` of all the events and of HTA's computation kernels among them, in one pass over one sort."""
+def _busy_and_compute(events: list[tuple[str, float, float]]) -> tuple[float, float, float]:
+    """``union_us`` of all the events and of HTA's computation kernels among them, and the events' span, in one pass over one sort."""
     computation = {name: hta_kernel_type(name) == "computation" for name in {name for name, _ts, _end in events}}
     busy = compute = 0.0
     b_start = b_end = c_start = c_end = float("nan")
     started = c_started = False
+    first = float("nan")
     for name, start, end in sorted(events, key=_start_end):
         if not started:
-            b_start, b_end, started = start, end, True
+            first = b_start = start
+            b_end, started = end, True
         elif start > b_end:
             busy += b_end - b_start
             b_start, b_end = start, end
@@ -198,7 +200,7 @@ def _busy_and_compute(events: list[tuple[str, float, float]]) -> tuple[float, fl
         busy += b_end - b_start
     if c_started:
         compute += c_end - c_start
-    return busy, compute
+    return busy, compute, b_end - first  # the last segment's end is the latest end
 
 
 def _start_end(event: tuple[str, float, float]) -> tuple[float, float]:
@@ -209,8 +211,7 @@ def _breakdown(events: list[tuple[str, float, float]], convention: Literal["all_
     if not events:
         return TemporalBreakdown(convention=convention, description=description, span_ms=0.0, compute_ms=0.0, non_compute_ms=0.0,
                                  idle_ms=0.0, gpu_events=0, dropped_last_step=dropped)
-    busy, compute = _busy_and_compute(events)
-    span = max(end for _n, _t, end in events) - min(ts for _n, ts, _e in events)
+    busy, compute, span = _busy_and_compute(events)
     return TemporalBreakdown(
         convention=convention, description=description, span_ms=span / 1e3, compute_ms=compute / 1e3,
         non_compute_ms=(busy - compute) / 1e3, idle_ms=(span - busy) / 1e3, gpu_events=len(events), dropped_last_step=dropped,
