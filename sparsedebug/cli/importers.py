@@ -50,6 +50,7 @@ def trace(
     wide: WideOption = False,
     output: OutputOption = None,
     layers: Annotated[int, typer.Option(help="Show at most this many layers in the table (0: none).", min=0)] = 30,
+    iterations: Annotated[int, typer.Option(help="Show at most this many iterations in their table (0: none; --json has all).", min=0)] = 30,
     include_last_step: LastStepOption = False,
     html: Annotated[Path | None, typer.Option("--html", help="Also write a self-contained HTML page here: GPU timeline of one iteration, latency, per-layer time.")] = None,
     executor: Annotated[
@@ -106,10 +107,10 @@ def trace(
     if json_out:
         emit_json(result)
         return
-    _print_trace(result, wide=wide, layers=layers, written=[path for path in (output, html) if path is not None])
+    _print_trace(result, wide=wide, layers=layers, iterations=iterations, written=[path for path in (output, html) if path is not None])
 
 
-def _print_trace(result: TraceImport, *, wide: bool, layers: int, written: list[Path]) -> None:
+def _print_trace(result: TraceImport, *, wide: bool, layers: int, iterations: int, written: list[Path]) -> None:
     """The import's tables and notes, for people."""
     from sparsedebug.render.terminal.importers import (
         class_table,
@@ -123,7 +124,8 @@ def _print_trace(result: TraceImport, *, wide: bool, layers: int, written: list[
 
     out = console(wide)
     out.print(trace_summary_table(result.summary))
-    out.print(iterations_table(result.summary))
+    if iterations:
+        out.print(iterations_table(result.summary, limit=iterations))
     out.print(temporal_table(result.summary))
     if len(result.summary.streams) > 1:
         out.print(streams_table(result.summary))

@@ -26,19 +26,27 @@ from sparsedebug.records.run import RunRecord
 from sparsedebug.sources.sniff import RUN_KINDS as RUN_KINDS
 from sparsedebug.sources.sniff import RunKind as RunKind
 from sparsedebug.sources.sniff import sniff_as
-from sparsedebug.sources.workload.load import load_workload as load_workload
 
 if TYPE_CHECKING:
     from sparsedebug.records.ranks import RankSet
     from sparsedebug.sources.bundle import LoadedBundle
     from sparsedebug.sources.importers.trace.importer import TraceImport
     from sparsedebug.sources.runset.parse import OnRank
+    from sparsedebug.sources.workload.schema import Workload
 
 Progress = Callable[[str, int, int], None]
 """``progress(stage, done, total)``, as the replay calls it."""
 
 _VERB: dict[RunKind, str] = {"run": "load", "workload": "replay", "trace": "import"}
 
+
+
+def load_workload(path: Path) -> Workload:
+    """Load, validate and graph-check a workload file (``sources.workload.load``, imported when used: the
+    graph checks pull in the kernels, which a trace import or a run record never needs)."""
+    from sparsedebug.sources.workload.load import load_workload as load
+
+    return load(path)
 
 def detect_kind(path: Path) -> RunKind:
     """What a BASE/CAND file is: a run record, a workload (replayed) or a PyTorch trace (imported).

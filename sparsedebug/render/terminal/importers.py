@@ -80,16 +80,22 @@ def streams_table(summary: TraceSummary) -> Table:
     return table
 
 
-def iterations_table(summary: TraceSummary) -> Table:
-    """Per-iteration span, busy and latency."""
+def iterations_table(summary: TraceSummary, limit: int | None = None) -> Table:
+    """Per-iteration span, busy and latency (the first ``limit`` iterations; every one in --json)."""
     table = Table(title="iterations", show_header=True)
     for column in ("#", "GPU ops", "span ms", "busy ms", "idle ms", "latency ms"):
         table.add_column(column, justify="right")
-    for it in summary.iterations:
+    shown = summary.iterations if limit is None else summary.iterations[:limit]
+    for it in shown:
         table.add_row(str(it.index) + (" (partial)" if it.partial else ""), str(it.gpu_ops), _ms(it.span_ms), _ms(it.busy_ms),
                       _ms(it.span_ms - it.busy_ms), _ms(it.latency_ms))
+    notes = []
     if summary.iteration_detail:
-        table.caption = f"{summary.iteration_source}: {summary.iteration_detail}"
+        notes.append(f"{summary.iteration_source}: {summary.iteration_detail}")
+    if len(shown) < len(summary.iterations):
+        notes.append(f"first {len(shown)} of {len(summary.iterations)} iterations (--json for all)")
+    if notes:
+        table.caption = "; ".join(notes)
     return table
 
 

@@ -42,6 +42,7 @@ from sparsedebug.records.base import Record
 from sparsedebug.records.comparability import DeviceInfo
 from sparsedebug.records.run import (
     GraphStage,
+    KernelClass,
     KernelPath,
     KernelStage,
     LowerLayer,
@@ -62,7 +63,7 @@ from sparsedebug.sources.importers.trace.analysis.timeline import (
     temporal_breakdowns,
     timeline,
 )
-from sparsedebug.sources.importers.trace.read.events import GPU_CATEGORIES, GpuOp, TraceEvents, read_events
+from sparsedebug.sources.importers.trace.read.events import GPU_CATEGORIES, GpuOp, TraceEvents, gc_paused, read_events
 from sparsedebug.sources.importers.trace.read.stream import untimed_summary
 from sparsedebug.sources.importers.trace.record import (
     dense_share,
@@ -173,19 +174,28 @@ def _iterations(trace: TraceEvents, resolver: LayerResolver, ops: list[GpuOp], c
     return graph_launch_iterations(trace) or kernel_period_iterations(ops) or whole_trace(ops, trace.ranges)
 
 
-def _link_layers(trace: TraceEvents, ops: list[GpuOp]) -> tuple[LayerResolver, dict[int, LayerCall], Iterations]:
-    """Layer call of every op, the iterations, and the layer names (set on the ops)."""
-    resolver = LayerResolver(trace, children(trace.ranges))
+def _link_layers(trace: TraceEvents, ops: list[GpuOp], kids: list[list[int]]) -> tuple[LayerResolver, dict[int, LayerCall], Iterations]:
+    """Layer call of every op, the iterations, and the layer names (set on the ops); ``kids``: ``children`` of the ranges."""
+    resolver = LayerResolver(trace, kids)
     gpu_annotations = gpu_annotation_of(trace, ops)
     calls = {id(op): resolver.call_for_op(op, gpu_annotations.get(k)) for k, op in enumerate(ops)}
     iterations = _iterations(trace, resolver, ops, calls)
     name_calls(resolver, iterations.index_of)
+    dtypes: dict[int, str | None] = {}  # first input dtype by id of the (shared, read-only) Input type list
+    classes: dict[tuple[str, str | None], KernelClass] = {}
     for op in ops:
         call = calls[id(op)]
         op.layer, op.phase = call.name, call.phase
         op.call = None if call.identity == "kernel" else call.key
         host = trace.ranges[op.host] if op.host is not None else None
-        op.cls = classify_kernel(op.name, first_dtype(host) if host is not None and host.kind == "op" else None)
+        dtype = None
+        if host is not None and host.kind == "op":
+            key = id(host.types)  # the ranges hold these lists alive, so ids stay unique here
+            dtype = dtypes[key] if key in dtypes else dtypes.setdefault(key, first_dtype(host))
+        cls = classes.get((op.name, dtype))
+        if cls is None:
+            cls = classes[(op.name, dtype)] = classify_kernel(op.name, dtype)
+        op.cls = cls
     return resolver, calls, iterations
 
 
@@ -217,15 +227,20 @@ def analyze_trace(path: Path, *, include_last_step: bool = False, events: TraceE
     ``include_last_profiler_step=True``. ``events``: the trace already read by
     ``read_events(path)`` (the run-set summary reads it once for both).
     """
-    trace = read_events(path) if events is None else events
+    with gc_paused():
+        return _analyze_trace(path, include_last_step, read_events(path) if events is None else events)
+
+
+def _analyze_trace(path: Path, include_last_step: bool, trace: TraceEvents) -> TraceImport:
     if not trace.gpu:
         raise UserError(
             f"{path}: no GPU activity (events of cat kernel/gpu_memset/gpu_memcpy with ts and dur)"
             + (untimed_summary(trace.skipped, GPU_CATEGORIES) or ": profile with ProfilerActivity.CUDA")
         )
-    link_launches(trace, link_parents(trace.ranges))
+    by_thread = link_parents(trace.ranges)
+    link_launches(trace, by_thread)
     ops, device = _device_ops(trace)
-    resolver, calls, iterations = _link_layers(trace, ops)
+    resolver, calls, iterations = _link_layers(trace, ops, children(trace.ranges, by_thread))
     groups = assign(ops, iterations)
     summaries, waits = _iteration_figures(groups, iterations)
     complete = [it for it in summaries if not it.partial] or summaries
@@ -246,7 +261,7 @@ def analyze_trace(path: Path, *, include_last_step: bool = False, events: TraceE
     record = RunRecord(
         name=_stem(path),
         source=RunSource(
-            kind="torch_trace", files=[file_digest(path)], window=_window(trace.metadata, trace.ts_base, ops),
+            kind="torch_trace", files=[trace.digest or file_digest(path)], window=_window(trace.metadata, trace.ts_base, ops),
             runtime=_runtime(trace.metadata, device, device_name, lower_layers, any(op.launch_name.startswith("cudaGraphLaunch") for op in ops)),
         ),
         graph=GraphStage(layers=graph_layers, tokens=tokens(graph_layers)),

@@ -252,5 +252,6 @@ def layer_idle(ops: list[GpuOp], with_calls: set[str]) -> dict[str, list[float]]
     for index, op in enumerate(ops):
         if index in firsts and op.layer is not None and latest_end != float("-inf"):
             idle[op.layer].append(max(0.0, op.ts - latest_end) / 1e3)  # the trace's first call has no gap before it
-        latest_end = max(latest_end, op.end)
+        if op.end > latest_end:
+            latest_end = op.end
     return dict(idle)

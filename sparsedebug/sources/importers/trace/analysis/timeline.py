@@ -35,6 +35,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Literal
 
 from pydantic import Field
@@ -82,6 +83,9 @@ class Timeline:
         return self.span_ms - self.busy_ms
 
 
+BY_START = attrgetter("ts", "end")
+"""Sort key of GPU ops: start, then end."""
+
 GapCause = Literal["host_wait", "kernel_wait", "other"]
 """Why the GPU sat idle before an op: its launch came after the previous work ended (host wait), before it
 (kernel wait: a dependency or the stream), or the op has no launch to tell (other)."""
@@ -90,7 +94,7 @@ GapCause = Literal["host_wait", "kernel_wait", "other"]
 def segments_and_gaps(ops: Sequence[GpuOp]) -> tuple[list[tuple[float, float]], list[tuple[float, float, GapCause]]]:
     """The union of ``ops``' intervals as ``(start_us, end_us)`` segments, and the gaps between them as
     ``(start_us, dur_us, cause)``, in time order: the one place the idle split is decided."""
-    ordered = sorted(ops, key=lambda op: (op.ts, op.end))
+    ordered = sorted(ops, key=BY_START)
     if not ordered:
         return [], []
     segments: list[tuple[float, float]] = []
@@ -125,7 +129,7 @@ def timeline(ops: list[GpuOp]) -> Timeline:
     waits = {"host_wait": 0.0, "kernel_wait": 0.0, "other": 0.0}
     for _, dur, cause in gaps:
         waits[cause] += dur
-    span = max(op.end for op in ops) - min(op.ts for op in ops)
+    span = segments[-1][1] - segments[0][0]  # the union's ends: the last end and the first start
     return Timeline(busy / 1e3, span / 1e3, waits["host_wait"] / 1e3, waits["kernel_wait"] / 1e3, waits["other"] / 1e3)
 
 
@@ -168,13 +172,46 @@ def streams(ops: list[GpuOp]) -> list[StreamSummary]:
     return out
 
 
+def _busy_and_compute(events: list[tuple[str, float, float]]) -> tuple[float, float, float]:
+    """``union_us`` of all the events and of HTA's computation kernels among them, and the events' span, in one pass over one sort."""
+    computation = {name: hta_kernel_type(name) == "computation" for name in {name for name, _ts, _end in events}}
+    busy = compute = 0.0
+    b_start = b_end = c_start = c_end = float("nan")
+    started = c_started = False
+    first = float("nan")
+    for name, start, end in sorted(events, key=_start_end):
+        if not started:
+            first = b_start = start
+            b_end, started = end, True
+        elif start > b_end:
+            busy += b_end - b_start
+            b_start, b_end = start, end
+        elif end > b_end:
+            b_end = end
+        if computation[name]:
+            if not c_started:
+                c_start, c_end, c_started = start, end, True
+            elif start > c_end:
+                compute += c_end - c_start
+                c_start, c_end = start, end
+            elif end > c_end:
+                c_end = end
+    if started:
+        busy += b_end - b_start
+    if c_started:
+        compute += c_end - c_start
+    return busy, compute, b_end - first  # the last segment's end is the latest end
+
+
+def _start_end(event: tuple[str, float, float]) -> tuple[float, float]:
+    return event[1], event[2]
+
+
 def _breakdown(events: list[tuple[str, float, float]], convention: Literal["all_iterations", "hta"], description: str, dropped: bool) -> TemporalBreakdown:
     if not events:
         return TemporalBreakdown(convention=convention, description=description, span_ms=0.0, compute_ms=0.0, non_compute_ms=0.0,
                                  idle_ms=0.0, gpu_events=0, dropped_last_step=dropped)
-    busy = union_us((ts, end) for _name, ts, end in events)
-    compute = union_us((ts, end) for name, ts, end in events if hta_kernel_type(name) == "computation")
-    span = max(end for _n, _t, end in events) - min(ts for _n, ts, _e in events)
+    busy, compute, span = _busy_and_compute(events)
     return TemporalBreakdown(
         convention=convention, description=description, span_ms=span / 1e3, compute_ms=compute / 1e3,
         non_compute_ms=(busy - compute) / 1e3, idle_ms=(span - busy) / 1e3, gpu_events=len(events), dropped_last_step=dropped,

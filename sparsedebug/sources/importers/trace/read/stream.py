@@ -6,17 +6,33 @@ over a sliding text buffer: the small metadata members are decoded whole, and th
 ``traceEvents`` array is yielded one event at a time, so memory stays bounded by
 the largest single event plus what the caller keeps. A bare JSON array of events
 (the other form the Chrome trace format allows) is accepted too.
+
+``iter_event_batches`` is the importer's fast path over the same buffer: it cuts
+the array at the last element boundary in the buffer (``}`` ``,`` ``{``) and
+decodes the whole run of events in one call of msgspec's typed decoder into
+:class:`Event` structs, which checks them in bulk (an object, scalar identity
+fields, an object or null ``args``) and never builds the members the importer does
+not read. ``Input Dims``/``Input type``/``Input Strides``/``Concrete Inputs`` come
+back undecoded (``msgspec.Raw``): the importer decodes each distinct value once.
+A run that does not pass (malformed JSON, an event that fails the check, a cut
+that fell inside a string or a nested object) is read again element by element
+by the generic path, which says where the JSON is malformed and hands back the
+values that are no well-formed event as they are, so both paths keep and skip
+exactly the same events.
 """
 
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import re
 import zlib
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
 from typing import IO, Any
+
+import msgspec
 
 from sparsedebug.core.errors import UserError
 from sparsedebug.core.io import reading
@@ -109,13 +125,48 @@ def _read(handle: IO[str], path: Path) -> str:
         raise UserError(f"{path}: cannot read: {exc.strerror or exc}") from None
 
 
-def open_text(path: Path) -> IO[str]:
-    """Open a plain or gzip-compressed (by magic bytes, not suffix) UTF-8 text file."""
+def open_text(path: Path, digest: Any = None) -> IO[str]:
+    """Open a plain or gzip-compressed (by magic bytes, not suffix) UTF-8 text file.
+
+    ``digest`` (a ``hashlib`` object): fed every byte of the file as it is read.
+    """
     with reading(path), path.open("rb") as raw:
         magic = raw.read(2)
+    if digest is None:
+        if magic == b"\x1f\x8b":
+            return gzip.open(path, "rt", encoding="utf-8")
+        return path.open("r", encoding="utf-8")
+    with reading(path):
+        hashed = io.BufferedReader(_Hashing(path.open("rb", buffering=0), digest), buffer_size=_CHUNK)
     if magic == b"\x1f\x8b":
-        return gzip.open(path, "rt", encoding="utf-8")
-    return path.open("r", encoding="utf-8")
+        return io.TextIOWrapper(gzip.GzipFile(fileobj=hashed, mode="rb"), encoding="utf-8")
+    return io.TextIOWrapper(hashed, encoding="utf-8")
+
+
+class _Hashing(io.RawIOBase):
+    """A raw binary file that feeds what is read from it to a hash (the file's sha256 without a second pass)."""
+
+    def __init__(self, raw: IO[bytes], digest: Any) -> None:
+        self.raw = raw
+        self.digest = digest
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        count = self.raw.readinto(buffer)  # type: ignore[attr-defined]
+        if count:
+            self.digest.update(memoryview(buffer)[:count])
+        return int(count or 0)
+
+    def drain(self) -> None:
+        """Hash whatever the reader above left unread (bytes after a gzip stream's end)."""
+        for chunk in iter(lambda: self.raw.read(_CHUNK), b""):
+            self.digest.update(chunk)
+
+    def close(self) -> None:
+        self.raw.close()
+        super().close()
 
 
 def iter_trace(path: Path, metadata: dict[str, Any]) -> Iterator[Any]:
@@ -124,14 +175,21 @@ def iter_trace(path: Path, metadata: dict[str, Any]) -> Iterator[Any]:
     ``metadata`` is filled as the top-level object is read, so members after the
     array are only present once the iterator is exhausted.
     """
+    yield from _document(path, metadata, _array)
+
+
+def _document(
+    path: Path, metadata: dict[str, Any], array: Callable[[_Buffer, json.JSONDecoder], Iterator[Any]], digest: Any = None,
+) -> Iterator[Any]:
+    """Walk the top-level object (or bare array), handing the ``traceEvents`` array to ``array``; ``digest`` sees every byte."""
     decoder = json.JSONDecoder()
-    with open_text(path) as handle:
+    with open_text(path, digest) as handle:
         buf = _Buffer(handle, path)
         first = buf.peek()
         if first == "":
             raise UserError(f"{path}: empty file, expected a Chrome trace (JSON object with traceEvents)")
         if first == "[":
-            yield from _array(buf, decoder)
+            yield from array(buf, decoder)
             _expect_end(buf)
             return
         if first != "{":
@@ -150,7 +208,7 @@ def iter_trace(path: Path, metadata: dict[str, Any]) -> Iterator[Any]:
                     if buf.peek() != "[":
                         raise UserError(f"{path}: traceEvents: expected an array")
                     found_events = True
-                    yield from _array(buf, decoder)
+                    yield from array(buf, decoder)
                 else:
                     metadata[key] = buf.value(decoder)
                 if buf.peek() == ",":
@@ -161,6 +219,181 @@ def iter_trace(path: Path, metadata: dict[str, Any]) -> Iterator[Any]:
         _expect_end(buf)
         if not found_events:
             raise UserError(f"{path}: no traceEvents array: not a PyTorch profiler (Kineto) trace")
+        if digest is not None:
+            _drain(handle)
+
+
+Scalar = str | int | float | bool | None
+"""A JSON value that is not a list or an object."""
+
+ABSENT = msgspec.Raw(b"")
+"""An ``Input ...`` member the event does not have (a present ``null`` is ``Raw(b"null")``)."""
+
+
+class EventArgs(msgspec.Struct, gc=False):
+    """The ``args`` members the importer reads; the decoder skips the others without building them.
+
+    The four ``Input ...`` members are ``msgspec.Raw`` (undecoded JSON text, ``ABSENT`` when
+    missing) from the fast path, and the decoded values from the generic one (``event_of``):
+    read them through ``decoded``.
+    """
+
+    device: Any = None
+    stream: Any = None
+    correlation: Any = None
+    name: Any = None
+    seq: Any = msgspec.field(default=None, name="Sequence number")
+    fwd_thread: Any = msgspec.field(default=None, name="Fwd thread id")
+    dims: msgspec.Raw = msgspec.field(default=ABSENT, name="Input Dims")
+    types: msgspec.Raw = msgspec.field(default=ABSENT, name="Input type")
+    strides: msgspec.Raw = msgspec.field(default=ABSENT, name="Input Strides")
+    concrete: msgspec.Raw = msgspec.field(default=ABSENT, name="Concrete Inputs")
+
+
+class Event(msgspec.Struct, gc=False):
+    """One well-formed trace event: an object whose identity fields are scalars, with the members the importer reads.
+
+    ``id`` is ``msgspec.UNSET`` when the event has none; ``args`` is None when missing or null.
+    """
+
+    ph: Scalar = None
+    cat: Scalar = None
+    name: Scalar = None
+    pid: Scalar = None
+    tid: Scalar = None
+    id: Scalar | msgspec.UnsetType = msgspec.UNSET
+    ts: Any = None
+    dur: Any = None
+    args: EventArgs | None = None
+
+
+_BATCH = msgspec.json.Decoder(list[Event])
+_BOUNDARY = re.compile(r"\}[ \t\r\n]*,[ \t\r\n]*(?=\{)")
+"""Where one object element of the array may end and the next begin (checked by decoding the run before it)."""
+_TAIL = 1 << 16
+
+
+_decode_raw = msgspec.json.Decoder().decode
+
+
+def decoded(value: Any, cache: dict[bytes, Any]) -> Any:
+    """The value of an ``Input ...`` member: raw JSON text decoded once per distinct text (``cache``), None when absent.
+
+    Equal texts share one decoded object: treat it as read-only.
+    """
+    if value.__class__ is not msgspec.Raw:
+        return None if value is ABSENT else value
+    key = bytes(value)
+    if not key:
+        return None
+    try:
+        return cache[key]
+    except KeyError:
+        pass
+    try:
+        result = _decode_raw(key)
+    except msgspec.DecodeError:  # valid JSON msgspec will not build (a number beyond float range): decode as json does
+        result = json.loads(key)
+    cache[key] = result
+    return result
+
+
+def event_of(value: Any) -> Any:
+    """A decoded event as an :class:`Event` when it is a well-formed object, else the value itself (for the caller to count)."""
+    if not well_formed(value):
+        return value
+    get = value.get
+    args = get("args")
+    if isinstance(args, dict):
+        aget = args.get
+        args = EventArgs(
+            device=aget("device"), stream=aget("stream"), correlation=aget("correlation"), name=aget("name"),
+            seq=aget("Sequence number"), fwd_thread=aget("Fwd thread id"),
+            dims=aget("Input Dims", ABSENT), types=aget("Input type", ABSENT), strides=aget("Input Strides", ABSENT),
+            concrete=aget("Concrete Inputs", ABSENT),
+        )
+    else:
+        args = None
+    return Event(get("ph"), get("cat"), get("name"), get("pid"), get("tid"), get("id", msgspec.UNSET), get("ts"), get("dur"), args)
+
+
+def iter_event_batches(path: Path, metadata: dict[str, Any], digest: Any = None) -> Iterator[list[Any]]:
+    """The ``traceEvents`` of ``path`` in runs: :class:`Event` for each well-formed event, the decoded value for any other.
+
+    Same events, same order, same errors and same ``metadata`` as ``iter_trace``. ``digest`` (a ``hashlib``
+    object) has seen every byte of the file once the iterator is exhausted.
+    """
+    yield from _document(path, metadata, _batches, digest)
+
+
+def _drain(handle: IO[str]) -> None:
+    """Feed the digest what the text and gzip layers did not read (their buffers hold none past the end)."""
+    layer: Any = handle.buffer  # type: ignore[attr-defined]
+    while not isinstance(layer, _Hashing):
+        layer = layer.fileobj if isinstance(layer, gzip.GzipFile) else layer.raw
+    layer.drain()
+
+
+def _last_boundary(text: str, start: int) -> tuple[int, int] | None:
+    """(end of the element before, start of the next) of the last candidate boundary in ``text[start:]``."""
+    for begin in (max(start, len(text) - _TAIL), start):
+        last = None
+        for last in _BOUNDARY.finditer(text, begin):
+            pass
+        if last is not None:
+            return last.start() + 1, last.end()
+        if begin == start:
+            break
+    return None
+
+
+def _batches(buf: _Buffer, decoder: json.JSONDecoder) -> Iterator[list[Any]]:
+    buf.expect("[", "'['")
+    if buf.peek() == "]":
+        buf.pos += 1
+        return
+    while True:
+        while not buf.eof and len(buf.text) - buf.pos < _CHUNK:
+            buf.fill()
+        cut = _last_boundary(buf.text, buf.pos)
+        if cut is None and not buf.eof:
+            buf.fill()  # one element longer than the buffer: read on
+            continue
+        if cut is not None:
+            end, nxt = cut
+            try:
+                batch = _BATCH.decode("[" + buf.text[buf.pos : end] + "]")
+            except msgspec.DecodeError:  # malformed, an event that fails the check, or a cut inside a value
+                pass
+            else:
+                buf.pos = nxt
+                yield batch
+                continue
+            stop = buf.consumed + end
+        else:
+            stop = None  # the last elements: up to the closing bracket
+        items: list[Any] = []
+        for value, closed in _elements(buf, decoder, stop):
+            items.append(event_of(value))
+            if closed:
+                yield items
+                return
+        yield items
+
+
+def _elements(buf: _Buffer, decoder: json.JSONDecoder, stop: int | None) -> Iterator[tuple[Any, bool]]:
+    """Elements one at a time, with whether the array closed after each, until the cursor passes ``stop`` (absolute)."""
+    while True:
+        value = buf.value(decoder)
+        if buf.peek() == ",":
+            buf.pos += 1
+            yield value, False
+            if stop is not None and buf.consumed + buf.pos >= stop:
+                return
+            continue
+        buf.expect("]", "',' or ']' in traceEvents")
+        yield value, True
+        return
 
 
 def _array(buf: _Buffer, decoder: json.JSONDecoder) -> Iterator[Any]:

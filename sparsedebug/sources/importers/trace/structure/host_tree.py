@@ -108,10 +108,15 @@ def ancestors(ranges: list[HostRange], index: int | None) -> Iterator[HostRange]
         index = host.parent
 
 
-def children(ranges: list[HostRange]) -> list[list[int]]:
-    """Child indices of every range, in start order."""
+def children(ranges: list[HostRange], by_thread: dict[Thread, list[HostRange]] | None = None) -> list[list[int]]:
+    """Child indices of every range, in start order.
+
+    ``by_thread``: what ``link_parents`` returned for ``ranges`` (a range's children are on its thread,
+    so its sorted per-thread lists give the same order without sorting again).
+    """
     kids: list[list[int]] = [[] for _ in ranges]
-    for r in sorted(ranges, key=_sort_key):
+    ordered = sorted(ranges, key=_sort_key) if by_thread is None else (r for items in by_thread.values() for r in items)
+    for r in ordered:
         if r.parent >= 0:
             kids[r.parent].append(r.index)
     return kids
@@ -120,7 +125,11 @@ def children(ranges: list[HostRange]) -> list[list[int]]:
 def gpu_launch_count(ranges: list[HostRange], kids: list[list[int]]) -> list[int]:
     """GPU ops launched inside each range, its descendants included."""
     total = [r.launches for r in ranges]
-    for r in sorted(ranges, key=_sort_key, reverse=True):
-        if r.parent >= 0:
-            total[r.parent] += total[r.index]
+    order = [r.index for r in ranges if r.parent < 0]  # becomes a pre-order: every range after its parent
+    for index in order:
+        order.extend(kids[index])
+    for index in reversed(order):  # every range before its parent
+        parent = ranges[index].parent
+        if parent >= 0:
+            total[parent] += total[index]
     return total

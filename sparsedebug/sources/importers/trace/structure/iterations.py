@@ -50,10 +50,14 @@ class Iterations:
     windows: list[tuple[float, float]]
     detail: str = ""
     partial: set[int] = field(default_factory=set)
+    _starts: list[float] = field(default_factory=list, init=False, repr=False, compare=False)
+    _starts_of: object = field(default=None, init=False, repr=False, compare=False)
 
     def index_of(self, t: float) -> int:
         """The iteration a host time falls in (-1 before the first)."""
-        return bisect.bisect_right([w[0] for w in self.windows], t) - 1
+        if self._starts_of is not self.windows:  # the starts of these windows, listed once
+            self._starts, self._starts_of = [w[0] for w in self.windows], self.windows
+        return bisect.bisect_right(self._starts, t) - 1
 
 
 def smallest_period(seq: Sequence[Hashable]) -> int | None:

@@ -126,10 +126,23 @@ class LayerResolver:
         self.ranges = trace.ranges
         self.kids = kids
         self.launch_totals = gpu_launch_count(trace.ranges, kids)
+        self.own, self.chain = _chain_marks(trace.ranges)
         self.backward_threads = self._backward_threads()
         self.forward_ops_of_seq = self._forward_ops_of_seq()
         self.module_paths = module_paths(self.ranges, kids)
         self.calls: dict[Any, LayerCall] = {}
+        self._range_calls: dict[int, LayerCall | None] = {}
+        self._by_start: list[HostRange] | None = None
+
+    def by_start(self) -> list[HostRange]:
+        """The host ranges in start order (stable: equal starts in file order), sorted once."""
+        if self._by_start is None:
+            self._by_start = sorted(self.ranges, key=_start)
+        return self._by_start
+
+    def outer_marks(self, r: HostRange) -> int:
+        """The marks (``_BACKWARD``, ``_OPTIMIZER``, ``_DEFINES``) of ``r``'s ancestors, ``r`` itself left out."""
+        return self.chain[r.parent] if r.parent >= 0 else 0
 
     def _backward_threads(self) -> set[Thread]:
         """The autograd engine's own threads (``pt_autograd_*``), which run nothing but backward.
@@ -140,20 +153,17 @@ class LayerResolver:
         """
         named = {t for t, names in self.trace.thread_names.items() if any("autograd" in _THREAD_ID.sub("", n) for n in names)}
         engine = {r.thread for r in self.ranges if r.kind == "op" and r.name.startswith(_EVALUATE)}
-        forward = {
-            r.thread for r in self.ranges
-            if r.kind == "op" and r.seq is not None and not is_backward_op(r)
-            and not any(is_backward_op(a) for a in ancestors(self.ranges, r.parent))
-        }
+        chain = self.chain
+        forward = {r.thread for r in self.ranges if r.kind == "op" and r.seq is not None and not chain[r.index] & _BACKWARD}
         return (named | engine) - forward
 
     def _forward_ops_of_seq(self) -> dict[int, tuple[list[float], list[int]]]:
         """Forward ops by autograd ``Sequence number``: (start times, indices), in start order."""
         found: dict[int, list[tuple[float, int]]] = defaultdict(list)
+        chain = self.chain
         for r in self.ranges:
-            if r.kind == "op" and r.seq is not None and r.thread not in self.backward_threads and not is_backward_op(r):
-                if any(is_backward_op(a) for a in ancestors(self.ranges, r.parent)):
-                    continue  # run by the engine inside a node on a shared thread
+            # not run by the engine (itself a node or linked op, or inside a node on a shared thread)
+            if r.kind == "op" and r.seq is not None and r.thread not in self.backward_threads and not chain[r.index] & _BACKWARD:
                 found[r.seq].append((r.ts, r.index))
         out: dict[int, tuple[list[float], list[int]]] = {}
         for seq, items in found.items():
@@ -213,19 +223,36 @@ class LayerResolver:
                 backward = True
         return "backward" if backward else "forward"
 
+    def phase_of(self, index: int, thread: Thread | None) -> str:
+        """:meth:`phase` of the chain from range ``index`` up (its marks, computed once per range)."""
+        marks = self.chain[index]
+        if marks & _OPTIMIZER:
+            return "optimizer"
+        return "backward" if marks & _BACKWARD or thread in self.backward_threads else "forward"
+
     def _defining(self, chain: list[HostRange]) -> tuple[HostRange | None, HostRange | None]:
         """The innermost layer range and the outermost (non-container) op of a chain."""
-        layer = next((r for r in chain if self.is_layer_range(r)), None)
-        top = None
+        layer = top = None
+        own = self.own
         for r in chain:
-            if r.kind == "op" and not is_container_op(r.name):
-                top = r
+            if own[r.index] & _DEFINES:
+                if r.kind == "op":
+                    top = r
+                elif layer is None:
+                    layer = r
         return layer, top
 
     def call_for_range(self, index: int) -> LayerCall | None:
         """The layer call a host range (and every GPU op launched inside it) belongs to."""
+        try:
+            return self._range_calls[index]
+        except KeyError:
+            call = self._range_calls[index] = self._call_for_range(index)
+            return call
+
+    def _call_for_range(self, index: int) -> LayerCall | None:
         chain = list(ancestors(self.ranges, index))
-        phase = self.phase(chain, self.ranges[index].thread)
+        phase = self.phase_of(index, self.ranges[index].thread)
         layer, top = self._defining(chain)
         if layer is not None:
             return self._call(layer.index, "annotation" if layer.kind == "annotation" else "module", phase, layer)
@@ -261,26 +288,18 @@ class LayerResolver:
 
     def top_ops(self) -> Iterator[HostRange]:
         """Every top-level (outermost non-container) op outside layer ranges, in start order."""
-        for r in sorted(self.ranges, key=lambda r: r.ts):
-            if r.kind != "op" or is_container_op(r.name):
-                continue
-            chain = list(ancestors(self.ranges, r.parent))
-            if any(a.kind == "op" and not is_container_op(a.name) for a in chain):
-                continue
-            if any(self.is_layer_range(a) for a in chain):
+        for r in self.by_start():
+            if r.kind != "op" or is_container_op(r.name) or self.outer_marks(r) & _DEFINES:
                 continue
             yield r
 
     def main_sequence(self) -> list[HostRange]:
         """The outermost layer ranges and top-level ops that launched GPU work, on the (non-autograd) thread that launched the most."""
         by_thread: dict[Thread, list[HostRange]] = defaultdict(list)
-        for r in sorted(self.ranges, key=lambda r: r.ts):
+        for r in self.by_start():
             if self.launch_totals[r.index] == 0 or r.thread in self.backward_threads:
                 continue
-            if not (self.is_layer_range(r) or (r.kind == "op" and not is_container_op(r.name))):
-                continue
-            chain = ancestors(self.ranges, r.parent)
-            if any(self.is_layer_range(a) or (a.kind == "op" and not is_container_op(a.name)) for a in chain):
+            if not self.own[r.index] & _DEFINES or self.outer_marks(r) & _DEFINES:
                 continue
             by_thread[r.thread].append(r)
         if not by_thread:
@@ -294,6 +313,54 @@ class LayerResolver:
         if r.kind == "module":
             return "module:" + self.module_paths.get(r.index, r.name)
         return signature(r)
+
+
+_BACKWARD, _OPTIMIZER, _DEFINES = 1, 2, 4
+"""Marks of a range: an op the autograd engine ran (``is_backward_op``), the optimizer's own step range, and a
+range that defines a layer call (a layer range, or an op that is no container): ``_chain_marks`` ORs them up the tree."""
+
+
+def _start(r: HostRange) -> float:
+    return r.ts
+
+
+def _marks(r: HostRange) -> int:
+    """One range's own marks (see ``_chain_marks``)."""
+    marks = 0
+    if r.kind == "op":
+        if is_backward_op(r):
+            marks |= _BACKWARD
+        if not is_container_op(r.name):
+            marks |= _DEFINES
+    elif r.kind == "module" or (r.kind == "annotation" and not is_container_annotation(r.name)):
+        marks |= _DEFINES
+    if r.kind == "annotation" and annotation_phase(r.name) == "optimizer":
+        marks |= _OPTIMIZER
+    return marks
+
+
+def _chain_marks(ranges: list[HostRange]) -> tuple[list[int], list[int]]:
+    """Every range's own marks, and the OR of its own and its ancestors' (each range visited once)."""
+    by_name: dict[tuple[str, str, bool], int] = {}  # the marks depend on kind, name and a forward-thread link only
+    own = []
+    for r in ranges:
+        key = (r.kind, r.name, r.fwd_thread is not None and r.fwd_thread > 0)
+        marks = by_name.get(key)
+        if marks is None:
+            marks = by_name[key] = _marks(r)
+        own.append(marks)
+    out = [-1] * len(ranges)
+    for i in range(len(ranges)):
+        path: list[int] = []
+        j = i
+        while j >= 0 and out[j] < 0:
+            path.append(j)
+            j = ranges[j].parent
+        acc = out[j] if j >= 0 else 0
+        for k in reversed(path):
+            acc |= own[k]
+            out[k] = acc
+    return own, out
 
 
 def module_paths(ranges: list[HostRange], kids: list[list[int]]) -> dict[int, str]:
@@ -328,7 +395,7 @@ def name_calls(resolver: LayerResolver, iteration_of: Callable[[float], int]) ->
     rank = resolver.thread_order()
     counted: list[tuple[tuple[int, str, int, float], HostRange]] = []
     for r in resolver.top_ops():
-        phase = resolver.phase(list(ancestors(resolver.ranges, r.index)), r.thread)
+        phase = resolver.phase_of(r.index, r.thread)
         creator = resolver.forward_op(r) if r.name.startswith(_EVALUATE) else None
         iteration = iteration_of(resolver.ranges[creator].ts if creator is not None else r.ts)
         counted.append(((iteration, phase, rank[r.thread], r.ts), r))
