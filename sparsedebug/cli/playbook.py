@@ -108,7 +108,17 @@ def run(
     force: Annotated[bool, typer.Option("--force", help="Replace the bundle already in --output (kept until the new one is complete).")] = False,
     repeats: Annotated[int | None, typer.Option("--repeats", min=3, max=MAX_REPEATS, help="Override the repeat count of every replay (3 to 10,000).")] = None,
     ncu: Annotated[Path | None, typer.Option("--ncu", help="Nsight Compute CSV to attach as classification evidence.")] = None,
-    smi: Annotated[Path | None, typer.Option("--smi", help="nvidia-smi CSV log to attach as classification evidence.")] = None,
+    smi: Annotated[
+        Path | None,
+        typer.Option("--smi", help="nvidia-smi CSV log to attach as classification evidence (and as the power log when it has power "
+                     "columns and no --power is given)."),
+    ] = None,
+    power: Annotated[
+        Path | None,
+        typer.Option("--power", help="Power or energy log covering the runs: nvidia-smi CSV, DCGM exporter dump, Zeus or CodeCarbon "
+                     "CSV. Each side's joules per forward and per token come from its own window (board power, not wall power); "
+                     "nvidia-smi timestamps need --smi-utc-offset."),
+    ] = None,
     calibrate: CalibrateOption = False,
     smi_utc_offset: SmiUtcOffsetOption = None,
     no_reduce: Annotated[bool, typer.Option("--no-reduce", help="Skip the ddmin reduction to a reproducer in step 4 (faster).")] = False,
@@ -147,6 +157,18 @@ def run(
     go to ranks.json and the memo, and the five steps walk the confined rank (else
     the straggler, else the lowest rank).
 
+    Energy (energy.json, the memo's perf-per-watt lines, the report's energy
+    section and a figure in report.html): with --power (or an --smi log with
+    power columns), each side's joules per forward, joules per token and tokens
+    per joule from its own time window, p50 with an interval over iterations
+    (or windows of iterations), idle power apart, the power limit and SM clock
+    noted; a window the log cannot measure (too short for its update period,
+    not covered, not aligned) is said as such, with the command line that
+    captures a usable log. A replay here has no absolute window: the memo says
+    this machine has no energy reading unless a RAPL counter is readable (CPU
+    package energy of each whole replay); GPU-profile replays get an energy
+    estimate on the target, marked estimate.
+
     The bundle is built beside --output in .NAME.partial-PID and moved into place
     when complete. An existing bundle is never replaced silently: without --force
     the command stops before doing anything; with --force the previous bundle stays
@@ -160,7 +182,7 @@ def run(
     """
     from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-    from sparsedebug.playbook.run import run_playbook
+    from sparsedebug.playbook.run import PowerInput, run_playbook
     from sparsedebug.sources.evidence import EvidencePaths
 
     columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn())
@@ -168,7 +190,7 @@ def run(
         bundle = run_playbook(
             output, baseline=baseline, candidate=candidate, fixed=fixed, repeats=repeats, evidence=EvidencePaths(ncu=ncu, smi=smi, smi_utc_offset_h=smi_utc_offset),
             playbook=playbook, reporter=_RichReporter(progress), reduce=not no_reduce, force=force, executor=executor, calibrate=calibrate,
-            allow_different=allowed_dimensions(allow_different),
+            allow_different=allowed_dimensions(allow_different), power=PowerInput(power, smi_utc_offset),
         )
     _report(bundle, playbook, wide=wide, json_out=json_out, check=check)
 
