@@ -368,8 +368,12 @@ def _energy(w: _Walk, power: PowerInput, evidence: EvidencePaths) -> None:
     report = energy_report(runs, log, log_option=option, rapl=w.rapl, rapl_readable=bool(rapl.readable_zones()))
     w.save("energy", report)
     measured = [s.role for s in report.sides if s.status == "measured"]
-    w.say.note("energy: " + (f"measured for {', '.join(measured)} from {option} {log.file}" if measured and log is not None
-                             else report.sides[0].note if report.sides else "no runs"))
+    if measured and log is not None:
+        w.say.note(f"energy: measured for {', '.join(measured)} from {option} {log.file}")
+    elif all(run.source.kind == "replay" for _, run in runs):
+        w.say.note(f"energy: {report.machine}")
+    else:
+        w.say.note("energy: not measured: " + "; ".join(f"{s.role} {s.status.replace('_', ' ')}" for s in report.sides))
 
 
 def _next_fix(w: _Walk, fixed_run: RunRecord, applied: Fix | None) -> dict[str, object]:

@@ -36,9 +36,9 @@ class EnergySummary(Record):
 
     unit: EnergyUnit
     p50: float
-    low: float | None = Field(description="Lower end of the median's interval; None when the windows are too few.")
-    high: float | None = Field(description="Upper end of the median's interval; None when the windows are too few.")
-    confidence: float = Field(description="Confidence of the interval, e.g. 0.95.")
+    low: float | None = Field(description="Lower end of the median's interval; None for a single window.")
+    high: float | None = Field(description="Upper end of the median's interval; None for a single window.")
+    confidence: float = Field(description="Confidence of the interval for the median: 0.95, or what the range of fewer windows gives (0.75 for 3).")
     n: int = Field(description="Windows the figure ranges over.")
 
 

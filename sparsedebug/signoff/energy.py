@@ -46,13 +46,17 @@ NO_READING_HERE = (
 
 
 def summarise(values: Sequence[float], unit: EnergyUnit, alpha: float = DEFAULT_ALPHA) -> EnergySummary:
-    """p50 of ``values`` and the median's ``1 - alpha`` interval (None at both ends when the values are too few)."""
+    """p50 of ``values`` and the median's distribution-free interval: at ``1 - alpha`` from the order statistics
+    (``quantile_bounds`` at the median, ``alpha / 2`` a side) where the values are enough, else their range, whose
+    confidence for the median is ``1 - 2 * 0.5**n`` (75% for 3 iterations); none for one value."""
     p50 = median(values)
-    low = quantile_bounds(values, 0.5, alpha / 2)
-    high = low.high
-    bounded = high is not None and len(values) > 1
-    return EnergySummary(unit=unit, p50=p50, low=low.low if bounded else None, high=high if bounded else None,
-                         confidence=1 - alpha, n=len(values))
+    n = len(values)
+    if n < 2:
+        return EnergySummary(unit=unit, p50=p50, low=None, high=None, confidence=0.0, n=n)
+    bounds = quantile_bounds(values, 0.5, alpha / 2)
+    if bounds.high is not None:
+        return EnergySummary(unit=unit, p50=p50, low=bounds.low, high=bounds.high, confidence=1 - alpha, n=n)
+    return EnergySummary(unit=unit, p50=p50, low=min(values), high=max(values), confidence=1 - 2 * 0.5**n, n=n)
 
 
 def _span(windows: Sequence[TimeWindow], source: str) -> TimeWindow:
@@ -160,15 +164,10 @@ def target_estimate(run: RunRecord) -> EnergyEstimate | None:
 
 
 def capture_lines() -> list[str]:
-    """The command lines that record a power log usable for a run's window (``CAPTURE_COMMANDS``)."""
+    """The command lines that record a power log usable for a run's window (``CAPTURE_COMMANDS``), best first."""
     from sparsedebug.sources.importers.power import CAPTURE_COMMANDS
 
-    commands: object = CAPTURE_COMMANDS
-    if isinstance(commands, dict):
-        return [str(v) for v in commands.values()]
-    if isinstance(commands, str):
-        return [commands]
-    return [str(v) for v in commands]  # type: ignore[attr-defined]
+    return [c.command for c in CAPTURE_COMMANDS]
 
 
 def energy_report(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from functools import cache
+
 import numpy as np
 import pytest
 
@@ -49,7 +50,9 @@ def test_per_iteration_figures_match_power_times_latency() -> None:
     assert side.joules_per_forward.p50 == pytest.approx(float(np.median(expected)), rel=1e-5)  # absolute epoch seconds keep ~0.2 us
     assert side.joules_per_token.p50 == pytest.approx(float(np.median(expected)) / 2048, rel=1e-5)  # absolute epoch seconds keep ~0.2 us
     assert side.tokens_per_joule.p50 == pytest.approx(2048 / float(np.median(expected)), rel=1e-5)  # absolute epoch seconds keep ~0.2 us
-    assert side.joules_per_forward.n == 3 and side.joules_per_forward.low is None  # 3 iterations bound no 95% median interval
+    # 3 iterations bound no 95% median interval: their range is a 75% one (1 - 2 * 0.5**3)
+    assert side.joules_per_forward.n == 3 and side.joules_per_forward.confidence == 0.75
+    assert (side.joules_per_forward.low, side.joules_per_forward.high) == (pytest.approx(min(expected), rel=1e-5), pytest.approx(max(expected), rel=1e-5))
     assert (side.idle_power_w, side.power_limit_w, side.sm_clock_mhz) == (80.0, 700.0, 1980.0)
 
 
@@ -92,6 +95,8 @@ def test_summarise_uses_the_median_order_statistic_interval() -> None:
     assert s.low is not None and s.high is not None and s.low < 10.5 < s.high
     one = summarise([2.0], "J/token")
     assert (one.p50, one.low, one.high) == (2.0, None, None)
+    few = summarise([3.0, 1.0, 2.0, 5.0], "J/token")
+    assert (few.p50, few.low, few.high, few.confidence) == (2.5, 1.0, 5.0, 0.875)
 
 
 def test_a_replay_has_no_window_to_measure() -> None:

@@ -27,11 +27,11 @@ STATUS_WORDS: dict[str, str] = {
 
 
 def figure_text(summary: EnergySummary, spec: str = ".4g") -> str:
-    """``0.0123 J/token p50 (95% interval 0.0120 to 0.0130, n=3)``, or without the interval when too few windows."""
+    """``0.0123 J/token p50 (75% interval 0.0120 to 0.0130, n=3)``: the median's interval at the confidence it has."""
     text = f"{summary.p50:{spec}} {summary.unit} p50"
     if summary.low is not None and summary.high is not None:
         return text + f" ({summary.confidence:.0%} interval {summary.low:{spec}} to {summary.high:{spec}}, n={summary.n})"
-    return text + f" (n={summary.n}: too few windows for an interval)"
+    return text + " (one window: no interval)"
 
 
 def _over(side: SideEnergy) -> str:
@@ -76,6 +76,15 @@ def estimate_sentence(side: SideEnergy) -> str | None:
             f"{est.joules_per_forward_low:.4g} to {est.joules_per_forward_high:.4g}){per_token}, not measured; {est.basis}")
 
 
+def rapl_sentence(side: SideEnergy) -> str:
+    """The CPU package energy read around a side's replay (RAPL), as what it is."""
+    r = side.rapl
+    assert r is not None
+    wrapped = ", counter wrap corrected" if r.wrapped else ""
+    return (f"{side.role} `{side.run}`: CPU package (RAPL, {r.zone}) {r.joules:.1f} J over the whole replay of {r.seconds:.1f} s, "
+            f"mean {r.mean_power_w:.1f} W{wrapped}: CPU package, not the GPU and not wall power, and not per forward")
+
+
 def _runs(b: LoadedBundle) -> dict[str, RunRecord]:
     runs = {"baseline": b.baseline, "candidate": b.candidate}
     if b.fixed is not None:
@@ -84,12 +93,33 @@ def _runs(b: LoadedBundle) -> dict[str, RunRecord]:
 
 
 def _capture(report: EnergyReport) -> str:
-    return "; capture with " + " or ".join(f"`{c}`" for c in report.capture) if report.capture else ""
+    """The best capture command, quoted (the report lists every one)."""
+    if not report.capture:
+        return ""
+    others = f" (or DCGM: {len(report.capture) - 1} more in report.md)" if len(report.capture) > 1 else ""
+    return f"; capture a log covering each run with `{report.capture[0]}`{others}"
+
+
+def _replays_only(b: LoadedBundle, sides: list[SideEnergy]) -> bool:
+    runs = _runs(b)
+    return bool(sides) and all(s.status == "no_window" and s.role in runs and runs[s.role].source.kind == "replay" for s in sides)
+
+
+def why_not(b: LoadedBundle, report: EnergyReport, sides: list[SideEnergy]) -> str:
+    """Why these sides have no measured energy: this machine's lack of a reading for replays, else :func:`_missing`."""
+    if _replays_only(b, sides):
+        advice = (f"; to measure it, run the model on the GPU under the profiler with `{report.capture[0]}` beside it and walk "
+                  "the traces with --power" if report.capture else "")
+        return f"{report.machine}{advice}"
+    return _missing(report, sides)
 
 
 def _missing(report: EnergyReport, sides: list[SideEnergy]) -> str:
+    """Why these sides have no energy figures: windows too short, or the energy evidence missing, and what captures it."""
+    what = ("the windows are too short to measure" if sides and all(s.status == "too_short" for s in sides)
+            else "the energy evidence is missing or unusable")
     reasons = "; ".join(f"{s.role}: {STATUS_WORDS[s.status]} ({s.note})" for s in sides)
-    return f"{reasons}{_capture(report)}"
+    return f"{what}: {reasons}{_capture(report)}"
 
 
 def expected_lines(b: LoadedBundle, fix: FixOutcome | None) -> list[str]:
@@ -114,7 +144,8 @@ def expected_lines(b: LoadedBundle, fix: FixOutcome | None) -> list[str]:
             after = "after the fix not projected: " + (lat.expected_basis if lat is not None and lat.expected_basis else "no latency projection for a re-run")
         lines = [head + f"measured for {' and '.join(measured)}, each from its own window; {after}."]
     else:
-        lines = [head + f"not measured: {_missing(report, unmeasured)}."]
+        lines = [head + f"not measured: {why_not(b, report, unmeasured)}."]
+    lines += [f"    - {rapl_sentence(s)}." for s in sides if s.rapl is not None]
     lines += [f"    - {side_sentence(s, runs[s.role])}." for s in sides if s.status == "measured"]
     if measured and unmeasured:
         lines += [f"    - {side_sentence(s, runs[s.role])}{_capture(report)}." for s in unmeasured]
@@ -136,7 +167,7 @@ def measured_lines(b: LoadedBundle) -> list[str]:
         return [f"  - perf-per-watt: candidate {figure_text(cand.tokens_per_joule)} -> fixed {figure_text(fixed.tokens_per_joule)} "
                 f"({change:+.1%}; board power, not wall power; {measured_clock(b.fixed)})."]
     unmeasured = [s for s in (cand, fixed) if s.status != "measured"]
-    lines = [f"  - perf-per-watt: not measured: {_missing(report, unmeasured)}."]
+    lines = [f"  - perf-per-watt: not measured: {why_not(b, report, unmeasured)}."]
     if cand.estimate is not None and fixed.estimate is not None and cand.estimate.tokens_per_joule and fixed.estimate.tokens_per_joule:
         lines.append(f"    - ESTIMATE on the {fixed.estimate.device} (not measured): candidate {cand.estimate.tokens_per_joule:.4g} -> "
                      f"fixed {fixed.estimate.tokens_per_joule:.4g} tokens/J.")
@@ -159,7 +190,7 @@ def energy_section(b: LoadedBundle) -> list[str]:
         clock = measured_clock(run) if run is not None else "-"
         if side.status == "measured" and side.joules_per_forward is not None:
             jt, tj = side.joules_per_token, side.tokens_per_joule
-            interval = f"{jt.low:.4g} to {jt.high:.4g} ({jt.confidence:.0%})" if jt is not None and jt.low is not None and jt.high is not None else "too few windows"
+            interval = f"{jt.low:.4g} to {jt.high:.4g} ({jt.confidence:.0%})" if jt is not None and jt.low is not None and jt.high is not None else "one window"
             cells = [f"{side.joules_per_forward.p50:.4g}", f"{jt.p50:.4g}" if jt else "-", interval, f"{tj.p50:.4g}" if tj else "-",
                      _over(side).removeprefix("over ")]
         else:
@@ -178,9 +209,11 @@ def energy_section(b: LoadedBundle) -> list[str]:
     raplled = [s for s in report.sides if s.rapl is not None]
     if raplled:
         lines += ["", "CPU package energy of each replay on this machine (RAPL; CPU package, not the GPU; whole replay, not per forward):", ""]
-        lines += [f"- {s.role}: {s.rapl.joules:.1f} J over {s.rapl.seconds:.1f} s, mean {s.rapl.mean_power_w:.1f} W"
-                  + (" (counter wrapped, corrected)" if s.rapl.wrapped else "") + "." for s in raplled if s.rapl is not None]
+        lines += [f"- {rapl_sentence(s)}." for s in raplled]
     if report.capture:
         lines += ["", "To measure energy on the GPU, capture a power log covering each run's window and pass it with `--power`:", ""]
         lines += [f"    {c}" for c in report.capture]
+        if _replays_only(b, [s for s in report.sides if s.status != "measured"]):
+            lines += ["", "A replay runs on this machine and records no absolute time: profile the model on the GPU with the log "
+                      "running beside it, and walk the traces with `--power`."]
     return lines

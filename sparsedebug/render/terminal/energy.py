@@ -21,7 +21,7 @@ def energy_table(bundle: LoadedBundle) -> Table | None:
     for side in report.sides:
         jf, jt, tj = side.joules_per_forward, side.joules_per_token, side.tokens_per_joule
         interval = (f"{jt.low:.4g} to {jt.high:.4g} ({jt.confidence:.0%}, n={jt.n})" if jt is not None and jt.low is not None
-                    and jt.high is not None else (f"n={jt.n}: too few" if jt is not None else "-"))
+                    and jt.high is not None else ("one window" if jt is not None else "-"))
         table.add_row(side.role, STATUS_WORDS[side.status], f"{jf.p50:.4g}" if jf else "-", f"{jt.p50:.4g}" if jt else "-", interval,
                       f"{tj.p50:.4g}" if tj else "-", clock_state(side) if side.status == "measured" else side.note)
         est = side.estimate
