@@ -44,8 +44,10 @@ def _read_int(path: Path) -> int | None:
         return None
 
 
-def readable_zones(root: Path = POWERCAP) -> list[RaplZone]:
-    """The package zones (``intel-rapl:N``, not their sub-zones) whose counter and range this process can read."""
+def readable_zones(root: Path | None = None) -> list[RaplZone]:
+    """The package zones (``intel-rapl:N``, not their sub-zones) under ``root`` (default :data:`POWERCAP`) whose
+    counter and range this process can read."""
+    root = POWERCAP if root is None else root
     zones = []
     for path in sorted(root.glob("intel-rapl:*")):
         if path.name.count(":") != 1:
@@ -65,7 +67,7 @@ def counter_difference_uj(before: int, after: int, max_range_uj: int) -> tuple[i
     return after + max_range_uj - before, True
 
 
-def start(root: Path = POWERCAP) -> RaplStart | None:
+def start(root: Path | None = None) -> RaplStart | None:
     """Read every readable package counter now; None when no zone is readable (no RAPL, or no permission)."""
     zones = readable_zones(root)
     counts = [_read_int(z.path / "energy_uj") for z in zones]

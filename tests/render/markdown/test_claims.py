@@ -289,19 +289,30 @@ def energy_estimates_labelled(bundle: LoadedBundle, memo: str, report: str) -> l
 
 
 def energy_missing_named(bundle: LoadedBundle, memo: str, report: str) -> list[str]:
-    """A side without measured energy is said to be so in the memo, with the command line that captures it when there is one."""
+    """The memo's perf-per-watt line says a side without measured energy is not measured (in the line, or in that side's
+    sub-bullet), with the command line that captures a usable log when there is one; the report lists every command."""
     energy = bundle.energy
     if energy is None:
         return []
+    lines = memo.splitlines()
+    start = next((k for k, line in enumerate(lines) if "Perf-per-watt" in line), None)
+    if start is None:
+        return ["memo: no perf-per-watt line in the expected movement"]
+    block = [lines[start]]
+    for line in lines[start + 1:]:
+        if not line.startswith("    - "):
+            break
+        block.append(line)
     problems = []
     for side in energy.sides:
         if side.status == "measured" or side.role not in ("baseline", "candidate"):
             continue
-        if f"{side.role}: " not in memo or "not measured" not in memo:
-            problems.append(f"memo: does not say the {side.role}'s energy is not measured ({side.status})")
-        for command in energy.capture[:1]:
-            if command not in memo:
-                problems.append(f"memo: energy evidence missing without the capture command `{command}`")
+        said = "not measured" in block[0] or any(line.startswith(f"    - {side.role} `{side.run}`: not measured") for line in block)
+        if not said:
+            problems.append(f"memo: the perf-per-watt line does not say the {side.role}'s energy is not measured ({side.status})")
+        if energy.capture and not any(energy.capture[0] in line for line in block):
+            problems.append(f"memo: energy evidence missing without the capture command `{energy.capture[0]}`")
+    problems += [f"report: capture command `{c}` not listed" for c in energy.capture if c not in report]
     return problems
 
 

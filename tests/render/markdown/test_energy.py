@@ -102,28 +102,3 @@ def test_a_replay_without_rapl_says_this_machine_has_no_energy_reading() -> None
     assert "no absolute time window (a replay on this machine)" in memo
     report = render_report(bundle.model_copy(update={"energy": energy}))
     assert "This machine has no energy reading" in report
-
-
-def test_the_page_draws_energy_against_latency_and_the_terminal_prints_each_side() -> None:
-    from rich.console import Console
-
-    from sparsedebug.render.html.energy import energy_section
-    from sparsedebug.render.terminal.energy import energy_table
-
-    bundle = _bundle(420.0, 380.0)
-    section = energy_section(bundle)
-    assert section.chart is not None and "board power" in section.chart.caption and section.missing is None
-    assert "candidate (sparse)" in section.chart.svg and "baseline (dense)" in section.chart.svg
-    table = energy_table(bundle)
-    assert table is not None
-    console = Console(width=200, record=True)
-    console.print(table)
-    text = console.export_text()
-    energy = bundle.energy
-    assert energy is not None
-    for role in ("baseline", "candidate"):
-        side = energy.side(role)
-        assert side is not None and side.joules_per_token is not None
-        assert f"{side.joules_per_token.p50:.4g}" in text
-    short = energy_section(_bundle(420.0, 380.0, shortest_s=1.0))
-    assert short.chart is None and short.missing is not None and "too short" in short.missing
