@@ -130,3 +130,20 @@ def test_a_missing_power_file_is_refused_before_any_work(tmp_path: Path) -> None
                      "--power", str(tmp_path / "absent.csv")])
     assert_clean_error(result, 2, "absent.csv", "--power")
     assert not (tmp_path / "b").exists()
+
+
+def test_an_energy_counter_is_used_by_its_difference(tmp_path: Path) -> None:
+    start, watts, busy = _watts(tmp_path / "unused.csv")
+    log = write_smi_power_log(tmp_path / "counter.csv", start, PERIOD_S, watts, idle=[not b for b in busy],
+                              energy_start_mj=2.0**32 - 42_000, energy_wrap_mj=2.0**32)  # wraps 42 J in: inside the first iteration
+    _memo, _report, energy, _ = _walk(tmp_path, "--power", str(log), "--smi-utc-offset", "0")
+    for role, run in zip(("baseline", "candidate"), _runs(), strict=True):
+        side = energy.side(role)
+        assert side is not None and side.status == "measured" and side.channel == "total_energy_consumption"
+        assert {w.method for w in side.windows} == {"counter_difference"}
+        if role == "baseline":
+            assert "wrap" in side.windows[0].note, side.windows[0].note
+        for window, energy_of in zip(run.source.iteration_windows, side.windows, strict=True):
+            # the counter at sample k holds the energy of every interval before it: the same integral as the power's
+            ref = _reference_joules(start, watts, window.start_utc_s, window.end_utc_s)
+            assert energy_of.joules == pytest.approx(ref, rel=0.02)
