@@ -147,3 +147,24 @@ def test_an_energy_counter_is_used_by_its_difference(tmp_path: Path) -> None:
             # the counter at sample k holds the energy of every interval before it: the same integral as the power's
             ref = _reference_joules(start, watts, window.start_utc_s, window.end_utc_s)
             assert energy_of.joules == pytest.approx(ref, rel=0.02)
+
+
+def test_the_fixed_re_run_gets_a_measured_perf_per_watt_movement(tmp_path: Path) -> None:
+    from sparsedebug.sources.importers.trace.importer import import_trace
+
+    fixed_trace = H200 / "trace_sparse_mlp_T2048_cudagraph.json.gz"
+    fixed = import_trace(fixed_trace)
+    first = _log(tmp_path / "first.csv")
+    # the CUDA-graph trace ran two minutes later: a second segment of the same log around it, at 300 W
+    w0, w1 = fixed.source.iteration_windows[0].start_utc_s - 0.2, fixed.source.iteration_windows[-1].end_utc_s + 0.2
+    second = write_smi_power_log(tmp_path / "second.csv", w0, PERIOD_S, [300.0 + 30.0 * math.sin(k / 3.0) for k in range(int((w1 - w0) / PERIOD_S))])
+    log = tmp_path / "power.csv"
+    log.write_text(first.read_text() + "".join(second.read_text().splitlines(keepends=True)[1:]))
+    memo, _report, energy, _ = _walk(tmp_path, "--power", str(log), "--smi-utc-offset", "0", "--fixed", str(fixed_trace))
+    cand, after = energy.side("candidate"), energy.side("fixed")
+    assert cand is not None and after is not None and after.status == "measured" and after.joules_per_forward is not None
+    assert cand.joules_per_forward is not None
+    assert after.tokens_per_joule is None  # a CUDA-graph replay records no op shapes: no token count
+    line = next(x for x in memo.splitlines() if x.startswith("  - perf-per-watt:"))
+    assert f"candidate {cand.joules_per_forward.p50:.4g} J/forward p50" in line and f"fixed {after.joules_per_forward.p50:.4g} J/forward p50" in line
+    assert "board power, not wall power" in line and "records no tokens per forward" in line

@@ -100,8 +100,10 @@ def energy_section(bundle: LoadedBundle) -> Section:
         clocks = " / ".join(dict.fromkeys(measured_clock(runs[p.role]) for p in measured))
         scopes = " / ".join(dict.fromkeys(s.scope for s in report.sides if s.scope and s.status == "measured"))
         svg = energy_latency(measured, f"latency p50 (ms; {clocks})", f"J per token ({scopes})", "Energy per token against latency, measured")
+        levels = ", ".join(f"{s.role} {s.joules_per_token.confidence:.0%} over {s.joules_per_token.n} windows" for s in report.sides
+                           if s.status == "measured" and s.joules_per_token is not None and s.joules_per_token.low is not None)
         caption = ("Each run at its latency p50 and its energy per token p50 from its own window; bars: the median's interval "
-                   f"where the windows support one; squares hollow: dense, circles filled: sparse. Scope: {scopes}.")
+                   f"({levels or 'none: one window each'}); squares hollow: dense, circles filled: sparse. Scope: {scopes}.")
         return Section("energy", title, Chart(svg, caption), [table])
     if estimated:
         svg = energy_latency(estimated, "forward (ms; target clock, projected)", "J per token (ESTIMATE: board power under load)",

@@ -134,7 +134,7 @@ def expected_lines(b: LoadedBundle, fix: FixOutcome | None) -> list[str]:
     lat = next((m for m in (fix.movements if fix else []) if m.metric == "latency p50"), None)
     measured = [s.role for s in sides if s.status == "measured"]
     unmeasured = [s for s in sides if s.status != "measured"]
-    if cand is not None and cand.status == "measured" and cand.tokens_per_joule is not None:
+    if cand is not None and cand.status == "measured":
         if lat is not None and lat.expected_after is not None and cand.mean_power_w and cand.tokens_per_forward:
             expected = cand.tokens_per_forward / (cand.mean_power_w * lat.expected_after / 1e3)
             after = (f"after the fix {expected:.4g} tokens/J expected (estimate: the candidate's mean board power "
@@ -162,10 +162,16 @@ def measured_lines(b: LoadedBundle) -> list[str]:
     cand, fixed = report.side("candidate"), report.side("fixed")
     if cand is None or fixed is None:
         return []
-    if cand.tokens_per_joule is not None and fixed.tokens_per_joule is not None and cand.status == fixed.status == "measured":
-        change = fixed.tokens_per_joule.p50 / cand.tokens_per_joule.p50 - 1
-        return [f"  - perf-per-watt: candidate {figure_text(cand.tokens_per_joule)} -> fixed {figure_text(fixed.tokens_per_joule)} "
-                f"({change:+.1%}; board power, not wall power; {measured_clock(b.fixed)})."]
+    if cand.status == fixed.status == "measured" and cand.joules_per_forward is not None and fixed.joules_per_forward is not None:
+        scope = f"board power, not wall power; {measured_clock(b.fixed)}"
+        if cand.tokens_per_joule is not None and fixed.tokens_per_joule is not None:
+            change = fixed.tokens_per_joule.p50 / cand.tokens_per_joule.p50 - 1
+            return [f"  - perf-per-watt: candidate {figure_text(cand.tokens_per_joule)} -> fixed {figure_text(fixed.tokens_per_joule)} "
+                    f"({change:+.1%}; {scope})."]
+        change = fixed.joules_per_forward.p50 / cand.joules_per_forward.p50 - 1
+        missing = [f"`{s.run}`" for s in (cand, fixed) if s.tokens_per_forward is None]
+        return [f"  - perf-per-watt: candidate {figure_text(cand.joules_per_forward)} -> fixed {figure_text(fixed.joules_per_forward)} "
+                f"({change:+.1%}; {scope}); no tokens per joule: {' and '.join(missing)} records no tokens per forward."]
     unmeasured = [s for s in (cand, fixed) if s.status != "measured"]
     lines = [f"  - perf-per-watt: not measured: {why_not(b, report, unmeasured)}."]
     if cand.estimate is not None and fixed.estimate is not None and cand.estimate.tokens_per_joule and fixed.estimate.tokens_per_joule:
