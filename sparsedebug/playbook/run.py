@@ -13,7 +13,7 @@ from __future__ import annotations
 import datetime
 import shutil
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol
@@ -22,7 +22,8 @@ from pydantic import BaseModel
 
 from sparsedebug.core.errors import UserError
 from sparsedebug.playbook.bundle import PARTIAL, check_out_dir, clear_stale, discard, swap_into_place, work_dir
-from sparsedebug.records.bundle import Bundle, BundleInput, FixOutcome, InputKind, InputRole, StepRecord
+from sparsedebug.playbook.energy import metered, walk_energy
+from sparsedebug.records.bundle import Bundle, BundleInput, FixOutcome, InputKind, StepRecord
 from sparsedebug.records.comparability import Dimension
 from sparsedebug.records.playbook import Playbook, Step
 from sparsedebug.records.ranks import RankComparison
@@ -37,7 +38,6 @@ if TYPE_CHECKING:
     from sparsedebug.records.classification import Classification, Fix
     from sparsedebug.records.energy import RaplReading
     from sparsedebug.records.fingerprint import Fingerprint
-    from sparsedebug.records.power import PowerLog
     from sparsedebug.sources.workload.schema import Workload
 
 DEFAULT_BASELINE = "minilm_dense"
@@ -124,20 +124,8 @@ class _Walk:
         """Replay, import or load one input as a run record (a replay with the CPU package's RAPL counter read around it)."""
         from sparsedebug.sources.detect import load_run
 
-        if self.kinds[role] != "workload":
-            return load_run(self.paths[role], repeats=self.repeats, progress=self.say.progress)
-        return self.metered(role, lambda: load_run(self.paths[role], repeats=self.repeats, progress=self.say.progress))
-
-    def metered(self, role: str, replay: Callable[[], RunRecord]) -> RunRecord:
-        """Run one replay with the RAPL package counter read before and after it, when one is readable."""
-        from sparsedebug.core import rapl
-
-        begun = rapl.start()
-        run = replay()
-        reading = rapl.stop(begun) if begun is not None else None
-        if reading is not None:
-            self.rapl[role] = reading
-        return run
+        readings = self.rapl if self.kinds[role] == "workload" else None
+        return metered(readings, role, lambda: load_run(self.paths[role], repeats=self.repeats, progress=self.say.progress))
 
 
 def _freeze(w: _Walk) -> None:
@@ -317,8 +305,8 @@ def _rerun(w: _Walk) -> None:
 
         w.say.step(step, "replay the fixed candidate")
         path = w.tmp / FILES["fixed_workload"]
-        fixed_run = _relabel(w.metered("fixed", lambda: replay(load_workload(path), repeats=w.repeats, progress=w.say.progress,
-                                                               source_path=path)), path.name)
+        fixed_run = _relabel(metered(w.rapl, "fixed", lambda: replay(load_workload(path), repeats=w.repeats, progress=w.say.progress,
+                                                                     source_path=path)), path.name)
     fix = w.classification.fix
     outcome = FixOutcome(proposed=fix, applied=w.fixed_source != "none", how=w.fix_how, fixed_source=w.fixed_source)
     if fixed_run is not None:
@@ -332,48 +320,6 @@ def _rerun(w: _Walk) -> None:
         w.finish(step, "done", f"fixed p50 moved: {outcome.moved}")
     else:
         w.finish(step, "skipped", "no fixed candidate to re-run")
-
-
-@dataclass(frozen=True)
-class PowerInput:
-    """The power log of a walk: given with ``--power``, or the ``--smi`` log when it has power columns."""
-
-    path: Path | None = None
-    utc_offset_h: float | None = None
-
-
-def _power_log(power: PowerInput, evidence: EvidencePaths) -> tuple[PowerLog | None, str | None]:
-    """The power log to measure the runs' windows with, and the option it came from."""
-    from sparsedebug.sources.importers.power import load_power_log
-
-    offset = power.utc_offset_h if power.utc_offset_h is not None else evidence.smi_utc_offset_h
-    if power.path is not None:
-        return load_power_log(power.path, utc_offset_h=offset), "--power"
-    if evidence.smi is None:
-        return None, None
-    try:
-        log = load_power_log(evidence.smi, utc_offset_h=offset)
-    except UserError:
-        return None, None  # an --smi log of clocks only: thermal evidence, no power reading
-    return (log, "--smi") if log.channels else (None, None)
-
-
-def _energy(w: _Walk, power: PowerInput, evidence: EvidencePaths) -> None:
-    """Step 5's energy figures: every side from its own window (``signoff.energy``), written as energy.json."""
-    from sparsedebug.core import rapl
-    from sparsedebug.signoff.energy import energy_report
-
-    log, option = _power_log(power, evidence)
-    runs: list[tuple[InputRole, RunRecord]] = [(role, w.runs[role]) for role in ("baseline", "candidate", "fixed") if role in w.runs]
-    report = energy_report(runs, log, log_option=option, rapl=w.rapl, rapl_readable=bool(rapl.readable_zones()))
-    w.save("energy", report)
-    measured = [s.role for s in report.sides if s.status == "measured"]
-    if measured and log is not None:
-        w.say.note(f"energy: measured for {', '.join(measured)} from {option} {log.file}")
-    elif all(run.source.kind == "replay" for _, run in runs):
-        w.say.note(f"energy: {report.machine}")
-    else:
-        w.say.note("energy: not measured: " + "; ".join(f"{s.role} {s.status.replace('_', ' ')}" for s in report.sides))
 
 
 def _next_fix(w: _Walk, fixed_run: RunRecord, applied: Fix | None) -> dict[str, object]:
@@ -488,13 +434,8 @@ def run_playbook(
     executor: str = "local",
     allow_different: Sequence[Dimension] = (),
     calibrate: bool = False,
-    power: PowerInput = PowerInput(),
 ) -> LoadedBundle:
     """Walk the five steps and write a complete bundle to ``out_dir``; return it loaded.
-
-    ``power``: a power or energy log (any format ``sources.importers.power.load_power_log`` reads); without one, the
-    ``evidence`` nvidia-smi log is used when it has power columns. Step 5 writes ``energy.json``: each side's energy
-    from its own window, or why none (``signoff.energy``).
 
     With ``calibrate`` the freeze step measures this machine's GEMM and copy rates
     (``freeze --calibrate``), the roofline classify uses for replayed runs.
@@ -522,8 +463,6 @@ def run_playbook(
     paths = _inputs(baseline, candidate, fixed)
     kinds: dict[str, InputKind] = {role: detect_kind(path) for role, path in paths.items()}
     check_evidence_paths(evidence)
-    if power.path is not None and not power.path.is_file():
-        raise UserError(f"{power.path}: file not found (--power)")
     say = reporter or _QuietReporter()
     for note in clear_stale(out_dir):
         say.note(note)
@@ -542,7 +481,9 @@ def run_playbook(
         _classify(w, evidence)
         _reproduce(w, reduce)
         _rerun(w)
-        _energy(w, power, evidence)
+        report, note = walk_energy(w.runs, evidence, w.rapl)  # step 5's energy figures, each side from its own window
+        w.save("energy", report)
+        w.say.note(note)
         _decide_and_render(w, embedded=baseline is None, out_dir=out_dir)
         swap_into_place(tmp, out_dir)
     except BaseException:

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
 from sparsedebug.core import rapl
-from sparsedebug.playbook.run import _Walk
+from sparsedebug.playbook.energy import metered
+from sparsedebug.records.energy import RaplReading
 from sparsedebug.records.run import RunRecord
 from sparsedebug.render.markdown.deployment import render_report
 from sparsedebug.render.markdown.memo import render_memo
@@ -43,12 +43,12 @@ def test_a_readable_rapl_counter_is_read_around_a_replay(tmp_path: Path, monkeyp
         (zone / "energy_uj").write_text("13500000\n")  # 12.5 J during the replay
         return runs[0]
 
-    walk = SimpleNamespace(rapl={})
-    assert _Walk.metered(walk, "baseline", replay) is runs[0]  # type: ignore[arg-type]
-    reading = walk.rapl["baseline"]
+    readings: dict[str, RaplReading] = {}
+    assert metered(readings, "baseline", replay) is runs[0]
+    reading = readings["baseline"]
     assert reading.joules == pytest.approx(12.5) and not reading.wrapped
 
-    report = energy_report([("baseline", runs[0]), ("candidate", runs[1])], None, rapl=walk.rapl, rapl_readable=True)
+    report = energy_report([("baseline", runs[0]), ("candidate", runs[1])], None, rapl=readings, rapl_readable=True)
     bundle = make_bundle(*runs).model_copy(update={"energy": report})
     memo, text = render_memo(bundle, load_playbook()), render_report(bundle)
     assert "CPU package (RAPL" in memo and "12.5 J over the whole replay" in memo and "not the GPU" in memo
