@@ -44,9 +44,10 @@ from sparsedebug.sources.importers.power.channels import MIN_UPDATE_PERIODS, PAR
 PREFERENCE: dict[PowerQuantity, int] = {"energy_counter": 0, "power_instant": 1, "power_average": 2, "energy_total": 3}
 """Which channel a window's energy is taken from when a log has several: lower first."""
 
-TOTAL_INSIDE_FRACTION = 0.9
-"""Totals are spread evenly over their own windows; at least this share of those windows must lie inside the
-run's window, or the figure would mostly be power from outside it."""
+TOTAL_INSIDE_FRACTION = 0.75
+"""Totals are spread evenly over their own windows; at least this share of the windows that touch the run's must
+lie inside it, or too much of the figure is power from outside it. 0.75 is the same bar as
+:data:`MIN_UPDATE_PERIODS` for sampled readings: a run spanning 3 source windows touches at most 4 of them."""
 
 MAX_BOARD_POWER_W = 10_000.0
 """Above any accelerator board (an H200 is limited to 700 W): a counter wrap implying more is a restart instead."""
@@ -68,6 +69,7 @@ class _Taken:
     readings: int = 0
     clocks: list[float] = field(default_factory=list)
     events: list[str] = field(default_factory=list)
+    reasons: set[str] = field(default_factory=set)
 
 
 def energy_in_window(log: PowerLog, window: TimeWindow | None, device: str | None = None) -> WindowEnergy:
@@ -108,13 +110,14 @@ def energy_in_window(log: PowerLog, window: TimeWindow | None, device: str | Non
     duration = end - start
     clocks = [c for t in taken for c in t.clocks]
     events = [e for t in taken for e in t.events]
+    reasons = sorted(set().union(*(t.reasons for t in taken)))
     summed = f", summed over devices {', '.join(devices)}" if len(devices) > 1 else ""
     note = (f"{log.file}: {joules:.4g} J over {duration:.3f} s ({joules / duration:.1f} W mean) from {channel.field}, "
             f"{_how(channel)}, {sum(t.readings for t in taken)} readings{summed}; {channel.scope}"
             + "".join(f"; {e}" for e in events))
     return WindowEnergy(**common, **bounds, status="measured", method=_METHODS[channel.quantity], joules=joules,
                         mean_power_w=joules / duration, readings=sum(t.readings for t in taken),
-                        sm_clock_mhz=median(clocks) if clocks else None, note=note)
+                        sm_clock_mhz=median(clocks) if clocks else None, clock_reasons=reasons, note=note)
 
 
 def idle_power(log: PowerLog, devices: list[str]) -> float | None:
@@ -149,7 +152,10 @@ def _how(channel: PowerChannel) -> str:
 
 
 def _utc(t: float) -> str:
-    return f"{datetime.fromtimestamp(t, UTC):%Y-%m-%d %H:%M:%S.%f}"[:-3] + " UTC"
+    try:
+        return f"{datetime.fromtimestamp(t, UTC):%Y-%m-%d %H:%M:%S.%f}"[:-3] + " UTC"
+    except (OverflowError, OSError, ValueError):
+        return f"{t:.3f} s after 1970 UTC"
 
 
 def _coverage(first: float, last: float, start: float, end: float) -> _Taken | None:
@@ -189,7 +195,7 @@ def _device_energy(channel: PowerChannel, rows: list[PowerReading], start: float
         return problem
     inside = overlapping(spans, start, end)
     joules = sum(rows[k].value * overlap_s(spans[k], start, end) for k in inside)
-    return _Taken("measured", "", joules, len(inside), _clocks(rows[k] for k in inside))
+    return _Taken("measured", "", joules, len(inside), _clocks(rows[k] for k in inside), reasons=_reasons(rows[k] for k in inside))
 
 
 def _counter(channel: PowerChannel, rows: list[PowerReading], start: float, end: float) -> _Taken:
@@ -202,7 +208,7 @@ def _counter(channel: PowerChannel, rows: list[PowerReading], start: float, end:
     first = max(bisect.bisect_right(times, start) - 1, 0)
     last = min(bisect.bisect_left(times, end), len(times) - 1)
     used = rows[first:last + 1]
-    return _Taken("measured", "", joules, len(used), _clocks(used), events)
+    return _Taken("measured", "", joules, len(used), _clocks(used), events, _reasons(used))
 
 
 def unwrapped_counter(rows: list[PowerReading]) -> tuple[list[float], list[str]]:
@@ -248,7 +254,8 @@ def _totals(channel: PowerChannel, rows: list[PowerReading], start: float, end: 
         return problem
     inside = [k for k, s in enumerate(spans) if overlap_s(s, start, end) > 0]
     events: list[str] = []
-    if any(overlap_s(spans[a], *spans[b]) > 0 for a in inside for b in inside if a < b):
+    ordered = sorted(inside, key=lambda k: spans[k])
+    if any(spans[b][0] < spans[a][1] for a, b in zip(ordered, ordered[1:], strict=False)):
         # nested or concurrent windows (Zeus allows them): the one that matches the run's window best
         best = max(inside, key=lambda k: overlap_s(spans[k], start, end) / (max(spans[k][1], end) - min(spans[k][0], start)))
         inside = [best]
@@ -264,6 +271,10 @@ def _totals(channel: PowerChannel, rows: list[PowerReading], start: float, end: 
                                    f"that overlap it (at least {TOTAL_INSIDE_FRACTION:.0%} needed): too short to measure")
     joules = sum(rows[k].value * overlap_s(spans[k], start, end) / (spans[k][1] - spans[k][0]) for k in inside)
     return _Taken("measured", "", joules, len(inside), _clocks(rows[k] for k in inside), events)
+
+
+def _reasons(rows: Iterable[PowerReading]) -> set[str]:
+    return {reason for r in rows for reason in r.reasons if reason != "gpu_idle"}
 
 
 def _clocks(rows: Iterable[PowerReading]) -> list[float]:
