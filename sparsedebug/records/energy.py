@@ -87,6 +87,7 @@ class SideEnergy(Record):
     idle_power_w: float | None = Field(None, description="Power of readings the log marks idle, kept apart from the figures.")
     power_limit_w: float | None = None
     sm_clock_mhz: float | None = Field(None, description="Median SM clock inside the window when the log records clocks.")
+    clock_reasons: list[str] = Field(default_factory=list, description="Clock event reasons active in any reading of the windows (gpu_idle left out).")
     scope: str | None = Field(None, description="What the channel measures (board power, not wall power; CPU package ...).")
     channel: str | None = Field(None, description="The channel the figures come from, as the file names it.")
     note: str = Field(description="One sentence: how the figures were taken, or what is missing and why.")

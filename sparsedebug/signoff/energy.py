@@ -118,6 +118,7 @@ def side_energy(role: InputRole, run: RunRecord, measure: Measure | None, *, alp
     state = {
         "windows": tried, "scope": first.channel.scope if first.channel else None, "channel": first.channel.field if first.channel else None,
         "idle_power_w": first.idle_power_w, "power_limit_w": first.power_limit_w, "sm_clock_mhz": median(clock) if clock else None,
+        "clock_reasons": sorted({r for e in tried for r in e.clock_reasons}),
     }
     if taken is None:
         return base.model_copy(update={**state, "status": first.status, "note": first.note})

@@ -46,6 +46,8 @@ def clock_state(side: SideEnergy) -> str:
     """Power limit, SM clock and idle power of a side, as the log recorded them."""
     parts = [f"power limit {side.power_limit_w:g} W" if side.power_limit_w is not None else "power limit not recorded",
              f"SM clock {side.sm_clock_mhz:.0f} MHz" if side.sm_clock_mhz is not None else "SM clock not recorded"]
+    if side.clock_reasons:
+        parts.append("clock event reasons active: " + ", ".join(side.clock_reasons))
     if side.idle_power_w is not None:
         parts.append(f"idle power {side.idle_power_w:.1f} W (apart, not in the figures)")
     return ", ".join(parts)

@@ -30,7 +30,7 @@ def _measure(watts: float, shortest_s: float = 0.0):  # noqa: ANN202
                                 note=f"the window of {seconds * 1e3:.1f} ms spans fewer than 3 update periods of 250 ms")
         return WindowEnergy(file="power.csv", channel=CHANNEL, status="measured", method="integrated_power", joules=watts * seconds,
                             mean_power_w=watts, readings=4, idle_power_w=81.5, power_limit_w=700.0, sm_clock_mhz=1980.0,
-                            note="integrated power")
+                            clock_reasons=["sw_power_cap"], note="integrated power")
     return measure
 
 
@@ -68,6 +68,7 @@ def test_measured_sides_give_the_perf_per_watt_line_and_the_section() -> None:
         assert side is not None and side.joules_per_token is not None
         assert f"{side.joules_per_token.p50:.4g} J/token p50" in memo
     assert "## Energy (perf-per-watt)" in report and "idle power 81.5 W (apart" in memo
+    assert "SM clock 1980 MHz, clock event reasons active: sw_power_cap" in memo
 
 
 def test_too_short_windows_are_said_with_the_capture_command() -> None:
