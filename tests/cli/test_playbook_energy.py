@@ -168,3 +168,8 @@ def test_the_fixed_re_run_gets_a_measured_perf_per_watt_movement(tmp_path: Path)
     line = next(x for x in memo.splitlines() if x.startswith("  - perf-per-watt:"))
     assert f"candidate {cand.joules_per_forward.p50:.4g} J/forward p50" in line and f"fixed {after.joules_per_forward.p50:.4g} J/forward p50" in line
     assert "board power, not wall power" in line and "records no tokens per forward" in line
+    expected = next(x for x in memo.splitlines() if "Perf-per-watt" in x)
+    assert cand.mean_power_w is not None
+    lat = json.loads((tmp_path / "bundle" / "fix.json").read_text())["movements"][0]
+    assert lat["metric"] == "latency p50" and lat["expected_after"] is not None
+    assert f"after the fix {cand.mean_power_w * lat['expected_after'] / 1e3:.4g} J/forward" in expected and "expected (estimate:" in expected

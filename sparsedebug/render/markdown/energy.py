@@ -138,8 +138,9 @@ def expected_lines(b: LoadedBundle, fix: FixOutcome | None) -> list[str]:
     unmeasured = [s for s in sides if s.status != "measured"]
     if cand is not None and cand.status == "measured":
         if lat is not None and lat.expected_after is not None and cand.mean_power_w and cand.tokens_per_forward:
-            expected = cand.tokens_per_forward / (cand.mean_power_w * lat.expected_after / 1e3)
-            after = (f"after the fix {expected:.4g} tokens/J expected (estimate: the candidate's mean board power "
+            per_forward = cand.mean_power_w * lat.expected_after / 1e3
+            after = (f"after the fix {per_forward:.4g} J/forward, {cand.tokens_per_forward / per_forward:.4g} tokens/J expected "
+                     f"(estimate: the candidate's mean board power "
                      f"{cand.mean_power_w:.1f} W times the expected p50 {lat.expected_after:.3f} ms, assuming the fix leaves the power "
                      "drawn unchanged)")
         else:
