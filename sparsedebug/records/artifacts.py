@@ -48,7 +48,12 @@ class SmiSample(Record):
     temperature_c: float | None = None
     sm_clock_mhz: float | None = None
     mem_clock_mhz: float | None = None
-    power_w: float | None = None
+    power_w: float | None = Field(None, description="The board power field the log has (the first of power.draw, power.draw.instant, power.draw.average), named by the report's power_field.")
+    power_draw_w: float | None = Field(None, description="power.draw: on Ampere and newer a 1 s average, instantaneous on older GPUs.")
+    power_draw_instant_w: float | None = Field(None, description="power.draw.instant: the last instantaneous reading.")
+    power_draw_average_w: float | None = Field(None, description="power.draw.average: the driver's average power.")
+    power_limit_w: float | None = Field(None, description="enforced.power.limit (else power.limit).")
+    energy_j: float | None = Field(None, description="An energy counter column, converted to joules (its unit from the header, mJ without one).")
     util_gpu_pct: float | None = None
     util_mem_pct: float | None = None
     reasons_mask: int | None = None
@@ -81,6 +86,7 @@ class SmiSummary(Record):
     max_temperature_c: float | None
     max_power_w: float | None
     median_power_w: float | None
+    power_field: str | None = Field(None, description="Which power field max_power_w and median_power_w read (power.draw, power.draw.instant or power.draw.average).")
     reasons: list[ReasonTime]
     thermal_seconds: float = Field(description="Time with any thermal slowdown reason active.")
     power_seconds: float = Field(description="Time with any power reason (SW power cap, HW slowdown, power brake) active.")
@@ -94,6 +100,8 @@ class SmiReport(Record):
     reasons_column: str | None
     samples: list[SmiSample]
     summaries: list[SmiSummary]
+    power_field: str | None = Field(None, description="The query name of the power field samples' power_w holds; None when the log has none.")
+    energy_column: str | None = Field(None, description="The header of the energy counter column when the log has one.")
 
 
 class TrtSparsityReport(Record):

@@ -45,6 +45,7 @@ class PowerChannel(Record):
     scope: str = Field(description="What is measured, e.g. 'GPU board power (not wall power)', 'CPU package (RAPL)'.")
     update_period_s: float | None = Field(description="How often the reading changes as the source documents it or the log shows; None when unknown.")
     note: str = Field("", description="What a reader must know, e.g. that on A100/H100 board power is sampled for part of each period.")
+    averaging_s: float | None = Field(None, description="The span one reading averages over as the source documents it (1 s for power.draw on Ampere and newer); None for instantaneous readings and counters.")
 
 
 class PowerReading(Record):
@@ -56,6 +57,8 @@ class PowerReading(Record):
     line: int = Field(description="Line (or row) of the file, for messages.")
     value: float = Field(description="Watts for power channels, joules for energy channels (converted from the file's unit).")
     window_s: float | None = Field(None, description="For energy totals: the duration the source measured over.")
+    sm_clock_mhz: float | None = Field(None, description="The SM clock the same row records, when the log has clocks.")
+    idle: bool | None = Field(None, description="The row's clock event reasons say gpu_idle (or, without reasons, utilisation is 0); None when the log says neither.")
 
 
 class PowerLog(Record):
@@ -85,3 +88,5 @@ class WindowEnergy(Record):
     power_limit_w: float | None = None
     sm_clock_mhz: float | None = Field(None, description="Median SM clock inside the window when the log records clocks.")
     note: str = Field(description="One sentence: how the figure was taken, or what is missing and why.")
+    devices: list[str] = Field(default_factory=list, description="The GPUs (or packages) the figure covers; several are summed.")
+    update_period_s: float | None = Field(None, description="The reading's period the too-short rule used: the longest of the log's sampling interval, the interval between changes of the reading and its averaging span.")

@@ -25,6 +25,7 @@ from sparsedebug.core.io import read_text
 from sparsedebug.core.stats import median
 from sparsedebug.records.artifacts import ReasonTime, SmiReport, SmiSample, SmiSummary
 from sparsedebug.records.run import TimeWindow
+from sparsedebug.sources.importers.alignment import overlapping, sample_spans
 
 CLOCK_EVENT_REASONS: dict[int, str] = {
     0x1: "gpu_idle",
@@ -42,6 +43,16 @@ CLOCK_EVENT_REASONS: dict[int, str] = {
 THERMAL_REASONS = frozenset({"sw_thermal_slowdown", "hw_thermal_slowdown"})
 POWER_REASONS = frozenset({"sw_power_cap", "hw_power_brake_slowdown", "hw_slowdown"})
 
+POWER_FIELDS = ("power.draw", "power.draw.instant", "power.draw.average")
+"""The board power fields of ``--query-gpu``, each its own reading (``nvidia-smi --help-query-gpu``): ``power.draw``
+the last measured power, on Ampere and newer an average over 1 s, instantaneous on older GPUs;
+``power.draw.instant`` the last instantaneous reading; ``power.draw.average`` the driver's average (Ampere
+except GA100 and newer). A summary's ``power_w`` is the first of these the log has, named in ``power_field``."""
+
+ENERGY_UNITS_J: dict[str, float] = {"mj": 1e-3, "j": 1.0, "kj": 1e3, "wh": 3600.0, "kwh": 3.6e6}
+"""Joules per unit of an energy column, by the unit in its header (``[mJ]``); a header without a unit is read
+in mJ, the unit of NVML's counter (``nvmlDeviceGetTotalEnergyConsumption``: mJ since the driver loaded)."""
+
 _ALIASES: dict[str, tuple[str, ...]] = {
     "timestamp": ("timestamp",),
     "gpu": ("index", "uuid", "pci.bus_id", "gpu_uuid", "gpu_bus_id"),
@@ -49,8 +60,11 @@ _ALIASES: dict[str, tuple[str, ...]] = {
     "sm_clock_mhz": ("clocks.current.sm", "clocks.sm"),
     "mem_clock_mhz": ("clocks.current.memory", "clocks.mem"),
     "max_sm_clock_mhz": ("clocks.max.sm", "clocks.max.sm_clock"),
-    "power_w": ("power.draw", "power.draw.instant", "power.draw.average"),
-    "power_limit_w": ("power.limit", "enforced.power.limit", "power.enforced_limit"),
+    "power_w": POWER_FIELDS,
+    "power_draw_w": ("power.draw",),
+    "power_draw_instant_w": ("power.draw.instant",),
+    "power_draw_average_w": ("power.draw.average",),
+    "power_limit_w": ("enforced.power.limit", "power.enforced_limit", "power.limit"),
     "util_gpu_pct": ("utilization.gpu",),
     "util_mem_pct": ("utilization.memory",),
     "reasons": ("clocks_event_reasons.active", "clocks_throttle_reasons.active", "clocks_event_reasons_active"),
@@ -87,6 +101,39 @@ def _value(text: str) -> float | None:
     return value if math.isfinite(value) else None  # "nan"/"inf" is no reading, like N/A
 
 
+def _header_unit(header: str) -> str | None:
+    if "[" not in header:
+        return None
+    return header.split("[", 1)[1].split("]", 1)[0].strip()
+
+
+def _reading(path: Path, line: int, column: str, text: str) -> float | None:
+    """A power or energy cell: None when the log says no reading (empty, N/A, [Not Supported]); a finite,
+    non-negative number otherwise; anything else is refused naming the file, line and column."""
+    cleaned = text.strip()
+    if not cleaned or cleaned.startswith("[") or cleaned.lower() in ("n/a", "not supported"):
+        return None
+    try:
+        value = float(cleaned.split()[0])
+    except ValueError:
+        raise UserError(f"{path}: line {line}, column {column!r}: {cleaned!r} is not a number") from None
+    if not math.isfinite(value) or value < 0:
+        raise UserError(f"{path}: line {line}, column {column!r}: {cleaned!r} is not a finite, non-negative reading")
+    return value
+
+
+def _energy_column(header: list[str], cells: list[str], path: Path) -> tuple[int, float] | None:
+    """The energy counter column (a query name with 'energy' in it) and its joules per unit, if the log has one."""
+    for k, name in enumerate(header):
+        if "energy" in name:
+            unit = _header_unit(cells[k])
+            scale = ENERGY_UNITS_J.get((unit or "mJ").lower())
+            if scale is None:
+                raise UserError(f"{path}: line 1, column {cells[k].strip()!r}: energy unit {unit!r} is none of mJ, J, kJ, Wh, kWh")
+            return k, scale
+    return None
+
+
 def _time(text: str) -> datetime | None:
     for fmt in _TIME_FORMATS:
         try:
@@ -94,6 +141,15 @@ def _time(text: str) -> datetime | None:
         except ValueError:
             continue
     return None
+
+
+def smi_time_utc_s(text: str, utc_offset_h: float) -> float | None:
+    """An nvidia-smi timestamp (local wall-clock time, no zone) as UTC seconds since the epoch, given that clock's
+    offset from UTC in hours; None when the text is no nvidia-smi timestamp."""
+    local = _time(text)
+    if local is None:
+        return None
+    return (local - timedelta(hours=utc_offset_h)).replace(tzinfo=UTC).timestamp()
 
 
 MAX_SM_CLOCK_MHZ = 10_000.0
@@ -143,19 +199,14 @@ def samples_in_window(report: SmiReport, window: TimeWindow | None, utc_offset_h
     if utc_offset_h is None:
         return WindowedSamples([], False, f"{report.file}: nvidia-smi timestamps carry no time zone and no UTC offset was given "
                                           "(--smi-utc-offset): the log cannot be aligned (context only)")
-    shift = timedelta(hours=utc_offset_h)
     stamps: list[tuple[float, SmiSample]] = []
     for sample in report.samples:
-        local = _time(sample.time)
-        if local is not None:
-            stamps.append(((local - shift).replace(tzinfo=UTC).timestamp(), sample))
+        t_utc = smi_time_utc_s(sample.time, utc_offset_h)
+        if t_utc is not None:
+            stamps.append((t_utc, sample))
     stamps.sort(key=lambda item: item[0])
-    gaps = [b[0] - a[0] for a, b in zip(stamps, stamps[1:], strict=False) if b[0] > a[0]]
-    interval = median(gaps) if gaps else 0.0
-    inside = [
-        sample for k, (t, sample) in enumerate(stamps)
-        if t <= window.end_utc_s and (stamps[k + 1][0] if k + 1 < len(stamps) else t + interval) >= window.start_utc_s
-    ]
+    spans = sample_spans([t for t, _ in stamps])
+    inside = [stamps[k][1] for k in overlapping(spans, window.start_utc_s, window.end_utc_s)]
     span = f"{datetime.fromtimestamp(window.start_utc_s, UTC):%Y-%m-%d %H:%M:%S.%f}"[:-3] + " UTC"
     if not inside:
         first = datetime.fromtimestamp(stamps[0][0], UTC) if stamps else None
@@ -188,8 +239,9 @@ def load_smi(path: Path, max_clock_mhz: float | None = None) -> SmiReport:
             f"{path}: no 'timestamp' column in the header {rows[0][:3]}...; "
             "log with --query-gpu=timestamp,... --format=csv (with header)"
         )
-    if "sm_clock_mhz" not in columns and "reasons" not in columns and "power_w" not in columns:
-        raise UserError(f"{path}: none of clocks.current.sm, power.draw, clocks_event_reasons.active in the header")
+    energy = _energy_column(header, rows[0], path)
+    if "sm_clock_mhz" not in columns and "reasons" not in columns and "power_w" not in columns and energy is None:
+        raise UserError(f"{path}: none of clocks.current.sm, power.draw, clocks_event_reasons.active, an energy counter in the header")
 
     samples: list[SmiSample] = []
     first: datetime | None = None
@@ -213,6 +265,11 @@ def load_smi(path: Path, max_clock_mhz: float | None = None) -> SmiReport:
         def get(key: str, row: list[str] = row) -> float | None:
             return _value(row[columns[key]]) if key in columns else None
 
+        def power(key: str, row: list[str] = row, line_no: int = line_no) -> float | None:
+            return _reading(path, line_no, rows[0][columns[key]].strip(), row[columns[key]]) if key in columns else None
+
+        energy_value = _reading(path, line_no, rows[0][energy[0]].strip(), row[energy[0]]) if energy is not None else None
+
         samples.append(
             SmiSample(
                 line=line_no,
@@ -222,7 +279,12 @@ def load_smi(path: Path, max_clock_mhz: float | None = None) -> SmiReport:
                 temperature_c=get("temperature_c"),
                 sm_clock_mhz=get("sm_clock_mhz"),
                 mem_clock_mhz=get("mem_clock_mhz"),
-                power_w=get("power_w"),
+                power_w=power("power_w"),
+                power_draw_w=power("power_draw_w"),
+                power_draw_instant_w=power("power_draw_instant_w"),
+                power_draw_average_w=power("power_draw_average_w"),
+                power_limit_w=power("power_limit_w"),
+                energy_j=energy_value * energy[1] if energy is not None and energy_value is not None else None,
                 util_gpu_pct=get("util_gpu_pct"),
                 util_mem_pct=get("util_mem_pct"),
                 reasons_mask=mask,
@@ -242,9 +304,16 @@ def load_smi(path: Path, max_clock_mhz: float | None = None) -> SmiReport:
     for sample in samples:
         by_gpu[sample.gpu].append(sample)
     _check_max_clock_covers(max_clock_mhz, samples, path)
-    summaries = [_summarise(gpu, group, max_clock_mhz, given_max.get(gpu), "reasons" in columns) for gpu, group in by_gpu.items()]
+    power_field = header[columns["power_w"]] if "power_w" in columns else None
+    summaries = [
+        _summarise(gpu, group, max_clock_mhz, given_max.get(gpu), "reasons" in columns).model_copy(update={"power_field": power_field})
+        for gpu, group in by_gpu.items()
+    ]
     reasons_col = rows[0][columns["reasons"]].strip() if "reasons" in columns else None
-    return SmiReport(file=str(path), columns=[c.strip() for c in rows[0]], reasons_column=reasons_col, samples=samples, summaries=summaries)
+    return SmiReport(
+        file=str(path), columns=[c.strip() for c in rows[0]], reasons_column=reasons_col, samples=samples, summaries=summaries,
+        power_field=power_field, energy_column=rows[0][energy[0]].strip() if energy is not None else None,
+    )
 
 
 def _summarise(gpu: str, samples: list[SmiSample], max_given: float | None, max_column: float | None, has_reasons: bool) -> SmiSummary:

@@ -1,0 +1,50 @@
+"""The command lines that record a power log a run's window can be measured from, as data the walk quotes
+when energy evidence is missing or too coarse."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from sparsedebug.records.power import PowerSourceKind
+
+
+class CaptureCommand(NamedTuple):
+    """One way to record usable power evidence: the exact command and what it records."""
+
+    source: PowerSourceKind
+    command: str
+    records: str
+
+
+SMI_QUERY = (
+    "timestamp,index,power.draw.instant,power.draw.average,power.draw,enforced.power.limit,"
+    "clocks.sm,clocks.max.sm,clocks_event_reasons.active,utilization.gpu,temperature.gpu"
+)
+"""The nvidia-smi fields a power log needs: each power reading, the limit, the clock and why it is held."""
+
+CAPTURE_COMMANDS: tuple[CaptureCommand, ...] = (
+    CaptureCommand(
+        "nvidia-smi",
+        f"TZ=UTC nvidia-smi --query-gpu={SMI_QUERY} --format=csv -lms 100 -f power.csv",
+        "every 100 ms, beside the run (start it before, stop it after): board power as instantaneous and averaged "
+        "readings, the enforced power limit, SM clock and clock event reasons; TZ=UTC makes its zone-less "
+        "timestamps UTC (UTC offset 0). The run's window must span at least 3 update periods (300 ms at 100 ms; "
+        "3 s for the 1 s averages)",
+    ),
+    CaptureCommand(
+        "dcgm",
+        "dcgmi dmon -e 155,156,100,112 -d 100 > dcgm.txt",
+        "every 100 ms: DCGM_FI_DEV_POWER_USAGE (W), DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION (mJ since the driver "
+        "loaded; differences give energy), SM clock and clock event reasons, from the DCGM host engine; log the "
+        "start time beside it ('date -u +%FT%T.%NZ'), dmon rows carry no timestamp",
+    ),
+    CaptureCommand(
+        "dcgm",
+        "dcgm-exporter -c 100 -f power-counters.csv & "
+        "while sleep 0.1; do curl -s localhost:9400/metrics | sed \"s/\\$/ $(date +%s%3N)/\" ; done > dcgm.prom",
+        "every 100 ms, Prometheus text exposition with a millisecond UTC timestamp per sample: "
+        "power-counters.csv lists DCGM_FI_DEV_POWER_USAGE, DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION, DCGM_FI_DEV_SM_CLOCK "
+        "and DCGM_FI_DEV_CLOCK_THROTTLE_REASONS (format 'field, type, help')",
+    ),
+)
+"""Ways to record a usable window, best first."""

@@ -1,0 +1,53 @@
+"""What each power or energy reading measures, and the period the log shows it changing at."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sparsedebug.records.power import PowerChannel, PowerReading
+from sparsedebug.sources.importers.alignment import typical_interval
+
+BOARD_POWER = "GPU board power (not wall power)"
+BOARD_ENERGY = "GPU board energy (not wall energy)"
+
+PART_TIME_SAMPLING = (
+    "on A100 and H100 only about 25 % of the runtime is sampled for board power "
+    "(Yang et al., 'Accurate and Convenient Energy Measurements for GPUs', SC24, arXiv 2312.02741), "
+    "so short bursts can be missed or overweighted"
+)
+"""What a reader of sampled NVIDIA board power must know, quoted by every nvidia-smi and DCGM power channel."""
+
+MIN_UPDATE_PERIODS = 3
+"""A window must span at least this many update periods of the reading to be measured: with fewer, the one or
+two readings that touch it are mostly about time outside it (a power sample stands for its whole interval, a
+counter's difference for the interval between its updates)."""
+
+
+MIN_CHANGES = 10
+"""Changes of value a log must show before the time between them is taken as the reading's update period."""
+
+
+def observed_update_period(times: Sequence[float], values: Sequence[float]) -> float | None:
+    """How often the reading changes, as the log shows it: the sampling interval, or the median time between
+    changes of value when the log polls faster than the reading updates (it changes at least
+    :data:`MIN_CHANGES` times, so a steady reading is not taken for a slow one); never less than the sampling
+    interval (a log sampled every 250 ms cannot show a faster update); None for fewer than two readings."""
+    if len(times) < 2:
+        return None
+    sampling = typical_interval(times)
+    changes = [t for k, (t, v) in enumerate(zip(times, values, strict=True)) if k == 0 or v != values[k - 1]]
+    between = typical_interval(changes) if len(changes) > MIN_CHANGES else 0.0
+    period = max(sampling, between)
+    return period if period > 0 else None
+
+
+def with_update_period(channel: PowerChannel, readings: Sequence[PowerReading], relative_s: Sequence[float]) -> PowerChannel:
+    """``channel`` with ``update_period_s`` from its readings (one device's, in time order), ``relative_s`` their
+    times in seconds on the log's own clock (usable before the log is placed in UTC)."""
+    period = observed_update_period(relative_s, [r.value for r in readings])
+    return channel.model_copy(update={"update_period_s": period})
+
+
+def measuring_period(channel: PowerChannel) -> float:
+    """The period the too-short rule uses for ``channel``: the longer of its update period and its averaging span."""
+    return max(channel.update_period_s or 0.0, channel.averaging_s or 0.0)

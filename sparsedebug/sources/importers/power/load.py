@@ -1,0 +1,55 @@
+"""Read a power or energy log, its format told by its content."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from sparsedebug.core.errors import UserError
+from sparsedebug.core.io import read_text
+from sparsedebug.records.power import PowerLog
+from sparsedebug.sources.importers.nvidia_smi import load_smi
+from sparsedebug.sources.importers.power.smi import place_smi_log, power_log_from_smi
+
+MAX_UTC_OFFSET_H = 14.0
+"""The widest offset of a civil time zone from UTC (UTC+14, Line Islands)."""
+
+FORMATS = "nvidia-smi --format=csv"
+"""The formats :func:`load_power_log` reads, for messages."""
+
+
+def check_utc_offset(utc_offset_h: float | None) -> None:
+    """Refuse a UTC offset that is not a finite number of hours within +/-14."""
+    if utc_offset_h is not None and (not math.isfinite(utc_offset_h) or abs(utc_offset_h) > MAX_UTC_OFFSET_H):
+        raise UserError(f"UTC offset {utc_offset_h:g} h: expected hours between -{MAX_UTC_OFFSET_H:g} and +{MAX_UTC_OFFSET_H:g}")
+
+
+def _first_line(text: str) -> str:
+    return next((line.strip() for line in text.splitlines() if line.strip()), "")
+
+
+def load_power_log(path: Path, utc_offset_h: float | None = None) -> PowerLog:
+    """Read the power and energy readings of ``path``, its format detected from its content.
+
+    ``utc_offset_h`` is the offset from UTC, in hours, of a log clock that writes no zone (nvidia-smi); a source
+    whose timestamps carry their zone ignores it. Bad input raises :class:`UserError` naming the file, line and
+    column.
+    """
+    check_utc_offset(utc_offset_h)
+    text = read_text(path)
+    head = _first_line(text)
+    if not head:
+        raise UserError(f"{path}: empty file, expected a power log ({FORMATS})")
+    names = [cell.split("[", 1)[0].strip().lower() for cell in head.split(",")]
+    if "timestamp" in names:
+        return power_log_from_smi(load_smi(path), utc_offset_h)
+    raise UserError(f"{path}: line 1: not a power log this tool reads ({FORMATS}): starts {head[:60]!r}")
+
+
+def with_utc_offset(log: PowerLog, utc_offset_h: float) -> PowerLog:
+    """``log`` placed in UTC now that its zone-less clock's offset is known (from an option or the fingerprint);
+    a log whose timestamps carry their zone is returned as it is."""
+    check_utc_offset(utc_offset_h)
+    if log.source == "nvidia-smi":
+        return place_smi_log(log, utc_offset_h)
+    return log

@@ -1,0 +1,258 @@
+"""The energy of one run's own time window from a power log.
+
+The log is placed against the run by absolute time (UTC), like classify's clock evidence
+(:mod:`sparsedebug.sources.importers.alignment`). One channel is used, the best the log has:
+
+1. an energy counter: the difference of the counter, interpolated linearly at the window's edges between the
+   readings that bracket them; a counter that goes down between two readings wrapped (32-bit, when adding the
+   modulus gives a power a board can draw) or restarted (driver reload: the interval counts from the restart,
+   a lower bound), and the note says so;
+2. sampled power (an instantaneous reading before an average): integrated with the sampling interval, each
+   reading standing for the time until the next one (the last for a typical interval); a reading averaged over
+   a span (``power.draw``: 1 s) is placed at the middle of the span it averages;
+3. energy totals a source measured over its own windows: each total spread evenly over its window.
+
+A window is ``too_short`` when it spans fewer than :data:`MIN_UPDATE_PERIODS` update periods of the reading
+(the period is the longest of the log's sampling interval, the time between changes of the reading and its
+averaging span), or, for totals, when less than :data:`TOTAL_INSIDE_FRACTION` of the totals' windows lies inside
+it; ``unaligned`` when the run has no absolute window or the log's clock has no known UTC offset;
+``not_covered`` when the log does not cover the whole window; ``no_reading`` when the log has no power or
+energy channel. Idle power (readings the log marks idle) is kept apart and never counted in the window.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from sparsedebug.core.stats import median
+from sparsedebug.records.power import (
+    EnergyMethod,
+    EnergyStatus,
+    PowerChannel,
+    PowerLog,
+    PowerQuantity,
+    PowerReading,
+    WindowEnergy,
+)
+from sparsedebug.records.run import TimeWindow
+from sparsedebug.sources.importers.alignment import overlap_s, overlapping, sample_spans
+from sparsedebug.sources.importers.power.channels import MIN_UPDATE_PERIODS, PART_TIME_SAMPLING, measuring_period
+
+PREFERENCE: dict[PowerQuantity, int] = {"energy_counter": 0, "power_instant": 1, "power_average": 2, "energy_total": 3}
+"""Which channel a window's energy is taken from when a log has several: lower first."""
+
+TOTAL_INSIDE_FRACTION = 0.9
+"""Totals are spread evenly over their own windows; at least this share of those windows must lie inside the
+run's window, or the figure would mostly be power from outside it."""
+
+MAX_BOARD_POWER_W = 10_000.0
+"""Above any accelerator board (an H200 is limited to 700 W): a counter wrap implying more is a restart instead."""
+
+COUNTER_WRAPS_J = (2.0**32 * 1e-3, 2.0**32)
+"""The 32-bit wraps a counter can show after conversion to joules: of a counter in mJ (NVML's unit) and in J."""
+
+_METHODS: dict[PowerQuantity, EnergyMethod] = {
+    "energy_counter": "counter_difference", "power_instant": "integrated_power", "power_average": "integrated_power",
+    "energy_total": "window_total",
+}
+
+
+@dataclass
+class _Taken:
+    status: EnergyStatus
+    note: str
+    joules: float | None = None
+    readings: int = 0
+    clocks: list[float] = field(default_factory=list)
+    events: list[str] = field(default_factory=list)
+
+
+def energy_in_window(log: PowerLog, window: TimeWindow | None, device: str | None = None) -> WindowEnergy:
+    """The energy ``log`` shows inside ``window`` (absolute UTC), or the reason it cannot be measured.
+
+    ``device`` takes one GPU (as the file names it); without it every device the channel has is measured
+    and the energies summed (the note names them).
+    """
+    usable = [c for c in log.channels if any(device is None or r.device == device for r in log.readings.get(c.field, []))]
+    which = f" for device {device}" if device is not None else ""
+    if not usable:
+        return WindowEnergy(file=log.file, channel=None, status="no_reading", power_limit_w=log.power_limit_w,
+                            note=f"{log.file}: no power or energy reading{which}")
+    channel = min(usable, key=lambda c: PREFERENCE[c.quantity])
+    rows = [r for r in log.readings[channel.field] if device is None or r.device == device]
+    devices = list(dict.fromkeys(r.device for r in rows))
+    common = {"file": log.file, "channel": channel, "devices": devices, "power_limit_w": log.power_limit_w,
+              "idle_power_w": idle_power(log, devices), "update_period_s": measuring_period(channel) or None}
+    if window is None:
+        return WindowEnergy(**common, status="unaligned",
+                            note=f"{log.file}: the run records no absolute time window: the log cannot be placed against it")
+    if any(r.t_utc_s is None for r in rows):
+        return WindowEnergy(**common, status="unaligned",
+                            note=f"{log.file}: {log.source} timestamps carry no time zone and no UTC offset is known: "
+                                 "the log cannot be placed against the run's window")
+    start, end = window.start_utc_s, window.end_utc_s
+    if end <= start:
+        return WindowEnergy(**common, start_utc_s=start, end_utc_s=end, status="too_short",
+                            note=f"{log.file}: the run's window has no duration ({_utc(start)} to {_utc(end)}): too short to measure")
+    taken = [_device_energy(channel, [r for r in rows if r.device == d], start, end) for d in devices]
+    failed = next((t for t in taken if t.status != "measured"), None)
+    bounds = {"start_utc_s": start, "end_utc_s": end}
+    if failed is not None:
+        prefix = f"{log.file}: device {devices[taken.index(failed)]}: " if len(devices) > 1 else f"{log.file}: "
+        return WindowEnergy(**common, **bounds, status=failed.status, note=prefix + failed.note)
+    joules = sum(t.joules or 0.0 for t in taken)
+    duration = end - start
+    clocks = [c for t in taken for c in t.clocks]
+    events = [e for t in taken for e in t.events]
+    summed = f", summed over devices {', '.join(devices)}" if len(devices) > 1 else ""
+    note = (f"{log.file}: {joules:.4g} J over {duration:.3f} s ({joules / duration:.1f} W mean) from {channel.field}, "
+            f"{_how(channel)}, {sum(t.readings for t in taken)} readings{summed}; {channel.scope}"
+            + "".join(f"; {e}" for e in events))
+    return WindowEnergy(**common, **bounds, status="measured", method=_METHODS[channel.quantity], joules=joules,
+                        mean_power_w=joules / duration, readings=sum(t.readings for t in taken),
+                        sm_clock_mhz=median(clocks) if clocks else None, note=note)
+
+
+def idle_power(log: PowerLog, devices: list[str]) -> float | None:
+    """Idle board power of ``devices`` (summed over them): the median power of the readings the log marks idle,
+    from its best power channel, else from a counter's differences over intervals that start idle."""
+    powers = sorted((c for c in log.channels if c.quantity in ("power_instant", "power_average")), key=lambda c: PREFERENCE[c.quantity])
+    counters = [c for c in log.channels if c.quantity == "energy_counter"]
+    total: float | None = None
+    for device in devices:
+        values: list[float] = []
+        for channel in powers:
+            values = [r.value for r in log.readings.get(channel.field, []) if r.device == device and r.idle]
+            if values:
+                break
+        if not values and counters:
+            rows = sorted((r for r in log.readings.get(counters[0].field, []) if r.device == device and r.t_utc_s is not None),
+                          key=lambda r: r.t_utc_s or 0.0)
+            values = [(b.value - a.value) / ((b.t_utc_s or 0.0) - (a.t_utc_s or 0.0)) for a, b in zip(rows, rows[1:], strict=False)
+                      if a.idle and (b.t_utc_s or 0.0) > (a.t_utc_s or 0.0) and b.value >= a.value]
+        if values:
+            total = (total or 0.0) + median(values)
+    return total
+
+
+def _how(channel: PowerChannel) -> str:
+    if channel.quantity == "energy_counter":
+        return "the counter's difference interpolated at the window's edges"
+    if channel.quantity == "energy_total":
+        return "the source's own totals spread evenly over their windows"
+    placed = f" ({channel.averaging_s:g} s averages placed at the middle of the span they average)" if channel.averaging_s else ""
+    return f"power integrated over the sampling interval{placed}"
+
+
+def _utc(t: float) -> str:
+    return f"{datetime.fromtimestamp(t, UTC):%Y-%m-%d %H:%M:%S.%f}"[:-3] + " UTC"
+
+
+def _coverage(first: float, last: float, start: float, end: float) -> _Taken | None:
+    if end < first or start > last:
+        return _Taken("not_covered", f"the log covers {_utc(first)} to {_utc(last)}, outside the run's window "
+                                     f"{_utc(start)} to {_utc(end)}")
+    if start < first or end > last:
+        inside = min(end, last) - max(start, first)
+        return _Taken("not_covered", f"the log covers only {inside:.3f} s of the run's {end - start:.3f} s window "
+                                     f"({_utc(start)} to {_utc(end)}; the log runs {_utc(first)} to {_utc(last)})")
+    return None
+
+
+def _too_short(channel: PowerChannel, start: float, end: float) -> _Taken | None:
+    period = measuring_period(channel)
+    if end - start >= MIN_UPDATE_PERIODS * period * (1 - 1e-6) and end > start:  # the tolerance: float UTC seconds
+        return None
+    parts = [f"the log's interval between changes is {channel.update_period_s * 1000:.0f} ms"] if channel.update_period_s else []
+    if channel.averaging_s:
+        parts.append(f"each reading averages {channel.averaging_s:g} s")
+    sampled = f"; {PART_TIME_SAMPLING}" if channel.source in ("nvidia-smi", "dcgm") and channel.quantity != "energy_total" else ""
+    return _Taken("too_short", f"the run's window of {(end - start) * 1000:.1f} ms spans fewer than {MIN_UPDATE_PERIODS} update "
+                               f"periods of {channel.field} ({period * 1000:.0f} ms: {', '.join(parts) or 'period unknown'}): "
+                               f"too short to measure{sampled}")
+
+
+def _device_energy(channel: PowerChannel, rows: list[PowerReading], start: float, end: float) -> _Taken:
+    rows = sorted(rows, key=lambda r: r.t_utc_s or 0.0)
+    if channel.quantity == "energy_counter":
+        return _counter(channel, rows, start, end)
+    if channel.quantity == "energy_total":
+        return _totals(channel, rows, start, end)
+    shift = (channel.averaging_s or 0.0) / 2
+    spans = sample_spans([(r.t_utc_s or 0.0) - shift for r in rows])
+    problem = _coverage(spans[0][0], spans[-1][1], start, end) or _too_short(channel, start, end)
+    if problem is not None:
+        return problem
+    inside = overlapping(spans, start, end)
+    joules = sum(rows[k].value * overlap_s(spans[k], start, end) for k in inside)
+    return _Taken("measured", "", joules, len(inside), _clocks(rows[k] for k in inside))
+
+
+def _counter(channel: PowerChannel, rows: list[PowerReading], start: float, end: float) -> _Taken:
+    times = [r.t_utc_s or 0.0 for r in rows]
+    problem = _coverage(times[0], times[-1], start, end) or _too_short(channel, start, end)
+    if problem is not None:
+        return problem
+    cumulative, events = unwrapped_counter(rows)
+    joules = _at(times, cumulative, end) - _at(times, cumulative, start)
+    first = max(bisect.bisect_right(times, start) - 1, 0)
+    last = min(bisect.bisect_left(times, end), len(times) - 1)
+    used = rows[first:last + 1]
+    return _Taken("measured", "", joules, len(used), _clocks(used), events)
+
+
+def unwrapped_counter(rows: list[PowerReading]) -> tuple[list[float], list[str]]:
+    """A counter's readings (time order) as energy since its first reading, with wraps and restarts undone, and
+    one sentence per wrap or restart."""
+    cumulative = [0.0]
+    events: list[str] = []
+    for a, b in zip(rows, rows[1:], strict=False):
+        step = b.value - a.value
+        if step < 0:
+            seconds = max((b.t_utc_s or 0.0) - (a.t_utc_s or 0.0), 1e-9)
+            wrap = next((m for m in COUNTER_WRAPS_J if 0 <= b.value + m - a.value <= MAX_BOARD_POWER_W * seconds), None)
+            if wrap is not None:
+                step = b.value + wrap - a.value
+                events.append(f"the counter wrapped between lines {a.line} and {b.line} (32-bit, undone)")
+            else:
+                step = b.value
+                events.append(f"the counter restarted between lines {a.line} and {b.line} (driver reload?): "
+                              "that interval counts from the restart, a lower bound")
+        cumulative.append(cumulative[-1] + step)
+    return cumulative, events
+
+
+def _at(times: list[float], values: list[float], t: float) -> float:
+    k = bisect.bisect_right(times, t) - 1
+    if k >= len(times) - 1:
+        return values[-1]
+    k = max(k, 0)
+    span = times[k + 1] - times[k]
+    return values[k] if span <= 0 else values[k] + (values[k + 1] - values[k]) * (t - times[k]) / span
+
+
+def _totals(channel: PowerChannel, rows: list[PowerReading], start: float, end: float) -> _Taken:
+    rows = [r for r in rows if (r.window_s or 0.0) > 0]
+    if not rows:
+        return _Taken("no_reading", f"no {channel.field} total says the duration it measured over")
+    spans = [(r.t_utc_s or 0.0, (r.t_utc_s or 0.0) + (r.window_s or 0.0)) for r in rows]
+    covered = sum(overlap_s(s, start, end) for s in spans)
+    problem = _coverage(min(s[0] for s in spans), max(s[1] for s in spans), start, end)
+    if problem is None and covered < (end - start) * 0.999:
+        problem = _Taken("not_covered", f"the source's windows cover only {covered:.3f} s of the run's {end - start:.3f} s window")
+    if problem is not None:
+        return problem
+    inside = [k for k, s in enumerate(spans) if overlap_s(s, start, end) > 0]
+    share = covered / sum(spans[k][1] - spans[k][0] for k in inside)
+    if share < TOTAL_INSIDE_FRACTION:
+        return _Taken("too_short", f"the run's window of {end - start:.3f} s holds only {share:.0%} of the {channel.field} windows "
+                                   f"that overlap it (at least {TOTAL_INSIDE_FRACTION:.0%} needed): too short to measure")
+    joules = sum(rows[k].value * overlap_s(spans[k], start, end) / (spans[k][1] - spans[k][0]) for k in inside)
+    return _Taken("measured", "", joules, len(inside), _clocks(rows[k] for k in inside))
+
+
+def _clocks(rows: Iterable[PowerReading]) -> list[float]:
+    return [r.sm_clock_mhz for r in rows if r.sm_clock_mhz is not None]
