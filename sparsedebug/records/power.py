@@ -56,7 +56,8 @@ class PowerReading(Record):
     t_local: str = Field(description="The timestamp as the file writes it.")
     line: int = Field(description="Line (or row) of the file, for messages.")
     value: float = Field(description="Watts for power channels, joules for energy channels (converted from the file's unit).")
-    window_s: float | None = Field(None, description="For energy totals: the duration the source measured over.")
+    window_s: float | None = Field(None, description="For energy totals: the duration the source measured over (its t_utc_s is the start of that duration).")
+    label: str | None = Field(None, description="For energy totals: the source's name for the window (Zeus window_name, CodeCarbon run_id).")
     sm_clock_mhz: float | None = Field(None, description="The SM clock the same row records, when the log has clocks.")
     idle: bool | None = Field(None, description="The row's clock event reasons say gpu_idle (or, without reasons, utilisation is 0); None when the log says neither.")
 

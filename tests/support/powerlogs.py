@@ -54,3 +54,42 @@ def write_smi_power_log(
             lines.append(", ".join(row))
     path.write_text("\n".join(lines) + "\n")
     return path
+
+
+def write_dcgm_metrics(
+    path: Path,
+    start_utc_s: float,
+    period_s: float,
+    watts: Sequence[float],
+    *,
+    energy_start_mj: float = 1.0e9,
+    timestamps: bool = True,
+    gpus: Sequence[str] = ("0",),
+    idle: Sequence[bool] | None = None,
+) -> Path:
+    """dcgm-exporter metrics text: one scrape every ``period_s`` (HELP/TYPE lines, power, energy counter, SM clock,
+    clock event reasons), with millisecond timestamps unless ``timestamps`` is False."""
+    lines: list[str] = []
+    energy = energy_start_mj
+    for k, w in enumerate(watts):
+        if k:
+            energy += watts[k - 1] * period_s * 1000.0
+        stamp = f" {round((start_utc_s + k * period_s) * 1000)}" if timestamps else ""
+        lines += [
+            "# HELP DCGM_FI_DEV_POWER_USAGE Power draw (in W).", "# TYPE DCGM_FI_DEV_POWER_USAGE gauge",
+            "# HELP DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION Total energy consumption since boot (in mJ).",
+            "# TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter",
+        ]
+        for gpu in gpus:
+            labels = f'{{gpu="{gpu}",UUID="GPU-0000000{gpu}",device="nvidia{gpu}",modelName="NVIDIA H200",Hostname="h"}}'
+            reason = 1 if idle is not None and idle[k] else 0
+            lines += [
+                f"DCGM_FI_DEV_SM_CLOCK{labels} 1980{stamp}",
+                f"DCGM_FI_DEV_CLOCKS_EVENT_REASONS{labels} {reason}{stamp}",
+                f"DCGM_FI_DEV_POWER_USAGE{labels} {w:.3f}{stamp}",
+                f"DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{labels} {energy:.0f}{stamp}",
+                f"DCGM_FI_DEV_ENFORCED_POWER_LIMIT{labels} 700{stamp}",
+                f"DCGM_FI_DEV_MEMORY_TEMP{labels} 9223372036854775794{stamp}",
+            ]
+    path.write_text("\n".join(lines) + "\n")
+    return path

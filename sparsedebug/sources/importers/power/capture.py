@@ -29,22 +29,19 @@ CAPTURE_COMMANDS: tuple[CaptureCommand, ...] = (
         "every 100 ms, beside the run (start it before, stop it after): board power as instantaneous and averaged "
         "readings, the enforced power limit, SM clock and clock event reasons; TZ=UTC makes its zone-less "
         "timestamps UTC (UTC offset 0). The run's window must span at least 3 update periods (300 ms at 100 ms; "
-        "3 s for the 1 s averages)",
+        "3 s for the 1 s averages). A driver that refuses power.draw.instant or power.draw.average (older ones) "
+        "records without them",
     ),
     CaptureCommand(
         "dcgm",
-        "dcgmi dmon -e 155,156,100,112 -d 100 > dcgm.txt",
-        "every 100 ms: DCGM_FI_DEV_POWER_USAGE (W), DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION (mJ since the driver "
-        "loaded; differences give energy), SM clock and clock event reasons, from the DCGM host engine; log the "
-        "start time beside it ('date -u +%FT%T.%NZ'), dmon rows carry no timestamp",
-    ),
-    CaptureCommand(
-        "dcgm",
-        "dcgm-exporter -c 100 -f power-counters.csv & "
-        "while sleep 0.1; do curl -s localhost:9400/metrics | sed \"s/\\$/ $(date +%s%3N)/\" ; done > dcgm.prom",
-        "every 100 ms, Prometheus text exposition with a millisecond UTC timestamp per sample: "
-        "power-counters.csv lists DCGM_FI_DEV_POWER_USAGE, DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION, DCGM_FI_DEV_SM_CLOCK "
-        "and DCGM_FI_DEV_CLOCK_THROTTLE_REASONS (format 'field, type, help')",
+        "printf 'DCGM_FI_DEV_POWER_USAGE, gauge, Power draw (in W).\\nDCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION, counter, "
+        "Total energy consumption since boot (in mJ).\\nDCGM_FI_DEV_SM_CLOCK, gauge, SM clock frequency (in MHz).\\n"
+        "DCGM_FI_DEV_CLOCKS_EVENT_REASONS, gauge, Clock event reasons.\\n' > power-fields.csv && "
+        "(dcgm-exporter -c 100 -f power-fields.csv &) && "
+        "while sleep 0.1; do curl -s localhost:9400/metrics | awk -v t=$(date +%s%3N) '/^DCGM_FI_/ {print $0, t}'; done > dcgm.prom",
+        "every 100 ms, dcgm-exporter's metrics with a UTC millisecond timestamp on each sample: board power "
+        "(DCGM_FI_DEV_POWER_USAGE, W), the energy counter (DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION, mJ since the driver "
+        "loaded: differences give energy), SM clock and clock event reasons; stop the loop after the run",
     ),
 )
 """Ways to record a usable window, best first."""

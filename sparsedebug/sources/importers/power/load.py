@@ -9,12 +9,15 @@ from sparsedebug.core.errors import UserError
 from sparsedebug.core.io import read_text
 from sparsedebug.records.power import PowerLog
 from sparsedebug.sources.importers.nvidia_smi import load_smi
+from sparsedebug.sources.importers.power.codecarbon import is_codecarbon, load_codecarbon, place_codecarbon_log
+from sparsedebug.sources.importers.power.dcgm import is_dcgm_exposition, load_dcgm_exposition
 from sparsedebug.sources.importers.power.smi import place_smi_log, power_log_from_smi
+from sparsedebug.sources.importers.power.zeus import is_zeus, load_zeus
 
 MAX_UTC_OFFSET_H = 14.0
 """The widest offset of a civil time zone from UTC (UTC+14, Line Islands)."""
 
-FORMATS = "nvidia-smi --format=csv"
+FORMATS = "nvidia-smi --format=csv, dcgm-exporter metrics, Zeus CSV, CodeCarbon emissions.csv"
 """The formats :func:`load_power_log` reads, for messages."""
 
 
@@ -41,6 +44,12 @@ def load_power_log(path: Path, utc_offset_h: float | None = None) -> PowerLog:
     if not head:
         raise UserError(f"{path}: empty file, expected a power log ({FORMATS})")
     names = [cell.split("[", 1)[0].strip().lower() for cell in head.split(",")]
+    if head.startswith("#") or is_dcgm_exposition(head) or (is_dcgm_exposition(text) and "," not in head):
+        return load_dcgm_exposition(path, text)
+    if is_zeus(names):
+        return load_zeus(path, text)
+    if is_codecarbon(names):
+        return load_codecarbon(path, text, utc_offset_h)
     if "timestamp" in names:
         return power_log_from_smi(load_smi(path), utc_offset_h)
     raise UserError(f"{path}: line 1: not a power log this tool reads ({FORMATS}): starts {head[:60]!r}")
@@ -52,4 +61,6 @@ def with_utc_offset(log: PowerLog, utc_offset_h: float) -> PowerLog:
     check_utc_offset(utc_offset_h)
     if log.source == "nvidia-smi":
         return place_smi_log(log, utc_offset_h)
+    if log.source == "codecarbon" and log.utc_offset_h is None:
+        return place_codecarbon_log(log, utc_offset_h)
     return log

@@ -90,9 +90,10 @@ def energy_in_window(log: PowerLog, window: TimeWindow | None, device: str | Non
         return WindowEnergy(**common, status="unaligned",
                             note=f"{log.file}: the run records no absolute time window: the log cannot be placed against it")
     if any(r.t_utc_s is None for r in rows):
+        why = ("its readings carry no timestamps" if all(not r.t_local for r in rows)
+               else f"{log.source} timestamps carry no time zone and no UTC offset is known")
         return WindowEnergy(**common, status="unaligned",
-                            note=f"{log.file}: {log.source} timestamps carry no time zone and no UTC offset is known: "
-                                 "the log cannot be placed against the run's window")
+                            note=f"{log.file}: {why}: the log cannot be placed against the run's window")
     start, end = window.start_utc_s, window.end_utc_s
     if end <= start:
         return WindowEnergy(**common, start_utc_s=start, end_utc_s=end, status="too_short",
@@ -246,12 +247,23 @@ def _totals(channel: PowerChannel, rows: list[PowerReading], start: float, end: 
     if problem is not None:
         return problem
     inside = [k for k, s in enumerate(spans) if overlap_s(s, start, end) > 0]
+    events: list[str] = []
+    if any(overlap_s(spans[a], *spans[b]) > 0 for a in inside for b in inside if a < b):
+        # nested or concurrent windows (Zeus allows them): the one that matches the run's window best
+        best = max(inside, key=lambda k: overlap_s(spans[k], start, end) / (max(spans[k][1], end) - min(spans[k][0], start)))
+        inside = [best]
+        covered = overlap_s(spans[best], start, end)
+        events.append(f"the source's windows overlap: took {rows[best].label or 'line ' + str(rows[best].line)!s} (line {rows[best].line}), "
+                      "the one closest to the run's window")
+        if covered < (end - start) * 0.999:
+            return _Taken("not_covered", f"the source's window closest to the run's covers only {covered:.3f} s of its "
+                                         f"{end - start:.3f} s")
     share = covered / sum(spans[k][1] - spans[k][0] for k in inside)
     if share < TOTAL_INSIDE_FRACTION:
         return _Taken("too_short", f"the run's window of {end - start:.3f} s holds only {share:.0%} of the {channel.field} windows "
                                    f"that overlap it (at least {TOTAL_INSIDE_FRACTION:.0%} needed): too short to measure")
     joules = sum(rows[k].value * overlap_s(spans[k], start, end) / (spans[k][1] - spans[k][0]) for k in inside)
-    return _Taken("measured", "", joules, len(inside), _clocks(rows[k] for k in inside))
+    return _Taken("measured", "", joules, len(inside), _clocks(rows[k] for k in inside), events)
 
 
 def _clocks(rows: Iterable[PowerReading]) -> list[float]:

@@ -204,3 +204,29 @@ def test_bad_files(tmp_path: Path, text: str, needle: str) -> None:
 def test_bad_utc_offset(offset: float) -> None:
     with pytest.raises(UserError, match="UTC offset"):
         load_power_log(SHARED, offset)
+
+
+def test_the_capture_command_records_what_the_reader_needs(tmp_path: Path) -> None:
+    from sparsedebug.sources.importers.power import CAPTURE_COMMANDS
+    from sparsedebug.sources.importers.power.capture import SMI_QUERY
+
+    (smi,) = [c for c in CAPTURE_COMMANDS if c.source == "nvidia-smi"]
+    assert f"--query-gpu={SMI_QUERY} --format=csv -lms 100" in smi.command and smi.command.startswith("TZ=UTC ")
+    units = {"power": "W", "limit": "W", "clocks.sm": "MHz", "clocks.max.sm": "MHz", "utilization.gpu": "%", "temperature.gpu": ""}
+    fields = SMI_QUERY.split(",")
+    header = [f + (f" [{next((u for k, u in units.items() if k in f), '')}]" if f not in ("timestamp", "index", "clocks_event_reasons.active") else "")
+              for f in fields]
+    values = {"timestamp": "", "index": "0", "clocks_event_reasons.active": "0x0000000000000000", "clocks.sm": "1980 MHz",
+              "clocks.max.sm": "1980 MHz", "utilization.gpu": "99 %", "temperature.gpu": "60", "enforced.power.limit": "700.00 W"}
+    lines = [", ".join(h.replace(" []", "") for h in header)]
+    for k in range(40):
+        stamp = datetime.fromtimestamp(T0 + 0.1 * k, UTC).strftime("%Y/%m/%d %H:%M:%S.%f")[:-3]
+        lines.append(", ".join(stamp if f == "timestamp" else values.get(f, f"{300 + k % 3:.2f} W") for f in fields))
+    path = tmp_path / "power.csv"
+    path.write_text("\n".join(lines) + "\n")
+    log = load_power_log(path, 0.0)
+    assert [c.field for c in log.channels] == ["power.draw.instant", "power.draw.average", "power.draw"]
+    assert log.power_limit_w == 700.0
+    taken = energy_in_window(log, window(T0 + 0.5, 3.0))
+    assert taken.status == "measured" and taken.channel is not None and taken.channel.field == "power.draw.instant"
+    assert taken.sm_clock_mhz == 1980.0 and taken.idle_power_w is None

@@ -1,0 +1,96 @@
+"""CodeCarbon ``emissions.csv``: one row per tracked run (or per flush), energy in kWh.
+
+The documented columns (CodeCarbon docs, "Output", mlco2/codecarbon ``docs/edit/output.rst``) this reader uses:
+``timestamp`` ("Time of the experiment in %Y-%m-%dT%H:%M:%S format": when the row was written, the end of the
+tracked span; newer versions may write an ISO time with its zone), ``run_id``, ``duration`` (seconds),
+``gpu_energy`` ("Energy used per GPU (kWh)", over all GPUs CodeCarbon tracks) and ``energy_consumed`` ("sum of
+cpu_energy, gpu_energy and ram_energy (kWh)"; RAM and, without RAPL, CPU energy are modelled by CodeCarbon,
+not measured). Energy is converted to joules (1 kWh = 3.6 MJ). A timestamp without a zone is local time: it is
+placed in UTC only with the clock's offset; timestamps have one-second resolution.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from sparsedebug.core.errors import UserError
+from sparsedebug.records.power import PowerChannel, PowerLog, PowerReading
+from sparsedebug.sources.importers.power.table import read_table
+
+CODECARBON_COLUMNS = ("timestamp", "duration")
+"""The columns a CodeCarbon emissions file must have; energy comes from ``gpu_energy`` and ``energy_consumed``."""
+
+J_PER_KWH = 3.6e6
+
+_CHANNELS = (
+    ("gpu_energy", "GPU energy as CodeCarbon measures it (NVML, all tracked GPUs summed; not wall energy)"),
+    ("energy_consumed", "CPU + GPU + RAM energy as CodeCarbon takes it (RAM and, without RAPL, CPU modelled); not wall energy"),
+)
+
+
+def is_codecarbon(names: list[str]) -> bool:
+    """A CSV header that is a CodeCarbon emissions file."""
+    return "timestamp" in names and "duration" in names and ("energy_consumed" in names or "emissions" in names)
+
+
+def codecarbon_time(text: str, utc_offset_h: float | None) -> tuple[float | None, bool]:
+    """A CodeCarbon timestamp as UTC seconds (None when it has no zone and no offset is known), and whether it
+    carries its zone; a timestamp that is no ISO time raises ValueError."""
+    stamp = datetime.fromisoformat(text.strip())
+    if stamp.tzinfo is not None:
+        return stamp.timestamp(), True
+    if utc_offset_h is None:
+        return None, False
+    return (stamp - timedelta(hours=utc_offset_h)).replace(tzinfo=UTC).timestamp(), False
+
+
+def load_codecarbon(path: Path, text: str, utc_offset_h: float | None) -> PowerLog:
+    """The energy totals of a CodeCarbon emissions file: ``gpu_energy`` and ``energy_consumed`` channels, one reading
+    per row (its window: the ``duration`` before ``timestamp``)."""
+    table = read_table(path, text, CODECARBON_COLUMNS, "a CodeCarbon emissions.csv (timestamp,...,duration,...,energy_consumed)")
+    time_col, duration_col, run_col = table.column("timestamp"), table.column("duration"), table.column("run_id")
+    assert time_col is not None and duration_col is not None
+    channels: list[PowerChannel] = []
+    readings: dict[str, list[PowerReading]] = {}
+    zoned = True
+    for field, scope in _CHANNELS:
+        col = table.column(field)
+        if col is None:
+            continue
+        rows: list[PowerReading] = []
+        for line, row in table.rows:
+            kwh = table.number(line, row, col)
+            duration = table.number(line, row, duration_col, blank_ok=False)
+            if kwh is None or duration is None:
+                continue
+            try:
+                end, has_zone = codecarbon_time(row[time_col], utc_offset_h)
+            except ValueError:
+                raise UserError(f"{path}: line {line}, column 'timestamp': {row[time_col].strip()!r} is not like 2024-07-19T15:57:43") from None
+            zoned = zoned and has_zone
+            rows.append(PowerReading(
+                device="gpus" if field == "gpu_energy" else "host", t_utc_s=end - duration if end is not None else None,
+                t_local=row[time_col].strip(), line=line, value=kwh * J_PER_KWH, window_s=duration,
+                label=row[run_col].strip() if run_col is not None else None,
+            ))
+        if rows:
+            durations = sorted(r.window_s or 0.0 for r in rows)
+            channels.append(PowerChannel(
+                source="codecarbon", field=field, quantity="energy_total", unit="J", scope=scope,
+                update_period_s=durations[len(durations) // 2] or None,
+                note="an energy total over each row's duration, written in kWh; timestamps to the second",
+            ))
+            readings[field] = rows
+    return PowerLog(file=str(path), source="codecarbon", channels=channels, readings=readings,
+                    utc_offset_h=0.0 if zoned else utc_offset_h)
+
+
+def place_codecarbon_log(log: PowerLog, utc_offset_h: float) -> PowerLog:
+    """``log`` with zone-less timestamps placed in UTC now that the clock's offset is known."""
+    placed = {
+        field: [r.model_copy(update={"t_utc_s": (codecarbon_time(r.t_local, utc_offset_h)[0] or 0.0) - (r.window_s or 0.0)})
+                for r in rows]
+        for field, rows in log.readings.items()
+    }
+    return log.model_copy(update={"readings": placed, "utc_offset_h": utc_offset_h})
