@@ -1,4 +1,4 @@
-"""`sparsedebug import trace|ncu|smi|trtlog` and `sparsedebug fallbacks`: real accelerator artifacts in."""
+"""`sparsedebug import trace|ncu|smi|power|trtlog` and `sparsedebug fallbacks`: real accelerator artifacts in."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ FileArg = Annotated[Path, typer.Argument(help="The artifact file to read.", show
 import_app = typer.Typer(
     help=(
         "Import artifacts written on real accelerators: PyTorch profiler traces (as run records), "
-        "Nsight Compute CSV, nvidia-smi CSV logs and TensorRT build logs."
+        "Nsight Compute CSV, nvidia-smi CSV logs, power and energy logs and TensorRT build logs."
     ),
     no_args_is_help=True,
 )
@@ -205,6 +205,74 @@ def smi(
     console(wide).print(smi_table(report))
 
 
+def _utc_time(text: str, option: str) -> float:
+    """A --from/--to value: UTC seconds since the epoch, or an ISO 8601 time (UTC when it names no zone)."""
+    import math
+    from datetime import UTC, datetime
+
+    from sparsedebug.core.errors import UserError
+
+    try:
+        seconds = float(text)
+    except ValueError:
+        try:
+            stamp = datetime.fromisoformat(text.strip())
+        except ValueError:
+            raise UserError(f"{option} {text!r}: expected UTC seconds since the epoch or an ISO 8601 time like 2026-11-29T23:42:36.5Z") from None
+        return (stamp if stamp.tzinfo is not None else stamp.replace(tzinfo=UTC)).timestamp()
+    from sparsedebug.sources.importers.power.channels import MAX_EPOCH_S
+
+    if not math.isfinite(seconds) or not 0 <= seconds <= MAX_EPOCH_S:
+        raise UserError(f"{option} {text!r}: expected UTC seconds since the epoch (before year 10000) or an ISO 8601 time")
+    return seconds
+
+
+@import_app.command("power")
+@handle_errors
+def power(
+    file: FileArg,
+    utc_offset: Annotated[
+        float | None, typer.Option("--utc-offset", help="Hours the log's clock is ahead of UTC, for logs whose timestamps carry no zone "
+                                   "(nvidia-smi; CodeCarbon without a zone); 0 on a UTC machine.")
+    ] = None,
+    start: Annotated[str | None, typer.Option("--from", help="Start of a window to measure: UTC seconds or an ISO 8601 time.")] = None,
+    end: Annotated[str | None, typer.Option("--to", help="End of the window (with --from).")] = None,
+    device: Annotated[str | None, typer.Option("--device", help="Measure one GPU (as the file names it); default: all, summed.")] = None,
+    readings: Annotated[bool, typer.Option("--readings", help="With --json, include every reading.")] = False,
+    wide: WideOption = False,
+    json_out: JsonOption = False,
+) -> None:
+    """Read a power or energy log: nvidia-smi CSV, dcgm-exporter metrics, Zeus CSV or CodeCarbon emissions.csv.
+
+    The format is told by the content. Each reading is kept as its own channel (power.draw,
+    power.draw.instant and power.draw.average are different readings) with what it measures, its scope
+    (board power, not wall power) and its update period. With --from and --to, the energy of that
+    window: from a counter's difference, else power integrated over the sampling interval, or why it
+    cannot be measured (too short for the update period, not covered, not placed in time).
+    """
+    from sparsedebug.core.errors import UserError
+    from sparsedebug.records.run import TimeWindow
+    from sparsedebug.render.terminal.power import power_log_table, window_energy_table
+    from sparsedebug.sources.importers.power import energy_in_window, load_power_log
+
+    if (start is None) != (end is None):
+        raise UserError("--from and --to go together: give both, or neither")
+    window = None
+    if start is not None and end is not None:
+        window = TimeWindow(start_utc_s=_utc_time(start, "--from"), end_utc_s=_utc_time(end, "--to"), source="--from/--to")
+        if window.end_utc_s <= window.start_utc_s:
+            raise UserError(f"--to {end!r} is not after --from {start!r}")
+    log = load_power_log(file, utc_offset)
+    energy = energy_in_window(log, window, device) if window is not None else None
+    if json_out:
+        emit_json({"log": log if readings else log.model_copy(update={"readings": {}}), "energy": energy})
+        return
+    out = console(wide)
+    out.print(power_log_table(log))
+    if energy is not None:
+        out.print(window_energy_table(energy))
+
+
 @import_app.command("trtlog")
 @handle_errors
 def trtlog(
@@ -280,6 +348,6 @@ def fallbacks(
 
 
 def register(app: typer.Typer) -> None:
-    """Add `import` (trace, ncu, smi, trtlog) and `fallbacks` to the app."""
+    """Add `import` (trace, ncu, smi, power, trtlog) and `fallbacks` to the app."""
     app.add_typer(import_app, name="import")
     app.command("fallbacks")(handle_errors(fallbacks))

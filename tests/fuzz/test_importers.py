@@ -1,4 +1,5 @@
-"""Fuzz every importer through the CLI: traces (JSON and gzip), Nsight Compute CSV, nvidia-smi CSV, TensorRT logs."""
+"""Fuzz every importer through the CLI: traces (JSON and gzip), Nsight Compute CSV, nvidia-smi CSV, TensorRT logs, and the
+power logs (nvidia-smi with an energy counter, dcgm-exporter metrics, Zeus CSV, CodeCarbon emissions.csv) with a window."""
 
 from __future__ import annotations
 
@@ -21,6 +22,12 @@ TRACE = (FIXTURES / "artifacts" / "small_trace.json").read_bytes()
 NCU = (FIXTURES / "h200" / "ncu_dense_vs_sparse_11008x4096x2048.csv").read_text()
 SMI = (FIXTURES / "h200" / "nvidia_smi_short.csv").read_text()
 TRT = (FIXTURES / "artifacts" / "trt_build_trtexec.log").read_text()
+POWER = {
+    name: (FIXTURES / "artifacts" / name).read_text()
+    for name in ("power_smi_counter.csv", "power_dcgm_metrics.prom", "power_zeus.csv", "power_codecarbon_emissions.csv")
+}
+WINDOWS = st.sampled_from([[], ["--from", "2026-12-01T10:00:01Z", "--to", "2026-12-01T10:00:03Z"],
+                           ["--from", "2026-12-01T10:00:00.2Z", "--to", "2026-12-01T10:00:00.25Z"], ["--from", "0", "--to", "1e12"], ["--from", "0", "--to", "2.5e11"]])
 
 
 def _write(name: str, data: bytes | str) -> Path:
@@ -63,3 +70,34 @@ def test_smi_csv(text: str, max_clock: str | None) -> None:
 @given(text=damaged_lines(TRT) | st.lists(st.text(max_size=80), max_size=6).map("\n".join))
 def test_tensorrt_log(text: str) -> None:
     check_cli(["import", "trtlog", str(_write("b.log", text)), "--check"])
+
+
+def _power(name: str, text: str, window: list[str], offset: str | None) -> None:
+    extra = [] if offset is None else ["--utc-offset", offset]
+    check_cli(["import", "power", str(_write(name, text)), *window, *extra], ok=(0, 2))
+
+
+@FUZZ
+@given(text=damaged_lines(POWER["power_smi_counter.csv"]), window=WINDOWS, offset=st.none() | st.sampled_from(["0", "-5.5", "nan", "30"]))
+def test_power_smi_csv(text: str, window: list[str], offset: str | None) -> None:
+    _power("p.csv", text, window, offset)
+
+
+@FUZZ
+@given(text=damaged_lines(POWER["power_dcgm_metrics.prom"]) | damaged_bytes(POWER["power_dcgm_metrics.prom"].encode()).map(
+    lambda b: b.decode("utf-8", "replace")), window=WINDOWS)
+def test_power_dcgm_metrics(text: str, window: list[str]) -> None:
+    _power("m.prom", text, window, None)
+
+
+@FUZZ
+@given(text=damaged_lines(POWER["power_zeus.csv"]) | damaged_bytes(POWER["power_zeus.csv"].encode()).map(
+    lambda b: b.decode("utf-8", "replace")), window=WINDOWS)
+def test_power_zeus_csv(text: str, window: list[str]) -> None:
+    _power("zeus.csv", text, window, None)
+
+
+@FUZZ
+@given(text=damaged_lines(POWER["power_codecarbon_emissions.csv"]), window=WINDOWS, offset=st.none() | st.just("0"))
+def test_power_codecarbon_csv(text: str, window: list[str], offset: str | None) -> None:
+    _power("emissions.csv", text, window, offset)

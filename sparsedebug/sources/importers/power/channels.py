@@ -23,6 +23,9 @@ two readings that touch it are mostly about time outside it (a power sample stan
 counter's difference for the interval between its updates)."""
 
 
+MAX_EPOCH_S = 253_402_300_799.0
+"""The last second of year 9999 in UTC seconds: a later timestamp is no time at all (and no datetime holds it)."""
+
 MIN_CHANGES = 10
 """Changes of value a log must show before the time between them is taken as the reading's update period."""
 

@@ -25,7 +25,13 @@ from pathlib import Path
 
 from sparsedebug.core.errors import UserError
 from sparsedebug.records.power import PowerChannel, PowerLog, PowerQuantity, PowerReading
-from sparsedebug.sources.importers.power.channels import BOARD_ENERGY, BOARD_POWER, PART_TIME_SAMPLING, observed_update_period
+from sparsedebug.sources.importers.power.channels import (
+    BOARD_ENERGY,
+    BOARD_POWER,
+    MAX_EPOCH_S,
+    PART_TIME_SAMPLING,
+    observed_update_period,
+)
 
 POWER_USAGE = "DCGM_FI_DEV_POWER_USAGE"
 POWER_INSTANT = "DCGM_FI_DEV_POWER_USAGE_INSTANT"
@@ -93,6 +99,8 @@ def load_dcgm_exposition(path: Path, text: str) -> PowerLog:
             continue
         if value < 0:
             raise UserError(f"{path}: line {line_no}, metric {name}: value {value_text!r} is negative")
+        if stamp is not None and not 0 <= int(stamp) / 1000.0 <= MAX_EPOCH_S:
+            raise UserError(f"{path}: line {line_no}, metric {name}: timestamp {stamp} is not milliseconds since 1970 (UTC)")
         gpu = labels.get("gpu") or labels.get("UUID") or labels.get("device") or "0"
         samples[name].append((gpu, int(stamp) / 1000.0 if stamp is not None else None, line_no, value))
     clocks = {(g, t): v for g, t, _, v in samples.get(SM_CLOCK, [])}

@@ -149,7 +149,10 @@ def _how(channel: PowerChannel) -> str:
 
 
 def _utc(t: float) -> str:
-    return f"{datetime.fromtimestamp(t, UTC):%Y-%m-%d %H:%M:%S.%f}"[:-3] + " UTC"
+    try:
+        return f"{datetime.fromtimestamp(t, UTC):%Y-%m-%d %H:%M:%S.%f}"[:-3] + " UTC"
+    except (OverflowError, OSError, ValueError):
+        return f"{t:.3f} s after 1970 UTC"
 
 
 def _coverage(first: float, last: float, start: float, end: float) -> _Taken | None:

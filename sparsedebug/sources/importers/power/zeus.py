@@ -13,8 +13,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from sparsedebug.core.errors import UserError
 from sparsedebug.records.power import PowerChannel, PowerLog, PowerReading
-from sparsedebug.sources.importers.power.channels import BOARD_ENERGY
+from sparsedebug.sources.importers.power.channels import BOARD_ENERGY, MAX_EPOCH_S
 from sparsedebug.sources.importers.power.table import read_table
 
 ZEUS_COLUMNS = ("start_time", "window_name", "elapsed_time")
@@ -39,6 +40,8 @@ def load_zeus(path: Path, text: str) -> PowerLog:
         start = table.number(line, row, start_col, blank_ok=False)
         elapsed = table.number(line, row, elapsed_col, blank_ok=False)
         assert start is not None and elapsed is not None
+        if start > MAX_EPOCH_S:
+            raise UserError(f"{path}: line {line}, column 'start_time': {row[start_col].strip()!r} is not UTC seconds since 1970")
         for k, gpu in gpu_columns:
             joules = table.number(line, row, k)
             if joules is None:
