@@ -175,7 +175,7 @@ def smi_table(report: SmiReport) -> Table:
             (f"max SM clock ({s.max_clock_source})", f"{_ms(s.max_sm_clock_mhz, 0)} MHz"),
             ("active SM clock min / median", f"{_ms(s.min_sm_clock_mhz, 0)} / {_ms(s.median_sm_clock_mhz, 0)} MHz"),
             ("clock drop vs max: worst / median", f"{_ms(s.clock_drop_pct, 1)}% / {_ms(s.median_clock_drop_pct, 1)}%"),
-            ("power max / median", f"{_ms(s.max_power_w, 1)} / {_ms(s.median_power_w, 1)} W"),
+            (f"power max / median ({s.power_field or 'no power field'})", f"{_ms(s.max_power_w, 1)} / {_ms(s.median_power_w, 1)} W"),
             ("temperature max", f"{_ms(s.max_temperature_c, 0)} C"),
         ]
         for reason in s.reasons:

@@ -52,7 +52,8 @@ def load_power_log(path: Path, utc_offset_h: float | None = None) -> PowerLog:
         return load_codecarbon(path, text, utc_offset_h)
     if "timestamp" in names:
         return power_log_from_smi(load_smi(path), utc_offset_h)
-    raise UserError(f"{path}: line 1: not a power log this tool reads ({FORMATS}): starts {head[:60]!r}")
+    raise UserError(f"{path}: line 1: not a power log this tool reads ({FORMATS}, each with its header line): "
+                    f"starts {head[:60]!r}")
 
 
 def with_utc_offset(log: PowerLog, utc_offset_h: float) -> PowerLog:

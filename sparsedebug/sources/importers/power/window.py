@@ -251,7 +251,8 @@ def _totals(channel: PowerChannel, rows: list[PowerReading], start: float, end: 
         return problem
     inside = [k for k, s in enumerate(spans) if overlap_s(s, start, end) > 0]
     events: list[str] = []
-    if any(overlap_s(spans[a], *spans[b]) > 0 for a in inside for b in inside if a < b):
+    ordered = sorted(inside, key=lambda k: spans[k])
+    if any(spans[b][0] < spans[a][1] for a, b in zip(ordered, ordered[1:], strict=False)):
         # nested or concurrent windows (Zeus allows them): the one that matches the run's window best
         best = max(inside, key=lambda k: overlap_s(spans[k], start, end) / (max(spans[k][1], end) - min(spans[k][0], start)))
         inside = [best]

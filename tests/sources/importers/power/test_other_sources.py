@@ -126,3 +126,14 @@ def test_codecarbon_bad_timestamp(tmp_path: Path) -> None:
     path.write_text(CODECARBON.format(stamp="2026-12-01T10:00:10").replace(",10.0,", ",ten,"))
     with pytest.raises(UserError, match=re.escape("line 2, column 'duration': 'ten' is not a number")):
         load_power_log(path)
+
+
+def test_zeus_back_to_back_windows_are_summed(tmp_path: Path) -> None:
+    rows = [f"{T0 + 0.5 * k},step_{k},0.5,{200.0 + k}" for k in range(12)]
+    path = tmp_path / "zeus.csv"
+    path.write_text("start_time,window_name,elapsed_time,gpu0_energy\n" + "\n".join(rows) + "\n")
+    taken = energy_in_window(load_power_log(path), window(T0 + 1.0, 4.0))  # steps 2..9, whole
+    assert taken.status == "measured" and taken.readings == 8
+    assert taken.joules == pytest.approx(sum(200.0 + k for k in range(2, 10))) and "overlap" not in taken.note
+    edge = energy_in_window(load_power_log(path), window(T0 + 1.25, 4.0))  # half of step 2 and of step 10
+    assert edge.joules == pytest.approx(sum(200.0 + k for k in range(3, 10)) + (202.0 + 210.0) / 2)
