@@ -44,9 +44,10 @@ from sparsedebug.sources.importers.power.channels import MIN_UPDATE_PERIODS, PAR
 PREFERENCE: dict[PowerQuantity, int] = {"energy_counter": 0, "power_instant": 1, "power_average": 2, "energy_total": 3}
 """Which channel a window's energy is taken from when a log has several: lower first."""
 
-TOTAL_INSIDE_FRACTION = 0.9
-"""Totals are spread evenly over their own windows; at least this share of those windows must lie inside the
-run's window, or the figure would mostly be power from outside it."""
+TOTAL_INSIDE_FRACTION = 0.75
+"""Totals are spread evenly over their own windows; at least this share of the windows that touch the run's must
+lie inside it, or too much of the figure is power from outside it. 0.75 is the same bar as
+:data:`MIN_UPDATE_PERIODS` for sampled readings: a run spanning 3 source windows touches at most 4 of them."""
 
 MAX_BOARD_POWER_W = 10_000.0
 """Above any accelerator board (an H200 is limited to 700 W): a counter wrap implying more is a restart instead."""
