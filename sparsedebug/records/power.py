@@ -60,6 +60,7 @@ class PowerReading(Record):
     label: str | None = Field(None, description="For energy totals: the source's name for the window (Zeus window_name, CodeCarbon run_id).")
     sm_clock_mhz: float | None = Field(None, description="The SM clock the same row records, when the log has clocks.")
     idle: bool | None = Field(None, description="The row's clock event reasons say gpu_idle (or, without reasons, utilisation is 0); None when the log says neither.")
+    reasons: list[str] = Field(default_factory=list, description="The clock event reasons the same row records as active (nvidia_smi.decode_reasons names).")
 
 
 class PowerLog(Record):
@@ -88,6 +89,7 @@ class WindowEnergy(Record):
     idle_power_w: float | None = Field(None, description="Median power of readings the log marks idle, kept apart from the window.")
     power_limit_w: float | None = None
     sm_clock_mhz: float | None = Field(None, description="Median SM clock inside the window when the log records clocks.")
+    clock_reasons: list[str] = Field(default_factory=list, description="Clock event reasons active in any reading the figure used (e.g. sw_power_cap), gpu_idle left out.")
     note: str = Field(description="One sentence: how the figure was taken, or what is missing and why.")
     devices: list[str] = Field(default_factory=list, description="The GPUs (or packages) the figure covers; several are summed.")
     update_period_s: float | None = Field(None, description="The reading's period the too-short rule used: the longest of the log's sampling interval, the interval between changes of the reading and its averaging span.")

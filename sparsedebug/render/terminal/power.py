@@ -49,7 +49,9 @@ def window_energy_table(energy: WindowEnergy) -> Table:
 
     table.add_row(
         energy.status, "-" if energy.joules is None else f"{energy.joules:,.4g} J", watts(energy.mean_power_w),
-        watts(energy.idle_power_w), "-" if energy.sm_clock_mhz is None else f"{energy.sm_clock_mhz:,.0f} MHz",
+        watts(energy.idle_power_w),
+        ("-" if energy.sm_clock_mhz is None else f"{energy.sm_clock_mhz:,.0f} MHz")
+        + (f" ({', '.join(energy.clock_reasons)})" if energy.clock_reasons else ""),
         f"{energy.readings:,}", energy.note,
     )
     under(table, "note")

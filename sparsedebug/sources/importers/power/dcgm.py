@@ -25,6 +25,7 @@ from pathlib import Path
 
 from sparsedebug.core.errors import UserError
 from sparsedebug.records.power import PowerChannel, PowerLog, PowerQuantity, PowerReading
+from sparsedebug.sources.importers.nvidia_smi import decode_reasons
 from sparsedebug.sources.importers.power.channels import (
     BOARD_ENERGY,
     BOARD_POWER,
@@ -118,7 +119,8 @@ def load_dcgm_exposition(path: Path, text: str) -> PowerLog:
             util = utils.get((gpu, t))
             idle = bool(mask & 0x1) if mask is not None else (util == 0 if util is not None else None)
             taken.append(PowerReading(device=gpu, t_utc_s=t, t_local=f"{int(t * 1000)}" if t is not None else "", line=line_no,
-                                      value=value * scale, sm_clock_mhz=clocks.get((gpu, t)), idle=idle))
+                                      value=value * scale, sm_clock_mhz=clocks.get((gpu, t)), idle=idle,
+                                      reasons=decode_reasons(mask) if mask is not None else []))
         taken.sort(key=lambda r: (r.device, r.t_utc_s or 0.0, r.line))
         channels.append(PowerChannel(source="dcgm", field=name, quantity=quantity, unit=unit,
                                      scope=BOARD_ENERGY if unit == "J" else BOARD_POWER,

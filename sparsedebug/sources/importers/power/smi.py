@@ -93,7 +93,7 @@ def _reading(sample: SmiSample, value: float | None, utc_offset_h: float | None)
     return PowerReading(
         device=sample.gpu, t_local=sample.time, line=sample.line, value=value,
         t_utc_s=smi_time_utc_s(sample.time, utc_offset_h) if utc_offset_h is not None else None,
-        sm_clock_mhz=sample.sm_clock_mhz, idle=idle_of(sample),
+        sm_clock_mhz=sample.sm_clock_mhz, idle=idle_of(sample), reasons=sample.reasons,
     )
 
 

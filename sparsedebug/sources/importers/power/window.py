@@ -69,6 +69,7 @@ class _Taken:
     readings: int = 0
     clocks: list[float] = field(default_factory=list)
     events: list[str] = field(default_factory=list)
+    reasons: set[str] = field(default_factory=set)
 
 
 def energy_in_window(log: PowerLog, window: TimeWindow | None, device: str | None = None) -> WindowEnergy:
@@ -109,13 +110,14 @@ def energy_in_window(log: PowerLog, window: TimeWindow | None, device: str | Non
     duration = end - start
     clocks = [c for t in taken for c in t.clocks]
     events = [e for t in taken for e in t.events]
+    reasons = sorted(set().union(*(t.reasons for t in taken)))
     summed = f", summed over devices {', '.join(devices)}" if len(devices) > 1 else ""
     note = (f"{log.file}: {joules:.4g} J over {duration:.3f} s ({joules / duration:.1f} W mean) from {channel.field}, "
             f"{_how(channel)}, {sum(t.readings for t in taken)} readings{summed}; {channel.scope}"
             + "".join(f"; {e}" for e in events))
     return WindowEnergy(**common, **bounds, status="measured", method=_METHODS[channel.quantity], joules=joules,
                         mean_power_w=joules / duration, readings=sum(t.readings for t in taken),
-                        sm_clock_mhz=median(clocks) if clocks else None, note=note)
+                        sm_clock_mhz=median(clocks) if clocks else None, clock_reasons=reasons, note=note)
 
 
 def idle_power(log: PowerLog, devices: list[str]) -> float | None:
@@ -193,7 +195,7 @@ def _device_energy(channel: PowerChannel, rows: list[PowerReading], start: float
         return problem
     inside = overlapping(spans, start, end)
     joules = sum(rows[k].value * overlap_s(spans[k], start, end) for k in inside)
-    return _Taken("measured", "", joules, len(inside), _clocks(rows[k] for k in inside))
+    return _Taken("measured", "", joules, len(inside), _clocks(rows[k] for k in inside), reasons=_reasons(rows[k] for k in inside))
 
 
 def _counter(channel: PowerChannel, rows: list[PowerReading], start: float, end: float) -> _Taken:
@@ -206,7 +208,7 @@ def _counter(channel: PowerChannel, rows: list[PowerReading], start: float, end:
     first = max(bisect.bisect_right(times, start) - 1, 0)
     last = min(bisect.bisect_left(times, end), len(times) - 1)
     used = rows[first:last + 1]
-    return _Taken("measured", "", joules, len(used), _clocks(used), events)
+    return _Taken("measured", "", joules, len(used), _clocks(used), events, _reasons(used))
 
 
 def unwrapped_counter(rows: list[PowerReading]) -> tuple[list[float], list[str]]:
@@ -269,6 +271,10 @@ def _totals(channel: PowerChannel, rows: list[PowerReading], start: float, end: 
                                    f"that overlap it (at least {TOTAL_INSIDE_FRACTION:.0%} needed): too short to measure")
     joules = sum(rows[k].value * overlap_s(spans[k], start, end) / (spans[k][1] - spans[k][0]) for k in inside)
     return _Taken("measured", "", joules, len(inside), _clocks(rows[k] for k in inside), events)
+
+
+def _reasons(rows: Iterable[PowerReading]) -> set[str]:
+    return {reason for r in rows for reason in r.reasons if reason != "gpu_idle"}
 
 
 def _clocks(rows: Iterable[PowerReading]) -> list[float]:

@@ -34,7 +34,8 @@ def test_dcgm_counter_and_power(tmp_path: Path) -> None:
     taken = energy_in_window(log, window(T0 + 1.5, 3.0))
     assert taken.status == "measured" and taken.method == "counter_difference"
     assert taken.joules == pytest.approx(450.0 * 3.0, rel=1e-3) and taken.sm_clock_mhz == 1980.0
-    assert taken.idle_power_w == pytest.approx(100.0, rel=1e-3)
+    assert taken.idle_power_w == pytest.approx(100.0, rel=1e-3) and taken.clock_reasons == []
+    assert log.readings["DCGM_FI_DEV_POWER_USAGE"][0].reasons == ["gpu_idle"]
 
 
 def test_dcgm_without_timestamps_is_unaligned(tmp_path: Path) -> None:

@@ -72,6 +72,7 @@ def test_shared_log_integrates_the_averages_placed_mid_span() -> None:
     assert taken.joules == pytest.approx(expected, rel=1e-3)
     assert taken.mean_power_w == pytest.approx(expected / 4.0, rel=1e-3)
     assert taken.sm_clock_mhz is not None and taken.devices == ["0"]
+    assert taken.clock_reasons == ["sw_power_cap"]  # the cap fires when the large GEMMs start (fixtures/h200/README.md)
 
 
 def test_counter_preferred_and_power_only_agree(tmp_path: Path) -> None:
