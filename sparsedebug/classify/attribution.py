@@ -6,13 +6,20 @@ layer's kernel time and the host gaps before it, per iteration), plus the host t
 outside every layer. Each part goes to the mechanism its own evidence supports:
 
 * a layer whose kernel path changed (``core.patterns.path_changed``): precision when it
-  moved onto an fp32/SIMT path or changed precision, compute otherwise; a layer declared
-  sparse that runs dense, or the sparse kernel itself, is compute;
-* weight conversions a layer added per call, and every added host gap, are scheduling;
+  changed precision (``core.patterns.precision_changes``: its labels, or a move onto an
+  fp32/SIMT path), compute otherwise; a layer declared sparse that runs dense, or the
+  sparse kernel itself, is compute;
+* a layer's changed per-call weight conversion (host work in the gap before its compute, never in its
+  kernel samples: ``records.run``), and every added host gap, are scheduling;
 * a layer on an unchanged path that moves more bytes per call than in the baseline is memory;
 * a layer on an unchanged path whose kernel time changed while the clocks dropped inside
   the candidate's own window (a fired thermal rule on windowed evidence) is thermal;
 * anything else is left unattributed, and said to be.
+
+The kernel parts and the gap parts add up to the change of busy time and of
+the time outside it; what they leave is the busy time the layers' kernel
+timings do not carry (ops outside the layers, kernels timed apart from the
+forward), recorded as ``busy_residual_ms`` and said to be unattributed.
 
 The winner is the mechanism that carries the largest share of the change in its
 direction; the rule scores stay as the evidence behind each part.
@@ -24,8 +31,8 @@ from collections import defaultdict
 
 from sparsedebug.classify.context import Context
 from sparsedebug.classify.roofline import layer_work
-from sparsedebug.core.dispatch import dispatch_cause, moved_to_fp32
-from sparsedebug.core.patterns import declared_sparse, fell_back, path_changed, precision_changed
+from sparsedebug.core.dispatch import dispatch_cause
+from sparsedebug.core.patterns import PrecisionChange, declared_sparse, fell_back, path_changed, precision_changes
 from sparsedebug.core.stats import median
 from sparsedebug.locate.common import calls_per_iteration, iteration_count
 from sparsedebug.locate.walk import rank_layers
@@ -57,16 +64,26 @@ def _gap_ms(run: RunRecord) -> float | None:
 
 
 def _conversion_ms(run: RunRecord, lower: LowerLayer | None, name: str) -> float:
-    """Per-iteration kernel time of a layer's per-call weight conversions."""
+    """Per-iteration host time of a layer's per-call weight conversions, as timed apart (``lower.conversion_ms``)."""
     if lower is None or not lower.conversions_per_call or lower.conversion_ms is None:
         return 0.0
     samples = next((k.samples_ms for k in run.kernel.layers if k.name == name), [])
     return lower.conversion_ms * lower.conversions_per_call * calls_per_iteration(samples, iteration_count(run))
 
 
+def _conversion_part(name: str, ms: float, before: LowerLayer | None, after: LowerLayer | None, timed_ms: float, measured: bool) -> AttributedPart:
+    """A layer's changed per-call conversion: host work before its compute, so scheduling (the device waits on it)."""
+    b = before.conversions_per_call if before is not None else 0
+    a = after.conversions_per_call if after is not None else 0
+    where = "the host gap before its compute, measured in the forward" if measured else "timed apart (no per-layer host gap recorded)"
+    return AttributedPart(part=name, kind="conversion", mechanism=Mechanism.SCHEDULING, ms=ms, rule="scheduling.per_call_conversion",
+                          evidence=f"re-converts its weights {a}x per call (baseline {b}x): {where}; "
+                                   f"the conversion timed apart changes it by {timed_ms:+.3f} ms")
+
+
 def _kernel_part(
     name: str, ms: float, before: LowerLayer | None, after: LowerLayer | None, intent: str | None,
-    base_bytes: dict[str, float], cand_bytes: dict[str, float], precisions: tuple[str | None, str | None], thermal: Evidence | None,
+    base_bytes: dict[str, float], cand_bytes: dict[str, float], precision: PrecisionChange | None, thermal: Evidence | None,
 ) -> AttributedPart:
     """A layer's kernel-time change, attributed by what its lowering shows."""
     if after is not None and fell_back(intent, after):
@@ -78,17 +95,17 @@ def _kernel_part(
         b = before.dispatch.backend if before.dispatch else None
         a = after.dispatch.backend if after.dispatch else None
         moved = f"backend {b} -> {a}" if b and a and b != a else f"{_path(before)} -> {_path(after)}"
-        if moved_to_fp32(before, after) or precision_changed(*precisions):
+        if precision is not None:
             return AttributedPart(part=name, kind="kernel", mechanism=Mechanism.PRECISION, ms=ms, rule="precision.dtype_change",
-                                  evidence=f"path moved onto a wider/other precision: {moved}", cause=cause)
+                                  evidence=f"path moved onto a wider/other precision: {moved} ({precision.how})", cause=cause)
         if declared_sparse(intent) and after.path is KernelPath.SPARSE:
             return AttributedPart(part=name, kind="kernel", mechanism=Mechanism.COMPUTE, ms=ms, rule="compute.sparse_not_faster",
                                   evidence=f"the declared sparse path: {moved}")
         return AttributedPart(part=name, kind="kernel", mechanism=Mechanism.COMPUTE, ms=ms, rule="compute.neighbour_path_change",
                               evidence=f"path changed: {moved}", cause=cause)
-    if precision_changed(*precisions):
+    if precision is not None:
         return AttributedPart(part=name, kind="kernel", mechanism=Mechanism.PRECISION, ms=ms, rule="precision.dtype_change",
-                              evidence=f"precision {precisions[0]} -> {precisions[1]}")
+                              evidence=f"precision {precision.how}", cause=list(precision.cause))
     if name in base_bytes and name in cand_bytes and base_bytes[name] > 0 and cand_bytes[name] > base_bytes[name] * BYTES_GROWTH:
         return AttributedPart(part=name, kind="kernel", mechanism=Mechanism.MEMORY, ms=ms, rule="memory.bytes_growth",
                               evidence=f"bytes per call {base_bytes[name]:.3g} -> {cand_bytes[name]:.3g}")
@@ -114,31 +131,42 @@ def attribute(ctx: Context, evidence: list[Evidence]) -> Attribution | None:
     intent = {g.name: g.intended for g in cand.graph.layers}
     base_bytes = {w.name: w.bytes for w in layer_work(base)}
     cand_bytes = {w.name: w.bytes for w in layer_work(cand)}
-    b_prec = {k.name: k.precision for k in base.kernel.layers}
-    c_prec = {k.name: k.precision for k in cand.kernel.layers}
+    precision = {c.layer: c for c in precision_changes(base, cand)}
     parts: list[AttributedPart] = []
     layer_idle = 0.0
     order = {lo.name: i for i, lo in enumerate(cand.lower.layers)}
-    for ranked in sorted(rank_layers(base, cand, set(), delta), key=lambda r: order.get(r.layer, len(order))):
+    # Kernel samples hold the kernels alone; a per-call conversion is host work in the gap before the
+    # layer's compute, outside busy time (records.run): each layer's host-gap change, conversion
+    # included, and the gaps outside the layers add up to the change of (latency - busy) exactly.
+    untimed_gap_conversion = 0.0
+    ranked_layers = rank_layers(base, cand, set(), delta)
+    for ranked in sorted(ranked_layers, key=lambda r: order.get(r.layer, len(order))):
         name = ranked.layer
         before, after = b_lower.get(name), c_lower.get(name)
-        added_conversion = _conversion_ms(cand, after, name) - _conversion_ms(base, before, name)
-        kernel = ranked.kernel_ms
-        if added_conversion > 0 and after is not None:
-            parts.append(AttributedPart(part=name, kind="conversion", mechanism=Mechanism.SCHEDULING, ms=added_conversion,
-                                        rule="scheduling.per_call_conversion",
-                                        evidence=f"re-converts its weights {after.conversions_per_call}x per call"))
-            kernel -= added_conversion
-        if kernel:
-            parts.append(_kernel_part(name, kernel, before, after, intent.get(name), base_bytes, cand_bytes,
-                                      (b_prec.get(name), c_prec.get(name)), thermal))
+        conversion = _conversion_ms(cand, after, name) - _conversion_ms(base, before, name)
+        converts = (before.conversions_per_call if before else 0) != (after.conversions_per_call if after else 0)
+        if ranked.kernel_ms:
+            parts.append(_kernel_part(name, ranked.kernel_ms, before, after, intent.get(name), base_bytes, cand_bytes,
+                                      precision.get(name), thermal))
+        measured = name in base.schedule.layer_idle_samples_ms and name in cand.schedule.layer_idle_samples_ms
+        if converts and not measured and conversion:
+            # No per-layer host gap recorded: the conversion sits in the gaps outside the layers; carve it out.
+            untimed_gap_conversion += conversion
+            parts.append(_conversion_part(name, conversion, before, after, conversion, measured=False))
         if ranked.idle_ms:
             layer_idle += ranked.idle_ms
-            parts.append(AttributedPart(part=name, kind="gap", mechanism=Mechanism.SCHEDULING, ms=ranked.idle_ms,
-                                        rule="scheduling.overhead_regression", evidence="host gap before the layer's kernels"))
+            if converts:
+                parts.append(_conversion_part(name, ranked.idle_ms, before, after, conversion, measured=True))
+            else:
+                parts.append(AttributedPart(part=name, kind="gap", mechanism=Mechanism.SCHEDULING, ms=ranked.idle_ms,
+                                            rule="scheduling.overhead_regression", evidence="host gap before the layer's kernels"))
     b_gap, c_gap = _gap_ms(base), _gap_ms(cand)
+    busy_residual = None
     if b_gap is not None and c_gap is not None:
-        outside = (c_gap - b_gap) - layer_idle
+        outside = (c_gap - b_gap) - layer_idle - untimed_gap_conversion
+        busy_residual = (median(cand.schedule.busy_samples_ms) - median(base.schedule.busy_samples_ms)) - sum(
+            r.kernel_ms for r in ranked_layers
+        )
         if outside:
             parts.append(AttributedPart(part=GAPS_OUTSIDE_LAYERS, kind="gap", mechanism=Mechanism.SCHEDULING, ms=outside,
                                         rule="scheduling.span_vs_busy",
@@ -164,6 +192,7 @@ def attribute(ctx: Context, evidence: list[Evidence]) -> Attribution | None:
     return Attribution(
         base_p50_ms=base_p50, cand_p50_ms=cand_p50, delta_ms=delta,
         parts=sorted(parts, key=lambda p: -sign * round(p.ms, 6)), mechanisms=shares, unattributed_ms=round(delta - attributed, 6),
+        busy_residual_ms=round(busy_residual, 6) if busy_residual is not None else None,
     )
 
 

@@ -21,8 +21,8 @@ from sparsedebug.classify.context import (
 )
 from sparsedebug.classify.evidence import ncu_detail, sparse_ncu
 from sparsedebug.classify.rule import Rule, RuleSet
-from sparsedebug.core.dispatch import change_text, dispatch_cause, fix_for, moved_to_fp32
-from sparsedebug.core.patterns import declared_sparse, fell_back, kernel_time_shares, path_changed, path_text
+from sparsedebug.core.dispatch import change_text, dispatch_cause, fix_for
+from sparsedebug.core.patterns import declared_sparse, fell_back, kernel_time_shares, path_changed, path_text, precision_changes
 from sparsedebug.core.patterns import fallback_flop_share as shared_fallback_flop_share
 from sparsedebug.core.stats import median
 from sparsedebug.locate.common import ms_per_iteration
@@ -142,13 +142,14 @@ def neighbour_path_latency_share(ctx: Context) -> Result:
     cand_kernel = {k.name: k for k in ctx.run.kernel.layers}
     carried: dict[str, float] = {}
     to_fp32: list[str] = []
+    precision = {c.layer: c.how for c in precision_changes(ctx.baseline, ctx.run)}
     for lo in ctx.run.lower.layers:
         before = base_lower.get(lo.name)
         if before is None or declared_sparse(graph[lo.name].intended if lo.name in graph else None) or not path_changed(before, lo):
             continue
-        if moved_to_fp32(before, lo):
-            to_fp32.append(lo.name)
-            continue  # a tensor-core -> fp32/SIMT move is precision evidence (precision.dtype_change), not compute
+        if lo.name in precision:
+            to_fp32.append(f"{lo.name} {precision[lo.name]}")
+            continue  # a path change that changed precision is precision evidence (precision.dtype_change), not compute
         if lo.name in cand_kernel and lo.name in base_kernel:
             carried[lo.name] = ms_per_iteration(cand_kernel[lo.name].samples_ms, ctx.run) - ms_per_iteration(
                 base_kernel[lo.name].samples_ms, ctx.baseline
@@ -157,7 +158,7 @@ def neighbour_path_latency_share(ctx: Context) -> Result:
     if not carried:
         if to_fp32:
             return Fact(0.0, "lower.layers[] vs baseline", f"{len(to_fp32)} layer(s) outside the declared-sparse ones changed path, "
-                        f"all onto an fp32/SIMT path ({', '.join(to_fp32[:4])}): counted as precision (precision.dtype_change)")
+                        f"each with a precision change ({', '.join(to_fp32[:4])}): counted as precision (precision.dtype_change)")
         return Fact(0.0, "lower.layers[] vs baseline", "no layer outside the declared-sparse ones changed kernel path")
     if total <= 0:
         return Fact(0.0, "outcome.latency_samples_ms", f"{len(carried)} neighbour(s) changed path, but latency did not grow")

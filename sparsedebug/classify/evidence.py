@@ -7,6 +7,7 @@ judge, and ``ncu_detail`` says in one line what the report measured for it.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from sparsedebug.classify.context import CAPTURE_NCU, Context, Missing
@@ -14,6 +15,7 @@ from sparsedebug.core.errors import UserError
 from sparsedebug.records.classification import NcuEvidence, SmiEvidence
 from sparsedebug.records.fingerprint import Fingerprint
 from sparsedebug.records.run import KernelClass, RunRecord
+from sparsedebug.sources.evidence import smi_utc_offset
 
 if TYPE_CHECKING:
     from sparsedebug.records.artifacts import NcuReport, SmiReport
@@ -40,10 +42,19 @@ def windowed_smi_evidence(
     report: SmiReport, run: RunRecord, utc_offset_h: float | None, fingerprint: Fingerprint | None = None
 ) -> SmiEvidence:
     """``smi_evidence`` over the samples inside ``run``'s own time window (``nvidia_smi.samples_in_window``);
-    marked unaligned (context only) when the log cannot be placed on the run's time axis."""
+    marked unaligned (context only) when the log cannot be placed on the run's time axis.
+
+    ``utc_offset_h`` is the ``--smi-utc-offset`` option; without it the offset is the run's own
+    fingerprint's, else ``fingerprint``'s (``sources.evidence.smi_utc_offset``), and the note says which.
+    """
     from sparsedebug.sources.importers.nvidia_smi import samples_in_window
 
-    taken = samples_in_window(report, run.source.window, utc_offset_h)
+    offset, whence = smi_utc_offset(utc_offset_h, run.fingerprint, fingerprint)
+    taken = samples_in_window(report, run.source.window, offset)
+    if whence is not None and taken.aligned:
+        taken = replace(taken, note=f"{taken.note}; its timestamps read as UTC{offset:+g} h ({whence})")
+    elif offset is None and run.source.window is not None:
+        taken = replace(taken, note=f"{taken.note}; no fingerprint records the machine's UTC offset either")
     if not taken.aligned:
         return smi_evidence(report, fingerprint).model_copy(update={"aligned": False, "window": taken.note})
     if not taken.samples:

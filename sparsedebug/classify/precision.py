@@ -3,7 +3,7 @@
 Each rule sits on the metric it reads; all five share one fix recipe: run the changed
 layers in the baseline's precision (fp32 when none is known) and check the error recovers.
 What a layer computes in, and whether it changed, is decided by ``core.patterns``
-(``layer_precision``, ``precision_changed``), the same predicates the sign-off gate uses.
+(``layer_precisions``, ``precision_changes``), the same list the sign-off gate reads.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from typing import cast
 
 from sparsedebug.classify.context import CAPTURE_BASELINE, Context, Fact, Facts, Missing, Result
 from sparsedebug.classify.rule import Rule, RuleSet
-from sparsedebug.core.dispatch import dispatch_cause, fix_for, moved_to_fp32
+from sparsedebug.core.dispatch import fix_for
 from sparsedebug.core.dtypes import canonical_dtype, mantissa_bits, unit_roundoff
-from sparsedebug.core.patterns import layer_precision, precision_changed
+from sparsedebug.core.patterns import layer_precisions, precision_changes
 from sparsedebug.records.classification import Fix, Mechanism
 from sparsedebug.records.run import RunRecord
 
@@ -63,39 +63,6 @@ def precision_fix(rule: Rule, facts: Facts) -> Fix:
 # --------------------------------------------------------------------------- rules and their metrics
 
 
-def layer_precisions(run: RunRecord) -> dict[str, str]:
-    """The format each layer computes in (``core.patterns.layer_precision``), where it is known."""
-    kernels = {layer.name: layer for layer in run.kernel.layers}
-    dtypes: dict[str, str | None] = {layer.name: layer.dtype for layer in run.graph.layers}
-    names = [*dtypes, *(name for name in kernels if name not in dtypes)]
-    out: dict[str, str] = {}
-    for name in names:
-        precision = layer_precision(kernels.get(name), dtypes.get(name))
-        if precision is not None:
-            out[name] = precision
-    return out
-
-
-def _fp32_path_changes(ctx: Context, baseline: RunRecord, skip: set[str]) -> tuple[dict[str, str], dict[str, list[str]]]:
-    """Layers the baseline ran on a tensor-core fp16/bf16 path (declared narrower than fp32) that now run an fp32 or
-    SIMT path, by kernel class or dispatched input dtype; with the cause the trace shows, by layer."""
-    base_declared = {g.name: canonical_dtype(g.dtype) for g in baseline.graph.layers}
-    base_lower = ctx.lower(baseline)
-    out: dict[str, str] = {}
-    causes: dict[str, list[str]] = {}
-    for lo in ctx.run.lower.layers:
-        old = base_lower.get(lo.name)
-        if lo.name in skip or old is None or base_declared.get(lo.name) in ("fp32", "fp64") or not moved_to_fp32(old, lo):
-            continue
-        was = old.kernel_class.value if old.kernel_class is not None else "?"
-        now = lo.kernel_class.value if lo.kernel_class is not None else "?"
-        out[lo.name] = f"{was} -> {now}" if was != now else f"{base_declared.get(lo.name)} -> fp32 inputs"
-        cause = dispatch_cause(old.dispatch, lo.dispatch)
-        if cause:
-            causes[lo.name] = cause
-    return out, causes
-
-
 @PRECISION.rule(
     "precision.dtype_change", ">", 0.0, "layers", 2.0,
     source="graph.layers[].dtype, kernel.layers[].precision, lower kernel_class vs baseline",
@@ -105,41 +72,31 @@ def _fp32_path_changes(ctx: Context, baseline: RunRecord, skip: set[str]) -> tup
     suggest=precision_fix,
 )
 def precision_change_count(ctx: Context) -> Result:
-    """Layers whose precision changed against the baseline (``core.patterns.precision_changed``) or moved onto fp32 GEMM."""
+    """Layers whose precision changed against the baseline, by label or by a move onto an fp32 path
+    (``core.patterns.precision_changes``, the list the gate's ``precision_drift`` reads too)."""
     if ctx.baseline is None:
         return Missing("no baseline: a dtype or kernel-path change cannot be judged", CAPTURE_BASELINE)
-    cand, base = layer_precisions(ctx.run), layer_precisions(ctx.baseline)
-    changes = {name: f"{base[name]} -> {prec}" for name, prec in cand.items() if name in base and precision_changed(base[name], prec)}
-    lowered = [base[name] for name in changes if (mantissa_bits(cand[name]) or 0) < (mantissa_bits(base[name]) or 0)]
-    restore = max(lowered, key=lambda p: mantissa_bits(p) or 0) if lowered else next((base[name] for name in changes), None)
-    base_lower, cand_lower = ctx.lower(ctx.baseline), ctx.lower()
-    causes: dict[str, list[str]] = {}
-    for name in changes:
-        old, new = base_lower.get(name), cand_lower.get(name)
-        if old is None or new is None:
-            continue
-        if old.kernel_class is not None and new.kernel_class is not None and old.kernel_class != new.kernel_class:
-            changes[name] += f" ({old.kernel_class.value} -> {new.kernel_class.value})"
-        cause = dispatch_cause(old.dispatch, new.dispatch)
-        if cause:
-            causes[name] = cause
-    path_changes, path_causes = _fp32_path_changes(ctx, ctx.baseline, set(changes))
-    changes.update(path_changes)
-    causes.update(path_causes)
-    lines = [f"{name} {change}" for name, change in changes.items()]
+    found = precision_changes(ctx.baseline, ctx.run)
+    labelled = [c for c in found if not c.by_path and c.before is not None]
+    lowered = [c.before for c in labelled if c.before and (mantissa_bits(c.after) or 0) < (mantissa_bits(c.before) or 0)]
+    # back to the widest format a layer was narrowed from; else the baseline's format of the first change
+    # (a move onto an fp32 path restores the half-precision path it left)
+    restore = max(lowered, key=lambda p: mantissa_bits(p) or 0) if lowered else next((c.before for c in found if c.before), None)
+    lines = [f"{c.layer} {c.how}" for c in found]
     detail = "; ".join(lines[:6]) + (f"; +{len(lines) - 6} more" if len(lines) > 6 else "") if lines else (
         "no layer changed precision against the baseline, and none moved onto an fp32 GEMM path"
     )
     data: dict[str, object] = {}
     if restore is not None:
         data["restore"] = restore
-    if changes:
-        data["layer"] = layer = next(iter(changes))
-        if layer in causes:
-            data["cause"] = causes[layer]
-            detail += f"; cause seen in the trace for {layer}: {'; '.join(causes[layer])}"
+    if found:
+        first = found[0]
+        data["layer"] = first.layer
+        if first.cause:
+            data["cause"] = list(first.cause)
+            detail += f"; cause seen in the trace for {first.layer}: {'; '.join(first.cause)}"
     source = "graph.layers[].dtype, kernel.layers[].precision, lower.layers[] kernel class and dispatch vs baseline"
-    return Fact(float(len(changes)), source, detail, context=data)
+    return Fact(float(len(found)), source, detail, context=data)
 
 
 def rel_errs(run: RunRecord) -> dict[str, float]:

@@ -82,7 +82,8 @@ def say_comparability(check: Comparability, err: Console) -> None:
 SmiUtcOffsetOption = Annotated[
     float | None,
     typer.Option("--smi-utc-offset", help="Hours the nvidia-smi log's clock is ahead of UTC (0 on a UTC machine): its timestamps "
-                 "carry no zone, so without this the log is not aligned to the traces and is context only."),
+                 "carry no zone. Without this the offset the run's fingerprint records is used (freeze writes it); with "
+                 "neither the log is not aligned to the traces and is context only."),
 ]
 
 WideOption = Annotated[

@@ -2,6 +2,9 @@
 
 Bisect, classify, ``fallbacks``, the gate, the memo and the deployment report all ask
 the same four questions of a layer; they ask them here so that their answers agree.
+Which layers of a pair changed precision, by their labels or by a move onto an fp32
+path, is :func:`precision_changes`: the one list classify's ``precision.dtype_change``,
+the attribution, the gate's ``precision_drift`` and ``fallbacks`` all read.
 N:M patterns themselves are parsed by :func:`sparsedebug.kernels.masks.parse_pattern`.
 """
 
@@ -9,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sparsedebug.core.dispatch import dispatch_changed
+from sparsedebug.core.dispatch import dispatch_cause, dispatch_changed, moved_to_fp32
 from sparsedebug.core.dtypes import canonical_dtype, dtype_in_text
 from sparsedebug.core.kernel_names import classify_kernel
 from sparsedebug.core.stats import median
@@ -85,6 +88,68 @@ def precision_changed(before: str | None, after: str | None) -> bool:
     """Two precision labels name different known formats (unknown on either side is no evidence)."""
     b, a = dtype_in_text(before), dtype_in_text(after)
     return b is not None and a is not None and b != a
+
+
+def layer_precisions(run: RunRecord) -> dict[str, str]:
+    """The format each layer computes in (:func:`layer_precision`), where it is known."""
+    kernels = {layer.name: layer for layer in run.kernel.layers}
+    dtypes: dict[str, str | None] = {layer.name: layer.dtype for layer in run.graph.layers}
+    names = [*dtypes, *(name for name in kernels if name not in dtypes)]
+    out: dict[str, str] = {}
+    for name in names:
+        precision = layer_precision(kernels.get(name), dtypes.get(name))
+        if precision is not None:
+            out[name] = precision
+    return out
+
+
+@dataclass(frozen=True)
+class PrecisionChange:
+    """One layer that computes in another precision than in the baseline."""
+
+    layer: str
+    before: str | None
+    """The format it computed in in the baseline (canonical name; None when unknown)."""
+    after: str | None
+    """The format it computes in now (fp32 for a move onto an fp32/SIMT path seen only in its kernels)."""
+    how: str
+    """``fp16 -> fp32 (dense_tc_gemm -> fp32_gemm)``, ``attention -> fp32_gemm``, ``fp16 -> fp32 inputs``."""
+    by_path: bool
+    """Seen in the lowering only (kernel class or dispatched input dtypes), not in the precision labels."""
+    cause: tuple[str, ...] = ()
+    """What the dispatcher saw differently, when the trace shows it (``core.dispatch.dispatch_cause``)."""
+
+
+def precision_changes(base: RunRecord, cand: RunRecord) -> list[PrecisionChange]:
+    """Every layer of ``cand`` whose precision changed against ``base``, in the candidate's order.
+
+    A layer changed when its precision labels name different formats (:func:`precision_changed`, either
+    way), or when the baseline ran it on a tensor-core half-precision path (declared narrower than fp32)
+    and it now runs an fp32/SIMT one, by kernel class or dispatched input dtype
+    (``core.dispatch.moved_to_fp32``): a trace recorded without shapes or dtypes still shows the kernels.
+    """
+    b_prec, c_prec = layer_precisions(base), layer_precisions(cand)
+    b_lower = {layer.name: layer for layer in base.lower.layers}
+    c_lower = {layer.name: layer for layer in cand.lower.layers}
+    declared = {g.name: canonical_dtype(g.dtype) for g in base.graph.layers}
+    names = [*(layer.name for layer in cand.lower.layers), *(name for name in c_prec if name not in c_lower)]
+    out: list[PrecisionChange] = []
+    for name in dict.fromkeys(names):
+        old, new = b_lower.get(name), c_lower.get(name)
+        cause = tuple(dispatch_cause(old.dispatch, new.dispatch)) if old is not None and new is not None else ()
+        if name in b_prec and name in c_prec and precision_changed(b_prec[name], c_prec[name]):
+            how = f"{b_prec[name]} -> {c_prec[name]}"
+            if old is not None and new is not None and old.kernel_class and new.kernel_class and old.kernel_class != new.kernel_class:
+                how += f" ({old.kernel_class.value} -> {new.kernel_class.value})"
+            out.append(PrecisionChange(name, b_prec[name], c_prec[name], how, by_path=False, cause=cause))
+            continue
+        if old is None or new is None or declared.get(name) in ("fp32", "fp64") or not moved_to_fp32(old, new):
+            continue
+        was = old.kernel_class.value if old.kernel_class is not None else "?"
+        now = new.kernel_class.value if new.kernel_class is not None else "?"
+        how = f"{was} -> {now}" if was != now else f"{declared.get(name)} -> fp32 inputs"
+        out.append(PrecisionChange(name, b_prec.get(name) or declared.get(name), "fp32", how, by_path=True, cause=cause))
+    return out
 
 
 def kernel_named(run: RunRecord) -> bool:

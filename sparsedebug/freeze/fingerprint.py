@@ -253,7 +253,14 @@ def collect(
         gpu_probe=gpu_probe,
         git=_git_info(cwd or Path.cwd()),
         calibration=calibrate() if calibrate_machine else None,
+        utc_offset_h=_utc_offset_h(),
     )
+
+
+def _utc_offset_h() -> float | None:
+    """This machine's local clock ahead of UTC now, in hours (None when the platform does not say)."""
+    offset = _dt.datetime.now().astimezone().utcoffset()
+    return offset.total_seconds() / 3600.0 if offset is not None else None
 
 
 def _flatten(value: Any, prefix: str, out: dict[str, Any]) -> None:

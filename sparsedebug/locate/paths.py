@@ -8,13 +8,15 @@ from the candidate graph): a neighbouring operator that fell onto another (often
 fp32 or slower) path is exactly what a sparse rollout misses. Separately, every
 candidate layer declared sparse that ran dense is a *dense fallback*. The three
 predicates are :mod:`sparsedebug.core.patterns`' (``path_changed``,
-``declared_sparse``, ``fell_back``), the same ones bisect's ``lower`` stage uses.
+``declared_sparse``, ``fell_back``), the same ones bisect's ``lower`` stage uses; a
+change that also changed the layer's precision says so (``precision_changes``, the
+list the gate's ``precision_drift`` and classify's ``precision.dtype_change`` read).
 """
 
 from __future__ import annotations
 
 from sparsedebug.core.dispatch import dispatch_cause
-from sparsedebug.core.patterns import declared_sparse, fell_back, kernel_classes, path_changed
+from sparsedebug.core.patterns import declared_sparse, fell_back, kernel_classes, path_changed, precision_changes
 from sparsedebug.core.stats import median
 from sparsedebug.records.findings import DenseFallback, FallbackReport, PathChange
 from sparsedebug.records.run import RunRecord
@@ -32,6 +34,7 @@ def compare_paths(base: RunRecord, cand: RunRecord) -> FallbackReport:
     cand_intent = {layer.name: layer.intended for layer in cand.graph.layers}
     base_ms = _median_ms(base)
     cand_ms = _median_ms(cand)
+    precision = {c.layer: c.how for c in precision_changes(base, cand)}
     changed: list[PathChange] = []
     matched = 0
     for name, before in base_lower.items():
@@ -60,6 +63,7 @@ def compare_paths(base: RunRecord, cand: RunRecord) -> FallbackReport:
                 base_backend=before.dispatch.backend if before.dispatch else None,
                 cand_backend=after.dispatch.backend if after.dispatch else None,
                 cause=dispatch_cause(before.dispatch, after.dispatch),
+                precision=precision.get(name),
             )
         )
     fallbacks = [

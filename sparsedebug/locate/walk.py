@@ -43,23 +43,12 @@ def rank_layers(base: RunRecord, cand: RunRecord, involved: set[str], outcome_de
             return 0.0
         return median(values) * calls_per_iteration(values, iterations)
 
-    def conversion_per_iteration(run: RunRecord, idle: dict[str, list[float]], name: str, iterations: int) -> float:
-        # A per-call conversion sits both in the layer's kernel samples and in the
-        # host gap before its compute: count it once, in the kernel time.
-        lower = next((lo for lo in run.lower.layers if lo.name == name), None)
-        if lower is None or not lower.conversions_per_call or lower.conversion_ms is None or not idle.get(name):
-            return 0.0
-        return lower.conversion_ms * lower.conversions_per_call * calls_per_iteration(idle[name], iterations)
-
     ranked = []
     for name in list(dict.fromkeys([*c_kernel, *b_kernel, *c_idle, *b_idle])):
+        # A per-call weight conversion is in the host gap before the layer's compute, never in its
+        # kernel samples (records.run): counted once, in the idle time.
         kernel = per_iteration(c_kernel, name, ci) - per_iteration(b_kernel, name, bi)
-        idle = (
-            (per_iteration(c_idle, name, ci) - conversion_per_iteration(cand, c_idle, name, ci))
-            - (per_iteration(b_idle, name, bi) - conversion_per_iteration(base, b_idle, name, bi))
-            if (b_idle and c_idle)
-            else 0.0
-        )
+        idle = per_iteration(c_idle, name, ci) - per_iteration(b_idle, name, bi) if (b_idle and c_idle) else 0.0
         total = kernel + idle
         share = total / outcome_delta if outcome_delta else None
         ranked.append(

@@ -338,7 +338,13 @@ def _next_fix(w: _Walk, fixed_run: RunRecord, applied: Fix | None) -> dict[str, 
     if applied is not None and all(getattr(proposed, k) == getattr(applied, k) for k in keys):
         return {}
     score = next(s.score for s in again.scores if s.mechanism == again.winner)
-    basis = f"the fixed run classified again against the baseline: {again.winner.value} wins (score {score:.2f})"
+    share = again.attribution.share_of(again.winner) if again.ranked_by == "attribution" and again.attribution else None
+    if share is not None and again.attribution is not None:  # ranked by the share it carries, not by a rule score
+        pct = f" ({share.share:.0%})" if share.share is not None else ""
+        won = f"{again.winner.value} wins by attribution, {share.ms:.3f} ms of the {again.attribution.delta_ms:+.3f} ms change{pct}"
+    else:
+        won = f"{again.winner.value} wins (score {score:.2f})"
+    basis = f"the fixed run classified again against the baseline: {won}"
     return {"next_fix": proposed, "next_basis": basis}
 
 

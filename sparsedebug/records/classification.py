@@ -86,6 +86,11 @@ class Attribution(Record):
     parts: list[AttributedPart]
     mechanisms: list[MechanismShare] = Field(description="Largest share of the change (in its direction) first.")
     unattributed_ms: float = Field(description="The change no part carries, or that parts without mechanism evidence carry.")
+    busy_residual_ms: float | None = Field(
+        None,
+        description="The change of busy time that the layers' kernel timings do not carry (ops outside the layers, or "
+        "kernels timed apart from the forward): part of unattributed_ms. None without busy time on both sides.",
+    )
 
     def share_of(self, mechanism: Mechanism) -> MechanismShare | None:
         """The share ``mechanism`` carries, if any part was attributed to it."""

@@ -124,6 +124,10 @@ class PathChange(Record):
     base_backend: str | None = Field(None, description="Kind 'path_changed': the backend the baseline's trace shows (flash, cudnn, cublas, ...).")
     cand_backend: str | None = Field(None, description="Kind 'path_changed': the candidate's backend.")
     cause: list[str] = Field(default_factory=list, description="Kind 'path_changed': what the dispatcher saw differently (layout, dtype, mask, dropout).")
+    precision: str | None = Field(
+        None, description="Set when the change also changed the layer's precision (core.patterns.precision_changes, the list "
+        "the gate and classify read): 'fp16 -> fp32 (dense_tc_gemm -> fp32_gemm)', 'attention -> fp32_gemm'."
+    )
 
 
 class DenseFallback(Record):

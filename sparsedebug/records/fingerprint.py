@@ -100,3 +100,8 @@ class Fingerprint(Record):
     gpu_probe: str = Field(description="How GPUs were probed, or why none were recorded.")
     git: GitInfo | None = None
     calibration: Calibration | None = None
+    utc_offset_h: float | None = Field(
+        None, ge=-12.0, le=14.0, allow_inf_nan=False,
+        description="The machine's local clock ahead of UTC, in hours, when it was frozen: what zone-less timestamps "
+        "written on it (nvidia-smi's) are in, so a clock log from that machine aligns to its traces.",
+    )

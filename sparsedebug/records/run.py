@@ -12,6 +12,15 @@ and positive (``TimeMs``; idle and busy times may be zero, ``DurationMs``), so t
 a record with a NaN or negative sample is refused on load, naming the field. Every record carries
 ``schema_version``; a file written by a newer sparsedebug is refused with an
 upgrade message rather than misread (see ``sparsedebug.core.io``).
+
+Per-call weight conversion has one place: it is host work before a layer's
+compute, timed apart as ``lower.layers[].conversion_ms`` x ``conversions_per_call``,
+never inside ``kernel.layers[].samples_ms``, outside ``schedule.busy_samples_ms``
+and inside the layer's ``schedule.layer_idle_samples_ms`` (the host gap before
+its compute). Both replays write it so (the kernel is timed on weights converted
+beforehand); the trace importer records no conversion. Readers count it once:
+bisect's layer ranking and classify's attribution in the layer's host gap,
+signoff's kernel figures beside the kernel, never inside it.
 """
 
 from __future__ import annotations
@@ -170,8 +179,13 @@ class LowerLayer(Record):
     detail: str | None = None
     kernel_class: KernelClass | None = None
     kernels: list[str] = Field(default_factory=list)
-    conversion_ms: float | None = None
-    conversions_per_call: int = 0
+    conversion_ms: float | None = Field(
+        None,
+        description="One conversion of the layer's weights into the sparse layout, timed apart (median). A per-call "
+        "conversion is host work before the layer's compute: never inside kernel.layers[].samples_ms, outside "
+        "schedule.busy_samples_ms, inside schedule.layer_idle_samples_ms.",
+    )
+    conversions_per_call: int = Field(0, description="How many times the layer converts its weights on every call (0: once at load).")
     value_bytes: int | None = None
     metadata_bytes: int | None = None
     dense_bytes: int | None = None
@@ -192,7 +206,10 @@ class KernelLayer(Record):
     """Kernel-level timing and numerics for one layer."""
 
     name: str
-    samples_ms: list[TimeMs] = Field(description="Per-call time of the chosen path, raw samples.")
+    samples_ms: list[TimeMs] = Field(
+        description="Per-call time of the chosen path's kernels, raw samples; a per-call weight conversion is not in "
+        "them (it is lower.layers[].conversion_ms)."
+    )
     dense_samples_ms: list[TimeMs] | None = Field(None, description="Per-call time of the dense path, same inputs.")
     by_class_ms: dict[str, float] = Field(default_factory=dict)
     precision: str | None = None
@@ -243,7 +260,7 @@ class ScheduleStage(Record):
     """Whole-forward timing: span versus busy time, idle split, threads."""
 
     span_samples_ms: list[TimeMs] = Field(description="Per iteration: first kernel start to last kernel end (or forward wall time).")
-    busy_samples_ms: list[DurationMs] = Field(description="Per iteration: summed kernel/layer time.")
+    busy_samples_ms: list[DurationMs] = Field(description="Per iteration: summed kernel/layer time (per-call weight conversion not in it).")
     host_wait_ms: float | None = Field(None, description="Idle time while the device waited on the host.")
     kernel_wait_ms: float | None = Field(None, description="Idle time between kernels not explained by the host.")
     threads: int | None = None
@@ -255,7 +272,7 @@ class ScheduleStage(Record):
         default_factory=dict,
         description=(
             "Per layer, per call: device idle time just before the layer's first kernel (the gap after the "
-            "previous kernel ended), when the source records it. With few iterations (a short trace), bisect "
+            "previous kernel ended, a per-call weight conversion included), when the source records it. With few iterations (a short trace), bisect "
             "pools these per-call samples across identical layers to test the schedule stage."
         ),
     )

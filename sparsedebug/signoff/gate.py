@@ -31,7 +31,9 @@ the candidate's.
 - ``fallback_rate``: share of layers meant to be sparse that run dense.
 - ``precision_drift``: per-layer kernel error against the fp64 reference within
   the tolerance of that layer's precision, and no layer changing precision
-  against the baseline unless allowed.
+  against the baseline unless allowed (``core.patterns.precision_changes``: by
+  its labels, or a move onto an fp32 path its kernels show; classify's
+  ``precision.dtype_change`` reads the same list).
 
 A check whose evidence is absent from the records is ``skipped`` (or ``fail``
 with ``missing_evidence: fail``). The gate passes when no check fails.
@@ -44,7 +46,7 @@ from typing import Literal
 
 from sparsedebug.core.errors import UserError
 from sparsedebug.core.io import load_data, validate
-from sparsedebug.core.patterns import precision_changed, precision_from
+from sparsedebug.core.patterns import precision_changes, precision_from
 from sparsedebug.core.stats import (
     DEFAULT_ALPHA,
     P99_FEW_SAMPLES,
@@ -364,13 +366,8 @@ def check_precision(base: RunRecord, cand: RunRecord, policy: GatePolicy) -> Gat
     name = "precision drift (kernel error vs fp64; precision changes)"
     rows = layer_rows(cand)
     measured_rows = [r for r in rows if r.rel_err is not None]
-    base_prec = {r.name: precision_from(r.precision, r.dtype) for r in layer_rows(base) if r.precision is not None}
-    changes = [
-        f"{r.name} {base_prec[r.name]} -> {precision_from(r.precision, r.dtype)}"
-        for r in rows
-        if r.precision is not None and r.name in base_prec
-        and precision_changed(base_prec[r.name], precision_from(r.precision, r.dtype))
-    ]
+    # the one list of precision changes classify's precision.dtype_change reads too (labels, or a move onto fp32)
+    changes = [f"{c.layer} {c.how}" for c in precision_changes(base, cand)]
     if not measured_rows and not changes:
         return _missing(
             "precision_drift", name, threshold, "no per-layer kernel error vs an fp64 reference in the candidate", policy

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from sparsedebug.core.patterns import declared_sparse, fallback_flop_share, is_fallback, kernel_time_shares
+from sparsedebug.core.patterns import declared_sparse, fallback_flop_share, is_fallback, kernel_named, kernel_time_shares
 from sparsedebug.core.stats import Percentiles, median, percentiles
 from sparsedebug.kernels.masks import intent_pattern
 from sparsedebug.records.base import Record
-from sparsedebug.records.run import EqualLatencyQuality, KernelPath, QualityDelta, RunRecord, SparsityIntent
+from sparsedebug.records.run import EqualLatencyQuality, KernelPath, OpKind, QualityDelta, RunRecord, SparsityIntent
 
 THIS_MACHINE = "this machine, measured"
 """The clock of a replay's timings."""
@@ -175,11 +175,12 @@ class LayerRow(Record):
         return self.conversions_per_call * self.conversion_ms
 
     @property
-    def kernel_only_ms(self) -> float | None:
-        """Median call time without the per-call weight conversion: the kernel itself (``time_ms`` when converted once)."""
+    def call_ms(self) -> float | None:
+        """Median time of one call as the forward makes it: the kernel (``time_ms``, which never holds a per-call
+        conversion: ``records.run``) plus the per-call weight conversion timed apart."""
         if self.time_ms is None:
             return None
-        return max(0.0, self.time_ms - self.conversion_per_call_ms)
+        return self.time_ms + self.conversion_per_call_ms
 
     @property
     def meant_sparse(self) -> bool:
@@ -247,24 +248,31 @@ class FallbackSummary(Record):
 
 
 def _sparse_kernel_speedup(meant: list[LayerRow]) -> tuple[float | None, str | None]:
-    """Dense/sparse kernel time over the meant-sparse layers that ran sparse (per-call conversion excluded), and how;
-    the pattern's nominal M/N without paired dense samples."""
+    """Dense/sparse kernel time over the meant-sparse layers that ran sparse, from their own paired dense samples
+    (a per-call conversion is never in the kernel samples), and how; None without such pairs."""
     pairs = [r for r in meant if r.path == KernelPath.SPARSE.value and r.time_ms and r.dense_time_ms]
-    if pairs and sum(r.kernel_only_ms or 0.0 for r in pairs) > 0:
-        speedup = sum(r.dense_time_ms or 0.0 for r in pairs) / sum(r.kernel_only_ms or 0.0 for r in pairs)
+    if pairs and sum(r.time_ms or 0.0 for r in pairs) > 0:
+        speedup = sum(r.dense_time_ms or 0.0 for r in pairs) / sum(r.time_ms or 0.0 for r in pairs)
         source = f"measured on {len(pairs)} sparse layer(s): dense/sparse kernel time"
         converting = sum(1 for r in pairs if r.conversion_per_call_ms > 0)
         if converting:
             source += f", per-call weight conversion of {converting} layer(s) excluded (measured apart)"
         return speedup, source
-    factors = {f for f in (nominal_factor(r.intended) for r in meant) if f is not None}
-    if len(factors) == 1:
-        return factors.pop(), "nominal M/N of the pattern (no paired dense samples on sparse layers)"
     return None, None
 
 
 def baseline_dense_pairs(run: RunRecord, baseline: RunRecord) -> list[tuple[str, float, float]]:
-    """(layer, dense p50, sparse p50) for each layer ``run`` runs sparse that ``baseline`` ran dense, both timed."""
+    """(layer, dense p50, sparse p50) for each layer ``run`` runs sparse that ``baseline`` ran dense, both timed.
+
+    Layers are paired by op and shape (``locate.comparable.match_layers``, never by name), so an
+    annotated run pairs with its stripped copy; records whose layers are kernel names (a CUDA-graph
+    replay) have no shapes to pair and give no pairs here (:func:`op_paired_speedup` pairs them by op).
+    """
+    from sparsedebug.locate.comparable import match_layers
+
+    if kernel_named(run) or kernel_named(baseline):
+        return []
+    baseline, run, _match = match_layers(baseline, run)
     base_lower = {lo.name: lo for lo in baseline.lower.layers}
     base_ms = {k.name: median(k.samples_ms) for k in baseline.kernel.layers if k.samples_ms}
     cand_ms = {k.name: median(k.samples_ms) for k in run.kernel.layers if k.samples_ms}
@@ -276,17 +284,73 @@ def baseline_dense_pairs(run: RunRecord, baseline: RunRecord) -> list[tuple[str,
     ]
 
 
+def _gemm_work(run: RunRecord) -> tuple[int, int, float, float]:
+    """Per iteration of ``run``: GEMM calls (dense, sparse) and GEMM kernel ms (dense, sparse), from its linear layers.
+
+    A kernel-named layer holds every GEMM of other shapes that ran that kernel, so its time per
+    iteration is the median of its per-iteration sums, not its median call times the calls.
+    """
+    from sparsedebug.locate.common import calls_per_iteration, iteration_count
+
+    linear = {g.name for g in run.graph.layers if g.op is OpKind.LINEAR}
+    lower = {lo.name: lo for lo in run.lower.layers}
+    iterations = iteration_count(run)
+    calls = [0, 0]
+    ms = [0.0, 0.0]
+    for k in run.kernel.layers:
+        if k.name not in linear or not k.samples_ms or k.name not in lower:
+            continue
+        side = 1 if lower[k.name].path == KernelPath.SPARSE else 0
+        per = calls_per_iteration(k.samples_ms, iterations)
+        calls[side] += per
+        if len(k.samples_ms) == per * iterations:
+            ms[side] += median([sum(k.samples_ms[i * per : (i + 1) * per]) for i in range(iterations)])
+        else:
+            ms[side] += sum(k.samples_ms) / max(iterations, 1)
+    return calls[0], calls[1], ms[0], ms[1]
+
+
+def op_paired_speedup(run: RunRecord, baseline: RunRecord) -> tuple[float | None, str]:
+    """The sparse kernel speedup of a run whose layers are kernel names (a CUDA-graph replay), paired by op.
+
+    Without shapes, the GEMM work of the two runs pairs as a whole: when both run the same number of
+    GEMM calls per iteration, the dense time of the work that moved onto the sparse kernels is the
+    baseline's GEMM time per iteration less the candidate's remaining dense GEMMs, and the speedup is
+    that over the candidate's sparse GEMM time. Returns ``(None, why)`` when the work does not pair.
+    """
+    b_dense_calls, b_sparse_calls, b_dense_ms, _ = _gemm_work(baseline)
+    c_dense_calls, c_sparse_calls, c_dense_ms, c_sparse_ms = _gemm_work(run)
+    if not c_sparse_calls or c_sparse_ms <= 0:
+        return None, "no timed sparse GEMM in the run"
+    if b_sparse_calls:
+        return None, f"the baseline runs {b_sparse_calls} sparse GEMM call(s) per iteration itself: no dense reference by op"
+    if b_dense_calls != c_dense_calls + c_sparse_calls:
+        return None, (f"the baseline runs {b_dense_calls} GEMM calls per iteration, the run {c_dense_calls + c_sparse_calls} "
+                      f"({c_sparse_calls} sparse): the GEMM work does not pair by op")
+    moved = b_dense_ms - c_dense_ms
+    if moved <= 0:
+        return None, (f"the run's {c_dense_calls} dense GEMM calls take {c_dense_ms:.3f} ms per iteration, no less than the "
+                      f"baseline's {b_dense_calls} ({b_dense_ms:.3f} ms): no dense time left to pair with the sparse kernels")
+    return moved / c_sparse_ms, (
+        f"measured by op against the baseline (kernel-named layers, no shapes to pair): its {b_dense_calls} GEMM calls, "
+        f"{b_dense_ms:.3f} ms per iteration, less the run's {c_dense_calls} dense ones, {c_dense_ms:.3f} ms, over the run's "
+        f"{c_sparse_calls} sparse ones, {c_sparse_ms:.3f} ms"
+    )
+
+
 def fallback_summary(run: RunRecord, baseline: RunRecord | None = None) -> FallbackSummary:
     """Fallback counts, dense shares of FLOPs and time, and the Amdahl cost of the fallbacks.
 
     ``sparse_kernel_speedup`` is the measured dense/sparse kernel time ratio over
-    the layers that did run sparse (from their paired dense samples); without
-    those it is the pattern's nominal M/N. ``speedup_left_on_table`` is the
+    the layers that did run sparse (from their paired dense samples; else the same
+    layers of ``baseline`` run dense, paired by op and shape; else, for kernel-named
+    CUDA-graph records, the GEMM work paired by op: :func:`op_paired_speedup`); never
+    the nominal M/N: without a measurement it is None and the source says why.
+    ``speedup_left_on_table`` is the
     whole-model kernel-time speedup the fallbacks forfeit: kernel time now divided
     by kernel time if every fallback layer ran at that sparse speedup (Amdahl).
     ``amdahl_ceiling`` is the kernel-time speedup over all-dense if every layer
-    meant to be sparse got the nominal M/N and everything else stayed as is. Without paired
-    dense samples in the run, the same layers of ``baseline`` that ran dense pair with them.
+    meant to be sparse got the nominal M/N and everything else stayed as is (a bound, labelled so).
     """
     rows = layer_rows(run)
     meant = [r for r in rows if r.meant_sparse]
@@ -304,9 +368,18 @@ def fallback_summary(run: RunRecord, baseline: RunRecord | None = None) -> Fallb
     fb_time_share = shares.fallback_share if shares is not None else None
 
     speedup, source = _sparse_kernel_speedup(meant)
-    if (source is None or source.startswith("nominal")) and baseline is not None and (pairs := baseline_dense_pairs(run, baseline)):
+    if speedup is None and baseline is not None and (pairs := baseline_dense_pairs(run, baseline)):
         speedup = sum(p[1] for p in pairs) / sum(p[2] for p in pairs)
         source = f"measured on {len(pairs)} sparse layer(s) against the same layers of the baseline run dense: kernel time"
+    elif speedup is None and baseline is not None and (kernel_named(run) or kernel_named(baseline)):
+        speedup, source = op_paired_speedup(run, baseline)
+    if speedup is None and meant and not any(r.path == KernelPath.SPARSE.value for r in meant):
+        source = "not measured: no layer meant to be sparse ran sparse"
+    elif speedup is None and meant:
+        why = source or ("no paired dense samples on the sparse layers" + (
+            " and no layer of the baseline ran dense where this run ran sparse" if baseline is not None else ", and no baseline to pair them with"
+        ))
+        source = f"not measured: {why}"
 
     left: float | None = None
     if fb_time_share is not None and speedup is not None and speedup > 0:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from sparsedebug.core.errors import UserError
 from sparsedebug.records.artifacts import NcuReport, SmiReport
+from sparsedebug.records.fingerprint import Fingerprint
 
 
 @dataclass(frozen=True)
@@ -21,7 +22,8 @@ class EvidencePaths:
     ncu: Path | None = None
     smi: Path | None = None
     smi_utc_offset_h: float | None = None
-    """The nvidia-smi clock's offset from UTC in hours (its timestamps carry no zone); None: the log cannot be aligned."""
+    """The nvidia-smi clock's offset from UTC in hours (its timestamps carry no zone); None: the run's fingerprint's
+    offset when it records one (:func:`smi_utc_offset`), else the log cannot be aligned."""
     power: Path | None = None
     """A power or energy log for the runs' energy (``playbook.energy`` reads it; without it, an --smi log with power columns)."""
 
@@ -38,6 +40,18 @@ class AttachedEvidence:
     ncu: NcuReport | None = None
     smi: SmiReport | None = None
     smi_utc_offset_h: float | None = None
+
+
+def smi_utc_offset(option_h: float | None, *fingerprints: Fingerprint | None) -> tuple[float | None, str | None]:
+    """The nvidia-smi clock's offset from UTC in hours and where it came from: the option (``--smi-utc-offset``)
+    when given, else the first fingerprint that records its machine's offset (``utc_offset_h``, set by ``freeze``
+    on the machine that ran), else ``(None, None)``: the log cannot be aligned."""
+    if option_h is not None:
+        return option_h, "--smi-utc-offset"
+    for fingerprint in fingerprints:
+        if fingerprint is not None and fingerprint.utc_offset_h is not None:
+            return fingerprint.utc_offset_h, f"the fingerprint of {fingerprint.created_at}"
+    return None, None
 
 
 NO_EVIDENCE = AttachedEvidence()

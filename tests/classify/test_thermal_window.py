@@ -92,3 +92,26 @@ def test_a_log_covering_one_run_only_or_neither_gives_no_thermal_verdict(runs: t
     neither = _classify(cand, base, H200 / "nvidia_smi_short.csv", 0.0)
     assert not any(f for f, _ in _thermal(neither).values())
     assert all("no sample inside" in d for _, d in _thermal(neither).values())
+
+
+def test_the_utc_offset_comes_from_the_runs_fingerprint_unless_the_option_overrides(
+    runs: tuple[RunRecord, RunRecord], tmp_path: Path
+) -> None:
+    from sparsedebug.freeze.fingerprint import collect
+
+    base, cand = runs
+    log = _log(tmp_path / "local.csv", _utc(base)[0] - timedelta(seconds=2), 5, hot=[_utc(cand)], offset_h=2.0)
+    frozen = collect()
+    assert frozen.utc_offset_h is not None  # freeze records the machine's offset
+    at_plus_two = frozen.model_copy(update={"utc_offset_h": 2.0})
+    base2, cand2 = (r.model_copy(update={"fingerprint": at_plus_two}) for r in (base, cand))
+    from_fingerprint = _thermal(_classify(cand2, base2, log, None))
+    assert all(f for f, _ in from_fingerprint.values()), from_fingerprint
+    assert all("UTC+2 h (the fingerprint of" in d for _, d in from_fingerprint.values())
+    overridden = _thermal(_classify(cand2, base2, log, 0.0))  # the option wins: read as UTC, the log misses both runs
+    assert not any(f for f, _ in overridden.values()) and all("no sample inside" in d for _, d in overridden.values())
+    no_offset = frozen.model_copy(update={"utc_offset_h": None})
+    base3, cand3 = (r.model_copy(update={"fingerprint": no_offset}) for r in (base, cand))
+    unaligned = _thermal(_classify(cand3, base3, log, None))
+    assert not any(f for f, _ in unaligned.values())
+    assert all("cannot be aligned" in d and "no fingerprint records" in d for _, d in unaligned.values())

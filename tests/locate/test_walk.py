@@ -160,18 +160,18 @@ def test_per_call_conversion_is_a_lower_divergence() -> None:
 
 
 def test_per_call_conversion_counts_once_in_the_layer_contribution() -> None:
-    # The replay's kernel samples include the per-call conversion, and so does the host gap
-    # before the layer's compute: the ranking must count the conversion once.
+    # A per-call conversion is host work in the gap before the layer's compute, never in its kernel
+    # samples (records.run): the ranking counts it once, as the layer's idle time.
     up = "layers.0.mlp.up"
     cand = make_run(
         "c", seed=2, intended={n: "2:4" for n in MLP}, path={n: SPARSE for n in MLP}, conversions={up: 1},
-        scale={up: 2.0}, idle={up: 2.0}, noise=0.0,
+        idle={up: 2.0}, noise=0.0,
     )
     next(lo for lo in cand.lower.layers if lo.name == up).conversion_ms = 2.0
     result = bisect_runs(make_run("b", seed=1, noise=0.0, idle={}), cand)
     row = next(r for r in result.layers if r.layer == up)
-    assert row.kernel_ms == pytest.approx(2.0)
-    assert row.idle_ms == pytest.approx(-0.01)  # the 2 ms gap is the conversion already in the kernel time
+    assert row.kernel_ms == pytest.approx(0.0)
+    assert row.idle_ms == pytest.approx(1.99)  # the 2 ms gap holds the conversion, against the baseline's 0.01 ms
     assert row.contribution_ms == pytest.approx(1.99)
 
 

@@ -36,6 +36,18 @@ One iteration (``ProfilerStep#N``, a ``user_annotation`` on the main thread):
   ``multi_tensor_apply_kernel`` launches after the all-reduces finish;
 * ``aten::item``: a DtoH copy and ``cudaStreamSynchronize`` (the host waits).
 
+With ``attention`` set, every block (three layers) starts with an attention call,
+annotated ``layers.{b}.self_attn.sdpa``: ``aten::scaled_dot_product_attention`` on
+``[1, heads, tokens, hidden / heads]`` half-precision query, key and value, dispatched
+to that backend as PyTorch 2.x records it: ``cudnn``, ``flash`` and ``efficient`` as
+their backend op and one fused kernel; ``math`` as the decomposed sequence under
+``aten::_scaled_dot_product_attention_math``: the inputs upcast to fp32 (``aten::to``,
+copy kernels), the scale (``aten::mul``), ``aten::matmul``/``aten::bmm`` on an fp32 SIMT
+GEMM, ``aten::_softmax``, the second ``bmm``, and the cast back. With
+``attention_noncontig`` the query arrives with its last dimension strided (a producer's
+transposed output), the layout that keeps the fused kernels off. Attention is forward
+only (no autograd nodes).
+
 Host times are kept as the profiler writes them: ``ts`` and ``dur`` of a range
 come from its start and end rounded to the nanosecond (so ``ts + dur`` is its
 end), and consecutive calls on a thread are a little apart (``HOST_GAP_US``, the
@@ -108,6 +120,12 @@ class TraceSpec:
     first_step: int = 1
     seed: int = 0
     name: str = "synthetic"
+    attention: str | None = None
+    """``cudnn``, ``flash``, ``efficient`` (one fused kernel) or ``math`` (the decomposed fp32 sequence); None: no attention."""
+    attention_noncontig: bool = False
+    attention_scale: float = 1.0
+    """Factor on the fused attention kernel's time (a slower backend)."""
+    heads: int = 16
 
 
 @dataclass
@@ -185,6 +203,7 @@ class _Gen:
     @contextmanager
     def op(
         self, name: str, tid: int, dims: list[list[int]] | None = None, args: dict[str, Any] | None = None, *, autograd: bool = True, node: bool = False,
+        dtype: str = "c10::Half",
     ) -> Iterator[int]:
         """A ``cpu_op`` span with the shape fields of ``record_shapes=True``; yields its sequence number.
 
@@ -196,7 +215,7 @@ class _Gen:
         extra: dict[str, Any] = dict(args or {})
         if dims is not None and self.spec.record_shapes:
             strides = [[prod(d[k + 1 :]) for k in range(len(d))] for d in dims]
-            extra.update({"Input Dims": dims, "Input type": ["c10::Half" if d else "" for d in dims], "Input Strides": strides, "Concrete Inputs": ["" for _ in dims]})
+            extra.update({"Input Dims": dims, "Input type": [dtype if d else "" for d in dims], "Input Strides": strides, "Concrete Inputs": ["" for _ in dims]})
         seq = self.seq
         if tid == PID and autograd:
             extra.update({"Fwd thread id": 0, "Sequence number": seq})
@@ -262,8 +281,94 @@ class _Nodes:
     gelu: int  # GeluBackward0
 
 
+ATTENTION_KERNELS = {
+    "cudnn": "cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7_64x128x128_4x1x1_cga1x1x1_kernel0",
+    "flash": "void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4, false, false, cutlass::half_t, "
+             "Flash_kernel_traits<128, 128, 64, 4, cutlass::half_t> >, false, false, false, false, true, true, false, false>"
+             "(pytorch_flash::Flash_fwd_params)",
+    "efficient": "fmha_cutlassF_f16_aligned_64x64_rf_sm80(PyTorchMemEffAttention::AttentionKernel<cutlass::half_t, "
+                 "cutlass::arch::Sm80, true, 64, 64, 128, true, true>::Params)",
+}
+"""The fused kernel each SDPA backend launches (names as the H200 traces and PyTorch 2.x record them)."""
+ATTENTION_OPS = {
+    "cudnn": ("aten::_scaled_dot_product_cudnn_attention", "aten::_cudnn_attention_forward"),
+    "flash": ("aten::_scaled_dot_product_flash_attention", "aten::_flash_attention_forward"),
+    "efficient": ("aten::_scaled_dot_product_efficient_attention", "aten::_efficient_attention_forward"),
+}
+_COPY = ("void at::native::unrolled_elementwise_kernel<at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#3}"
+         "::operator()() const::{lambda()#7}::operator()() const::{lambda(float)#1}, std::array<char*, 2ul>, 4, "
+         "TrivialOffsetCalculator<1, unsigned int>, TrivialOffsetCalculator<1, unsigned int>, at::native::memory::LoadWithCast<1>, "
+         "at::native::memory::StoreWithCast<1> >(int)")
+_MUL = ("void at::native::vectorized_elementwise_kernel<4, at::native::AUnaryFunctor<float, float, float, "
+        "at::native::binary_internal::MulFunctor<float> >, std::array<char*, 2ul> >(int)")
+_SOFTMAX = "void (anonymous namespace)::cunn_SoftMaxForward<4, float, float, float, (anonymous namespace)::SoftMaxForwardEpilogue>(float*, float const*, int)"
+_SGEMM = "ampere_sgemm_128x64_tn"
+
+
+def attention_name(block: int) -> str:
+    """The annotation name of block ``block``'s attention: ``layers.{block}.self_attn.sdpa``."""
+    return f"layers.{block}.self_attn.sdpa"
+
+
+def _attention_ops(g: _Gen, stream: int) -> None:
+    """One SDPA call: the op with its inputs, then the backend's fused kernel or the decomposed fp32 sequence."""
+    spec, tid = g.spec, PID
+    head_dim = spec.hidden // spec.heads
+    qkv = [1, spec.heads, spec.tokens, head_dim]
+    contiguous = [spec.heads * spec.tokens * head_dim, spec.tokens * head_dim, head_dim, 1]
+    # a transposed producer: the query's last dimension strided (tokens x heads x head_dim laid out token-minor)
+    query = [spec.heads * spec.tokens * head_dim, spec.tokens * head_dim, 1, spec.tokens] if spec.attention_noncontig else contiguous
+    half = ["c10::Half"] * 3 + ["", "Scalar", "Scalar", "", "Scalar"]
+    sdpa_args = {
+        "Input Dims": [qkv, qkv, qkv, [], [], [], [], []], "Input type": half,
+        "Input Strides": [query, contiguous, contiguous, [], [], [], [], []],
+        "Concrete Inputs": ["", "", "", "", "0.", "False", "", "False"],
+    }
+    shaped = sdpa_args if spec.record_shapes else {}
+    attention_us = 4.0 * spec.tokens * spec.tokens * spec.hidden / _GEMM_FLOPS_PER_US * spec.kernel_scale * spec.attention_scale
+    with g.op("aten::scaled_dot_product_attention", tid, None, shaped, autograd=False):
+        if spec.attention in ATTENTION_OPS:
+            outer, inner = ATTENTION_OPS[spec.attention]
+            with g.op(outer, tid, None, shaped, autograd=False), g.op(inner, tid, None, shaped, autograd=False):
+                g.launch(tid, ATTENTION_KERNELS[spec.attention], stream, attention_us)
+            return
+        scores = [1, spec.heads, spec.tokens, spec.tokens]
+        fp32 = "float"
+        gemm_us = attention_us / 2.0 * 5.0  # each of the two fp32 SIMT GEMMs at a fifth of the tensor-core rate
+        with g.op("aten::_scaled_dot_product_attention_math", tid, None, shaped, autograd=False):
+            for _ in range(3):  # query, key, value upcast to fp32
+                with g.op("aten::to", tid, [qkv], autograd=False), g.op("aten::copy_", tid, [qkv, qkv], autograd=False):
+                    g.launch(tid, _COPY, stream, 6.0 * prod(qkv) / 2.0e6)
+            with g.op("aten::mul", tid, [qkv, []], autograd=False, dtype=fp32):
+                g.launch(tid, _MUL, stream, 8.0 * prod(qkv) / 2.0e6)
+            keys = [qkv, [1, spec.heads, head_dim, spec.tokens]]
+            with g.op("aten::matmul", tid, keys, autograd=False, dtype=fp32), g.op("aten::bmm", tid, keys, autograd=False, dtype=fp32):
+                g.launch(tid, _SGEMM, stream, gemm_us)
+            with g.op("aten::_softmax", tid, [scores, [], []], autograd=False, dtype=fp32):
+                g.launch(tid, _SOFTMAX, stream, 8.0 * prod(scores) / 3.0e6)
+            values = [scores, qkv]
+            with g.op("aten::matmul", tid, values, autograd=False, dtype=fp32), g.op("aten::bmm", tid, values, autograd=False, dtype=fp32):
+                g.launch(tid, _SGEMM, stream, gemm_us)
+            with g.op("aten::to", tid, [qkv], autograd=False, dtype=fp32), g.op("aten::copy_", tid, [qkv, qkv], autograd=False, dtype=fp32):
+                g.launch(tid, _COPY, stream, 6.0 * prod(qkv) / 2.0e6)
+
+
+def _attention_call(g: _Gen, block: int) -> None:
+    spec, tid = g.spec, PID
+    stream = g.compute[(3 * block) % len(g.compute)]
+    name = attention_name(block)
+    ann: AbstractContextManager[None] = g.span(name, tid, "user_annotation") if spec.annotations else nullcontext()
+    gpu_start = max(g.free.get(stream, 0.0), g.clock[tid])
+    with ann:
+        _attention_ops(g, stream)
+    if spec.annotations:
+        g.gpu_annotation(name, stream, gpu_start, g.free[stream])
+
+
 def _forward_call(g: _Gen, i: int, call: int) -> _Nodes:
     spec, tid = g.spec, PID
+    if spec.attention is not None and i % 3 == 0:
+        _attention_call(g, i // 3)
     stream = g.compute[i % len(g.compute)]
     sparse = i in spec.sparse_layers
     act = [spec.tokens, spec.hidden]
@@ -402,6 +507,8 @@ def generate(spec: TraceSpec) -> tuple[dict[str, Any], GroundTruth]:
     """The trace document (as ``json.dump`` will write it) and the ground truth of its GPU ops."""
     if spec.layers < 1 or spec.calls < 1 or spec.iterations < 1 or spec.streams < 1 or spec.bucket < 1:
         raise ValueError("layers, calls, iterations, streams and bucket must be at least 1")
+    if spec.attention is not None and spec.attention not in (*ATTENTION_KERNELS, "math"):
+        raise ValueError(f"attention {spec.attention!r}: expected one of {', '.join((*ATTENTION_KERNELS, 'math'))}")
     g = _Gen(spec)
     for k in range(spec.iterations):
         _iteration(g, spec.first_step + k)

@@ -98,9 +98,9 @@ def _segments(rows: list[LayerRow]) -> tuple[tuple[str, float], ...] | None:
         return None
     totals = {kind: 0.0 for kind in fg.PATH_KINDS}
     for r in rows:
-        if r.time_ms is not None and r.kernel_only_ms is not None:
-            totals[path_kind(r)] += r.kernel_only_ms
-            totals[fg.CONVERSION] += r.time_ms - r.kernel_only_ms
+        if r.time_ms is not None:
+            totals[path_kind(r)] += r.time_ms
+            totals[fg.CONVERSION] += r.conversion_per_call_ms
     return tuple((k, v) for k, v in totals.items() if v > 0)
 
 
@@ -133,7 +133,7 @@ def _layer_groups(runs: Sequence[RunRecord], lead: int) -> tuple[list[tuple[str,
     items = list(groups.items())
     if len(items) > MAX_LAYER_ROWS:
         def size(item: tuple[str, list[list[LayerRow]]]) -> float:
-            return max(sum(r.time_ms or 0.0 for r in side) for side in item[1])
+            return max(sum(r.call_ms or 0.0 for r in side) for side in item[1])
         keep = {k for k, _ in sorted(items, key=lambda i: (-size(i), i[0]))[: MAX_LAYER_ROWS - 1]}
         rest = [i for i in items if i[0] not in keep]
         items = [i for i in items if i[0] in keep]
@@ -143,7 +143,7 @@ def _layer_groups(runs: Sequence[RunRecord], lead: int) -> tuple[list[tuple[str,
 
 
 def _total(rows: list[LayerRow]) -> float | None:
-    return sum(r.time_ms for r in rows if r.time_ms is not None) if any(r.time_ms is not None for r in rows) else None
+    return sum(r.call_ms for r in rows if r.call_ms is not None) if any(r.call_ms is not None for r in rows) else None
 
 
 def layer_section(

@@ -41,7 +41,7 @@ def layer_matrix(run: RunRecord) -> list[str]:
     head = f"| layer | op | shape | dtype | pattern | path | reason | kernel p50 ms ({clock}) | dense p50 ms ({clock}) |"
     rule = "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
     if converts:
-        # the kernel column is then the call's p50 minus its per-call weight conversion, which is timed apart
+        # the kernel column never holds the per-call weight conversion (records.run): it is timed apart, its own column
         head = head.replace(f"| kernel p50 ms ({clock}) |", f"| kernel p50 ms ({clock}; per-call conversion excluded) | per-call conversion ms ({clock}, timed apart) |")
         rule += " --- |"
     if target is not None:
@@ -60,7 +60,7 @@ def layer_matrix(run: RunRecord) -> list[str]:
             reason += f" (re-converted {r.conversions_per_call}x per call)"
         line = (
             f"| {md_cell(r.name)} | {r.op} | {_shape(r.weight_shape or r.input_shape)} | {r.dtype} | {r.intended} | {path} | "
-            f"{md_cell(reason)} | {'-' if r.kernel_only_ms is None else f'{r.kernel_only_ms:.4f}'} | "
+            f"{md_cell(reason)} | {'-' if r.time_ms is None else f'{r.time_ms:.4f}'} | "
             + (f"{r.conversion_per_call_ms:.4f} | " if converts and r.conversion_per_call_ms > 0 else ("- | " if converts else ""))
             + f"{'-' if r.dense_time_ms is None else f'{r.dense_time_ms:.4f}'} |"
         )
@@ -149,6 +149,8 @@ def fallback_impact(run: RunRecord, baseline: RunRecord | None = None) -> list[s
     ]
     if fb.sparse_kernel_speedup is not None:
         lines.append(f"- sparse kernel speedup: {fb.sparse_kernel_speedup:.3f}x ({fb.sparse_kernel_speedup_source})")
+    elif fb.sparse_kernel_speedup_source is not None:
+        lines.append(f"- sparse kernel speedup: {fb.sparse_kernel_speedup_source}")
     if fb.meant_sparse and not fb.fell_back:
         lines.append("- speedup left on the table by fallbacks: none: no layer meant to be sparse runs dense")
     elif fb.speedup_left_on_table is not None and fb.sparse_kernel_speedup is not None and fb.sparse_kernel_speedup <= 1.0:
@@ -161,6 +163,8 @@ def fallback_impact(run: RunRecord, baseline: RunRecord | None = None) -> list[s
             f"- speedup left on the table by fallbacks (Amdahl, kernel time): {fb.speedup_left_on_table:.3f}x "
             f"= 1 / ((1 - {fb.fallback_time_share:.3f}) + {fb.fallback_time_share:.3f} / {fb.sparse_kernel_speedup:.3f})"
         )
+    elif fb.fell_back and fb.sparse_kernel_speedup is None:
+        lines.append("- speedup left on the table: n/a (no measured sparse kernel speedup to run the fallback layers at)")
     elif fb.fell_back:
         lines.append("- speedup left on the table: n/a (no per-layer kernel times for the fallback layers)")
     if fb.amdahl_ceiling is not None:

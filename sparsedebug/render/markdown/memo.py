@@ -421,6 +421,10 @@ def _signoff(b: LoadedBundle, book: Playbook, decision: DecisionOutcome) -> list
             f", running the fallbacks sparse would gain nothing: the sparse kernels measured {fb.sparse_kernel_speedup:.3f}x "
             "vs dense (the report's model ceiling assumes the nominal M/N instead)"
         )
+    elif fb.sparse_kernel_speedup is not None:
+        impact += f", sparse kernel speedup {fb.sparse_kernel_speedup:.3f}x ({fb.sparse_kernel_speedup_source})"
+    elif fb.sparse_kernel_speedup_source is not None:
+        impact += f", sparse kernel speedup {fb.sparse_kernel_speedup_source}"
     out.append(f"- **Required artifact**: {book.memo.required_artifact} See `{report}` ({len(final.graph.layers)} layers in the matrix; {impact}).")
     owners = [book.owner(o).title for o in book.memo.required_owners]
     lead = book.owner(decision.owner).title if decision.owner is not None else None

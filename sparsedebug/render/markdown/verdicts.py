@@ -12,8 +12,18 @@ def attribution_sentence(cls: Classification) -> str | None:
     share = cls.attribution.share_of(cls.winner)
     if share is None:
         return None
+    att = cls.attribution
     pct = f" ({share.share:.0%})" if share.share is not None else ""
-    return f"mechanism {cls.winner.value} carries {share.ms:.3f} ms of the {cls.attribution.delta_ms:+.3f} ms change{pct}"
+    text = f"mechanism {cls.winner.value} carries {share.ms:.3f} ms of the {att.delta_ms:+.3f} ms change{pct}"
+    if share.share is not None and round(share.share * 100) > 100:
+        # more than the whole change: name what offsets it, so the share reads as a share of the net change
+        sign = 1.0 if att.delta_ms >= 0 else -1.0
+        offsets = [f"{m.mechanism.value} {m.ms:+.3f} ms" for m in att.mechanisms if m.mechanism != cls.winner and sign * m.ms < 0]
+        if sign * att.unattributed_ms < 0:
+            offsets.append(f"unattributed {att.unattributed_ms:+.3f} ms")
+        named = f" ({', '.join(offsets)})" if offsets else ""
+        text += f", more than the whole change: the other parts offset {att.delta_ms - share.ms:+.3f} ms{named}"
+    return text
 
 
 def attributed_lines(cls: Classification, score: float) -> list[str]:
@@ -27,5 +37,11 @@ def attributed_lines(cls: Classification, score: float) -> list[str]:
         cause = f"; cause seen in the trace: {'; '.join(part.cause)}" if part.cause else ""
         out.append(f"  - `{part.part}` ({part.kind}) {part.ms:+.3f} ms: {part.evidence}{cause}.")
     if abs(att.unattributed_ms) > 0.0005:
-        out.append(f"  - Not attributed to any mechanism: {att.unattributed_ms:+.3f} ms of the change.")
+        residual = att.busy_residual_ms
+        why = (
+            f" ({residual:+.3f} ms of it busy time the layers' kernel timings do not carry: ops outside the layers, "
+            "or kernels timed apart from the forward)"
+            if residual is not None and abs(residual) > 0.0005 else ""
+        )
+        out.append(f"  - Not attributed to any mechanism: {att.unattributed_ms:+.3f} ms of the change{why}.")
     return out

@@ -233,6 +233,9 @@ def fallback_table(report: FallbackReport) -> Table:
             causes[cause].append(change.layer)
     for cause, layers in causes.items():
         parts.append(f"cause seen in the trace ({', '.join(layers[:3])}{' and more' if len(layers) > 3 else ''}): {cause}")
+    precision = [f"{c.layer} {c.precision}" for c in report.changed if c.precision is not None]
+    if precision:
+        parts.append(f"{len(precision)} changed precision: " + ", ".join(precision[:3]) + (" and more" if len(precision) > 3 else ""))
     table.caption = "; ".join(parts)
     optional(table, "declared", "base ms", "cand ms")
     return table

@@ -253,44 +253,7 @@ def load_smi(path: Path, max_clock_mhz: float | None = None) -> SmiReport:
             raise UserError(f"{path}: line {line_no}: timestamp {row[columns['timestamp']]!r} is not like 2026/11/29 23:42:23.307")
         if first is None:
             first = stamp
-        mask: int | None = None
-        if "reasons" in columns:
-            raw = row[columns["reasons"]].strip()
-            if raw and not raw.startswith("["):
-                try:
-                    mask = int(raw, 16) if raw.lower().startswith("0x") else int(raw)
-                except ValueError:
-                    raise UserError(f"{path}: line {line_no}: clock event reasons {raw!r} is not a hex bitmask") from None
-
-        def get(key: str, row: list[str] = row) -> float | None:
-            return _value(row[columns[key]]) if key in columns else None
-
-        def power(key: str, row: list[str] = row, line_no: int = line_no) -> float | None:
-            return _reading(path, line_no, rows[0][columns[key]].strip(), row[columns[key]]) if key in columns else None
-
-        energy_value = _reading(path, line_no, rows[0][energy[0]].strip(), row[energy[0]]) if energy is not None else None
-
-        samples.append(
-            SmiSample(
-                line=line_no,
-                gpu=row[columns["gpu"]].strip() if "gpu" in columns else "0",
-                time=row[columns["timestamp"]].strip(),
-                t_s=(stamp - first).total_seconds(),
-                temperature_c=get("temperature_c"),
-                sm_clock_mhz=get("sm_clock_mhz"),
-                mem_clock_mhz=get("mem_clock_mhz"),
-                power_w=power("power_w"),
-                power_draw_w=power("power_draw_w"),
-                power_draw_instant_w=power("power_draw_instant_w"),
-                power_draw_average_w=power("power_draw_average_w"),
-                power_limit_w=power("power_limit_w"),
-                energy_j=energy_value * energy[1] if energy is not None and energy_value is not None else None,
-                util_gpu_pct=get("util_gpu_pct"),
-                util_mem_pct=get("util_mem_pct"),
-                reasons_mask=mask,
-                reasons=decode_reasons(mask) if mask is not None else [],
-            )
-        )
+        samples.append(_sample(path, rows[0], columns, energy, line_no, row, (stamp - first).total_seconds()))
     if not samples:
         raise UserError(f"{path}: header only, no samples")
     given_max: dict[str, float] = {}
@@ -313,6 +276,46 @@ def load_smi(path: Path, max_clock_mhz: float | None = None) -> SmiReport:
     return SmiReport(
         file=str(path), columns=[c.strip() for c in rows[0]], reasons_column=reasons_col, samples=samples, summaries=summaries,
         power_field=power_field, energy_column=rows[0][energy[0]].strip() if energy is not None else None,
+    )
+
+
+def _sample(path: Path, cells: list[str], columns: dict[str, int], energy: tuple[int, float] | None, line_no: int,
+            row: list[str], t_s: float) -> SmiSample:
+    """One data row of an nvidia-smi log (``cells``: the header as written, for messages)."""
+    mask: int | None = None
+    if "reasons" in columns:
+        raw = row[columns["reasons"]].strip()
+        if raw and not raw.startswith("["):
+            try:
+                mask = int(raw, 16) if raw.lower().startswith("0x") else int(raw)
+            except ValueError:
+                raise UserError(f"{path}: line {line_no}: clock event reasons {raw!r} is not a hex bitmask") from None
+
+    def get(key: str) -> float | None:
+        return _value(row[columns[key]]) if key in columns else None
+
+    def power(key: str) -> float | None:
+        return _reading(path, line_no, cells[columns[key]].strip(), row[columns[key]]) if key in columns else None
+
+    energy_value = _reading(path, line_no, cells[energy[0]].strip(), row[energy[0]]) if energy is not None else None
+    return SmiSample(
+        line=line_no,
+        gpu=row[columns["gpu"]].strip() if "gpu" in columns else "0",
+        time=row[columns["timestamp"]].strip(),
+        t_s=t_s,
+        temperature_c=get("temperature_c"),
+        sm_clock_mhz=get("sm_clock_mhz"),
+        mem_clock_mhz=get("mem_clock_mhz"),
+        power_w=power("power_w"),
+        power_draw_w=power("power_draw_w"),
+        power_draw_instant_w=power("power_draw_instant_w"),
+        power_draw_average_w=power("power_draw_average_w"),
+        power_limit_w=power("power_limit_w"),
+        energy_j=energy_value * energy[1] if energy is not None and energy_value is not None else None,
+        util_gpu_pct=get("util_gpu_pct"),
+        util_mem_pct=get("util_mem_pct"),
+        reasons_mask=mask,
+        reasons=decode_reasons(mask) if mask is not None else [],
     )
 
 

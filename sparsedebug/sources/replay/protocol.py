@@ -49,7 +49,8 @@ class KernelCase:
     precision: Dtype
     kernel_class: str
     chosen: Callable[[], object]
-    """One call of the chosen path (per-call conversion inside it)."""
+    """One call of the chosen path's kernel alone: a per-call weight conversion is host work before the layer's
+    compute, timed apart (``lower.conversion_ms``) and counted in the host gap before the layer, outside busy time."""
     dense: Callable[[], object] | None
     """One call of the dense path (None for an op without a weight)."""
     errors: Callable[[], tuple[float, float]]

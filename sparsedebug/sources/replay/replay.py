@@ -15,8 +15,10 @@ One driver for both graph sources (a declared graph or a real checkpoint,
     metadata bytes; sparse layers projected slower than dense on the target flagged.
 ``kernel``
     Per layer, on the input it sees in the candidate forward: time samples of
-    the chosen path and of the dense path, interleaved (with per-call
-    conversion inside the chosen path's timed call), and the numeric error of
+    the chosen path's kernel and of the dense path, interleaved (a per-call
+    conversion is not inside them: it is host work, timed apart in the lower
+    stage, in the host gap before the layer and outside busy time; see
+    ``records.run.KernelLayer``), and the numeric error of
     the chosen path against an fp64 product of the same pruned weights.
 ``schedule``
     Whole-forward samples of the candidate (span) against the dense baseline

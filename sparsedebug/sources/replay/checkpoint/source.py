@@ -14,8 +14,9 @@ here on :class:`~sparsedebug.sources.replay.checkpoint.kernels.ModelKernels`:
     conversion of the sparse ones.
 ``kernel``
     Each linear on the input it sees in the candidate forward of the timed
-    batch: its chosen kernel (per-call conversion inside the timed call)
-    against the dense product of the unpruned weight, and the chosen kernel's
+    batch: its chosen kernel alone (a per-call conversion is timed apart in the
+    lower stage and sits in the host gap before the layer, never in the kernel's
+    samples) against the dense product of the unpruned weight, and the chosen kernel's
     error against an fp64 product of the same pruned weight.
 ``schedule``
     Whole forwards of the timed batch, the candidate against the dense model;
@@ -294,7 +295,7 @@ class CheckpointPrepared:
                 KernelCase(
                     name=layer.name, precision=layer.dtype,
                     kernel_class=kernel_class("linear", self.decisions[layer.name].path, layer.dtype).value,
-                    chosen=partial(chosen, x), dense=partial(dense, x), errors=errors,
+                    chosen=partial(chosen.compute, x, chosen.prepared()), dense=partial(dense, x), errors=errors,
                 )
             )  # fmt: skip
         return cases

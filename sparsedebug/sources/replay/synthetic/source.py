@@ -6,10 +6,10 @@ weights and inputs, prunes to the intended patterns (magnitude, or wanda on the
 layer inputs of the dense model) and records the layer inventory; its lower
 stage asks the backend profile per layer for the sparse path or a dense fallback.
 The kernel stage times each layer on the input it sees in the candidate forward
-(chosen path with any per-call conversion, against the dense path) and measures
+(the chosen path's kernel alone, against the dense path; a per-call conversion is timed apart) and measures
 its error against an fp64 product of the same pruned weights; the schedule stage
 times the whole forward (busy time is the summed layer compute; the host time
-before each layer is its idle gap). Quality is against the dense unpruned model
+before each layer, a per-call conversion included, is its idle gap). Quality is against the dense unpruned model
 in fp64; the equal-latency model narrows the FFN groups by neuron magnitude
 (:mod:`sparsedebug.sources.replay.synthetic.narrow`).
 """
@@ -249,8 +249,11 @@ class SyntheticPrepared:
         return cases
 
     def _case(self, layer: Layer, op: Op, dense_op: Op, ref_op: Op, args: list[Array], output: Array) -> KernelCase:
+        # The kernel alone: a per-call conversion is host work before the layer's compute, timed apart
+        # (lower.conversion_ms) and counted in the host gap before the layer, never in its kernel samples.
+        handle = op.convert() if op.convert is not None else op.handle
+
         def chosen() -> Array:
-            handle = op.convert() if op.convert is not None else op.handle
             return op.compute(args, handle)
 
         def errors() -> tuple[float, float]:
