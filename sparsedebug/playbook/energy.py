@@ -3,7 +3,7 @@ each side measured from its own window (``signoff.energy``), and the line the wa
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from sparsedebug.core.errors import UserError
@@ -31,12 +31,14 @@ def metered(readings: dict[str, RaplReading] | None, role: str, replay: Callable
     return run
 
 
-def power_log(evidence: EvidencePaths) -> tuple[PowerLog | None, str | None]:
-    """The power log to measure the runs' windows with (``--power``, else an ``--smi`` log with power columns, placed
-    with ``--smi-utc-offset``), and the option it came from; (None, None) without one."""
+def power_log(evidence: EvidencePaths, runs: Sequence[RunRecord] = ()) -> tuple[PowerLog | None, str | None]:
+    """The power log to measure the runs' windows with (``--power``, else an ``--smi`` log with power columns), placed
+    with ``--smi-utc-offset`` or else the offset a run's own fingerprint records (``sources.evidence.smi_utc_offset``),
+    and the option it came from; (None, None) without one."""
+    from sparsedebug.sources.evidence import smi_utc_offset
     from sparsedebug.sources.importers.power import load_power_log
 
-    offset = evidence.smi_utc_offset_h
+    offset, _ = smi_utc_offset(evidence.smi_utc_offset_h, *(run.fingerprint for run in runs))
     if evidence.power is not None:
         return load_power_log(evidence.power, utc_offset_h=offset), "--power"
     if evidence.smi is None:
@@ -57,7 +59,7 @@ def walk_energy(
 
     roles: tuple[InputRole, ...] = ("baseline", "candidate", "fixed")
     runs = [(role, walked[role]) for role in roles if role in walked]
-    log, option = power_log(evidence)
+    log, option = power_log(evidence, [run for _, run in runs])
     report = energy_report(runs, log, log_option=option, rapl=dict(rapl_readings), rapl_readable=bool(rapl.readable_zones()))
     measured = [s.role for s in report.sides if s.status == "measured"]
     if measured and log is not None:
