@@ -4,6 +4,7 @@ each side measured from its own window (``signoff.energy``), and the line the wa
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from sparsedebug.core.errors import UserError
@@ -16,19 +17,31 @@ if TYPE_CHECKING:
     from sparsedebug.sources.evidence import EvidencePaths
 
 
-def metered(readings: dict[str, RaplReading] | None, role: str, replay: Callable[[], RunRecord]) -> RunRecord:
-    """Run one replay with the RAPL package counter read before and after it (into ``readings[role]``) when one is readable;
-    ``readings`` None: not a replay, read nothing."""
-    from sparsedebug.core import rapl
+@dataclass
+class Meter:
+    """What a walk measures energy with: the RAPL package counter read around each replay, then every side's energy."""
 
-    if readings is None:
-        return replay()
-    begun = rapl.start()
-    run = replay()
-    reading = rapl.stop(begun) if begun is not None else None
-    if reading is not None:
-        readings[role] = reading
-    return run
+    rapl: dict[str, RaplReading] = field(default_factory=dict)
+
+    def run(self, role: str | None, replay: Callable[[], RunRecord]) -> RunRecord:
+        """Run one replay with the RAPL package counter read before and after it (kept under ``role``) when one is
+        readable; ``role`` None: not a replay (an import or a load), read nothing."""
+        from sparsedebug.core import rapl
+
+        if role is None:
+            return replay()
+        begun = rapl.start()
+        run = replay()
+        reading = rapl.stop(begun) if begun is not None else None
+        if reading is not None:
+            self.rapl[role] = reading
+        return run
+
+    def energy(self, walked: Mapping[str, RunRecord], evidence: EvidencePaths, say: Callable[[str], None]) -> EnergyReport:
+        """Step 5's energy figures (:func:`walk_energy`), with its one line said."""
+        report, note = walk_energy(walked, evidence, self.rapl)
+        say(note)
+        return report
 
 
 def power_log(evidence: EvidencePaths, runs: Sequence[RunRecord] = ()) -> tuple[PowerLog | None, str | None]:

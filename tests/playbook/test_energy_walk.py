@@ -7,8 +7,7 @@ from pathlib import Path
 import pytest
 
 from sparsedebug.core import rapl
-from sparsedebug.playbook.energy import metered
-from sparsedebug.records.energy import RaplReading
+from sparsedebug.playbook.energy import Meter
 from sparsedebug.records.run import RunRecord
 from sparsedebug.render.markdown.deployment import render_report
 from sparsedebug.render.markdown.memo import render_memo
@@ -43,8 +42,9 @@ def test_a_readable_rapl_counter_is_read_around_a_replay(tmp_path: Path, monkeyp
         (zone / "energy_uj").write_text("13500000\n")  # 12.5 J during the replay
         return runs[0]
 
-    readings: dict[str, RaplReading] = {}
-    assert metered(readings, "baseline", replay) is runs[0]
+    meter = Meter()
+    assert meter.run("baseline", replay) is runs[0]
+    readings = meter.rapl
     reading = readings["baseline"]
     assert reading.joules == pytest.approx(12.5) and not reading.wrapped
 
