@@ -19,9 +19,10 @@ rounds; a round re-measured clean replaces the flagged one. The result is
 or a variant's samples still spread beyond ``NoisePolicy.max_spread``, or when
 other processes held the machine's spare cores for the whole measurement
 (sustained contention: the machine's CPU time from ``/proc/stat`` minus this
-process's, over the wall time, see ``NoisePolicy.max_competing_cores``; a
-competitor that takes a core all along disturbs no single round more than
-another, so the round flags cannot see it); a comparison on unstable timings is
+process's, all its threads, over the wall time, see ``NoisePolicy.max_competing_cores``,
+in windows of rounds covering most of the measurement, ``NoisePolicy.min_contended_share``;
+a competitor that takes a core all along disturbs no single round more than
+another, so the round flags cannot see it, while a burst disturbs a few rounds, which they do); a comparison on unstable timings is
 not reported (gate and bisect call it inconclusive). :func:`interleaved` is the plain harness (no re-measurement).
 """
 
@@ -71,7 +72,11 @@ class NoisePolicy:
     """Unstable when other processes kept more than this many cores busy on average over the measurement
     and left it no idle core (their cores plus this process's exceed the machine's minus half a core)."""
     min_contention_window_s: float = 0.25
-    """Shortest measurement whose contention is judged (the machine's CPU clock counts in 10 ms ticks)."""
+    """Shortest measurement whose contention is judged (the machine's CPU clock counts in 10 ms ticks); the
+    measurement is also cut into consecutive windows of at least this length, each judged alike ..."""
+    min_contended_share: float = 0.8
+    """... and contention is sustained only when windows covering at least this share of the measured time
+    were contended (a shorter burst disturbs some rounds, which the round flags catch and re-measure)."""
 
 
 DEFAULT_POLICY = NoisePolicy()
@@ -112,29 +117,65 @@ def machine_cpu(stat: Path = Path("/proc/stat")) -> tuple[float, int] | None:
     return (user + nice + system + irq + softirq + steal) / hertz, cores
 
 
+Reading = tuple[float, float, tuple[float, int] | None]
+"""``(wall s, process CPU s, machine busy CPU s and cores)`` at one instant."""
+
+
 @dataclass(frozen=True)
 class Contention:
-    """Cores other processes kept busy while measuring, and this process's, on average over the wall time."""
+    """Cores other processes kept busy while measuring, and this process's (all its threads), on average over
+    the wall time; and the share of that time in windows where the others held the spare cores."""
 
     others: float
     ours: float
     cores: int
+    contended_share: float = 1.0
 
-    def sustained(self, policy: NoisePolicy) -> bool:
-        """Whether the others held the spare cores throughout (see ``NoisePolicy.max_competing_cores``)."""
+    def holds_spare_cores(self, policy: NoisePolicy) -> bool:
+        """Whether the others' average exceeds ``NoisePolicy.max_competing_cores`` and left no idle core."""
         return self.others > max(policy.max_competing_cores, self.cores - self.ours - 0.5)
 
+    def sustained(self, policy: NoisePolicy) -> bool:
+        """Whether the others held the spare cores throughout (see ``NoisePolicy.max_competing_cores``
+        and ``NoisePolicy.min_contended_share``)."""
+        return self.holds_spare_cores(policy) and self.contended_share >= policy.min_contended_share
 
-def contention(
-    start: tuple[float, float, tuple[float, int] | None], stop: tuple[float, float, tuple[float, int] | None], policy: NoisePolicy
-) -> Contention | None:
-    """Contention between two readings ``(wall, process cpu, machine cpu)``; None when unreadable or too short."""
+
+def contention(start: Reading, stop: Reading, policy: NoisePolicy) -> Contention | None:
+    """Contention between two readings; None when unreadable or too short."""
     wall = stop[0] - start[0]
     if start[2] is None or stop[2] is None or wall < policy.min_contention_window_s:
         return None
     ours = (stop[1] - start[1]) / wall
     others = max(0.0, (stop[2][0] - start[2][0]) / wall - ours)
     return Contention(others=others, ours=ours, cores=stop[2][1])
+
+
+def windowed_contention(readings: list[Reading], policy: NoisePolicy) -> Contention | None:
+    """Contention over the first to the last reading, with the share of the time in contended windows.
+
+    Consecutive readings (one per round boundary) are merged into windows of at least
+    ``NoisePolicy.min_contention_window_s`` (a short tail joins the last window); each window is
+    judged as a measurement of its own. None when the whole is unreadable or too short.
+    """
+    whole = contention(readings[0], readings[-1], policy) if readings else None
+    if whole is None:
+        return None
+    bounds: list[tuple[int, int]] = []
+    start = 0
+    for index in range(1, len(readings)):
+        if readings[index][0] - readings[start][0] >= policy.min_contention_window_s:
+            bounds.append((start, index))
+            start = index
+    if start < len(readings) - 1:
+        bounds[-1] = (bounds[-1][0], len(readings) - 1)
+    contended = 0.0
+    for first, last in bounds:
+        window = contention(readings[first], readings[last], policy)
+        if window is not None and window.holds_spare_cores(policy):
+            contended += readings[last][0] - readings[first][0]
+    share = contended / (readings[-1][0] - readings[0][0])
+    return Contention(others=whole.others, ours=whole.ours, cores=whole.cores, contended_share=share)
 
 
 @lru_cache(maxsize=1)
@@ -266,8 +307,14 @@ def measure(
         for _, func in items:
             func()
     counter = {name: warmup for name, _ in items}
-    begin = (clk.wall(), clk.cpu(), clk.machine())
-    table = [_run_round(items, i, clk, counter) for i in range(rounds)]
+    readings: list[Reading] = [(clk.wall(), clk.cpu(), clk.machine())]
+
+    def timed_round(index: int) -> dict[str, _Round]:
+        row = _run_round(items, index, clk, counter)
+        readings.append((clk.wall(), clk.cpu(), clk.machine()))
+        return row
+
+    table = [timed_round(i) for i in range(rounds)]
     typical = {name: median([r[name].wall for r in table]) for name, _ in items}
     for row in table:
         for name, r in row.items():
@@ -278,14 +325,14 @@ def measure(
     used = 0
     for index in flagged:
         while used < budget and any(r.flags for r in table[index].values()):
-            redo = _run_round(items, index, clk, counter)
+            redo = timed_round(index)
             used += 1
             for name, r in redo.items():
                 r.flags = _flag(r, typical[name], tick, pol)
             if not any(r.flags for r in redo.values()):
                 table[index] = redo
     samples = {name: [row[name].wall for row in table] for name, _ in items}
-    busy = contention(begin, (clk.wall(), clk.cpu(), clk.machine()), pol)
+    busy = windowed_contention(readings, pol)
     quality = _quality(items, table, samples, flagged, first_flags, used, tick, pol, busy)
     return Timed(samples=samples, quality=quality, calls={name: [row[name].call for row in table] for name, _ in items})
 
@@ -329,8 +376,8 @@ def _quality(
         )
     if busy is not None and busy.sustained(pol):
         problems.append(
-            f"other processes kept {busy.others:.1f} of {busy.cores} cores busy throughout (this process used "
-            f"{busy.ours:.1f}): sustained contention"
+            f"other processes kept {busy.others:.1f} of {busy.cores} cores busy (this process used {busy.ours:.1f}), "
+            f"taking the spare cores in {busy.contended_share:.0%} of the time: sustained contention"
         )
     counts: dict[str, int] = {}
     for f in first_flags:
@@ -347,7 +394,8 @@ def _quality(
     return TimingQuality(
         status="unstable" if problems else "stable", reason=reason, rounds=rounds, flagged_rounds=len(flagged),
         remeasured_rounds=used, still_flagged=still, flags=counts, load_average=[v for v in loads if v is not None],
-        cores=os.cpu_count(), competing_cores=None if busy is None else round(busy.others, 3), tick_ms=tick,
+        cores=os.cpu_count(), competing_cores=None if busy is None else round(busy.others, 3),
+        contended_share=None if busy is None else round(busy.contended_share, 3), tick_ms=tick,
         variants=variants,
     )
 

@@ -51,6 +51,11 @@ class TimingQuality(Record):
         description="Cores other processes kept busy on average while measuring (machine CPU time from /proc/stat minus "
         "this process's, over the wall time); None where unreadable or the measurement was too short to tell.",
     )
+    contended_share: float | None = Field(
+        None,
+        description="Share of the measured time in windows of consecutive rounds where other processes held the spare "
+        "cores (sustained contention needs most of it: NoisePolicy.min_contended_share). None where competing_cores is None.",
+    )
     tick_ms: float
     variants: list[VariantTiming] = Field(default_factory=list)
 

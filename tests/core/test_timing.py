@@ -161,8 +161,44 @@ def test_a_competitor_holding_a_core_makes_the_comparison_unstable(others: float
     assert timed.quality.flagged_rounds == 0
     assert timed.quality.status == status, timed.quality.reason
     assert timed.quality.competing_cores == pytest.approx(others, abs=1e-6)
+    assert timed.quality.contended_share == (1.0 if status == "unstable" else 0.0)
     if status == "unstable":
         assert "sustained contention" in timed.quality.reason
+
+
+def test_a_burst_over_part_of_the_measurement_is_not_sustained_contention() -> None:
+    """A competitor holding a core for the first 60% of the time averages 0.6 cores (above the 0.5 limit),
+    but it did not last: the windows after it are quiet, and the verdict stays stable."""
+    m = FakeMachine()
+    clocks = m.clocks()
+    end = 10 * 0.3  # 10 rounds of 300 ms
+
+    def others_so_far() -> float:
+        return min(m.wall, 0.6 * end)
+
+    clocks.machine = lambda: (m.cpu + others_so_far(), 2)
+    timed = measure({"a": m.variant("a", 100.0), "b": m.variant("b", 200.0)}, rounds=10, warmup=0, clocks=clocks, policy=NoisePolicy())
+    q = timed.quality
+    assert q.competing_cores == pytest.approx(0.6, abs=1e-6)
+    assert q.contended_share == pytest.approx(0.6, abs=0.05)
+    assert q.status == "stable", q.reason
+    whole = NoisePolicy(min_contended_share=0.5)  # the same burst, judged by a policy that calls 60% sustained
+    m2 = FakeMachine()
+    clocks2 = m2.clocks()
+    clocks2.machine = lambda: (m2.cpu + min(m2.wall, 0.6 * end), 2)
+    again = measure({"a": m2.variant("a", 100.0), "b": m2.variant("b", 200.0)}, rounds=10, warmup=0, clocks=clocks2, policy=whole)
+    assert again.quality.status == "unstable" and "60% of the time" in again.quality.reason
+
+
+def test_this_process_s_own_threads_are_not_competitors() -> None:
+    """Two threads of ours keep both cores busy (process CPU time twice the wall time): nobody else competes."""
+    m = FakeMachine()
+    clocks = m.clocks()
+    clocks.cpu = lambda: 2 * m.cpu
+    clocks.machine = lambda: (2 * m.cpu + 0.01 * m.wall, 2)
+    timed = measure({"a": m.variant("a", 100.0), "b": m.variant("b", 200.0)}, rounds=5, warmup=1, clocks=clocks, policy=NoisePolicy())
+    assert timed.quality.competing_cores == pytest.approx(0.01, abs=1e-6)
+    assert timed.quality.status == "stable", timed.quality.reason
 
 
 def test_contention_is_not_judged_on_a_short_measurement() -> None:

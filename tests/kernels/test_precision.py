@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sparsedebug.core.errors import UserError
-from sparsedebug.kernels.precision import error_bound, matmul_tolerance, round_bf16, round_input
+from sparsedebug.kernels.precision import error_bound, matmul_tolerance, round_bf16, round_fp16, round_input
 
 
 def test_bf16_ties_go_to_even() -> None:
@@ -39,6 +39,37 @@ def test_bf16_is_nearest_representable(value: float) -> None:
         up = up_bits.view(np.float32)[0]
         err = abs(float(r) - float(x))
         assert err <= abs(float(down) - float(x)) and (not np.isfinite(up) or err <= abs(float(up) - float(x)))
+
+
+def _numpy_fp16(x: np.ndarray) -> np.ndarray:
+    with np.errstate(over="ignore"):
+        return x.astype(np.float16).astype(np.float32)
+
+
+@settings(max_examples=300, deadline=None)
+@given(bits=st.lists(st.integers(0, 2**32 - 1), min_size=1, max_size=64), scale_exponent=st.integers(-30, 20))
+def test_fp16_rounding_equals_numpys_conversion_bit_for_bit(bits: list[int], scale_exponent: int) -> None:
+    """Any fp32 bit pattern (NaN, inf, fp32 and fp16 subnormals, past the fp16 range), and finite values
+    squeezed into one binade range so the fast path runs: the same bits as astype(float16), signed zeros too."""
+    raw = np.array(bits, dtype=np.uint32).view(np.float32)
+    with np.errstate(over="ignore", invalid="ignore"):
+        finite = np.where(np.isfinite(raw), raw, np.float32(1.0))
+        squeezed = (np.sign(finite) * np.abs(finite) / np.maximum(np.max(np.abs(finite)), np.float32(1e-38))
+                    * np.float32(2.0**scale_exponent)).astype(np.float32)
+    for x in (raw, squeezed):
+        got, want = round_fp16(x), _numpy_fp16(x)
+        assert got.dtype == np.float32
+        nan = np.isnan(want)
+        assert np.array_equal(np.isnan(got), nan)
+        assert np.array_equal(got[~nan].view(np.uint32), want[~nan].view(np.uint32))
+
+
+def test_fp16_rounding_ties_subnormals_and_the_edge_of_the_range() -> None:
+    tie = 1.0 + 2.0**-11  # halfway between 1 and the next fp16: ties to even (1.0)
+    values = np.array([tie, 1.0 + 3 * 2.0**-11, 2.0**-25, 3 * 2.0**-25, 2.0**-14 - 2.0**-26, 65503.0, -0.0], dtype=np.float32)
+    assert round_fp16(values).tolist() == [1.0, 1.0 + 2.0**-9, 0.0, 2.0**-23, 2.0**-14, 65504.0, -0.0]
+    assert np.signbit(round_fp16(values)[-1])
+    assert np.isinf(round_fp16(np.array([65520.0], dtype=np.float32))[0])
 
 
 def test_round_input_formats() -> None:

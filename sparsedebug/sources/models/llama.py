@@ -88,20 +88,38 @@ def rope_tables(lengths: tuple[int, ...], head_dim: int, base: float) -> tuple[A
 
 
 def rope(x: Array, cos: Array, sin: Array) -> Array:
-    """Rotate adjacent pairs ``(2i, 2i+1)`` of ``x (N, H, hd)`` by the position angles."""
+    """Rotate adjacent pairs ``(2i, 2i+1)`` of ``x (N, H, hd)`` by the position angles (a new array)."""
     even, odd = x[..., 0::2], x[..., 1::2]
     c, s = cos[:, None, :], sin[:, None, :]
-    out = np.empty_like(x)
-    out[..., 0::2] = even * c - odd * s
-    out[..., 1::2] = even * s + odd * c
+    out = np.empty(x.shape, dtype=np.float32)
+    rotated_even, rotated_odd = out[..., 0::2], out[..., 1::2]
+    np.multiply(even, c, out=rotated_even)
+    rotated_even -= odd * s
+    np.multiply(even, s, out=rotated_odd)
+    rotated_odd += odd * c
     return out
 
 
 def rms_norm(x: Array, weight: Array, eps: float) -> Array:
-    """``x / rms(x) * weight`` over the last axis."""
-    scale = 1.0 / np.sqrt(np.mean(np.square(x), axis=-1, keepdims=True) + np.float32(eps))
-    out: Array = (x * scale.astype(np.float32)) * weight
+    """``x / rms(x) * weight`` over the last axis (a new array): the mean square from one fused sum of squares."""
+    scale = np.einsum("...i,...i->...", x, x)[..., None]
+    scale *= np.float32(1.0 / x.shape[-1])
+    scale += np.float32(eps)
+    np.sqrt(scale, out=scale)
+    np.reciprocal(scale, out=scale)
+    out: Array = np.multiply(x, scale)
+    out *= weight
     return out
+
+
+def silu_times(gate: Array, up: Array) -> Array:
+    """``silu(gate) * up = gate * up / (1 + exp(-gate))``, into ``gate``."""
+    denominator = np.negative(gate)
+    np.exp(denominator, out=denominator)
+    denominator += np.float32(1.0)
+    gate *= up
+    gate /= denominator
+    return gate
 
 
 class LlamaDecoder(Transformer):
@@ -156,18 +174,18 @@ class LlamaDecoder(Transformer):
         p = f"blk.{index}."
         x = rms_norm(h, self.tensors[p + "attn_norm.weight"], cfg.rms_eps)
         tokens = x.shape[0]
-        q = self.linear(p + "attn_q", x, overrides, hook).reshape(tokens, cfg.heads, cfg.head_dim)
-        k = self.linear(p + "attn_k", x, overrides, hook).reshape(tokens, cfg.kv_heads, cfg.head_dim)
-        v = self.linear(p + "attn_v", x, overrides, hook).reshape(tokens, cfg.kv_heads, cfg.head_dim)
+        q, k, v = self.linear_group((p + "attn_q", p + "attn_k", p + "attn_v"), x, overrides, hook)
         cos, sin = rope_tables(batch.lengths, cfg.head_dim, cfg.rope_base)
-        context = attention(rope(q, cos, sin), rope(k, cos, sin), v, batch, causal=True)
-        h = h + self.linear(p + "attn_output", context, overrides, hook)
+        q = rope(q.reshape(tokens, cfg.heads, cfg.head_dim), cos, sin)
+        k = rope(k.reshape(tokens, cfg.kv_heads, cfg.head_dim), cos, sin)
+        context = attention(q, k, v.reshape(tokens, cfg.kv_heads, cfg.head_dim), batch, causal=True)
+        attended = self.linear(p + "attn_output", context, overrides, hook)
+        attended += h
+        h = attended
         x = rms_norm(h, self.tensors[p + "ffn_norm.weight"], cfg.rms_eps)
-        gate = self.linear(p + "ffn_gate", x, overrides, hook)
-        up = self.linear(p + "ffn_up", x, overrides, hook)
-        gate *= 1.0 / (1.0 + np.exp(-gate))
-        gate *= up
-        out: Array = h + self.linear(p + "ffn_down", gate, overrides, hook)
+        gate, up = self.linear_group((p + "ffn_gate", p + "ffn_up"), x, overrides, hook)
+        out = self.linear(p + "ffn_down", silu_times(gate, up), overrides, hook)
+        out += h
         return out
 
     def token_nll(self, h: Array, batch: Batch) -> npt.NDArray[np.float64]:

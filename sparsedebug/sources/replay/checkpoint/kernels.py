@@ -43,12 +43,21 @@ class LayerKernel:
     """Set when the layer runs on a sparse kernel."""
     per_call: bool = False
     rounded: Array = field(init=False)
+    rounded_t: Array | None = field(init=False, default=None)
+    """The dense path's rounded weight transposed, ``(in, out)`` with unit column stride, where rounding made
+    a copy (fp16, bf16): OpenBLAS multiplies ``x @ rounded_t`` 10-20% faster than ``x @ rounded.T``."""
     handle: NMWeight | VNMWeight | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
         self.rounded = np.ascontiguousarray(round_input(self.weight, self.precision), dtype=np.float32)
-        if self.pattern is not None and not self.per_call:
-            self.handle = self.convert()
+        if self.pattern is not None:
+            if not self.per_call:
+                self.handle = self.convert()
+        elif not np.shares_memory(self.rounded, self.weight):
+            # The rounding made a copy: keep it transposed instead (``rounded`` is its (out, in) view). An fp32
+            # layer runs on the weight itself, as it is, rather than on a second copy.
+            self.rounded_t = np.ascontiguousarray(self.rounded.T)
+            self.rounded = self.rounded_t.T
 
     @property
     def sparse(self) -> bool:
@@ -71,7 +80,7 @@ class LayerKernel:
         (``rounded``: ``x`` already rounded to it)."""
         xr = round_input(x, self.precision) if rounded is None else rounded
         if handle is None:
-            dense: Array = xr @ self.rounded.T
+            dense: Array = xr @ (self.rounded.T if self.rounded_t is None else self.rounded_t)
             return dense
         out: Array = np.ascontiguousarray(handle.matmul(xr.T, "fp32").T)
         return out
@@ -115,6 +124,7 @@ class ModelKernels(LinearKernels):
         self.kernels = dict(kernels)
         self.trace: ForwardTrace | None = None
         self._last_input: tuple[Array, Precision, Array] | None = None
+        self._joint: dict[tuple[str, ...], Array] = {}
 
     def rounded_input(self, x: Array, precision: Precision) -> Array:
         """``x`` rounded to ``precision``'s input format, once for consecutive layers that read the same
@@ -131,6 +141,39 @@ class ModelKernels(LinearKernels):
             x.flags.writeable = False
             self._last_input = (x, precision, rounded)
         return rounded
+
+    def run_group(self, names: tuple[str, ...], x: Array) -> list[Array] | None:
+        """One product for layers that are all dense at one precision: their rounded weights side by side,
+        joined on first use (each layer's ``rounded_t`` then a column slice of the joint array, so no
+        extra copy is kept). None for a group with a sparse layer or mixed precisions."""
+        kernels = [self.kernels.get(name) for name in names]
+        dense = [k for k in kernels if k is not None and k.rounded_t is not None]
+        if len(dense) != len(names) or len({k.precision for k in dense}) != 1:
+            return None
+        joint = self._joint.get(names)
+        if joint is None or any(not np.shares_memory(k.rounded_t, joint) for k in dense):
+            joint = self._join(names, dense)
+        clock = time.perf_counter
+        start = clock()
+        y: Array = self.rounded_input(x, dense[0].precision) @ joint
+        stops = np.cumsum([k.rounded.shape[0] for k in dense])
+        outputs = [y[:, stop - k.rounded.shape[0] : stop] for k, stop in zip(dense, stops, strict=True)]
+        if self.trace is not None:
+            share = (clock() - start) / len(names)
+            for name in names:
+                self.trace.add(name, 0.0, share, False)
+        return outputs
+
+    def _join(self, names: tuple[str, ...], dense: list[LayerKernel]) -> Array:
+        joint = np.ascontiguousarray(np.concatenate([k.rounded_t for k in dense if k.rounded_t is not None], axis=1))
+        start = 0
+        for kernel in dense:
+            width = kernel.rounded.shape[0]
+            kernel.rounded_t = joint[:, start : start + width]
+            kernel.rounded = kernel.rounded_t.T
+            start += width
+        self._joint[names] = joint
+        return joint
 
     def __getitem__(self, name: str) -> Array:
         return self.kernels[name].weight

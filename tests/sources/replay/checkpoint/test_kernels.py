@@ -37,3 +37,38 @@ def test_layers_reading_one_input_round_it_once(precision: str, monkeypatch: pyt
     other = x.copy()
     model.run("o", other)
     assert calls[-1] == id(other)
+
+
+@pytest.mark.parametrize("precision", ["fp16", "bf16"])
+def test_dense_layers_reading_one_input_share_one_product_without_an_extra_copy(precision: str) -> None:
+    from sparsedebug.sources.replay.checkpoint.kernels import ForwardTrace
+
+    rng = np.random.default_rng(1)
+    weights = {name: rng.standard_normal((width, 24)).astype(np.float32) for name, width in (("q", 16), ("k", 8), ("v", 8))}
+    model = candidate_kernels(weights, dict.fromkeys(weights, precision), {}, per_call=False)
+    x = rng.standard_normal((5, 24)).astype(np.float32)
+    alone = {name: model.kernels[name].compute(x, None) for name in weights}
+    model.trace = ForwardTrace()
+    model.trace.begin()
+    joint = model.run_group(("q", "k", "v"), x)
+    model.trace.end()
+    assert joint is not None and [y.shape for y in joint] == [(5, 16), (5, 8), (5, 8)]
+    for name, y in zip(("q", "k", "v"), joint, strict=True):
+        np.testing.assert_allclose(y, alone[name], rtol=1e-5, atol=1e-5)
+        assert np.shares_memory(model.kernels[name].rounded_t, model._joint[("q", "k", "v")])
+        np.testing.assert_array_equal(model.kernels[name].rounded, round_input(weights[name], precision))  # type: ignore[arg-type]
+    assert set(model.trace.layer_host_ms) == {"q", "k", "v"} and model.trace.sparse_ms == [0.0]
+    assert model.run_group(("q", "k", "v"), x) is not None and len(model._joint) == 1  # joined once
+
+
+def test_a_group_with_a_sparse_layer_mixed_precisions_or_fp32_runs_layer_by_layer() -> None:
+    rng = np.random.default_rng(2)
+    weights = {name: rng.standard_normal((8, 16)).astype(np.float32) for name in ("gate", "up")}
+    x = rng.standard_normal((3, 16)).astype(np.float32)
+    sparse = candidate_kernels(weights, dict.fromkeys(weights, "fp16"), {"up": Pattern(n=2, m=4)}, per_call=False)
+    assert sparse.run_group(("gate", "up"), x) is None
+    mixed = candidate_kernels(weights, {"gate": "fp16", "up": "bf16"}, {}, per_call=False)
+    assert mixed.run_group(("gate", "up"), x) is None
+    fp32 = candidate_kernels(weights, dict.fromkeys(weights, "fp32"), {}, per_call=False)
+    assert fp32.run_group(("gate", "up"), x) is None  # fp32 layers keep the weight itself: no joint copy
+    assert all(k.rounded_t is None and np.shares_memory(k.rounded, weights[n]) for n, k in fp32.kernels.items())
