@@ -26,6 +26,14 @@ if TYPE_CHECKING:
     from sparsedebug.records.playbook import Step
     from sparsedebug.sources.bundle import LoadedBundle
 
+PowerOption = Annotated[
+    Path | None,
+    typer.Option("--power", help="Power or energy log covering the runs (nvidia-smi CSV, DCGM exporter, Zeus or CodeCarbon CSV): each "
+                 "side's joules per forward and per token, tokens per joule, from its own window (board power, not wall power), p50 "
+                 "with an interval over iterations; too-short or uncovered windows are said, with the command that captures one. "
+                 "nvidia-smi timestamps need --smi-utc-offset."),
+]
+
 PlaybookOption = Annotated[
     Path | None,
     typer.Option("--playbook", help="Playbook YAML to use instead of the embedded structured-sparsity playbook."),
@@ -108,7 +116,8 @@ def run(
     force: Annotated[bool, typer.Option("--force", help="Replace the bundle already in --output (kept until the new one is complete).")] = False,
     repeats: Annotated[int | None, typer.Option("--repeats", min=3, max=MAX_REPEATS, help="Override the repeat count of every replay (3 to 10,000).")] = None,
     ncu: Annotated[Path | None, typer.Option("--ncu", help="Nsight Compute CSV to attach as classification evidence.")] = None,
-    smi: Annotated[Path | None, typer.Option("--smi", help="nvidia-smi CSV log to attach as classification evidence.")] = None,
+    smi: Annotated[Path | None, typer.Option("--smi", help="nvidia-smi CSV log: classification evidence (and the power log if it has power columns).")] = None,
+    power: PowerOption = None,
     calibrate: CalibrateOption = False,
     smi_utc_offset: SmiUtcOffsetOption = None,
     no_reduce: Annotated[bool, typer.Option("--no-reduce", help="Skip the ddmin reduction to a reproducer in step 4 (faster).")] = False,
@@ -127,7 +136,9 @@ def run(
 
     The bundle holds the fingerprint, both run records, the bisect and
     classification JSON, the reproducer, the fix and its re-run, memo.md,
-    report.md and report.html (both in one self-contained page with figures).
+    report.md and report.html (both in one self-contained page with figures). With --power each side's joules per forward and per token come
+    from its own window (energy.json); a replay here has no energy reading
+    (RAPL aside), a GPU profile an estimate, marked estimate.
 
     With no arguments it runs the embedded default on a real model and real
     text: all-MiniLM-L6-v2 dense against its FFN pruned 2:4 by Wanda on
@@ -166,7 +177,7 @@ def run(
     columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn())
     with Progress(*columns, console=err_console(), transient=True) as progress:
         bundle = run_playbook(
-            output, baseline=baseline, candidate=candidate, fixed=fixed, repeats=repeats, evidence=EvidencePaths(ncu=ncu, smi=smi, smi_utc_offset_h=smi_utc_offset),
+            output, baseline=baseline, candidate=candidate, fixed=fixed, repeats=repeats, evidence=EvidencePaths(ncu=ncu, smi=smi, smi_utc_offset_h=smi_utc_offset, power=power),
             playbook=playbook, reporter=_RichReporter(progress), reduce=not no_reduce, force=force, executor=executor, calibrate=calibrate,
             allow_different=allowed_dimensions(allow_different),
         )

@@ -22,6 +22,7 @@ from pydantic import BaseModel
 
 from sparsedebug.core.errors import UserError
 from sparsedebug.playbook.bundle import PARTIAL, check_out_dir, clear_stale, discard, swap_into_place, work_dir
+from sparsedebug.playbook.energy import Meter
 from sparsedebug.records.bundle import Bundle, BundleInput, FixOutcome, InputKind, StepRecord
 from sparsedebug.records.comparability import Dimension
 from sparsedebug.records.playbook import Playbook, Step
@@ -95,6 +96,7 @@ class _Walk:
     classification: Classification | None = None
     fixed_source: Literal["applied_to_workload", "given", "none"] = "none"
     fix_how: str = ""
+    meter: Meter = field(default_factory=Meter)
     _started: float = 0.0
 
     def save(self, role: str, record: BaseModel) -> None:
@@ -118,10 +120,9 @@ class _Walk:
         self.say.done(step, status, detail)
 
     def load(self, role: str) -> RunRecord:
-        """Replay, import or load one input as a run record."""
+        """Replay, import or load one input as a run record (a replay with the CPU package's RAPL counter read around it)."""
         from sparsedebug.sources.detect import load_run
-
-        return load_run(self.paths[role], repeats=self.repeats, progress=self.say.progress)
+        return self.meter.run(role if self.kinds[role] == "workload" else None, lambda: load_run(self.paths[role], repeats=self.repeats, progress=self.say.progress))
 
 
 def _freeze(w: _Walk) -> None:
@@ -301,7 +302,7 @@ def _rerun(w: _Walk) -> None:
 
         w.say.step(step, "replay the fixed candidate")
         path = w.tmp / FILES["fixed_workload"]
-        fixed_run = _relabel(replay(load_workload(path), repeats=w.repeats, progress=w.say.progress, source_path=path), path.name)
+        fixed_run = _relabel(w.meter.run("fixed", lambda: replay(load_workload(path), repeats=w.repeats, progress=w.say.progress, source_path=path)), path.name)
     fix = w.classification.fix
     outcome = FixOutcome(proposed=fix, applied=w.fixed_source != "none", how=w.fix_how, fixed_source=w.fixed_source)
     if fixed_run is not None:
@@ -482,6 +483,7 @@ def run_playbook(
         _classify(w, evidence)
         _reproduce(w, reduce)
         _rerun(w)
+        w.save("energy", w.meter.energy(w.runs, evidence, w.say.note))  # step 5's energy, each side from its own window
         _decide_and_render(w, embedded=baseline is None, out_dir=out_dir)
         swap_into_place(tmp, out_dir)
     except BaseException:

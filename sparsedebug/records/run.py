@@ -399,6 +399,10 @@ class RunSource(Record):
     files: list[FileDigest] = Field(default_factory=list)
     runtime: TraceRuntime | None = Field(None, description="Imported traces: the CUDA, CUPTI and device versions the trace records.")
     window: TimeWindow | None = Field(None, description="Absolute time of the run's GPU work; None when the artifact does not say.")
+    iteration_windows: list[TimeWindow] = Field(
+        default_factory=list,
+        description="Absolute time of each iteration whose latency is a sample (same order as outcome.latency_samples_ms); empty when unknown.",
+    )
 
 
 class RunRecord(Record):

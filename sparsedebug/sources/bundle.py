@@ -16,6 +16,7 @@ Layout (file names fixed so ``sparsedebug memo DIR`` can re-render from them)::
     fix.json                step 4: the fix, how it was applied, expected vs measured movement
     fixed.workload.yaml     step 4: the candidate with the fix applied (when it maps onto a workload)
     fixed.run.json          step 5: the re-run of the fixed candidate (or --fixed as given)
+    energy.json             step 5: energy per side from each run's own window (or why none), estimates apart
     decision.json           step 5: ship, bounded rollout, rollback or escalate, with reasons and the gate
     ranks.json              run sets only: every rank compared (straggler, confined or uniform change)
     memo.md  report.md      the review memo and the sparsity deployment report (rendered from the records)
@@ -36,6 +37,7 @@ from sparsedebug.core.io import load_record
 from sparsedebug.records.bundle import Bundle, BundleInput, FixOutcome, InputRole
 from sparsedebug.records.classification import Classification
 from sparsedebug.records.decision import DecisionOutcome
+from sparsedebug.records.energy import EnergyReport
 from sparsedebug.records.findings import BisectResult
 from sparsedebug.records.fingerprint import Fingerprint
 from sparsedebug.records.ranks import RankComparison
@@ -59,6 +61,7 @@ FILES: dict[str, str] = {
     "fix": "fix.json",
     "fixed_workload": "fixed.workload.yaml",
     "decision": "decision.json",
+    "energy": "energy.json",
     "ranks": "ranks.json",
     "memo": "memo.md",
     "report": "report.md",
@@ -85,6 +88,7 @@ class LoadedBundle(BaseModel):
     fix: FixOutcome | None = None
     decision: DecisionOutcome | None = None
     ranks: RankComparison | None = None
+    energy: EnergyReport | None = None
 
     def path(self, role: str) -> Path | None:
         """Path of a bundle file by role, when present."""
@@ -137,6 +141,7 @@ def load_bundle(root: Path) -> LoadedBundle:
     fix_path = _optional(root, manifest, "fix")
     decision_path = _optional(root, manifest, "decision")
     ranks_path = _optional(root, manifest, "ranks")
+    energy_path = _optional(root, manifest, "energy")
     return LoadedBundle(
         root=root,
         manifest=manifest,
@@ -151,4 +156,5 @@ def load_bundle(root: Path) -> LoadedBundle:
         fix=load_record(fix_path, FixOutcome) if fix_path is not None else None,
         decision=load_record(decision_path, DecisionOutcome) if decision_path is not None else None,
         ranks=load_record(ranks_path, RankComparison) if ranks_path is not None else None,
+        energy=load_record(energy_path, EnergyReport) if energy_path is not None else None,
     )

@@ -24,10 +24,13 @@ class EvidencePaths:
     smi_utc_offset_h: float | None = None
     """The nvidia-smi clock's offset from UTC in hours (its timestamps carry no zone); None: the run's fingerprint's
     offset when it records one (:func:`smi_utc_offset`), else the log cannot be aligned."""
+    power: Path | None = None
+    """A power or energy log for the runs' energy (``playbook.energy`` reads it; without it, an --smi log with power columns)."""
 
     def given(self) -> list[tuple[str, Path]]:
         """(option, path) of every file given."""
-        return [(option, path) for option, path in (("--ncu", self.ncu), ("--smi", self.smi)) if path is not None]
+        files = (("--ncu", self.ncu), ("--smi", self.smi), ("--power", self.power))
+        return [(option, path) for option, path in files if path is not None]
 
 
 @dataclass(frozen=True)

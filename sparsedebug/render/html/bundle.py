@@ -12,6 +12,7 @@ from __future__ import annotations
 from html import escape
 
 from sparsedebug.records.playbook import Playbook
+from sparsedebug.render.html.energy import energy_section
 from sparsedebug.render.html.page import Part, Section, page
 from sparsedebug.render.html.sections import (
     Runs,
@@ -44,6 +45,7 @@ def bundle_sections(bundle: LoadedBundle) -> list[Section]:
         forward_section(runs),
         timeline_section(runs),
         quality_section(runs),
+        energy_section(bundle),
     ]
 
 

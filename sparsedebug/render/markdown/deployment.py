@@ -19,6 +19,7 @@ from sparsedebug.records.run import KernelPath, RunRecord
 from sparsedebug.records.target import LayerProjection
 from sparsedebug.render.clocks import bundle_clock, label_latencies, measured_clock, slower_layers, target_sentence
 from sparsedebug.render.markdown.cells import md_cell
+from sparsedebug.render.markdown.energy import energy_section
 from sparsedebug.signoff.decide import stored_decision
 from sparsedebug.signoff.metrics import fallback_summary, latency, layer_rows, real_quality_text, reality_figures
 from sparsedebug.sources.bundle import LoadedBundle
@@ -291,6 +292,7 @@ def render_report(bundle: LoadedBundle) -> str:
         row = _target_row(label, run) if run is not None else None
         if row is not None:
             lines.append(row)
+    lines += energy_section(bundle)
     lines += ["", "## Correctness, quality and performance matrix (default gate vs the baseline)", ""]
     lines += [f"Latencies in this matrix: {bundle_clock([base, cand] + ([fixed] if fixed is not None else []))}.", ""]
     runs = [("candidate", cand)] + ([("fixed", fixed)] if fixed is not None else [])

@@ -35,6 +35,8 @@ from sparsedebug.render.clocks import (
     target_label,
     target_sentence,
 )
+from sparsedebug.render.markdown.energy import expected_lines as expected_energy_lines
+from sparsedebug.render.markdown.energy import measured_lines as measured_energy_lines
 from sparsedebug.render.markdown.ranks import rank_lines
 from sparsedebug.render.markdown.tags import build_tags
 from sparsedebug.render.markdown.verdicts import attributed_lines
@@ -271,6 +273,7 @@ def _action(b: LoadedBundle, book: Playbook) -> list[str]:
             + (f"{fix.metric} {fix.direction}; " if fix else "")
             + "not projected: the bundle has no re-run to measure against."
         )
+    out += expected_energy_lines(b, fo)
     if fo is not None and fo.movements:
         target = fo.target or "its target metric"
         verdict = f"moved {target} the expected way" if fo.moved else (
@@ -294,6 +297,7 @@ def _action(b: LoadedBundle, book: Playbook) -> list[str]:
                 "more than projected" if abs(got) > abs(exp_change) else "less than projected"
             )
             out.append(f"  - Measured against expected: p50 {got:+.1%} measured vs {exp_change:+.1%} expected: {size}.")
+        out += measured_energy_lines(b)
     out += _next_step(b)
     out.append("- **Regression risk**:")
     out += _risks(b)

@@ -10,6 +10,7 @@ from sparsedebug.core.stats import percentiles
 from sparsedebug.records.playbook import Playbook
 from sparsedebug.render.clocks import measured_clock, target_label
 from sparsedebug.render.markdown.deployment import reality_check
+from sparsedebug.render.terminal.energy import energy_table
 from sparsedebug.signoff.decide import stored_decision
 from sparsedebug.sources.bundle import LoadedBundle
 
@@ -63,7 +64,11 @@ def bundle_summary(bundle: LoadedBundle, book: Playbook) -> RenderableType:
         for refusal in decision.ship_refused:
             lines.append(f"  not ship: {refusal}\n")
     chart = terminal_reality_check(bundle)
-    parts: list[RenderableType] = [runs, lines]
+    parts: list[RenderableType] = [runs]
+    energy = energy_table(bundle)
+    if energy is not None:
+        parts.append(energy)
+    parts.append(lines)
     if chart:
         role = "fixed" if bundle.fixed is not None else "candidate"
         parts.append(Text(f"SPARSE REALITY CHECK ({role})\n" + "\n".join(chart) + "\n"))

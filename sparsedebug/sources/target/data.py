@@ -94,6 +94,17 @@ class ForwardSpec(Record):
     source: str | None = None
 
 
+class PowerSpec(Record):
+    """An nvidia-smi log taken on the target under load: the board power an energy estimate multiplies by."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    file: str
+    busy_utilization_pct: float = Field(description="Samples at or above this utilization.gpu count as under load.")
+    limit_w: float | None = Field(None, description="The enforced power limit when the log does not record it.")
+    limit_source: str | None = Field(None, description="Where limit_w is quoted from.")
+
+
 class TargetSource(Record):
     """``fixtures/targets/<name>.yaml``: which measured files describe one GPU."""
 
@@ -109,6 +120,7 @@ class TargetSource(Record):
     ncu: NcuSpec | None = None
     traces: list[TraceSpec] = []
     forwards: list[ForwardSpec] = []
+    power: PowerSpec | None = None
 
 
 @dataclass(frozen=True)

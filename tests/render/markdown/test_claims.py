@@ -250,9 +250,75 @@ def advice_flags(bundle: LoadedBundle, memo: str, report: str) -> list[str]:
     return problems
 
 
+ENERGY_P50 = re.compile(rf"{NUMBER} (J/forward|J/token|tokens/J) p50")
+ENERGY_FIGURE = re.compile(rf"{NUMBER} (J/forward|J/token|tokens/J)(?! p50)")
+_ENERGY_FIELD = {"J/forward": "joules_per_forward", "J/token": "joules_per_token", "tokens/J": "tokens_per_joule"}
+
+
+def energy_figures(bundle: LoadedBundle, memo: str, report: str) -> list[str]:
+    """A measured energy figure ("X J/token p50") is the p50 of the nearest role before it, whose energy was measured:
+    its status ``measured`` and every window it ranges over a measured ``WindowEnergy``."""
+    problems = []
+    energy = bundle.energy
+    for where, text in (("memo", memo), ("report", report)):
+        for line in text.splitlines():
+            for match in ENERGY_P50.finditer(line):
+                roles = re.findall(r"\b(baseline|candidate|fixed)\b", line[: match.start()])
+                side = energy.side(roles[-1]) if energy is not None and roles else None
+                if side is None:
+                    problems.append(f"{where}: an energy figure with no side's energy record: '{line.strip()[:160]}'")
+                    continue
+                summary = getattr(side, _ENERGY_FIELD[match.group(2)])
+                if side.status != "measured" or summary is None or not side.windows or any(w.status != "measured" for w in side.windows):
+                    problems.append(f"{where}: {roles[-1]} {match.group(0)} without a measured window energy")
+                elif not _same(match.group(1), summary.p50) and not re.fullmatch(r"[0-9.]+e[-+]?[0-9]+", match.group(1)):
+                    problems.append(f"{where}: {roles[-1]} {match.group(0)} is not its record's p50 {summary.p50:.4g}")
+    return problems
+
+
+def energy_estimates_labelled(bundle: LoadedBundle, memo: str, report: str) -> list[str]:
+    """An energy figure that is not a measured p50 (a target estimate, a projection) is on a line that says estimate."""
+    problems = []
+    for where, text in (("memo", memo), ("report", report)):
+        for line in text.splitlines():
+            if line.lstrip().startswith("|"):
+                continue  # table cells carry the label in their column header
+            if ENERGY_FIGURE.search(line) and "estimate" not in line.lower():
+                problems.append(f"{where}: an energy figure neither a measured p50 nor labelled estimate: '{line.strip()[:160]}'")
+    return problems
+
+
+def energy_missing_named(bundle: LoadedBundle, memo: str, report: str) -> list[str]:
+    """The memo's perf-per-watt line says a side without measured energy is not measured (in the line, or in that side's
+    sub-bullet), with the command line that captures a usable log when there is one; the report lists every command."""
+    energy = bundle.energy
+    if energy is None:
+        return []
+    lines = memo.splitlines()
+    start = next((k for k, line in enumerate(lines) if "Perf-per-watt" in line), None)
+    if start is None:
+        return ["memo: no perf-per-watt line in the expected movement"]
+    block = [lines[start]]
+    for line in lines[start + 1:]:
+        if not line.startswith("    - "):
+            break
+        block.append(line)
+    problems = []
+    for side in energy.sides:
+        if side.status == "measured" or side.role not in ("baseline", "candidate"):
+            continue
+        said = "not measured" in block[0] or any(line.startswith(f"    - {side.role} `{side.run}`: not measured") for line in block)
+        if not said:
+            problems.append(f"memo: the perf-per-watt line does not say the {side.role}'s energy is not measured ({side.status})")
+        if energy.capture and not any(energy.capture[0] in line for line in block):
+            problems.append(f"memo: energy evidence missing without the capture command `{energy.capture[0]}`")
+    problems += [f"report: capture command `{c}` not listed" for c in energy.capture if c not in report]
+    return problems
+
+
 CHECKS: list[Check] = [
     run_p50s, movement_and_speedups, equal_latency_labels, kernel_time_shares, probe_counts, target_wording,
-    artifact_paths, torch_messages, p99_wording, advice_flags,
+    artifact_paths, torch_messages, p99_wording, advice_flags, energy_figures, energy_estimates_labelled, energy_missing_named,
 ]
 
 

@@ -105,6 +105,8 @@ class IterationSummary(Record):
         description="From the iteration's start on the host (or the previous iteration's end, if later) to its last GPU op end (or host end, if later)."
     )
     partial: bool = Field(False, description="The trace ends inside this iteration: left out of the run record's samples.")
+    start_us: float | None = Field(None, description="Start of the latency interval, in the trace's own microseconds.")
+    end_us: float | None = Field(None, description="End of the latency interval, in the trace's own microseconds.")
 
 
 class TraceSummary(Record):
@@ -210,10 +212,12 @@ def _iteration_figures(groups: list[list[GpuOp]], iterations: Iterations) -> tup
         tl = timeline(group)
         end = max(max(op.end for op in group), host_end)
         # an iteration issued while the previous one still ran starts when the GPU frees up
-        latency = (end - max(start, previous_end)) / 1e3
+        begin = max(start, previous_end)
+        latency = (end - begin) / 1e3
         previous_end = end
         partial = index in iterations.partial
-        out.append(IterationSummary(index=index, gpu_ops=len(group), span_ms=tl.span_ms, busy_ms=tl.busy_ms, latency_ms=latency, partial=partial))
+        out.append(IterationSummary(index=index, gpu_ops=len(group), span_ms=tl.span_ms, busy_ms=tl.busy_ms, latency_ms=latency, partial=partial,
+                                    start_us=begin, end_us=end))
         if not partial:
             host += tl.host_wait_ms
             kern += tl.kernel_wait_ms
@@ -262,6 +266,7 @@ def _analyze_trace(path: Path, include_last_step: bool, trace: TraceEvents) -> T
         name=_stem(path),
         source=RunSource(
             kind="torch_trace", files=[trace.digest or file_digest(path)], window=_window(trace.metadata, trace.ts_base, ops),
+            iteration_windows=_iteration_windows(trace.metadata, trace.ts_base, complete),
             runtime=_runtime(trace.metadata, device, device_name, lower_layers, any(op.launch_name.startswith("cudaGraphLaunch") for op in ops)),
         ),
         graph=GraphStage(layers=graph_layers, tokens=tokens(graph_layers)),
@@ -358,6 +363,18 @@ def _window(metadata: dict[str, Any], ts_base: float | None, ops: list[GpuOp]) -
     end = max(op.ts + op.dur for op in ops) + (ts_base or 0.0)
     return TimeWindow(start_utc_s=base / 1e9 + start / 1e6, end_utc_s=base / 1e9 + end / 1e6,
                       source="baseTimeNanoseconds + first/last GPU op timestamp")
+
+
+def _iteration_windows(metadata: dict[str, Any], ts_base: float | None, iterations: list[IterationSummary]) -> list[TimeWindow]:
+    """Each iteration's latency interval in absolute UTC (the run record's latency samples, in order); empty without
+    ``baseTimeNanoseconds``."""
+    base = metadata.get("baseTimeNanoseconds")
+    if not isinstance(base, int | float) or isinstance(base, bool) or base <= 0:
+        return []
+    shift = base / 1e9 + (ts_base or 0.0) / 1e6
+    return [TimeWindow(start_utc_s=shift + it.start_us / 1e6, end_utc_s=shift + it.end_us / 1e6,
+                       source=f"baseTimeNanoseconds + iteration {it.index}'s latency interval")
+            for it in iterations if it.start_us is not None and it.end_us is not None]
 
 
 def _device_properties(metadata: dict[str, Any], device: int) -> dict[str, Any]:

@@ -1,0 +1,82 @@
+"""The walk's energy step: the power log it was given (``--power``, else an ``--smi`` log with power columns),
+each side measured from its own window (``signoff.energy``), and the line the walk says about it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from sparsedebug.core.errors import UserError
+
+if TYPE_CHECKING:
+    from sparsedebug.records.bundle import InputRole
+    from sparsedebug.records.energy import EnergyReport, RaplReading
+    from sparsedebug.records.power import PowerLog
+    from sparsedebug.records.run import RunRecord
+    from sparsedebug.sources.evidence import EvidencePaths
+
+
+@dataclass
+class Meter:
+    """What a walk measures energy with: the RAPL package counter read around each replay, then every side's energy."""
+
+    rapl: dict[str, RaplReading] = field(default_factory=dict)
+
+    def run(self, role: str | None, replay: Callable[[], RunRecord]) -> RunRecord:
+        """Run one replay with the RAPL package counter read before and after it (kept under ``role``) when one is
+        readable; ``role`` None: not a replay (an import or a load), read nothing."""
+        from sparsedebug.core import rapl
+
+        if role is None:
+            return replay()
+        begun = rapl.start()
+        run = replay()
+        reading = rapl.stop(begun) if begun is not None else None
+        if reading is not None:
+            self.rapl[role] = reading
+        return run
+
+    def energy(self, walked: Mapping[str, RunRecord], evidence: EvidencePaths, say: Callable[[str], None]) -> EnergyReport:
+        """Step 5's energy figures (:func:`walk_energy`), with its one line said."""
+        report, note = walk_energy(walked, evidence, self.rapl)
+        say(note)
+        return report
+
+
+def power_log(evidence: EvidencePaths, runs: Sequence[RunRecord] = ()) -> tuple[PowerLog | None, str | None]:
+    """The power log to measure the runs' windows with (``--power``, else an ``--smi`` log with power columns), placed
+    with ``--smi-utc-offset`` or else the offset a run's own fingerprint records (``sources.evidence.smi_utc_offset``),
+    and the option it came from; (None, None) without one."""
+    from sparsedebug.sources.evidence import smi_utc_offset
+    from sparsedebug.sources.importers.power import load_power_log
+
+    offset, _ = smi_utc_offset(evidence.smi_utc_offset_h, *(run.fingerprint for run in runs))
+    if evidence.power is not None:
+        return load_power_log(evidence.power, utc_offset_h=offset), "--power"
+    if evidence.smi is None:
+        return None, None
+    try:
+        log = load_power_log(evidence.smi, utc_offset_h=offset)
+    except UserError:
+        return None, None  # an --smi log the power reader cannot use: thermal evidence only
+    return (log, "--smi") if log.channels else (None, None)
+
+
+def walk_energy(
+    walked: Mapping[str, RunRecord], evidence: EvidencePaths, rapl_readings: Mapping[str, RaplReading],
+) -> tuple[EnergyReport, str]:
+    """Every side's energy (baseline, candidate, fixed as walked) and one line for the walk's reporter."""
+    from sparsedebug.core import rapl
+    from sparsedebug.signoff.energy import energy_report
+
+    roles: tuple[InputRole, ...] = ("baseline", "candidate", "fixed")
+    runs = [(role, walked[role]) for role in roles if role in walked]
+    log, option = power_log(evidence, [run for _, run in runs])
+    report = energy_report(runs, log, log_option=option, rapl=dict(rapl_readings), rapl_readable=bool(rapl.readable_zones()))
+    measured = [s.role for s in report.sides if s.status == "measured"]
+    if measured and log is not None:
+        return report, f"energy: measured for {', '.join(measured)} from {option} {log.file}"
+    if all(run.source.kind == "replay" for _, run in runs):
+        return report, f"energy: {report.machine}"
+    return report, "energy: not measured: " + "; ".join(f"{s.role} {s.status.replace('_', ' ')}" for s in report.sides)

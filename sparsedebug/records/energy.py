@@ -1,0 +1,112 @@
+"""Records of a walk's energy figures (``energy.json`` in a bundle): per side, measured or estimated, never mixed.
+
+A side's measured figures come from a power log's readings inside that run's own time window
+(``records.power.WindowEnergy``): per iteration where every iteration's window can be measured, else
+over windows of consecutive iterations, else over the run's whole window. Joules per forward, joules
+per token and tokens per joule are quoted as the p50 over those windows with the median's
+distribution-free interval. An *estimate* (the target cost model's projected forward times board
+power measured on the target under load) lives in its own field with its own basis, so no reader
+can quote one as the other.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from sparsedebug.records.base import SCHEMA_VERSION, Record
+from sparsedebug.records.bundle import InputRole
+from sparsedebug.records.power import WindowEnergy
+
+EnergyOver = Literal["iterations", "windows", "run_window"]
+"""What the p50 and interval range over: one window per iteration, windows of consecutive iterations, or the
+run's whole window (one value, no interval)."""
+
+SideStatus = Literal["measured", "too_short", "unaligned", "not_covered", "no_reading", "no_window", "no_log"]
+"""``measured``: figures exist; the ``records.power`` statuses from the run's window; ``no_window``: the run
+records no absolute time (a replay); ``no_log``: no power log was given."""
+
+
+EnergyUnit = Literal["J/forward", "J/token", "tokens/J"]
+
+
+class EnergySummary(Record):
+    """One energy figure over the windows a side was measured in: p50 and the median's interval."""
+
+    unit: EnergyUnit
+    p50: float
+    low: float | None = Field(description="Lower end of the median's interval; None for a single window.")
+    high: float | None = Field(description="Upper end of the median's interval; None for a single window.")
+    confidence: float = Field(description="Confidence of the interval for the median: 0.95, or what the range of fewer windows gives (0.75 for 3).")
+    n: int = Field(description="Windows the figure ranges over.")
+
+
+class EnergyEstimate(Record):
+    """An energy ESTIMATE on the target GPU: projected forward time times board power measured there under load."""
+
+    device: str
+    forward_ms: float = Field(description="The run's whole forward projected on the target clock.")
+    board_power_w: float = Field(description="Median board power of the target's log samples under load.")
+    board_power_low_w: float
+    board_power_high_w: float
+    joules_per_forward: float
+    joules_per_forward_low: float
+    joules_per_forward_high: float
+    joules_per_token: float | None = None
+    tokens_per_joule: float | None = None
+    power_limit_w: float | None = None
+    basis: str = Field(description="Where both factors come from (files, samples, the cost model's basis).")
+
+
+class RaplReading(Record):
+    """CPU package energy (RAPL) read around one replay: the whole replay, not per forward."""
+
+    zone: str = Field(description="The powercap zone read, e.g. 'intel-rapl:0 (package-0)'.")
+    joules: float
+    seconds: float
+    mean_power_w: float
+    wrapped: bool = Field(description="Whether the counter wrapped during the replay (corrected with max_energy_range_uj).")
+    note: str
+
+
+class SideEnergy(Record):
+    """One side's energy: measured figures from its own window, or why none, with the clock state beside."""
+
+    role: InputRole
+    run: str = Field(description="The run's name.")
+    status: SideStatus
+    over: EnergyOver | None = None
+    windows: list[WindowEnergy] = Field(default_factory=list, description="Every window measured (or tried) for this side.")
+    forwards_per_window: int | None = Field(None, description="Forwards (iterations) inside each window the figures divide by.")
+    tokens_per_forward: int | None = None
+    joules_per_forward: EnergySummary | None = None
+    joules_per_token: EnergySummary | None = None
+    tokens_per_joule: EnergySummary | None = None
+    mean_power_w: float | None = Field(None, description="Median of the windows' mean board power.")
+    idle_power_w: float | None = Field(None, description="Power of readings the log marks idle, kept apart from the figures.")
+    power_limit_w: float | None = None
+    sm_clock_mhz: float | None = Field(None, description="Median SM clock inside the window when the log records clocks.")
+    clock_reasons: list[str] = Field(default_factory=list, description="Clock event reasons active in any reading of the windows (gpu_idle left out).")
+    scope: str | None = Field(None, description="What the channel measures (board power, not wall power; CPU package ...).")
+    channel: str | None = Field(None, description="The channel the figures come from, as the file names it.")
+    note: str = Field(description="One sentence: how the figures were taken, or what is missing and why.")
+    estimate: EnergyEstimate | None = Field(None, description="GPU profiles: the target estimate, never a measurement.")
+    rapl: RaplReading | None = Field(None, description="Replays with a readable RAPL counter: package energy of the whole replay.")
+
+
+class EnergyReport(Record):
+    """``energy.json``: the energy of baseline, candidate and fixed, each from its own window."""
+
+    schema_version: int = SCHEMA_VERSION
+    kind: Literal["energy"] = "energy"
+    log: str | None = Field(None, description="The power log used, as given.")
+    log_option: str | None = Field(None, description="How it was given: '--power', or '--smi' (its power columns).")
+    log_source: str | None = Field(None, description="What wrote the log (nvidia-smi, dcgm, zeus, codecarbon).")
+    sides: list[SideEnergy]
+    machine: str = Field(description="What this machine can read: the built-in replay's energy reading, or that it has none.")
+    capture: list[str] = Field(default_factory=list, description="The command lines that record a usable window, when evidence is missing.")
+
+    def side(self, role: str) -> SideEnergy | None:
+        """The figures of one role, when the report has them."""
+        return next((s for s in self.sides if s.role == role), None)
