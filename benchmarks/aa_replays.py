@@ -45,7 +45,7 @@ from sparsedebug.records.run import RunRecord
 from sparsedebug.signoff.gate import evaluate
 from sparsedebug.sources.detect import load_workload, resolve_workload
 from sparsedebug.sources.importers.trace.importer import import_trace
-from sparsedebug.sources.replay.replay import replay
+from sparsedebug.sources.replay.replay import replay, replay_pair
 
 ROOT = Path(__file__).resolve().parents[1]
 BOUND = 1 / 20
@@ -111,18 +111,30 @@ def judge(tally: Tally, base: RunRecord, cand: RunRecord, slowdown: float, verbo
             print(f"    A/A bisect: {aa.verdict[:240]}", file=sys.stderr)
 
 
-def replay_pairs(workload_arg: str, pairs: int, threads: int | None) -> tuple[str, Callable[[], Iterator[tuple[RunRecord, RunRecord]]]]:
-    """The repeats label and a generator of A/A replay pairs of one workload."""
+def replay_pairs(
+    workload_arg: str, pairs: int, threads: int | None, interleave: bool = True, repeats: int | None = None, tokens: int | None = None,
+) -> tuple[str, Callable[[], Iterator[tuple[RunRecord, RunRecord]]]]:
+    """The repeats label and a generator of A/A replay pairs of one workload (one interleaved session each, or two replays)."""
     path = Path(workload_arg) if Path(workload_arg).exists() else resolve_workload(workload_arg)
     workload = load_workload(path)
     if threads is not None:
         workload = workload.model_copy(update={"threads": threads})
+    if repeats is not None:
+        workload = workload.model_copy(update={"repeats": repeats})
+    if tokens is not None:
+        workload = workload.model_copy(update={"tokens": workload.tokens.model_copy(update={"sequence": tokens})})
 
     def pairs_of() -> Iterator[tuple[RunRecord, RunRecord]]:
         for _ in range(pairs):
-            yield replay(workload, source_path=path), replay(workload, source_path=path)
+            if interleave:
+                yield replay_pair(workload, workload, base_path=path, cand_path=path)
+            else:
+                yield replay(workload, source_path=path), replay(workload, source_path=path)
 
-    return f"{workload.repeats} (its own), {workload.threads or 'all'} thread(s)", pairs_of
+    design = "interleaved session" if interleave else "two replays"
+    own = "" if repeats is None else " (set)"
+    seq = f", sequence {workload.tokens.sequence}" if tokens is not None else ""
+    return f"{workload.repeats}{own or ' (its own)'}, {workload.threads or 'all'} thread(s){seq}, {design}", pairs_of
 
 
 def _split(values: list[float], order: list[int], per: int, half: int) -> list[float]:
@@ -198,6 +210,12 @@ def main() -> None:
     parser.add_argument("--trace-pairs", type=int, default=20)
     parser.add_argument("--slowdown", type=float, default=1.10)
     parser.add_argument("--threads", type=int, default=None, help="override the workloads' BLAS threads (the repeats stay their own)")
+    parser.add_argument("--model-repeats", type=int, default=None, help="the model workload's repeats (default: its own)")
+    parser.add_argument("--model-sequence", type=int, default=None, help="the model workload's tokens per sequence (default: its own)")
+    parser.add_argument(
+        "--separate", action="store_true",
+        help="replay baseline and candidate one after the other (the old design) instead of in one interleaved session",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--check", action="store_true", help=f"exit 1 when a false-alarm rate is above {BOUND:.0%}")
     parser.add_argument("-v", "--verbose", action="store_true")
@@ -205,10 +223,10 @@ def main() -> None:
     tallies: list[Tally] = []
     sources: list[tuple[str, str, int, Callable[[], Iterator[tuple[RunRecord, RunRecord]]]]] = []
     if args.synthetic_pairs:
-        label, make = replay_pairs(args.synthetic, args.synthetic_pairs, args.threads)
+        label, make = replay_pairs(args.synthetic, args.synthetic_pairs, args.threads, not args.separate)
         sources.append((f"synthetic `{Path(args.synthetic).name}`", label, args.synthetic_pairs, make))
     if args.model_pairs:
-        label, make = replay_pairs(args.model, args.model_pairs, args.threads)
+        label, make = replay_pairs(args.model, args.model_pairs, args.threads, not args.separate, args.model_repeats, args.model_sequence)
         sources.append((f"model `{args.model}`", label, args.model_pairs, make))
     if args.trace_pairs:
         run = trace_run(args.trace)

@@ -81,7 +81,7 @@ def gate(
     from sparsedebug.render.junit import junit_xml
     from sparsedebug.render.markdown.gate import summary_markdown
     from sparsedebug.signoff.gate import evaluate, load_policy
-    from sparsedebug.sources.detect import describe_input, load_run
+    from sparsedebug.sources.detect import describe_input, load_pair
 
     pol = load_policy(policy)
     for out_path, option in ((junit, "--junit"), (summary, "--summary")):
@@ -89,10 +89,8 @@ def gate(
             check_output(out_path, option)
     baseline, candidate, ranks = rank_pair(baseline, candidate, executor, json_out=json_out, wide=wide)
     err = err_console()
-    runs = []
-    for path in (baseline, candidate):
-        with err.status(describe_input(path)):
-            runs.append(load_run(path, repeats=repeats))
+    with err.status(f"{describe_input(baseline)}, {describe_input(candidate)}"):
+        runs = load_pair(baseline, candidate, repeats=repeats)
     pair = require_comparable(runs[0], runs[1], allowed_dimensions(allow_different))
     result = evaluate(pair.base, pair.cand, pol).model_copy(update={"comparability": pair.check})
     if not json_out:
