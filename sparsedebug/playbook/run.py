@@ -158,13 +158,19 @@ def _freeze(w: _Walk) -> None:
 def _locate(w: _Walk) -> None:
     from sparsedebug.locate.comparable import require_comparable
     from sparsedebug.locate.walk import bisect_runs
+    from sparsedebug.sources.detect import load_pair
 
     step = w.book.step("locate")
     w.begin("locate", "load both runs")
-    for role in ("baseline", "candidate"):
-        verb = {"run": "load", "workload": "replay", "trace": "import"}[w.kinds[role]]
-        w.say.step(step, f"{verb} {role} {w.paths[role].name}")
-        w.runs[role] = w.load(role)
+    if w.kinds["baseline"] == w.kinds["candidate"] == "workload":
+        w.say.step(step, f"replay baseline {w.paths['baseline'].name} and candidate {w.paths['candidate'].name} in one interleaved session")
+    else:
+        for role in ("baseline", "candidate"):
+            verb = {"run": "load", "workload": "replay", "trace": "import"}[w.kinds[role]]
+            w.say.step(step, f"{verb} {role} {w.paths[role].name}")
+    w.runs["baseline"], w.runs["candidate"] = load_pair(
+        w.paths["baseline"], w.paths["candidate"], repeats=w.repeats, progress=w.say.progress
+    )
     pair = require_comparable(w.runs["baseline"], w.runs["candidate"], w.allow)
     w.runs["baseline"], w.runs["candidate"] = pair.base, pair.cand
     for role in ("baseline", "candidate"):
@@ -292,22 +298,15 @@ def _rerun(w: _Walk) -> None:
 
     assert w.classification is not None
     step = w.begin("rerun", "re-run the matrix")
-    fixed_run: RunRecord | None = None
-    if w.fixed_source == "given":
-        fixed_run = w.load("fixed")
-    elif w.fixed_source == "applied_to_workload":
-        from sparsedebug.sources.detect import load_workload
-        from sparsedebug.sources.replay.replay import replay
-
-        w.say.step(step, "replay the fixed candidate")
-        path = w.tmp / FILES["fixed_workload"]
-        fixed_run = _relabel(replay(load_workload(path), repeats=w.repeats, progress=w.say.progress, source_path=path), path.name)
+    fixed_run, session_cand = _fixed_run(w, step)
     fix = w.classification.fix
     outcome = FixOutcome(proposed=fix, applied=w.fixed_source != "none", how=w.fix_how, fixed_source=w.fixed_source)
     if fixed_run is not None:
         w.runs["fixed"] = fixed_run
         w.save("fixed", fixed_run)
-        moves, verdict, moved, target = measure_movement(w.runs["baseline"], w.runs["candidate"], fixed_run, fix)
+        moves, verdict, moved, target = measure_movement(
+            w.runs["baseline"], w.runs["candidate"], fixed_run, fix, session_cand=session_cand
+        )
         outcome = outcome.model_copy(update={"movements": moves, "significance": verdict, "moved": moved, "target": target})
         outcome = outcome.model_copy(update=_next_fix(w, fixed_run, fix))
     w.save("fix", outcome)
@@ -315,6 +314,40 @@ def _rerun(w: _Walk) -> None:
         w.finish(step, "done", f"fixed p50 moved: {outcome.moved}")
     else:
         w.finish(step, "skipped", "no fixed candidate to re-run")
+
+
+def _fixed_run(w: _Walk, step: Step) -> tuple[RunRecord | None, RunRecord | None]:
+    """The fixed run, checked comparable with the candidate, and the candidate replayed again beside it when both are workloads.
+
+    A fixed workload (applied here, or given) and a candidate workload are replayed in one
+    interleaved session (``replay_pair``), so the fix's movement is judged round by round;
+    the candidate of that session is returned for the verdict only (the bundle's
+    candidate stays the one bisect and classify saw). A fixed run that is not comparable
+    with the candidate (another model, device, phase, tokens or dtype) is refused as the
+    baseline/candidate pair would be, unless ``--allow-different`` names the difference.
+    """
+    from sparsedebug.locate.comparable import require_comparable
+    from sparsedebug.sources.detect import load_pair
+
+    if w.fixed_source == "none":
+        return None, None
+    if w.fixed_source == "applied_to_workload":
+        path, label = w.tmp / FILES["fixed_workload"], "fixed candidate"
+    else:
+        path, label = w.paths["fixed"], f"fixed candidate {w.paths['fixed'].name}"
+    session_cand: RunRecord | None = None
+    fixed_kind = "workload" if w.fixed_source == "applied_to_workload" else w.kinds["fixed"]
+    if w.kinds["candidate"] == "workload" and fixed_kind == "workload":
+        w.say.step(step, f"replay the {label} and the candidate again in one interleaved session")
+        session_cand, fixed_run = load_pair(w.paths["candidate"], path, repeats=w.repeats, progress=w.say.progress)
+    else:
+        fixed_run = w.load("fixed")
+    if w.fixed_source == "applied_to_workload":
+        fixed_run = _relabel(fixed_run, path.name)
+    pair = require_comparable(w.runs["candidate"], fixed_run, w.allow)
+    for line in filter(None, [pair.check.allowed_sentence(), *pair.check.notes]):
+        w.say.note(f"fixed run: {line}")
+    return pair.cand, session_cand
 
 
 def _next_fix(w: _Walk, fixed_run: RunRecord, applied: Fix | None) -> dict[str, object]:

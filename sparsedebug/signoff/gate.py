@@ -53,9 +53,9 @@ from sparsedebug.core.paired import compare_timings, enough_pairs, fewest_pairs,
 from sparsedebug.core.patterns import precision_changes, precision_from
 from sparsedebug.core.stats import (
     DEFAULT_ALPHA,
+    DEFAULT_MIN_EFFECT,
     P99_FEW_SAMPLES,
     TAIL_MIN_SAMPLES,
-    compare_samples,
     enough_samples,
     fewest_samples,
     median,
@@ -83,17 +83,21 @@ def load_policy(path: Path | None) -> GatePolicy:
 
 
 def judge_shift(
-    before: list[float], after: list[float], *, alpha: float = DEFAULT_ALPHA, factor: float = 1.05
+    before: list[float], after: list[float], *, alpha: float = DEFAULT_ALPHA, factor: float = DEFAULT_MIN_EFFECT,
+    block: int | None = None,
 ) -> tuple[Literal["slower", "faster", "same"], str]:
     """Whether ``after`` is slower, faster or the same as ``before``, the asv way.
 
     With enough samples for a rank test to reach ``alpha``: significant (Mann-Whitney U)
     AND the median ratio beyond ``factor`` AND persistent (in both halves of the samples
     and without outliers: one burst of noise is not a shift). With too few (3 against 3),
-    the factor alone decides, and the reason says so.
+    the factor alone decides, and the reason says so. ``block`` (the two timed in the same
+    rounds of one session, one sample per round each): the test runs on the paired
+    rounds (:func:`sparsedebug.core.paired.compare_paired`; 6 rounds reach 0.05).
     """
-    if enough_samples(len(before), len(after), alpha):
-        cmp = compare_samples(before, after, alpha=alpha, min_effect=factor)
+    rounds = block is not None and len(before) == len(after)
+    if enough_pairs(len(after) // (block or 1), alpha) if rounds else enough_samples(len(before), len(after), alpha):
+        cmp = compare_timings(before, after, block=block if rounds else None, alpha=alpha, min_effect=factor)
         if cmp.direction != "same" and not cmp.persistent:
             return "same", f"not a real shift: {cmp.reason}"
         return cmp.direction, cmp.reason
@@ -108,7 +112,7 @@ def judge_shift(
 
 
 def judge_slowdown(
-    before: list[float], after: list[float], *, alpha: float = DEFAULT_ALPHA, factor: float = 1.05, block: int | None = None
+    before: list[float], after: list[float], *, alpha: float = DEFAULT_ALPHA, factor: float = DEFAULT_MIN_EFFECT, block: int | None = None
 ) -> tuple[Literal["slower", "same", "inconclusive"], str]:
     """Whether ``after`` is slower than ``before``, tested on the side of harm only (the gate's question).
 
