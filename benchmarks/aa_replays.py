@@ -4,26 +4,34 @@ Three sources of A/A pairs, each compared the way the CLI compares (the comparab
 check first, then ``bisect_runs`` and the gate's default policy):
 
 - a **synthetic workload** (default ``fixtures/workloads/planted/base.yaml``) replayed
-  twice per pair at its own repeats: the two replays differ only by this machine's noise
-  and drift;
-- a **model workload** (default ``minilm_dense``, the real MiniLM checkpoint) replayed
-  twice per pair;
+  as baseline and candidate of one interleaved session per pair (``replay_pair``, as
+  ``bisect``, ``gate`` and ``playbook run`` replay two workloads): the two sides share
+  every round, so they differ only by this machine's noise within a round;
+  ``--separate`` replays them one after the other instead (the design before sessions,
+  for comparison);
+- a **model workload** (default ``minilm_dense``, the real MiniLM checkpoint), the same
+  way (``--model-repeats``, ``--model-sequence`` shrink it to fit a loaded machine);
 - a **trace pair**: one PyTorch-profiler trace (default: a generated training trace of
   40 steps, ``tests/support/tracegen.py``) against itself with its iterations shuffled and
-  split in two halves, so baseline and candidate are two sets of steps of the same job.
+  split in two halves, so baseline and candidate are two sets of steps of the same job
+  (compared unpaired: a trace has no session).
 
 Every bisect divergence and every speed or p99 check the gate fails on an A/A pair is a
 false alarm (an inconclusive check is counted apart). The gate runs its default policy
 with the p99 budget off: a budget is an absolute bound on one run (a loaded machine
 misses it on both sides), not a comparison of two. Power: the candidate of the same
-pair with every timing of its own path (latency, span, busy, per-layer kernel samples;
-not its dense reference, which a real slowdown does not touch) multiplied by
-``--slowdown`` (default 1.10), and how often bisect and the gate catch it. Prints one
-table; the bound it checks is at most 1 false alarm in 20 at the default alpha
-(``--check`` exits 1 when a rate is above it). Usage::
+pair with every timing of its own path (latency, span, busy, per-layer kernel samples:
+the whole run; not its dense reference, which a real slowdown does not touch)
+multiplied by ``--slowdown`` (default 1.10), and how often bisect and the gate catch
+it. The minimum effect both use (``records.defaults.DEFAULT_MIN_EFFECT``, 1.05) sits
+below the planted 10% by the noise of the estimate: a threshold equal to the planted
+effect catches it about half the time. Prints one table, A/A alarms and power of
+bisect and gate side by side; the bound it checks is at most 1 false alarm in 20 at
+the default alpha (``--check`` exits 1 when a rate is above it). Usage::
 
     python benchmarks/aa_replays.py [--synthetic-pairs 100] [--model-pairs 20] [--trace-pairs 20]
-        [--synthetic W.yaml] [--model NAME|W.yaml] [--trace T.json.gz] [--slowdown 1.10] [--threads N] [--check] [-v]
+        [--synthetic W.yaml] [--model NAME|W.yaml] [--model-repeats N] [--model-sequence T] [--trace T.json.gz]
+        [--slowdown 1.10] [--threads N] [--separate] [--check] [-v]
 """
 
 from __future__ import annotations
@@ -185,10 +193,10 @@ def trace_run(trace: str | None) -> RunRecord:
 
 
 def table(tallies: list[Tally], slowdown: float) -> str:
-    """The results as a Markdown table."""
+    """The results as a Markdown table: A/A false alarms, then the planted slowdown caught, bisect and gate side by side."""
     head = (
-        f"| source | repeats | A/A pairs | bisect false alarms | gate false alarms (speed/p99 fail) | gate inconclusive | "
-        f"x{slowdown:g} caught by bisect | x{slowdown:g} caught by gate | seconds |"
+        f"| source | repeats | A/A pairs | A/A alarms: bisect | A/A alarms: gate (speed/p99 fail) | gate inconclusive | "
+        f"x{slowdown:g} caught: bisect | x{slowdown:g} caught: gate | seconds |"
     )
     lines = [head, "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for t in tallies:

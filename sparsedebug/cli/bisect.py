@@ -61,14 +61,14 @@ def bisect(
     Identical layers (same role in every block) are pooled when one alone has too
     few samples, and per-layer tests are corrected for the number of layers tested
     (Holm's step-down); with too few samples to decide, the answer says so.
-    Two workloads are replayed in one interleaved session (their rounds alternate)
-    and compared round by round (Wilcoxon signed-rank on per-round ratios), so
-    the machine's drift during the session cancels.
+    Two workloads are replayed in one interleaved session (the sides share every
+    round and swap which goes first) and compared round by round (Wilcoxon
+    signed-rank on the per-round ratios), so the machine's drift cancels.
 
-    Two replays whose dense references are the same computation are first put on
-    one machine state through them, so this machine's drift between the replays is
-    not read as a change; the same workload as BASE and CAND replays it twice (a
-    check of the machine's noise).
+    Runs timed apart whose dense references are the same computation are compared
+    within how far the machine moved that identical work between them, so this
+    machine's drift is not read as a change; the same workload as BASE and CAND is
+    replayed as both sides of one session (a check of the machine's noise).
 
     First the two runs must be comparable (same model by layer shapes, same device
     and backend family, same phase, tokens and dtype): a pair that is not is refused

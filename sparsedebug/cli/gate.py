@@ -61,7 +61,10 @@ def gate(
 
     Samples needed to be able to fail, at the default alpha 0.05: speed, 3 a side
     (one-sided rank test; 3 vs 3 reaches p = 0.05 when separated), 2 a side when
-    every candidate sample is beyond every baseline sample by the factor; p99, 3 a
+    every candidate sample is beyond every baseline sample by the factor; two
+    workloads are replayed in one interleaved session and the speed check runs
+    round by round: 5 rounds (one-sided signed-rank test), 2 when every round's
+    candidate is beyond its own baseline by the factor; p99, 3 a
     side (all 3 above 1.25x the baseline's largest), 4 with 4 to 15 a side, 5 with
     16 or more.
     With fewer, or timings disturbed beyond the noise-aware harness' bound, a check

@@ -404,7 +404,9 @@ def _quality(
                 flagged=[list(row[name].flags) for row in table],
             )
         )
+    contention_only = False
     if busy is not None and busy.sustained(pol):
+        contention_only = not problems
         problems.append(
             f"other processes kept {busy.others:.1f} of {busy.cores} cores busy (this process used {busy.ours:.1f}), "
             f"taking the spare cores in {busy.contended_share:.0%} of the time: sustained contention"
@@ -426,11 +428,19 @@ def _quality(
         remeasured_rounds=used, still_flagged=still, flags=counts, load_average=[v for v in loads if v is not None],
         cores=os.cpu_count(), competing_cores=None if busy is None else round(busy.others, 3),
         contended_share=None if busy is None else round(busy.contended_share, 3), tick_ms=tick,
-        variants=variants,
+        variants=variants, contention_only=contention_only,
     )
 
 
-def unstable_reason(qualities: list[tuple[str, TimingQuality | None]]) -> str | None:
-    """Why timings of the named runs cannot be compared (the first unstable one's reason), or None when they can."""
-    bad = [f"{name}: {quality.reason}" for name, quality in qualities if quality is not None and not quality.stable]
+def unstable_reason(qualities: list[tuple[str, TimingQuality | None]], *, same_rounds: bool = False) -> str | None:
+    """Why timings of the named runs cannot be compared (the unstable ones' reasons), or None when they can.
+
+    ``same_rounds``: the runs were timed in the same rounds (one interleaved session), so
+    sustained contention alone (``TimingQuality.contention_only``) does not stop the
+    comparison: it slowed both sides of every round alike.
+    """
+    bad = [
+        f"{name}: {quality.reason}" for name, quality in qualities
+        if quality is not None and not quality.stable and not (same_rounds and quality.contention_only)
+    ]
     return "; ".join(bad) if bad else None

@@ -160,7 +160,8 @@ def _inconclusive(
     check_id: str, name: str, threshold: str, base: RunRecord, cand: RunRecord, policy: OnInconclusive
 ) -> GateCheck | None:
     """An ``inconclusive`` check when either run's whole-forward timings were unstable, else None."""
-    reason = unstable_reason([(base.name, base.outcome.timing), (cand.name, cand.outcome.timing)])
+    same_rounds = session_block(base, cand) is not None
+    reason = unstable_reason([(base.name, base.outcome.timing), (cand.name, cand.outcome.timing)], same_rounds=same_rounds)
     if reason is None:
         return None
     return GateCheck(

@@ -33,6 +33,13 @@ One driver for both graph sources (a declared graph or a real checkpoint,
     narrowed dense model (:mod:`sparsedebug.sources.replay.equal_latency`: on the
     target clock for a GPU profile, this machine's search as the cross-check).
 
+:func:`replay_pair` replays a baseline and a candidate workload in one interleaved
+session: the kernel and schedule stages time both sides in the same rounds (each side's
+call right after its own dense reference, the sides swapping every round,
+:func:`alternating`), and each run records the session and the order of every round as
+executed (``RunRecord.session``), so bisect and the gate compare them round by round
+(:mod:`sparsedebug.core.paired`) and the machine's drift during the session cancels.
+
 Numerics, decisions, projections and quality are a pure function of the
 workload (same seed, same numbers); timings, and what is derived from them
 (speedup, the narrowing found on this machine), vary run to run.
