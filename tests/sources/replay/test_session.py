@@ -153,3 +153,27 @@ def test_a_drift_common_to_both_sides_does_not_alarm() -> None:
     slow = _drifted(c, np.full(len(noise), 1.2))
     assert bisect_runs(b, slow).state == "divergence"
     assert next(ch for ch in evaluate(b, slow, POLICY).checks if ch.id == "effective_speedup").status == "fail"
+
+
+def test_sustained_contention_alone_does_not_stop_a_session_comparison() -> None:
+    """A competitor holding a core throughout slowed both sides of every round alike: a session's pair still compares,
+    two runs timed apart stay inconclusive."""
+    workload = load_workload(PLANTED).model_copy(update={"threads": 1})
+    base, cand = replay_pair(workload, workload, base_path=PLANTED, cand_path=PLANTED)
+    noise = np.random.default_rng(1).uniform(0.99, 1.01, len(base.outcome.latency_samples_ms))
+    twin = _drifted(base, noise).model_copy(update={"name": cand.name, "session": cand.session})
+    assert base.outcome.timing is not None
+    contended = base.outcome.timing.model_copy(update={
+        "status": "unstable", "contention_only": True,
+        "reason": "unstable: other processes kept 1.9 of 2 cores busy throughout (this process used 1.0): sustained contention",
+    })
+    b = base.model_copy(update={"outcome": base.outcome.model_copy(update={"timing": contended})})
+    c = twin.model_copy(update={"outcome": twin.outcome.model_copy(update={"timing": contended})})
+    assert bisect_runs(b, c).state == "no_regression"
+    assert {ch.status for ch in evaluate(b, c, POLICY).checks if ch.id in ("effective_speedup", "p99_latency")} == {"pass"}
+    apart = (b.model_copy(update={"session": None}), c.model_copy(update={"session": None}))
+    assert bisect_runs(*apart).state == "undecided"
+    assert {ch.status for ch in evaluate(*apart, POLICY).checks if ch.id in ("effective_speedup", "p99_latency")} == {"inconclusive"}
+    spread = contended.model_copy(update={"contention_only": False})
+    c_spread = c.model_copy(update={"outcome": c.outcome.model_copy(update={"timing": spread})})
+    assert bisect_runs(b, c_spread).state == "undecided"
