@@ -261,14 +261,13 @@ def compare_paired(
 ) -> SampleComparison:
     """Compare ``cand`` with ``base`` round by round (``base[i]`` and ``cand[i]`` timed in the same round).
 
-    ``block`` > 1: the unit is a block of that many consecutive rounds (a session that
-    swaps which side goes first every round is balanced over two: a call's position in
-    its round cancels in the block's ratio); ``segments`` as :func:`block_log_ratios`.
-    ``alternative="greater"`` tests the side of harm only (the candidate slower). Returns a
+    ``block`` > 1: the unit is a block of that many consecutive rounds (where a call's
+    position in its round must cancel); ``segments`` as :func:`block_log_ratios`.
+    ``alternative="greater"``: the side of harm only (the candidate slower). Returns a
     :class:`SampleComparison` with ``paired=True``: ``ratio`` is the Hodges-Lehmann
-    per-block ratio and its interval; ``n_base == n_cand`` the blocks tested; the
-    medians are of every sample. Raises ``ValueError`` on samples of different lengths,
-    empty, non-finite or non-positive ones, ``alpha`` outside (0, 1) or ``min_effect`` below 1.
+    per-block ratio and its interval, ``n_base == n_cand`` the blocks tested, medians of
+    every sample. ``ValueError`` on sides of different lengths, empty, non-finite or
+    non-positive samples, ``alpha`` outside (0, 1) or ``min_effect`` below 1.
     """
     if not 0.0 < alpha < 1.0:
         raise ValueError(f"alpha must be in (0, 1), got {alpha}")
@@ -284,11 +283,9 @@ def compare_paired(
     unit = "paired rounds" if block == 1 else f"paired blocks of {block} rounds"
     note = ""
     if d.size > MAX_PAIRED:
-        rng = np.random.default_rng([_SUBSAMPLE_SEED, d.size])
-        d = d_full[np.sort(rng.choice(d.size, size=MAX_PAIRED, replace=False))]
+        d = d_full[np.sort(np.random.default_rng([_SUBSAMPLE_SEED, d.size]).choice(d.size, size=MAX_PAIRED, replace=False))]
         note = f"; signed-rank test on a deterministic subsample of {d.size} of {d_full.size} {unit}"
-    if d.size == 0:
-        d = np.zeros(1)
+    d = d if d.size else np.zeros(1)
     walsh = _walsh(d)
     log_ratio = float(np.median(walsh))
     ratio = math.exp(log_ratio)

@@ -298,7 +298,21 @@ def _rerun(w: _Walk) -> None:
 
     assert w.classification is not None
     step = w.begin("rerun", "re-run the matrix")
-    fixed_run, session_cand = _fixed_run(w, step)
+    fixed_run, session_cand = None, None
+    if w.fixed_source != "none":
+        from sparsedebug.playbook.fixed import FixedInputs
+        from sparsedebug.playbook.fixed import fixed_run as load_fixed
+
+        applied = w.fixed_source == "applied_to_workload"
+        inputs = FixedInputs(
+            candidate=w.runs["candidate"], candidate_path=w.paths["candidate"], candidate_is_workload=w.kinds["candidate"] == "workload",
+            fixed_path=w.tmp / FILES["fixed_workload"] if applied else w.paths["fixed"],
+            fixed_is_workload=applied or w.kinds["fixed"] == "workload", applied=applied,
+        )
+        fixed_run, session_cand = load_fixed(
+            inputs, repeats=w.repeats, allow=w.allow, load_fixed=lambda: w.load("fixed"),
+            say=lambda text: w.say.step(step, text), note=w.say.note, progress=w.say.progress,
+        )
     fix = w.classification.fix
     outcome = FixOutcome(proposed=fix, applied=w.fixed_source != "none", how=w.fix_how, fixed_source=w.fixed_source)
     if fixed_run is not None:
@@ -314,40 +328,6 @@ def _rerun(w: _Walk) -> None:
         w.finish(step, "done", f"fixed p50 moved: {outcome.moved}")
     else:
         w.finish(step, "skipped", "no fixed candidate to re-run")
-
-
-def _fixed_run(w: _Walk, step: Step) -> tuple[RunRecord | None, RunRecord | None]:
-    """The fixed run, checked comparable with the candidate, and the candidate replayed again beside it when both are workloads.
-
-    A fixed workload (applied here, or given) and a candidate workload are replayed in one
-    interleaved session (``replay_pair``), so the fix's movement is judged round by round;
-    the candidate of that session is returned for the verdict only (the bundle's
-    candidate stays the one bisect and classify saw). A fixed run that is not comparable
-    with the candidate (another model, device, phase, tokens or dtype) is refused as the
-    baseline/candidate pair would be, unless ``--allow-different`` names the difference.
-    """
-    from sparsedebug.locate.comparable import require_comparable
-    from sparsedebug.sources.detect import load_pair
-
-    if w.fixed_source == "none":
-        return None, None
-    if w.fixed_source == "applied_to_workload":
-        path, label = w.tmp / FILES["fixed_workload"], "fixed candidate"
-    else:
-        path, label = w.paths["fixed"], f"fixed candidate {w.paths['fixed'].name}"
-    session_cand: RunRecord | None = None
-    fixed_kind = "workload" if w.fixed_source == "applied_to_workload" else w.kinds["fixed"]
-    if w.kinds["candidate"] == "workload" and fixed_kind == "workload":
-        w.say.step(step, f"replay the {label} and the candidate again in one interleaved session")
-        session_cand, fixed_run = load_pair(w.paths["candidate"], path, repeats=w.repeats, progress=w.say.progress)
-    else:
-        fixed_run = w.load("fixed")
-    if w.fixed_source == "applied_to_workload":
-        fixed_run = _relabel(fixed_run, path.name)
-    pair = require_comparable(w.runs["candidate"], fixed_run, w.allow)
-    for line in filter(None, [pair.check.allowed_sentence(), *pair.check.notes]):
-        w.say.note(f"fixed run: {line}")
-    return pair.cand, session_cand
 
 
 def _next_fix(w: _Walk, fixed_run: RunRecord, applied: Fix | None) -> dict[str, object]:
@@ -521,11 +501,3 @@ def run_playbook(
         discard(tmp)
         raise
     return load_bundle(out_dir)
-
-
-def _relabel(run: RunRecord, name: str) -> RunRecord:
-    """Cite the fixed workload by its name inside the bundle rather than the temporary path."""
-    if run.workload is None or run.workload.file is None:
-        return run
-    ref = run.workload.model_copy(update={"file": run.workload.file.model_copy(update={"path": name})})
-    return run.model_copy(update={"workload": ref})
