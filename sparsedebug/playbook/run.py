@@ -22,6 +22,8 @@ from pydantic import BaseModel
 
 from sparsedebug.core.errors import UserError
 from sparsedebug.playbook.bundle import PARTIAL, check_out_dir, clear_stale, discard, swap_into_place, work_dir
+from sparsedebug.playbook.fixed import FixedInputs
+from sparsedebug.playbook.fixed import fixed_run as load_fixed
 from sparsedebug.records.bundle import Bundle, BundleInput, FixOutcome, InputKind, StepRecord
 from sparsedebug.records.comparability import Dimension
 from sparsedebug.records.playbook import Playbook, Step
@@ -300,9 +302,6 @@ def _rerun(w: _Walk) -> None:
     step = w.begin("rerun", "re-run the matrix")
     fixed_run, session_cand = None, None
     if w.fixed_source != "none":
-        from sparsedebug.playbook.fixed import FixedInputs
-        from sparsedebug.playbook.fixed import fixed_run as load_fixed
-
         applied = w.fixed_source == "applied_to_workload"
         inputs = FixedInputs(
             candidate=w.runs["candidate"], candidate_path=w.paths["candidate"], candidate_is_workload=w.kinds["candidate"] == "workload",
@@ -318,9 +317,7 @@ def _rerun(w: _Walk) -> None:
     if fixed_run is not None:
         w.runs["fixed"] = fixed_run
         w.save("fixed", fixed_run)
-        moves, verdict, moved, target = measure_movement(
-            w.runs["baseline"], w.runs["candidate"], fixed_run, fix, session_cand=session_cand
-        )
+        moves, verdict, moved, target = measure_movement(w.runs["baseline"], w.runs["candidate"], fixed_run, fix, session_cand=session_cand)
         outcome = outcome.model_copy(update={"movements": moves, "significance": verdict, "moved": moved, "target": target})
         outcome = outcome.model_copy(update=_next_fix(w, fixed_run, fix))
     w.save("fix", outcome)
