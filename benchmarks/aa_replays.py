@@ -4,26 +4,34 @@ Three sources of A/A pairs, each compared the way the CLI compares (the comparab
 check first, then ``bisect_runs`` and the gate's default policy):
 
 - a **synthetic workload** (default ``fixtures/workloads/planted/base.yaml``) replayed
-  twice per pair at its own repeats: the two replays differ only by this machine's noise
-  and drift;
-- a **model workload** (default ``minilm_dense``, the real MiniLM checkpoint) replayed
-  twice per pair;
+  as baseline and candidate of one interleaved session per pair (``replay_pair``, as
+  ``bisect``, ``gate`` and ``playbook run`` replay two workloads): the two sides share
+  every round, so they differ only by this machine's noise within a round;
+  ``--separate`` replays them one after the other instead (the design before sessions,
+  for comparison);
+- a **model workload** (default ``minilm_dense``, the real MiniLM checkpoint), the same
+  way (``--model-repeats``, ``--model-sequence`` shrink it to fit a loaded machine);
 - a **trace pair**: one PyTorch-profiler trace (default: a generated training trace of
   40 steps, ``tests/support/tracegen.py``) against itself with its iterations shuffled and
-  split in two halves, so baseline and candidate are two sets of steps of the same job.
+  split in two halves, so baseline and candidate are two sets of steps of the same job
+  (compared unpaired: a trace has no session).
 
 Every bisect divergence and every speed or p99 check the gate fails on an A/A pair is a
 false alarm (an inconclusive check is counted apart). The gate runs its default policy
 with the p99 budget off: a budget is an absolute bound on one run (a loaded machine
 misses it on both sides), not a comparison of two. Power: the candidate of the same
-pair with every timing of its own path (latency, span, busy, per-layer kernel samples;
-not its dense reference, which a real slowdown does not touch) multiplied by
-``--slowdown`` (default 1.10), and how often bisect and the gate catch it. Prints one
-table; the bound it checks is at most 1 false alarm in 20 at the default alpha
-(``--check`` exits 1 when a rate is above it). Usage::
+pair with every timing of its own path (latency, span, busy, per-layer kernel samples:
+the whole run; not its dense reference, which a real slowdown does not touch)
+multiplied by ``--slowdown`` (default 1.10), and how often bisect and the gate catch
+it. The minimum effect both use (``records.defaults.DEFAULT_MIN_EFFECT``, 1.05) sits
+below the planted 10% by the noise of the estimate: a threshold equal to the planted
+effect catches it about half the time. Prints one table, A/A alarms and power of
+bisect and gate side by side; the bound it checks is at most 1 false alarm in 20 at
+the default alpha (``--check`` exits 1 when a rate is above it). Usage::
 
     python benchmarks/aa_replays.py [--synthetic-pairs 100] [--model-pairs 20] [--trace-pairs 20]
-        [--synthetic W.yaml] [--model NAME|W.yaml] [--trace T.json.gz] [--slowdown 1.10] [--threads N] [--check] [-v]
+        [--synthetic W.yaml] [--model NAME|W.yaml] [--model-repeats N] [--model-sequence T] [--trace T.json.gz]
+        [--slowdown 1.10] [--threads N] [--separate] [--check] [-v]
 """
 
 from __future__ import annotations
@@ -45,7 +53,7 @@ from sparsedebug.records.run import RunRecord
 from sparsedebug.signoff.gate import evaluate
 from sparsedebug.sources.detect import load_workload, resolve_workload
 from sparsedebug.sources.importers.trace.importer import import_trace
-from sparsedebug.sources.replay.replay import replay
+from sparsedebug.sources.replay.replay import replay, replay_pair
 
 ROOT = Path(__file__).resolve().parents[1]
 BOUND = 1 / 20
@@ -111,18 +119,30 @@ def judge(tally: Tally, base: RunRecord, cand: RunRecord, slowdown: float, verbo
             print(f"    A/A bisect: {aa.verdict[:240]}", file=sys.stderr)
 
 
-def replay_pairs(workload_arg: str, pairs: int, threads: int | None) -> tuple[str, Callable[[], Iterator[tuple[RunRecord, RunRecord]]]]:
-    """The repeats label and a generator of A/A replay pairs of one workload."""
+def replay_pairs(
+    workload_arg: str, pairs: int, threads: int | None, interleave: bool = True, repeats: int | None = None, tokens: int | None = None,
+) -> tuple[str, Callable[[], Iterator[tuple[RunRecord, RunRecord]]]]:
+    """The repeats label and a generator of A/A replay pairs of one workload (one interleaved session each, or two replays)."""
     path = Path(workload_arg) if Path(workload_arg).exists() else resolve_workload(workload_arg)
     workload = load_workload(path)
     if threads is not None:
         workload = workload.model_copy(update={"threads": threads})
+    if repeats is not None:
+        workload = workload.model_copy(update={"repeats": repeats})
+    if tokens is not None:
+        workload = workload.model_copy(update={"tokens": workload.tokens.model_copy(update={"sequence": tokens})})
 
     def pairs_of() -> Iterator[tuple[RunRecord, RunRecord]]:
         for _ in range(pairs):
-            yield replay(workload, source_path=path), replay(workload, source_path=path)
+            if interleave:
+                yield replay_pair(workload, workload, base_path=path, cand_path=path)
+            else:
+                yield replay(workload, source_path=path), replay(workload, source_path=path)
 
-    return f"{workload.repeats} (its own), {workload.threads or 'all'} thread(s)", pairs_of
+    design = "interleaved session" if interleave else "two replays"
+    own = "" if repeats is None else " (set)"
+    seq = f", sequence {workload.tokens.sequence}" if tokens is not None else ""
+    return f"{workload.repeats}{own or ' (its own)'}, {workload.threads or 'all'} thread(s){seq}, {design}", pairs_of
 
 
 def _split(values: list[float], order: list[int], per: int, half: int) -> list[float]:
@@ -173,10 +193,10 @@ def trace_run(trace: str | None) -> RunRecord:
 
 
 def table(tallies: list[Tally], slowdown: float) -> str:
-    """The results as a Markdown table."""
+    """The results as a Markdown table: A/A false alarms, then the planted slowdown caught, bisect and gate side by side."""
     head = (
-        f"| source | repeats | A/A pairs | bisect false alarms | gate false alarms (speed/p99 fail) | gate inconclusive | "
-        f"x{slowdown:g} caught by bisect | x{slowdown:g} caught by gate | seconds |"
+        f"| source | repeats | A/A pairs | A/A alarms: bisect | A/A alarms: gate (speed/p99 fail) | gate inconclusive | "
+        f"x{slowdown:g} caught: bisect | x{slowdown:g} caught: gate | seconds |"
     )
     lines = [head, "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for t in tallies:
@@ -198,6 +218,12 @@ def main() -> None:
     parser.add_argument("--trace-pairs", type=int, default=20)
     parser.add_argument("--slowdown", type=float, default=1.10)
     parser.add_argument("--threads", type=int, default=None, help="override the workloads' BLAS threads (the repeats stay their own)")
+    parser.add_argument("--model-repeats", type=int, default=None, help="the model workload's repeats (default: its own)")
+    parser.add_argument("--model-sequence", type=int, default=None, help="the model workload's tokens per sequence (default: its own)")
+    parser.add_argument(
+        "--separate", action="store_true",
+        help="replay baseline and candidate one after the other (the old design) instead of in one interleaved session",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--check", action="store_true", help=f"exit 1 when a false-alarm rate is above {BOUND:.0%}")
     parser.add_argument("-v", "--verbose", action="store_true")
@@ -205,10 +231,10 @@ def main() -> None:
     tallies: list[Tally] = []
     sources: list[tuple[str, str, int, Callable[[], Iterator[tuple[RunRecord, RunRecord]]]]] = []
     if args.synthetic_pairs:
-        label, make = replay_pairs(args.synthetic, args.synthetic_pairs, args.threads)
+        label, make = replay_pairs(args.synthetic, args.synthetic_pairs, args.threads, not args.separate)
         sources.append((f"synthetic `{Path(args.synthetic).name}`", label, args.synthetic_pairs, make))
     if args.model_pairs:
-        label, make = replay_pairs(args.model, args.model_pairs, args.threads)
+        label, make = replay_pairs(args.model, args.model_pairs, args.threads, not args.separate, args.model_repeats, args.model_sequence)
         sources.append((f"model `{args.model}`", label, args.model_pairs, make))
     if args.trace_pairs:
         run = trace_run(args.trace)

@@ -60,12 +60,15 @@ def bisect(
     --min-effect, and it holds in both halves of the samples and without outliers.
     Identical layers (same role in every block) are pooled when one alone has too
     few samples, and per-layer tests are corrected for the number of layers tested
-    (Bonferroni); with too few samples to decide, the answer says so.
+    (Holm's step-down); with too few samples to decide, the answer says so.
+    Two workloads are replayed in one interleaved session (the sides share every
+    round and swap which goes first) and compared round by round (Wilcoxon
+    signed-rank on the per-round ratios), so the machine's drift cancels.
 
-    Two replays whose dense references are the same computation are first put on
-    one machine state through them, so this machine's drift between the replays is
-    not read as a change; the same workload as BASE and CAND replays it twice (a
-    check of the machine's noise).
+    Runs timed apart whose dense references are the same computation are compared
+    within how far the machine moved that identical work between them, so this
+    machine's drift is not read as a change; the same workload as BASE and CAND is
+    replayed as both sides of one session (a check of the machine's noise).
 
     First the two runs must be comparable (same model by layer shapes, same device
     and backend family, same phase, tokens and dtype): a pair that is not is refused
@@ -85,7 +88,7 @@ def bisect(
     from sparsedebug.locate.comparable import require_comparable
     from sparsedebug.locate.walk import bisect_runs
     from sparsedebug.render.terminal.bisect import bisect_view
-    from sparsedebug.sources.detect import detect_kind, load_run
+    from sparsedebug.sources.detect import detect_kind, load_pair
 
     base, cand, ranks = rank_pair(base, cand, executor, json_out=json_out, wide=wide)
     if base.resolve() == cand.resolve() and detect_kind(base) != "workload":
@@ -98,8 +101,7 @@ def bisect(
         def progress(stage: str, done: int, total: int) -> None:
             bar.update(task, description=stage, completed=done, total=total)
 
-        base_run = load_run(base, repeats=repeats, progress=progress)
-        cand_run = load_run(cand, repeats=repeats, progress=progress)
+        base_run, cand_run = load_pair(base, cand, repeats=repeats, progress=progress)
     pair = require_comparable(base_run, cand_run, allowed_dimensions(allow_different))
     result = bisect_runs(pair.base, pair.cand, alpha=alpha, min_effect=min_effect, min_cosine=min_cosine)
     result = result.model_copy(update={"comparability": pair.check})

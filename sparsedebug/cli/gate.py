@@ -61,7 +61,10 @@ def gate(
 
     Samples needed to be able to fail, at the default alpha 0.05: speed, 3 a side
     (one-sided rank test; 3 vs 3 reaches p = 0.05 when separated), 2 a side when
-    every candidate sample is beyond every baseline sample by the factor; p99, 3 a
+    every candidate sample is beyond every baseline sample by the factor; two
+    workloads are replayed in one interleaved session and the speed check runs
+    round by round: 5 rounds (one-sided signed-rank test), 2 when every round's
+    candidate is beyond its own baseline by the factor; p99, 3 a
     side (all 3 above 1.25x the baseline's largest), 4 with 4 to 15 a side, 5 with
     16 or more.
     With fewer, or timings disturbed beyond the noise-aware harness' bound, a check
@@ -81,7 +84,7 @@ def gate(
     from sparsedebug.render.junit import junit_xml
     from sparsedebug.render.markdown.gate import summary_markdown
     from sparsedebug.signoff.gate import evaluate, load_policy
-    from sparsedebug.sources.detect import describe_input, load_run
+    from sparsedebug.sources.detect import describe_input, load_pair
 
     pol = load_policy(policy)
     for out_path, option in ((junit, "--junit"), (summary, "--summary")):
@@ -89,10 +92,8 @@ def gate(
             check_output(out_path, option)
     baseline, candidate, ranks = rank_pair(baseline, candidate, executor, json_out=json_out, wide=wide)
     err = err_console()
-    runs = []
-    for path in (baseline, candidate):
-        with err.status(describe_input(path)):
-            runs.append(load_run(path, repeats=repeats))
+    with err.status(f"{describe_input(baseline)}, {describe_input(candidate)}"):
+        runs = load_pair(baseline, candidate, repeats=repeats)
     pair = require_comparable(runs[0], runs[1], allowed_dimensions(allow_different))
     result = evaluate(pair.base, pair.cand, pol).model_copy(update={"comparability": pair.check})
     if not json_out:

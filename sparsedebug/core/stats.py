@@ -8,7 +8,8 @@ baseline's *for real*, the way asv does it, plus a persistence check:
 
 - **significant**: a two-sided Mann-Whitney U rank test rejects "same
   distribution" at ``alpha`` AND the ratio of medians passes a minimum effect
-  factor (default 1.10: a 1% shift on a noisy machine is not a finding);
+  factor (default 1.05, ``records.defaults.DEFAULT_MIN_EFFECT``: a 1% shift on a
+  noisy machine is not a finding, a 10% one must be);
 - **effect size**: the candidate/baseline median ratio, with a distribution-free
   confidence interval for the ratio: the Hodges-Lehmann shift of the log samples
   and its Moses (rank-based) interval;
@@ -47,6 +48,10 @@ sensitive than a per-iteration one; the persistence checks (both time-ordered
 halves, without outliers) keep a burst inside one iteration from becoming a
 finding. For per-iteration pooling, sum each iteration's calls before calling.
 Bisect pools identical layers of one role (per call) when one has too few.
+
+Two runs timed in the same rounds of one session are compared round by round instead
+(:mod:`sparsedebug.core.paired`, the Wilcoxon signed-rank test on per-round ratios):
+the machine's drift, common to both sides of a round, cancels there and not here.
 """
 
 from __future__ import annotations

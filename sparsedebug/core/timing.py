@@ -209,6 +209,8 @@ class Timed:
     quality: TimingQuality
     calls: dict[str, list[int]] = field(default_factory=dict)
     """Per variant, for each final sample, which call of that variant it timed (0-based, warm-up calls counted)."""
+    order: list[list[str]] = field(default_factory=list)
+    """Per final round, the variants in the order they ran (a re-measured round keeps its original order)."""
 
     @property
     def stable(self) -> bool:
@@ -225,13 +227,30 @@ def _check(variants: Mapping[str, Callable[[], object]], rounds: int, warmup: in
         raise UserError("nothing to time: no variants given")
 
 
+RoundOrder = Callable[[int, list[str]], list[str]]
+"""``order(round_index, names)``: the variants of one round in the order they run."""
+
+
+def rotated(index: int, names: list[str]) -> list[str]:
+    """The default round order: round ``r`` starts at variant ``r mod len(names)`` and goes on in the given order."""
+    shift = index % len(names)
+    return names[shift:] + names[:shift]
+
+
+def _ordered(items: list[tuple[str, Callable[[], object]]], index: int, order: RoundOrder) -> list[tuple[str, Callable[[], object]]]:
+    funcs = dict(items)
+    names = order(index, [name for name, _ in items])
+    if sorted(names) != sorted(funcs):
+        raise ValueError(f"round order {names} is not a permutation of {sorted(funcs)}")
+    return [(name, funcs[name]) for name in names]
+
+
 def _run_round(
-    items: list[tuple[str, Callable[[], object]]], index: int, clocks: Clocks, counter: dict[str, int]
+    items: list[tuple[str, Callable[[], object]]], index: int, clocks: Clocks, counter: dict[str, int], order: RoundOrder = rotated
 ) -> dict[str, _Round]:
-    shift = index % len(items)
     load = clocks.load()
     out: dict[str, _Round] = {}
-    for name, func in items[shift:] + items[:shift]:
+    for name, func in _ordered(items, index, order):
         sw0, c0, w0 = clocks.switches(), clocks.cpu(), clocks.wall()
         func()
         w1, c1, sw1 = clocks.wall(), clocks.cpu(), clocks.switches()
@@ -240,11 +259,16 @@ def _run_round(
     return out
 
 
-def interleaved(variants: Mapping[str, Callable[[], object]], rounds: int, warmup: int = 1) -> dict[str, list[float]]:
+def interleaved(
+    variants: Mapping[str, Callable[[], object]], rounds: int, warmup: int = 1, *,
+    log: list[list[str]] | None = None, order: RoundOrder = rotated,
+) -> dict[str, list[float]]:
     """Time each variant once per round for ``rounds`` rounds; samples in ms (no flags, no re-measurement).
 
-    Round ``r`` starts at variant ``r mod len(variants)`` and goes on in the given
-    order, so every variant takes every position equally often.
+    By default round ``r`` starts at variant ``r mod len(variants)`` and goes on in the
+    given order (:func:`rotated`), so every variant takes every position equally often;
+    ``order`` replaces that rule. When ``log`` is given, each round's variants are
+    appended to it in the order they ran.
 
     ``warmup`` untimed rounds run first (caches, lazy allocation, BLAS thread
     start-up). Returns ``{name: [ms per round]}`` with ``rounds`` samples each,
@@ -258,11 +282,14 @@ def interleaved(variants: Mapping[str, Callable[[], object]], rounds: int, warmu
     samples: dict[str, list[float]] = {name: [] for name, _ in items}
     clock = time.perf_counter
     for round_index in range(rounds):
-        shift = round_index % len(items)
-        for name, func in items[shift:] + items[:shift]:
+        ran: list[str] = []
+        for name, func in _ordered(items, round_index, order):
             start = clock()
             func()
             samples[name].append((clock() - start) * 1000.0)
+            ran.append(name)
+        if log is not None:
+            log.append(ran)
     return samples
 
 
@@ -296,8 +323,10 @@ def measure(
     *,
     policy: NoisePolicy | None = None,
     clocks: Clocks | None = None,
+    order: RoundOrder = rotated,
 ) -> Timed:
-    """Time interleaved rounds as :func:`interleaved`, flag interference, re-measure flagged rounds, judge stability."""
+    """Time interleaved rounds as :func:`interleaved` (``order``: each round's order), flag interference,
+    re-measure flagged rounds (in their original order), judge stability."""
     _check(variants, rounds, warmup)
     pol = policy or DEFAULT_POLICY
     clk = clocks or Clocks()
@@ -310,7 +339,7 @@ def measure(
     readings: list[Reading] = [(clk.wall(), clk.cpu(), clk.machine())]
 
     def timed_round(index: int) -> dict[str, _Round]:
-        row = _run_round(items, index, clk, counter)
+        row = _run_round(items, index, clk, counter, order)
         readings.append((clk.wall(), clk.cpu(), clk.machine()))
         return row
 
@@ -334,7 +363,8 @@ def measure(
     samples = {name: [row[name].wall for row in table] for name, _ in items}
     busy = windowed_contention(readings, pol)
     quality = _quality(items, table, samples, flagged, first_flags, used, tick, pol, busy)
-    return Timed(samples=samples, quality=quality, calls={name: [row[name].call for row in table] for name, _ in items})
+    calls = {name: [row[name].call for row in table] for name, _ in items}
+    return Timed(samples=samples, quality=quality, calls=calls, order=[list(row) for row in table])
 
 
 def _quality(
@@ -374,7 +404,9 @@ def _quality(
                 flagged=[list(row[name].flags) for row in table],
             )
         )
+    contention_only = False
     if busy is not None and busy.sustained(pol):
+        contention_only = not problems
         problems.append(
             f"other processes kept {busy.others:.1f} of {busy.cores} cores busy (this process used {busy.ours:.1f}), "
             f"taking the spare cores in {busy.contended_share:.0%} of the time: sustained contention"
@@ -396,11 +428,19 @@ def _quality(
         remeasured_rounds=used, still_flagged=still, flags=counts, load_average=[v for v in loads if v is not None],
         cores=os.cpu_count(), competing_cores=None if busy is None else round(busy.others, 3),
         contended_share=None if busy is None else round(busy.contended_share, 3), tick_ms=tick,
-        variants=variants,
+        variants=variants, contention_only=contention_only,
     )
 
 
-def unstable_reason(qualities: list[tuple[str, TimingQuality | None]]) -> str | None:
-    """Why timings of the named runs cannot be compared (the first unstable one's reason), or None when they can."""
-    bad = [f"{name}: {quality.reason}" for name, quality in qualities if quality is not None and not quality.stable]
+def unstable_reason(qualities: list[tuple[str, TimingQuality | None]], *, same_rounds: bool = False) -> str | None:
+    """Why timings of the named runs cannot be compared (the unstable ones' reasons), or None when they can.
+
+    ``same_rounds``: the runs were timed in the same rounds (one interleaved session), so
+    sustained contention alone (``TimingQuality.contention_only``) does not stop the
+    comparison: it slowed both sides of every round alike.
+    """
+    bad = [
+        f"{name}: {quality.reason}" for name, quality in qualities
+        if quality is not None and not quality.stable and not (same_rounds and quality.contention_only)
+    ]
     return "; ".join(bad) if bad else None

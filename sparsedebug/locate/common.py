@@ -2,9 +2,9 @@
 
 Identical layers (same role in every block, same op, shape, dtype and path in both runs)
 are pooled when one alone has too few samples: their samples are exchangeable when
-nothing changed. Per-layer tests run at ``alpha / m`` for the ``m`` layers or groups
-tested (Bonferroni), so testing many layers on a noisy machine does not manufacture a
-finding.
+nothing changed. The per-layer tests of one stage hold the family at ``alpha`` with
+Holm's step-down over the ``m`` layers or groups tested (:func:`holm_levels`), so testing
+many layers on a noisy machine does not manufacture a finding.
 """
 
 from __future__ import annotations
@@ -13,7 +13,9 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
-from sparsedebug.core.stats import SampleComparison, compare_samples, enough_samples, median
+from sparsedebug.core.paired import compare_timings, enough_pairs
+from sparsedebug.core.stats import SampleComparison, enough_samples, median
+from sparsedebug.locate.reference import samples_block, session_block
 from sparsedebug.records.findings import LayerFinding, MetricFinding, StageStatus
 from sparsedebug.records.run import RunRecord
 
@@ -131,23 +133,45 @@ def compare_layers(
 ) -> list[tuple[str, list[str], SampleComparison]]:
     """Compare per layer; pool identical layers of one role when a layer alone has too few samples.
 
-    Many layers are tested at once, so each comparison runs at ``alpha / m``
-    (Bonferroni over the ``m`` comparisons made): the chance that any layer of
-    an unchanged run is flagged stays below ``alpha``, and the intervals hold
-    simultaneously.
+    Two runs of one interleaved session (:func:`sparsedebug.locate.reference.session_block`)
+    are compared by balanced blocks of rounds wherever each member has the same whole
+    number of samples per round on both sides (:func:`sparsedebug.core.paired.compare_timings`),
+    else as two samples.
+
+    Many layers are tested at once, so the family of ``m`` comparisons is held at
+    ``alpha`` by Holm's step-down (:func:`holm_levels`): the comparison with the
+    ``i``-th smallest p-value is tested at ``alpha / (m - i + 1)`` while every smaller
+    one was rejected; the chance that any layer of an unchanged run is flagged stays
+    below ``alpha``. Each comparison's ``alpha`` is the level it was tested at, and its
+    reason says so.
     """
     common = [name for name in cand_samples if name in base_samples and base_samples[name] and cand_samples[name]]
     offset = transform_offset or {}
+    session = session_block(base, cand)
+    rounds = iteration_count(base)
 
     def values(samples: Sequence[float], name: str) -> list[float]:
         return positive(v + offset.get(name, 0.0) for v in samples)
+
+    def block_of(members: list[str]) -> int | None:
+        """Samples per balanced block when every member is paired round for round on both sides (the same calls per round)."""
+        blocks = {samples_block(session, base_samples[m], rounds) for m in members}
+        blocks |= {samples_block(session, cand_samples[m], rounds) for m in members}
+        lengths_match = all(len(base_samples[m]) == len(cand_samples[m]) for m in members)
+        return next(iter(blocks)) if len(blocks) == 1 and lengths_match else None
+
+    def can_reach(members: list[str], level: float) -> bool:
+        block = block_of(members)
+        if block is not None:
+            return enough_pairs(sum(len(cand_samples[m]) // block for m in members), level)
+        return enough_samples(sum(len(base_samples[m]) for m in members), sum(len(cand_samples[m]) for m in members), level)
 
     # Which units to test: a layer alone when its samples can reach the family level, else its pooled role.
     family = alpha / max(len(common), 1)
     units: list[tuple[str, list[str]]] = []
     pending: list[str] = []
     for name in common:
-        if enough_samples(len(base_samples[name]), len(cand_samples[name]), family):
+        if can_reach([name], family):
             units.append((name, [name]))
         else:
             pending.append(name)
@@ -156,10 +180,45 @@ def compare_layers(
             units.append((key, members))
         else:
             units.extend((name, [name]) for name in members)
-    level = alpha / max(len(units), 1)
-    out: list[tuple[str, list[str], SampleComparison]] = []
-    for label, members in units:
+
+    def compare(members: list[str], level: float) -> SampleComparison:
         pooled_b = [v for m in members for v in values(base_samples[m], m)]
         pooled_c = [v for m in members for v in values(cand_samples[m], m)]
-        out.append((label, members, compare_samples(pooled_b, pooled_c, alpha=level, min_effect=min_effect)))
+        segments = [len(base_samples[m]) for m in members]
+        return compare_timings(pooled_b, pooled_c, block=block_of(members), alpha=level, min_effect=min_effect, segments=segments)
+
+    first = [compare(members, alpha / max(len(units), 1)) for _, members in units]
+    levels = holm_levels([c.p_value for c in first], alpha)
+    out: list[tuple[str, list[str], SampleComparison]] = []
+    for (label, members), comp, level in zip(units, first, levels, strict=True):
+        if level != comp.alpha:
+            comp = compare(members, level)
+        if len(units) > 1:
+            comp = comp.model_copy(update={"reason": f"{comp.reason}; Holm step-down over {len(units)} layer tests: tested at alpha {level:.3g}"})
+        out.append((label, members, comp))
     return out
+
+
+def holm_levels(p_values: Sequence[float | None], alpha: float) -> list[float]:
+    """Holm's step-down: the level each of ``m`` tests is judged at so that the family holds ``alpha``.
+
+    Sorted by p-value (a test that could not run counts as p = 1), the ``i``-th smallest
+    (1-based) gets ``alpha / (m - i + 1)`` as long as every smaller p was within its own
+    level; from the first that is not, every later test keeps that stopping level (none
+    of them can be rejected). Uniformly more powerful than Bonferroni's ``alpha / m``, with
+    the same family-wise error bound.
+    """
+    m = len(p_values)
+    order = sorted(range(m), key=lambda i: 1.0 if p_values[i] is None else float(p_values[i] or 0.0))
+    levels = [alpha / max(m, 1)] * m
+    stopped: float | None = None
+    for rank, index in enumerate(order):
+        level = alpha / (m - rank)
+        if stopped is None:
+            p = p_values[index]
+            levels[index] = level
+            if p is None or p > level:
+                stopped = level
+        else:
+            levels[index] = stopped
+    return levels

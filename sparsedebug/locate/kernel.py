@@ -2,7 +2,8 @@
 
 Per layer (or per pooled role, see :func:`sparsedebug.locate.common.compare_layers`), the
 per-call kernel times are compared with a rank test plus a minimum effect
-(:func:`sparsedebug.core.stats.compare_samples`) at a Bonferroni-corrected level. A slower
+(:func:`sparsedebug.core.stats.compare_samples`; round by round for the two runs of one
+interleaved session, :mod:`sparsedebug.core.paired`) at Holm-corrected levels. A slower
 layer whose lowering already diverged is reported as following from it. A layer's error
 versus the fp64 reference counts when it exceeds what its precision explains
 (:func:`sparsedebug.core.dtypes.kernel_tolerance`) and the baseline stayed within it.
@@ -11,10 +12,10 @@ versus the fp64 reference counts when it exceeds what its precision explains
 from __future__ import annotations
 
 from sparsedebug.core.dtypes import kernel_tolerance
+from sparsedebug.core.paired import compare_timings
 from sparsedebug.core.patterns import layer_precision
-from sparsedebug.core.stats import compare_samples
 from sparsedebug.locate.common import compare_layers, fmt_cmp, ms_per_iteration, positive, stage_status
-from sparsedebug.locate.reference import MachineDrift, discount, within
+from sparsedebug.locate.reference import MachineDrift, discount, session_block, within
 from sparsedebug.records.findings import LayerFinding, MetricFinding, StageFinding
 from sparsedebug.records.run import GraphLayer, KernelLayer, KernelPath, RunRecord
 
@@ -84,7 +85,10 @@ def kernel_stage(
             findings.append(finding)
     metrics: list[MetricFinding] = []
     if base.schedule.busy_samples_ms and cand.schedule.busy_samples_ms:
-        busy = compare_samples(positive(base.schedule.busy_samples_ms), positive(cand.schedule.busy_samples_ms), alpha=alpha, min_effect=min_effect)
+        busy = compare_timings(
+            positive(base.schedule.busy_samples_ms), positive(cand.schedule.busy_samples_ms),
+            block=session_block(base, cand), alpha=alpha, min_effect=min_effect,
+        )
         busy = discount(busy, _busy_band(drift))
         metrics.append(MetricFinding(metric="busy_ms", comparison=busy, note="summed kernel/layer time per iteration"))
     added = sorted(c_kernel.keys() - b_kernel.keys())

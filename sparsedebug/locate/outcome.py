@@ -1,15 +1,17 @@
 """The ``outcome`` stage (statistical): is the whole forward slower, or its quality below a guardrail?
 
-Latency is compared on the raw per-iteration samples; the summary also quotes p99
+Latency is compared on the raw per-iteration samples (round by round for the two runs of
+one interleaved session, :mod:`sparsedebug.core.paired`); the summary also quotes p99
 against the budget, the effective speedup versus dense, the output cosine, and whether
 a narrowed dense model wins at equal latency.
 """
 
 from __future__ import annotations
 
-from sparsedebug.core.stats import compare_samples, percentiles
+from sparsedebug.core.paired import compare_timings
+from sparsedebug.core.stats import percentiles
 from sparsedebug.locate.common import fmt_cmp, positive, stage_status
-from sparsedebug.locate.reference import MachineDrift, discount
+from sparsedebug.locate.reference import MachineDrift, discount, session_block
 from sparsedebug.records.findings import LayerFinding, MetricFinding, StageFinding
 from sparsedebug.records.run import RunRecord
 
@@ -26,7 +28,10 @@ def outcome_stage(
     parts: list[str] = []
     b_out, c_out = base.outcome, cand.outcome
     if b_out.latency_samples_ms and c_out.latency_samples_ms:
-        comp = compare_samples(positive(b_out.latency_samples_ms), positive(c_out.latency_samples_ms), alpha=alpha, min_effect=min_effect)
+        comp = compare_timings(
+            positive(b_out.latency_samples_ms), positive(c_out.latency_samples_ms),
+            block=session_block(base, cand), alpha=alpha, min_effect=min_effect,
+        )
         comp = discount(comp, drift.forward_band if drift is not None else None)
         metrics.append(MetricFinding(metric="latency_ms", comparison=comp, note="whole-forward latency"))
         word = {"slower": "slower", "faster": "faster", "same": "latency"}[comp.direction]

@@ -27,7 +27,11 @@ such a reference manufactures a x100 "regression" out of two replays of one work
 quiet machine the bands are narrow and nothing changes; on a busy one the comparison is as
 wide as the machine's own swing, and says so. Runs whose references differ (another
 precision or thread count, a changed shape), imported traces and runs without reference
-samples get no band.
+samples get no band. Neither do the two runs of one interleaved session
+(:func:`sparsedebug.sources.replay.replay.replay_pair`): they are compared round by round
+(:func:`session_block`), where drift common to both sides cancels in each round's ratio,
+and a band taken from the residual difference of their dense references would count the
+session's noise twice.
 """
 
 from __future__ import annotations
@@ -37,6 +41,12 @@ from pydantic import Field
 from sparsedebug.core.stats import SampleComparison, median
 from sparsedebug.records.base import Record
 from sparsedebug.records.run import GraphLayer, KernelLayer, RunRecord
+
+SESSION_NOTE = (
+    "baseline and candidate were timed in one interleaved session and compared round by round: "
+    "the machine's drift during the session cancels in each round's ratio (no drift band)"
+)
+"""What bisect and the gate say instead of a drift band for the two runs of one session."""
 
 MIN_DRIFT_LAYERS = 2
 """Shared layer references needed before they measure a band for the kernel stage."""
@@ -75,6 +85,8 @@ def _shared(base: RunRecord, cand: RunRecord) -> set[str]:
 
 def machine_drift(base: RunRecord, cand: RunRecord) -> MachineDrift:
     """The drift bands of ``base`` and ``cand`` (no band where their dense references are not the same work)."""
+    if session_block(base, cand) is not None:
+        return MachineDrift(note=SESSION_NOTE)
     shared = _shared(base, cand)
     drift = MachineDrift()
     if not shared:
@@ -102,6 +114,26 @@ def machine_drift(base: RunRecord, cand: RunRecord) -> MachineDrift:
     if parts:
         drift.note = "this machine's own drift between the replays: " + "; ".join(parts) + "; changes within it are not findings"
     return drift
+
+
+def session_block(base: RunRecord, cand: RunRecord) -> int | None:
+    """Rounds per balanced block when ``base`` and ``cand`` were replayed in one interleaved session, else None.
+
+    Such a pair (``ReplaySession``) is compared block by block of rounds
+    (:func:`sparsedebug.core.paired.compare_timings`): drift of the machine common to both
+    sides cancels in each block's ratio, and so does the position of a call in its round.
+    """
+    b, c = base.session, cand.session
+    if b is None or c is None or b.id != c.id or b.role == c.role:
+        return None
+    return b.block
+
+
+def samples_block(block: int | None, samples: list[float], rounds: int) -> int | None:
+    """The block in samples of a series holding a whole number of samples per round (calls per forward), else None."""
+    if block is None or rounds < 1 or not samples or len(samples) % rounds:
+        return None
+    return block * (len(samples) // rounds)
 
 
 def within(comp: SampleComparison, band: tuple[float, float] | None) -> bool:

@@ -9,7 +9,8 @@ material against the baseline latency.
 
 from __future__ import annotations
 
-from sparsedebug.core.stats import compare_samples, median
+from sparsedebug.core.paired import compare_timings
+from sparsedebug.core.stats import median
 from sparsedebug.locate.common import (
     calls_per_iteration,
     compare_layers,
@@ -19,7 +20,7 @@ from sparsedebug.locate.common import (
     stage_status,
     undecided_regression,
 )
-from sparsedebug.locate.reference import MachineDrift, discount
+from sparsedebug.locate.reference import MachineDrift, discount, session_block
 from sparsedebug.records.findings import LayerFinding, MetricFinding, StageFinding
 from sparsedebug.records.run import RunRecord
 
@@ -36,7 +37,8 @@ def schedule_stage(base: RunRecord, cand: RunRecord, alpha: float, min_effect: f
         ref_busy = median(b_sched.busy_samples_ms) if b_sched.busy_samples_ms else 0.0
         b_over = [s - k + ref_busy for s, k in zip(b_sched.span_samples_ms, b_sched.busy_samples_ms, strict=True)]
         c_over = [s - k + ref_busy for s, k in zip(c_sched.span_samples_ms, c_sched.busy_samples_ms, strict=True)]
-        comp = discount(compare_samples(positive(b_over), positive(c_over), alpha=alpha, min_effect=min_effect), band)
+        raw_over = compare_timings(positive(b_over), positive(c_over), block=session_block(base, cand), alpha=alpha, min_effect=min_effect)
+        comp = discount(raw_over, band)
         b_med = median([s - k for s, k in zip(b_sched.span_samples_ms, b_sched.busy_samples_ms, strict=True)])
         c_med = median([s - k for s, k in zip(c_sched.span_samples_ms, c_sched.busy_samples_ms, strict=True)])
         metrics.append(

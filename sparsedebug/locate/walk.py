@@ -20,7 +20,7 @@ from sparsedebug.locate.graph import graph_stage
 from sparsedebug.locate.kernel import kernel_stage
 from sparsedebug.locate.lower import lower_stage
 from sparsedebug.locate.outcome import outcome_stage
-from sparsedebug.locate.reference import machine_drift
+from sparsedebug.locate.reference import machine_drift, session_block
 from sparsedebug.locate.schedule import schedule_stage
 from sparsedebug.records.findings import BisectResult, BisectState, RankedLayer, StageFinding
 from sparsedebug.records.run import STAGES, RunRecord
@@ -90,7 +90,8 @@ def bisect_runs(
         outcome_stage(base, cand, alpha, min_effect, min_cosine, drift),
     ]
     assert [s.stage for s in stages] == list(STAGES)
-    unstable = unstable_reason([(base.name, base.outcome.timing), (cand.name, cand.outcome.timing)])
+    same_rounds = session_block(base, cand) is not None  # one session: sustained contention hit both sides alike
+    unstable = unstable_reason([(base.name, base.outcome.timing), (cand.name, cand.outcome.timing)], same_rounds=same_rounds)
     if unstable is not None:
         stages = [_inconclusive(s, unstable) if s.stage in TIMED_STAGES else s for s in stages]
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from sparsedebug.core.errors import UserError
+
+_T = TypeVar("_T")
 
 if TYPE_CHECKING:
     from sparsedebug.records.bundle import InputRole
@@ -36,6 +38,19 @@ class Meter:
         if reading is not None:
             self.rapl[role] = reading
         return run
+
+    def run_session(self, roles: tuple[str, ...], session: str, replay: Callable[[], _T]) -> _T:
+        """Run one interleaved replay session of several sides with the RAPL counter read around it: the one
+        reading is kept under each role, marked as the session's (the sides cannot be told apart in it)."""
+        from sparsedebug.core import rapl
+
+        begun = rapl.start()
+        result = replay()
+        reading = rapl.stop(begun) if begun is not None else None
+        if reading is not None:
+            for role in roles:
+                self.rapl[role] = reading.model_copy(update={"session": session})
+        return result
 
     def energy(self, walked: Mapping[str, RunRecord], evidence: EvidencePaths, say: Callable[[str], None]) -> EnergyReport:
         """Step 5's energy figures (:func:`walk_energy`), with its one line said."""

@@ -16,13 +16,16 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel
 
 from sparsedebug.core.errors import UserError
 from sparsedebug.playbook.bundle import PARTIAL, check_out_dir, clear_stale, discard, swap_into_place, work_dir
 from sparsedebug.playbook.energy import Meter
+from sparsedebug.playbook.fixed import FixedInputs
+from sparsedebug.playbook.fixed import fixed_run as load_fixed
+from sparsedebug.playbook.reporter import QuietReporter, Reporter
 from sparsedebug.records.bundle import Bundle, BundleInput, FixOutcome, InputKind, StepRecord
 from sparsedebug.records.comparability import Dimension
 from sparsedebug.records.playbook import Playbook, Step
@@ -42,36 +45,6 @@ if TYPE_CHECKING:
 DEFAULT_BASELINE = "minilm_dense"
 DEFAULT_CANDIDATE = "minilm_2of4_regressed"
 """The embedded default pair: the real all-MiniLM-L6-v2 dense, and pruned 2:4 (Wanda, real text) with planted regressions."""
-
-
-class Reporter(Protocol):
-    """How the walk tells a person where it is (the CLI draws rich progress on stderr)."""
-
-    def step(self, step: Step, text: str) -> None:
-        """A step starts."""
-
-    def progress(self, stage: str, done: int, total: int) -> None:
-        """Replay progress inside the current step."""
-
-    def done(self, step: Step, status: str, detail: str) -> None:
-        """A step ended (``done`` or ``skipped``)."""
-
-    def note(self, text: str) -> None:
-        """Something done outside the steps (a stale partial bundle removed)."""
-
-
-class _QuietReporter:
-    def step(self, step: Step, text: str) -> None:
-        return None
-
-    def progress(self, stage: str, done: int, total: int) -> None:
-        return None
-
-    def done(self, step: Step, status: str, detail: str) -> None:
-        return None
-
-    def note(self, text: str) -> None:
-        return None
 
 
 @dataclass
@@ -159,13 +132,21 @@ def _freeze(w: _Walk) -> None:
 def _locate(w: _Walk) -> None:
     from sparsedebug.locate.comparable import require_comparable
     from sparsedebug.locate.walk import bisect_runs
+    from sparsedebug.sources.detect import load_pair
 
     step = w.book.step("locate")
     w.begin("locate", "load both runs")
-    for role in ("baseline", "candidate"):
-        verb = {"run": "load", "workload": "replay", "trace": "import"}[w.kinds[role]]
-        w.say.step(step, f"{verb} {role} {w.paths[role].name}")
-        w.runs[role] = w.load(role)
+    if w.kinds["baseline"] == w.kinds["candidate"] == "workload":
+        w.say.step(step, f"replay baseline {w.paths['baseline'].name} and candidate {w.paths['candidate'].name} in one interleaved session")
+    else:
+        for role in ("baseline", "candidate"):
+            verb = {"run": "load", "workload": "replay", "trace": "import"}[w.kinds[role]]
+            w.say.step(step, f"{verb} {role} {w.paths[role].name}")
+    def both() -> tuple[RunRecord, RunRecord]:
+        return load_pair(w.paths["baseline"], w.paths["candidate"], repeats=w.repeats, progress=w.say.progress)
+
+    in_session = w.kinds["baseline"] == w.kinds["candidate"] == "workload"  # one RAPL reading for the session
+    w.runs["baseline"], w.runs["candidate"] = w.meter.run_session(("baseline", "candidate"), "baseline and candidate", both) if in_session else both()
     pair = require_comparable(w.runs["baseline"], w.runs["candidate"], w.allow)
     w.runs["baseline"], w.runs["candidate"] = pair.base, pair.cand
     for role in ("baseline", "candidate"):
@@ -293,22 +274,24 @@ def _rerun(w: _Walk) -> None:
 
     assert w.classification is not None
     step = w.begin("rerun", "re-run the matrix")
-    fixed_run: RunRecord | None = None
-    if w.fixed_source == "given":
-        fixed_run = w.load("fixed")
-    elif w.fixed_source == "applied_to_workload":
-        from sparsedebug.sources.detect import load_workload
-        from sparsedebug.sources.replay.replay import replay
-
-        w.say.step(step, "replay the fixed candidate")
-        path = w.tmp / FILES["fixed_workload"]
-        fixed_run = _relabel(w.meter.run("fixed", lambda: replay(load_workload(path), repeats=w.repeats, progress=w.say.progress, source_path=path)), path.name)
+    fixed_run, session_cand = None, None
+    if w.fixed_source != "none":
+        applied = w.fixed_source == "applied_to_workload"
+        inputs = FixedInputs(
+            candidate=w.runs["candidate"], candidate_path=w.paths["candidate"], candidate_is_workload=w.kinds["candidate"] == "workload",
+            fixed_path=w.tmp / FILES["fixed_workload"] if applied else w.paths["fixed"],
+            fixed_is_workload=applied or w.kinds["fixed"] == "workload", applied=applied,
+        )
+        fixed_run, session_cand = load_fixed(
+            inputs, repeats=w.repeats, allow=w.allow, load_fixed=lambda: w.load("fixed"), meter=w.meter,
+            say=lambda text: w.say.step(step, text), note=w.say.note, progress=w.say.progress,
+        )
     fix = w.classification.fix
     outcome = FixOutcome(proposed=fix, applied=w.fixed_source != "none", how=w.fix_how, fixed_source=w.fixed_source)
     if fixed_run is not None:
         w.runs["fixed"] = fixed_run
         w.save("fixed", fixed_run)
-        moves, verdict, moved, target = measure_movement(w.runs["baseline"], w.runs["candidate"], fixed_run, fix)
+        moves, verdict, moved, target = measure_movement(w.runs["baseline"], w.runs["candidate"], fixed_run, fix, session_cand=session_cand)
         outcome = outcome.model_copy(update={"movements": moves, "significance": verdict, "moved": moved, "target": target})
         outcome = outcome.model_copy(update=_next_fix(w, fixed_run, fix))
     w.save("fix", outcome)
@@ -459,13 +442,13 @@ def run_playbook(
     from sparsedebug.sources.detect import detect_kind
 
     book = load_playbook(playbook)
-    ranks = _rank_sets(baseline, candidate, executor, reporter or _QuietReporter())
+    ranks = _rank_sets(baseline, candidate, executor, reporter or QuietReporter())
     if ranks is not None:
         comparison, baseline, candidate = ranks
     paths = _inputs(baseline, candidate, fixed)
     kinds: dict[str, InputKind] = {role: detect_kind(path) for role, path in paths.items()}
     check_evidence_paths(evidence)
-    say = reporter or _QuietReporter()
+    say = reporter or QuietReporter()
     for note in clear_stale(out_dir):
         say.note(note)
     check_out_dir(out_dir, force=force)
@@ -490,11 +473,3 @@ def run_playbook(
         discard(tmp)
         raise
     return load_bundle(out_dir)
-
-
-def _relabel(run: RunRecord, name: str) -> RunRecord:
-    """Cite the fixed workload by its name inside the bundle rather than the temporary path."""
-    if run.workload is None or run.workload.file is None:
-        return run
-    ref = run.workload.model_copy(update={"file": run.workload.file.model_copy(update={"path": name})})
-    return run.model_copy(update={"workload": ref})

@@ -16,7 +16,7 @@ MAX_REPEATS = 10_000
 DEFAULT_ALPHA = 0.05
 """Significance level of the rank test (two-sided)."""
 
-DEFAULT_MIN_EFFECT = 1.10
+DEFAULT_MIN_EFFECT = 1.05
 """Minimum ratio of medians (either way) that counts as a change, as asv's ``factor``."""
 
 Method = Literal["magnitude", "wanda", "sparsegpt"]

@@ -68,6 +68,7 @@ class RaplReading(Record):
     mean_power_w: float
     wrapped: bool = Field(description="Whether the counter wrapped during the replay (corrected with max_energy_range_uj).")
     note: str
+    session: str | None = Field(None, description="When the replay was an interleaved session of two sides: which, one reading for both.")
 
 
 class SideEnergy(Record):

@@ -8,7 +8,7 @@ from pydantic import Field
 
 from sparsedebug.records.base import SCHEMA_VERSION, Record
 from sparsedebug.records.comparability import Comparability
-from sparsedebug.records.stats import DEFAULT_ALPHA
+from sparsedebug.records.stats import DEFAULT_ALPHA, DEFAULT_MIN_EFFECT
 
 POLICY_SCHEMA_VERSION = 1
 
@@ -29,7 +29,10 @@ class Significance(Record):
         DEFAULT_ALPHA, gt=0.0, lt=1.0,
         description="Significance level, in (0, 1), of the one-sided tests in the direction of harm (the candidate slower, its tail heavier).",
     )
-    factor: float = Field(1.05, ge=1.0, le=100.0, allow_inf_nan=False, description="asv-style factor (1 to 100): a shortfall must exceed this ratio to fail.")
+    factor: float = Field(
+        DEFAULT_MIN_EFFECT, ge=1.0, le=100.0, allow_inf_nan=False,
+        description="asv-style factor (1 to 100): a shortfall must exceed this ratio to fail.",
+    )
 
 
 class SpeedupPolicy(Record):

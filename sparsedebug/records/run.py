@@ -405,6 +405,29 @@ class RunSource(Record):
     )
 
 
+SessionRole = Literal["baseline", "candidate"]
+
+
+class ReplaySession(Record):
+    """Baseline and candidate replayed in one interleaved session (``sources.replay.replay.replay_pair``).
+
+    Every timed stage ran the two workloads in the same rounds, alternating which goes
+    first, so round ``i`` of one run and round ``i`` of the other saw the same machine:
+    bisect and the gate compare such a pair round by round (``core.paired``), and drift
+    common to both sides cancels. The orders are as executed: one entry per kept round,
+    the variants in the order they ran, comma-separated.
+    """
+
+    id: str = Field(description="Shared by the two runs of one session.")
+    role: SessionRole
+    partner: str = Field(description="The other run's name as replayed.")
+    block: int = Field(2, ge=1, description="Consecutive rounds that balance the order (each side first once): the unit paired tests compare.")
+    forward_order: list[str] = Field(default_factory=list, description="Schedule stage: per kept round, the order the whole forwards ran.")
+    kernel_order: dict[str, list[str]] = Field(
+        default_factory=dict, description="Kernel stage, per layer timed in both: per round, the order the calls ran."
+    )
+
+
 class RunRecord(Record):
     """One baseline or candidate run, all five stages."""
 
@@ -423,4 +446,7 @@ class RunRecord(Record):
     verdicts: list[Verdict] = Field(default_factory=list)
     target: TargetClock | None = Field(
         None, description="The target clock: every layer and the whole forward projected onto the backend's GPU (replays on GPU profiles)."
+    )
+    session: ReplaySession | None = Field(
+        None, description="Replays of a pair timed in one interleaved session: the pairing of their rounds (None: timed alone)."
     )

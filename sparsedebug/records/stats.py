@@ -48,6 +48,11 @@ class SampleComparison(Record):
     bound the ratio at confidence ``1 - alpha``; they are ``None`` when the
     sample sizes cannot support an interval at that level. ``direction`` is
     ``"same"`` unless the change is significant (test AND minimum effect).
+
+    ``paired``: the two sides were timed in the same rounds and compared round by
+    round (``core.paired``: Wilcoxon signed-rank on the per-round log ratios, so drift
+    common to both cancels); ``ratio`` and its interval are then the Hodges-Lehmann
+    per-round ratio, and ``n_base == n_cand`` the rounds tested.
     """
 
 
@@ -67,3 +72,4 @@ class SampleComparison(Record):
     direction: Direction
     reason: str
     subsampled_from: list[int] | None = None
+    paired: bool = False

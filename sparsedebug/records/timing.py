@@ -58,6 +58,12 @@ class TimingQuality(Record):
     )
     tick_ms: float
     variants: list[VariantTiming] = Field(default_factory=list)
+    contention_only: bool = Field(
+        False,
+        description="Unstable for sustained contention alone (no disturbed rounds left, no spread beyond the bound): "
+        "variants timed in the same rounds, such as the two sides of one interleaved session, still compare, since a "
+        "competitor that holds a core throughout slows both sides of every round alike.",
+    )
 
     @property
     def stable(self) -> bool:

@@ -11,7 +11,10 @@ Five checks, one per threshold (each is one JUnit testcase):
   reach alpha 0.05 one-sided. With too few samples for the test to ever reach
   ``alpha`` (2 against 2), a shortfall fails when the samples are separated (every
   candidate sample beyond every baseline sample by the factor) and is otherwise
-  ``inconclusive``.
+  ``inconclusive``. Two replays of one interleaved session (``replay_pair``) are
+  tested round by round instead (a one-sided signed-rank test on the per-round
+  ratios, :mod:`sparsedebug.core.paired`; 5 rounds reach 0.05), so the machine's
+  drift during the session cancels.
 - ``p99_latency``: candidate p99 / baseline p99 at most ``max_ratio``, and within
   the candidate's latency budget when it records one and ``use_budget`` is on; each
   fails only beyond sampling noise (a one-sided exceedance count and order-statistic
@@ -46,12 +49,13 @@ from typing import Literal
 
 from sparsedebug.core.errors import UserError
 from sparsedebug.core.io import load_data, validate
+from sparsedebug.core.paired import compare_timings, enough_pairs, fewest_pairs, paired_ratio, per_round_separated
 from sparsedebug.core.patterns import precision_changes, precision_from
 from sparsedebug.core.stats import (
     DEFAULT_ALPHA,
+    DEFAULT_MIN_EFFECT,
     P99_FEW_SAMPLES,
     TAIL_MIN_SAMPLES,
-    compare_samples,
     enough_samples,
     fewest_samples,
     median,
@@ -59,7 +63,7 @@ from sparsedebug.core.stats import (
 )
 from sparsedebug.core.tails import P99, exceedance_p, exceedances_needed, quantile_bounds
 from sparsedebug.core.timing import unstable_reason
-from sparsedebug.locate.reference import calm_latencies, machine_drift
+from sparsedebug.locate.reference import calm_latencies, machine_drift, session_block
 from sparsedebug.records.gate import CheckStatus, GateCheck, GatePolicy, GateResult, OnInconclusive, P99Policy
 from sparsedebug.records.run import RunRecord
 from sparsedebug.signoff.metrics import bundle_clock, equal_latency_sentence, fallback_summary, latency, layer_rows
@@ -79,17 +83,21 @@ def load_policy(path: Path | None) -> GatePolicy:
 
 
 def judge_shift(
-    before: list[float], after: list[float], *, alpha: float = DEFAULT_ALPHA, factor: float = 1.05
+    before: list[float], after: list[float], *, alpha: float = DEFAULT_ALPHA, factor: float = DEFAULT_MIN_EFFECT,
+    block: int | None = None,
 ) -> tuple[Literal["slower", "faster", "same"], str]:
     """Whether ``after`` is slower, faster or the same as ``before``, the asv way.
 
     With enough samples for a rank test to reach ``alpha``: significant (Mann-Whitney U)
     AND the median ratio beyond ``factor`` AND persistent (in both halves of the samples
     and without outliers: one burst of noise is not a shift). With too few (3 against 3),
-    the factor alone decides, and the reason says so.
+    the factor alone decides, and the reason says so. ``block`` (the two timed in the same
+    rounds of one session, one sample per round each): the test runs on the paired
+    rounds (:func:`sparsedebug.core.paired.compare_paired`; 6 rounds reach 0.05).
     """
-    if enough_samples(len(before), len(after), alpha):
-        cmp = compare_samples(before, after, alpha=alpha, min_effect=factor)
+    rounds = block is not None and len(before) == len(after)
+    if enough_pairs(len(after) // (block or 1), alpha) if rounds else enough_samples(len(before), len(after), alpha):
+        cmp = compare_timings(before, after, block=block if rounds else None, alpha=alpha, min_effect=factor)
         if cmp.direction != "same" and not cmp.persistent:
             return "same", f"not a real shift: {cmp.reason}"
         return cmp.direction, cmp.reason
@@ -104,7 +112,7 @@ def judge_shift(
 
 
 def judge_slowdown(
-    before: list[float], after: list[float], *, alpha: float = DEFAULT_ALPHA, factor: float = 1.05
+    before: list[float], after: list[float], *, alpha: float = DEFAULT_ALPHA, factor: float = DEFAULT_MIN_EFFECT, block: int | None = None
 ) -> tuple[Literal["slower", "same", "inconclusive"], str]:
     """Whether ``after`` is slower than ``before``, tested on the side of harm only (the gate's question).
 
@@ -112,22 +120,33 @@ def judge_slowdown(
     0.05): significant AND the median ratio beyond ``factor`` AND persistent. With
     fewer, the samples decide only when separated (every ``after`` sample beyond every
     ``before`` sample by ``factor``): then slower; otherwise inconclusive, never a pass.
+    ``block`` (both timed in the same rounds of one session, one sample per round each):
+    the same, by balanced blocks of that many rounds (:func:`sparsedebug.core.paired.compare_paired`,
+    5 blocks reach 0.05; with fewer, every round's candidate beyond its own baseline by ``factor``).
     """
     m, n = len(before), len(after)
-    if enough_samples(m, n, alpha, one_sided=True):
-        cmp = compare_samples(before, after, alpha=alpha, min_effect=factor, alternative="greater")
+    rounds = block is not None and m == n
+    if (enough_pairs(n // (block or 1), alpha, one_sided=True) if rounds else enough_samples(m, n, alpha, one_sided=True)):
+        cmp = compare_timings(before, after, block=block if rounds else None, alpha=alpha, min_effect=factor, alternative="greater")
         if cmp.direction == "slower" and not cmp.persistent:
             return "same", f"not a real shift: {cmp.reason}"
         return ("slower" if cmp.direction == "slower" else "same"), f"one-sided: {cmp.reason}"
     ratio = median(after) / median(before)
-    need = fewest_samples(alpha, one_sided=True)
-    if min(m, n) >= 2 and separated(before, after, factor):
+    if rounds:
+        need, test = fewest_pairs(alpha, one_sided=True) * (block or 1), "a one-sided signed-rank test over paired blocks of rounds"
+        apart = per_round_separated(before, after, factor)
+        evidence = f"every round's candidate beyond its own baseline by x{factor:g}"
+    else:
+        need, test = fewest_samples(alpha, one_sided=True), "a one-sided rank test"
+        apart = separated(before, after, factor)
+        evidence = f"every candidate sample beyond every baseline sample by x{factor:g}"
+    if min(m, n) >= 2 and apart:
         return "slower", (
-            f"{m} vs {n} samples, too few for a one-sided rank test at alpha {alpha:g} ({need} a side needed), "
-            f"but separated: every candidate sample beyond every baseline sample by x{factor:g} (median ratio x{ratio:.3f})"
+            f"{m} vs {n} samples, too few for {test} at alpha {alpha:g} ({need} a side needed), "
+            f"but separated: {evidence} (median ratio x{ratio:.3f})"
         )
     return "inconclusive", (
-        f"{m} vs {n} samples, too few for a one-sided rank test at alpha {alpha:g} ({need} a side needed), and not "
+        f"{m} vs {n} samples, too few for {test} at alpha {alpha:g} ({need} a side needed), and not "
         f"separated by x{factor:g} (median ratio x{ratio:.3f}): neither pass nor fail"
     )
 
@@ -141,7 +160,8 @@ def _inconclusive(
     check_id: str, name: str, threshold: str, base: RunRecord, cand: RunRecord, policy: OnInconclusive
 ) -> GateCheck | None:
     """An ``inconclusive`` check when either run's whole-forward timings were unstable, else None."""
-    reason = unstable_reason([(base.name, base.outcome.timing), (cand.name, cand.outcome.timing)])
+    same_rounds = session_block(base, cand) is not None
+    reason = unstable_reason([(base.name, base.outcome.timing), (cand.name, cand.outcome.timing)], same_rounds=same_rounds)
     if reason is None:
         return None
     return GateCheck(
@@ -172,8 +192,13 @@ def check_speedup(base: RunRecord, cand: RunRecord, policy: GatePolicy, drift: f
     unstable = _inconclusive("effective_speedup", name, threshold, base, cand, on_inc)
     if unstable is not None:
         return unstable
-    speedup = median(b) / median(c)
-    measured = f"{speedup:.3f}x ({len(b)} vs {len(c)} samples)"
+    block = session_block(base, cand) if len(b) == len(c) else None
+    if block is not None:  # one session: the paired estimate, free of the drift both sides saw
+        speedup = 1.0 / paired_ratio(b, c, block)
+        measured = f"{speedup:.3f}x (paired over {len(b)} rounds of one session)"
+    else:
+        speedup = median(b) / median(c)
+        measured = f"{speedup:.3f}x ({len(b)} vs {len(c)} samples)"
     extra = ""
     if cand.outcome.effective_speedup is not None:
         extra = f"; run {cand.name}'s own recorded speedup vs the dense model timed beside it {cand.outcome.effective_speedup:.3f}x"
@@ -183,7 +208,7 @@ def check_speedup(base: RunRecord, cand: RunRecord, policy: GatePolicy, drift: f
             detail=f"speedup {speedup:.3f}x meets {target:g}x{extra}",
         )
     scaled = [x / target for x in b]
-    direction, why = judge_slowdown(scaled, c, alpha=sig.alpha, factor=sig.factor)
+    direction, why = judge_slowdown(scaled, c, alpha=sig.alpha, factor=sig.factor, block=block)
     if direction != "same" and target / speedup <= drift * sig.factor:
         direction, why = "same", f"within this machine's own drift between the runs (x{drift:.3f}): {why}"
     statuses: dict[str, CheckStatus] = {"slower": "fail", "same": "pass", "inconclusive": "inconclusive"}

@@ -11,10 +11,11 @@ the latency samples. Pure functions over records; nothing is timed here.
 from __future__ import annotations
 
 from sparsedebug.core.stats import median, percentiles
+from sparsedebug.locate.reference import session_block
 from sparsedebug.records.bundle import Movement
 from sparsedebug.records.classification import Fix
 from sparsedebug.records.run import KernelPath, RunRecord
-from sparsedebug.records.stats import DEFAULT_ALPHA
+from sparsedebug.records.stats import DEFAULT_ALPHA, DEFAULT_MIN_EFFECT
 from sparsedebug.signoff.gate import judge_shift
 from sparsedebug.signoff.metrics import fallback_summary, layer_rows
 
@@ -109,7 +110,8 @@ def measure_movement(
     fix: Fix | None,
     *,
     alpha: float = DEFAULT_ALPHA,
-    factor: float = 1.05,
+    factor: float = DEFAULT_MIN_EFFECT,
+    session_cand: RunRecord | None = None,
 ) -> tuple[list[Movement], str | None, bool | None, str | None]:
     """Candidate versus fixed: latency percentiles, speedup over the baseline, the fix's metric.
 
@@ -117,6 +119,10 @@ def measure_movement(
     without samples), whether the fix's target metric moved the right way
     (latency significantly faster unless the fix targets error, metadata or
     fallbacks; None when it cannot be decided), and that target's name.
+    ``session_cand``: the candidate replayed again in one interleaved session with
+    ``fixed`` (``replay_pair``); the verdict then compares those two round by round
+    (drift during the session cancels) and says so; the movements stay the bundle's
+    candidate against the fixed run.
     """
     moves: list[Movement] = []
     c_lat, f_lat = cand.outcome.latency_samples_ms, fixed.outcome.latency_samples_ms
@@ -141,7 +147,12 @@ def measure_movement(
                          expected_basis="baseline p50 over the expected p50" if expected_speedup else None,
                          better="higher")
             )
-        direction, verdict = judge_shift(c_lat, f_lat, alpha=alpha, factor=factor)
+        block = session_block(session_cand, fixed) if session_cand is not None else None
+        if session_cand is not None and block is not None:
+            direction, why = judge_shift(session_cand.outcome.latency_samples_ms, f_lat, alpha=alpha, factor=factor, block=block)
+            verdict = f"against the candidate replayed again in the fixed run's interleaved session, round by round: {why}"
+        else:
+            direction, verdict = judge_shift(c_lat, f_lat, alpha=alpha, factor=factor)
         moved = direction == "faster"
         target = "latency p50"
     c_err, f_err = _max_rel_err(cand), _max_rel_err(fixed)

@@ -7,6 +7,8 @@ file is and say the same thing when it is not what they need:
   PyTorch profiler trace (imported);
 - :func:`load_run` turns any of the three into a ``RunRecord`` (``bisect``, ``gate``,
   ``classify``, ``fallbacks``, ``playbook run``); ``accept`` narrows the kinds a command takes;
+  :func:`load_pair` loads a baseline and a candidate, two workloads replayed in one
+  interleaved session (their rounds paired);
 - :func:`resolve_workload` and :func:`load_workload` read a workload (``replay``, ``lower``,
   ``reduce``), :func:`load_trace` a trace with its whole-trace summary (``import trace``),
   :func:`load_bundle` a bundle directory (``memo``).
@@ -93,6 +95,33 @@ def load_run(
     if progress is not None:
         progress("import", 1, 1)
     return record
+
+
+def load_pair(
+    base: Path,
+    cand: Path,
+    *,
+    repeats: int | None = None,
+    progress: Progress | None = None,
+    accept: Collection[RunKind] = RUN_KINDS,
+) -> tuple[RunRecord, RunRecord]:
+    """A baseline and a candidate as :func:`load_run` gives each; two workloads are replayed in one interleaved session.
+
+    Two workloads are replayed together (:func:`sparsedebug.sources.replay.replay.replay_pair`):
+    their rounds alternate, so the machine's drift hits both alike and the comparison runs
+    round by round. Anything else is loaded, replayed or imported one at a time.
+    """
+    kinds = (sniff_as(base, accept), sniff_as(cand, accept))
+    if kinds[0][0] == "workload" and kinds[1][0] == "workload":
+        from sparsedebug.sources.replay.replay import replay_pair
+        from sparsedebug.sources.workload.load import parse_workload
+
+        workloads = [parse_workload(data, str(path), require_version=True) for (_, data), path in zip(kinds, (base, cand), strict=True)]
+        return replay_pair(workloads[0], workloads[1], repeats=repeats, progress=progress, base_path=base, cand_path=cand)
+    return (
+        load_run(base, repeats=repeats, progress=progress, accept=accept),
+        load_run(cand, repeats=repeats, progress=progress, accept=accept),
+    )
 
 
 def resolve_workload(argument: str) -> Path:

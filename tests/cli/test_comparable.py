@@ -89,3 +89,12 @@ def test_gate_fails_a_fifteen_times_slower_trace_with_three_samples(tmp_path: Pa
     result = invoke(["gate", str(base), str(slow), "--summary", str(summary)])
     assert result.exit_code == 1, result.stdout + result.stderr
     assert "| effective speedup (baseline p50 / candidate p50) | FAIL | " in summary.read_text()
+
+
+def test_playbook_refuses_a_fixed_run_of_another_model(tmp_path: Path, training: str) -> None:
+    """The --fixed run is checked against the candidate as the baseline/candidate pair is (issue 25)."""
+    out = tmp_path / "bundle"
+    sparse = str(H200 / "trace_sparse_mlp_T2048.json.gz")
+    refused = invoke(["playbook", "run", "--baseline", DENSE, "--candidate", sparse, "--fixed", training, "-o", str(out)])
+    assert_clean_error(refused, 2, "trace_sparse_mlp_T2048 vs training: not comparable", "phase: inference vs training step")
+    assert not out.exists() and not list(tmp_path.glob(".bundle*"))

@@ -88,6 +88,11 @@ def test_run_on_workloads_applies_the_fix_and_measures_it(tmp_path: Path) -> Non
     assert f"latency p50: {p50['before']:.3f} ms -> {p50['after']:.3f} ms" in memo
     cls = json.loads((out / "classification.json").read_text())
     assert cls["winner"] in ("scheduling", "memory")
+    # baseline and candidate shared one interleaved session; the fixed run one with the candidate again (issue 25)
+    runs = {role: json.loads((out / f"{role}.run.json").read_text()) for role in ("baseline", "candidate", "fixed")}
+    assert runs["baseline"]["session"]["id"] == runs["candidate"]["session"]["id"] != runs["fixed"]["session"]["id"]
+    assert (runs["baseline"]["session"]["role"], runs["fixed"]["session"]["role"]) == ("baseline", "candidate")
+    assert "round by round" in fix["significance"]
     manifest = json.loads((out / "bundle.json").read_text())
     assert [s["step"] for s in manifest["steps"]] == ["freeze", "locate", "classify", "reproduce", "rerun"]
     # The memo re-renders identically from the bundle on disk.

@@ -164,6 +164,10 @@ def test_a_competitor_holding_a_core_makes_the_comparison_unstable(others: float
     assert timed.quality.contended_share == (1.0 if status == "unstable" else 0.0)
     if status == "unstable":
         assert "sustained contention" in timed.quality.reason
+    assert timed.quality.contention_only == (status == "unstable")  # no round disturbed: contention is the only problem
+    if status == "unstable":  # variants timed in the same rounds still compare; runs timed apart do not
+        assert unstable_reason([("a", timed.quality)], same_rounds=True) is None
+        assert unstable_reason([("a", timed.quality)]) is not None
 
 
 def test_a_burst_over_part_of_the_measurement_is_not_sustained_contention() -> None:

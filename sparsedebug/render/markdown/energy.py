@@ -83,7 +83,8 @@ def rapl_sentence(side: SideEnergy) -> str:
     r = side.rapl
     assert r is not None
     wrapped = ", counter wrap corrected" if r.wrapped else ""
-    return (f"{side.role} `{side.run}`: CPU package (RAPL, {r.zone}) {r.joules:.1f} J over the whole replay of {r.seconds:.1f} s, "
+    what = f"the whole interleaved session of {r.session} (one reading for both sides)" if r.session else "the whole replay"
+    return (f"{side.role} `{side.run}`: CPU package (RAPL, {r.zone}) {r.joules:.1f} J over {what} of {r.seconds:.1f} s, "
             f"mean {r.mean_power_w:.1f} W{wrapped}: CPU package, not the GPU and not wall power, and not per forward")
 
 

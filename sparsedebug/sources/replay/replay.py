@@ -33,6 +33,13 @@ One driver for both graph sources (a declared graph or a real checkpoint,
     narrowed dense model (:mod:`sparsedebug.sources.replay.equal_latency`: on the
     target clock for a GPU profile, this machine's search as the cross-check).
 
+:func:`replay_pair` replays a baseline and a candidate workload in one interleaved
+session: the kernel and schedule stages time both sides in the same rounds (each side's
+call right after its own dense reference, the sides swapping every round,
+:func:`alternating`), and each run records the session and the order of every round as
+executed (``RunRecord.session``), so bisect and the gate compare them round by round
+(:mod:`sparsedebug.core.paired`) and the machine's drift during the session cancels.
+
 Numerics, decisions, projections and quality are a pure function of the
 workload (same seed, same numbers); timings, and what is derived from them
 (speedup, the narrowing found on this machine), vary run to run.
@@ -41,7 +48,8 @@ workload (same seed, same numbers); timings, and what is derived from them
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+import uuid
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Literal
 
@@ -49,25 +57,27 @@ from threadpoolctl import threadpool_info, threadpool_limits
 
 from sparsedebug.core.errors import UserError
 from sparsedebug.core.stats import median, percentiles
-from sparsedebug.core.timing import interleaved, measure
+from sparsedebug.core.timing import Timed, interleaved, measure
 from sparsedebug.records.run import (
     GraphStage,
     KernelLayer,
     KernelStage,
     LowerStage,
     OutcomeStage,
+    ReplaySession,
     RunRecord,
     RunSource,
     ScheduleStage,
+    SessionRole,
     Verdict,
 )
 from sparsedebug.records.timing import TimingQuality
 from sparsedebug.sources.replay.equal_latency import equal_latency
-from sparsedebug.sources.replay.protocol import ForwardPair, PreparedGraph, Progress
+from sparsedebug.sources.replay.protocol import ForwardPair, GraphSource, KernelCase, PreparedGraph, Progress
 from sparsedebug.sources.replay.sources import graph_source
 from sparsedebug.sources.workload.schema import Workload
 
-__all__ = ["Progress", "plan", "replay"]
+__all__ = ["PAIR_SIDES", "Progress", "alternating", "plan", "replay", "replay_pair"]
 
 
 def _no_progress(stage: str, done: int, total: int) -> None:
@@ -105,11 +115,8 @@ def replay(
     resolve from its folder, else from the current directory). Bad input raises
     ``UserError`` naming the layer.
     """
-    rounds = workload.repeats if repeats is None else repeats
-    if rounds < 3:
-        raise UserError(f"repeats={rounds}: need at least 3 timed repetitions for p50/p95/p99")
-    source = graph_source(workload, source_path.parent if source_path is not None else None)
-    source.check_cost(rounds, str(source_path) if source_path is not None else None, timed=True)
+    rounds = _rounds(workload, repeats)
+    source = _source(workload, source_path, rounds)
     tick = progress or _no_progress
     with _threads(workload.threads):
         prepared = source.prepare(tick)
@@ -117,8 +124,124 @@ def replay(
         tick("lower", len(lower.layers), len(lower.layers))
         kernel = _kernel_stage(workload, prepared, rounds, tick)
         forwards = prepared.forwards()
-        schedule, dense_samples, timing = _schedule_stage(workload, forwards, rounds, tick)
-        outcome, verdicts = _outcome_stage(workload, prepared, forwards, (schedule.span_samples_ms, dense_samples, timing), rounds, tick)
+        timed = measure({"candidate": forwards.candidate, "dense": forwards.dense}, rounds=rounds, warmup=workload.warmup)
+        schedule = _schedule_stage(workload, forwards, timed, "candidate", tick)
+        outcome, verdicts = _outcome_stage(
+            workload, prepared, forwards, (schedule.span_samples_ms, timed.samples["dense"], timed.quality), rounds, tick
+        )
+    return _record(workload, prepared, source_path, (lower, kernel, schedule, outcome, verdicts))
+
+
+PAIR_SIDES: tuple[SessionRole, SessionRole] = ("baseline", "candidate")
+"""The two sides of an interleaved session."""
+
+
+SESSION_BLOCK = 1
+"""Rounds per balanced unit of a session: with :func:`alternating`, every round is one (each side after its own reference)."""
+
+
+def alternating(index: int, names: list[str]) -> list[str]:
+    """A session's round order: each side's dense reference, then its own call; the sides swap every round.
+
+    Even rounds run ``baseline:dense, baseline, candidate:dense, candidate``, odd rounds
+    ``candidate:dense, candidate, baseline:dense, baseline``: each compared call comes
+    right after its own dense reference on the same input, so both sides find the same
+    state; the first call of a round (after the harness' bookkeeping) is a reference, not
+    a compared call; and each side goes first in every other round (a plain rotation of
+    four would put the candidate right after the baseline in three rounds of four, and a
+    call that follows the same work finds warm caches).
+    """
+    sides = [role for role in PAIR_SIDES if role in names]
+    if index % 2:
+        sides.reverse()
+    ordered = [n for role in sides for n in (f"{role}:dense", role) if n in names]
+    return ordered + [n for n in names if n not in ordered]
+
+
+def replay_pair(
+    base: Workload,
+    cand: Workload,
+    *,
+    repeats: int | None = None,
+    progress: Progress | None = None,
+    base_path: Path | None = None,
+    cand_path: Path | None = None,
+) -> tuple[RunRecord, RunRecord]:
+    """Replay a baseline and a candidate workload in one interleaved session: their rounds paired.
+
+    Both graphs are prepared first; then every layer both have (by name) is timed in
+    the same rounds, baseline and candidate calls alternating with their dense
+    references (:func:`alternating`: the sides swap every round), and the whole forwards
+    likewise in one noise-aware measurement (a disturbed round is re-run whole, so the
+    pairing holds). Drift of the machine during the session hits both sides of every
+    round alike; each run records the session (:class:`~sparsedebug.records.run.ReplaySession`:
+    its id and the order of every round as executed), and bisect and the gate then
+    compare the pair round by round (:mod:`sparsedebug.core.paired`). Layers only one
+    side has, the conversion timing and the equal-latency search are timed per side.
+    ``repeats`` overrides both workloads' repeats. Workloads with different BLAS thread
+    counts or (without ``repeats``) different repeats cannot share rounds: they are
+    replayed one after the other, each as :func:`replay` would, and the runs carry no
+    session (compared unpaired).
+    """
+    if base.threads != cand.threads or (repeats is None and cand.repeats != base.repeats):
+        return (
+            replay(base, repeats=repeats, progress=progress, source_path=base_path),
+            replay(cand, repeats=repeats, progress=progress, source_path=cand_path),
+        )
+    rounds = _rounds(base, repeats)
+    sources = (_source(base, base_path, rounds), _source(cand, cand_path, rounds))
+    workloads = (base, cand)
+    tick = progress or _no_progress
+    with _threads(base.threads):
+        prepared = (sources[0].prepare(tick), sources[1].prepare(tick))
+        lowers = (prepared[0].lower(rounds), prepared[1].lower(rounds))
+        tick("lower", len(lowers[1].layers), len(lowers[1].layers))
+        kernels, kernel_order = _paired_kernel_stages(workloads, prepared, rounds, tick)
+        forwards = (prepared[0].forwards(), prepared[1].forwards())
+        variants = {
+            "baseline": forwards[0].candidate, "candidate": forwards[1].candidate,
+            "baseline:dense": forwards[0].dense, "candidate:dense": forwards[1].dense,
+        }
+        timed = measure(variants, rounds=rounds, warmup=max(base.warmup, cand.warmup), order=alternating)
+        records: list[RunRecord] = []
+        for index, role in enumerate(PAIR_SIDES):
+            workload, ready, forward = workloads[index], prepared[index], forwards[index]
+            schedule = _schedule_stage(workload, forward, timed, role, tick)
+            outcome, verdicts = _outcome_stage(
+                workload, ready, forward, (schedule.span_samples_ms, timed.samples[f"{role}:dense"], timed.quality), rounds, tick
+            )
+            path = (base_path, cand_path)[index]
+            records.append(_record(workload, ready, path, (lowers[index], kernels[index], schedule, outcome, verdicts)))
+    session = uuid.uuid4().hex
+    forward_order = [",".join(names) for names in timed.order]
+    paired = []
+    for index, role in enumerate(PAIR_SIDES):
+        info = ReplaySession(
+            id=session, role=role, partner=records[1 - index].name, block=SESSION_BLOCK,
+            forward_order=forward_order, kernel_order=kernel_order,
+        )
+        paired.append(records[index].model_copy(update={"session": info}))
+    return paired[0], paired[1]
+
+
+def _rounds(workload: Workload, repeats: int | None) -> int:
+    rounds = workload.repeats if repeats is None else repeats
+    if rounds < 3:
+        raise UserError(f"repeats={rounds}: need at least 3 timed repetitions for p50/p95/p99")
+    return rounds
+
+
+def _source(workload: Workload, source_path: Path | None, rounds: int) -> GraphSource:
+    source = graph_source(workload, source_path.parent if source_path is not None else None)
+    source.check_cost(rounds, str(source_path) if source_path is not None else None, timed=True)
+    return source
+
+
+def _record(
+    workload: Workload, prepared: PreparedGraph, source_path: Path | None,
+    stages: tuple[LowerStage, KernelStage, ScheduleStage, OutcomeStage, list[Verdict]],
+) -> RunRecord:
+    lower, kernel, schedule, outcome, verdicts = stages
     files, ref = prepared.reference(source_path)
     return RunRecord(
         name=workload.name,
@@ -142,6 +265,17 @@ def plan(workload: Workload, source_path: Path | None = None) -> tuple[GraphStag
         return source.static_stages()
 
 
+def _kernel_layer(case: KernelCase, chosen: list[float], dense: list[float] | None) -> tuple[KernelLayer, float]:
+    """One layer's kernel record from its samples, and its chosen path's p50."""
+    max_abs, rel = case.errors()
+    p50 = median(chosen)
+    layer = KernelLayer(
+        name=case.name, precision=case.precision, samples_ms=chosen, dense_samples_ms=dense,
+        by_class_ms={case.kernel_class: p50}, max_abs_err=max_abs, rel_err=rel,
+    )  # fmt: skip
+    return layer, p50
+
+
 def _kernel_stage(workload: Workload, prepared: PreparedGraph, rounds: int, tick: Progress) -> KernelStage:
     """Per layer: the chosen kernel timed against dense, numerics against fp64 of the same pruned weights."""
     cases = prepared.kernel_cases()
@@ -151,25 +285,59 @@ def _kernel_stage(workload: Workload, prepared: PreparedGraph, rounds: int, tick
         tick("kernel", index, len(cases))
         variants = {"chosen": case.chosen} | ({"dense": case.dense} if case.dense is not None else {})
         samples = interleaved(variants, rounds=rounds, warmup=workload.warmup)
-        max_abs, rel = case.errors()
-        p50 = median(samples["chosen"])
+        layer, p50 = _kernel_layer(case, samples["chosen"], samples.get("dense"))
         by_class[case.kernel_class] = by_class.get(case.kernel_class, 0.0) + p50
-        layers.append(
-            KernelLayer(
-                name=case.name, precision=case.precision, samples_ms=samples["chosen"], dense_samples_ms=samples.get("dense"),
-                by_class_ms={case.kernel_class: p50}, max_abs_err=max_abs, rel_err=rel,
-            )
-        )  # fmt: skip
+        layers.append(layer)
     tick("kernel", len(cases), len(cases))
     return KernelStage(layers=layers, by_class_ms=by_class)
 
 
-def _schedule_stage(workload: Workload, forwards: ForwardPair, rounds: int, tick: Progress) -> tuple[ScheduleStage, list[float], TimingQuality]:
-    """Whole forward, candidate against the dense baseline in the noise-aware harness; the dense samples for the outcome."""
+def _paired_kernel_stages(
+    workloads: tuple[Workload, Workload], prepared: tuple[PreparedGraph, PreparedGraph], rounds: int, tick: Progress
+) -> tuple[tuple[KernelStage, KernelStage], dict[str, list[str]]]:
+    """Both sides' kernel stages: a layer both have timed in the same rounds (order recorded), the others alone."""
+    cases = (prepared[0].kernel_cases(), prepared[1].kernel_cases())
+    by_name = ({c.name: c for c in cases[0]}, {c.name: c for c in cases[1]})
+    timed: tuple[dict[str, tuple[list[float], list[float] | None]], dict[str, tuple[list[float], list[float] | None]]] = ({}, {})
+    order: dict[str, list[str]] = {}
+    names = list(dict.fromkeys([c.name for c in cases[1]] + [c.name for c in cases[0]]))
+    warmup = max(workloads[0].warmup, workloads[1].warmup)
+    for index, name in enumerate(names):
+        tick("kernel", index, len(names))
+        sides = [(role, by_name[i].get(name)) for i, role in enumerate(PAIR_SIDES)]
+        variants: dict[str, Callable[[], object]] = {}
+        for role, case in sides:
+            if case is not None:
+                variants[role] = case.chosen
+        for role, case in sides:
+            if case is not None and case.dense is not None:
+                variants[f"{role}:dense"] = case.dense
+        ran: list[list[str]] = []
+        samples = interleaved(variants, rounds=rounds, warmup=warmup, log=ran, order=alternating)
+        if all(case is not None for _, case in sides):
+            order[name] = [",".join(names_in_round) for names_in_round in ran]
+        for i, (role, case) in enumerate(sides):
+            if case is not None:
+                timed[i][name] = (samples[role], samples.get(f"{role}:dense"))
+    tick("kernel", len(names), len(names))
+    stages = []
+    for i in (0, 1):
+        layers: list[KernelLayer] = []
+        by_class: dict[str, float] = {}
+        for case in cases[i]:
+            chosen, dense = timed[i][case.name]
+            layer, p50 = _kernel_layer(case, chosen, dense)
+            by_class[case.kernel_class] = by_class.get(case.kernel_class, 0.0) + p50
+            layers.append(layer)
+        stages.append(KernelStage(layers=layers, by_class_ms=by_class))
+    return (stages[0], stages[1]), order
+
+
+def _schedule_stage(workload: Workload, forwards: ForwardPair, timed: Timed, variant: str, tick: Progress) -> ScheduleStage:
+    """Whole forward of ``variant`` from the noise-aware harness' samples (timed against its dense baseline)."""
     tick("schedule", 0, 1)
-    timed = measure({"candidate": forwards.candidate, "dense": forwards.dense}, rounds=rounds, warmup=workload.warmup)
-    span = timed.samples["candidate"]
-    parts = forwards.parts(span, timed.calls["candidate"])  # a re-measured round replaces a disturbed one
+    span = timed.samples[variant]
+    parts = forwards.parts(span, timed.calls[variant])  # a re-measured round replaces a disturbed one
     schedule = ScheduleStage(
         span_samples_ms=span,
         busy_samples_ms=parts.busy_samples_ms,
@@ -181,7 +349,7 @@ def _schedule_stage(workload: Workload, forwards: ForwardPair, rounds: int, tick
         layer_idle_samples_ms=parts.layer_idle_samples_ms,
     )
     tick("schedule", 1, 1)
-    return schedule, timed.samples["dense"], timed.quality
+    return schedule
 
 
 def _outcome_stage(

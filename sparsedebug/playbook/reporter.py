@@ -1,0 +1,40 @@
+"""How the walk tells a person where it is: the reporter protocol the CLI implements, and the silent one."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from sparsedebug.records.playbook import Step
+
+
+class Reporter(Protocol):
+    """How the walk tells a person where it is (the CLI draws rich progress on stderr)."""
+
+    def step(self, step: Step, text: str) -> None:
+        """A step starts."""
+
+    def progress(self, stage: str, done: int, total: int) -> None:
+        """Replay progress inside the current step."""
+
+    def done(self, step: Step, status: str, detail: str) -> None:
+        """A step ended (``done`` or ``skipped``)."""
+
+    def note(self, text: str) -> None:
+        """Something done outside the steps (a stale partial bundle removed)."""
+
+
+class QuietReporter:
+    """Tells nobody: the walk run as a library call."""
+
+    def step(self, step: Step, text: str) -> None:
+        return None
+
+    def progress(self, stage: str, done: int, total: int) -> None:
+        return None
+
+    def done(self, step: Step, status: str, detail: str) -> None:
+        return None
+
+    def note(self, text: str) -> None:
+        return None
