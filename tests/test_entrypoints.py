@@ -74,14 +74,11 @@ HELP_MODULES = {"sparsedebug", "sparsedebug.cli", "sparsedebug.core", "sparsedeb
                 "sparsedebug.records", "sparsedebug.records.defaults"}
 """What `--help` may import of the package besides the command modules (sparsedebug.cli.*)."""
 
-REGISTRY_MODULES = {"sparsedebug.sources", "sparsedebug.sources.models", "sparsedebug.sources.models.registry", "sparsedebug.records.base"}
-"""The model registry, whose names and default sizes `quality` and `models` quote in their help (a table, no code)."""
-
-
 @pytest.mark.parametrize("path", _help_paths(), ids=lambda path: " ".join(path) or "top")
 def test_help_imports_no_implementation(path: list[str]) -> None:
     """`--help` is built from the command modules alone: no kernel, source, render or step module,
-    no numpy, and no pydantic model machinery except where the model registry is quoted."""
+    no numpy, and no pydantic model machinery (quality and models quote the registry's names and sizes
+    from records.defaults)."""
     code = (
         "import sys\n"
         "from sparsedebug.cli.app import main\n"
@@ -94,12 +91,9 @@ def test_help_imports_no_implementation(path: list[str]) -> None:
     assert "Usage:" in out
     loaded = set(ast.literal_eval(out.rsplit("MODULES ", 1)[1]))
     ours = {m for m in loaded if m.split(".")[0] == "sparsedebug" and not m.startswith("sparsedebug.cli.")}
-    quotes_registry = path[:1] in ([], ["quality"], ["models"])  # the top level registers both to list them
-    allowed = HELP_MODULES | (REGISTRY_MODULES if quotes_registry else set())
-    assert ours <= allowed, sorted(ours - allowed)
+    assert ours <= HELP_MODULES, sorted(ours - HELP_MODULES)
     assert not any(m.split(".")[0] in ("numpy", "scipy") for m in loaded)
-    if not quotes_registry:
-        assert "pydantic.main" not in loaded
+    assert "pydantic.main" not in loaded
 
 
 def test_root_help_lists_each_command_as_built() -> None:
@@ -115,3 +109,12 @@ def test_root_help_lists_each_command_as_built() -> None:
         assert stub is not None and built is not None, name
         assert (stub.name, stub.help, stub.hidden) == (built.name, built.help, built.hidden), name
     assert _listed("no-such-command") is None
+
+
+def test_help_constants_match_the_model_registry() -> None:
+    """The model names and study sizes `--help` quotes are the registry's own."""
+    from sparsedebug.records.defaults import MODEL_NAMES, STUDY_SIZES
+    from sparsedebug.sources.models.registry import DEFAULTS, MODELS
+
+    assert MODEL_NAMES == tuple(sorted(MODELS))
+    assert {arch: sizes.model_dump() for arch, sizes in DEFAULTS.items()} == STUDY_SIZES

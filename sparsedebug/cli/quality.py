@@ -17,8 +17,15 @@ from sparsedebug.cli.common import (
     note_block_pattern,
 )
 from sparsedebug.core.errors import UserError
-from sparsedebug.records.defaults import DEFAULT_BLOCK, DEFAULT_DAMPING, MAX_TEXT_TOKENS, METHODS, Method
-from sparsedebug.sources.models.registry import DEFAULTS, MODELS
+from sparsedebug.records.defaults import (
+    DEFAULT_BLOCK,
+    DEFAULT_DAMPING,
+    MAX_TEXT_TOKENS,
+    METHODS,
+    MODEL_NAMES,
+    STUDY_SIZES,
+    Method,
+)
 
 if TYPE_CHECKING:
     from sparsedebug.kernels.masks import Pattern
@@ -27,13 +34,13 @@ if TYPE_CHECKING:
     from sparsedebug.sources.models.load import LoadedModel
     from sparsedebug.sources.models.text import Corpus
 
-_LLAMA, _BERT = DEFAULTS["llama"], DEFAULTS["bert"]
+_LLAMA, _BERT = STUDY_SIZES["llama"], STUDY_SIZES["bert"]
 
 
 @handle_errors
 def quality(
     model: Annotated[
-        str, typer.Argument(help=f"{' or '.join(sorted(MODELS))} (fetched on first use), a Llama .gguf file, or a BERT folder.")
+        str, typer.Argument(help=f"{' or '.join(MODEL_NAMES)} (fetched on first use), a Llama .gguf file, or a BERT folder.")
     ],
     method: Annotated[
         list[str] | None, typer.Option("--method", "-m", help=f"Pruning method, repeatable: {', '.join(METHODS)} (default: all three).")
@@ -43,14 +50,14 @@ def quality(
         list[str] | None,
         typer.Option(help="Layers to prune, repeatable: all, mlp, attention, or comma-separated name globs (blk.*.ffn_down)."),
     ] = None,
-    tokens: Annotated[int | None, typer.Option(help=f"Evaluation tokens (default {_LLAMA.eval_tokens} decoder, {_BERT.eval_tokens} "
+    tokens: Annotated[int | None, typer.Option(help=f"Evaluation tokens (default {_LLAMA['eval_tokens']} decoder, {_BERT['eval_tokens']} "
                                                f"encoder; at most {MAX_TEXT_TOKENS:,}).", min=1, max=MAX_TEXT_TOKENS)] = None,
     calibration_tokens: Annotated[
         int | None,
         typer.Option(
             help=(
-                f"Calibration tokens for wanda/sparsegpt (default {_LLAMA.calibration_tokens} decoder, cap {_LLAMA.calibration_cap}; "
-                f"{_BERT.calibration_tokens} encoder, cap {_BERT.calibration_cap})."
+                f"Calibration tokens for wanda/sparsegpt (default {_LLAMA['calibration_tokens']} decoder, cap {_LLAMA['calibration_cap']}; "
+                f"{_BERT['calibration_tokens']} encoder, cap {_BERT['calibration_cap']})."
             ),
             min=1,
         ),

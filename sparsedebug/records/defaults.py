@@ -39,3 +39,16 @@ MAX_TEXT_TOKENS = 1 << 24
 """Upper bound of every count of text tokens a quality study reads (``quality --tokens``, ``--calibration-tokens``,
 ``model.eval_tokens``, ``pruning.calibration_tokens``): 16,777,216, hundreds of times the default text
 (pydoc_data.topics gives about 28,000 evaluation tokens); a text shorter than the count asked is used whole, and said."""
+
+MODEL_NAMES: tuple[str, ...] = ("minilm-l6", "smollm2-135m")
+"""Names of the registered real models, sorted (``sources.models.registry.MODELS`` holds their specs; a test keeps the two equal)."""
+
+STUDY_SIZES: dict[str, dict[str, int]] = {
+    # The decoder's sizes keep `quality smollm2-135m` with three methods on 2,048
+    # evaluation tokens well inside 10 minutes on 2 cores: one calibration pass
+    # of 2,048 tokens costs two forward passes per pruned model.
+    "llama": {"eval_tokens": 2048, "calibration_tokens": 2048, "calibration_cap": 16384, "window": 512},
+    # The encoder is 6x smaller: more sentences cost little and steady the neighbour agreement.
+    "bert": {"eval_tokens": 4096, "calibration_tokens": 4096, "calibration_cap": 65536, "window": 256},
+}
+"""Quality study sizes per architecture (``sources.models.registry.DEFAULTS`` builds its records from these)."""

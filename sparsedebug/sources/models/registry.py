@@ -8,6 +8,7 @@ from pydantic import ConfigDict, Field
 
 from sparsedebug.core.errors import UserError
 from sparsedebug.records.base import Record
+from sparsedebug.records.defaults import STUDY_SIZES
 
 Architecture = Literal["bert", "llama"]
 
@@ -47,12 +48,7 @@ class StudyDefaults(Record):
 
 
 DEFAULTS: dict[Architecture, StudyDefaults] = {
-    # The decoder's sizes keep `quality smollm2-135m` with three methods on 2,048
-    # evaluation tokens well inside 10 minutes on 2 cores: one calibration pass
-    # of 2,048 tokens costs two forward passes per pruned model.
-    "llama": StudyDefaults(eval_tokens=2048, calibration_tokens=2048, calibration_cap=16384, window=512),
-    # The encoder is 6x smaller: more sentences cost little and steady the neighbour agreement.
-    "bert": StudyDefaults(eval_tokens=4096, calibration_tokens=4096, calibration_cap=65536, window=256),
+    arch: StudyDefaults(**STUDY_SIZES[arch]) for arch in ("llama", "bert")
 }
 """Study sizes per architecture."""
 
