@@ -44,7 +44,7 @@ from typing import Any, Literal
 import numpy as np
 
 from sparsedebug.core.ranks import FloatArray
-from sparsedebug.core.stats import compare_samples
+from sparsedebug.core.stats import compare_samples, no_change_that_counts
 from sparsedebug.records.stats import DEFAULT_ALPHA, DEFAULT_MIN_EFFECT, Direction, SampleComparison
 
 __all__ = [
@@ -312,16 +312,11 @@ def compare_paired(
     sign = _beyond(log_ratio, math.log(min_effect))
     if one_sided and sign < 0:
         sign = 0
-    if p > alpha:
-        return SampleComparison(
-            **common, p_value=p, significant=False, persistent=False, enough_samples=True, direction="same",
-            reason=f"no significant difference: p={p:.3g} > {alpha:g} (paired ratio {ratio:.3f} over {d.size} {unit}){note}",
-        )
-    if sign == 0:
-        return SampleComparison(
-            **common, p_value=p, significant=False, persistent=False, enough_samples=True, direction="same",
-            reason=f"significant (p={p:.3g}) but below the minimum effect: paired ratio {ratio:.3f} within x{min_effect:g} over {d.size} {unit}{note}",
-        )
+    unmoved = no_change_that_counts(
+        common, p=p, alpha=alpha, sign=sign, ratio_text=f"paired ratio {ratio:.3f} over {d.size} {unit}", min_effect=min_effect, note=note
+    )
+    if unmoved is not None:
+        return unmoved
     persistent, why = _persistence(d, sign, alpha, min_effect, one_sided)
     direction: Direction = "slower" if sign > 0 else "faster"
     return SampleComparison(

@@ -290,6 +290,23 @@ def _persistence(
     return True, "persistent: " + ", ".join(notes)
 
 
+def no_change_that_counts(
+    common: dict[str, Any], *, p: float, alpha: float, sign: int, ratio_text: str, min_effect: float, note: str
+) -> SampleComparison | None:
+    """The comparison when a test found no change that counts: not significant, or significant but within the
+    minimum effect (``sign`` 0: the ratio lies within it); None when it found one. ``common`` holds the
+    comparison's other fields, ``ratio_text`` the ratio as the reason quotes it."""
+    if p > alpha:
+        reason = f"no significant difference: p={p:.3g} > {alpha:g} ({ratio_text}){note}"
+    elif sign == 0:
+        reason = f"significant (p={p:.3g}) but below the minimum effect: {ratio_text} within x{min_effect:g}{note}"
+    else:
+        return None
+    return SampleComparison(
+        **common, p_value=p, significant=False, persistent=False, enough_samples=True, direction="same", reason=reason
+    )
+
+
 def compare_samples(
     base: Samples,
     cand: Samples,
@@ -354,16 +371,9 @@ def compare_samples(
     sign = _beyond(ratio, min_effect)
     if one_sided and sign < 0:
         sign = 0
-    if p > alpha:
-        return SampleComparison(
-            **common, p_value=p, significant=False, persistent=False, enough_samples=True, direction="same",
-            reason=f"no significant difference: p={p:.3g} > {alpha:g} (ratio {ratio:.3f}){note}",
-        )
-    if sign == 0:
-        return SampleComparison(
-            **common, p_value=p, significant=False, persistent=False, enough_samples=True, direction="same",
-            reason=f"significant (p={p:.3g}) but below the minimum effect: ratio {ratio:.3f} within x{min_effect:g}{note}",
-        )
+    unmoved = no_change_that_counts(common, p=p, alpha=alpha, sign=sign, ratio_text=f"ratio {ratio:.3f}", min_effect=min_effect, note=note)
+    if unmoved is not None:
+        return unmoved
     persistent, why = _persistence(b, c, sign, alpha, min_effect, one_sided)
     direction: Direction = "slower" if sign > 0 else "faster"
     return SampleComparison(
