@@ -225,7 +225,7 @@ def main() -> None:
         help="replay baseline and candidate one after the other (the old design) instead of in one interleaved session",
     )
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--check", action="store_true", help=f"exit 1 when a false-alarm rate is above {BOUND:.0%}")
+    parser.add_argument("--check", action="store_true", help=f"exit 1 when a false-alarm rate is above {BOUND:.0%}".replace("%", "%%"))
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args()
     tallies: list[Tally] = []
