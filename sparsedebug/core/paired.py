@@ -44,7 +44,7 @@ from typing import Any, Literal
 import numpy as np
 
 from sparsedebug.core.ranks import FloatArray
-from sparsedebug.core.stats import compare_samples, no_change_that_counts
+from sparsedebug.core.stats import beyond_factor, compare_samples, no_change_that_counts
 from sparsedebug.records.stats import DEFAULT_ALPHA, DEFAULT_MIN_EFFECT, Direction, SampleComparison
 
 __all__ = [
@@ -175,14 +175,6 @@ def per_round_separated(base: FloatArray | list[float], cand: FloatArray | list[
     return b.size > 0 and b.size == c.size and bool(np.all(c > factor * b))
 
 
-def _beyond(log_ratio: float, log_factor: float) -> int:
-    if log_ratio >= log_factor:
-        return 1
-    if log_ratio <= -log_factor:
-        return -1
-    return 0
-
-
 def _persistence(d: FloatArray, sign: int, alpha: float, min_effect: float, one_sided: bool) -> tuple[bool, str]:
     """Whether a significant per-round shift holds in each time-ordered half and without outlier rounds."""
     notes: list[str] = []
@@ -206,7 +198,7 @@ def _persistence(d: FloatArray, sign: int, alpha: float, min_effect: float, one_
         return True, "persistent: " + ", ".join(notes)
     p = signed_rank_p(kept, "greater" if one_sided else "two-sided")
     hl = float(np.median(_walsh(kept)))
-    if p > alpha or _beyond(hl, math.log(min_effect)) != sign:
+    if p > alpha or beyond_factor(math.exp(hl), min_effect) != sign:
         return False, f"outlier-driven: without {dropped} outlier round(s) per-round ratio {math.exp(hl):.3f}, p={p:.3g}"
     notes.append(f"survives dropping {dropped} outlier round(s)")
     return True, "persistent: " + ", ".join(notes)
@@ -309,7 +301,7 @@ def compare_paired(
             ),
         )
     p = signed_rank_p(d, alternative)
-    sign = _beyond(log_ratio, math.log(min_effect))
+    sign = beyond_factor(ratio, min_effect)
     if one_sided and sign < 0:
         sign = 0
     unmoved = no_change_that_counts(

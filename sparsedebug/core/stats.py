@@ -221,8 +221,8 @@ def hodges_lehmann_ratio(base: Samples, cand: Samples) -> float:
 # --------------------------------------------------------------------------- comparison
 
 
-def _beyond(ratio: float, factor: float) -> int:
-    """+1 when ratio >= factor, -1 when ratio <= 1/factor, else 0."""
+def beyond_factor(ratio: float, factor: float) -> int:
+    """+1 when ratio >= factor, -1 when ratio <= 1/factor, else 0 (within the minimum effect either way)."""
     if ratio >= factor:
         return 1
     if ratio <= 1.0 / factor:
@@ -266,7 +266,7 @@ def _persistence(
             ("second half", base[base.size // 2 :], cand[cand.size // 2 :]),
         ):
             half_ratio = float(np.median(c) / np.median(b))
-            if _beyond(half_ratio, half_factor) != sign:
+            if beyond_factor(half_ratio, half_factor) != sign:
                 return False, f"not persistent: in the {label} the median ratio is {half_ratio:.3f}"
         notes.append("holds in both halves")
     else:
@@ -282,7 +282,7 @@ def _persistence(
             return True, "persistent: " + ", ".join(notes)
         p = rank_test_p(b_in, c_in, "greater" if one_sided else "two-sided")
         ratio = float(np.median(c_in) / np.median(b_in))
-        if p > alpha or _beyond(ratio, min_effect) != sign:
+        if p > alpha or beyond_factor(ratio, min_effect) != sign:
             return False, f"outlier-driven: without {dropped} outlier(s) ratio {ratio:.3f}, p={p:.3g}"
         notes.append(f"survives dropping {dropped} outlier(s)")
     else:
@@ -368,7 +368,7 @@ def compare_samples(
             ),
         )
     p = rank_test_p(b, c, alternative)
-    sign = _beyond(ratio, min_effect)
+    sign = beyond_factor(ratio, min_effect)
     if one_sided and sign < 0:
         sign = 0
     unmoved = no_change_that_counts(common, p=p, alpha=alpha, sign=sign, ratio_text=f"ratio {ratio:.3f}", min_effect=min_effect, note=note)

@@ -28,20 +28,11 @@ class Meter:
     def run(self, role: str | None, replay: Callable[[], RunRecord]) -> RunRecord:
         """Run one replay with the RAPL package counter read before and after it (kept under ``role``) when one is
         readable; ``role`` None: not a replay (an import or a load), read nothing."""
-        from sparsedebug.core import rapl
+        return replay() if role is None else self.run_session((role,), None, replay)
 
-        if role is None:
-            return replay()
-        begun = rapl.start()
-        run = replay()
-        reading = rapl.stop(begun) if begun is not None else None
-        if reading is not None:
-            self.rapl[role] = reading
-        return run
-
-    def run_session(self, roles: tuple[str, ...], session: str, replay: Callable[[], _T]) -> _T:
-        """Run one interleaved replay session of several sides with the RAPL counter read around it: the one
-        reading is kept under each role, marked as the session's (the sides cannot be told apart in it)."""
+    def run_session(self, roles: tuple[str, ...], session: str | None, replay: Callable[[], _T]) -> _T:
+        """Run ``replay`` with the RAPL counter read around it (where readable), the reading kept under each of
+        ``roles``; ``session`` names an interleaved session of several sides, whose one reading cannot be split."""
         from sparsedebug.core import rapl
 
         begun = rapl.start()

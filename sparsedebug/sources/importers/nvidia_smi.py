@@ -217,12 +217,14 @@ def samples_in_window(report: SmiReport, window: TimeWindow | None, utc_offset_h
                                          f"{window.end_utc_s - window.start_utc_s:.3f} s")
 
 
-def load_smi(path: Path, max_clock_mhz: float | None = None) -> SmiReport:
+def load_smi(path: Path, max_clock_mhz: float | None = None, text: str | None = None) -> SmiReport:
     """Parse an nvidia-smi CSV log and summarise clocks, power and clock event reasons per GPU (``max_clock_mhz``:
-    :func:`check_max_clock`, and at least every SM clock the log holds: a clock drop is measured below it)."""
+    :func:`check_max_clock`, and at least every SM clock the log holds: a clock drop is measured below it;
+    ``text``: the file's content when the caller has read it already)."""
     if max_clock_mhz is not None:
         check_max_clock(max_clock_mhz)
-    text = read_text(path)
+    if text is None:
+        text = read_text(path)
     rows = list(csv.reader(io.StringIO(text), skipinitialspace=True))
     rows = [row for row in rows if any(cell.strip() for cell in row)]
     if not rows:

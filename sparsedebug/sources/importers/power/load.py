@@ -51,7 +51,7 @@ def load_power_log(path: Path, utc_offset_h: float | None = None) -> PowerLog:
     if is_codecarbon(names):
         return load_codecarbon(path, text, utc_offset_h)
     if "timestamp" in names:
-        return power_log_from_smi(load_smi(path), utc_offset_h)
+        return power_log_from_smi(load_smi(path, text=text), utc_offset_h)
     raise UserError(f"{path}: line 1: not a power log this tool reads ({FORMATS}, each with its header line): "
                     f"starts {head[:60]!r}")
 
