@@ -354,24 +354,32 @@ def _runtime(metadata: dict[str, Any], device: int, device_name: str | None, lay
     )
 
 
+def _base_time_s(metadata: dict[str, Any]) -> float | None:
+    """The trace's ``baseTimeNanoseconds`` in UTC seconds since the epoch; None when absent or not a positive number."""
+    base = metadata.get("baseTimeNanoseconds")
+    if not isinstance(base, int | float) or isinstance(base, bool) or base <= 0:
+        return None
+    return base / 1e9
+
+
 def _window(metadata: dict[str, Any], ts_base: float | None, ops: list[GpuOp]) -> TimeWindow | None:
     """The GPU ops' absolute UTC window: the trace's ``baseTimeNanoseconds`` plus their raw timestamps (None without it)."""
-    base = metadata.get("baseTimeNanoseconds")
-    if not isinstance(base, int | float) or isinstance(base, bool) or base <= 0 or not ops:
+    base_s = _base_time_s(metadata)
+    if base_s is None or not ops:
         return None
     start = min(op.ts for op in ops) + (ts_base or 0.0)
     end = max(op.ts + op.dur for op in ops) + (ts_base or 0.0)
-    return TimeWindow(start_utc_s=base / 1e9 + start / 1e6, end_utc_s=base / 1e9 + end / 1e6,
+    return TimeWindow(start_utc_s=base_s + start / 1e6, end_utc_s=base_s + end / 1e6,
                       source="baseTimeNanoseconds + first/last GPU op timestamp")
 
 
 def _iteration_windows(metadata: dict[str, Any], ts_base: float | None, iterations: list[IterationSummary]) -> list[TimeWindow]:
     """Each iteration's latency interval in absolute UTC (the run record's latency samples, in order); empty without
     ``baseTimeNanoseconds``."""
-    base = metadata.get("baseTimeNanoseconds")
-    if not isinstance(base, int | float) or isinstance(base, bool) or base <= 0:
+    base_s = _base_time_s(metadata)
+    if base_s is None:
         return []
-    shift = base / 1e9 + (ts_base or 0.0) / 1e6
+    shift = base_s + (ts_base or 0.0) / 1e6
     return [TimeWindow(start_utc_s=shift + it.start_us / 1e6, end_utc_s=shift + it.end_us / 1e6,
                        source=f"baseTimeNanoseconds + iteration {it.index}'s latency interval")
             for it in iterations if it.start_us is not None and it.end_us is not None]
