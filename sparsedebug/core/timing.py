@@ -42,6 +42,19 @@ from sparsedebug.core.errors import UserError
 from sparsedebug.core.stats import median, quantiles
 from sparsedebug.records.timing import Flag, TimingQuality, VariantTiming
 
+MIN_SAMPLE_MS = 10.0
+"""The shortest a timed sample of :func:`measure` may last, when the caller asks for it (asv's default sample time).
+
+A call shorter than this is run that many times inside each sample, the variants' calls
+alternating call by call, and the sample is their mean (:func:`calls_per_sample`,
+:func:`_run_round`): one reading around a 0.15 ms forward spreads 10-30% round to round
+on this shared 2-core machine; 64 calls of each side, alternating, 1-4% (64 calls of one
+side, then 64 of the other, 6-60%: the machine's state changes at that time scale),
+which is what lets 15 paired rounds see a 10% change."""
+
+MAX_CALLS_PER_SAMPLE = 1000
+"""Upper bound of the calls of one sample (a call under 10 us gets a sample shorter than the minimum)."""
+
 DEFAULT_TICK_MS = 4.0
 """Scheduler tick when the kernel's CONFIG_HZ cannot be read (250 Hz, the common distribution default)."""
 
@@ -208,7 +221,10 @@ class Timed:
     samples: dict[str, list[float]]
     quality: TimingQuality
     calls: dict[str, list[int]] = field(default_factory=dict)
-    """Per variant, for each final sample, which call of that variant it timed (0-based, warm-up calls counted)."""
+    """Per variant, for each final sample, the first call of that variant it timed (0-based, warm-up and calibration calls counted)."""
+    calls_per_sample: int = 1
+    """Calls of each variant per sample (:func:`calls_per_sample`): sample ``i`` times calls
+    ``calls[name][i]`` to ``calls[name][i] + calls_per_sample - 1`` and is their mean."""
     order: list[list[str]] = field(default_factory=list)
     """Per final round, the variants in the order they ran (a re-measured round keeps its original order)."""
 
@@ -246,17 +262,64 @@ def _ordered(items: list[tuple[str, Callable[[], object]]], index: int, order: R
 
 
 def _run_round(
-    items: list[tuple[str, Callable[[], object]]], index: int, clocks: Clocks, counter: dict[str, int], order: RoundOrder = rotated
+    items: list[tuple[str, Callable[[], object]]], index: int, clocks: Clocks, counter: dict[str, int],
+    order: RoundOrder = rotated, number: int = 1,
 ) -> dict[str, _Round]:
+    """One round: each variant's sample of ``number`` calls (wall and CPU time of all of them).
+
+    One call each: the variants run one after the other, each read on its own. Several: the
+    variants' calls alternate call by call (``number`` passes through the round's order),
+    each call's wall time added to its variant's sample, so a change of the machine's
+    state within the round (a busy sibling core, a frequency step) falls on every variant
+    alike instead of on whichever sample it overlapped. CPU time and context switches are
+    then read for the round as a whole: each variant gets the round's CPU share of its wall
+    time and the round's switches, so the interference flags judge the round.
+    """
     load = clocks.load()
+    ordered = _ordered(items, index, order)
     out: dict[str, _Round] = {}
-    for name, func in _ordered(items, index, order):
-        sw0, c0, w0 = clocks.switches(), clocks.cpu(), clocks.wall()
-        func()
-        w1, c1, sw1 = clocks.wall(), clocks.cpu(), clocks.switches()
-        out[name] = _Round((w1 - w0) * 1000.0, (c1 - c0) * 1000.0, sw1 - sw0, load, counter[name])
-        counter[name] += 1
+    if number == 1:
+        for name, func in ordered:
+            sw0, c0, w0 = clocks.switches(), clocks.cpu(), clocks.wall()
+            func()
+            w1, c1, sw1 = clocks.wall(), clocks.cpu(), clocks.switches()
+            out[name] = _Round((w1 - w0) * 1000.0, (c1 - c0) * 1000.0, sw1 - sw0, load, counter[name])
+            counter[name] += 1
+        return out
+    wall = clocks.wall
+    spent = {name: 0.0 for name, _ in ordered}
+    sw0, c0, w0 = clocks.switches(), clocks.cpu(), wall()
+    for _ in range(number):
+        for name, func in ordered:
+            start = wall()
+            func()
+            spent[name] += wall() - start
+    w1, c1, sw1 = wall(), clocks.cpu(), clocks.switches()
+    cpu_share = (c1 - c0) / (w1 - w0) if w1 > w0 else 1.0
+    for name, _ in ordered:
+        out[name] = _Round(spent[name] * 1000.0, spent[name] * cpu_share * 1000.0, sw1 - sw0, load, counter[name])
+        counter[name] += number
     return out
+
+
+def calls_per_sample(
+    items: list[tuple[str, Callable[[], object]]], min_sample_ms: float, clock: Callable[[], float] = time.perf_counter
+) -> int:
+    """How many calls make a sample of the fastest variant last ``min_sample_ms`` (at most :data:`MAX_CALLS_PER_SAMPLE`).
+
+    Each variant is called twice, timed; the fastest call of all sets the count, so every
+    variant's sample lasts at least the minimum and all take the same number of calls (a
+    paired round compares like with like). These calls are warm-up for the rounds.
+    """
+    fastest = math.inf
+    for _ in range(2):
+        for _, func in items:
+            start = clock()
+            func()
+            fastest = min(fastest, (clock() - start) * 1000.0)
+    if fastest <= 0.0:
+        return MAX_CALLS_PER_SAMPLE
+    return max(1, min(MAX_CALLS_PER_SAMPLE, math.ceil(min_sample_ms / fastest)))
 
 
 def interleaved(
@@ -324,9 +387,17 @@ def measure(
     policy: NoisePolicy | None = None,
     clocks: Clocks | None = None,
     order: RoundOrder = rotated,
+    min_sample_ms: float = 0.0,
 ) -> Timed:
     """Time interleaved rounds as :func:`interleaved` (``order``: each round's order), flag interference,
-    re-measure flagged rounds (in their original order), judge stability."""
+    re-measure flagged rounds (in their original order), judge stability.
+
+    ``min_sample_ms`` > 0 (:data:`MIN_SAMPLE_MS` is the usual choice): after the warm-up,
+    :func:`calls_per_sample` sets how many calls each sample holds; the variants' calls
+    then alternate call by call within each round (:func:`_run_round`) and each sample is
+    its calls' mean (``Timed.calls_per_sample``); the interference flags judge the whole
+    sample, as timed. 0: one call per sample.
+    """
     _check(variants, rounds, warmup)
     pol = policy or DEFAULT_POLICY
     clk = clocks or Clocks()
@@ -335,11 +406,12 @@ def measure(
     for _ in range(warmup):
         for _, func in items:
             func()
-    counter = {name: warmup for name, _ in items}
+    number = calls_per_sample(items, min_sample_ms, clk.wall) if min_sample_ms > 0 else 1
+    counter = {name: warmup + (2 if min_sample_ms > 0 else 0) for name, _ in items}
     readings: list[Reading] = [(clk.wall(), clk.cpu(), clk.machine())]
 
     def timed_round(index: int) -> dict[str, _Round]:
-        row = _run_round(items, index, clk, counter, order)
+        row = _run_round(items, index, clk, counter, order, number)
         readings.append((clk.wall(), clk.cpu(), clk.machine()))
         return row
 
@@ -360,11 +432,11 @@ def measure(
                 r.flags = _flag(r, typical[name], tick, pol)
             if not any(r.flags for r in redo.values()):
                 table[index] = redo
-    samples = {name: [row[name].wall for row in table] for name, _ in items}
+    samples = {name: [row[name].wall / number for row in table] for name, _ in items}
     busy = windowed_contention(readings, pol)
-    quality = _quality(items, table, samples, flagged, first_flags, used, tick, pol, busy)
+    quality = _quality(items, table, samples, flagged, first_flags, used, tick, pol, busy, number)
     calls = {name: [row[name].call for row in table] for name, _ in items}
-    return Timed(samples=samples, quality=quality, calls=calls, order=[list(row) for row in table])
+    return Timed(samples=samples, quality=quality, calls=calls, order=[list(row) for row in table], calls_per_sample=number)
 
 
 def _quality(
@@ -377,6 +449,7 @@ def _quality(
     tick: float,
     pol: NoisePolicy,
     busy: Contention | None = None,
+    number: int = 1,
 ) -> TimingQuality:
     rounds = len(table)
     still = sum(1 for row in table if any(r.flags for r in row.values()))
@@ -385,6 +458,7 @@ def _quality(
     first = items[0][0]
     for name, _ in items:
         spread, width = _spread(samples[name])
+        width *= number  # the spread of the samples as timed (``number`` calls each), against the timer-noise floor
         left = sum(1 for row in table if row[name].flags)
         if spread > pol.max_spread and width > pol.min_spread_ms:
             problems.append(f"{name} rounds spread {spread:.2f} (p90 - p10 over p50) > {pol.max_spread:g}")
@@ -400,7 +474,7 @@ def _quality(
                 )
         variants.append(
             VariantTiming(
-                name=name, spread=spread, wall_ms=samples[name], cpu_ms=[row[name].cpu for row in table],
+                name=name, spread=spread, wall_ms=samples[name], cpu_ms=[row[name].cpu / number for row in table],
                 flagged=[list(row[name].flags) for row in table],
             )
         )
@@ -428,7 +502,7 @@ def _quality(
         remeasured_rounds=used, still_flagged=still, flags=counts, load_average=[v for v in loads if v is not None],
         cores=os.cpu_count(), competing_cores=None if busy is None else round(busy.others, 3),
         contended_share=None if busy is None else round(busy.contended_share, 3), tick_ms=tick,
-        variants=variants, contention_only=contention_only,
+        variants=variants, contention_only=contention_only, calls_per_sample=number,
     )
 
 

@@ -29,8 +29,8 @@ class VariantTiming(Record):
 
     name: str
     spread: float = Field(description="(p90 - p10) / p50 of the final wall-time samples.")
-    wall_ms: list[float] = Field(description="Final wall time per round (flagged rounds replaced when re-measured clean).")
-    cpu_ms: list[float] = Field(description="Process CPU time per round, same rounds.")
+    wall_ms: list[float] = Field(description="Final wall time per round, per call (the mean of the sample's calls; flagged rounds replaced when re-measured clean).")
+    cpu_ms: list[float] = Field(description="Process CPU time per round, per call, same rounds.")
     flagged: list[list[Flag]] = Field(description="Flags left on each final round.")
 
 
@@ -57,6 +57,12 @@ class TimingQuality(Record):
         "cores (sustained contention needs most of it: NoisePolicy.min_contended_share). None where competing_cores is None.",
     )
     tick_ms: float
+    calls_per_sample: int = Field(
+        1, ge=1,
+        description="Calls of each variant in one sample (alternating call by call with the other variants), set so a sample of the fastest lasts the harness' "
+        "minimum (core.timing.MIN_SAMPLE_MS, where the caller asks for one); each sample is their mean per call, so a "
+        "percentile of the samples is one of per-sample means, not of single calls.",
+    )
     variants: list[VariantTiming] = Field(default_factory=list)
     contention_only: bool = Field(
         False,

@@ -75,6 +75,53 @@ def test_quiet_machine_is_stable_without_flags_or_remeasurement() -> None:
     assert timed.calls == {"a": [1, 2, 3, 4, 5, 6], "b": [1, 2, 3, 4, 5, 6]}  # call 0 was the warm-up
 
 
+def test_a_short_call_is_sampled_over_enough_calls_alternating_with_the_others() -> None:
+    m = FakeMachine()
+    ran: list[str] = []
+
+    def logged(name: str, cpu_ms: float) -> Callable[[], None]:
+        call = m.variant(name, cpu_ms)
+
+        def run() -> None:
+            ran.append(name)
+            call()
+
+        return run
+
+    timed = measure(
+        {"a": logged("a", 0.5), "b": logged("b", 1.0)}, rounds=4, warmup=1, clocks=m.clocks(), policy=NoisePolicy(), min_sample_ms=10.0
+    )
+    assert timed.calls_per_sample == 20 and timed.quality.calls_per_sample == 20  # the fastest (0.5 ms) x 20 = 10 ms
+    assert timed.samples == {"a": pytest.approx([0.5] * 4), "b": pytest.approx([1.0] * 4)}  # each sample: its calls' mean
+    assert timed.calls == {"a": [3, 23, 43, 63], "b": [3, 23, 43, 63]}  # 1 warm-up + 2 calibration calls, then 20 a sample
+    first_round = ran[6:46]  # after warm-up (a b) and calibration (a b a b)
+    assert first_round == ["a", "b"] * 20  # call by call, not 20 of one then 20 of the other
+    assert ran[46:48] == ["b", "a"]  # the next round starts at the next variant
+    assert [v.cpu_ms for v in timed.quality.variants] == [pytest.approx([0.5] * 4), pytest.approx([1.0] * 4)]
+
+
+def test_a_round_of_many_calls_flags_what_disturbed_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    from sparsedebug.core import timing
+
+    monkeypatch.setattr(timing, "scheduler_tick_ms", lambda: 4.0)
+    # one call of "a" in the second round (calls 3 + 20 .. 42) loses two ticks: the whole round is re-run
+    m = FakeMachine(lost=lambda name, call: 8.0 if (name, call) == ("a", 30) else 0.0, switches=lambda n, c: 1 if (n, c) == ("a", 30) else 0)
+    timed = measure(
+        {"a": m.variant("a", 0.5), "b": m.variant("b", 0.5)}, rounds=4, warmup=1, clocks=m.clocks(), policy=NoisePolicy(), min_sample_ms=10.0
+    )
+    q = timed.quality
+    assert q.flagged_rounds == 1 and q.remeasured_rounds == 1 and q.status == "stable"
+    assert timed.samples["a"] == pytest.approx([0.5] * 4) and timed.calls["a"][1] == 83  # replaced by the re-run round
+
+
+def test_calls_per_sample_is_bounded() -> None:
+    from sparsedebug.core.timing import MAX_CALLS_PER_SAMPLE, calls_per_sample
+
+    m = FakeMachine()
+    assert calls_per_sample([("a", m.variant("a", 30.0))], 10.0, lambda: m.wall) == 1  # long enough alone
+    assert calls_per_sample([("a", m.variant("a", 1e-6))], 10.0, lambda: m.wall) == MAX_CALLS_PER_SAMPLE
+
+
 def test_a_disturbed_round_is_flagged_and_remeasured_clean(monkeypatch: pytest.MonkeyPatch) -> None:
     from sparsedebug.core import timing
 

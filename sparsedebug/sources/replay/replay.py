@@ -57,7 +57,7 @@ from threadpoolctl import threadpool_info, threadpool_limits
 
 from sparsedebug.core.errors import UserError
 from sparsedebug.core.stats import median, percentiles
-from sparsedebug.core.timing import Timed, interleaved, measure
+from sparsedebug.core.timing import MIN_SAMPLE_MS, Timed, interleaved, measure
 from sparsedebug.records.run import (
     GraphStage,
     KernelLayer,
@@ -73,7 +73,7 @@ from sparsedebug.records.run import (
 )
 from sparsedebug.records.timing import TimingQuality
 from sparsedebug.sources.replay.equal_latency import equal_latency
-from sparsedebug.sources.replay.protocol import ForwardPair, GraphSource, KernelCase, PreparedGraph, Progress
+from sparsedebug.sources.replay.protocol import ForwardPair, GraphSource, KernelCase, PreparedGraph, Progress, ScheduleParts
 from sparsedebug.sources.replay.sources import graph_source
 from sparsedebug.sources.workload.schema import Workload
 
@@ -124,7 +124,9 @@ def replay(
         tick("lower", len(lower.layers), len(lower.layers))
         kernel = _kernel_stage(workload, prepared, rounds, tick)
         forwards = prepared.forwards()
-        timed = measure({"candidate": forwards.candidate, "dense": forwards.dense}, rounds=rounds, warmup=workload.warmup)
+        timed = measure(
+            {"candidate": forwards.candidate, "dense": forwards.dense}, rounds=rounds, warmup=workload.warmup, min_sample_ms=MIN_SAMPLE_MS
+        )
         schedule = _schedule_stage(workload, forwards, timed, "candidate", tick)
         outcome, verdicts = _outcome_stage(
             workload, prepared, forwards, (schedule.span_samples_ms, timed.samples["dense"], timed.quality), rounds, tick
@@ -202,7 +204,7 @@ def replay_pair(
             "baseline": forwards[0].candidate, "candidate": forwards[1].candidate,
             "baseline:dense": forwards[0].dense, "candidate:dense": forwards[1].dense,
         }
-        timed = measure(variants, rounds=rounds, warmup=max(base.warmup, cand.warmup), order=alternating)
+        timed = measure(variants, rounds=rounds, warmup=max(base.warmup, cand.warmup), order=alternating, min_sample_ms=MIN_SAMPLE_MS)
         records: list[RunRecord] = []
         for index, role in enumerate(PAIR_SIDES):
             workload, ready, forward = workloads[index], prepared[index], forwards[index]
@@ -337,7 +339,7 @@ def _schedule_stage(workload: Workload, forwards: ForwardPair, timed: Timed, var
     """Whole forward of ``variant`` from the noise-aware harness' samples (timed against its dense baseline)."""
     tick("schedule", 0, 1)
     span = timed.samples[variant]
-    parts = forwards.parts(span, timed.calls[variant])  # a re-measured round replaces a disturbed one
+    parts = _sample_parts(forwards, span, timed, variant)
     schedule = ScheduleStage(
         span_samples_ms=span,
         busy_samples_ms=parts.busy_samples_ms,
@@ -350,6 +352,29 @@ def _schedule_stage(workload: Workload, forwards: ForwardPair, timed: Timed, var
     )
     tick("schedule", 1, 1)
     return schedule
+
+
+def _sample_parts(forwards: ForwardPair, span: list[float], timed: Timed, variant: str) -> ScheduleParts:
+    """The schedule parts of ``variant``'s final samples (a re-measured round replaces a disturbed one), per call.
+
+    A sample of several calls (``Timed.calls_per_sample``) gets the mean of
+    its calls' busy time and host gaps, as its span is their mean.
+    """
+    number = timed.calls_per_sample
+    if number == 1:
+        return forwards.parts(span, timed.calls[variant])
+    calls = [first + j for first in timed.calls[variant] for j in range(number)]
+    each = forwards.parts([s for s in span for _ in range(number)], calls)
+
+    def means(values: list[float]) -> list[float]:
+        return [sum(values[i * number : (i + 1) * number]) / number for i in range(len(span))]
+
+    return ScheduleParts(
+        busy_samples_ms=means(each.busy_samples_ms),
+        dense_share=each.dense_share,
+        layer_idle_samples_ms={name: means(values) for name, values in each.layer_idle_samples_ms.items()},
+        launches_per_iteration=each.launches_per_iteration,
+    )
 
 
 def _outcome_stage(
