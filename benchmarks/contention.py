@@ -26,7 +26,7 @@ import subprocess
 import sys
 import time
 
-from sparsedebug.core.timing import machine_cpu
+from sparsedebug.core.noise import machine_cpu
 
 SPIN = "while True:\n    pass\n"
 

@@ -11,10 +11,10 @@ import re
 
 from sparsedebug.records.run import RunRecord
 from sparsedebug.records.target import TargetClock
-from sparsedebug.signoff.metrics import THIS_MACHINE, bundle_clock, measured_clock
+from sparsedebug.signoff.metrics import THIS_MACHINE, bundle_clock, measured_clock, sample_count
 
 __all__ = [
-    "THIS_MACHINE", "bundle_clock", "label_latencies", "measured_clock", "quotes_unlabelled_latency", "slower_layers",
+    "THIS_MACHINE", "bundle_clock", "label_latencies", "measured_clock", "sample_count", "quotes_unlabelled_latency", "slower_layers",
     "target_clock_label", "target_forward", "target_label", "target_sentence",
 ]
 

@@ -29,6 +29,15 @@ def measured_clock(run: RunRecord) -> str:
     return f"{run.lower.backend}, traced"
 
 
+def sample_count(run: RunRecord) -> str:
+    """How many latency samples a run has, and what one is: ``n=15``, or ``n=15, each the mean of 71 forwards``."""
+    n = len(run.outcome.latency_samples_ms)
+    timing = run.outcome.timing
+    if timing is None or timing.calls_per_sample == 1:
+        return f"n={n}"
+    return f"n={n}, each the mean of {timing.calls_per_sample} forwards"
+
+
 def bundle_clock(runs: list[RunRecord]) -> str:
     """The clock of several runs in words: one label when they share it, else each run's."""
     labels = list(dict.fromkeys(measured_clock(run) for run in runs))

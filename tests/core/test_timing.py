@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from sparsedebug.core.errors import UserError
-from sparsedebug.core.timing import Clocks, NoisePolicy, interleaved, measure, unstable_reason
+from sparsedebug.core.noise import NoisePolicy
+from sparsedebug.core.timing import Clocks, interleaved, measure, unstable_reason
 
 
 def test_rounds_interleave_with_rotating_start_after_warmup() -> None:
@@ -261,7 +262,7 @@ def test_contention_is_not_judged_on_a_short_measurement() -> None:
 def test_machine_cpu_reads_proc_stat(tmp_path: Path) -> None:
     import os
 
-    from sparsedebug.core.timing import machine_cpu
+    from sparsedebug.core.noise import machine_cpu
 
     stat = tmp_path / "stat"
     stat.write_text("cpu  100 10 50 900 7 3 2 5 0 0\ncpu0 50 5 25 450 3 1 1 2 0 0\ncpu1 50 5 25 450 4 2 1 3 0 0\nintr 1\n")

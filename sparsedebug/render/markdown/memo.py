@@ -31,6 +31,7 @@ from sparsedebug.render.clocks import (
     bundle_clock,
     label_latencies,
     measured_clock,
+    sample_count,
     target_forward,
     target_label,
     target_sentence,
@@ -57,7 +58,7 @@ def _lat(run: RunRecord) -> str:
     if not samples:
         return "no latency samples"
     p = percentiles(samples)
-    text = f"p50/p95/p99 {p.p50:.3f}/{p.p95:.3f}/{p.p99:.3f} ms (n={p.n}) on {measured_clock(run)}"
+    text = f"p50/p95/p99 {p.p50:.3f}/{p.p95:.3f}/{p.p99:.3f} ms ({sample_count(run)}) on {measured_clock(run)}"
     projected = target_forward(run)
     return text + (f"; {projected}" if projected is not None else "")
 

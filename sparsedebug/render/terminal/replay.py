@@ -8,7 +8,7 @@ from rich.text import Text
 
 from sparsedebug.core.stats import median, percentiles
 from sparsedebug.records.run import GraphStage, KernelPath, LowerStage, RunRecord
-from sparsedebug.render.clocks import measured_clock
+from sparsedebug.render.clocks import measured_clock, sample_count
 from sparsedebug.render.terminal.fit import optional
 from sparsedebug.signoff.metrics import equal_latency_sentence, quality_figure
 from sparsedebug.sources.workload.schema import WorkloadOrigin
@@ -60,7 +60,7 @@ def summary_table(record: RunRecord) -> Table:
     schedule = record.schedule
     clock = measured_clock(record)
     lat = percentiles(outcome.latency_samples_ms)
-    table.add_row(f"forward latency ({clock})", f"p50 {lat.p50:.3f} ms  p95 {lat.p95:.3f} ms  p99 {lat.p99:.3f} ms  (n={lat.n})")
+    table.add_row(f"forward latency ({clock})", f"p50 {lat.p50:.3f} ms  p95 {lat.p95:.3f} ms  p99 {lat.p99:.3f} ms  ({sample_count(record)})")
     if outcome.budget_ms is not None:
         status = "[green]within[/green]" if lat.p99 <= outcome.budget_ms else "[red]over[/red]"
         table.add_row(f"budget (p99, {clock})", f"{outcome.budget_ms:g} ms: {status}")

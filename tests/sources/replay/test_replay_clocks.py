@@ -12,9 +12,9 @@ from sparsedebug.locate.walk import bisect_runs
 from sparsedebug.records.gate import GatePolicy
 from sparsedebug.records.run import KernelPath, RunRecord
 from sparsedebug.signoff.gate import evaluate
+from sparsedebug.sources.replay import replay as replay_module
 from sparsedebug.sources.replay.equal_latency import FRACTION_STEPS
 from sparsedebug.sources.replay.replay import plan, replay
-from sparsedebug.sources.replay import replay as replay_module
 from sparsedebug.sources.replay.synthetic.narrow import narrowed_workload, target_match
 from sparsedebug.sources.target.project import project_workload, target_clock
 from sparsedebug.sources.workload.load import load_workload

@@ -68,11 +68,13 @@ def _check_session(base: RunRecord, cand: RunRecord, executed: list[str], warmup
     assert session_block(base, cand) == 1 and session_block(cand, base) == 1
     order = [entry.split(",") for entry in base.session.forward_order]
     assert len(order) == len(base.outcome.latency_samples_ms) == len(cand.outcome.latency_samples_ms)
-    flat = [name for names in order for name in names]
     timing_quality = base.outcome.timing
     assert timing_quality is not None
-    if timing_quality.remeasured_rounds == 0:  # the recorded order is the order the calls ran, after the warm-up
-        assert executed[4 * warmup :] == flat
+    number = timing_quality.calls_per_sample
+    assert number >= 1
+    if timing_quality.remeasured_rounds == 0:  # the recorded order is the order the calls ran, after warm-up and calibration
+        calibration = 2 * 4  # core.timing.calls_per_sample times each of the four variants twice
+        assert executed[4 * warmup + calibration :] == [name for names in order for _ in range(number) for name in names]
     firsts = [next(n for n in names if ":" not in n) for names in order]
     assert firsts == [("baseline", "candidate")[i % 2] for i in range(len(order))]
     for names in order:
