@@ -54,7 +54,7 @@ QUIET_POLICY_NOTE = (
     "interference but never declares timings unstable and does not re-measure, so that results "
     "do not depend on the machine's load. Tests of the verdict itself inject clocks and policies "
     "(tests/core/test_timing.py) or opt out with the 'noisy' marker. Replays sample a whole forward "
-    "over at least 1 ms instead of core.timing.MIN_SAMPLE_MS (10 ms): the same many-calls path, at a "
+    "over at least 1 ms instead of records.defaults.MIN_SAMPLE_MS (10 ms): the same many-calls path, at a "
     "tenth of the time (benchmarks/aa_replays.py measures the real minimum's false alarms and power)."
 )
 

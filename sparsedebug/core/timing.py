@@ -48,16 +48,6 @@ from sparsedebug.core.noise import (
 from sparsedebug.core.stats import median, quantiles
 from sparsedebug.records.timing import Flag, TimingQuality, VariantTiming
 
-MIN_SAMPLE_MS = 10.0
-"""The shortest a timed sample of :func:`measure` may last, when the caller asks for it (asv's default sample time).
-
-A call shorter than this is run that many times inside each sample, the variants' calls
-alternating call by call, and the sample is their mean (:func:`calls_per_sample`,
-:func:`_run_round`): one reading around a 0.15 ms forward spreads 10-30% round to round
-on this shared 2-core machine; 64 calls of each side, alternating, 1-4% (64 calls of one
-side, then 64 of the other, 6-60%: the machine's state changes at that time scale),
-which is what lets 15 paired rounds see a 10% change."""
-
 MAX_CALLS_PER_SAMPLE = 1000
 """Upper bound of the calls of one sample (a call under 10 us gets a sample shorter than the minimum)."""
 
@@ -265,7 +255,7 @@ def measure(
     """Time interleaved rounds as :func:`interleaved` (``order``: each round's order), flag interference,
     re-measure flagged rounds (in their original order), judge stability.
 
-    ``min_sample_ms`` > 0 (:data:`MIN_SAMPLE_MS` is the usual choice): after the warm-up,
+    ``min_sample_ms`` > 0 (``records.defaults.MIN_SAMPLE_MS`` is the usual choice): after the warm-up,
     :func:`calls_per_sample` sets how many calls each sample holds; the variants' calls
     then alternate call by call within each round (:func:`_run_round`) and each sample is
     its calls' mean (``Timed.calls_per_sample``); the interference flags judge the whole

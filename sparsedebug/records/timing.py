@@ -60,7 +60,7 @@ class TimingQuality(Record):
     calls_per_sample: int = Field(
         1, ge=1,
         description="Calls of each variant in one sample (alternating call by call with the other variants), set so a sample of the fastest lasts the harness' "
-        "minimum (core.timing.MIN_SAMPLE_MS, where the caller asks for one); each sample is their mean per call, so a "
+        "minimum (records.defaults.MIN_SAMPLE_MS, where the caller asks for one); each sample is their mean per call, so a "
         "percentile of the samples is one of per-sample means, not of single calls.",
     )
     variants: list[VariantTiming] = Field(default_factory=list)

@@ -57,7 +57,8 @@ from threadpoolctl import threadpool_info, threadpool_limits
 
 from sparsedebug.core.errors import UserError
 from sparsedebug.core.stats import median, percentiles
-from sparsedebug.core.timing import MIN_SAMPLE_MS, Timed, interleaved, measure
+from sparsedebug.core.timing import Timed, interleaved, measure
+from sparsedebug.records.defaults import MIN_SAMPLE_MS
 from sparsedebug.records.run import (
     GraphStage,
     KernelLayer,

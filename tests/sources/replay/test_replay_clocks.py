@@ -119,7 +119,7 @@ class _Hog:
 @pytest.mark.noisy
 def test_a_replay_under_a_cpu_hog_is_unstable_and_gate_and_bisect_say_inconclusive(monkeypatch: pytest.MonkeyPatch) -> None:
     hog = _Hog()
-    # one call per sample: over many calls alternating in one sample (core.timing.MIN_SAMPLE_MS), ticks lost at
+    # one call per sample: over many calls alternating in one sample (records.defaults.MIN_SAMPLE_MS), ticks lost at
     # random readings average out and the per-round ratios hold (rightly stable); the single-call path is the one
     # whose samples such a clock spreads
     monkeypatch.setattr(replay_module, "MIN_SAMPLE_MS", 0.0)
