@@ -31,7 +31,7 @@ the default alpha (``--check`` exits 1 when a rate is above it). Usage::
 
     python benchmarks/aa_replays.py [--synthetic-pairs 100] [--model-pairs 20] [--trace-pairs 20]
         [--synthetic W.yaml] [--model NAME|W.yaml] [--model-repeats N] [--model-sequence T] [--trace T.json.gz]
-        [--slowdown 1.10] [--threads N] [--separate] [--check] [-v]
+        [--slowdown 1.10] [--threads N] [--min-sample-ms MS] [--separate] [--check] [-v]
 """
 
 from __future__ import annotations
@@ -48,6 +48,7 @@ from sparsedebug.core.stats import DEFAULT_ALPHA
 from sparsedebug.locate.common import iteration_count
 from sparsedebug.locate.comparable import check_pair
 from sparsedebug.locate.walk import bisect_runs
+from sparsedebug.records.defaults import MIN_SAMPLE_MS
 from sparsedebug.records.gate import GatePolicy, P99Policy
 from sparsedebug.records.run import RunRecord
 from sparsedebug.signoff.gate import evaluate
@@ -121,6 +122,7 @@ def judge(tally: Tally, base: RunRecord, cand: RunRecord, slowdown: float, verbo
 
 def replay_pairs(
     workload_arg: str, pairs: int, threads: int | None, interleave: bool = True, repeats: int | None = None, tokens: int | None = None,
+    min_sample_ms: float | None = None,
 ) -> tuple[str, Callable[[], Iterator[tuple[RunRecord, RunRecord]]]]:
     """The repeats label and a generator of A/A replay pairs of one workload (one interleaved session each, or two replays)."""
     path = Path(workload_arg) if Path(workload_arg).exists() else resolve_workload(workload_arg)
@@ -135,14 +137,15 @@ def replay_pairs(
     def pairs_of() -> Iterator[tuple[RunRecord, RunRecord]]:
         for _ in range(pairs):
             if interleave:
-                yield replay_pair(workload, workload, base_path=path, cand_path=path)
+                yield replay_pair(workload, workload, base_path=path, cand_path=path, min_sample_ms=min_sample_ms)
             else:
-                yield replay(workload, source_path=path), replay(workload, source_path=path)
+                yield replay(workload, source_path=path, min_sample_ms=min_sample_ms), replay(workload, source_path=path, min_sample_ms=min_sample_ms)
 
     design = "interleaved session" if interleave else "two replays"
     own = "" if repeats is None else " (set)"
     seq = f", sequence {workload.tokens.sequence}" if tokens is not None else ""
-    return f"{workload.repeats}{own or ' (its own)'}, {workload.threads or 'all'} thread(s){seq}, {design}", pairs_of
+    sample = f", samples of >= {MIN_SAMPLE_MS if min_sample_ms is None else min_sample_ms:g} ms"
+    return f"{workload.repeats}{own or ' (its own)'}, {workload.threads or 'all'} thread(s){seq}{sample}, {design}", pairs_of
 
 
 def _split(values: list[float], order: list[int], per: int, half: int) -> list[float]:
@@ -224,6 +227,10 @@ def main() -> None:
         "--separate", action="store_true",
         help="replay baseline and candidate one after the other (the old design) instead of in one interleaved session",
     )
+    parser.add_argument(
+        "--min-sample-ms", type=float, default=None,
+        help=f"the shortest sample of a whole forward (default {MIN_SAMPLE_MS:g}, records.defaults.MIN_SAMPLE_MS; 0: one call a sample)",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--check", action="store_true", help=f"exit 1 when a false-alarm rate is above {BOUND:.0%}".replace("%", "%%"))
     parser.add_argument("-v", "--verbose", action="store_true")
@@ -231,10 +238,12 @@ def main() -> None:
     tallies: list[Tally] = []
     sources: list[tuple[str, str, int, Callable[[], Iterator[tuple[RunRecord, RunRecord]]]]] = []
     if args.synthetic_pairs:
-        label, make = replay_pairs(args.synthetic, args.synthetic_pairs, args.threads, not args.separate)
+        label, make = replay_pairs(args.synthetic, args.synthetic_pairs, args.threads, not args.separate, min_sample_ms=args.min_sample_ms)
         sources.append((f"synthetic `{Path(args.synthetic).name}`", label, args.synthetic_pairs, make))
     if args.model_pairs:
-        label, make = replay_pairs(args.model, args.model_pairs, args.threads, not args.separate, args.model_repeats, args.model_sequence)
+        label, make = replay_pairs(
+            args.model, args.model_pairs, args.threads, not args.separate, args.model_repeats, args.model_sequence, args.min_sample_ms
+        )
         sources.append((f"model `{args.model}`", label, args.model_pairs, make))
     if args.trace_pairs:
         run = trace_run(args.trace)

@@ -107,14 +107,16 @@ def replay(
     repeats: int | None = None,
     progress: Progress | None = None,
     source_path: Path | None = None,
+    min_sample_ms: float | None = None,
 ) -> RunRecord:
     """Replay ``workload`` on the built-in kernels; return a run record with all five stages.
 
     ``repeats`` overrides the workload's timed repetitions; ``progress`` is
     called as ``progress(stage, done, total)``; ``source_path`` is the workload
     file (pinned by digest; relative weight, calibration, model and text paths
-    resolve from its folder, else from the current directory). Bad input raises
-    ``UserError`` naming the layer.
+    resolve from its folder, else from the current directory); ``min_sample_ms`` the
+    shortest sample of a whole forward (default ``records.defaults.MIN_SAMPLE_MS``;
+    ``core.timing.measure``). Bad input raises ``UserError`` naming the layer.
     """
     rounds = _rounds(workload, repeats)
     source = _source(workload, source_path, rounds)
@@ -126,7 +128,7 @@ def replay(
         kernel = _kernel_stage(workload, prepared, rounds, tick)
         forwards = prepared.forwards()
         timed = measure(
-            {"candidate": forwards.candidate, "dense": forwards.dense}, rounds=rounds, warmup=workload.warmup, min_sample_ms=MIN_SAMPLE_MS
+            {"candidate": forwards.candidate, "dense": forwards.dense}, rounds=rounds, warmup=workload.warmup, min_sample_ms=_min_sample(min_sample_ms),
         )
         schedule = _schedule_stage(workload, forwards, timed, "candidate", tick)
         outcome, verdicts = _outcome_stage(
@@ -169,6 +171,7 @@ def replay_pair(
     progress: Progress | None = None,
     base_path: Path | None = None,
     cand_path: Path | None = None,
+    min_sample_ms: float | None = None,
 ) -> tuple[RunRecord, RunRecord]:
     """Replay a baseline and a candidate workload in one interleaved session: their rounds paired.
 
@@ -181,15 +184,15 @@ def replay_pair(
     its id and the order of every round as executed), and bisect and the gate then
     compare the pair round by round (:mod:`sparsedebug.core.paired`). Layers only one
     side has, the conversion timing and the equal-latency search are timed per side.
-    ``repeats`` overrides both workloads' repeats. Workloads with different BLAS thread
+    ``repeats`` overrides both workloads' repeats, ``min_sample_ms`` as :func:`replay`. Workloads with different BLAS thread
     counts or (without ``repeats``) different repeats cannot share rounds: they are
     replayed one after the other, each as :func:`replay` would, and the runs carry no
     session (compared unpaired).
     """
     if base.threads != cand.threads or (repeats is None and cand.repeats != base.repeats):
         return (
-            replay(base, repeats=repeats, progress=progress, source_path=base_path),
-            replay(cand, repeats=repeats, progress=progress, source_path=cand_path),
+            replay(base, repeats=repeats, progress=progress, source_path=base_path, min_sample_ms=min_sample_ms),
+            replay(cand, repeats=repeats, progress=progress, source_path=cand_path, min_sample_ms=min_sample_ms),
         )
     rounds = _rounds(base, repeats)
     sources = (_source(base, base_path, rounds), _source(cand, cand_path, rounds))
@@ -205,7 +208,7 @@ def replay_pair(
             "baseline": forwards[0].candidate, "candidate": forwards[1].candidate,
             "baseline:dense": forwards[0].dense, "candidate:dense": forwards[1].dense,
         }
-        timed = measure(variants, rounds=rounds, warmup=max(base.warmup, cand.warmup), order=alternating, min_sample_ms=MIN_SAMPLE_MS)
+        timed = measure(variants, rounds=rounds, warmup=max(base.warmup, cand.warmup), order=alternating, min_sample_ms=_min_sample(min_sample_ms))
         records: list[RunRecord] = []
         for index, role in enumerate(PAIR_SIDES):
             workload, ready, forward = workloads[index], prepared[index], forwards[index]
@@ -225,6 +228,11 @@ def replay_pair(
         )
         paired.append(records[index].model_copy(update={"session": info}))
     return paired[0], paired[1]
+
+
+def _min_sample(min_sample_ms: float | None) -> float:
+    """The shortest sample of a whole forward: the one asked for, else the module's default (read at call time)."""
+    return MIN_SAMPLE_MS if min_sample_ms is None else min_sample_ms
 
 
 def _rounds(workload: Workload, repeats: int | None) -> int:
