@@ -17,11 +17,10 @@ MIN_SAMPLE_MS = 10.0
 """The shortest a timed sample of ``core.timing.measure`` may last, when the caller asks for it (asv's default sample time).
 
 A call shorter than this is run that many times inside each sample, the variants' calls
-alternating call by call, and the sample is their mean (:func:`sparsedebug.core.timing.calls_per_sample`,
-``core.timing._run_round``): one reading around a 0.15 ms forward spreads 10-30% round to round
-on this shared 2-core machine; 64 calls of each side, alternating, 1-4% (64 calls of one
-side, then 64 of the other, 6-60%: the machine's state changes at that time scale),
-which is what lets 15 paired rounds see a 10% change."""
+alternating call by call, and the sample is their mean (``core.timing.calls_per_sample``,
+``core.timing._run_round``): the machine's state changes at the time scale of a sample,
+and alternating puts every change on both sides of a round; ``benchmarks/sample_length.py``
+measures the per-round spread each way (README, section "2. Locate")."""
 
 DEFAULT_ALPHA = 0.05
 """Significance level of the rank test (two-sided)."""
