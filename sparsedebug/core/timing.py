@@ -51,6 +51,12 @@ from sparsedebug.records.timing import Flag, TimingQuality, VariantTiming
 MAX_CALLS_PER_SAMPLE = 1000
 """Upper bound of the calls of one sample (a call under 10 us gets a sample shorter than the minimum)."""
 
+ROUND_BOUND = 10.0
+"""A round of several calls a sample stops its passes once it has run this many times the minimum
+sample per variant (a variant that turned a hundred times slower after the calibration, such as a
+threaded BLAS call whose threads lost their cores, would otherwise stretch the round a hundredfold);
+its samples then hold fewer calls (``Timed.sample_calls``), at least one."""
+
 DEFAULT_POLICY = NoisePolicy()
 """The policy :func:`measure` applies when given none."""
 
@@ -75,6 +81,7 @@ class _Round:
     load: float | None
     call: int
     flags: list[Flag] = field(default_factory=list)
+    calls: int = 1
 
 
 @dataclass
@@ -85,6 +92,8 @@ class Timed:
     quality: TimingQuality
     calls: dict[str, list[int]] = field(default_factory=dict)
     """Per variant, for each final sample, the first call of that variant it timed (0-based, warm-up and calibration calls counted)."""
+    sample_calls: dict[str, list[int]] = field(default_factory=dict)
+    """Per variant, for each final sample, how many calls it holds (``calls_per_sample``, fewer where the round hit :data:`ROUND_BOUND`)."""
     calls_per_sample: int = 1
     """Calls of each variant per sample (:func:`calls_per_sample`): sample ``i`` times calls
     ``calls[name][i]`` to ``calls[name][i] + calls_per_sample - 1`` and is their mean."""
@@ -126,7 +135,7 @@ def _ordered(items: list[tuple[str, Callable[[], object]]], index: int, order: R
 
 def _run_round(
     items: list[tuple[str, Callable[[], object]]], index: int, clocks: Clocks, counter: dict[str, int],
-    order: RoundOrder = rotated, number: int = 1,
+    order: RoundOrder = rotated, number: int = 1, bound_ms: float = math.inf,
 ) -> dict[str, _Round]:
     """One round: each variant's sample of ``number`` calls (wall and CPU time of all of them).
 
@@ -136,7 +145,8 @@ def _run_round(
     state within the round (a busy sibling core, a frequency step) falls on every variant
     alike instead of on whichever sample it overlapped. CPU time and context switches are
     then read for the round as a whole: each variant gets the round's CPU share of its wall
-    time and the round's switches, so the interference flags judge the round.
+    time and the round's switches, so the interference flags judge the round. The passes
+    stop once the round has run ``bound_ms`` (every variant keeps the same count, at least one).
     """
     load = clocks.load()
     ordered = _ordered(items, index, order)
@@ -152,16 +162,20 @@ def _run_round(
     wall = clocks.wall
     spent = {name: 0.0 for name, _ in ordered}
     sw0, c0, w0 = clocks.switches(), clocks.cpu(), wall()
-    for _ in range(number):
+    passes = 0
+    while passes < number:
         for name, func in ordered:
             start = wall()
             func()
             spent[name] += wall() - start
+        passes += 1
+        if (wall() - w0) * 1000.0 > bound_ms:
+            break
     w1, c1, sw1 = wall(), clocks.cpu(), clocks.switches()
     cpu_share = (c1 - c0) / (w1 - w0) if w1 > w0 else 1.0
     for name, _ in ordered:
-        out[name] = _Round(spent[name] * 1000.0, spent[name] * cpu_share * 1000.0, sw1 - sw0, load, counter[name])
-        counter[name] += number
+        out[name] = _Round(spent[name] * 1000.0, spent[name] * cpu_share * 1000.0, sw1 - sw0, load, counter[name], calls=passes)
+        counter[name] += passes
     return out
 
 
@@ -270,11 +284,12 @@ def measure(
         for _, func in items:
             func()
     number = calls_per_sample(items, min_sample_ms, clk.wall) if min_sample_ms > 0 else 1
+    bound = ROUND_BOUND * min_sample_ms * len(items) if number > 1 else math.inf
     counter = {name: warmup + (2 if min_sample_ms > 0 else 0) for name, _ in items}
     readings: list[Reading] = [(clk.wall(), clk.cpu(), clk.machine())]
 
     def timed_round(index: int) -> dict[str, _Round]:
-        row = _run_round(items, index, clk, counter, order, number)
+        row = _run_round(items, index, clk, counter, order, number, bound)
         readings.append((clk.wall(), clk.cpu(), clk.machine()))
         return row
 
@@ -295,11 +310,14 @@ def measure(
                 r.flags = _flag(r, typical[name], tick, pol)
             if not any(r.flags for r in redo.values()):
                 table[index] = redo
-    samples = {name: [row[name].wall / number for row in table] for name, _ in items}
+    samples = {name: [row[name].wall / row[name].calls for row in table] for name, _ in items}
     busy = windowed_contention(readings, pol)
     quality = _quality(items, table, samples, flagged, first_flags, used, tick, pol, busy, number)
     calls = {name: [row[name].call for row in table] for name, _ in items}
-    return Timed(samples=samples, quality=quality, calls=calls, order=[list(row) for row in table], calls_per_sample=number)
+    counts = {name: [row[name].calls for row in table] for name, _ in items}
+    return Timed(
+        samples=samples, quality=quality, calls=calls, order=[list(row) for row in table], sample_calls=counts, calls_per_sample=number
+    )
 
 
 def _quality(
@@ -321,7 +339,7 @@ def _quality(
     first = items[0][0]
     for name, _ in items:
         spread, width = _spread(samples[name])
-        width *= number  # the spread of the samples as timed (``number`` calls each), against the timer-noise floor
+        width *= median([row[name].calls for row in table])  # the spread of the samples as timed, against the timer-noise floor
         left = sum(1 for row in table if row[name].flags)
         if spread > pol.max_spread and width > pol.min_spread_ms:
             problems.append(f"{name} rounds spread {spread:.2f} (p90 - p10 over p50) > {pol.max_spread:g}")
@@ -337,7 +355,7 @@ def _quality(
                 )
         variants.append(
             VariantTiming(
-                name=name, spread=spread, wall_ms=samples[name], cpu_ms=[row[name].cpu / number for row in table],
+                name=name, spread=spread, wall_ms=samples[name], cpu_ms=[row[name].cpu / row[name].calls for row in table],
                 flagged=[list(row[name].flags) for row in table],
             )
         )
@@ -366,6 +384,7 @@ def _quality(
         cores=os.cpu_count(), competing_cores=None if busy is None else round(busy.others, 3),
         contended_share=None if busy is None else round(busy.contended_share, 3), tick_ms=tick,
         variants=variants, contention_only=contention_only, calls_per_sample=number,
+        short_samples=sum(1 for row in table if min(r.calls for r in row.values()) < number),
     )
 
 

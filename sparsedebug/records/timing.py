@@ -63,6 +63,11 @@ class TimingQuality(Record):
         "minimum (records.defaults.MIN_SAMPLE_MS, where the caller asks for one); each sample is their mean per call, so a "
         "percentile of the samples is one of per-sample means, not of single calls.",
     )
+    short_samples: int = Field(
+        0, ge=0,
+        description="Final rounds whose samples hold fewer than calls_per_sample calls: the round ran past its time bound "
+        "(core.timing.ROUND_BOUND times the minimum sample per variant) and stopped its passes.",
+    )
     variants: list[VariantTiming] = Field(default_factory=list)
     contention_only: bool = Field(
         False,

@@ -35,6 +35,11 @@ def sample_count(run: RunRecord) -> str:
     timing = run.outcome.timing
     if timing is None or timing.calls_per_sample == 1:
         return f"n={n}"
+    if timing.short_samples:
+        return (
+            f"n={n}, each the mean of up to {timing.calls_per_sample} forwards; {timing.short_samples} with fewer: "
+            "their round ran past its time bound"
+        )
     return f"n={n}, each the mean of {timing.calls_per_sample} forwards"
 
 

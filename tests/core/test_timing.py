@@ -115,6 +115,26 @@ def test_a_round_of_many_calls_flags_what_disturbed_it(monkeypatch: pytest.Monke
     assert timed.samples["a"] == pytest.approx([0.5] * 4) and timed.calls["a"][1] == 83  # replaced by the re-run round
 
 
+def test_a_round_stops_its_passes_at_its_time_bound() -> None:
+    from sparsedebug.core.timing import ROUND_BOUND
+
+    m = FakeMachine()
+    fast = m.variant("fast", 0.5)
+    slow_after = {"calls": 0}
+
+    def turns_slow() -> None:  # 0.5 ms through the warm-up and the calibration, then 50 ms a call
+        slow_after["calls"] += 1
+        m.variant("turns_slow", 0.5 if slow_after["calls"] <= 3 else 50.0)()
+
+    timed = measure({"fast": fast, "turns_slow": turns_slow}, rounds=3, warmup=1, clocks=m.clocks(), policy=NoisePolicy(), min_sample_ms=10.0)
+    assert timed.calls_per_sample == 20
+    bound = ROUND_BOUND * 10.0 * 2  # ms a round may run
+    passes = math.ceil(bound / 50.5)  # each pass: 0.5 + 50 ms; the pass that crosses the bound is the last
+    assert timed.sample_calls == {"fast": [passes] * 3, "turns_slow": [passes] * 3}
+    assert timed.samples["turns_slow"] == pytest.approx([50.0] * 3) and timed.samples["fast"] == pytest.approx([0.5] * 3)
+    assert timed.quality.short_samples == 3 and timed.calls["fast"] == [3, 3 + passes, 3 + 2 * passes]
+
+
 def test_calls_per_sample_is_bounded() -> None:
     from sparsedebug.core.timing import MAX_CALLS_PER_SAMPLE, calls_per_sample
 

@@ -48,6 +48,7 @@ workload (same seed, same numbers); timings, and what is derived from them
 from __future__ import annotations
 
 import contextlib
+import itertools
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -369,14 +370,15 @@ def _sample_parts(forwards: ForwardPair, span: list[float], timed: Timed, varian
     A sample of several calls (``Timed.calls_per_sample``) gets the mean of
     its calls' busy time and host gaps, as its span is their mean.
     """
-    number = timed.calls_per_sample
-    if number == 1:
+    counts = timed.sample_calls.get(variant) or [1] * len(span)
+    if all(n == 1 for n in counts):
         return forwards.parts(span, timed.calls[variant])
-    calls = [first + j for first in timed.calls[variant] for j in range(number)]
-    each = forwards.parts([s for s in span for _ in range(number)], calls)
+    calls = [first + j for first, n in zip(timed.calls[variant], counts, strict=True) for j in range(n)]
+    each = forwards.parts([s for s, n in zip(span, counts, strict=True) for _ in range(n)], calls)
+    ends = list(itertools.accumulate(counts))
 
     def means(values: list[float]) -> list[float]:
-        return [sum(values[i * number : (i + 1) * number]) / number for i in range(len(span))]
+        return [sum(values[end - n : end]) / n for end, n in zip(ends, counts, strict=True)]
 
     return ScheduleParts(
         busy_samples_ms=means(each.busy_samples_ms),
