@@ -24,6 +24,11 @@ in windows of rounds covering most of the measurement, ``NoisePolicy.min_contend
 a competitor that takes a core all along disturbs no single round more than
 another, so the round flags cannot see it, while a burst disturbs a few rounds, which they do); a comparison on unstable timings is
 not reported (gate and bisect call it inconclusive). :func:`interleaved` is the plain harness (no re-measurement).
+
+With ``min_sample_ms`` (replays ask for ``records.defaults.MIN_SAMPLE_MS``), :func:`measure`
+samples a call too short to time alone over enough calls (:func:`calls_per_sample`), the
+variants' calls alternating call by call within a round (:func:`_run_round`, bounded in time
+by :data:`ROUND_BOUND`); the thresholds and machine readings live in :mod:`sparsedebug.core.noise`.
 """
 
 from __future__ import annotations
