@@ -284,15 +284,29 @@ SOFTMAX_SHIFT_FLOOR = 1e-20
 lost precision to underflow (fp32 subnormals start at 1.2e-38), and the rows are shifted by their own maxima."""
 
 
+SOFTMAX_UNSHIFTED_BOUND = 64.0
+"""Largest score magnitude left unshifted by :func:`exp_shifted`'s whole-array shift: ``exp(64) = 6.2e27``
+times any row length below 5e10 stays under fp32's largest value (3.4e38), and a row whose own largest
+score is above ``-46`` keeps a sum above :data:`SOFTMAX_SHIFT_FLOOR`."""
+
+
 def exp_shifted(scores: Array, *, per_row: bool) -> Array:
     """``exp(scores - shift)`` in place, returning the row sums (the softmax is their ratio).
 
-    ``per_row``: the shift is each row's maximum (the textbook stable softmax); else the largest
-    score of the whole array, a single contiguous reduction, about 5x cheaper than a maximum per
-    row, and as stable for every row whose sum stays above :data:`SOFTMAX_SHIFT_FLOOR` (check it).
-    No term overflows; ``-inf`` entries (masked) become exact zeros; every row needs a finite entry.
+    ``per_row``: the shift is each row's maximum (the textbook stable softmax); else one shift for
+    the whole array from a single contiguous reduction (about 5x cheaper than a maximum per row):
+    none while the largest score lies within :data:`SOFTMAX_UNSHIFTED_BOUND` of zero (no term can
+    overflow, and each row keeps its own scale: a row far below the largest score does not
+    underflow for it), else that largest score. Either is as stable for every row whose sum stays
+    above :data:`SOFTMAX_SHIFT_FLOOR` (check it). ``-inf`` entries (masked) become exact zeros;
+    every row needs a finite entry.
     """
-    scores -= scores.max(axis=-1, keepdims=True) if per_row else np.max(scores)
+    if per_row:
+        scores -= scores.max(axis=-1, keepdims=True)
+    else:
+        largest = np.max(scores)
+        if not -SOFTMAX_UNSHIFTED_BOUND <= largest <= SOFTMAX_UNSHIFTED_BOUND:
+            scores -= largest
     np.exp(scores, out=scores)
     sums: Array = np.einsum("...j->...", scores)
     return sums
@@ -336,10 +350,11 @@ def attention(q: Array, k: Array, v: Array, batch: Batch, *, causal: bool) -> Ar
     scale = np.float32(1.0 / np.sqrt(dim))
     for start, stop in batch.spans():
         n = stop - start
-        # Head-major contiguous copies (BLAS runs 2-3x faster than on the strided views); the scale rides along.
+        # Head-major contiguous queries and keys (BLAS runs 2-3x faster than on the strided views); the scale
+        # rides along with the queries.
         qs = np.multiply(q[start:stop].transpose(1, 0, 2), scale, order="C").reshape(groups, heads // groups * n, dim)
         ks = np.ascontiguousarray(k[start:stop].transpose(1, 2, 0))
-        vs = np.ascontiguousarray(v[start:stop].transpose(1, 0, 2))
+        vs = v[start:stop].transpose(1, 0, 2)  # a view: BLAS reads it as fast as a head-major copy
         scores = _scores(qs, ks, causal)
         sums = exp_shifted(scores, per_row=False)
         if np.min(sums) < SOFTMAX_SHIFT_FLOOR:  # rows far below the largest score: shift each by its own

@@ -10,7 +10,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sparsedebug.core.heap import retain_freed_memory
-from sparsedebug.sources.models.base import SOFTMAX_SHIFT_FLOOR, Batch, PreparedLinears, attention, exp_shifted
+from sparsedebug.sources.models.base import (
+    SOFTMAX_SHIFT_FLOOR,
+    SOFTMAX_UNSHIFTED_BOUND,
+    Batch,
+    PreparedLinears,
+    attention,
+    exp_shifted,
+)
 from sparsedebug.sources.models.bert import gelu, layer_norm
 from sparsedebug.sources.models.load import load_model
 from tests.sources.models.tiny import write_bert_folder
@@ -82,6 +89,24 @@ def test_attention_shifts_each_row_when_one_row_lies_far_below_the_largest_score
     want = reference_attention(q, k, v, [3], causal=False)
     assert np.all(np.isfinite(got))
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_whole_array_shift_is_skipped_within_the_bound_and_taken_beyond_it() -> None:
+    """Scores within the bound are left as they are (a row 90 below the largest keeps a normal sum, where a
+    shift by the largest would underflow it); beyond the bound the largest score is subtracted (no overflow);
+    the probabilities match the per-row softmax either way."""
+    for scores in ([[50.0, 0.0], [-40.0, -41.0]], [[1e3, 999.0], [998.0, 990.0]], [[-200.0, -201.0]]):
+        raw = np.array(scores, dtype=np.float32)
+        got, want = raw.copy(), raw.copy()
+        sums = exp_shifted(got, per_row=False)
+        exp_shifted(want, per_row=True)
+        if abs(float(raw.max())) <= SOFTMAX_UNSHIFTED_BOUND:
+            np.testing.assert_array_equal(got, np.exp(raw))
+            assert np.min(sums) >= SOFTMAX_SHIFT_FLOOR
+        else:
+            assert float(got.max()) == 1.0 and np.all(np.isfinite(sums))
+        if np.min(sums) >= SOFTMAX_SHIFT_FLOOR:
+            np.testing.assert_allclose(got / sums[:, None], want / want.sum(-1, keepdims=True), rtol=1e-6)
 
 
 def test_prepared_group_equals_each_layer_and_is_made_again_when_a_weight_is_replaced(tmp_path) -> None:  # type: ignore[no-untyped-def]
