@@ -97,10 +97,6 @@ _GELU_COEFFICIENTS = tuple(np.float32(c) for c in (_ERFC_COEFFICIENTS[0] + np.lo
 """``P`` with ``log(1/2)`` folded into its constant: ``exp(-z^2 + P'(t)) t |x| = |x| erfc(z) / 2`` for ``z = |x| / sqrt 2``."""
 
 
-_T_SHIFT = np.float32(2.0 * np.sqrt(2.0))
-"""``k`` in ``t = 1 / (1 + z/2) = k / (k + |x|)`` for ``z = |x| / sqrt 2``: one addition and one division."""
-
-
 def gelu(x: Array, *, out: Array | None = None) -> Array:
     """Exact GELU, ``x * Phi(x)``, in fp32, into ``out`` (which may be ``x`` itself) or a new array.
 
@@ -114,8 +110,9 @@ def gelu(x: Array, *, out: Array | None = None) -> Array:
     x = np.asarray(x, dtype=np.float32)
     c = _GELU_COEFFICIENTS
     a = np.abs(x)
-    t = np.add(a, _T_SHIFT)  # t = 1 / (1 + z/2) = k / (k + |x|), k = 2 sqrt 2
-    np.divide(_T_SHIFT, t, out=t)  # a division by the array: 1.8x faster than np.reciprocal
+    t = np.multiply(a, np.float32(0.5 * np.sqrt(0.5)))  # z / 2
+    t += np.float32(1.0)
+    np.divide(np.float32(1.0), t, out=t)  # the same correctly rounded 1/t as np.reciprocal, 1.8x faster
     tail = np.multiply(t, c[-1])
     tail += c[-2]
     for coefficient in c[-3::-1]:
