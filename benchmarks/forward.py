@@ -10,6 +10,10 @@ p50/p95/p99), with one BLAS thread (threadpoolctl; onnxruntime with one intra-op
                      fp32 accumulation): the forward the playbook walk replays
 ``numpy GEMMs``      the forward's linear products alone (the same prepared weights and calls, bias
                      included, on copies of their inputs): the floor of the numpy forward
+``numpy GEMMs x2``   each of those products twice in a row: the second runs with its weight (and
+                     OpenBLAS's packing of it) in cache, so ``x2 - GEMMs`` is what the products cost
+                     without fetching the weights from memory (onnxruntime streams its pre-packed weights inside
+                     the product, where OpenBLAS copies each into its packed layout first)
 ``numpy BLAS``       those and the attention's two batched products per block: every BLAS call of
                      the forward; ``numpy fp32 - numpy BLAS`` is the forward's elementwise work
 ``onnxruntime``      the same graph built from the same weights as ONNX (Gather, LayerNormalization
@@ -243,6 +247,16 @@ def gemms_alone(model: Transformer, batch: Batch) -> Callable[[], object]:
     return run
 
 
+def gemms_twice(model: Transformer, batch: Batch) -> Callable[[], object]:
+    """:func:`gemms_alone` with each product made twice in a row (the second on a weight already in cache)."""
+    products = [(model.prepared(names), x) for names, x in forward_products(model, batch)]
+
+    def run() -> object:
+        return [(group.run(x), group.run(x)) for group, x in products]
+
+    return run
+
+
 def blas_alone(model: Transformer, batch: Batch) -> Callable[[], object]:
     """:func:`gemms_alone` and, per block, attention's two batched products on head-major operands of their shapes."""
     gemms = gemms_alone(model, batch)
@@ -285,6 +299,7 @@ def main() -> None:
         "numpy fp32": lambda: model.hidden(batch),
         "numpy fp16 emu": lambda: model.hidden(batch, fp16),
         "numpy GEMMs": gemms_alone(model, batch),
+        "numpy GEMMs x2": gemms_twice(model, batch),
         "numpy BLAS": blas_alone(model, batch),
     }
     session, gemms = onnx_session(model, args.tokens), onnx_gemms(model, args.tokens)
@@ -325,6 +340,10 @@ def main() -> None:
         print(f"numpy GEMMs alone / onnxruntime forward:  {ratio('numpy GEMMs', 'onnxruntime'):.2f}x; numpy BLAS alone: "
               f"{ratio('numpy BLAS', 'onnxruntime'):.2f}x (floors of the numpy forward; numpy GEMMs / onnxruntime's "
               f"{ratio('numpy GEMMs', 'onnxrt GEMMs'):.2f}x)")
+        cached = median(samples["numpy GEMMs x2"]) - median(samples["numpy GEMMs"])
+        print(f"numpy GEMMs on weights in cache (x2 - GEMMs): {cached:.1f} ms = "
+              f"{cached / median(samples['onnxrt GEMMs']):.2f}x onnxruntime's GEMMs; their first calls (weights from "
+              f"memory) took {median(samples['numpy GEMMs']) - cached:+.1f} ms more")
         print(f"numpy elementwise work (fp32 - BLAS): {elementwise:.1f} ms; 1.2x onnxruntime leaves it {allowed:.1f} ms; "
               f"onnxruntime's own non-GEMM work: {median(samples['onnxruntime']) - median(samples['onnxrt GEMMs']):.1f} ms")
     print(f"fp16 emulation / fp32 forward: {ratio('numpy fp16 emu', 'numpy fp32'):.2f}x (target <= 1.3x)")

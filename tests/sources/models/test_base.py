@@ -130,6 +130,9 @@ def test_prepared_linears_without_biases_have_none_and_mixed_biases_fill_zeros()
     a, b = group.run(x)
     np.testing.assert_allclose(a, x @ tensors["a.weight"].T, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(b, x @ tensors["b.weight"].T + 1.0, rtol=1e-5, atol=1e-6)
+    # each layer's own C-contiguous output (not a column slice of one joint product), equal to the joint product's columns
+    assert a.flags.c_contiguous and b.flags.c_contiguous and not np.shares_memory(a, b)
+    np.testing.assert_allclose(np.concatenate([a, b], axis=1), x @ group.weight_t + group.bias, rtol=1e-6, atol=1e-6)
 
 
 @pytest.mark.parametrize("scale", [1e-3, 1.0, 1e3])

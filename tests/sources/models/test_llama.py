@@ -10,7 +10,7 @@ import pytest
 from sparsedebug.core.errors import UserError
 from sparsedebug.sources.models.base import Batch
 from sparsedebug.sources.models.gguf_file import read_gguf
-from sparsedebug.sources.models.llama import LlamaDecoder, open_llama
+from sparsedebug.sources.models.llama import LlamaDecoder, open_llama, rope, rope_pair_tables, rope_tables
 from sparsedebug.sources.models.tokenize import gguf_bpe_tokenizer
 from tests.sources.models.tiny import corpus_text, write_llama_gguf
 
@@ -158,3 +158,18 @@ def test_out_of_vocabulary_ids_are_refused(tiny_gguf: Path) -> None:
     model, _ = open_llama(tiny_gguf)
     with pytest.raises(UserError, match="outside the vocabulary"):
         model.embed(Batch.of([[0, model.config.vocab]]))
+
+
+@pytest.mark.parametrize(("lengths", "heads", "dim"), [((7,), 3, 8), ((5, 1, 9), 2, 64), ((128,), 9, 64)])
+def test_rope_rounds_bitwise_as_four_products_on_the_halves(lengths: tuple[int, ...], heads: int, dim: int) -> None:
+    """The rotary's cosine pass, sine buffer and one addition give exactly ``even cos - odd sin``, ``even sin + odd cos``."""
+    x = (np.random.default_rng(sum(lengths)).standard_normal((sum(lengths), heads, dim)) * 3).astype(np.float32)
+    x[0, 0, :4] = [0.0, -0.0, 1e-38, -1e30]
+    cos, sin = (t[:, None, :] for t in rope_tables(lengths, dim, 10000.0))
+    even, odd = x[..., 0::2], x[..., 1::2]
+    want = np.empty_like(x)
+    want[..., 0::2] = even * cos - odd * sin
+    want[..., 1::2] = even * sin + odd * cos
+    got = rope(x, *rope_pair_tables(lengths, dim, 10000.0))
+    assert got.dtype == np.float32
+    np.testing.assert_array_equal(got, want)

@@ -143,9 +143,10 @@ class ModelKernels(LinearKernels):
         return rounded
 
     def run_group(self, names: tuple[str, ...], x: Array) -> list[Array] | None:
-        """One product for layers that are all dense at one precision: their rounded weights side by side,
-        joined on first use (each layer's ``rounded_t`` then a column slice of the joint array, so no
-        extra copy is kept). None for a group with a sparse layer or mixed precisions."""
+        """The products of layers that are all dense at one precision, on one rounding of ``x`` and their
+        rounded weights side by side, joined on first use (each layer's ``rounded_t`` then a column slice
+        of the joint array, so no extra copy is kept), one product per layer into its own C-contiguous
+        output. None for a group with a sparse layer or mixed precisions."""
         kernels = [self.kernels.get(name) for name in names]
         dense = [k for k in kernels if k is not None and k.rounded_t is not None]
         if len(dense) != len(names) or len({k.precision for k in dense}) != 1:
@@ -155,9 +156,10 @@ class ModelKernels(LinearKernels):
             joint = self._join(names, dense)
         clock = time.perf_counter
         start = clock()
-        y: Array = self.rounded_input(x, dense[0].precision) @ joint
-        stops = np.cumsum([k.rounded.shape[0] for k in dense])
-        outputs = [y[:, stop - k.rounded.shape[0] : stop] for k, stop in zip(dense, stops, strict=True)]
+        rounded = self.rounded_input(x, dense[0].precision)
+        # One product per layer on its column slice of the joint weight, each into a C-contiguous output
+        # (as models.base.PreparedLinears.run, and for its reason: the forward's elementwise passes).
+        outputs = [rounded @ k.rounded_t for k in dense if k.rounded_t is not None]
         if self.trace is not None:
             share = (clock() - start) / len(names)
             for name in names:
