@@ -48,7 +48,7 @@ from sparsedebug.core.stats import DEFAULT_ALPHA
 from sparsedebug.locate.common import iteration_count
 from sparsedebug.locate.comparable import check_pair
 from sparsedebug.locate.walk import bisect_runs
-from sparsedebug.records.defaults import MIN_SAMPLE_MS
+from sparsedebug.records.defaults import MIN_SAMPLE_MS, SAMPLE_CALLS, SAMPLE_CALLS_WITHIN_MS
 from sparsedebug.records.gate import GatePolicy, P99Policy
 from sparsedebug.records.run import RunRecord
 from sparsedebug.signoff.gate import evaluate
@@ -144,7 +144,10 @@ def replay_pairs(
     design = "interleaved session" if interleave else "two replays"
     own = "" if repeats is None else " (set)"
     seq = f", sequence {workload.tokens.sequence}" if tokens is not None else ""
-    sample = f", samples of >= {MIN_SAMPLE_MS if min_sample_ms is None else min_sample_ms:g} ms"
+    sample = (
+        f", samples of >= {MIN_SAMPLE_MS if min_sample_ms is None else min_sample_ms:g} ms and >= {SAMPLE_CALLS} calls "
+        f"within {SAMPLE_CALLS_WITHIN_MS:g} ms"
+    )
     return f"{workload.repeats}{own or ' (its own)'}, {workload.threads or 'all'} thread(s){seq}{sample}, {design}", pairs_of
 
 

@@ -64,8 +64,8 @@ def gate(
     every candidate sample is beyond every baseline sample by the factor; two
     workloads are replayed in one interleaved session and the speed check runs
     round by round: 5 rounds (one-sided signed-rank test), 2 when every round's
-    candidate is beyond its own baseline by the factor (a forward under 10 ms is
-    sampled over enough calls, the sides' calls alternating, to last 10 ms); p99, 3 a
+    candidate is beyond its own baseline by the factor (a sample holds calls, the sides'
+    alternating, to last 10 ms and at least 4 of them within 250 ms); p99, 3 a
     side (all 3 above 1.25x the baseline's largest), 4 with 4 to 15 a side, 5 with 16+.
     With fewer, or timings disturbed beyond the noise-aware harness' bound, a check
     is inconclusive and the policy's on_inconclusive decides (fail by default, warn,

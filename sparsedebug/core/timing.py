@@ -26,7 +26,7 @@ another, so the round flags cannot see it, while a burst disturbs a few rounds, 
 not reported (gate and bisect call it inconclusive). :func:`interleaved` is the plain harness (no re-measurement).
 
 With ``min_sample_ms`` (replays ask for ``records.defaults.MIN_SAMPLE_MS``), :func:`measure`
-samples a call too short to time alone over enough calls (:func:`calls_per_sample`), the
+samples a call over several calls (:func:`calls_per_sample`), the
 variants' calls alternating call by call within a round (:func:`_run_round`, bounded in time
 by :data:`ROUND_BOUND`); the thresholds and machine readings live in :mod:`sparsedebug.core.noise`.
 """
@@ -51,14 +51,15 @@ from sparsedebug.core.noise import (
     windowed_contention,
 )
 from sparsedebug.core.stats import median, quantiles
+from sparsedebug.records.defaults import SAMPLE_CALLS, SAMPLE_CALLS_WITHIN_MS
 from sparsedebug.records.timing import Flag, TimingQuality, VariantTiming
 
 MAX_CALLS_PER_SAMPLE = 1000
 """Upper bound of the calls of one sample (a call under 10 us gets a sample shorter than the minimum)."""
 
 ROUND_BOUND = 10.0
-"""A round of several calls a sample stops its passes once it has run this many times the minimum
-sample per variant (a variant that turned a hundred times slower after the calibration, such as a
+"""A round of several calls a sample stops its passes once it has run this many times its planned
+length (the sample of the fastest variant, as calibrated, per variant) (a variant that turned a hundred times slower after the calibration, such as a
 threaded BLAS call whose threads lost their cores, would otherwise stretch the round a hundredfold);
 its samples then hold fewer calls (``Timed.sample_calls``), at least one."""
 
@@ -184,24 +185,31 @@ def _run_round(
     return out
 
 
-def calls_per_sample(
-    items: list[tuple[str, Callable[[], object]]], min_sample_ms: float, clock: Callable[[], float] = time.perf_counter
-) -> int:
-    """How many calls make a sample of the fastest variant last ``min_sample_ms`` (at most :data:`MAX_CALLS_PER_SAMPLE`).
-
-    Each variant is called twice, timed; the fastest call of all sets the count, so every
-    variant's sample lasts at least the minimum and all take the same number of calls (a
-    paired round compares like with like). These calls are warm-up for the rounds.
-    """
+def fastest_call_ms(items: list[tuple[str, Callable[[], object]]], clock: Callable[[], float] = time.perf_counter) -> float:
+    """The fastest of two timed calls of each variant, in ms (the calls are warm-up for the rounds)."""
     fastest = math.inf
     for _ in range(2):
         for _, func in items:
             start = clock()
             func()
             fastest = min(fastest, (clock() - start) * 1000.0)
-    if fastest <= 0.0:
+    return fastest
+
+
+def calls_per_sample(fastest_ms: float, min_sample_ms: float) -> int:
+    """How many calls one sample holds: enough for the fastest variant to last ``min_sample_ms``, and at
+    least :data:`~sparsedebug.records.defaults.SAMPLE_CALLS` while they fit in
+    :data:`~sparsedebug.records.defaults.SAMPLE_CALLS_WITHIN_MS` (at most :data:`MAX_CALLS_PER_SAMPLE`).
+
+    The fastest variant (:func:`fastest_call_ms`) sets the count, so every variant's sample
+    lasts at least the minimum and all take the same number of calls (a paired round
+    compares like with like).
+    """
+    if fastest_ms <= 0.0:
         return MAX_CALLS_PER_SAMPLE
-    return max(1, min(MAX_CALLS_PER_SAMPLE, math.ceil(min_sample_ms / fastest)))
+    by_time = math.ceil(min_sample_ms / fastest_ms)
+    by_count = min(SAMPLE_CALLS, math.floor(SAMPLE_CALLS_WITHIN_MS / fastest_ms))
+    return max(1, min(MAX_CALLS_PER_SAMPLE, max(by_time, by_count)))
 
 
 def interleaved(
@@ -288,8 +296,11 @@ def measure(
     for _ in range(warmup):
         for _, func in items:
             func()
-    number = calls_per_sample(items, min_sample_ms, clk.wall) if min_sample_ms > 0 else 1
-    bound = ROUND_BOUND * min_sample_ms * len(items) if number > 1 else math.inf
+    number, bound = 1, math.inf
+    if min_sample_ms > 0:
+        fastest = fastest_call_ms(items, clk.wall)
+        number = calls_per_sample(fastest, min_sample_ms)
+        bound = ROUND_BOUND * max(min_sample_ms, number * fastest) * len(items)
     counter = {name: warmup + (2 if min_sample_ms > 0 else 0) for name, _ in items}
     readings: list[Reading] = [(clk.wall(), clk.cpu(), clk.machine())]
 
