@@ -185,30 +185,30 @@ def _run_round(
     return out
 
 
-def fastest_call_ms(items: list[tuple[str, Callable[[], object]]], clock: Callable[[], float] = time.perf_counter) -> float:
-    """The fastest of two timed calls of each variant, in ms (the calls are warm-up for the rounds)."""
-    fastest = math.inf
+def call_times_ms(items: list[tuple[str, Callable[[], object]]], clock: Callable[[], float] = time.perf_counter) -> tuple[float, float]:
+    """The fastest and the slowest variant, each by the faster of two timed calls, in ms (the calls are warm-up for the rounds)."""
+    best = {name: math.inf for name, _ in items}
     for _ in range(2):
-        for _, func in items:
+        for name, func in items:
             start = clock()
             func()
-            fastest = min(fastest, (clock() - start) * 1000.0)
-    return fastest
+            best[name] = min(best[name], (clock() - start) * 1000.0)
+    return min(best.values()), max(best.values())
 
 
-def calls_per_sample(fastest_ms: float, min_sample_ms: float) -> int:
+def calls_per_sample(fastest_ms: float, slowest_ms: float, min_sample_ms: float) -> int:
     """How many calls one sample holds: enough for the fastest variant to last ``min_sample_ms``, and at
-    least :data:`~sparsedebug.records.defaults.SAMPLE_CALLS` while they fit in
+    least :data:`~sparsedebug.records.defaults.SAMPLE_CALLS` while the slowest variant's sample fits in
     :data:`~sparsedebug.records.defaults.SAMPLE_CALLS_WITHIN_MS` (at most :data:`MAX_CALLS_PER_SAMPLE`).
 
-    The fastest variant (:func:`fastest_call_ms`) sets the count, so every variant's sample
-    lasts at least the minimum and all take the same number of calls (a paired round
-    compares like with like).
+    Every variant takes the same number of calls (a paired round compares like with like),
+    so every sample lasts at least the minimum; the count stays low where one variant is
+    slow (a regression four times slower needs no averaging to be seen).
     """
     if fastest_ms <= 0.0:
         return MAX_CALLS_PER_SAMPLE
     by_time = math.ceil(min_sample_ms / fastest_ms)
-    by_count = min(SAMPLE_CALLS, math.floor(SAMPLE_CALLS_WITHIN_MS / fastest_ms))
+    by_count = min(SAMPLE_CALLS, math.floor(SAMPLE_CALLS_WITHIN_MS / slowest_ms)) if slowest_ms > 0 else SAMPLE_CALLS
     return max(1, min(MAX_CALLS_PER_SAMPLE, max(by_time, by_count)))
 
 
@@ -298,8 +298,8 @@ def measure(
             func()
     number, bound = 1, math.inf
     if min_sample_ms > 0:
-        fastest = fastest_call_ms(items, clk.wall)
-        number = calls_per_sample(fastest, min_sample_ms)
+        fastest, slowest = call_times_ms(items, clk.wall)
+        number = calls_per_sample(fastest, slowest, min_sample_ms)
         bound = ROUND_BOUND * max(min_sample_ms, number * fastest) * len(items)
     counter = {name: warmup + (2 if min_sample_ms > 0 else 0) for name, _ in items}
     readings: list[Reading] = [(clk.wall(), clk.cpu(), clk.machine())]

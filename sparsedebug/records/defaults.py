@@ -23,13 +23,14 @@ and alternating puts every change on both sides of a round; ``benchmarks/sample_
 measures the per-round spread each way (README, section "2. Locate")."""
 
 SAMPLE_CALLS = 4
-"""... and a sample holds at least this many calls while they fit in ``SAMPLE_CALLS_WITHIN_MS``: a 55 ms
+"""... and a sample holds at least this many calls while the slowest variant's fit in ``SAMPLE_CALLS_WITHIN_MS``: a 55 ms
 forward's per-round ratio spreads about 0.10 with one call a sample and 0.06 with four alternating
 (``benchmarks/sample_length.py --workload minilm_dense``), the difference between catching a 10%
 slowdown in 10 rounds half the time and nearly always."""
 
 SAMPLE_CALLS_WITHIN_MS = 250.0
-"""The longest a sample is stretched to hold ``SAMPLE_CALLS`` calls (a forward over a quarter second is one call a sample)."""
+"""The longest a sample is stretched to hold ``SAMPLE_CALLS`` calls (where one variant's call takes over a quarter
+second, a sample is as many calls as ``MIN_SAMPLE_MS`` needs: a regression that large needs no averaging to be seen)."""
 
 DEFAULT_ALPHA = 0.05
 """Significance level of the rank test (two-sided)."""

@@ -136,16 +136,16 @@ def test_a_round_stops_its_passes_at_its_time_bound() -> None:
 
 
 def test_calls_per_sample_follows_time_then_count() -> None:
-    from sparsedebug.core.timing import MAX_CALLS_PER_SAMPLE, calls_per_sample, fastest_call_ms
+    from sparsedebug.core.timing import MAX_CALLS_PER_SAMPLE, call_times_ms, calls_per_sample
     from sparsedebug.records.defaults import SAMPLE_CALLS, SAMPLE_CALLS_WITHIN_MS
 
-    assert calls_per_sample(0.5, 10.0) == 20  # time: 20 x 0.5 ms = 10 ms
-    assert calls_per_sample(30.0, 10.0) == SAMPLE_CALLS  # long enough, but few calls to average
-    assert calls_per_sample(100.0, 10.0) == SAMPLE_CALLS_WITHIN_MS // 100.0  # as many as fit the stretch
-    assert calls_per_sample(300.0, 10.0) == 1  # one call is past the stretch
-    assert calls_per_sample(1e-6, 10.0) == MAX_CALLS_PER_SAMPLE
+    assert calls_per_sample(0.5, 0.8, 10.0) == 20  # time: 20 x 0.5 ms = 10 ms
+    assert calls_per_sample(30.0, 40.0, 10.0) == SAMPLE_CALLS  # long enough, but few calls to average
+    assert calls_per_sample(30.0, 100.0, 10.0) == SAMPLE_CALLS_WITHIN_MS // 100.0  # as many as the slowest fits in the stretch
+    assert calls_per_sample(30.0, 300.0, 10.0) == 1  # the slowest is past the stretch in one call
+    assert calls_per_sample(1e-6, 1e-6, 10.0) == MAX_CALLS_PER_SAMPLE
     m = FakeMachine()
-    assert fastest_call_ms([("a", m.variant("a", 3.0)), ("b", m.variant("b", 2.0))], lambda: m.wall) == pytest.approx(2.0)
+    assert call_times_ms([("a", m.variant("a", 3.0)), ("b", m.variant("b", 2.0))], lambda: m.wall) == pytest.approx((2.0, 3.0))
     assert m.calls == {"a": 2, "b": 2}
 
 
