@@ -88,6 +88,13 @@ class _Round:
     call: int
     flags: list[Flag] = field(default_factory=list)
     calls: int = 1
+    per_call: float | None = None
+    """The sample: the median of its calls' wall times (several calls a sample), else ``wall``."""
+
+    @property
+    def sample(self) -> float:
+        """The sample's value in ms: its one call, or the median of its calls."""
+        return self.wall if self.per_call is None else self.per_call
 
 
 @dataclass
@@ -102,7 +109,7 @@ class Timed:
     """Per variant, for each final sample, how many calls it holds (``calls_per_sample``, fewer where the round hit :data:`ROUND_BOUND`)."""
     calls_per_sample: int = 1
     """Calls of each variant per sample (:func:`calls_per_sample`): sample ``i`` times calls
-    ``calls[name][i]`` to ``calls[name][i] + calls_per_sample - 1`` and is their mean."""
+    ``calls[name][i]`` to ``calls[name][i] + calls_per_sample - 1`` and is their median."""
     order: list[list[str]] = field(default_factory=list)
     """Per final round, the variants in the order they ran (a re-measured round keeps its original order)."""
 
@@ -147,9 +154,10 @@ def _run_round(
 
     One call each: the variants run one after the other, each read on its own. Several: the
     variants' calls alternate call by call (``number`` passes through the round's order),
-    each call's wall time added to its variant's sample, so a change of the machine's
-    state within the round (a busy sibling core, a frequency step) falls on every variant
-    alike instead of on whichever sample it overlapped. CPU time and context switches are
+    each call timed on its own and the sample the median of its calls, so a change of the
+    machine's state within the round (a busy sibling core, a frequency step) falls on
+    every variant alike instead of on whichever sample it overlapped, and a call the
+    scheduler preempted does not move the sample. CPU time and context switches are
     then read for the round as a whole: each variant gets the round's CPU share of its wall
     time and the round's switches, so the interference flags judge the round. The passes
     stop once the round has run ``bound_ms`` (every variant keeps the same count, at least one).
@@ -166,21 +174,24 @@ def _run_round(
             counter[name] += 1
         return out
     wall = clocks.wall
-    spent = {name: 0.0 for name, _ in ordered}
+    spent: dict[str, list[float]] = {name: [] for name, _ in ordered}
     sw0, c0, w0 = clocks.switches(), clocks.cpu(), wall()
     passes = 0
     while passes < number:
         for name, func in ordered:
             start = wall()
             func()
-            spent[name] += wall() - start
+            spent[name].append(wall() - start)
         passes += 1
         if (wall() - w0) * 1000.0 > bound_ms:
             break
     w1, c1, sw1 = wall(), clocks.cpu(), clocks.switches()
     cpu_share = (c1 - c0) / (w1 - w0) if w1 > w0 else 1.0
     for name, _ in ordered:
-        out[name] = _Round(spent[name] * 1000.0, spent[name] * cpu_share * 1000.0, sw1 - sw0, load, counter[name], calls=passes)
+        total = sum(spent[name]) * 1000.0
+        out[name] = _Round(
+            total, total * cpu_share, sw1 - sw0, load, counter[name], calls=passes, per_call=median(spent[name]) * 1000.0
+        )
         counter[name] += passes
     return out
 
@@ -285,7 +296,7 @@ def measure(
     ``min_sample_ms`` > 0 (``records.defaults.MIN_SAMPLE_MS`` is the usual choice): after the warm-up,
     :func:`calls_per_sample` sets how many calls each sample holds; the variants' calls
     then alternate call by call within each round (:func:`_run_round`) and each sample is
-    its calls' mean (``Timed.calls_per_sample``); the interference flags judge the whole
+    its calls' median (``Timed.calls_per_sample``); the interference flags judge the whole
     sample, as timed. 0: one call per sample.
     """
     _check(variants, rounds, warmup)
@@ -326,7 +337,7 @@ def measure(
                 r.flags = _flag(r, typical[name], tick, pol)
             if not any(r.flags for r in redo.values()):
                 table[index] = redo
-    samples = {name: [row[name].wall / row[name].calls for row in table] for name, _ in items}
+    samples = {name: [row[name].sample for row in table] for name, _ in items}
     busy = windowed_contention(readings, pol)
     quality = _quality(items, table, samples, flagged, first_flags, used, tick, pol, busy, number)
     calls = {name: [row[name].call for row in table] for name, _ in items}

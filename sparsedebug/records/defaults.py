@@ -17,7 +17,7 @@ MIN_SAMPLE_MS = 10.0
 """The shortest a timed sample of ``core.timing.measure`` may last, when the caller asks for it (asv's default sample time).
 
 A call shorter than this is run that many times inside each sample, the variants' calls
-alternating call by call, and the sample is their mean (``core.timing.calls_per_sample``,
+alternating call by call, and the sample is their median (``core.timing.calls_per_sample``,
 ``core.timing._run_round``): the machine's state changes at the time scale of a sample,
 and alternating puts every change on both sides of a round; ``benchmarks/sample_length.py``
 measures the per-round spread each way (README, section "2. Locate")."""

@@ -29,7 +29,7 @@ class VariantTiming(Record):
 
     name: str
     spread: float = Field(description="(p90 - p10) / p50 of the final wall-time samples.")
-    wall_ms: list[float] = Field(description="Final wall time per round, per call (the mean of the sample's calls; flagged rounds replaced when re-measured clean).")
+    wall_ms: list[float] = Field(description="Final wall time per round, per call (the median of the sample's calls; flagged rounds replaced when re-measured clean).")
     cpu_ms: list[float] = Field(description="Process CPU time per round, per call, same rounds.")
     flagged: list[list[Flag]] = Field(description="Flags left on each final round.")
 
@@ -60,8 +60,8 @@ class TimingQuality(Record):
     calls_per_sample: int = Field(
         1, ge=1,
         description="Calls of each variant in one sample (alternating call by call with the other variants), set so a sample of the fastest lasts the harness' "
-        "minimum (records.defaults.MIN_SAMPLE_MS, where the caller asks for one); each sample is their mean per call, so a "
-        "percentile of the samples is one of per-sample means, not of single calls.",
+        "minimum (records.defaults.MIN_SAMPLE_MS, where the caller asks for one); each sample is the median of its calls, so a "
+        "percentile of the samples is one of per-sample medians, not of single calls.",
     )
     short_samples: int = Field(
         0, ge=0,

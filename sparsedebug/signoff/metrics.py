@@ -30,17 +30,17 @@ def measured_clock(run: RunRecord) -> str:
 
 
 def sample_count(run: RunRecord) -> str:
-    """How many latency samples a run has, and what one is: ``n=15``, or ``n=15, each the mean of 71 forwards``."""
+    """How many latency samples a run has, and what one is: ``n=15``, or ``n=15, each the median of 71 forwards``."""
     n = len(run.outcome.latency_samples_ms)
     timing = run.outcome.timing
     if timing is None or timing.calls_per_sample == 1:
         return f"n={n}"
     if timing.short_samples:
         return (
-            f"n={n}, each the mean of up to {timing.calls_per_sample} forwards; {timing.short_samples} with fewer: "
+            f"n={n}, each the median of up to {timing.calls_per_sample} forwards; {timing.short_samples} with fewer: "
             "their round ran past its time bound"
         )
-    return f"n={n}, each the mean of {timing.calls_per_sample} forwards"
+    return f"n={n}, each the median of {timing.calls_per_sample} forwards"
 
 
 def bundle_clock(runs: list[RunRecord]) -> str:

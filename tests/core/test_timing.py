@@ -115,6 +115,13 @@ def test_a_round_of_many_calls_flags_what_disturbed_it(monkeypatch: pytest.Monke
     assert timed.samples["a"] == pytest.approx([0.5] * 4) and timed.calls["a"][1] == 83  # replaced by the re-run round
 
 
+def test_a_preempted_call_does_not_move_its_sample() -> None:
+    # one of the 20 calls of "a" in the first round loses 8 ms: the sample is the median of its calls
+    m = FakeMachine(lost=lambda name, call: 8.0 if (name, call) == ("a", 10) else 0.0)
+    timed = measure({"a": m.variant("a", 0.5), "b": m.variant("b", 0.5)}, rounds=3, warmup=1, clocks=m.clocks(), min_sample_ms=10.0)
+    assert timed.calls_per_sample == 20 and timed.samples["a"] == pytest.approx([0.5] * 3)
+
+
 def test_a_round_stops_its_passes_at_its_time_bound() -> None:
     from sparsedebug.core.timing import ROUND_BOUND
 

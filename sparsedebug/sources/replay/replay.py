@@ -367,8 +367,8 @@ def _schedule_stage(workload: Workload, forwards: ForwardPair, timed: Timed, var
 def _sample_parts(forwards: ForwardPair, span: list[float], timed: Timed, variant: str) -> ScheduleParts:
     """The schedule parts of ``variant``'s final samples (a re-measured round replaces a disturbed one), per call.
 
-    A sample of several calls (``Timed.calls_per_sample``) gets the mean of
-    its calls' busy time and host gaps, as its span is their mean.
+    A sample of several calls (``Timed.calls_per_sample``) gets the median of
+    its calls' busy time and host gaps, as its span is their median.
     """
     counts = timed.sample_calls.get(variant) or [1] * len(span)
     if all(n == 1 for n in counts):
@@ -377,13 +377,13 @@ def _sample_parts(forwards: ForwardPair, span: list[float], timed: Timed, varian
     each = forwards.parts([s for s, n in zip(span, counts, strict=True) for _ in range(n)], calls)
     ends = list(itertools.accumulate(counts))
 
-    def means(values: list[float]) -> list[float]:
-        return [sum(values[end - n : end]) / n for end, n in zip(ends, counts, strict=True)]
+    def medians(values: list[float]) -> list[float]:
+        return [median(values[end - n : end]) for end, n in zip(ends, counts, strict=True)]
 
     return ScheduleParts(
-        busy_samples_ms=means(each.busy_samples_ms),
+        busy_samples_ms=medians(each.busy_samples_ms),
         dense_share=each.dense_share,
-        layer_idle_samples_ms={name: means(values) for name, values in each.layer_idle_samples_ms.items()},
+        layer_idle_samples_ms={name: medians(values) for name, values in each.layer_idle_samples_ms.items()},
         launches_per_iteration=each.launches_per_iteration,
     )
 
