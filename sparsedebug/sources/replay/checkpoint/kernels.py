@@ -124,7 +124,6 @@ class ModelKernels(LinearKernels):
         self.kernels = dict(kernels)
         self.trace: ForwardTrace | None = None
         self._last_input: tuple[Array, Precision, Array] | None = None
-        self._joint: dict[tuple[str, ...], Array] = {}
 
     def rounded_input(self, x: Array, precision: Precision) -> Array:
         """``x`` rounded to ``precision``'s input format, once for consecutive layers that read the same
@@ -143,39 +142,23 @@ class ModelKernels(LinearKernels):
         return rounded
 
     def run_group(self, names: tuple[str, ...], x: Array) -> list[Array] | None:
-        """The products of layers that are all dense at one precision, on one rounding of ``x`` and their
-        rounded weights side by side, joined on first use (each layer's ``rounded_t`` then a column slice
-        of the joint array, so no extra copy is kept), one product per layer into its own C-contiguous
-        output. None for a group with a sparse layer or mixed precisions."""
+        """The products of layers that are all dense at one precision, on one rounding of ``x``: one
+        product per layer on its own rounded weight, into its own C-contiguous output (a joint product's
+        column slices slow the forward's elementwise passes 2-3x, as models.base.PreparedLinears says).
+        None for a group with a sparse layer or mixed precisions."""
         kernels = [self.kernels.get(name) for name in names]
         dense = [k for k in kernels if k is not None and k.rounded_t is not None]
         if len(dense) != len(names) or len({k.precision for k in dense}) != 1:
             return None
-        joint = self._joint.get(names)
-        if joint is None or any(not np.shares_memory(k.rounded_t, joint) for k in dense):
-            joint = self._join(names, dense)
         clock = time.perf_counter
         start = clock()
         rounded = self.rounded_input(x, dense[0].precision)
-        # One product per layer on its column slice of the joint weight, each into a C-contiguous output
-        # (as models.base.PreparedLinears.run, and for its reason: the forward's elementwise passes).
         outputs = [rounded @ k.rounded_t for k in dense if k.rounded_t is not None]
         if self.trace is not None:
             share = (clock() - start) / len(names)
             for name in names:
                 self.trace.add(name, 0.0, share, False)
         return outputs
-
-    def _join(self, names: tuple[str, ...], dense: list[LayerKernel]) -> Array:
-        joint = np.ascontiguousarray(np.concatenate([k.rounded_t for k in dense if k.rounded_t is not None], axis=1))
-        start = 0
-        for kernel in dense:
-            width = kernel.rounded.shape[0]
-            kernel.rounded_t = joint[:, start : start + width]
-            kernel.rounded = kernel.rounded_t.T
-            start += width
-        self._joint[names] = joint
-        return joint
 
     def __getitem__(self, name: str) -> Array:
         return self.kernels[name].weight
