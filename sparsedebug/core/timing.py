@@ -57,6 +57,9 @@ from sparsedebug.records.timing import Flag, TimingQuality, VariantTiming
 MAX_CALLS_PER_SAMPLE = 1000
 """Upper bound of the calls of one sample (a call under 10 us gets a sample shorter than the minimum)."""
 
+CALIBRATION_CALLS = 2
+"""Timed calls of each variant before the rounds when a sample holds several (:func:`call_times_ms`); they count as warm-up calls."""
+
 ROUND_BOUND = 10.0
 """A round of several calls a sample stops its passes once it has run this many times its planned
 length (the sample of the fastest variant, as calibrated, per variant) (a variant that turned a hundred times slower after the calibration, such as a
@@ -197,9 +200,9 @@ def _run_round(
 
 
 def call_times_ms(items: list[tuple[str, Callable[[], object]]], clock: Callable[[], float] = time.perf_counter) -> tuple[float, float]:
-    """The fastest and the slowest variant, each by the faster of two timed calls, in ms (the calls are warm-up for the rounds)."""
+    """The fastest and the slowest variant, each by its fastest of :data:`CALIBRATION_CALLS` timed calls, in ms (warm-up for the rounds)."""
     best = {name: math.inf for name, _ in items}
-    for _ in range(2):
+    for _ in range(CALIBRATION_CALLS):
         for name, func in items:
             start = clock()
             func()
@@ -312,7 +315,7 @@ def measure(
         fastest, slowest = call_times_ms(items, clk.wall)
         number = calls_per_sample(fastest, slowest, min_sample_ms)
         bound = ROUND_BOUND * max(min_sample_ms, number * fastest) * len(items)
-    counter = {name: warmup + (2 if min_sample_ms > 0 else 0) for name, _ in items}
+    counter = {name: warmup + (CALIBRATION_CALLS if min_sample_ms > 0 else 0) for name, _ in items}
     readings: list[Reading] = [(clk.wall(), clk.cpu(), clk.machine())]
 
     def timed_round(index: int) -> dict[str, _Round]:

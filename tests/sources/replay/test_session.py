@@ -73,7 +73,7 @@ def _check_session(base: RunRecord, cand: RunRecord, executed: list[str], warmup
     number = timing_quality.calls_per_sample
     assert number >= 1
     if timing_quality.remeasured_rounds == 0:  # the recorded order is the order the calls ran, after warm-up and calibration
-        calibration = 2 * 4  # core.timing.calls_per_sample times each of the four variants twice
+        calibration = timing.CALIBRATION_CALLS * 4  # core.timing.call_times_ms times each of the four variants
         assert executed[4 * warmup + calibration :] == [name for names in order for _ in range(number) for name in names]
     firsts = [next(n for n in names if ":" not in n) for names in order]
     assert firsts == [("baseline", "candidate")[i % 2] for i in range(len(order))]
