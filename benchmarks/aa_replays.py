@@ -114,10 +114,15 @@ def judge(tally: Tally, base: RunRecord, cand: RunRecord, slowdown: float, verbo
     if verbose:
         statuses = " ".join(f"{k}={v.status}" for k, v in gate.items())
         planted_statuses = " ".join(f"{check.id}={check.status}" for check in slow_gate)
+        timing = c.outcome.timing
+        left_out = f", {timing.preempted_calls} preempted calls left out" if timing is not None and timing.preempted_calls else ""
         print(f"  {tally.source} pair {tally.pairs}: A/A bisect {aa.state} {aa.first_stage or ''}, gate {statuses}; "
-              f"x{slowdown:g}: bisect {caught.state} {caught.first_stage or ''}, gate {planted_statuses}", file=sys.stderr)
+              f"x{slowdown:g}: bisect {caught.state} {caught.first_stage or ''}, gate {planted_statuses}{left_out}", file=sys.stderr)
         if alarm:
             print(f"    A/A bisect: {aa.verdict[:240]}", file=sys.stderr)
+        if not any(check.status == "fail" for check in slow_gate):
+            for check in slow_gate:
+                print(f"    x{slowdown:g} gate {check.id} {check.status}: {check.detail[:300]}", file=sys.stderr)
 
 
 def replay_pairs(

@@ -22,7 +22,11 @@ p50/p95/p99), with one BLAS thread (threadpoolctl; onnxruntime with one intra-op
                      (benchmark-only extras: ``pip install onnx onnxruntime``)
 ``onnxrt GEMMs``     onnxruntime's MatMuls of that graph alone (pre-packed weights)
 
-Every variant's output is first checked against the numpy fp32 forward. Ratios are variant
+The header names OpenBLAS's kernel family. OpenBLAS picks it at load time from the CPU, unless
+``OPENBLAS_CORETYPE`` forces one: an environment that pins ``Haswell`` (the AVX2 kernels) on a CPU
+with AVX-512 halves numpy's fp32 products while onnxruntime still uses AVX-512 (run the benchmark
+with ``env -u OPENBLAS_CORETYPE`` for OpenBLAS's own choice). Every variant's output is first
+checked against the numpy fp32 forward. Ratios are variant
 median / reference median; the last lines give the ratios the issue sets targets for.
 Usage: python benchmarks/forward.py [--model minilm-l6] [--tokens 128] [--rounds 15]
 """
@@ -30,6 +34,7 @@ Usage: python benchmarks/forward.py [--model minilm-l6] [--tokens 128] [--rounds
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from collections.abc import Callable
 from typing import Any
@@ -314,7 +319,12 @@ def main() -> None:
             got = session.run(None, {"ids": ids})[0]
             checks["onnxruntime"] = float(np.max(np.abs(got - reference))) / scale
         samples = interleaved(variants, args.rounds, warmup=2)
-        blas = ", ".join(f"{i['internal_api']} {i['num_threads']}" for i in threadpool_info() if i["user_api"] == "blas")
+        blas = ", ".join(
+            f"{i['internal_api']} {i['num_threads']} ({i.get('architecture') or 'unknown'} kernels)"
+            for i in threadpool_info() if i["user_api"] == "blas"
+        )
+        if os.environ.get("OPENBLAS_CORETYPE"):  # the kernel family is forced, not OpenBLAS's choice for this CPU
+            blas += f", forced by OPENBLAS_CORETYPE={os.environ['OPENBLAS_CORETYPE']} in the environment"
         cpu_share = {name: cpu_per_wall(run) for name, run in variants.items()}
     print(f"{args.model} forward, {args.tokens} tokens, 1 thread, {args.rounds} interleaved rounds")
     print(f"  BLAS threads: {blas}; onnxruntime: 1 intra-op, 1 inter-op thread; "

@@ -32,6 +32,9 @@ class NoisePolicy:
     """``off_cpu`` when wall - CPU time exceeds this share of the wall time ..."""
     min_lost_ms: float = 0.5
     """... and at least this many ms (shorter losses are timer and wake-up noise)."""
+    call_off_cpu_share: float = 0.05
+    """A call of a several-call sample lost to the scheduler when wall - CPU time exceeds this share of its wall
+    time and ``min_lost_ms``: the sample is then the median of the calls that kept the CPU (``core.timing._run_round``)."""
     slow_factor: float = 1.5
     """``outlier`` (and ``preempted``, with context switches) when a round exceeds the variant median by this factor."""
     tick_tolerance: float = 0.25

@@ -28,7 +28,8 @@ not reported (gate and bisect call it inconclusive). :func:`interleaved` is the 
 With ``min_sample_ms`` (replays ask for ``records.defaults.MIN_SAMPLE_MS``), :func:`measure`
 samples a call over several calls (:func:`calls_per_sample`), the
 variants' calls alternating call by call within a round (:func:`_run_round`, bounded in time
-by :data:`ROUND_BOUND`); the thresholds and machine readings live in :mod:`sparsedebug.core.noise`.
+by :data:`ROUND_BOUND`), each sample the median of the calls that kept the CPU
+(``NoisePolicy.call_off_cpu_share``); the thresholds and machine readings live in :mod:`sparsedebug.core.noise`.
 """
 
 from __future__ import annotations
@@ -93,6 +94,8 @@ class _Round:
     calls: int = 1
     per_call: float | None = None
     """The sample: the median of its calls' wall times (several calls a sample), else ``wall``."""
+    preempted: int = 0
+    """Calls of a several-call sample left out of its median: the scheduler took the CPU from them."""
 
     @property
     def sample(self) -> float:
@@ -151,19 +154,22 @@ def _ordered(items: list[tuple[str, Callable[[], object]]], index: int, order: R
 
 def _run_round(
     items: list[tuple[str, Callable[[], object]]], index: int, clocks: Clocks, counter: dict[str, int],
-    order: RoundOrder = rotated, number: int = 1, bound_ms: float = math.inf,
+    order: RoundOrder = rotated, number: int = 1, bound_ms: float = math.inf, policy: NoisePolicy = DEFAULT_POLICY,
 ) -> dict[str, _Round]:
     """One round: each variant's sample of ``number`` calls (wall and CPU time of all of them).
 
     One call each: the variants run one after the other, each read on its own. Several: the
     variants' calls alternate call by call (``number`` passes through the round's order),
-    each call timed on its own and the sample the median of its calls, so a change of the
-    machine's state within the round (a busy sibling core, a frequency step) falls on
-    every variant alike instead of on whichever sample it overlapped, and a call the
-    scheduler preempted does not move the sample. CPU time and context switches are
-    then read for the round as a whole: each variant gets the round's CPU share of its wall
-    time and the round's switches, so the interference flags judge the round. The passes
-    stop once the round has run ``bound_ms`` (every variant keeps the same count, at least one).
+    each call timed on its own (wall and process CPU time) and the sample the median of its
+    calls, so a change of the machine's state within the round (a busy sibling core, a
+    frequency step) falls on every variant alike instead of on whichever sample it
+    overlapped. A call that lost more than ``policy.call_off_cpu_share`` of its wall time
+    (and ``policy.min_lost_ms``) off the CPU timed the scheduler, not the call: the median
+    is over the calls that kept the CPU (all of them when none did; ``_Round.preempted``
+    counts the calls left out). CPU time and context switches are then read for the round as
+    a whole: each variant gets the round's CPU share of its wall time and the round's
+    switches, so the interference flags judge the round. The passes stop once the round has
+    run ``bound_ms`` (every variant keeps the same count, at least one).
     """
     load = clocks.load()
     ordered = _ordered(items, index, order)
@@ -176,27 +182,36 @@ def _run_round(
             out[name] = _Round((w1 - w0) * 1000.0, (c1 - c0) * 1000.0, sw1 - sw0, load, counter[name])
             counter[name] += 1
         return out
-    wall = clocks.wall
-    spent: dict[str, list[float]] = {name: [] for name, _ in ordered}
-    sw0, c0, w0 = clocks.switches(), clocks.cpu(), wall()
+    wall, cpu = clocks.wall, clocks.cpu
+    spent: dict[str, list[tuple[float, float]]] = {name: [] for name, _ in ordered}
+    sw0, c0, w0 = clocks.switches(), cpu(), wall()
     passes = 0
     while passes < number:
         for name, func in ordered:
-            start = wall()
+            start, start_cpu = wall(), cpu()
             func()
-            spent[name].append(wall() - start)
+            spent[name].append((wall() - start, cpu() - start_cpu))
         passes += 1
         if (wall() - w0) * 1000.0 > bound_ms:
             break
-    w1, c1, sw1 = wall(), clocks.cpu(), clocks.switches()
+    w1, c1, sw1 = wall(), cpu(), clocks.switches()
     cpu_share = (c1 - c0) / (w1 - w0) if w1 > w0 else 1.0
     for name, _ in ordered:
-        total = sum(spent[name]) * 1000.0
+        walls = [w * 1000.0 for w, _ in spent[name]]
+        kept = [w * 1000.0 for w, c in spent[name] if not _lost_to_scheduler(w * 1000.0, c * 1000.0, policy)] or walls
+        total = sum(walls)
         out[name] = _Round(
-            total, total * cpu_share, sw1 - sw0, load, counter[name], calls=passes, per_call=median(spent[name]) * 1000.0
+            total, total * cpu_share, sw1 - sw0, load, counter[name], calls=passes, per_call=median(kept),
+            preempted=len(walls) - len(kept),
         )
         counter[name] += passes
     return out
+
+
+def _lost_to_scheduler(wall_ms: float, cpu_ms: float, policy: NoisePolicy) -> bool:
+    """Whether one call spent enough of its wall time off the CPU to have timed the scheduler (``policy.call_off_cpu_share``)."""
+    lost = wall_ms - cpu_ms
+    return lost > policy.min_lost_ms and lost > policy.call_off_cpu_share * wall_ms
 
 
 def call_times_ms(items: list[tuple[str, Callable[[], object]]], clock: Callable[[], float] = time.perf_counter) -> tuple[float, float]:
@@ -319,7 +334,7 @@ def measure(
     readings: list[Reading] = [(clk.wall(), clk.cpu(), clk.machine())]
 
     def timed_round(index: int) -> dict[str, _Round]:
-        row = _run_round(items, index, clk, counter, order, number, bound)
+        row = _run_round(items, index, clk, counter, order, number, bound, pol)
         readings.append((clk.wall(), clk.cpu(), clk.machine()))
         return row
 
@@ -415,6 +430,7 @@ def _quality(
         contended_share=None if busy is None else round(busy.contended_share, 3), tick_ms=tick,
         variants=variants, contention_only=contention_only, calls_per_sample=number,
         short_samples=sum(1 for row in table if min(r.calls for r in row.values()) < number),
+        preempted_calls=sum(r.preempted for row in table for r in row.values()),
     )
 
 

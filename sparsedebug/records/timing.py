@@ -68,6 +68,11 @@ class TimingQuality(Record):
         description="Final rounds whose samples hold fewer than calls_per_sample calls: the round ran past its time bound "
         "(core.timing.ROUND_BOUND times the minimum sample per variant) and stopped its passes.",
     )
+    preempted_calls: int = Field(
+        0, ge=0,
+        description="Calls of several-call samples (final rounds, every variant) left out of their sample's median: each spent more "
+        "than NoisePolicy.call_off_cpu_share of its wall time off the CPU, so it timed the scheduler rather than the call.",
+    )
     variants: list[VariantTiming] = Field(default_factory=list)
     contention_only: bool = Field(
         False,

@@ -35,12 +35,15 @@ def sample_count(run: RunRecord) -> str:
     timing = run.outcome.timing
     if timing is None or timing.calls_per_sample == 1:
         return f"n={n}"
+    left_out = (
+        f"; {timing.preempted_calls} forwards the scheduler preempted left out of their medians" if timing.preempted_calls else ""
+    )
     if timing.short_samples:
         return (
             f"n={n}, each the median of up to {timing.calls_per_sample} forwards; {timing.short_samples} with fewer: "
-            "their round ran past its time bound"
+            f"their round ran past its time bound{left_out}"
         )
-    return f"n={n}, each the median of {timing.calls_per_sample} forwards"
+    return f"n={n}, each the median of {timing.calls_per_sample} forwards{left_out}"
 
 
 def bundle_clock(runs: list[RunRecord]) -> str:

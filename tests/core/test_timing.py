@@ -122,6 +122,29 @@ def test_a_preempted_call_does_not_move_its_sample() -> None:
     assert timed.calls_per_sample == 20 and timed.samples["a"] == pytest.approx([0.5] * 3)
 
 
+def test_calls_the_scheduler_took_the_cpu_from_are_left_out_of_the_median() -> None:
+    # 4 calls a sample of 5 ms each; in the first round 3 of the 4 calls of "b" lose 4 ms off the CPU (a
+    # competitor holding the core): a median of all four would read 9 ms, the calls that kept the CPU read 5
+    m = FakeMachine(lost=lambda name, call: 4.0 if name == "b" and call in (4, 5, 6) else 0.0)
+    timed = measure({"a": m.variant("a", 5.0), "b": m.variant("b", 5.0)}, rounds=3, warmup=1, clocks=m.clocks(), min_sample_ms=10.0)
+    assert timed.calls_per_sample == 4 and timed.sample_calls["b"] == [4, 4, 4]
+    assert timed.samples["b"] == pytest.approx([5.0] * 3) and timed.quality.preempted_calls == 3
+
+
+def test_a_sample_whose_every_call_lost_the_cpu_keeps_them_all() -> None:
+    # a uniform loss (every call of "b" 1 ms off the CPU, 20% of its wall time): nothing clean to prefer, the median of all
+    m = FakeMachine(lost=lambda name, call: 1.0 if name == "b" else 0.0)
+    timed = measure({"a": m.variant("a", 4.0), "b": m.variant("b", 4.0)}, rounds=3, warmup=1, clocks=m.clocks(), min_sample_ms=10.0)
+    assert timed.samples["b"] == pytest.approx([5.0] * 3) and timed.quality.preempted_calls == 0
+
+
+def test_a_short_loss_is_timer_noise_not_preemption() -> None:
+    # 0.2 ms lost of 5 ms (4%, under both NoisePolicy.call_off_cpu_share and min_lost_ms): every call stays in
+    m = FakeMachine(lost=lambda name, call: 0.2 if name == "b" and call % 2 else 0.0)
+    timed = measure({"a": m.variant("a", 5.0), "b": m.variant("b", 5.0)}, rounds=3, warmup=1, clocks=m.clocks(), min_sample_ms=10.0)
+    assert timed.quality.preempted_calls == 0 and timed.samples["b"] == pytest.approx([5.1] * 3)
+
+
 def test_a_round_stops_its_passes_at_its_time_bound() -> None:
     from sparsedebug.core.timing import ROUND_BOUND
 

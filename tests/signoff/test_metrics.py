@@ -84,3 +84,20 @@ def test_equal_latency_sentence_quotes_the_real_metric() -> None:
     assert "has perplexity 21.000 vs the candidate's 17.000: sparsity wins" in equal_latency_sentence(dec)
     same = dec.model_copy(update={"narrowed_ffn_fraction": 0.0})
     assert "(candidate perplexity 17.000 vs the dense model's 21.000)" in equal_latency_sentence(same)
+
+
+def test_sample_count_says_what_one_sample_is_and_what_was_left_out() -> None:
+    from sparsedebug.records.timing import TimingQuality
+    from sparsedebug.signoff.metrics import sample_count
+    from tests.support.synth import dense_run
+
+    run = dense_run(n=10)
+    assert sample_count(run) == "n=10"  # no timing record: samples as given
+    quality = {"status": "stable", "reason": "stable: no round disturbed", "rounds": 10, "flagged_rounds": 0,
+               "remeasured_rounds": 0, "still_flagged": 0, "tick_ms": 4.0, "calls_per_sample": 4}
+    run.outcome.timing = TimingQuality(**quality)
+    assert sample_count(run) == "n=10, each the median of 4 forwards"
+    run.outcome.timing = TimingQuality(**quality, preempted_calls=3)
+    assert sample_count(run) == "n=10, each the median of 4 forwards; 3 forwards the scheduler preempted left out of their medians"
+    run.outcome.timing = TimingQuality(**quality, short_samples=2)
+    assert sample_count(run).startswith("n=10, each the median of up to 4 forwards; 2 with fewer")
