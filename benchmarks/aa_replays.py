@@ -26,18 +26,20 @@ multiplied by ``--slowdown`` (default 1.10), and how often bisect and the gate c
 it. The minimum effect both use (``records.defaults.DEFAULT_MIN_EFFECT``, 1.05) sits
 below the planted 10% by the noise of the estimate: a threshold equal to the planted
 effect catches it about half the time. Prints one table, A/A alarms and power of
-bisect and gate side by side; the bound it checks is at most 1 false alarm in 20 at
+bisect and gate side by side (``--bursty-competitor`` runs them beside a competitor that
+takes the cores in bursts, as on a shared CI runner); the bound it checks is at most 1 false alarm in 20 at
 the default alpha (``--check`` exits 1 when a rate is above it). Usage::
 
     python benchmarks/aa_replays.py [--synthetic-pairs 100] [--model-pairs 20] [--trace-pairs 20]
         [--synthetic W.yaml] [--model NAME|W.yaml] [--model-repeats N] [--model-sequence T] [--trace T.json.gz]
-        [--slowdown 1.10] [--threads N] [--min-sample-ms MS] [--separate] [--check] [-v]
+        [--slowdown 1.10] [--threads N] [--min-sample-ms MS] [--separate] [--bursty-competitor] [--check] [-v]
 """
 
 from __future__ import annotations
 
 import argparse
 import random
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -219,6 +221,20 @@ def table(tallies: list[Tally], slowdown: float) -> str:
     return "\n".join(lines)
 
 
+BURSTY_COMPETITOR = """
+import random, time
+import numpy as np
+a, rng = np.random.rand(256, 256), random.Random(1)
+while True:
+    busy = time.time() + rng.uniform(0.0, 0.2)
+    while time.time() < busy:
+        a = a @ a
+        a /= a.max()
+    time.sleep(rng.uniform(0.0, 0.2))
+"""
+"""The competitor of ``--bursty-competitor``: numpy products on the machine's BLAS threads for 0-200 ms, then 0-200 ms asleep."""
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--synthetic", default=str(ROOT / "fixtures/workloads/planted/base.yaml"))
@@ -238,6 +254,10 @@ def main() -> None:
     parser.add_argument(
         "--min-sample-ms", type=float, default=None,
         help=f"the shortest sample of a whole forward (default {MIN_SAMPLE_MS:g}, records.defaults.MIN_SAMPLE_MS; 0: one call a sample)",
+    )
+    parser.add_argument(
+        "--bursty-competitor", action="store_true",
+        help="run a competitor alongside (numpy products on all cores in bursts of 0-200 ms, pauses of 0-200 ms): a shared CI runner",
     )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--check", action="store_true", help=f"exit 1 when a false-alarm rate is above {BOUND:.0%}".replace("%", "%%"))
@@ -262,14 +282,22 @@ def main() -> None:
                 yield split_trace(run, rng)
 
         sources.append((f"trace `{Path(args.trace).name if args.trace else 'tracegen 40 steps'}` split", f"{iteration_count(run) // 2} steps a side", args.trace_pairs, trace_pairs))
-    for name, label, _count, make in sources:
-        tally = Tally(name, label)
-        started = time.perf_counter()
-        for base, cand in make():
-            judge(tally, base, cand, args.slowdown, args.verbose)
-        tally.seconds = time.perf_counter() - started
-        tallies.append(tally)
-        print(f"done: {name}, {tally.pairs} pairs in {tally.seconds:.0f} s", file=sys.stderr)
+    competitor = subprocess.Popen([sys.executable, "-c", BURSTY_COMPETITOR]) if args.bursty_competitor else None
+    try:
+        for name, label, _count, make in sources:
+            tally = Tally(name, label)
+            started = time.perf_counter()
+            for base, cand in make():
+                judge(tally, base, cand, args.slowdown, args.verbose)
+            tally.seconds = time.perf_counter() - started
+            tallies.append(tally)
+            print(f"done: {name}, {tally.pairs} pairs in {tally.seconds:.0f} s", file=sys.stderr)
+    finally:
+        if competitor is not None:
+            competitor.kill()
+            competitor.wait()
+    if competitor is not None:
+        print("with a bursty competitor alongside (--bursty-competitor)")
     print(f"alpha {DEFAULT_ALPHA:g} (defaults of bisect and the gate policy); bound: at most 1 false alarm in 20 pairs")
     print(table(tallies, args.slowdown))
     over = [t.source for t in tallies if t.pairs and max(t.bisect_alarms, t.gate_alarms) / t.pairs > BOUND]
