@@ -35,8 +35,10 @@ def sample_count(run: RunRecord) -> str:
     timing = run.outcome.timing
     if timing is None or timing.calls_per_sample == 1:
         return f"n={n}"
+    variants = f"its {len(timing.variants)} variants" if timing.variants else "every variant"
     left_out = (
-        f"; {timing.preempted_calls} forwards the scheduler preempted left out of their medians" if timing.preempted_calls else ""
+        f"; {timing.preempted_calls} calls of the measurement ({variants} together) left out of their medians: "
+        "the scheduler preempted them" if timing.preempted_calls else ""
     )
     if timing.short_samples:
         return (

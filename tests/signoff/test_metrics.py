@@ -98,6 +98,9 @@ def test_sample_count_says_what_one_sample_is_and_what_was_left_out() -> None:
     run.outcome.timing = TimingQuality(**quality)
     assert sample_count(run) == "n=10, each the median of 4 forwards"
     run.outcome.timing = TimingQuality(**quality, preempted_calls=3)
-    assert sample_count(run) == "n=10, each the median of 4 forwards; 3 forwards the scheduler preempted left out of their medians"
+    assert sample_count(run) == (
+        "n=10, each the median of 4 forwards; 3 calls of the measurement (every variant together) left out of their medians: "
+        "the scheduler preempted them"
+    )
     run.outcome.timing = TimingQuality(**quality, short_samples=2)
     assert sample_count(run).startswith("n=10, each the median of up to 4 forwards; 2 with fewer")
