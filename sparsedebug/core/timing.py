@@ -164,7 +164,7 @@ def _run_round(
     calls, so a change of the machine's state within the round (a busy sibling core, a
     frequency step) falls on every variant alike instead of on whichever sample it
     overlapped. A call that lost more than ``policy.call_off_cpu_share`` of its wall time
-    (and ``policy.min_lost_ms``) off the CPU timed the scheduler, not the call: the median
+    (and ``policy.min_lost_ms``) off the CPU (:func:`off_cpu`) timed the scheduler, not the call: the median
     is over the calls that kept the CPU (all of them when none did; ``_Round.preempted``
     counts the calls left out). CPU time and context switches are then read for the round as
     a whole: each variant gets the round's CPU share of its wall time and the round's
@@ -197,8 +197,9 @@ def _run_round(
     w1, c1, sw1 = wall(), cpu(), clocks.switches()
     cpu_share = (c1 - c0) / (w1 - w0) if w1 > w0 else 1.0
     for name, _ in ordered:
-        walls = [w * 1000.0 for w, _ in spent[name]]
-        kept = [w * 1000.0 for w, c in spent[name] if not _lost_to_scheduler(w * 1000.0, c * 1000.0, policy)] or walls
+        calls_ms = [(w * 1000.0, c * 1000.0) for w, c in spent[name]]
+        walls = [w for w, _ in calls_ms]
+        kept = [w for w, c in calls_ms if not off_cpu(w, c, policy.call_off_cpu_share, policy)] or walls
         total = sum(walls)
         out[name] = _Round(
             total, total * cpu_share, sw1 - sw0, load, counter[name], calls=passes, per_call=median(kept),
@@ -208,10 +209,11 @@ def _run_round(
     return out
 
 
-def _lost_to_scheduler(wall_ms: float, cpu_ms: float, policy: NoisePolicy) -> bool:
-    """Whether one call spent enough of its wall time off the CPU to have timed the scheduler (``policy.call_off_cpu_share``)."""
+def off_cpu(wall_ms: float, cpu_ms: float, share: float, policy: NoisePolicy) -> bool:
+    """Whether a timed stretch (a round's sample, or one call) spent over ``share`` of its wall time off the CPU, and
+    over ``policy.min_lost_ms`` (shorter losses are timer and wake-up noise): other processes held the CPU."""
     lost = wall_ms - cpu_ms
-    return lost > policy.min_lost_ms and lost > policy.call_off_cpu_share * wall_ms
+    return lost > policy.min_lost_ms and lost > share * wall_ms
 
 
 def call_times_ms(items: list[tuple[str, Callable[[], object]]], clock: Callable[[], float] = time.perf_counter) -> tuple[float, float]:
@@ -278,7 +280,7 @@ def interleaved(
 def _flag(r: _Round, typical: float, tick: float, policy: NoisePolicy) -> list[Flag]:
     flags: list[Flag] = []
     lost = r.wall - r.cpu
-    if lost > policy.min_lost_ms and lost > policy.off_cpu_share * r.wall:
+    if off_cpu(r.wall, r.cpu, policy.off_cpu_share, policy):
         flags.append("off_cpu")
     slow = r.wall > policy.slow_factor * typical and r.wall - typical > policy.min_lost_ms
     if slow and r.switches > 0:
