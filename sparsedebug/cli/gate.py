@@ -82,8 +82,9 @@ def gate(
     from sparsedebug.core.io import atomic_write_text, check_output
     from sparsedebug.locate.comparable import require_comparable
     from sparsedebug.render.junit import junit_xml
-    from sparsedebug.render.markdown.gate import summary_markdown
+    from sparsedebug.render.memo.formats import render
     from sparsedebug.signoff.gate import evaluate, load_policy
+    from sparsedebug.signoff.memo import gate_memo
     from sparsedebug.sources.detect import describe_input, load_pair
 
     pol = load_policy(policy)
@@ -101,7 +102,7 @@ def gate(
     if junit is not None:
         atomic_write_text(junit, junit_xml(result))
     if summary is not None:
-        atomic_write_text(summary, summary_markdown(result))
+        atomic_write_text(summary, render(gate_memo(result, pair.base, pair.cand), "github"))
     if json_out:
         emit_json(result if ranks is None else {"ranks": ranks, "gate": result})
     else:

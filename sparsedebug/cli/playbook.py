@@ -69,7 +69,7 @@ def show(playbook: PlaybookOption = None, wide: WideOption = False, json_out: Js
 
 
 class _RichReporter:
-    """Rich progress on stderr: one line per playbook step, replay stages as the bar."""
+    """Rich progress on stderr: the running step and its replay stages as a transient bar (the summary at the end has one line per step)."""
 
     def __init__(self, progress: Progress) -> None:
         self._progress = progress
@@ -88,8 +88,8 @@ class _RichReporter:
             self._progress.update(self._task, description=f"{self._label} [{stage}]", completed=done, total=max(total, 1))
 
     def done(self, step: Step, status: str, detail: str) -> None:
-        mark = "[green]done[/green]" if status == "done" else "[yellow]skipped[/yellow]"
-        self._progress.console.print(f"{step.number} {step.id} {mark}: {detail}")
+        if status == "skipped":
+            self._progress.console.print(f"{step.number} {step.id} skipped: {detail}", markup=False)
 
     def note(self, text: str) -> None:
         self._progress.console.print(f"note: {text}", markup=False)
@@ -129,6 +129,9 @@ def run(
     ] = False,
     playbook: PlaybookOption = None,
     allow_different: AllowDifferentOption = None,
+    tables: Annotated[
+        bool, typer.Option("--tables", help="Also print the full tables (latency per clock, energy, reality check) after the summary.")
+    ] = False,
     wide: WideOption = False,
     json_out: JsonOption = False,
 ) -> None:
@@ -181,20 +184,30 @@ def run(
             playbook=playbook, reporter=_RichReporter(progress), reduce=not no_reduce, force=force, executor=executor, calibrate=calibrate,
             allow_different=allowed_dimensions(allow_different),
         )
-    _report(bundle, playbook, wide=wide, json_out=json_out, check=check)
+    _report(bundle, playbook, wide=wide, json_out=json_out, check=check, tables=tables)
 
 
-def _report(bundle: LoadedBundle, playbook: Path | None, *, wide: bool, json_out: bool, check: bool) -> None:
-    """The bundle's summary (or its manifest as JSON), and exit 1 under --check for a failing decision."""
+def _report(bundle: LoadedBundle, playbook: Path | None, *, wide: bool, json_out: bool, check: bool, tables: bool = False) -> None:
+    """The bundle's one-screen summary (or its manifest as JSON), and exit 1 under --check for a failing decision."""
     from sparsedebug.signoff.decide import FAILING_DECISIONS
     from sparsedebug.sources.playbook import load_playbook
 
     if json_out:
         emit_json(bundle.manifest)
     else:
-        from sparsedebug.render.terminal.bundle import bundle_summary
+        from sparsedebug.render.memo.formats import render
+        from sparsedebug.signoff.memo import build_memo
 
-        console(wide).print(bundle_summary(bundle, load_playbook(playbook)))
+        book = load_playbook(playbook)
+        out = console(wide)
+        if tables:
+            from sparsedebug.render.terminal.bundle import bundle_summary
+
+            out.print(bundle_summary(bundle, book))
+        out.print(render(build_memo(bundle, book), "terminal"), markup=False, highlight=False)
+        rendered = [bundle.manifest.files[r] for r in ("memo", "report", "html") if r in bundle.manifest.files]
+        records = len(bundle.manifest.files) - len(rendered)
+        out.print(f"wrote {bundle.root}: {', '.join(rendered)} and {records} records (--tables: the full tables)", markup=False, highlight=False)
     if check and bundle.decision is not None and bundle.decision.decision in FAILING_DECISIONS:
         raise typer.Exit(1)
 

@@ -12,23 +12,24 @@ from sparsedebug.cli.common import handle_errors
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-Kind = Literal["workload", "run", "fingerprint"]
+Kind = Literal["workload", "run", "fingerprint", "memo"]
 
 
 def schemas() -> dict[str, type[BaseModel]]:
     """Every schema the command can print, by name (imported here, so `schema --help` stays cheap)."""
     from sparsedebug.records.fingerprint import Fingerprint
+    from sparsedebug.records.memo import Memo
     from sparsedebug.records.run import RunRecord
     from sparsedebug.sources.workload.schema import Workload
 
-    return {"workload": Workload, "run": RunRecord, "fingerprint": Fingerprint}
+    return {"workload": Workload, "run": RunRecord, "fingerprint": Fingerprint, "memo": Memo}
 
 
 @handle_errors
 def schema(
-    kind: Annotated[Kind, typer.Argument(help="Which file format: workload, run or fingerprint.")],
+    kind: Annotated[Kind, typer.Argument(help="Which file format: workload, run, fingerprint or memo (the memo model `memo --format json` prints).")],
 ) -> None:
-    """Print the JSON Schema of a workload YAML, a run record or a fingerprint.
+    """Print the JSON Schema of a workload YAML, a run record, a fingerprint or the memo model.
 
     Use it for editor completion and validation of workload files (for example
     with a yaml-language-server `$schema` comment) or to check records written

@@ -353,12 +353,14 @@ def _write_manifest(w: _Walk, embedded: bool) -> None:
 
 
 def _decide_and_render(w: _Walk, embedded: bool, out_dir: Path) -> None:
-    """Decide once from the records as written, store the decision, then render memo, report and page from them."""
+    """Decide once from the records as written, store the decision and the memo model built from them, then render
+    memo.md, report.md and report.html from those."""
     from sparsedebug.core.io import atomic_write_text
     from sparsedebug.render.html.bundle import render_bundle_html
-    from sparsedebug.render.markdown.deployment import render_report
-    from sparsedebug.render.markdown.memo import render_memo
+    from sparsedebug.render.markdown.memo import render_full_report
+    from sparsedebug.render.memo.formats import render
     from sparsedebug.signoff.decide import decide_bundle
+    from sparsedebug.signoff.memo import build_memo
 
     _write_manifest(w, embedded)
     w.save("decision", decide_bundle(load_bundle(w.tmp), w.book))
@@ -367,9 +369,12 @@ def _decide_and_render(w: _Walk, embedded: bool, out_dir: Path) -> None:
         atomic_write_text(w.tmp / FILES[role], "(rendering)\n")
     _write_manifest(w, embedded)
     loaded = load_bundle(w.tmp).model_copy(update={"root": out_dir})
-    atomic_write_text(w.tmp / FILES["report"], render_report(loaded))
-    atomic_write_text(w.tmp / FILES["memo"], render_memo(loaded, w.book))
-    atomic_write_text(w.tmp / FILES["html"], render_bundle_html(loaded, w.book))
+    memo = build_memo(loaded, w.book)
+    w.save("memo_model", memo)
+    _write_manifest(w, embedded)
+    atomic_write_text(w.tmp / FILES["report"], render_full_report(loaded, w.book))
+    atomic_write_text(w.tmp / FILES["memo"], render(memo, "markdown"))
+    atomic_write_text(w.tmp / FILES["html"], render_bundle_html(loaded, w.book, memo))
 
 
 def _rank_sets(

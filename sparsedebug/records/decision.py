@@ -13,6 +13,14 @@ from pydantic import Field
 from sparsedebug.records.base import SCHEMA_VERSION, Record
 from sparsedebug.records.gate import GateResult
 
+DecisionCode = Literal[
+    "passes", "fix_moved_holds", "win_missing_evidence", "no_mechanism", "worse_than_baseline", "no_fix_needed",
+    "fix_moved_checks_fail", "fix_did_not_move", "fix_not_applied",
+]
+"""The rule that took a decision: ship (passes), bounded rollout (a fix moved and holds, a measured win missing only
+evidence, no fix needed), rollback (slower or worse than the baseline allows), escalate (no mechanism won, a fix
+moved but checks fail, a fix did not move, a fix not applied)."""
+
 
 class DecisionOutcome(Record):
     """The final decision, the run it was judged on, and why."""
@@ -20,6 +28,7 @@ class DecisionOutcome(Record):
     schema_version: int = SCHEMA_VERSION
     kind: Literal["decision"] = "decision"
     decision: str
+    code: DecisionCode | None = Field(None, description="Which rule of ``signoff.decide`` took the decision (None: written before codes).")
     judged_on: str
     reasons: list[str]
     ship_refused: list[str]

@@ -7,7 +7,7 @@ Computed once, from the bundle's records, when the bundle is written (and stored
 from __future__ import annotations
 
 from sparsedebug.core.errors import InternalError
-from sparsedebug.records.decision import DecisionOutcome
+from sparsedebug.records.decision import DecisionCode, DecisionOutcome
 from sparsedebug.records.gate import GatePolicy, GateResult
 from sparsedebug.records.playbook import Playbook
 from sparsedebug.records.run import RunRecord
@@ -77,15 +77,16 @@ def decide(bundle: LoadedBundle, book: Playbook, policy: GatePolicy | None = Non
     missing = [r for r in refused if r.startswith("no ")]
     win = measured_win(bundle.baseline, final) and checks.get("effective_speedup") is not None and not failing
     failed_text = "; ".join(f"gate check {c.id} fails: {c.detail}" for c in failing)
+    code: DecisionCode
     if not refused:
         reasons.append(f"the {label} passes every gate check with fallback and quality evidence in the bundle")
-        decision = "ship"
+        decision, code = "ship", "passes"
     elif fix is not None and fix.applied and fix.moved and not failing:
         q = checks.get("quality_delta")
         holds = "speed and quality" if q is not None and q.status == "pass" else "speed (quality not measured)"
         reasons.append(f"the bounded fix moved {fix.target or 'its target metric'} and the {label} holds {holds}, "
                        "but ship is refused until the evidence below is in")
-        decision = "bounded_rollout"
+        decision, code = "bounded_rollout", "fix_moved_holds"
     elif win and missing and len(missing) == len(refused):
         speed = checks["effective_speedup"]
         reasons.append(
@@ -93,33 +94,33 @@ def decide(bundle: LoadedBundle, book: Playbook, policy: GatePolicy | None = Non
             + "; ".join(m.split(": ", 1)[0][3:] + " is missing" for m in missing)
             + f": capture {_capture_text(missing)} before shipping"
         )
-        decision = "bounded_rollout"
+        decision, code = "bounded_rollout", "win_missing_evidence"
     elif winner is None and bundle.classification is not None:
         what = failed_text or "the gate finds no measured win"
         reasons.append(f"no mechanism won the classification and {what}: the evidence does not single out a cause")
-        decision = "escalate"
+        decision, code = "escalate", "no_mechanism"
     elif speed_fail or quality_fail:
         worse = " and ".join(w for w, bad in (("slower", speed_fail), ("worse in quality", quality_fail)) if bad)
         recovered = " even after the bounded fix" if fix is not None and fix.applied else " and no fix was applied"
         failed = "; ".join(checks[i].detail for i, bad in (("effective_speedup", speed_fail), ("quality_delta", quality_fail)) if bad)
         reasons.append(f"the {label} is {worse} than the baseline allows{recovered} ({failed})")
-        decision = "rollback"
+        decision, code = "rollback", "worse_than_baseline"
     elif fix is None:
         q = checks.get("quality_delta")
         holds = "speed and quality" if q is not None and q.status == "pass" else "speed (quality not measured)"
         reasons.append(f"no fix was needed and the {label} holds {holds}, but ship is refused until the evidence below is in")
-        decision = "bounded_rollout"
+        decision, code = "bounded_rollout", "no_fix_needed"
     elif fix.applied and fix.moved:
         reasons.append(f"the bounded fix moved {fix.target or 'its target metric'}, but {failed_text}")
-        decision = "escalate"
+        decision, code = "escalate", "fix_moved_checks_fail"
     elif fix.applied:
         reasons.append(f"the applied fix did not move {fix.target or 'its target metric'} ({fix.how}) and the evidence is incomplete")
-        decision = "escalate"
+        decision, code = "escalate", "fix_did_not_move"
     else:
         reasons.append(f"the proposed fix was not applied, so nothing shows it removes the cause: {fix.how}")
-        decision = "escalate"
+        decision, code = "escalate", "fix_not_applied"
     owner = MECHANISM_OWNER.get(winner.value) if winner is not None else None
-    return DecisionOutcome(decision=decision, judged_on=label, reasons=reasons, ship_refused=refused, gate=gate, gates=gates, owner=owner)
+    return DecisionOutcome(decision=decision, code=code, judged_on=label, reasons=reasons, ship_refused=refused, gate=gate, gates=gates, owner=owner)
 
 
 def measured_win(baseline: RunRecord, judged: RunRecord) -> bool:

@@ -18,6 +18,7 @@ Layout (file names fixed so ``sparsedebug memo DIR`` can re-render from them)::
     fixed.run.json          step 5: the re-run of the fixed candidate (or --fixed as given)
     energy.json             step 5: energy per side from each run's own window (or why none), estimates apart
     decision.json           step 5: ship, bounded rollout, rollback or escalate, with reasons and the gate
+    memo.json               step 5: the memo model (claims with their figures and provenance) every output renders
     ranks.json              run sets only: every rank compared (straggler, confined or uniform change)
     memo.md  report.md      the review memo and the sparsity deployment report (rendered from the records)
     report.html             both in one self-contained page, with the figures (inline SVG, no script, nothing fetched)
@@ -61,6 +62,7 @@ FILES: dict[str, str] = {
     "fix": "fix.json",
     "fixed_workload": "fixed.workload.yaml",
     "decision": "decision.json",
+    "memo_model": "memo.json",
     "energy": "energy.json",
     "ranks": "ranks.json",
     "memo": "memo.md",

@@ -16,7 +16,7 @@ from sparsedebug.locate.paths import compare_paths
 from sparsedebug.locate.walk import bisect_runs
 from sparsedebug.records.classification import Mechanism
 from sparsedebug.records.run import RunRecord
-from sparsedebug.render.markdown.memo import render_memo
+from sparsedebug.render.markdown.memo import render_memo_detail
 from sparsedebug.sources.importers.trace.importer import import_trace
 from sparsedebug.sources.playbook import load_playbook
 from tests.support.bundles import make_bundle
@@ -72,7 +72,7 @@ def test_layout_caused_backend_change_is_lower_compute_and_the_fix_names_the_lay
     assert cls.fix is not None and "contiguous" in cls.fix.text and cls.fix.layer in moved
     report = compare_paths(base, cand)
     assert {c.layer for c in report.unintended} == moved
-    memo = render_memo(make_bundle(base, cand), load_playbook())
+    memo = render_memo_detail(make_bundle(base, cand), load_playbook())
     share = cls.attribution.share_of(Mechanism.COMPUTE)
     assert share is not None
     assert f"mechanism compute carries {share.ms:.3f} ms of the {cls.attribution.delta_ms:+.3f} ms change" in memo

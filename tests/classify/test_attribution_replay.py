@@ -17,7 +17,7 @@ from sparsedebug.classify.score import classify_run
 from sparsedebug.core.stats import median
 from sparsedebug.records.classification import Classification, Mechanism
 from sparsedebug.records.run import RunRecord
-from sparsedebug.render.markdown.memo import render_memo
+from sparsedebug.render.markdown.memo import render_memo_detail
 from sparsedebug.signoff.metrics import layer_rows
 from sparsedebug.sources.playbook import load_playbook
 from sparsedebug.sources.replay.replay import replay
@@ -92,7 +92,7 @@ def test_no_share_beyond_the_whole_change_without_saying_what_offsets_it(
     base, cand = pair
     att = classified.attribution
     assert att is not None
-    memo = render_memo(make_bundle(base, cand), load_playbook())
+    memo = render_memo_detail(make_bundle(base, cand), load_playbook())
     for m in att.mechanisms:
         if m.share is not None and m.share > 1.0:
             others = [o for o in att.mechanisms if o.mechanism != m.mechanism]

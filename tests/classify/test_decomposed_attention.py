@@ -18,7 +18,7 @@ from sparsedebug.locate.paths import compare_paths
 from sparsedebug.locate.walk import bisect_runs
 from sparsedebug.records.classification import Mechanism
 from sparsedebug.records.run import RunRecord
-from sparsedebug.render.markdown.memo import render_memo
+from sparsedebug.render.markdown.memo import render_memo_detail
 from sparsedebug.signoff.gate import evaluate
 from sparsedebug.sources.importers.trace.importer import import_trace
 from sparsedebug.sources.playbook import load_playbook
@@ -73,7 +73,7 @@ def test_fused_to_decomposed_attention_is_lower_and_its_mechanism_wins_with_the_
     gate = next(c for c in evaluate(base, cand).checks if c.id == "precision_drift")
     assert gate.status == "fail" and all(layer in gate.detail for layer in moved)
 
-    memo = render_memo(make_bundle(base, cand), load_playbook())
+    memo = render_memo_detail(make_bundle(base, cand), load_playbook())
     share = cls.attribution.share_of(Mechanism.PRECISION)
     assert share is not None
     assert f"mechanism precision carries {share.ms:.3f} ms of the {cls.attribution.delta_ms:+.3f} ms change" in memo

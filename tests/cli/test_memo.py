@@ -31,8 +31,8 @@ def test_memo_prints_the_same_memo_as_the_walk(bundle: Path) -> None:
     result = invoke(["memo", str(bundle)])
     assert result.exit_code == 0
     assert result.stdout.strip() == (bundle / "memo.md").read_text().strip()
-    assert "**ship**" in result.stdout
-    assert "stage **`lower`**" in result.stdout
+    assert "Decision: **ship**" in result.stdout
+    assert "stage `lower`" in result.stdout
 
 
 def test_memo_writes_files_and_json(bundle: Path, tmp_path: Path) -> None:

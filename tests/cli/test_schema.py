@@ -33,4 +33,4 @@ def test_workload_schema_covers_the_fixture_keys() -> None:
 
 
 def test_unknown_schema_kind_is_a_usage_error() -> None:
-    assert_clean_error(invoke(["schema", "memo"]), 2, "memo")
+    assert_clean_error(invoke(["schema", "bundle-of-words"]), 2, "bundle-of-words")

@@ -9,7 +9,8 @@ import yaml
 
 from sparsedebug.core.errors import UserError
 from sparsedebug.records.gate import GatePolicy
-from sparsedebug.render.markdown.gate import summary_markdown
+from sparsedebug.render.memo.formats import render
+from sparsedebug.signoff.memo import gate_memo
 from sparsedebug.signoff.gate import evaluate, load_policy
 from tests.support.synth import L, dense_run, make_run, sparse_run, spread
 
@@ -194,9 +195,11 @@ def test_empty_policy_file_is_an_error_not_the_defaults(tmp_path: Path) -> None:
     assert load_policy(None) == GatePolicy()
 
 
-def test_summary_markdown_table() -> None:
-    text = summary_markdown(evaluate(dense_run(), sparse_run(fallback=True)))
+def test_summary_is_the_github_format_of_the_gate_memo() -> None:
+    base, cand = dense_run(), sparse_run(fallback=True)
+    text = render(gate_memo(evaluate(base, cand), base, cand), "github")
     assert text.startswith("## sparsedebug gate: FAILED")
     assert "| check | result | measured | threshold |" in text
     assert text.count("| FAIL |") == 1
-    assert "- **fallback_rate** (FAIL)" in text
+    assert "| `fallback_rate` | FAIL | 1 / " in text
+    assert "layers meant to be sparse run dense (fallback check fails)" in text

@@ -12,7 +12,7 @@ from sparsedebug.core.patterns import precision_changes
 from sparsedebug.locate.paths import compare_paths
 from sparsedebug.records.classification import Mechanism
 from sparsedebug.records.run import RunRecord
-from sparsedebug.render.markdown.memo import render_memo
+from sparsedebug.render.markdown.memo import render_memo_detail
 from sparsedebug.signoff.gate import evaluate
 from sparsedebug.sources.importers.trace.importer import import_trace
 from sparsedebug.sources.playbook import load_playbook
@@ -50,7 +50,7 @@ def test_a_gemm_moved_to_fp32_fails_the_gate_on_the_layers_classify_names(tmp_pa
     assert {c.layer for c in report.changed if c.precision is not None} == moved & {c.layer for c in report.changed} != set()
     assert cls.winner is Mechanism.PRECISION and cls.attribution is not None
     assert {p.part for p in cls.attribution.parts if p.mechanism is Mechanism.PRECISION} <= moved
-    memo = render_memo(make_bundle(base, cand), load_playbook())
+    memo = render_memo_detail(make_bundle(base, cand), load_playbook())
     assert "fails the precision check" in memo and "unassessed" not in memo.split("correctness:", 1)[1].split("\n", 1)[0]
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from html import escape
 
+from sparsedebug.records.memo import Memo
 from sparsedebug.records.playbook import Playbook
 from sparsedebug.render.html.energy import energy_section
 from sparsedebug.render.html.page import Part, Section, page
@@ -23,9 +24,10 @@ from sparsedebug.render.html.sections import (
     reality_section,
     timeline_section,
 )
-from sparsedebug.render.markdown.deployment import render_report
-from sparsedebug.render.markdown.memo import render_memo
-from sparsedebug.signoff.decide import stored_decision
+from sparsedebug.render.markdown.memo import render_full_report
+from sparsedebug.render.memo import phrases
+from sparsedebug.render.memo.formats import render
+from sparsedebug.render.memo.markdown import MAX_REASONS
 from sparsedebug.sources.bundle import LoadedBundle
 
 
@@ -49,29 +51,30 @@ def bundle_sections(bundle: LoadedBundle) -> list[Section]:
     ]
 
 
-def _decision_lead(bundle: LoadedBundle, book: Playbook) -> str:
-    decision = stored_decision(bundle)
-    label = book.decision(decision.decision).label
-    items = "".join(f"<li>{escape(r)}</li>" for r in decision.reasons)
-    refused = ""
-    if decision.decision != "ship" and decision.ship_refused:
-        refused = "<p>Not shipped because:</p><ul>" + "".join(f"<li>{escape(r)}</li>" for r in decision.ship_refused) + "</ul>"
-    recomputed = ""
-    if decision.recomputed:
-        recomputed = f"<p>Decided again at rendering: {escape(', '.join(decision.recomputed))} changed since the walk.</p>"
+def _decision_lead(memo: Memo) -> str:
+    """The decision box: the decision and its reasons once (at most three, as memo.md states them); figures follow."""
+    st = phrases.PLAIN
+    items = "".join(f"<li>{escape(phrases.reason(st, r))}</li>" for r in memo.reasons[:MAX_REASONS])
+    rest = len(memo.reasons) - MAX_REASONS
+    more = f"<p>{rest} more in the deployment report's gate matrix.</p>" if rest > 0 else ""
     return (
-        f'<div class="banner {escape(decision.decision)}"><p class="decision">Decision: {escape(label)}</p>'
-        f"<p>Judged on the {escape(decision.judged_on)}.</p><ul>{items}</ul>{refused}{recomputed}</div>"
+        f'<div class="banner {escape(memo.decision.code or "")}"><p class="decision">{escape(phrases.decision(st, memo.decision))}</p>'
+        f"<ol>{items}</ol>{more}</div>"
     )
 
 
-def render_bundle_html(bundle: LoadedBundle, book: Playbook) -> str:
-    """``report.html``: the figures, their tables, the review memo and the deployment report of ``bundle``."""
+def render_bundle_html(bundle: LoadedBundle, book: Playbook, memo: Memo | None = None) -> str:
+    """``report.html``: the decision box, the figures, their tables, the review memo and the deployment report of
+    ``bundle``; ``memo`` is the bundle's memo model (built here from the records when not given)."""
+    if memo is None:
+        from sparsedebug.signoff.memo import build_memo
+
+        memo = build_memo(bundle, book)
     base, cand = bundle.baseline, bundle.candidate
     inputs = ", ".join(f"{i.role} {i.label} ({i.kind})" for i in bundle.manifest.inputs)
     subtitle = f"Bundle {bundle.root.name}, created {bundle.manifest.created_at}, playbook {bundle.manifest.playbook}; inputs: {inputs}."
-    parts = [Part("memo", "Review memo", render_memo(bundle, book)), Part("report", "Deployment report", render_report(bundle))]
+    parts = [Part("memo", "Review memo", render(memo, "markdown")), Part("report", "Deployment report", render_full_report(bundle, book))]
     return page(
         f"Sparsity review: {cand.name} against {base.name}", subtitle, bundle_sections(bundle),
-        lead=_decision_lead(bundle, book), parts=parts,
+        lead=_decision_lead(memo), parts=parts,
     )

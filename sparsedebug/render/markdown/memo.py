@@ -69,7 +69,7 @@ def _fmt(value: float | None, spec: str = ".3f", suffix: str = "") -> str:
 
 def _symptom(b: LoadedBundle, book: Playbook) -> list[str]:
     base, cand = b.baseline, b.candidate
-    out = ["## 1. Symptom", ""]
+    out = ["## Memo detail: symptom", ""]
     speed = p50_speedup(base, cand)
     gate = stored_decision(b).gates["candidate"]
     failing = [c.id for c in gate.checks if c.status == "fail"]
@@ -180,7 +180,7 @@ def _first_stage(b: LoadedBundle) -> str:
 
 
 def _mechanism(b: LoadedBundle, book: Playbook) -> list[str]:
-    out = ["## 2. Mechanism hypothesis", ""]
+    out = ["## Memo detail: mechanism", ""]
     cls = b.classification
     if cls is None:
         out += ["- **Primary mechanism**: not classified (no classification in the bundle).", ""]
@@ -234,7 +234,7 @@ def _movement_line(m: Movement) -> str:
 
 
 def _action(b: LoadedBundle, book: Playbook) -> list[str]:
-    out = ["## 3. Proposed action", ""]
+    out = ["## Memo detail: action", ""]
     cls = b.classification
     fix = cls.fix if cls is not None else None
     if fix is None:
@@ -406,7 +406,7 @@ def _risks(b: LoadedBundle) -> list[str]:
 
 
 def _signoff(b: LoadedBundle, book: Playbook, decision: DecisionOutcome) -> list[str]:
-    out = ["## 4. Signoff", ""]
+    out = ["## Memo detail: signoff", ""]
     final = b.fixed or b.candidate
     fb = fallback_summary(final, b.baseline)
     report = b.manifest.files.get("report", "report.md")
@@ -458,10 +458,11 @@ def _comparability(b: LoadedBundle) -> list[str]:
     return [*out, ""]
 
 
-def render_memo(bundle: LoadedBundle, book: Playbook) -> str:
-    """The review memo for ``bundle`` as Markdown."""
+def render_memo_detail(bundle: LoadedBundle, book: Playbook) -> str:
+    """The memo's full detail as Markdown (every rule, sample count, capture, estimate and the other runs' figures):
+    the part of ``report.md`` that memo.md links section by section (``signoff.memo.DETAIL_ANCHORS``)."""
     decision = stored_decision(bundle)
-    lines = [f"# {book.memo.title}", ""]
+    lines = ["## Memo detail", ""]
     inputs = ", ".join(f"{i.role} {i.label} ({i.kind})" for i in bundle.manifest.inputs)
     lines.append(f"Bundle `{bundle.root.name}`, created {bundle.manifest.created_at}, playbook `{bundle.manifest.playbook}`; inputs: {inputs}.")
     lines.append("")
@@ -474,3 +475,9 @@ def render_memo(bundle: LoadedBundle, book: Playbook) -> str:
     runs = [run for run in (bundle.baseline, bundle.candidate, bundle.fixed) if run is not None]
     return "\n".join(label_latencies(lines, bundle_clock(runs)))
 
+
+def render_full_report(bundle: LoadedBundle, book: Playbook) -> str:
+    """``report.md``: the sparsity deployment report, then the memo's detail under the anchors memo.md links."""
+    from sparsedebug.render.markdown.deployment import render_report
+
+    return render_report(bundle).rstrip("\n") + "\n\n" + render_memo_detail(bundle, book) + "\n"

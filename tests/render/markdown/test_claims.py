@@ -27,7 +27,7 @@ import typer
 from sparsedebug.core.stats import median
 from sparsedebug.records.run import RunRecord
 from sparsedebug.render.markdown.deployment import render_report
-from sparsedebug.render.markdown.memo import render_memo
+from sparsedebug.render.markdown.memo import render_memo_detail
 from sparsedebug.signoff.metrics import fallback_summary, p50_speedup
 from sparsedebug.sources.bundle import LoadedBundle, load_bundle
 from sparsedebug.sources.playbook import load_playbook
@@ -328,16 +328,25 @@ def claim_problems(bundle: LoadedBundle, memo: str, report: str) -> list[str]:
 
 
 def bundle_dir_problems(root: Path) -> list[str]:
-    """:func:`claim_problems` on a bundle directory as written."""
+    """On a bundle directory as written: :func:`claim_problems` on the memo's detail (in report.md) and the report, and
+    the model-based claims check (``signoff.claims``) of memo.md against the memo model the walk stored beside it."""
+    from sparsedebug.records.memo import Memo
+    from sparsedebug.signoff.claims import check_claims
+
     bundle = load_bundle(root)
-    return [f"{root}: {p}" for p in claim_problems(bundle, (root / "memo.md").read_text(), (root / "report.md").read_text())]
+    report = (root / "report.md").read_text()
+    detail = report[report.index("## Memo detail"):] if "## Memo detail" in report else report
+    problems = claim_problems(bundle, detail, report)
+    model = Memo.model_validate_json((root / "memo.json").read_text())
+    problems += [f"memo.md: {p}" for p in check_claims((root / "memo.md").read_text(), model)]
+    return [f"{root}: {p}" for p in problems]
 
 
 # --------------------------------------------------------------------------- the tests
 
 
 def _rendered(bundle: LoadedBundle) -> tuple[str, str]:
-    return render_memo(bundle, load_playbook()), render_report(bundle)
+    return render_memo_detail(bundle, load_playbook()), render_report(bundle)
 
 
 def _built_bundles() -> dict[str, LoadedBundle]:

@@ -7,7 +7,7 @@ import pytest
 from sparsedebug.records.run import RunRecord
 from sparsedebug.render.clocks import label_latencies, measured_clock, quotes_unlabelled_latency
 from sparsedebug.render.markdown.deployment import render_report
-from sparsedebug.render.markdown.memo import render_memo
+from sparsedebug.render.markdown.memo import render_memo_detail
 from sparsedebug.sources.bundle import LoadedBundle
 from sparsedebug.sources.playbook import load_playbook
 from sparsedebug.sources.replay.replay import replay
@@ -30,7 +30,7 @@ def bundle() -> LoadedBundle:
 
 
 def test_every_latency_in_the_memo_names_its_clock(bundle: LoadedBundle) -> None:
-    text = render_memo(bundle, load_playbook())
+    text = render_memo_detail(bundle, load_playbook())
     unlabelled = [line for line in text.splitlines() if quotes_unlabelled_latency(line)]
     assert unlabelled == []
     assert "this machine, measured" in text

@@ -8,7 +8,7 @@ from sparsedebug.records.energy import EnergyReport
 from sparsedebug.records.power import PowerChannel, WindowEnergy
 from sparsedebug.records.run import RunRecord, TimeWindow
 from sparsedebug.render.markdown.deployment import render_report
-from sparsedebug.render.markdown.memo import render_memo
+from sparsedebug.render.markdown.memo import render_memo_detail
 from sparsedebug.signoff.energy import NO_READING_HERE, side_energy
 from sparsedebug.sources.bundle import LoadedBundle
 from sparsedebug.sources.playbook import load_playbook
@@ -57,7 +57,7 @@ def _bundle(base_w: float, cand_w: float, shortest_s: float = 0.0) -> LoadedBund
 
 def test_measured_sides_give_the_perf_per_watt_line_and_the_section() -> None:
     bundle = _bundle(420.0, 380.0)
-    memo, report = render_memo(bundle, load_playbook()), render_report(bundle)
+    memo, report = render_memo_detail(bundle, load_playbook()), render_report(bundle)
     assert claim_problems(bundle, memo, report) == []
     line = next(x for x in memo.splitlines() if "Perf-per-watt" in x)
     assert "board power, not wall power" in line and "measured for baseline and candidate" in line
@@ -73,7 +73,7 @@ def test_measured_sides_give_the_perf_per_watt_line_and_the_section() -> None:
 
 def test_too_short_windows_are_said_with_the_capture_command() -> None:
     bundle = _bundle(420.0, 380.0, shortest_s=1.0)
-    memo, report = render_memo(bundle, load_playbook()), render_report(bundle)
+    memo, report = render_memo_detail(bundle, load_playbook()), render_report(bundle)
     assert claim_problems(bundle, memo, report) == []
     line = next(x for x in memo.splitlines() if "Perf-per-watt" in x)
     assert "not measured" in line and "window too short to measure" in line and CAPTURE in line
@@ -82,14 +82,14 @@ def test_too_short_windows_are_said_with_the_capture_command() -> None:
 
 def test_the_claims_checks_catch_an_unmeasured_or_unlabelled_energy_figure() -> None:
     bundle = _bundle(420.0, 380.0, shortest_s=1.0)
-    memo, report = render_memo(bundle, load_playbook()), render_report(bundle)
+    memo, report = render_memo_detail(bundle, load_playbook()), render_report(bundle)
     bad = memo + "\n- candidate `x`: 0.123 J/token p50 over 3 iterations.\n- the fixed run would use 4.2 J/forward on the target.\n"
     problems = " | ".join(claim_problems(bundle, bad, report))
     assert "without a measured window energy" in problems and "neither a measured p50 nor labelled estimate" in problems
     measured = _bundle(420.0, 380.0)
     cand = measured.energy.side("candidate") if measured.energy else None
     assert cand is not None and cand.joules_per_token is not None
-    wrong = render_memo(measured, load_playbook()).replace(f"{cand.joules_per_token.p50:.4g} J/token p50", "9.999 J/token p50")
+    wrong = render_memo_detail(measured, load_playbook()).replace(f"{cand.joules_per_token.p50:.4g} J/token p50", "9.999 J/token p50")
     assert "is not its record's p50" in " | ".join(claim_problems(measured, wrong, render_report(measured)))
 
 
@@ -99,7 +99,7 @@ def test_a_replay_without_rapl_says_this_machine_has_no_energy_reading() -> None
     replay = cand.model_copy(update={"source": cand.source.model_copy(update={"kind": "replay", "window": None, "iteration_windows": []})})
     side = side_energy("candidate", replay, None)
     energy = EnergyReport(sides=[side_energy("baseline", base, None), side], machine=NO_READING_HERE)
-    memo = render_memo(bundle.model_copy(update={"energy": energy}), load_playbook())
+    memo = render_memo_detail(bundle.model_copy(update={"energy": energy}), load_playbook())
     assert "no absolute time window (a replay on this machine)" in memo
     report = render_report(bundle.model_copy(update={"energy": energy}))
     assert "This machine has no energy reading" in report

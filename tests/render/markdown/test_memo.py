@@ -5,7 +5,7 @@ from __future__ import annotations
 from sparsedebug.core.stats import percentiles
 from sparsedebug.records.classification import Fix
 from sparsedebug.records.run import FallbackReason
-from sparsedebug.render.markdown.memo import render_memo
+from sparsedebug.render.markdown.memo import render_memo_detail
 from sparsedebug.signoff.decide import decide
 from sparsedebug.sources.playbook import load_playbook
 from tests.support.bundles import make_bundle
@@ -16,10 +16,9 @@ BOOK = load_playbook()
 
 def test_sections_in_template_order_and_p95_p99_quoted() -> None:
     base, cand = dense_run(5.0), sparse_run(6.5, fallback=True)
-    text = render_memo(make_bundle(base, cand), BOOK)
+    text = render_memo_detail(make_bundle(base, cand), BOOK)
     heads = [line for line in text.splitlines() if line.startswith("## ")]
-    assert heads == ["## 1. Symptom", "## 2. Mechanism hypothesis", "## 3. Proposed action", "## 4. Signoff"]
-    assert text.startswith("# ACCELERATOR REVIEW MEMO - Tensor Cores & Sparse Compute")
+    assert heads == ["## Memo detail", "## Memo detail: symptom", "## Memo detail: mechanism", "## Memo detail: action", "## Memo detail: signoff"]
     p = percentiles(cand.outcome.latency_samples_ms)
     assert f"p50/p95/p99 {p.p50:.3f}/{p.p95:.3f}/{p.p99:.3f} ms (n=30)" in text
     speed = 5.0 / 6.5
@@ -34,7 +33,7 @@ def test_sections_in_template_order_and_p95_p99_quoted() -> None:
 
 
 def test_first_stage_and_fallback_layer_named() -> None:
-    text = render_memo(make_bundle(dense_run(5.0), sparse_run(6.5, fallback=True)), BOOK)
+    text = render_memo_detail(make_bundle(dense_run(5.0), sparse_run(6.5, fallback=True)), BOOK)
     assert "stage **`lower`**" in text
     assert "l0.down" in text
 
@@ -45,7 +44,7 @@ def test_ship_with_fallback_and_quality_evidence() -> None:
     decision = decide(bundle, BOOK)
     assert decision.decision == "ship", decision
     assert decision.judged_on == "fixed candidate"
-    text = render_memo(bundle, BOOK)
+    text = render_memo_detail(bundle, BOOK)
     assert "**ship**" in text
     assert "Measured movement" in text and "latency p50: 6.500 ms -> 3.500 ms" in text
 
@@ -55,7 +54,7 @@ def test_ship_refused_without_quality_evidence() -> None:
     decision = decide(bundle, BOOK)
     assert decision.decision == "bounded_rollout"
     assert any("no quality evidence" in r for r in decision.ship_refused)
-    assert "no quality evidence" in render_memo(bundle, BOOK)
+    assert "no quality evidence" in render_memo_detail(bundle, BOOK)
 
 
 def test_ship_refused_without_fallback_evidence() -> None:
@@ -78,7 +77,7 @@ def test_fix_that_does_not_move_is_reported() -> None:
     base, cand = dense_run(5.0), sparse_run(6.5, fallback=True)
     bundle = make_bundle(base, cand, sparse_run(6.5, fallback=True))
     assert bundle.fix is not None and bundle.fix.moved is False
-    text = render_memo(bundle, BOOK)
+    text = render_memo_detail(bundle, BOOK)
     assert "did NOT move latency p50" in text
     assert decide(bundle, BOOK).decision == "rollback"
 
@@ -89,7 +88,7 @@ def test_escalate_without_a_winner() -> None:
     bundle = bundle.model_copy(update={"classification": bundle.classification.model_copy(update={"winner": None, "fix": None})})
     decision = decide(bundle, BOOK)
     assert decision.decision == "escalate"
-    assert "Primary mechanism**: none" in render_memo(bundle, BOOK)
+    assert "Primary mechanism**: none" in render_memo_detail(bundle, BOOK)
 
 
 def test_fallback_reason_matters_for_intended_dense() -> None:
@@ -118,11 +117,11 @@ def test_checks_still_failing_after_the_fix_name_the_next_bounded_change() -> No
     base, cand, fixed = dense_run(5.0), sparse_run(6.5, fallback=True), sparse_run(4.0, fallback=True)
     bundle = make_bundle(base, cand, fixed)
     assert bundle.fix is not None
-    nothing = render_memo(bundle, BOOK)
+    nothing = render_memo_detail(bundle, BOOK)
     assert "**Next bounded change**: none found: the fixed run still fails fallback_rate" in nothing
     nxt = Fix(kind="layer", layer="l0.down", action="pad", text="pad l0.down to an aligned shape", rule="compute.fallback_flops",
               metric="fallback_flop_share", direction="down")
     named = bundle.model_copy(update={"fix": bundle.fix.model_copy(update={"next_fix": nxt, "next_basis": "the fixed run classified again"})})
-    text = render_memo(named, BOOK)
+    text = render_memo_detail(named, BOOK)
     line = next(line for line in text.splitlines() if "**Next bounded change**" in line)
     assert "still fails fallback_rate" in line and "pad l0.down to an aligned shape (rule `compute.fallback_flops`" in line

@@ -16,7 +16,7 @@ import pytest
 
 from sparsedebug.records.classification import Classification
 from sparsedebug.render.markdown.deployment import fallback_impact, render_report
-from sparsedebug.render.markdown.memo import render_memo
+from sparsedebug.render.markdown.memo import render_memo_detail
 from sparsedebug.signoff.metrics import baseline_dense_pairs, op_paired_speedup
 from sparsedebug.sources.bundle import LoadedBundle
 from sparsedebug.sources.importers.trace.importer import import_trace
@@ -71,7 +71,7 @@ def _fired(cls: Classification | None, rule: str) -> bool:
 @pytest.mark.parametrize("name", [*PAIRS, *GENERATED])
 def test_every_claim_has_its_record(bundles: dict[str, LoadedBundle], name: str) -> None:
     bundle = bundles[name]
-    memo, report = render_memo(bundle, load_playbook()), render_report(bundle)
+    memo, report = render_memo_detail(bundle, load_playbook()), render_report(bundle)
     cls = bundle.classification
     for text in (memo, report):
         if not _fired(cls, "scheduling.tail_spread"):
@@ -117,7 +117,7 @@ def test_kernel_speedup_is_paired_with_the_baselines_dense_kernels(bundles: dict
 
 def test_no_kernel_speedup_is_a_nominal_figure(bundles: dict[str, LoadedBundle]) -> None:
     for name, bundle in bundles.items():
-        for text in (render_memo(bundle, load_playbook()), render_report(bundle)):
+        for text in (render_memo_detail(bundle, load_playbook()), render_report(bundle)):
             for quoted in re.findall(r"sparse kernel speedup:? ([^\n;]*)", text):
                 assert "nominal" not in quoted, (name, quoted)
                 assert re.match(r"[\d.]+x \(measured", quoted) or quoted.startswith("not measured: "), (name, quoted)
@@ -129,7 +129,7 @@ def test_a_cuda_graph_pair_quotes_the_kernel_speedup_paired_by_op(bundles: dict[
     assert speedup is not None and 1.0 < speedup < 2.0, source  # the H200's 2:4 GEMMs, measured: not the nominal 2x
     assert "28 GEMM calls" in source and "12 sparse ones" in source
     figure = f"sparse kernel speedup {speedup:.3f}x (measured by op against the baseline"
-    assert figure in render_memo(bundle, load_playbook())
+    assert figure in render_memo_detail(bundle, load_playbook())
     assert figure.replace("speedup ", "speedup: ", 1) in render_report(bundle)
 
 

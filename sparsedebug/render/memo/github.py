@@ -1,0 +1,43 @@
+"""A CI step summary (GitHub's ``$GITHUB_STEP_SUMMARY``): the decision, its reasons and every gate check.
+
+``gate --summary`` writes it for a gate verdict and ``memo --format github`` for a bundle: one renderer.
+"""
+
+from __future__ import annotations
+
+from sparsedebug.records.memo import Claim, Memo
+from sparsedebug.render.memo import phrases as p
+from sparsedebug.render.memo.formats import MemoFormat, register
+from sparsedebug.render.memo.markdown import reason_lines
+
+STATUS = {"pass": "PASS", "fail": "FAIL", "skipped": "SKIP", "inconclusive": "INCONCLUSIVE"}
+
+
+def _cells(c: Claim) -> tuple[str, str]:
+    """The measured figure and the threshold figure of a check, as printed (``-`` where the check has none)."""
+    measured = [f for f in c.figures if f.source.record != "gate policy"]
+    limit = [f for f in c.figures if f.source.record == "gate policy"]
+    shown = " / ".join(p.num(f) for f in measured) if measured else "-"
+    return shown, (" / ".join(p.num(f) for f in limit) if limit else "-")
+
+
+@register
+class GithubMemo(MemoFormat):
+    """Markdown for a CI job summary."""
+
+    name = "github"
+    help = "a CI step summary (also gate --summary)"
+
+    def format(self, memo: Memo) -> str:
+        """The step summary."""
+        st = p.MD
+        out = [f"## {memo.title}: {p.DECISION_WORDS.get(memo.decision.code or '', memo.decision.code or '')}", "",
+               p.decision(st, memo.decision), ""]
+        out += [*reason_lines(memo, st), ""] if memo.reasons else []
+        if memo.checks:
+            out += ["| check | result | measured | threshold |", "| --- | --- | --- | --- |"]
+            for c in memo.checks:
+                measured, limit = _cells(c)
+                out.append(f"| `{c.code}` | {STATUS.get(c.terms.get('status', ''), c.terms.get('status', ''))} | {measured} | {limit} |")
+            out.append("")
+        return "\n".join(out)

@@ -1,0 +1,65 @@
+"""memo.md: the decision and its reasons first, then the seed's template one line per field, detail linked."""
+
+from __future__ import annotations
+
+from sparsedebug.records.memo import Memo
+from sparsedebug.render.memo import phrases as p
+from sparsedebug.render.memo.formats import MemoFormat, register
+
+MAX_REASONS = 3
+"""The memo states at most this many reasons; the rest are one link away."""
+
+
+def reason_lines(memo: Memo, style: p.Style) -> list[str]:
+    """The first reasons as a numbered list, and a pointer to the rest."""
+    shown = memo.reasons[:MAX_REASONS]
+    lines = [f"{i}. {p.reason(style, r)}" for i, r in enumerate(shown, 1)]
+    rest = len(memo.reasons) - len(shown)
+    if rest > 0:
+        where = memo.detail.get("gate", "")
+        link = f"[the report]({where})" if style.markdown else where
+        lines.append(f"   ({rest} more in {link}.)")
+    return lines
+
+
+@register
+class MarkdownMemo(MemoFormat):
+    """The review memo a lead signs: one page."""
+
+    name = "markdown"
+    help = "memo.md as playbook run writes it"
+
+    def format(self, memo: Memo) -> str:
+        """memo.md."""
+        st = p.MD
+        out = [f"# {memo.title}", "", p.decision(st, memo.decision), "", *reason_lines(memo, st), ""]
+        legend = p.clock_legend(memo.clocks)
+        if legend:
+            out += [legend, ""]
+        s, h, a, g = memo.symptom, memo.hypothesis, memo.action, memo.signoff
+        if s is not None:
+            out += ["## 1. Symptom", "",
+                    f"- **Failing metric**: {p.failing_metric(st, s.failing_metric)}",
+                    f"- **Workload or traffic slice**: {p.slice_(st, s.slice)}",
+                    f"- **First failing layer or stage**: {p.first_stage(st, s.first_stage)}",
+                    f"- **Build and runtime tags**: {p.build_tags(st, s.build_tags)}", ""]
+        if h is not None:
+            out += ["## 2. Mechanism hypothesis", "",
+                    f"- **Primary mechanism**: {p.primary_mechanism(st, h.primary)}",
+                    f"- **Competing hypotheses**: {p.competing(st, h.competing)}",
+                    f"- **Missing evidence**: {p.missing(st, h.missing, memo.detail.get('mechanism', ''))}", ""]
+        if a is not None:
+            out += ["## 3. Proposed action", "",
+                    f"- **Smallest reversible change**: {p.change(st, a.change)}",
+                    f"- **Expected movement**: {p.expected(st, a.expected)}",
+                    f"- **Measured movement**: {p.measured(st, a.measured)}",
+                    f"- **Regression risk**: {'; '.join(p.risk(st, r) for r in a.risks)}.", ""]
+        if g is not None:
+            out += ["## 4. Signoff", "",
+                    f"- **Required artifact**: {p.artifact(st, g.artifact)}",
+                    f"- **Required owners**: {p.owners(st, g.owners)}",
+                    f"- **Final decision**: {st.bold(g.decision.terms.get('label', g.decision.code or ''))}.", ""]
+        if memo.detail:
+            links = " · ".join(f"[{name}]({target})" for name, target in memo.detail.items())
+            out += [f"Detail (rules, samples, captures, energy, the other runs' figures): {links}", ""]
+        return "\n".join(out)

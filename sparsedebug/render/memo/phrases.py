@@ -1,0 +1,383 @@
+"""One phrasing function per fact kind of the memo model, for Markdown and for plain text.
+
+Every number is printed by :func:`num` from a figure of the claim (never computed here), so the claims check
+(``sparsedebug.signoff.claims``) can trace each printed number back to its figure. Names and codes go in code
+spans (Markdown) so they are never read as figures.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sparsedebug.records.memo import Claim, ClockLegend, Figure
+
+SIGNED = frozenset({"change_ms", "change"})
+"""Quantities printed with their sign: changes."""
+
+
+@dataclass(frozen=True)
+class Style:
+    """How names and emphasis are marked: Markdown (code spans, bold) or plain text."""
+
+    markdown: bool
+
+    def code(self, text: str) -> str:
+        """A name or code."""
+        return f"`{text}`" if self.markdown else text
+
+    def bold(self, text: str) -> str:
+        """Emphasis."""
+        return f"**{text}**" if self.markdown else text
+
+
+MD = Style(markdown=True)
+PLAIN = Style(markdown=False)
+
+
+def num(f: Figure | None) -> str:
+    """A figure as printed: its unit decides the precision; changes carry their sign; projected figures are marked."""
+    if f is None:
+        return "n/a"
+    v = f.value
+    signed = f.quantity in SIGNED
+    if f.unit == "ms":
+        text = f"{v:+.3f} ms" if signed else f"{v:.3f} ms"
+    elif f.unit == "x":
+        text = f"{v:.3f}x"
+    elif f.unit == "share":
+        text = f"{100 * v:+.1f}%" if signed else f"{100 * v:.0f}%"
+    elif f.unit == "count":
+        text = f"{int(round(v))}"
+    elif f.unit == "cosine":
+        text = f"{v:.4f}"
+    elif f.unit == "p":
+        text = f"p={v:.2g}"
+    elif f.unit == "perplexity":
+        text = f"{v:.3f}"
+    else:
+        text = f"{v:.3f}"
+    return text + (" [projected]" if f.clock == "projected" else "")
+
+
+def _names(st: Style, claim: Claim) -> str:
+    """The listed names, and how many the claim names in all when it lists fewer."""
+    shown = ", ".join(st.code(i) for i in claim.items)
+    total = claim.figure("layers_named")
+    return shown + (f" ({num(total)} in all)" if claim.more and total is not None else "")
+
+
+def clock_legend(clocks: list[ClockLegend]) -> str:
+    """Provenance said once per clock: where the latencies were timed, and what a [projected] mark means."""
+    own = [c for c in clocks if c.clock != "projected"]
+    projected = [c for c in clocks if c.clock == "projected"]
+    words = {"measured": "measured on {d}", "traced": "traced on {d} with the profiler on"}
+    parts = ["Clocks: latencies " + " and ".join(words[c.clock].format(d=c.device) for c in own)] if own else []
+    parts += [f"figures marked [projected] are projected on the {c.device}" for c in projected]
+    return "; ".join(parts) + "." if parts else ""
+
+
+DECISION_WORDS = {
+    "ship": "ship", "bounded_rollout": "bounded rollout", "rollback": "rollback", "escalate": "escalate",
+    "pass": "passed", "fail": "FAILED",
+}
+
+
+def decision(st: Style, c: Claim) -> str:
+    """The decision line."""
+    label = c.terms.get("label") or DECISION_WORDS.get(c.code or "", c.code or "")
+    text = f"Decision: {st.bold(label)}, judged on the {c.terms.get('judged_on', 'candidate')} run"
+    owner = c.terms.get("owner")
+    return text + (f"; the next change is owned by the {owner}." if owner else ".")
+
+
+REASON_WORDS = {
+    "passes": "The {judged_on} run passes every gate check, with fallback and quality evidence in the bundle.",
+    "fix_moved_holds": "The bounded fix moved its target metric and no gate check fails on the {judged_on} run.",
+    "win_missing_evidence": "The {judged_on} run is a measured win with no failing gate check.",
+    "no_mechanism": "No mechanism carries the change, so the evidence does not single out a cause.",
+    "worse_than_baseline": "The {judged_on} run is worse than the baseline allows.",
+    "no_fix_needed": "No fix was needed and no gate check fails on the {judged_on} run.",
+    "fix_moved_checks_fail": "The bounded fix moved its target metric, but gate checks still fail.",
+    "fix_did_not_move": "The applied fix did not move its target metric.",
+    "fix_not_applied": "The proposed fix could not be applied, so nothing shows that it removes the cause.",
+}
+
+
+def reason(st: Style, c: Claim) -> str:
+    """One reason of the decision, in plain words with its figures."""
+    code = c.code or ""
+    role = c.terms.get("role", "candidate")
+    status = c.terms.get("status", "")
+    if code == "missing_evidence":
+        return f"There is no {c.terms.get('evidence', '')} evidence in the judged run, so ship is refused until it is captured."
+    if code in REASON_WORDS:
+        return REASON_WORDS[code].format(judged_on=c.terms.get("judged_on", "candidate"))
+    if status == "inconclusive":
+        return f"The {st.code(code)} check cannot decide on these samples (inconclusive; its policy: {c.terms.get('on_inconclusive') or 'pass'})."
+    verb = "fails" if status == "fail" else "passes"
+    if code == "effective_speedup":
+        sp, floor = c.figure("speedup_p50"), c.figure("speedup_min")
+        if status == "fail":
+            return f"The {role} run is slower than the baseline allows: speedup {num(sp)} against the {num(floor)} floor."
+        return f"The {role} run meets the speed floor: speedup {num(sp)} against {num(floor)}."
+    if code == "quality_delta":
+        q = c.figure("cosine") or c.figure("perplexity")
+        floor = c.figure("cosine_min")
+        against = f" against the {num(floor)} floor" if floor is not None else ""
+        name = "cosine" if c.figure("cosine") is not None else "perplexity"
+        what = "Quality is below the guardrail" if status == "fail" else "Quality holds"
+        return f"{what}: {name} vs the dense model {num(q)}{against}."
+    if code == "fallback_rate":
+        n, m = c.figure("fell_back"), c.figure("meant_sparse")
+        if n is None or m is None:
+            return f"The fallback check {verb}."
+        return f"{num(n)} of {num(m)} layers meant to be sparse run dense (fallback check {verb})."
+    if code == "precision_drift":
+        return f"The precision check {verb}: a layer's precision or kernel error moved against the baseline." if status == "fail" \
+            else "The precision check passes."
+    if code == "p99_latency":
+        r, cap = c.figure("p99_ratio"), c.figure("p99_max_ratio")
+        return f"The p99 latency check {verb}: p99 ratio {num(r)} against at most {num(cap)}."
+    return f"The {st.code(code)} check {verb}."
+
+
+def speedup(st: Style, c: Claim) -> str:
+    """The failing metric's speed figures."""
+    sp = c.figure("speedup_p50")
+    b, k = c.figure("latency_p50_ms", "baseline"), c.figure("latency_p50_ms", "candidate")
+    if sp is None:
+        return "speedup over the baseline not measured (no latency samples on a side)"
+    return f"speedup {num(sp)} over the baseline (p50 {num(b)} baseline, {num(k)} candidate)"
+
+
+def target_speedup(st: Style, c: Claim) -> str:
+    """The projected speedup on the target."""
+    return f"{num(c.figure('target_speedup'))} vs dense on the target ({st.code(c.terms.get('launch', ''))})"
+
+
+def quality(st: Style, c: Claim) -> str:
+    """The candidate's quality against the dense model."""
+    if c.code == "not_measured":
+        return "quality vs dense not measured"
+    cos, ppl = c.figure("cosine"), c.figure("perplexity", "candidate")
+    if ppl is not None:
+        dense = c.figure("perplexity", "dense")
+        return f"perplexity {num(ppl)}" + (f" vs dense {num(dense)}" if dense is not None else "")
+    return f"quality cosine {num(cos)} vs the dense model"
+
+
+def failing_metric(st: Style, claims: list[Claim]) -> str:
+    """The symptom's failing metric in one line."""
+    parts = []
+    for c in claims:
+        if c.kind == "speedup":
+            parts.append(speedup(st, c))
+        elif c.kind == "target_speedup":
+            parts.append(target_speedup(st, c))
+        elif c.kind == "quality":
+            parts.append(quality(st, c))
+    return "; ".join(parts) + "."
+
+
+def slice_(st: Style, c: Claim) -> str:
+    """The workload or traffic slice."""
+    t = c.terms
+    parts = [st.code(t.get("run", ""))]
+    if "model" in t:
+        parts.append(f"model {st.code(t['model'])}")
+    tokens = c.figure("tokens")
+    if tokens is not None:
+        parts.append(f"{num(tokens)} tokens per forward")
+    parts.append(f"{num(c.figure('layers'))} layers")
+    parts.append(f"backend {st.code(t.get('backend', ''))}")
+    if "seed" in t:
+        parts.append(f"seed {st.code(t['seed'])}")
+    return ", ".join(parts) + f" ({t.get('source', '')})."
+
+
+FINDING_WORDS = {
+    "fallback": "dense fallback", "per_call_conversion": "weights converted on every call", "path_changed": "kernel path changed",
+    "slower": "slower kernels", "faster": "faster kernels", "idle_grew": "GPU idle time grew", "idle_shrank": "GPU idle time shrank",
+    "added": "layer added", "removed": "layer removed", "changed": "layer changed", "precision": "precision changed",
+    "new_kernel_class": "new kernel class",
+}
+
+
+def first_stage(st: Style, c: Claim) -> str:
+    """The first persistent divergent stage, its layers and what it explains."""
+    if c.code == "not_located":
+        return "not located (no bisect result in the bundle)."
+    if c.code != "divergence":
+        return f"no persistent divergence ({st.code(c.code or '')})."
+    kinds = [FINDING_WORDS.get(k, k) for k in c.terms.get("kinds", "").split(",") if k]
+    text = f"stage {st.code(c.terms.get('stage', ''))}"
+    if kinds:
+        text += ": " + ", ".join(kinds)
+    if c.terms.get("reasons"):
+        text += f" ({', '.join(st.code(r) for r in c.terms['reasons'].split(','))})"
+    if c.items:
+        text += f" on {_names(st, c)}"
+    ratio, p = c.figure("effect_ratio"), c.figure("effect_p")
+    if ratio is not None:
+        text += f"; latency ratio {num(ratio)}" + (f" ({num(p)})" if p is not None else "")
+    share = c.figure("accounted_share")
+    if share is not None and share.value > 0:
+        text += f"; its layers carry {num(share)} of the latency change"
+    if c.terms.get("explains"):
+        text += f", which explains the downstream {', '.join(c.terms['explains'].split(','))} change"
+    return text + "."
+
+
+def build_tags(st: Style, c: Claim) -> str:
+    """What the walk and the candidate ran on."""
+    order = ("git", "python", "numpy", "blas", "torch", "device", "gpu", "backend")
+    return ", ".join(f"{k} {st.code(c.terms[k])}" for k in order if k in c.terms) + "."
+
+
+def _carries(c: Claim) -> str:
+    ms, share = c.figure("carried_ms"), c.figure("carried_share")
+    if ms is None:
+        return "carries none of the change"
+    if ms.value > 0 and share is not None and share.value > 0:
+        return f"carries {num(ms)} ({num(share)})"
+    return f"moves the other way, {num(ms)}"
+
+
+def primary_mechanism(st: Style, c: Claim) -> str:
+    """The primary mechanism, or why none is established."""
+    if c.code == "not_classified":
+        return "not classified (no classification in the bundle)."
+    change = c.figure("change_ms")
+    of = f" of the {num(change)} change" if change is not None else ""
+    if c.code == "none":
+        return "not established: no rule singles out a mechanism" + (f" for the {num(change)} change" if change else "") + "."
+    mech = st.code(c.terms.get("mechanism", ""))
+    if c.terms.get("ranked_by") == "score":
+        return f"{mech}, by its rule score {num(c.figure('score'))} (no measured change to attribute)."
+    if c.code == "not_established":
+        return f"not established: the leading candidate {mech} {_carries(c)}{of}, short of the headline rule."
+    return f"{st.bold(c.terms.get('mechanism', ''))}, which {_carries(c)}{of}."
+
+
+def competing(st: Style, claims: list[Claim]) -> str:
+    """The other mechanisms, in the ranking's own yardstick."""
+    if not claims:
+        return "none."
+    parts = []
+    for c in claims:
+        mech = st.code(c.terms.get("mechanism", ""))
+        if c.terms.get("ranked_by") == "score":
+            parts.append(f"{mech} score {num(c.figure('score'))} ({c.code})")
+        elif c.figure("carried_ms") is not None:
+            parts.append(f"{mech} {_carries(c)}")
+        else:
+            parts.append(f"{mech} carries none of it ({c.code})")
+    return "; ".join(parts) + "."
+
+
+def missing(st: Style, claims: list[Claim], anchor: str) -> str:
+    """Which mechanisms lack the evidence that would settle them (the captures are in the report)."""
+    if not claims:
+        return "none for the ranking above."
+    names = ", ".join(st.code(c.code or "") for c in claims)
+    link = f"[report]({anchor})" if st.markdown else anchor
+    return f"{names}: what to capture is in the {link}."
+
+
+KNOB_WORDS = {
+    "conversion": "convert the weights once at load instead of on every call",
+    "threads": "run with {value} threads",
+    "precision": "run in {value}",
+}
+ACTION_WORDS = {
+    "exclude": "exclude {layer} from sparsity (run it dense)",
+    "pad": "pad {layer} to a shape the sparse kernel accepts",
+    "cast": "cast {layer} to {value} so the sparse kernel accepts it",
+}
+
+
+def change(st: Style, c: Claim) -> str:
+    """The smallest reversible change, with its owner."""
+    if c.code == "none":
+        return "none proposed (no classified mechanism)."
+    t = c.terms
+    layer = st.code(t["layer"]) if "layer" in t else "every layer"
+    if c.code == "knob" and t.get("knob") in KNOB_WORDS:
+        text = KNOB_WORDS[t["knob"]].format(value=t.get("value", ""))
+    elif c.code == "layer" and t.get("action") in ACTION_WORDS:
+        text = ACTION_WORDS[t["action"]].format(layer=layer, value=t.get("value", ""))
+    elif c.code == "block":
+        text = f"raise the sparsity block size of {layer} to {st.code(t.get('value', ''))}"
+    else:
+        text = t.get("advice", "").rstrip(".")
+    text += f" (rule {st.code(t.get('rule', ''))})"
+    if t.get("applied") == "yes":
+        text += ", applied in the re-run"
+    owner = t.get("owner")
+    return text + (f". Owner: the {owner}." if owner else ".")
+
+
+def expected(st: Style, c: Claim) -> str:
+    """What the change should move, by how much, and on what basis."""
+    if c.code == "projected":
+        before, after, ch = c.figure("latency_p50_ms", "candidate"), c.figure("latency_p50_ms", "expected"), c.figure("change")
+        return f"latency p50 {num(before)} -> {num(after)} ({num(ch)}), the time the change removes."
+    metric, direction = c.terms.get("metric"), c.terms.get("direction")
+    if metric:
+        return f"{st.code(metric)} {direction}; not projected."
+    return "not projected."
+
+
+def measured(st: Style, c: Claim | None) -> str:
+    """What the re-run measured, with its direction, judged against the expected direction."""
+    if c is None:
+        return "no re-run in the bundle."
+    before, after, ch = c.figure("latency_p50_ms", "candidate"), c.figure("latency_p50_ms", "fixed"), c.figure("change")
+    direction = c.terms.get("direction", "same")
+    text = f"latency p50 {num(before)} -> {num(after)} ({num(ch)}, {direction})"
+    agrees = c.terms.get("agrees")
+    if agrees == "yes":
+        text += ", the expected direction"
+    elif agrees == "no":
+        text += ", AGAINST the expected direction"
+    verdict = {"moved": "the fix moved its target metric", "not_moved": "the fix did not move its target metric",
+               "unjudged": "the movement could not be judged"}[c.code or "unjudged"]
+    return f"{text}: {verdict}."
+
+
+def risk(st: Style, c: Claim) -> str:
+    """One regression risk."""
+    t = c.terms
+    if c.code == "correctness":
+        status = t.get("status", "off")
+        words = {"pass": "passes", "fail": "FAILS", "skipped": "not measured", "off": "not checked", "inconclusive": "inconclusive"}
+        return f"correctness: the precision check {words.get(status, status)} on the {t.get('role', '')} run"
+    if c.code == "quality":
+        if not c.figures:
+            return f"quality: not measured on the {t.get('role', '')} run"
+        before, after = c.figure("cosine", "candidate"), c.figure("cosine", t.get("role"))
+        if before is not None and after is not None and before is not after:
+            return f"quality: cosine {num(before)} (candidate) -> {num(after)} (fixed)"
+        return f"quality: cosine {num(after)}"
+    if c.code == "thermal":
+        return f"thermal: {t.get('status', 'unknown').replace('_', ' ')}"
+    if c.code == "compatibility":
+        changed = ", ".join(st.code(i) for i in c.items) or "no knob changed"
+        return f"compatibility: {changed} on backend {st.code(t.get('backend', ''))}"
+    return c.code or ""
+
+
+def artifact(st: Style, c: Claim) -> str:
+    """The required artifact and its headline figures."""
+    t = c.terms
+    link = f"[{t['file']}]({t['file']}#{t['anchor']})" if st.markdown else t["file"]
+    text = f"sparsity deployment report {link}: {num(c.figure('layers'))} layers in the supported-layer matrix"
+    n, m = c.figure("fell_back"), c.figure("meant_sparse")
+    if n is not None and m is not None:
+        text += f", {num(n)} of {num(m)} meant-sparse layers run dense"
+    return text + "."
+
+
+def owners(st: Style, c: Claim) -> str:
+    """Who signs."""
+    return ", ".join(c.items) + "."

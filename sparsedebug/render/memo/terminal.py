@@ -1,0 +1,74 @@
+"""The walk's one-screen summary: one line per playbook step with its key figure, then the decision and its reasons."""
+
+from __future__ import annotations
+
+from sparsedebug.records.memo import Claim, Memo
+from sparsedebug.render.memo import phrases as p
+from sparsedebug.render.memo.formats import MemoFormat, register
+from sparsedebug.render.memo.markdown import reason_lines
+
+
+def _freeze(c: Claim) -> str:
+    t = c.terms
+    parts = [t[k] for k in ("python",) if k in t]
+    parts += [f"{k} {t[k]}" for k in ("numpy", "torch") if k in t]
+    gpu = t.get("device") or t.get("gpu")
+    parts.append("no GPU" if gpu in (None, "none") else f"GPU {gpu}")
+    return ", ".join(parts)
+
+
+def _locate(c: Claim) -> str:
+    if c.code != "divergence":
+        return p.first_stage(p.PLAIN, c)
+    kinds = [p.FINDING_WORDS.get(k, k) for k in c.terms.get("kinds", "").split(",") if k]
+    count = c.figure("layers_named")
+    text = f"first stage {c.terms.get('stage', '')}: " + (", ".join(kinds) or "divergent")
+    return text + (f" ({p.num(count)} layers)" if count is not None else "")
+
+
+def _classify(c: Claim) -> str:
+    if c.code in ("established", "not_established") and c.terms.get("ranked_by") == "attribution":
+        change = c.figure("change_ms")
+        of = f" of the {p.num(change)} change" if change is not None else ""
+        head = "" if c.code == "established" else "not established: leading "
+        ms, share = c.figure("carried_ms"), c.figure("carried_share")
+        if ms is not None and share is not None:
+            return f"{head}{c.terms.get('mechanism', '')} carries {p.num(ms)} ({p.num(share)}){of}"
+    return p.primary_mechanism(p.PLAIN, c)
+
+
+def _change(c: Claim) -> str:
+    text = p.change(p.PLAIN, c)
+    return text.split(" (rule ")[0] if " (rule " in text else text
+
+
+def _rerun(c: Claim | None) -> str:
+    if c is None:
+        return "no re-run"
+    before, after, ch = c.figure("latency_p50_ms", "candidate"), c.figure("latency_p50_ms", "fixed"), c.figure("change")
+    agrees = {"yes": ", as expected", "no": ", AGAINST the expected direction"}.get(c.terms.get("agrees", ""), "")
+    return f"p50 {p.num(before)} -> {p.num(after)} ({p.num(ch)}, {c.terms.get('direction', 'same')}{agrees})"
+
+
+@register
+class TerminalMemo(MemoFormat):
+    """Plain text for a terminal (no markup: names from the inputs are printed as they are)."""
+
+    name = "terminal"
+    help = "the one-screen summary playbook run prints"
+
+    def format(self, memo: Memo) -> str:
+        """The summary."""
+        out: list[str] = []
+        s, h, a = memo.symptom, memo.hypothesis, memo.action
+        if s is not None:
+            out.append(f"1 freeze    {_freeze(s.build_tags)}")
+            out.append(f"2 locate    {_locate(s.first_stage)}")
+        if h is not None:
+            out.append(f"3 classify  {_classify(h.primary)}")
+        if a is not None:
+            out.append(f"4 reproduce {_change(a.change)}")
+            out.append(f"5 rerun     {_rerun(a.measured)}")
+        out.append(p.decision(p.PLAIN, memo.decision))
+        out += [f"  {line}" for line in reason_lines(memo, p.PLAIN)]
+        return "\n".join(out)

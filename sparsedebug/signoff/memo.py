@@ -1,0 +1,447 @@
+"""Build the memo model once from a bundle's records (or from one gate verdict); every output renders it.
+
+Each figure is read from the record that owns it (the run records' samples, the bisect result, the
+classification's attribution, the fix outcome's movements, the default gate on the judged run) and carries
+where it came from. Nothing here writes words: the phrasing lives in ``sparsedebug.render.memo``.
+"""
+
+from __future__ import annotations
+
+from sparsedebug.core.errors import UserError
+from sparsedebug.core.stats import median, percentiles
+from sparsedebug.records.classification import Classification
+from sparsedebug.records.decision import DecisionOutcome
+from sparsedebug.records.gate import GateCheck, GateResult
+from sparsedebug.records.memo import (
+    EXPLAINS_MIN_SHARE,
+    HEADLINE_MIN_MARGIN,
+    HEADLINE_MIN_SHARE,
+    MEMO_SCHEMA_VERSION,
+    Action,
+    Claim,
+    Clock,
+    ClockLegend,
+    Figure,
+    FigureSource,
+    Hypothesis,
+    Memo,
+    Signoff,
+    Symptom,
+    Unit,
+)
+from sparsedebug.records.playbook import Playbook
+from sparsedebug.records.run import RunRecord
+from sparsedebug.signoff.decide import stored_decision
+from sparsedebug.signoff.metrics import fallback_summary, p50_speedup
+from sparsedebug.sources.bundle import FILES, LoadedBundle
+
+DETAIL_ANCHORS: dict[str, str] = {
+    "symptom": "memo-detail-symptom",
+    "mechanism": "memo-detail-mechanism",
+    "action": "memo-detail-action",
+    "signoff": "memo-detail-signoff",
+    "gate": "correctness-quality-and-performance-matrix",
+}
+"""Memo section -> the anchor in report.md (and report.html) holding its full detail."""
+
+CHECK_ORDER: tuple[str, ...] = ("effective_speedup", "quality_delta", "fallback_rate", "precision_drift", "p99_latency")
+"""The gate checks in the order a failing one is the more decisive reason."""
+
+
+def _fig(quantity: str, value: float, unit: Unit, record: str, field: str, *, role: str | None = None,
+         clock: Clock | None = None, layer: str | None = None) -> Figure:
+    return Figure(quantity=quantity, role=role, value=value, unit=unit, clock=clock,
+                  source=FigureSource(record=record, field=field, layer=layer))
+
+
+def run_clock(run: RunRecord) -> Clock:
+    """The clock of a run's own latency samples: measured (a replay on this CPU) or traced (a profiled device)."""
+    return "measured" if run.source.kind == "replay" else "traced"
+
+
+def _runs(b: LoadedBundle) -> dict[str, RunRecord]:
+    runs = {"baseline": b.baseline, "candidate": b.candidate}
+    if b.fixed is not None:
+        runs["fixed"] = b.fixed
+    return runs
+
+
+def _p50(role: str, run: RunRecord) -> Figure | None:
+    samples = run.outcome.latency_samples_ms
+    if not samples:
+        return None
+    return _fig("latency_p50_ms", median(samples), "ms", FILES[role], "outcome.latency_samples_ms (median)",
+                role=role, clock=run_clock(run))
+
+
+def _speedup(b: LoadedBundle, role: str) -> Figure | None:
+    run = _runs(b)[role]
+    value = p50_speedup(b.baseline, run)
+    if value is None:
+        return None
+    return _fig("speedup_p50", value, "x", FILES[role], "baseline p50 / run p50 (outcome.latency_samples_ms)",
+                role=role, clock=run_clock(run))
+
+
+def check_figures(check: GateCheck, base: RunRecord, run: RunRecord, role: str, result: GateResult) -> list[Figure]:
+    """The numbers a gate check was judged on: the measured value and the threshold, from the runs and the policy."""
+    record = FILES.get(role, f"{role}.run.json")
+    pol = result.policy
+    out: list[Figure] = []
+    if check.id == "effective_speedup":
+        value = p50_speedup(base, run)
+        if value is not None:
+            out.append(_fig("speedup_p50", value, "x", record, "baseline p50 / run p50", role=role, clock=run_clock(run)))
+        if pol.effective_speedup is not None:
+            out.append(_fig("speedup_min", pol.effective_speedup.min, "x", "gate policy", "effective_speedup.min"))
+    elif check.id == "quality_delta" and run.outcome.quality is not None:
+        q = run.outcome.quality
+        if q.perplexity is not None:
+            out.append(_fig("perplexity", q.perplexity, "perplexity", record, "outcome.quality.perplexity", role=role))
+        else:
+            out.append(_fig("cosine", q.cosine, "cosine", record, "outcome.quality.cosine", role=role))
+        if pol.quality_delta is not None and pol.quality_delta.min_cosine is not None and q.perplexity is None:
+            out.append(_fig("cosine_min", pol.quality_delta.min_cosine, "cosine", "gate policy", "quality_delta.min_cosine"))
+    elif check.id == "fallback_rate":
+        fb = fallback_summary(run, base)
+        if fb.meant_sparse:
+            out.append(_fig("fell_back", fb.fell_back, "count", record, "lower.layers[].path", role=role))
+            out.append(_fig("meant_sparse", fb.meant_sparse, "count", record, "graph.layers[].intended", role=role))
+    elif check.id == "p99_latency":
+        b, c = base.outcome.latency_samples_ms, run.outcome.latency_samples_ms
+        if b and c:
+            ratio = percentiles(c).p99 / percentiles(b).p99
+            out.append(_fig("p99_ratio", ratio, "ratio", record, "run p99 / baseline p99 (outcome.latency_samples_ms)", role=role))
+        if pol.p99_latency is not None:
+            out.append(_fig("p99_max_ratio", pol.p99_latency.max_ratio, "ratio", "gate policy", "p99_latency.max_ratio"))
+    return out
+
+
+def _check_claim(check: GateCheck, base: RunRecord, run: RunRecord, role: str, result: GateResult) -> Claim:
+    return Claim(kind="reason", code=check.id, figures=check_figures(check, base, run, role, result),
+                 terms={"status": check.status, "role": role, "on_inconclusive": check.on_inconclusive or ""})
+
+
+def _check_claims(result: GateResult, base: RunRecord, run: RunRecord, role: str) -> list[Claim]:
+    order = {cid: i for i, cid in enumerate(CHECK_ORDER)}
+    checks = sorted(result.checks, key=lambda c: order.get(c.id, len(order)))
+    return [_check_claim(c, base, run, role, result) for c in checks]
+
+
+def _reasons(decision: DecisionOutcome, checks: list[Claim], missing_evidence: list[str]) -> list[Claim]:
+    """The decision's own rule first (unless a failing check says it), then failing checks, then missing evidence."""
+    failing = [c for c in checks if c.terms.get("status") == "fail"]
+    out: list[Claim] = []
+    if decision.code not in (None, "worse_than_baseline") or not failing:
+        out.append(Claim(kind="reason", code=decision.code or decision.decision, terms={"judged_on": decision.judged_on}))
+    out += failing
+    out += [Claim(kind="reason", code="missing_evidence", terms={"evidence": m}) for m in missing_evidence]
+    return out
+
+
+def _missing_evidence(decision: DecisionOutcome) -> list[str]:
+    out = []
+    for refusal in decision.ship_refused:
+        if refusal.startswith("no fallback evidence"):
+            out.append("fallback")
+        elif refusal.startswith("no quality evidence"):
+            out.append("quality")
+    return out
+
+
+def _symptom(b: LoadedBundle) -> Symptom:
+    base, cand = b.baseline, b.candidate
+    metric: list[Claim] = []
+    figures = [f for f in (_p50("baseline", base), _p50("candidate", cand), _speedup(b, "candidate")) if f is not None]
+    metric.append(Claim(kind="speedup", figures=figures))
+    if cand.target is not None and cand.target.forward.speedup is not None:
+        fwd = cand.target.forward
+        tf = [_fig("target_speedup", fwd.speedup, "x", FILES["candidate"], "target.forward.speedup", role="candidate", clock="projected")]  # type: ignore[arg-type]
+        if fwd.candidate is not None:
+            tf.append(_fig("target_forward_ms", fwd.candidate.total_ms, "ms", FILES["candidate"], "target.forward.candidate.total_ms",
+                           role="candidate", clock="projected"))
+        if fwd.dense is not None:
+            tf.append(_fig("target_forward_ms", fwd.dense.total_ms, "ms", FILES["candidate"], "target.forward.dense.total_ms",
+                           role="dense", clock="projected"))
+        metric.append(Claim(kind="target_speedup", figures=tf, terms={"device": cand.target.device, "launch": cand.target.launch,
+                                                                      "basis": cand.target.forward.basis}))
+    q = cand.outcome.quality
+    if q is not None:
+        qf = [_fig("perplexity", q.perplexity, "perplexity", FILES["candidate"], "outcome.quality.perplexity", role="candidate")
+              if q.perplexity is not None else
+              _fig("cosine", q.cosine, "cosine", FILES["candidate"], "outcome.quality.cosine", role="candidate")]
+        if q.dense_perplexity is not None:
+            qf.append(_fig("perplexity", q.dense_perplexity, "perplexity", FILES["candidate"], "outcome.quality.dense_perplexity", role="dense"))
+        metric.append(Claim(kind="quality", figures=qf, terms={"model": q.evidence.model if q.evidence else ""}))
+    else:
+        metric.append(Claim(kind="quality", code="not_measured"))
+    slice_terms = {"run": cand.name, "backend": cand.lower.backend, "source": cand.source.kind}
+    if q is not None and q.evidence is not None:
+        slice_terms["model"] = q.evidence.model
+    if cand.workload is not None and cand.workload.seed is not None:
+        slice_terms["seed"] = str(cand.workload.seed)
+    slice_figs = [_fig("layers", len(cand.graph.layers), "count", FILES["candidate"], "graph.layers", role="candidate")]
+    if cand.graph.tokens is not None:
+        slice_figs.append(_fig("tokens", cand.graph.tokens, "count", FILES["candidate"], "graph.tokens", role="candidate"))
+    return Symptom(failing_metric=metric, slice=Claim(kind="slice", figures=slice_figs, terms=slice_terms),
+                   first_stage=_first_stage(b), build_tags=_build_tags(b))
+
+
+def _first_stage(b: LoadedBundle) -> Claim:
+    bis = b.bisect
+    if bis is None:
+        return Claim(kind="first_stage", code="not_located")
+    if bis.first_stage is None:
+        return Claim(kind="first_stage", code=bis.state)
+    stage = bis.stage(bis.first_stage)
+    regress = [f for f in stage.layers if f.regression]
+    kinds = sorted({f.kind for f in regress})
+    figures = []
+    if bis.effect is not None:
+        figures.append(_fig("effect_ratio", bis.effect.ratio, "ratio", FILES["bisect"], "effect.ratio", role=bis.first_stage))
+        if bis.effect.p_value is not None:
+            figures.append(_fig("effect_p", bis.effect.p_value, "p", FILES["bisect"], "effect.p_value", role=bis.first_stage))
+    if bis.accounted_share is not None:
+        figures.append(_fig("accounted_share", bis.accounted_share, "share", FILES["bisect"], "accounted_share", role=bis.first_stage))
+    terms = {"stage": bis.first_stage, "state": bis.state, "kinds": ",".join(kinds)}
+    reasons = sorted({f.reason for f in regress if f.reason})
+    if reasons:
+        terms["reasons"] = ",".join(reasons)
+    covered = bis.accounted_share is not None and bis.accounted_share >= EXPLAINS_MIN_SHARE
+    if bis.explains and covered:
+        terms["explains"] = ",".join(bis.explains)
+    names = [f.layer for f in regress]
+    if names:
+        figures.append(_fig("layers_named", len(names), "count", FILES["bisect"], f"stages[{bis.first_stage}].layers (regressions)",
+                            role=bis.first_stage))
+    return Claim(kind="first_stage", code="divergence", figures=figures, terms=terms, items=names[:3], more=max(0, len(names) - 3))
+
+
+def _build_tags(b: LoadedBundle) -> Claim:
+    terms: dict[str, str] = {}
+    fp = b.fingerprint
+    if fp is not None:
+        terms["python"] = f"{fp.python.implementation} {fp.python.version}"
+        terms["numpy"] = fp.numpy.version
+        blas = [f"{lib.internal_api} {lib.version or '?'}" for lib in fp.numpy.blas]
+        if blas:
+            terms["blas"] = ", ".join(blas)
+        terms["git"] = (fp.git.revision[:12] + ("+dirty" if fp.git.dirty else "")) if fp.git else "none"
+        terms["gpu"] = ", ".join(g.name for g in fp.gpus) or "none"
+    cand = b.candidate
+    rf = cand.fingerprint
+    if rf is not None:
+        if rf.torch is not None:
+            terms["torch"] = rf.torch.version
+        if rf.gpus:
+            terms["device"] = ", ".join(g.name for g in rf.gpus)
+    terms["backend"] = cand.lower.backend
+    return Claim(kind="build_tags", terms=terms)
+
+
+def _share_figures(cls: Classification, mechanism: str) -> list[Figure]:
+    att = cls.attribution
+    if att is None:
+        return []
+    share = att.share_of(mechanism)  # type: ignore[arg-type]
+    if share is None:
+        return []
+    out = [_fig("carried_ms", share.ms, "ms", FILES["classification"], "attribution.mechanisms[].ms", role=mechanism,
+                clock=None)]
+    if share.share is not None:
+        out.append(_fig("carried_share", share.share, "share", FILES["classification"], "attribution.mechanisms[].share", role=mechanism))
+    return out
+
+
+def _hypothesis(b: LoadedBundle) -> Hypothesis:
+    cls = b.classification
+    if cls is None:
+        return Hypothesis(primary=Claim(kind="primary_mechanism", code="not_classified"))
+    att = cls.attribution
+    delta = ([_fig("change_ms", att.delta_ms, "ms", FILES["classification"], "attribution.delta_ms")] if att is not None else [])
+    ranked = sorted(cls.scores, key=lambda s: s.rank)
+    if cls.winner is None:
+        primary = Claim(kind="primary_mechanism", code="none", figures=delta, terms={"ranked_by": cls.ranked_by})
+    else:
+        w = cls.winner.value
+        figs = _share_figures(cls, w) + delta
+        score = next(s for s in cls.scores if s.mechanism == cls.winner)
+        if cls.ranked_by == "score":
+            figs.append(_fig("score", score.score, "ratio", FILES["classification"], "scores[].score", role=w))
+        established = _established(cls)
+        primary = Claim(kind="primary_mechanism", code="established" if established else "not_established", figures=figs,
+                        terms={"mechanism": w, "ranked_by": cls.ranked_by})
+    competing = []
+    for s in ranked:
+        name = s.mechanism.value
+        if cls.winner is not None and name == cls.winner.value:
+            continue
+        figs = _share_figures(cls, name) if cls.ranked_by == "attribution" else [
+            _fig("score", s.score, "ratio", FILES["classification"], "scores[].score", role=name)]
+        competing.append(Claim(kind="competing_mechanism", code=s.status, figures=figs,
+                               terms={"mechanism": name, "ranked_by": cls.ranked_by}))
+    missing = [Claim(kind="missing_evidence", code=m.mechanism.value, items=list(m.rules)) for m in cls.missing_evidence]
+    return Hypothesis(primary=primary, competing=competing, missing=missing)
+
+
+def _established(cls: Classification) -> bool:
+    """The winner carries at least HEADLINE_MIN_SHARE of the change and HEADLINE_MIN_MARGIN times the runner-up
+    (ranked by attribution); ranked by rule score, there is no measured share and the rule ranking stands."""
+    if cls.ranked_by != "attribution" or cls.attribution is None or cls.winner is None:
+        return cls.winner is not None
+    shares = sorted((m.share or 0.0 for m in cls.attribution.mechanisms), reverse=True)
+    top = cls.attribution.share_of(cls.winner)
+    if top is None or top.share is None:
+        return False
+    runner = next((s for s in shares[1:]), 0.0)
+    return top.share >= HEADLINE_MIN_SHARE and (runner <= 0 or top.share >= HEADLINE_MIN_MARGIN * runner)
+
+
+def _action(b: LoadedBundle, decision: DecisionOutcome, book: Playbook) -> Action:
+    cls = b.classification
+    fix = cls.fix if cls is not None else None
+    owner = book.owner(decision.owner).title if decision.owner is not None else ""
+    if fix is None:
+        change = Claim(kind="change", code="none")
+    else:
+        terms = {"kind": fix.kind, "rule": fix.rule, "metric": fix.metric, "direction": fix.direction, "owner": owner}
+        for key in ("knob", "layer", "action"):
+            value = getattr(fix, key)
+            if value is not None:
+                terms[key] = str(value)
+        if fix.value is not None:
+            terms["value"] = str(fix.value)
+        if fix.kind == "advice":
+            terms["advice"] = fix.text
+        applied = b.fix
+        if applied is not None:
+            terms["applied"] = "yes" if applied.applied else "no"
+        change = Claim(kind="change", code=fix.kind, terms=terms)
+    fo = b.fix
+    lat = next((m for m in (fo.movements if fo else []) if m.metric == "latency p50"), None)
+    clock = run_clock(b.candidate)
+    if lat is not None and lat.expected_after is not None:
+        figs = [_fig("latency_p50_ms", lat.before, "ms", FILES["candidate"], "outcome.latency_samples_ms (median)", role="candidate", clock=clock),
+                _fig("latency_p50_ms", lat.expected_after, "ms", FILES["fix"], "movements[latency p50].expected_after", role="expected", clock=clock)]
+        if lat.before:
+            figs.append(_fig("change", lat.expected_after / lat.before - 1, "share", FILES["fix"], "movements[latency p50]", role="expected"))
+        expected = Claim(kind="expected_movement", code="projected", figures=figs, terms={"metric": "latency_p50_ms"})
+    else:
+        terms = {"metric": fix.metric, "direction": fix.direction} if fix is not None else {}
+        expected = Claim(kind="expected_movement", code="not_projected", terms=terms)
+    measured = None
+    if fo is not None and lat is not None and b.fixed is not None:
+        figs = [_fig("latency_p50_ms", lat.before, "ms", FILES["candidate"], "outcome.latency_samples_ms (median)", role="candidate", clock=clock),
+                _fig("latency_p50_ms", lat.after, "ms", FILES["fixed"], "outcome.latency_samples_ms (median)", role="fixed", clock=run_clock(b.fixed))]
+        if lat.before:
+            figs.append(_fig("change", lat.after / lat.before - 1, "share", FILES["fix"], "movements[latency p50]", role="measured"))
+        direction = "faster" if lat.after < lat.before else ("slower" if lat.after > lat.before else "same")
+        agrees = ""
+        if lat.expected_after is not None and lat.before:
+            expected_dir = "faster" if lat.expected_after < lat.before else "slower"
+            agrees = "yes" if expected_dir == direction else "no"
+        measured = Claim(kind="measured_movement", code="moved" if fo.moved else ("not_moved" if fo.moved is False else "unjudged"),
+                         figures=figs, terms={"direction": direction, "agrees": agrees})
+    return Action(change=change, expected=expected, measured=measured, risks=_risks(b, decision))
+
+
+def _risks(b: LoadedBundle, decision: DecisionOutcome) -> list[Claim]:
+    final_role = "fixed" if b.fixed is not None else "candidate"
+    final = b.fixed or b.candidate
+    gate = decision.gate
+    out: list[Claim] = []
+    prec = next((c for c in gate.checks if c.id == "precision_drift"), None) if gate is not None else None
+    out.append(Claim(kind="risk", code="correctness", terms={"status": prec.status if prec else "off", "role": final_role}))
+    q_before, q_after = b.candidate.outcome.quality, final.outcome.quality
+    qf = []
+    if q_after is not None:
+        qf.append(_fig("cosine", q_after.cosine, "cosine", FILES[final_role], "outcome.quality.cosine", role=final_role))
+    if b.fixed is not None and q_before is not None:
+        qf.insert(0, _fig("cosine", q_before.cosine, "cosine", FILES["candidate"], "outcome.quality.cosine", role="candidate"))
+    out.append(Claim(kind="risk", code="quality", figures=qf, terms={"role": final_role}))
+    cls = b.classification
+    thermal = next((s for s in cls.scores if s.mechanism.value == "thermal"), None) if cls is not None else None
+    out.append(Claim(kind="risk", code="thermal", terms={"status": thermal.status if thermal else "unknown"}))
+    if b.fixed is not None:
+        kb = b.candidate.workload.knobs if b.candidate.workload else {}
+        kf = b.fixed.workload.knobs if b.fixed.workload else {}
+        changed = [f"{k}={kb.get(k)}->{kf.get(k)}" for k in sorted(set(kb) | set(kf)) if kb.get(k) != kf.get(k)]
+        out.append(Claim(kind="risk", code="compatibility", items=changed, terms={"backend": final.lower.backend}))
+    return out
+
+
+def _signoff(b: LoadedBundle, book: Playbook, decision: DecisionOutcome, decision_claim: Claim) -> Signoff:
+    final_role = "fixed" if b.fixed is not None else "candidate"
+    final = b.fixed or b.candidate
+    fb = fallback_summary(final, b.baseline)
+    figs = [_fig("layers", len(final.graph.layers), "count", FILES[final_role], "graph.layers", role=final_role)]
+    if fb.meant_sparse:
+        figs += [_fig("fell_back", fb.fell_back, "count", FILES[final_role], "lower.layers[].path", role=final_role),
+                 _fig("meant_sparse", fb.meant_sparse, "count", FILES[final_role], "graph.layers[].intended", role=final_role)]
+    report = b.manifest.files.get("report", FILES["report"])
+    artifact = Claim(kind="artifact", figures=figs, terms={"file": report, "anchor": "supported-layer-matrix"})
+    owners = Claim(kind="owners", items=[book.owner(o).title for o in book.memo.required_owners],
+                   terms={"change_owner": book.owner(decision.owner).title if decision.owner else ""})
+    return Signoff(artifact=artifact, owners=owners, decision=decision_claim)
+
+
+def _clocks(runs: list[RunRecord]) -> list[ClockLegend]:
+    out: list[ClockLegend] = []
+    seen: set[tuple[str, str]] = set()
+    for run in runs:
+        clock = run_clock(run)
+        device = "this CPU" if clock == "measured" else (
+            ", ".join(g.name for g in run.fingerprint.gpus) if run.fingerprint and run.fingerprint.gpus else run.lower.backend)
+        if (clock, device) not in seen:
+            seen.add((clock, device))
+            out.append(ClockLegend(clock=clock, device=device))
+        if run.target is not None and ("projected", run.target.device) not in seen:
+            seen.add(("projected", run.target.device))
+            out.append(ClockLegend(clock="projected", device=run.target.device))
+    return out
+
+
+def build_memo(b: LoadedBundle, book: Playbook) -> Memo:
+    """The memo model of a bundle with its decision (``signoff.decide.with_decision``): built once, rendered by every format."""
+    decision = stored_decision(b)
+    judged_role = "fixed" if b.fixed is not None else "candidate"
+    judged = b.fixed or b.candidate
+    checks = _check_claims(decision.gate, b.baseline, judged, judged_role) if decision.gate is not None else []
+    owner = book.owner(decision.owner).title if decision.owner is not None else ""
+    decision_claim = Claim(kind="decision", code=decision.decision, terms={
+        "judged_on": judged_role, "label": book.decision(decision.decision).label, "owner": owner,
+        "recomputed": ",".join(decision.recomputed)})
+    return Memo(
+        title=book.memo.title, bundle=b.root.name, decision=decision_claim,
+        reasons=_reasons(decision, checks, _missing_evidence(decision)),
+        clocks=_clocks(list(_runs(b).values())), symptom=_symptom(b), hypothesis=_hypothesis(b),
+        action=_action(b, decision, book), signoff=_signoff(b, book, decision, decision_claim), checks=checks,
+        detail={k: f"{b.manifest.files.get('report', FILES['report'])}#{v}" for k, v in DETAIL_ANCHORS.items()},
+    )
+
+
+def gate_memo(result: GateResult, base: RunRecord, cand: RunRecord) -> Memo:
+    """The memo of one gate verdict (``gate --summary``, ``memo --format github``): pass or fail and its checks."""
+    checks = _check_claims(result, base, cand, "candidate")
+    decision = Claim(kind="decision", code="pass" if result.passed else "fail",
+                     terms={"judged_on": "candidate", "baseline": result.baseline, "candidate": result.candidate})
+    reasons = [c for c in checks if c.terms.get("status") == "fail" or (c.terms.get("status") == "inconclusive")]
+    return Memo(title="sparsedebug gate", bundle=f"{result.baseline} vs {result.candidate}", decision=decision, reasons=reasons,
+                clocks=_clocks([base, cand]), checks=checks)
+
+
+def require_current(b: LoadedBundle) -> None:
+    """Refuse a bundle written before the memo model (no memo.json, or an older memo schema): re-running the walk rebuilds it."""
+    from sparsedebug.core.io import load_data
+
+    path = b.path("memo_model")
+    version = None
+    if path is not None and path.is_file():
+        data = load_data(path)
+        version = data.get("schema_version") if isinstance(data, dict) else None
+    if version != MEMO_SCHEMA_VERSION:
+        found = "no memo.json" if path is None else f"memo schema {version}"
+        raise UserError(
+            f"{b.root}: written by an older sparsedebug ({found}, this release reads memo schema {MEMO_SCHEMA_VERSION}); "
+            "re-run `sparsedebug playbook run` on its inputs to rebuild the bundle"
+        )
