@@ -40,7 +40,7 @@ DETAIL_ANCHORS: dict[str, str] = {
     "mechanism": "memo-detail-mechanism",
     "action": "memo-detail-action",
     "signoff": "memo-detail-signoff",
-    "gate": "correctness-quality-and-performance-matrix",
+    "gate": "correctness-quality-and-performance-matrix-default-gate-vs-the-baseline",
 }
 """Memo section -> the anchor in report.md (and report.html) holding its full detail."""
 
@@ -379,7 +379,7 @@ def _signoff(b: LoadedBundle, book: Playbook, decision: DecisionOutcome, decisio
         figs += [_fig("fell_back", fb.fell_back, "count", FILES[final_role], "lower.layers[].path", role=final_role),
                  _fig("meant_sparse", fb.meant_sparse, "count", FILES[final_role], "graph.layers[].intended", role=final_role)]
     report = b.manifest.files.get("report", FILES["report"])
-    artifact = Claim(kind="artifact", figures=figs, terms={"file": report, "anchor": "supported-layer-matrix"})
+    artifact = Claim(kind="artifact", figures=figs, terms={"file": report})
     owners = Claim(kind="owners", items=[book.owner(o).title for o in book.memo.required_owners],
                    terms={"change_owner": book.owner(decision.owner).title if decision.owner else ""})
     return Signoff(artifact=artifact, owners=owners, decision=decision_claim)

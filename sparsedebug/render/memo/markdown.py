@@ -60,6 +60,6 @@ class MarkdownMemo(MemoFormat):
                     f"- **Required owners**: {p.owners(st, g.owners)}",
                     f"- **Final decision**: {st.bold(g.decision.terms.get('label', g.decision.code or ''))}.", ""]
         if memo.detail:
-            links = " · ".join(f"[{name}]({target})" for name, target in memo.detail.items())
-            out += [f"Detail (rules, samples, captures, energy, the other runs' figures): {links}", ""]
+            out += ["Detail (rules, sample counts, captures, energy, the other runs' figures) is in the report:",
+                    *(f"- [{name}]({target})" for name, target in memo.detail.items()), ""]
         return "\n".join(out)

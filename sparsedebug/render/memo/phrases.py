@@ -370,7 +370,7 @@ def risk(st: Style, c: Claim) -> str:
 def artifact(st: Style, c: Claim) -> str:
     """The required artifact and its headline figures."""
     t = c.terms
-    link = f"[{t['file']}]({t['file']}#{t['anchor']})" if st.markdown else t["file"]
+    link = f"[{t['file']}]({t['file']})" if st.markdown else t["file"]
     text = f"sparsity deployment report {link}: {num(c.figure('layers'))} layers in the supported-layer matrix"
     n, m = c.figure("fell_back"), c.figure("meant_sparse")
     if n is not None and m is not None:
