@@ -35,9 +35,7 @@ def gate(
         Path | None, typer.Option("--policy", help="Gate policy YAML (see playbooks/gate-default.yaml, and playbooks/gate-ci.yaml for CI); default: built in.")
     ] = None,
     junit: Annotated[Path | None, typer.Option("--junit", help="Write JUnit XML here (one testcase per threshold).")] = None,
-    summary: Annotated[
-        Path | None, typer.Option("--summary", help="Write a Markdown summary here (e.g. $GITHUB_STEP_SUMMARY).")
-    ] = None,
+    summary: Annotated[Path | None, typer.Option("--summary", help="Write a Markdown summary here (e.g. $GITHUB_STEP_SUMMARY).")] = None,
     repeats: Annotated[
         int | None, typer.Option("--repeats", min=3, max=MAX_REPEATS, help="Override the repeat count of workloads that get replayed (3 to 10,000).")
     ] = None,

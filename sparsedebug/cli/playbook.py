@@ -103,10 +103,7 @@ CalibrateOption = Annotated[
 @playbook_app.command("run")
 @handle_errors
 def run(
-    baseline: Annotated[
-        Path | None,
-        typer.Option("--baseline", help="Baseline: workload YAML (replayed), PyTorch trace (imported) or run record."),
-    ] = None,
+    baseline: Annotated[Path | None, typer.Option("--baseline", help="Baseline: workload YAML (replayed), PyTorch trace (imported) or run record.")] = None,
     candidate: Annotated[Path | None, typer.Option("--candidate", help="Candidate, same kinds as the baseline.")] = None,
     fixed: Annotated[
         Path | None,
@@ -129,9 +126,7 @@ def run(
     ] = False,
     playbook: PlaybookOption = None,
     allow_different: AllowDifferentOption = None,
-    tables: Annotated[
-        bool, typer.Option("--tables", help="Also print the full tables (latency per clock, energy, reality check) after the summary.")
-    ] = False,
+    tables: Annotated[bool, typer.Option("--tables", help="Also print the full tables (latency per clock, energy, reality check).")] = False,
     wide: WideOption = False,
     json_out: JsonOption = False,
 ) -> None:

@@ -128,12 +128,12 @@ def _check_claims(result: GateResult, base: RunRecord, run: RunRecord, role: str
     return [_check_claim(c, base, run, role, result) for c in checks]
 
 
-def _reasons(decision: DecisionOutcome, checks: list[Claim], missing_evidence: list[str]) -> list[Claim]:
+def _reasons(decision: DecisionOutcome, checks: list[Claim], missing_evidence: list[str], judged_role: str) -> list[Claim]:
     """The decision's own rule first (unless a failing check says it), then failing checks, then missing evidence."""
     failing = [c for c in checks if c.terms.get("status") == "fail"]
     out: list[Claim] = []
     if decision.code not in (None, "worse_than_baseline") or not failing:
-        out.append(Claim(kind="reason", code=decision.code or decision.decision, terms={"judged_on": decision.judged_on}))
+        out.append(Claim(kind="reason", code=decision.code or decision.decision, terms={"judged_on": judged_role}))
     out += failing
     out += [Claim(kind="reason", code="missing_evidence", terms={"evidence": m}) for m in missing_evidence]
     return out
@@ -316,7 +316,12 @@ def _action(b: LoadedBundle, decision: DecisionOutcome, book: Playbook) -> Actio
         applied = b.fix
         if applied is not None:
             terms["applied"] = "yes" if applied.applied else "no"
-        change = Claim(kind="change", code=fix.kind, terms=terms)
+        figs = []
+        wait = b.candidate.schedule.host_wait_ms
+        if wait is not None:
+            figs.append(_fig("host_wait_ms", wait, "ms", FILES["candidate"], "schedule.host_wait_ms", role="candidate",
+                             clock=run_clock(b.candidate)))
+        change = Claim(kind="change", code=fix.kind, terms=terms, figures=figs)
     fo = b.fix
     lat = next((m for m in (fo.movements if fo else []) if m.metric == "latency p50"), None)
     clock = run_clock(b.candidate)
@@ -413,7 +418,7 @@ def build_memo(b: LoadedBundle, book: Playbook) -> Memo:
         "recomputed": ",".join(decision.recomputed)})
     return Memo(
         title=book.memo.title, bundle=b.root.name, decision=decision_claim,
-        reasons=_reasons(decision, checks, _missing_evidence(decision)),
+        reasons=_reasons(decision, checks, _missing_evidence(decision), judged_role),
         clocks=_clocks(list(_runs(b).values())), symptom=_symptom(b), hypothesis=_hypothesis(b),
         action=_action(b, decision, book), signoff=_signoff(b, book, decision, decision_claim), checks=checks,
         detail={k: f"{b.manifest.files.get('report', FILES['report'])}#{v}" for k, v in DETAIL_ANCHORS.items()},
@@ -423,7 +428,8 @@ def build_memo(b: LoadedBundle, book: Playbook) -> Memo:
 def gate_memo(result: GateResult, base: RunRecord, cand: RunRecord) -> Memo:
     """The memo of one gate verdict (``gate --summary``, ``memo --format github``): pass or fail and its checks."""
     checks = _check_claims(result, base, cand, "candidate")
-    decision = Claim(kind="decision", code="pass" if result.passed else "fail",
+    code = "fail" if not result.passed else ("inconclusive" if result.inconclusive else "pass")
+    decision = Claim(kind="decision", code=code,
                      terms={"judged_on": "candidate", "baseline": result.baseline, "candidate": result.candidate})
     reasons = [c for c in checks if c.terms.get("status") == "fail" or (c.terms.get("status") == "inconclusive")]
     return Memo(title="sparsedebug gate", bundle=f"{result.baseline} vs {result.candidate}", decision=decision, reasons=reasons,
@@ -431,17 +437,10 @@ def gate_memo(result: GateResult, base: RunRecord, cand: RunRecord) -> Memo:
 
 
 def require_current(b: LoadedBundle) -> None:
-    """Refuse a bundle written before the memo model (no memo.json, or an older memo schema): re-running the walk rebuilds it."""
-    from sparsedebug.core.io import load_data
-
-    path = b.path("memo_model")
-    version = None
-    if path is not None and path.is_file():
-        data = load_data(path)
-        version = data.get("schema_version") if isinstance(data, dict) else None
-    if version != MEMO_SCHEMA_VERSION:
-        found = "no memo.json" if path is None else f"memo schema {version}"
+    """Refuse a bundle written before the memo model (no memo.json): re-running the walk rebuilds it. (A memo.json of
+    another schema version is refused when the bundle is loaded, like every record.)"""
+    if b.memo is None:
         raise UserError(
-            f"{b.root}: written by an older sparsedebug ({found}, this release reads memo schema {MEMO_SCHEMA_VERSION}); "
+            f"{b.root}: written by an older sparsedebug (no memo.json; this release reads memo schema {MEMO_SCHEMA_VERSION}); "
             "re-run `sparsedebug playbook run` on its inputs to rebuild the bundle"
         )

@@ -41,6 +41,7 @@ from sparsedebug.records.decision import DecisionOutcome
 from sparsedebug.records.energy import EnergyReport
 from sparsedebug.records.findings import BisectResult
 from sparsedebug.records.fingerprint import Fingerprint
+from sparsedebug.records.memo import Memo
 from sparsedebug.records.ranks import RankComparison
 from sparsedebug.records.reduce import ReduceResult, TraceRepro
 from sparsedebug.records.run import RunRecord
@@ -91,6 +92,7 @@ class LoadedBundle(BaseModel):
     decision: DecisionOutcome | None = None
     ranks: RankComparison | None = None
     energy: EnergyReport | None = None
+    memo: Memo | None = None
 
     def path(self, role: str) -> Path | None:
         """Path of a bundle file by role, when present."""
@@ -144,6 +146,7 @@ def load_bundle(root: Path) -> LoadedBundle:
     decision_path = _optional(root, manifest, "decision")
     ranks_path = _optional(root, manifest, "ranks")
     energy_path = _optional(root, manifest, "energy")
+    memo_path = _optional(root, manifest, "memo_model")
     return LoadedBundle(
         root=root,
         manifest=manifest,
@@ -159,4 +162,5 @@ def load_bundle(root: Path) -> LoadedBundle:
         decision=load_record(decision_path, DecisionOutcome) if decision_path is not None else None,
         ranks=load_record(ranks_path, RankComparison) if ranks_path is not None else None,
         energy=load_record(energy_path, EnergyReport) if energy_path is not None else None,
+        memo=load_record(memo_path, Memo) if memo_path is not None else None,
     )

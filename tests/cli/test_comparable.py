@@ -77,7 +77,7 @@ def test_playbook_memo_states_what_was_allowed(tmp_path: Path) -> None:
     assert_clean_error(refused, 2, "device: cuda:NVIDIA H200 (sm 9.0, 132 SMs, 140 GiB) vs cuda:NVIDIA A100-SXM4-80GB (sm 8.0, 108 SMs, 80 GiB)")
     result = invoke(["playbook", "run", "--baseline", DENSE, "--candidate", str(other), "-o", str(out), "--allow-different", "device"])
     assert result.exit_code == 0, result.stderr
-    memo = (out / "memo.md").read_text()
+    memo = (out / "report.md").read_text()  # the memo's detail
     assert "**Comparability**: Compared although they differ (--allow-different): device: cuda:NVIDIA H200" in memo
 
 
@@ -88,7 +88,7 @@ def test_gate_fails_a_fifteen_times_slower_trace_with_three_samples(tmp_path: Pa
     summary = tmp_path / "s.md"
     result = invoke(["gate", str(base), str(slow), "--summary", str(summary)])
     assert result.exit_code == 1, result.stdout + result.stderr
-    assert "| effective speedup (baseline p50 / candidate p50) | FAIL | " in summary.read_text()
+    assert "| `effective_speedup` | FAIL | " in summary.read_text()
 
 
 def test_playbook_refuses_a_fixed_run_of_another_model(tmp_path: Path, training: str) -> None:

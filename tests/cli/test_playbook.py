@@ -85,7 +85,8 @@ def test_run_on_workloads_applies_the_fix_and_measures_it(tmp_path: Path) -> Non
     assert p50["expected_after"] is not None and p50["expected_after"] < p50["before"]
     memo = (out / "memo.md").read_text()
     assert "## 4. Signoff" in memo and "Measured movement" in memo and "Expected movement" in memo
-    assert f"latency p50: {p50['before']:.3f} ms -> {p50['after']:.3f} ms" in memo
+    assert f"latency p50 {p50['before']:.3f} ms -> {p50['after']:.3f} ms" in memo
+    assert f"latency p50: {p50['before']:.3f} ms -> {p50['after']:.3f} ms" in (out / "report.md").read_text()
     cls = json.loads((out / "classification.json").read_text())
     assert cls["winner"] in ("scheduling", "memory")
     # baseline and candidate shared one interleaved session; the fixed run one with the candidate again (issue 25)
@@ -120,7 +121,7 @@ def test_run_on_h200_traces_scheduling_and_cuda_graph_fix(tmp_path: Path) -> Non
     assert speed["before"] < 1.0 < speed["after"]
     memo = (out / "memo.md").read_text()
     assert "**scheduling**" in memo
-    assert "no quality evidence" in memo and "**ship**" not in memo
+    assert "no quality evidence" in memo and "Decision: **ship**" not in memo
     assert not (out / "reduce.json").exists()
 
 
@@ -131,9 +132,21 @@ def test_run_summary_says_why_it_decided(tmp_path: Path) -> None:
         "--fixed", str(H200 / "trace_sparse_mlp_T2048_cudagraph.json.gz"), "-o", str(tmp_path / "b"),
     ])
     assert result.exit_code == 0, result.stderr
-    assert "decision: bounded rollout (fixed candidate)" in result.stdout
-    assert "because the bounded fix moved" in result.stdout
-    assert "not ship: no quality evidence" in result.stdout
+    assert "Decision: bounded rollout, judged on the fixed run" in result.stdout
+    assert "The bounded fix moved its target metric" in result.stdout
+    assert "There is no quality evidence in the judged run" in result.stdout
+    lines = result.stdout.splitlines()
+    assert [line.split()[1] for line in lines[:5]] == ["freeze", "locate", "classify", "reproduce", "rerun"]
+    assert len(lines) + len(result.stderr.splitlines()) <= 25
+
+
+def test_run_tables_flag_prints_the_full_tables(tmp_path: Path) -> None:
+    result = invoke([
+        "playbook", "run", "--baseline", str(H200 / "trace_dense_T2048.json.gz"),
+        "--candidate", str(H200 / "trace_sparse_mlp_T2048.json.gz"), "--no-reduce", "-o", str(tmp_path / "b"), "--tables",
+    ])
+    assert result.exit_code == 0, result.stderr
+    assert "latency (whole forward)" in result.stdout and "1 freeze" in result.stdout
 
 
 def test_run_refuses_half_arguments_and_foreign_directory(tmp_path: Path) -> None:
@@ -187,7 +200,8 @@ def test_run_stores_the_decision_and_check_sets_the_exit_code(tmp_path: Path) ->
     assert set(decision["gates"]) == {"candidate"}
     assert "decision.json" in json.loads((tmp_path / "a" / "bundle.json").read_text())["files"].values()
     memo = (tmp_path / "a" / "memo.md").read_text()
-    assert "; ".join(decision["reasons"]) in memo
+    assert f"Decision: **{decision['decision']}**" in memo
+    assert "; ".join(decision["reasons"]) in (tmp_path / "a" / "report.md").read_text()
     checked = invoke([*args, "-o", str(tmp_path / "b"), "--check"])
     assert checked.exit_code == 1
     assert (tmp_path / "b" / "decision.json").is_file() and (tmp_path / "b" / "memo.md").is_file()
@@ -212,12 +226,14 @@ def test_memo_renders_the_stored_decision_and_notices_edits(tmp_path: Path) -> N
     ])
     assert result.exit_code == 0
     stored = json.loads((out / "decision.json").read_text())
-    stored["reasons"] = ["a reason only the stored record holds"]
+    assert stored["code"] != "fix_not_applied"
+    stored["code"] = "fix_not_applied"
     (out / "decision.json").write_text(json.dumps(stored))
-    assert "a reason only the stored record holds" in invoke(["memo", str(out)]).stdout
+    only_stored = "The proposed fix could not be applied"
+    assert only_stored in invoke(["memo", str(out)]).stdout
     fixed = json.loads((out / "fixed.run.json").read_text())
     fixed["name"] = "renamed"
     (out / "fixed.run.json").write_text(json.dumps(fixed))
     again = invoke(["memo", str(out)]).stdout
-    assert "a reason only the stored record holds" not in again
-    assert "Decided again when this memo was rendered: `fixed.run.json` changed since the walk." in again
+    assert only_stored not in again
+    assert "decided again at rendering: `fixed.run.json` changed since the walk" in again

@@ -65,7 +65,7 @@ def _walk(tmp_path: Path, *extra: str) -> tuple[str, str, EnergyReport, str]:
     result = invoke(["playbook", "run", "--baseline", str(DENSE), "--candidate", str(SPARSE), "--no-reduce", "-o", str(out), *extra])
     assert result.exit_code == 0, (result.stdout, result.stderr, result.exception)
     energy = EnergyReport.model_validate(json.loads((out / "energy.json").read_text()))
-    return (out / "memo.md").read_text(), (out / "report.md").read_text(), energy, result.stdout
+    return (out / "report.md").read_text(), (out / "report.md").read_text(), energy, result.stdout
 
 
 def test_a_log_covering_both_runs_gives_joules_per_token_per_side(tmp_path: Path) -> None:

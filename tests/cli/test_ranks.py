@@ -34,7 +34,7 @@ def test_playbook_on_two_run_sets_names_the_straggler_and_the_confined_rank(tmp_
     bundle = load_bundle(out)
     assert bundle.ranks is not None and bundle.ranks.walked_rank == 3 and bundle.ranks.confined_to == [3]
     assert bundle.ranks.candidate_straggler is not None and bundle.ranks.candidate_straggler.rank == 3
-    memo = (out / "memo.md").read_text()
+    memo = (out / "report.md").read_text()  # the memo's detail
     assert "candidate straggler: rank 3" in memo and "confined to rank 3" in memo
     assert "compare rank 3 with its baseline rank" in memo
     assert [i.label for i in bundle.manifest.inputs if i.role == "candidate"][0].endswith("rank3.json")

@@ -58,7 +58,7 @@ def test_walk_on_the_h200_pair_writes_the_reproducer_of_the_blamed_layer(h200_bu
     assert base.layers[0].sparsity == "dense" and base.layers[0].shape == layer.shape
     assert cand.origin is not None and not cand.origin.replay_shows
     assert "cannot show that stage" in cand.origin.note
-    memo = (h200_bundle / "memo.md").read_text()
+    memo = (h200_bundle / "report.md").read_text()
     assert "Focused reproducer from the traces (`repro.py`, `reproducer.yaml`, `reproducer.base.yaml`)" in memo
     assert "stack PyTorch semi-structured sparsity" in memo and "verdicts from stack profile `pytorch`" in memo
     assert "CUDA runtime 13.0" in memo and "compute capability 9.0" in memo

@@ -10,8 +10,8 @@ import yaml
 from sparsedebug.core.errors import UserError
 from sparsedebug.records.gate import GatePolicy
 from sparsedebug.render.memo.formats import render
-from sparsedebug.signoff.memo import gate_memo
 from sparsedebug.signoff.gate import evaluate, load_policy
+from sparsedebug.signoff.memo import gate_memo
 from tests.support.synth import L, dense_run, make_run, sparse_run, spread
 
 REPO = Path(__file__).resolve().parents[2]

@@ -11,6 +11,16 @@ from sparsedebug.render.memo.formats import MemoFormat, register
 from sparsedebug.render.memo.markdown import reason_lines
 
 STATUS = {"pass": "PASS", "fail": "FAIL", "skipped": "SKIP", "inconclusive": "INCONCLUSIVE"}
+POLICY = {"fail": "fails the gate", "warn": "warning", "pass": "passes"}
+"""What an inconclusive check's ``on_inconclusive`` made of it."""
+
+
+def _status(c: Claim) -> str:
+    status = c.terms.get("status", "")
+    if status == "inconclusive":
+        policy = c.terms.get("on_inconclusive") or "pass"
+        return f"INCONCLUSIVE ({POLICY.get(policy, policy)}: on_inconclusive {policy})"
+    return STATUS.get(status, status)
 
 
 def _cells(c: Claim) -> tuple[str, str]:
@@ -38,6 +48,6 @@ class GithubMemo(MemoFormat):
             out += ["| check | result | measured | threshold |", "| --- | --- | --- | --- |"]
             for c in memo.checks:
                 measured, limit = _cells(c)
-                out.append(f"| `{c.code}` | {STATUS.get(c.terms.get('status', ''), c.terms.get('status', ''))} | {measured} | {limit} |")
+                out.append(f"| `{c.code}` | {_status(c)} | {measured} | {limit} |")
             out.append("")
         return "\n".join(out)

@@ -78,7 +78,7 @@ def clock_legend(clocks: list[ClockLegend]) -> str:
 
 DECISION_WORDS = {
     "ship": "ship", "bounded_rollout": "bounded rollout", "rollback": "rollback", "escalate": "escalate",
-    "pass": "passed", "fail": "FAILED",
+    "pass": "passed", "fail": "FAILED", "inconclusive": "INCONCLUSIVE (no check failed)",
 }
 
 
@@ -87,7 +87,11 @@ def decision(st: Style, c: Claim) -> str:
     label = c.terms.get("label") or DECISION_WORDS.get(c.code or "", c.code or "")
     text = f"Decision: {st.bold(label)}, judged on the {c.terms.get('judged_on', 'candidate')} run"
     owner = c.terms.get("owner")
-    return text + (f"; the next change is owned by the {owner}." if owner else ".")
+    text += f"; the next change is owned by the {owner}" if owner else ""
+    changed = [n for n in c.terms.get("recomputed", "").split(",") if n]
+    if changed:
+        text += f" (decided again at rendering: {', '.join(st.code(n) for n in changed)} changed since the walk)"
+    return text + "."
 
 
 REASON_WORDS = {
@@ -238,7 +242,7 @@ def _carries(c: Claim) -> str:
     ms, share = c.figure("carried_ms"), c.figure("carried_share")
     if ms is None:
         return "carries none of the change"
-    if ms.value > 0 and share is not None and share.value > 0:
+    if round(ms.value, 3) > 0 and share is not None and round(share.value, 2) > 0:
         return f"carries {num(ms)} ({num(share)})"
     return f"moves the other way, {num(ms)}"
 
@@ -310,6 +314,9 @@ def change(st: Style, c: Claim) -> str:
         text = f"raise the sparsity block size of {layer} to {st.code(t.get('value', ''))}"
     else:
         text = t.get("advice", "").rstrip(".")
+    wait = c.figure("host_wait_ms")
+    if "host" in text and wait is not None:
+        text += f" (the device waits {num(wait)} on the host)"
     text += f" (rule {st.code(t.get('rule', ''))})"
     if t.get("applied") == "yes":
         text += ", applied in the re-run"

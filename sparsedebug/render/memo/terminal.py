@@ -39,7 +39,7 @@ def _classify(c: Claim) -> str:
 
 def _change(c: Claim) -> str:
     text = p.change(p.PLAIN, c)
-    return text.split(" (rule ")[0] if " (rule " in text else text
+    return text.split(" (")[0]
 
 
 def _rerun(c: Claim | None) -> str:
