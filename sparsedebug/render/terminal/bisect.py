@@ -93,8 +93,9 @@ def verdict_text(result: BisectResult) -> Text:
 
 
 def bisect_view(result: BisectResult, *, layer_limit: int = 10, clock: str | None = None) -> Group:
-    """Everything a person reads: stages, the first stage's findings, ranked layers, verdict; ``clock`` names the runs' clock."""
-    parts: list[Table | Text] = [stage_table(result)]
+    """Everything a person reads, the answer first: verdict, stages, the first stage's findings, ranked layers; ``clock``
+    names the runs' clock."""
+    parts: list[Table | Text] = [verdict_text(result), stage_table(result)]
     if clock is not None:
         parts.append(Text(f"latencies below: {clock}"))
     first = result.stage(result.first_stage) if result.first_stage else None
@@ -102,7 +103,6 @@ def bisect_view(result: BisectResult, *, layer_limit: int = 10, clock: str | Non
         parts.append(findings_table(first))
     if layer_limit and result.layers:
         parts.append(layers_table(result, layer_limit))
-    parts.append(verdict_text(result))
     return Group(*parts)
 
 

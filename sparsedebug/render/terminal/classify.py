@@ -147,13 +147,12 @@ def roofline_table(result: Classification, limit: int = 8) -> Table | None:
 
 
 def classification_view(result: Classification) -> Group:
-    """Everything a person reads, in order: ranking, evidence, missing evidence, roofline, verdict."""
-    parts: list[Table | Text] = [ranking_table(result), evidence_table(result)]
+    """Everything a person reads, the answer first: verdict, ranking, evidence, missing evidence, roofline."""
+    parts: list[Table | Text] = [verdict_text(result), ranking_table(result), evidence_table(result)]
     missing = missing_table(result)
     if missing is not None:
         parts.append(missing)
     roof = roofline_table(result)
     if roof is not None:
         parts.append(roof)
-    parts.append(verdict_text(result))
     return Group(*parts)
