@@ -58,8 +58,8 @@ def _decision_lead(memo: Memo) -> str:
     rest = len(memo.reasons) - MAX_REASONS
     more = f"<p>{rest} more in the deployment report's gate matrix.</p>" if rest > 0 else ""
     return (
-        f'<div class="banner {escape(memo.decision.code or "")}"><p class="decision">{escape(phrases.decision(st, memo.decision))}</p>'
-        f"<ol>{items}</ol>{more}</div>"
+        f'<div class="banner {escape(memo.decision.code or "")}"><p class="decision">{escape(phrases.decision_head(st, memo.decision))}</p>'
+        f"<p>{escape(phrases.decision_basis(st, memo.decision))}</p><ol>{items}</ol>{more}</div>"
     )
 
 

@@ -82,16 +82,26 @@ DECISION_WORDS = {
 }
 
 
-def decision(st: Style, c: Claim) -> str:
-    """The decision line."""
+def decision_head(st: Style, c: Claim) -> str:
+    """``Decision: rollback``."""
     label = c.terms.get("label") or DECISION_WORDS.get(c.code or "", c.code or "")
-    text = f"Decision: {st.bold(label)}, judged on the {c.terms.get('judged_on', 'candidate')} run"
+    return f"Decision: {st.bold(label)}"
+
+
+def decision_basis(st: Style, c: Claim) -> str:
+    """Which run the decision was judged on, who owns the next change, and whether it was decided again."""
+    text = f"judged on the {c.terms.get('judged_on', 'candidate')} run"
     owner = c.terms.get("owner")
     text += f"; the next change is owned by the {owner}" if owner else ""
     changed = [n for n in c.terms.get("recomputed", "").split(",") if n]
     if changed:
         text += f" (decided again at rendering: {', '.join(st.code(n) for n in changed)} changed since the walk)"
     return text + "."
+
+
+def decision(st: Style, c: Claim) -> str:
+    """The decision line."""
+    return f"{decision_head(st, c)}, {decision_basis(st, c)}"
 
 
 REASON_WORDS = {
