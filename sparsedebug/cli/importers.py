@@ -363,7 +363,7 @@ def trtlog(
         if report.sparsity_lines:
             out.print(trt_table(report))
         for line in findings:
-            out.print(line, markup=False)
+            out.print(line, markup=False, soft_wrap=True)
     if check and report.fallback:
         raise typer.Exit(EXIT_CHECK_FAILED)
 
@@ -412,19 +412,20 @@ def trt_engine(
     if engine is not None:
         out.print(f"{record.name}: {engine.layers} layers on {device}; build precision {engine.precision or 'not given'}, "
                   f"profiled over {engine.profiled_runs or '-'} inferences" + (f", {engine.times} timed inferences" if engine.times else ""),
-                  markup=False)
+                  markup=False, soft_wrap=True)
     if layers:
         out.print(engine_table(record, limit=layers))
     use = sparse_use(record)
     if use is not None:
-        out.print("sparse kernels used: " + use_text(use).replace("`", ""), markup=False)
+        out.print("sparse kernels used: " + use_text(use).replace("`", ""), markup=False, soft_wrap=True)
     if output is not None:
         out.print(f"wrote {output}")
 
 
 def fallbacks(
-    base: Annotated[Path, typer.Argument(help="Baseline: a run record (.json/.yaml) or a trace (.json/.json.gz).", show_default=False)],
-    cand: Annotated[Path, typer.Argument(help="Candidate: a run record or a trace.", show_default=False)],
+    base: Annotated[Path, typer.Argument(help="Baseline: a run record (.json/.yaml), a trace (.json/.json.gz) or another imported artifact "
+                                         "(a TensorRT engine's exports).", show_default=False)],
+    cand: Annotated[Path, typer.Argument(help="Candidate: a run record, a trace or another imported artifact.", show_default=False)],
     check: Annotated[
         bool, typer.Option("--check", help="Exit 1 on an unintended path change or a declared-sparse layer that ran dense.")
     ] = False,
@@ -449,10 +450,12 @@ def fallbacks(
     from sparsedebug.locate.paths import compare_paths
     from sparsedebug.render.terminal.importers import class_delta_table, fallback_table
     from sparsedebug.sources.detect import load_run
+    from sparsedebug.sources.registry import input_kinds
 
     base, cand, ranks = rank_pair(base, cand, executor, json_out=json_out, wide=wide)
+    imported = [k.name for k in input_kinds() if k.capabilities is None or not k.capabilities.replayed]  # records and imports
     pair = require_comparable(
-        load_run(base, accept=("run", "trace")), load_run(cand, accept=("run", "trace")), allowed_dimensions(allow_different)
+        load_run(base, accept=imported), load_run(cand, accept=imported), allowed_dimensions(allow_different)
     )
     if not json_out:
         say_comparability(pair.check, err_console())

@@ -55,9 +55,17 @@ def _log(sparsity: str, eligible: list[str], picked: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _times(total_ms: float, inferences: int, rng: np.random.Generator) -> list[dict[str, float]]:
+def _times(total_ms: float, inferences: int, rng: np.random.Generator, host_gap_ms: float = 0.002) -> list[dict[str, float]]:
+    """trtexec --exportTimes entries: back-to-back inferences, each enqueued ``host_gap_ms`` after the previous compute ended."""
     compute = total_ms * (1 + rng.normal(0, 0.01, inferences).clip(-0.03, 0.03))
-    return [{"computeMs": float(c), "latencyMs": float(c)} for c in compute]
+    out, end = [], 0.0
+    for c in compute:
+        enqueue = end + host_gap_ms / 2
+        start = end + host_gap_ms
+        end = start + float(c)
+        out.append({"startEnqMs": enqueue, "endEnqMs": enqueue + 0.001, "startComputeMs": start, "endComputeMs": end,
+                    "computeMs": float(c), "latencyMs": float(c)})
+    return out
 
 
 def _write(folder: Path, graph: dict[str, Any], profile: list[dict[str, Any]], times: list[dict[str, float]], log: str) -> Path:

@@ -288,7 +288,7 @@ def engine_table(record: RunRecord, limit: int | None = None) -> Table:
         if e is None:
             continue
         table.add_row(
-            lower.name, e.layer_type, e.precision or "-", short_kernel_name(e.tactic) if e.tactic else "-",
+            lower.name, e.layer_type, e.precision or "-", e.tactic or "-",
             "-" if e.sparse_weights is None else ("yes" if e.sparse_weights else "no"),
             "yes" if lower.path.value == "sparse" else "no",
             e.not_sparse.value.replace("_", " ") if e.not_sparse is not None else "-",

@@ -19,7 +19,9 @@ a 2:4 pattern (``HasSparseWeights``), whether its tactic is a sparse one and why
 sparse (``records.run.EngineLayer``). The kernel stage holds each layer's profiled median time (one
 summary per layer: trtexec's profile has no per-inference layer samples); the schedule and
 outcome stages hold the per-inference times of ``--exportTimes`` when given, else the profiled
-inference (the layers' medians summed).
+inference (the layers' medians summed). With ``--exportTimes``' compute and enqueue times, the idle
+time between inferences is split into host wait and kernel wait by the shared timeline
+(``sources.importers.timeline``).
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ from sparsedebug.records.run import (
     ScheduleStage,
 )
 from sparsedebug.sources.importers.tensorrt_log import build_sparsity, parse_trt_log, trtexec_options
+from sparsedebug.sources.importers.timeline import timeline
 
 SOURCE_KIND = "trt_engine"
 """``RunSource.kind`` of an imported engine (``sources.registry`` registers it)."""
@@ -65,6 +68,8 @@ _OPS: dict[str, OpKind] = {
     "noop": OpKind.OTHER, "elementwise": OpKind.ELEMENTWISE, "pointwise": OpKind.ELEMENTWISE, "activation": OpKind.ACTIVATION,
     "normalization": OpKind.NORM, "softmax": OpKind.OTHER, "gather": OpKind.EMBEDDING,
 }
+_LAYER_CLASSES: dict[str, KernelClass] = {"reformat": KernelClass.COPY, "shuffle": KernelClass.COPY}
+"""Kernel class of a layer without a tactic name, by its LayerType, where the type says it (a Reformat copies)."""
 # TensorRT's Format/Datatype texts and Weights.Type values, narrowest spelling first
 _PRECISIONS: tuple[tuple[str, str], ...] = (
     ("bf16", "bf16"), ("fp16", "fp16"), ("half", "fp16"), ("fp32", "fp32"), ("float", "fp32"), ("int8", "int8"),
@@ -203,6 +208,31 @@ def _times(path: Path) -> list[float]:
         if key not in entry:
             raise UserError(f"{path}: entry {index}: neither latencyMs nor computeMs")
         out.append(_number(entry[key], f"{path}: entry {index}: {key}", positive=True))
+    return out
+
+
+@dataclass(frozen=True)
+class _Inference:
+    """One timed inference as an interval of the shared timeline (microseconds): compute start and end, enqueue start."""
+
+    ts: float
+    end: float
+    launch_ts: float | None
+
+
+def _inferences(path: Path) -> list[_Inference]:
+    """The timed inferences of ``--exportTimes`` on its own clock (empty when its entries lack compute start and end)."""
+    data = _json(path)
+    keys = ("startComputeMs", "endComputeMs")
+    if not isinstance(data, list) or not all(isinstance(e, dict) and all(k in e for k in keys) for e in data):
+        return []
+    out = []
+    for i, e in enumerate(data):
+        start, end = (_number(e[k], f"{path}: entry {i}: {k}") * 1e3 for k in keys)
+        launch = _number(e["startEnqMs"], f"{path}: entry {i}: startEnqMs") * 1e3 if "startEnqMs" in e else None
+        if end < start:
+            raise UserError(f"{path}: entry {i}: endComputeMs is before startComputeMs")
+        out.append(_Inference(ts=start, end=end, launch_ts=launch))
     return out
 
 
@@ -361,7 +391,8 @@ def _record_layer(layer: dict[str, Any], build: _Build, timing: dict[str, float]
         flops=flops, bytes=float(sum(moved) * size) if size is not None and moved else 0.0,
     )
     ran_sparse = bool(sparse_tactic or picked)
-    kernel_class = classify_kernel(tactic or str(layer.get("LayerType") or ""), precision)  # no tactic name: the layer type's (Reformat: copy)
+    layer_type = str(layer.get("LayerType") or "")
+    kernel_class = classify_kernel(tactic, precision) if tactic else _LAYER_CLASSES.get(layer_type.lower(), classify_kernel(layer_type, precision))
     if kernel_class is KernelClass.OTHER and op is OpKind.LINEAR:
         kernel_class = classify_kernel("gemm", precision)  # a convolution's tactic is an implicit GEMM: its class by precision
     if ran_sparse:
@@ -414,6 +445,7 @@ def import_engine(path: Path, *, profile: Path | None = None, times: Path | None
     compute = _compute_times(files.times) if files.times is not None else None
     span = compute or latency or ([profiled] if profiled else [])
     busy = [profiled] if profiled else []
+    waits = timeline(_inferences(files.times)) if files.times is not None else None
     sparse_busy = sum(k.samples_ms[0] for (_, lower, k) in entries if k is not None and lower.path is KernelPath.SPARSE)
     device = build.device
     enable = list(TRT_SPARSITY_FLAGS) if build.sparsity is BuildSparsity.DISABLED or (build.report is not None and build.report.enable_flags) else []
@@ -435,6 +467,8 @@ def import_engine(path: Path, *, profile: Path | None = None, times: Path | None
         schedule=ScheduleStage(
             span_samples_ms=span, busy_samples_ms=busy, launches_per_iteration=len(kernel_layers) or None,
             dense_share=(1 - sparse_busy / profiled) if profiled else None,
+            host_wait_ms=waits.host_wait_ms if waits is not None and waits.span_ms > 0 else None,
+            kernel_wait_ms=waits.kernel_wait_ms if waits is not None and waits.span_ms > 0 else None,
         ),
         outcome=OutcomeStage(latency_samples_ms=latency or ([profiled] if profiled else [])),
     )
