@@ -1,4 +1,5 @@
-"""`sparsedebug import trace|ncu|smi|power|trtlog` and `sparsedebug fallbacks`: real accelerator artifacts in."""
+"""`sparsedebug import trace|trt-engine|ncu|smi|power|trtlog` (and any registered importer) and `sparsedebug fallbacks`: real
+accelerator artifacts in."""
 
 from __future__ import annotations
 
@@ -475,6 +476,6 @@ def fallbacks(
 
 
 def register(app: typer.Typer) -> None:
-    """Add `import` (trace, ncu, smi, power, trtlog) and `fallbacks` to the app."""
+    """Add `import` (trace, trt-engine, ncu, smi, power, trtlog, and every registered importer) and `fallbacks` to the app."""
     app.add_typer(import_app, name="import")
     app.command("fallbacks")(handle_errors(fallbacks))

@@ -214,12 +214,6 @@ def replayed(run: RunRecord) -> bool:
     return capabilities(run).replayed
 
 
-def same_source(runs: Collection[RunRecord]) -> str | None:
-    """The source kind all ``runs`` share, None when they differ (or there are none)."""
-    kinds = {run.source.kind for run in runs}
-    return next(iter(kinds)) if len(kinds) == 1 else None
-
-
 REPLAY_SOURCE = "replay"
 """The source kind of the built-in replay's runs (``sources.replay`` writes it)."""
 

@@ -1,7 +1,9 @@
-"""What a file holds, from its first bytes and its ``kind`` field: a run record, a workload or a trace.
+"""What a file holds, from its first bytes and its ``kind`` field: a run record, a workload or an imported artifact.
 
-The low end of the input door (``sources.detect``): the workload loader refuses a run record or a
-trace by name through :func:`sniff_as`, and so does every command that loads a run.
+The low end of the input door (``sources.detect``): the importers registered in ``sources.registry``
+are asked first (a trace, a TensorRT engine's exports), then a record is read by its ``kind`` field.
+The workload loader refuses a run record or a trace by name through :func:`sniff_as`, and so does
+every command that loads a run.
 """
 
 from __future__ import annotations
