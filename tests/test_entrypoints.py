@@ -71,8 +71,9 @@ def _help_paths() -> list[list[str]]:
 
 
 HELP_MODULES = {"sparsedebug", "sparsedebug.cli", "sparsedebug.core", "sparsedebug.core.errors", "sparsedebug.core.signals",
-                "sparsedebug.records", "sparsedebug.records.defaults"}
-"""What `--help` may import of the package besides the command modules (sparsedebug.cli.*)."""
+                "sparsedebug.records", "sparsedebug.records.defaults", "sparsedebug.sources", "sparsedebug.sources.registry"}
+"""What `--help` may import of the package besides the command modules (sparsedebug.cli.*): `import --help` lists the
+registered importers from ``sources.registry``, a table that imports no loader, pydantic model or numpy."""
 
 @pytest.mark.parametrize("path", _help_paths(), ids=lambda path: " ".join(path) or "top")
 def test_help_imports_no_implementation(path: list[str]) -> None:

@@ -18,6 +18,7 @@ from sparsedebug.core.stats import median
 from sparsedebug.records.classification import LayerIntensity, NcuEvidence, Roofline, SmiEvidence
 from sparsedebug.records.fingerprint import Fingerprint
 from sparsedebug.records.run import GraphLayer, LowerLayer, RunRecord
+from sparsedebug.sources.registry import replayed
 
 
 @dataclass
@@ -81,7 +82,7 @@ class Context:
     @property
     def imported(self) -> bool:
         """The run came from an imported artifact (a GPU trace), not the built-in replay."""
-        return self.run.source.kind != "replay"
+        return not replayed(self.run)
 
     def graph(self, run: RunRecord | None = None) -> dict[str, GraphLayer]:
         """Graph layers of ``run`` (default: the candidate) by name."""

@@ -22,6 +22,7 @@ from sparsedebug.records.base import Record
 from sparsedebug.records.classification import LayerIntensity, Roofline
 from sparsedebug.records.fingerprint import Fingerprint
 from sparsedebug.records.run import GraphLayer, KernelPath, LowerLayer, RunRecord
+from sparsedebug.sources.registry import replayed
 
 
 def is_fp32(dtype: str) -> bool:
@@ -79,7 +80,7 @@ def machine_roofline(
     lower stage's backend (``cuda:NAME``). None when neither is available.
     """
     fingerprints = [fp for fp in (fingerprint, run.fingerprint) if fp is not None]
-    if run.source.kind == "replay":
+    if replayed(run):
         for fp in fingerprints:
             calibrated = calibrated_roofline(fp)
             if calibrated is not None:

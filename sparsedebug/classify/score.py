@@ -39,6 +39,7 @@ from sparsedebug.records.classification import (
 from sparsedebug.records.fingerprint import Fingerprint
 from sparsedebug.records.run import RunRecord
 from sparsedebug.sources.evidence import NO_EVIDENCE, AttachedEvidence
+from sparsedebug.sources.registry import replayed
 
 SHARED_TOLERANCE = 1.10
 """A rule that fires on the baseline as well does not score unless the candidate is this much worse."""
@@ -226,7 +227,7 @@ def run_artifact_label(run: RunRecord, path: str | None = None) -> str:
     """How a run is cited: ``path`` when the caller names it, else the imported artifact file, else its name."""
     if path is not None:
         return path
-    if run.source.kind != "replay" and run.source.files:
+    if not replayed(run) and run.source.files:
         return run.source.files[0].path
     if run.source.files:
         return f"replay of {run.source.files[0].path}"
@@ -291,7 +292,7 @@ def _windowed(evidence: AttachedEvidence, run: RunRecord, fingerprint: Fingerpri
     """The attached clock log over ``run``'s own window (replays: the whole log, which their rules do not score)."""
     if evidence.smi is None:
         return None
-    if run.source.kind == "replay":
+    if replayed(run):
         return smi_evidence(evidence.smi, fingerprint or run.fingerprint)
     return windowed_smi_evidence(evidence.smi, run, evidence.smi_utc_offset_h, fingerprint or run.fingerprint)
 

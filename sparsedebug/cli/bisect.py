@@ -88,10 +88,10 @@ def bisect(
     from sparsedebug.locate.comparable import require_comparable
     from sparsedebug.locate.walk import bisect_runs
     from sparsedebug.render.terminal.bisect import bisect_view
-    from sparsedebug.sources.detect import detect_kind, load_pair
+    from sparsedebug.sources.detect import detect_kind, load_pair, replayed_together
 
     base, cand, ranks = rank_pair(base, cand, executor, json_out=json_out, wide=wide)
-    if base.resolve() == cand.resolve() and detect_kind(base) != "workload":
+    if base.resolve() == cand.resolve() and not replayed_together(detect_kind(base)):
         # the same workload twice is two replays (a noise check); the same record twice is one measurement
         raise UserError(f"{cand}: BASE and CAND are the same file")
     err = err_console()

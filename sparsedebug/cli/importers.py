@@ -1,11 +1,13 @@
-"""`sparsedebug import trace|ncu|smi|power|trtlog` and `sparsedebug fallbacks`: real accelerator artifacts in."""
+"""`sparsedebug import trace|trt-engine|ncu|smi|power|trtlog` (and any registered importer) and `sparsedebug fallbacks`: real
+accelerator artifacts in."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from typer.core import TyperGroup
 
 from sparsedebug.cli.common import (
     EXIT_CHECK_FAILED,
@@ -29,13 +31,73 @@ if TYPE_CHECKING:
 
 FileArg = Annotated[Path, typer.Argument(help="The artifact file to read.", show_default=False)]
 
+class ImportGroup(TyperGroup):
+    """``sparsedebug import``: its own commands, plus one generic command per registered importer that has none.
+
+    The generic command is built when looked up from the registry (``sources.registry``), so a
+    format registered there is importable with no edit here.
+    """
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        """The group's commands and every registered importer's."""
+        from sparsedebug.sources.registry import importers
+
+        own = super().list_commands(ctx)
+        return own + [k.command for k in importers() if k.command is not None and k.command not in own]
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        """A command of the group, else the generic command of the importer registered under ``cmd_name``."""
+        command = super().get_command(ctx, cmd_name)
+        if command is not None:
+            return command
+        from sparsedebug.sources.registry import importer
+
+        kind = importer(cmd_name)
+        return None if kind is None else _generic_command(kind.name, kind.command or cmd_name, kind.what)
+
+
 import_app = typer.Typer(
+    cls=ImportGroup,
     help=(
-        "Import artifacts written on real accelerators: PyTorch profiler traces (as run records), "
+        "Import artifacts written on real accelerators: PyTorch profiler traces and TensorRT engine exports (as run records), "
         "Nsight Compute CSV, nvidia-smi CSV logs, power and energy logs and TensorRT build logs."
     ),
     no_args_is_help=True,
 )
+
+
+def _generic_command(kind_name: str, command: str, what: str) -> Any:
+    """``sparsedebug import COMMAND FILE``: a registered importer without options of its own: its record, its layers."""
+    holder = typer.Typer()
+
+    @holder.command(command, help=f"Import {what} as a five-stage run record (-o writes it, --json prints it).")
+    @handle_errors
+    def run(
+        file: FileArg,
+        wide: WideOption = False,
+        output: OutputOption = None,
+        layers: Annotated[int, typer.Option(help="Show at most this many layers in the table (0: none).", min=0)] = 30,
+        json_out: JsonOption = False,
+    ) -> None:
+        from sparsedebug.core.io import check_output, save_record
+        from sparsedebug.render.terminal.importers import layer_table
+        from sparsedebug.sources.detect import load_run
+
+        if output is not None:
+            check_output(output, "-o")
+        record = load_run(file, accept=(kind_name,))
+        if output is not None:
+            save_record(record, output)
+        if json_out:
+            emit_json(record)
+            return
+        out = console(wide)
+        if layers:
+            out.print(layer_table(record, limit=layers))
+        if output is not None:
+            out.print(f"wrote {output}")
+
+    return typer.main.get_command(holder)
 
 
 LastStepOption = Annotated[
@@ -287,22 +349,84 @@ def trtlog(
 
     Accepts both the [TRT] and the older [TensorRT] INFO: prefixes, fused layer
     names (Conv_619 + Relu_620) and empty lists. Fallback = eligible - picked.
+    A build whose options say Sparsity: Disabled, or a log with no (Sparsity) lines,
+    is reported as a finding with the flag that enables sparsity (exit 0).
     """
-    from sparsedebug.render.terminal.importers import trt_table
+    from sparsedebug.render.terminal.importers import trt_build_sparsity_lines, trt_table
     from sparsedebug.sources.importers.tensorrt_log import load_trt_log
 
     report = load_trt_log(file)
     if json_out:
         emit_json(report)
     else:
-        console(wide).print(trt_table(report))
+        out = console(wide)
+        findings = trt_build_sparsity_lines(report)
+        if report.sparsity_lines:
+            out.print(trt_table(report))
+        for line in findings:
+            out.print(line, markup=False, soft_wrap=True)
     if check and report.fallback:
         raise typer.Exit(EXIT_CHECK_FAILED)
 
 
+@import_app.command("trt-engine")
+@handle_errors
+def trt_engine(
+    graph: Annotated[Path, typer.Argument(
+        help="The engine's layer info (trtexec --exportLayerInfo, with --profilingVerbosity=detailed), or a folder of its trtexec exports.",
+        show_default=False)],
+    profile: Annotated[Path | None, typer.Option("--profile", help="Per-layer times: trtexec --exportProfile JSON.")] = None,
+    times: Annotated[Path | None, typer.Option("--times", help="Per-inference times: trtexec --exportTimes JSON (the latency samples).")] = None,
+    log: Annotated[Path | None, typer.Option("--log", help="The trtexec build log: device, build options, (Sparsity) lines.")] = None,
+    wide: WideOption = False,
+    output: OutputOption = None,
+    layers: Annotated[int, typer.Option(help="Show at most this many layers in the table (0: none; --json has all).", min=0)] = 80,
+    json_out: JsonOption = False,
+) -> None:
+    """Import a TensorRT engine from trtexec's exports as a five-stage run record: were the sparse kernels used?
+
+    Per layer: type, precision and formats, tactic, weights and HasSparseWeights, the
+    profiled median time and share. The lower stage says whether the build had
+    sparsity enabled, whether the weights carry 2:4 (HasSparseWeights), whether a
+    sparse tactic was picked, and why not (not eligible, not picked, sparsity disabled
+    at build). GRAPH may be a folder holding one engine's exports (layer info,
+    profile, times, .log; TREx's metadata files are read for the device). With -o,
+    writes the run record (for bisect, gate, playbook run); --json prints it.
+    """
+    from sparsedebug.core.io import check_output, save_record
+    from sparsedebug.locate.lower import sparse_use
+    from sparsedebug.render.markdown.engine import use_text
+    from sparsedebug.render.terminal.importers import engine_table
+    from sparsedebug.sources.importers.tensorrt_engine import import_engine
+
+    if output is not None:
+        check_output(output, "-o")
+    record = import_engine(graph, profile=profile, times=times, log=log)
+    if output is not None:
+        save_record(record, output)
+    if json_out:
+        emit_json(record)
+        return
+    out = console(wide)
+    engine = record.source.engine
+    device = record.device.label() if record.device is not None else "device not given (--log)"
+    if engine is not None:
+        out.print(f"{record.name}: {engine.layers} layers on {device}; build precision {engine.precision or 'not given'}, "
+                  f"profiled over {engine.profiled_runs or '-'} inferences" + (f", {engine.times} timed inferences" if engine.times else ""),
+                  markup=False, soft_wrap=True)
+    if layers:
+        out.print(engine_table(record, limit=layers))
+    use = sparse_use(record)
+    if use is not None:
+        out.print("sparse kernels used: " + use_text(use).replace("`", ""), markup=False, soft_wrap=True)
+    if output is not None:
+        out.print(f"wrote {output}")
+
+
 def fallbacks(
-    base: Annotated[Path, typer.Argument(help="Baseline: a run record (.json/.yaml) or a trace (.json/.json.gz).", show_default=False)],
-    cand: Annotated[Path, typer.Argument(help="Candidate: a run record or a trace.", show_default=False)],
+    base: Annotated[Path, typer.Argument(help="Baseline: a run record (.json/.yaml), a trace (.json/.json.gz) or another imported artifact "
+                                         "(a TensorRT engine's exports).", show_default=False)],
+    cand: Annotated[Path, typer.Argument(help="Candidate: a run record, a trace or another imported artifact.", show_default=False)],
     check: Annotated[
         bool, typer.Option("--check", help="Exit 1 on an unintended path change or a declared-sparse layer that ran dense.")
     ] = False,
@@ -327,10 +451,12 @@ def fallbacks(
     from sparsedebug.locate.paths import compare_paths
     from sparsedebug.render.terminal.importers import class_delta_table, fallback_table
     from sparsedebug.sources.detect import load_run
+    from sparsedebug.sources.registry import input_kinds
 
     base, cand, ranks = rank_pair(base, cand, executor, json_out=json_out, wide=wide)
+    imported = [k.name for k in input_kinds() if k.capabilities is None or not k.capabilities.replayed]  # records and imports
     pair = require_comparable(
-        load_run(base, accept=("run", "trace")), load_run(cand, accept=("run", "trace")), allowed_dimensions(allow_different)
+        load_run(base, accept=imported), load_run(cand, accept=imported), allowed_dimensions(allow_different)
     )
     if not json_out:
         say_comparability(pair.check, err_console())
@@ -350,6 +476,6 @@ def fallbacks(
 
 
 def register(app: typer.Typer) -> None:
-    """Add `import` (trace, ncu, smi, power, trtlog) and `fallbacks` to the app."""
+    """Add `import` (trace, trt-engine, ncu, smi, power, trtlog, and every registered importer) and `fallbacks` to the app."""
     app.add_typer(import_app, name="import")
     app.command("fallbacks")(handle_errors(fallbacks))

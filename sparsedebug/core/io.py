@@ -283,7 +283,12 @@ def save_record(record: BaseModel, path: Path) -> None:
 
 
 def file_digest(path: Path) -> FileDigest:
-    """sha256 and size of a file, streamed; a missing file is a ``UserError``."""
+    """sha256 and size of a file, streamed; a missing file is a ``UserError``. A folder (an input read whole, such as a
+    TensorRT engine's exports) is pinned by its files: sha256 over each file's name and digest, in name order, and their total size."""
+    if path.is_dir():
+        files = [file_digest(item) for item in sorted(path.iterdir()) if item.is_file()]
+        folder = hashlib.sha256("".join(f"{Path(f.path).name}\0{f.sha256}\n" for f in files).encode())
+        return FileDigest(path=str(path), sha256=folder.hexdigest(), size_bytes=sum(f.size_bytes for f in files))
     digest = hashlib.sha256()
     with reading(path), path.open("rb") as handle:
         for chunk in iter(lambda: handle.read(1 << 20), b""):

@@ -51,6 +51,7 @@ from sparsedebug.records.run import (
     ScheduleStage,
     TimelineStrip,
 )
+from sparsedebug.sources.registry import capabilities
 
 _COMPUTE_OPS = (OpKind.LINEAR, OpKind.ATTENTION)
 DTYPE_MAX_SHARE = 0.9
@@ -75,7 +76,7 @@ def device_of(run: RunRecord) -> DeviceInfo:
     """The device ``run`` was timed on: as recorded, else from its backend label (older traces), else this machine's CPU (replays)."""
     if run.device is not None:
         return run.device
-    if run.source.kind == "torch_trace":
+    if capabilities(run).accelerator:
         family, _sep, name = run.lower.backend.partition(":")
         return DeviceInfo(kind="gpu", family=family if family in ("cuda", "rocm") else "cuda", name=name or None)
     cpu = run.fingerprint.cpu.model if run.fingerprint is not None else None

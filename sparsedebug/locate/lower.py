@@ -12,9 +12,11 @@ compared by the kernel classes they use instead.
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import dataclass
 
 from sparsedebug.core.dispatch import change_text, dispatch_cause
 from sparsedebug.core.patterns import declared_sparse, fell_back, kernel_classes, kernel_named, layout_op, path_changed, path_text
+from sparsedebug.records.engine import NotSparse
 from sparsedebug.records.findings import LayerFinding, StageFinding, StageStatus
 from sparsedebug.records.run import KernelClass, KernelPath, LowerLayer, RunRecord
 
@@ -136,3 +138,40 @@ def _lower_by_class(base: RunRecord, cand: RunRecord) -> StageFinding:
     else:
         summary += "same kernel classes"
     return StageFinding(stage="lower", status=status, summary=summary, layers=findings)
+
+
+@dataclass(frozen=True)
+class SparseUse:
+    """Whether a TensorRT engine's sparse kernels ran, from its lower stage's engine facts (``LowerLayer.engine``)."""
+
+    run: str
+    weighted: int
+    """Layers with weights."""
+    sparse_weights: list[str]
+    """Layers whose weights carry the 2:4 pattern (HasSparseWeights)."""
+    sparse: list[str]
+    """Layers that ran a sparse tactic (or the log lists as picked)."""
+    not_picked: list[str]
+    """Layers eligible for sparse math (2:4 weights) on which a dense tactic won."""
+    build_disabled: bool
+    """The engine was built with sparsity off (Sparsity: Disabled, or no sparsity in its log)."""
+    enable_flags: tuple[str, ...]
+    """The flags that enable sparsity, when it was off."""
+
+
+def sparse_use(run: RunRecord) -> SparseUse | None:
+    """The sparse-kernel facts of an imported engine (None for a run without engine facts)."""
+    layers = [(layer.name, layer.path, layer.engine) for layer in run.lower.layers if layer.engine is not None]
+    if not layers:
+        return None
+    weighted = [(name, path, e) for name, path, e in layers if e.weights]
+    engine = run.source.engine
+    return SparseUse(
+        run=run.name,
+        weighted=len(weighted),
+        sparse_weights=[name for name, _, e in weighted if e.sparse_weights or e.eligible],
+        sparse=[name for name, path, _ in weighted if path is KernelPath.SPARSE],
+        not_picked=[name for name, _, e in weighted if e.not_sparse is NotSparse.NOT_PICKED],
+        build_disabled=any(e.not_sparse is NotSparse.BUILD_DISABLED for _, _, e in weighted),
+        enable_flags=tuple(engine.enable_flags) if engine is not None else (),
+    )

@@ -41,6 +41,7 @@ from pydantic import Field
 from sparsedebug.core.stats import SampleComparison, median
 from sparsedebug.records.base import Record
 from sparsedebug.records.run import GraphLayer, KernelLayer, RunRecord
+from sparsedebug.sources.registry import replayed
 
 SESSION_NOTE = (
     "baseline and candidate were timed in one interleaved session and compared round by round: "
@@ -77,7 +78,7 @@ def _timed(layer: KernelLayer | None) -> bool:
 
 def _shared(base: RunRecord, cand: RunRecord) -> set[str]:
     """Names of the layers whose dense reference is the same computation in both runs (empty when threads differ)."""
-    if base.source.kind != "replay" or cand.source.kind != "replay" or base.schedule.threads != cand.schedule.threads:
+    if not replayed(base) or not replayed(cand) or base.schedule.threads != cand.schedule.threads:
         return set()
     b_graph = {layer.name: _layer_key(layer) for layer in base.graph.layers}
     return {layer.name for layer in cand.graph.layers if b_graph.get(layer.name) == _layer_key(layer)}

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeVar
 
 from sparsedebug.core.errors import UserError
+from sparsedebug.sources.registry import replayed
 
 _T = TypeVar("_T")
 
@@ -83,6 +84,6 @@ def walk_energy(
     measured = [s.role for s in report.sides if s.status == "measured"]
     if measured and log is not None:
         return report, f"energy: measured for {', '.join(measured)} from {option} {log.file}"
-    if all(run.source.kind == "replay" for _, run in runs):
+    if all(replayed(run) for _, run in runs):
         return report, f"energy: {report.machine}"
     return report, "energy: not measured: " + "; ".join(f"{s.role} {s.status.replace('_', ' ')}" for s in report.sides)

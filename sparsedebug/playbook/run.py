@@ -35,6 +35,7 @@ from sparsedebug.reduce.apply_fix import apply_fix
 from sparsedebug.sources.bundle import FILES, MANIFEST, LoadedBundle, load_bundle
 from sparsedebug.sources.evidence import NO_EVIDENCE_PATHS, EvidencePaths, check_evidence_paths, load_evidence
 from sparsedebug.sources.playbook import load_playbook
+from sparsedebug.sources.registry import capabilities, input_kind
 from sparsedebug.sources.workload.schema import absolute_paths
 
 if TYPE_CHECKING:
@@ -92,10 +93,16 @@ class _Walk:
         self.steps.append(StepRecord(step=step.id, status=status, detail=detail, seconds=seconds))
         self.say.done(step, status, detail)
 
+    def replayed(self, role: str) -> bool:
+        """Whether the input of ``role`` is replayed here (a workload), not loaded or imported."""
+        from sparsedebug.sources.detect import replayed_together
+
+        return replayed_together(self.kinds[role])
+
     def load(self, role: str) -> RunRecord:
         """Replay, import or load one input as a run record (a replay with the CPU package's RAPL counter read around it)."""
         from sparsedebug.sources.detect import load_run
-        return self.meter.run(role if self.kinds[role] == "workload" else None, lambda: load_run(self.paths[role], repeats=self.repeats, progress=self.say.progress))
+        return self.meter.run(role if self.replayed(role) else None, lambda: load_run(self.paths[role], repeats=self.repeats, progress=self.say.progress))
 
 
 def _freeze(w: _Walk) -> None:
@@ -104,7 +111,7 @@ def _freeze(w: _Walk) -> None:
 
     step = w.begin("freeze", "fingerprint the environment")
     for role in ("baseline", "candidate"):
-        if w.kinds[role] == "workload":
+        if w.replayed(role):
             w.workloads[role] = load_workload(w.paths[role])
     cand_wl = w.workloads.get("candidate")
     checkpoint: Path | None = None
@@ -136,16 +143,16 @@ def _locate(w: _Walk) -> None:
 
     step = w.book.step("locate")
     w.begin("locate", "load both runs")
-    if w.kinds["baseline"] == w.kinds["candidate"] == "workload":
+    if w.replayed("baseline") and w.replayed("candidate"):
         w.say.step(step, f"replay baseline {w.paths['baseline'].name} and candidate {w.paths['candidate'].name} in one interleaved session")
     else:
         for role in ("baseline", "candidate"):
-            verb = {"run": "load", "workload": "replay", "trace": "import"}[w.kinds[role]]
+            verb = input_kind(w.kinds[role]).verb
             w.say.step(step, f"{verb} {role} {w.paths[role].name}")
     def both() -> tuple[RunRecord, RunRecord]:
         return load_pair(w.paths["baseline"], w.paths["candidate"], repeats=w.repeats, progress=w.say.progress)
 
-    in_session = w.kinds["baseline"] == w.kinds["candidate"] == "workload"  # one RAPL reading for the session
+    in_session = w.replayed("baseline") and w.replayed("candidate")  # one RAPL reading for the session
     w.runs["baseline"], w.runs["candidate"] = w.meter.run_session(("baseline", "candidate"), "baseline and candidate", both) if in_session else both()
     pair = require_comparable(w.runs["baseline"], w.runs["candidate"], w.allow)
     w.runs["baseline"], w.runs["candidate"] = pair.base, pair.cand
@@ -165,7 +172,7 @@ def _classify(w: _Walk, evidence: EvidencePaths) -> None:
     step = w.begin("classify", "score compute, memory, scheduling, precision, thermal")
     w.classification = classify_run(
         w.runs["candidate"], baseline=w.runs["baseline"], evidence=load_evidence(evidence),
-        fingerprint=w.fingerprint if w.kinds["candidate"] == "workload" else None,
+        fingerprint=w.fingerprint if w.replayed("candidate") else None,
         run_path=f"{FILES['candidate']} (the candidate run in this bundle, from {_input_name(w, 'candidate')})",
     )
     w.save("classification", w.classification)
@@ -258,7 +265,7 @@ def _reproduce(w: _Walk, reduce: bool) -> None:
         notes.append(_reduce(w))
     elif not reduce:
         notes.append("reduce skipped on request")
-    elif w.runs["baseline"].source.kind == "torch_trace" and w.runs["candidate"].source.kind == "torch_trace":
+    elif all(capabilities(w.runs[role]).reproducer for role in ("baseline", "candidate")):
         notes.append(_trace_reproducer(w))
     else:
         notes.append("no reduction: both sides must be workloads (or both traces)")
@@ -278,9 +285,9 @@ def _rerun(w: _Walk) -> None:
     if w.fixed_source != "none":
         applied = w.fixed_source == "applied_to_workload"
         inputs = FixedInputs(
-            candidate=w.runs["candidate"], candidate_path=w.paths["candidate"], candidate_is_workload=w.kinds["candidate"] == "workload",
+            candidate=w.runs["candidate"], candidate_path=w.paths["candidate"], candidate_is_workload=w.replayed("candidate"),
             fixed_path=w.tmp / FILES["fixed_workload"] if applied else w.paths["fixed"],
-            fixed_is_workload=applied or w.kinds["fixed"] == "workload", applied=applied,
+            fixed_is_workload=applied or w.replayed("fixed"), applied=applied,
         )
         fixed_run, session_cand = load_fixed(
             inputs, repeats=w.repeats, allow=w.allow, load_fixed=lambda: w.load("fixed"), meter=w.meter,
@@ -307,7 +314,7 @@ def _next_fix(w: _Walk, fixed_run: RunRecord, applied: Fix | None) -> dict[str, 
     from sparsedebug.classify.score import classify_run
 
     again = classify_run(
-        fixed_run, baseline=w.runs["baseline"], fingerprint=w.fingerprint if w.kinds["candidate"] == "workload" else None,
+        fixed_run, baseline=w.runs["baseline"], fingerprint=w.fingerprint if w.replayed("candidate") else None,
         run_path=f"{FILES['fixed']} (the fixed run in this bundle)",
     )
     if again.fix is None or again.winner is None:

@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import Field
 
 from sparsedebug.records.base import Record
+from sparsedebug.records.engine import BuildSparsity
 from sparsedebug.records.run import KernelClass
 
 Bound = Literal["latency", "compute", "memory", "balanced"]
@@ -105,9 +106,20 @@ class SmiReport(Record):
 
 
 class TrtSparsityReport(Record):
-    """Sparse-math eligibility and choice of one (or several concatenated) TensorRT builds."""
+    """Sparse-math eligibility and choice of one (or several concatenated) TensorRT builds.
+
+    A log whose build options say ``Sparsity: Disabled``, or that has no ``(Sparsity)`` lines at
+    all, is a finding (``build_sparsity``, ``sparsity_lines``), not an error: no layer can run
+    sparse, and ``enable_flags`` are the flags that would let it.
+    """
 
     file: str
+    build_sparsity: BuildSparsity = Field(BuildSparsity.NOT_SAID, description="The build options' Sparsity: line, when the log has one.")
+    build_sparsity_line: int | None = Field(None, description="Line number of the Sparsity: build option.")
+    sparsity_lines: bool = Field(True, description="Whether the log has any (Sparsity) eligible or picked line.")
+    enable_flags: list[str] = Field(
+        default_factory=list, description="Set when no layer can have run sparse: the flags that build with sparsity enabled."
+    )
     eligible: list[str]
     picked: list[str]
     fallback: list[str] = Field(description="Eligible but not picked: ran dense.")

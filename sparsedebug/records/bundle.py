@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 
@@ -13,7 +13,8 @@ from sparsedebug.records.fingerprint import FileDigest
 InputRole = Literal["baseline", "candidate", "fixed"]
 
 
-InputKind = Literal["run", "workload", "trace"]
+InputKind = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]*$")]
+"""An input kind, a code of ``sources.registry``: run, workload, trace, trt_engine."""
 
 
 class BundleInput(Record):

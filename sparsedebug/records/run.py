@@ -33,6 +33,7 @@ from pydantic import AfterValidator, Field
 
 from sparsedebug.records.base import SCHEMA_VERSION, Record
 from sparsedebug.records.comparability import DeviceInfo
+from sparsedebug.records.engine import EngineBuild, EngineLayer
 from sparsedebug.records.fingerprint import FileDigest, Fingerprint
 from sparsedebug.records.stats import Percentiles
 from sparsedebug.records.target import LatencyMatch, SlowerThanDense, TargetClock
@@ -195,6 +196,7 @@ class LowerLayer(Record):
     slower_on_target: SlowerThanDense | None = Field(
         None, description="Set when the layer runs sparse but is projected slower than dense on the target GPU."
     )
+    engine: EngineLayer | None = Field(None, description="Imported TensorRT engines: the layer's exported facts and sparsity.")
 
 
 class LowerStage(Record):
@@ -395,7 +397,10 @@ class TimeWindow(Record):
 
 
 class RunSource(Record):
-    kind: Literal["replay", "torch_trace"]
+    kind: str = Field(
+        pattern=r"^[a-z][a-z0-9_]*$",
+        description="Source kind, a code of sources.registry: replay, torch_trace, trt_engine; its capabilities say what the run carries.",
+    )
     files: list[FileDigest] = Field(default_factory=list)
     runtime: TraceRuntime | None = Field(None, description="Imported traces: the CUDA, CUPTI and device versions the trace records.")
     window: TimeWindow | None = Field(None, description="Absolute time of the run's GPU work; None when the artifact does not say.")
@@ -403,6 +408,7 @@ class RunSource(Record):
         default_factory=list,
         description="Absolute time of each iteration whose latency is a sample (same order as outcome.latency_samples_ms); empty when unknown.",
     )
+    engine: EngineBuild | None = Field(None, description="Imported TensorRT engines: the engine's build and what its exports hold.")
 
 
 SessionRole = Literal["baseline", "candidate"]

@@ -34,6 +34,7 @@ from sparsedebug.records.energy import (
 from sparsedebug.records.power import PowerLog, WindowEnergy
 from sparsedebug.records.run import RunRecord, TimeWindow
 from sparsedebug.records.stats import DEFAULT_ALPHA
+from sparsedebug.sources.registry import capabilities, replayed
 
 Measure = Callable[[TimeWindow | None], WindowEnergy]
 """The energy of one absolute time window from one power log."""
@@ -107,7 +108,7 @@ def side_energy(role: InputRole, run: RunRecord, measure: Measure | None, *, alp
     base = SideEnergy(role=role, run=run.name, status="no_log", note="", rapl=rapl, estimate=estimate,
                       tokens_per_forward=run.graph.tokens)
     if run.source.window is None and not run.source.iteration_windows:
-        what = "a replay on this machine" if run.source.kind == "replay" else "its source records no absolute time"
+        what = "a replay on this machine" if replayed(run) else "its source records no absolute time"
         return base.model_copy(update={"status": "no_window", "note": f"`{run.name}` has no absolute time window ({what}): "
                                        "no power log can be aligned to it"})
     if measure is None:
@@ -186,7 +187,7 @@ def energy_report(
 
     rapl = rapl or {}
     sides = [side_energy(role, run, measure, rapl=rapl.get(role), estimate=target_estimate(run)) for role, run in runs]
-    replays = [run for _, run in runs if run.source.kind == "replay"]
+    replays = [run for _, run in runs if replayed(run)]
     if not replays:
         machine = "the runs are imported: their energy comes from the power log given, this machine measures none"
     elif rapl:
@@ -196,7 +197,7 @@ def energy_report(
         machine = "a RAPL counter is readable here but no replay was read with it"
     else:
         machine = NO_READING_HERE
-    on_gpu = any(run.source.kind == "torch_trace" or run.target is not None for _, run in runs)
+    on_gpu = any(capabilities(run).accelerator or run.target is not None for _, run in runs)
     missing = any(side.status != "measured" for side in sides)
     return EnergyReport(
         log=log.file if log is not None else None, log_option=log_option, log_source=log.source if log is not None else None,

@@ -14,6 +14,7 @@ from sparsedebug.core.stats import Percentiles, median, percentiles
 from sparsedebug.kernels.masks import intent_pattern
 from sparsedebug.records.base import Record
 from sparsedebug.records.run import EqualLatencyQuality, KernelPath, OpKind, QualityDelta, RunRecord, SparsityIntent
+from sparsedebug.sources.registry import capabilities, replayed
 
 THIS_MACHINE = "this machine, measured"
 """The clock of a replay's timings."""
@@ -23,10 +24,10 @@ TARGET_PROJECTED = "target clock, projected"
 
 
 def measured_clock(run: RunRecord) -> str:
-    """The clock of a run's own timing samples: this machine (replay) or the traced device (import)."""
-    if run.source.kind == "replay":
+    """The clock of a run's own timing samples: this machine (replay), or the device an import was traced (or profiled) on."""
+    if replayed(run):
         return THIS_MACHINE
-    return f"{run.lower.backend}, traced"
+    return f"{run.lower.backend}, {'traced' if capabilities(run).timeline else 'profiled'}"
 
 
 def sample_count(run: RunRecord) -> str:

@@ -3,8 +3,9 @@
 Every command that takes such a path goes through here, so that they agree on what a
 file is and say the same thing when it is not what they need:
 
-- :func:`detect_kind` says whether a file is a run record, a workload (replayed) or a
-  PyTorch profiler trace (imported);
+- :func:`detect_kind` says which registered input kind (``sources.registry``) a file is: a run
+  record, a workload (replayed) or an imported artifact (a PyTorch profiler trace, a TensorRT
+  engine export);
 - :func:`load_run` turns any of the three into a ``RunRecord`` (``bisect``, ``gate``,
   ``classify``, ``fallbacks``, ``playbook run``); ``accept`` narrows the kinds a command takes;
   :func:`load_pair` loads a baseline and a candidate, two workloads replayed in one
@@ -25,9 +26,9 @@ from typing import TYPE_CHECKING
 
 from sparsedebug.core.io import validate
 from sparsedebug.records.run import RunRecord
-from sparsedebug.sources.sniff import RUN_KINDS as RUN_KINDS
+from sparsedebug.sources.registry import input_kind
 from sparsedebug.sources.sniff import RunKind as RunKind
-from sparsedebug.sources.sniff import sniff_as
+from sparsedebug.sources.sniff import run_kinds, sniff_as
 
 if TYPE_CHECKING:
     from sparsedebug.records.ranks import RankSet
@@ -38,8 +39,6 @@ if TYPE_CHECKING:
 
 Progress = Callable[[str, int, int], None]
 """``progress(stage, done, total)``, as the replay calls it."""
-
-_VERB: dict[RunKind, str] = {"run": "load", "workload": "replay", "trace": "import"}
 
 
 
@@ -58,13 +57,13 @@ def detect_kind(path: Path) -> RunKind:
     run record or a workload according to its ``kind`` field. Anything else is a
     one-line ``UserError`` naming the file.
     """
-    kind, _ = sniff_as(path, RUN_KINDS)
+    kind, _ = sniff_as(path, run_kinds())
     return kind
 
 
 def describe_input(path: Path) -> str:
     """A short phrase for progress lines: 'replay llama.yaml', 'import trace.json.gz', 'load run.json'."""
-    return f"{_VERB[detect_kind(path)]} {path.name}"
+    return f"{input_kind(detect_kind(path)).verb} {path.name}"
 
 
 def load_run(
@@ -72,7 +71,7 @@ def load_run(
     *,
     repeats: int | None = None,
     progress: Progress | None = None,
-    accept: Collection[RunKind] = RUN_KINDS,
+    accept: Collection[RunKind] | None = None,
 ) -> RunRecord:
     """Load a run record as is, replay a workload, or import a trace into a ``RunRecord``.
 
@@ -81,19 +80,20 @@ def load_run(
     import). ``accept`` lists the kinds the caller takes; another kind is a
     ``UserError`` saying what the file is and what was expected.
     """
-    kind, data = sniff_as(path, accept)
-    if kind == "run":
+    name, data = sniff_as(path, run_kinds() if accept is None else accept)
+    kind = input_kind(name)
+    if kind.load is None and kind.source is None:  # a run record, loaded as is
         return validate(RunRecord, data, str(path))
-    if kind == "workload":
+    if kind.load is None:  # a workload, replayed
         from sparsedebug.sources.replay.replay import replay
         from sparsedebug.sources.workload.load import parse_workload
 
         return replay(parse_workload(data, str(path), require_version=True), repeats=repeats, progress=progress, source_path=path)
     if progress is not None:
-        progress("import", 0, 1)
-    record = load_trace(path).record
+        progress(kind.verb, 0, 1)
+    record = kind.load(path)
     if progress is not None:
-        progress("import", 1, 1)
+        progress(kind.verb, 1, 1)
     return record
 
 
@@ -103,7 +103,7 @@ def load_pair(
     *,
     repeats: int | None = None,
     progress: Progress | None = None,
-    accept: Collection[RunKind] = RUN_KINDS,
+    accept: Collection[RunKind] | None = None,
 ) -> tuple[RunRecord, RunRecord]:
     """A baseline and a candidate as :func:`load_run` gives each; two workloads are replayed in one interleaved session.
 
@@ -111,8 +111,9 @@ def load_pair(
     their rounds alternate, so the machine's drift hits both alike and the comparison runs
     round by round. Anything else is loaded, replayed or imported one at a time.
     """
+    accept = run_kinds() if accept is None else accept
     kinds = (sniff_as(base, accept), sniff_as(cand, accept))
-    if kinds[0][0] == "workload" and kinds[1][0] == "workload":
+    if all(replayed_together(name) for name, _ in kinds):
         from sparsedebug.sources.replay.replay import replay_pair
         from sparsedebug.sources.workload.load import parse_workload
 
@@ -122,6 +123,12 @@ def load_pair(
         load_run(base, repeats=repeats, progress=progress, accept=accept),
         load_run(cand, repeats=repeats, progress=progress, accept=accept),
     )
+
+
+def replayed_together(name: RunKind) -> bool:
+    """Whether inputs of kind ``name`` are replayed here (two of them: in one interleaved session)."""
+    caps = input_kind(name).capabilities
+    return caps is not None and caps.replayed
 
 
 def resolve_workload(argument: str) -> Path:

@@ -1,30 +1,30 @@
-"""What a file holds, from its first bytes and its ``kind`` field: a run record, a workload or a trace.
+"""What a file holds, from its first bytes and its ``kind`` field: a run record, a workload or an imported artifact.
 
-The low end of the input door (``sources.detect``): the workload loader refuses a run record or a
-trace by name through :func:`sniff_as`, and so does every command that loads a run.
+The low end of the input door (``sources.detect``): the importers registered in ``sources.registry``
+are asked first (a trace, a TensorRT engine's exports), then a record is read by its ``kind`` field.
+The workload loader refuses a run record or a trace by name through :func:`sniff_as`, and so does
+every command that loads a run.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from sparsedebug.core.errors import UserError
 from sparsedebug.core.io import load_data, reading
+from sparsedebug.sources.registry import input_kind, kind_names, record_kind, sniffed
 
-RunKind = Literal["run", "workload", "trace"]
-"""What a BASE/CAND file holds."""
+RunKind = str
+"""What a BASE/CAND file holds: the name of a registered input kind (``sources.registry``)."""
 
-RUN_KINDS: tuple[RunKind, ...] = ("run", "workload", "trace")
 
-_WHAT: dict[RunKind, str] = {
-    "run": "a run record (kind: run)",
-    "workload": "a workload (kind: workload)",
-    "trace": "a PyTorch trace (.json/.json.gz with traceEvents)",
-}
-_RECORD_KINDS: tuple[RunKind, ...] = ("run", "workload")
-"""The kinds that are records with a ``kind`` field (a trace is recognised by its events)."""
+def run_kinds() -> tuple[RunKind, ...]:
+    """Every input kind a BASE/CAND may be, importers first (the registry's order)."""
+    return kind_names()
+
+
 WORKLOAD_ONLY: tuple[RunKind, ...] = ("workload",)
 """The kinds a workload loader accepts."""
 
@@ -49,34 +49,34 @@ def _binary(head: bytes) -> bool:
     return False
 
 
-def sniff(path: Path) -> tuple[RunKind | None, Any]:
-    """The kind of ``path`` (None when its ``kind`` is none of ours) and its parsed data (None for a trace).
+def sniff(path: Path, accept: Collection[RunKind] | None = None) -> tuple[RunKind | None, Any]:
+    """The kind of ``path`` (None when its ``kind`` is none of ours) and its parsed data (None for an imported artifact).
 
-    ``.json.gz`` is a trace; ``.json`` is a trace when its head mentions
-    ``traceEvents`` (or it is a bare event array); anything else is parsed and read
-    by its ``kind`` field.
+    The registered importers' sniffs are asked first, in registration order (a trace:
+    ``.json.gz``, gzip bytes, or ``.json`` whose head has ``traceEvents``; a TensorRT engine
+    export: ``Layers`` with ``LayerType``, or a folder holding one); anything else is parsed and
+    read by its ``kind`` field. ``accept`` limits the importers asked (so a file two could read
+    goes to the one the caller takes).
     """
-    name = path.name.lower()
-    if name.endswith(".gz"):
-        return "trace", None
+    if path.name.lower().endswith(".gz") and (found := sniffed(path, b"", accept)) is not None:
+        return found.name, None  # a compressed artifact: the importer reads it whole
+    if path.is_dir():
+        found = sniffed(path, None, accept)
+        if found is not None:
+            return found.name, None
+        raise UserError(f"{path}: is a directory, expected a file (or a folder of {choices([k for k in run_kinds() if input_kind(k).folder])})")
     if not path.is_file():
-        raise UserError(f"{path}: file not found" if not path.exists() else f"{path}: is a directory, expected a file")
+        raise UserError(f"{path}: file not found")
     head = _head(path)
-    if head.startswith(_GZIP_MAGIC):
-        return "trace", None  # a compressed trace under another name: the importer reads it by its magic bytes
-    if _binary(head):
-        raise UserError(f"{path}: binary data, not {choices(RUN_KINDS)}")
-    if name.endswith(".json"):
-        text = head.decode("utf-8", errors="replace")
-        if '"traceEvents"' in text or text.lstrip().startswith("["):
-            return "trace", None
+    found = sniffed(path, head, accept)
+    if found is not None:
+        return found.name, None
+    if head.startswith(_GZIP_MAGIC) or _binary(head):
+        raise UserError(f"{path}: binary data, not {choices(run_kinds())}")
     data = load_data(path)
     kind = data.get("kind") if isinstance(data, dict) else None
-    if kind == "run":
-        return "run", data
-    if kind == "workload":
-        return "workload", data
-    return None, data
+    named = record_kind(kind) if isinstance(kind, str) else None
+    return named, data
 
 
 def sniff_as(path: Path, accept: Collection[RunKind]) -> tuple[RunKind, Any]:
@@ -88,17 +88,17 @@ def sniff_as(path: Path, accept: Collection[RunKind]) -> tuple[RunKind, Any]:
     """
     kind, data = sniff(path)
     if kind is None:
-        records = [k for k in _RECORD_KINDS if k in accept]
+        records = [k for k in accept if record_kind(k) is not None]
         if len(records) == 1 and not (isinstance(data, dict) and "kind" in data):
             return records[0], data  # validation says what is wrong with it
         found = data.get("kind") if isinstance(data, dict) else None
         raise UserError(f"{path}: kind: expected {choices(accept)}, got {found!r}")
     if kind not in accept:
-        raise UserError(f"{path}: is {_WHAT[kind]}; expected {choices(accept)}")
+        raise UserError(f"{path}: is {input_kind(kind).what}; expected {choices(accept)}")
     return kind, data
 
 
 def choices(kinds: Collection[RunKind]) -> str:
     """'a run record (kind: run), a workload (kind: workload) or a PyTorch trace (...)'."""
-    names = [_WHAT[kind] for kind in RUN_KINDS if kind in kinds]
+    names = [input_kind(kind).what for kind in run_kinds() if kind in kinds]
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]

@@ -23,6 +23,7 @@ from sparsedebug.render.markdown.energy import energy_section
 from sparsedebug.signoff.decide import stored_decision
 from sparsedebug.signoff.metrics import fallback_summary, latency, layer_rows, real_quality_text, reality_figures
 from sparsedebug.sources.bundle import LoadedBundle
+from sparsedebug.sources.registry import replayed
 
 BAR = "\u2588"
 
@@ -83,7 +84,7 @@ def _no_target(run: RunRecord) -> str:
     """Why a run has no target clock, in words that fit its source and backend profile."""
     from sparsedebug.sources.workload.lowering import PROFILES
 
-    if run.source.kind != "replay":
+    if not replayed(run):
         return "measured on the traced device itself: nothing projected onto a target"
     profile = PROFILES.get(run.lower.backend)
     if profile is None or profile.target is None:

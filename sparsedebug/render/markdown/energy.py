@@ -13,6 +13,7 @@ from sparsedebug.records.energy import EnergyReport, EnergySummary, SideEnergy
 from sparsedebug.records.run import RunRecord
 from sparsedebug.render.clocks import measured_clock
 from sparsedebug.sources.bundle import LoadedBundle
+from sparsedebug.sources.registry import replayed
 
 STATUS_WORDS: dict[str, str] = {
     "measured": "measured",
@@ -105,7 +106,7 @@ def _capture(report: EnergyReport) -> str:
 
 def _replays_only(b: LoadedBundle, sides: list[SideEnergy]) -> bool:
     runs = _runs(b)
-    return bool(sides) and all(s.status == "no_window" and s.role in runs and runs[s.role].source.kind == "replay" for s in sides)
+    return bool(sides) and all(s.status == "no_window" and s.role in runs and replayed(runs[s.role]) for s in sides)
 
 
 def why_not(b: LoadedBundle, report: EnergyReport, sides: list[SideEnergy]) -> str:

@@ -38,6 +38,7 @@ from sparsedebug.render.clocks import (
 )
 from sparsedebug.render.markdown.energy import expected_lines as expected_energy_lines
 from sparsedebug.render.markdown.energy import measured_lines as measured_energy_lines
+from sparsedebug.render.markdown.engine import sparse_kernels_line
 from sparsedebug.render.markdown.ranks import rank_lines
 from sparsedebug.render.markdown.tags import build_tags
 from sparsedebug.render.markdown.verdicts import attributed_lines
@@ -139,6 +140,9 @@ def _symptom(b: LoadedBundle, book: Playbook) -> list[str]:
         out.append("  - Knobs: " + ", ".join(f"{k}={v}" for k, v in sorted(ref.knobs.items())) + ".")
 
     out.append(f"- **First failing layer or stage**: {_first_stage(b)}")
+    sparse_line = sparse_kernels_line(base, cand)
+    if sparse_line is not None:
+        out.append(sparse_line)
     out += build_tags(b)
     out.append("")
     return out

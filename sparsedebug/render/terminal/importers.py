@@ -9,6 +9,7 @@ from rich.table import Table
 from sparsedebug.core.kernel_names import short_kernel_name
 from sparsedebug.core.stats import percentiles
 from sparsedebug.records.artifacts import NcuReport, SmiReport, TrtSparsityReport
+from sparsedebug.records.engine import BuildSparsity
 from sparsedebug.records.findings import FallbackReport
 from sparsedebug.records.run import RunRecord
 from sparsedebug.render.terminal.fit import optional
@@ -211,6 +212,22 @@ def trt_table(report: TrtSparsityReport) -> Table:
     return table
 
 
+def trt_build_sparsity_lines(report: TrtSparsityReport) -> list[str]:
+    """The build-level sparsity finding of a TensorRT log, one line each (none when its (Sparsity) lines say it all)."""
+    lines: list[str] = []
+    flags = " or ".join(report.enable_flags)
+    if report.build_sparsity is BuildSparsity.DISABLED:
+        lines.append(f"finding: the build options say Sparsity: Disabled (line {report.build_sparsity_line}): no layer can run a sparse "
+                     f"tactic; rebuild with {flags}")
+    elif not report.sparsity_lines and report.enable_flags:
+        lines.append(f"finding: no (Sparsity) lines and no Sparsity build option: this build shows no sparsity at all; rebuild with {flags} "
+                     "and verbose logging to see which layers are eligible and which got a sparse tactic")
+    elif not report.sparsity_lines:
+        lines.append(f"no (Sparsity) lines although the build says Sparsity: {report.build_sparsity.value.capitalize()}: "
+                     "log the build verbosely (trtexec --verbose) to see which layers are eligible and picked")
+    return lines
+
+
 def fallback_table(report: FallbackReport) -> Table:
     """Every layer whose kernel class changed, with the unintended ones marked."""
     table = Table(title=f"kernel path changes: {report.base} -> {report.cand}", show_header=True)
@@ -255,4 +272,29 @@ def class_delta_table(report: FallbackReport) -> Table:
     table.add_column("cand ms", justify="right")
     for cls in sorted(set(report.by_class_ms_base) | set(report.by_class_ms_cand)):
         table.add_row(cls, _ms(report.by_class_ms_base.get(cls)), _ms(report.by_class_ms_cand.get(cls)))
+    return table
+
+
+def engine_table(record: RunRecord, limit: int | None = None) -> Table:
+    """Per TensorRT engine layer: type, precision, tactic, 2:4 weights, sparse tactic, why not sparse, median time and share."""
+    table = Table(title=f"engine layers of {record.name}", show_header=True)
+    table.add_column("layer", overflow="fold")
+    for column in ("type", "precision", "tactic", "2:4 weights", "sparse", "why not", "median ms", "share"):
+        table.add_column(column, justify="right" if column in ("median ms", "share") else "left", overflow="fold" if column == "tactic" else "ellipsis",
+                         no_wrap=column != "tactic")
+    layers = record.lower.layers if limit is None else record.lower.layers[:limit]
+    for lower in layers:
+        e = lower.engine
+        if e is None:
+            continue
+        table.add_row(
+            lower.name, e.layer_type, e.precision or "-", e.tactic or "-",
+            "-" if e.sparse_weights is None else ("yes" if e.sparse_weights else "no"),
+            "yes" if lower.path.value == "sparse" else "no",
+            e.not_sparse.value.replace("_", " ") if e.not_sparse is not None else "-",
+            _ms(e.median_ms, 4), f"{e.share:.1%}" if e.share is not None else "-",
+        )
+    if limit is not None and len(record.lower.layers) > limit:
+        table.caption = f"first {limit} of {len(record.lower.layers)} layers (--json for all)"
+    optional(table, "why not", "share")
     return table

@@ -36,8 +36,13 @@ class RankFile:
 
 
 def is_run_set(argument: str) -> bool:
-    """Whether ``argument`` names a run set: an existing directory, or a glob pattern."""
-    return Path(argument).is_dir() or any(ch in argument for ch in "*?[")
+    """Whether ``argument`` names a run set: an existing directory (not one an importer reads whole, such as a TensorRT
+    engine's exports), or a glob pattern."""
+    from sparsedebug.sources.registry import sniffed
+
+    if Path(argument).is_dir():
+        return sniffed(Path(argument), None) is None
+    return any(ch in argument for ch in "*?[")
 
 
 def _files(argument: str) -> list[Path]:
