@@ -26,7 +26,7 @@ Unit = Literal["ms", "x", "share", "count", "cosine", "ratio", "p", "perplexity"
 a cosine, a plain ratio, a p-value, a perplexity, a relative error."""
 
 ClaimKind = Literal[
-    "decision", "reason", "speedup", "quality", "target_speedup", "slice", "first_stage", "build_tags",
+    "decision", "reason", "speedup", "quality", "target_speedup", "sparse_kernels", "slice", "first_stage", "build_tags",
     "primary_mechanism", "competing_mechanism", "missing_evidence", "change", "expected_movement",
     "measured_movement", "risk", "artifact", "owners",
 ]

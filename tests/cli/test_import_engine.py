@@ -64,6 +64,7 @@ def test_dense_sparse_engine_pair_walks_the_playbook_to_a_memo_line(tmp_path: Pa
     line = next(text for text in memo.splitlines() if text.startswith("- **Sparse kernels used**"))
     assert "yes: `sparse` ran a sparse tactic on 9 of 12 layers with 2:4 weights" in line
     assert all(f"`{name}`" in line for name in pair.not_picked[:3]) and "eligible but not picked" in line
-    assert "per-layer time (profile median)" in line and "(-40%)" in line
+    assert "largest per-layer change" in line and "-40.0%, profile median)" in line
+    assert "per-layer time (profile median)" in (out / "report.md").read_text()
     manifest = json.loads((out / "bundle.json").read_text())
     assert [i["kind"] for i in manifest["inputs"]] == ["trt_engine", "trt_engine"]

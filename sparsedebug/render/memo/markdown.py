@@ -38,8 +38,10 @@ class MarkdownMemo(MemoFormat):
             out += [legend, ""]
         s, h, a, g = memo.symptom, memo.hypothesis, memo.action, memo.signoff
         if s is not None:
+            used = next((c for c in s.failing_metric if c.kind == "sparse_kernels"), None)
             out += ["## 1. Symptom", "",
                     f"- **Failing metric**: {p.failing_metric(st, s.failing_metric)}",
+                    *([f"- **Sparse kernels used**: {p.sparse_kernels(st, used)}."] if used is not None else []),
                     f"- **Workload or traffic slice**: {p.slice_(st, s.slice)}",
                     f"- **First failing layer or stage**: {p.first_stage(st, s.first_stage)}",
                     f"- **Build and runtime tags**: {p.build_tags(st, s.build_tags)}", ""]

@@ -169,6 +169,27 @@ def target_speedup(st: Style, c: Claim) -> str:
     return f"{num(c.figure('target_speedup'))} vs dense on the target ({st.code(c.terms.get('launch', ''))})"
 
 
+def sparse_kernels(st: Style, c: Claim) -> str:
+    """Were the sparse kernels used: yes or no, on how many of the layers with 2:4 weights, which were not picked."""
+    run = st.code(c.terms.get("run", ""))
+    if c.code == "build_disabled":
+        return f"no: {run} was built with sparsity disabled; rebuild with {c.terms.get('flags') or 'sparsity enabled'}"
+    if c.code == "no_sparse_weights":
+        return f"no: none of {run}'s {num(c.figure('weighted_layers'))} layers with weights carries 2:4 weights"
+    answer = "yes" if c.code == "used" else "no"
+    text = f"{answer}: {run} ran a sparse tactic on {num(c.figure('sparse_tactic_layers'))} of " \
+           f"{num(c.figure('sparse_weight_layers'))} layers with 2:4 weights"
+    if c.items:
+        total = c.figure("not_picked_layers")
+        more = f" ({num(total)} in all)" if c.more and total is not None else ""
+        text += f"; eligible but not picked: {', '.join(st.code(i) for i in c.items)}{more}"
+    layer = c.terms.get("changed_layer")
+    if layer:
+        text += (f"; largest per-layer change {st.code(layer)} {num(c.figure('layer_ms', 'baseline'))} -> "
+                 f"{num(c.figure('layer_ms', 'candidate'))} ({num(c.figure('change'))}, profile median)")
+    return text
+
+
 def quality(st: Style, c: Claim) -> str:
     """The candidate's quality against the dense model."""
     if c.code == "not_measured":

@@ -64,6 +64,9 @@ class TerminalMemo(MemoFormat):
         if s is not None:
             out.append(f"1 freeze    {_freeze(s.build_tags)}")
             out.append(f"2 locate    {_locate(s.first_stage)}")
+            used = next((c for c in s.failing_metric if c.kind == "sparse_kernels"), None)
+            if used is not None:
+                out.append(f"  sparse kernels used: {p.sparse_kernels(p.PLAIN, used)}")
         if h is not None:
             out.append(f"3 classify  {_classify(h.primary)}")
         if a is not None:
