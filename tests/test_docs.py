@@ -238,6 +238,7 @@ NOT_MEASUREMENTS = {
     "every 100 ms": "the capture period the power capture command sets",
     "1 s average": "nvidia-smi's power.draw averaging window (NVIDIA's documentation)",
     "a 1 s": "nvidia-smi's power.draw averaging window (NVIDIA's documentation)",
+    "at least 0.25 s": "the contention window of the noise-aware harness (core/noise.py), a constant",
 }
 """Phrases with a time unit that are constants of the tool, its policy or a capture command, not timings."""
 
