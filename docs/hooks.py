@@ -21,15 +21,14 @@ HELP_ENV = {"COLUMNS": "100", "NO_COLOR": "1", "TERM": "dumb"}
 
 def commands() -> Iterator[tuple[list[str], Any]]:
     """Every command of the typer app, groups and their subcommands, in the order `--help` lists them."""
-    import click
     import typer
 
     from sparsedebug.cli.app import app
 
     def walk(command: Any, path: list[str]) -> Iterator[tuple[list[str], Any]]:
         yield path, command
-        if isinstance(command, click.Group):
-            ctx = click.Context(command)
+        if hasattr(command, "list_commands"):  # a group (typer ships its own click: no isinstance)
+            ctx = command.make_context("sparsedebug", [], resilient_parsing=True)
             for name in command.list_commands(ctx):
                 yield from walk(command.get_command(ctx, name), [*path, name])
 

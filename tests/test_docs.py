@@ -5,7 +5,7 @@ How a page says what its commands do (written for the reader first, the test rea
 
 - A ```bash block's commands run in order, in one scratch folder per page that holds `fixtures/`,
   `playbooks/` and `benchmarks/`, with `sparsedebug` meaning this checkout. Each must exit 0, or the code its
-  trailing comment names (`# exit 1: ...`, `# exits 2 ...`).
+  trailing comment names (`# exit 1: why`, `# exits 2: why`).
 - A ```text block right after a bash block is its output, trimmed to the lines that last: each line shown must
   appear in the output, in order (spaces may differ); a line `...` stands for lines left out and `...` inside a
   line for any text. To update a page after an output changed, copy the new lines in: nothing else holds them.
@@ -40,7 +40,7 @@ PAGES = [REPO / "README.md", *sorted(p for p in DOCS.rglob("*.md") if p != RESUL
 SHELL = ("bash", "sh", "shell")
 FENCE = re.compile(r"^```([\w-]*)[^\n]*\n(.*?)^```[ \t]*$", flags=re.M | re.S)
 MARKER = re.compile(r"<!-- doc-test: (skip|slow)(?::\s*(.*?))?\s*-->\s*$")
-EXIT = re.compile(r"#.*\bexits?\s+(\d+)\b")
+EXIT = re.compile(r"#\s*exits? (\d+):")
 
 
 def _hooks() -> Any:
@@ -111,7 +111,7 @@ def test_every_skip_says_why(page: Path) -> None:
 
 
 def _is_group(command: object) -> bool:
-    return isinstance(command, click.Group)
+    return hasattr(command, "get_command") and hasattr(command, "list_commands")
 
 
 def _resolve(words: list[str]) -> tuple[Any, list[str]]:
@@ -126,12 +126,19 @@ def _resolve(words: list[str]) -> tuple[Any, list[str]]:
 
 
 def _sparsedebug_calls(command: str) -> list[list[str]]:
-    calls = []
-    for part in re.split(r"&&|\|\||;|\|", command.split(" #")[0]):
-        words = shlex.split(part.strip()) if part.strip() else []
-        words = [w for w in words if "=" not in w or w.startswith("-")] if words and "=" in words[0] else words
-        if words and words[0] == "sparsedebug":
-            calls.append(words[1:])
+    """The arguments of every `sparsedebug` call in a shell command line (pipes, `&&`, redirections split off)."""
+    lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    calls, words = [], []
+    for token in [*lexer, ";"]:
+        if token and set(token) <= set("&|;<>()"):
+            if words and words[0] == "sparsedebug":
+                calls.append(words[1:])
+            words = [] if token != ">" else ["(redirect)"]
+        elif not words and "=" in token and not token.startswith("-"):
+            continue  # an environment assignment before the command
+        else:
+            words.append(token)
     return calls
 
 
@@ -166,7 +173,7 @@ def test_every_command_and_option_shown_exists(where: str, words: list[str]) -> 
 def test_every_repository_path_the_pages_name_exists() -> None:
     pattern = r"(?<![\w/.-])((?:sparsedebug|playbooks|fixtures|benchmarks|tests|docs)/[\w./-]*\w)"
     missing = sorted({f"{page.relative_to(REPO)}: {path}" for page in PAGES for path in re.findall(pattern, page.read_text())
-                      if "*" not in path and not (REPO / path).exists()})
+                      if "*" not in path and not (REPO / path).exists() and not (page.parent / path).exists()})
     assert not missing, missing
 
 
@@ -305,7 +312,7 @@ def _scratch(tmp: Path) -> dict[str, str]:
     (shim / "sparsedebug").chmod(0o755)
     (shim / "python").symlink_to(sys.executable)
     return {**os.environ, "PATH": f"{shim}{os.pathsep}{os.environ['PATH']}", "PYTHONPATH": str(REPO), "COLUMNS": "100",
-            "NO_COLOR": "1", "TERM": "dumb", "SPARSEDEBUG_BENCH_RESULTS": "-", "GITHUB_STEP_SUMMARY": str(tmp / "summary.md")}
+            "NO_COLOR": "1", "TERM": "dumb", "PYTHONUNBUFFERED": "1", "SPARSEDEBUG_BENCH_RESULTS": "-", "GITHUB_STEP_SUMMARY": str(tmp / "summary.md")}
 
 
 def _page_param(page: Path) -> Any:
@@ -322,10 +329,10 @@ def test_every_shell_block_runs_as_shown(page: Path, tmp_path: Path) -> None:
         outputs = []
         for command in block.commands:
             expected = int(m.group(1)) if (m := EXIT.search(command)) else 0
-            proc = subprocess.run(["bash", "-c", command], cwd=tmp_path, env=env, capture_output=True, text=True,
-                                  timeout=1200, check=False)
-            outputs.append(proc.stdout + proc.stderr)
-            assert "Traceback" not in proc.stderr, f"{block.where()}: {command}\n{proc.stderr}"
+            proc = subprocess.run(["bash", "-c", command], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT, text=True, timeout=1200, check=False)
+            outputs.append(proc.stdout)  # stderr in its place: progress lines and results in the order printed
+            assert "Traceback" not in proc.stdout, f"{block.where()}: {command}\n{proc.stdout}"
             assert proc.returncode == expected, (f"{block.where()}: {command} exited {proc.returncode}, "
                                                  f"the page says {expected}\n{outputs[-1][-3000:]}")
         if block.output is not None:
