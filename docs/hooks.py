@@ -44,7 +44,7 @@ def help_text(path: list[str]) -> str:
     result = CliRunner().invoke(app, [*path, "--help"], env=HELP_ENV, prog_name="sparsedebug")
     if result.exit_code != 0:
         raise RuntimeError(f"sparsedebug {' '.join(path)} --help exited {result.exit_code}: {result.output}")
-    return "\n".join(line.rstrip() for line in result.stdout.strip("\n").splitlines())
+    return "\n".join(line.rstrip() for line in result.stdout.splitlines()).strip("\n")
 
 
 def cli_reference() -> str:
