@@ -7,7 +7,7 @@ How a page says what its commands do (written for the reader first, the test rea
   `playbooks/` and `benchmarks/`, with `sparsedebug` meaning this checkout. Each must exit 0, or the code its
   trailing comment names (`# exit 1: why`, `# exits 2: why`).
 - A ```text block right after a bash block is its output, trimmed to the lines that last: each line shown must
-  appear in the output, in order (spaces may differ); a line `...` stands for lines left out and `...` inside a
+  appear in the output, in order (spaces and letter case may differ); a line `...` stands for lines left out and `...` inside a
   line for any text. To update a page after an output changed, copy the new lines in: nothing else holds them.
 - `<!-- doc-test: skip: REASON -->` on the line before a block leaves it out (REASON is required);
   `<!-- doc-test: slow -->` runs the page with the slow tests (`pytest -m slow`, as .ci/run does).
@@ -281,11 +281,12 @@ def test_the_timing_lint_catches_timings() -> None:
 
 def _pattern(line: str) -> re.Pattern[str]:
     pieces = [r"\s+".join(re.escape(word) for word in piece.split()) for piece in line.strip().split("...")]
-    return re.compile(".*?".join(pieces))
+    return re.compile(".*?".join(pieces), flags=re.IGNORECASE)
 
 
 def check_output(shown: str, output: str) -> list[str]:
-    """The lines shown that the output lacks, in order: `...` lines skip, `...` inside a line is any text."""
+    """The lines shown that the output lacks, in order: `...` lines skip, `...` inside a line is any text; spaces and
+    letter case may differ (an output's wording of a lasting fact may change case: `decision:` / `Decision:`)."""
     position, missing = 0, []
     for line in shown.splitlines():
         if not line.strip() or line.strip() == "...":
@@ -304,6 +305,7 @@ def test_check_output_can_fail() -> None:
     assert check_output("p50 ... ms", output) == []
     assert check_output("exit 1\ndecision: rollback", output) == ["decision: rollback"]
     assert check_output("decision: ship", output) == ["decision: ship"]
+    assert check_output("Decision: rollback", output) == []
 
 
 def _scratch(tmp: Path) -> dict[str, str]:
