@@ -66,4 +66,6 @@ def main(paths: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    from results import record  # benchmarks/results.py: the figures go to docs/benchmarks/results.md
+
+    record(lambda: main(sys.argv[1:]))

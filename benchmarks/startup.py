@@ -81,4 +81,6 @@ def _env() -> dict[str, str]:
 
 
 if __name__ == "__main__":
-    main()
+    from results import record  # benchmarks/results.py: the figures go to docs/benchmarks/results.md
+
+    record(main)

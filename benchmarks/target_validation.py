@@ -98,4 +98,6 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from results import record  # benchmarks/results.py: the figures go to docs/benchmarks/results.md
+
+    record(main)

@@ -228,4 +228,6 @@ def _report(rounds: int, factors: list[int], names: list[str], results: dict[tup
 
 
 if __name__ == "__main__":
-    main()
+    from results import record  # benchmarks/results.py: the figures go to docs/benchmarks/results.md
+
+    record(main)

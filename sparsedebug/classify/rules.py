@@ -3,7 +3,7 @@
 A rule is declared in its mechanism's module (``compute``, ``memory``, ``scheduling``,
 ``precision``, ``thermal``) on the metric function it reads, with its threshold, weight
 and fix recipe (see ``sparsedebug.classify.rule`` for what a rule is and how it scores).
-This module only gathers them. The README documents the table
+This module only gathers them. docs/steps/classify.md shows the table
 (``sparsedebug.render.markdown.rules.rules_markdown`` renders it);
 tests/classify/test_rules.py has a test for every rule.
 """

@@ -47,7 +47,7 @@ def classify(
 ) -> None:
     """Classify the dominant mechanism: compute, memory, scheduling, precision or thermal.
 
-    Scores all five with the rule table (see the README, or `sparsedebug.classify.rules`),
+    Scores all five with the rule table (see docs/steps/classify.md, or `sparsedebug.classify.rules`),
     ranks them, and prints every evidence line with its number and where it came
     from (stage and metric, or the imported artifact). The winner comes with the
     artifact that proves it and the smallest reversible change that would test

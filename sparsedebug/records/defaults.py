@@ -20,7 +20,7 @@ A call shorter than this is run that many times inside each sample, the variants
 alternating call by call, and the sample is their median (``core.timing.calls_per_sample``,
 ``core.timing._run_round``): the machine's state changes at the time scale of a sample,
 and alternating puts every change on both sides of a round; ``benchmarks/sample_length.py``
-measures the per-round spread each way (README, section "2. Locate")."""
+measures the per-round spread each way (docs/steps/locate.md)."""
 
 SAMPLE_CALLS = 4
 """... and a sample holds at least this many calls while the slowest variant's fit in ``SAMPLE_CALLS_WITHIN_MS``: a 55 ms

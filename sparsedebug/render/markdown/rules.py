@@ -1,4 +1,4 @@
-"""The classify rule table as Markdown (the README's table is this function's output, checked by a test)."""
+"""The classify rule table as Markdown (the documentation's table is this function's output: docs/hooks.py)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ def _rule_row(rule: Rule) -> str:
 
 
 def rules_markdown() -> str:
-    """The rule table as Markdown, for the README: one row per rule, grouped by mechanism."""
+    """The rule table as Markdown, for the documentation: one row per rule, grouped by mechanism."""
     lines = [
         "| rule | mechanism | metric | fires when | weight | what it means | source | suggested test |",
         "| --- | --- | --- | --- | --- | --- | --- | --- |",

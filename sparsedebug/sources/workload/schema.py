@@ -55,7 +55,7 @@ OP_FUNCTIONS: dict[str, tuple[str, ...]] = {
 """The functions a norm, activation or elementwise layer may name (``fn``)."""
 _DEFAULT_FN = {"norm": "rmsnorm", "activation": "silu", "elementwise": "add"}
 
-# Upper bounds of the schema (documented in the README); what fits in memory and time is
+# Upper bounds of the schema (documented in docs/reference/exit-codes.md); what fits in memory and time is
 # checked from the shapes before a replay allocates anything (sparsedebug.sources.replay.cost).
 MAX_WARMUP = 1_000
 MAX_BATCH = 65_536
