@@ -116,13 +116,16 @@ class _FittingConsole(Console):
 
 
 def console(wide: bool = False) -> Console:
-    """Console for people (stdout). Width follows $COLUMNS, which tests pin; tables fit it unless ``wide``."""
-    return _FittingConsole(highlight=False, wide=wide)
+    """Console for people (stdout). Width follows $COLUMNS, which tests pin; tables fit it unless ``wide``.
+
+    Markup is off: every string printed, table title and cell included, is shown as written (a path or layer name
+    holding ``[/x]`` is text, never a style tag); renderers style with :class:`rich.text.Text`."""
+    return _FittingConsole(highlight=False, markup=False, wide=wide)
 
 
 def err_console() -> Console:
-    """Console for diagnostics (stderr)."""
-    return Console(stderr=True, highlight=False)
+    """Console for diagnostics (stderr); markup off as in :func:`console`."""
+    return Console(stderr=True, highlight=False, markup=False)
 
 
 def note_block_pattern(text: str) -> None:
@@ -201,7 +204,7 @@ def handle_errors(func: Callable[P, R]) -> Callable[P, R]:
 def _rank_progress(label: str) -> tuple[Progress, OnRank]:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-    bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), console=err_console(), transient=True)
+    bar = Progress(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(), console=err_console(), transient=True)
     task = bar.add_task(label, total=None)
     return bar, lambda _summary, done, total: bar.update(task, completed=done, total=total)
 

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
+from rich.text import Text
 
 from sparsedebug.cli.common import (
     EXIT_CHECK_FAILED,
@@ -92,7 +93,7 @@ def gate(
             check_output(out_path, option)
     baseline, candidate, ranks = rank_pair(baseline, candidate, executor, json_out=json_out, wide=wide)
     err = err_console()
-    with err.status(f"{describe_input(baseline)}, {describe_input(candidate)}"):
+    with err.status(Text(f"{describe_input(baseline)}, {describe_input(candidate)}")):
         runs = load_pair(baseline, candidate, repeats=repeats)
     pair = require_comparable(runs[0], runs[1], allowed_dimensions(allow_different))
     result = evaluate(pair.base, pair.cand, pol).model_copy(update={"comparability": pair.check})

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
+from rich.text import Text
 
 from sparsedebug.cli.common import (
     AllowDifferentOption,
@@ -88,8 +89,8 @@ class _RichReporter:
             self._progress.update(self._task, description=f"{self._label} [{stage}]", completed=done, total=max(total, 1))
 
     def done(self, step: Step, status: str, detail: str) -> None:
-        mark = "[green]done[/green]" if status == "done" else "[yellow]skipped[/yellow]"
-        self._progress.console.print(f"{step.number} {step.id} {mark}: {detail}")
+        mark = Text("done", style="green") if status == "done" else Text("skipped", style="yellow")
+        self._progress.console.print(Text.assemble(f"{step.number} {step.id} ", mark, f": {detail}"))
 
     def note(self, text: str) -> None:
         self._progress.console.print(f"note: {text}", markup=False)
@@ -174,7 +175,7 @@ def run(
     from sparsedebug.playbook.run import run_playbook
     from sparsedebug.sources.evidence import EvidencePaths
 
-    columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn())
+    columns = (SpinnerColumn(), TextColumn("{task.description}", markup=False), BarColumn(), TimeElapsedColumn())
     with Progress(*columns, console=err_console(), transient=True) as progress:
         bundle = run_playbook(
             output, baseline=baseline, candidate=candidate, fixed=fixed, repeats=repeats, evidence=EvidencePaths(ncu=ncu, smi=smi, smi_utc_offset_h=smi_utc_offset, power=power),

@@ -36,8 +36,10 @@ class RankFile:
 
 
 def is_run_set(argument: str) -> bool:
-    """Whether ``argument`` names a run set: an existing directory, or a glob pattern."""
-    return Path(argument).is_dir() or any(ch in argument for ch in "*?[")
+    """Whether ``argument`` names a run set: an existing directory, or a glob pattern (an existing file whose name
+    holds ``[``, ``*`` or ``?`` is that file)."""
+    path = Path(argument)
+    return path.is_dir() or (not path.is_file() and any(ch in argument for ch in "*?["))
 
 
 def _files(argument: str) -> list[Path]:
