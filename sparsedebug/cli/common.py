@@ -176,7 +176,8 @@ def handle_errors(func: Callable[P, R]) -> Callable[P, R]:
     (SIGINT, SIGTERM, SIGHUP) unwinds through the cleanup and exits 128 + its number.
 
     An allocation that fails (``MemoryError``) is bad input for this machine: one line naming
-    the memory limits (``core.budget.out_of_memory``), exit 2. With ``--json`` (the
+    the memory limits (``core.budget.out_of_memory``), exit 2; so is a shared library the loader
+    could not map under those limits (``core.budget.library_not_mapped``). With ``--json`` (the
     ``json_out`` parameter) the error is also a JSON object on stdout (:func:`report_error`).
     """
 
@@ -197,6 +198,14 @@ def handle_errors(func: Callable[P, R]) -> Callable[P, R]:
         except Interrupted as exc:
             report_error([f"interrupted by {exc.name}; nothing half-written was left"], exc.exit_code, as_json=as_json)
             raise typer.Exit(exc.exit_code) from None
+        except ImportError as exc:
+            from sparsedebug.core.budget import library_not_mapped
+
+            refused = library_not_mapped(exc)
+            if refused is None:
+                raise
+            report_error(str(refused).splitlines(), EXIT_BAD_INPUT, as_json=as_json)
+            raise typer.Exit(EXIT_BAD_INPUT) from None
 
     return wrapper
 
