@@ -7,12 +7,16 @@ one :class:`AttachedEvidence` value instead of a parameter per artifact.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from sparsedebug.core.errors import UserError
 from sparsedebug.records.artifacts import NcuReport, SmiReport
 from sparsedebug.records.fingerprint import Fingerprint
+from sparsedebug.records.power import UtcOffsetSource
+from sparsedebug.records.run import TimeWindow
+from sparsedebug.sources.importers.alignment import OffsetSearch, search_utc_offset
 
 
 @dataclass(frozen=True)
@@ -52,6 +56,36 @@ def smi_utc_offset(option_h: float | None, *fingerprints: Fingerprint | None) ->
         if fingerprint is not None and fingerprint.utc_offset_h is not None:
             return fingerprint.utc_offset_h, f"the fingerprint of {fingerprint.created_at}"
     return None, None
+
+
+@dataclass(frozen=True)
+class ClockPlacement:
+    """A zone-less log's offset from UTC and where it came from; ``search`` when it was searched for."""
+
+    offset_h: float | None
+    source: UtcOffsetSource | None
+    whence: str | None
+    """Where it came from, in the words of :func:`smi_utc_offset`."""
+    search: OffsetSearch | None = None
+
+
+def place_log_clock(
+    option_h: float | None, fingerprints: Sequence[Fingerprint | None], local_s: Sequence[float], windows: Sequence[TimeWindow | None],
+) -> ClockPlacement:
+    """The offset of a zone-less log's clock: the option's or a fingerprint's (:func:`smi_utc_offset`), else the
+    one real UTC offset under which the log covers every run's window (``local_s``: its timestamps read as UTC;
+    ``search_utc_offset``). Several offsets or none: ``offset_h`` None, ``search`` says which; a run without an
+    absolute window: nothing to search against."""
+    offset, whence = smi_utc_offset(option_h, *fingerprints)
+    if offset is not None:
+        return ClockPlacement(offset, "option" if whence == "--smi-utc-offset" else "fingerprint", whence)
+    if not windows or any(window is None for window in windows):
+        return ClockPlacement(None, None, None)
+    spans = [(w.start_utc_s, w.end_utc_s) for w in windows if w is not None]
+    search = search_utc_offset(local_s, spans)
+    if search.offset_h is None:
+        return ClockPlacement(None, None, None, search)
+    return ClockPlacement(search.offset_h, "searched", "the one real UTC offset under which the log covers every run's window", search)
 
 
 NO_EVIDENCE = AttachedEvidence()
