@@ -1,11 +1,12 @@
 """Record Holistic Trace Analysis's temporal breakdown of trace files, as the reference the importer is tested against.
 
 Needs HTA itself, which sparsedebug does not depend on; use a throwaway venv. HTA is published on PyPI as
-``traceinsight`` since 0.6 (``HolisticTraceAnalysis`` stopped at 0.5.0); its ``jupyterlab`` requirement is for
-notebooks only, so install it without dependencies and add the ones the analysis imports::
+``traceinsight`` since 0.6 (``HolisticTraceAnalysis`` stopped at 0.5.0; 0.6.1 gives the same figures on every
+trace here); its ``jupyterlab`` requirement is for notebooks only, so install it without dependencies and add the
+ones the analysis imports (psutil, PyYAML and ijson it imports without declaring them)::
 
     python -m venv /tmp/hta && /tmp/hta/bin/pip install --no-deps traceinsight==0.6.1
-    /tmp/hta/bin/pip install "pandas>=1.5.2,<3" "numpy>=1.23.5" "networkx>=3.1" "plotly>=5.11.0" "pydot>=1.3.0"
+    /tmp/hta/bin/pip install "pandas>=1.5.2,<3" "numpy>=1.23.5" "networkx>=3.1" "plotly>=5.11.0" "pydot>=1.3.0" psutil pyyaml ijson
     HTA_DISABLE_NS_ROUNDING=1 /tmp/hta/bin/python benchmarks/hta_reference.py \\
         fixtures/h200/trace_*.json.gz fixtures/traces/*.json* fixtures/traces/hta/*.json.gz \\
         > fixtures/traces/hta_reference.json
