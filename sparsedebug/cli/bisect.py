@@ -11,6 +11,7 @@ from sparsedebug.cli.common import (
     AllowDifferentOption,
     ExecutorOption,
     JsonOption,
+    LatencyOption,
     WideOption,
     allowed_dimensions,
     console,
@@ -47,6 +48,7 @@ def bisect(
     layers: Annotated[int, typer.Option(help="Rank at most this many layers in the table (0: none).", min=0)] = 10,
     executor: ExecutorOption = "local",
     allow_different: AllowDifferentOption = None,
+    latency: LatencyOption = None,
     wide: WideOption = False,
     json_out: JsonOption = False,
 ) -> None:
@@ -89,7 +91,10 @@ def bisect(
     from sparsedebug.locate.walk import bisect_runs
     from sparsedebug.render.terminal.bisect import bisect_view
     from sparsedebug.sources.detect import detect_kind, load_pair
+    from sparsedebug.sources.latency import load_latencies, with_untraced_latencies
 
+    for path in latency or ():
+        load_latencies(path)  # a bad file is refused before any work
     base, cand, ranks = rank_pair(base, cand, executor, json_out=json_out, wide=wide)
     if base.resolve() == cand.resolve() and detect_kind(base) != "workload":
         # the same workload twice is two replays (a noise check); the same record twice is one measurement
@@ -102,6 +107,7 @@ def bisect(
             bar.update(task, description=stage, completed=done, total=total)
 
         base_run, cand_run = load_pair(base, cand, repeats=repeats, progress=progress)
+    base_run, cand_run = with_untraced_latencies(base_run, cand_run, latency)
     pair = require_comparable(base_run, cand_run, allowed_dimensions(allow_different))
     result = bisect_runs(pair.base, pair.cand, alpha=alpha, min_effect=min_effect, min_cosine=min_cosine)
     result = result.model_copy(update={"comparability": pair.check})

@@ -79,6 +79,14 @@ def say_comparability(check: Comparability, err: Console) -> None:
         err.print(f"note: {line}", markup=False, highlight=False)
 
 
+LatencyOption = Annotated[
+    tuple[Path, Path] | None,
+    typer.Option("--latency", metavar="BASE CAND", help="Untraced per-forward latencies of the baseline and the candidate "
+                 "(CSV or JSON, one value per forward: CUDA-event timings, torch.utils.benchmark times), the same runs "
+                 "timed with the profiler off: the outcome is judged on them instead of the traces' own iteration times, "
+                 "which carry the profiler's cost per op."),
+]
+
 SmiUtcOffsetOption = Annotated[
     float | None,
     typer.Option("--smi-utc-offset", help="Hours the nvidia-smi log's clock is ahead of UTC (0 on a UTC machine): its timestamps "

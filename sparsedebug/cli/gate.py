@@ -13,6 +13,7 @@ from sparsedebug.cli.common import (
     AllowDifferentOption,
     ExecutorOption,
     JsonOption,
+    LatencyOption,
     WideOption,
     allowed_dimensions,
     console,
@@ -44,6 +45,7 @@ def gate(
     ] = None,
     executor: ExecutorOption = "local",
     allow_different: AllowDifferentOption = None,
+    latency: LatencyOption = None,
     wide: WideOption = False,
     json_out: JsonOption = False,
 ) -> None:
@@ -86,15 +88,19 @@ def gate(
     from sparsedebug.render.markdown.gate import summary_markdown
     from sparsedebug.signoff.gate import evaluate, load_policy
     from sparsedebug.sources.detect import describe_input, load_pair
+    from sparsedebug.sources.latency import load_latencies, with_untraced_latencies
 
     pol = load_policy(policy)
     for out_path, option in ((junit, "--junit"), (summary, "--summary")):
         if out_path is not None:
             check_output(out_path, option)
+    untraced = [load_latencies(path) for path in latency or ()]  # a bad file is refused before any work
     baseline, candidate, ranks = rank_pair(baseline, candidate, executor, json_out=json_out, wide=wide)
     err = err_console()
     with err.status(Text(f"{describe_input(baseline)}, {describe_input(candidate)}")):
         runs = load_pair(baseline, candidate, repeats=repeats)
+    if untraced:
+        runs = with_untraced_latencies(runs[0], runs[1], latency)
     pair = require_comparable(runs[0], runs[1], allowed_dimensions(allow_different))
     result = evaluate(pair.base, pair.cand, pol).model_copy(update={"comparability": pair.check})
     if not json_out:

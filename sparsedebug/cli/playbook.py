@@ -11,6 +11,7 @@ from rich.text import Text
 from sparsedebug.cli.common import (
     AllowDifferentOption,
     JsonOption,
+    LatencyOption,
     SmiUtcOffsetOption,
     WideOption,
     allowed_dimensions,
@@ -121,6 +122,7 @@ def run(
     power: PowerOption = None,
     calibrate: CalibrateOption = False,
     smi_utc_offset: SmiUtcOffsetOption = None,
+    latency: LatencyOption = None,
     no_reduce: Annotated[bool, typer.Option("--no-reduce", help="Skip the ddmin reduction to a reproducer in step 4 (faster).")] = False,
     executor: Annotated[
         str, typer.Option("--executor", help="Run sets: parse ranks with local (processes), inprocess, dask://HOST:PORT or a Dask scheduler file.")
@@ -178,7 +180,7 @@ def run(
     columns = (SpinnerColumn(), TextColumn("{task.description}", markup=False), BarColumn(), TimeElapsedColumn())
     with Progress(*columns, console=err_console(), transient=True) as progress:
         bundle = run_playbook(
-            output, baseline=baseline, candidate=candidate, fixed=fixed, repeats=repeats, evidence=EvidencePaths(ncu=ncu, smi=smi, smi_utc_offset_h=smi_utc_offset, power=power),
+            output, baseline=baseline, candidate=candidate, fixed=fixed, repeats=repeats, evidence=EvidencePaths(ncu=ncu, smi=smi, smi_utc_offset_h=smi_utc_offset, power=power, latency=latency),
             playbook=playbook, reporter=_RichReporter(progress), reduce=not no_reduce, force=force, executor=executor, calibrate=calibrate,
             allow_different=allowed_dimensions(allow_different),
         )

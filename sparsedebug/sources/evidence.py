@@ -30,10 +30,12 @@ class EvidencePaths:
     offset when it records one (:func:`smi_utc_offset`), else the log cannot be aligned."""
     power: Path | None = None
     """A power or energy log for the runs' energy (``playbook.energy`` reads it; without it, an --smi log with power columns)."""
+    latency: tuple[Path, Path] | None = None
+    """Untraced per-forward latencies of the baseline and the candidate (``--latency BASE CAND``, ``sources.latency``)."""
 
     def given(self) -> list[tuple[str, Path]]:
         """(option, path) of every file given."""
-        files = (("--ncu", self.ncu), ("--smi", self.smi), ("--power", self.power))
+        files = (("--ncu", self.ncu), ("--smi", self.smi), ("--power", self.power), *(("--latency", p) for p in self.latency or ()))
         return [(option, path) for option, path in files if path is not None]
 
 
@@ -100,6 +102,11 @@ def check_evidence_paths(paths: EvidencePaths) -> None:
     for option, path in paths.given():
         if not path.is_file():
             raise UserError(f"{path}: file not found ({option})")
+    if paths.latency is not None:
+        from sparsedebug.sources.latency import load_latencies
+
+        for path in paths.latency:
+            load_latencies(path)  # a bad file is refused before any work
 
 
 def load_evidence(paths: EvidencePaths) -> AttachedEvidence:
