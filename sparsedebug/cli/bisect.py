@@ -63,9 +63,8 @@ def bisect(
     Identical layers (same role in every block) are pooled when one alone has too
     few samples, and per-layer tests are corrected for the number of layers tested
     (Holm's step-down); with too few samples to decide, the answer says so.
-    Two workloads are replayed in one interleaved session (the sides share every
-    round and swap which goes first) and compared round by round (Wilcoxon
-    signed-rank on the per-round ratios), so the machine's drift cancels.
+    Two workloads are replayed in one interleaved session (the sides share every round and swap
+    which goes first) and compared round by round (Wilcoxon signed-rank on the per-round ratios).
 
     Runs timed apart whose dense references are the same computation are compared
     within how far the machine moved that identical work between them, so this
@@ -91,10 +90,7 @@ def bisect(
     from sparsedebug.locate.walk import bisect_runs
     from sparsedebug.render.terminal.bisect import bisect_view
     from sparsedebug.sources.detect import detect_kind, load_pair
-    from sparsedebug.sources.latency import load_latencies, with_untraced_latencies
 
-    for path in latency or ():
-        load_latencies(path)  # a bad file is refused before any work
     base, cand, ranks = rank_pair(base, cand, executor, json_out=json_out, wide=wide)
     if base.resolve() == cand.resolve() and detect_kind(base) != "workload":
         # the same workload twice is two replays (a noise check); the same record twice is one measurement
@@ -106,11 +102,10 @@ def bisect(
         def progress(stage: str, done: int, total: int) -> None:
             bar.update(task, description=stage, completed=done, total=total)
 
-        base_run, cand_run = load_pair(base, cand, repeats=repeats, progress=progress)
-    base_run, cand_run = with_untraced_latencies(base_run, cand_run, latency)
+        base_run, cand_run = load_pair(base, cand, repeats=repeats, progress=progress, latency=latency)
     pair = require_comparable(base_run, cand_run, allowed_dimensions(allow_different))
-    result = bisect_runs(pair.base, pair.cand, alpha=alpha, min_effect=min_effect, min_cosine=min_cosine)
-    result = result.model_copy(update={"comparability": pair.check})
+    result = bisect_runs(pair.base, pair.cand, alpha=alpha, min_effect=min_effect, min_cosine=min_cosine).model_copy(
+        update={"comparability": pair.check})
     if not json_out:
         say_comparability(pair.check, err)
     if json_out:

@@ -51,9 +51,8 @@ def gate(
 ) -> None:
     """Gate a candidate against a baseline: speedup, p99 latency, quality, fallbacks, precision drift.
 
-    First the two runs must be comparable (same model by layer shapes, same device
-    and backend family, same phase, tokens and dtype): a pair that is not is refused
-    with exit 2 and what differs, unless --allow-different names it.
+    First the two runs must be comparable (same model by layer shapes, same device and backend family,
+    same phase, tokens and dtype): a pair that is not is refused (exit 2) unless --allow-different names it.
 
     The timed checks test one side, the direction of harm. A speed shortfall fails
     only when it is real: the candidate slower than the target by more than the
@@ -88,19 +87,15 @@ def gate(
     from sparsedebug.render.markdown.gate import summary_markdown
     from sparsedebug.signoff.gate import evaluate, load_policy
     from sparsedebug.sources.detect import describe_input, load_pair
-    from sparsedebug.sources.latency import load_latencies, with_untraced_latencies
 
     pol = load_policy(policy)
     for out_path, option in ((junit, "--junit"), (summary, "--summary")):
         if out_path is not None:
             check_output(out_path, option)
-    untraced = [load_latencies(path) for path in latency or ()]  # a bad file is refused before any work
     baseline, candidate, ranks = rank_pair(baseline, candidate, executor, json_out=json_out, wide=wide)
     err = err_console()
     with err.status(Text(f"{describe_input(baseline)}, {describe_input(candidate)}")):
-        runs = load_pair(baseline, candidate, repeats=repeats)
-    if untraced:
-        runs = with_untraced_latencies(runs[0], runs[1], latency)
+        runs = load_pair(baseline, candidate, repeats=repeats, latency=latency)
     pair = require_comparable(runs[0], runs[1], allowed_dimensions(allow_different))
     result = evaluate(pair.base, pair.cand, pol).model_copy(update={"comparability": pair.check})
     if not json_out:

@@ -137,9 +137,8 @@ def run(
 ) -> None:
     """Walk the playbook end to end and write a bundle with memo.md, report.md and report.html.
 
-    The bundle holds the fingerprint, both run records, the bisect and
-    classification JSON, the reproducer, the fix and its re-run, memo.md,
-    report.md and report.html (both in one self-contained page with figures). With --power each side's joules per forward and per token come
+    The bundle holds the fingerprint, both run records, the bisect and classification JSON, the reproducer,
+    the fix and its re-run, memo.md, report.md and report.html (one self-contained page). With --power each side's joules per forward and per token come
     from its own window (energy.json); a replay here has no energy reading
     (RAPL aside), a GPU profile an estimate, marked estimate.
 
