@@ -1,8 +1,12 @@
 """Record Holistic Trace Analysis's temporal breakdown of trace files, as the reference the importer is tested against.
 
-Needs HTA itself, which sparsedebug does not depend on; use a throwaway venv::
+Needs HTA itself, which sparsedebug does not depend on; use a throwaway venv. HTA is published on PyPI as
+``traceinsight`` since 0.6 (``HolisticTraceAnalysis`` stopped at 0.5.0; 0.6.1 gives the same figures on every
+trace here); its ``jupyterlab`` requirement is for notebooks only, so install it without dependencies and add the
+ones the analysis imports (psutil, PyYAML and ijson it imports without declaring them)::
 
-    python -m venv /tmp/hta && /tmp/hta/bin/pip install HolisticTraceAnalysis==0.5.0 "pandas<3"
+    python -m venv /tmp/hta && /tmp/hta/bin/pip install --no-deps traceinsight==0.6.1
+    /tmp/hta/bin/pip install "pandas>=1.5.2,<3" "numpy>=1.23.5" "networkx>=3.1" "plotly>=5.11.0" "pydot>=1.3.0" psutil pyyaml ijson
     HTA_DISABLE_NS_ROUNDING=1 /tmp/hta/bin/python benchmarks/hta_reference.py \\
         fixtures/h200/trace_*.json.gz fixtures/traces/*.json* fixtures/traces/hta/*.json.gz \\
         > fixtures/traces/hta_reference.json
@@ -13,7 +17,7 @@ negative durations and HTA 0.5 fails its own ``non_compute_time >= 0`` assertion
 on the H200 traces. Each file is analysed alone (HTA reads a directory of
 ranks), with HTA's default ``include_last_profiler_step=False`` and with ``True``.
 Figures are HTA's, in microseconds; ``*.expected.json`` files are skipped.
-HTA 0.5 predates pandas 3, whose stricter dtypes make it fail on small traces
+HTA 0.5 and 0.6 predate pandas 3, whose stricter dtypes make HTA 0.5 fail on small traces
 (an int8-downcast column): pin pandas below 3 in its venv.
 """
 
@@ -25,7 +29,7 @@ import os
 import shutil
 import sys
 import tempfile
-from importlib.metadata import version
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 
@@ -46,11 +50,21 @@ def breakdown(path: Path, include_last: bool) -> dict[str, float] | str:
         shutil.rmtree(folder, ignore_errors=True)
 
 
+def _hta_version() -> str:
+    """The installed HTA's version, under its PyPI name since 0.6 (``traceinsight``) or before (``HolisticTraceAnalysis``)."""
+    for name in ("traceinsight", "HolisticTraceAnalysis"):
+        try:
+            return version(name)
+        except PackageNotFoundError:
+            continue
+    raise SystemExit("HTA is not installed: pip install --no-deps traceinsight (see this script's docstring)")
+
+
 def main(paths: list[str]) -> None:
     """Print the reference JSON for ``paths``."""
     logging.disable(logging.CRITICAL)
     out: dict[str, object] = {
-        "hta_version": version("HolisticTraceAnalysis"),
+        "hta_version": _hta_version(),
         "HTA_DISABLE_NS_ROUNDING": os.environ.get("HTA_DISABLE_NS_ROUNDING", ""),
         "traces": {},
     }

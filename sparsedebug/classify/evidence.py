@@ -7,7 +7,9 @@ judge, and ``ncu_detail`` says in one line what the report measured for it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from sparsedebug.classify.context import CAPTURE_NCU, Context, Missing
@@ -15,7 +17,8 @@ from sparsedebug.core.errors import UserError
 from sparsedebug.records.classification import NcuEvidence, SmiEvidence
 from sparsedebug.records.fingerprint import Fingerprint
 from sparsedebug.records.run import KernelClass, RunRecord
-from sparsedebug.sources.evidence import smi_utc_offset
+from sparsedebug.sources.evidence import place_log_clock
+from sparsedebug.sources.importers.alignment import OffsetSearch
 
 if TYPE_CHECKING:
     from sparsedebug.records.artifacts import NcuReport, SmiReport
@@ -39,31 +42,56 @@ def ncu_kernels(report: NcuReport) -> list[NcuEvidence]:
 
 
 def windowed_smi_evidence(
-    report: SmiReport, run: RunRecord, utc_offset_h: float | None, fingerprint: Fingerprint | None = None
+    report: SmiReport, run: RunRecord, utc_offset_h: float | None, fingerprint: Fingerprint | None = None,
+    compared: Sequence[RunRecord] = (),
 ) -> SmiEvidence:
     """``smi_evidence`` over the samples inside ``run``'s own time window (``nvidia_smi.samples_in_window``);
     marked unaligned (context only) when the log cannot be placed on the run's time axis.
 
     ``utc_offset_h`` is the ``--smi-utc-offset`` option; without it the offset is the run's own
-    fingerprint's, else ``fingerprint``'s (``sources.evidence.smi_utc_offset``), and the note says which.
+    fingerprint's, else ``fingerprint``'s (``sources.evidence.smi_utc_offset``), else the one real UTC offset
+    under which the log covers the window of ``run`` and of every run in ``compared`` (``place_log_clock``);
+    the note says which, or why none could be used.
     """
-    from sparsedebug.sources.importers.nvidia_smi import samples_in_window
+    from sparsedebug.sources.importers.nvidia_smi import samples_in_window, smi_time_utc_s
 
-    offset, whence = smi_utc_offset(utc_offset_h, run.fingerprint, fingerprint)
+    runs = [run, *(other for other in compared if other is not run)]
+    local = [t for t in (smi_time_utc_s(s.time, 0.0) for s in report.samples) if t is not None]
+    placed = place_log_clock(utc_offset_h, [run.fingerprint, fingerprint], local, [r.source.window for r in runs])
+    offset, whence = placed.offset_h, placed.whence
     taken = samples_in_window(report, run.source.window, offset)
     if whence is not None and taken.aligned:
         taken = replace(taken, note=f"{taken.note}; its timestamps read as UTC{offset:+g} h ({whence})")
     elif offset is None and run.source.window is not None:
-        taken = replace(taken, note=f"{taken.note}; no fingerprint records the machine's UTC offset either")
+        taken = replace(taken, note=f"{taken.note}; no fingerprint records the machine's UTC offset either"
+                        + _search_words(placed.search, len(runs)))
+    facts = {"utc_offset_h": offset, "utc_offset_source": placed.source,
+             "utc_offsets_aligned": list(placed.search.aligned) if placed.search is not None else []}
     if not taken.aligned:
-        return smi_evidence(report, fingerprint).model_copy(update={"aligned": False, "window": taken.note})
+        return smi_evidence(report, fingerprint).model_copy(update={"aligned": False, "window": taken.note, **facts})
     if not taken.samples:
         return SmiEvidence(source=report.file, samples=0, busy_samples=0, throttled_busy_samples=0, throttle_reasons={},
                            min_busy_sm_clock_mhz=None, max_sm_clock_mhz=None, max_clock_source="none",
-                           has_reasons=report.reasons_column is not None, window=taken.note)
+                           has_reasons=report.reasons_column is not None, window=taken.note, **facts)
     keep = {id(s) for s in taken.samples}
     windowed = report.model_copy(update={"samples": [s for s in report.samples if id(s) in keep]})
-    return smi_evidence(windowed, fingerprint).model_copy(update={"window": taken.note})
+    return smi_evidence(windowed, fingerprint).model_copy(update={"window": taken.note, **facts})
+
+
+def _search_words(search: OffsetSearch | None, runs: int) -> str:
+    """What the search over the real UTC offsets found when it placed nothing."""
+    if search is None:
+        return ""
+    which = "both runs' windows" if runs == 2 else "every run's window" if runs > 2 else "the run's window"
+    if search.aligned:
+        listed = ", ".join(f"UTC{h:+g} h" for h in search.aligned[:6]) + (" ..." if len(search.aligned) > 6 else "")
+        return (f"; {len(search.aligned)} of the {search.tried} real UTC offsets ({listed}) each place {which} inside "
+                "the log: ambiguous, so none is taken (pass --smi-utc-offset)")
+    covers = ""
+    if search.log_first_s is not None and search.log_last_s is not None:
+        first, last = (datetime.fromtimestamp(t, UTC) for t in (search.log_first_s, search.log_last_s))
+        covers = f" (its clock reads {first:%Y-%m-%d %H:%M:%S} to {last:%Y-%m-%d %H:%M:%S})"
+    return f"; none of the {search.tried} real UTC offsets places {which} inside the log{covers}"
 
 
 def smi_evidence(report: SmiReport, fingerprint: Fingerprint | None = None) -> SmiEvidence:

@@ -280,21 +280,25 @@ def classify_run(
         baseline=baseline,
         ncu=ncu_kernels(evidence.ncu) if evidence.ncu is not None else None,
         ncu_source=evidence.ncu.file if evidence.ncu is not None else None,
-        smi=_windowed(evidence, run, fingerprint),
-        base_smi=_windowed(evidence, baseline, fingerprint) if baseline is not None else None,
+        smi=_windowed(evidence, run, fingerprint, baseline),
+        base_smi=_windowed(evidence, baseline, fingerprint, run) if baseline is not None else None,
         fingerprint=fingerprint,
         gpu=gpu,
         run_path=run_path,
     )
 
 
-def _windowed(evidence: AttachedEvidence, run: RunRecord, fingerprint: Fingerprint | None) -> SmiEvidence | None:
-    """The attached clock log over ``run``'s own window (replays: the whole log, which their rules do not score)."""
+def _windowed(
+    evidence: AttachedEvidence, run: RunRecord, fingerprint: Fingerprint | None, other: RunRecord | None = None
+) -> SmiEvidence | None:
+    """The attached clock log over ``run``'s own window (replays: the whole log, which their rules do not score);
+    ``other``: the run it is compared with, whose window the log's clock is placed against too."""
     if evidence.smi is None:
         return None
     if replayed(run):
         return smi_evidence(evidence.smi, fingerprint or run.fingerprint)
-    return windowed_smi_evidence(evidence.smi, run, evidence.smi_utc_offset_h, fingerprint or run.fingerprint)
+    compared = [other] if other is not None else []
+    return windowed_smi_evidence(evidence.smi, run, evidence.smi_utc_offset_h, fingerprint or run.fingerprint, compared)
 
 
 def classify_evidence(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
+from rich.text import Text
 
 from sparsedebug.cli.common import JsonOption, WideOption, console, emit_json, err_console, handle_errors, note_block_pattern
 from sparsedebug.core.errors import UserError
@@ -60,7 +61,7 @@ def kernel(
         chosen_block,
         rounds,
         seed=seed,
-        on_progress=lambda msg: status.print(f"[dim]{msg}[/dim]"),
+        on_progress=lambda msg: status.print(Text(msg, style="dim")),
     )
     if json_out:
         emit_json(results)

@@ -11,6 +11,7 @@ from sparsedebug.cli.common import (
     AllowDifferentOption,
     ExecutorOption,
     JsonOption,
+    LatencyOption,
     WideOption,
     allowed_dimensions,
     console,
@@ -47,6 +48,7 @@ def bisect(
     layers: Annotated[int, typer.Option(help="Rank at most this many layers in the table (0: none).", min=0)] = 10,
     executor: ExecutorOption = "local",
     allow_different: AllowDifferentOption = None,
+    latency: LatencyOption = None,
     wide: WideOption = False,
     json_out: JsonOption = False,
 ) -> None:
@@ -61,9 +63,8 @@ def bisect(
     Identical layers (same role in every block) are pooled when one alone has too
     few samples, and per-layer tests are corrected for the number of layers tested
     (Holm's step-down); with too few samples to decide, the answer says so.
-    Two workloads are replayed in one interleaved session (the sides share every
-    round and swap which goes first) and compared round by round (Wilcoxon
-    signed-rank on the per-round ratios), so the machine's drift cancels.
+    Two workloads are replayed in one interleaved session (the sides share every round and swap
+    which goes first) and compared round by round (Wilcoxon signed-rank on the per-round ratios).
 
     Runs timed apart whose dense references are the same computation are compared
     within how far the machine moved that identical work between them, so this
@@ -101,10 +102,10 @@ def bisect(
         def progress(stage: str, done: int, total: int) -> None:
             bar.update(task, description=stage, completed=done, total=total)
 
-        base_run, cand_run = load_pair(base, cand, repeats=repeats, progress=progress)
+        base_run, cand_run = load_pair(base, cand, repeats=repeats, progress=progress, latency=latency)
     pair = require_comparable(base_run, cand_run, allowed_dimensions(allow_different))
-    result = bisect_runs(pair.base, pair.cand, alpha=alpha, min_effect=min_effect, min_cosine=min_cosine)
-    result = result.model_copy(update={"comparability": pair.check})
+    result = bisect_runs(pair.base, pair.cand, alpha=alpha, min_effect=min_effect, min_cosine=min_cosine).model_copy(
+        update={"comparability": pair.check})
     if not json_out:
         say_comparability(pair.check, err)
     if json_out:

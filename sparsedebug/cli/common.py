@@ -79,6 +79,14 @@ def say_comparability(check: Comparability, err: Console) -> None:
         err.print(f"note: {line}", markup=False, highlight=False)
 
 
+LatencyOption = Annotated[
+    tuple[Path, Path] | None,
+    typer.Option("--latency", metavar="BASE CAND", help="Untraced per-forward latencies of the baseline and the candidate "
+                 "(CSV or JSON, one value per forward: CUDA-event timings, torch.utils.benchmark times), the same runs "
+                 "timed with the profiler off: the outcome is judged on them instead of the traces' own iteration times, "
+                 "which carry the profiler's cost per op."),
+]
+
 SmiUtcOffsetOption = Annotated[
     float | None,
     typer.Option("--smi-utc-offset", help="Hours the nvidia-smi log's clock is ahead of UTC (0 on a UTC machine): its timestamps "
@@ -116,13 +124,16 @@ class _FittingConsole(Console):
 
 
 def console(wide: bool = False) -> Console:
-    """Console for people (stdout). Width follows $COLUMNS, which tests pin; tables fit it unless ``wide``."""
-    return _FittingConsole(highlight=False, wide=wide)
+    """Console for people (stdout). Width follows $COLUMNS, which tests pin; tables fit it unless ``wide``.
+
+    Markup is off: every string printed, table title and cell included, is shown as written (a path or layer name
+    holding ``[/x]`` is text, never a style tag); renderers style with :class:`rich.text.Text`."""
+    return _FittingConsole(highlight=False, markup=False, wide=wide)
 
 
 def err_console() -> Console:
-    """Console for diagnostics (stderr)."""
-    return Console(stderr=True, highlight=False)
+    """Console for diagnostics (stderr); markup off as in :func:`console`."""
+    return Console(stderr=True, highlight=False, markup=False)
 
 
 def note_block_pattern(text: str) -> None:
@@ -173,7 +184,8 @@ def handle_errors(func: Callable[P, R]) -> Callable[P, R]:
     (SIGINT, SIGTERM, SIGHUP) unwinds through the cleanup and exits 128 + its number.
 
     An allocation that fails (``MemoryError``) is bad input for this machine: one line naming
-    the memory limits (``core.budget.out_of_memory``), exit 2. With ``--json`` (the
+    the memory limits (``core.budget.out_of_memory``), exit 2; so is a shared library the loader
+    could not map under those limits (``core.budget.library_not_mapped``). With ``--json`` (the
     ``json_out`` parameter) the error is also a JSON object on stdout (:func:`report_error`).
     """
 
@@ -194,6 +206,14 @@ def handle_errors(func: Callable[P, R]) -> Callable[P, R]:
         except Interrupted as exc:
             report_error([f"interrupted by {exc.name}; nothing half-written was left"], exc.exit_code, as_json=as_json)
             raise typer.Exit(exc.exit_code) from None
+        except ImportError as exc:
+            from sparsedebug.core.budget import library_not_mapped
+
+            refused = library_not_mapped(exc)
+            if refused is None:
+                raise
+            report_error(str(refused).splitlines(), EXIT_BAD_INPUT, as_json=as_json)
+            raise typer.Exit(EXIT_BAD_INPUT) from None
 
     return wrapper
 
@@ -201,7 +221,7 @@ def handle_errors(func: Callable[P, R]) -> Callable[P, R]:
 def _rank_progress(label: str) -> tuple[Progress, OnRank]:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-    bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), console=err_console(), transient=True)
+    bar = Progress(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(), console=err_console(), transient=True)
     task = bar.add_task(label, total=None)
     return bar, lambda _summary, done, total: bar.update(task, completed=done, total=total)
 

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.text import Text
 
 from sparsedebug.cli.common import (
     EXIT_CHECK_FAILED,
@@ -65,9 +66,9 @@ def freeze(
             if drifts:
                 out.print(drift_table(drifts))
             if failing:
-                out.print(f"[red]drift in {len(failing)} field(s) that can change results[/red]")
+                out.print(Text(f"drift in {len(failing)} field(s) that can change results", style="red"))
             else:
-                out.print(f"[green]no result-affecting drift against {check}[/green]")
+                out.print(Text(f"no result-affecting drift against {check}", style="green"))
         if failing:
             raise typer.Exit(EXIT_CHECK_FAILED)
         return

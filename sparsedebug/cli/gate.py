@@ -6,12 +6,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
+from rich.text import Text
 
 from sparsedebug.cli.common import (
     EXIT_CHECK_FAILED,
     AllowDifferentOption,
     ExecutorOption,
     JsonOption,
+    LatencyOption,
     WideOption,
     allowed_dimensions,
     console,
@@ -41,14 +43,14 @@ def gate(
     ] = None,
     executor: ExecutorOption = "local",
     allow_different: AllowDifferentOption = None,
+    latency: LatencyOption = None,
     wide: WideOption = False,
     json_out: JsonOption = False,
 ) -> None:
     """Gate a candidate against a baseline: speedup, p99 latency, quality, fallbacks, precision drift.
 
-    First the two runs must be comparable (same model by layer shapes, same device
-    and backend family, same phase, tokens and dtype): a pair that is not is refused
-    with exit 2 and what differs, unless --allow-different names it.
+    First the two runs must be comparable (same model by layer shapes, same device and backend family,
+    same phase, tokens and dtype): a pair that is not is refused (exit 2) unless --allow-different names it.
 
     The timed checks test one side, the direction of harm. A speed shortfall fails
     only when it is real: the candidate slower than the target by more than the
@@ -91,8 +93,8 @@ def gate(
             check_output(out_path, option)
     baseline, candidate, ranks = rank_pair(baseline, candidate, executor, json_out=json_out, wide=wide)
     err = err_console()
-    with err.status(f"{describe_input(baseline)}, {describe_input(candidate)}"):
-        runs = load_pair(baseline, candidate, repeats=repeats)
+    with err.status(Text(f"{describe_input(baseline)}, {describe_input(candidate)}")):
+        runs = load_pair(baseline, candidate, repeats=repeats, latency=latency)
     pair = require_comparable(runs[0], runs[1], allowed_dimensions(allow_different))
     result = evaluate(pair.base, pair.cand, pol).model_copy(update={"comparability": pair.check})
     if not json_out:

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from rich.text import Text
 from typer.core import TyperGroup
 
 from sparsedebug.cli.common import (
@@ -155,7 +156,7 @@ def trace(
             check_output(path, opt)
     if is_run_set(str(file)):
         return _trace_set(str(file), executor, output, json_out, wide)
-    with err_console().status(f"reading {file}"):
+    with err_console().status(Text(f"reading {file}")):
         result = load_trace(file, include_last_step=include_last_step)
     page = None
     if html is not None:
@@ -199,7 +200,7 @@ def _print_trace(result: TraceImport, *, wide: bool, layers: int, iterations: in
     counts = path_counts(result.record)
     out.print("layers by class: " + ", ".join(f"{cls} {n}" for cls, n in sorted(counts.items())))
     for reason, count in result.summary.skipped_events.items():
-        out.print(f"[yellow]skipped {count} event(s): {reason}[/yellow]")
+        out.print(Text(f"skipped {count} event(s): {reason}", style="yellow"))
     for path in written:
         out.print(f"wrote {path}")
 

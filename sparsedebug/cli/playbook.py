@@ -6,10 +6,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
+from rich.text import Text
 
 from sparsedebug.cli.common import (
     AllowDifferentOption,
     JsonOption,
+    LatencyOption,
     SmiUtcOffsetOption,
     WideOption,
     allowed_dimensions,
@@ -89,7 +91,7 @@ class _RichReporter:
 
     def done(self, step: Step, status: str, detail: str) -> None:
         if status == "skipped":
-            self._progress.console.print(f"{step.number} {step.id} skipped: {detail}", markup=False)
+            self._progress.console.print(Text.assemble(f"{step.number} {step.id} ", Text("skipped", style="yellow"), f": {detail}"))
 
     def note(self, text: str) -> None:
         self._progress.console.print(f"note: {text}", markup=False)
@@ -117,6 +119,7 @@ def run(
     power: PowerOption = None,
     calibrate: CalibrateOption = False,
     smi_utc_offset: SmiUtcOffsetOption = None,
+    latency: LatencyOption = None,
     no_reduce: Annotated[bool, typer.Option("--no-reduce", help="Skip the ddmin reduction to a reproducer in step 4 (faster).")] = False,
     executor: Annotated[
         str, typer.Option("--executor", help="Run sets: parse ranks with local (processes), inprocess, dask://HOST:PORT or a Dask scheduler file.")
@@ -132,9 +135,8 @@ def run(
 ) -> None:
     """Walk the playbook end to end and write a bundle with memo.md, report.md and report.html.
 
-    The bundle holds the fingerprint, both run records, the bisect and
-    classification JSON, the reproducer, the fix and its re-run, memo.md,
-    report.md and report.html (both in one self-contained page with figures). With --power each side's joules per forward and per token come
+    The bundle holds the fingerprint, both run records, the bisect and classification JSON, the reproducer,
+    the fix and its re-run, memo.md, report.md and report.html (one self-contained page). With --power each side's joules per forward and per token come
     from its own window (energy.json); a replay here has no energy reading
     (RAPL aside), a GPU profile an estimate, marked estimate.
 
@@ -172,10 +174,10 @@ def run(
     from sparsedebug.playbook.run import run_playbook
     from sparsedebug.sources.evidence import EvidencePaths
 
-    columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn())
+    columns = (SpinnerColumn(), TextColumn("{task.description}", markup=False), BarColumn(), TimeElapsedColumn())
     with Progress(*columns, console=err_console(), transient=True) as progress:
         bundle = run_playbook(
-            output, baseline=baseline, candidate=candidate, fixed=fixed, repeats=repeats, evidence=EvidencePaths(ncu=ncu, smi=smi, smi_utc_offset_h=smi_utc_offset, power=power),
+            output, baseline=baseline, candidate=candidate, fixed=fixed, repeats=repeats, evidence=EvidencePaths(ncu=ncu, smi=smi, smi_utc_offset_h=smi_utc_offset, power=power, latency=latency),
             playbook=playbook, reporter=_RichReporter(progress), reduce=not no_reduce, force=force, executor=executor, calibrate=calibrate,
             allow_different=allowed_dimensions(allow_different),
         )

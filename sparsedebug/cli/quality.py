@@ -179,7 +179,7 @@ def _run_with_progress(loaded: LoadedModel, corpus: Corpus, request: StudyReques
     stderr = err_console()
     live = stderr.is_terminal and not quiet
     with Progress(
-        TextColumn("{task.description:<28}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        TextColumn("{task.description:<28}", markup=False), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
         console=stderr, disable=not live,
     ) as bars:  # fmt: skip
         tasks: dict[str, TaskID] = {}

@@ -75,7 +75,7 @@ def _run_with_progress(spec: Workload, path: Path, repeats: int | None, *, quiet
 
     stderr = err_console()
     with Progress(
-        TextColumn("{task.description:<9}"),
+        TextColumn("{task.description:<9}", markup=False),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),

@@ -250,18 +250,45 @@ def check_budget(cost: Cost, *, timed: bool = True) -> None:
         )
 
 
+def _limits_in_force(*, always_space: bool = False) -> str:
+    """The memory available now and where that figure comes from, and the address-space limit when it is another
+    (or whenever one is set, with ``always_space``)."""
+    available, source = available_memory()
+    limits = [f"{_gib(available)} of memory {source}"]
+    space = address_space_limit()
+    if space is not None and (always_space or "ulimit -v" not in source):
+        limits.append(f"address-space limit (ulimit -v) {_gib(space)}")
+    return "; ".join(limits)
+
+
 def out_of_memory(exc: BaseException) -> UserError:
     """The one-line error for an allocation that failed (``MemoryError``, numpy's ``_ArrayMemoryError``,
     a library that could not map itself): what failed and the limits in force, with what to do."""
     what = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    available, source = available_memory()
-    limits = [f"{_gib(available)} of memory {source}"]
-    space = address_space_limit()
-    if space is not None and "ulimit -v" not in source:
-        limits.append(f"address-space limit (ulimit -v) {_gib(space)}")
     return UserError(
-        f"out of memory: {what} ({'; '.join(limits)}); use fewer tokens or narrower layers, "
+        f"out of memory: {what} ({_limits_in_force()}); use fewer tokens or narrower layers, "
         "or raise the limit (ulimit -v, the cgroup's memory.max)"
+    )
+
+
+_MAP_FAILURES = ("failed to map segment", "cannot allocate memory", "cannot map zero-fill pages")
+"""What the dynamic loader says when a shared object does not fit in the memory or address space left."""
+
+
+def library_not_mapped(exc: ImportError) -> UserError | None:
+    """The one-line error for a library whose shared object the loader could not map (an ``ImportError`` under
+    ``ulimit -v`` or a tight cgroup, e.g. scipy's ``_highspy/_core...so``): the file, the loader's words and the
+    limits in force; None for any other ``ImportError`` (a missing package is a bug or a broken install)."""
+    text = str(exc).strip()
+    if not any(marker in text.lower() for marker in _MAP_FAILURES):
+        return None
+    library, _, reason = text.partition(": ")
+    parts = Path(library).parts
+    packages = [i for i, part in enumerate(parts) if part in ("site-packages", "dist-packages")]
+    name = str(Path(*parts[packages[-1] + 1:])) if packages and packages[-1] + 1 < len(parts) else library
+    return UserError(
+        f"a shared library could not be loaded: {name}: {reason or text} ({_limits_in_force(always_space=True)}); "
+        "raise the limit (ulimit -v, the cgroup's memory.max)"
     )
 
 

@@ -13,12 +13,14 @@ on the lower-cased name, checked in a fixed order (first match wins):
    ``*cusparselt*``, ``sparse`` together with ``gemm``/``mma``, ``spgemm``).
 4. attention: fused attention kernels (FlashAttention 2/3 ``flash_fwd_*``,
    ``flash::FlashAttnFwdSm90``, ``fmha*``, cuDNN ``*sdpa*``, ``*attention*``).
-5. GEMMs (``gemm``, ``gemv``, ``matmul``, cuBLAS ``nvjet_*``, Inductor
+5. GEMMs (``gemm``, ``gemv``, ``matmul``, ``bmm``, cuBLAS ``nvjet_*``, Inductor
    ``triton_tem_*`` templates, rocBLAS/Tensile ``Cijk_*``, cuDNN ``scudnn``): fp32
    when the name says so (``sgemm``, ``f32f32``, ``tf32``, ``simt``, CUTLASS
    ``s1688gemm`` without ``f16``, a ``float`` template argument, nvjet type codes
    ``s``/``t``/``d``, Tensile ``_SB_``/``_SS_``), a dense tensor-core GEMM when it
-   says half/bf16/fp8 (or is an nvjet kernel). A GEMM whose name says neither is
+   says half/bf16/fp8, or a Blackwell microscaled or narrow float (MXFP8/6/4 and
+   NVFP4: ``e2m1``, ``ue8m0``, ``ue4m3``, CUTLASS ``float_e2m1_t``; trtllm-gen
+   ``bmm_MxE4m3_MxE2m1...``, ``cutlass3x_sm100_bstensorop_...``), or is an nvjet kernel. A GEMM whose name says neither is
    resolved by the dtype of the op that launched it (``dtype=``), else ``other``.
 6. Inductor: ``triton_poi_*`` elementwise, ``triton_red_*``/``triton_per_*`` reduction.
    Then copy: copies, casts, layout transforms, concatenation, gathers.
@@ -52,7 +54,11 @@ PRECEDENCE: tuple[KernelClass, ...] = (
 
 GEMM_CLASSES = frozenset({KernelClass.SPARSE_GEMM, KernelClass.DENSE_TC_GEMM, KernelClass.FP32_GEMM})
 
-_HALF_MARKERS = ("f16", "fp16", "bf16", "half", "hsh", "hgemm", "bfloat16", "e4m3", "e5m2", "fp8", "i8i8", "int8", "h16816", "h1688", "hcudnn")
+_HALF_MARKERS = (
+    "f16", "fp16", "bf16", "half", "hsh", "hgemm", "bfloat16", "e4m3", "e5m2", "fp8", "i8i8", "int8", "h16816", "h1688", "hcudnn",
+    # Blackwell microscaling and narrow floats: MXFP8/MXFP6/MXFP4/NVFP4 (E8M0/UE4M3 block scales), CUTLASS's float4/6 types
+    "e2m1", "e2m3", "e3m2", "ue8m0", "ue4m3", "fp4", "fp6", "mxf", "nvf4", "float4", "float6", "float_e",
+)
 _FP32_MARKERS = ("sgemm", "f32f32", "tf32", "fp32_gemm", "gemm_f32", "gemmsn", "simt", "scudnn", "float", "double", "dgemm")
 _COMM_MARKERS = ("all_reduce", "allreduce", "all_gather", "allgather", "reduce_scatter", "reducescatter", "all_to_all", "alltoall", "sendrecv", "nvshmem")
 _ATTENTION_MARKERS = ("flash", "fmha", "sdpa", "attention", "attn")
@@ -72,10 +78,14 @@ _HALF_DTYPES = frozenset({"fp16", "bf16", "fp8_e4m3", "fp8_e5m2", "int8"})
 _FP32_DTYPES = frozenset({"fp32", "fp64", "tf32"})
 
 
+_BMM = re.compile(r"(?:^|[^a-z])bmm(?:_|$)")
+"""A batched GEMM named ``bmm``: TensorRT-LLM's trtllm-gen kernels (``bmm_MxE4m3_MxE2m1...``), CUTLASS 3 ``..._bmm_...``."""
+
+
 def _is_gemm_like(name: str) -> bool:
     return (
         "gemm" in name or "gemv" in name or name.startswith(("nvjet", "cijk_", "triton_tem")) or "matmul" in name
-        or "scudnn" in name or "hcudnn" in name
+        or "scudnn" in name or "hcudnn" in name or _BMM.search(name) is not None
     )
 
 

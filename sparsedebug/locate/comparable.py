@@ -25,8 +25,8 @@ form every stage compares.
 from __future__ import annotations
 
 import difflib
-from collections import Counter
-from collections.abc import Iterable
+from collections import Counter, defaultdict, deque
+from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
 
 from sparsedebug.core.errors import UserError
@@ -131,12 +131,16 @@ def _device_difference(b: DeviceInfo, c: DeviceInfo) -> str | None:
 # --------------------------------------------------------------------------- layer identity
 
 
-def _key(graph: GraphLayer, phase: str | None) -> tuple[str, str, tuple[int, ...] | None, int | None]:
+LayerKey = tuple[str, str, tuple[int, ...] | None, int | None, tuple[str, ...]]
+"""A layer's structure: phase, op kind, weight shape, input width, and the ops (with shapes) its first call ran."""
+
+
+def _key(graph: GraphLayer, phase: str | None) -> LayerKey:
     width = graph.input_shape[-1] if graph.input_shape else None
-    return (phase or "forward", graph.op.value, tuple(graph.weight_shape) if graph.weight_shape else None, width)
+    return (phase or "forward", graph.op.value, tuple(graph.weight_shape) if graph.weight_shape else None, width, tuple(graph.ops))
 
 
-def _keys(run: RunRecord) -> list[tuple[str, str, tuple[int, ...] | None, int | None]]:
+def _keys(run: RunRecord) -> list[LayerKey]:
     phases = {layer.name: layer.phase for layer in run.lower.layers}
     return [_key(g, phases.get(g.name)) for g in run.graph.layers]
 
@@ -146,11 +150,35 @@ def _describe(graph: GraphLayer) -> str:
     return f"{graph.name} ({graph.op.value}{' ' + 'x'.join(map(str, shape)) if shape else ''})"
 
 
-def _pairs(bkeys: list[object], ckeys: list[object]) -> list[tuple[int, int]]:
-    if bkeys == ckeys:
+def _pairs(bkeys: Sequence[Hashable], ckeys: Sequence[Hashable]) -> list[tuple[int, int]]:
+    """Pair two sequences of structural keys: the longest common subsequence (order kept), then what it left, equal
+    key to equal key in order (an op the candidate runs earlier or later is the same op: equal multisets of keys
+    leave nothing unpaired)."""
+    if list(bkeys) == list(ckeys):
         return [(i, i) for i in range(len(bkeys))]
     matcher = difflib.SequenceMatcher(None, bkeys, ckeys, autojunk=False)
-    return [(a + k, b + k) for a, b, size in matcher.get_matching_blocks() for k in range(size)]
+    pairs = [(a + k, b + k) for a, b, size in matcher.get_matching_blocks() for k in range(size)]
+    paired_b, paired_c = {i for i, _ in pairs}, {j for _, j in pairs}
+    free: dict[Hashable, deque[int]] = defaultdict(deque)
+    for i, key in enumerate(bkeys):
+        if i not in paired_b:
+            free[key].append(i)
+    for j, key in enumerate(ckeys):
+        if j not in paired_c and free.get(key):
+            pairs.append((free[key].popleft(), j))
+    return sorted(pairs)
+
+
+def _layer_pairs(bkeys: list[LayerKey], ckeys: list[LayerKey]) -> list[tuple[int, int]]:
+    """Pair two runs' layers by structure (:func:`_pairs`): first by the whole key, the ops each layer ran
+    included, so a layer is never paired with another op of the same kind and shape while its own is there; then
+    what is left by kind and shapes alone (a layer whose ops differ between the runs, e.g. another PyTorch)."""
+    exact = _pairs(bkeys, ckeys)
+    paired_b, paired_c = {i for i, _ in exact}, {j for _, j in exact}
+    rest_b = [i for i in range(len(bkeys)) if i not in paired_b]
+    rest_c = [j for j in range(len(ckeys)) if j not in paired_c]
+    loose = _pairs([bkeys[i][:4] for i in rest_b], [ckeys[j][:4] for j in rest_c])
+    return sorted(exact + [(rest_b[x], rest_c[y]) for x, y in loose])
 
 
 def _chunk_sums(samples: list[float], n: int) -> list[float]:
@@ -184,8 +212,8 @@ def _layers(run: RunRecord) -> _Layers:
 
 def _merge_group(name: str, members: list[GraphLayer], coarse: GraphLayer, run: _Layers) -> tuple[GraphLayer, LowerLayer | None, KernelLayer | None]:
     """One layer of ``name`` from the fine run's ``members`` (the ops the coarse run's layer holds)."""
-    target = _key(coarse, None)[1:]
-    primary = next((g for g in members if _key(g, None)[1:] == target), None) or next(
+    target = _key(coarse, None)[1:4]
+    primary = next((g for g in members if _key(g, None)[1:4] == target), None) or next(
         (g for g in members if g.op is coarse.op), members[0]
     )
     graph = primary.model_copy(update={  # the same ops, so the kind the coarse run's layer was given
@@ -317,7 +345,7 @@ def match_layers(base: RunRecord, cand: RunRecord) -> tuple[RunRecord, RunRecord
     first merged into the coarser one's layers, op for op.
     """
     merged_note: str | None = None
-    pairs = _pairs(list(_keys(base)), list(_keys(cand)))
+    pairs = _layer_pairs(_keys(base), _keys(cand))
     bigger = max(len(base.graph.layers), len(cand.graph.layers), 1)
     if len(pairs) < bigger and len(base.graph.layers) != len(cand.graph.layers):
         base_coarser = len(base.graph.layers) < len(cand.graph.layers)
@@ -325,7 +353,7 @@ def match_layers(base: RunRecord, cand: RunRecord) -> tuple[RunRecord, RunRecord
         if attempt is not None:
             merged, groups = attempt
             new_base, new_cand = (base, merged) if base_coarser else (merged, cand)
-            new_pairs = _pairs(list(_keys(new_base)), list(_keys(new_cand)))
+            new_pairs = _layer_pairs(_keys(new_base), _keys(new_cand))
             if len(new_pairs) > len(pairs):
                 fine, coarse = ("candidate", "baseline") if base_coarser else ("baseline", "candidate")
                 count = len(cand.graph.layers) if base_coarser else len(base.graph.layers)

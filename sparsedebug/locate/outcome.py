@@ -15,6 +15,25 @@ from sparsedebug.locate.reference import MachineDrift, discount, session_block
 from sparsedebug.records.findings import LayerFinding, MetricFinding, StageFinding
 from sparsedebug.records.run import RunRecord
 
+HOST_BOUND_SHARE = 0.5
+"""A traced run is host-bound when the GPU waited on the host for at least this share of its span: its latency is
+mostly host time, and a profiler adds its own cost to every op on the host (traced and untraced order can differ)."""
+
+
+def host_wait_share(run: RunRecord) -> float | None:
+    """The share of the run's traced span the GPU waited on the host; None for a run that records no host wait."""
+    span = sum(run.schedule.span_samples_ms)
+    if run.schedule.host_wait_ms is None or span <= 0:
+        return None
+    return min(1.0, run.schedule.host_wait_ms / span)
+
+
+def traced_host_bound(runs: list[RunRecord]) -> float | None:
+    """The largest host-wait share among the runs whose latency is traced and host-bound; None when none is."""
+    shares = [share for run in runs if run.outcome.latency_timing == "traced"
+              and (share := host_wait_share(run)) is not None and share >= HOST_BOUND_SHARE]
+    return max(shares) if shares else None
+
 
 def outcome_stage(
     base: RunRecord, cand: RunRecord, alpha: float, min_effect: float, min_cosine: float | None, drift: MachineDrift | None = None
@@ -33,7 +52,10 @@ def outcome_stage(
             block=session_block(base, cand), alpha=alpha, min_effect=min_effect,
         )
         comp = discount(comp, drift.forward_band if drift is not None else None)
-        metrics.append(MetricFinding(metric="latency_ms", comparison=comp, note="whole-forward latency"))
+        timing = c_out.latency_timing or b_out.latency_timing
+        host_bound = traced_host_bound([base, cand])
+        metrics.append(MetricFinding(metric="latency_ms", comparison=comp, note="whole-forward latency",
+                                     latency_timing=timing, traced_host_wait_share=host_bound))
         word = {"slower": "slower", "faster": "faster", "same": "latency"}[comp.direction]
         text = f"{word} {fmt_cmp(comp)}: p50 {comp.base_median:.3f} -> {comp.cand_median:.3f} ms"
         if not comp.enough_samples:
@@ -41,6 +63,12 @@ def outcome_stage(
         elif comp.direction == "same":
             text += f" ({comp.reason})"
         parts.append(text)
+        untraced = [run.outcome.latency_file for run in (base, cand) if run.outcome.latency_timing == "untraced"]
+        if untraced:
+            parts.append("on untraced latencies (" + ", ".join(f for f in untraced if f) + ")")
+        elif host_bound is not None:
+            parts.append(f"rests on traced latency of a host-bound run (the GPU waited on the host {host_bound:.0%} of the span; "
+                         "the profiler's own cost per op is in it): time both runs untraced and pass --latency BASE CAND")
     if c_out.budget_ms is not None and c_out.latency_samples_ms:
         p99 = percentiles(c_out.latency_samples_ms).p99
         parts.append(f"p99 {p99:.3f} ms {'over' if p99 > c_out.budget_ms else 'within'} the {c_out.budget_ms:g} ms budget")

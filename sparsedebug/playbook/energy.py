@@ -13,6 +13,8 @@ from sparsedebug.sources.registry import replayed
 _T = TypeVar("_T")
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from sparsedebug.records.bundle import InputRole
     from sparsedebug.records.energy import EnergyReport, RaplReading
     from sparsedebug.records.power import PowerLog
@@ -53,21 +55,34 @@ class Meter:
 
 def power_log(evidence: EvidencePaths, runs: Sequence[RunRecord] = ()) -> tuple[PowerLog | None, str | None]:
     """The power log to measure the runs' windows with (``--power``, else an ``--smi`` log with power columns), placed
-    with ``--smi-utc-offset`` or else the offset a run's own fingerprint records (``sources.evidence.smi_utc_offset``),
-    and the option it came from; (None, None) without one."""
-    from sparsedebug.sources.evidence import smi_utc_offset
-    from sparsedebug.sources.importers.power import load_power_log
-
-    offset, _ = smi_utc_offset(evidence.smi_utc_offset_h, *(run.fingerprint for run in runs))
+    with ``--smi-utc-offset`` or else the offset a run's own fingerprint records, else the one real UTC offset under
+    which the log covers every run's window (``sources.evidence.place_log_clock``), and the option it came from;
+    (None, None) without one."""
     if evidence.power is not None:
-        return load_power_log(evidence.power, utc_offset_h=offset), "--power"
+        return _placed(evidence.power, evidence, runs), "--power"
     if evidence.smi is None:
         return None, None
     try:
-        log = load_power_log(evidence.smi, utc_offset_h=offset)
+        log = _placed(evidence.smi, evidence, runs)
     except UserError:
         return None, None  # an --smi log the power reader cannot use: thermal evidence only
     return (log, "--smi") if log.channels else (None, None)
+
+
+def _placed(path: Path, evidence: EvidencePaths, runs: Sequence[RunRecord]) -> PowerLog:
+    """The power log at ``path`` with its zone-less clock placed in UTC where an offset is given, recorded or found."""
+    from sparsedebug.sources.evidence import place_log_clock
+    from sparsedebug.sources.importers.power import load_power_log, with_utc_offset
+
+    log = load_power_log(path)
+    if log.time_base != "wall_clock" or all(r.t_utc_s is not None for rows in log.readings.values() for r in rows):
+        return log  # placed by the file itself (a zone, epoch seconds), or never placeable (a monotonic clock)
+    as_utc = load_power_log(path, utc_offset_h=0.0)
+    local = [r.t_utc_s for rows in as_utc.readings.values() for r in rows if r.t_utc_s is not None]
+    placed = place_log_clock(evidence.smi_utc_offset_h, [run.fingerprint for run in runs], local, [run.source.window for run in runs])
+    if placed.offset_h is None:
+        return log
+    return with_utc_offset(log, placed.offset_h).model_copy(update={"utc_offset_source": placed.source})
 
 
 def walk_energy(

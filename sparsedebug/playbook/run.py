@@ -136,10 +136,11 @@ def _freeze(w: _Walk) -> None:
     w.finish(step, "done", f"seed {w.fingerprint.seed}, git {git}")
 
 
-def _locate(w: _Walk) -> None:
+def _locate(w: _Walk, evidence: EvidencePaths) -> None:
     from sparsedebug.locate.comparable import require_comparable
     from sparsedebug.locate.walk import bisect_runs
     from sparsedebug.sources.detect import load_pair
+    from sparsedebug.sources.latency import with_untraced_latencies
 
     step = w.book.step("locate")
     w.begin("locate", "load both runs")
@@ -154,6 +155,7 @@ def _locate(w: _Walk) -> None:
 
     in_session = w.replayed("baseline") and w.replayed("candidate")  # one RAPL reading for the session
     w.runs["baseline"], w.runs["candidate"] = w.meter.run_session(("baseline", "candidate"), "baseline and candidate", both) if in_session else both()
+    w.runs["baseline"], w.runs["candidate"] = with_untraced_latencies(w.runs["baseline"], w.runs["candidate"], evidence.latency)
     pair = require_comparable(w.runs["baseline"], w.runs["candidate"], w.allow)
     w.runs["baseline"], w.runs["candidate"] = pair.base, pair.cand
     for role in ("baseline", "candidate"):
@@ -474,7 +476,7 @@ def run_playbook(
         if ranks is not None:
             w.save("ranks", ranks[0])
         _freeze(w)
-        _locate(w)
+        _locate(w, evidence)
         _classify(w, evidence)
         _reproduce(w, reduce)
         _rerun(w)

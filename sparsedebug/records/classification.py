@@ -16,6 +16,7 @@ from typing import Literal
 from pydantic import ConfigDict, Field
 
 from sparsedebug.records.base import SCHEMA_VERSION, Record
+from sparsedebug.records.power import UtcOffsetSource
 from sparsedebug.records.run import KernelClass
 
 
@@ -209,6 +210,12 @@ class SmiEvidence(Record):
     """False: the log could not be placed on the run's time axis (no UTC offset, or no run window): context only."""
     window: str | None = None
     """Which samples were taken: the run's own window, or why none could be."""
+    utc_offset_h: float | None = None
+    """The log clock's offset from UTC the samples were placed with; None when it could not be placed."""
+    utc_offset_source: UtcOffsetSource | None = None
+    utc_offsets_aligned: list[float] = Field(default_factory=list)
+    """Searched (no offset given or recorded): every real UTC offset under which the log covers every run's window
+    (one: used; several: ambiguous; none: the log covers no run's window at any offset)."""
 
 
 class Roofline(Record):

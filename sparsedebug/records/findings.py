@@ -14,7 +14,7 @@ from pydantic import Field
 
 from sparsedebug.records.base import SCHEMA_VERSION, Record
 from sparsedebug.records.comparability import Comparability
-from sparsedebug.records.run import SparsityIntent
+from sparsedebug.records.run import LatencyTiming, SparsityIntent
 from sparsedebug.records.stats import SampleComparison
 
 StageStatus = Literal["divergent", "improved", "expected", "same", "undecided", "not_comparable"]
@@ -48,6 +48,13 @@ class MetricFinding(Record):
     metric: str
     comparison: SampleComparison
     note: str = ""
+    latency_timing: LatencyTiming | None = Field(
+        None, description="latency_ms of imported runs: traced (profiler on) or untraced (--latency); the candidate's when they differ."
+    )
+    traced_host_wait_share: float | None = Field(
+        None, description="Set when a traced run is host-bound: the largest share of its span the GPU waited on the host "
+        "(at least locate.outcome.HOST_BOUND_SHARE): the profiler's own cost per op is in its latency.",
+    )
 
 
 class StageFinding(Record):

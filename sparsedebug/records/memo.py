@@ -18,8 +18,10 @@ from sparsedebug.records.base import Record
 MEMO_SCHEMA_VERSION = 2
 """Version of the memo model (and of the bundle layout that stores it as memo.json). Bump on incompatible change."""
 
-Clock = Literal["measured", "traced", "projected"]
-"""measured: timed on the CPU that ran the replay; traced: a profiler trace of the device; projected: onto the target GPU."""
+Clock = Literal["measured", "untraced", "traced", "profiled", "projected"]
+"""measured: timed on the CPU that ran the replay; untraced: timed on the device with the profiler off (``--latency``);
+traced: a profiler trace's iterations (the profiler's cost is in them); profiled: an engine's per-layer profile;
+projected: onto the target GPU."""
 
 Unit = Literal["ms", "x", "share", "count", "cosine", "ratio", "p", "perplexity", "error"]
 """How a figure's value reads: milliseconds, a speed ratio, a fraction (printed as a percentage), a count,

@@ -28,6 +28,14 @@ EnergyMethod = Literal["counter_difference", "integrated_power", "window_total"]
 """How a window's energy was taken: a counter's difference, power integrated over the sampling
 interval, or a total the source measured over its own window."""
 
+UtcOffsetSource = Literal["option", "fingerprint", "searched"]
+"""Where a zone-less log's UTC offset came from: ``--smi-utc-offset``, a run's fingerprint, or the search over the
+real UTC offsets (``sources.importers.alignment.search_utc_offset``)."""
+
+TimeBase = Literal["wall_clock", "monotonic"]
+"""What a log's timestamps count: ``wall_clock`` (a date and time, or seconds since 1970), or ``monotonic`` (seconds of
+a clock that starts at boot, e.g. ``time.monotonic()``): the latter places readings against each other, never in time."""
+
 EnergyStatus = Literal["measured", "too_short", "unaligned", "not_covered", "no_reading"]
 """``measured``: the window's energy is known; ``too_short``: the window spans fewer update periods
 than a measurement needs; ``unaligned``: the log's clock cannot be placed against the run's;
@@ -72,6 +80,8 @@ class PowerLog(Record):
     readings: dict[str, list[PowerReading]] = Field(description="Channel field -> its readings in time order.")
     power_limit_w: float | None = Field(None, description="The enforced power limit when the log records it.")
     utc_offset_h: float | None = Field(None, description="The log clock's offset from UTC in hours when known (from the file, an option or the fingerprint).")
+    utc_offset_source: UtcOffsetSource | None = Field(None, description="Where utc_offset_h came from when the file does not say it.")
+    time_base: TimeBase = Field("wall_clock", description="What the timestamps count; a monotonic log has no UTC time (t_utc_s None).")
 
 
 class WindowEnergy(Record):

@@ -340,10 +340,21 @@ class EqualLatencyQuality(Record):
     )
 
 
+LatencyTiming = Literal["traced", "untraced"]
+"""How an imported run's whole-forward latencies were timed: ``traced`` (iterations of a profiler trace: the
+profiler's own cost per op is in them) or ``untraced`` (per-forward timings taken with the profiler off, e.g.
+CUDA events or ``torch.utils.benchmark``, given with ``--latency``)."""
+
+
 class OutcomeStage(Record):
     """SLA outcome: the alarm metric of the playbook."""
 
     latency_samples_ms: list[TimeMs]
+    latency_timing: LatencyTiming | None = Field(None, description="Imported runs: how latency_samples_ms were timed; None for replays.")
+    latency_file: str | None = Field(None, description="The file the untraced latencies came from (--latency).")
+    traced_latency_samples_ms: list[TimeMs] | None = Field(
+        None, description="The trace's own per-iteration latencies, kept when untraced ones replaced them."
+    )
     latency: Percentiles | None = Field(
         None, description="p50/p95/p99 of latency_samples_ms (this machine, measured); a replay records it, an import may not."
     )

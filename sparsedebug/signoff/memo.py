@@ -55,8 +55,15 @@ def _fig(quantity: str, value: float, unit: Unit, record: str, field: str, *, ro
 
 
 def run_clock(run: RunRecord) -> Clock:
-    """The clock of a run's own latency samples: measured (a replay on this CPU) or traced (a profiled device)."""
-    return "measured" if run.source.kind == "replay" else "traced"
+    """The clock of a run's own latency samples: measured (a replay on this CPU), untraced (timed on the device with the
+    profiler off, ``--latency``), traced (a profiler trace's iterations) or profiled (an engine's profile)."""
+    from sparsedebug.sources.registry import capabilities, replayed
+
+    if replayed(run):
+        return "measured"
+    if run.outcome.latency_timing == "untraced":
+        return "untraced"
+    return "traced" if capabilities(run).timeline else "profiled"
 
 
 def _runs(b: LoadedBundle) -> dict[str, RunRecord]:

@@ -104,14 +104,24 @@ def load_pair(
     repeats: int | None = None,
     progress: Progress | None = None,
     accept: Collection[RunKind] | None = None,
+    latency: tuple[Path, Path] | None = None,
 ) -> tuple[RunRecord, RunRecord]:
     """A baseline and a candidate as :func:`load_run` gives each; two workloads are replayed in one interleaved session.
 
     Two workloads are replayed together (:func:`sparsedebug.sources.replay.replay.replay_pair`):
     their rounds alternate, so the machine's drift hits both alike and the comparison runs
-    round by round. Anything else is loaded, replayed or imported one at a time.
+    round by round. Anything else is loaded, replayed or imported one at a time. ``latency``
+    (``--latency BASE CAND``): untraced latencies that replace the outcome's
+    (:func:`sparsedebug.sources.latency.with_untraced_latencies`), read before anything is loaded.
     """
     accept = run_kinds() if accept is None else accept
+    if latency is not None:
+        from sparsedebug.sources.latency import load_latencies, with_untraced_latencies
+
+        for path in latency:
+            load_latencies(path)  # a bad file is refused before any work
+        runs = load_pair(base, cand, repeats=repeats, progress=progress, accept=accept)
+        return with_untraced_latencies(runs[0], runs[1], latency)
     kinds = (sniff_as(base, accept), sniff_as(cand, accept))
     if all(replayed_together(name) for name, _ in kinds):
         from sparsedebug.sources.replay.replay import replay_pair

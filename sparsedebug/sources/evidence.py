@@ -7,12 +7,16 @@ one :class:`AttachedEvidence` value instead of a parameter per artifact.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from sparsedebug.core.errors import UserError
 from sparsedebug.records.artifacts import NcuReport, SmiReport
 from sparsedebug.records.fingerprint import Fingerprint
+from sparsedebug.records.power import UtcOffsetSource
+from sparsedebug.records.run import TimeWindow
+from sparsedebug.sources.importers.alignment import OffsetSearch, search_utc_offset
 
 
 @dataclass(frozen=True)
@@ -26,10 +30,12 @@ class EvidencePaths:
     offset when it records one (:func:`smi_utc_offset`), else the log cannot be aligned."""
     power: Path | None = None
     """A power or energy log for the runs' energy (``playbook.energy`` reads it; without it, an --smi log with power columns)."""
+    latency: tuple[Path, Path] | None = None
+    """Untraced per-forward latencies of the baseline and the candidate (``--latency BASE CAND``, ``sources.latency``)."""
 
     def given(self) -> list[tuple[str, Path]]:
         """(option, path) of every file given."""
-        files = (("--ncu", self.ncu), ("--smi", self.smi), ("--power", self.power))
+        files = (("--ncu", self.ncu), ("--smi", self.smi), ("--power", self.power), *(("--latency", p) for p in self.latency or ()))
         return [(option, path) for option, path in files if path is not None]
 
 
@@ -54,6 +60,36 @@ def smi_utc_offset(option_h: float | None, *fingerprints: Fingerprint | None) ->
     return None, None
 
 
+@dataclass(frozen=True)
+class ClockPlacement:
+    """A zone-less log's offset from UTC and where it came from; ``search`` when it was searched for."""
+
+    offset_h: float | None
+    source: UtcOffsetSource | None
+    whence: str | None
+    """Where it came from, in the words of :func:`smi_utc_offset`."""
+    search: OffsetSearch | None = None
+
+
+def place_log_clock(
+    option_h: float | None, fingerprints: Sequence[Fingerprint | None], local_s: Sequence[float], windows: Sequence[TimeWindow | None],
+) -> ClockPlacement:
+    """The offset of a zone-less log's clock: the option's or a fingerprint's (:func:`smi_utc_offset`), else the
+    one real UTC offset under which the log covers every run's window (``local_s``: its timestamps read as UTC;
+    ``search_utc_offset``). Several offsets or none: ``offset_h`` None, ``search`` says which; a run without an
+    absolute window: nothing to search against."""
+    offset, whence = smi_utc_offset(option_h, *fingerprints)
+    if offset is not None:
+        return ClockPlacement(offset, "option" if whence == "--smi-utc-offset" else "fingerprint", whence)
+    if not windows or any(window is None for window in windows):
+        return ClockPlacement(None, None, None)
+    spans = [(w.start_utc_s, w.end_utc_s) for w in windows if w is not None]
+    search = search_utc_offset(local_s, spans)
+    if search.offset_h is None:
+        return ClockPlacement(None, None, None, search)
+    return ClockPlacement(search.offset_h, "searched", "the one real UTC offset under which the log covers every run's window", search)
+
+
 NO_EVIDENCE = AttachedEvidence()
 """Nothing attached."""
 
@@ -66,6 +102,11 @@ def check_evidence_paths(paths: EvidencePaths) -> None:
     for option, path in paths.given():
         if not path.is_file():
             raise UserError(f"{path}: file not found ({option})")
+    if paths.latency is not None:
+        from sparsedebug.sources.latency import load_latencies
+
+        for path in paths.latency:
+            load_latencies(path)  # a bad file is refused before any work
 
 
 def load_evidence(paths: EvidencePaths) -> AttachedEvidence:

@@ -22,12 +22,14 @@ H200 = Path(__file__).resolve().parents[2] / "fixtures" / "h200"
 HEADER = "timestamp, clocks.current.sm [MHz], power.draw [W], utilization.gpu [%], clocks_event_reasons.active"
 
 
-def _log(path: Path, start: datetime, seconds: float, hot: list[tuple[datetime, datetime]], offset_h: float = 0.0) -> Path:
-    """A 250 ms log from ``start`` (UTC) written in local time ``offset_h``: 1980 MHz busy, 1365 MHz and thermal slowdown inside ``hot``."""
+def _log(path: Path, start: datetime, seconds: float, hot: list[tuple[datetime, datetime]], offset_h: float = 0.0,
+         period_ms: int = 250) -> Path:
+    """A log every ``period_ms`` from ``start`` (UTC) written in local time ``offset_h``: 1980 MHz busy, 1365 MHz and
+    thermal slowdown inside ``hot``."""
     lines = [HEADER]
-    for k in range(int(seconds * 4)):
-        t = start + timedelta(milliseconds=250 * k)
-        is_hot = any(a - timedelta(milliseconds=250) < t <= b for a, b in hot)
+    for k in range(int(seconds * 1000 / period_ms)):
+        t = start + timedelta(milliseconds=period_ms * k)
+        is_hot = any(a - timedelta(milliseconds=period_ms) < t <= b for a, b in hot)
         clock, mask = (1365, "0x0000000000000020") if is_hot else (1980, "0x0000000000000000")
         local = t + timedelta(hours=offset_h)
         lines.append(f"{local:%Y/%m/%d %H:%M:%S}.{local.microsecond // 1000:03d}, {clock} MHz, 650.00 W, 100 %, {mask}")
@@ -76,8 +78,6 @@ def test_a_log_in_local_time_aligns_with_its_offset_only(runs: tuple[RunRecord, 
     base, cand = runs
     log = _log(tmp_path / "local.csv", _utc(base)[0] - timedelta(seconds=2), 5, hot=[_utc(cand)], offset_h=2.0)
     assert all(f for f, _ in _thermal(_classify(cand, base, log, 2.0)).values())
-    unaligned = _thermal(_classify(cand, base, log, None))
-    assert not any(f for f, _ in unaligned.values()) and all("cannot be aligned" in d for _, d in unaligned.values())
     shifted = _thermal(_classify(cand, base, log, 0.0))  # read as UTC, the log lies two hours off both runs
     assert not any(f for f, _ in shifted.values()) and all("no sample inside" in d for _, d in shifted.values())
 
@@ -112,6 +112,35 @@ def test_the_utc_offset_comes_from_the_runs_fingerprint_unless_the_option_overri
     assert not any(f for f, _ in overridden.values()) and all("no sample inside" in d for _, d in overridden.values())
     no_offset = frozen.model_copy(update={"utc_offset_h": None})
     base3, cand3 = (r.model_copy(update={"fingerprint": no_offset}) for r in (base, cand))
-    unaligned = _thermal(_classify(cand3, base3, log, None))
-    assert not any(f for f, _ in unaligned.values())
-    assert all("cannot be aligned" in d and "no fingerprint records" in d for _, d in unaligned.values())
+    searched = _thermal(_classify(cand3, base3, log, None))  # neither: the one real offset that covers both runs
+    assert all(f for f, _ in searched.values()) and all("UTC+2 h (the one real UTC offset" in d for _, d in searched.values())
+
+
+def test_without_an_offset_the_one_real_offset_that_covers_both_runs_is_used(runs: tuple[RunRecord, RunRecord], tmp_path: Path) -> None:
+    """A log written in UTC+2 (or UTC+5:45, Nepal) and no offset given, none recorded: the search over the real UTC
+    offsets finds the only one under which the log holds both runs' windows, and says it took it."""
+    base, cand = runs
+    for offset in (2.0, 5.75, -3.5):
+        log = _log(tmp_path / f"local{offset}.csv", _utc(base)[0] - timedelta(seconds=2), 5, hot=[_utc(cand)], offset_h=offset)
+        result = _classify(cand, base, log, None)
+        thermal = _thermal(result)
+        assert thermal and all(f for f, _ in thermal.values()), (offset, thermal)
+        assert all(f"UTC{offset:+g} h (the one real UTC offset under which the log covers every run's window)" in d
+                   for _, d in thermal.values())
+        assert next(s for s in result.scores if s.mechanism.value == "thermal").score > 0
+        assert str(log) in result.inputs
+
+
+def test_a_day_long_log_fits_many_offsets_and_is_said_to_be_ambiguous(runs: tuple[RunRecord, RunRecord], tmp_path: Path) -> None:
+    base, cand = runs
+    log = _log(tmp_path / "day.csv", _utc(base)[0] - timedelta(hours=12), 24 * 3600, hot=[_utc(cand)], period_ms=60_000)
+    thermal = _thermal(_classify(cand, base, log, None))
+    assert thermal and not any(f for f, _ in thermal.values())
+    assert all("cannot be aligned" in d and "ambiguous" in d and "pass --smi-utc-offset" in d for _, d in thermal.values()), thermal
+
+
+def test_a_log_no_real_offset_places_over_both_runs_says_so(runs: tuple[RunRecord, RunRecord], tmp_path: Path) -> None:
+    base, cand = runs
+    log = _log(tmp_path / "late.csv", _utc(cand)[1] + timedelta(minutes=7), 5, hot=[], offset_h=1.0)  # 7 min after both
+    thermal = _thermal(_classify(cand, base, log, None))
+    assert all(not f and "none of the 39 real UTC offsets places both runs' windows inside the log" in d for f, d in thermal.values())

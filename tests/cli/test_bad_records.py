@@ -132,6 +132,46 @@ def test_the_address_space_limit_counts_as_memory() -> None:
     assert "ulimit -v" in result.stderr and "Traceback" not in result.stderr and "interrupted" not in result.stderr
 
 
+MAP_FAILURE = "/usr/lib/python3/site-packages/scipy/optimize/_highspy/_core.cpython-311-x86_64-linux-gnu.so: failed to map segment from shared object"
+
+
+def test_a_library_that_cannot_be_mapped_is_one_line_naming_the_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(budget, "address_space_limit", lambda: 700_000 << 10)
+    app = typer.Typer()
+
+    @app.command()
+    @handle_errors
+    def load(json_out: JsonOption = False, missing: bool = False) -> None:
+        raise ImportError("No module named 'scipy'" if missing else MAP_FAILURE)
+
+    runner = CliRunner(env=CLI_ENV)
+    result = runner.invoke(app, [], catch_exceptions=True)
+    assert_clean_error(result, 2, "a shared library could not be loaded: scipy/optimize/_highspy/_core.cpython-311-x86_64-linux-gnu.so: "
+                       "failed to map segment from shared object", "address-space limit (ulimit -v) 684 MiB", "raise the limit")
+    assert len(result.stderr.splitlines()) == 1
+    assert_json_error(runner.invoke(app, ["--json"], catch_exceptions=True), 2, "could not be loaded")
+    # any other ImportError is a broken install or our bug: not dressed up as the user's limit
+    assert isinstance(runner.invoke(app, ["--missing"], catch_exceptions=True).exception, ImportError)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_AS is Linux's")
+def test_a_replay_under_a_tight_address_space_is_one_line() -> None:
+    """The issue's case: ``(ulimit -v 700000; sparsedebug replay ...minilm...)`` died in scipy's shared object;
+    whichever step the limit stops (the BLAS, a library, an allocation), it is one line naming the limit, exit 2."""
+    import subprocess
+
+    from tests.support.proc import ENV
+
+    result = subprocess.run(
+        [sys.executable, "-m", "sparsedebug", "replay", str(WORKLOADS / "minilm_2of4_regressed.yaml"), "--repeats", "3"],
+        env={**ENV, "PATH": "/usr/bin:/bin"}, capture_output=True, text=True, timeout=300, check=False,
+        preexec_fn=lambda: _limit_address_space(700_000 >> 10),
+    )
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert result.returncode == 2 and "Traceback" not in result.stderr, (result.returncode, result.stderr[-2000:])
+    assert len(errors) == 1 and "ulimit -v" in errors[0], result.stderr[-2000:]
+
+
 def test_available_memory_takes_the_room_under_the_address_space_limit(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(budget, "address_space_limit", lambda: 512 << 20)
     monkeypatch.setattr(budget, "_address_space_used", lambda: 500 << 20)

@@ -173,3 +173,15 @@ def test_the_fixed_re_run_gets_a_measured_perf_per_watt_movement(tmp_path: Path)
     lat = json.loads((tmp_path / "bundle" / "fix.json").read_text())["movements"][0]
     assert lat["metric"] == "latency p50" and lat["expected_after"] is not None
     assert f"after the fix {cand.mean_power_w * lat['expected_after'] / 1e3:.4g} J/forward" in expected and "expected (estimate:" in expected
+
+
+def test_a_log_in_utc_plus_two_without_an_offset_is_placed_by_the_one_real_offset_that_covers_both(tmp_path: Path) -> None:
+    log = _log(tmp_path / "power.csv", utc_offset_h=2.0)
+    _memo, _report, energy, _ = _walk(tmp_path, "--power", str(log))  # no --smi-utc-offset, no fingerprint offset
+    assert [s.status for s in energy.sides] == ["measured", "measured"]
+    from sparsedebug.playbook.energy import power_log
+    from sparsedebug.sources.evidence import EvidencePaths
+
+    placed, option = power_log(EvidencePaths(power=log), _runs())
+    assert option == "--power" and placed is not None
+    assert placed.utc_offset_h == 2.0 and placed.utc_offset_source == "searched"

@@ -61,6 +61,20 @@ CASES = [
     ("void cudnn::ops::nchwToNhwcKernel<float, float, float, false, true, (cudnnKernelDataType_t)2>(...)", KernelClass.COPY),
     ("cudnn_infer_volta_scudnn_128x64_relu_medium_nn_v1", KernelClass.FP32_GEMM),
     ("void at::native::(anonymous namespace)::multi_tensor_apply_kernel<TensorListMetadata<4>, AdamFunctor<float> >", KernelClass.ELEMENTWISE),
+    # Blackwell (sm100) microscaling and narrow-float GEMMs: TensorRT-LLM's trtllm-gen bmm, CUTLASS 3 block-scaled, cuBLASLt
+    ("bmm_MxE4m3_MxE2m1MxE4m3_Fp32_bA32_bB32_bC32_t128x16x256u2_s3_et128x16_m128x16x32_cga1x1x1_16dp256b_rM_TN_transOut_schedS_sm100f",
+     KernelClass.DENSE_TC_GEMM),
+    ("bmm_Bfloat16_MxE2m1MxE4m3_Fp32_t128x8x512u2_s4_et128x8_m128x8x64_cga1x1x1_16dp256b_rM_TN_transOut_schedS_sm100f", KernelClass.DENSE_TC_GEMM),
+    ("bmm_E2m1_E2m1E2m1_Fp32_t128x128x256u2_s4_et128x64_m256x128x64_cga2x1x1_16dp256b_TN_schedS_sm100a", KernelClass.DENSE_TC_GEMM),
+    ("bmm_E4m3_E4m3E4m3_Fp32_t128x64x128u2_s3_et64x64_m64x64x32_cga1x1x1_16dp256b_TN_schedS_sm100a", KernelClass.DENSE_TC_GEMM),
+    ("cutlass3x_sm100_bstensorop_s256x128x64gemm_block_scaled_ue4m3xf4_ue4m3xf4_f32_bf16_bf16_256x128x256_1x1x1_0_tnt_align32_2sm",
+     KernelClass.DENSE_TC_GEMM),
+    ("cutlass3x_sm100_bstensorop_s128x128x128bmm_ue8m0xe4m3_ue8m0xe4m3_f32_bf16_bf16_128x128x128_0_tnt_align16_1sm", KernelClass.DENSE_TC_GEMM),
+    ("cutlass3x_sm100_bssptensorop_bsspgemm_ue8m0xe2m3_ue8m0xe4m3_f32_f16_f16_128x128x256_0_vs64_tnt_align32_q_1sm", KernelClass.SPARSE_GEMM),
+    ("cutlass3x_sm100_simt_sgemm_f32_f32_f32_f32_f32_128x128x16_1x1x1_3_tnn_align1_bias_f32_relu", KernelClass.FP32_GEMM),
+    ("void cutlass::device_kernel<cutlass::gemm::kernel::GemmUniversal<cute::tuple<int, int, int, int>, cutlass::gemm::collective::"
+     "CollectiveMma<cutlass::gemm::MainloopSm100TmaUmmaWarpSpecializedBlockScaled<3, 2, 1>, cute::tuple<cutlass::mx_float4_t<"
+     "cutlass::float_e2m1_t>, float> > > >(...)", KernelClass.DENSE_TC_GEMM),
 ]
 
 

@@ -629,3 +629,28 @@ def move_to_fp32(doc: dict[str, Any], layer: str) -> dict[str, Any]:
                 args["Input type"] = ["float" if v == "c10::Half" else v for v in args["Input type"]]
             e["args"] = args
     return {**doc, "traceEvents": events}
+
+
+def reorder_host_ops(doc: dict[str, Any], first: str, second: str) -> dict[str, Any]:
+    """A copy of ``doc`` where every top-level ``first`` op directly followed on its thread by a top-level ``second``
+    runs after it instead: the two host ranges trade places, each with every host event inside it (child ops, the
+    launch calls; their kernels keep their correlation ids and GPU times). The same ops, in another order."""
+    events = [dict(e) for e in doc.get("traceEvents", [])]
+    host = ("cpu_op", "cuda_runtime", "cuda_driver")
+    ops = sorted((e for e in events if e.get("ph") == "X" and e.get("cat") == "cpu_op"), key=lambda e: (e["tid"], e["ts"]))
+    top: list[dict[str, Any]] = []
+    for e in ops:  # top-level: inside no other op of its thread
+        if not any(t["tid"] == e["tid"] and t["ts"] <= e["ts"] and e["ts"] + e["dur"] <= t["ts"] + t["dur"] for t in top[-3:]):
+            top.append(e)
+    moves: list[tuple[Any, float, float, float]] = []  # (tid, start, end, shift)
+    for a, b in zip(top, top[1:], strict=False):
+        if a["tid"] == b["tid"] and a["name"] == first and b["name"] == second:
+            a0, a1, b0, b1 = a["ts"], a["ts"] + a["dur"], b["ts"], b["ts"] + b["dur"]
+            moves += [(a["tid"], a0, a1, b1 - a1), (b["tid"], b0, b1, a0 - b0)]
+    for e in events:
+        if e.get("ph") == "X" and e.get("cat") in host:
+            for tid, start, end, shift in moves:
+                if e.get("tid") == tid and start <= e["ts"] and e["ts"] + e.get("dur", 0) <= end:
+                    e["ts"] = round(e["ts"] + shift, 3)
+                    break
+    return {**doc, "traceEvents": events}

@@ -70,7 +70,8 @@ def clock_legend(clocks: list[ClockLegend]) -> str:
     """Provenance said once per clock: where the latencies were timed, and what a [projected] mark means."""
     own = [c for c in clocks if c.clock != "projected"]
     projected = [c for c in clocks if c.clock == "projected"]
-    words = {"measured": "measured on {d}", "traced": "traced on {d} with the profiler on"}
+    words = {"measured": "measured on {d}", "untraced": "timed on {d} with the profiler off", "traced": "traced on {d} with the profiler on",
+             "profiled": "profiled on {d}"}
     parts = ["Clocks: latencies " + " and ".join(words[c.clock].format(d=c.device) for c in own)] if own else []
     parts += [f"figures marked [projected] are projected on the {c.device}" for c in projected]
     return "; ".join(parts) + "." if parts else ""

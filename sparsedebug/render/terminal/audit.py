@@ -9,33 +9,33 @@ from rich.text import Text
 from sparsedebug.records.audit import CheckpointAudit, StackFinding, TensorAudit
 
 _STATUS = {
-    "compliant": "[green]compliant[/green]",
-    "violations": "[red]VIOLATIONS[/red]",
-    "dense": "dense",
-    "shape": "[yellow]shape[/yellow]",
-    "not_a_matrix": "[dim]not a matrix[/dim]",
+    "compliant": ("compliant", "green"),
+    "violations": ("VIOLATIONS", "red"),
+    "dense": ("dense", ""),
+    "shape": ("shape", "yellow"),
+    "not_a_matrix": ("not a matrix", "dim"),
 }
 _STACK = {
-    "sparse": "[green]sparse[/green]", "eligible": "[green]eligible[/green]", "dense": "[red]dense[/red]", "unknown": "[yellow]unknown[/yellow]",
+    "sparse": ("sparse", "green"), "eligible": ("eligible", "green"), "dense": ("dense", "red"), "unknown": ("unknown", "yellow"),
 }
 
 
-def _backend(t: TensorAudit) -> str:
+def _backend(t: TensorAudit) -> str | Text:
     if t.backend_path is None:
         return "-"
     when = " once pruned" if t.backend_judged == "once_pruned" else ""
     if t.backend_path == "sparse":
-        return f"[green]sparse{when}[/green]"
+        return Text(f"sparse{when}", style="green")
     return f"dense{when}: {t.backend_reason or '?'}"
 
 
-def _stack(t: TensorAudit) -> str:
+def _stack(t: TensorAudit) -> str | Text:
     if t.stack is None:
         return "-"
     rules = sorted({f.rule for f in t.stack.findings})
     ok = t.stack.verdict in ("sparse", "eligible")
-    text = _STACK[t.stack.verdict] + (f" ({t.stack.path})" if t.stack.path and ok else "")
-    return text + (f": {', '.join(rules).replace('_', ' ')}" if rules and not ok else "")
+    text = Text.assemble(_STACK[t.stack.verdict], f" ({t.stack.path})" if t.stack.path and ok else "")
+    return text.append(f": {', '.join(rules).replace('_', ' ')}" if rules and not ok else "")
 
 
 def _finding(f: StackFinding) -> str:
@@ -64,7 +64,7 @@ def audit_view(audit: CheckpointAudit, *, wide: bool = False) -> RenderableType:
             continue
         # a tensor not meant to be sparse has no violations to count: its share of non-compliant groups is no finding
         violating = "-" if t.violating_fraction is None or t.status == "dense" else f"{t.violating_fraction:.2%}"
-        row = [t.name, "x".join(map(str, t.shape)), t.dtype, _STATUS[t.status], violating, str(t.negative_zeros) if t.negative_zeros else "-", _backend(t)]
+        row: list[str | Text] = [t.name, "x".join(map(str, t.shape)), t.dtype, Text(*_STATUS[t.status]), violating, str(t.negative_zeros) if t.negative_zeros else "-", _backend(t)]
         if audit.stack:
             row.append(_stack(t))
         table.add_row(*row)

@@ -4,26 +4,25 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from sparsedebug.kernels.bench import KernelBenchRow
 from sparsedebug.records.timing import TimingQuality
 from sparsedebug.render.terminal.fit import optional, under
 
 
-def _ratio(value: float) -> str:
-    colour = "green" if value >= 1.0 else "red"
-    return f"[{colour}]{value:.2f}x[/{colour}]"
+def _ratio(value: float) -> Text:
+    return Text(f"{value:.2f}x", style="green" if value >= 1.0 else "red")
 
 
-def timing_cell(quality: TimingQuality | None) -> str:
+def timing_cell(quality: TimingQuality | None) -> str | Text:
     """``stable`` / ``unstable``, the flags seen (counts) and how many rounds were re-measured."""
     if quality is None:
         return "-"
     flags = ", ".join(f"{name} x{count}" for name, count in sorted(quality.flags.items()))
     text = quality.status + (f" ({flags}; {quality.remeasured_rounds} re-measured)" if flags else "")
-    return f"[yellow]{escape(text)}[/yellow]" if not quality.stable else escape(text)
+    return Text(text, style="yellow") if not quality.stable else text
 
 
 def kernel_bench_table(rows: Sequence[KernelBenchRow]) -> Table:
@@ -40,7 +39,7 @@ def kernel_bench_table(rows: Sequence[KernelBenchRow]) -> Table:
     table.add_column("timing", overflow="fold")
     for row in rows:
         unstable = row.timing is not None and not row.timing.stable
-        ratios = ["[yellow]unstable[/yellow]"] * 3 if unstable else [_ratio(row.vnm_vs_dense), _ratio(row.vnm_vs_limit), _ratio(row.nm_vs_csr)]
+        ratios = [Text("unstable", style="yellow") for _ in range(3)] if unstable else [_ratio(row.vnm_vs_dense), _ratio(row.vnm_vs_limit), _ratio(row.nm_vs_csr)]
         table.add_row(
             str(row.tokens),
             *(f"{value:.2f}" for value in (row.dense_ms, row.limit_ms, row.csr_ms, row.nm_ms, row.vnm_ms)),

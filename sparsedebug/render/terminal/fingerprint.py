@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from rich.table import Table
+from rich.text import Text
 
 from sparsedebug.freeze.fingerprint import Drift
 from sparsedebug.records.fingerprint import Fingerprint
@@ -66,6 +67,6 @@ def drift_table(drifts: list[Drift]) -> Table:
             drift.field,
             _short(drift.frozen),
             _short(drift.current),
-            "[red]yes[/red]" if drift.affects_results else "no",
+            Text("yes", style="red") if drift.affects_results else "no",
         )
     return table

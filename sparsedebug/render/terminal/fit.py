@@ -76,9 +76,7 @@ LONGEST_WORD = 20
 def _plain(cell: object) -> str:
     if isinstance(cell, Text):
         return cell.plain
-    if isinstance(cell, str):
-        return Text.from_markup(cell).plain
-    return str(cell)
+    return str(cell)  # the console prints strings without markup (cli.common.console)
 
 
 def _index(table: Table, header: str) -> int | None:

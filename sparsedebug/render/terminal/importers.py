@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from rich.table import Table
+from rich.text import Text
 
 from sparsedebug.core.kernel_names import short_kernel_name
 from sparsedebug.core.stats import percentiles
@@ -202,7 +203,7 @@ def trt_table(report: TrtSparsityReport) -> Table:
     table.add_column("picked sparse")
     picked = set(report.picked)
     for name in report.eligible:
-        table.add_row(name, "yes", "yes" if name in picked else "[red]no: dense fallback[/red]")
+        table.add_row(name, "yes", "yes" if name in picked else Text("no: dense fallback", style="red"))
     for name in report.picked_not_eligible:
         table.add_row(name, "not listed", "yes")
     table.caption = (
@@ -241,7 +242,7 @@ def fallback_table(report: FallbackReport) -> Table:
             (change.base_class or change.base_path) + (f" ({change.base_backend})" if backends else ""),
             (change.cand_class or change.cand_path) + (f" ({change.cand_backend})" if backends else ""),
             change.cand_intended or "-",
-            "[red]UNINTENDED[/red]" if change.unintended else "declared sparse",
+            Text("UNINTENDED", style="red") if change.unintended else "declared sparse",
             _ms(change.base_ms),
             _ms(change.cand_ms),
         )

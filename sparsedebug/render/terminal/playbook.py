@@ -14,7 +14,7 @@ def _list(items: list[str]) -> str:
     return ", ".join(items) if items else "-"
 
 
-def _table(title: str, columns: list[str], rows: list[tuple[str, ...]], fold: tuple[str, ...] = ()) -> Table:
+def _table(title: str, columns: list[str], rows: list[tuple[str | Text, ...]], fold: tuple[str, ...] = ()) -> Table:
     """A titled table; the columns named in ``fold`` wrap instead of truncating."""
     table = Table(title=title)
     for name in columns:
@@ -41,11 +41,11 @@ def playbook_view(book: Playbook) -> RenderableType:
     diagram = " -> ".join(f"{s.label} [{s.stage}]" for s in book.concept.stages)
     parts: list[RenderableType] = [
         _header(book),
-        Panel(Text(diagram), title=book.concept.title),
+        Panel(Text(diagram), title=Text(book.concept.title)),
         _table("primary metric components", ["component", "record field", "unit", "better"],
                [(c.label, c.record_field, c.unit, c.better) for c in book.primary_metric.components]),
         _table("steps", ["#", "step", "command", "inputs -> outputs", "done when"],
-               [(str(s.number), f"[bold]{s.id}[/bold]: {s.title}", s.command, f"{_list(s.inputs)} -> {_list(s.outputs)}", s.done_when)
+               [(str(s.number), Text.assemble((s.id, "bold"), f": {s.title}"), s.command, f"{_list(s.inputs)} -> {_list(s.outputs)}", s.done_when)
                 for s in book.steps], fold=("step", "inputs -> outputs", "done when")),
         _table("mechanisms (step 3 scores all five)", ["mechanism", "what it looks like"],
                [(m.id, m.summary) for m in book.mechanisms], fold=("what it looks like",)),

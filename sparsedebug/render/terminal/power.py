@@ -32,6 +32,8 @@ def power_log_table(log: PowerLog) -> Table:
                       f"{channel.averaging_s:g} s" if channel.averaging_s else "-", f"{len(rows):,}", ", ".join(devices),
                       channel.scope)
     placed = ("UTC" if log.utc_offset_h == 0 else f"UTC{log.utc_offset_h:+g} h") if log.utc_offset_h is not None else "no UTC offset: not placed in time"
+    if log.time_base == "monotonic":
+        placed = "monotonic (seconds since boot, not UTC): not placed in time"
     limit = f"power limit {log.power_limit_w:g} W; " if log.power_limit_w is not None else ""
     table.caption = f"{limit}clock: {placed}" if log.channels else f"no power or energy reading; clock: {placed}"
     optional(table, "scope", "averages", "devices")

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import re
 
-from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from sparsedebug.records.target import BreakEven, ForwardProjection, LayerProjection, PathTime, PredictReport, Provenance
 from sparsedebug.render.clocks import target_clock_label
@@ -44,7 +44,7 @@ def _host_gpu(path: PathTime | None) -> str:
     return "-" if path is None else f"{path.host_ms:.3f} / {path.gpu_ms:.4f}"
 
 
-def _speedup(layer: LayerProjection) -> str:
+def _speedup(layer: LayerProjection) -> str | Text:
     """The speedup with its 90% interval, coloured by the verdict (not by the central value)."""
     if layer.speedup is None:
         return "-"
@@ -52,7 +52,7 @@ def _speedup(layer: LayerProjection) -> str:
     text = f"{layer.speedup:.2f}x"
     if layer.speedup_low is not None and layer.speedup_high is not None:
         text += f" [{layer.speedup_low:.2f}-{layer.speedup_high:.2f}]"
-    return f"[{colour}]{text}[/{colour}]"
+    return Text(text, style=colour)
 
 
 _VERDICT = {"sparse wins": "wins", "sparse loses": "loses", "uncertain here": "uncertain"}
@@ -64,9 +64,9 @@ def measure_lines(layers: list[LayerProjection]) -> list[str]:
     return [f"uncertain here: {layer.name}: {layer.measure}" for layer in layers if layer.verdict == "uncertain here" and layer.measure]
 
 
-def _basis(basis: str) -> str:
+def _basis(basis: str) -> Text:
     colour = {"measured": "green", "interpolated": "cyan", "extrapolated": "yellow", "estimate": "magenta"}.get(basis, "red")
-    return f"[{colour}]{basis}[/{colour}]"
+    return Text(basis, style=colour)
 
 
 def layers_table(layers: list[LayerProjection], title: str, *, all_layers: bool = True) -> Table:
@@ -90,8 +90,8 @@ def layers_table(layers: list[LayerProjection], title: str, *, all_layers: bool 
         if layer.note and layer.sparse is None and layer.op == "linear":
             sources = f"{sources}; {layer.note}" if sources != "-" else layer.note
         table.add_row(
-            escape(layer.name), shape, layer.path, _ms(layer.dense), _ms(layer.sparse), _host_gpu(layer.sparse),
-            _speedup(layer), _VERDICT.get(layer.verdict or "", "-"), _basis(layer.basis), escape(sources),
+            layer.name, shape, layer.path, _ms(layer.dense), _ms(layer.sparse), _host_gpu(layer.sparse),
+            _speedup(layer), _VERDICT.get(layer.verdict or "", "-"), _basis(layer.basis), sources,
         )
     table.caption = (
         "per call: max(host, GPU) eager, GPU under a CUDA graph; speedup = dense / sparse with its 90% interval "
@@ -137,7 +137,7 @@ def break_even_table(rows: list[BreakEven], title: str) -> Table:
         else:
             tokens = f"not up to {row.searched_up_to}"
         note = row.note + (f"; {row.measure}" if row.measure else "")
-        table.add_row("x".join(str(d) for d in row.shape), row.dtype, tokens, _basis(row.basis), escape(note))
+        table.add_row("x".join(str(d) for d in row.shape), row.dtype, tokens, _basis(row.basis), note)
     return under(table, "note")
 
 
@@ -148,7 +148,7 @@ def predict_tables(report: PredictReport, *, all_layers: bool = False) -> list[T
     for at in report.results:
         what = f"workload {report.workload}" if report.workload else "shapes"
         out.append(layers_table(at.layers, f"{what} at {at.tokens} tokens: {clock}", all_layers=all_layers))
-        out.extend(escape(line) for line in measure_lines(at.layers))
+        out.extend(measure_lines(at.layers))
         out.append(forward_line(at.forward))
     if report.break_even:
         out.append(break_even_table(report.break_even, f"break-even per shape: {clock}"))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
@@ -14,7 +13,7 @@ from sparsedebug.signoff.metrics import equal_latency_sentence, quality_figure
 from sparsedebug.sources.workload.schema import WorkloadOrigin
 
 
-def target_rows(record: RunRecord) -> list[tuple[str, str]]:
+def target_rows(record: RunRecord) -> list[tuple[str, str | Text]]:
     """Summary rows of the target clock: projected forward, speedup, layers slower sparse than dense."""
     target = record.target
     if target is None:
@@ -22,18 +21,20 @@ def target_rows(record: RunRecord) -> list[tuple[str, str]]:
     label = f"target ({target.backend}, {target.launch.replace('_', ' ')}, projected)"
     fwd = target.forward
     if fwd.dense is None or fwd.candidate is None or fwd.speedup is None:
-        return [(label, escape(fwd.note or "no projection"))]
+        return [(label, fwd.note or "no projection")]
     colour = "green" if fwd.speedup >= 1.0 else "red"
-    rows = [
+    rows: list[tuple[str, str | Text]] = [
         (
             label,
-            f"dense {fwd.dense.total_ms:.3f} ms, candidate {fwd.candidate.total_ms:.3f} ms (host {fwd.candidate.host_ms:.3f}, "
-            f"GPU {fwd.candidate.gpu_ms:.3f}): [{colour}]{fwd.speedup:.2f}x[/{colour}]; basis {fwd.basis}",
+            Text.assemble(
+                f"dense {fwd.dense.total_ms:.3f} ms, candidate {fwd.candidate.total_ms:.3f} ms (host {fwd.candidate.host_ms:.3f}, "
+                f"GPU {fwd.candidate.gpu_ms:.3f}): ", (f"{fwd.speedup:.2f}x", colour), f"; basis {fwd.basis}",
+            ),
         )
     ]
     slower = [lo.name for lo in record.lower.layers if lo.slower_on_target is not None]
     if slower:
-        rows.append(("sparse slower than dense (target)", f"{len(slower)} layer(s): {escape(', '.join(slower[:4]))}" + (" ..." if len(slower) > 4 else "")))
+        rows.append(("sparse slower than dense (target)", f"{len(slower)} layer(s): {', '.join(slower[:4])}" + (" ..." if len(slower) > 4 else "")))
     return rows
 
 
@@ -62,18 +63,18 @@ def summary_table(record: RunRecord) -> Table:
     lat = percentiles(outcome.latency_samples_ms)
     table.add_row(f"forward latency ({clock})", f"p50 {lat.p50:.3f} ms  p95 {lat.p95:.3f} ms  p99 {lat.p99:.3f} ms  ({sample_count(record)})")
     if outcome.budget_ms is not None:
-        status = "[green]within[/green]" if lat.p99 <= outcome.budget_ms else "[red]over[/red]"
-        table.add_row(f"budget (p99, {clock})", f"{outcome.budget_ms:g} ms: {status}")
+        status = Text("within", style="green") if lat.p99 <= outcome.budget_ms else Text("over", style="red")
+        table.add_row(f"budget (p99, {clock})", Text.assemble(f"{outcome.budget_ms:g} ms: ", status))
     if outcome.dense_baseline_samples_ms:
         base = percentiles(outcome.dense_baseline_samples_ms)
         table.add_row(f"dense baseline ({clock})", f"p50 {base.p50:.3f} ms  p95 {base.p95:.3f} ms  p99 {base.p99:.3f} ms")
     if outcome.effective_speedup is not None:
         colour = "green" if outcome.effective_speedup >= 1.0 else "red"
-        table.add_row(f"effective speedup ({clock})", f"[{colour}]{outcome.effective_speedup:.2f}x[/{colour}] (dense p50 / candidate p50)")
+        table.add_row(f"effective speedup ({clock})", Text.assemble((f"{outcome.effective_speedup:.2f}x", colour), " (dense p50 / candidate p50)"))
     elif outcome.timing is not None and not outcome.timing.stable:
-        table.add_row(f"effective speedup ({clock})", f"[yellow]not reported: timings {escape(outcome.timing.reason)}[/yellow]")
+        table.add_row(f"effective speedup ({clock})", Text(f"not reported: timings {outcome.timing.reason}", style="yellow"))
     if outcome.timing is not None and outcome.timing.stable and outcome.timing.flagged_rounds:
-        table.add_row("timing interference", escape(outcome.timing.reason))
+        table.add_row("timing interference", outcome.timing.reason)
     for label, text in target_rows(record):
         table.add_row(label, text)
     busy = median(schedule.busy_samples_ms) if schedule.busy_samples_ms else None
@@ -100,7 +101,7 @@ def summary_table(record: RunRecord) -> Table:
     eq = outcome.equal_latency
     if eq is not None:
         color = "green" if eq.sparsity_wins else "red"
-        table.add_row("equal latency", f"[{color}]{escape(equal_latency_sentence(eq))}[/{color}]")
+        table.add_row("equal latency", Text(equal_latency_sentence(eq), style=color))
     for verdict_row in record.verdicts:
         table.add_row(f"check {verdict_row.check}", f"{verdict_row.status}: {verdict_row.detail}")
     return table
@@ -124,16 +125,16 @@ def lower_table(graph: GraphStage, lower: LowerStage, *, linear_only: bool = Tru
         if linear_only and ops.get(layer.name) not in ("linear", "embedding"):
             continue
         if layer.path is KernelPath.SPARSE:
-            path = "[green]sparse[/green]"
+            path: str | Text = Text("sparse", style="green")
         elif layer.reason is not None and layer.reason.value != "intended_dense":
-            path = "[red]dense (fallback)[/red]"
+            path = Text("dense (fallback)", style="red")
         else:
             path = "dense"
-        reason = "-" if layer.reason is None else layer.reason.value
+        reason: str | Text = "-" if layer.reason is None else layer.reason.value
         target = "-"
         if layer.slower_on_target is not None:
             flag = layer.slower_on_target
-            reason = "[yellow]slower_than_dense[/yellow]"
+            reason = Text("slower_than_dense", style="yellow")
             target = f"{flag.sparse_ms:.3f}/{flag.dense_ms:.3f}"
         table.add_row(
             layer.name,

@@ -37,12 +37,13 @@ class RankFile:
 
 def is_run_set(argument: str) -> bool:
     """Whether ``argument`` names a run set: an existing directory (not one an importer reads whole, such as a TensorRT
-    engine's exports), or a glob pattern."""
+    engine's exports), or a glob pattern (an existing file whose name holds ``[``, ``*`` or ``?`` is that file)."""
     from sparsedebug.sources.registry import sniffed
 
-    if Path(argument).is_dir():
-        return sniffed(Path(argument), None) is None
-    return any(ch in argument for ch in "*?[")
+    path = Path(argument)
+    if path.is_dir():
+        return sniffed(path, None) is None
+    return not path.is_file() and any(ch in argument for ch in "*?[")
 
 
 def _files(argument: str) -> list[Path]:

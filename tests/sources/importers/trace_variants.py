@@ -56,6 +56,21 @@ def strip_annotations(doc: Doc) -> Doc:
     return _events(doc, keep=lambda e: e.get("cat") not in ("user_annotation", "gpu_user_annotation"))
 
 
+LEGACY = {"kernel": "Kernel", "gpu_memcpy": "Memcpy", "gpu_memset": "Memset", "cuda_runtime": "Runtime", "cpu_op": "Operator",
+          "user_annotation": "Operator"}
+"""Today's categories as Kineto's first Chrome traces (PyTorch 1.8-1.9) wrote them: record_function ranges were operators."""
+
+
+def legacy_categories(doc: Doc) -> Doc:
+    """``doc`` as a 2021-era Kineto trace: capitalised categories, no GPU annotations and no ac2g flows."""
+
+    def edit(event: Event) -> Event:
+        event["cat"] = LEGACY.get(event.get("cat", ""), event.get("cat"))
+        return event
+
+    return _events(doc, keep=lambda e: e.get("cat") not in ("gpu_user_annotation", "ac2g"), edit=edit)
+
+
 def rename_ops(doc: Doc, mapping: dict[str, str]) -> Doc:
     """Rename CPU ops (e.g. an SDPA backend op) by exact name."""
 

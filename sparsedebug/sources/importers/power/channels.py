@@ -23,6 +23,10 @@ two readings that touch it are mostly about time outside it (a power sample stan
 counter's difference for the interval between its updates)."""
 
 
+MIN_WALL_CLOCK_S = 946_684_800.0
+"""2000-01-01 in UTC seconds: seconds since 1970 below it are no capture time of a GPU log, but a clock counted from
+boot (``time.monotonic()``, 30 years of uptime at most)."""
+
 MAX_EPOCH_S = 253_402_300_799.0
 """The last second of year 9999 in UTC seconds: a later timestamp is no time at all (and no datetime holds it)."""
 

@@ -93,6 +93,8 @@ def energy_in_window(log: PowerLog, window: TimeWindow | None, device: str | Non
                             note=f"{log.file}: the run records no absolute time window: the log cannot be placed against it")
     if any(r.t_utc_s is None for r in rows):
         why = ("its readings carry no timestamps" if all(not r.t_local for r in rows)
+               else f"its {log.source} timestamps count seconds since boot (a monotonic clock), not UTC time"
+               if log.time_base == "monotonic"
                else f"{log.source} timestamps carry no time zone and no UTC offset is known")
         return WindowEnergy(**common, status="unaligned",
                             note=f"{log.file}: {why}: the log cannot be placed against the run's window")

@@ -1,7 +1,8 @@
 """Zeus ``ZeusMonitor(log_file=...)`` CSV: one row per measurement window, GPU energy per GPU.
 
 The columns, as ``zeus/monitor/energy.py`` (ml-energy/zeus) writes them: ``start_time`` (``time.time()`` when
-``begin_window`` was called: UTC seconds since the epoch), ``window_name``, ``elapsed_time`` (seconds) and one
+``begin_window`` was called: UTC seconds since the epoch; before Zeus's commit 2dbd5a6 of 2023-08-22,
+``time.monotonic()``: seconds since boot, read here as such, with no UTC time), ``window_name, ``elapsed_time`` (seconds) and one
 ``gpu{i}_energy`` column per monitored GPU (joules). On Volta and newer GPUs Zeus takes each window's energy as the
 difference of NVML's energy counter (``nvmlDeviceGetTotalEnergyConsumption``), on older ones by integrating polled
 power; a window shorter than the counter's update period reads 0 J (Zeus warns). Zeus supports concurrent
@@ -15,7 +16,7 @@ from pathlib import Path
 
 from sparsedebug.core.errors import UserError
 from sparsedebug.records.power import PowerChannel, PowerLog, PowerReading
-from sparsedebug.sources.importers.power.channels import BOARD_ENERGY, MAX_EPOCH_S
+from sparsedebug.sources.importers.power.channels import BOARD_ENERGY, MAX_EPOCH_S, MIN_WALL_CLOCK_S
 from sparsedebug.sources.importers.power.table import read_table
 
 ZEUS_COLUMNS = ("start_time", "window_name", "elapsed_time")
@@ -36,18 +37,27 @@ def load_zeus(path: Path, text: str) -> PowerLog:
     start_col, name_col, elapsed_col = (table.column(c) for c in ZEUS_COLUMNS)
     assert start_col is not None and name_col is not None and elapsed_col is not None
     readings: list[PowerReading] = []
+    monotonic: bool | None = None  # the first row decides; every other must agree
     for line, row in table.rows:
         start = table.number(line, row, start_col, blank_ok=False)
         elapsed = table.number(line, row, elapsed_col, blank_ok=False)
         assert start is not None and elapsed is not None
         if start > MAX_EPOCH_S:
             raise UserError(f"{path}: line {line}, column 'start_time': {row[start_col].strip()!r} is not UTC seconds since 1970")
+        below = start < MIN_WALL_CLOCK_S
+        if monotonic is None:
+            monotonic = below
+        elif below != monotonic:
+            raise UserError(
+                f"{path}: line {line}, column 'start_time': {row[start_col].strip()!r} mixes seconds since boot "
+                "(time.monotonic(), before 2000) with seconds since 1970 in one log"
+            )
         for k, gpu in gpu_columns:
             joules = table.number(line, row, k)
             if joules is None:
                 continue
             readings.append(PowerReading(
-                device=gpu, t_utc_s=start, t_local=row[start_col].strip(), line=line, value=joules, window_s=elapsed,
+                device=gpu, t_utc_s=None if monotonic else start, t_local=row[start_col].strip(), line=line, value=joules, window_s=elapsed,
                 label=row[name_col].strip(),
             ))
     channels: list[PowerChannel] = []
@@ -60,4 +70,4 @@ def load_zeus(path: Path, text: str) -> PowerLog:
                  "integrated power before); windows shorter than the counter's update period read 0 J",
         ))
     return PowerLog(file=str(path), source="zeus", channels=channels, readings={"gpu{i}_energy": readings} if readings else {},
-                    utc_offset_h=0.0)
+                    utc_offset_h=None if monotonic else 0.0, time_base="monotonic" if monotonic else "wall_clock")

@@ -283,7 +283,7 @@ def _analyze_trace(path: Path, include_last_step: bool, trace: TraceEvents) -> T
             layer_idle_samples_ms=layer_idle(ops, with_calls),
             timeline=iteration_strip(groups),
         ),
-        outcome=OutcomeStage(latency_samples_ms=[it.latency_ms for it in complete]),
+        outcome=OutcomeStage(latency_samples_ms=[it.latency_ms for it in complete], latency_timing="traced"),
     )
     summary = _summary(path, trace, ops, device_name, iterations, summaries, layers, include_last_step)
     summary.by_class_ms = dict(by_class)

@@ -11,6 +11,7 @@ import pytest
 from sparsedebug.core.errors import UserError
 from sparsedebug.records.run import TimeWindow
 from sparsedebug.sources.importers.power import energy_in_window, load_power_log, with_utc_offset
+from tests.conftest import FIXTURES
 from tests.support.powerlogs import write_dcgm_metrics
 
 T0 = datetime(2026, 12, 1, 10, 0, 0, tzinfo=UTC).timestamp()
@@ -92,6 +93,35 @@ def test_zeus_windows(tmp_path: Path) -> None:
     assert first_two.joules == pytest.approx(300.0)
     short = energy_in_window(log, window(T0 + 0.2, 0.3), device="0")
     assert short.status == "too_short" and "holds only 30%" in short.note
+
+
+REAL_ZEUS = FIXTURES / "real" / "power" / "zeus__A40+resnet50+gpu0.csv"
+
+
+@pytest.mark.parametrize("source", ["real", "built"])
+def test_zeus_monotonic_start_times_are_said_and_never_placed_in_utc(tmp_path: Path, source: str) -> None:
+    """Zeus before 2023-08-22 wrote ``time.monotonic()`` as ``start_time`` (seconds since boot): read as UTC it put a
+    2023 log in June 1970. The real log and one built with 5 days of uptime are monotonic, with no UTC time."""
+    path = REAL_ZEUS if source == "real" else tmp_path / "zeus.csv"
+    if source == "built":
+        uptime = 5 * 86400.0
+        path.write_text(ZEUS.format(t0=uptime, t1=uptime + 1.0, t2=uptime + 2.0))
+    log = load_power_log(path)
+    assert log.time_base == "monotonic" and log.utc_offset_h is None
+    readings = log.readings["gpu{i}_energy"]
+    assert readings and all(r.t_utc_s is None and r.t_local for r in readings)
+    energy = energy_in_window(log, window(T0, 4.0))
+    assert energy.status == "unaligned" and "seconds since boot (a monotonic clock), not UTC time" in energy.note
+    wall = tmp_path / "wall.csv"
+    wall.write_text(ZEUS.format(t0=T0, t1=T0 + 1.0, t2=T0 + 2.0))
+    assert load_power_log(wall).time_base == "wall_clock"
+
+
+def test_zeus_mixing_time_bases_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "zeus.csv"
+    path.write_text(ZEUS.format(t0=5 * 86400.0, t1=T0, t2=T0 + 1.0))
+    with pytest.raises(UserError, match=r"line 3, column 'start_time': .* mixes seconds since boot"):
+        load_power_log(path)
 
 
 CODECARBON = """timestamp,project_name,run_id,duration,emissions,emissions_rate,cpu_power,gpu_power,ram_power,cpu_energy,gpu_energy,ram_energy,energy_consumed,country_name

@@ -21,6 +21,7 @@ from sparsedebug.sources.importers.trace.importer import (
 )
 from sparsedebug.sources.importers.trace.read.stream import iter_trace
 from tests.conftest import FIXTURES
+from tests.sources.importers import trace_variants
 
 H200 = FIXTURES / "h200"
 ART = FIXTURES / "artifacts"
@@ -195,6 +196,28 @@ def test_gpu_annotations_used_when_launches_are_missing(tmp_path: Path) -> None:
     names = [layer.name for layer in record.lower.layers]
     assert "block.fc" in names
     assert analyze_trace(path).summary.other_wait_ms == pytest.approx(analyze_trace(path).summary.idle_ms)
+
+
+@pytest.mark.parametrize("source", ["h200_dense", "generated_training"])
+def test_legacy_capitalised_categories_import_with_their_kernels(tmp_path: Path, source: str) -> None:
+    """A 2021-era Kineto trace (``Kernel``, ``Memcpy``, ``Memset``, ``Runtime``, ``Operator``) was refused as having
+    no GPU activity; built here from a real trace and a generated training step (backward, optimizer, annotations),
+    it gives the same GPU timeline, kernels, iterations and layers."""
+    from tests.support.tracegen import TraceSpec, write_trace
+
+    path = DENSE if source == "h200_dense" else tmp_path / "today.json"
+    if source != "h200_dense":
+        write_trace(path, TraceSpec(layers=6, iterations=3, attention="math", nccl=False))  # record_param_comms is 2022+
+    legacy = trace_variants.save(trace_variants.legacy_categories(trace_variants.load(path)), tmp_path / "legacy.json")
+    assert '"cat":"Kernel"' in legacy.read_text() and '"cat":"kernel"' not in legacy.read_text()
+    today, then = analyze_trace(path), analyze_trace(legacy)
+    assert then.summary.kernels == today.summary.kernels > 0
+    assert then.summary.gpu_ops == today.summary.gpu_ops
+    assert then.summary.busy_ms == pytest.approx(today.summary.busy_ms)
+    assert then.summary.host_wait_ms == pytest.approx(today.summary.host_wait_ms)
+    assert len(then.summary.iterations) == len(today.summary.iterations) > 1
+    layers = [(layer.name, layer.op) for layer in then.record.graph.layers]
+    assert layers == [(layer.name, layer.op) for layer in today.record.graph.layers] and layers
 
 
 def test_missing_fields_are_skipped_and_counted_never_fatal() -> None:

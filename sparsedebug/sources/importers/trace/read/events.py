@@ -18,6 +18,10 @@ Kept, by event category (``cat``) of complete (``ph: X``) events:
   and ``thread_name`` metadata (the autograd engine's threads are named
   ``pt_autograd_*``).
 
+The first Kineto traces (PyTorch 1.8-1.9) wrote capitalised categories (``Kernel``,
+``Memcpy``, ``Memset``, ``Runtime``, ``Operator``): they are read as the ones above, an
+``Operator`` without a namespace and not an autograd node (``ProfilerStep#3``, a ``record_function``
+name) as an annotation.
 Everything else is ignored; malformed events are skipped and counted by reason.
 """
 
@@ -25,6 +29,7 @@ from __future__ import annotations
 
 import gc
 import hashlib
+import re
 from collections import defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -160,8 +165,16 @@ def input_dtype(name: Any) -> str | None:
 
 
 _KEPT = GPU_CATEGORIES | LAUNCH_CATEGORIES | _NAMED_RANGES | {"cpu_op", "python_function", "cuda_sync"}
+LEGACY_CATEGORIES = {"Kernel": "kernel", "Memcpy": "gpu_memcpy", "Memset": "gpu_memset", "Runtime": "cuda_runtime", "Operator": "cpu_op"}
+"""The capitalised categories of Kineto's first Chrome traces (PyTorch 1.8-1.9, 2021), read as today's."""
 _UNTIMED_COUNTED = GPU_CATEGORIES | LAUNCH_CATEGORIES | _NAMED_RANGES
 _NO_ARGS = EventArgs()
+_AUTOGRAD_NODE = re.compile(r"Backward\d*$")
+
+
+def _legacy_annotation(name: Scalar) -> bool:
+    """Whether a legacy ``Operator`` is a ``record_function`` range: no namespace (``aten::``) and no autograd node."""
+    return isinstance(name, str) and "::" not in name and _AUTOGRAD_NODE.search(name) is None
 
 
 class _Filer:
@@ -301,7 +314,7 @@ def _read_events(path: Path) -> TraceEvents:
     sha256 = hashlib.sha256()
     filer = _Filer(trace)
     keep, skipped = filer.keep, trace.skipped
-    kept = _KEPT
+    kept, legacy = _KEPT, LEGACY_CATEGORIES
     for batch in iter_event_batches(path, trace.metadata, sha256):
         for event in batch:
             if event.__class__ is not Event:
@@ -315,6 +328,9 @@ def _read_events(path: Path) -> TraceEvents:
                 cat = event.cat
                 if cat in kept:
                     keep(event, cat)
+                elif cat in legacy:
+                    cat = legacy[cat]
+                    keep(event, "user_annotation" if cat == "cpu_op" and _legacy_annotation(event.name) else cat)
             elif ph == "M":
                 filer.metadata(event)
             elif (ph == "s" or ph == "f") and event.cat == "ac2g":
