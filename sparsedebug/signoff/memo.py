@@ -160,7 +160,14 @@ def _symptom(b: LoadedBundle) -> Symptom:
     base, cand = b.baseline, b.candidate
     metric: list[Claim] = []
     figures = [f for f in (_p50("baseline", base), _p50("candidate", cand), _speedup(b, "candidate")) if f is not None]
-    metric.append(Claim(kind="speedup", figures=figures))
+    code = None
+    outcome = next((m for m in b.bisect.stage("outcome").metrics), None) if b.bisect is not None and any(
+        s.stage == "outcome" for s in b.bisect.stages) else None
+    if outcome is not None and outcome.traced_host_wait_share is not None:
+        code = "rests_on_traced"
+        figures.append(_fig("traced_host_wait_share", outcome.traced_host_wait_share, "share", FILES["bisect"],
+                            "stages[outcome].metrics[0].traced_host_wait_share"))
+    metric.append(Claim(kind="speedup", code=code, figures=figures))
     if cand.target is not None and cand.target.forward.speedup is not None:
         fwd = cand.target.forward
         tf = [_fig("target_speedup", fwd.speedup, "x", FILES["candidate"], "target.forward.speedup", role="candidate", clock="projected")]  # type: ignore[arg-type]

@@ -162,7 +162,12 @@ def speedup(st: Style, c: Claim) -> str:
     b, k = c.figure("latency_p50_ms", "baseline"), c.figure("latency_p50_ms", "candidate")
     if sp is None:
         return "speedup over the baseline not measured (no latency samples on a side)"
-    return f"speedup {num(sp)} over the baseline (p50 {num(b)} baseline, {num(k)} candidate)"
+    text = f"speedup {num(sp)} over the baseline (p50 {num(b)} baseline, {num(k)} candidate)"
+    share = c.figure("traced_host_wait_share")
+    if c.code == "rests_on_traced" and share is not None:
+        text += (f", which rests on traced latency of a host-bound run (idle on the host {num(share)} of the span; "
+                 "the profiler's own cost is in it: pass untraced timings with `--latency` to settle it)")
+    return text
 
 
 def target_speedup(st: Style, c: Claim) -> str:
