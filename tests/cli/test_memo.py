@@ -89,3 +89,52 @@ def test_rerun_replaces_an_old_bundle_only_with_force(bundle: Path, tmp_path: Pa
     assert not stale.exists() and not (bundle / "fixed.run.json").exists()
     assert json.loads((bundle / "fix.json").read_text())["fixed_source"] == "none"
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".bundle")] == []
+
+
+def test_memo_format_json_is_the_memo_model_of_the_schema(bundle: Path) -> None:
+    from sparsedebug.records.memo import Memo
+
+    result = invoke(["memo", str(bundle), "--format", "json"])
+    assert result.exit_code == 0, result.stderr
+    memo = Memo.model_validate_json(result.stdout)
+    assert memo == Memo.model_validate_json((bundle / "memo.json").read_text())
+    schema = json.loads(invoke(["schema", "memo"]).stdout)
+    assert schema["title"] == "Memo" and set(schema["required"]) <= set(json.loads(result.stdout))
+    figure = memo.figures()[0]
+    assert figure.source.record and figure.source.field
+
+
+def test_memo_format_github_and_the_gate_summary_share_one_renderer(bundle: Path, tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    from sparsedebug.render.memo.github import GithubMemo
+
+    calls: list[str] = []
+    original = GithubMemo.format
+
+    def spy(self: GithubMemo, memo: object) -> str:
+        calls.append(memo.title)  # type: ignore[attr-defined]
+        return original(self, memo)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(GithubMemo, "format", spy)
+    shown = invoke(["memo", str(bundle), "--format", "github"])
+    assert shown.exit_code == 0 and shown.stdout.startswith("## ")
+    summary = tmp_path / "summary.md"
+    invoke(["gate", str(tmp_path / "base.json"), str(tmp_path / "cand.json"), "--summary", str(summary)])
+    assert summary.read_text().startswith("## sparsedebug gate")
+    assert len(calls) == 2 and calls[1] == "sparsedebug gate"
+
+
+def test_memo_unknown_format_and_a_bundle_from_before_the_memo_model(bundle: Path) -> None:
+    assert_clean_error(invoke(["memo", str(bundle), "--format", "pdf"]), 2, "--format", "markdown")
+    manifest = json.loads((bundle / "bundle.json").read_text())
+    del manifest["files"]["memo_model"]
+    (bundle / "memo.json").unlink()
+    (bundle / "bundle.json").write_text(json.dumps(manifest))
+    assert_clean_error(invoke(["memo", str(bundle)]), 2, "older sparsedebug", "playbook run")
+
+
+def test_memo_format_terminal_is_the_walks_summary(bundle: Path) -> None:
+    result = invoke(["memo", str(bundle), "--format", "terminal"])
+    assert result.exit_code == 0
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("1 freeze") and any(line.startswith("Decision: ") for line in lines)
