@@ -64,8 +64,16 @@ def _safetensor(path: Path, name: str, spec: Any, buffer: memoryview) -> Tensor:
     kind = _SAFETENSORS_DTYPES.get(str(spec["dtype"]))
     if kind is None:
         raise UserError(f"{path}: tensor {name!r}: dtype {spec['dtype']} is not supported")
-    start, end = (int(x) for x in spec["data_offsets"])
-    shape = tuple(int(x) for x in spec["shape"])
+    offsets, dims = spec["data_offsets"], spec["shape"]
+    if not (isinstance(offsets, list) and len(offsets) == 2 and all(type(x) is int for x in offsets)
+            and isinstance(dims, list) and all(type(x) is int and x >= 0 for x in dims)):
+        raise UserError(f"{path}: tensor {name!r}: data_offsets must be two integers and shape non-negative integers")
+    start, end = offsets
+    shape = tuple(dims)
+    if not 0 <= start <= end <= len(buffer):
+        raise UserError(f"{path}: tensor {name!r}: bytes {start}..{end} lie outside the file's {len(buffer)} data bytes (truncated?)")
+    if (end - start) % np.dtype(kind[0]).itemsize:
+        raise UserError(f"{path}: tensor {name!r}: {end - start} bytes is not a whole number of {spec['dtype']} elements")
     raw = np.frombuffer(buffer[start:end], dtype=kind[0])
     if raw.size != int(np.prod(shape, dtype=np.int64)):
         raise UserError(f"{path}: tensor {name!r}: {raw.size} elements for shape {list(shape)}")
