@@ -347,7 +347,7 @@ def _blas_starts(env: dict[str, str] | None) -> str | None:
     if child.returncode == -14:  # SIGALRM: still starting when its time ran out
         return f"it was still starting after {BLAS_START_SECONDS:g} s (OpenBLAS retries an allocation that cannot succeed)"
     lines = [line.strip() for line in stderr.splitlines() if line.strip()]
-    return lines[-1] if lines else f"the start ended with status {child.returncode}"
+    return lines[-1].rstrip(".") if lines else f"the start ended with status {child.returncode}"
 
 
 def start_scipy_within_limits() -> None:

@@ -458,7 +458,10 @@ def run_playbook(
     try:
         if tmp.exists():
             shutil.rmtree(tmp)
-        tmp.mkdir(parents=False)
+        try:
+            tmp.mkdir(parents=False)
+        except OSError as exc:  # a folder os.access calls writable that is not (/proc, a read-only mount as root)
+            raise UserError(f"{out_dir}: cannot create the bundle's working folder {tmp.name} in {tmp.parent} ({exc.strerror})") from None
         if ranks is not None:
             w.save("ranks", ranks[0])
         _freeze(w)
