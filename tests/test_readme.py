@@ -62,7 +62,7 @@ def _resolve(words: list[str]) -> tuple[Any, list[str]]:
 
 def test_the_readme_has_examples() -> None:
     assert len(_bash_commands()) >= 15
-    assert len(_workflow_runs()) == 3
+    assert len(_workflow_runs()) == 1  # the interleaved form: gate BASE.yaml CAND.yaml replays both in one session
 
 
 @pytest.mark.parametrize("line", [*_bash_commands(), *_workflow_runs()])
@@ -97,7 +97,7 @@ def test_the_ci_workflow_runs_as_written(tmp_path: Path) -> None:
                               capture_output=True, text=True, timeout=600, check=False)
         assert "Traceback" not in proc.stderr and "error:" not in proc.stderr, proc.stderr
         codes.append(proc.returncode)
-    assert codes == [0, 0, 1]  # the gate fails the quality guardrail on pruned random weights, as the README says
+    assert codes == [1]  # the gate fails the quality guardrail on pruned random weights, as the README says
     assert (tmp_path / "gate.xml").is_file() and summary.read_text().startswith("## sparsedebug gate: FAILED")
     assert "quality_delta" in summary.read_text()
 

@@ -97,7 +97,12 @@ def gate(
     pair = require_comparable(runs[0], runs[1], allowed_dimensions(allow_different))
     result = evaluate(pair.base, pair.cand, pol).model_copy(update={"comparability": pair.check})
     if not json_out:
+        from sparsedebug.render.terminal.gate import separate_sessions_line
+
         say_comparability(pair.check, err)
+        line = separate_sessions_line(result)
+        if line is not None:
+            err.print(f"note: {line}", markup=False, highlight=False, soft_wrap=True)
     if junit is not None:
         atomic_write_text(junit, junit_xml(result))
     if summary is not None:

@@ -470,4 +470,7 @@ def evaluate(base: RunRecord, cand: RunRecord, policy: GatePolicy | None = None)
         checks=checks,
         policy=pol,
         inconclusive=any(c.status == "inconclusive" for c in checks),
+        separately_recorded=bool(base.outcome.latency_samples_ms and cand.outcome.latency_samples_ms) and session_block(base, cand) is None,
+        workloads=[run.workload.file.path for run in (base, cand) if run.workload is not None and run.workload.file is not None]
+        if all(run.workload is not None and run.workload.file is not None for run in (base, cand)) else [],
     )
