@@ -64,6 +64,8 @@ class _Walk:
     files: dict[str, str] = field(default_factory=dict)
     steps: list[StepRecord] = field(default_factory=list)
     runs: dict[str, RunRecord] = field(default_factory=dict)
+    fixed_early: RunRecord | None = None
+    """A fixed run given as a trace or run record, loaded in step 2 and checked comparable with the candidate there."""
     workloads: dict[str, Workload] = field(default_factory=dict)
     fingerprint: Fingerprint | None = None
     classification: Classification | None = None
@@ -153,6 +155,14 @@ def _locate(w: _Walk) -> None:
         w.save(role, w.runs[role])
     for line in filter(None, [pair.check.allowed_sentence(), *pair.check.notes]):
         w.say.note(line)
+    if "fixed" in w.paths and w.kinds["fixed"] != "workload":  # refused here, not after classify and reduce
+        verb = {"run": "load", "trace": "import"}[w.kinds["fixed"]]
+        w.say.step(step, f"{verb} the fixed candidate {w.paths['fixed'].name} and check it comparable with the candidate")
+        w.fixed_early = w.load("fixed")
+        try:
+            require_comparable(w.runs["candidate"], w.fixed_early, w.allow)
+        except UserError as exc:
+            raise UserError(f"--fixed {w.paths['fixed']}: {exc}") from None
     w.say.step(step, "bisect the five stages")
     result = bisect_runs(w.runs["baseline"], w.runs["candidate"]).model_copy(update={"comparability": pair.check})
     w.save("bisect", result)
@@ -283,7 +293,7 @@ def _rerun(w: _Walk) -> None:
             fixed_is_workload=applied or w.kinds["fixed"] == "workload", applied=applied,
         )
         fixed_run, session_cand = load_fixed(
-            inputs, repeats=w.repeats, allow=w.allow, load_fixed=lambda: w.load("fixed"), meter=w.meter,
+            inputs, repeats=w.repeats, allow=w.allow, load_fixed=lambda: w.fixed_early or w.load("fixed"), meter=w.meter,
             say=lambda text: w.say.step(step, text), note=w.say.note, progress=w.say.progress,
         )
     fix = w.classification.fix
