@@ -1,0 +1,224 @@
+"""Faults a new user hit (issue 43), each through the CLI on inputs built here: one line and exit 2, or the right verdict.
+
+Odd numbers in a trace or an option, a binary file among traces, a cut checkpoint, an output
+folder that cannot be made, a trace whose kernels were all dropped, a run with no latency, a
+fixed run of another model, a gate on separately recorded runs, and a walk under ``ulimit -v``.
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from sparsedebug.core.io import save_record
+from tests.conftest import assert_clean_error, invoke
+from tests.support.proc import ENV
+from tests.support.synth import dense_run, sparse_run
+from tests.support.tracegen import TraceSpec, generate, write_doc, write_trace
+
+
+def _error_lines(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if line.startswith("error:")]
+
+
+def _one_error(stderr: str) -> str:
+    lines = _error_lines(stderr)
+    assert len(lines) == 1, stderr
+    return lines[0]
+
+
+@pytest.fixture(scope="module")
+def trace_doc() -> dict[str, Any]:
+    doc, _ = generate(TraceSpec(iterations=4))
+    return doc
+
+
+def _with_kernels(doc: dict[str, Any], field: str, value: Any) -> dict[str, Any]:
+    out: dict[str, Any] = json.loads(json.dumps(doc))
+    for event in out["traceEvents"]:
+        if event.get("cat") == "kernel":
+            event[field] = value(event[field]) if callable(value) else value
+    return out
+
+
+# --------------------------------------------------------------------------- odd numbers: a named check, one line
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "shown"),
+    [("dur", float("nan"), "dur (us) nan"), ("dur", 1e30, "dur (us) 1e+30"), ("dur", float("inf"), "dur (us) inf"),
+     ("ts", float("nan"), "ts (us) nan"), ("ts", 1e30, "ts (us) 1e+30")],
+)
+def test_a_trace_number_no_profiler_writes_is_refused_by_name(
+    trace_doc: dict[str, Any], tmp_path: Path, field: str, value: float, shown: str
+) -> None:
+    path = tmp_path / "odd.json"
+    path.write_text(json.dumps(_with_kernels(trace_doc, field, value)))  # json writes NaN / Infinity bare, as a lax writer does
+    result = invoke(["import", "trace", str(path), "-o", str(tmp_path / "run.json")])
+    assert_clean_error(result, 2, f"{path}: kernel event", shown, "expected a finite number of microseconds between")
+    assert len(_error_lines(result.stderr)) == 1
+    assert not (tmp_path / "run.json").exists()
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "1e30", "15"])
+@pytest.mark.parametrize("command", ["classify", "playbook"])
+def test_smi_utc_offset_is_bounded_before_any_work(command: str, value: str, trace_doc: dict[str, Any], tmp_path: Path) -> None:
+    trace = tmp_path / "t.json"
+    write_doc(trace, trace_doc)
+    args = {
+        "classify": ["classify", str(trace), "--smi-utc-offset", value],
+        "playbook": ["playbook", "run", "--baseline", str(trace), "--candidate", str(trace), "--smi-utc-offset", value,
+                     "-o", str(tmp_path / "bundle")],
+    }[command]
+    result = invoke(args)
+    assert_clean_error(result, 2, "--smi-utc-offset", "expected a finite number of hours between -14 and 14")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.json"]  # no bundle, no partial folder
+
+
+def test_damping_refuses_infinity() -> None:
+    result = invoke(["quality", "study", "--damping", "inf"])
+    assert result.exit_code == 2 and "Invalid value for '--damping'" in result.stderr
+
+
+# --------------------------------------------------------------------------- odd files
+
+
+def test_a_binary_file_among_traces_is_named(trace_doc: dict[str, Any], tmp_path: Path) -> None:
+    folder = tmp_path / "ranks"
+    folder.mkdir()
+    write_doc(folder / "rank0.json", trace_doc)
+    (folder / "rank1.json").write_bytes(bytes(range(256)) * 8)
+    result = invoke(["import", "trace", str(folder)])
+    assert_clean_error(result, 2, "rank1.json: not a profiler trace (byte 128 is not UTF-8 text)")
+    assert len(_error_lines(result.stderr)) == 1
+
+
+def test_a_gzip_that_is_not_gzip_among_traces_is_named(trace_doc: dict[str, Any], tmp_path: Path) -> None:
+    folder = tmp_path / "ranks"
+    folder.mkdir()
+    write_doc(folder / "rank0.json", trace_doc)
+    whole = folder / "whole.json.gz"
+    write_doc(whole, trace_doc)
+    (folder / "rank1.json.gz").write_bytes(whole.read_bytes()[:40])  # gzip's header, then cut
+    whole.unlink()
+    result = invoke(["import", "trace", str(folder)])
+    assert_clean_error(result, 2, "rank1.json.gz:")
+    assert len(_error_lines(result.stderr)) == 1
+
+
+@pytest.fixture
+def checkpoint(tmp_path: Path) -> bytes:
+    from safetensors.numpy import save_file
+
+    path = tmp_path / "whole.safetensors"
+    save_file({"a.weight": np.ones((64, 64), np.float32), "b.weight": np.ones((64, 64), np.float32)}, str(path))
+    return path.read_bytes()
+
+
+@pytest.mark.parametrize("cut", [4, 100, -1, -20000])
+def test_a_cut_safetensors_is_one_line(checkpoint: bytes, tmp_path: Path, cut: int) -> None:
+    path = tmp_path / "cut.safetensors"
+    path.write_bytes(checkpoint[:cut])
+    result = invoke(["audit", str(path)])
+    assert_clean_error(result, 2, f"{path}:")
+    assert len(_error_lines(result.stderr)) == 1
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs /proc")
+def test_an_output_folder_that_cannot_be_made_is_one_line() -> None:
+    result = invoke(["playbook", "run", "-o", "/proc/bundle"])
+    assert_clean_error(result, 2, "/proc/bundle: cannot create the bundle's working folder")
+    assert len(_error_lines(result.stderr)) == 1
+
+
+# --------------------------------------------------------------------------- absence is never success
+
+
+def test_a_trace_whose_kernels_were_all_dropped_is_refused_unless_allowed(trace_doc: dict[str, Any], tmp_path: Path) -> None:
+    path = tmp_path / "negative.json"
+    write_doc(path, _with_kernels(trace_doc, "dur", lambda dur: -abs(dur) - 1.0))
+    kernels = sum(1 for e in trace_doc["traceEvents"] if e.get("cat") == "kernel")
+    result = invoke(["import", "trace", str(path), "-o", str(tmp_path / "run.json")])
+    assert_clean_error(result, 2, "every kernel event was dropped", f"{kernels} kernel with negative dur", "--allow-dropped")
+    assert not (tmp_path / "run.json").exists()
+    allowed = invoke(["import", "trace", str(path), "--allow-dropped", "-o", str(tmp_path / "run.json")])
+    assert allowed.exit_code == 0, allowed.stderr
+    assert (tmp_path / "run.json").is_file()
+
+
+def test_a_run_without_latency_samples_does_not_pass_the_gate(tmp_path: Path) -> None:
+    base, cand = tmp_path / "base.json", tmp_path / "cand.json"
+    save_record(dense_run(5.0, n=12), base)
+    run = sparse_run(3.5, n=12)
+    save_record(run.model_copy(update={"outcome": run.outcome.model_copy(update={"latency_samples_ms": []})}), cand)
+    result = invoke(["gate", str(base), str(cand), "--json"])
+    assert result.exit_code == 1, result.stderr
+    checks = {c["id"]: c for c in json.loads(result.stdout)["checks"]}
+    for check in ("effective_speedup", "p99_latency"):
+        assert checks[check]["status"] == "inconclusive" and checks[check]["on_inconclusive"] == "fail"
+        assert "no latency samples in sparse" in checks[check]["detail"]
+    relaxed = tmp_path / "relaxed.yaml"
+    relaxed.write_text("effective_speedup: {on_inconclusive: pass}\np99_latency: {on_inconclusive: pass}\n")
+    assert invoke(["gate", str(base), str(cand), "--policy", str(relaxed)]).exit_code == 0  # only when asked to allow it
+
+
+# --------------------------------------------------------------------------- the fixed run, the gate's sessions
+
+
+def test_a_fixed_trace_of_another_model_is_refused_before_classify(tmp_path: Path) -> None:
+    base, cand, other = tmp_path / "base.json", tmp_path / "cand.json", tmp_path / "other.json"
+    write_trace(base, TraceSpec(iterations=6))
+    write_trace(cand, TraceSpec(iterations=6, sparse_layers=frozenset({0, 1, 2}), sparse_host_us=40.0))
+    write_trace(other, TraceSpec(iterations=6, layers=3, hidden=1024, tokens=512))
+    out = tmp_path / "bundle"
+    result = invoke(["playbook", "run", "--baseline", str(base), "--candidate", str(cand), "--fixed", str(other), "-o", str(out)])
+    assert_clean_error(result, 2, f"--fixed {other}: cand vs other: not comparable: model:", "--allow-different model")
+    assert "3 classify" not in result.stderr  # refused in step 2, before classify and reduce
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["base.json", "cand.json", "other.json"]
+
+
+def test_timing_checks_on_separately_recorded_runs_say_what_to_run_instead(tmp_path: Path) -> None:
+    base, cand = tmp_path / "base.json", tmp_path / "cand.json"
+    save_record(dense_run(5.0, n=2), base)  # 2 a side, not separated: too few to decide
+    save_record(dense_run(5.1, n=2).model_copy(update={"name": "dense-again"}), cand)
+    result = invoke(["gate", str(base), str(cand)])
+    assert result.exit_code == 1, result.stderr
+    notes = [line for line in result.stderr.splitlines() if "separately recorded" in line]
+    assert len(notes) == 1, result.stderr
+    assert notes[0].startswith("note: ") and "cannot be judged on two separately recorded runs" in notes[0]
+    assert "`sparsedebug gate BASE.yaml CAND.yaml` to replay both in one interleaved session" in notes[0]
+
+
+# --------------------------------------------------------------------------- low memory: a real process under ulimit -v
+
+
+def _limited(megabytes: int) -> None:
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_DFL)
+    resource.setrlimit(resource.RLIMIT_AS, (megabytes << 20, resource.RLIM_INFINITY))
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_AS is Linux's")
+@pytest.mark.parametrize("megabytes", [250, 500])
+def test_a_walk_under_a_memory_limit_is_one_line_and_leaves_nothing(megabytes: int, tmp_path: Path) -> None:
+    """Before: spun after '1 freeze done' ignoring SIGTERM (500 MB), or an OpenBLAS abort and a partial folder (250 MB)."""
+    out = tmp_path / "b"
+    proc = subprocess.run(
+        [sys.executable, "-m", "sparsedebug", "playbook", "run", "-o", str(out)], env={**ENV, "PATH": "/usr/bin:/bin"},
+        capture_output=True, text=True, timeout=180, check=False, preexec_fn=lambda: _limited(megabytes),
+    )
+    assert "Traceback" not in proc.stderr and "panicked" not in proc.stderr, proc.stderr
+    if proc.returncode == 0:  # a machine where the walk fits under the limit
+        assert (out / "manifest.json").is_file()
+    else:
+        assert proc.returncode == 2, (proc.returncode, proc.stderr)
+        assert "ulimit -v" in _one_error(proc.stderr)
+        assert list(tmp_path.iterdir()) == []  # no bundle, no .b.partial-PID
