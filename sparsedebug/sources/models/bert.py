@@ -210,7 +210,7 @@ class BertEncoder(Transformer):
 
 def open_bert(weights: Path, config: Path) -> BertEncoder:
     """Read a BERT safetensors checkpoint and its config into an encoder (fp32)."""
-    from sparsedebug.sources.checkpoint import read_checkpoint  # the one safetensors parser: a bad or cut file is one line
+    from sparsedebug.sources.models.safetensors_file import read_safetensors  # the one parser: a cut file is one line
 
     cfg = BertConfig.from_json(config)
     if not weights.is_file():
@@ -218,7 +218,7 @@ def open_bert(weights: Path, config: Path) -> BertEncoder:
     if weights.suffix.lower() != ".safetensors":
         raise UserError(f"{weights}: not a readable safetensors file (expected a .safetensors file)")
     tensors: dict[str, Array] = {}
-    for tensor in read_checkpoint(weights):
-        if np.issubdtype(tensor.values.dtype, np.floating):
-            tensors[tensor.name.removeprefix("bert.")] = np.array(tensor.values, dtype=np.float32)  # a writable copy
+    for name, values, _ in read_safetensors(weights):
+        if np.issubdtype(values.dtype, np.floating):
+            tensors[name.removeprefix("bert.")] = np.array(values, dtype=np.float32)  # a writable copy
     return BertEncoder(tensors, cfg)
