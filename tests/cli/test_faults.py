@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from sparsedebug.core.io import save_record
-from tests.conftest import assert_clean_error, invoke
+from tests.conftest import FIXTURES, assert_clean_error, invoke
 from tests.support.proc import ENV
 from tests.support.synth import dense_run, sparse_run
 from tests.support.tracegen import TraceSpec, generate, write_doc, write_trace
@@ -81,6 +81,41 @@ def test_smi_utc_offset_is_bounded_before_any_work(command: str, value: str, tra
     result = invoke(args)
     assert_clean_error(result, 2, "--smi-utc-offset", "expected a finite number of hours between -14 and 14")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["t.json"]  # no bundle, no partial folder
+
+
+@pytest.mark.parametrize(
+    ("column", "value", "needle"),
+    [(1, " nan", "column 'temperature.gpu': nan: expected a finite number of degrees C"),
+     (2, " 1e30 MHz", "column 'clocks.current.sm [MHz]': 1e+30: expected a finite number of MHz"),
+     (5, " -3 %", "column 'utilization.gpu [%]': -3: expected a finite number of percent between 0 and 100"),
+     (7, " -5", "clock event reasons '-5' is not a 64-bit bitmask")],  # before: decoding a negative mask never ended
+)
+def test_every_number_of_an_smi_log_is_bounded(tmp_path: Path, column: int, value: str, needle: str) -> None:
+    lines = (FIXTURES / "h200" / "nvidia_smi_short.csv").read_text().splitlines()
+    rows = [lines[0]] + [",".join([*row.split(",")[:column], value, *row.split(",")[column + 1:]]) for row in lines[1:]]
+    path = tmp_path / "smi.csv"
+    path.write_text("\n".join(rows) + "\n")
+    result = invoke(["import", "smi", str(path)])
+    assert_clean_error(result, 2, f"{path}: line 2", needle)
+
+
+@pytest.mark.parametrize(("value", "shown"), [("nan", "nan"), ("inf", "inf"), ("1e30", "1e+27"), ("-5", "-0.005")])
+def test_every_metric_an_ncu_import_reads_is_bounded(tmp_path: Path, value: str, shown: str) -> None:
+    import csv
+    import io
+
+    lines = (FIXTURES / "h200" / "ncu_dense_vs_sparse_11008x4096x2048.csv").read_text().splitlines(keepends=True)
+    start = next(i for i, line in enumerate(lines) if line.startswith('"ID"'))
+    rows = list(csv.reader(io.StringIO("".join(lines[start:]))))
+    column = rows[0].index("Metric Value")
+    for row in rows[1:]:
+        row[column] = value
+    out = io.StringIO()
+    csv.writer(out, quoting=csv.QUOTE_ALL).writerows(rows)
+    path = tmp_path / "ncu.csv"
+    path.write_text("".join(lines[:start]) + out.getvalue())
+    result = invoke(["import", "ncu", str(path)])
+    assert_clean_error(result, 2, f"{path}: kernel 0", f"Duration {shown}: expected a finite number of us")
 
 
 def test_damping_refuses_infinity() -> None:
