@@ -72,7 +72,10 @@ def gate(
     pass); the table, the JUnit file and the summary say which.
 
     A check whose evidence is missing is skipped unless the policy says
-    missing_evidence: fail. An empty policy file is an error; thresholds are checked
+    missing_evidence: fail; a run with no latency samples leaves the speed and p99
+    checks inconclusive (zero samples are too few), so on_inconclusive decides. When a
+    timing check is inconclusive on two separately recorded runs, a note says so and
+    names the interleaved gate to run instead (the two workloads). An empty policy file is an error; thresholds are checked
     to their range. Exit 0 when the gate passes, 1 when a check fails (or an
     inconclusive one under on_inconclusive: fail), 2 on bad input.
 
