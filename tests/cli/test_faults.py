@@ -118,6 +118,21 @@ def test_every_metric_an_ncu_import_reads_is_bounded(tmp_path: Path, value: str,
     assert_clean_error(result, 2, f"{path}: kernel 0", f"Duration {shown}: expected a finite number of us")
 
 
+@pytest.mark.parametrize(
+    ("name", "body", "needle"),
+    [("zeus.csv", "start_time,window_name,elapsed_time,gpu0_energy\n1796119200.5,forward,2.0,1e30\n",
+      "line 2, column 'gpu0_energy': 1e+30: expected a finite number between 0 and 1e+18"),
+     ("smi.csv", "timestamp, power.draw [W]\n2026/12/01 10:00:00.000, 1e30 W\n",
+      "line 2, column 'power.draw [W]': 1e+30: expected a finite number between 0 and 1e+18"),
+     ("m.prom", 'DCGM_FI_DEV_POWER_USAGE{gpu="0"} 5e18 1796119200000\n',  # from 9.2e18 on, DCGM's blank
+      "line 1, metric DCGM_FI_DEV_POWER_USAGE: value 5e+18: expected a finite number between 0 and 1e+18")],
+)
+def test_a_power_reading_beyond_any_log_is_refused(tmp_path: Path, name: str, body: str, needle: str) -> None:
+    path = tmp_path / name
+    path.write_text(body)
+    assert_clean_error(invoke(["import", "power", str(path)]), 2, f"{path}: {needle}")
+
+
 def test_damping_refuses_infinity() -> None:
     result = invoke(["quality", "study", "--damping", "inf"])
     assert result.exit_code == 2 and "Invalid value for '--damping'" in result.stderr

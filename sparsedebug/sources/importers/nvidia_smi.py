@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from sparsedebug.core.bounds import check_bounded
+from sparsedebug.core.bounds import MAX_LOG_READING, check_bounded
 from sparsedebug.core.errors import UserError
 from sparsedebug.core.io import read_text
 from sparsedebug.core.stats import median
@@ -133,7 +133,7 @@ def _reading(path: Path, line: int, column: str, text: str) -> float | None:
         raise UserError(f"{path}: line {line}, column {column!r}: {cleaned!r} is not a number") from None
     if not math.isfinite(value) or value < 0:
         raise UserError(f"{path}: line {line}, column {column!r}: {cleaned!r} is not a finite, non-negative reading")
-    return value
+    return check_bounded(value, f"{path}: line {line}, column {column!r}:", 0.0, MAX_LOG_READING)
 
 
 def _energy_column(header: list[str], cells: list[str], path: Path) -> tuple[int, float] | None:
