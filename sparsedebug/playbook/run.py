@@ -306,7 +306,8 @@ def _rerun(w: _Walk) -> None:
         outcome = outcome.model_copy(update=_next_fix(w, fixed_run, fix))
     w.save("fix", outcome)
     if fixed_run is not None:
-        w.finish(step, "done", f"fixed p50 moved: {outcome.moved}")
+        lat = next((m for m in outcome.movements if m.metric == "latency p50" and m.direction is not None), None)
+        w.finish(step, "done", f"fixed p50 {lat.direction} (x{lat.change:.3f})" if lat is not None else f"fixed p50 moved: {outcome.moved}")
     else:
         w.finish(step, "skipped", "no fixed candidate to re-run")
 

@@ -235,6 +235,27 @@ def test_a_fixed_trace_of_another_model_is_refused_before_classify(tmp_path: Pat
     assert sorted(p.name for p in tmp_path.iterdir()) == ["base.json", "cand.json", "other.json"]
 
 
+def test_a_fixed_run_that_slowed_is_said_slower_against_the_projection(tmp_path: Path) -> None:
+    """Before: 'the fix did NOT move latency p50' and 'more than projected' for a fixed run 51% slower than projected faster."""
+    base, cand, fixed = tmp_path / "base.json", tmp_path / "cand.json", tmp_path / "fixed.json"
+    sparse = frozenset(range(6))
+    write_trace(base, TraceSpec(iterations=8))
+    write_trace(cand, TraceSpec(iterations=8, sparse_layers=sparse, sparse_host_us=800.0))  # host overhead: scheduling
+    write_trace(fixed, TraceSpec(iterations=8, sparse_layers=sparse, sparse_host_us=1600.0, seed=3))  # the "fix" doubled it
+    out = tmp_path / "bundle"
+    result = invoke(["playbook", "run", "--baseline", str(base), "--candidate", str(cand), "--fixed", str(fixed), "-o", str(out)])
+    assert result.exit_code == 0, result.stderr
+    fix = json.loads((out / "fix.json").read_text())
+    (lat,) = [m for m in fix["movements"] if m["metric"] == "latency p50"]
+    assert (lat["direction"], lat["expected_direction"]) == ("slower", "faster")
+    assert lat["after"] > lat["before"] > lat["expected_after"]
+    ratio = lat["after"] / lat["before"]
+    assert f"5 rerun done: fixed p50 slower (x{ratio:.3f})" in result.stderr
+    memo = (out / "memo.md").read_text()
+    assert f"the fix made latency p50 slower (x{ratio:.3f}), against the projection (faster)" in memo
+    assert "the opposite way to the projection" in memo and "did NOT move" not in memo and "more than projected" not in memo
+
+
 def test_timing_checks_on_separately_recorded_runs_say_what_to_run_instead(tmp_path: Path) -> None:
     base, cand = tmp_path / "base.json", tmp_path / "cand.json"
     save_record(dense_run(5.0, n=2), base)  # 2 a side, not separated: too few to decide
@@ -257,12 +278,19 @@ def _limited(megabytes: int) -> None:
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_AS is Linux's")
-@pytest.mark.parametrize("megabytes", [250, 500])
-def test_a_walk_under_a_memory_limit_is_one_line_and_leaves_nothing(megabytes: int, tmp_path: Path) -> None:
+@pytest.mark.parametrize(("megabytes", "traces"), [(500, False), (250, False), (250, True)])
+def test_a_walk_under_a_memory_limit_is_one_line_and_leaves_nothing(megabytes: int, traces: bool, tmp_path: Path) -> None:
     """Before: spun after '1 freeze done' ignoring SIGTERM (500 MB), or an OpenBLAS abort and a partial folder (250 MB)."""
-    out = tmp_path / "b"
+    work = tmp_path / "work"
+    work.mkdir()
+    pair: list[str] = []
+    if traces:
+        write_trace(tmp_path / "base.json", TraceSpec(iterations=6))
+        write_trace(tmp_path / "cand.json", TraceSpec(iterations=6, sparse_layers=frozenset({0, 1}), sparse_host_us=40.0))
+        pair = ["--baseline", str(tmp_path / "base.json"), "--candidate", str(tmp_path / "cand.json")]
+    out = work / "b"
     proc = subprocess.run(
-        [sys.executable, "-m", "sparsedebug", "playbook", "run", "-o", str(out)], env={**ENV, "PATH": "/usr/bin:/bin"},
+        [sys.executable, "-m", "sparsedebug", "playbook", "run", *pair, "-o", str(out)], env={**ENV, "PATH": "/usr/bin:/bin"},
         capture_output=True, text=True, timeout=180, check=False, preexec_fn=lambda: _limited(megabytes),
     )
     assert "Traceback" not in proc.stderr and "panicked" not in proc.stderr, proc.stderr
@@ -271,4 +299,4 @@ def test_a_walk_under_a_memory_limit_is_one_line_and_leaves_nothing(megabytes: i
     else:
         assert proc.returncode == 2, (proc.returncode, proc.stderr)
         assert "ulimit -v" in _one_error(proc.stderr)
-        assert list(tmp_path.iterdir()) == []  # no bundle, no .b.partial-PID
+        assert list(work.iterdir()) == []  # no bundle, no .b.partial-PID
