@@ -220,6 +220,18 @@ def test_a_run_without_latency_samples_does_not_pass_the_gate(tmp_path: Path) ->
     assert invoke(["gate", str(base), str(cand), "--policy", str(relaxed)]).exit_code == 0  # only when asked to allow it
 
 
+def test_bisect_does_not_read_a_run_without_latency_samples_as_no_change(tmp_path: Path) -> None:
+    base, cand = tmp_path / "base.json", tmp_path / "cand.json"
+    save_record(dense_run(5.0, n=12), base)
+    run = dense_run(5.0, n=12).model_copy(update={"name": "dense-again"})
+    save_record(run.model_copy(update={"outcome": run.outcome.model_copy(update={"latency_samples_ms": []})}), cand)
+    result = invoke(["bisect", str(base), str(cand), "--json"])
+    payload = json.loads(result.stdout)
+    (outcome,) = [s for s in payload["stages"] if s["stage"] == "outcome"]
+    assert outcome["status"] == "undecided" and payload["state"] == "undecided"
+    assert outcome["summary"].startswith("no latency samples in dense-again (0 measured): whole-forward latency not compared")
+
+
 # --------------------------------------------------------------------------- the fixed run, the gate's sessions
 
 
