@@ -1,4 +1,5 @@
-"""Fuzz the numbers: every numeric field of a trace's events, of a run record, of the numeric options, and folders of mixed files.
+"""Fuzz the numbers: every numeric field of a trace's events, a run record, an nvidia-smi and a Zeus log, the numeric options,
+and folders of mixed files.
 
 A number no measurement can be (NaN, an infinity, a magnitude beyond any run) is refused by
 a named check as one line and exit 2; anything else is read. Never a traceback.
@@ -20,6 +21,7 @@ from hypothesis import strategies as st
 
 from sparsedebug.core.bounds import MAX_TRACE_DURATION_US, MAX_TRACE_TIMESTAMP_US, MAX_UTC_OFFSET_H
 from sparsedebug.core.io import save_record
+from tests.conftest import FIXTURES
 from tests.fuzz.conftest import FUZZ
 from tests.fuzz.harness import check_cli
 from tests.support.synth import dense_run, sparse_run
@@ -154,3 +156,39 @@ def test_a_folder_of_mixed_files(data: st.DataObject, kinds: list[str]) -> None:
     result = check_cli(["import", "trace", str(folder)], ok=(0, 2))
     if any(kind != "trace" for kind in kinds):
         assert result.exit_code == 2, (kinds, result.stdout)
+
+
+SMI_LOG = (FIXTURES / "h200" / "nvidia_smi_short.csv").read_text().splitlines()
+ZEUS_LOG = (FIXTURES / "artifacts" / "power_zeus.csv").read_text().splitlines()
+
+
+def _cell_log(data: st.DataObject, lines: list[str], first_numeric: int, unit_of: dict[int, str]) -> tuple[str, float, int]:
+    """The log with one numeric cell of one data row replaced by an odd number (kept with its unit), and what was put where."""
+    row = data.draw(st.integers(1, len(lines) - 1))
+    cells = lines[row].split(",")
+    column = data.draw(st.integers(first_numeric, len(cells) - 1))
+    value = data.draw(ODD)
+    cells[column] = f" {value!r}{unit_of.get(column, '')}"
+    return "\n".join([*lines[:row], ",".join(cells), *lines[row + 1:]]) + "\n", value, row + 1
+
+
+@FUZZ
+@given(data=st.data())
+def test_every_number_of_an_smi_log(data: st.DataObject) -> None:
+    text, value, line = _cell_log(data, SMI_LOG, 1, {2: " MHz", 3: " MHz", 4: " W", 5: " %", 6: " %"})
+    file = _folder() / "smi.csv"
+    file.write_text(text)
+    result = check_cli(["import", "smi", str(file)], ok=(0, 2))
+    if not math.isfinite(value):
+        assert result.exit_code == 2 and f"line {line}" in result.stderr, (value, result.stderr)
+
+
+@FUZZ
+@given(data=st.data())
+def test_every_number_of_a_zeus_log(data: st.DataObject) -> None:
+    text, value, line = _cell_log(data, ZEUS_LOG, 0, {})
+    file = _folder() / "zeus.csv"
+    file.write_text(text)
+    result = check_cli(["import", "power", str(file)], ok=(0, 2))
+    if not math.isfinite(value) or abs(value) > 1e18:
+        assert result.exit_code == 2 and f"line {line}" in result.stderr, (value, result.stderr)
