@@ -176,19 +176,25 @@ def _root(
 def main() -> None:
     """Console-script entry point.
 
-    Under ``ulimit -v`` (or a process limit) numpy is started first, so that a BLAS that
-    cannot start under the limit is one line and exit 2 (``core.budget.start_numpy_within_limits``),
-    not a traceback or a false interruption.
+    Under ``ulimit -v`` (or a process limit) numpy and then scipy are started first, so that a
+    BLAS that cannot start under the limit is one line and exit 2 before any work
+    (``core.budget.start_numpy_within_limits``, ``start_scipy_within_limits``), not a
+    traceback, a false interruption or a process spinning where signals cannot reach it.
     """
     if _address_space_limited():
-        from sparsedebug.core.budget import start_numpy_within_limits
+        from sparsedebug.core.budget import start_numpy_within_limits, start_scipy_within_limits
         from sparsedebug.core.errors import UserError
+        from sparsedebug.core.signals import Interrupted
 
         try:
             start_numpy_within_limits()
+            start_scipy_within_limits()
         except UserError as exc:
             typer.echo(f"error: {exc}", err=True)
             raise SystemExit(2) from None
+        except Interrupted as exc:
+            typer.echo(f"error: interrupted by {exc.name}; nothing was written", err=True)
+            raise SystemExit(exc.exit_code) from None
     app()
 
 

@@ -26,6 +26,8 @@ from sparsedebug.cli.common import (
 from sparsedebug.records.defaults import MAX_REPEATS
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from sparsedebug.records.gate import GateResult
 
 
@@ -72,7 +74,7 @@ def gate(
     pass); the table, the JUnit file and the summary say which.
 
     A check whose evidence is missing is skipped unless the policy says
-    missing_evidence: fail. An empty policy file is an error; thresholds are checked
+    missing_evidence: fail; no latency samples leave the timed checks inconclusive. An empty policy file is an error; thresholds are checked
     to their range. Exit 0 when the gate passes, 1 when a check fails (or an
     inconclusive one under on_inconclusive: fail), 2 on bad input.
 
@@ -98,7 +100,7 @@ def gate(
     pair = require_comparable(runs[0], runs[1], allowed_dimensions(allow_different))
     result = evaluate(pair.base, pair.cand, pol).model_copy(update={"comparability": pair.check})
     if not json_out:
-        say_comparability(pair.check, err)
+        _say_notes(result, err)
     if junit is not None:
         atomic_write_text(junit, junit_xml(result))
     if summary is not None:
@@ -109,6 +111,17 @@ def gate(
         _print_gate(result, wide, junit, summary)
     if not result.passed:
         raise typer.Exit(EXIT_CHECK_FAILED)
+
+
+def _say_notes(result: GateResult, err: Console) -> None:
+    """The comparability notes, and why inconclusive timing checks cannot be judged on separately recorded runs."""
+    from sparsedebug.render.terminal.gate import separate_sessions_line
+
+    if result.comparability is not None:
+        say_comparability(result.comparability, err)
+    line = separate_sessions_line(result)
+    if line is not None:
+        err.print(f"note: {line}", markup=False, highlight=False, soft_wrap=True)
 
 
 def _print_gate(result: GateResult, wide: bool, junit: Path | None, summary: Path | None) -> None:

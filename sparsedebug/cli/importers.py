@@ -115,6 +115,10 @@ def trace(
     layers: Annotated[int, typer.Option(help="Show at most this many layers in the table (0: none).", min=0)] = 30,
     iterations: Annotated[int, typer.Option(help="Show at most this many iterations in their table (0: none; --json has all).", min=0)] = 30,
     include_last_step: LastStepOption = False,
+    allow_dropped: Annotated[
+        bool, typer.Option("--allow-dropped", help="Import a trace whose kernel events all lack usable timing (negative or no dur); "
+                           "without it such a trace is refused (exit 2): a run without its kernels measures none of them.")
+    ] = False,
     html: Annotated[Path | None, typer.Option("--html", help="Also write a self-contained HTML page here: GPU timeline of one iteration, latency, per-layer time.")] = None,
     executor: Annotated[
         str, typer.Option("--executor", help="Run sets: local (processes), inprocess, dask://HOST:PORT or a Dask scheduler file.")
@@ -157,7 +161,7 @@ def trace(
     if is_run_set(str(file)):
         return _trace_set(str(file), executor, output, json_out, wide)
     with err_console().status(Text(f"reading {file}")):
-        result = load_trace(file, include_last_step=include_last_step)
+        result = load_trace(file, include_last_step=include_last_step, allow_dropped=allow_dropped)
     page = None
     if html is not None:
         from sparsedebug.render.html.trace import render_trace_html

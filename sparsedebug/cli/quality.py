@@ -37,6 +37,15 @@ if TYPE_CHECKING:
 _LLAMA, _BERT = STUDY_SIZES["llama"], STUDY_SIZES["bert"]
 
 
+def _finite(value: float) -> float:
+    """A float option's value when finite (``core.bounds.in_bounds``): an infinity is no damping at all."""
+    from sparsedebug.core.bounds import in_bounds
+
+    if not in_bounds(value, -float("inf"), float("inf")):
+        raise typer.BadParameter(f"{value}: expected a finite number")
+    return value
+
+
 @handle_errors
 def quality(
     model: Annotated[
@@ -65,7 +74,7 @@ def quality(
     text: Annotated[Path | None, typer.Option(help="UTF-8 text file to calibrate and evaluate on (default: pydoc_data.topics).")] = None,
     save: Annotated[Path | None, typer.Option(help="Write every pruned model here as safetensors, and the study as quality.json.")] = None,
     save_dtype: Annotated[str, typer.Option(help="dtype of saved weights: fp32 or fp16 (zeros stay exact in both).")] = "fp32",
-    damping: Annotated[float, typer.Option(help="SparseGPT damping: fraction of the mean Hessian diagonal.", min=1e-9)] = DEFAULT_DAMPING,
+    damping: Annotated[float, typer.Option(help="SparseGPT damping: fraction of the mean Hessian diagonal.", min=1e-9, callback=_finite)] = DEFAULT_DAMPING,
     block_size: Annotated[int, typer.Option(help="SparseGPT columns per lazy-update block.", min=1)] = DEFAULT_BLOCK,
     layer_errors: Annotated[bool, typer.Option("--layer-errors", help="Also list the layers with the largest output error.")] = False,
     output: OutputOption = None,

@@ -329,3 +329,79 @@ def start_numpy_within_limits() -> None:
         )
     if failure is not None:
         raise UserError(f"numpy could not load under {limit_text} ({failure}); raise the limit")
+
+
+BLAS_START_SECONDS = 20.0
+"""How long the child that starts scipy's BLAS under ``ulimit -v`` may take before it counts as stuck
+(a healthy start takes about a second; under a full test run on two busy cores, up to six)."""
+
+_BLAS_PROBE = """
+import os, resource, signal, sys
+signal.alarm(int(sys.argv[2]))  # default action: the process ends, even inside a stuck library initialiser
+used = int(sys.argv[1])
+for line in open("/proc/self/status"):
+    if line.startswith("VmSize:"):
+        mine = int(line.split()[1]) * 1024
+soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+resource.setrlimit(resource.RLIMIT_AS, (max(mine, soft - max(0, used - mine)), hard))
+import numpy, scipy.linalg
+"""
+"""The child's script: the room its parent has under the limit, then the imports that start both BLAS copies."""
+
+
+def _blas_starts(env: dict[str, str] | None) -> str | None:
+    """Start numpy's and scipy's BLAS in a child process given the room this process has under ``ulimit -v``;
+    None when they start, else what went wrong (the child's last line, or that it was stuck)."""
+    import subprocess
+    import sys
+
+    from sparsedebug.core.signals import signals_as_exceptions
+
+    used = _address_space_used() or 0
+    child = subprocess.Popen(
+        [sys.executable, "-c", _BLAS_PROBE, str(used), str(int(BLAS_START_SECONDS))],
+        env={**os.environ, **(env or {})}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        with signals_as_exceptions():
+            _, stderr = child.communicate()
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    if child.returncode == 0:
+        return None
+    if child.returncode == -14:  # SIGALRM: still starting when its time ran out
+        return f"it was still starting after {BLAS_START_SECONDS:g} s (OpenBLAS retries an allocation that cannot succeed)"
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    return lines[-1].rstrip(".") if lines else f"the start ended with status {child.returncode}"
+
+
+def start_scipy_within_limits() -> None:
+    """Under ``ulimit -v``, start scipy's BLAS now, before any work, or refuse in one line.
+
+    scipy carries its own OpenBLAS, which maps a buffer per thread when it loads; when the
+    limit leaves no room for them it retries the allocation forever inside the library's
+    initialiser, where no signal handler runs (a walk would spin after its first step and
+    ignore SIGTERM and SIGINT). So a child process with the same room under the limit
+    starts it first, with a deadline; when it starts there, scipy is imported here, while
+    the process is still as small as the child was. When it does not, the refusal names
+    the limit, and, when what failed was the threads' buffers (stuck, or an allocation that
+    failed), whether one BLAS thread (``OPENBLAS_NUM_THREADS=1``, checked the same way)
+    would start. Nothing happens without the limit.
+    """
+    import sys
+
+    space = address_space_limit()
+    if space is None or "scipy.linalg" in sys.modules:
+        return
+    failure = _blas_starts(None)
+    if failure is None:
+        import scipy.linalg  # noqa: F401  (started here on purpose, while the room matches the child's)
+
+        return
+    hint = "raise the limit"
+    threads_failed = failure.startswith("it was still starting") or "MemoryError" in failure or "allocation" in failure
+    if threads_failed and os.environ.get("OPENBLAS_NUM_THREADS") != "1" and _blas_starts({"OPENBLAS_NUM_THREADS": "1"}) is None:
+        hint = "raise the limit, or set OPENBLAS_NUM_THREADS=1 (one BLAS thread starts under it)"
+    raise UserError(f"scipy's BLAS cannot start under the address-space limit (ulimit -v) of {_gib(space)}: {failure}; {hint}")

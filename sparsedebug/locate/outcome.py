@@ -83,4 +83,8 @@ def outcome_stage(
     if c_out.equal_latency is not None and not c_out.equal_latency.sparsity_wins:
         parts.append("at equal latency a narrowed dense model has better quality")
     status = stage_status(findings, metrics)
+    empty = [run.name for run in (base, cand) if not run.outcome.latency_samples_ms]
+    if empty and status == "same":  # absence is never "no change": the forward was not compared
+        status = "undecided"
+        parts.insert(0, f"no latency samples in {' and '.join(empty)} (0 measured): whole-forward latency not compared")
     return StageFinding(stage="outcome", status=status, summary="; ".join(parts) or "no outcome samples", metrics=metrics, layers=findings)

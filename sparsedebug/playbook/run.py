@@ -65,6 +65,8 @@ class _Walk:
     files: dict[str, str] = field(default_factory=dict)
     steps: list[StepRecord] = field(default_factory=list)
     runs: dict[str, RunRecord] = field(default_factory=dict)
+    fixed_early: RunRecord | None = None
+    """A fixed run given as a trace or run record, loaded in step 2 and checked comparable with the candidate there."""
     workloads: dict[str, Workload] = field(default_factory=dict)
     fingerprint: Fingerprint | None = None
     classification: Classification | None = None
@@ -162,6 +164,14 @@ def _locate(w: _Walk, evidence: EvidencePaths) -> None:
         w.save(role, w.runs[role])
     for line in filter(None, [pair.check.allowed_sentence(), *pair.check.notes]):
         w.say.note(line)
+    if "fixed" in w.paths and w.kinds["fixed"] != "workload":  # refused here, not after classify and reduce
+        verb = {"run": "load", "trace": "import"}[w.kinds["fixed"]]
+        w.say.step(step, f"{verb} the fixed candidate {w.paths['fixed'].name} and check it comparable with the candidate")
+        w.fixed_early = w.load("fixed")
+        try:
+            require_comparable(w.runs["candidate"], w.fixed_early, w.allow)
+        except UserError as exc:
+            raise UserError(f"--fixed {w.paths['fixed']}: {exc}") from None
     w.say.step(step, "bisect the five stages")
     result = bisect_runs(w.runs["baseline"], w.runs["candidate"]).model_copy(update={"comparability": pair.check})
     w.save("bisect", result)
@@ -292,7 +302,7 @@ def _rerun(w: _Walk) -> None:
             fixed_is_workload=applied or w.replayed("fixed"), applied=applied,
         )
         fixed_run, session_cand = load_fixed(
-            inputs, repeats=w.repeats, allow=w.allow, load_fixed=lambda: w.load("fixed"), meter=w.meter,
+            inputs, repeats=w.repeats, allow=w.allow, load_fixed=lambda: w.fixed_early or w.load("fixed"), meter=w.meter,
             say=lambda text: w.say.step(step, text), note=w.say.note, progress=w.say.progress,
         )
     fix = w.classification.fix
@@ -305,7 +315,8 @@ def _rerun(w: _Walk) -> None:
         outcome = outcome.model_copy(update=_next_fix(w, fixed_run, fix))
     w.save("fix", outcome)
     if fixed_run is not None:
-        w.finish(step, "done", f"fixed p50 moved: {outcome.moved}")
+        lat = next((m for m in outcome.movements if m.metric == "latency p50" and m.direction is not None), None)
+        w.finish(step, "done", f"fixed p50 {lat.direction} (x{lat.change:.3f})" if lat is not None else f"fixed p50 moved: {outcome.moved}")
     else:
         w.finish(step, "skipped", "no fixed candidate to re-run")
 
@@ -472,7 +483,10 @@ def run_playbook(
     try:
         if tmp.exists():
             shutil.rmtree(tmp)
-        tmp.mkdir(parents=False)
+        try:
+            tmp.mkdir(parents=False)
+        except OSError as exc:  # a folder os.access calls writable that is not (/proc, a read-only mount as root)
+            raise UserError(f"{out_dir}: cannot create the bundle's working folder {tmp.name} in {tmp.parent} ({exc.strerror})") from None
         if ranks is not None:
             w.save("ranks", ranks[0])
         _freeze(w)

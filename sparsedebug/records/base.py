@@ -16,4 +16,4 @@ SCHEMA_VERSION = 1
 class Record(BaseModel):
     """Base for all records: unknown fields are refused, not silently dropped."""
 
-    model_config = ConfigDict(extra="forbid", validate_assignment=False)
+    model_config = ConfigDict(extra="forbid", validate_assignment=False, allow_inf_nan=False)

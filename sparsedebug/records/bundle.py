@@ -9,6 +9,7 @@ from pydantic import Field
 from sparsedebug.records.base import SCHEMA_VERSION, Record
 from sparsedebug.records.classification import Fix
 from sparsedebug.records.fingerprint import FileDigest
+from sparsedebug.records.stats import Direction
 
 InputRole = Literal["baseline", "candidate", "fixed"]
 
@@ -45,11 +46,23 @@ class Movement(Record):
     expected_after: float | None = None
     expected_basis: str | None = None
     better: Literal["lower", "higher"]
+    direction: Direction | None = Field(
+        None, description="Which way the fixed run moved this metric from the candidate's, as the rank test on the latency samples "
+        "(or the factor alone with few samples) decided: faster, slower or same (latency p50 only).")
+    expected_direction: Direction | None = Field(
+        None, description="Which way the projection moves it: expected_after against before, beyond the same factor (latency p50 only).")
 
     @property
     def change(self) -> float:
         """after / before."""
         return self.after / self.before if self.before else float("nan")
+
+    @property
+    def as_expected(self) -> bool | None:
+        """Whether the measured direction is the projected one; None when either is unknown."""
+        if self.direction is None or self.expected_direction is None:
+            return None
+        return self.direction == self.expected_direction
 
 
 class FixOutcome(Record):

@@ -131,3 +131,9 @@ class GateResult(Record):
     inconclusive: bool = Field(False, description="A check could not decide (unstable timings, too few samples); its on_inconclusive decided what the gate made of it.")
     policy: GatePolicy
     comparability: Comparability | None = Field(None, description="The comparability check the pair passed (what was allowed to differ, notes).")
+    separately_recorded: bool = Field(
+        False, description="Both runs carry latency samples timed in separate sessions (not one interleaved replay): the machine's "
+        "drift between the sessions cannot be told from the candidate's, so an inconclusive timing check cannot be settled here.")
+    workloads: list[str] = Field(
+        default_factory=list, description="The workload files the baseline and candidate replayed (in that order), when both name one: "
+        "gating these replays both in one interleaved session.")

@@ -39,7 +39,10 @@ the candidate's.
   ``precision.dtype_change`` reads the same list).
 
 A check whose evidence is absent from the records is ``skipped`` (or ``fail``
-with ``missing_evidence: fail``). The gate passes when no check fails.
+with ``missing_evidence: fail``), except the speed and tail checks: a run with no
+latency samples at all has too few to decide, so they are ``inconclusive`` and their
+``on_inconclusive`` (``fail`` by default) decides: absence is never a pass. The gate
+passes when no check fails.
 """
 
 from __future__ import annotations
@@ -170,6 +173,17 @@ def _inconclusive(
     )
 
 
+def _no_samples(check_id: str, name: str, threshold: str, base: RunRecord, cand: RunRecord, policy: OnInconclusive) -> GateCheck:
+    """A timing check on a run with no latency samples: zero samples are too few to decide, so the check is
+    ``inconclusive`` and its ``on_inconclusive`` (``fail`` by default) decides; never a skipped pass."""
+    empty = [run.name for run in (base, cand) if not run.outcome.latency_samples_ms]
+    return GateCheck(
+        id=check_id, name=name, status="inconclusive", measured="-", threshold=threshold, on_inconclusive=policy,
+        detail=f"inconclusive: no latency samples in {' and '.join(empty)} (0 measured), neither pass nor fail; "
+        f"record the run's latency (replay, or a trace with iterations){_policy_note(policy)}",
+    )
+
+
 def _policy_note(policy: OnInconclusive) -> str:
     return {"fail": "; on_inconclusive: fail, so the gate fails", "warn": "; on_inconclusive: warn", "pass": "; on_inconclusive: pass"}[policy]
 
@@ -188,7 +202,7 @@ def check_speedup(base: RunRecord, cand: RunRecord, policy: GatePolicy, drift: f
     on_inc = policy.effective_speedup.on_inconclusive
     b, c = base.outcome.latency_samples_ms, cand.outcome.latency_samples_ms
     if not b or not c:
-        return _missing("effective_speedup", name, threshold, "a run has no latency samples", policy)
+        return _no_samples("effective_speedup", name, threshold, base, cand, on_inc)
     unstable = _inconclusive("effective_speedup", name, threshold, base, cand, on_inc)
     if unstable is not None:
         return unstable
@@ -279,7 +293,7 @@ def check_p99(base: RunRecord, cand: RunRecord, policy: GatePolicy, drift: float
     threshold = f"<= {pol.max_ratio:g}x baseline p99" + (" and <= budget" if pol.use_budget else "") + f" (beyond noise at alpha {alpha:g})"
     bl, cl = latency(base), latency(cand)
     if bl is None or cl is None:
-        return _missing("p99_latency", name, threshold, "a run has no latency samples", policy)
+        return _no_samples("p99_latency", name, threshold, base, cand, pol.on_inconclusive)
     unstable = _inconclusive("p99_latency", name, threshold, base, cand, pol.on_inconclusive)
     if unstable is not None:
         return unstable
@@ -456,4 +470,7 @@ def evaluate(base: RunRecord, cand: RunRecord, policy: GatePolicy | None = None)
         checks=checks,
         policy=pol,
         inconclusive=any(c.status == "inconclusive" for c in checks),
+        separately_recorded=bool(base.outcome.latency_samples_ms and cand.outcome.latency_samples_ms) and session_block(base, cand) is None,
+        workloads=[run.workload.file.path for run in (base, cand) if run.workload is not None and run.workload.file is not None]
+        if all(run.workload is not None and run.workload.file is not None for run in (base, cand)) else [],
     )

@@ -392,11 +392,8 @@ def _action(b: LoadedBundle, decision: DecisionOutcome, book: Playbook) -> Actio
                 _fig("latency_p50_ms", lat.after, "ms", FILES["fixed"], "outcome.latency_samples_ms (median)", role="fixed", clock=run_clock(b.fixed))]
         if lat.before:
             figs.append(_fig("change", lat.after / lat.before - 1, "share", FILES["fix"], "movements[latency p50]", role="measured"))
-        direction = "faster" if lat.after < lat.before else ("slower" if lat.after > lat.before else "same")
-        agrees = ""
-        if lat.expected_after is not None and lat.before:
-            expected_dir = "faster" if lat.expected_after < lat.before else "slower"
-            agrees = "yes" if expected_dir == direction else "no"
+        direction = lat.direction or ("faster" if lat.after < lat.before else ("slower" if lat.after > lat.before else "same"))
+        agrees = {True: "yes", False: "no", None: ""}[lat.as_expected]
         measured = Claim(kind="measured_movement", code="moved" if fo.moved else ("not_moved" if fo.moved is False else "unjudged"),
                          figures=figs, terms={"direction": direction, "agrees": agrees})
     return Action(change=change, expected=expected, measured=measured, risks=_risks(b, decision))

@@ -15,7 +15,7 @@ from sparsedebug.locate.reference import session_block
 from sparsedebug.records.bundle import Movement
 from sparsedebug.records.classification import Fix
 from sparsedebug.records.run import KernelPath, RunRecord
-from sparsedebug.records.stats import DEFAULT_ALPHA, DEFAULT_MIN_EFFECT
+from sparsedebug.records.stats import DEFAULT_ALPHA, DEFAULT_MIN_EFFECT, Direction
 from sparsedebug.signoff.gate import judge_shift
 from sparsedebug.signoff.metrics import fallback_summary, layer_rows
 
@@ -103,6 +103,14 @@ def _metadata_ratio(run: RunRecord) -> float | None:
     return meta / vals if vals else None
 
 
+def _projected_direction(before: float, expected_after: float | None, factor: float) -> Direction | None:
+    """Which way a projection moves a latency: faster or slower beyond ``factor`` (the shift test's), else same."""
+    if expected_after is None or not before > 0:
+        return None
+    ratio = expected_after / before
+    return "slower" if ratio >= factor else ("faster" if ratio <= 1.0 / factor else "same")
+
+
 def measure_movement(
     base: RunRecord,
     cand: RunRecord,
@@ -132,9 +140,10 @@ def measure_movement(
     if c_lat and f_lat:
         cp, fp = percentiles(c_lat), percentiles(f_lat)
         exp_after, basis = expected_latency(cand, base, fix)
+        p50_index = len(moves)
         moves.append(
             Movement(metric="latency p50", unit="ms", before=cp.p50, after=fp.p50, expected_after=exp_after,
-                     expected_basis=basis, better="lower")
+                     expected_basis=basis, better="lower", expected_direction=_projected_direction(cp.p50, exp_after, factor))
         )
         moves.append(Movement(metric="latency p95", unit="ms", before=cp.p95, after=fp.p95, better="lower"))
         moves.append(Movement(metric="latency p99", unit="ms", before=cp.p99, after=fp.p99, better="lower"))
@@ -153,6 +162,7 @@ def measure_movement(
             verdict = f"against the candidate replayed again in the fixed run's interleaved session, round by round: {why}"
         else:
             direction, verdict = judge_shift(c_lat, f_lat, alpha=alpha, factor=factor)
+        moves[p50_index] = moves[p50_index].model_copy(update={"direction": direction})
         moved = direction == "faster"
         target = "latency p50"
     c_err, f_err = _max_rel_err(cand), _max_rel_err(fixed)

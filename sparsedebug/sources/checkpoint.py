@@ -1,7 +1,7 @@
 """Read the tensors of a checkpoint file, whatever its format, without torch.
 
-``.safetensors`` is parsed directly (an 8-byte header length, a JSON header, then
-the raw little-endian buffer), so every dtype it can hold is read, bf16 included
+``.safetensors`` is parsed directly (``sources.models.safetensors_file``: an 8-byte header
+length, a JSON header, then the raw little-endian buffer), so every dtype it can hold is read, bf16 included
 (widened to fp32 exactly: a bf16 is the top half of an fp32). ``.npz`` goes
 through numpy. ``.gguf`` goes through the ``gguf`` package (every tensor dequantized to fp32;
 the dtype is the stored type, ``q4_1`` for a quantized one). Each tensor comes back with the dtype name the file declared, so
@@ -10,8 +10,6 @@ an audit can report ``bf16`` even though the array it computes on is fp32.
 
 from __future__ import annotations
 
-import json
-import struct
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,14 +23,6 @@ from sparsedebug.core.errors import UserError
 CHECKPOINT_SUFFIXES = (".safetensors", ".npz", ".gguf")
 """Checkpoint formats this module reads."""
 
-_SAFETENSORS_DTYPES: dict[str, tuple[str, str]] = {
-    # safetensors dtype -> (numpy dtype to read, canonical name)
-    "F64": ("<f8", "fp64"), "F32": ("<f4", "fp32"), "F16": ("<f2", "fp16"), "BF16": ("<u2", "bf16"),
-    "I64": ("<i8", "int64"), "I32": ("<i4", "int32"), "I16": ("<i2", "int16"), "I8": ("i1", "int8"),
-    "U8": ("u1", "uint8"), "BOOL": ("?", "bool"), "F8_E4M3": ("u1", "fp8_e4m3"), "F8_E5M2": ("u1", "fp8_e5m2"),
-}
-_MAX_HEADER = 100 * 1024 * 1024
-
 
 @dataclass(frozen=True)
 class Tensor:
@@ -43,43 +33,10 @@ class Tensor:
     dtype: str
 
 
-def _safetensors_header(path: Path, data: bytes) -> tuple[dict[str, Any], int]:
-    if len(data) < 8:
-        raise UserError(f"{path}: cannot read safetensors (shorter than its 8-byte header length)")
-    (length,) = struct.unpack("<Q", data[:8])
-    if length > _MAX_HEADER or 8 + length > len(data):
-        raise UserError(f"{path}: cannot read safetensors (header length {length} does not fit the file)")
-    try:
-        header = json.loads(data[8 : 8 + length])
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise UserError(f"{path}: cannot read safetensors (header is not JSON: {exc})") from None
-    if not isinstance(header, dict):
-        raise UserError(f"{path}: cannot read safetensors (header is not a JSON object)")
-    return header, 8 + length
-
-
-def _safetensor(path: Path, name: str, spec: Any, buffer: memoryview) -> Tensor:
-    if not isinstance(spec, dict) or not {"dtype", "shape", "data_offsets"} <= spec.keys():
-        raise UserError(f"{path}: tensor {name!r}: header entry lacks dtype, shape or data_offsets")
-    kind = _SAFETENSORS_DTYPES.get(str(spec["dtype"]))
-    if kind is None:
-        raise UserError(f"{path}: tensor {name!r}: dtype {spec['dtype']} is not supported")
-    start, end = (int(x) for x in spec["data_offsets"])
-    shape = tuple(int(x) for x in spec["shape"])
-    raw = np.frombuffer(buffer[start:end], dtype=kind[0])
-    if raw.size != int(np.prod(shape, dtype=np.int64)):
-        raise UserError(f"{path}: tensor {name!r}: {raw.size} elements for shape {list(shape)}")
-    values = raw.reshape(shape)
-    if kind[1] == "bf16":
-        values = (values.astype(np.uint32) << 16).view(np.float32)
-    return Tensor(name=name, values=values, dtype=kind[1])
-
-
 def _read_safetensors(path: Path) -> list[Tensor]:
-    data = path.read_bytes()
-    header, body = _safetensors_header(path, data)
-    buffer = memoryview(data)[body:]
-    return [_safetensor(path, name, spec, buffer) for name, spec in header.items() if name != "__metadata__"]
+    from sparsedebug.sources.models.safetensors_file import read_safetensors
+
+    return [Tensor(name=name, values=values, dtype=dtype) for name, values, dtype in read_safetensors(path)]
 
 
 _ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")

@@ -151,12 +151,13 @@ def resolve_workload(argument: str) -> Path:
     return embedded_workload(argument)
 
 
-def load_trace(path: Path, *, include_last_step: bool = False) -> TraceImport:
+def load_trace(path: Path, *, include_last_step: bool = False, allow_dropped: bool = False) -> TraceImport:
     """Import a PyTorch profiler Chrome trace (``.json`` or ``.json.gz``): the run record and the whole-trace summary
-    (``include_last_step``: HTA's breakdown keeps the last ProfilerStep, as HTA's include_last_profiler_step)."""
+    (``include_last_step``: HTA's breakdown keeps the last ProfilerStep, as HTA's include_last_profiler_step;
+    ``allow_dropped``: import a trace whose kernel events all lack usable timing, else refused)."""
     from sparsedebug.sources.importers.trace.importer import analyze_trace
 
-    return analyze_trace(path, include_last_step=include_last_step)
+    return analyze_trace(path, include_last_step=include_last_step, allow_dropped=allow_dropped)
 
 
 def load_run_set(argument: str, *, executor: str = "local", on_rank: OnRank | None = None) -> RankSet:

@@ -98,7 +98,11 @@ NO_EVIDENCE_PATHS = EvidencePaths()
 
 
 def check_evidence_paths(paths: EvidencePaths) -> None:
-    """A ``UserError`` naming the option when a given evidence file does not exist."""
+    """A ``UserError`` naming the option when a given evidence file does not exist, or ``--smi-utc-offset``
+    is not a finite number of hours a time zone can be ahead of UTC (``core.bounds.check_bounded``)."""
+    from sparsedebug.sources.importers.power.load import check_utc_offset
+
+    check_utc_offset(paths.smi_utc_offset_h, "--smi-utc-offset")
     for option, path in paths.given():
         if not path.is_file():
             raise UserError(f"{path}: file not found ({option})")

@@ -42,7 +42,7 @@ def test_import_power_bad_input(tmp_path: Path) -> None:
     assert_clean_error(invoke(["import", "power", SMI, "--from", "2026-11-29T23:42:36Z"]), 2, "--from and --to go together")
     assert_clean_error(invoke(["import", "power", SMI, "--from", "10", "--to", "5"]), 2, "is not after --from")
     assert_clean_error(invoke(["import", "power", SMI, "--from", "soon", "--to", "later"]), 2, "--from 'soon'")
-    assert_clean_error(invoke(["import", "power", SMI, "--utc-offset", "99"]), 2, "UTC offset 99 h")
+    assert_clean_error(invoke(["import", "power", SMI, "--utc-offset", "99"]), 2, "UTC offset 99: expected a finite number of hours between -14 and 14")
     bad = tmp_path / "bad.csv"
     bad.write_text("timestamp, power.draw [W]\n2026/12/01 10:00:00.000, lots W\n")
     assert_json_error(invoke(["import", "power", str(bad), "--json"]), 2, "line 2, column 'power.draw [W]'")

@@ -41,7 +41,7 @@ from sparsedebug.render.markdown.energy import measured_lines as measured_energy
 from sparsedebug.render.markdown.engine import sparse_kernels_line
 from sparsedebug.render.markdown.ranks import rank_lines
 from sparsedebug.render.markdown.tags import build_tags
-from sparsedebug.render.markdown.verdicts import attributed_lines
+from sparsedebug.render.markdown.verdicts import attributed_lines, fix_verdict
 from sparsedebug.signoff.decide import stored_decision
 from sparsedebug.signoff.metrics import (
     equal_latency_sentence,
@@ -280,10 +280,7 @@ def _action(b: LoadedBundle, book: Playbook) -> list[str]:
         )
     out += expected_energy_lines(b, fo)
     if fo is not None and fo.movements:
-        target = fo.target or "its target metric"
-        verdict = f"moved {target} the expected way" if fo.moved else (
-            f"did NOT move {target}" if fo.moved is False else "could not be judged"
-        )
+        verdict = fix_verdict(fo)
         out.append(
             f"- **Measured movement** (candidate -> fixed re-run): the fix {verdict}; latency samples: {fo.significance}."
         )
@@ -299,7 +296,8 @@ def _action(b: LoadedBundle, book: Playbook) -> list[str]:
             exp_change = lat.expected_after / lat.before - 1
             got = lat.after / lat.before - 1
             size = "about as projected" if abs(got - exp_change) <= 0.05 else (
-                "more than projected" if abs(got) > abs(exp_change) else "less than projected"
+                "the opposite way to the projection" if got * exp_change < 0
+                else "more than projected" if abs(got) > abs(exp_change) else "less than projected"
             )
             out.append(f"  - Measured against expected: p50 {got:+.1%} measured vs {exp_change:+.1%} expected: {size}.")
         out += measured_energy_lines(b)

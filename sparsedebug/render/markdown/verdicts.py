@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from sparsedebug.records.bundle import FixOutcome
 from sparsedebug.records.classification import Classification
 
 
@@ -45,3 +46,19 @@ def attributed_lines(cls: Classification, score: float) -> list[str]:
         )
         out.append(f"  - Not attributed to any mechanism: {att.unattributed_ms:+.3f} ms of the change{why}.")
     return out
+
+
+_SHIFT = {"faster": "made latency p50 faster", "slower": "made latency p50 slower", "same": "left latency p50 where it was, within noise"}
+
+
+def fix_verdict(fo: FixOutcome) -> str:
+    """What the fix did to its target: for latency, the measured direction and ratio judged against the projected
+    direction (``made latency p50 slower (x1.508), against the projection (faster)``); else whether the target moved."""
+    target = fo.target or "its target metric"
+    lat = next((m for m in fo.movements if m.metric == "latency p50"), None)
+    if fo.target == "latency p50" and lat is not None and lat.direction is not None:
+        moved = f"{_SHIFT[lat.direction]} (x{lat.change:.3f})"
+        if lat.expected_direction is None:
+            return f"{moved}; no projected direction to judge it against"
+        return f"{moved}, {'as projected' if lat.as_expected else 'against the projection'} ({lat.expected_direction})"
+    return f"moved {target} the expected way" if fo.moved else (f"did NOT move {target}" if fo.moved is False else "could not be judged")

@@ -10,6 +10,7 @@ from sparsedebug.core.stats import percentiles
 from sparsedebug.records.playbook import Playbook
 from sparsedebug.render.clocks import measured_clock, target_label
 from sparsedebug.render.markdown.deployment import reality_check
+from sparsedebug.render.markdown.verdicts import fix_verdict
 from sparsedebug.render.terminal.energy import energy_table
 from sparsedebug.signoff.decide import stored_decision
 from sparsedebug.sources.bundle import LoadedBundle
@@ -53,8 +54,7 @@ def bundle_summary(bundle: LoadedBundle, book: Playbook) -> RenderableType:
         lines.append(bundle.fix.how + "\n")
         if bundle.fix.moved is not None:
             lines.append("measured: ", style="bold")
-            target = bundle.fix.target or "its target metric"
-            lines.append((f"moved {target}" if bundle.fix.moved else f"did NOT move {target}") + f"; latency: {bundle.fix.significance}\n")
+            lines.append(f"{fix_verdict(bundle.fix)}; latency: {bundle.fix.significance}\n")
     decision = stored_decision(bundle)
     lines.append("decision: ", style="bold")
     lines.append(f"{book.decision(decision.decision).label} ({decision.judged_on})\n")

@@ -35,3 +35,20 @@ def gate_table(result: GateResult) -> Table:
     optional(table, "threshold")
     under(table, "detail")
     return table
+
+
+TIMING_CHECKS = ("effective_speedup", "p99_latency")
+"""The gate's checks that judge timings (speed and tail)."""
+
+
+def separate_sessions_line(result: GateResult) -> str | None:
+    """One line when a timing check is inconclusive on two separately recorded runs: why it cannot be judged
+    there, and the interleaved gate to run instead (the workloads themselves, named when the records name them)."""
+    stuck = [c.id for c in result.checks if c.id in TIMING_CHECKS and c.status == "inconclusive"]
+    if not (result.separately_recorded and stuck):
+        return None
+    instead = f"sparsedebug gate {result.workloads[0]} {result.workloads[1]}" if len(result.workloads) == 2 else "sparsedebug gate BASE.yaml CAND.yaml"
+    return (
+        f"{' and '.join(stuck)} cannot be judged on two separately recorded runs (each timed in its own session, so the "
+        f"machine's drift between them cannot be told from the candidate's); run `{instead}` to replay both in one interleaved session"
+    )

@@ -19,6 +19,7 @@ import io
 from collections.abc import Iterable
 from pathlib import Path
 
+from sparsedebug.core.bounds import MAX_TRACE_DURATION_US, check_bounded
 from sparsedebug.core.errors import UserError
 from sparsedebug.core.io import read_text
 from sparsedebug.core.kernel_names import classify_kernel
@@ -58,7 +59,7 @@ def sol_bound(sm_pct: float, memory_pct: float) -> Bound:
 
 def _number(text: str) -> float | None:
     cleaned = text.strip().replace(",", "")
-    if cleaned == "" or cleaned.lower() in ("n/a", "no data", "nan", "-"):
+    if cleaned == "" or cleaned.lower() in ("n/a", "no data", "-"):  # no data; a "nan" is a number the bounds refuse
         return None
     try:
         return float(cleaned)
@@ -126,13 +127,26 @@ def _collect(path: Path, rows: Iterable[dict[str, str | None]], start: int) -> d
     return {"kernels": kernels, "sections": sections}
 
 
+_BOUNDS: dict[str, tuple[float, float, str]] = {
+    "%": (0.0, 1000.0, "percent"), "hz": (0.0, 1e11, "Hz"), "count": (0.0, 1e18, "counts"), "Duration": (0.0, MAX_TRACE_DURATION_US, "us"),
+}
+"""What a metric this importer reads can be (``core.bounds.check_bounded``): a throughput share (Nsight's can pass 100 a
+little), a clock below 100 GHz, a count, a kernel shorter than the longest profiled event."""
+
+
 def _kernel(path: Path, kid: str, name: str, by_name: dict[str, tuple[str, str]], metrics: dict[str, str]) -> NcuKernel:
+    def bounded(metric: str, value: float | None, kind: str) -> float | None:
+        if value is None:
+            return None
+        low, high, unit = _BOUNDS[kind]
+        return check_bounded(value, f"{path}: kernel {kid} ({name[:60]}): {metric}", low, high, unit)
+
     def pick(candidates: Iterable[str], want_unit: str | None = None) -> float | None:
         for metric in candidates:
             if metric in by_name:
                 unit, value = by_name[metric]
                 if want_unit is None or unit.strip() == want_unit:
-                    return _number(value)
+                    return bounded(metric, _number(value), want_unit if want_unit in _BOUNDS else "count")
         return None
 
     duration_us: float | None = None
@@ -143,7 +157,7 @@ def _kernel(path: Path, kid: str, name: str, by_name: dict[str, tuple[str, str]]
         if number is not None:
             if scale is None:
                 raise UserError(f"{path}: kernel {kid} ({name[:60]}): Duration has unknown unit {unit!r}")
-            duration_us = number * scale
+            duration_us = bounded("Duration", number * scale, "Duration")
     sm = pick(_SM_METRICS)
     # 'Memory Throughput' appears in SpeedOfLight as % and in MemoryWorkloadAnalysis as byte/s
     mem = pick(_MEM_METRICS, "%")

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from sparsedebug.core.bounds import MAX_LOG_READING, check_bounded
 from sparsedebug.core.errors import UserError
 from sparsedebug.core.io import read_text
 from sparsedebug.core.stats import median
@@ -89,7 +90,9 @@ def _query_name(header: str) -> str:
     return header.split("[", 1)[0].strip().lower()
 
 
-def _value(text: str) -> float | None:
+def _value(text: str, *, keep_nonfinite: bool = False) -> float | None:
+    """A cell's number; None for no reading (empty, N/A, [Not Supported], not a number). "nan"/"inf" is no
+    reading too, unless ``keep_nonfinite``: then it is returned for the bounds check to refuse by name."""
     cleaned = text.strip()
     if not cleaned or cleaned.startswith("[") or cleaned.lower() in ("n/a", "not supported"):
         return None
@@ -98,7 +101,18 @@ def _value(text: str) -> float | None:
         value = float(number)
     except ValueError:
         return None
-    return value if math.isfinite(value) else None  # "nan"/"inf" is no reading, like N/A
+    return value if keep_nonfinite or math.isfinite(value) else None
+
+
+_BOUNDS: dict[str, tuple[float, float, str]] = {
+    "temperature_c": (-273.15, 500.0, "degrees C"),
+    "sm_clock_mhz": (0.0, 100_000.0, "MHz"),
+    "mem_clock_mhz": (0.0, 100_000.0, "MHz"),
+    "util_gpu_pct": (0.0, 100.0, "percent"),
+    "util_mem_pct": (0.0, 100.0, "percent"),
+}
+"""What a reading of each sampled column can be (``core.bounds.check_bounded``): a temperature above absolute zero
+and below 500 C, a clock below 100 GHz (GDDR memory clocks reach 10,501 MHz as nvidia-smi writes them), a share in 0-100 %."""
 
 
 def _header_unit(header: str) -> str | None:
@@ -119,7 +133,7 @@ def _reading(path: Path, line: int, column: str, text: str) -> float | None:
         raise UserError(f"{path}: line {line}, column {column!r}: {cleaned!r} is not a number") from None
     if not math.isfinite(value) or value < 0:
         raise UserError(f"{path}: line {line}, column {column!r}: {cleaned!r} is not a finite, non-negative reading")
-    return value
+    return check_bounded(value, f"{path}: line {line}, column {column!r}:", 0.0, MAX_LOG_READING)
 
 
 def _energy_column(header: list[str], cells: list[str], path: Path) -> tuple[int, float] | None:
@@ -292,9 +306,17 @@ def _sample(path: Path, cells: list[str], columns: dict[str, int], energy: tuple
                 mask = int(raw, 16) if raw.lower().startswith("0x") else int(raw)
             except ValueError:
                 raise UserError(f"{path}: line {line_no}: clock event reasons {raw!r} is not a hex bitmask") from None
+            if not 0 <= mask < 1 << 64:  # NVML's reasons are a 64-bit mask; a negative one has endless bits
+                raise UserError(f"{path}: line {line_no}: clock event reasons {raw!r} is not a 64-bit bitmask")
 
     def get(key: str) -> float | None:
-        return _value(row[columns[key]]) if key in columns else None
+        if key not in columns:
+            return None
+        value = _value(row[columns[key]], keep_nonfinite=True)
+        if value is None:
+            return None
+        low, high, unit = _BOUNDS[key]
+        return check_bounded(value, f"{path}: line {line_no}, column {cells[columns[key]].strip()!r}:", low, high, unit)
 
     def power(key: str) -> float | None:
         return _reading(path, line_no, cells[columns[key]].strip(), row[columns[key]]) if key in columns else None

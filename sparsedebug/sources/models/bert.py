@@ -210,19 +210,15 @@ class BertEncoder(Transformer):
 
 def open_bert(weights: Path, config: Path) -> BertEncoder:
     """Read a BERT safetensors checkpoint and its config into an encoder (fp32)."""
-    from safetensors import SafetensorError
-    from safetensors.numpy import load_file
+    from sparsedebug.sources.models.safetensors_file import read_safetensors  # the one parser: a cut file is one line
 
     cfg = BertConfig.from_json(config)
     if not weights.is_file():
         raise UserError(f"{weights}: file not found")
-    try:
-        raw = load_file(str(weights))
-    except (SafetensorError, OSError) as exc:
-        raise UserError(f"{weights}: not a readable safetensors file ({exc})") from None
+    if weights.suffix.lower() != ".safetensors":
+        raise UserError(f"{weights}: not a readable safetensors file (expected a .safetensors file)")
     tensors: dict[str, Array] = {}
-    for name, value in raw.items():
-        stripped = name.removeprefix("bert.")
-        if np.issubdtype(value.dtype, np.floating):
-            tensors[stripped] = np.ascontiguousarray(value, dtype=np.float32)
+    for name, values, _ in read_safetensors(weights):
+        if np.issubdtype(values.dtype, np.floating):
+            tensors[name.removeprefix("bert.")] = np.array(values, dtype=np.float32)  # a writable copy
     return BertEncoder(tensors, cfg)

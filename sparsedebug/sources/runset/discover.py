@@ -61,8 +61,13 @@ def _files(argument: str) -> list[Path]:
 
 def _distributed(path: Path) -> tuple[int, int | None] | None:
     """``distributedInfo``'s rank and world size from the head of a trace (Kineto writes it before the events)."""
-    with open_text(path) as handle:
-        head = handle.read(_HEAD_CHARS)
+    try:
+        with open_text(path) as handle:
+            head = handle.read(_HEAD_CHARS)
+    except UnicodeDecodeError as exc:
+        raise UserError(f"{path}: not a profiler trace (byte {exc.start} is not UTF-8 text); a run set holds only traces") from None
+    except (OSError, EOFError) as exc:  # a .gz that is not gzip or is cut short
+        raise UserError(f"{path}: cannot read it as a trace ({exc}); a run set holds only traces") from None
     match = _DISTRIBUTED.search(head)
     if match is not None:
         return int(match.group(1)), int(match.group(2)) if match.group(2) else None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from sparsedebug.core.stats import percentiles
 from sparsedebug.records.classification import Fix
 from sparsedebug.records.run import FallbackReason
@@ -78,8 +80,29 @@ def test_fix_that_does_not_move_is_reported() -> None:
     bundle = make_bundle(base, cand, sparse_run(6.5, fallback=True))
     assert bundle.fix is not None and bundle.fix.moved is False
     text = render_memo_detail(bundle, BOOK)
-    assert "did NOT move latency p50" in text
+    assert "the fix left latency p50 where it was, within noise (x1.000), against the projection (faster)" in text
     assert decide(bundle, BOOK).decision == "rollback"
+
+
+def test_a_fix_that_slows_is_said_slower_and_against_the_projection() -> None:
+    base, cand = dense_run(5.0), sparse_run(6.5, fallback=True)
+    bundle = make_bundle(base, cand, sparse_run(9.8, fallback=True))  # the fixed run 51% slower than the candidate
+    assert bundle.fix is not None
+    (lat,) = [m for m in bundle.fix.movements if m.metric == "latency p50"]
+    assert (lat.direction, lat.expected_direction, lat.as_expected) == ("slower", "faster", False)
+    assert lat.change == pytest.approx(9.8 / 6.5, rel=0.01)
+    text = render_memo_detail(bundle, BOOK)
+    assert "the fix made latency p50 slower (x1.508), against the projection (faster)" in text
+    assert "the opposite way to the projection" in text and "more than projected" not in text and "did NOT move" not in text
+
+
+def test_a_fix_that_speeds_up_as_projected_says_so() -> None:
+    base, cand = dense_run(5.0), sparse_run(6.5, fallback=True)
+    bundle = make_bundle(base, cand, sparse_run(4.2))
+    assert bundle.fix is not None
+    (lat,) = [m for m in bundle.fix.movements if m.metric == "latency p50"]
+    assert (lat.direction, lat.expected_direction, lat.as_expected) == ("faster", "faster", True)
+    assert "the fix made latency p50 faster (x0.646), as projected (faster)" in render_memo_detail(bundle, BOOK)
 
 
 def test_escalate_without_a_winner() -> None:

@@ -119,7 +119,7 @@ def test_bad_config_and_folder_are_user_errors(folder: Path, tmp_path: Path) -> 
 def test_truncated_safetensors_is_a_user_error(folder: Path, tmp_path: Path) -> None:
     broken = tmp_path / "model.safetensors"
     broken.write_bytes((folder / "model.safetensors").read_bytes()[:100])
-    with pytest.raises(UserError, match="not a readable safetensors"):
+    with pytest.raises(UserError, match=r"model.safetensors: (cannot read safetensors|tensor .*truncated)"):
         open_bert(broken, folder / "config.json")
 
 

@@ -23,6 +23,7 @@ import re
 from collections import Counter, defaultdict
 from pathlib import Path
 
+from sparsedebug.core.bounds import MAX_LOG_READING, check_bounded
 from sparsedebug.core.errors import UserError
 from sparsedebug.records.power import PowerChannel, PowerLog, PowerQuantity, PowerReading
 from sparsedebug.sources.importers.nvidia_smi import decode_reasons
@@ -100,6 +101,7 @@ def load_dcgm_exposition(path: Path, text: str) -> PowerLog:
             continue
         if value < 0:
             raise UserError(f"{path}: line {line_no}, metric {name}: value {value_text!r} is negative")
+        check_bounded(value, f"{path}: line {line_no}, metric {name}: value", 0.0, MAX_LOG_READING)
         if stamp is not None and not 0 <= int(stamp) / 1000.0 <= MAX_EPOCH_S:
             raise UserError(f"{path}: line {line_no}, metric {name}: timestamp {stamp} is not milliseconds since 1970 (UTC)")
         gpu = labels.get("gpu") or labels.get("UUID") or labels.get("device") or "0"

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
+from sparsedebug.core.bounds import MAX_UTC_OFFSET_H, check_bounded
 from sparsedebug.core.errors import UserError
 from sparsedebug.core.io import read_text
 from sparsedebug.records.power import PowerLog
@@ -14,17 +14,14 @@ from sparsedebug.sources.importers.power.dcgm import is_dcgm_exposition, load_dc
 from sparsedebug.sources.importers.power.smi import place_smi_log, power_log_from_smi
 from sparsedebug.sources.importers.power.zeus import is_zeus, load_zeus
 
-MAX_UTC_OFFSET_H = 14.0
-"""The widest offset of a civil time zone from UTC (UTC+14, Line Islands)."""
-
 FORMATS = "nvidia-smi --format=csv, dcgm-exporter metrics, Zeus CSV, CodeCarbon emissions.csv"
 """The formats :func:`load_power_log` reads, for messages."""
 
 
-def check_utc_offset(utc_offset_h: float | None) -> None:
-    """Refuse a UTC offset that is not a finite number of hours within +/-14."""
-    if utc_offset_h is not None and (not math.isfinite(utc_offset_h) or abs(utc_offset_h) > MAX_UTC_OFFSET_H):
-        raise UserError(f"UTC offset {utc_offset_h:g} h: expected hours between -{MAX_UTC_OFFSET_H:g} and +{MAX_UTC_OFFSET_H:g}")
+def check_utc_offset(utc_offset_h: float | None, what: str = "UTC offset") -> None:
+    """Refuse a UTC offset that is not a finite number of hours within +/-14 (``core.bounds.check_bounded``)."""
+    if utc_offset_h is not None:
+        check_bounded(utc_offset_h, what, -MAX_UTC_OFFSET_H, MAX_UTC_OFFSET_H, "hours")
 
 
 def _first_line(text: str) -> str:

@@ -8,6 +8,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from sparsedebug.core.bounds import MAX_LOG_READING, check_bounded
 from sparsedebug.core.errors import UserError
 
 
@@ -35,7 +36,7 @@ class Table:
             raise UserError(f"{self.path}: line {line}, column {self.header[index].strip()!r}: {text!r} is not a number") from None
         if not math.isfinite(value) or value < 0:
             raise UserError(f"{self.path}: line {line}, column {self.header[index].strip()!r}: {text!r} is not a finite, non-negative number")
-        return value
+        return check_bounded(value, f"{self.path}: line {line}, column {self.header[index].strip()!r}:", 0.0, MAX_LOG_READING)
 
 
 def read_table(path: Path, text: str, required: tuple[str, ...], what: str) -> Table:

@@ -224,22 +224,31 @@ def _iteration_figures(groups: list[list[GpuOp]], iterations: Iterations) -> tup
     return out, Timeline(0.0, 0.0, host, kern, 0.0)
 
 
-def analyze_trace(path: Path, *, include_last_step: bool = False, events: TraceEvents | None = None) -> TraceImport:
+def analyze_trace(
+    path: Path, *, include_last_step: bool = False, events: TraceEvents | None = None, allow_dropped: bool = False
+) -> TraceImport:
     """Read a Kineto trace and build the run record and the whole-trace summary.
 
     ``include_last_step`` switches the HTA-convention breakdown to HTA's
     ``include_last_profiler_step=True``. ``events``: the trace already read by
-    ``read_events(path)`` (the run-set summary reads it once for both).
+    ``read_events(path)`` (the run-set summary reads it once for both). A trace whose
+    kernel events were all dropped (no usable timing) is refused unless ``allow_dropped``:
+    a run without its kernels is not a measurement of them.
     """
     with gc_paused():
-        return _analyze_trace(path, include_last_step, read_events(path) if events is None else events)
+        return _analyze_trace(path, include_last_step, read_events(path) if events is None else events, allow_dropped)
 
 
-def _analyze_trace(path: Path, include_last_step: bool, trace: TraceEvents) -> TraceImport:
+def _analyze_trace(path: Path, include_last_step: bool, trace: TraceEvents, allow_dropped: bool = False) -> TraceImport:
     if not trace.gpu:
         raise UserError(
             f"{path}: no GPU activity (events of cat kernel/gpu_memset/gpu_memcpy with ts and dur)"
             + (untimed_summary(trace.skipped, GPU_CATEGORIES) or ": profile with ProfilerActivity.CUDA")
+        )
+    dropped = untimed_summary(trace.skipped, {"kernel"})
+    if dropped and not allow_dropped and not any(op.is_kernel for op in trace.gpu):
+        raise UserError(
+            f"{path}: every kernel event was dropped{dropped}; pass --allow-dropped to import the trace without its kernels"
         )
     by_thread = link_parents(trace.ranges)
     link_launches(trace, by_thread)

@@ -39,6 +39,7 @@ from typing import Any
 
 import msgspec
 
+from sparsedebug.core.bounds import MAX_TRACE_DURATION_US, MAX_TRACE_TIMESTAMP_US, check_bounded
 from sparsedebug.core.dtypes import canonical_dtype
 from sparsedebug.records.fingerprint import FileDigest
 from sparsedebug.records.run import KernelClass
@@ -180,8 +181,9 @@ def _legacy_annotation(name: Scalar) -> bool:
 class _Filer:
     """Files the events of one trace into a ``TraceEvents``: one call per kept event, state in locals of the instance."""
 
-    def __init__(self, trace: TraceEvents) -> None:
+    def __init__(self, trace: TraceEvents, path: Path) -> None:
         self.trace = trace
+        self.path = path
         self.threads: dict[Thread, Thread] = {}  # one tuple per thread, shared by its ranges
         self.inputs: dict[bytes, Any] = {}  # decoded Input Dims/type/Strides/Concrete Inputs, once per distinct text
         self.names: dict[Scalar, Scalar] = {}  # one string per distinct name (the decoder builds one per event)
@@ -230,6 +232,8 @@ class _Filer:
             if cat in _UNTIMED_COUNTED:
                 trace.skipped[f"{cat} {untimed(ts, dur)}"] += 1
             return
+        if not (dur <= MAX_TRACE_DURATION_US and -MAX_TRACE_TIMESTAMP_US <= ts <= MAX_TRACE_TIMESTAMP_US):  # NaN fails too
+            self.refuse(cat, name, ts, dur)
         base = trace.ts_base
         if base is None:
             base = trace.ts_base = ts
@@ -268,6 +272,12 @@ class _Filer:
             trace.steps.append(HostRange("step", name, ts, ts + dur, self.thread(event)))
         else:  # user_annotation
             trace.ranges.append(HostRange("annotation", name, ts, ts + dur, self.thread(event)))
+
+    def refuse(self, cat: str, name: Scalar, ts: float, dur: float) -> None:
+        """Refuse the trace for an event whose ts or dur no profiler writes (NaN, infinite, beyond any run)."""
+        what = f"{self.path}: {cat} event {name!r}"
+        check_bounded(dur, f"{what}: dur (us)", 0.0, MAX_TRACE_DURATION_US, "microseconds")
+        check_bounded(ts, f"{what}: ts (us)", -MAX_TRACE_TIMESTAMP_US, MAX_TRACE_TIMESTAMP_US, "microseconds")
 
     def gpu_op(self, event: Event, cat: str, name: Scalar, ts: float, dur: float, args: EventArgs) -> GpuOp:
         if not isinstance(name, str) or not name:
@@ -312,7 +322,7 @@ def read_events(path: Path) -> TraceEvents:
 def _read_events(path: Path) -> TraceEvents:
     trace = TraceEvents()
     sha256 = hashlib.sha256()
-    filer = _Filer(trace)
+    filer = _Filer(trace, path)
     keep, skipped = filer.keep, trace.skipped
     kept, legacy = _KEPT, LEGACY_CATEGORIES
     for batch in iter_event_batches(path, trace.metadata, sha256):
