@@ -40,7 +40,7 @@ from sparsedebug.render.markdown.energy import expected_lines as expected_energy
 from sparsedebug.render.markdown.energy import measured_lines as measured_energy_lines
 from sparsedebug.render.markdown.ranks import rank_lines
 from sparsedebug.render.markdown.tags import build_tags
-from sparsedebug.render.markdown.verdicts import attributed_lines
+from sparsedebug.render.markdown.verdicts import attributed_lines, not_established_lines
 from sparsedebug.signoff.decide import stored_decision
 from sparsedebug.signoff.metrics import (
     equal_latency_sentence,
@@ -187,7 +187,7 @@ def _mechanism(b: LoadedBundle, book: Playbook) -> list[str]:
         return out
     scores = {s.mechanism.value if hasattr(s.mechanism, "value") else str(s.mechanism): s for s in cls.scores}
     if cls.winner is None:
-        out.append("- **Primary mechanism**: none: no rule fired strongly enough to name one.")
+        out += not_established_lines(cls) or ["- **Primary mechanism**: none: no rule fired strongly enough to name one."]
     else:
         w = cls.winner.value
         ws = scores[w]
