@@ -1,4 +1,4 @@
-"""The decision a walk ends in (ship, bounded rollout, rollback, escalate), computed once and stored.
+"""The decision a walk ends in (ship, bounded rollout, rollback, escalate, no change), computed once and stored.
 
 ``sparsedebug.signoff.decide`` computes it when the bundle is written; the memo, the
 deployment report and the terminal summary only render it.
