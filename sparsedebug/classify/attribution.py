@@ -34,7 +34,7 @@ from sparsedebug.classify.context import Context
 from sparsedebug.classify.roofline import layer_work
 from sparsedebug.core.dispatch import dispatch_cause
 from sparsedebug.core.patterns import PrecisionChange, declared_sparse, fell_back, path_changed, precision_changes
-from sparsedebug.core.stats import median
+from sparsedebug.core.stats import compare_samples, median, min_attainable_p
 from sparsedebug.locate.common import calls_per_iteration, iteration_count
 from sparsedebug.locate.walk import rank_layers
 from sparsedebug.records.classification import AttributedPart, Attribution, Evidence, Mechanism, MechanismShare, SettleCapture
@@ -202,6 +202,7 @@ def attribute(ctx: Context, evidence: list[Evidence]) -> Attribution | None:
     shares.sort(key=lambda s: (-sign * s.ms, list(Mechanism).index(s.mechanism)))
     attributed = sum(sums.values())
     return Attribution(
+        growth_significant=_growth_significant(_latency(base), _latency(cand)),
         base_p50_ms=base_p50, cand_p50_ms=cand_p50, delta_ms=delta,
         parts=sorted(parts, key=lambda p: -sign * round(p.ms, 6)), mechanisms=shares, unattributed_ms=round(delta - attributed, 6),
         busy_residual_ms=round(busy_residual, 6) if busy_residual is not None else None,
@@ -218,9 +219,28 @@ HEADLINE_MIN_RATIO = 2.0
 """... and at least this many times the runner-up's share."""
 
 
+GROWTH_TEST_MIN_P = 0.01
+"""The rank test decides whether latency grew only when these sample counts can reach this p (5 a side); with fewer
+(3 traced iterations a side) it cannot tell a growth from noise, and the median growth alone counts."""
+
+
+def _growth_significant(base: list[float], cand: list[float]) -> bool | None:
+    """Whether the candidate's latency samples are slower than the baseline's (one-sided rank test, beyond the minimum
+    effect); None when too few samples for the test to decide (``GROWTH_TEST_MIN_P``), or samples it cannot take."""
+    if min_attainable_p(len(base), len(cand), one_sided=True) > GROWTH_TEST_MIN_P:
+        return None
+    try:
+        cmp = compare_samples(base, cand, alternative="greater")
+    except ValueError:
+        return None
+    return cmp.direction == "slower" if cmp.enough_samples else None
+
+
 def measured_growth(attribution: Attribution | None) -> bool:
-    """Latency grew by more than ``MIN_GROWTH`` of the baseline p50: a change the mechanisms must carry."""
-    return attribution is not None and attribution.delta_ms > MIN_GROWTH * attribution.base_p50_ms
+    """Latency grew by more than ``MIN_GROWTH`` of the baseline p50, and not within noise (a rank test that could
+    decide found it slower): a change the mechanisms must carry."""
+    return (attribution is not None and attribution.delta_ms > MIN_GROWTH * attribution.base_p50_ms
+            and attribution.growth_significant is not False)
 
 
 def attributed_winner(attribution: Attribution | None) -> MechanismShare | None:

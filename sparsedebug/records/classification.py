@@ -88,6 +88,10 @@ class Attribution(Record):
     parts: list[AttributedPart]
     mechanisms: list[MechanismShare] = Field(description="Largest share of the change (in its direction) first.")
     unattributed_ms: float = Field(description="The change no part carries, or that parts without mechanism evidence carry.")
+    growth_significant: bool | None = Field(
+        None, description="A one-sided rank test on the latency samples (candidate slower, beyond the minimum effect): "
+        "None when too few samples for the test to decide."
+    )
     busy_residual_ms: float | None = Field(
         None,
         description="The change of busy time that the layers' kernel timings do not carry (ops outside the layers, or "

@@ -170,6 +170,9 @@ def _first_stage(b: LoadedBundle) -> str:
         text += f" Effect on {bis.effect_metric or 'the metric'}: {_cmp_text(bis.effect)}."
     if bis.explains:
         text += f" Explains downstream: {', '.join(bis.explains)}."
+    if bis.unexplained and bis.first_change_ms is not None:
+        text += (f" Does not explain {', '.join(bis.unexplained)}: it changed {bis.first_change_ms:+.3f} ms, less than half of "
+                 f"{'their' if len(bis.unexplained) > 1 else 'its'} change.")
     text += f" (Latencies here: {measured_clock(b.candidate)}.)"
     top = [r for r in bis.layers if r.contribution_ms > 0][:3]
     if top:
