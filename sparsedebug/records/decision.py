@@ -11,6 +11,7 @@ from typing import Literal
 from pydantic import Field
 
 from sparsedebug.records.base import SCHEMA_VERSION, Record
+from sparsedebug.records.comparability import LaunchMode
 from sparsedebug.records.gate import GateResult
 
 
@@ -28,6 +29,10 @@ class DecisionOutcome(Record):
         default_factory=dict, description="The default gate on each run against the baseline, by role (candidate, fixed)."
     )
     owner: str | None = Field(None, description="Who owns the proposed change, by the winning mechanism.")
+    across_launch: list[LaunchMode] = Field(
+        default_factory=list, description="The baseline's and the candidate's launch modes when they differ (allowed with "
+        "--allow-different launch): every speedup in the gate is then across launch modes, not like for like."
+    )
     based_on: dict[str, str] = Field(
         default_factory=dict, description="sha256 of each bundle file the decision was taken on, by file name."
     )

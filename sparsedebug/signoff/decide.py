@@ -7,6 +7,7 @@ Computed once, from the bundle's records, when the bundle is written (and stored
 from __future__ import annotations
 
 from sparsedebug.core.errors import InternalError
+from sparsedebug.records.comparability import LaunchMode
 from sparsedebug.records.decision import DecisionOutcome
 from sparsedebug.records.gate import GatePolicy, GateResult
 from sparsedebug.records.playbook import Playbook
@@ -79,6 +80,7 @@ def decide(bundle: LoadedBundle, book: Playbook, policy: GatePolicy | None = Non
     missing = [r for r in refused if r.startswith("no ")]
     win = measured_win(bundle.baseline, final) and checks.get("effective_speedup") is not None and not failing
     failed_text = "; ".join(f"gate check {c.id} fails: {c.detail}" for c in failing)
+    launch = across_launch(bundle.baseline, final)
     if not refused:
         reasons.append(f"the {label} passes every gate check with fallback and quality evidence in the bundle")
         decision = "ship"
@@ -124,8 +126,21 @@ def decide(bundle: LoadedBundle, book: Playbook, policy: GatePolicy | None = Non
     else:
         reasons.append(f"the proposed fix was not applied, so nothing shows it removes the cause: {fix.how}")
         decision = "escalate"
+    if launch:
+        reasons.append(f"its speedup over the baseline is across launch modes ({launch[0]} baseline vs {launch[1]} {label}): "
+                       "not like for like")
     owner = MECHANISM_OWNER.get(winner.value) if winner is not None else None
-    return DecisionOutcome(decision=decision, judged_on=label, reasons=reasons, ship_refused=refused, gate=gate, gates=gates, owner=owner)
+    return DecisionOutcome(decision=decision, judged_on=label, reasons=reasons, ship_refused=refused, gate=gate, gates=gates, owner=owner,
+                           across_launch=launch)
+
+
+def across_launch(baseline: RunRecord, judged: RunRecord) -> list[LaunchMode]:
+    """The baseline's and the judged run's launch modes when they differ (a pair allowed with --allow-different launch,
+    or a CUDA-graph fix's fixed run against an eager baseline): its speedups are then not like for like."""
+    from sparsedebug.locate.comparable import launch_of
+
+    base, run = launch_of(baseline), launch_of(judged)
+    return [base, run] if base is not None and run is not None and base != run else []
 
 
 def unchanged(bundle: LoadedBundle) -> bool:
