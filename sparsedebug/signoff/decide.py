@@ -126,9 +126,7 @@ def decide(bundle: LoadedBundle, book: Playbook, policy: GatePolicy | None = Non
     else:
         reasons.append(f"the proposed fix was not applied, so nothing shows it removes the cause: {fix.how}")
         decision = "escalate"
-    if launch:
-        reasons.append(f"its speedup over the baseline is across launch modes ({launch[0]} baseline vs {launch[1]} {label}): "
-                       "not like for like")
+    reasons += [f"its speedup over the baseline is across launch modes ({launch[0]} baseline vs {launch[1]} {label}): not like for like"] if launch else []
     owner = MECHANISM_OWNER.get(winner.value) if winner is not None else None
     return DecisionOutcome(decision=decision, judged_on=label, reasons=reasons, ship_refused=refused, gate=gate, gates=gates, owner=owner,
                            across_launch=launch)
