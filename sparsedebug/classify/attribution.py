@@ -13,7 +13,8 @@ outside every layer. Each part goes to the mechanism its own evidence supports:
   kernel samples: ``records.run``), and every added host gap, are scheduling;
 * a layer on an unchanged path that moves more bytes per call than in the baseline is memory;
 * a layer on an unchanged path whose kernel time changed while the clocks dropped inside
-  the candidate's own window (a fired thermal rule on windowed evidence) is thermal;
+  the candidate's own window (a fired thermal rule on windowed evidence) is thermal; one whose kernel time changed
+  while the candidate runs more compute threads than cores (a fired oversubscription rule) is scheduling;
 * anything else is left unattributed, and said to be.
 
 The kernel parts and the gap parts add up to the change of busy time and of
@@ -33,10 +34,10 @@ from sparsedebug.classify.context import Context
 from sparsedebug.classify.roofline import layer_work
 from sparsedebug.core.dispatch import dispatch_cause
 from sparsedebug.core.patterns import PrecisionChange, declared_sparse, fell_back, path_changed, precision_changes
-from sparsedebug.core.stats import median
+from sparsedebug.core.stats import compare_samples, median, min_attainable_p
 from sparsedebug.locate.common import calls_per_iteration, iteration_count
 from sparsedebug.locate.walk import rank_layers
-from sparsedebug.records.classification import AttributedPart, Attribution, Evidence, Mechanism, MechanismShare
+from sparsedebug.records.classification import AttributedPart, Attribution, Evidence, Mechanism, MechanismShare, SettleCapture
 from sparsedebug.records.run import KernelPath, LowerLayer, RunRecord
 
 BYTES_GROWTH = 1.05
@@ -44,6 +45,10 @@ BYTES_GROWTH = 1.05
 
 THERMAL_RULES = ("thermal.clock_drop", "thermal.throttle_time")
 """Rules on clock evidence inside the runs' own windows: when one fired, unchanged-path kernel time is thermal's."""
+
+STATE_RULES = (*THERMAL_RULES, "scheduling.oversubscription")
+"""Rules on a state of the whole run that slows every kernel on an unchanged path (clocks fell; more compute threads
+than cores, so threads queue for cores): when one fired, unchanged-path kernel time goes to its mechanism."""
 
 MIN_PART_MS = 1e-6
 """Parts smaller than this (a nanosecond per iteration: float residue of equal medians) are dropped."""
@@ -83,7 +88,7 @@ def _conversion_part(name: str, ms: float, before: LowerLayer | None, after: Low
 
 def _kernel_part(
     name: str, ms: float, before: LowerLayer | None, after: LowerLayer | None, intent: str | None,
-    base_bytes: dict[str, float], cand_bytes: dict[str, float], precision: PrecisionChange | None, thermal: Evidence | None,
+    base_bytes: dict[str, float], cand_bytes: dict[str, float], precision: PrecisionChange | None, state: Evidence | None,
 ) -> AttributedPart:
     """A layer's kernel-time change, attributed by what its lowering shows."""
     if after is not None and fell_back(intent, after):
@@ -109,9 +114,12 @@ def _kernel_part(
     if name in base_bytes and name in cand_bytes and base_bytes[name] > 0 and cand_bytes[name] > base_bytes[name] * BYTES_GROWTH:
         return AttributedPart(part=name, kind="kernel", mechanism=Mechanism.MEMORY, ms=ms, rule="memory.bytes_growth",
                               evidence=f"bytes per call {base_bytes[name]:.3g} -> {cand_bytes[name]:.3g}")
-    if thermal is not None:
-        return AttributedPart(part=name, kind="kernel", mechanism=Mechanism.THERMAL, ms=ms, rule=thermal.rule,
-                              evidence=f"same path, clocks fell inside the candidate's window ({thermal.detail})")
+    if state is not None and state.mechanism is Mechanism.THERMAL:
+        return AttributedPart(part=name, kind="kernel", mechanism=Mechanism.THERMAL, ms=ms, rule=state.rule,
+                              evidence=f"same path, clocks fell inside the candidate's window ({state.detail})")
+    if state is not None:
+        return AttributedPart(part=name, kind="kernel", mechanism=state.mechanism, ms=ms, rule=state.rule,
+                              evidence=f"same path, threads queue for cores ({state.detail})")
     return AttributedPart(part=name, kind="kernel", mechanism=None, ms=ms, evidence="same path, same bytes: no mechanism evidence on this layer")
 
 
@@ -126,7 +134,7 @@ def attribute(ctx: Context, evidence: list[Evidence]) -> Attribution | None:
         return None
     base_p50, cand_p50 = median(_latency(base)), median(_latency(cand))
     delta = cand_p50 - base_p50
-    thermal = next((e for e in evidence if e.rule in THERMAL_RULES and e.fired), None)
+    state = next((e for rule in STATE_RULES for e in evidence if e.rule == rule and e.fired), None)
     b_lower, c_lower = ctx.lower(base), ctx.lower()
     intent = {g.name: g.intended for g in cand.graph.layers}
     base_bytes = {w.name: w.bytes for w in layer_work(base)}
@@ -147,7 +155,7 @@ def attribute(ctx: Context, evidence: list[Evidence]) -> Attribution | None:
         converts = (before.conversions_per_call if before else 0) != (after.conversions_per_call if after else 0)
         if ranked.kernel_ms:
             parts.append(_kernel_part(name, ranked.kernel_ms, before, after, intent.get(name), base_bytes, cand_bytes,
-                                      precision.get(name), thermal))
+                                      precision.get(name), state))
         measured = name in base.schedule.layer_idle_samples_ms and name in cand.schedule.layer_idle_samples_ms
         if converts and not measured and conversion:
             # No per-layer host gap recorded: the conversion sits in the gaps outside the layers; carve it out.
@@ -173,6 +181,8 @@ def attribute(ctx: Context, evidence: list[Evidence]) -> Attribution | None:
                                         evidence=f"GPU-idle time per iteration {b_gap:.3f} -> {c_gap:.3f} ms, less the gaps before layers"))
     parts = [p for p in parts if abs(p.ms) >= MIN_PART_MS]
     sums: dict[Mechanism, float] = defaultdict(float)
+    grew: dict[Mechanism, float] = defaultdict(float)
+    shrank: dict[Mechanism, float] = defaultdict(float)
     largest: dict[Mechanism, AttributedPart] = {}
     counts: dict[Mechanism, int] = defaultdict(int)
     sign = 1.0 if delta >= 0 else -1.0
@@ -180,16 +190,19 @@ def attribute(ctx: Context, evidence: list[Evidence]) -> Attribution | None:
         if part.mechanism is None:
             continue
         sums[part.mechanism] += part.ms
+        (grew if part.ms >= 0 else shrank)[part.mechanism] += part.ms
         counts[part.mechanism] += 1
         if part.mechanism not in largest or sign * part.ms > sign * largest[part.mechanism].ms:
             largest[part.mechanism] = part
     shares = [
-        MechanismShare(mechanism=m, ms=round(ms, 6), share=round(ms / delta, 6) if delta else None, largest=largest[m].part, parts=counts[m])
+        MechanismShare(mechanism=m, ms=round(ms, 6), share=round(ms / delta, 6) if delta else None, largest=largest[m].part, parts=counts[m],
+                       positive_ms=round(grew[m], 6), negative_ms=round(shrank[m], 6))
         for m, ms in sums.items()
     ]
     shares.sort(key=lambda s: (-sign * s.ms, list(Mechanism).index(s.mechanism)))
     attributed = sum(sums.values())
     return Attribution(
+        growth_significant=_growth_significant(_latency(base), _latency(cand)),
         base_p50_ms=base_p50, cand_p50_ms=cand_p50, delta_ms=delta,
         parts=sorted(parts, key=lambda p: -sign * round(p.ms, 6)), mechanisms=shares, unattributed_ms=round(delta - attributed, 6),
         busy_residual_ms=round(busy_residual, 6) if busy_residual is not None else None,
@@ -199,17 +212,65 @@ def attribute(ctx: Context, evidence: list[Evidence]) -> Attribution | None:
 MIN_GROWTH = 0.02
 """Latency must grow by at least this fraction of the baseline p50 for the shares to rank the mechanisms."""
 
-MIN_SHARE = 0.25
-"""The leading mechanism must carry at least this share of the growth to win by attribution."""
+HEADLINE_MIN_SHARE = 0.40
+"""The leading mechanism must carry at least this share of the growth to be the headline (established)."""
+
+HEADLINE_MIN_RATIO = 2.0
+"""... and at least this many times the runner-up's share."""
+
+
+GROWTH_TEST_MIN_P = 0.01
+"""The rank test decides whether latency grew only when these sample counts can reach this p (5 a side); with fewer
+(3 traced iterations a side) it cannot tell a growth from noise, and the median growth alone counts."""
+
+
+def _growth_significant(base: list[float], cand: list[float]) -> bool | None:
+    """Whether the candidate's latency samples are slower than the baseline's (one-sided rank test, beyond the minimum
+    effect); None when too few samples for the test to decide (``GROWTH_TEST_MIN_P``), or samples it cannot take."""
+    if min_attainable_p(len(base), len(cand), one_sided=True) > GROWTH_TEST_MIN_P:
+        return None
+    try:
+        cmp = compare_samples(base, cand, alternative="greater")
+    except ValueError:
+        return None
+    return cmp.direction == "slower" if cmp.enough_samples else None
+
+
+def measured_growth(attribution: Attribution | None) -> bool:
+    """Latency grew by more than ``MIN_GROWTH`` of the baseline p50, and not within noise (a rank test that could
+    decide found it slower): a change the mechanisms must carry."""
+    return (attribution is not None and attribution.delta_ms > MIN_GROWTH * attribution.base_p50_ms
+            and attribution.growth_significant is not False)
 
 
 def attributed_winner(attribution: Attribution | None) -> MechanismShare | None:
-    """The mechanism carrying the largest share of a latency growth; None when latency did not grow beyond
-    ``MIN_GROWTH``, or no mechanism carries ``MIN_SHARE`` of it (the rule scores rank then)."""
-    if attribution is None or not attribution.mechanisms or attribution.delta_ms <= MIN_GROWTH * attribution.base_p50_ms:
+    """The mechanism that carries a latency growth clearly enough to be the headline: at least
+    ``HEADLINE_MIN_SHARE`` of it and ``HEADLINE_MIN_RATIO`` times the runner-up's share. None when latency did
+    not grow beyond ``MIN_GROWTH`` (the rule scores rank then), or when no mechanism carries it that clearly
+    (the mechanism is not established)."""
+    if attribution is None or not attribution.mechanisms or not measured_growth(attribution):
         return None
     top = attribution.mechanisms[0]
-    return top if top.ms >= MIN_SHARE * attribution.delta_ms else None
+    if top.ms < HEADLINE_MIN_SHARE * attribution.delta_ms:
+        return None
+    runner_up = next((m for m in attribution.mechanisms[1:] if m.ms > 0), None)
+    if runner_up is not None and top.ms < HEADLINE_MIN_RATIO * runner_up.ms:
+        return None
+    return top
+
+
+def settle_capture(attribution: Attribution, clock_log_unaligned: bool) -> SettleCapture:
+    """The one capture that would settle a growth no mechanism carries clearly: a clock log placed on the run's time
+    axis when thermal is in question (a top candidate, or kernel time left unexplained beside an unaligned log),
+    both sides re-traced under a CUDA graph when host scheduling is, else an Nsight Compute report of the changed kernels."""
+    movers = [m for m in attribution.mechanisms if m.ms > 0][:2]
+    names = {m.mechanism for m in movers}
+    unexplained = attribution.unattributed_ms > max((m.ms for m in movers), default=0.0)
+    if Mechanism.THERMAL in names or (unexplained and clock_log_unaligned):
+        return "aligned_clock_log"
+    if Mechanism.SCHEDULING in names:
+        return "cuda_graph_retrace"
+    return "ncu_report"
 
 
 def largest_part(attribution: Attribution, mechanism: Mechanism) -> AttributedPart | None:

@@ -47,7 +47,7 @@ def compute_fix(rule: Rule, facts: Facts) -> Fix:
     layer = facts.data("compute_bound_sparse_slowdown").get("layer")
     if isinstance(layer, str) and not facts.ctx.imported:
         return Fix(kind="layer", layer=layer, action="exclude", rule=rule.id, metric="latency_p50_ms", direction="down",
-                   text=f"exclude {layer} from sparsity: its sparse kernel is slower than dense")
+                   code="exclude_layer", text=f"exclude {layer} from sparsity: its sparse kernel is slower than dense")
     return Fix(kind="advice", rule=rule.id, metric="busy_p50_ms", direction="down",
                text="check the sparse kernel chosen for the shape, or raise tokens per call so 2:4 pays off")
 
@@ -60,15 +60,15 @@ def fallback_fix(rule: Rule, facts: Facts) -> Fix:
         return compute_fix(rule, facts)
     if reason == FallbackReason.SHAPE_NOT_ALIGNED:
         return Fix(kind="layer", layer=layer, action="pad", rule=rule.id, metric="latency_p50_ms", direction="down",
-                   text=f"pad {layer} to an aligned shape so it takes the sparse path, and re-time")
+                   code="pad_shape", text=f"pad {layer} to an aligned shape so it takes the sparse path, and re-time")
     sparse_dtype = sparse_path_dtype(ctx.run)
     if reason == FallbackReason.DTYPE_UNSUPPORTED and sparse_dtype is not None and not ctx.imported:
         return Fix(kind="layer", layer=layer, action="cast", value=sparse_dtype, rule=rule.id,
-                   metric="latency_p50_ms", direction="down",
+                   metric="latency_p50_ms", direction="down", code="cast_layer",
                    text=f"cast {layer} to {sparse_dtype} (the dtype the other sparse layers run in) so the "
                         "backend accepts it on the sparse path, and re-time")
     return Fix(kind="layer", layer=layer, action="exclude", rule=rule.id, metric="fallback_flop_share", direction="down",
-               text=f"exclude {layer} from sparsity (it falls back: {reason}) and check latency does not move")
+               code="exclude_layer", text=f"exclude {layer} from sparsity (it falls back: {reason}) and check latency does not move")
 
 
 # --------------------------------------------------------------------------- rules and their metrics

@@ -42,7 +42,7 @@ def memory_fix(rule: Rule, facts: Facts) -> Fix:
     """Convert weights once when some layer converts per call; else advice to raise reuse."""
     if converts_per_call(facts.ctx.run):
         return Fix(kind="knob", knob="conversion", value="once", rule=rule.id, metric="latency_p50_ms", direction="down",
-                   text="convert weights once at load so no conversion traffic is paid per call")
+                   code="convert_once", text="convert weights once at load so no conversion traffic is paid per call")
     return Fix(kind="advice", rule=rule.id, metric="busy_p50_ms", direction="down",
                text="raise tokens per call (or use a larger tile) so each weight byte feeds more FLOPs, then re-time")
 
@@ -57,7 +57,7 @@ def block_fix(rule: Rule, facts: Facts) -> Fix:
         return memory_fix(rule, facts)
     blocks = {block_size(g.intended) for g in ctx.run.graph.layers if declared_sparse(g.intended)}
     target = None if len(blocks) == 1 else layer
-    return Fix(kind="block", layer=target, value=v * 4, rule=rule.id, metric="busy_p50_ms", direction="down",
+    return Fix(kind="block", layer=target, value=v * 4, rule=rule.id, metric="busy_p50_ms", direction="down", code="block_size",
                text=f"raise block size V from {v} to {v * 4} ({'all sparse layers' if target is None else target}) and re-time")
 
 

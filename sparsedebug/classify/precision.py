@@ -56,7 +56,7 @@ def precision_fix(rule: Rule, facts: Facts) -> Fix:
     if facts.ctx.imported:
         return Fix(kind="advice", rule=rule.id, metric="max_rel_err", direction="down",
                    text=f"keep the changed layers in {value}{where} and compare outputs against the baseline")
-    return Fix(kind="knob", knob="precision", value=value, rule=rule.id, metric="max_rel_err", direction="down",
+    return Fix(kind="knob", knob="precision", value=value, rule=rule.id, metric="max_rel_err", direction="down", code="set_precision",
                text=f"run in {value}{where} and check the numeric error and quality recover")
 
 

@@ -35,8 +35,9 @@ STRENGTH_CAP = 2.0
 Measure = Callable[[Context], Result]
 """A metric: computes one number (or names what is missing) from the classification context."""
 
-FixRecipe = Callable[["Rule", Facts], Fix]
-"""Turns a winning rule's evidence (and the run's other facts) into the smallest reversible change."""
+FixRecipe = Callable[["Rule", Facts], Fix | None]
+"""Turns a winning rule's evidence (and the run's other facts) into the smallest reversible change (None: the
+measured numbers do not support the premise of any change the rule knows)."""
 
 
 def advise(rule: Rule, facts: Facts) -> Fix:

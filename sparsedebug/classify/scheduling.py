@@ -26,29 +26,49 @@ SCHEDULING = RuleSet(Mechanism.SCHEDULING)
 # --------------------------------------------------------------------------- fixes
 
 
-def scheduling_fix(rule: Rule, facts: Facts) -> Fix:
-    """Convert once when a replay converts per call; a CUDA graph for imported runs; else threads or batching."""
+HOST_WAIT_MIN_SHARE = 0.05
+"""A CUDA graph (or batching) is proposed only when the device's wait on the host is at least this share of the latency p50."""
+
+
+def host_wait_supports_graph(run: RunRecord) -> bool | None:
+    """Whether the measured host wait supports a fix that removes host overhead: host wait at least
+    ``HOST_WAIT_MIN_SHARE`` of the latency p50 (None when the run does not split its idle time)."""
+    host = run.schedule.host_wait_ms
+    samples = run.outcome.latency_samples_ms or run.schedule.span_samples_ms
+    if host is None or not samples or median(samples) <= 0:
+        return None
+    return host >= HOST_WAIT_MIN_SHARE * median(samples)
+
+
+def scheduling_fix(rule: Rule, facts: Facts) -> Fix | None:
+    """Convert once when a replay converts per call; a CUDA graph for imported runs whose device waits on the host
+    (none where the measured host wait is about zero: isolate the run for a wide tail, else no fix); else threads or batching."""
     ctx = facts.ctx
     cores = facts.data("thread_oversubscription").get("cores")
     if converts_per_call(ctx.run) and not ctx.imported:
         return Fix(kind="knob", knob="conversion", value="once", rule=rule.id, metric="latency_p50_ms", direction="down",
-                   text="convert weights once at load instead of on every call, and re-time")
+                   code="convert_once", text="convert weights once at load instead of on every call, and re-time")
     if ctx.imported:
-        return Fix(kind="advice", rule=rule.id, metric="span_busy_ratio", direction="down",
+        if host_wait_supports_graph(ctx.run) is False:
+            if rule.id == "scheduling.tail_spread":
+                return Fix(kind="advice", rule=rule.id, metric="latency_tail_ratio", direction="down", code="isolate_run",
+                           text="pin threads and isolate the run, then re-trace")
+            return None
+        return Fix(kind="advice", rule=rule.id, metric="span_busy_ratio", direction="down", code="cuda_graph",
                    text="capture the forward in a CUDA graph (or batch calls) so the GPU stops waiting on the host, then re-trace")
     if isinstance(cores, int):
         return Fix(kind="knob", knob="threads", value=cores, rule=rule.id, metric="span_busy_ratio", direction="down",
-                   text=f"set threads to {cores} and re-time; if the gap stays, batch calls")
-    return Fix(kind="advice", rule=rule.id, metric="span_busy_ratio", direction="down",
+                   code="set_threads", text=f"set threads to {cores} and re-time; if the gap stays, batch calls")
+    return Fix(kind="advice", rule=rule.id, metric="span_busy_ratio", direction="down", code="batch_calls",
                text="batch calls so per-call overhead is paid once per batch, then re-time")
 
 
-def threads_fix(rule: Rule, facts: Facts) -> Fix:
+def threads_fix(rule: Rule, facts: Facts) -> Fix | None:
     """Set threads to the logical core count when it is known; else ``scheduling_fix``."""
     cores = facts.data(rule.metric).get("cores")
     if isinstance(cores, int):
         return Fix(kind="knob", knob="threads", value=cores, rule=rule.id, metric="latency_p50_ms", direction="down",
-                   text=f"set threads to {cores} (the logical core count) and re-time")
+                   code="set_threads", text=f"set threads to {cores} (the logical core count) and re-time")
     return scheduling_fix(rule, facts)
 
 

@@ -15,25 +15,28 @@ from __future__ import annotations
 import math
 from typing import Literal
 
-from sparsedebug.classify.attribution import attribute, attributed_winner, largest_part
+from sparsedebug.classify.attribution import attribute, attributed_winner, largest_part, measured_growth, settle_capture
 from sparsedebug.classify.context import Context, Fact, Facts, Missing, Result, make_context
 from sparsedebug.classify.evidence import ncu_kernels, smi_evidence, windowed_smi_evidence
 from sparsedebug.classify.precision import rel_errs
 from sparsedebug.classify.rule import Rule
 from sparsedebug.classify.rules import METRICS, RULES, RULES_BY_ID, STATE_METRICS
-from sparsedebug.core.dispatch import fix_for
+from sparsedebug.core.dispatch import FIX_ACTION, dispatch_causes, fix_for_group
 from sparsedebug.core.errors import InternalError
 from sparsedebug.core.stats import median
 from sparsedebug.records.classification import (
     AttributedPart,
     Attribution,
+    CauseCode,
     Classification,
     Evidence,
     Fix,
+    FixTarget,
     Mechanism,
     MechanismScore,
     MissingEvidence,
     NcuEvidence,
+    SettleCapture,
     SmiEvidence,
 )
 from sparsedebug.records.fingerprint import Fingerprint
@@ -171,11 +174,46 @@ def _rank_by_attribution(scores: list[MechanismScore], attribution: Attribution 
     return [s.model_copy(update={"rank": i + 1}) for i, s in enumerate(ranked)]
 
 
-def _attributed_fix(part: AttributedPart, facts: Facts) -> Fix:
-    """The fix at the cause of the winner's largest part: the cause the trace shows, else its rule's recipe."""
-    named = fix_for(part.part, part.cause) if part.cause else None
-    if named is not None:
-        return Fix(kind="advice", layer=part.part, rule=part.rule or "", metric="latency_p50_ms", direction="down", text=named)
+def _cause_targets(attribution: Attribution, ctx: Context, codes: list[CauseCode]) -> list[FixTarget]:
+    """Every layer whose path change shows one of ``codes`` as its cause, grouped by cause, with the tensors it names
+    and the kernel-time change those layers carry."""
+    b_lower, c_lower = ctx.lower(ctx.baseline), ctx.lower()
+    layers: dict[CauseCode, list[str]] = {c: [] for c in codes}
+    tensors: dict[CauseCode, list[str]] = {c: [] for c in codes}
+    removes: dict[CauseCode, float] = {c: 0.0 for c in codes}
+    restore: dict[CauseCode, str | None] = {c: None for c in codes}
+    for part in attribution.parts:
+        before, after = b_lower.get(part.part), c_lower.get(part.part)
+        if part.kind != "kernel" or not part.cause or before is None or after is None:
+            continue
+        for cause in dispatch_causes(before.dispatch, after.dispatch):
+            if cause.code not in layers:
+                continue
+            if part.part not in layers[cause.code]:
+                layers[cause.code].append(part.part)
+                removes[cause.code] += part.ms
+            if cause.tensor is not None and cause.tensor not in tensors[cause.code]:
+                tensors[cause.code].append(cause.tensor)
+            restore[cause.code] = restore[cause.code] or cause.was
+    return [FixTarget(cause=c, layers=layers[c], tensors=tensors[c], removes_ms=round(removes[c], 6), restore=restore[c])
+            for c in codes if layers[c]]
+
+
+def _attributed_fix(part: AttributedPart, attribution: Attribution, facts: Facts) -> Fix | None:
+    """The fix at the cause of the winner's largest part, as wide as that cause (every layer and tensor sharing it),
+    expecting the time those layers' path change costs; else its rule's recipe."""
+    ctx = facts.ctx
+    before, after = ctx.lower(ctx.baseline).get(part.part), ctx.lower().get(part.part)
+    causes = dispatch_causes(before.dispatch, after.dispatch) if before is not None and after is not None and part.cause else []
+    if causes:
+        codes = list(dict.fromkeys(c.code for c in causes))
+        targets = _cause_targets(attribution, ctx, codes)
+        cited = targets[0]
+        math = all((lo.dispatch.backend if lo.dispatch else None) == "math" for lo in (ctx.lower().get(n) for n in cited.layers) if lo)
+        return Fix(kind="advice", layer=part.part, rule=part.rule or "", metric="latency_p50_ms", direction="down",
+                   code=FIX_ACTION[cited.cause], targets=targets, removes_ms=cited.removes_ms,
+                   basis="math_path_time" if math else "changed_path_time",
+                   text="; ".join(fix_for_group(t.cause, t.layers, t.tensors, t.restore) for t in targets))
     rule = RULES_BY_ID[part.rule] if part.rule is not None else None
     if rule is None:
         raise InternalError(f"attributed part {part.part} has a mechanism but no rule")
@@ -195,7 +233,7 @@ def _attributed_verdict(
     fired = [e for e in evidence if e.rule == part.rule and e.fired]
     behind = f"; rule {fired[0].rule}: {fired[0].detail}" if fired else ""
     proving = f"{facts.ctx.run_artifact}: {part.part} ({part.kind}) {part.ms:+.3f} ms: {part.evidence}{behind}"
-    return top.mechanism, margin, proving, _attributed_fix(part, facts)
+    return top.mechanism, margin, proving, _attributed_fix(part, attribution, facts)
 
 
 def _artifact(ctx: Context, rule: Rule) -> str:
@@ -332,9 +370,21 @@ def classify_evidence(
     attribution = attribute(ctx, evidence)
     scores = _rank_by_attribution(_rank(evidence, missing), attribution)
     ranked_by: Literal["attribution", "score"] = "score"
+    established: bool | None = None
+    leading: Mechanism | None = None
+    settle: SettleCapture | None = None
     if attribution is not None and attributed_winner(attribution) is not None:
         ranked_by = "attribution"
+        established = True
         winner, margin, proving, fix = _attributed_verdict(attribution, evidence, facts)
+    elif attribution is not None and measured_growth(attribution):
+        # A growth was measured and no mechanism carries it clearly: no headline, no fix; what each carries is in
+        # the attribution, and the one capture that would settle it is named.
+        ranked_by = "attribution"
+        established = False
+        winner, margin, proving, fix = None, None, None, None
+        leading = next((m.mechanism for m in attribution.mechanisms if m.ms > 0), None)
+        settle = settle_capture(attribution, clock_log_unaligned=smi is not None and not smi.aligned)
     else:
         winner, margin, proving, fix = _verdict(_rank(evidence, missing), evidence, facts)
     inputs = [ctx.run_artifact]
@@ -357,6 +407,9 @@ def classify_evidence(
         fix=fix,
         ranked_by=ranked_by,
         attribution=attribution,
+        established=established,
+        leading=leading,
+        settle=settle,
         roofline=ctx.roofline,
         layers=ctx.intensities,
     )

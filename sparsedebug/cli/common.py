@@ -53,6 +53,7 @@ class Different(StrEnum):
     PHASE = "phase"
     TOKENS = "tokens"
     DTYPE = "dtype"
+    LAUNCH = "launch"
 
 
 AllowDifferentOption = Annotated[
@@ -60,7 +61,8 @@ AllowDifferentOption = Annotated[
     typer.Option(
         "--allow-different",
         help="Compare although the two runs differ in this (repeatable): model (layers matched by op and shape), "
-        "device (and backend family), phase (inference, training step), tokens per call, dtype of the compute. "
+        "device (and backend family), phase (inference, training step), tokens per call, dtype of the compute, "
+        "launch (eager, CUDA graph, compiled). "
         "Without it such a pair is refused (exit 2) with what differs; the output and the memo state what was allowed.",
         case_sensitive=False,
     ),

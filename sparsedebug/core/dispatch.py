@@ -10,6 +10,9 @@ cause of a change is what differs there between the two runs; the fix undoes it
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from sparsedebug.records.classification import CauseCode, FixAction
 from sparsedebug.records.run import DispatchEvidence, KernelClass, LowerLayer
 
 _HALF = frozenset({"fp16", "bf16", "fp8_e4m3", "fp8_e5m2"})
@@ -29,25 +32,50 @@ def backend_changed(base: LowerLayer, cand: LowerLayer) -> bool:
     return b is not None and c is not None and b != c
 
 
-def dispatch_cause(base: DispatchEvidence | None, cand: DispatchEvidence | None) -> list[str]:
-    """What the dispatcher saw differently in the candidate: layout, dtype, mask, dropout, head dim."""
+@dataclass(frozen=True)
+class Cause:
+    """One thing the dispatcher saw differently in the candidate: its kind, the tensor role it names, and in words."""
+
+    code: CauseCode
+    tensor: str | None
+    text: str
+    was: str | None = None
+    """The baseline's value the fix restores (the dtype, for a dtype change)."""
+
+
+def dispatch_causes(base: DispatchEvidence | None, cand: DispatchEvidence | None) -> list[Cause]:
+    """What the dispatcher saw differently in the candidate (layout, dtype, mask, dropout, head dim), as codes and words."""
     if base is None or cand is None:
         return []
-    causes: list[str] = []
+    causes: list[Cause] = []
     for k in cand.non_contiguous:
         if k not in base.non_contiguous:
             stride = cand.input_strides[k] if k < len(cand.input_strides) else None
-            causes.append(f"{_role(cand, k)} not contiguous (last-dim stride {stride[-1] if stride else '?'}, was 1)")
+            role = _role(cand, k)
+            causes.append(Cause("non_contiguous", role, f"{role} not contiguous (last-dim stride {stride[-1] if stride else '?'}, was 1)"))
     for k, (before, after) in enumerate(zip(base.input_dtypes[:3], cand.input_dtypes[:3], strict=False)):
         if before is not None and after is not None and before != after:
-            causes.append(f"{_role(cand, k)} dtype {before} -> {after}")
+            role = _role(cand, k)
+            causes.append(Cause("dtype_change", role, f"{role} dtype {before} -> {after}", was=before))
     if cand.attn_mask and not base.attn_mask:
-        causes.append("an attn_mask is now passed")
+        causes.append(Cause("attn_mask", None, "an attn_mask is now passed"))
     if (cand.dropout_p or 0.0) > 0.0 and not (base.dropout_p or 0.0) > 0.0:
-        causes.append(f"dropout_p {cand.dropout_p:g} (was 0)")
+        causes.append(Cause("dropout", None, f"dropout_p {cand.dropout_p:g} (was 0)"))
     if cand.head_dim is not None and base.head_dim is not None and cand.head_dim != base.head_dim:
-        causes.append(f"head dim {base.head_dim} -> {cand.head_dim}")
+        causes.append(Cause("head_dim", None, f"head dim {base.head_dim} -> {cand.head_dim}"))
     return causes
+
+
+def dispatch_cause(base: DispatchEvidence | None, cand: DispatchEvidence | None) -> list[str]:
+    """What the dispatcher saw differently in the candidate: layout, dtype, mask, dropout, head dim (in words)."""
+    return [c.text for c in dispatch_causes(base, cand)]
+
+
+FIX_ACTION: dict[CauseCode, FixAction] = {
+    "non_contiguous": "make_contiguous", "dtype_change": "cast_back", "attn_mask": "drop_attn_mask",
+    "dropout": "drop_dropout", "head_dim": "restore_head_dim",
+}
+"""The fix that undoes each kind of dispatch cause."""
 
 
 def dispatch_changed(base: LowerLayer, cand: LowerLayer) -> bool:
@@ -98,3 +126,22 @@ def fix_for(layer: str, causes: list[str]) -> str | None:
         if "head dim" in cause:
             return f"restore the head dimension of {layer} (a multiple of 8, at most 256, keeps the fused kernels) and re-trace"
     return None
+
+
+def _listed(words: list[str]) -> str:
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+
+
+def fix_for_group(code: CauseCode, layers: list[str], tensors: list[str], restore: str | None = None) -> str:
+    """The change that undoes one cause on every layer that shares it, in words."""
+    where = layers[0] if len(layers) == 1 else f"{_listed(layers)} ({len(layers)} layers)"
+    roles = _listed(tensors) if tensors else "inputs"
+    if code == "non_contiguous":
+        return f"make the {roles} of {where} contiguous (call .contiguous() on their producers' outputs) and re-trace"
+    if code == "dtype_change":
+        return f"cast the {roles} of {where} back to {restore or 'their baseline dtype'} and re-trace"
+    if code == "attn_mask":
+        return f"drop the attn_mask of {where} (use is_causal=True for a causal mask) and re-trace"
+    if code == "dropout":
+        return f"set dropout_p=0 for {where} at inference and re-trace"
+    return f"restore the head dimension of {where} (a multiple of 8, at most 256, keeps the fused kernels) and re-trace"

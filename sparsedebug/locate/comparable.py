@@ -13,7 +13,10 @@ whether a baseline and a candidate are runs of
   capability, multiprocessors, memory; a replay runs on this machine's CPU, so an H200
   trace against a replay is a device difference);
 - in the same **phase** (inference, or a training step with backward and optimizer);
-- with the same **tokens** per call and the same dominant **dtype** of the compute layers.
+- with the same **tokens** per call and the same dominant **dtype** of the compute layers;
+- launched the same way (**launch**): eager, replayed from a CUDA graph, or compiled (a trace's
+  ``cudaGraphLaunch`` calls, Inductor's ``triton_*`` kernels); host overhead differs by mode, so an
+  eager run against a CUDA-graph one is not like for like.
 
 What a regression may legitimately change (a few layers, the backend, the dtype of some
 layers) is a note: the comparison runs and reports it. :func:`require_comparable` refuses
@@ -39,6 +42,7 @@ from sparsedebug.records.comparability import (
     DeviceInfo,
     Difference,
     Dimension,
+    LaunchMode,
     LayerMatch,
 )
 from sparsedebug.records.run import (
@@ -108,6 +112,20 @@ def dtype_changes(base: RunRecord, cand: RunRecord) -> tuple[list[str], float]:
     total = sum(g.flops if g.flops > 0 else 1.0 for g in compute)
     moved = sum(g.flops if g.flops > 0 else 1.0 for g in compute if g.name in set(changed))
     return changed, (moved / total if total else 0.0)
+
+
+def launch_of(run: RunRecord) -> LaunchMode | None:
+    """How a traced run was launched: ``cuda_graph`` (cudaGraphLaunch), ``compiled`` (Inductor ``triton_*`` kernels,
+    a compiled region op), else ``eager``; None for a replay (its kernels are this machine's, not launched on a GPU)."""
+    if run.source.kind != "torch_trace":
+        return None
+    if run.source.runtime is not None and run.source.runtime.cuda_graph:
+        return "cuda_graph"
+    kernels = (k for lo in run.lower.layers for k in lo.kernels)
+    ops = (op for g in run.graph.layers for op in g.ops)
+    if any(k.startswith("triton_") for k in kernels) or any("Compiled" in op for op in ops):
+        return "compiled"
+    return "eager"
 
 
 def _device_difference(b: DeviceInfo, c: DeviceInfo) -> str | None:
@@ -430,6 +448,9 @@ def check_pair(base: RunRecord, cand: RunRecord, allow: Iterable[Dimension] = ()
     bt, ct = base.graph.tokens, cand.graph.tokens
     if bt is not None and ct is not None and bt != ct:
         differ("tokens", str(bt), str(ct), f"{bt} vs {ct} tokens per call (x{ct / bt:.3g})")
+    b_launch, c_launch = launch_of(base), launch_of(cand)
+    if b_launch is not None and c_launch is not None and b_launch != c_launch:
+        differ("launch", b_launch, c_launch, f"{b_launch} vs {c_launch} launch: host overhead is paid differently, not like for like")
     changed, share = dtype_changes(run_b, compared)
     if len(changed) >= 2 and share >= DTYPE_MAX_SHARE:
         b_dtype, c_dtype = dominant_dtype(run_b) or "?", dominant_dtype(compared) or "?"
@@ -438,7 +459,7 @@ def check_pair(base: RunRecord, cand: RunRecord, allow: Iterable[Dimension] = ()
         notes.append(f"dtype changed on {len(changed)} layer(s): {', '.join(changed[:_SHOWN])}" + (" ..." if len(changed) > _SHOWN else ""))
     check = Comparability(
         base=base.name, cand=cand.name, comparable=all(d.allowed for d in differences), layers=match,
-        base_device=b_dev, cand_device=c_dev, base_phase=b_phase, cand_phase=c_phase,
+        base_device=b_dev, cand_device=c_dev, base_phase=b_phase, cand_phase=c_phase, base_launch=b_launch, cand_launch=c_launch,
         differences=differences, allowed=allowed, notes=notes,
     )
     return ComparedPair(base=run_b, cand=compared, check=check)
@@ -457,6 +478,7 @@ __all__ = [
     "check_pair",
     "device_of",
     "dominant_dtype",
+    "launch_of",
     "match_layers",
     "phase_of",
     "require_comparable",

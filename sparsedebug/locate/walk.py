@@ -100,7 +100,8 @@ def bisect_runs(
     outcome_delta = (outcome_cmp.cand_median - outcome_cmp.base_median) if outcome_cmp else None
     first = next((s for s in stages if s.status == "divergent"), None)
     ranked = rank_layers(base, cand, _involved(first), outcome_delta)
-    explains = _explains(first, stages)
+    first_change = _first_change_ms(first, ranked)
+    explains, unexplained = _explains(first, stages, first_change)
     accounted = sum(r.contribution_ms for r in ranked if r.involved) / outcome_delta if first is not None and outcome_delta else None
     effect_metric, effect = _effect(first, outcome_cmp)
     state: BisectState
@@ -125,6 +126,8 @@ def bisect_runs(
         outcome=outcome_cmp,
         outcome_delta_ms=outcome_delta,
         explains=explains,
+        unexplained=unexplained,
+        first_change_ms=first_change,
         accounted_share=accounted,
         reference=drift.note or None,
         verdict=verdict,
@@ -164,16 +167,45 @@ def _involved(first: StageFinding | None) -> set[str]:
     return involved
 
 
-def _explains(first: StageFinding | None, stages: list[StageFinding]) -> list[str]:
-    """The later stages that also diverged (or lean towards a regression on too few samples)."""
+EXPLAINS_MIN_SHARE = 0.5
+"""A later stage's change is explained by the first divergence only when that divergence changed at least this share of it."""
+
+
+def _stage_change_ms(stage: StageFinding) -> float | None:
+    """A stage's change in ms per iteration: its headline metric's median change (every headline is in ms)."""
+    head = stage.headline.comparison if stage.headline else None
+    return head.cand_median - head.base_median if head is not None else None
+
+
+def _first_change_ms(first: StageFinding | None, ranked: list[RankedLayer]) -> float | None:
+    """How much the first divergence changed, in ms per iteration: its headline's median change, else what the
+    layers it names carry (a categorical stage: graph, lower)."""
     if first is None:
-        return []
+        return None
+    change = _stage_change_ms(first)
+    if change is not None:
+        return change
+    involved = [r.contribution_ms for r in ranked if r.involved]
+    return sum(involved) if involved else None
+
+
+def _explains(first: StageFinding | None, stages: list[StageFinding], first_change: float | None) -> tuple[list[str], list[str]]:
+    """The later stages that also diverged (or lean towards a regression on too few samples), split into those the first
+    divergence's change carries (at least ``EXPLAINS_MIN_SHARE`` of theirs, same sign) and those it does not."""
+    if first is None:
+        return [], []
     explains: list[str] = []
+    unexplained: list[str] = []
     for later in stages[STAGES.index(first.stage) + 1 :]:
         head = later.headline.comparison if later.headline else None
-        if later.status == "divergent" or (head is not None and undecided_regression(head)):
+        if not (later.status == "divergent" or (head is not None and undecided_regression(head))):
+            continue
+        change = _stage_change_ms(later)
+        if change is None or first_change is None or abs(change) <= 0 or first_change / change >= EXPLAINS_MIN_SHARE:
             explains.append(later.stage)
-    return explains
+        else:
+            unexplained.append(later.stage)
+    return explains, unexplained
 
 
 def _effect(first: StageFinding | None, outcome: SampleComparison | None) -> tuple[str | None, SampleComparison | None]:

@@ -301,8 +301,11 @@ def _rerun(w: _Walk) -> None:
             fixed_path=w.tmp / FILES["fixed_workload"] if applied else w.paths["fixed"],
             fixed_is_workload=applied or w.replayed("fixed"), applied=applied,
         )
+        # a CUDA-graph fix changes the launch mode by design: its fixed run is compared with the candidate across it
+        graph_fix = w.classification.fix is not None and w.classification.fix.code == "cuda_graph"
+        allow: tuple[Dimension, ...] = (*w.allow, "launch") if graph_fix and "launch" not in w.allow else w.allow
         fixed_run, session_cand = load_fixed(
-            inputs, repeats=w.repeats, allow=w.allow, load_fixed=lambda: w.fixed_early or w.load("fixed"), meter=w.meter,
+            inputs, repeats=w.repeats, allow=allow, load_fixed=lambda: w.fixed_early or w.load("fixed"), meter=w.meter,
             say=lambda text: w.say.step(step, text), note=w.say.note, progress=w.say.progress,
         )
     fix = w.classification.fix

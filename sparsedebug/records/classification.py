@@ -74,6 +74,8 @@ class MechanismShare(Record):
     mechanism: Mechanism
     ms: float
     share: float | None = Field(description="ms / the measured change; None when the change is zero.")
+    positive_ms: float = Field(0.0, description="Sum of this mechanism's parts that grew (ms >= 0).")
+    negative_ms: float = Field(0.0, description="Sum of this mechanism's parts that shrank (ms < 0): ms = positive_ms + negative_ms.")
     largest: str | None = Field(description="The part that carries the most of it.")
     parts: int
 
@@ -87,6 +89,10 @@ class Attribution(Record):
     parts: list[AttributedPart]
     mechanisms: list[MechanismShare] = Field(description="Largest share of the change (in its direction) first.")
     unattributed_ms: float = Field(description="The change no part carries, or that parts without mechanism evidence carry.")
+    growth_significant: bool | None = Field(
+        None, description="A one-sided rank test on the latency samples (candidate slower, beyond the minimum effect): "
+        "None when too few samples for the test to decide."
+    )
     busy_residual_ms: float | None = Field(
         None,
         description="The change of busy time that the layers' kernel timings do not carry (ops outside the layers, or "
@@ -114,6 +120,36 @@ class MechanismScore(Record):
     rules_missing: int
 
 
+FixAction = Literal[
+    "cuda_graph", "convert_once", "set_threads", "batch_calls", "isolate_run", "make_contiguous", "cast_back",
+    "drop_attn_mask", "drop_dropout", "restore_head_dim", "exclude_layer", "pad_shape", "cast_layer", "block_size",
+    "set_precision", "rule_recipe",
+]
+"""What a fix does, as a code (render/ words it)."""
+
+CauseCode = Literal["non_contiguous", "dtype_change", "attn_mask", "dropout", "head_dim"]
+"""The kind of dispatch cause a trace shows for a path change (``core.dispatch.cause_code``)."""
+
+MovementBasis = Literal["math_path_time", "changed_path_time", "host_gap_growth", "conversion_time", "fallback_time"]
+"""What figure the time a fix removes comes from: the changed layers' kernel-time change (math attention, another
+path), the host-gap growth over the baseline, the per-call conversion time, the dense-fallback time."""
+
+SettleCapture = Literal["aligned_clock_log", "ncu_report", "cuda_graph_retrace", "annotated_trace", "more_repeats"]
+"""The one capture that would settle a mechanism that is not established: a clock log with its UTC offset, an
+Nsight Compute report of the changed kernels, both sides re-traced under a CUDA graph (host overhead removed),
+a trace with per-layer annotations and shapes, more measured iterations."""
+
+
+class FixTarget(Record):
+    """One group of a fix's targets: the layers that share one cause, and the tensors of each it names."""
+
+    cause: CauseCode
+    layers: list[str]
+    tensors: list[str] = Field(default_factory=list, description="Tensor roles (query, key, value, input ...) the cause names.")
+    removes_ms: float = Field(description="The group's kernel-time change per iteration that the fix removes.")
+    restore: str | None = Field(None, description="The baseline value the fix restores (the dtype, for a dtype change).")
+
+
 class Fix(Record):
     """The smallest reversible change that would test the winning mechanism."""
 
@@ -131,6 +167,12 @@ class Fix(Record):
     )
     direction: Literal["down", "up"]
     rule: str = Field(description="The rule whose evidence suggested this change.")
+    code: FixAction | None = Field(None, description="What the fix does, as a code; None on records from before codes.")
+    targets: list[FixTarget] = Field(
+        default_factory=list, description="Every layer and tensor sharing the cited cause, grouped by cause (dispatch fixes)."
+    )
+    removes_ms: float | None = Field(None, description="Per-iteration time the fix removes, from the figure named by basis.")
+    basis: MovementBasis | None = Field(None, description="Where removes_ms comes from.")
 
 
 class Classification(Record):
@@ -154,6 +196,13 @@ class Classification(Record):
         "score: no measured change to attribute, the rule scores rank."
     )
     attribution: Attribution | None = None
+    established: bool | None = Field(
+        None, description="True: the winner carries at least HEADLINE_MIN_SHARE of the measured change and HEADLINE_MIN_RATIO "
+        "times the runner-up's share; False: a change was measured that no mechanism carries that clearly (winner None, "
+        "leading and settle say the rest); None: no measured growth to weigh (the rule scores rank)."
+    )
+    leading: Mechanism | None = Field(None, description="When not established: the mechanism that carries the most of the change.")
+    settle: SettleCapture | None = Field(None, description="When not established: the one capture that would settle it.")
     proving_artifact: str | None
     fix: Fix | None
     roofline: Roofline | None = None

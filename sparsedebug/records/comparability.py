@@ -1,4 +1,4 @@
-"""Whether two runs can be compared at all: the same model, device, phase, token count and dtype.
+"""Whether two runs can be compared at all: the same model, device, phase, token count, dtype and launch mode.
 
 ``locate.comparable`` builds a :class:`Comparability` before every comparison (bisect,
 classify with a baseline, gate, fallbacks, the playbook walk). A pair that differs in a
@@ -15,9 +15,12 @@ from pydantic import Field
 
 from sparsedebug.records.base import Record
 
-Dimension = Literal["model", "device", "phase", "tokens", "dtype"]
-DIMENSIONS: tuple[Dimension, ...] = ("model", "device", "phase", "tokens", "dtype")
+Dimension = Literal["model", "device", "phase", "tokens", "dtype", "launch"]
+DIMENSIONS: tuple[Dimension, ...] = ("model", "device", "phase", "tokens", "dtype", "launch")
 """What two runs must share to be compared, in the order a refusal names them."""
+
+LaunchMode = Literal["eager", "cuda_graph", "compiled"]
+"""How a traced forward was launched: op by op from Python, replayed from a CUDA graph, or compiled (torch.compile kernels)."""
 
 MODEL_MIN_SHARE = 0.5
 """Fewest layers matched by shape (share of the larger run's layers) for two runs to be one model."""
@@ -85,6 +88,8 @@ class Comparability(Record):
     cand_device: DeviceInfo
     base_phase: str
     cand_phase: str
+    base_launch: LaunchMode | None = Field(None, description="None: not a traced run (a replay has no launch mode).")
+    cand_launch: LaunchMode | None = None
     differences: list[Difference] = Field(default_factory=list)
     allowed: list[Dimension] = Field(default_factory=list, description="--allow-different as given.")
     notes: list[str] = Field(

@@ -98,6 +98,10 @@ class BisectResult(Record):
     outcome: SampleComparison | None = None
     outcome_delta_ms: float | None = None
     explains: list[str] = Field(default_factory=list, description="Downstream stages whose change the first divergence explains.")
+    unexplained: list[str] = Field(
+        default_factory=list, description="Downstream stages that diverged too but changed more than twice what the first divergence changed."
+    )
+    first_change_ms: float | None = Field(None, description="The first divergence's change per iteration (its headline metric, else its layers').")
     accounted_share: float | None = Field(None, description="Share of the outcome change carried by the layers the first divergence names.")
     reference: str | None = Field(
         None, description="How far this machine itself moved between two replays (their shared dense reference); changes within it are not findings."

@@ -26,7 +26,7 @@ MECHANISMS: tuple[str, ...] = ("compute", "memory", "scheduling", "precision", "
 """The five mechanism classes, in the order the playbook lists them."""
 
 
-DECISIONS: tuple[str, ...] = ("ship", "bounded_rollout", "rollback", "escalate")
+DECISIONS: tuple[str, ...] = ("ship", "bounded_rollout", "rollback", "escalate", "no_change")
 """The final decisions a review memo can take."""
 
 
@@ -189,7 +189,7 @@ class Playbook(Record):
         return self
 
     def decision(self, decision_id: str) -> Decision:
-        """The decision with this id (the validator guarantees all four exist)."""
+        """The decision with this id (the validator guarantees all of ``DECISIONS`` exist)."""
         for decision in self.decisions:
             if decision.id == decision_id:
                 return decision

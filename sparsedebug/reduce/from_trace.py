@@ -112,7 +112,7 @@ def _note(
             f"the trace diverges first at {stage} ({finding}); the replay's backend profile {profile} runs this layer "
             "sparse, so the replay's lowering does not show it."
         )
-    if stage == "schedule" or mechanism == "scheduling":
+    if stage == "schedule":
         return False, (
             f"the trace diverges first at {stage} ({finding}: the device waits on the host before each call); the built-in replay "
             "runs numpy kernels on this CPU, with no device to wait and none of the GPU stack's host-side dispatch, so it cannot "

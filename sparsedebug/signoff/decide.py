@@ -1,4 +1,4 @@
-"""The decision a walk ends in: ship, bounded rollout, rollback or escalate, with its reasons.
+"""The decision a walk ends in: ship, bounded rollout, rollback, escalate or no change, with its reasons.
 
 Computed once, from the bundle's records, when the bundle is written (and stored as
 ``decision.json``); every renderer reads the stored record instead of deciding again.
@@ -7,6 +7,7 @@ Computed once, from the bundle's records, when the bundle is written (and stored
 from __future__ import annotations
 
 from sparsedebug.core.errors import InternalError
+from sparsedebug.records.comparability import LaunchMode
 from sparsedebug.records.decision import DecisionCode, DecisionOutcome
 from sparsedebug.records.gate import GatePolicy, GateResult
 from sparsedebug.records.playbook import Playbook
@@ -51,9 +52,11 @@ def _ship_refusals(book: Playbook, final: RunRecord, label: str, gate: GateResul
 
 
 def decide(bundle: LoadedBundle, book: Playbook, policy: GatePolicy | None = None) -> DecisionOutcome:
-    """Ship, bounded rollout, rollback or escalate, from the bundle's evidence.
+    """Ship, bounded rollout, rollback, escalate or no change, from the bundle's evidence.
 
-    Judged on the fixed run when there is one, else the candidate. ``ship`` needs
+    Judged on the fixed run when there is one, else the candidate. A candidate that ship refuses and that bisect
+    finds the same as the baseline in every stage, with no failing gate check and no measured win (an A/A pair),
+    is ``no_change``. ``ship`` needs
     the gate to pass and both fallback and quality evidence in the judged run.
     Otherwise: a fix that measurably moved its metric with no failing check, or a
     measured win (faster than the baseline, no failing check) that lacks only
@@ -78,9 +81,14 @@ def decide(bundle: LoadedBundle, book: Playbook, policy: GatePolicy | None = Non
     win = measured_win(bundle.baseline, final) and checks.get("effective_speedup") is not None and not failing
     failed_text = "; ".join(f"gate check {c.id} fails: {c.detail}" for c in failing)
     code: DecisionCode
+    launch = across_launch(bundle.baseline, final)
     if not refused:
         reasons.append(f"the {label} passes every gate check with fallback and quality evidence in the bundle")
         decision, code = "ship", "passes"
+    elif unchanged(bundle) and not failing and not measured_win(bundle.baseline, final):
+        reasons.append(f"the {label} does not differ from the baseline in any stage beyond noise and no gate check fails: "
+                       "there is no change to roll back or escalate")
+        decision, code = "no_change", "unchanged"
     elif fix is not None and fix.applied and fix.moved and not failing:
         q = checks.get("quality_delta")
         holds = "speed and quality" if q is not None and q.status == "pass" else "speed (quality not measured)"
@@ -119,8 +127,27 @@ def decide(bundle: LoadedBundle, book: Playbook, policy: GatePolicy | None = Non
     else:
         reasons.append(f"the proposed fix was not applied, so nothing shows it removes the cause: {fix.how}")
         decision, code = "escalate", "fix_not_applied"
+    reasons += [f"its speedup over the baseline is across launch modes ({launch[0]} baseline vs {launch[1]} {label}): not like for like"] if launch else []
     owner = MECHANISM_OWNER.get(winner.value) if winner is not None else None
-    return DecisionOutcome(decision=decision, code=code, judged_on=label, reasons=reasons, ship_refused=refused, gate=gate, gates=gates, owner=owner)
+    return DecisionOutcome(decision=decision, code=code, judged_on=label, reasons=reasons, ship_refused=refused, gate=gate, gates=gates, owner=owner,
+                           across_launch=launch)
+
+
+def across_launch(baseline: RunRecord, judged: RunRecord) -> list[LaunchMode]:
+    """The baseline's and the judged run's launch modes when they differ (a pair allowed with --allow-different launch,
+    or a CUDA-graph fix's fixed run against an eager baseline): its speedups are then not like for like."""
+    from sparsedebug.locate.comparable import launch_of
+
+    base, run = launch_of(baseline), launch_of(judged)
+    return [base, run] if base is not None and run is not None and base != run else []
+
+
+def unchanged(bundle: LoadedBundle) -> bool:
+    """Bisect found no regression and every stage the same as the baseline (an A/A pair: a run against a copy of
+    itself, or a re-run of the same build): no fixed run, nothing to decide on but that nothing changed."""
+    bis = bundle.bisect
+    return (bundle.fixed is None and bis is not None and bis.state == "no_regression" and bool(bis.stages)
+            and all(stage.status == "same" for stage in bis.stages))
 
 
 def measured_win(baseline: RunRecord, judged: RunRecord) -> bool:
@@ -143,7 +170,7 @@ def _capture_text(missing: list[str]) -> str:
 FAILING_DECISIONS: tuple[str, ...] = ("rollback", "escalate")
 """Decisions that fail `playbook run --check`."""
 
-DECIDED_ON: tuple[str, ...] = ("baseline", "candidate", "fixed", "classification", "fix")
+DECIDED_ON: tuple[str, ...] = ("baseline", "candidate", "fixed", "bisect", "classification", "fix")
 """Bundle roles whose records the decision reads; their digests are stored with it."""
 
 

@@ -141,6 +141,8 @@ def _reasons(decision: DecisionOutcome, checks: list[Claim], missing_evidence: l
     out: list[Claim] = []
     if decision.code not in (None, "worse_than_baseline") or not failing:
         out.append(Claim(kind="reason", code=decision.code or decision.decision, terms={"judged_on": judged_role}))
+    if decision.across_launch:
+        out.append(Claim(kind="reason", code="across_launch", terms={"base": decision.across_launch[0], "run": decision.across_launch[1]}))
     out += failing
     out += [Claim(kind="reason", code="missing_evidence", terms={"evidence": m}) for m in missing_evidence]
     return out
@@ -312,8 +314,11 @@ def _hypothesis(b: LoadedBundle) -> Hypothesis:
     att = cls.attribution
     delta = ([_fig("change_ms", att.delta_ms, "ms", FILES["classification"], "attribution.delta_ms")] if att is not None else [])
     ranked = sorted(cls.scores, key=lambda s: s.rank)
-    if cls.winner is None:
-        primary = Claim(kind="primary_mechanism", code="none", figures=delta, terms={"ranked_by": cls.ranked_by})
+    if cls.winner is None and cls.leading is not None:
+        primary = Claim(kind="primary_mechanism", code="not_established", figures=_share_figures(cls, cls.leading.value) + delta,
+                        terms={"mechanism": cls.leading.value, "ranked_by": cls.ranked_by, "settle": cls.settle or ""})
+    elif cls.winner is None:
+        primary = Claim(kind="primary_mechanism", code="none", figures=delta, terms={"ranked_by": cls.ranked_by, "settle": cls.settle or ""})
     else:
         w = cls.winner.value
         figs = _share_figures(cls, w) + delta
@@ -326,7 +331,7 @@ def _hypothesis(b: LoadedBundle) -> Hypothesis:
     competing = []
     for s in ranked:
         name = s.mechanism.value
-        if cls.winner is not None and name == cls.winner.value:
+        if name == (cls.winner or cls.leading or "").__str__() and (cls.winner or cls.leading) is not None:
             continue
         figs = _share_figures(cls, name) if cls.ranked_by == "attribution" else [
             _fig("score", s.score, "ratio", FILES["classification"], "scores[].score", role=name)]
@@ -356,7 +361,8 @@ def _action(b: LoadedBundle, decision: DecisionOutcome, book: Playbook) -> Actio
     if fix is None:
         change = Claim(kind="change", code="none")
     else:
-        terms = {"kind": fix.kind, "rule": fix.rule, "metric": fix.metric, "direction": fix.direction, "owner": owner}
+        terms = {"kind": fix.kind, "rule": fix.rule, "metric": fix.metric, "direction": fix.direction, "owner": owner,
+                 "action_code": fix.code or ""}
         for key in ("knob", "layer", "action"):
             value = getattr(fix, key)
             if value is not None:
@@ -373,7 +379,16 @@ def _action(b: LoadedBundle, decision: DecisionOutcome, book: Playbook) -> Actio
         if wait is not None:
             figs.append(_fig("host_wait_ms", wait, "ms", FILES["candidate"], "schedule.host_wait_ms", role="candidate",
                              clock=run_clock(b.candidate)))
-        change = Claim(kind="change", code=fix.kind, terms=terms, figures=figs)
+        items = sorted({f"{t.cause}:{','.join(t.tensors) or 'weights'}" for t in fix.targets})
+        layers = [layer for t in fix.targets for layer in t.layers]
+        if layers:
+            terms["target_layers"] = ",".join(layers[:3])
+            figs.append(_fig("target_layers", len(layers), "count", FILES["classification"], "fix.targets[].layers"))
+        if fix.removes_ms is not None:
+            figs.append(_fig("removes_ms", fix.removes_ms, "ms", FILES["classification"], f"fix.removes_ms ({fix.basis})",
+                             clock=run_clock(b.candidate)))
+            terms["basis"] = fix.basis or ""
+        change = Claim(kind="change", code=fix.kind, terms=terms, figures=figs, items=items)
     fo = b.fix
     lat = next((m for m in (fo.movements if fo else []) if m.metric == "latency p50"), None)
     clock = run_clock(b.candidate)

@@ -28,6 +28,15 @@ def _overhead_p50(run: RunRecord) -> float | None:
     return median([s - b for s, b in zip(span[:n], busy[:n], strict=True)])
 
 
+_BASIS_TEXT = {
+    "math_path_time": "the kernel-time change of the attention that fell to the math path",
+    "changed_path_time": "the kernel-time change of the layers whose path changed",
+    "host_gap_growth": "the host-gap growth",
+    "conversion_time": "the per-call conversion time",
+    "fallback_time": "the dense-fallback time",
+}
+
+
 def expected_latency(cand: RunRecord, base: RunRecord | None, fix: Fix | None) -> tuple[float | None, str]:
     """Expected candidate p50 latency (ms) after ``fix``, and the basis of the estimate in words."""
     samples = cand.outcome.latency_samples_ms
@@ -35,6 +44,12 @@ def expected_latency(cand: RunRecord, base: RunRecord | None, fix: Fix | None) -
         return None, "no latency samples or no fix to estimate"
     p50 = median(samples)
     kind, knob, layer, action = fix.kind, fix.knob, fix.layer, fix.action
+    if fix.removes_ms is not None and fix.basis is not None:
+        layers = sorted({name for t in fix.targets for name in t.layers})
+        return max(p50 - fix.removes_ms, 0.0), (
+            f"candidate p50 {p50:.3f} ms minus the time the fix removes, {fix.removes_ms:.3f} ms: "
+            f"{_BASIS_TEXT[fix.basis]} of {len(layers) or 1} layer(s) against the baseline"
+        )
     rows = {r.name: r for r in layer_rows(cand)}
     if kind == "knob" and knob == "conversion":
         per_call = [

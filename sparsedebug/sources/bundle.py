@@ -17,7 +17,7 @@ Layout (file names fixed so ``sparsedebug memo DIR`` can re-render from them)::
     fixed.workload.yaml     step 4: the candidate with the fix applied (when it maps onto a workload)
     fixed.run.json          step 5: the re-run of the fixed candidate (or --fixed as given)
     energy.json             step 5: energy per side from each run's own window (or why none), estimates apart
-    decision.json           step 5: ship, bounded rollout, rollback or escalate, with reasons and the gate
+    decision.json           step 5: ship, bounded rollout, rollback, escalate or no change, with reasons and the gate
     memo.json               step 5: the memo model (claims with their figures and provenance) every output renders
     ranks.json              run sets only: every rank compared (straggler, confined or uniform change)
     memo.md  report.md      the review memo and the sparsity deployment report (rendered from the records)

@@ -84,11 +84,12 @@ def test_planted_workload_pair_through_cli(tmp_path: Path) -> None:
     )
     assert result.exit_code == 0, result.stderr
     payload = json.loads(result.stdout)
-    assert payload["winner"] == "memory"
+    assert payload["winner"] == "memory", (payload["established"], payload["attribution"])
     fix = payload["fix"]
     assert fix["rule"] in ("memory.gather_traffic", "memory.bytes_growth")
     assert {k: v for k, v in fix.items() if k not in ("rule", "text")} == {
         "kind": "block", "knob": None, "value": 16, "layer": None, "action": None, "metric": "busy_p50_ms", "direction": "down",
+        "code": "block_size", "targets": [], "removes_ms": None, "basis": None,
     }
     assert "V from 4 to 16" in fix["text"]
     assert payload["roofline"]["source"] == "calibration"
@@ -181,4 +182,10 @@ def test_attention_moving_to_fp32_simt_is_precision_evidence_and_the_fix_names_t
         evidence = next(e for e in payload["evidence"] if e["rule"] == "precision.dtype_change")
         assert evidence["fired"] and evidence["value"] == 4
         assert f"{layer} fp16 -> fp32 (attention -> fp32_gemm)" in evidence["detail"] and "query dtype fp16 -> fp32" in evidence["detail"]
-        assert payload["fix"]["layer"] == layer and payload["fix"]["text"] == f"cast the query of {layer} back to fp16 and re-trace"
+        fix = payload["fix"]
+        # as wide as its cause: every attention layer whose query, key and value arrive in fp32, one group
+        assert fix["layer"] == layer and fix["code"] == "cast_back" and fix["basis"] == "math_path_time"
+        [group] = fix["targets"]
+        assert group["cause"] == "dtype_change" and group["tensors"] == ["query", "key", "value"] and group["restore"] == "fp16"
+        assert len(group["layers"]) == 4 and layer in group["layers"] and fix["removes_ms"] == group["removes_ms"] > 0
+        assert fix["text"].startswith(f"cast the query, key and value of {layer}, ") and "(4 layers) back to fp16" in fix["text"]

@@ -96,7 +96,9 @@ def test_h200_traces_fail_eager_and_pass_cuda_graph(tmp_path: Path, fixtures_dir
     # Traces carry no quality measurement: skipped, not silently passed.
     assert cases["quality_delta"].find("skipped") is not None
     junit2 = tmp_path / "graph.xml"
-    graph = invoke(["gate", dense, str(h200 / "trace_sparse_mlp_T2048_cudagraph.json.gz"), "--junit", str(junit2)])
+    # like for like: the CUDA-graph sparse run against the CUDA-graph dense one (eager against graph is refused)
+    dense_graph = str(h200 / "trace_dense_T2048_cudagraph.json.gz")
+    graph = invoke(["gate", dense_graph, str(h200 / "trace_sparse_mlp_T2048_cudagraph.json.gz"), "--junit", str(junit2)])
     assert graph.exit_code == 0, graph.stdout + graph.stderr
     assert ET.parse(junit2).getroot().get("failures") == "0"
 

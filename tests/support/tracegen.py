@@ -126,6 +126,12 @@ class TraceSpec:
     attention_scale: float = 1.0
     """Factor on the fused attention kernel's time (a slower backend)."""
     heads: int = 16
+    attention_noncontig_qkv: bool = False
+    """Query, key and value all arrive with their last dimension strided (a transposed fused-QKV producer)."""
+    warmup_calls: int = 0
+    """Forward calls over all layers before the first ``ProfilerStep`` (outside every step), as a warm-up runs them."""
+    warmup_scale: float = 1.0
+    """Factor on the warm-up calls' kernel times (a cold first call)."""
 
 
 @dataclass
@@ -317,11 +323,13 @@ def _attention_ops(g: _Gen, stream: int) -> None:
     qkv = [1, spec.heads, spec.tokens, head_dim]
     contiguous = [spec.heads * spec.tokens * head_dim, spec.tokens * head_dim, head_dim, 1]
     # a transposed producer: the query's last dimension strided (tokens x heads x head_dim laid out token-minor)
-    query = [spec.heads * spec.tokens * head_dim, spec.tokens * head_dim, 1, spec.tokens] if spec.attention_noncontig else contiguous
+    strided = [spec.heads * spec.tokens * head_dim, spec.tokens * head_dim, 1, spec.tokens]
+    query = strided if spec.attention_noncontig or spec.attention_noncontig_qkv else contiguous
+    other = strided if spec.attention_noncontig_qkv else contiguous
     half = ["c10::Half"] * 3 + ["", "Scalar", "Scalar", "", "Scalar"]
     sdpa_args = {
         "Input Dims": [qkv, qkv, qkv, [], [], [], [], []], "Input type": half,
-        "Input Strides": [query, contiguous, contiguous, [], [], [], [], []],
+        "Input Strides": [query, other, other, [], [], [], [], []],
         "Concrete Inputs": ["", "", "", "", "0.", "False", "", "False"],
     }
     shaped = sdpa_args if spec.record_shapes else {}
@@ -509,7 +517,11 @@ def generate(spec: TraceSpec) -> tuple[dict[str, Any], GroundTruth]:
         raise ValueError("layers, calls, iterations, streams and bucket must be at least 1")
     if spec.attention is not None and spec.attention not in (*ATTENTION_KERNELS, "math"):
         raise ValueError(f"attention {spec.attention!r}: expected one of {', '.join((*ATTENTION_KERNELS, 'math'))}")
-    g = _Gen(spec)
+    g = _Gen(replace(spec, kernel_scale=spec.kernel_scale * spec.warmup_scale))
+    for call in range(spec.warmup_calls):  # warm-up: before the first ProfilerStep, outside every step
+        for i in range(spec.layers):
+            _forward_call(g, i, call)
+    g.spec = spec
     for k in range(spec.iterations):
         _iteration(g, spec.first_step + k)
     streams = sorted({s for _, _, s in g.truth.gpu})

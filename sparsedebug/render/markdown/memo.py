@@ -41,7 +41,7 @@ from sparsedebug.render.markdown.energy import measured_lines as measured_energy
 from sparsedebug.render.markdown.engine import sparse_kernels_line
 from sparsedebug.render.markdown.ranks import rank_lines
 from sparsedebug.render.markdown.tags import build_tags
-from sparsedebug.render.markdown.verdicts import attributed_lines, fix_verdict
+from sparsedebug.render.markdown.verdicts import attributed_lines, fix_verdict, not_established_lines
 from sparsedebug.signoff.decide import stored_decision
 from sparsedebug.signoff.metrics import (
     equal_latency_sentence,
@@ -174,6 +174,9 @@ def _first_stage(b: LoadedBundle) -> str:
         text += f" Effect on {bis.effect_metric or 'the metric'}: {_cmp_text(bis.effect)}."
     if bis.explains:
         text += f" Explains downstream: {', '.join(bis.explains)}."
+    if bis.unexplained and bis.first_change_ms is not None:
+        text += (f" Does not explain {', '.join(bis.unexplained)}: it changed {bis.first_change_ms:+.3f} ms, less than half of "
+                 f"{'their' if len(bis.unexplained) > 1 else 'its'} change.")
     text += f" (Latencies here: {measured_clock(b.candidate)}.)"
     top = [r for r in bis.layers if r.contribution_ms > 0][:3]
     if top:
@@ -191,7 +194,7 @@ def _mechanism(b: LoadedBundle, book: Playbook) -> list[str]:
         return out
     scores = {s.mechanism.value if hasattr(s.mechanism, "value") else str(s.mechanism): s for s in cls.scores}
     if cls.winner is None:
-        out.append("- **Primary mechanism**: none: no rule fired strongly enough to name one.")
+        out += not_established_lines(cls) or ["- **Primary mechanism**: none: no rule fired strongly enough to name one."]
     else:
         w = cls.winner.value
         ws = scores[w]

@@ -62,3 +62,49 @@ def fix_verdict(fo: FixOutcome) -> str:
             return f"{moved}; no projected direction to judge it against"
         return f"{moved}, {'as projected' if lat.as_expected else 'against the projection'} ({lat.expected_direction})"
     return f"moved {target} the expected way" if fo.moved else (f"did NOT move {target}" if fo.moved is False else "could not be judged")
+
+
+SETTLE_TEXT: dict[str, str] = {
+    "aligned_clock_log": "an nvidia-smi clock log placed on the runs' time axis (pass --smi-utc-offset, or log with UTC timestamps) "
+    "so the clocks inside each run's window can be compared",
+    "ncu_report": "an Nsight Compute report of the changed kernels on both sides (ncu --csv), to tell work from bytes from precision",
+    "cuda_graph_retrace": "both sides re-traced with the forward captured in a CUDA graph, so host overhead drops out of the comparison",
+    "annotated_trace": "traces with per-layer record_function annotations and record_shapes=True",
+    "more_repeats": "more measured iterations on both sides",
+}
+"""The one capture that would settle a mechanism that is not established, by ``Classification.settle`` code."""
+
+
+def _share_text(ms: float, share: float | None, positive: float, negative: float) -> str:
+    pct = f" ({share:.0%})" if share is not None else ""
+    split = f" = {positive:+.3f} ms grown {negative:+.3f} ms shrunk" if negative < 0 and positive > 0 else ""
+    return f"{ms:+.3f} ms{pct}{split}"
+
+
+def not_established_sentence(cls: Classification) -> str | None:
+    """``not established: compute +0.5 ms (45%), scheduling +0.4 ms (40%); settle with ...`` (None unless established is False)."""
+    att = cls.attribution
+    if cls.established is not False or att is None:
+        return None
+    carried = ", ".join(f"{m.mechanism.value} {_share_text(m.ms, m.share, m.positive_ms, m.negative_ms)}" for m in att.mechanisms)
+    settle = f"; would settle it: {SETTLE_TEXT[cls.settle]}" if cls.settle is not None else ""
+    return (f"not established: no mechanism carries at least 40% of the {att.delta_ms:+.3f} ms change and twice the runner-up's "
+            f"share ({carried or 'no part carries mechanism evidence'}; unattributed {att.unattributed_ms:+.3f} ms){settle}")
+
+
+def not_established_lines(cls: Classification) -> list[str]:
+    """The primary-mechanism bullet when the evidence does not carry a headline: what each candidate carries
+    (grown and shrunk parts), the rest, and the one capture that would settle it (empty otherwise)."""
+    att = cls.attribution
+    if cls.established is not False or att is None:
+        return []
+    out = [f"- **Primary mechanism**: not established: no mechanism carries at least 40% of the {att.delta_ms:+.3f} ms change "
+           "and twice the runner-up's share; no fix is proposed on it."]
+    for m in att.mechanisms:
+        out.append(f"  - {m.mechanism.value} carries {_share_text(m.ms, m.share, m.positive_ms, m.negative_ms)} "
+                   f"over {m.parts} part(s), most in `{m.largest}`.")
+    share = att.unattributed_ms / att.delta_ms if att.delta_ms else None
+    out.append(f"  - Not attributed to any mechanism: {_share_text(att.unattributed_ms, share, 0.0, 0.0)}.")
+    if cls.settle is not None:
+        out.append(f"  - Would settle it: {SETTLE_TEXT[cls.settle]}.")
+    return out

@@ -115,6 +115,7 @@ REASON_WORDS = {
     "fix_moved_checks_fail": "The bounded fix moved its target metric, but gate checks still fail.",
     "fix_did_not_move": "The applied fix did not move its target metric.",
     "fix_not_applied": "The proposed fix could not be applied, so nothing shows that it removes the cause.",
+    "unchanged": "The {judged_on} run does not differ from the baseline in any stage beyond noise and no gate check fails.",
 }
 
 
@@ -125,6 +126,9 @@ def reason(st: Style, c: Claim) -> str:
     status = c.terms.get("status", "")
     if code == "missing_evidence":
         return f"There is no {c.terms.get('evidence', '')} evidence in the judged run, so ship is refused until it is captured."
+    if code == "across_launch":
+        return (f"The speedup is across launch modes ({st.code(c.terms.get('base', ''))} baseline, "
+                f"{st.code(c.terms.get('run', ''))} run), so it is not like for like.")
     if code in REASON_WORDS:
         return REASON_WORDS[code].format(judged_on=c.terms.get("judged_on", "candidate"))
     if status == "inconclusive":
@@ -291,13 +295,26 @@ def primary_mechanism(st: Style, c: Claim) -> str:
     change = c.figure("change_ms")
     of = f" of the {num(change)} change" if change is not None else ""
     if c.code == "none":
-        return "not established: no rule singles out a mechanism" + (f" for the {num(change)} change" if change else "") + "."
+        return ("not established: no rule singles out a mechanism" + (f" for the {num(change)} change" if change else "")
+                + (f"; {SETTLE_WORDS[c.terms['settle']]} would settle it" if c.terms.get("settle") in SETTLE_WORDS else "") + ".")
     mech = st.code(c.terms.get("mechanism", ""))
     if c.terms.get("ranked_by") == "score":
         return f"{mech}, by its rule score {num(c.figure('score'))} (no measured change to attribute)."
+    settle = SETTLE_WORDS.get(c.terms.get("settle", ""), "")
+    settle_text = f"; {settle} would settle it" if settle else ""
     if c.code == "not_established":
-        return f"not established: the leading candidate {mech} {_carries(c)}{of}, short of the headline rule."
+        return f"not established: the leading candidate {mech} {_carries(c)}{of}, short of the headline rule{settle_text}."
     return f"{st.bold(c.terms.get('mechanism', ''))}, which {_carries(c)}{of}."
+
+
+SETTLE_WORDS = {
+    "aligned_clock_log": "an nvidia-smi clock log aligned to the runs' windows",
+    "ncu_report": "an Nsight Compute report of the changed kernels on both sides",
+    "cuda_graph_retrace": "both sides re-traced under a CUDA graph",
+    "annotated_trace": "traces with per-layer annotations",
+    "more_repeats": "more measured iterations on both sides",
+}
+"""The one capture that would settle a mechanism that is not established."""
 
 
 def competing(st: Style, claims: list[Claim]) -> str:
@@ -351,6 +368,14 @@ def change(st: Style, c: Claim) -> str:
         text = f"raise the sparsity block size of {layer} to {st.code(t.get('value', ''))}"
     else:
         text = t.get("advice", "").rstrip(".")
+    if c.items:
+        text += f" for {', '.join(st.code(i) for i in c.items)}"
+    layers = c.figure("target_layers")
+    if layers is not None and t.get("target_layers"):
+        text += f" on {num(layers)} layers ({', '.join(st.code(x) for x in t['target_layers'].split(','))} ...)"
+    removes = c.figure("removes_ms")
+    if removes is not None:
+        text += f", removing {num(removes)} per iteration ({st.code(t.get('basis', ''))})"
     wait = c.figure("host_wait_ms")
     if "host" in text and wait is not None:
         text += f" (the device waits {num(wait)} on the host)"

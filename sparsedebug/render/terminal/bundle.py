@@ -10,7 +10,7 @@ from sparsedebug.core.stats import percentiles
 from sparsedebug.records.playbook import Playbook
 from sparsedebug.render.clocks import measured_clock, target_label
 from sparsedebug.render.markdown.deployment import reality_check
-from sparsedebug.render.markdown.verdicts import fix_verdict
+from sparsedebug.render.markdown.verdicts import fix_verdict, not_established_sentence
 from sparsedebug.render.terminal.energy import energy_table
 from sparsedebug.signoff.decide import stored_decision
 from sparsedebug.sources.bundle import LoadedBundle
@@ -45,7 +45,7 @@ def bundle_summary(bundle: LoadedBundle, book: Playbook) -> RenderableType:
     cls = bundle.classification
     if cls is not None:
         lines.append("mechanism: ", style="bold")
-        lines.append(f"{cls.winner.value if cls.winner else 'none'}\n")
+        lines.append(f"{cls.winner.value if cls.winner else (not_established_sentence(cls) or 'none')}\n")
         if cls.fix is not None:
             lines.append("fix: ", style="bold")
             lines.append(cls.fix.text + "\n")

@@ -7,6 +7,7 @@ from rich.table import Table
 from rich.text import Text
 
 from sparsedebug.records.classification import Classification, Evidence, Fix
+from sparsedebug.render.markdown.verdicts import not_established_sentence
 from sparsedebug.render.terminal.fit import optional
 
 
@@ -100,6 +101,10 @@ def fix_summary(fix: Fix) -> str:
 def verdict_text(result: Classification) -> Text:
     """Winner, margin, proving artifact and the fix, for people."""
     text = Text()
+    unsettled = not_established_sentence(result)
+    if result.winner is None and unsettled is not None:
+        text.append("mechanism " + unsettled, style="bold")
+        return text
     if result.winner is None:
         text.append("no mechanism is supported by the evidence given", style="bold")
         if result.missing_evidence:

@@ -260,6 +260,10 @@ def _analyze_trace(path: Path, include_last_step: bool, trace: TraceEvents, allo
     if not summaries:
         raise UserError(f"{path}: no GPU op falls inside any iteration ({iterations.source}); the trace has no usable iterations")
 
+    # The run's figures cover the profiled iterations only: GPU ops before the first (a warm-up's) stay in the
+    # whole-trace summary, never in the layers' samples, the class totals or the run's time window.
+    inside = {id(op) for group in groups for op in group}
+    whole_ops, ops = ops, [op for op in ops if id(op) in inside]
     layers = group_layers(ops, calls)
     entries = [layer_records(layer, resolver) for layer in layers]
     graph_layers = [e.graph for e in entries]
@@ -294,7 +298,7 @@ def _analyze_trace(path: Path, include_last_step: bool, trace: TraceEvents, allo
         ),
         outcome=OutcomeStage(latency_samples_ms=[it.latency_ms for it in complete], latency_timing="traced"),
     )
-    summary = _summary(path, trace, ops, device_name, iterations, summaries, layers, include_last_step)
+    summary = _summary(path, trace, whole_ops, device_name, iterations, summaries, layers, include_last_step)
     summary.by_class_ms = dict(by_class)
     return TraceImport(record=record, summary=summary)
 
