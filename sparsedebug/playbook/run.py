@@ -169,7 +169,8 @@ def _locate(w: _Walk, evidence: EvidencePaths) -> None:
         w.say.step(step, f"{verb} the fixed candidate {w.paths['fixed'].name} and check it comparable with the candidate")
         w.fixed_early = w.load("fixed")
         try:
-            require_comparable(w.runs["candidate"], w.fixed_early, w.allow)
+            # a fix may change the launch mode (a CUDA-graph fix): step 5 and the decision say the speedup is across launch modes
+            require_comparable(w.runs["candidate"], w.fixed_early, (*w.allow, "launch") if "launch" not in w.allow else w.allow)
         except UserError as exc:
             raise UserError(f"--fixed {w.paths['fixed']}: {exc}") from None
     w.say.step(step, "bisect the five stages")

@@ -65,7 +65,7 @@ def _walk(args: tuple[str, ...], out: Path) -> tuple[str, str, Memo]:
 def _assert_clean(md: str, summary: str, memo: Memo) -> None:
     assert check_claims(md, memo) == []
     assert check_claims(summary, memo) == []
-    assert memo.decision.code in ("ship", "bounded_rollout", "rollback", "escalate")
+    assert memo.decision.code in ("ship", "bounded_rollout", "rollback", "escalate", "no_change")
     assert md.splitlines()[2].startswith("Decision: **") and len(md.splitlines()) <= 70
 
 
