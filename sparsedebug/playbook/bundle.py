@@ -8,10 +8,16 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sparsedebug.core.errors import UserError
 from sparsedebug.core.signals import signals_deferred
 from sparsedebug.sources.bundle import MANIFEST
+
+if TYPE_CHECKING:
+    from sparsedebug.records.memo import Memo
+    from sparsedebug.records.playbook import Playbook
+    from sparsedebug.sources.bundle import LoadedBundle
 
 PARTIAL = "partial"
 """Infix of the sibling directory a bundle is built in: ``.NAME.partial-PID``."""
@@ -119,3 +125,16 @@ def discard(tmp: Path) -> None:
     """Remove a partial bundle, with signals held off so a second signal cannot cut the cleanup short."""
     with signals_deferred():
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def write_rendered(tmp: Path, loaded: LoadedBundle, book: Playbook, memo: Memo) -> None:
+    """report.md, memo.md and report.html of a bundle being built in ``tmp``, rendered from its records and memo model."""
+    from sparsedebug.core.io import atomic_write_text
+    from sparsedebug.render.html.bundle import render_bundle_html
+    from sparsedebug.render.markdown.memo import render_full_report
+    from sparsedebug.render.memo.formats import render
+    from sparsedebug.sources.bundle import FILES
+
+    atomic_write_text(tmp / FILES["report"], render_full_report(loaded, book))
+    atomic_write_text(tmp / FILES["memo"], render(memo, "markdown"))
+    atomic_write_text(tmp / FILES["html"], render_bundle_html(loaded, book, memo))

@@ -169,7 +169,6 @@ def _locate(w: _Walk, evidence: EvidencePaths) -> None:
         w.say.step(step, f"{verb} the fixed candidate {w.paths['fixed'].name} and check it comparable with the candidate")
         w.fixed_early = w.load("fixed")
         try:
-            # a fix may change the launch mode (a CUDA-graph fix): step 5 and the decision say the speedup is across launch modes
             require_comparable(w.runs["candidate"], w.fixed_early, (*w.allow, "launch") if "launch" not in w.allow else w.allow)
         except UserError as exc:
             raise UserError(f"--fixed {w.paths['fixed']}: {exc}") from None
@@ -326,8 +325,7 @@ def _rerun(w: _Walk) -> None:
 
 
 def _next_fix(w: _Walk, fixed_run: RunRecord, applied: Fix | None) -> dict[str, object]:
-    """The walk's next step: the fixed run classified again against the baseline, and the fix that calls for
-    (``next_fix``/``next_basis`` of the fix record; empty when it would repeat the applied fix or nothing wins)."""
+    """The fixed run classified again against the baseline, and the next fix it calls for (empty: repeats the applied one)."""
     from sparsedebug.classify.score import classify_run
 
     again = classify_run(
@@ -377,12 +375,9 @@ def _write_manifest(w: _Walk, embedded: bool) -> None:
 
 
 def _decide_and_render(w: _Walk, embedded: bool, out_dir: Path) -> None:
-    """Decide once from the records as written, store the decision and the memo model built from them, then render
-    memo.md, report.md and report.html from those."""
+    """Decide once from the records as written, store the decision and the memo model, then render the outputs."""
     from sparsedebug.core.io import atomic_write_text
-    from sparsedebug.render.html.bundle import render_bundle_html
-    from sparsedebug.render.markdown.memo import render_full_report
-    from sparsedebug.render.memo.formats import render
+    from sparsedebug.playbook.bundle import write_rendered
     from sparsedebug.signoff.decide import decide_bundle
     from sparsedebug.signoff.memo import build_memo
 
@@ -396,9 +391,7 @@ def _decide_and_render(w: _Walk, embedded: bool, out_dir: Path) -> None:
     memo = build_memo(loaded, w.book)
     w.save("memo_model", memo)
     _write_manifest(w, embedded)
-    atomic_write_text(w.tmp / FILES["report"], render_full_report(loaded, w.book))
-    atomic_write_text(w.tmp / FILES["memo"], render(memo, "markdown"))
-    atomic_write_text(w.tmp / FILES["html"], render_bundle_html(loaded, w.book, memo))
+    write_rendered(w.tmp, loaded, w.book, memo)
 
 
 def _rank_sets(

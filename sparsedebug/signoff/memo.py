@@ -32,6 +32,7 @@ from sparsedebug.records.memo import (
 from sparsedebug.records.playbook import Playbook
 from sparsedebug.records.run import RunRecord
 from sparsedebug.signoff.decide import stored_decision
+from sparsedebug.signoff.memo_engine import sparse_kernels_claim
 from sparsedebug.signoff.metrics import fallback_summary, p50_speedup
 from sparsedebug.sources.bundle import FILES, LoadedBundle
 
@@ -181,7 +182,7 @@ def _symptom(b: LoadedBundle) -> Symptom:
                            role="dense", clock="projected"))
         metric.append(Claim(kind="target_speedup", figures=tf, terms={"device": cand.target.device, "launch": cand.target.launch,
                                                                       "basis": cand.target.forward.basis}))
-    used = _sparse_kernels(b)
+    used = sparse_kernels_claim(b)
     if used is not None:
         metric.append(used)
     q = cand.outcome.quality
@@ -204,41 +205,6 @@ def _symptom(b: LoadedBundle) -> Symptom:
         slice_figs.append(_fig("tokens", cand.graph.tokens, "count", FILES["candidate"], "graph.tokens", role="candidate"))
     return Symptom(failing_metric=metric, slice=Claim(kind="slice", figures=slice_figs, terms=slice_terms),
                    first_stage=_first_stage(b), build_tags=_build_tags(b))
-
-
-def _sparse_kernels(b: LoadedBundle) -> Claim | None:
-    """Were the sparse kernels used (TensorRT engines): sparse tactics over layers with 2:4 weights, those not picked."""
-    from sparsedebug.locate.lower import sparse_use
-
-    role = "candidate" if sparse_use(b.candidate) is not None else "baseline"
-    use = sparse_use(b.candidate) or sparse_use(b.baseline)
-    if use is None:
-        return None
-    record = FILES[role]
-    figures = [_fig("sparse_tactic_layers", len(use.sparse), "count", record, "lower.layers[].engine.sparse_tactic", role=role),
-               _fig("sparse_weight_layers", len(use.sparse_weights), "count", record, "lower.layers[].engine.sparse_weights", role=role),
-               _fig("weighted_layers", use.weighted, "count", record, "lower.layers[].engine.weights", role=role)]
-    code = "build_disabled" if use.build_disabled else ("no_sparse_weights" if not use.sparse_weights and not use.sparse else (
-        "used" if use.sparse else "not_used"))
-    if use.not_picked:
-        figures.append(_fig("not_picked_layers", len(use.not_picked), "count", record, "lower.layers[].engine.not_sparse", role=role))
-    terms = {"run": use.run, "flags": " or ".join(use.enable_flags)}
-    moved = _largest_layer_change(b.baseline, b.candidate, use.sparse + use.not_picked)
-    if moved is not None:
-        name, before, after = moved
-        terms["changed_layer"] = name
-        figures += [_fig("layer_ms", before, "ms", FILES["baseline"], "kernel.layers[].samples_ms (profile median)", role="baseline", layer=name),
-                    _fig("layer_ms", after, "ms", FILES["candidate"], "kernel.layers[].samples_ms (profile median)", role="candidate", layer=name),
-                    _fig("change", after / before - 1, "share", FILES["candidate"], "kernel.layers[].samples_ms", role=f"layer:{name}")]
-    return Claim(kind="sparse_kernels", code=code, figures=figures, terms=terms, items=use.not_picked[:3], more=max(0, len(use.not_picked) - 3))
-
-
-def _largest_layer_change(base: RunRecord, cand: RunRecord, layers: list[str]) -> tuple[str, float, float] | None:
-    """The layer among ``layers`` whose per-layer time moved most between the runs (first sample: a profile's median)."""
-    b = {k.name: k.samples_ms[0] for k in base.kernel.layers if k.samples_ms}
-    c = {k.name: k.samples_ms[0] for k in cand.kernel.layers if k.samples_ms}
-    rows = [(name, b[name], c[name]) for name in layers if name in b and name in c and b[name] > 0]
-    return max(rows, key=lambda row: abs(row[2] - row[1])) if rows else None
 
 
 def _first_stage(b: LoadedBundle) -> Claim:

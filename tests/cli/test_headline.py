@@ -85,7 +85,7 @@ def test_a_near_tie_between_two_mechanisms_is_not_established(tmp_path: Path) ->
         assert m["ms"] == pytest.approx(m["positive_ms"] + m["negative_ms"], abs=1e-5)
     walk = invoke(["playbook", "run", "--baseline", base, "--candidate", cand, "-o", str(tmp_path / "b")])
     assert walk.exit_code == 0, walk.stderr
-    memo = " ".join((tmp_path / "b" / "memo.md").read_text().split())
+    memo = " ".join((tmp_path / "b" / "report.md").read_text().split())
     assert "**Primary mechanism**: not established" in memo and "Nsight Compute report of the changed kernels" in memo
     assert "compute carries +" in memo and "precision carries +" in memo
 
@@ -119,7 +119,7 @@ def test_noncontiguous_query_key_value_in_every_block_get_one_fix_for_all_of_the
     fixed = _write(tmp_path / "fixed.json", replace(spec, seed=2))
     walk = invoke(["playbook", "run", "--baseline", base, "--candidate", cand, "--fixed", fixed, "-o", str(tmp_path / "b")])
     assert walk.exit_code == 0, walk.stderr
-    memo = " ".join((tmp_path / "b" / "memo.md").read_text().split())
+    memo = " ".join((tmp_path / "b" / "report.md").read_text().split())
     assert "the kernel-time change of the attention that fell to the math path of 4 layer(s)" in memo
     assert "schedule overhead" not in memo
     stored = json.loads((tmp_path / "b" / "fix.json").read_text())
@@ -154,14 +154,14 @@ def test_a_generated_trace_against_a_copy_of_itself_decides_no_change(tmp_path: 
     assert walk.exit_code == 0, walk.stderr
     decision = json.loads((tmp_path / "b" / "decision.json").read_text())
     assert decision["decision"] == "no_change"
-    assert "decision: no change" in " ".join(walk.stdout.split())
+    assert "Decision: no change" in " ".join(walk.stdout.split())
 
 
 def test_h200_dense_against_itself_decides_no_change(tmp_path: Path) -> None:
     walk = invoke(["playbook", "run", "--baseline", DENSE, "--candidate", DENSE, "-o", str(tmp_path / "b"), "--check"])
     assert walk.exit_code == 0, walk.stderr
     assert json.loads((tmp_path / "b" / "decision.json").read_text())["decision"] == "no_change"
-    assert "**Final decision**: **no change**" in (tmp_path / "b" / "memo.md").read_text()
+    assert "**Final decision**: **no change**" in (tmp_path / "b" / "report.md").read_text()
 
 
 def test_h200_eager_pair_is_established_scheduling_with_a_cuda_graph_fix() -> None:
@@ -194,7 +194,7 @@ def test_the_walk_says_launch_was_allowed_to_differ(tmp_path: Path) -> None:
     walk = invoke(["playbook", "run", "--baseline", DENSE, "--candidate", SPARSE_GRAPH, "--allow-different", "launch",
                    "-o", str(tmp_path / "b")])
     assert walk.exit_code == 0, walk.stderr
-    memo = " ".join((tmp_path / "b" / "memo.md").read_text().split())
+    memo = " ".join((tmp_path / "b" / "report.md").read_text().split())
     assert "Compared although they differ (--allow-different): launch: eager vs cuda_graph" in memo
     decision = json.loads((tmp_path / "b" / "decision.json").read_text())
     assert decision["across_launch"] == ["eager", "cuda_graph"]
@@ -229,7 +229,7 @@ def test_a_small_kernel_divergence_does_not_explain_a_large_host_overhead_change
     assert 0 < bis["first_change_ms"] < 0.5 * (overhead["cand_median"] - overhead["base_median"])
     walk = invoke(["playbook", "run", "--baseline", base, "--candidate", cand, "-o", str(tmp_path / "b")])
     assert walk.exit_code == 0, walk.stderr
-    memo = " ".join((tmp_path / "b" / "memo.md").read_text().split())
+    memo = " ".join((tmp_path / "b" / "report.md").read_text().split())
     assert "Explains downstream" not in memo
     assert f"Does not explain schedule, outcome: it changed {bis['first_change_ms']:+.3f} ms" in memo
     assert "the device waits on the host" not in memo

@@ -32,7 +32,7 @@ def _classify(c: Claim) -> str:
         of = f" of the {p.num(change)} change" if change is not None else ""
         head = "" if c.code == "established" else "not established: leading "
         ms, share = c.figure("carried_ms"), c.figure("carried_share")
-        if ms is not None and share is not None:
+        if ms is not None and share is not None and round(ms.value, 3) > 0:
             return f"{head}{c.terms.get('mechanism', '')} carries {p.num(ms)} ({p.num(share)}){of}"
     return p.primary_mechanism(p.PLAIN, c)
 

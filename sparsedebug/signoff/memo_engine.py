@@ -1,0 +1,48 @@
+"""The memo's answer to "were the sparse kernels used?" for TensorRT engine pairs, as a claim with its figures."""
+
+from __future__ import annotations
+
+from sparsedebug.records.memo import Claim, Clock, Figure, FigureSource, Unit
+from sparsedebug.records.run import RunRecord
+from sparsedebug.sources.bundle import FILES, LoadedBundle
+
+
+def _fig(quantity: str, value: float, unit: Unit, record: str, field: str, *, role: str | None = None,
+         clock: Clock | None = None, layer: str | None = None) -> Figure:
+    return Figure(quantity=quantity, role=role, value=value, unit=unit, clock=clock,
+                  source=FigureSource(record=record, field=field, layer=layer))
+
+
+def sparse_kernels_claim(b: LoadedBundle) -> Claim | None:
+    """Were the sparse kernels used (TensorRT engines): sparse tactics over layers with 2:4 weights, those not picked."""
+    from sparsedebug.locate.lower import sparse_use
+
+    role = "candidate" if sparse_use(b.candidate) is not None else "baseline"
+    use = sparse_use(b.candidate) or sparse_use(b.baseline)
+    if use is None:
+        return None
+    record = FILES[role]
+    figures = [_fig("sparse_tactic_layers", len(use.sparse), "count", record, "lower.layers[].engine.sparse_tactic", role=role),
+               _fig("sparse_weight_layers", len(use.sparse_weights), "count", record, "lower.layers[].engine.sparse_weights", role=role),
+               _fig("weighted_layers", use.weighted, "count", record, "lower.layers[].engine.weights", role=role)]
+    code = "build_disabled" if use.build_disabled else ("no_sparse_weights" if not use.sparse_weights and not use.sparse else (
+        "used" if use.sparse else "not_used"))
+    if use.not_picked:
+        figures.append(_fig("not_picked_layers", len(use.not_picked), "count", record, "lower.layers[].engine.not_sparse", role=role))
+    terms = {"run": use.run, "flags": " or ".join(use.enable_flags)}
+    moved = _largest_layer_change(b.baseline, b.candidate, use.sparse + use.not_picked)
+    if moved is not None:
+        name, before, after = moved
+        terms["changed_layer"] = name
+        figures += [_fig("layer_ms", before, "ms", FILES["baseline"], "kernel.layers[].samples_ms (profile median)", role="baseline", layer=name),
+                    _fig("layer_ms", after, "ms", FILES["candidate"], "kernel.layers[].samples_ms (profile median)", role="candidate", layer=name),
+                    _fig("change", after / before - 1, "share", FILES["candidate"], "kernel.layers[].samples_ms", role=f"layer:{name}")]
+    return Claim(kind="sparse_kernels", code=code, figures=figures, terms=terms, items=use.not_picked[:3], more=max(0, len(use.not_picked) - 3))
+
+
+def _largest_layer_change(base: RunRecord, cand: RunRecord, layers: list[str]) -> tuple[str, float, float] | None:
+    """The layer among ``layers`` whose per-layer time moved most between the runs (first sample: a profile's median)."""
+    b = {k.name: k.samples_ms[0] for k in base.kernel.layers if k.samples_ms}
+    c = {k.name: k.samples_ms[0] for k in cand.kernel.layers if k.samples_ms}
+    rows = [(name, b[name], c[name]) for name in layers if name in b and name in c and b[name] > 0]
+    return max(rows, key=lambda row: abs(row[2] - row[1])) if rows else None
