@@ -186,7 +186,7 @@ class BreakEven(Record):
     searched_up_to: int
     basis: Basis = Field(description="extrapolated when the crossing lies outside the measured token range.")
     measure: str | None = Field(None, description="What to measure on the target to settle the uncertain range.")
-    note: str
+    note: str | None = Field(None, description="Why there is no search (basis unavailable); None when ranges were searched.")
 
 
 class TargetClock(Record):

@@ -14,6 +14,7 @@ from rich.text import Text
 from sparsedebug.records.target import BreakEven, ForwardProjection, LayerProjection, PathTime, PredictReport, Provenance
 from sparsedebug.render.clocks import target_clock_label
 from sparsedebug.render.terminal.fit import optional, under
+from sparsedebug.render.words.target import break_even_note
 
 _GEMM_ROW = re.compile(r"gemm\[(\d+)\]")
 _FILE = re.compile(r"([\w.-]+\.(?:json\.gz|json|csv|yaml))")
@@ -136,7 +137,7 @@ def break_even_table(rows: list[BreakEven], title: str) -> Table:
             tokens = "uncertain here"
         else:
             tokens = f"not up to {row.searched_up_to}"
-        note = row.note + (f"; {row.measure}" if row.measure else "")
+        note = break_even_note(row) + (f"; {row.measure}" if row.measure else "")
         table.add_row("x".join(str(d) for d in row.shape), row.dtype, tokens, _basis(row.basis), note)
     return under(table, "note")
 
