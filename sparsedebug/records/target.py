@@ -128,7 +128,7 @@ class ForwardProjection(Record):
     verdict: Verdict | None = Field(None, description="sparse wins / loses only where the speedup interval excludes 1.0.")
     basis: Basis
     extrapolated_layers: list[str] = Field(default_factory=list, description="Layers whose figures are extrapolated or unavailable.")
-    note: str | None = None
+    missing_layers: list[str] = Field(default_factory=list, description="Layers with no figure on the target (no whole-forward total then).")
 
 
 class SlowerThanDense(Record):

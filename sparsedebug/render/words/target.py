@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sparsedebug.records.target import BreakEven, TokenRange
+from sparsedebug.records.target import BreakEven, ForwardProjection, TokenRange
 
 _VERDICT_WORDS = {"sparse wins": "2:4 wins", "sparse loses": "2:4 loses", "uncertain here": "uncertain here"}
 
@@ -26,3 +26,12 @@ def break_even_note(row: BreakEven) -> str:
     if row.tokens_from is None and row.central_crossing is not None:
         note += f"; central estimate crosses 1.0 at {row.central_crossing} tokens (not a claim)"
     return note
+
+
+def missing_forward_words(forward: ForwardProjection) -> str:
+    """Why a projection has no whole-forward figure: how many layers have none, the first three named."""
+    missing = forward.missing_layers
+    if not missing:
+        return "a layer has no figure"
+    more = ", ..." if len(missing) > 3 else ""
+    return f"{len(missing)} layer(s) have no figure ({', '.join(missing[:3])}{more})"

@@ -125,9 +125,6 @@ def project_calls(model: TargetModel, calls: Sequence[LinearCall | OpCall], laun
     cand = model.forward(layers, launch, dense=False)
     weak = [layer.name for layer in layers if layer.basis in ("extrapolated", "unavailable")]
     missing = [layer.name for layer in layers if layer.basis == "unavailable"]
-    note = None
-    if missing:
-        note = f"no whole-forward figure: {len(missing)} layer(s) have none ({', '.join(missing[:3])}{', ...' if len(missing) > 3 else ''})"
     speedup = dense.total_ms / cand.total_ms if dense is not None and cand is not None and cand.total_ms > 0 else None
     low, high = (_forward_speedup(model, layers, launch, end) for end in ("low", "high"))
     verdict: Verdict | None = None
@@ -143,7 +140,7 @@ def project_calls(model: TargetModel, calls: Sequence[LinearCall | OpCall], laun
         verdict=verdict,
         basis=worst_basis([layer.basis for layer in layers]),
         extrapolated_layers=weak,
-        note=note,
+        missing_layers=missing,
     )
     return layers, forward
 

@@ -232,3 +232,14 @@ def test_break_even_is_facts_and_render_words_it(model: TargetModel) -> None:
         assert str(r.first) in words and str(r.last) in words
     if even.tokens_from is None and even.central_crossing is not None:
         assert f"crosses 1.0 at {even.central_crossing} tokens" in words
+
+
+def test_a_forward_without_figures_names_its_missing_layers(model: TargetModel) -> None:
+    from sparsedebug.render.terminal.predict import forward_line
+    from sparsedebug.sources.target.project import project_calls
+
+    calls = [LinearCall(f"q{i}", 4096, 4096, 2048, "int8", "sparse") for i in range(4)]
+    calls.append(LinearCall("up", 4096, 4096, 2048, "fp16", "dense"))
+    _, forward = project_calls(model, calls, "eager")
+    assert forward.dense is None and forward.missing_layers == ["q0", "q1", "q2", "q3"]
+    assert forward_line(forward).endswith("n/a: 4 layer(s) have no figure (q0, q1, q2, ...)")
