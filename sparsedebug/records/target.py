@@ -128,7 +128,7 @@ class ForwardProjection(Record):
     verdict: Verdict | None = Field(None, description="sparse wins / loses only where the speedup interval excludes 1.0.")
     basis: Basis
     extrapolated_layers: list[str] = Field(default_factory=list, description="Layers whose figures are extrapolated or unavailable.")
-    note: str | None = None
+    missing_layers: list[str] = Field(default_factory=list, description="Layers with no figure on the target (no whole-forward total then).")
 
 
 class SlowerThanDense(Record):
@@ -186,7 +186,7 @@ class BreakEven(Record):
     searched_up_to: int
     basis: Basis = Field(description="extrapolated when the crossing lies outside the measured token range.")
     measure: str | None = Field(None, description="What to measure on the target to settle the uncertain range.")
-    note: str
+    note: str | None = Field(None, description="Why there is no search (basis unavailable); None when ranges were searched.")
 
 
 class TargetClock(Record):

@@ -11,6 +11,7 @@ import re
 
 from sparsedebug.records.run import RunRecord
 from sparsedebug.records.target import TargetClock
+from sparsedebug.render.words.target import missing_forward_words
 from sparsedebug.signoff.metrics import THIS_MACHINE, bundle_clock, measured_clock, sample_count
 
 __all__ = [
@@ -43,7 +44,7 @@ def target_forward(run: RunRecord) -> str | None:
         return None
     fwd = target.forward.candidate
     if fwd is None:
-        return f"no whole-forward figure on the {target_label(target)} ({target.forward.note or 'a layer has no figure'})"
+        return f"no whole-forward figure on the {target_label(target)} ({missing_forward_words(target.forward)})"
     return f"forward {fwd.total_ms:.3f} ms on the {target_label(target)} (basis {target.forward.basis})"
 
 
@@ -54,7 +55,7 @@ def target_sentence(run: RunRecord) -> str | None:
         return None
     fwd = target.forward
     if fwd.dense is None or fwd.candidate is None or fwd.speedup is None:
-        return f"On the {target_label(target)}: no whole-forward projection ({fwd.note or 'a layer has no figure'})"
+        return f"On the {target_label(target)}: no whole-forward projection ({missing_forward_words(fwd)})"
     text = (
         f"On the {target_label(target)}: dense forward {fwd.dense.total_ms:.3f} ms, candidate {fwd.candidate.total_ms:.3f} ms "
         f"(host {fwd.candidate.host_ms:.3f} ms, GPU {fwd.candidate.gpu_ms:.3f} ms): effective speedup {fwd.speedup:.3f}x "

@@ -14,6 +14,7 @@ from rich.text import Text
 from sparsedebug.records.target import BreakEven, ForwardProjection, LayerProjection, PathTime, PredictReport, Provenance
 from sparsedebug.render.clocks import target_clock_label
 from sparsedebug.render.terminal.fit import optional, under
+from sparsedebug.render.words.target import break_even_note, missing_forward_words
 
 _GEMM_ROW = re.compile(r"gemm\[(\d+)\]")
 _FILE = re.compile(r"([\w.-]+\.(?:json\.gz|json|csv|yaml))")
@@ -103,7 +104,7 @@ def layers_table(layers: list[LayerProjection], title: str, *, all_layers: bool 
 def forward_line(forward: ForwardProjection) -> str:
     """One line: dense and candidate whole forward on the target clock, and the speedup."""
     if forward.dense is None or forward.candidate is None:
-        return f"whole forward (target clock, projected): n/a: {forward.note or 'a layer has no figure'}"
+        return f"whole forward (target clock, projected): n/a: {missing_forward_words(forward)}"
     d, c = forward.dense, forward.candidate
     line = (
         f"whole forward (target clock, projected, {forward.launch.replace('_', ' ')}): dense {d.total_ms:.3f} ms "
@@ -136,7 +137,7 @@ def break_even_table(rows: list[BreakEven], title: str) -> Table:
             tokens = "uncertain here"
         else:
             tokens = f"not up to {row.searched_up_to}"
-        note = row.note + (f"; {row.measure}" if row.measure else "")
+        note = break_even_note(row) + (f"; {row.measure}" if row.measure else "")
         table.add_row("x".join(str(d) for d in row.shape), row.dtype, tokens, _basis(row.basis), note)
     return under(table, "note")
 

@@ -9,6 +9,7 @@ from sparsedebug.core.stats import median, percentiles
 from sparsedebug.records.run import GraphStage, KernelPath, LowerStage, RunRecord
 from sparsedebug.render.clocks import measured_clock, sample_count
 from sparsedebug.render.terminal.fit import optional
+from sparsedebug.render.words.target import missing_forward_words
 from sparsedebug.signoff.metrics import equal_latency_sentence, quality_figure
 from sparsedebug.sources.workload.schema import WorkloadOrigin
 
@@ -21,7 +22,7 @@ def target_rows(record: RunRecord) -> list[tuple[str, str | Text]]:
     label = f"target ({target.backend}, {target.launch.replace('_', ' ')}, projected)"
     fwd = target.forward
     if fwd.dense is None or fwd.candidate is None or fwd.speedup is None:
-        return [(label, fwd.note or "no projection")]
+        return [(label, missing_forward_words(fwd) if fwd.missing_layers else "no projection")]
     colour = "green" if fwd.speedup >= 1.0 else "red"
     rows: list[tuple[str, str | Text]] = [
         (

@@ -125,9 +125,6 @@ def project_calls(model: TargetModel, calls: Sequence[LinearCall | OpCall], laun
     cand = model.forward(layers, launch, dense=False)
     weak = [layer.name for layer in layers if layer.basis in ("extrapolated", "unavailable")]
     missing = [layer.name for layer in layers if layer.basis == "unavailable"]
-    note = None
-    if missing:
-        note = f"no whole-forward figure: {len(missing)} layer(s) have none ({', '.join(missing[:3])}{', ...' if len(missing) > 3 else ''})"
     speedup = dense.total_ms / cand.total_ms if dense is not None and cand is not None and cand.total_ms > 0 else None
     low, high = (_forward_speedup(model, layers, launch, end) for end in ("low", "high"))
     verdict: Verdict | None = None
@@ -143,7 +140,7 @@ def project_calls(model: TargetModel, calls: Sequence[LinearCall | OpCall], laun
         verdict=verdict,
         basis=worst_basis([layer.basis for layer in layers]),
         extrapolated_layers=weak,
-        note=note,
+        missing_layers=missing,
     )
     return layers, forward
 
@@ -267,15 +264,9 @@ def break_even(model: TargetModel, out: int, k: int, dtype: str, launch: Launch,
         probe = crossing if inside and crossing is not None else round(math.sqrt(widest.first * widest.last))
         measure = at(probe).measure
     bases = [at(tokens_from).basis] if tokens_from is not None else [at(top).basis]
-    mode = launch.replace("_", " ")
-    words = {"sparse wins": "2:4 wins", "sparse loses": "2:4 loses", "uncertain here": "uncertain here"}
-    parts = [f"{words[r.verdict]} {r.first}-{r.last}" if r.first != r.last else f"{words[r.verdict]} at {r.first}" for r in ranges]
-    note = f"tokens: {', '.join(parts)} ({mode}; a win or loss only where the speedup's 90% interval excludes 1.0)"
-    if tokens_from is None and crossing is not None:
-        note += f"; central estimate crosses 1.0 at {crossing} tokens (not a claim)"
     return BreakEven(
         **common, tokens_from=tokens_from, loses_up_to=loses_up_to, uncertain_tokens=uncertain, central_crossing=crossing,
-        ranges=ranges, basis=worst_basis(bases), measure=measure, note=note,
+        ranges=ranges, basis=worst_basis(bases), measure=measure,
     )
 
 

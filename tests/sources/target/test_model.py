@@ -219,3 +219,27 @@ def test_whole_forward_speedup_carries_an_interval_and_a_verdict() -> None:
     assert forward.verdict == "sparse wins"  # measured: 5.61 ms against 6.56 ms dense at 2,048 tokens
     few = predict(backend="h200-cusparselt", tokens=[128], workload=workload, launch="cuda_graph").results[0].forward
     assert few.verdict in ("sparse loses", "uncertain here")
+
+
+def test_break_even_is_facts_and_render_words_it(model: TargetModel) -> None:
+    from sparsedebug.render.words.target import break_even_note
+
+    even = break_even(model, 4096, 4096, "fp16", "eager")
+    assert even.note is None  # the record holds ranges, launch and crossing; no sentence
+    words = break_even_note(even)
+    assert words.startswith("tokens: 2:4 loses 1-") and "(eager;" in words
+    for r in even.ranges:
+        assert str(r.first) in words and str(r.last) in words
+    if even.tokens_from is None and even.central_crossing is not None:
+        assert f"crosses 1.0 at {even.central_crossing} tokens" in words
+
+
+def test_a_forward_without_figures_names_its_missing_layers(model: TargetModel) -> None:
+    from sparsedebug.render.terminal.predict import forward_line
+    from sparsedebug.sources.target.project import project_calls
+
+    calls = [LinearCall(f"q{i}", 4096, 4096, 2048, "int8", "sparse") for i in range(4)]
+    calls.append(LinearCall("up", 4096, 4096, 2048, "fp16", "dense"))
+    _, forward = project_calls(model, calls, "eager")
+    assert forward.dense is None and forward.missing_layers == ["q0", "q1", "q2", "q3"]
+    assert forward_line(forward).endswith("n/a: 4 layer(s) have no figure (q0, q1, q2, ...)")

@@ -1,0 +1,1 @@
+"""Phrasing functions: one per fact kind, turning typed record facts into words."""
