@@ -117,7 +117,9 @@ def dtype_changes(base: RunRecord, cand: RunRecord) -> tuple[list[str], float]:
 def launch_of(run: RunRecord) -> LaunchMode | None:
     """How a traced run was launched: ``cuda_graph`` (cudaGraphLaunch), ``compiled`` (Inductor ``triton_*`` kernels,
     a compiled region op), else ``eager``; None for a replay (its kernels are this machine's, not launched on a GPU)."""
-    if run.source.kind != "torch_trace":
+    from sparsedebug.sources.registry import capabilities
+
+    if not capabilities(run).timeline:
         return None
     if run.source.runtime is not None and run.source.runtime.cuda_graph:
         return "cuda_graph"

@@ -164,9 +164,8 @@ def _locate(w: _Walk, evidence: EvidencePaths) -> None:
         w.save(role, w.runs[role])
     for line in filter(None, [pair.check.allowed_sentence(), *pair.check.notes]):
         w.say.note(line)
-    if "fixed" in w.paths and w.kinds["fixed"] != "workload":  # refused here, not after classify and reduce
-        verb = {"run": "load", "trace": "import"}[w.kinds["fixed"]]
-        w.say.step(step, f"{verb} the fixed candidate {w.paths['fixed'].name} and check it comparable with the candidate")
+    if "fixed" in w.paths and not w.replayed("fixed"):  # refused here, not after classify and reduce
+        w.say.step(step, f"load the fixed candidate {w.paths['fixed'].name} and check it comparable with the candidate")
         w.fixed_early = w.load("fixed")
         try:
             require_comparable(w.runs["candidate"], w.fixed_early, (*w.allow, "launch") if "launch" not in w.allow else w.allow)

