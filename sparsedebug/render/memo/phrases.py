@@ -63,7 +63,7 @@ def _names(st: Style, claim: Claim) -> str:
     """The listed names, and how many the claim names in all when it lists fewer."""
     shown = ", ".join(st.code(i) for i in claim.items)
     total = claim.figure("layers_named")
-    return shown + (f" ({num(total)} in all)" if claim.more and total is not None else "")
+    return shown + (f" ({num(total)} layers in all findings)" if claim.more and total is not None else "")
 
 
 def clock_legend(clocks: list[ClockLegend]) -> str:
@@ -329,7 +329,8 @@ def competing(st: Style, claims: list[Claim]) -> str:
         elif c.figure("carried_ms") is not None:
             parts.append(f"{mech} {_carries(c)}")
         else:
-            parts.append(f"{mech} carries none of it ({c.code})")
+            status = {"supported": "a rule fired", "not_supported": "no rule fired", "unknown": "not evaluable"}
+            parts.append(f"{mech} carries none ({status.get(c.code or '', c.code or '')})")
     return "; ".join(parts) + "."
 
 
