@@ -22,16 +22,15 @@ from sparsedebug.records.memo import (
     Clock,
     ClockLegend,
     Figure,
-    FigureSource,
     Hypothesis,
     Memo,
     Signoff,
     Symptom,
-    Unit,
 )
 from sparsedebug.records.playbook import Playbook
 from sparsedebug.records.run import RunRecord
 from sparsedebug.signoff.decide import stored_decision
+from sparsedebug.signoff.memo_engine import fig as _fig
 from sparsedebug.signoff.memo_engine import sparse_kernels_claim
 from sparsedebug.signoff.metrics import fallback_summary, p50_speedup
 from sparsedebug.sources.bundle import FILES, LoadedBundle
@@ -47,12 +46,6 @@ DETAIL_ANCHORS: dict[str, str] = {
 
 CHECK_ORDER: tuple[str, ...] = ("effective_speedup", "quality_delta", "fallback_rate", "precision_drift", "p99_latency")
 """The gate checks in the order a failing one is the more decisive reason."""
-
-
-def _fig(quantity: str, value: float, unit: Unit, record: str, field: str, *, role: str | None = None,
-         clock: Clock | None = None, layer: str | None = None) -> Figure:
-    return Figure(quantity=quantity, role=role, value=value, unit=unit, clock=clock,
-                  source=FigureSource(record=record, field=field, layer=layer))
 
 
 def run_clock(run: RunRecord) -> Clock:

@@ -7,8 +7,9 @@ from sparsedebug.records.run import RunRecord
 from sparsedebug.sources.bundle import FILES, LoadedBundle
 
 
-def _fig(quantity: str, value: float, unit: Unit, record: str, field: str, *, role: str | None = None,
+def fig(quantity: str, value: float, unit: Unit, record: str, field: str, *, role: str | None = None,
          clock: Clock | None = None, layer: str | None = None) -> Figure:
+    """A memo figure with its provenance (the one constructor signoff.memo and this module share)."""
     return Figure(quantity=quantity, role=role, value=value, unit=unit, clock=clock,
                   source=FigureSource(record=record, field=field, layer=layer))
 
@@ -22,21 +23,21 @@ def sparse_kernels_claim(b: LoadedBundle) -> Claim | None:
     if use is None:
         return None
     record = FILES[role]
-    figures = [_fig("sparse_tactic_layers", len(use.sparse), "count", record, "lower.layers[].engine.sparse_tactic", role=role),
-               _fig("sparse_weight_layers", len(use.sparse_weights), "count", record, "lower.layers[].engine.sparse_weights", role=role),
-               _fig("weighted_layers", use.weighted, "count", record, "lower.layers[].engine.weights", role=role)]
+    figures = [fig("sparse_tactic_layers", len(use.sparse), "count", record, "lower.layers[].engine.sparse_tactic", role=role),
+               fig("sparse_weight_layers", len(use.sparse_weights), "count", record, "lower.layers[].engine.sparse_weights", role=role),
+               fig("weighted_layers", use.weighted, "count", record, "lower.layers[].engine.weights", role=role)]
     code = "build_disabled" if use.build_disabled else ("no_sparse_weights" if not use.sparse_weights and not use.sparse else (
         "used" if use.sparse else "not_used"))
     if use.not_picked:
-        figures.append(_fig("not_picked_layers", len(use.not_picked), "count", record, "lower.layers[].engine.not_sparse", role=role))
+        figures.append(fig("not_picked_layers", len(use.not_picked), "count", record, "lower.layers[].engine.not_sparse", role=role))
     terms = {"run": use.run, "flags": " or ".join(use.enable_flags)}
     moved = _largest_layer_change(b.baseline, b.candidate, use.sparse + use.not_picked)
     if moved is not None:
         name, before, after = moved
         terms["changed_layer"] = name
-        figures += [_fig("layer_ms", before, "ms", FILES["baseline"], "kernel.layers[].samples_ms (profile median)", role="baseline", layer=name),
-                    _fig("layer_ms", after, "ms", FILES["candidate"], "kernel.layers[].samples_ms (profile median)", role="candidate", layer=name),
-                    _fig("change", after / before - 1, "share", FILES["candidate"], "kernel.layers[].samples_ms", role=f"layer:{name}")]
+        figures += [fig("layer_ms", before, "ms", FILES["baseline"], "kernel.layers[].samples_ms (profile median)", role="baseline", layer=name),
+                    fig("layer_ms", after, "ms", FILES["candidate"], "kernel.layers[].samples_ms (profile median)", role="candidate", layer=name),
+                    fig("change", after / before - 1, "share", FILES["candidate"], "kernel.layers[].samples_ms", role=f"layer:{name}")]
     return Claim(kind="sparse_kernels", code=code, figures=figures, terms=terms, items=use.not_picked[:3], more=max(0, len(use.not_picked) - 3))
 
 
