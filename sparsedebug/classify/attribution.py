@@ -40,18 +40,18 @@ from sparsedebug.locate.walk import rank_layers
 from sparsedebug.records.classification import AttributedPart, Attribution, Evidence, Mechanism, MechanismShare, SettleCapture
 from sparsedebug.records.run import KernelPath, LowerLayer, RunRecord
 
+# A layer moving this many times its baseline bytes per call carries a memory share.
 BYTES_GROWTH = 1.05
-"""A layer moving this many times its baseline bytes per call carries a memory share."""
 
+# Rules on clock evidence inside the runs' own windows: when one fired, unchanged-path kernel time is thermal's.
 THERMAL_RULES = ("thermal.clock_drop", "thermal.throttle_time")
-"""Rules on clock evidence inside the runs' own windows: when one fired, unchanged-path kernel time is thermal's."""
 
+# Rules on a state of the whole run that slows every kernel on an unchanged path (clocks fell; more compute threads
+# than cores, so threads queue for cores): when one fired, unchanged-path kernel time goes to its mechanism.
 STATE_RULES = (*THERMAL_RULES, "scheduling.oversubscription")
-"""Rules on a state of the whole run that slows every kernel on an unchanged path (clocks fell; more compute threads
-than cores, so threads queue for cores): when one fired, unchanged-path kernel time goes to its mechanism."""
 
+# Parts smaller than this (a nanosecond per iteration: float residue of equal medians) are dropped.
 MIN_PART_MS = 1e-6
-"""Parts smaller than this (a nanosecond per iteration: float residue of equal medians) are dropped."""
 
 GAPS_OUTSIDE_LAYERS = "host gaps outside the layers"
 
@@ -209,19 +209,19 @@ def attribute(ctx: Context, evidence: list[Evidence]) -> Attribution | None:
     )
 
 
+# Latency must grow by at least this fraction of the baseline p50 for the shares to rank the mechanisms.
 MIN_GROWTH = 0.02
-"""Latency must grow by at least this fraction of the baseline p50 for the shares to rank the mechanisms."""
 
+# The leading mechanism must carry at least this share of the growth to be the headline (established).
 HEADLINE_MIN_SHARE = 0.40
-"""The leading mechanism must carry at least this share of the growth to be the headline (established)."""
 
+# ... and at least this many times the runner-up's share.
 HEADLINE_MIN_RATIO = 2.0
-"""... and at least this many times the runner-up's share."""
 
 
+# The rank test decides whether latency grew only when these sample counts can reach this p (5 a side); with fewer (3
+# traced iterations a side) it cannot tell a growth from noise, and the median growth alone counts.
 GROWTH_TEST_MIN_P = 0.01
-"""The rank test decides whether latency grew only when these sample counts can reach this p (5 a side); with fewer
-(3 traced iterations a side) it cannot tell a growth from noise, and the median growth alone counts."""
 
 
 def _growth_significant(base: list[float], cand: list[float]) -> bool | None:

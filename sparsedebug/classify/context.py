@@ -29,8 +29,8 @@ class Fact:
     source: str
     detail: str
     gate: str | None = None
+    # What a fix recipe needs beyond the number (the layer it is worst on, a core count...).
     context: dict[str, object] = field(default_factory=dict)
-    """What a fix recipe needs beyond the number (the layer it is worst on, a core count...)."""
 
 
 @dataclass
@@ -76,8 +76,8 @@ class Context:
     roofline: Roofline | None
     intensities: list[LayerIntensity]
     run_artifact: str
+    # The clock log over the baseline's own window (None: no baseline, or the log is not aligned).
     base_smi: SmiEvidence | None = None
-    """The clock log over the baseline's own window (None: no baseline, or the log is not aligned)."""
 
     @property
     def imported(self) -> bool:

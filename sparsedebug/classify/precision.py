@@ -21,8 +21,8 @@ from sparsedebug.records.run import RunRecord
 
 PRECISION = RuleSet(Mechanism.PRECISION)
 
+# Unit roundoff of fp32 accumulation (2**-24; fp32 is always in the dtype table).
 _U_FP32 = cast(float, unit_roundoff("fp32"))
-"""Unit roundoff of fp32 accumulation (2**-24; fp32 is always in the dtype table)."""
 
 
 # --------------------------------------------------------------------------- fixes

@@ -103,8 +103,8 @@ def sparse_density(intended: str) -> float | None:
     return None if pattern is None else pattern.density
 
 
+# Bytes per gathered activation element: the built-in kernels compute in fp32 whatever the input precision.
 GATHER_ITEMSIZE = 4
-"""Bytes per gathered activation element: the built-in kernels compute in fp32 whatever the input precision."""
 
 
 def gather_bytes(layer: GraphLayer, lower: LowerLayer | None, tokens: int | None) -> float | None:

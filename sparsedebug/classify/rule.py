@@ -29,15 +29,15 @@ from sparsedebug.classify.context import Context, Facts, Result
 from sparsedebug.records.base import Record
 from sparsedebug.records.classification import Fix, Mechanism
 
+# A rule contributes at most this many times its weight.
 STRENGTH_CAP = 2.0
-"""A rule contributes at most this many times its weight."""
 
+# A metric: computes one number (or names what is missing) from the classification context.
 Measure = Callable[[Context], Result]
-"""A metric: computes one number (or names what is missing) from the classification context."""
 
+# Turns a winning rule's evidence (and the run's other facts) into the smallest reversible change (None: the measured
+# numbers do not support the premise of any change the rule knows).
 FixRecipe = Callable[["Rule", Facts], Fix | None]
-"""Turns a winning rule's evidence (and the run's other facts) into the smallest reversible change (None: the
-measured numbers do not support the premise of any change the rule knows)."""
 
 
 def advise(rule: Rule, facts: Facts) -> Fix:

@@ -20,8 +20,8 @@ from sparsedebug.records.classification import Mechanism
 
 _SETS: dict[Mechanism, RuleSet] = {s.mechanism: s for s in (COMPUTE, MEMORY, SCHEDULING, PRECISION, THERMAL)}
 
+# The rule table, grouped by mechanism in the playbook's order.
 RULES: tuple[Rule, ...] = tuple(rule for mechanism in Mechanism for rule in _SETS[mechanism].rules)
-"""The rule table, grouped by mechanism in the playbook's order."""
 
 RULES_BY_ID: dict[str, Rule] = {rule.id: rule for rule in RULES}
 
@@ -35,11 +35,11 @@ def _metrics() -> dict[str, Measure]:
     return metrics
 
 
+# Metric name (as the rule table names it) -> the function that computes it.
 METRICS: dict[str, Measure] = _metrics()
-"""Metric name (as the rule table names it) -> the function that computes it."""
 
+# Metrics computed from one run alone: with a baseline, each is computed on the baseline too.
 STATE_METRICS: frozenset[str] = frozenset(rule.metric for rule in RULES if rule.one_run)
-"""Metrics computed from one run alone: with a baseline, each is computed on the baseline too."""
 
 
 def rules_for(mechanism: Mechanism) -> list[Rule]:

@@ -26,8 +26,9 @@ SCHEDULING = RuleSet(Mechanism.SCHEDULING)
 # --------------------------------------------------------------------------- fixes
 
 
+# A CUDA graph (or batching) is proposed only when the device's wait on the host is at least this share of the latency
+# p50.
 HOST_WAIT_MIN_SHARE = 0.05
-"""A CUDA graph (or batching) is proposed only when the device's wait on the host is at least this share of the latency p50."""
 
 
 def host_wait_supports_graph(run: RunRecord) -> bool | None:

@@ -44,11 +44,11 @@ from sparsedebug.records.run import RunRecord
 from sparsedebug.sources.evidence import NO_EVIDENCE, AttachedEvidence
 from sparsedebug.sources.registry import replayed
 
+# A rule that fires on the baseline as well does not score unless the candidate is this much worse.
 SHARED_TOLERANCE = 1.10
-"""A rule that fires on the baseline as well does not score unless the candidate is this much worse."""
 
+# Run metrics a ``Fix`` may name besides the single-run rule metrics (``STATE_METRICS``).
 EXTRA_METRICS: tuple[str, ...] = ("latency_p50_ms", "busy_p50_ms", "max_rel_err")
-"""Run metrics a ``Fix`` may name besides the single-run rule metrics (``STATE_METRICS``)."""
 
 
 # --------------------------------------------------------------------------- evidence per rule

@@ -16,11 +16,12 @@ from sparsedebug.records.stats import DEFAULT_ALPHA
 
 THERMAL = RuleSet(Mechanism.THERMAL)
 
+# Fewest in-order latency samples on which a drift across iterations is tested.
 DRIFT_MIN_SAMPLES = 9
-"""Fewest in-order latency samples on which a drift across iterations is tested."""
 
+# GPU busy time growing less than this (last third over first third) while latency drifts: the host drifted, not the
+# clocks.
 FLAT_BUSY = 1.02
-"""GPU busy time growing less than this (last third over first third) while latency drifts: the host drifted, not the clocks."""
 
 _SMI_NOT_FOR_REPLAY = "the replay ran on the CPU: an nvidia-smi log does not describe it"
 
@@ -47,8 +48,8 @@ def thermal_missing(ctx: Context) -> Missing:
     return Missing("no clock record for the replay (CPU frequency was not sampled)", CAPTURE_CPU_FREQ)
 
 
+# A windowed clock figure scores only when the candidate's window is this much worse than the baseline's.
 WORSE_THAN_BASELINE = 1.10
-"""A windowed clock figure scores only when the candidate's window is this much worse than the baseline's."""
 
 
 def _unusable(ctx: Context) -> Result | None:

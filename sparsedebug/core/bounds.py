@@ -13,18 +13,18 @@ import math
 
 from sparsedebug.core.errors import UserError
 
+# The longest event a profiler trace can hold, in microseconds: a week (Kineto traces cover seconds to hours).
 MAX_TRACE_DURATION_US = 7 * 24 * 3600 * 1e6
-"""The longest event a profiler trace can hold, in microseconds: a week (Kineto traces cover seconds to hours)."""
 
+# The latest event start in a trace, in microseconds: the last second of year 9999 (Kineto writes epoch or boot time).
 MAX_TRACE_TIMESTAMP_US = 253_402_300_799.0 * 1e6
-"""The latest event start in a trace, in microseconds: the last second of year 9999 (Kineto writes epoch or boot time)."""
 
+# The largest number a power or energy log's reading can be, whatever its unit: a millijoule counter run for a century
+# at 1 kW reaches 3.2e15; a timestamp in epoch milliseconds, 2.5e14 in year 9999.
 MAX_LOG_READING = 1e18
-"""The largest number a power or energy log's reading can be, whatever its unit: a millijoule counter run for a
-century at 1 kW reaches 3.2e15; a timestamp in epoch milliseconds, 2.5e14 in year 9999."""
 
+# The widest offset of a civil time zone from UTC (UTC+14, Line Islands).
 MAX_UTC_OFFSET_H = 14.0
-"""The widest offset of a civil time zone from UTC (UTC+14, Line Islands)."""
 
 
 def in_bounds(value: float, low: float, high: float) -> bool:

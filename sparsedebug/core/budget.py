@@ -30,21 +30,23 @@ import time
 from functools import lru_cache
 from pathlib import Path
 
+from pydantic import Field
+
 from sparsedebug.core.errors import UserError
 from sparsedebug.records.base import Record
 from sparsedebug.records.defaults import MAX_REPEATS as MAX_REPEATS
 from sparsedebug.records.defaults import MAX_TEXT_TOKENS as MAX_TEXT_TOKENS
 
+# Default time limit of one request: an hour of this machine's time.
 DEFAULT_MAX_SECONDS = 3600.0
-"""Default time limit of one request: an hour of this machine's time."""
 
+# Share of the available memory one request may plan to hold.
 MEMORY_SHARE = 0.5
-"""Share of the available memory one request may plan to hold."""
 
 _GEMM_N = 256
 _SLOW_FLOPS = 1e9
+# A rate (1 GFLOP/s, 1 ms a call) far below any machine's, used only to skip timing this one for small requests.
 _SLOW_CALL = 1e-3
-"""A rate (1 GFLOP/s, 1 ms a call) far below any machine's, used only to skip timing this one for small requests."""
 
 
 class Cost(Record):
@@ -53,8 +55,7 @@ class Cost(Record):
     bytes: float
     flops: float
     calls: float
-    what: str
-    """How the request is named in a refusal (``workload 'x' (tokens 1x1000000, repeats 20)``)."""
+    what: str = Field(description="How the request is named in a refusal (``workload 'x' (tokens 1x1000000, repeats 20)``).")
 
 
 def _gib(n: float) -> str:
@@ -271,8 +272,8 @@ def out_of_memory(exc: BaseException) -> UserError:
     )
 
 
+# What the dynamic loader says when a shared object does not fit in the memory or address space left.
 _MAP_FAILURES = ("failed to map segment", "cannot allocate memory", "cannot map zero-fill pages")
-"""What the dynamic loader says when a shared object does not fit in the memory or address space left."""
 
 
 def library_not_mapped(exc: ImportError) -> UserError | None:
@@ -331,10 +332,11 @@ def start_numpy_within_limits() -> None:
         raise UserError(f"numpy could not load under {limit_text} ({failure}); raise the limit")
 
 
+# How long the child that starts scipy's BLAS under ``ulimit -v`` may take before it counts as stuck (a healthy start
+# takes about a second; under a full test run on two busy cores, up to six).
 BLAS_START_SECONDS = 20.0
-"""How long the child that starts scipy's BLAS under ``ulimit -v`` may take before it counts as stuck
-(a healthy start takes about a second; under a full test run on two busy cores, up to six)."""
 
+# The child's script: the room its parent has under the limit, then the imports that start both BLAS copies.
 _BLAS_PROBE = """
 import os, resource, signal, sys
 signal.alarm(int(sys.argv[2]))  # default action: the process ends, even inside a stuck library initialiser
@@ -346,7 +348,6 @@ soft, hard = resource.getrlimit(resource.RLIMIT_AS)
 resource.setrlimit(resource.RLIMIT_AS, (max(mine, soft - max(0, used - mine)), hard))
 import numpy, scipy.linalg
 """
-"""The child's script: the room its parent has under the limit, then the imports that start both BLAS copies."""
 
 
 def _blas_starts(env: dict[str, str] | None) -> str | None:

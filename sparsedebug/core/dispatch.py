@@ -39,8 +39,8 @@ class Cause:
     code: CauseCode
     tensor: str | None
     text: str
+    # The baseline's value the fix restores (the dtype, for a dtype change).
     was: str | None = None
-    """The baseline's value the fix restores (the dtype, for a dtype change)."""
 
 
 def dispatch_causes(base: DispatchEvidence | None, cand: DispatchEvidence | None) -> list[Cause]:
@@ -71,11 +71,11 @@ def dispatch_cause(base: DispatchEvidence | None, cand: DispatchEvidence | None)
     return [c.text for c in dispatch_causes(base, cand)]
 
 
+# The fix that undoes each kind of dispatch cause.
 FIX_ACTION: dict[CauseCode, FixAction] = {
     "non_contiguous": "make_contiguous", "dtype_change": "cast_back", "attn_mask": "drop_attn_mask",
     "dropout": "drop_dropout", "head_dim": "restore_head_dim",
 }
-"""The fix that undoes each kind of dispatch cause."""
 
 
 def dispatch_changed(base: LowerLayer, cand: LowerLayer) -> bool:

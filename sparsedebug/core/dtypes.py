@@ -16,17 +16,17 @@ from sparsedebug.core.errors import UserError
 class DtypeInfo(NamedTuple):
     """Facts about one number format."""
 
+    # Canonical short name (fp32, fp16, bf16, ...).
     name: str
-    """Canonical short name (fp32, fp16, bf16, ...)."""
     torch_name: str
     """PyTorch's name (float32, float16, ...)."""
     itemsize: int
     """Bytes per element."""
+    # Significand bits including the implicit one (None for integers).
     mantissa_bits: int | None
-    """Significand bits including the implicit one (None for integers)."""
+    # Largest relative error vs an fp64 reference that computing in this format explains for one layer's GEMM (inputs
+    # rounded, fp32 accumulation); None where not a compute format.
     kernel_tolerance: float | None
-    """Largest relative error vs an fp64 reference that computing in this format explains
-    for one layer's GEMM (inputs rounded, fp32 accumulation); None where not a compute format."""
 
 
 DTYPES: dict[str, DtypeInfo] = {

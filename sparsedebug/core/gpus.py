@@ -24,6 +24,7 @@ class GpuPeak(Record):
     reference: str
 
 
+# Known GPUs, most specific match first (``H100 PCIe`` before ``H100``).
 GPU_PEAKS: tuple[GpuPeak, ...] = (
     GpuPeak(
         name="NVIDIA H200 SXM",
@@ -50,7 +51,6 @@ GPU_PEAKS: tuple[GpuPeak, ...] = (
         reference="NVIDIA H100 datasheet (SXM): FP16/BF16 tensor 1,979 TFLOPS with sparsity (989 dense), FP32 67 TFLOPS, HBM3 3.35 TB/s",
     ),
 )
-"""Known GPUs, most specific match first (``H100 PCIe`` before ``H100``)."""
 
 def find_gpu_peak(name: str) -> GpuPeak | None:
     """The peak-table entry whose match strings occur in ``name`` (case-insensitive), if any."""

@@ -24,10 +24,10 @@ from functools import lru_cache
 
 M_TRIM_THRESHOLD = -1
 M_MMAP_THRESHOLD = -3
+# Blocks up to this size come from the heap (glibc's own ceiling for its dynamic threshold is 32 MiB).
 MMAP_THRESHOLD_BYTES = 64 << 20
-"""Blocks up to this size come from the heap (glibc's own ceiling for its dynamic threshold is 32 MiB)."""
+# Free memory kept at the heap's top before it is returned to the kernel.
 TRIM_THRESHOLD_BYTES = 256 << 20
-"""Free memory kept at the heap's top before it is returned to the kernel."""
 
 
 @lru_cache(maxsize=1)

@@ -177,6 +177,12 @@ def check_schema_version(model: type[BaseModel], data: dict[str, Any], source: s
     version = data["schema_version"]
     if isinstance(version, bool) or not isinstance(version, int) or version < 1:
         raise UserError(f"{source}: schema_version: {version!r} is not a schema version; this sparsedebug reads 1 to {current}")
+    oldest = getattr(model, "oldest_readable", 1)
+    if version < oldest:
+        raise UserError(
+            f"{source}: schema_version: {version} was written by an older sparsedebug; this release reads "
+            f"{oldest} to {current}: write the file again with this release"
+        )
     if version > current:
         raise UserError(
             f"{source}: schema_version: {version} is newer than this sparsedebug understands "

@@ -39,6 +39,7 @@ import re
 
 from sparsedebug.records.run import KernelClass
 
+# Which class names a layer that ran kernels of several classes: the first one present.
 PRECEDENCE: tuple[KernelClass, ...] = (
     KernelClass.SPARSE_GEMM,
     KernelClass.FP32_GEMM,
@@ -50,7 +51,6 @@ PRECEDENCE: tuple[KernelClass, ...] = (
     KernelClass.COPY,
     KernelClass.OTHER,
 )
-"""Which class names a layer that ran kernels of several classes: the first one present."""
 
 GEMM_CLASSES = frozenset({KernelClass.SPARSE_GEMM, KernelClass.DENSE_TC_GEMM, KernelClass.FP32_GEMM})
 
@@ -78,8 +78,9 @@ _HALF_DTYPES = frozenset({"fp16", "bf16", "fp8_e4m3", "fp8_e5m2", "int8"})
 _FP32_DTYPES = frozenset({"fp32", "fp64", "tf32"})
 
 
+# A batched GEMM named ``bmm``: TensorRT-LLM's trtllm-gen kernels (``bmm_MxE4m3_MxE2m1...``), CUTLASS 3
+# ``..._bmm_...``.
 _BMM = re.compile(r"(?:^|[^a-z])bmm(?:_|$)")
-"""A batched GEMM named ``bmm``: TensorRT-LLM's trtllm-gen kernels (``bmm_MxE4m3_MxE2m1...``), CUTLASS 3 ``..._bmm_...``."""
 
 
 def _is_gemm_like(name: str) -> bool:

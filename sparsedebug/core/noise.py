@@ -20,44 +20,44 @@ __all__ = [
     "scheduler_tick_ms", "windowed_contention",
 ]
 
+# Scheduler tick when the kernel's CONFIG_HZ cannot be read (250 Hz, the common distribution default).
 DEFAULT_TICK_MS = 4.0
-"""Scheduler tick when the kernel's CONFIG_HZ cannot be read (250 Hz, the common distribution default)."""
 
 
 @dataclass(frozen=True)
 class NoisePolicy:
     """Thresholds of the interference flags and of the stability verdict."""
 
+    # ``off_cpu`` when wall - CPU time exceeds this share of the wall time ...
     off_cpu_share: float = 0.25
-    """``off_cpu`` when wall - CPU time exceeds this share of the wall time ..."""
+    # ... and at least this many ms (shorter losses are timer and wake-up noise).
     min_lost_ms: float = 0.5
-    """... and at least this many ms (shorter losses are timer and wake-up noise)."""
+    # A call of a several-call sample lost to the scheduler when wall - CPU time exceeds this share of its wall time
+    # and ``min_lost_ms``: the sample is then the median of the calls that kept the CPU (``core.timing._run_round``).
     call_off_cpu_share: float = 0.05
-    """A call of a several-call sample lost to the scheduler when wall - CPU time exceeds this share of its wall
-    time and ``min_lost_ms``: the sample is then the median of the calls that kept the CPU (``core.timing._run_round``)."""
+    # ``outlier`` (and ``preempted``, with context switches) when a round exceeds the variant median by this factor.
     slow_factor: float = 1.5
-    """``outlier`` (and ``preempted``, with context switches) when a round exceeds the variant median by this factor."""
+    # ``tick_quantised`` when the time lost is within this fraction of a tick of a whole number (>= 1) of ticks.
     tick_tolerance: float = 0.25
-    """``tick_quantised`` when the time lost is within this fraction of a tick of a whole number (>= 1) of ticks."""
+    # Unstable when a variant's (p90 - p10) / p50 exceeds this after re-measurement ...
     max_spread: float = 1.0
-    """Unstable when a variant's (p90 - p10) / p50 exceeds this after re-measurement ..."""
+    # ... and p90 - p10 exceeds this many ms.
     min_spread_ms: float = 1.0
-    """... and p90 - p10 exceeds this many ms."""
+    # When more than this share of a variant's final rounds are still flagged ...
     max_flagged_share: float = 0.2
-    """When more than this share of a variant's final rounds are still flagged ..."""
+    # ... it is unstable if its per-round ratio to the first variant spreads by more than this ((p90 - p10) / p50).
     max_ratio_spread: float = 0.5
-    """... it is unstable if its per-round ratio to the first variant spreads by more than this ((p90 - p10) / p50)."""
+    # Extra rounds allowed for re-measurement; None: as many as the timed rounds.
     remeasure: int | None = None
-    """Extra rounds allowed for re-measurement; None: as many as the timed rounds."""
+    # Unstable when other processes kept more than this many cores busy on average over the measurement and left it no
+    # idle core (their cores plus this process's exceed the machine's minus half a core).
     max_competing_cores: float = 0.5
-    """Unstable when other processes kept more than this many cores busy on average over the measurement
-    and left it no idle core (their cores plus this process's exceed the machine's minus half a core)."""
+    # Shortest measurement whose contention is judged (the machine's CPU clock counts in 10 ms ticks); the measurement
+    # is also cut into consecutive windows of at least this length, each judged alike ...
     min_contention_window_s: float = 0.25
-    """Shortest measurement whose contention is judged (the machine's CPU clock counts in 10 ms ticks); the
-    measurement is also cut into consecutive windows of at least this length, each judged alike ..."""
+    # ... and contention is sustained only when windows covering at least this share of the measured time were
+    # contended (a shorter burst disturbs some rounds, which the round flags catch and re-measure).
     min_contended_share: float = 0.8
-    """... and contention is sustained only when windows covering at least this share of the measured time
-    were contended (a shorter burst disturbs some rounds, which the round flags catch and re-measure)."""
 
 
 
@@ -84,8 +84,8 @@ def machine_cpu(stat: Path = Path("/proc/stat")) -> tuple[float, int] | None:
     return (user + nice + system + irq + softirq + steal) / hertz, cores
 
 
+# ``(wall s, process CPU s, machine busy CPU s and cores)`` at one instant.
 Reading = tuple[float, float, tuple[float, int] | None]
-"""``(wall s, process CPU s, machine busy CPU s and cores)`` at one instant."""
 
 
 @dataclass(frozen=True)

@@ -59,14 +59,15 @@ __all__ = [
     "signed_rank_p",
 ]
 
+# Largest number of non-zero differences for which the signed-rank distribution (no ties) is computed exactly.
 EXACT_SIGNED = 400
-"""Largest number of non-zero differences for which the signed-rank distribution (no ties) is computed exactly."""
 
+# Most pairs the test, the interval and the persistence checks use (their Walsh averages: n(n+1)/2); above, a
+# subsample.
 MAX_PAIRED = 2_000
-"""Most pairs the test, the interval and the persistence checks use (their Walsh averages: n(n+1)/2); above, a subsample."""
 
+# Seed of the deterministic subsample of rounds.
 _SUBSAMPLE_SEED = 0x9A1D
-"""Seed of the deterministic subsample of rounds."""
 
 
 @lru_cache(maxsize=64)

@@ -51,12 +51,12 @@ def path_changed(before: LowerLayer, after: LowerLayer) -> bool:
     return dispatch_changed(before, after)
 
 
+# Layout and view ops the framework inserts around a layer (a non-contiguous input made contiguous, heads split).
 LAYOUT_OPS = frozenset({
     "reshape", "view", "_unsafe_view", "_reshape_alias", "transpose", "permute", "t", "contiguous", "copy", "copy_",
     "clone", "expand", "as_strided", "flatten", "unflatten", "unsqueeze", "squeeze", "split", "chunk", "narrow", "select",
     "slice", "movedim", "swapaxes",
 })
-"""Layout and view ops the framework inserts around a layer (a non-contiguous input made contiguous, heads split)."""
 
 
 def layout_op(name: str) -> bool:
@@ -108,16 +108,16 @@ class PrecisionChange:
     """One layer that computes in another precision than in the baseline."""
 
     layer: str
+    # The format it computed in in the baseline (canonical name; None when unknown).
     before: str | None
-    """The format it computed in in the baseline (canonical name; None when unknown)."""
+    # The format it computes in now (fp32 for a move onto an fp32/SIMT path seen only in its kernels).
     after: str | None
-    """The format it computes in now (fp32 for a move onto an fp32/SIMT path seen only in its kernels)."""
+    # ``fp16 -> fp32 (dense_tc_gemm -> fp32_gemm)``, ``attention -> fp32_gemm``, ``fp16 -> fp32 inputs``.
     how: str
-    """``fp16 -> fp32 (dense_tc_gemm -> fp32_gemm)``, ``attention -> fp32_gemm``, ``fp16 -> fp32 inputs``."""
+    # Seen in the lowering only (kernel class or dispatched input dtypes), not in the precision labels.
     by_path: bool
-    """Seen in the lowering only (kernel class or dispatched input dtypes), not in the precision labels."""
+    # What the dispatcher saw differently, when the trace shows it (``core.dispatch.dispatch_cause``).
     cause: tuple[str, ...] = ()
-    """What the dispatcher saw differently, when the trace shows it (``core.dispatch.dispatch_cause``)."""
 
 
 def precision_changes(base: RunRecord, cand: RunRecord) -> list[PrecisionChange]:
@@ -187,8 +187,8 @@ class KernelTimeShares:
     dense_ms: float
     timed: int
     untimed: int
+    # The fallback layer with the largest kernel p50 (None without a timed fallback).
     worst_fallback: str | None
-    """The fallback layer with the largest kernel p50 (None without a timed fallback)."""
 
     @property
     def fallback_share(self) -> float | None:

@@ -25,14 +25,14 @@ import numpy.typing as npt
 
 FloatArray = npt.NDArray[np.float64]
 
+# Largest m*n for which the U distribution (no ties) is computed exactly; the normal approximation above.
 EXACT_LIMIT = 10_000
-"""Largest m*n for which the U distribution (no ties) is computed exactly; the normal approximation above."""
 
+# Largest cost (array cells touched) of the exact permutation p-value with ties; asymptotic above.
 TIES_EXACT_COST = 20_000_000
-"""Largest cost (array cells touched) of the exact permutation p-value with ties; asymptotic above."""
 
+# Up to this many pairwise differences are formed and partitioned; above, the k-th is found by bisection.
 MAX_PAIRS = 1_000_000
-"""Up to this many pairwise differences are formed and partitioned; above, the k-th is found by bisection."""
 
 
 @lru_cache(maxsize=512)

@@ -15,8 +15,8 @@ from pathlib import Path
 
 from sparsedebug.records.energy import RaplReading
 
+# Where the kernel exposes RAPL zones.
 POWERCAP = Path("/sys/class/powercap")
-"""Where the kernel exposes RAPL zones."""
 
 
 @dataclass(frozen=True)

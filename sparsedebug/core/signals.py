@@ -23,8 +23,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
 
+# The signals that end a command cleanly (exit status 128 + the signal number).
 HANDLED: tuple[signal.Signals, ...] = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-"""The signals that end a command cleanly (exit status 128 + the signal number)."""
 
 
 class Interrupted(BaseException):
@@ -40,8 +40,8 @@ class Interrupted(BaseException):
         super().__init__(f"interrupted by {self.name}")
 
 
+# Depth of nested :func:`signals_deferred` blocks; while above 0 a handled signal is only recorded.
 _deferring = 0
-"""Depth of nested :func:`signals_deferred` blocks; while above 0 a handled signal is only recorded."""
 _pending: list[int] = []
 
 

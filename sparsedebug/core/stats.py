@@ -109,11 +109,11 @@ __all__ = [
     "subsample",
 ]
 
+# Per side, the most samples the rank test, interval and persistence checks use; above, a deterministic subsample.
 MAX_TEST_SAMPLES = 10_000
-"""Per side, the most samples the rank test, interval and persistence checks use; above, a deterministic subsample."""
 
+# Seed of the deterministic subsample (the same input always gives the same subsample).
 _SUBSAMPLE_SEED = 0x5D5EED
-"""Seed of the deterministic subsample (the same input always gives the same subsample)."""
 
 
 def quantiles(samples: Sequence[float], points: Sequence[float]) -> list[float]:
@@ -136,8 +136,8 @@ def median(samples: Sequence[float]) -> float:
     return float(np.median(np.asarray(samples, dtype=np.float64)))
 
 
+# Raw samples: a list of floats or a 1-D numpy array.
 Samples = Sequence[float] | npt.NDArray[np.floating[Any]]
-"""Raw samples: a list of floats or a 1-D numpy array."""
 
 
 # --------------------------------------------------------------------------- attainable p

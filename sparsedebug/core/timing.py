@@ -55,20 +55,21 @@ from sparsedebug.core.stats import median, quantiles
 from sparsedebug.records.defaults import SAMPLE_CALLS, SAMPLE_CALLS_WITHIN_MS
 from sparsedebug.records.timing import Flag, TimingQuality, VariantTiming
 
+# Upper bound of the calls of one sample (a call under 10 us gets a sample shorter than the minimum).
 MAX_CALLS_PER_SAMPLE = 1000
-"""Upper bound of the calls of one sample (a call under 10 us gets a sample shorter than the minimum)."""
 
+# Timed calls of each variant before the rounds when a sample holds several (:func:`call_times_ms`); they count as
+# warm-up calls.
 CALIBRATION_CALLS = 2
-"""Timed calls of each variant before the rounds when a sample holds several (:func:`call_times_ms`); they count as warm-up calls."""
 
+# A round of several calls a sample stops its passes once it has run this many times its planned length (the sample of
+# the fastest variant, as calibrated, per variant) (a variant that turned a hundred times slower after the
+# calibration, such as a threaded BLAS call whose threads lost their cores, would otherwise stretch the round a
+# hundredfold); its samples then hold fewer calls (``Timed.sample_calls``), at least one.
 ROUND_BOUND = 10.0
-"""A round of several calls a sample stops its passes once it has run this many times its planned
-length (the sample of the fastest variant, as calibrated, per variant) (a variant that turned a hundred times slower after the calibration, such as a
-threaded BLAS call whose threads lost their cores, would otherwise stretch the round a hundredfold);
-its samples then hold fewer calls (``Timed.sample_calls``), at least one."""
 
+# The policy :func:`measure` applies when given none.
 DEFAULT_POLICY = NoisePolicy()
-"""The policy :func:`measure` applies when given none."""
 
 
 @dataclass
@@ -79,8 +80,8 @@ class Clocks:
     cpu: Callable[[], float] = time.process_time
     switches: Callable[[], int] = lambda: int(resource.getrusage(resource.RUSAGE_SELF).ru_nivcsw)
     load: Callable[[], float | None] = lambda: load1()
+    # CPU seconds spent by every core so far and the number of cores, or None where unreadable.
     machine: Callable[[], tuple[float, int] | None] = lambda: machine_cpu()
-    """CPU seconds spent by every core so far and the number of cores, or None where unreadable."""
 
 
 @dataclass
@@ -92,10 +93,10 @@ class _Round:
     call: int
     flags: list[Flag] = field(default_factory=list)
     calls: int = 1
+    # The sample: the median of its calls' wall times (several calls a sample), else ``wall``.
     per_call: float | None = None
-    """The sample: the median of its calls' wall times (several calls a sample), else ``wall``."""
+    # Calls of a several-call sample left out of its median: the scheduler took the CPU from them.
     preempted: int = 0
-    """Calls of a several-call sample left out of its median: the scheduler took the CPU from them."""
 
     @property
     def sample(self) -> float:
@@ -109,15 +110,17 @@ class Timed:
 
     samples: dict[str, list[float]]
     quality: TimingQuality
+    # Per variant, for each final sample, the first call of that variant it timed (0-based, warm-up and calibration
+    # calls counted).
     calls: dict[str, list[int]] = field(default_factory=dict)
-    """Per variant, for each final sample, the first call of that variant it timed (0-based, warm-up and calibration calls counted)."""
+    # Per variant, for each final sample, how many calls it holds (``calls_per_sample``, fewer where the round hit
+    # :data:`ROUND_BOUND`).
     sample_calls: dict[str, list[int]] = field(default_factory=dict)
-    """Per variant, for each final sample, how many calls it holds (``calls_per_sample``, fewer where the round hit :data:`ROUND_BOUND`)."""
+    # Calls of each variant per sample (:func:`calls_per_sample`): sample ``i`` times calls ``calls[name][i]`` to
+    # ``calls[name][i] + calls_per_sample - 1`` and is their median.
     calls_per_sample: int = 1
-    """Calls of each variant per sample (:func:`calls_per_sample`): sample ``i`` times calls
-    ``calls[name][i]`` to ``calls[name][i] + calls_per_sample - 1`` and is their median."""
+    # Per final round, the variants in the order they ran (a re-measured round keeps its original order).
     order: list[list[str]] = field(default_factory=list)
-    """Per final round, the variants in the order they ran (a re-measured round keeps its original order)."""
 
     @property
     def stable(self) -> bool:
@@ -134,8 +137,8 @@ def _check(variants: Mapping[str, Callable[[], object]], rounds: int, warmup: in
         raise UserError("nothing to time: no variants given")
 
 
+# ``order(round_index, names)``: the variants of one round in the order they run.
 RoundOrder = Callable[[int, list[str]], list[str]]
-"""``order(round_index, names)``: the variants of one round in the order they run."""
 
 
 def rotated(index: int, names: list[str]) -> list[str]:

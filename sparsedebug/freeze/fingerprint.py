@@ -41,6 +41,7 @@ THREAD_ENV_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
 
 _KERNEL_FLAG = re.compile(r"^(avx2|avx512\w*|fma|f16c|amx\w*|avx_vnni|neon|asimd\w*|sve\w*|bf16|fphp)$")
 
+# Dotted field prefixes whose drift can change numerics or timings: they fail the check.
 RESULT_CRITICAL_PREFIXES = (
     "seed",
     "workload.sha256",
@@ -52,7 +53,6 @@ RESULT_CRITICAL_PREFIXES = (
     "gpus",
     "torch",
 )
-"""Dotted field prefixes whose drift can change numerics or timings: they fail the check."""
 
 
 class Drift(Record):

@@ -22,6 +22,7 @@ import re
 from collections.abc import Callable, Sequence
 
 import numpy as np
+from pydantic import Field
 from threadpoolctl import threadpool_info
 
 from sparsedebug.core.budget import Cost, check_budget
@@ -35,8 +36,8 @@ from sparsedebug.kernels.vnm import VNMWeight
 from sparsedebug.records.base import Record
 from sparsedebug.records.timing import TimingQuality
 
+# Benchmark variants, in timing order within a round.
 VARIANTS: tuple[str, ...] = ("dense", "limit", "csr", "nm", "vnm")
-"""Benchmark variants, in timing order within a round."""
 
 _SHAPE_RE = re.compile(r"^\s*(\d+)\s*[xX×]\s*(\d+)\s*$")
 
@@ -63,8 +64,7 @@ class KernelBenchRow(Record):
     blas_threads: int
     blas: str
     percentiles_ms: dict[str, Percentiles]
-    timing: TimingQuality | None = None
-    """Interference while timing this row; ratios of an unstable row are not to be trusted."""
+    timing: TimingQuality | None = Field(None, description="Interference while timing this row; ratios of an unstable row are not to be trusted.")
 
 
 def parse_shape(text: str) -> tuple[int, int]:
@@ -91,10 +91,10 @@ def parse_tokens(text: str) -> list[int]:
     return tokens
 
 
+# Bytes held per weight element: fp32 dense and pruned, fp64 reference copies, CSR values and indices, both kernels.
 BENCH_BYTES_PER_WEIGHT = 64
-"""Bytes held per weight element: fp32 dense and pruned, fp64 reference copies, CSR values and indices, both kernels."""
+# Bytes per activation and output element of the largest token count: fp32 and fp64 copies, one output per variant.
 BENCH_BYTES_PER_ACTIVATION = 48
-"""Bytes per activation and output element of the largest token count: fp32 and fp64 copies, one output per variant."""
 
 
 def bench_cost(shape: tuple[int, int], tokens: Sequence[int], pattern: Pattern, rounds: int, warmup: int = 1) -> Cost:

@@ -20,8 +20,8 @@ from sparsedebug.core.errors import UserError
 from sparsedebug.records.base import Record
 from sparsedebug.records.run import DENSE
 
+# Largest group size supported (metadata then fits one uint8 per kept value).
 MAX_M = 16
-"""Largest group size supported (metadata then fits one uint8 per kept value)."""
 
 _PATTERN_RE = re.compile(r"^\s*(\d+)\s*:\s*(\d+)\s*(?::\s*(\d+)\s*)?$")
 
@@ -129,12 +129,12 @@ def _check_scores(scores: Any, shape: tuple[int, ...]) -> npt.NDArray[Any]:
     return arr
 
 
+# Largest ``M`` whose top-``N`` is chosen by pairwise comparisons (``M(M-1)/2`` of them) instead of a sort.
 SMALL_GROUP = 8
-"""Largest ``M`` whose top-``N`` is chosen by pairwise comparisons (``M(M-1)/2`` of them) instead of a sort."""
 
+# Below this many groups the comparisons run as one broadcast ``(..., M, M)`` (fewer numpy calls); above it, pair by
+# pair on ``(...)`` arrays (less memory traffic).
 FEW_GROUPS = 4096
-"""Below this many groups the comparisons run as one broadcast ``(..., M, M)`` (fewer numpy calls);
-above it, pair by pair on ``(...)`` arrays (less memory traffic)."""
 
 
 def group_keep(group_scores: npt.NDArray[Any], n: int) -> npt.NDArray[np.bool_]:

@@ -30,11 +30,10 @@ from sparsedebug.kernels.masks import Pattern, check_nm, check_weight, nm_choice
 from sparsedebug.kernels.precision import Precision, check_precision, compute_dtype, round_input
 from sparsedebug.records.base import Record
 
+# Dense elements per scratch tile of the per-row product (16 MiB in fp32). Large on purpose: few BLAS calls, so the
+# tile loop costs little even when other processes compete for the cores (every threaded BLAS call pays a
+# synchronisation).
 TILE_ELEMENTS = 1 << 22
-"""Dense elements per scratch tile of the per-row product (16 MiB in fp32).
-
-Large on purpose: few BLAS calls, so the tile loop costs little even when other
-processes compete for the cores (every threaded BLAS call pays a synchronisation)."""
 
 
 class Footprint(Record):

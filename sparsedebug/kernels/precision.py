@@ -82,8 +82,8 @@ def round_bf16(x: npt.ArrayLike) -> npt.NDArray[np.float32]:
     return out
 
 
+# The largest finite fp16: below it in magnitude, rounding to fp16 stays finite (the bit-pattern path).
 FP16_FAST_LIMIT = 65504.0
-"""The largest finite fp16: below it in magnitude, rounding to fp16 stays finite (the bit-pattern path)."""
 FP16_MIN_NORMAL = 2.0**-14
 FP16_SUBNORMAL_STEP = 2.0**-24
 

@@ -59,8 +59,8 @@ class VNMWeight:
         self._shape = (rows, k)
         positions = unpack_indices(metadata, index_bits(m), kept).astype(np.intp)
         group_base = np.repeat(np.arange(k // m, dtype=np.intp) * m, n)
+        # Absolute input indices each block reads, ``(blocks, K*N/M)`` (derived from metadata).
         self.gather = np.ascontiguousarray(positions + group_base[None, :])
-        """Absolute input indices each block reads, ``(blocks, K*N/M)`` (derived from metadata)."""
 
     @classmethod
     def compress(cls, weight: Any, n: int, m: int, block: int, scores: Any = None) -> VNMWeight:

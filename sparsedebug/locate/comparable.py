@@ -58,10 +58,11 @@ from sparsedebug.records.run import (
 from sparsedebug.sources.registry import capabilities
 
 _COMPUTE_OPS = (OpKind.LINEAR, OpKind.ATTENTION)
+# A dtype change on at least this share of the compute (and two layers or more) is another model's dtype, not a
+# regression's.
 DTYPE_MAX_SHARE = 0.9
-"""A dtype change on at least this share of the compute (and two layers or more) is another model's dtype, not a regression's."""
+# Layers named per side in a refusal or a note.
 _SHOWN = 3
-"""Layers named per side in a refusal or a note."""
 
 
 @dataclass
@@ -151,8 +152,8 @@ def _device_difference(b: DeviceInfo, c: DeviceInfo) -> str | None:
 # --------------------------------------------------------------------------- layer identity
 
 
+# A layer's structure: phase, op kind, weight shape, input width, and the ops (with shapes) its first call ran.
 LayerKey = tuple[str, str, tuple[int, ...] | None, int | None, tuple[str, ...]]
-"""A layer's structure: phase, op kind, weight shape, input width, and the ops (with shapes) its first call ran."""
 
 
 def _key(graph: GraphLayer, phase: str | None) -> LayerKey:

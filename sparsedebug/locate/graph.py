@@ -12,8 +12,8 @@ from sparsedebug.core.patterns import kernel_named, layout_op
 from sparsedebug.records.findings import LayerFinding, StageFinding, StageStatus
 from sparsedebug.records.run import RunRecord
 
+# Structural fields: a change is a graph divergence. dtype and declared sparsity are the candidate's declared intent.
 _SHAPE_FIELDS = ("op", "weight_shape", "input_shape", "output_shape")
-"""Structural fields: a change is a graph divergence. dtype and declared sparsity are the candidate's declared intent."""
 
 
 _LAYOUT_NOTE = "layout/view op {} the candidate: part of a neighbouring layer's lowering, not a model graph change"

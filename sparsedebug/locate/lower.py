@@ -104,8 +104,8 @@ def _change_text(before: LowerLayer, after: LowerLayer) -> str:
     return f"{b} -> {a}" + (f" ({dispatch})" if dispatch else "")
 
 
+# Order of the finding kinds within the stage (after regressions first).
 _LOWER_ORDER = ("fallback", "path_changed", "per_call_conversion", "intended")
-"""Order of the finding kinds within the stage (after regressions first)."""
 
 
 def _lower_by_class(base: RunRecord, cand: RunRecord) -> StageFinding:
@@ -147,16 +147,16 @@ class SparseUse:
     run: str
     weighted: int
     """Layers with weights."""
+    # Layers whose weights carry the 2:4 pattern (HasSparseWeights).
     sparse_weights: list[str]
-    """Layers whose weights carry the 2:4 pattern (HasSparseWeights)."""
+    # Layers that ran a sparse tactic (or the log lists as picked).
     sparse: list[str]
-    """Layers that ran a sparse tactic (or the log lists as picked)."""
+    # Layers eligible for sparse math (2:4 weights) on which a dense tactic won.
     not_picked: list[str]
-    """Layers eligible for sparse math (2:4 weights) on which a dense tactic won."""
+    # The engine was built with sparsity off (Sparsity: Disabled, or no sparsity in its log).
     build_disabled: bool
-    """The engine was built with sparsity off (Sparsity: Disabled, or no sparsity in its log)."""
+    # The flags that enable sparsity, when it was off.
     enable_flags: tuple[str, ...]
-    """The flags that enable sparsity, when it was off."""
 
 
 def sparse_use(run: RunRecord) -> SparseUse | None:

@@ -15,9 +15,9 @@ from sparsedebug.locate.reference import MachineDrift, discount, session_block
 from sparsedebug.records.findings import LayerFinding, MetricFinding, StageFinding
 from sparsedebug.records.run import RunRecord
 
+# A traced run is host-bound when the GPU waited on the host for at least this share of its span: its latency is
+# mostly host time, and a profiler adds its own cost to every op on the host (traced and untraced order can differ).
 HOST_BOUND_SHARE = 0.5
-"""A traced run is host-bound when the GPU waited on the host for at least this share of its span: its latency is
-mostly host time, and a profiler adds its own cost to every op on the host (traced and untraced order can differ)."""
 
 
 def host_wait_share(run: RunRecord) -> float | None:

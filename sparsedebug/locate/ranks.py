@@ -27,20 +27,20 @@ from sparsedebug.records.ranks import RankChange, RankComparison, RankSet, RankS
 if TYPE_CHECKING:
     from sparsedebug.sources.runset.parse import OnRank
 
+# Share of collective instances a rank must arrive last at to be named the straggler.
 STRAGGLER_LAST_SHARE = 2 / 3
-"""Share of collective instances a rank must arrive last at to be named the straggler."""
 
+# Its median lateness, as a share of the median compute time between collectives.
 STRAGGLER_MIN_LATE = 0.10
-"""Its median lateness, as a share of the median compute time between collectives."""
 
+# Fewest collective instances (after the first, which has no predecessor) to name a straggler.
 MIN_INSTANCES = 3
-"""Fewest collective instances (after the first, which has no predecessor) to name a straggler."""
 
+# How far above the ranks' median compute ratio a rank's own ratio must be to hold a confined change.
 CONFINED_MARGIN = 0.10
-"""How far above the ranks' median compute ratio a rank's own ratio must be to hold a confined change."""
 
+# A layer whose kernel p50 grew by more than this on a rank counts among that rank's slowest layers.
 GROWTH = 1.10
-"""A layer whose kernel p50 grew by more than this on a rank counts among that rank's slowest layers."""
 
 
 def straggler(rank_set: RankSet) -> Straggler | None:

@@ -43,14 +43,14 @@ from sparsedebug.records.base import Record
 from sparsedebug.records.run import GraphLayer, KernelLayer, RunRecord
 from sparsedebug.sources.registry import replayed
 
+# What bisect and the gate say instead of a drift band for the two runs of one session.
 SESSION_NOTE = (
     "baseline and candidate were timed in one interleaved session and compared round by round: "
     "the machine's drift during the session cancels in each round's ratio (no drift band)"
 )
-"""What bisect and the gate say instead of a drift band for the two runs of one session."""
 
+# Shared layer references needed before they measure a band for the kernel stage.
 MIN_DRIFT_LAYERS = 2
-"""Shared layer references needed before they measure a band for the kernel stage."""
 
 
 class MachineDrift(Record):
@@ -156,8 +156,8 @@ def discount(comp: SampleComparison, band: tuple[float, float] | None) -> Sample
     return comp.model_copy(update={"direction": "same", "significant": False, "persistent": False, "reason": reason})
 
 
+# A round whose interleaved dense reference ran over this multiple of its median was disturbed (preempted).
 CALM_FACTOR = 1.5
-"""A round whose interleaved dense reference ran over this multiple of its median was disturbed (preempted)."""
 
 
 def calm_latencies(run: RunRecord) -> tuple[list[float], int]:

@@ -134,12 +134,12 @@ def bisect_runs(
     )
 
 
+# Stages decided on timing samples: inconclusive when either run's timings were unstable.
 TIMED_STAGES = ("kernel", "schedule", "outcome")
-"""Stages decided on timing samples: inconclusive when either run's timings were unstable."""
 
 
+# Layer findings that rest on timing samples (precision, quality and fallback findings do not).
 TIMING_KINDS = frozenset({"slower", "faster", "idle_grew", "idle_shrank"})
-"""Layer findings that rest on timing samples (precision, quality and fallback findings do not)."""
 
 
 def _inconclusive(stage: StageFinding, reason: str) -> StageFinding:
@@ -167,8 +167,9 @@ def _involved(first: StageFinding | None) -> set[str]:
     return involved
 
 
+# A later stage's change is explained by the first divergence only when that divergence changed at least this share of
+# it.
 EXPLAINS_MIN_SHARE = 0.5
-"""A later stage's change is explained by the first divergence only when that divergence changed at least this share of it."""
 
 
 def _stage_change_ms(stage: StageFinding) -> float | None:

@@ -19,10 +19,10 @@ if TYPE_CHECKING:
     from sparsedebug.records.playbook import Playbook
     from sparsedebug.sources.bundle import LoadedBundle
 
+# Infix of the sibling directory a bundle is built in: ``.NAME.partial-PID``.
 PARTIAL = "partial"
-"""Infix of the sibling directory a bundle is built in: ``.NAME.partial-PID``."""
+# Infix of the sibling the previous bundle is moved to while the new one takes its place: ``.NAME.old-PID``.
 OLD = "old"
-"""Infix of the sibling the previous bundle is moved to while the new one takes its place: ``.NAME.old-PID``."""
 
 
 def work_dir(out_dir: Path, infix: str, pid: int | None = None) -> Path:

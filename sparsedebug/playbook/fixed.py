@@ -20,8 +20,8 @@ class FixedInputs:
     candidate_is_workload: bool
     fixed_path: Path
     fixed_is_workload: bool
+    # The fix was applied to a copy of the candidate workload here (its file is cited by its name in the bundle).
     applied: bool
-    """The fix was applied to a copy of the candidate workload here (its file is cited by its name in the bundle)."""
 
 
 def fixed_run(

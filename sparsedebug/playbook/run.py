@@ -44,8 +44,9 @@ if TYPE_CHECKING:
     from sparsedebug.sources.workload.schema import Workload
 
 DEFAULT_BASELINE = "minilm_dense"
+# The embedded default pair: the real all-MiniLM-L6-v2 dense, and pruned 2:4 (Wanda, real text) with planted
+# regressions.
 DEFAULT_CANDIDATE = "minilm_2of4_regressed"
-"""The embedded default pair: the real all-MiniLM-L6-v2 dense, and pruned 2:4 (Wanda, real text) with planted regressions."""
 
 
 @dataclass
@@ -65,8 +66,8 @@ class _Walk:
     files: dict[str, str] = field(default_factory=dict)
     steps: list[StepRecord] = field(default_factory=list)
     runs: dict[str, RunRecord] = field(default_factory=dict)
+    # A fixed run given as a trace or run record, loaded in step 2 and checked comparable with the candidate there.
     fixed_early: RunRecord | None = None
-    """A fixed run given as a trace or run record, loaded in step 2 and checked comparable with the candidate there."""
     workloads: dict[str, Workload] = field(default_factory=dict)
     fingerprint: Fingerprint | None = None
     classification: Classification | None = None

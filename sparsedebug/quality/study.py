@@ -40,11 +40,11 @@ from sparsedebug.sources.models.prune import prune_model
 from sparsedebug.sources.models.select import check_pattern_fits, select_layers
 from sparsedebug.sources.models.text import Corpus, python_version
 
+# Called with (row label, steps done, steps total).
 Progress = Callable[[str, int, int], None]
-"""Called with (row label, steps done, steps total)."""
 
+# Most tokens per evaluation forward pass (bounds memory).
 _EVAL_CHUNK = {"decoder": 4096, "encoder": 8192}
-"""Most tokens per evaluation forward pass (bounds memory)."""
 
 
 @dataclass(frozen=True)

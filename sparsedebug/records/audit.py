@@ -10,20 +10,20 @@ from sparsedebug.records.base import SCHEMA_VERSION, Record
 from sparsedebug.records.fingerprint import FileDigest
 from sparsedebug.records.stacks import Citation
 
+# compliant: every group fits the pattern; violations: mostly compliant (meant sparse) but some groups break it;
+# dense: most groups break it (never pruned); shape: in-features not a multiple of M; not_a_matrix: a vector or a
+# higher-rank tensor (norms, biases, convolutions).
 TensorStatus = Literal["compliant", "violations", "dense", "shape", "not_a_matrix"]
-"""compliant: every group fits the pattern; violations: mostly compliant (meant sparse) but some groups
-break it; dense: most groups break it (never pruned); shape: in-features not a multiple of M;
-not_a_matrix: a vector or a higher-rank tensor (norms, biases, convolutions)."""
 
 
+# What a stack finding is about: a feature removed at the version, no sparse path in that version, the consumer op not
+# lowered sparse, a dtype or layout without a sparse kernel, K or N off the required alignment, -0.0 that a bitwise
+# compressor counts as non-zero, groups that break the pattern, and the caveats (epilogue, tactic selection, token
+# count, compute capability, a version other than the one measured).
 StackRule = Literal[
     "removed", "version", "not_lowered", "dtype", "layout", "alignment", "negative_zero", "pattern", "epilogue",
     "tactic", "tokens", "capability", "measured",
 ]
-"""What a stack finding is about: a feature removed at the version, no sparse path in that version, the consumer
-op not lowered sparse, a dtype or layout without a sparse kernel, K or N off the required alignment, -0.0 that a
-bitwise compressor counts as non-zero, groups that break the pattern, and the caveats (epilogue, tactic
-selection, token count, compute capability, a version other than the one measured)."""
 
 
 class StackFinding(Record):

@@ -7,13 +7,23 @@ refused with an upgrade message (see ``sparsedebug.core.io``).
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from pydantic import BaseModel, ConfigDict
 
+# Version of every record layout in this package. Bump on incompatible change.
 SCHEMA_VERSION = 1
-"""Version of every record layout in this package. Bump on incompatible change."""
+
+
+# Layout of the result records whose sentences became facts (notes, numbers, codes): a result file of an older
+# layout is refused with a message to re-run it (its prose fields cannot be read as facts).
+FACTS_SCHEMA_VERSION = 2
 
 
 class Record(BaseModel):
     """Base for all records: unknown fields are refused, not silently dropped."""
 
     model_config = ConfigDict(extra="forbid", validate_assignment=False, allow_inf_nan=False)
+
+    # The oldest schema_version this release reads for a top-level record of this class.
+    oldest_readable: ClassVar[int] = 1

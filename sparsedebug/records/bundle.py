@@ -14,8 +14,8 @@ from sparsedebug.records.stats import Direction
 InputRole = Literal["baseline", "candidate", "fixed"]
 
 
+# An input kind, a code of ``sources.registry``: run, workload, trace, trt_engine.
 InputKind = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]*$")]
-"""An input kind, a code of ``sources.registry``: run, workload, trace, trt_engine."""
 
 
 class BundleInput(Record):

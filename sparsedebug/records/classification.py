@@ -120,24 +120,24 @@ class MechanismScore(Record):
     rules_missing: int
 
 
+# What a fix does, as a code (render/ words it).
 FixAction = Literal[
     "cuda_graph", "convert_once", "set_threads", "batch_calls", "isolate_run", "make_contiguous", "cast_back",
     "drop_attn_mask", "drop_dropout", "restore_head_dim", "exclude_layer", "pad_shape", "cast_layer", "block_size",
     "set_precision", "rule_recipe",
 ]
-"""What a fix does, as a code (render/ words it)."""
 
+# The kind of dispatch cause a trace shows for a path change (``core.dispatch.cause_code``).
 CauseCode = Literal["non_contiguous", "dtype_change", "attn_mask", "dropout", "head_dim"]
-"""The kind of dispatch cause a trace shows for a path change (``core.dispatch.cause_code``)."""
 
+# What figure the time a fix removes comes from: the changed layers' kernel-time change (math attention, another
+# path), the host-gap growth over the baseline, the per-call conversion time, the dense-fallback time.
 MovementBasis = Literal["math_path_time", "changed_path_time", "host_gap_growth", "conversion_time", "fallback_time"]
-"""What figure the time a fix removes comes from: the changed layers' kernel-time change (math attention, another
-path), the host-gap growth over the baseline, the per-call conversion time, the dense-fallback time."""
 
+# The one capture that would settle a mechanism that is not established: a clock log with its UTC offset, an Nsight
+# Compute report of the changed kernels, both sides re-traced under a CUDA graph (host overhead removed), a trace with
+# per-layer annotations and shapes, more measured iterations.
 SettleCapture = Literal["aligned_clock_log", "ncu_report", "cuda_graph_retrace", "annotated_trace", "more_repeats"]
-"""The one capture that would settle a mechanism that is not established: a clock log with its UTC offset, an
-Nsight Compute report of the changed kernels, both sides re-traced under a CUDA graph (host overhead removed),
-a trace with per-layer annotations and shapes, more measured iterations."""
 
 
 class FixTarget(Record):
@@ -255,16 +255,11 @@ class SmiEvidence(Record):
     max_sm_clock_mhz: float | None
     max_clock_source: str
     has_reasons: bool = True
-    aligned: bool = True
-    """False: the log could not be placed on the run's time axis (no UTC offset, or no run window): context only."""
-    window: str | None = None
-    """Which samples were taken: the run's own window, or why none could be."""
-    utc_offset_h: float | None = None
-    """The log clock's offset from UTC the samples were placed with; None when it could not be placed."""
+    aligned: bool = Field(True, description="False: the log could not be placed on the run's time axis (no UTC offset, or no run window): context only.")
+    window: str | None = Field(None, description="Which samples were taken: the run's own window, or why none could be.")
+    utc_offset_h: float | None = Field(None, description="The log clock's offset from UTC the samples were placed with; None when it could not be placed.")
     utc_offset_source: UtcOffsetSource | None = None
-    utc_offsets_aligned: list[float] = Field(default_factory=list)
-    """Searched (no offset given or recorded): every real UTC offset under which the log covers every run's window
-    (one: used; several: ambiguous; none: the log covers no run's window at any offset)."""
+    utc_offsets_aligned: list[float] = Field(default_factory=list, description="Searched (no offset given or recorded): every real UTC offset under which the log covers every run's window (one: used; several: ambiguous; none: the log covers no run's window at any offset).")
 
 
 class Roofline(Record):

@@ -16,14 +16,15 @@ from pydantic import Field
 from sparsedebug.records.base import Record
 
 Dimension = Literal["model", "device", "phase", "tokens", "dtype", "launch"]
+# What two runs must share to be compared, in the order a refusal names them.
 DIMENSIONS: tuple[Dimension, ...] = ("model", "device", "phase", "tokens", "dtype", "launch")
-"""What two runs must share to be compared, in the order a refusal names them."""
 
+# How a traced forward was launched: op by op from Python, replayed from a CUDA graph, or compiled (torch.compile
+# kernels).
 LaunchMode = Literal["eager", "cuda_graph", "compiled"]
-"""How a traced forward was launched: op by op from Python, replayed from a CUDA graph, or compiled (torch.compile kernels)."""
 
+# Fewest layers matched by shape (share of the larger run's layers) for two runs to be one model.
 MODEL_MIN_SHARE = 0.5
-"""Fewest layers matched by shape (share of the larger run's layers) for two runs to be one model."""
 
 
 class DeviceInfo(Record):

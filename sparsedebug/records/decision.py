@@ -14,13 +14,13 @@ from sparsedebug.records.base import SCHEMA_VERSION, Record
 from sparsedebug.records.comparability import LaunchMode
 from sparsedebug.records.gate import GateResult
 
+# The rule that took a decision: ship (passes), bounded rollout (a fix moved and holds, a measured win missing only
+# evidence, no fix needed), rollback (slower or worse than the baseline allows), escalate (no mechanism won, a fix
+# moved but checks fail, a fix did not move, a fix not applied).
 DecisionCode = Literal[
     "passes", "fix_moved_holds", "win_missing_evidence", "no_mechanism", "worse_than_baseline", "no_fix_needed",
     "fix_moved_checks_fail", "fix_did_not_move", "fix_not_applied", "unchanged",
 ]
-"""The rule that took a decision: ship (passes), bounded rollout (a fix moved and holds, a measured win missing only
-evidence, no fix needed), rollback (slower or worse than the baseline allows), escalate (no mechanism won, a fix
-moved but checks fail, a fix did not move, a fix not applied)."""
 
 
 class DecisionOutcome(Record):

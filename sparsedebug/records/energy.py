@@ -19,13 +19,13 @@ from sparsedebug.records.base import SCHEMA_VERSION, Record
 from sparsedebug.records.bundle import InputRole
 from sparsedebug.records.power import WindowEnergy
 
+# What the p50 and interval range over: one window per iteration, windows of consecutive iterations, or the run's
+# whole window (one value, no interval).
 EnergyOver = Literal["iterations", "windows", "run_window"]
-"""What the p50 and interval range over: one window per iteration, windows of consecutive iterations, or the
-run's whole window (one value, no interval)."""
 
+# ``measured``: figures exist; the ``records.power`` statuses from the run's window; ``no_window``: the run records no
+# absolute time (a replay); ``no_log``: no power log was given.
 SideStatus = Literal["measured", "too_short", "unaligned", "not_covered", "no_reading", "no_window", "no_log"]
-"""``measured``: figures exist; the ``records.power`` statuses from the run's window; ``no_window``: the run
-records no absolute time (a replay); ``no_log``: no power log was given."""
 
 
 EnergyUnit = Literal["J/forward", "J/token", "tokens/J"]

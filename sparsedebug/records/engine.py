@@ -21,19 +21,19 @@ class BuildSparsity(StrEnum):
     NOT_SAID = "not_said"
 
 
+# The flags that build a TensorRT engine with sparse weights enabled: trtexec's, and the builder API's.
 TRT_SPARSITY_FLAGS: tuple[str, ...] = ("trtexec --sparsity=enable", "BuilderFlag.SPARSE_WEIGHTS")
-"""The flags that build a TensorRT engine with sparse weights enabled: trtexec's, and the builder API's."""
 
 
 class NotSparse(StrEnum):
     """Why a TensorRT engine layer did not run a sparse tactic, as the engine or its build log says."""
 
+    # The engine was built without sparsity (Sparsity: Disabled, or no (Sparsity) lines in the log).
     BUILD_DISABLED = "build_disabled"
-    """The engine was built without sparsity (Sparsity: Disabled, or no (Sparsity) lines in the log)."""
+    # Its weights carry no 2:4 pattern (HasSparseWeights 0, or not in the log's eligible list).
     NOT_ELIGIBLE = "not_eligible"
-    """Its weights carry no 2:4 pattern (HasSparseWeights 0, or not in the log's eligible list)."""
+    # Eligible (2:4 weights) but a dense tactic won the build's timing.
     NOT_PICKED = "not_picked"
-    """Eligible (2:4 weights) but a dense tactic won the build's timing."""
 
 
 class EngineLayer(Record):

@@ -17,11 +17,12 @@ from sparsedebug.records.comparability import Comparability
 from sparsedebug.records.run import LatencyTiming, SparsityIntent
 from sparsedebug.records.stats import SampleComparison
 
+# What one stage showed: a divergence, an improvement, declared intent only, nothing, too few samples, or no
+# comparison possible.
 StageStatus = Literal["divergent", "improved", "expected", "same", "undecided", "not_comparable"]
-"""What one stage showed: a divergence, an improvement, declared intent only, nothing, too few samples, or no comparison possible."""
 
+# The answer of a bisect: a first divergent stage, no regression, or too few samples to say.
 BisectState = Literal["divergence", "no_regression", "undecided"]
-"""The answer of a bisect: a first divergent stage, no regression, or too few samples to say."""
 
 
 class LayerFinding(Record):

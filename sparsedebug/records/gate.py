@@ -13,13 +13,13 @@ from sparsedebug.records.stats import DEFAULT_ALPHA, DEFAULT_MIN_EFFECT
 POLICY_SCHEMA_VERSION = 1
 
 
+# ``inconclusive``: the evidence exists but cannot decide: too few samples for the test to reach alpha and no
+# separation, a p99 of too few samples (core.stats.TAIL_MIN_SAMPLES) with no significant exceedance, or timings
+# disturbed beyond the noise-aware harness' bound. What it does in CI is the check's ``on_inconclusive``.
 CheckStatus = Literal["pass", "fail", "skipped", "inconclusive"]
-"""``inconclusive``: the evidence exists but cannot decide: too few samples for the test to reach alpha and no
-separation, a p99 of too few samples (core.stats.TAIL_MIN_SAMPLES) with no significant exceedance, or timings
-disturbed beyond the noise-aware harness' bound. What it does in CI is the check's ``on_inconclusive``."""
 
+# What an inconclusive speed or tail check does to the gate: fail it (exit 1), warn (exit 0, said), or pass.
 OnInconclusive = Literal["fail", "warn", "pass"]
-"""What an inconclusive speed or tail check does to the gate: fail it (exit 1), warn (exit 0, said), or pass."""
 
 
 class Significance(Record):

@@ -15,33 +15,33 @@ from pydantic import Field
 
 from sparsedebug.records.base import Record
 
+# Version of the memo model (and of the bundle layout that stores it as memo.json). Bump on incompatible change.
 MEMO_SCHEMA_VERSION = 2
-"""Version of the memo model (and of the bundle layout that stores it as memo.json). Bump on incompatible change."""
 
+# measured: timed on the CPU that ran the replay; untraced: timed on the device with the profiler off (``--latency``);
+# traced: a profiler trace's iterations (the profiler's cost is in them); profiled: an engine's per-layer profile;
+# projected: onto the target GPU.
 Clock = Literal["measured", "untraced", "traced", "profiled", "projected"]
-"""measured: timed on the CPU that ran the replay; untraced: timed on the device with the profiler off (``--latency``);
-traced: a profiler trace's iterations (the profiler's cost is in them); profiled: an engine's per-layer profile;
-projected: onto the target GPU."""
 
+# How a figure's value reads: milliseconds, a speed ratio, a fraction (printed as a percentage), a count, a cosine, a
+# plain ratio, a p-value, a perplexity, a relative error.
 Unit = Literal["ms", "x", "share", "count", "cosine", "ratio", "p", "perplexity", "error"]
-"""How a figure's value reads: milliseconds, a speed ratio, a fraction (printed as a percentage), a count,
-a cosine, a plain ratio, a p-value, a perplexity, a relative error."""
 
+# What a claim states; one phrasing function per kind in ``render.memo``.
 ClaimKind = Literal[
     "decision", "reason", "speedup", "quality", "target_speedup", "sparse_kernels", "slice", "first_stage", "build_tags",
     "primary_mechanism", "competing_mechanism", "missing_evidence", "change", "expected_movement",
     "measured_movement", "risk", "artifact", "owners",
 ]
-"""What a claim states; one phrasing function per kind in ``render.memo``."""
 
+# A first stage "explains" the downstream change only when the layers it names carry at least this share of it.
 EXPLAINS_MIN_SHARE = 0.5
-"""A first stage "explains" the downstream change only when the layers it names carry at least this share of it."""
 
+# A primary mechanism is established only when it carries at least this share of the measured change ...
 HEADLINE_MIN_SHARE = 0.4
-"""A primary mechanism is established only when it carries at least this share of the measured change ..."""
 
+# ... and at least this many times the runner-up's share.
 HEADLINE_MIN_MARGIN = 2.0
-"""... and at least this many times the runner-up's share."""
 
 
 class FigureSource(Record):

@@ -22,16 +22,16 @@ PLAYBOOK_SCHEMA_VERSION = 1
 DEFAULT_PLAYBOOK = "structured-sparsity.yaml"
 
 
+# The five mechanism classes, in the order the playbook lists them.
 MECHANISMS: tuple[str, ...] = ("compute", "memory", "scheduling", "precision", "thermal")
-"""The five mechanism classes, in the order the playbook lists them."""
 
 
+# The final decisions a review memo can take.
 DECISIONS: tuple[str, ...] = ("ship", "bounded_rollout", "rollback", "escalate", "no_change")
-"""The final decisions a review memo can take."""
 
 
+# What a decision can require of the bundle before the memo may take it.
 EvidenceKind = Literal["fallback_evidence", "quality_evidence", "speedup", "quality_holds"]
-"""What a decision can require of the bundle before the memo may take it."""
 
 
 class MetricComponent(Record):

@@ -17,30 +17,30 @@ from pydantic import Field
 
 from sparsedebug.records.base import Record
 
+# Where power or energy readings come from.
 PowerSourceKind = Literal["nvidia-smi", "dcgm", "zeus", "codecarbon", "rapl"]
-"""Where power or energy readings come from."""
 
+# What one channel reads: an instantaneous power, a power averaged over a window, a cumulative energy counter
+# (differences give energy), or energy totals of windows the tool chose.
 PowerQuantity = Literal["power_instant", "power_average", "energy_counter", "energy_total"]
-"""What one channel reads: an instantaneous power, a power averaged over a window, a cumulative
-energy counter (differences give energy), or energy totals of windows the tool chose."""
 
+# How a window's energy was taken: a counter's difference, power integrated over the sampling interval, or a total the
+# source measured over its own window.
 EnergyMethod = Literal["counter_difference", "integrated_power", "window_total"]
-"""How a window's energy was taken: a counter's difference, power integrated over the sampling
-interval, or a total the source measured over its own window."""
 
+# Where a zone-less log's UTC offset came from: ``--smi-utc-offset``, a run's fingerprint, or the search over the real
+# UTC offsets (``sources.importers.alignment.search_utc_offset``).
 UtcOffsetSource = Literal["option", "fingerprint", "searched"]
-"""Where a zone-less log's UTC offset came from: ``--smi-utc-offset``, a run's fingerprint, or the search over the
-real UTC offsets (``sources.importers.alignment.search_utc_offset``)."""
 
+# What a log's timestamps count: ``wall_clock`` (a date and time, or seconds since 1970), or ``monotonic`` (seconds of
+# a clock that starts at boot, e.g. ``time.monotonic()``): the latter places readings against each other, never in
+# time.
 TimeBase = Literal["wall_clock", "monotonic"]
-"""What a log's timestamps count: ``wall_clock`` (a date and time, or seconds since 1970), or ``monotonic`` (seconds of
-a clock that starts at boot, e.g. ``time.monotonic()``): the latter places readings against each other, never in time."""
 
+# ``measured``: the window's energy is known; ``too_short``: the window spans fewer update periods than a measurement
+# needs; ``unaligned``: the log's clock cannot be placed against the run's; ``not_covered``: the log does not cover
+# the window; ``no_reading``: the source holds no power or energy reading for the device.
 EnergyStatus = Literal["measured", "too_short", "unaligned", "not_covered", "no_reading"]
-"""``measured``: the window's energy is known; ``too_short``: the window spans fewer update periods
-than a measurement needs; ``unaligned``: the log's clock cannot be placed against the run's;
-``not_covered``: the log does not cover the window; ``no_reading``: the source holds no power or
-energy reading for the device."""
 
 
 class PowerChannel(Record):

@@ -14,8 +14,8 @@ from pydantic import Field
 
 from sparsedebug.records.base import SCHEMA_VERSION, Record
 
+# Where a rank number came from: the trace's ``distributedInfo``, a number in its file name, or list order.
 RankSource = Literal["distributedInfo", "file name", "order"]
-"""Where a rank number came from: the trace's ``distributedInfo``, a number in its file name, or list order."""
 
 
 class LayerTime(Record):

@@ -9,8 +9,8 @@ from pydantic import Field
 from sparsedebug.records.base import SCHEMA_VERSION, Record
 from sparsedebug.records.findings import BisectResult
 
+# The reduction phases, in the order they run.
 Phase = Literal["check", "changes", "causes", "blocks", "layers", "tokens", "widths", "confirm"]
-"""The reduction phases, in the order they run."""
 
 
 class Change(Record):

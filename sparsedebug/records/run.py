@@ -39,11 +39,11 @@ from sparsedebug.records.stats import Percentiles
 from sparsedebug.records.target import LatencyMatch, SlowerThanDense, TargetClock
 from sparsedebug.records.timing import TimingQuality
 
+# The five stages, in the order the playbook walks them.
 STAGES: tuple[str, ...] = ("graph", "lower", "kernel", "schedule", "outcome")
-"""The five stages, in the order the playbook walks them."""
 
+# The intent of a layer never meant to be sparse.
 DENSE = "dense"
-"""The intent of a layer never meant to be sparse."""
 
 _INTENT_RE = re.compile(r"^(\d+):(\d+)(?::(\d+))?$")
 
@@ -61,17 +61,17 @@ def canonical_intent(value: str) -> str:
     return ":".join(str(int(part)) for part in match.groups() if part is not None)
 
 
+# A layer's declared sparsity as a typed value: always ``dense`` or a canonical pattern text, so no reader re-parses
+# it (``intended == DENSE`` is the whole test).
 SparsityIntent = Annotated[str, AfterValidator(canonical_intent)]
-"""A layer's declared sparsity as a typed value: always ``dense`` or a canonical pattern text, so
-no reader re-parses it (``intended == DENSE`` is the whole test)."""
 
 
 # --------------------------------------------------------------------------- run record
 
+# A measured time in ms that rank tests compare: finite and positive.
 TimeMs = Annotated[float, Field(gt=0, allow_inf_nan=False)]
-"""A measured time in ms that rank tests compare: finite and positive."""
+# A measured duration in ms that may be zero (idle or busy time): finite and not negative.
 DurationMs = Annotated[float, Field(ge=0, allow_inf_nan=False)]
-"""A measured duration in ms that may be zero (idle or busy time): finite and not negative."""
 
 
 class OpKind(StrEnum):
@@ -340,10 +340,10 @@ class EqualLatencyQuality(Record):
     )
 
 
+# How an imported run's whole-forward latencies were timed: ``traced`` (iterations of a profiler trace: the profiler's
+# own cost per op is in them) or ``untraced`` (per-forward timings taken with the profiler off, e.g. CUDA events or
+# ``torch.utils.benchmark``, given with ``--latency``).
 LatencyTiming = Literal["traced", "untraced"]
-"""How an imported run's whole-forward latencies were timed: ``traced`` (iterations of a profiler trace: the
-profiler's own cost per op is in them) or ``untraced`` (per-forward timings taken with the profiler off, e.g.
-CUDA events or ``torch.utils.benchmark``, given with ``--latency``)."""
 
 
 class OutcomeStage(Record):

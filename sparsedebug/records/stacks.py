@@ -18,15 +18,15 @@ from pydantic import Field, field_validator, model_validator
 
 from sparsedebug.records.base import SCHEMA_VERSION, Record
 
+# How a path's compressor tells a zero: ``bitwise`` counts any set bit (``-0.0`` is non-zero), ``value`` compares with
+# 0.
 ZeroTest = Literal["bitwise", "value"]
-"""How a path's compressor tells a zero: ``bitwise`` counts any set bit (``-0.0`` is non-zero), ``value``
-compares with 0."""
 
+# The op that reads a checkpoint tensor, as the audit infers it from the tensor name.
 ConsumerOp = Literal["linear", "embedding", "conv", "attention_score"]
-"""The op that reads a checkpoint tensor, as the audit infers it from the tensor name."""
 
+# Where in a transformer block a linear sits, from its name (``mlp.up_proj``, ``self_attn.q_proj``...).
 Role = Literal["mlp", "attention", "lm_head", "other"]
-"""Where in a transformer block a linear sits, from its name (``mlp.up_proj``, ``self_attn.q_proj``...)."""
 
 
 class Citation(Record):

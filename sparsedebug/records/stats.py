@@ -12,17 +12,17 @@ from sparsedebug.records.base import Record
 from sparsedebug.records.defaults import DEFAULT_ALPHA as DEFAULT_ALPHA
 from sparsedebug.records.defaults import DEFAULT_MIN_EFFECT as DEFAULT_MIN_EFFECT
 
+# Fewest samples whose p99 is a tail estimate rather than the sample maximum: below it, a p99 is reported as
+# inconclusive (classify, memo, the report's figures), never as a tail estimate. The gate's tail check does not
+# estimate the p99: it counts candidate samples above the baseline's largest (``core.tails``), which can fail from 3
+# samples a side.
 TAIL_MIN_SAMPLES = 20
-"""Fewest samples whose p99 is a tail estimate rather than the sample maximum: below it, a p99 is
-reported as inconclusive (classify, memo, the report's figures), never as a tail estimate. The gate's tail check
-does not estimate the p99: it counts candidate samples above the baseline's largest (``core.tails``), which can fail
-from 3 samples a side."""
 
+# How every report says why a p99 of fewer than ``TAIL_MIN_SAMPLES`` samples is inconclusive (``.format(n=...)``).
 P99_FEW_SAMPLES = (
     "a p99 of {n} samples (fewer than " + str(TAIL_MIN_SAMPLES) + ") is interpolated between the two largest samples, "
     "not a tail estimate"
 )
-"""How every report says why a p99 of fewer than ``TAIL_MIN_SAMPLES`` samples is inconclusive (``.format(n=...)``)."""
 
 
 class Percentiles(Record):

@@ -19,25 +19,21 @@ from pydantic import Field
 
 from sparsedebug.records.base import SCHEMA_VERSION, Record
 
+# Which clock a latency is on: measured on this machine, or projected onto the target GPU.
 Clock = Literal["this_machine", "target"]
-"""Which clock a latency is on: measured on this machine, or projected onto the target GPU."""
 
+# How the target launches work: one host call per op (eager), or one replayed CUDA graph per forward.
 Launch = Literal["eager", "cuda_graph"]
-"""How the target launches work: one host call per op (eager), or one replayed CUDA graph per forward."""
 
+# How a projected figure was obtained, best first. ``measured``: the query is a measured point; ``interpolated``:
+# between measured points; ``estimate``: a documented formula (bytes over an effective bandwidth measured on the
+# target) rather than a timing of that op; ``extrapolated``: outside the measured range (a shape smaller or larger
+# than every measured one, a token count beyond the rows, a dtype the ratio was not measured for); ``unavailable``: no
+# data supports a figure (a dtype never measured, a backend whose sparse matmul raises).
 Basis = Literal["measured", "interpolated", "estimate", "extrapolated", "unavailable"]
-"""How a projected figure was obtained, best first.
 
-``measured``: the query is a measured point; ``interpolated``: between measured
-points; ``estimate``: a documented formula (bytes over an effective bandwidth
-measured on the target) rather than a timing of that op; ``extrapolated``:
-outside the measured range (a shape smaller or larger than every measured one, a
-token count beyond the rows, a dtype the ratio was not measured for);
-``unavailable``: no data supports a figure (a dtype never measured, a backend
-whose sparse matmul raises)."""
-
+# What a projection claims about 2:4 on one layer: a win or a loss only where the speedup's 90% interval excludes 1.0.
 Verdict = Literal["sparse wins", "sparse loses", "uncertain here"]
-"""What a projection claims about 2:4 on one layer: a win or a loss only where the speedup's 90% interval excludes 1.0."""
 
 BASIS_ORDER: tuple[Basis, ...] = ("measured", "interpolated", "estimate", "extrapolated", "unavailable")
 

@@ -14,14 +14,11 @@ from pydantic import Field
 
 from sparsedebug.records.base import Record
 
+# Why a round was flagged. ``off_cpu``: wall time far above the process CPU time (the process waited, descheduled);
+# ``preempted``: involuntary context switches during a round that ran well above the variant's median;
+# ``tick_quantised``: the time lost is close to a whole number of scheduler ticks (another runnable process took the
+# CPU for its time slices); ``outlier``: the round is far slower than the variant's median.
 Flag = Literal["off_cpu", "preempted", "tick_quantised", "outlier"]
-"""Why a round was flagged.
-
-``off_cpu``: wall time far above the process CPU time (the process waited, descheduled);
-``preempted``: involuntary context switches during a round that ran well above the
-variant's median; ``tick_quantised``: the time lost is close to a whole number of
-scheduler ticks (another runnable process took the CPU for its time slices);
-``outlier``: the round is far slower than the variant's median."""
 
 
 class VariantTiming(Record):

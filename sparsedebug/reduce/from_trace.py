@@ -24,8 +24,8 @@ from sparsedebug.sources.workload.lowering import PROFILES, LayerQuery
 from sparsedebug.sources.workload.schema import Layer, Tokens, Workload, WorkloadOrigin
 
 _ROLES = {"linear": ("x", "weight", "bias"), "attention": ("q", "k", "v", "attn_mask")}
+# Inputs a call needs (x and weight; q, k and v); bias and attn_mask are rebuilt when the trace shows them passed.
 _REQUIRED = {"linear": 2, "attention": 3}
-"""Inputs a call needs (x and weight; q, k and v); bias and attn_mask are rebuilt when the trace shows them passed."""
 _PROFILE_OF_BACKEND = {"cusparselt": "cusparselt", "cutlass_sparse": "cutlass"}
 _REPLAY_DTYPES = ("fp32", "fp16", "bf16")
 

@@ -168,6 +168,7 @@ def half_tokens(workload: Workload) -> Workload:
     return revalidate(workload.model_copy(update={"tokens": new}))
 
 
+# Workload fields that are knobs (repeats, warmup, budget, name and description are not: they change no measurement).
 KNOB_FIELDS: tuple[str, ...] = (
     "model",
     "seed",
@@ -181,4 +182,3 @@ KNOB_FIELDS: tuple[str, ...] = (
     "weights",
     "calibration",
 )
-"""Workload fields that are knobs (repeats, warmup, budget, name and description are not: they change no measurement)."""

@@ -25,14 +25,14 @@ from sparsedebug.reduce.shrink import scale_widths
 from sparsedebug.sources.workload.lowering import LayerQuery, get_profile
 from sparsedebug.sources.workload.schema import Dtype, Workload
 
+# Every precision a workload layer can be given.
 PRECISIONS: tuple[str, ...] = get_args(Dtype)
-"""Every precision a workload layer can be given."""
 
+# Pattern a dense layer is asked about: what it would get were it made sparse.
 PROBE_PATTERN = "2:4"
-"""Pattern a dense layer is asked about: what it would get were it made sparse."""
 
+# (layer name, precision) -> ``sparse`` or ``dense:<reason>``.
 Treatment = dict[tuple[str, str], str]
-"""(layer name, precision) -> ``sparse`` or ``dense:<reason>``."""
 
 
 def treatment(workload: Workload) -> Treatment:

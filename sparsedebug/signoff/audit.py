@@ -28,8 +28,8 @@ from sparsedebug.sources.checkpoint import Tensor, read_checkpoint
 from sparsedebug.sources.stacks import StackSpec, parse_stack_spec
 from sparsedebug.sources.workload.lowering import Decision, LayerQuery, get_profile
 
+# Share of compliant groups from which a tensor is taken as meant to be sparse.
 MEANT_SPARSE = 0.90
-"""Share of compliant groups from which a tensor is taken as meant to be sparse."""
 
 def _op(name: str) -> str:
     return "embedding" if consumer_op(name) == "embedding" else "linear"

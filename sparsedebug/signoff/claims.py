@@ -27,16 +27,16 @@ HEADING_NUMBER = re.compile(r"^(#+\s*)\d+\.\s", re.MULTILINE)
 LIST_NUMBER = re.compile(r"^(\s*)\d+\.\s", re.MULTILINE)
 STEP_NUMBER = re.compile(r"^()\d (?=(freeze|locate|classify|reproduce|rerun)\b)", re.MULTILINE)
 """The terminal summary's step numbers."""
+# A standalone number: not part of an identifier, a version, a pattern (2:4), a path or a file name.
 NUMBER = re.compile(
     r"(?<![\w.:/@#-])(?P<sign>[-+])?(?P<num>\d+(?:\.\d+)?(?:e[-+]?\d+)?)(?P<unit>\s?ms|x|%)?(?![\w.:/]*\w)"
 )
-"""A standalone number: not part of an identifier, a version, a pattern (2:4), a path or a file name."""
 
+# Phrases that state a fact: each needs a positive figure of that quantity in the model.
 STOCK_PHRASES: dict[str, str] = {
     "waiting on the host": "host_wait_ms",
     "waits on the host": "host_wait_ms",
 }
-"""Phrases that state a fact: each needs a positive figure of that quantity in the model."""
 
 
 def _printed_values(f: Figure) -> list[float]:

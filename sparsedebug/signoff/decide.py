@@ -16,6 +16,7 @@ from sparsedebug.signoff.gate import evaluate
 from sparsedebug.signoff.metrics import has_fallback_evidence, has_quality_evidence, p50_speedup
 from sparsedebug.sources.bundle import LoadedBundle
 
+# Who owns the proposed change, by the winning mechanism.
 MECHANISM_OWNER = {
     "compute": "compiler_sparsity_pass_owner",
     "memory": "serving_performance_owner",
@@ -23,7 +24,6 @@ MECHANISM_OWNER = {
     "precision": "model_optimization_lead",
     "thermal": "accelerator_architecture_owner",
 }
-"""Who owns the proposed change, by the winning mechanism."""
 
 
 def _judged_runs(bundle: LoadedBundle) -> list[tuple[str, RunRecord]]:
@@ -167,11 +167,11 @@ def _capture_text(missing: list[str]) -> str:
     return " and ".join(text for key, text in _CAPTURES.items() if any(m.startswith(f"no {key} evidence") for m in missing)) or "the evidence named below"
 
 
+# Decisions that fail `playbook run --check`.
 FAILING_DECISIONS: tuple[str, ...] = ("rollback", "escalate")
-"""Decisions that fail `playbook run --check`."""
 
+# Bundle roles whose records the decision reads; their digests are stored with it.
 DECIDED_ON: tuple[str, ...] = ("baseline", "candidate", "fixed", "bisect", "classification", "fix")
-"""Bundle roles whose records the decision reads; their digests are stored with it."""
 
 
 def decision_inputs(bundle: LoadedBundle) -> dict[str, str]:

@@ -36,14 +36,14 @@ from sparsedebug.records.run import RunRecord, TimeWindow
 from sparsedebug.records.stats import DEFAULT_ALPHA
 from sparsedebug.sources.registry import capabilities, replayed
 
+# The energy of one absolute time window from one power log.
 Measure = Callable[[TimeWindow | None], WindowEnergy]
-"""The energy of one absolute time window from one power log."""
 
+# What the memo says for replays on a machine without a readable energy counter.
 NO_READING_HERE = (
     "this machine has no energy reading: no RAPL counter is readable at /sys/class/powercap/intel-rapl:*/energy_uj, "
     "so the built-in replay's energy is not measured"
 )
-"""What the memo says for replays on a machine without a readable energy counter."""
 
 
 def summarise(values: Sequence[float], unit: EnergyUnit, alpha: float = DEFAULT_ALPHA) -> EnergySummary:

@@ -35,6 +35,7 @@ from sparsedebug.signoff.memo_engine import sparse_kernels_claim
 from sparsedebug.signoff.metrics import fallback_summary, p50_speedup
 from sparsedebug.sources.bundle import FILES, LoadedBundle
 
+# Memo section -> the anchor in report.md (and report.html) holding its full detail.
 DETAIL_ANCHORS: dict[str, str] = {
     "symptom": "memo-detail-symptom",
     "mechanism": "memo-detail-mechanism",
@@ -42,10 +43,9 @@ DETAIL_ANCHORS: dict[str, str] = {
     "signoff": "memo-detail-signoff",
     "gate": "correctness-quality-and-performance-matrix-default-gate-vs-the-baseline",
 }
-"""Memo section -> the anchor in report.md (and report.html) holding its full detail."""
 
+# The gate checks in the order a failing one is the more decisive reason.
 CHECK_ORDER: tuple[str, ...] = ("effective_speedup", "quality_delta", "fallback_rate", "precision_drift", "p99_latency")
-"""The gate checks in the order a failing one is the more decisive reason."""
 
 
 def run_clock(run: RunRecord) -> Clock:

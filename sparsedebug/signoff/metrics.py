@@ -16,11 +16,11 @@ from sparsedebug.records.base import Record
 from sparsedebug.records.run import EqualLatencyQuality, KernelPath, OpKind, QualityDelta, RunRecord, SparsityIntent
 from sparsedebug.sources.registry import capabilities, replayed
 
+# The clock of a replay's timings.
 THIS_MACHINE = "this machine, measured"
-"""The clock of a replay's timings."""
 
+# The clock of a figure projected onto the backend profile's GPU (``render.clocks.target_clock_label`` names which).
 TARGET_PROJECTED = "target clock, projected"
-"""The clock of a figure projected onto the backend profile's GPU (``render.clocks.target_clock_label`` names which)."""
 
 
 def measured_clock(run: RunRecord) -> str:
@@ -63,8 +63,8 @@ def nominal_factor(pattern: str) -> float | None:
     return None if parsed is None else 1.0 / parsed.density
 
 
+# Two p50 latencies within this relative difference are "equal" for the equal-latency comparison.
 EQUAL_LATENCY_TOLERANCE = 0.05
-"""Two p50 latencies within this relative difference are "equal" for the equal-latency comparison."""
 
 
 def quality_metric(q: QualityDelta) -> str:
@@ -257,10 +257,8 @@ class FallbackSummary(Record):
     dense_flop_share: float | None
     dense_time_share: float | None
     fallback_time_share: float | None
-    fallback_flop_share: float | None
-    """FLOPs in fallbacks over FLOPs declared sparse (``core.patterns.fallback_flop_share``)."""
-    fallback_share_of_all_flops: float | None
-    """FLOPs in fallbacks over all FLOPs of the run."""
+    fallback_flop_share: float | None = Field(description="FLOPs in fallbacks over FLOPs declared sparse (``core.patterns.fallback_flop_share``).")
+    fallback_share_of_all_flops: float | None = Field(description="FLOPs in fallbacks over all FLOPs of the run.")
     sparse_kernel_speedup: float | None
     sparse_kernel_speedup_source: str | None
     amdahl_ceiling: float | None

@@ -21,16 +21,16 @@ from sparsedebug.records.stacks import ConsumerOp, Limit, Role, SparsePath, Stac
 
 Applies = Literal["yes", "no", "unknown"]
 
+# The finding rule a limit kind reports as.
 _LIMIT_RULE: dict[str, StackRule] = {"removed": "removed", "not_lowered": "not_lowered", "dtype_without_kernel": "dtype", "tokens": "tokens"}
-"""The finding rule a limit kind reports as."""
 
 _EMBEDDING_MARKERS = ("embed", "wte", "wpe", "token_embd")
 _CONV_MARKERS = ("conv",)
 _MLP_MARKERS = ("mlp.", "ffn", "feed_forward", "intermediate.dense", "output.dense", "fc1", "fc2", "c_fc", "gate_proj", "up_proj", "down_proj", "w1", "w2", "w3")
 _ATTENTION_MARKERS = ("attn", "attention", "q_proj", "k_proj", "v_proj", "o_proj", "qkv", "query", "key", "value")
 _LM_HEAD_MARKERS = ("lm_head", "output.weight")
+# GPT-2 style ``Conv1D`` weights, stored ``[in, out]``: the sparse operand would be column-major.
 _TRANSPOSED_MARKERS = (".c_attn.", ".c_fc.", ".c_proj.")
-"""GPT-2 style ``Conv1D`` weights, stored ``[in, out]``: the sparse operand would be column-major."""
 
 
 def consumer_op(name: str) -> ConsumerOp:
@@ -68,8 +68,8 @@ class TensorFacts:
     dtype: str
     out: int
     k: int
+    # compliant, violations, dense (judged once pruned) or shape (K not a multiple of M).
     status: str
-    """compliant, violations, dense (judged once pruned) or shape (K not a multiple of M)."""
     pattern: Pattern
     violating_rows: list[int] = field(default_factory=list)
     negative_zeros: int = 0

@@ -48,6 +48,7 @@ from sparsedebug.records.run import RunRecord
 
 MANIFEST = "bundle.json"
 
+# Role -> file name inside the bundle directory.
 FILES: dict[str, str] = {
     "fingerprint": "fingerprint.json",
     "baseline": "baseline.run.json",
@@ -70,7 +71,6 @@ FILES: dict[str, str] = {
     "report": "report.md",
     "html": "report.html",
 }
-"""Role -> file name inside the bundle directory."""
 
 
 class LoadedBundle(BaseModel):

@@ -39,8 +39,8 @@ def _read_safetensors(path: Path) -> list[Tensor]:
     return [Tensor(name=name, values=values, dtype=dtype) for name, values, dtype in read_safetensors(path)]
 
 
+# How a zip file (and so a ``.npz``: a zip of ``.npy`` arrays) starts; an empty one starts with the end record.
 _ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")
-"""How a zip file (and so a ``.npz``: a zip of ``.npy`` arrays) starts; an empty one starts with the end record."""
 
 
 def _check_npz_magic(path: Path) -> None:

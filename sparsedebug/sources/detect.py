@@ -37,8 +37,8 @@ if TYPE_CHECKING:
     from sparsedebug.sources.runset.parse import OnRank
     from sparsedebug.sources.workload.schema import Workload
 
+# ``progress(stage, done, total)``, as the replay calls it.
 Progress = Callable[[str, int, int], None]
-"""``progress(stage, done, total)``, as the replay calls it."""
 
 
 

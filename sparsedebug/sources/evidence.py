@@ -25,13 +25,14 @@ class EvidencePaths:
 
     ncu: Path | None = None
     smi: Path | None = None
+    # The nvidia-smi clock's offset from UTC in hours (its timestamps carry no zone); None: the run's fingerprint's
+    # offset when it records one (:func:`smi_utc_offset`), else the log cannot be aligned.
     smi_utc_offset_h: float | None = None
-    """The nvidia-smi clock's offset from UTC in hours (its timestamps carry no zone); None: the run's fingerprint's
-    offset when it records one (:func:`smi_utc_offset`), else the log cannot be aligned."""
+    # A power or energy log for the runs' energy (``playbook.energy`` reads it; without it, an --smi log with power
+    # columns).
     power: Path | None = None
-    """A power or energy log for the runs' energy (``playbook.energy`` reads it; without it, an --smi log with power columns)."""
+    # Untraced per-forward latencies of the baseline and the candidate (``--latency BASE CAND``, ``sources.latency``).
     latency: tuple[Path, Path] | None = None
-    """Untraced per-forward latencies of the baseline and the candidate (``--latency BASE CAND``, ``sources.latency``)."""
 
     def given(self) -> list[tuple[str, Path]]:
         """(option, path) of every file given."""
@@ -66,8 +67,8 @@ class ClockPlacement:
 
     offset_h: float | None
     source: UtcOffsetSource | None
+    # Where it came from, in the words of :func:`smi_utc_offset`.
     whence: str | None
-    """Where it came from, in the words of :func:`smi_utc_offset`."""
     search: OffsetSearch | None = None
 
 

@@ -27,11 +27,11 @@ from sparsedebug.core.io import load_json_text, read_text
 from sparsedebug.core.stats import percentiles
 from sparsedebug.records.run import RunRecord
 
+# Milliseconds per unit, by the unit a column or key name ends in.
 _UNITS = {"ms": 1.0, "us": 1e-3, "µs": 1e-3, "ns": 1e-6, "s": 1e3, "seconds": 1e3, "sec": 1e3}
-"""Milliseconds per unit, by the unit a column or key name ends in."""
 
+# Fewest values a latency file must hold: the outcome's rank test needs at least three per side.
 MIN_LATENCIES = 3
-"""Fewest values a latency file must hold: the outcome's rank test needs at least three per side."""
 
 
 def _unit(name: str) -> float | None:

@@ -29,58 +29,58 @@ from sparsedebug.core.errors import UserError
 if TYPE_CHECKING:
     from sparsedebug.records.run import RunRecord
 
+# ``sniff(path, head)``: whether ``path`` is of this kind; ``head`` is the file's first bytes (None for a folder).
 Sniff = Callable[[Path, bytes | None], bool]
-"""``sniff(path, head)``: whether ``path`` is of this kind; ``head`` is the file's first bytes (None for a folder)."""
+# ``load(path)``: the run record an input holds.
 Loader = Callable[[Path], "RunRecord"]
-"""``load(path)``: the run record an input holds."""
 
 
 @dataclass(frozen=True)
 class Capabilities:
     """What the runs of one source kind carry, and so what a reader may ask of them."""
 
+    # Per-layer records (graph, lower, kernel stages name layers).
     layers: bool
-    """Per-layer records (graph, lower, kernel stages name layers)."""
+    # The kernels (or tactics) each layer ran, by name.
     kernels: bool
-    """The kernels (or tactics) each layer ran, by name."""
+    # A per-kernel device timeline (idle gaps, host and kernel wait).
     timeline: bool
-    """A per-kernel device timeline (idle gaps, host and kernel wait)."""
+    # The run's window in absolute UTC, so a power log can be aligned to it.
     absolute_time: bool
-    """The run's window in absolute UTC, so a power log can be aligned to it."""
+    # One latency sample per iteration (rank tests run on them).
     per_iteration: bool
-    """One latency sample per iteration (rank tests run on them)."""
     power: bool
     """Power readings of its own."""
+    # Timed here by the built-in replay (this machine's clock), not imported.
     replayed: bool
-    """Timed here by the built-in replay (this machine's clock), not imported."""
+    # Timed on an accelerator (its device is a GPU), not on this machine's CPU.
     accelerator: bool
-    """Timed on an accelerator (its device is a GPU), not on this machine's CPU."""
+    # A pair of its runs can be cut into a reproducer script from the records themselves (step 4 without a workload).
     reproducer: bool
-    """A pair of its runs can be cut into a reproducer script from the records themselves (step 4 without a workload)."""
 
 
 @dataclass(frozen=True)
 class InputKind:
     """One kind of input file (or folder) and how sparsedebug reads it."""
 
+    # The input kind (``trace``): what ``detect_kind`` answers and a bundle records.
     name: str
-    """The input kind (``trace``): what ``detect_kind`` answers and a bundle records."""
+    # How an error message names it: 'a PyTorch trace (.json/.json.gz with traceEvents)'.
     what: str
-    """How an error message names it: 'a PyTorch trace (.json/.json.gz with traceEvents)'."""
+    # What ``playbook run`` and ``gate`` say they do with it: load, replay or import.
     verb: str
-    """What ``playbook run`` and ``gate`` say they do with it: load, replay or import."""
+    # The ``RunSource.kind`` of the runs it gives (None: a run record, whose source is its own).
     source: str | None
-    """The ``RunSource.kind`` of the runs it gives (None: a run record, whose source is its own)."""
+    # What those runs carry (None for a run record).
     capabilities: Capabilities | None
-    """What those runs carry (None for a run record)."""
+    # ``sparsedebug import COMMAND`` (None: not imported, e.g. a record or a workload).
     command: str | None = None
-    """``sparsedebug import COMMAND`` (None: not imported, e.g. a record or a workload)."""
+    # How it is recognised from its bytes (None: a record, told by its ``kind`` field).
     sniff: Sniff | None = None
-    """How it is recognised from its bytes (None: a record, told by its ``kind`` field)."""
+    # Its loader to a run record (None: records and workloads, which ``sources.detect`` loads itself).
     load: Loader | None = None
-    """Its loader to a run record (None: records and workloads, which ``sources.detect`` loads itself)."""
+    # Whether a folder can be of this kind (its sniff is then asked with ``head=None``).
     folder: bool = False
-    """Whether a folder can be of this kind (its sniff is then asked with ``head=None``)."""
 
 
 def lazy(module: str, function: str) -> Loader:
@@ -214,8 +214,8 @@ def replayed(run: RunRecord) -> bool:
     return capabilities(run).replayed
 
 
+# The source kind of the built-in replay's runs (``sources.replay`` writes it).
 REPLAY_SOURCE = "replay"
-"""The source kind of the built-in replay's runs (``sources.replay`` writes it)."""
 
 register(InputKind(name="run", what="a run record (kind: run)", verb="load", source=None, capabilities=None))
 register(InputKind(name="workload", what="a workload (kind: workload)", verb="replay", source=REPLAY_SOURCE,

@@ -16,8 +16,8 @@ from sparsedebug.core.errors import UserError
 from sparsedebug.core.io import load_data, reading
 from sparsedebug.sources.registry import input_kind, kind_names, record_kind, sniffed
 
+# What a BASE/CAND file holds: the name of a registered input kind (``sources.registry``).
 RunKind = str
-"""What a BASE/CAND file holds: the name of a registered input kind (``sources.registry``)."""
 
 
 def run_kinds() -> tuple[RunKind, ...]:
@@ -25,8 +25,8 @@ def run_kinds() -> tuple[RunKind, ...]:
     return kind_names()
 
 
+# The kinds a workload loader accepts.
 WORKLOAD_ONLY: tuple[RunKind, ...] = ("workload",)
-"""The kinds a workload loader accepts."""
 
 
 _GZIP_MAGIC = b"\x1f\x8b"

@@ -38,12 +38,12 @@ def overlap_s(span: tuple[float, float], start: float, end: float) -> float:
     return max(0.0, min(span[1], end) - max(span[0], start))
 
 
+# Every offset from UTC a civil clock has had in recent decades (IANA's zones, summer time included): whole hours from
+# -12 to +14, the half hours (Newfoundland, India, Iran, Myanmar, central Australia...) and the three-quarter hours
+# (Nepal +5:45, Eucla +8:45, Chatham +12:45).
 REAL_UTC_OFFSETS_H: tuple[float, ...] = tuple(sorted(
     {float(h) for h in range(-12, 15)} | {-9.5, -3.5, -2.5, 3.5, 4.5, 5.5, 6.5, 9.5, 10.5} | {5.75, 8.75, 12.75}
 ))
-"""Every offset from UTC a civil clock has had in recent decades (IANA's zones, summer time included): whole hours
-from -12 to +14, the half hours (Newfoundland, India, Iran, Myanmar, central Australia...) and the three-quarter
-hours (Nepal +5:45, Eucla +8:45, Chatham +12:45)."""
 
 
 @dataclass(frozen=True)
@@ -52,8 +52,8 @@ class OffsetSearch:
 
     aligned: tuple[float, ...]
     tried: int
+    # The log's first timestamp read as UTC (its local clock), None for an empty log.
     log_first_s: float | None
-    """The log's first timestamp read as UTC (its local clock), None for an empty log."""
     log_last_s: float | None
 
     @property

@@ -25,10 +25,10 @@ from sparsedebug.core.io import read_text
 from sparsedebug.core.kernel_names import classify_kernel
 from sparsedebug.records.artifacts import Bound, NcuKernel, NcuReport
 
+# Both SM and memory throughput below this: latency-bound.
 LATENCY_THRESHOLD_PCT = 60.0
-"""Both SM and memory throughput below this: latency-bound."""
+# SM and memory throughput closer than this: balanced.
 BALANCE_MARGIN_PCT = 10.0
-"""SM and memory throughput closer than this: balanced."""
 
 _TIME_UNITS_US = {
     "ns": 1e-3,
@@ -127,11 +127,11 @@ def _collect(path: Path, rows: Iterable[dict[str, str | None]], start: int) -> d
     return {"kernels": kernels, "sections": sections}
 
 
+# What a metric this importer reads can be (``core.bounds.check_bounded``): a throughput share (Nsight's can pass 100
+# a little), a clock below 100 GHz, a count, a kernel shorter than the longest profiled event.
 _BOUNDS: dict[str, tuple[float, float, str]] = {
     "%": (0.0, 1000.0, "percent"), "hz": (0.0, 1e11, "Hz"), "count": (0.0, 1e18, "counts"), "Duration": (0.0, MAX_TRACE_DURATION_US, "us"),
 }
-"""What a metric this importer reads can be (``core.bounds.check_bounded``): a throughput share (Nsight's can pass 100 a
-little), a clock below 100 GHz, a count, a kernel shorter than the longest profiled event."""
 
 
 def _kernel(path: Path, kid: str, name: str, by_name: dict[str, tuple[str, str]], metrics: dict[str, str]) -> NcuKernel:

@@ -28,6 +28,7 @@ from sparsedebug.records.artifacts import ReasonTime, SmiReport, SmiSample, SmiS
 from sparsedebug.records.run import TimeWindow
 from sparsedebug.sources.importers.alignment import overlapping, sample_spans
 
+# NVML clock event reason bits (nvmlClocksEventReason*).
 CLOCK_EVENT_REASONS: dict[int, str] = {
     0x1: "gpu_idle",
     0x2: "applications_clocks_setting",
@@ -39,20 +40,19 @@ CLOCK_EVENT_REASONS: dict[int, str] = {
     0x80: "hw_power_brake_slowdown",
     0x100: "display_clock_setting",
 }
-"""NVML clock event reason bits (nvmlClocksEventReason*)."""
 
 THERMAL_REASONS = frozenset({"sw_thermal_slowdown", "hw_thermal_slowdown"})
 POWER_REASONS = frozenset({"sw_power_cap", "hw_power_brake_slowdown", "hw_slowdown"})
 
+# The board power fields of ``--query-gpu``, each its own reading (``nvidia-smi --help-query-gpu``): ``power.draw``
+# the last measured power, on Ampere and newer an average over 1 s, instantaneous on older GPUs;
+# ``power.draw.instant`` the last instantaneous reading; ``power.draw.average`` the driver's average (Ampere except
+# GA100 and newer). A summary's ``power_w`` is the first of these the log has, named in ``power_field``.
 POWER_FIELDS = ("power.draw", "power.draw.instant", "power.draw.average")
-"""The board power fields of ``--query-gpu``, each its own reading (``nvidia-smi --help-query-gpu``): ``power.draw``
-the last measured power, on Ampere and newer an average over 1 s, instantaneous on older GPUs;
-``power.draw.instant`` the last instantaneous reading; ``power.draw.average`` the driver's average (Ampere
-except GA100 and newer). A summary's ``power_w`` is the first of these the log has, named in ``power_field``."""
 
+# Joules per unit of an energy column, by the unit in its header (``[mJ]``); a header without a unit is read in mJ,
+# the unit of NVML's counter (``nvmlDeviceGetTotalEnergyConsumption``: mJ since the driver loaded).
 ENERGY_UNITS_J: dict[str, float] = {"mj": 1e-3, "j": 1.0, "kj": 1e3, "wh": 3600.0, "kwh": 3.6e6}
-"""Joules per unit of an energy column, by the unit in its header (``[mJ]``); a header without a unit is read
-in mJ, the unit of NVML's counter (``nvmlDeviceGetTotalEnergyConsumption``: mJ since the driver loaded)."""
 
 _ALIASES: dict[str, tuple[str, ...]] = {
     "timestamp": ("timestamp",),
@@ -104,6 +104,9 @@ def _value(text: str, *, keep_nonfinite: bool = False) -> float | None:
     return value if keep_nonfinite or math.isfinite(value) else None
 
 
+# What a reading of each sampled column can be (``core.bounds.check_bounded``): a temperature above absolute zero and
+# below 500 C, a clock below 100 GHz (GDDR memory clocks reach 10,501 MHz as nvidia-smi writes them), a share in 0-100
+# %.
 _BOUNDS: dict[str, tuple[float, float, str]] = {
     "temperature_c": (-273.15, 500.0, "degrees C"),
     "sm_clock_mhz": (0.0, 100_000.0, "MHz"),
@@ -111,8 +114,6 @@ _BOUNDS: dict[str, tuple[float, float, str]] = {
     "util_gpu_pct": (0.0, 100.0, "percent"),
     "util_mem_pct": (0.0, 100.0, "percent"),
 }
-"""What a reading of each sampled column can be (``core.bounds.check_bounded``): a temperature above absolute zero
-and below 500 C, a clock below 100 GHz (GDDR memory clocks reach 10,501 MHz as nvidia-smi writes them), a share in 0-100 %."""
 
 
 def _header_unit(header: str) -> str | None:
@@ -166,8 +167,9 @@ def smi_time_utc_s(text: str, utc_offset_h: float) -> float | None:
     return (local - timedelta(hours=utc_offset_h)).replace(tzinfo=UTC).timestamp()
 
 
+# Upper bound of a reference max SM clock (``--max-clock``): no GPU's SM clock reaches 10 GHz (the H200's boost is
+# 1,980 MHz).
 MAX_SM_CLOCK_MHZ = 10_000.0
-"""Upper bound of a reference max SM clock (``--max-clock``): no GPU's SM clock reaches 10 GHz (the H200's boost is 1,980 MHz)."""
 
 
 def check_max_clock(max_clock_mhz: float) -> None:

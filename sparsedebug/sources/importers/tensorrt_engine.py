@@ -59,8 +59,8 @@ from sparsedebug.records.run import (
 from sparsedebug.sources.importers.tensorrt_log import build_sparsity, parse_trt_log, trtexec_options
 from sparsedebug.sources.importers.timeline import timeline
 
+# ``RunSource.kind`` of an imported engine (``sources.registry`` registers it).
 SOURCE_KIND = "trt_engine"
-"""``RunSource.kind`` of an imported engine (``sources.registry`` registers it)."""
 
 _OPS: dict[str, OpKind] = {
     "convolution": OpKind.LINEAR, "deconvolution": OpKind.LINEAR, "fullyconnected": OpKind.LINEAR, "matrixmultiply": OpKind.LINEAR,
@@ -68,8 +68,8 @@ _OPS: dict[str, OpKind] = {
     "noop": OpKind.OTHER, "elementwise": OpKind.ELEMENTWISE, "pointwise": OpKind.ELEMENTWISE, "activation": OpKind.ACTIVATION,
     "normalization": OpKind.NORM, "softmax": OpKind.OTHER, "gather": OpKind.EMBEDDING,
 }
+# Kernel class of a layer without a tactic name, by its LayerType, where the type says it (a Reformat copies).
 _LAYER_CLASSES: dict[str, KernelClass] = {"reformat": KernelClass.COPY, "shuffle": KernelClass.COPY}
-"""Kernel class of a layer without a tactic name, by its LayerType, where the type says it (a Reformat copies)."""
 # TensorRT's Format/Datatype texts and Weights.Type values, narrowest spelling first
 _PRECISIONS: tuple[tuple[str, str], ...] = (
     ("bf16", "bf16"), ("fp16", "fp16"), ("half", "fp16"), ("fp32", "fp32"), ("float", "fp32"), ("int8", "int8"),

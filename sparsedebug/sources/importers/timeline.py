@@ -44,12 +44,12 @@ class Timeline:
         return self.span_ms - self.busy_ms
 
 
+# Sort key of intervals (GPU ops): start, then end.
 BY_START = attrgetter("ts", "end")
-"""Sort key of intervals (GPU ops): start, then end."""
 
+# Why the GPU sat idle before an op: its launch came after the previous work ended (host wait), before it (kernel
+# wait: a dependency or the stream), or the op has no launch to tell (other).
 GapCause = Literal["host_wait", "kernel_wait", "other"]
-"""Why the GPU sat idle before an op: its launch came after the previous work ended (host wait), before it
-(kernel wait: a dependency or the stream), or the op has no launch to tell (other)."""
 
 
 def segments_and_gaps(ops: Sequence[Interval]) -> tuple[list[tuple[float, float]], list[tuple[float, float, GapCause]]]:

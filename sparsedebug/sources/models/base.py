@@ -24,11 +24,10 @@ from sparsedebug.core.errors import InternalError, UserError
 from sparsedebug.core.heap import retain_freed_memory
 
 Array = npt.NDArray[np.float32]
+# Called with a linear layer's name, its input ``(N, in)`` and its output ``(N, out)``. Both are the forward's own
+# arrays (the output may be a column slice of a group's product) and the forward goes on to change some of them in
+# place (residual, norm, activation): copy what you keep.
 Hook = Callable[[str, Array, Array], None]
-"""Called with a linear layer's name, its input ``(N, in)`` and its output ``(N, out)``.
-
-Both are the forward's own arrays (the output may be a column slice of a group's product) and the
-forward goes on to change some of them in place (residual, norm, activation): copy what you keep."""
 
 
 class LinearKernels(Mapping[str, Array], abc.ABC):
@@ -84,13 +83,13 @@ class PreparedLinears:
     """
 
     names: tuple[str, ...]
+    # The checkpoint weights it was made from (it is made again when one is replaced).
     sources: tuple[Array, ...]
-    """The checkpoint weights it was made from (it is made again when one is replaced)."""
     weight_t: Array
+    # Concatenated biases (zeros for a layer without one), or None when no layer has a bias.
     bias: Array | None
-    """Concatenated biases (zeros for a layer without one), or None when no layer has a bias."""
+    # End column of each layer's columns in ``weight_t``.
     stops: tuple[int, ...]
-    """End column of each layer's columns in ``weight_t``."""
 
     @classmethod
     def of(cls, tensors: Mapping[str, Array], names: tuple[str, ...]) -> PreparedLinears:
@@ -279,9 +278,9 @@ class Transformer(abc.ABC):
         return {"blocks": self.blocks, "linear_layers": len(self.linears)}
 
 
+# Least row sum of ``exp(scores - max of all scores)`` accepted: below it a row's largest term may have lost precision
+# to underflow (fp32 subnormals start at 1.2e-38), and the rows are shifted by their own maxima.
 SOFTMAX_SHIFT_FLOOR = 1e-20
-"""Least row sum of ``exp(scores - max of all scores)`` accepted: below it a row's largest term may have
-lost precision to underflow (fp32 subnormals start at 1.2e-38), and the rows are shifted by their own maxima."""
 
 
 def exp_shifted(scores: Array, *, per_row: bool) -> Array:

@@ -86,15 +86,16 @@ def layer_norm(x: Array, weight: Array, bias: Array, eps: float, *, out: Array |
     return centred
 
 
+# Chebyshev fit of ``erfc(z) = t exp(-z^2 + P(t))``, ``t = 1 / (1 + z/2)``, ``z >= 0`` (Numerical Recipes' ``erfcc``):
+# fractional error below 1.2e-7 for every ``z >= 0``; ``P``'s coefficients, lowest first.
 _ERFC_COEFFICIENTS = (
     -1.26551223, 1.00002368, 0.37409196, 0.09678418, -0.18628806,
     0.27886807, -1.13520398, 1.48851587, -0.82215223, 0.17087277,
 )
-"""Chebyshev fit of ``erfc(z) = t exp(-z^2 + P(t))``, ``t = 1 / (1 + z/2)``, ``z >= 0`` (Numerical Recipes'
-``erfcc``): fractional error below 1.2e-7 for every ``z >= 0``; ``P``'s coefficients, lowest first."""
 
+# ``P`` with ``log(1/2)`` folded into its constant: ``exp(-z^2 + P'(t)) t |x| = |x| erfc(z) / 2`` for ``z = |x| / sqrt
+# 2``.
 _GELU_COEFFICIENTS = tuple(np.float32(c) for c in (_ERFC_COEFFICIENTS[0] + np.log(0.5), *_ERFC_COEFFICIENTS[1:]))
-"""``P`` with ``log(1/2)`` folded into its constant: ``exp(-z^2 + P'(t)) t |x| = |x| erfc(z) / 2`` for ``z = |x| / sqrt 2``."""
 
 
 def gelu(x: Array, *, out: Array | None = None) -> Array:

@@ -29,8 +29,8 @@ from sparsedebug.core.io import load_record, plain_mode, save_record
 from sparsedebug.records.base import SCHEMA_VERSION, Record
 from sparsedebug.sources.models.registry import ModelSpec
 
+# Environment variable naming the cache folder.
 CACHE_ENV = "SPARSEDEBUG_CACHE"
-"""Environment variable naming the cache folder."""
 
 MANIFEST = "manifest.json"
 

@@ -25,8 +25,8 @@ from sparsedebug.sources.models.gguf_file import GGUFCheckpoint, read_gguf
 
 _ATTENTION = ("attn_q", "attn_k", "attn_v", "attn_output")
 _MLP = ("ffn_gate", "ffn_up", "ffn_down")
+# Tokens per chunk of the output projection (a chunk of logits is chunk x vocabulary fp32).
 _HEAD_CHUNK = 512
-"""Tokens per chunk of the output projection (a chunk of logits is chunk x vocabulary fp32)."""
 
 
 @dataclass(frozen=True)

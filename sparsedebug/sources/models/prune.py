@@ -29,8 +29,8 @@ from sparsedebug.kernels.pruning import (
 )
 from sparsedebug.sources.models.base import Array, Batch, Linear, Transformer
 
+# Called with (blocks done, blocks total).
 BlockProgress = Callable[[int, int], None]
-"""Called with (blocks done, blocks total)."""
 
 
 def prune_model(

@@ -17,8 +17,8 @@ from sparsedebug.core.errors import UserError
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
 
+# GGUF token type of control tokens (``<|endoftext|>``, ``<|im_start|>``).
 _CONTROL = 3
-"""GGUF token type of control tokens (``<|endoftext|>``, ``<|im_start|>``)."""
 
 _PRE_TOKENIZERS = ("gpt2", "smollm")
 

@@ -22,8 +22,8 @@ from sparsedebug.records.run import EqualLatencyQuality, QualityDelta
 from sparsedebug.records.target import LatencyMatch, TargetClock
 from sparsedebug.sources.replay.protocol import Narrowing
 
+# Narrowing fractions searched are ``k / FRACTION_STEPS`` for ``k = 0 .. FRACTION_STEPS - 1``.
 FRACTION_STEPS = 16
-"""Narrowing fractions searched are ``k / FRACTION_STEPS`` for ``k = 0 .. FRACTION_STEPS - 1``."""
 
 
 @dataclass(frozen=True)

@@ -34,11 +34,11 @@ from sparsedebug.records.target import Launch, TargetClock
 from sparsedebug.sources.target.model import LinearCall, OpCall
 from sparsedebug.sources.workload.schema import Dtype, Layer, Workload
 
+# ``progress(stage, done, total)``: called as each stage advances.
 Progress = Callable[[str, int, int], None]
-"""``progress(stage, done, total)``: called as each stage advances."""
 
+# One layer as the target cost model projects it.
 TargetCall = LinearCall | OpCall
-"""One layer as the target cost model projects it."""
 
 
 @dataclass(frozen=True)
@@ -48,13 +48,13 @@ class KernelCase:
     name: str
     precision: Dtype
     kernel_class: str
+    # One call of the chosen path's kernel alone: a per-call weight conversion is host work before the layer's
+    # compute, timed apart (``lower.conversion_ms``) and counted in the host gap before the layer, outside busy time.
     chosen: Callable[[], object]
-    """One call of the chosen path's kernel alone: a per-call weight conversion is host work before the layer's
-    compute, timed apart (``lower.conversion_ms``) and counted in the host gap before the layer, outside busy time."""
+    # One call of the dense path (None for an op without a weight).
     dense: Callable[[], object] | None
-    """One call of the dense path (None for an op without a weight)."""
+    # ``(max_abs_err, rel_err)`` of the chosen path against an fp64 product of the same weights.
     errors: Callable[[], tuple[float, float]]
-    """``(max_abs_err, rel_err)`` of the chosen path against an fp64 product of the same weights."""
 
 
 @dataclass(frozen=True)
@@ -83,8 +83,8 @@ class ForwardPair(Protocol):
 class Narrowing(Protocol):
     """The dense model with a share of its FFN neurons removed: what the equal-latency comparison runs."""
 
+    # How neurons are ranked, when the record should say so.
     importance: str | None
-    """How neurons are ranked, when the record should say so."""
 
     def forward(self, step: int) -> Callable[[], object]:
         """One forward of the dense model narrowed by ``step / FRACTION_STEPS`` (on this machine)."""
@@ -103,8 +103,8 @@ class PreparedGraph(Protocol):
     """One workload made concrete for a timed replay: stages that need no timing, and what the timed stages run."""
 
     graph: GraphStage
+    # Every layer and the whole forward projected onto the backend's GPU (None for a profile without one).
     target: TargetClock | None
-    """Every layer and the whole forward projected onto the backend's GPU (None for a profile without one)."""
 
     def lower(self, rounds: int | None) -> LowerStage:
         """The lower stage; with ``rounds``, each sparse layer's conversion timed."""

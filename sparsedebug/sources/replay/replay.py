@@ -138,12 +138,13 @@ def replay(
     return _record(workload, prepared, source_path, (lower, kernel, schedule, outcome, verdicts))
 
 
+# The two sides of an interleaved session.
 PAIR_SIDES: tuple[SessionRole, SessionRole] = ("baseline", "candidate")
-"""The two sides of an interleaved session."""
 
 
+# Rounds per balanced unit of a session: with :func:`alternating`, every round is one (each side after its own
+# reference).
 SESSION_BLOCK = 1
-"""Rounds per balanced unit of a session: with :func:`alternating`, every round is one (each side after its own reference)."""
 
 
 def alternating(index: int, names: list[str]) -> list[str]:

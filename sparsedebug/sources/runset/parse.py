@@ -26,11 +26,11 @@ from sparsedebug.records.ranks import RankSet, RankSummary
 from sparsedebug.sources.runset.discover import RankFile
 from sparsedebug.sources.runset.summarize import summarize
 
+# Most local worker processes (each holds one rank's parse at a time).
 MAX_LOCAL_WORKERS = 8
-"""Most local worker processes (each holds one rank's parse at a time)."""
 
+# ``on_rank(summary, done, total)``: called as each rank's summary arrives (for a progress bar).
 OnRank = Callable[[RankSummary, int, int], None]
-"""``on_rank(summary, done, total)``: called as each rank's summary arrives (for a progress bar)."""
 
 
 class _InProcess(Executor):

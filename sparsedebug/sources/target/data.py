@@ -52,12 +52,12 @@ from sparsedebug.sources.target.sparse import Tile
 from sparsedebug.sources.workload.inventory import inventory
 from sparsedebug.sources.workload.load import load_workload
 
+# Non-linear op families with one effective rate each (activation and elementwise ops are ``pointwise``).
 Kind = Literal["norm", "attention", "pointwise"]
-"""Non-linear op families with one effective rate each (activation and elementwise ops are ``pointwise``)."""
 
 _GEMM = (KernelClass.DENSE_TC_GEMM.value, KernelClass.SPARSE_GEMM.value, KernelClass.FP32_GEMM.value)
+# A cuSPARSELt 2:4 GEMM kernel name and its tile (weight rows x tokens x reduction).
 _SPARSE_TILE = re.compile(r"xmma_sparse_gemm.*?tilesize(\d+)x(\d+)x(\d+)")
-"""A cuSPARSELt 2:4 GEMM kernel name and its tile (weight rows x tokens x reduction)."""
 _HOST_OPS: dict[str, tuple[str, ...]] = {
     "activation": ("aten::silu", "aten::gelu", "aten::relu"),
     "elementwise": ("aten::add", "aten::mul"),
@@ -184,13 +184,13 @@ class Calibration:
     rates: dict[Kind, Rate] = field(default_factory=dict)
     host: dict[str, Cost] = field(default_factory=dict)
     gaps: dict[str, Cost] = field(default_factory=dict)
+    # Eager host time per layer outside the ops themselves (module-call overhead), from the dense eager trace.
     host_between: Cost | None = None
-    """Eager host time per layer outside the ops themselves (module-call overhead), from the dense eager trace."""
     graph_launch: Cost | None = None
+    # SMs of the GPU (``results.json`` ``env.sm_count``), as a count in ``ms``'s place.
     sm_count: Cost | None = None
-    """SMs of the GPU (``results.json`` ``env.sm_count``), as a count in ``ms``'s place."""
+    # Tiles (m, n, k) of the sparse GEMM kernels seen in the traces, with the kernel name and file that showed each.
     sparse_tiles: dict[tuple[int, int, int], str] = field(default_factory=dict)
-    """Tiles (m, n, k) of the sparse GEMM kernels seen in the traces, with the kernel name and file that showed each."""
     forwards: list[tuple[ForwardSpec, Path, float, str]] = field(default_factory=list)
 
 
@@ -245,8 +245,8 @@ class _TraceHost:
     ops: dict[str, list[float]]
     graph_launches: list[float]
     sparse_kernels: dict[tuple[int, int, int], str]
+    # Host time per forward outside every layer annotation (module-call overhead), summed within forwards.
     between_ms: float
-    """Host time per forward outside every layer annotation (module-call overhead), summed within forwards."""
     forwards: int
 
 

@@ -28,14 +28,14 @@ from dataclasses import dataclass
 
 from sparsedebug.records.target import Provenance
 
+# Two-sided 90% quantile of the standard normal.
 Z90 = 1.6448536269514722
-"""Two-sided 90% quantile of the standard normal."""
 
+# (out, in, tokens) of a measured or queried point.
 Coordinate = tuple[int, int, int]
-"""(out, in, tokens) of a measured or queried point."""
 
+# (out, in, tokens, torch dtype) of a measured point.
 Key = tuple[int, int, int, str]
-"""(out, in, tokens, torch dtype) of a measured point."""
 
 
 @dataclass(frozen=True)

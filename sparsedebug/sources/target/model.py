@@ -90,8 +90,8 @@ METHOD = (
     "GPU under a CUDA graph; 90% intervals from fit residuals and distance from measured points, a verdict only where "
     "the speedup interval excludes 1.0; non-linear ops estimated as bytes (attention FLOPs) over trace rates"
 )
+# A sparse row is host-bound when the projected kernel takes less than this share of its per-call time.
 HOST_BOUND_SHARE = 0.8
-"""A sparse row is host-bound when the projected kernel takes less than this share of its per-call time."""
 
 
 

@@ -36,8 +36,8 @@ from sparsedebug.sources.workload.load import revalidate
 from sparsedebug.sources.workload.lowering import LayerQuery, get_profile
 from sparsedebug.sources.workload.schema import Workload
 
+# Token range of the H200 gemm rows (the fallback of :func:`measured_token_limit`).
 MEASURED_TOKENS = (1, 8192)
-"""Token range of the H200 gemm rows (the fallback of :func:`measured_token_limit`)."""
 
 
 @dataclass(frozen=True)
@@ -66,8 +66,8 @@ def parse_shape_spec(text: str) -> ShapeSpec:
     return ShapeSpec(out, k, path)
 
 
+# The pattern a ``--shape`` is projected sparse with (the target's measured sparse kernels are 2:4).
 PREDICT_PATTERN = Pattern(n=2, m=4)
-"""The pattern a ``--shape`` is projected sparse with (the target's measured sparse kernels are 2:4)."""
 
 
 def lower_shape(spec: ShapeSpec, backend: str, dtype: str) -> tuple[str, str | None]:

@@ -51,8 +51,8 @@ class LayerQuery:
     k: int | None
     dtype: str
     pattern: Pattern | None
+    # Whether the weights comply with ``pattern`` (None: not checked, assumed).
     compliant: bool | None = None
-    """Whether the weights comply with ``pattern`` (None: not checked, assumed)."""
 
 
 class Decision(Record):
@@ -90,8 +90,8 @@ class Profile:
     name: str
     description: str
     rule: Callable[[LayerQuery], Decision]
+    # Target source (``fixtures/targets/<target>.yaml``) of the GPU this profile models; None for this machine.
     target: str | None = None
-    """Target source (``fixtures/targets/<target>.yaml``) of the GPU this profile models; None for this machine."""
 
     def decide(self, query: LayerQuery) -> Decision:
         """Sparse or dense (with reason) for one layer."""
@@ -165,11 +165,12 @@ class TorchSupport(Record):
     reason: FallbackReason | None = None
 
 
+# Where a quoted torch error comes from: the support matrix measured on an H200, reproduced by the profile (no torch
+# runs).
 SUPPORT_MATRIX_SOURCE = (
     "the message PyTorch 2.11 gives on a real H200, from the shared H200 support matrix fixtures/h200/results.json; "
     "torch did not run here"
 )
-"""Where a quoted torch error comes from: the support matrix measured on an H200, reproduced by the profile (no torch runs)."""
 
 
 def torch_semi_structured(
@@ -236,6 +237,7 @@ def _torch_rule(backend: str) -> Callable[[LayerQuery], Decision]:
     return rule
 
 
+# Every backend support profile, by name.
 PROFILES: dict[str, Profile] = {
     "cpu-numpy": Profile("cpu-numpy", "built-in numpy N:M and V:N:M kernels (fp32/fp16/bf16, M <= 16)", _cpu_numpy),
     "h200-cusparselt": Profile(
@@ -251,7 +253,6 @@ PROFILES: dict[str, Profile] = {
         target="h200",
     ),
 }
-"""Every backend support profile, by name."""
 
 
 def get_profile(name: str) -> Profile:

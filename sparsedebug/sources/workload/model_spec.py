@@ -31,8 +31,8 @@ from sparsedebug.core.budget import MAX_TEXT_TOKENS
 from sparsedebug.core.errors import UserError
 from sparsedebug.records.base import Record
 
+# Workload fields of a declared graph that a model workload takes from its checkpoint instead.
 GRAPH_ONLY_FIELDS = ("weights", "calibration", "input_features")
-"""Workload fields of a declared graph that a model workload takes from its checkpoint instead."""
 
 
 class ModelRef(Record):

@@ -44,15 +44,15 @@ from sparsedebug.sources.workload.model_spec import ModelRef, absolute_model, li
 
 OpName = Literal["linear", "attention", "norm", "activation", "embedding", "elementwise"]
 Dtype = Literal["fp32", "fp16", "bf16"]
+# Name by which a layer reads the model input.
 MODEL_INPUT = "input"
-"""Name by which a layer reads the model input."""
 
+# The functions a norm, activation or elementwise layer may name (``fn``).
 OP_FUNCTIONS: dict[str, tuple[str, ...]] = {
     "norm": ("rmsnorm", "layernorm"),
     "activation": ("silu", "gelu", "relu"),
     "elementwise": ("add", "mul"),
 }
-"""The functions a norm, activation or elementwise layer may name (``fn``)."""
 _DEFAULT_FN = {"norm": "rmsnorm", "activation": "silu", "elementwise": "add"}
 
 # Upper bounds of the schema (documented in docs/reference/exit-codes.md); what fits in memory and time is

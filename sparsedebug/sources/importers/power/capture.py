@@ -16,12 +16,13 @@ class CaptureCommand(NamedTuple):
     records: str
 
 
+# The nvidia-smi fields a power log needs: each power reading, the limit, the clock and why it is held.
 SMI_QUERY = (
     "timestamp,index,power.draw.instant,power.draw.average,power.draw,enforced.power.limit,"
     "clocks.sm,clocks.max.sm,clocks_event_reasons.active,utilization.gpu,temperature.gpu"
 )
-"""The nvidia-smi fields a power log needs: each power reading, the limit, the clock and why it is held."""
 
+# Ways to record a usable window, best first.
 CAPTURE_COMMANDS: tuple[CaptureCommand, ...] = (
     CaptureCommand(
         "nvidia-smi",
@@ -44,4 +45,3 @@ CAPTURE_COMMANDS: tuple[CaptureCommand, ...] = (
         "loaded: differences give energy), SM clock and clock event reasons; stop the loop after the run",
     ),
 )
-"""Ways to record a usable window, best first."""

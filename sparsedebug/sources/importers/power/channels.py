@@ -10,28 +10,28 @@ from sparsedebug.sources.importers.alignment import typical_interval
 BOARD_POWER = "GPU board power (not wall power)"
 BOARD_ENERGY = "GPU board energy (not wall energy)"
 
+# What a reader of sampled NVIDIA board power must know, quoted by every nvidia-smi and DCGM power channel.
 PART_TIME_SAMPLING = (
     "on A100 and H100 only about 25 % of the runtime is sampled for board power "
     "(Yang et al., 'Accurate and Convenient Energy Measurements for GPUs', SC24, arXiv 2312.02741), "
     "so short bursts can be missed or overweighted"
 )
-"""What a reader of sampled NVIDIA board power must know, quoted by every nvidia-smi and DCGM power channel."""
 
+# A window must span at least this many update periods of the reading to be measured: with fewer, the one or two
+# readings that touch it are mostly about time outside it (a power sample stands for its whole interval, a counter's
+# difference for the interval between its updates).
 MIN_UPDATE_PERIODS = 3
-"""A window must span at least this many update periods of the reading to be measured: with fewer, the one or
-two readings that touch it are mostly about time outside it (a power sample stands for its whole interval, a
-counter's difference for the interval between its updates)."""
 
 
+# 2000-01-01 in UTC seconds: seconds since 1970 below it are no capture time of a GPU log, but a clock counted from
+# boot (``time.monotonic()``, 30 years of uptime at most).
 MIN_WALL_CLOCK_S = 946_684_800.0
-"""2000-01-01 in UTC seconds: seconds since 1970 below it are no capture time of a GPU log, but a clock counted from
-boot (``time.monotonic()``, 30 years of uptime at most)."""
 
+# The last second of year 9999 in UTC seconds: a later timestamp is no time at all (and no datetime holds it).
 MAX_EPOCH_S = 253_402_300_799.0
-"""The last second of year 9999 in UTC seconds: a later timestamp is no time at all (and no datetime holds it)."""
 
+# Changes of value a log must show before the time between them is taken as the reading's update period.
 MIN_CHANGES = 10
-"""Changes of value a log must show before the time between them is taken as the reading's update period."""
 
 
 def observed_update_period(times: Sequence[float], values: Sequence[float]) -> float | None:

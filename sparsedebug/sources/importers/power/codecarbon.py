@@ -18,8 +18,8 @@ from sparsedebug.core.errors import UserError
 from sparsedebug.records.power import PowerChannel, PowerLog, PowerReading
 from sparsedebug.sources.importers.power.table import read_table
 
+# The columns a CodeCarbon emissions file must have; energy comes from ``gpu_energy`` and ``energy_consumed``.
 CODECARBON_COLUMNS = ("timestamp", "duration")
-"""The columns a CodeCarbon emissions file must have; energy comes from ``gpu_energy`` and ``energy_consumed``."""
 
 J_PER_KWH = 3.6e6
 

@@ -43,6 +43,7 @@ EVENT_REASONS = ("DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "DCGM_FI_DEV_CLOCK_THROTTLE
 GPU_UTIL = "DCGM_FI_DEV_GPU_UTIL"
 POWER_LIMITS = ("DCGM_FI_DEV_ENFORCED_POWER_LIMIT", "DCGM_FI_DEV_POWER_MGMT_LIMIT")
 
+# The power and energy metrics: name, quantity, stored unit, joules or watts per file unit, averaging span, note.
 _CHANNELS: tuple[tuple[str, PowerQuantity, str, float, float | None, str], ...] = (
     (TOTAL_ENERGY, "energy_counter", "J", 1e-3, None,
      "DCGM field 156: the board's energy counter in mJ since the driver loaded; differences give energy"),
@@ -51,7 +52,6 @@ _CHANNELS: tuple[tuple[str, PowerQuantity, str, float, float | None, str], ...] 
      "DCGM field 155: board power as NVML's nvmlDeviceGetPowerUsage reads it, on Ampere (except GA100) and newer "
      f"an average over 1 s; {PART_TIME_SAMPLING}"),
 )
-"""The power and energy metrics: name, quantity, stored unit, joules or watts per file unit, averaging span, note."""
 
 _SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{.*\})?\s+(\S+)(?:\s+(-?\d+))?\s*$")
 _LABEL = re.compile(r'\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"\s*,?')

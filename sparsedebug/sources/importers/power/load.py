@@ -14,8 +14,8 @@ from sparsedebug.sources.importers.power.dcgm import is_dcgm_exposition, load_dc
 from sparsedebug.sources.importers.power.smi import place_smi_log, power_log_from_smi
 from sparsedebug.sources.importers.power.zeus import is_zeus, load_zeus
 
+# The formats :func:`load_power_log` reads, for messages.
 FORMATS = "nvidia-smi --format=csv, dcgm-exporter metrics, Zeus CSV, CodeCarbon emissions.csv"
-"""The formats :func:`load_power_log` reads, for messages."""
 
 
 def check_utc_offset(utc_offset_h: float | None, what: str = "UTC offset") -> None:

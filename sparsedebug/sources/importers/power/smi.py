@@ -33,6 +33,7 @@ from sparsedebug.records.power import PowerChannel, PowerLog, PowerQuantity, Pow
 from sparsedebug.sources.importers.nvidia_smi import smi_time_utc_s
 from sparsedebug.sources.importers.power.channels import BOARD_ENERGY, BOARD_POWER, PART_TIME_SAMPLING, observed_update_period
 
+# The power fields in the order energy prefers them: the instantaneous reading resolves the window best.
 _POWER_COLUMNS: tuple[tuple[str, Callable[[SmiSample], float | None], PowerQuantity, float | None, str], ...] = (
     ("power.draw.instant", lambda s: s.power_draw_instant_w, "power_instant", None,
      f"the last instantaneous board power reading, +/- 5 W; {PART_TIME_SAMPLING}"),
@@ -42,7 +43,6 @@ _POWER_COLUMNS: tuple[tuple[str, Callable[[SmiSample], float | None], PowerQuant
      "board power averaged over 1 s on Ampere and newer (instantaneous on older GPUs), +/- 5 W; "
      f"{PART_TIME_SAMPLING}"),
 )
-"""The power fields in the order energy prefers them: the instantaneous reading resolves the window best."""
 
 
 def idle_of(sample: SmiSample) -> bool | None:

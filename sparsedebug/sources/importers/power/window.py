@@ -41,19 +41,19 @@ from sparsedebug.records.run import TimeWindow
 from sparsedebug.sources.importers.alignment import overlap_s, overlapping, sample_spans
 from sparsedebug.sources.importers.power.channels import MIN_UPDATE_PERIODS, PART_TIME_SAMPLING, measuring_period
 
+# Which channel a window's energy is taken from when a log has several: lower first.
 PREFERENCE: dict[PowerQuantity, int] = {"energy_counter": 0, "power_instant": 1, "power_average": 2, "energy_total": 3}
-"""Which channel a window's energy is taken from when a log has several: lower first."""
 
+# Totals are spread evenly over their own windows; at least this share of the windows that touch the run's must lie
+# inside it, or too much of the figure is power from outside it. 0.75 is the same bar as :data:`MIN_UPDATE_PERIODS`
+# for sampled readings: a run spanning 3 source windows touches at most 4 of them.
 TOTAL_INSIDE_FRACTION = 0.75
-"""Totals are spread evenly over their own windows; at least this share of the windows that touch the run's must
-lie inside it, or too much of the figure is power from outside it. 0.75 is the same bar as
-:data:`MIN_UPDATE_PERIODS` for sampled readings: a run spanning 3 source windows touches at most 4 of them."""
 
+# Above any accelerator board (an H200 is limited to 700 W): a counter wrap implying more is a restart instead.
 MAX_BOARD_POWER_W = 10_000.0
-"""Above any accelerator board (an H200 is limited to 700 W): a counter wrap implying more is a restart instead."""
 
+# The 32-bit wraps a counter can show after conversion to joules: of a counter in mJ (NVML's unit) and in J.
 COUNTER_WRAPS_J = (2.0**32 * 1e-3, 2.0**32)
-"""The 32-bit wraps a counter can show after conversion to joules: of a counter in mJ (NVML's unit) and in J."""
 
 _METHODS: dict[PowerQuantity, EnergyMethod] = {
     "energy_counter": "counter_difference", "power_instant": "integrated_power", "power_average": "integrated_power",

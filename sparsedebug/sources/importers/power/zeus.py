@@ -19,8 +19,8 @@ from sparsedebug.records.power import PowerChannel, PowerLog, PowerReading
 from sparsedebug.sources.importers.power.channels import BOARD_ENERGY, MAX_EPOCH_S, MIN_WALL_CLOCK_S
 from sparsedebug.sources.importers.power.table import read_table
 
+# The columns every Zeus log starts with; GPU energy columns follow as ``gpu{i}_energy``.
 ZEUS_COLUMNS = ("start_time", "window_name", "elapsed_time")
-"""The columns every Zeus log starts with; GPU energy columns follow as ``gpu{i}_energy``."""
 
 _GPU_COLUMN = re.compile(r"^gpu(\d+)_energy$")
 

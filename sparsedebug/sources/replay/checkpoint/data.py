@@ -32,11 +32,11 @@ from sparsedebug.sources.models.load import LoadedModel
 from sparsedebug.sources.models.text import Corpus, default_corpus, file_corpus
 from sparsedebug.sources.workload.schema import Workload
 
+# Evaluation tokens of a model workload's quality figures (about 32 MiniLM sentences, two SmolLM2 windows).
 DEFAULT_EVAL_TOKENS = 1024
-"""Evaluation tokens of a model workload's quality figures (about 32 MiniLM sentences, two SmolLM2 windows)."""
 
+# Calibration tokens of a model workload's pruning and neuron importance.
 DEFAULT_CALIBRATION_TOKENS = 1024
-"""Calibration tokens of a model workload's pruning and neuron importance."""
 
 _DATA: dict[tuple[str, str, int, int, int, int], ModelData] = {}
 _KEEP = 4

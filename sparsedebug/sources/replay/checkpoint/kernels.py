@@ -36,16 +36,16 @@ class LayerKernel:
     """One linear's kernel: its weight rounded to its input format, dense or compressed."""
 
     name: str
+    # The (pruned) fp32 weight, as the layer's replacement weight.
     weight: Array
-    """The (pruned) fp32 weight, as the layer's replacement weight."""
     precision: Precision
+    # Set when the layer runs on a sparse kernel.
     pattern: Pattern | None = None
-    """Set when the layer runs on a sparse kernel."""
     per_call: bool = False
     rounded: Array = field(init=False)
+    # The dense path's rounded weight transposed, ``(in, out)`` with unit column stride, where rounding made a copy
+    # (fp16, bf16): OpenBLAS multiplies ``x @ rounded_t`` 10-20% faster than ``x @ rounded.T``.
     rounded_t: Array | None = field(init=False, default=None)
-    """The dense path's rounded weight transposed, ``(in, out)`` with unit column stride, where rounding made
-    a copy (fp16, bf16): OpenBLAS multiplies ``x @ rounded_t`` 10-20% faster than ``x @ rounded.T``."""
     handle: NMWeight | VNMWeight | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:

@@ -111,23 +111,23 @@ class EqualLatencyInputs:
     """What the search needs from the replay."""
 
     model: Transformer
+    # Neuron importance, computed when first needed (never when nothing is narrowed).
     importance: Callable[[], Mapping[str, F64]]
-    """Neuron importance, computed when first needed (never when nothing is narrowed)."""
     precisions: Mapping[str, Precision]
     timed: Batch
+    # One forward of the candidate on the timed batch.
     candidate: Callable[[], object]
-    """One forward of the candidate on the timed batch."""
     span: list[float]
     dense_samples: list[float]
     repeats: int
     candidate_quality: QualityDelta
+    # Quality of a narrowed model run on its dense kernels.
     measure: Callable[[Transformer, ModelKernels], QualityDelta]
-    """Quality of a narrowed model run on its dense kernels."""
     importance_text: str
+    # The target clock of the candidate (the search runs there when it has whole-forward figures).
     target: TargetClock | None = None
-    """The target clock of the candidate (the search runs there when it has whole-forward figures)."""
+    # The dense model narrowed by ``step / FRACTION_STEPS``, projected onto the target.
     target_ms: Callable[[int, Launch], float | None] | None = None
-    """The dense model narrowed by ``step / FRACTION_STEPS``, projected onto the target."""
 
 
 class ModelNarrowing:

@@ -30,8 +30,8 @@ from sparsedebug.sources.models.metrics import embedding_agreement, perplexity
 from sparsedebug.sources.models.text import python_version
 from sparsedebug.sources.replay.checkpoint.data import ModelData
 
+# Most tokens per evaluation forward (bounds memory).
 EVAL_CHUNK = 4096
-"""Most tokens per evaluation forward (bounds memory)."""
 
 ENCODER_METRIC = "sentence-embedding cosine (mean over sentences) vs the dense model"
 DECODER_METRIC = "perplexity on the evaluation windows (cosine: final hidden states vs the dense model)"
@@ -42,8 +42,8 @@ REFERENCE = "the dense model (fp32, unpruned, as the checkpoint has it)"
 class Outputs:
     """What a variant computes on the evaluation batch: embeddings (encoder) or hidden states and NLL (decoder)."""
 
+    # Sentence embeddings ``(sentences, d)`` or final hidden states ``(tokens, d)``.
     values: npt.NDArray[np.float64]
-    """Sentence embeddings ``(sentences, d)`` or final hidden states ``(tokens, d)``."""
     nll: npt.NDArray[np.float64] | None = None
 
 

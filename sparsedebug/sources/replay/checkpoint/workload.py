@@ -37,8 +37,8 @@ if TYPE_CHECKING:
     from sparsedebug.sources.models.load import LoadedModel
     from sparsedebug.sources.workload.model_spec import ModelRef
 
+# Methods that prune the checkpoint's weights (their result complies with the pattern by construction).
 PRUNING_METHODS = ("magnitude", "wanda", "sparsegpt")
-"""Methods that prune the checkpoint's weights (their result complies with the pattern by construction)."""
 
 _MODELS: dict[tuple[str, int, int], LoadedModel] = {}
 _KEEP_MODELS = 2
@@ -80,8 +80,8 @@ class ModelLayer:
     linear: Linear
     sparsity: str
     dtype: Dtype
+    # True when the workload's ``layers`` has an entry for it.
     entry: bool
-    """True when the workload's ``layers`` has an entry for it."""
 
     @property
     def name(self) -> str:

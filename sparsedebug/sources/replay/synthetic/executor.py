@@ -84,11 +84,11 @@ class Op:
     """One executable layer: compute on its inputs; optional per-call conversion before it."""
 
     layer: Layer
+    # Indices of earlier ops; -1 is the model input.
     inputs: list[int]
-    """Indices of earlier ops; -1 is the model input."""
     compute: Callable[[list[Array], Any], Array]
+    # Run before every call when conversion is per call (host work, outside busy time).
     convert: Callable[[], Any] | None = None
-    """Run before every call when conversion is per call (host work, outside busy time)."""
     dense_path: bool = True
     handle: Any = None
 
@@ -204,8 +204,8 @@ class ForwardTrace:
 
     busy_ms: list[float] = field(default_factory=list)
     dense_ms: list[float] = field(default_factory=list)
+    # Per op, per call: time from the previous op's end (or the forward's start) to this op's compute.
     gaps_ms: list[list[float]] = field(default_factory=list)
-    """Per op, per call: time from the previous op's end (or the forward's start) to this op's compute."""
 
 
 def forward(ops: Sequence[Op], x: Array, trace: ForwardTrace | None = None, keep: bool = False) -> tuple[Array, list[Array]]:

@@ -50,8 +50,8 @@ def apply_graph_fix(workload: Workload, fix: Fix) -> tuple[Workload | None, str]
     return None, f"advice, not a workload change: {fix.text}"
 
 
+# Largest padding (elements) tried on one dimension.
 _PAD_SEARCH = 1024
-"""Largest padding (elements) tried on one dimension."""
 
 
 def _accepts(workload: Workload, name: str, out: int, k: int) -> bool:

@@ -19,8 +19,8 @@ from sparsedebug.records.run import TimelineEvent, TimelineGap, TimelineStrip
 from sparsedebug.sources.importers.trace.analysis.timeline import GapCause, segments_and_gaps
 from sparsedebug.sources.importers.trace.read.events import GpuOp
 
+# Most GPU ops a strip keeps; a longer iteration is cut there (``TimelineStrip.cut_at_ms``).
 MAX_EVENTS = 4000
-"""Most GPU ops a strip keeps; a longer iteration is cut there (``TimelineStrip.cut_at_ms``)."""
 
 
 def _span(ops: Sequence[GpuOp]) -> float:

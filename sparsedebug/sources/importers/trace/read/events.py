@@ -45,8 +45,8 @@ from sparsedebug.records.fingerprint import FileDigest
 from sparsedebug.records.run import KernelClass
 from sparsedebug.sources.importers.trace.read.stream import Event, EventArgs, Scalar, decoded, iter_event_batches, untimed
 
+# (pid, tid) of a host thread, or (device, stream) of a GPU annotation track.
 Thread = tuple[Any, Any]
-"""(pid, tid) of a host thread, or (device, stream) of a GPU annotation track."""
 
 GPU_CATEGORIES = frozenset({"kernel", "gpu_memset", "gpu_memcpy"})
 LAUNCH_CATEGORIES = frozenset({"cuda_runtime", "cuda_driver"})
@@ -153,8 +153,8 @@ def as_int(value: Any) -> int | None:
     return None
 
 
+# ``Input type`` entries that name no tensor element type.
 _NOT_TENSORS = frozenset({"scalar", "scalarlist", "tensorlist", "genericlist", "string", "device", "layout", "memoryformat"})
-"""``Input type`` entries that name no tensor element type."""
 
 
 def input_dtype(name: Any) -> str | None:
@@ -166,8 +166,8 @@ def input_dtype(name: Any) -> str | None:
 
 
 _KEPT = GPU_CATEGORIES | LAUNCH_CATEGORIES | _NAMED_RANGES | {"cpu_op", "python_function", "cuda_sync"}
+# The capitalised categories of Kineto's first Chrome traces (PyTorch 1.8-1.9, 2021), read as today's.
 LEGACY_CATEGORIES = {"Kernel": "kernel", "Memcpy": "gpu_memcpy", "Memset": "gpu_memset", "Runtime": "cuda_runtime", "Operator": "cpu_op"}
-"""The capitalised categories of Kineto's first Chrome traces (PyTorch 1.8-1.9, 2021), read as today's."""
 _UNTIMED_COUNTED = GPU_CATEGORIES | LAUNCH_CATEGORIES | _NAMED_RANGES
 _NO_ARGS = EventArgs()
 _AUTOGRAD_NODE = re.compile(r"Backward\d*$")

@@ -223,11 +223,11 @@ def _document(
             _drain(handle)
 
 
+# A JSON value that is not a list or an object.
 Scalar = str | int | float | bool | None
-"""A JSON value that is not a list or an object."""
 
+# An ``Input ...`` member the event does not have (a present ``null`` is ``Raw(b"null")``).
 ABSENT = msgspec.Raw(b"")
-"""An ``Input ...`` member the event does not have (a present ``null`` is ``Raw(b"null")``)."""
 
 
 class EventArgs(msgspec.Struct, gc=False):
@@ -268,8 +268,8 @@ class Event(msgspec.Struct, gc=False):
 
 
 _BATCH = msgspec.json.Decoder(list[Event])
+# Where one object element of the array may end and the next begin (checked by decoding the run before it).
 _BOUNDARY = re.compile(r"\}[ \t\r\n]*,[ \t\r\n]*(?=\{)")
-"""Where one object element of the array may end and the next begin (checked by decoding the run before it)."""
 _TAIL = 1 << 16
 
 
@@ -437,8 +437,8 @@ def untimed_summary(skipped: dict[str, int], categories: Collection[str]) -> str
     return f"; {total} GPU event(s) had no usable timing: " + ", ".join(f"{count} {key}" for count, key in parts)
 
 
+# Event fields used as keys (categories, threads, flow ids): a list or an object there makes the event malformed.
 IDENTITY_FIELDS = ("ph", "cat", "name", "pid", "tid", "id")
-"""Event fields used as keys (categories, threads, flow ids): a list or an object there makes the event malformed."""
 
 
 _CONTAINERS = (list, dict)

@@ -21,8 +21,8 @@ from collections.abc import Iterator
 
 from sparsedebug.sources.importers.trace.read.events import HostRange, Thread, TraceEvents
 
+# Tie-break for ranges with identical start and end: the outer kind first.
 _KIND_ORDER = {"step": 0, "annotation": 1, "module": 2, "op": 3}
-"""Tie-break for ranges with identical start and end: the outer kind first."""
 
 
 def _sort_key(r: HostRange) -> tuple[float, float, int]:

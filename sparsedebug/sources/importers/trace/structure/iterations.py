@@ -33,11 +33,11 @@ from dataclasses import dataclass, field
 
 from sparsedebug.sources.importers.trace.read.events import GpuOp, HostRange, TraceEvents
 
+# Share of ops that must equal the op one unit later for a unit to be the sequence's period.
 MATCH_FRACTION = 0.95
-"""Share of ops that must equal the op one unit later for a unit to be the sequence's period."""
 
+# Largest chance probability at which host gaps group repeated units into one iteration.
 GROUPING_ALPHA = 0.05
-"""Largest chance probability at which host gaps group repeated units into one iteration."""
 
 _MAX_CANDIDATES = 64
 

@@ -69,14 +69,15 @@ _CONTAINER_NAMES = frozenset({
     "FullyShardedDataParallel.forward", "DataParallel.forward",
 })
 _EVALUATE = "autograd::engine::evaluate_function:"
+# The OS thread id Kineto puts in front of a thread's name (``thread 4299 (pt_autograd_0)``).
 _THREAD_ID = re.compile(r"^thread \d+\s*")
-"""The OS thread id Kineto puts in front of a thread's name (``thread 4299 (pt_autograd_0)``)."""
 PHASE_PREFIX = {"forward": "", "backward": "backward:", "optimizer": "optimizer:"}
 
 
+# ``## forward ##``, ``## forward: model ##``, ``## backward ##``: markers frameworks put around a whole pass
+# (containers, not layers; they mark no phase either). Other ``## name ##`` regions (torchrec's ``## data_load ##``)
+# stay layers.
 _MARKER = re.compile(r"^## (forward|backward|optimizer|zero_grad)\b.*##$")
-"""``## forward ##``, ``## forward: model ##``, ``## backward ##``: markers frameworks put around a whole pass (containers,
-not layers; they mark no phase either). Other ``## name ##`` regions (torchrec's ``## data_load ##``) stay layers."""
 
 
 def is_container_annotation(name: str) -> bool:
@@ -315,9 +316,9 @@ class LayerResolver:
         return signature(r)
 
 
+# Marks of a range: an op the autograd engine ran (``is_backward_op``), the optimizer's own step range, and a range
+# that defines a layer call (a layer range, or an op that is no container): ``_chain_marks`` ORs them up the tree.
 _BACKWARD, _OPTIMIZER, _DEFINES = 1, 2, 4
-"""Marks of a range: an op the autograd engine ran (``is_backward_op``), the optimizer's own step range, and a
-range that defines a layer call (a layer range, or an op that is no container): ``_chain_marks`` ORs them up the tree."""
 
 
 def _start(r: HostRange) -> float:

@@ -29,10 +29,10 @@ from typing import Any
 from sparsedebug.records.run import DispatchEvidence, OpKind
 from sparsedebug.sources.importers.trace.read.events import HostRange, input_dtype
 
+# Which kind names a layer whose ops have several kinds: the first one present.
 KIND_PRECEDENCE: tuple[OpKind, ...] = (
     OpKind.ATTENTION, OpKind.LINEAR, OpKind.EMBEDDING, OpKind.NORM, OpKind.ACTIVATION, OpKind.ELEMENTWISE, OpKind.OTHER,
 )
-"""Which kind names a layer whose ops have several kinds: the first one present."""
 
 LINEAR_OPS = frozenset({
     "aten::linear", "aten::addmm", "aten::mm", "aten::matmul", "aten::bmm", "aten::baddbmm", "aten::addmv", "aten::mv",
@@ -45,18 +45,19 @@ _ACTIVATIONS = (
     "relu", "gelu", "silu", "sigmoid", "tanh", "hardswish", "hardsigmoid", "leaky_relu", "elu", "selu", "celu", "mish",
     "softplus", "glu", "swiglu", "threshold",
 )
+# Pointwise aten ops (trailing underscores of in-place variants stripped); _foreach_*/_fused_* count too.
 _ELEMENTWISE = frozenset({
     "add", "sub", "rsub", "mul", "div", "pow", "rsqrt", "sqrt", "exp", "log", "neg", "abs", "clamp", "where", "copy", "to",
     "_to_copy", "contiguous", "clone", "fill", "zero", "zeros", "ones", "cat", "masked_fill", "cos", "sin", "reciprocal",
     "maximum", "minimum", "lerp", "addcmul", "addcdiv", "sign", "floor", "ceil", "round", "bitwise_and", "eq", "ne", "lt",
     "gt", "le", "ge", "full", "arange", "index_put", "stack", "dropout", "native_dropout", "square", "erf", "expm1",
 })
-"""Pointwise aten ops (trailing underscores of in-place variants stripped); _foreach_*/_fused_* count too."""
+# Ops that wrap other ops (torch.compile regions): their children are the model's ops.
 _CONTAINER_OPS = ("Torch-Compiled Region", "CompiledFunction", "TorchDynamo Cache Lookup")
-"""Ops that wrap other ops (torch.compile regions): their children are the model's ops."""
 
+# Argument positions of aten::scaled_dot_product_attention(query, key, value, attn_mask, dropout_p, is_causal, *,
+# scale, enable_gqa).
 _SDPA_ARGS = {"attn_mask": 3, "dropout_p": 4, "is_causal": 5}
-"""Argument positions of aten::scaled_dot_product_attention(query, key, value, attn_mask, dropout_p, is_causal, *, scale, enable_gqa)."""
 
 
 def strip_namespace(name: str) -> str:

@@ -1,0 +1,30 @@
+"""A fact that has no record of its own: a code and the figures and names it rests on.
+
+A ``Note`` is what a record holds where it used to hold a sentence: ``code`` says which
+fact it is (``"<area>.<what>"``, e.g. ``"gate.fallback_rate"``), ``values`` the numbers,
+layer names, units and references the fact is about. Words are made in one place,
+``sparsedebug.render.words.notes.say``, from one phrase per code; nothing outside
+``render/`` and ``cli/`` turns a note into text.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from sparsedebug.records.base import Record
+
+# A value a note may carry: a number, a flag, a name or id (layer, file, unit, enum text), a list of names, or
+# None when the figure is not recorded. Never a sentence.
+NoteValue = float | int | bool | str | list[str] | list[float] | None
+
+
+class Note(Record):
+    """One coded fact: which fact (``code``) and the figures and names it rests on (``values``)."""
+
+    code: str = Field(description="Which fact: '<area>.<what>', e.g. 'gate.fallback_rate'; render.words.notes phrases each code.")
+    values: dict[str, NoteValue] = Field(default_factory=dict, description="The numbers, names and ids the fact is about, by name.")
+
+
+def note(code: str, **values: NoteValue) -> Note:
+    """Build a ``Note``: ``note("locate.layers_moved", count=3, layers=["fc1"])``."""
+    return Note(code=code, values=values)

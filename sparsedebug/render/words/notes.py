@@ -1,0 +1,61 @@
+"""Words for notes: one phrase per note code, and ``say`` that words a note.
+
+Each area keeps its phrases in its own module of this package (``PHRASES``: code to a
+``str.format`` template over the note's values, or a function of the values). ``say``
+looks the code up; a code without a phrase is a bug in sparsedebug, not bad input.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from functools import cache
+from importlib import import_module
+from typing import Union
+
+from sparsedebug.core.errors import InternalError
+from sparsedebug.records.notes import Note, NoteValue
+
+Phrase = Union[str, Callable[[Mapping[str, NoteValue]], str]]
+
+# The modules of this package that hold a PHRASES table, one per area.
+AREAS = ("classify", "locate", "gate", "signoff", "playbook", "sources", "core", "reduce")
+
+
+@cache
+def phrases() -> dict[str, Phrase]:
+    """Every phrase by note code, over all areas; a code defined twice is a bug."""
+    table: dict[str, Phrase] = {}
+    for area in AREAS:
+        module = import_module(f"sparsedebug.render.words.{area}")
+        for code, phrase in module.PHRASES.items():
+            if code in table:
+                raise InternalError(f"note code {code!r} has two phrases (render.words.{area} and another area)")
+            table[code] = phrase
+    return table
+
+
+def _shown(value: NoteValue) -> NoteValue:
+    """A value as a template reads it: a list of names joined with commas, None as 'not recorded'."""
+    if isinstance(value, list):
+        return ", ".join(str(v) for v in value)
+    if value is None:
+        return "not recorded"
+    return value
+
+
+def say(n: Note) -> str:
+    """The note in words, from its code's phrase."""
+    phrase = phrases().get(n.code)
+    if phrase is None:
+        raise InternalError(f"note code {n.code!r} has no phrase in sparsedebug.render.words")
+    if callable(phrase):
+        return phrase(n.values)
+    try:
+        return phrase.format(**{k: _shown(v) for k, v in n.values.items()})
+    except (KeyError, IndexError, ValueError) as exc:
+        raise InternalError(f"note {n.code!r}: its phrase does not fit its values {sorted(n.values)} ({exc})") from exc
+
+
+def say_all(notes: list[Note], sep: str = "; ") -> str:
+    """Several notes as one clause list."""
+    return sep.join(say(n) for n in notes)

@@ -1,0 +1,7 @@
+"""Phrases for the notes the signoff code writes (see ``sparsedebug.render.words.notes``)."""
+
+from __future__ import annotations
+
+from sparsedebug.render.words.notes import Phrase
+
+PHRASES: dict[str, Phrase] = {}
