@@ -17,6 +17,7 @@ from sparsedebug.classify.roofline import layer_intensities, machine_roofline
 from sparsedebug.core.stats import median
 from sparsedebug.records.classification import LayerIntensity, NcuEvidence, Roofline, SmiEvidence
 from sparsedebug.records.fingerprint import Fingerprint
+from sparsedebug.records.notes import Note
 from sparsedebug.records.run import GraphLayer, LowerLayer, RunRecord
 from sparsedebug.sources.registry import replayed
 
@@ -27,7 +28,7 @@ class Fact:
 
     value: float | None
     source: str
-    detail: str
+    detail: str | Note  # str until every rule module writes a Note (issue 39); then Note only
     gate: str | None = None
     # What a fix recipe needs beyond the number (the layer it is worst on, a core count...).
     context: dict[str, object] = field(default_factory=dict)
@@ -37,8 +38,8 @@ class Fact:
 class Missing:
     """A metric that cannot be computed on this run: why, and what to capture to settle it."""
 
-    reason: str
-    capture: str
+    reason: str | Note  # str until every rule module writes a Note (issue 39); then Note only
+    capture: str | Note
 
 
 Result = Fact | Missing

@@ -16,6 +16,7 @@ from typing import Literal
 from pydantic import ConfigDict, Field
 
 from sparsedebug.records.base import SCHEMA_VERSION, Record
+from sparsedebug.records.notes import Note
 from sparsedebug.records.power import UtcOffsetSource
 from sparsedebug.records.run import KernelClass
 
@@ -43,7 +44,7 @@ class Evidence(Record):
     fired: bool
     contribution: float
     source: str = Field(description="Stage and metric, or the imported artifact file, the value came from.")
-    detail: str = Field(description="The numbers behind the value, for people.")
+    detail: str | Note = Field(description="The numbers behind the value (a Note; str only until every rule writes one).")
 
 
 class MissingEvidence(Record):
@@ -51,8 +52,8 @@ class MissingEvidence(Record):
 
     mechanism: Mechanism
     rules: list[str]
-    reason: str
-    capture: str = Field(description="What to capture or pass to settle it.")
+    reason: str | Note
+    capture: str | Note = Field(description="What to capture or pass to settle it.")
 
 
 class AttributedPart(Record):

@@ -9,6 +9,7 @@ from rich.text import Text
 from sparsedebug.records.classification import Classification, Evidence, Fix
 from sparsedebug.render.markdown.verdicts import not_established_sentence
 from sparsedebug.render.terminal.fit import optional
+from sparsedebug.render.words.notes import words
 
 
 def _num(value: float | None) -> str:
@@ -49,7 +50,7 @@ def _evidence_row(line: Evidence) -> tuple[str, str, str, str, str, str]:
         mark,
         f"{line.contribution:.2f}" if line.fired else "",
         line.source,
-        line.detail,
+        words(line.detail),
     )
 
 
@@ -80,7 +81,7 @@ def missing_table(result: Classification) -> Table | None:
     table.add_column("to settle it", overflow="fold")
     order = {score.mechanism: score.rank for score in result.scores}
     for miss in sorted(result.missing_evidence, key=lambda m: order.get(m.mechanism, 9)):
-        table.add_row(miss.mechanism.value, ", ".join(miss.rules), miss.reason, miss.capture)
+        table.add_row(miss.mechanism.value, ", ".join(miss.rules), words(miss.reason), words(miss.capture))
     return table
 
 

@@ -1,4 +1,4 @@
-"""Phrases for the notes the core code writes (see ``sparsedebug.render.words.notes``)."""
+"""Phrases for the notes core, reduce, kernels, freeze and quality write (see ``sparsedebug.render.words.notes``)."""
 
 from __future__ import annotations
 

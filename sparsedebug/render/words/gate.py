@@ -1,4 +1,4 @@
-"""Phrases for the notes the gate code writes (see ``sparsedebug.render.words.notes``)."""
+"""Phrases for the notes the gate and the decision write (see ``sparsedebug.render.words.notes``)."""
 
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ from sparsedebug.records.notes import Note, NoteValue
 Phrase = Union[str, Callable[[Mapping[str, NoteValue]], str]]
 
 # The modules of this package that hold a PHRASES table, one per area.
-AREAS = ("classify", "locate", "gate", "signoff", "playbook", "sources", "core", "reduce")
+AREAS = ("classify", "mechanisms", "locate", "gate", "signoff", "sources", "targets", "core")
 
 
 @cache
@@ -59,3 +59,8 @@ def say(n: Note) -> str:
 def say_all(notes: list[Note], sep: str = "; ") -> str:
     """Several notes as one clause list."""
     return sep.join(say(n) for n in notes)
+
+
+def words(text_or_note: str | Note) -> str:
+    """A field that is a Note, or still a sentence on a record not yet converted (issue 39), as words."""
+    return text_or_note if isinstance(text_or_note, str) else say(text_or_note)

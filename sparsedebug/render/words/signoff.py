@@ -1,4 +1,4 @@
-"""Phrases for the notes the signoff code writes (see ``sparsedebug.render.words.notes``)."""
+"""Phrases for the notes signoff (metrics, stack, movement, energy, memo) and the playbook write (see ``sparsedebug.render.words.notes``)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Phrases for the notes the sources code writes (see ``sparsedebug.render.words.notes``)."""
+"""Phrases for the notes the importers (traces, power logs, Nsight, engines) write (see ``sparsedebug.render.words.notes``)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,0 @@
-"""Phrases for the notes the reduce code writes (see ``sparsedebug.render.words.notes``)."""
-
-from __future__ import annotations
-
-from sparsedebug.render.words.notes import Phrase
-
-PHRASES: dict[str, Phrase] = {}
