@@ -42,6 +42,7 @@ from sparsedebug.render.markdown.engine import sparse_kernels_line
 from sparsedebug.render.markdown.ranks import rank_lines
 from sparsedebug.render.markdown.tags import build_tags
 from sparsedebug.render.markdown.verdicts import attributed_lines, fix_verdict, not_established_lines
+from sparsedebug.render.words.gate import decision_reasons, detail_words, measured_words, refusal_words, significance_words
 from sparsedebug.signoff.decide import stored_decision
 from sparsedebug.signoff.metrics import (
     equal_latency_sentence,
@@ -285,7 +286,7 @@ def _action(b: LoadedBundle, book: Playbook) -> list[str]:
     if fo is not None and fo.movements:
         verdict = fix_verdict(fo)
         out.append(
-            f"- **Measured movement** (candidate -> fixed re-run): the fix {verdict}; latency samples: {fo.significance}."
+            f"- **Measured movement** (candidate -> fixed re-run): the fix {verdict}; latency samples: {significance_words(fo.significance) if fo.significance is not None else None}."
         )
         for m in fo.movements:
             line = _movement_line(m)
@@ -373,7 +374,7 @@ def _risks(b: LoadedBundle) -> list[str]:
     elif prec.status == "skipped":
         lines.append(f"  - correctness: not measured in the {label} run (no per-layer kernel error vs an fp64 reference): unassessed.")
     else:
-        lines.append(f"  - correctness: {label} run {prec.status}s the precision check: {prec.measured}; {prec.detail}.")
+        lines.append(f"  - correctness: {label} run {prec.status}s the precision check: {measured_words(prec)}; {detail_words(prec)}.")
     q_before, q_after = b.candidate.outcome.quality, final.outcome.quality
     if q_after is None:
         lines.append(f"  - quality: no quality measurement in the {label} run: quality risk is unassessed.")
@@ -436,13 +437,13 @@ def _signoff(b: LoadedBundle, book: Playbook, decision: DecisionOutcome) -> list
     lead = book.owner(decision.owner).title if decision.owner is not None else None
     out.append("- **Required owners**: " + ", ".join(owners) + (f"; the proposed change is owned by the {lead}." if lead else "."))
     label = book.decision(decision.decision).label
-    out.append(f"- **Final decision**: **{label}**, judged on the {decision.judged_on}: " + "; ".join(decision.reasons) + ".")
+    out.append(f"- **Final decision**: **{label}**, judged on the {decision.judged_on}: " + "; ".join(decision_reasons(decision, b.fix)) + ".")
     if decision.recomputed:
         out.append("  - Decided again when this memo was rendered: " + ", ".join(f"`{n}`" for n in decision.recomputed) + " changed since the walk.")
     if decision.decision != "ship" and decision.ship_refused:
         out.append("  - Ship refused because:")
         for r in decision.ship_refused:
-            out.append(f"    - {r}")
+            out.append(f"    - {refusal_words(r, decision)}")
     out.append("")
     return out
 
