@@ -64,7 +64,7 @@ def kernel_stage(
             else:
                 detail = f"kernel time slower {fmt_cmp(comp)}"
             if not comp.persistent:
-                detail += f" - not persistent ({comp.reason})"
+                detail += " - not persistent"
             findings.append(
                 LayerFinding(
                     stage="kernel", layer=label, members=members if len(members) > 1 else [], kind="slower",

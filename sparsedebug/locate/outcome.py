@@ -60,8 +60,6 @@ def outcome_stage(
         text = f"{word} {fmt_cmp(comp)}: p50 {comp.base_median:.3f} -> {comp.cand_median:.3f} ms"
         if not comp.enough_samples:
             text += f" ({comp.n_base} vs {comp.n_cand} iterations: too few samples for a rank test)"
-        elif comp.direction == "same":
-            text += f" ({comp.reason})"
         parts.append(text)
         untraced = [run.outcome.latency_file for run in (base, cand) if run.outcome.latency_timing == "untraced"]
         if untraced:

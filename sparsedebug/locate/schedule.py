@@ -70,7 +70,7 @@ def schedule_stage(base: RunRecord, cand: RunRecord, alpha: float, min_effect: f
                     kind="idle_grew" if grew else "idle_shrank", regression=False, delta_ms=delta,
                     detail=(
                         f"device idle before each call {'grew' if grew else 'shrank'} by {abs(delta) / max(len(members), 1):.3f} ms per layer per iteration "
-                        f"(per-call wall {fmt_cmp(comp)})" + ("" if comp.persistent else f" - not persistent ({comp.reason})")
+                        f"(per-call wall {fmt_cmp(comp)})" + ("" if comp.persistent else " - not persistent")
                     ),
                     comparison=comp,
                 )

@@ -248,7 +248,7 @@ def _divergence_verdict(
                 "(per-layer timings overlap: isolated layer timings and idle time count some work twice)"
             )
         else:
-            verdict += f"; the outcome itself did not change significantly ({outcome.reason})"
+            verdict += "; the outcome itself did not change significantly"
     return verdict
 
 

@@ -135,6 +135,7 @@ class GateTest(Record):
     significant: bool | None = None
     persistent: bool | None = Field(None, description="Also in each half of the samples and without outliers.")
     drift: float | None = Field(None, description="The machine's own drift allowed for (>= 1), when one was measured.")
+    same_session: bool = Field(False, description="Both sides were timed in the same rounds of one interleaved session.")
 
 
 class GateCheck(Record):

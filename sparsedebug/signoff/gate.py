@@ -122,13 +122,14 @@ def judge_shift(
     rounds = block is not None and len(before) == len(after)
     if enough_pairs(len(after) // (block or 1), alpha) if rounds else enough_samples(len(before), len(after), alpha):
         cmp = compare_timings(before, after, block=block if rounds else None, alpha=alpha, min_effect=factor)
-        test = _tested(cmp, paired=rounds, factor=factor)
+        test = _tested(cmp, paired=rounds, factor=factor).model_copy(update={"same_session": rounds})
         if cmp.direction != "same" and not cmp.persistent:
             return "same", test
         return cmp.direction, test
     ratio = median(after) / median(before)
     direction: Shift = "slower" if ratio >= factor else ("faster" if ratio <= 1.0 / factor else "same")
-    return direction, GateTest(kind="threshold", alpha=alpha, factor=factor, n_base=len(before), n_cand=len(after), ratio=ratio)
+    return direction, GateTest(kind="threshold", alpha=alpha, factor=factor, n_base=len(before), n_cand=len(after), ratio=ratio,
+                               same_session=rounds)
 
 
 def judge_slowdown(

@@ -290,7 +290,7 @@ PHRASES: dict[str, Phrase] = {
 
 def significance_words(test: GateTest) -> str:
     """The latency test of a fix's re-run: against the candidate replayed again in its session, or the candidate's samples."""
-    if test.kind == "paired_rank":
+    if test.same_session:
         return f"against the candidate replayed again in the fixed run's interleaved session, round by round: {test_words(test)}"
     return test_words(test)
 
