@@ -42,6 +42,7 @@ from sparsedebug.render.markdown.engine import sparse_kernels_line
 from sparsedebug.render.markdown.ranks import rank_lines
 from sparsedebug.render.markdown.tags import build_tags
 from sparsedebug.render.markdown.verdicts import attributed_lines, fix_verdict, not_established_lines
+from sparsedebug.render.words.core import timing_words
 from sparsedebug.render.words.gate import decision_reasons, detail_words, measured_words, refusal_words, significance_words
 from sparsedebug.signoff.decide import stored_decision
 from sparsedebug.signoff.metrics import (
@@ -96,7 +97,7 @@ def _symptom(b: LoadedBundle, book: Playbook) -> list[str]:
             f"not the baseline run; {clock}): {cand.outcome.effective_speedup:.3f}x."
         )
     elif cand.outcome.timing is not None and not cand.outcome.timing.stable:
-        metric.append(f"  - Candidate's own effective speedup ({clock}): not reported, timings {cand.outcome.timing.reason}.")
+        metric.append(f"  - Candidate's own effective speedup ({clock}): not reported, timings {timing_words(cand.outcome.timing)}.")
     projected = target_sentence(cand)
     if projected is not None:
         metric.append(f"  - {projected}.")

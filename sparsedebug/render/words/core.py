@@ -7,6 +7,7 @@ from collections.abc import Mapping
 
 from sparsedebug.records.notes import NoteValue
 from sparsedebug.records.stats import SampleComparison
+from sparsedebug.records.timing import TimingQuality
 from sparsedebug.render.words.notes import Phrase, say
 
 
@@ -61,3 +62,30 @@ def comparison_words(c: SampleComparison) -> str:
         text = f"within this machine's drift between the replays (x{c.drift_band[0]:.3f} to x{c.drift_band[1]:.3f}): {text}"
     return text
 
+
+
+def timing_words(q: TimingQuality) -> str:
+    """Whether the timings stand, and why: each problem of an unstable one, the re-measured rounds of a stable one."""
+    if q.problems:
+        return "unstable: " + "; ".join(say(n) for n in q.problems)
+    if q.still_flagged:
+        return (f"stable: {q.still_flagged} of {q.rounds} round(s) stayed disturbed ({q.remeasured_rounds} re-measured), "
+                "but the per-round ratios held")
+    if q.flagged_rounds:
+        return f"stable: {q.flagged_rounds} disturbed round(s) re-measured clean ({q.remeasured_rounds} extra round(s))"
+    return "stable: no round disturbed"
+
+
+def _disturbed(v: Mapping[str, NoteValue]) -> str:
+    text = f"{v['variant']}: {v['left']} of {v['rounds']} rounds still disturbed after {v['remeasured']} re-measured"
+    if v.get("against") is not None:
+        text += f" and its per-round ratio to {v['against']} spreads {v['ratio_spread']:.2f} > {v['limit']:g}"
+    return text
+
+
+PHRASES.update({
+    "core.timing_spread": "{variant} rounds spread {spread:.2f} (p90 - p10 over p50) > {limit:g}",
+    "core.timing_disturbed": _disturbed,
+    "core.timing_contention": ("other processes kept {others:.1f} of {cores} cores busy (this process used {ours:.1f}), taking the "
+                               "spare cores in {share:.0%} of the time: sustained contention"),
+})
