@@ -195,12 +195,14 @@ def _classify(w: _Walk, evidence: EvidencePaths) -> None:
 def _reduce(w: _Walk) -> str:
     """Step 4a: ddmin over the differences of two workloads; the note for the step line."""
     from sparsedebug.reduce.reduce import reduce_workloads
+    from sparsedebug.render.words.core import reduce_verdict
+    from sparsedebug.render.words.notes import say
     from sparsedebug.sources.workload.schema import save_workload
 
     step = w.book.step("reproduce")
     w.say.step(step, "reduce to a focused reproducer (ddmin over the differences)")
     reduction = reduce_workloads(
-        w.workloads["baseline"], w.workloads["candidate"], progress=lambda text: w.say.progress(text, 0, 0),
+        w.workloads["baseline"], w.workloads["candidate"], progress=lambda event: w.say.progress(say(event), 0, 0),
         good_dir=w.paths["baseline"].parent, bad_dir=w.paths["candidate"].parent, repro_path=Path(FILES["reproducer"]),
     )
     red = reduction.record
@@ -210,7 +212,7 @@ def _reduce(w: _Walk) -> str:
         save_workload(reduction.base, w.tmp / FILES["reproducer_base"])
         w.files["reproducer"] = FILES["reproducer"]
         w.files["reproducer_base"] = FILES["reproducer_base"]
-    return red.verdict
+    return reduce_verdict(red)
 
 
 def _apply_fix(w: _Walk) -> str:

@@ -42,7 +42,7 @@ from sparsedebug.render.markdown.engine import sparse_kernels_line
 from sparsedebug.render.markdown.ranks import rank_lines
 from sparsedebug.render.markdown.tags import build_tags
 from sparsedebug.render.markdown.verdicts import attributed_lines, fix_verdict, not_established_lines
-from sparsedebug.render.words.core import timing_words
+from sparsedebug.render.words.core import change_words, reduce_verdict, timing_words
 from sparsedebug.render.words.gate import decision_reasons, detail_words, measured_words, refusal_words, significance_words
 from sparsedebug.signoff.decide import stored_decision
 from sparsedebug.signoff.metrics import (
@@ -350,11 +350,11 @@ def _next_step(b: LoadedBundle) -> list[str]:
 
 
 def _reduce_text(red: ReduceResult) -> str:
-    kept = ", ".join(f"{c.key} ({c.detail})" for c in red.kept) or "none"
+    kept = ", ".join(f"{c.key} ({change_words(c)})" for c in red.kept) or "none"
     shape = f"{red.layers_before} -> {red.layers_after} layers" if red.layers_after is not None else f"{red.layers_before} layers"
     tokens = f", {red.tokens_before} -> {red.tokens_after} tokens" if red.tokens_after is not None else ""
     text = (
-        f"{red.verdict}; kept {len(red.kept)} of {len(red.changes)} differences: {kept}; {shape}{tokens}; "
+        f"{reduce_verdict(red)}; kept {len(red.kept)} of {len(red.changes)} differences: {kept}; {shape}{tokens}; "
         f"{red.replays} timed replay(s), {red.static_probes} static graph+lowering run(s), {red.flaky_probes} flaky"
     )
     if red.command:

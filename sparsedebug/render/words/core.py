@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from sparsedebug.records.notes import NoteValue
+from sparsedebug.records.reduce import Change, ProbeLog, ReduceResult
 from sparsedebug.records.stats import SampleComparison
 from sparsedebug.records.timing import TimingQuality
 from sparsedebug.render.words.notes import Phrase, say
@@ -88,4 +89,75 @@ PHRASES.update({
     "core.timing_disturbed": _disturbed,
     "core.timing_contention": ("other processes kept {others:.1f} of {cores} cores busy (this process used {ours:.1f}), taking the "
                                "spare cores in {share:.0%} of the time: sustained contention"),
+})
+
+
+def change_words(change: Change) -> str:
+    """One difference between the good and the bad workload: ``precision: fp32 -> bf16``, ``added (linear 64x64)``."""
+    if change.change == "added":
+        return f"added ({change.diffs[0].now})" if change.diffs else "added"
+    if change.change == "removed":
+        return f"removed ({change.diffs[0].was})" if change.diffs else "removed"
+    if change.kind == "knob" and len(change.diffs) == 1:
+        d = change.diffs[0]
+        return f"{d.field}: {d.was or '-'} -> {d.now or '-'}"
+    return "; ".join(f"{d.field} {d.was or '-'} -> {d.now or '-'}" for d in change.diffs)
+
+
+_PROBE_NOTES = {
+    "other_finding": "diverges, but with another finding",
+    "uncertain": "uncertain",
+    "still_undecided": "still undecided with twice the repeats",
+}
+
+
+def probe_note_words(probe: ProbeLog) -> str:
+    """Why a probe's outcome is not a plain fail or pass (empty when it is)."""
+    if probe.invalid is not None:
+        return f"invalid variant: {probe.invalid}"
+    if probe.note == "earlier_stage":
+        return f"diverges earlier, at {probe.earlier_stage}"
+    return _PROBE_NOTES.get(probe.note or "", "")
+
+
+def reduce_verdict(red: ReduceResult) -> str:
+    """The reduction's verdict: nothing to reduce, not reproduced (and why), or what reproduces it at what cost."""
+    if red.outcome == "nothing_to_reduce":
+        return "nothing to reduce: the two workloads have no knob or layer difference"
+    if red.outcome == "not_reproduced":
+        last = red.not_reproduced
+        state = f": {last.state}" if last is not None else ""
+        return (f"cannot reproduce a regression: {red.bad} does not diverge from {red.good} (measured twice, "
+                f"{red.probe_repeats} and {2 * red.probe_repeats} repeats){state}")
+    target = f"{red.target_stage}" + (f" ({red.target_finding})" if red.target_finding else "")
+    kept = ", ".join(change_words(c) if c.kind == "knob" else f"{c.name} ({change_words(c)})" for c in red.kept)
+    graph = (f"{red.graph_source} kept whole (a checkpoint's graph is not shrunk)" if red.graph_source is not None
+             else f"graph {red.layers_before} -> {red.layers_after} layers")
+    text = (f"{len(red.kept)} of {len(red.changes)} change(s) reproduce the {target} divergence: {kept}; {graph}, tokens "
+            f"{red.tokens_before} -> {red.tokens_after}; {red.probe_count} probe(s): {red.static_probes} static graph+lowering "
+            f"run(s), {red.replays} timed replay(s)")
+    if not red.confirmed and red.confirmation is not None:
+        text += f"; the timed confirmation bisected to {red.confirmation.first_stage or red.confirmation.state} instead"
+    if red.other_causes:
+        text += "; other cause(s): " + "; ".join(f"{c.finding}: {', '.join(k.key for k in c.kept)}" for c in red.other_causes)
+    if red.stopped_at_limit:
+        text += f" (stopped at the {red.max_probes}-probe limit)"
+    if red.full_graph:
+        text += "; the shrunk graph did not confirm, so the reproducer keeps the full graph"
+    return text
+
+
+def _probe(v: Mapping[str, NoteValue]) -> str:
+    return f"probe {v['n']} [{v['phase']}] {v['tried']}: {v['outcome']}{' (re-measured)' if v.get('flaky') else ''}"
+
+
+PHRASES.update({
+    "reduce.probe": _probe,
+    "reduce.stop_shrinking": "{phase}: stop shrinking: {error}",
+    "reduce.check_static": "checking the divergence (static: graph and lowering)",
+    "reduce.check_timed": "no graph/lowering divergence; replaying both with timing",
+    "reduce.tokens_only": "{source}: the graph is the checkpoint's, not shrunk; halving tokens only",
+    "reduce.target": lambda v: (f"target: first divergence at {v['stage']}" + (f" ({v['finding']})" if v.get("finding") else "")
+                                + f"; {v['changes']} change(s) to reduce"),
+    "reduce.confirm": "confirming with a timed replay of the reproducer and its baseline",
 })
