@@ -245,6 +245,7 @@ def _trace_reproducer(w: _Walk) -> str:
     from sparsedebug.records.findings import BisectResult
     from sparsedebug.reduce.from_trace import repro_workloads, trace_repro
     from sparsedebug.render.repro import render_repro_script
+    from sparsedebug.render.words.core import replay_reason_words
     from sparsedebug.sources.workload.schema import save_workload
 
     step = w.book.step("reproduce")
@@ -257,7 +258,7 @@ def _trace_reproducer(w: _Walk) -> str:
         return f"no trace reproducer: no regression at {bisect.first_stage} names a layer whose call the trace records with its shapes"
     trace_name = w.paths["candidate"].name
     files = {"script": FILES["repro_script"]}
-    workloads = repro_workloads(repro, trace_name, twin_file=FILES["reproducer_base"])
+    workloads = repro_workloads(repro, trace_name, twin_file=FILES["reproducer_base"], note=replay_reason_words(repro))
     if workloads is not None:
         cand, base = workloads
         save_workload(cand, w.tmp / FILES["reproducer"])

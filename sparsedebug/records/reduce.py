@@ -100,6 +100,14 @@ class ReduceResult(Record):
     stopped_at_limit: bool = Field(False, description="The reduction stopped at max_probes.")
 
 
+# Why the built-in replay can or cannot show a trace's divergence: its dtype has no replay kernel, the attention call
+# dispatched to another backend, the replay's backend profile decides the layer dense (shows it) or runs it sparse
+# (does not), the device waited on the host (no device in the replay), or the divergence is in GPU timings.
+ReplayReason = Literal[
+    "dtype_without_kernel", "attention_dispatch", "profile_falls_back", "profile_runs_sparse", "host_wait", "cpu_timing",
+]
+
+
 class TraceOperand(Record):
     """One tensor input of the blamed op as the trace recorded it."""
 
@@ -142,5 +150,6 @@ class TraceRepro(Record):
     launch: Literal["eager", "cuda_graph"]
     backend_profile: str = Field(description="The replay backend profile the reproducer workload uses.")
     replay_shows: bool = Field(description="Whether the built-in replay can show the trace's first divergent stage and mechanism.")
-    replay_note: str = Field(description="What the built-in replay of reproducer.yaml can and cannot show, and why.")
+    replay_reason: ReplayReason = Field(description="Why the built-in replay of reproducer.yaml can or cannot show it.")
+    replay_fallback: str | None = Field(None, description="The fallback reason the replay's backend profile decides for the layer, when it does.")
     files: dict[str, str] = Field(default_factory=dict, description="role -> file name in the bundle (workload, dense twin, script).")

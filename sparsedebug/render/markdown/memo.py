@@ -42,7 +42,7 @@ from sparsedebug.render.markdown.engine import sparse_kernels_line
 from sparsedebug.render.markdown.ranks import rank_lines
 from sparsedebug.render.markdown.tags import build_tags
 from sparsedebug.render.markdown.verdicts import attributed_lines, fix_verdict, not_established_lines
-from sparsedebug.render.words.core import change_words, reduce_verdict, timing_words
+from sparsedebug.render.words.core import change_words, reduce_verdict, replay_reason_words, timing_words
 from sparsedebug.render.words.gate import decision_reasons, detail_words, measured_words, refusal_words, significance_words
 from sparsedebug.signoff.decide import stored_decision
 from sparsedebug.signoff.metrics import (
@@ -261,7 +261,7 @@ def _action(b: LoadedBundle, book: Playbook) -> list[str]:
             f"  - Focused reproducer from the traces ({names}): `{tr.layer}` ({tr.group}: {tr.finding} at {tr.first_stage}{ratio}), "
             f"{tr.op_kind} with the traced shapes, dtypes and strides, backend {tr.candidate.backend or '?'} against the dense twin's "
             f"{tr.baseline.backend if tr.baseline and tr.baseline.backend else '?'}. `python repro.py` on a GPU times both; "
-            f"`sparsedebug replay reproducer.yaml`: " + ("shows it. " if tr.replay_shows else "cannot show it: ") + tr.replay_note
+            f"`sparsedebug replay reproducer.yaml`: " + ("shows it. " if tr.replay_shows else "cannot show it: ") + replay_reason_words(tr)
         )
     fo = b.fix
     if fo is not None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from sparsedebug.records.notes import NoteValue
-from sparsedebug.records.reduce import Change, ProbeLog, ReduceResult
+from sparsedebug.records.reduce import Change, ProbeLog, ReduceResult, TraceRepro
 from sparsedebug.records.stats import SampleComparison
 from sparsedebug.records.timing import TimingQuality
 from sparsedebug.render.words.notes import Phrase, say
@@ -161,3 +161,34 @@ PHRASES.update({
                                 + f"; {v['changes']} change(s) to reduce"),
     "reduce.confirm": "confirming with a timed replay of the reproducer and its baseline",
 })
+
+
+def replay_reason_words(tr: TraceRepro) -> str:
+    """What the built-in replay of a trace's reproducer can and cannot show, and why."""
+    from sparsedebug.sources.workload.lowering import PROFILES
+
+    stage, finding, profile = tr.first_stage, tr.finding, tr.backend_profile
+    target = PROFILES[profile].target if profile in PROFILES else None
+    projected = (
+        f" Its target clock ({profile}) projects the op onto the {target.upper()} from the measured GEMM rows, per-call "
+        "cost included for eager launch: that is where the trace's cost shows in the replay."
+        if target is not None else ""
+    )
+    return {
+        "dtype_without_kernel": "the trace's dtype has no built-in replay kernel (fp32, fp16 and bf16 only): no workload was written; "
+                                "run repro.py on a GPU.",
+        "attention_dispatch": (f"the trace diverges first at {stage} ({finding}): the attention call dispatched to another backend "
+                               "(its layout, dtype or mask chose it); the built-in replay has one numpy attention and no backend "
+                               "dispatch, so it cannot show that: run repro.py, which rebuilds the traced layouts, on a GPU."),
+        "profile_falls_back": (f"the trace diverges first at {stage} ({finding}); the replay's backend profile {profile} decides this "
+                               f"layer dense without timing ({tr.replay_fallback}), so the replay shows the same {stage} finding."),
+        "profile_runs_sparse": (f"the trace diverges first at {stage} ({finding}); the replay's backend profile {profile} runs this "
+                                "layer sparse, so the replay's lowering does not show it."),
+        "host_wait": (f"the trace diverges first at {stage} ({finding}: the device waits on the host before each call); the built-in "
+                      "replay runs numpy kernels on this CPU, with no device to wait and none of the GPU stack's host-side dispatch, "
+                      "so it cannot show that stage: its schedule stage measures only this process's own overhead (threads, per-call "
+                      "conversion), and its kernel stage times the sparse kernel against the dense one on this CPU." + projected),
+        "cpu_timing": (f"the trace diverges first at {stage} ({finding}, mechanism {tr.mechanism or 'none'}); the built-in replay "
+                       "times numpy kernels on this CPU, whose speeds are not the GPU's, so a kernel, schedule or outcome divergence "
+                       "there is not the trace's." + projected),
+    }[tr.replay_reason]
