@@ -66,7 +66,7 @@ from sparsedebug.core.stats import (
 )
 from sparsedebug.core.tails import P99, exceedance_p, exceedances_needed, quantile_bounds
 from sparsedebug.core.timing import unstable_reason
-from sparsedebug.locate.reference import calm_latencies, machine_drift, session_block
+from sparsedebug.locate.reference import MachineDrift, calm_latencies, machine_drift, session_block
 from sparsedebug.records.gate import CheckStatus, GateCheck, GatePolicy, GateResult, OnInconclusive, P99Policy
 from sparsedebug.records.run import RunRecord
 from sparsedebug.signoff.metrics import bundle_clock, equal_latency_sentence, fallback_summary, latency, layer_rows
@@ -443,6 +443,22 @@ def check_precision(base: RunRecord, cand: RunRecord, policy: GatePolicy) -> Gat
     )
 
 
+def _drift_note(machine: MachineDrift) -> str:
+    """The drift clause a timing check's detail ends with (locate.reference records it as a coded fact, issue 39)."""
+    facts = machine.facts
+    if facts is None:
+        return ""
+    if facts.code == "locate.drift.session":
+        return ("; baseline and candidate were timed in one interleaved session and compared round by round: "
+                "the machine's drift during the session cancels in each round's ratio (no drift band)")
+    parts = []
+    if machine.forward_factor is not None:
+        parts.append(f"the shared dense forward ran x{machine.forward_factor:.3f} as long in the candidate's replay")
+    if machine.kernel_band is not None:
+        parts.append(f"{facts.values.get('layers')} shared layer references moved x{machine.kernel_band[0]:.3f} to x{machine.kernel_band[1]:.3f}")
+    return "; this machine's own drift between the replays: " + "; ".join(parts) + "; changes within it are not findings"
+
+
 def evaluate(base: RunRecord, cand: RunRecord, policy: GatePolicy | None = None) -> GateResult:
     """Run every enabled check on ``base`` versus ``cand``."""
     pol = policy or GatePolicy()
@@ -450,7 +466,7 @@ def evaluate(base: RunRecord, cand: RunRecord, policy: GatePolicy | None = None)
     machine = machine_drift(base, cand)
     band = machine.forward_band
     drift = band[1] if band is not None else 1.0  # slowness the machine alone put on the candidate's run
-    note = f"; {machine.note}" if machine.note else ""
+    note = _drift_note(machine)
     if pol.effective_speedup is not None:
         check = check_speedup(base, cand, pol, drift)
         checks.append(check.model_copy(update={"detail": check.detail + note}))

@@ -42,6 +42,7 @@ from sparsedebug.render.markdown.engine import sparse_kernels_line
 from sparsedebug.render.markdown.ranks import rank_lines
 from sparsedebug.render.markdown.tags import build_tags
 from sparsedebug.render.markdown.verdicts import attributed_lines, fix_verdict, not_established_lines
+from sparsedebug.render.words.locate_text import finding_text, stage_text, verdict_text
 from sparsedebug.signoff.decide import stored_decision
 from sparsedebug.signoff.metrics import (
     equal_latency_sentence,
@@ -163,12 +164,12 @@ def _first_stage(b: LoadedBundle) -> str:
     if bis is None:
         return "not located (no bisect result in the bundle)."
     if bis.first_stage is None:
-        return f"no persistent divergence ({bis.state}): {bis.verdict}"
+        return f"no persistent divergence ({bis.state}): {verdict_text(bis)}"
     stage = bis.stage(bis.first_stage)
-    text = f"stage **`{bis.first_stage}`**: {stage.summary}"
+    text = f"stage **`{bis.first_stage}`**: {stage_text(stage)}"
     regress = [f for f in stage.layers if f.regression]
     if regress:
-        named = "; ".join(f"`{f.layer}` ({f.kind}: {f.detail})" for f in regress[:4])
+        named = "; ".join(f"`{f.layer}` ({f.kind}: {finding_text(f)})" for f in regress[:4])
         text += f" Layers: {named}."
     if bis.effect is not None:
         text += f" Effect on {bis.effect_metric or 'the metric'}: {_cmp_text(bis.effect)}."
