@@ -267,7 +267,7 @@ def _initial_divergence(
             prober.flaky += 1
     return (
         f"cannot reproduce a regression: {bad.name} does not diverge from {good.name} "
-        f"(measured twice, {probe_repeats} and {2 * probe_repeats} repeats): {result.verdict}"
+        f"(measured twice, {probe_repeats} and {2 * probe_repeats} repeats): {result.state.replace('_', ' ')}"
     )
 
 

@@ -42,7 +42,8 @@ from sparsedebug.render.markdown.engine import sparse_kernels_line
 from sparsedebug.render.markdown.ranks import rank_lines
 from sparsedebug.render.markdown.tags import build_tags
 from sparsedebug.render.markdown.verdicts import attributed_lines, fix_verdict, not_established_lines
-from sparsedebug.render.words.locate_text import finding_text, stage_text, verdict_text
+from sparsedebug.render.words.locate_text import allowed_text, finding_text, stage_text, verdict_text
+from sparsedebug.render.words.notes import say
 from sparsedebug.signoff.decide import stored_decision
 from sparsedebug.signoff.metrics import (
     equal_latency_sentence,
@@ -454,13 +455,13 @@ def _comparability(b: LoadedBundle) -> list[str]:
     if check is None:
         return []
     out = []
-    sentence = check.allowed_sentence()
+    sentence = allowed_text(check)
     if sentence:
         out.append(f"**Comparability**: {sentence[0].upper()}{sentence[1:]}.")
     else:
         out.append(f"**Comparability**: same model ({check.layers.matched} of {max(check.layers.base_layers, check.layers.cand_layers)} layers matched by op and shape), "
                    f"device {check.base_device.label()}, phase {check.base_phase}.")
-    out += [f"- {note}" for note in check.notes]
+    out += [f"- {say(note)}" for note in check.notes]
     return [*out, ""]
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-from sparsedebug.render.words.notes import Phrase
 from sparsedebug.records.notes import NoteValue
+from sparsedebug.render.words.notes import Phrase
 
 
 def _f(v: NoteValue) -> float:
@@ -313,4 +313,50 @@ _RANKS: dict[str, Phrase] = {
     ),
 }
 
-PHRASES: dict[str, Phrase] = {**_FINDINGS, **_METRICS, **_STAGES, **_VERDICT, **_RANKS}
+# ---------------------------------------------------------------- comparability
+
+
+def _model(v: Mapping[str, NoteValue]) -> str:
+    text = f"{v.get('matched')} of {v.get('total')} layers match by op and shape ({_f(v.get('share')):.0%})"
+    for side in ("base", "cand"):
+        only = _names(v.get(f"only_{side}"))
+        more = int(_f(v.get(f"more_{side}")) or 0)
+        if only:
+            text += f"; only in {v.get(side)}: {', '.join(only)}" + (f" and {more} more" if more > 0 else "")
+    return text
+
+
+_DEVICE_PROPS = {
+    "compute_capability": "compute capability {0} vs {1}",
+    "multiprocessors": "{0} vs {1} multiprocessors",
+    "memory_gib": "{0} vs {1} GiB",
+    "name": "device names differ and no properties tell them apart",
+}
+
+
+def _device(v: Mapping[str, NoteValue]) -> str:
+    rows = zip(_names(v.get("props")), _names(v.get("before")), _names(v.get("after")), strict=False)
+    differs = [_DEVICE_PROPS[prop].format(b, a) for prop, b, a in rows]
+    return f"{v.get('base')} vs {v.get('cand')}" + (f" ({', '.join(differs)})" if differs else "")
+
+
+_COMPARE: dict[str, Phrase] = {
+    "locate.differ.model": _model,
+    "locate.differ.device": _device,
+    "locate.differ.phase": "{base} vs {cand}",
+    "locate.differ.tokens": lambda v: f"{v.get('base')} vs {v.get('cand')} tokens per call (x{_f(v.get('ratio')):.3g})",
+    "locate.differ.launch": "{base} vs {cand} launch: host overhead is paid differently, not like for like",
+    "locate.differ.dtype": lambda v: (
+        f"{v.get('base')} vs {v.get('cand')}: {v.get('count')} compute layers carrying {_f(v.get('share')):.0%} of the FLOPs changed dtype"
+    ),
+    "locate.compare.kernel_named": "layers are kernel names in at least one run (a CUDA-graph replay): model identity not checked by shape",
+    "locate.compare.layers_changed": lambda v: f"layers changed: {_model(v)}",
+    "locate.compare.renamed": "{count} matched layer(s) have other names in the candidate: compared under the baseline's names",
+    "locate.compare.merged": "the {fine}'s {count} op layers merged into {groups} of the {coarse}'s annotated layers, op for op",
+    "locate.compare.backend": "backend {base} vs {cand}",
+    "locate.compare.dtype_changed": lambda v: (
+        f"dtype changed on {v.get('count')} layer(s): {', '.join(_names(v.get('layers')))}" + (" ..." if v.get("more") else "")
+    ),
+}
+
+PHRASES: dict[str, Phrase] = {**_FINDINGS, **_METRICS, **_STAGES, **_VERDICT, **_RANKS, **_COMPARE}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from sparsedebug.records.comparability import Comparability
 from sparsedebug.records.findings import BisectResult, LayerFinding, MetricFinding, StageFinding
 from sparsedebug.records.notes import Note
 from sparsedebug.render.words.notes import say
@@ -66,3 +67,25 @@ def verdict_text(result: BisectResult) -> str:
 def reference_text(result: BisectResult) -> str | None:
     """How far the machine itself moved between the two replays, in words (None when not measured)."""
     return say(result.reference) if result.reference is not None else None
+
+
+def refusal_text(check: Comparability) -> str:
+    """The one line that refuses a pair: what differs and by how much, and how to opt in."""
+    blocking = [d for d in check.differences if not d.allowed]
+    parts = "; ".join(f"{d.dimension}: {say(d.facts)}" for d in blocking)
+    opt = " ".join(f"--allow-different {d.dimension}" for d in blocking)
+    return f"{check.base} vs {check.cand}: not comparable: {parts}; pass {opt} to compare anyway"
+
+
+def allowed_text(check: Comparability) -> str | None:
+    """What the user allowed to differ, for the memo and the outputs (None when nothing differed)."""
+    allowed = [d for d in check.differences if d.allowed]
+    if not allowed:
+        return None
+    return "compared although they differ (--allow-different): " + "; ".join(f"{d.dimension}: {say(d.facts)}" for d in allowed)
+
+
+def comparability_lines(check: Comparability) -> list[str]:
+    """What was allowed to differ, then each difference a regression may carry, one line each."""
+    allowed = allowed_text(check)
+    return ([allowed] if allowed else []) + [say(n) for n in check.notes]
