@@ -74,13 +74,16 @@ def cmp_values(c: SampleComparison) -> dict[str, NoteValue]:
     }
 
 
-def cmp_lists(comps: Sequence[SampleComparison]) -> dict[str, NoteValue]:
-    """Several comparisons' ratios and intervals as parallel lists (NaN where an interval is not known)."""
-    nan = float("nan")
+def cmp_lists(labels: Sequence[str], comps: Sequence[SampleComparison]) -> dict[str, NoteValue]:
+    """Several labelled comparisons as note values: ``layers`` and their ``ratio``; ``with_ci`` names those that have an
+    interval, ``ci_low`` and ``ci_high`` are theirs, in that order."""
+    known = [(label, c) for label, c in zip(labels, comps, strict=True) if c.ci_low is not None and c.ci_high is not None]
     return {
+        "layers": list(labels),
         "ratio": [c.ratio for c in comps],
-        "ci_low": [c.ci_low if c.ci_low is not None else nan for c in comps],
-        "ci_high": [c.ci_high if c.ci_high is not None else nan for c in comps],
+        "with_ci": [label for label, _ in known],
+        "ci_low": [float(c.ci_low or 0.0) for _, c in known],
+        "ci_high": [float(c.ci_high or 0.0) for _, c in known],
     }
 
 

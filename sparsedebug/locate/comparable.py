@@ -442,7 +442,7 @@ def check_pair(base: RunRecord, cand: RunRecord, allow: Iterable[Dimension] = ()
     if named:
         notes.append(note("locate.compare.kernel_named"))
     elif match.share < MODEL_MIN_SHARE:
-        differ("model", str(match.base_layers), str(match.cand_layers), _model_facts("locate.differ.model", match, base, cand))
+        differ("model", f"{match.base_layers} layers", f"{match.cand_layers} layers", _model_facts("locate.differ.model", match, base, cand))
     elif match.matched < max(match.base_layers, match.cand_layers):
         notes.append(_model_facts("locate.compare.layers_changed", match, base, cand))
     if match.renamed:
@@ -493,7 +493,9 @@ def require_comparable(base: RunRecord, cand: RunRecord, allow: Iterable[Dimensi
         blocking = [d for d in pair.check.differences if not d.allowed]
         raise NotComparableError(
             pair.check,
-            f"{base.name} vs {cand.name}: not comparable: " + "; ".join(f"{d.dimension}: {d.base} vs {d.cand}" for d in blocking)
+            f"{base.name} vs {cand.name}: not comparable: " + "; ".join(f"{d.dimension}: {d.base} vs {d.cand}" + (
+                f" ({pair.check.layers.matched} of {max(pair.check.layers.base_layers, pair.check.layers.cand_layers)} layers match by op and shape)"
+                if d.dimension == "model" else "") for d in blocking)
             + "; pass " + " ".join(f"--allow-different {d.dimension}" for d in blocking) + " to compare anyway",
         )
     return pair

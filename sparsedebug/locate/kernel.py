@@ -116,17 +116,17 @@ def _facts(
     fast = [f for f in findings if f.kind == "faster" and f.comparison is not None][:5]
     facts: list[Note] = []
     if slow:
-        facts.append(note("locate.kernel.slower", layers=[f.layer for f in slow], **cmp_lists([f.comparison for f in slow if f.comparison])))
+        facts.append(note("locate.kernel.slower", **cmp_lists([f.layer for f in slow], [f.comparison for f in slow if f.comparison])))
     if beyond:
         facts.append(note("locate.kernel.precision", layers=[f.layer for f in beyond[:5]]))
     if fast:
-        facts.append(note("locate.kernel.faster", layers=[f.layer for f in fast], **cmp_lists([f.comparison for f in fast if f.comparison])))
+        facts.append(note("locate.kernel.faster", **cmp_lists([f.layer for f in fast], [f.comparison for f in fast if f.comparison])))
     if metrics:
         m = metrics[0].comparison
         facts.append(note("locate.kernel.busy", **cmp_values(m), enough=m.enough_samples))
     if undecided and not slow and not beyond:
         shown = undecided[:4]
-        facts.append(note("locate.kernel.too_few", layers=[label for label, _ in shown], **cmp_lists([c for _, c in shown]),
+        facts.append(note("locate.kernel.too_few", **cmp_lists([label for label, _ in shown], [c for _, c in shown]),
                           n_base=[float(c.n_base) for _, c in shown], n_cand=[float(c.n_cand) for _, c in shown]))
     added, removed = only
     if added or removed:

@@ -35,8 +35,9 @@ def cmp_text(v: Mapping[str, NoteValue]) -> str:
 
 def _cmp_items(v: Mapping[str, NoteValue]) -> list[str]:
     """``layer x1.234 [..]`` per layer of a note carrying parallel lists (``locate.common.cmp_lists``)."""
-    layers, ratios, lows, highs = _names(v.get("layers")), _floats(v.get("ratio")), _floats(v.get("ci_low")), _floats(v.get("ci_high"))
-    return [f"{layer} {ratio_ci(r, lo, hi)}" for layer, r, lo, hi in zip(layers, ratios, lows, highs, strict=False)]
+    ci = dict(zip(_names(v.get("with_ci")), zip(_floats(v.get("ci_low")), _floats(v.get("ci_high")), strict=False), strict=False))
+    rows = zip(_names(v.get("layers")), _floats(v.get("ratio")), strict=False)
+    return [f"{layer} {ratio_ci(r, *ci.get(layer, (None, None)))}" for layer, r in rows]
 
 
 def _shown(layers: list[str], more: NoteValue) -> str:
