@@ -76,8 +76,9 @@ def allowed_dimensions(values: list[Different] | None) -> list[Dimension]:
 
 def say_comparability(check: Comparability, err: Console) -> None:
     """The comparability notes and what was allowed to differ, on stderr (stdout stays for tables and JSON)."""
-    sentence = check.allowed_sentence()
-    for line in ([sentence] if sentence else []) + list(check.notes):
+    from sparsedebug.render.words.locate_text import comparability_lines
+
+    for line in comparability_lines(check):
         err.print(f"note: {line}", markup=False, highlight=False)
 
 
@@ -181,6 +182,16 @@ def report_error(lines: list[str], exit_code: int, *, as_json: bool) -> None:
         emit_json({"error": {"exit_code": exit_code, "message": lines[0], "lines": lines}})
 
 
+def _error_lines(exc: UserError) -> list[str]:
+    """A bad-input error's lines; a pair refused as not comparable is worded in full from its check."""
+    from sparsedebug.locate.comparable import NotComparableError
+    from sparsedebug.render.words.locate_text import refusal_text
+
+    if isinstance(exc, NotComparableError):
+        return [refusal_text(exc.check)]
+    return str(exc).splitlines()
+
+
 def handle_errors(func: Callable[P, R]) -> Callable[P, R]:
     """Decorate a command so a ``UserError`` prints one clean message and exits 2, and a signal
     (SIGINT, SIGTERM, SIGHUP) unwinds through the cleanup and exits 128 + its number.
@@ -198,7 +209,7 @@ def handle_errors(func: Callable[P, R]) -> Callable[P, R]:
             with signals_as_exceptions():
                 return func(*args, **kwargs)
         except UserError as exc:
-            report_error(str(exc).splitlines(), EXIT_BAD_INPUT, as_json=as_json)
+            report_error(_error_lines(exc), EXIT_BAD_INPUT, as_json=as_json)
             raise typer.Exit(EXIT_BAD_INPUT) from None
         except MemoryError as exc:
             from sparsedebug.core.budget import out_of_memory

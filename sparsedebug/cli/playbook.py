@@ -25,6 +25,7 @@ from sparsedebug.records.defaults import MAX_REPEATS
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
 
+    from sparsedebug.records.comparability import Comparability
     from sparsedebug.records.playbook import Step
     from sparsedebug.sources.bundle import LoadedBundle
 
@@ -95,6 +96,12 @@ class _RichReporter:
 
     def note(self, text: str) -> None:
         self._progress.console.print(f"note: {text}", markup=False)
+
+    def compared(self, check: Comparability, of: str | None = None) -> None:
+        from sparsedebug.render.words.locate_text import comparability_lines
+
+        for line in comparability_lines(check):
+            self.note(f"{of}: {line}" if of else line)
 
 
 CalibrateOption = Annotated[

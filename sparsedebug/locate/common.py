@@ -17,6 +17,7 @@ from sparsedebug.core.paired import compare_timings, enough_pairs
 from sparsedebug.core.stats import SampleComparison, enough_samples, median
 from sparsedebug.locate.reference import samples_block, session_block
 from sparsedebug.records.findings import LayerFinding, MetricFinding, StageStatus
+from sparsedebug.records.notes import NoteValue
 from sparsedebug.records.run import RunRecord
 
 
@@ -65,10 +66,25 @@ def positive(values: Iterable[float], floor: float = 1e-9) -> list[float]:
     return [max(float(v), floor) for v in values]
 
 
-def fmt_cmp(c: SampleComparison) -> str:
-    """``x1.234 [1.100, 1.400]``: a comparison's median ratio and its confidence interval."""
-    ci = f" [{c.ci_low:.3f}, {c.ci_high:.3f}]" if c.ci_low is not None and c.ci_high is not None else ""
-    return f"x{c.ratio:.3f}{ci}"
+def cmp_values(c: SampleComparison) -> dict[str, NoteValue]:
+    """A comparison's figures as note values: median ratio, its interval, medians and sample counts."""
+    return {
+        "ratio": c.ratio, "ci_low": c.ci_low, "ci_high": c.ci_high, "base_p50": c.base_median, "cand_p50": c.cand_median,
+        "n_base": c.n_base, "n_cand": c.n_cand,
+    }
+
+
+def cmp_lists(labels: Sequence[str], comps: Sequence[SampleComparison]) -> dict[str, NoteValue]:
+    """Several labelled comparisons as note values: ``layers`` and their ``ratio``; ``with_ci`` names those that have an
+    interval, ``ci_low`` and ``ci_high`` are theirs, in that order."""
+    known = [(label, c) for label, c in zip(labels, comps, strict=True) if c.ci_low is not None and c.ci_high is not None]
+    return {
+        "layers": list(labels),
+        "ratio": [c.ratio for c in comps],
+        "with_ci": [label for label, _ in known],
+        "ci_low": [float(c.ci_low or 0.0) for _, c in known],
+        "ci_high": [float(c.ci_high or 0.0) for _, c in known],
+    }
 
 
 def undecided_regression(c: SampleComparison) -> bool:

@@ -45,6 +45,7 @@ from sparsedebug.records.comparability import (
     LaunchMode,
     LayerMatch,
 )
+from sparsedebug.records.notes import Note, note
 from sparsedebug.records.run import (
     GraphLayer,
     KernelLayer,
@@ -131,22 +132,33 @@ def launch_of(run: RunRecord) -> LaunchMode | None:
     return "eager"
 
 
-def _device_difference(b: DeviceInfo, c: DeviceInfo) -> str | None:
-    if b.kind != c.kind or b.family != c.family:
-        return f"{b.label()} vs {c.label()}"
-    if b.kind == "cpu":
-        return f"{b.label()} vs {c.label()}" if b.name and c.name and b.name != c.name else None
-    differs = []
+def _device_difference(b: DeviceInfo, c: DeviceInfo) -> Note | None:
+    """What tells the two devices apart (``locate.differ.device``: the properties that differ), None when nothing does."""
+    if b.kind != c.kind or b.family != c.family or b.kind == "cpu":
+        if b.kind == "cpu" and c.kind == "cpu" and not (b.name and c.name and b.name != c.name):
+            return None
+        return note("locate.differ.device", base=b.label(), cand=c.label(), props=[], before=[], after=[])
+    props: list[str] = []
+    before: list[str] = []
+    after: list[str] = []
     if b.compute_capability and c.compute_capability and b.compute_capability != c.compute_capability:
-        differs.append(f"compute capability {b.compute_capability} vs {c.compute_capability}")
+        props.append("compute_capability")
+        before.append(b.compute_capability)
+        after.append(c.compute_capability)
     if b.multiprocessors and c.multiprocessors and b.multiprocessors != c.multiprocessors:
-        differs.append(f"{b.multiprocessors} vs {c.multiprocessors} multiprocessors")
+        props.append("multiprocessors")
+        before.append(str(b.multiprocessors))
+        after.append(str(c.multiprocessors))
     if b.memory_bytes and c.memory_bytes and max(b.memory_bytes, c.memory_bytes) > 1.02 * min(b.memory_bytes, c.memory_bytes):
-        differs.append(f"{b.memory_bytes / 2**30:.0f} vs {c.memory_bytes / 2**30:.0f} GiB")
+        props.append("memory_gib")
+        before.append(f"{b.memory_bytes / 2**30:.0f}")
+        after.append(f"{c.memory_bytes / 2**30:.0f}")
     has_props = any((b.compute_capability and c.compute_capability, b.multiprocessors and c.multiprocessors, b.memory_bytes and c.memory_bytes))
     if not has_props and b.name and c.name and b.name.lower() != c.name.lower():
-        differs.append("device names differ and no properties tell them apart")
-    return f"{b.label()} vs {c.label()} ({', '.join(differs)})" if differs else None
+        props.append("name")
+        before.append(b.name)
+        after.append(c.name)
+    return note("locate.differ.device", base=b.label(), cand=c.label(), props=props, before=before, after=after) if props else None
 
 
 # --------------------------------------------------------------------------- layer identity
@@ -365,7 +377,7 @@ def match_layers(base: RunRecord, cand: RunRecord) -> tuple[RunRecord, RunRecord
     ops in fewer layers (an annotated trace against its stripped copy), the finer run is
     first merged into the coarser one's layers, op for op.
     """
-    merged_note: str | None = None
+    merged_note: Note | None = None
     pairs = _layer_pairs(_keys(base), _keys(cand))
     bigger = max(len(base.graph.layers), len(cand.graph.layers), 1)
     if len(pairs) < bigger and len(base.graph.layers) != len(cand.graph.layers):
@@ -378,7 +390,7 @@ def match_layers(base: RunRecord, cand: RunRecord) -> tuple[RunRecord, RunRecord
             if len(new_pairs) > len(pairs):
                 fine, coarse = ("candidate", "baseline") if base_coarser else ("baseline", "candidate")
                 count = len(cand.graph.layers) if base_coarser else len(base.graph.layers)
-                merged_note = f"the {fine}'s {count} op layers merged into {groups} of the {coarse}'s annotated layers, op for op"
+                merged_note = note("locate.compare.merged", fine=fine, count=count, groups=groups, coarse=coarse)
                 base, cand, pairs = new_base, new_cand, new_pairs
     b_layers, c_layers = base.graph.layers, cand.graph.layers
     renames: dict[str, str] = {}
@@ -405,38 +417,36 @@ def match_layers(base: RunRecord, cand: RunRecord) -> tuple[RunRecord, RunRecord
 # --------------------------------------------------------------------------- the check
 
 
-def _model_detail(match: LayerMatch, base: RunRecord, cand: RunRecord) -> str:
-    missing_b = match.base_layers - match.matched
-    missing_c = match.cand_layers - match.matched
-    text = f"{match.matched} of {max(match.base_layers, match.cand_layers)} layers match by op and shape ({match.share:.0%})"
-    if match.only_base:
-        text += f"; only in {base.name}: {', '.join(match.only_base)}" + (f" and {missing_b - len(match.only_base)} more" if missing_b > len(match.only_base) else "")
-    if match.only_cand:
-        text += f"; only in {cand.name}: {', '.join(match.only_cand)}" + (f" and {missing_c - len(match.only_cand)} more" if missing_c > len(match.only_cand) else "")
-    return text
+def _model_facts(code: str, match: LayerMatch, base: RunRecord, cand: RunRecord) -> Note:
+    """How many layers matched by op and shape, and the first few of each side that did not."""
+    return note(
+        code, matched=match.matched, total=max(match.base_layers, match.cand_layers), share=match.share,
+        base=base.name, only_base=match.only_base, more_base=max(0, match.base_layers - match.matched - len(match.only_base)),
+        cand=cand.name, only_cand=match.only_cand, more_cand=max(0, match.cand_layers - match.matched - len(match.only_cand)),
+    )
 
 
 def check_pair(base: RunRecord, cand: RunRecord, allow: Iterable[Dimension] = ()) -> ComparedPair:
     """Check that ``base`` and ``cand`` can be compared; the pair as the stages compare it, and the check."""
     allowed = [d for d in DIMENSIONS if d in set(allow)]
     differences: list[Difference] = []
-    notes: list[str] = []
+    notes: list[Note] = []
 
-    def differ(dimension: Dimension, b: str, c: str, detail: str) -> None:
-        differences.append(Difference(dimension=dimension, base=b, cand=c, detail=detail, allowed=dimension in allowed))
+    def differ(dimension: Dimension, b: str, c: str, facts: Note) -> None:
+        differences.append(Difference(dimension=dimension, base=b, cand=c, facts=facts, allowed=dimension in allowed))
 
     named = kernel_named(base) or kernel_named(cand)
     run_b, compared, match = (base, cand, LayerMatch(
         base_layers=len(base.graph.layers), cand_layers=len(cand.graph.layers), matched=0, share=0.0,
     )) if named else match_layers(base, cand)
     if named:
-        notes.append("layers are kernel names in at least one run (a CUDA-graph replay): model identity not checked by shape")
+        notes.append(note("locate.compare.kernel_named"))
     elif match.share < MODEL_MIN_SHARE:
-        differ("model", f"{match.base_layers} layers", f"{match.cand_layers} layers", _model_detail(match, base, cand))
+        differ("model", f"{match.base_layers} layers", f"{match.cand_layers} layers", _model_facts("locate.differ.model", match, base, cand))
     elif match.matched < max(match.base_layers, match.cand_layers):
-        notes.append("layers changed: " + _model_detail(match, base, cand))
+        notes.append(_model_facts("locate.compare.layers_changed", match, base, cand))
     if match.renamed:
-        notes.append(f"{match.renamed} matched layer(s) have other names in the candidate: compared under the baseline's names")
+        notes.append(note("locate.compare.renamed", count=match.renamed))
     if match.merged:
         notes.append(match.merged)
     b_dev, c_dev = device_of(base), device_of(cand)
@@ -444,22 +454,22 @@ def check_pair(base: RunRecord, cand: RunRecord, allow: Iterable[Dimension] = ()
     if device is not None:
         differ("device", b_dev.label(), c_dev.label(), device)
     elif base.lower.backend != cand.lower.backend:
-        notes.append(f"backend {base.lower.backend} vs {cand.lower.backend}")
+        notes.append(note("locate.compare.backend", base=base.lower.backend, cand=cand.lower.backend))
     b_phase, c_phase = phase_of(base), phase_of(cand)
     if b_phase != c_phase:
-        differ("phase", b_phase, c_phase, f"{b_phase} vs {c_phase}")
+        differ("phase", b_phase, c_phase, note("locate.differ.phase", base=b_phase, cand=c_phase))
     bt, ct = base.graph.tokens, cand.graph.tokens
     if bt is not None and ct is not None and bt != ct:
-        differ("tokens", str(bt), str(ct), f"{bt} vs {ct} tokens per call (x{ct / bt:.3g})")
+        differ("tokens", str(bt), str(ct), note("locate.differ.tokens", base=bt, cand=ct, ratio=ct / bt))
     b_launch, c_launch = launch_of(base), launch_of(cand)
     if b_launch is not None and c_launch is not None and b_launch != c_launch:
-        differ("launch", b_launch, c_launch, f"{b_launch} vs {c_launch} launch: host overhead is paid differently, not like for like")
+        differ("launch", b_launch, c_launch, note("locate.differ.launch", base=b_launch, cand=c_launch))
     changed, share = dtype_changes(run_b, compared)
     if len(changed) >= 2 and share >= DTYPE_MAX_SHARE:
         b_dtype, c_dtype = dominant_dtype(run_b) or "?", dominant_dtype(compared) or "?"
-        differ("dtype", b_dtype, c_dtype, f"{b_dtype} vs {c_dtype}: {len(changed)} compute layers carrying {share:.0%} of the FLOPs changed dtype")
+        differ("dtype", b_dtype, c_dtype, note("locate.differ.dtype", base=b_dtype, cand=c_dtype, count=len(changed), share=share))
     elif changed:
-        notes.append(f"dtype changed on {len(changed)} layer(s): {', '.join(changed[:_SHOWN])}" + (" ..." if len(changed) > _SHOWN else ""))
+        notes.append(note("locate.compare.dtype_changed", count=len(changed), layers=changed[:_SHOWN], more=len(changed) > _SHOWN))
     check = Comparability(
         base=base.name, cand=cand.name, comparable=all(d.allowed for d in differences), layers=match,
         base_device=b_dev, cand_device=c_dev, base_phase=b_phase, cand_phase=c_phase, base_launch=b_launch, cand_launch=c_launch,
@@ -468,16 +478,32 @@ def check_pair(base: RunRecord, cand: RunRecord, allow: Iterable[Dimension] = ()
     return ComparedPair(base=run_b, cand=compared, check=check)
 
 
+class NotComparableError(UserError):
+    """A pair that differs in a dimension the user did not allow; ``check`` says how (the CLI words it in full)."""
+
+    def __init__(self, check: Comparability, message: str) -> None:
+        super().__init__(message)
+        self.check = check
+
+
 def require_comparable(base: RunRecord, cand: RunRecord, allow: Iterable[Dimension] = ()) -> ComparedPair:
     """:func:`check_pair`, refusing a pair that is not comparable with a ``UserError`` (exit 2, one line)."""
     pair = check_pair(base, cand, allow)
     if not pair.check.comparable:
-        raise UserError(pair.check.refusal())
+        blocking = [d for d in pair.check.differences if not d.allowed]
+        raise NotComparableError(
+            pair.check,
+            f"{base.name} vs {cand.name}: not comparable: " + "; ".join(f"{d.dimension}: {d.base} vs {d.cand}" + (
+                f" ({pair.check.layers.matched} of {max(pair.check.layers.base_layers, pair.check.layers.cand_layers)} layers match by op and shape)"
+                if d.dimension == "model" else "") for d in blocking)
+            + "; pass " + " ".join(f"--allow-different {d.dimension}" for d in blocking) + " to compare anyway",
+        )
     return pair
 
 
 __all__ = [
     "ComparedPair",
+    "NotComparableError",
     "check_pair",
     "device_of",
     "dominant_dtype",

@@ -14,9 +14,11 @@ from __future__ import annotations
 from sparsedebug.core.dtypes import kernel_tolerance
 from sparsedebug.core.paired import compare_timings
 from sparsedebug.core.patterns import layer_precision
-from sparsedebug.locate.common import compare_layers, fmt_cmp, ms_per_iteration, positive, stage_status
+from sparsedebug.core.stats import SampleComparison
+from sparsedebug.locate.common import cmp_lists, cmp_values, compare_layers, ms_per_iteration, positive, stage_status
 from sparsedebug.locate.reference import MachineDrift, discount, session_block, within
 from sparsedebug.records.findings import LayerFinding, MetricFinding, StageFinding
+from sparsedebug.records.notes import Note, note
 from sparsedebug.records.run import GraphLayer, KernelLayer, KernelPath, RunRecord
 
 
@@ -36,7 +38,7 @@ def kernel_stage(
     c_graph = {layer.name: layer for layer in cand.graph.layers}
     lowered_wrong = {f.layer for f in lower.layers if f.regression}
     findings: list[LayerFinding] = []
-    undecided: list[str] = []
+    undecided: list[tuple[str, SampleComparison]] = []
     drifted: list[str] = []
     comparisons = compare_layers(
         {n: k.samples_ms for n, k in b_kernel.items()}, {n: k.samples_ms for n, k in c_kernel.items()}, base, cand, alpha, min_effect
@@ -44,7 +46,7 @@ def kernel_stage(
     for label, members, comp in comparisons:
         if not comp.enough_samples:
             if comp.ratio >= min_effect or comp.ratio <= 1 / min_effect:
-                undecided.append(f"{label} {fmt_cmp(comp)} ({comp.n_base} vs {comp.n_cand} samples)")
+                undecided.append((label, comp))
             continue
         if comp.direction == "same":
             continue
@@ -57,26 +59,22 @@ def kernel_stage(
         explained = [m for m in members if m in lowered_wrong]
         delta = sum(ms_per_iteration(c_kernel[m].samples_ms, cand) - ms_per_iteration(b_kernel[m].samples_ms, base) for m in members)
         if comp.direction == "slower":
-            if explained:
-                detail = f"slower {fmt_cmp(comp)}; follows from lowering ({', '.join(explained)})"
-            elif path_changed:
-                detail = f"sparse path slower than the dense baseline {fmt_cmp(comp)}"
-            else:
-                detail = f"kernel time slower {fmt_cmp(comp)}"
-            if not comp.persistent:
-                detail += " - not persistent"
+            facts = note(
+                "locate.finding.slower", **cmp_values(comp), explained=explained, sparse_path=path_changed and not explained,
+                persistent=comp.persistent,
+            )
             findings.append(
                 LayerFinding(
                     stage="kernel", layer=label, members=members if len(members) > 1 else [], kind="slower",
-                    regression=comp.persistent, detail=detail, comparison=comp, delta_ms=delta,
+                    regression=comp.persistent, facts=facts, comparison=comp, delta_ms=delta,
                 )
             )
         else:
-            detail = f"faster {fmt_cmp(comp)}" + (" (sparse path, as intended)" if path_changed else "")
             findings.append(
                 LayerFinding(
                     stage="kernel", layer=label, members=members if len(members) > 1 else [], kind="faster",
-                    regression=False, intended=path_changed, detail=detail, comparison=comp, delta_ms=delta,
+                    regression=False, intended=path_changed, facts=note("locate.finding.faster", **cmp_values(comp), sparse_path=path_changed),
+                    comparison=comp, delta_ms=delta,
                 )
             )
     for name, layer in c_kernel.items():
@@ -90,14 +88,14 @@ def kernel_stage(
             block=session_block(base, cand), alpha=alpha, min_effect=min_effect,
         )
         busy = discount(busy, _busy_band(drift))
-        metrics.append(MetricFinding(metric="busy_ms", comparison=busy, note="summed kernel/layer time per iteration"))
+        metrics.append(MetricFinding(metric="busy_ms", comparison=busy, facts=note("locate.metric.busy_ms")))
     added = sorted(c_kernel.keys() - b_kernel.keys())
     removed = sorted(b_kernel.keys() - c_kernel.keys())
     status = stage_status(findings, metrics)
     if status == "same" and undecided:
         status = "undecided"
-    summary = _summary(findings, metrics, undecided, (added, removed), drifted, drift)
-    return StageFinding(stage="kernel", status=status, summary=summary, metrics=metrics, layers=findings)
+    summary = _facts(findings, metrics, undecided, (added, removed), drifted, drift)
+    return StageFinding(stage="kernel", status=status, facts=summary, metrics=metrics, layers=findings)
 
 
 def _busy_band(drift: MachineDrift | None) -> tuple[float, float] | None:
@@ -108,30 +106,35 @@ def _busy_band(drift: MachineDrift | None) -> tuple[float, float] | None:
     return (min(b[0] for b in bands), max(b[1] for b in bands)) if bands else None
 
 
-def _summary(
-    findings: list[LayerFinding], metrics: list[MetricFinding], undecided: list[str],
+def _facts(
+    findings: list[LayerFinding], metrics: list[MetricFinding], undecided: list[tuple[str, SampleComparison]],
     only: tuple[list[str], list[str]], drifted: list[str], drift: MachineDrift | None,
-) -> str:
-    """The kernel stage's one line: slower and faster layers, busy time, what could not be decided."""
-    slow = [f for f in findings if f.regression]
-    fast = [f for f in findings if f.kind == "faster"]
-    parts = []
+) -> list[Note]:
+    """The kernel stage's summary: slower and faster layers, busy time, what could not be decided."""
+    slow = [f for f in findings if f.regression and f.comparison is not None][:5]
+    beyond = [f for f in findings if f.regression and f.comparison is None]
+    fast = [f for f in findings if f.kind == "faster" and f.comparison is not None][:5]
+    facts: list[Note] = []
     if slow:
-        parts.append("slower: " + ", ".join(f"{f.layer} {fmt_cmp(f.comparison)}" if f.comparison else f"{f.layer} ({f.detail})" for f in slow[:5]))
+        facts.append(note("locate.kernel.slower", **cmp_lists([f.layer for f in slow], [f.comparison for f in slow if f.comparison])))
+    if beyond:
+        facts.append(note("locate.kernel.precision", layers=[f.layer for f in beyond[:5]]))
     if fast:
-        parts.append("faster: " + ", ".join(f"{f.layer} {fmt_cmp(f.comparison)}" for f in fast[:5] if f.comparison))
+        facts.append(note("locate.kernel.faster", **cmp_lists([f.layer for f in fast], [f.comparison for f in fast if f.comparison])))
     if metrics:
         m = metrics[0].comparison
-        parts.append(f"busy per iteration {fmt_cmp(m)}" + ("" if m.enough_samples else f" ({m.n_base} vs {m.n_cand} iterations: too few to test alone)"))
-    if undecided and not slow:
-        parts.append("too few samples for: " + "; ".join(undecided[:4]))
+        facts.append(note("locate.kernel.busy", **cmp_values(m), enough=m.enough_samples))
+    if undecided and not slow and not beyond:
+        shown = undecided[:4]
+        facts.append(note("locate.kernel.too_few", **cmp_lists([label for label, _ in shown], [c for _, c in shown]),
+                          n_base=[float(c.n_base) for _, c in shown], n_cand=[float(c.n_cand) for _, c in shown]))
     added, removed = only
     if added or removed:
-        parts.append(f"{len(added)} kernel entr(ies) only in the candidate, {len(removed)} only in the baseline")
+        facts.append(note("locate.kernel.only", cand=len(added), base=len(removed)))
     if drifted and drift is not None and drift.kernel_band is not None:
         lo, hi = drift.kernel_band
-        parts.append(f"{len(drifted)} layer(s) moved within this machine's own drift (x{lo:.3f} to x{hi:.3f})")
-    return "; ".join(parts) or "no significant per-layer change"
+        facts.append(note("locate.kernel.drifted", count=len(drifted), low=lo, high=hi))
+    return facts or [note("locate.kernel.same")]
 
 
 def _precision_finding(name: str, cand: KernelLayer, base: KernelLayer | None, graph: GraphLayer | None) -> LayerFinding | None:
@@ -143,5 +146,5 @@ def _precision_finding(name: str, cand: KernelLayer, base: KernelLayer | None, g
         return None  # already beyond tolerance in the baseline: not a divergence of this candidate
     return LayerFinding(
         stage="kernel", layer=name, kind="precision", regression=True,
-        detail=f"relative error {cand.rel_err:.3g} vs fp64 exceeds the {precision} tolerance {tolerance:g}",
+        facts=note("locate.finding.precision", rel_err=cand.rel_err, precision=str(precision), tolerance=tolerance),
     )

@@ -18,6 +18,7 @@ from sparsedebug.core.dispatch import change_text, dispatch_cause
 from sparsedebug.core.patterns import declared_sparse, fell_back, kernel_classes, kernel_named, layout_op, path_changed, path_text
 from sparsedebug.records.engine import NotSparse
 from sparsedebug.records.findings import LayerFinding, StageFinding, StageStatus
+from sparsedebug.records.notes import Note, note
 from sparsedebug.records.run import KernelClass, KernelPath, LowerLayer, RunRecord
 
 
@@ -34,74 +35,73 @@ def lower_stage(base: RunRecord, cand: RunRecord) -> StageFinding:
         intent = graph[name].intended if name in graph else None
         declared = declared_sparse(intent)
         if fell_back(intent, cl):
-            reason = cl.reason.value if cl.reason is not None else "no reason recorded"
+            reason = cl.reason.value if cl.reason is not None else None
             findings.append(
                 LayerFinding(
-                    stage="lower", layer=name, kind="fallback", regression=True, reason=reason,
-                    detail=f"declared {graph[name].intended} but runs dense: {reason}" + (f" ({cl.detail})" if cl.detail else ""),
+                    stage="lower", layer=name, kind="fallback", regression=True, reason=reason or "no reason recorded",
+                    facts=note("locate.finding.fallback", intent=str(graph[name].intended), reason=reason, detail=cl.detail),
                 )
             )
         elif bl is not None and not declared and path_changed(bl, cl):
+            before, after = _path_pair(bl, cl)
             findings.append(
                 LayerFinding(
                     stage="lower", layer=name, kind="path_changed", regression=True,
-                    detail=f"not declared sparse, but its path changed: {_change_text(bl, cl)}",
+                    facts=note("locate.finding.path_changed", before=before, after=after, dispatch=change_text(bl, cl) or None),
                     base_backend=bl.dispatch.backend if bl.dispatch else None, cand_backend=cl.dispatch.backend if cl.dispatch else None,
                     cause=dispatch_cause(bl.dispatch, cl.dispatch),
                 )
             )
         elif declared and cl.path is KernelPath.SPARSE and (bl is None or bl.path is KernelPath.DENSE):
             findings.append(
-                LayerFinding(stage="lower", layer=name, kind="intended", regression=False, intended=True, detail=f"sparse as declared ({path_text(cl)})")
+                LayerFinding(stage="lower", layer=name, kind="intended", regression=False, intended=True,
+                             facts=note("locate.finding.sparse_as_declared", path=path_text(cl)))
             )
         base_conversions = bl.conversions_per_call if bl is not None else 0
         if cl.conversions_per_call > base_conversions:
-            cost = f", {cl.conversion_ms:.3g} ms each" if cl.conversion_ms is not None else ""
             findings.append(
                 LayerFinding(
                     stage="lower", layer=name, kind="per_call_conversion", regression=True,
-                    detail=f"re-converts its weights {cl.conversions_per_call}x per call (baseline {base_conversions}){cost}",
+                    facts=note("locate.finding.per_call_conversion", count=cl.conversions_per_call, base=base_conversions, each_ms=cl.conversion_ms),
                 )
             )
     findings.sort(key=lambda f: (not f.regression, _LOWER_ORDER.index(f.kind) if f.kind in _LOWER_ORDER else len(_LOWER_ORDER), f.layer))
     regressions = [f for f in findings if f.regression]
     intended = [f for f in findings if f.intended]
     status: StageStatus = "divergent" if regressions else ("expected" if intended else "same")
+    facts: list[Note] = []
     if regressions:
         by_kind: dict[str, list[LayerFinding]] = defaultdict(list)
         for f in regressions:
             by_kind[f.kind].append(f)
-        parts = []
         for kind, items in by_kind.items():
             if kind == "fallback":
-                parts.append("dense fallback: " + ", ".join(f"{f.layer} ({f.reason})" for f in items))
+                facts.append(note("locate.lower.fallback", layers=[f.layer for f in items], reasons=[f.reason or "" for f in items]))
             elif kind == "path_changed":
-                parts.append("path changed without declared intent: " + ", ".join(f"{f.layer} ({f.detail.split(': ', 1)[-1]})" for f in items))
+                facts.append(note("locate.lower.path_changed", layers=[f.layer for f in items],
+                                  before=[str(f.facts.values["before"]) for f in items], after=[str(f.facts.values["after"]) for f in items],
+                                  dispatch=[str(f.facts.values["dispatch"] or "") for f in items]))
             else:
-                names = ", ".join(f.layer for f in items[:3]) + (f" and {len(items) - 3} more" if len(items) > 3 else "")
-                parts.append(f"{kind.replace('_', ' ')} on {len(items)} layer(s): {names}")
-        summary = "; ".join(parts)
+                facts.append(note("locate.lower.kind", kind=kind, count=len(items), layers=[f.layer for f in items[:3]]))
     elif intended:
-        summary = f"{len(intended)} layer(s) took the sparse path as declared; no unintended path change"
+        facts.append(note("locate.lower.intended", count=len(intended)))
     else:
-        summary = "every layer kept its path"
+        facts.append(note("locate.lower.same"))
     if base.lower.backend != cand.lower.backend:
-        summary += f" (backend {base.lower.backend} -> {cand.lower.backend})"
+        facts.append(note("locate.lower.backend", before=base.lower.backend, after=cand.lower.backend))
     inserted = sorted(name for name in c.keys() ^ b.keys() if layout_op(name))
     if inserted:
-        summary += (f"; {len(inserted)} layout/view op(s) differ ({', '.join(inserted[:4])}{', ...' if len(inserted) > 4 else ''}): "
-                    "the framework re-laid out inputs around the changed layers")
-    return StageFinding(stage="lower", status=status, summary=summary, layers=findings)
+        facts.append(note("locate.lower.layout", count=len(inserted), layers=inserted[:4], more=len(inserted) > 4))
+    return StageFinding(stage="lower", status=status, facts=facts, layers=findings)
 
 
-def _change_text(before: LowerLayer, after: LowerLayer) -> str:
-    """``dense/attention -> dense/fp32_gemm``; with the kernel classes run when path and dominant class are the same."""
+def _path_pair(before: LowerLayer, after: LowerLayer) -> tuple[str, str]:
+    """``dense/attention`` and ``dense/fp32_gemm``; with the kernel classes run when path and dominant class are the same."""
     b, a = path_text(before), path_text(after)
     if b == a and kernel_classes(before) != kernel_classes(after):
         b += f" [{', '.join(kernel_classes(before))}]"
         a += f" [{', '.join(kernel_classes(after))}]"
-    dispatch = change_text(before, after)
-    return f"{b} -> {a}" + (f" ({dispatch})" if dispatch else "")
+    return b, a
 
 
 # Order of the finding kinds within the stage (after regressions first).
@@ -120,24 +120,17 @@ def _lower_by_class(base: RunRecord, cand: RunRecord) -> StageFinding:
         if cls in b_classes:
             continue
         if cls is KernelClass.SPARSE_GEMM:
-            findings.append(
-                LayerFinding(stage="lower", layer=cls.value, members=names, kind="intended", regression=False, intended=True, detail=f"{len(names)} sparse GEMM kernel(s) appeared")
-            )
+            findings.append(LayerFinding(stage="lower", layer=cls.value, members=names, kind="intended", regression=False, intended=True,
+                                         facts=note("locate.finding.sparse_gemms", count=len(names))))
         else:
-            findings.append(
-                LayerFinding(stage="lower", layer=cls.value, members=names, kind="new_kernel_class", regression=True, detail=f"kernel class {cls.value} appeared: {', '.join(n[:60] for n in names[:3])}")
-            )
+            findings.append(LayerFinding(stage="lower", layer=cls.value, members=names, kind="new_kernel_class", regression=True,
+                                         facts=note("locate.finding.new_kernel_class", kernel_class=cls.value, kernels=[n[:60] for n in names[:3]])))
     regressions = [f for f in findings if f.regression]
     intended = [f for f in findings if f.intended]
     status: StageStatus = "divergent" if regressions else ("expected" if intended else "same")
-    summary = "compared by kernel class (no layer annotations): "
-    if regressions:
-        summary += "; ".join(f.detail for f in regressions)
-    elif intended:
-        summary += "only the declared sparse GEMMs are new"
-    else:
-        summary += "same kernel classes"
-    return StageFinding(stage="lower", status=status, summary=summary, layers=findings)
+    facts = [note("locate.lower.by_class", new=[f.layer for f in regressions], sparse_only=bool(intended) and not regressions)]
+    facts += [f.facts for f in regressions]
+    return StageFinding(stage="lower", status=status, facts=facts, layers=findings)
 
 
 @dataclass(frozen=True)

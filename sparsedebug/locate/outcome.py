@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from sparsedebug.core.paired import compare_timings
 from sparsedebug.core.stats import percentiles
-from sparsedebug.locate.common import fmt_cmp, positive, stage_status
+from sparsedebug.locate.common import cmp_values, positive, stage_status
 from sparsedebug.locate.reference import MachineDrift, discount, session_block
 from sparsedebug.records.findings import LayerFinding, MetricFinding, StageFinding
+from sparsedebug.records.notes import Note, note
 from sparsedebug.records.run import RunRecord
 
 # A traced run is host-bound when the GPU waited on the host for at least this share of its span: its latency is
@@ -44,7 +45,7 @@ def outcome_stage(
     """
     metrics: list[MetricFinding] = []
     findings: list[LayerFinding] = []
-    parts: list[str] = []
+    facts: list[Note] = []
     b_out, c_out = base.outcome, cand.outcome
     if b_out.latency_samples_ms and c_out.latency_samples_ms:
         comp = compare_timings(
@@ -54,35 +55,29 @@ def outcome_stage(
         comp = discount(comp, drift.forward_band if drift is not None else None)
         timing = c_out.latency_timing or b_out.latency_timing
         host_bound = traced_host_bound([base, cand])
-        metrics.append(MetricFinding(metric="latency_ms", comparison=comp, note="whole-forward latency",
+        metrics.append(MetricFinding(metric="latency_ms", comparison=comp, facts=note("locate.metric.latency_ms"),
                                      latency_timing=timing, traced_host_wait_share=host_bound))
-        word = {"slower": "slower", "faster": "faster", "same": "latency"}[comp.direction]
-        text = f"{word} {fmt_cmp(comp)}: p50 {comp.base_median:.3f} -> {comp.cand_median:.3f} ms"
-        if not comp.enough_samples:
-            text += f" ({comp.n_base} vs {comp.n_cand} iterations: too few samples for a rank test)"
-        parts.append(text)
+        facts.append(note("locate.outcome.latency", direction=comp.direction, **cmp_values(comp), enough=comp.enough_samples))
         untraced = [run.outcome.latency_file for run in (base, cand) if run.outcome.latency_timing == "untraced"]
         if untraced:
-            parts.append("on untraced latencies (" + ", ".join(f for f in untraced if f) + ")")
+            facts.append(note("locate.outcome.untraced", files=[f for f in untraced if f]))
         elif host_bound is not None:
-            parts.append(f"rests on traced latency of a host-bound run (the GPU waited on the host {host_bound:.0%} of the span; "
-                         "the profiler's own cost per op is in it): time both runs untraced and pass --latency BASE CAND")
+            facts.append(note("locate.outcome.host_bound", share=host_bound))
     if c_out.budget_ms is not None and c_out.latency_samples_ms:
         p99 = percentiles(c_out.latency_samples_ms).p99
-        parts.append(f"p99 {p99:.3f} ms {'over' if p99 > c_out.budget_ms else 'within'} the {c_out.budget_ms:g} ms budget")
+        facts.append(note("locate.outcome.budget", p99=p99, budget=c_out.budget_ms, over=p99 > c_out.budget_ms))
     if c_out.effective_speedup is not None:
-        parts.append(f"effective speedup vs dense x{c_out.effective_speedup:.3f}")
+        facts.append(note("locate.outcome.speedup", speedup=c_out.effective_speedup))
     if c_out.quality is not None:
-        parts.append(f"output cosine {c_out.quality.cosine:.4f}")
+        facts.append(note("locate.outcome.cosine", cosine=c_out.quality.cosine))
         if min_cosine is not None and c_out.quality.cosine < min_cosine:
-            findings.append(
-                LayerFinding(stage="outcome", layer="(quality)", kind="quality", regression=True, detail=f"output cosine {c_out.quality.cosine:.4f} below the guardrail {min_cosine}")
-            )
+            findings.append(LayerFinding(stage="outcome", layer="(quality)", kind="quality", regression=True,
+                                         facts=note("locate.finding.quality", cosine=c_out.quality.cosine, guardrail=min_cosine)))
     if c_out.equal_latency is not None and not c_out.equal_latency.sparsity_wins:
-        parts.append("at equal latency a narrowed dense model has better quality")
+        facts.append(note("locate.outcome.dense_wins"))
     status = stage_status(findings, metrics)
     empty = [run.name for run in (base, cand) if not run.outcome.latency_samples_ms]
     if empty and status == "same":  # absence is never "no change": the forward was not compared
         status = "undecided"
-        parts.insert(0, f"no latency samples in {' and '.join(empty)} (0 measured): whole-forward latency not compared")
-    return StageFinding(stage="outcome", status=status, summary="; ".join(parts) or "no outcome samples", metrics=metrics, layers=findings)
+        facts.insert(0, note("locate.outcome.no_samples", runs=empty))
+    return StageFinding(stage="outcome", status=status, facts=facts or [note("locate.outcome.empty")], metrics=metrics, layers=findings)

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from sparsedebug.core.errors import UserError
 from sparsedebug.core.stats import median
+from sparsedebug.records.notes import Note, note
 from sparsedebug.records.ranks import RankChange, RankComparison, RankSet, RankSummary, Straggler
 
 if TYPE_CHECKING:
@@ -106,37 +107,27 @@ def _confined(changes: list[RankChange]) -> tuple[list[int], bool]:
     return sorted(high), uniform
 
 
-def _findings(comparison: RankComparison) -> list[str]:
-    out: list[str] = []
+def _findings(comparison: RankComparison) -> list[Note]:
+    out: list[Note] = []
     for side, found in (("baseline", comparison.baseline_straggler), ("candidate", comparison.candidate_straggler)):
         if found is not None:
-            out.append(
-                f"{side} straggler: rank {found.rank} arrives last at {found.collective} in {found.last_share:.0%} of "
-                f"{found.instances} instances, a median {found.late_ms:.3f} ms after the median rank"
-            )
+            out.append(note("locate.ranks.straggler", side=side, rank=found.rank, collective=found.collective,
+                            share=found.last_share, instances=found.instances, late_ms=found.late_ms))
     by_rank = {c.rank: c for c in comparison.changes}
     if comparison.confined_to:
         others = [c.compute_ratio for c in comparison.changes if c.rank not in comparison.confined_to and c.compute_ratio is not None]
-        elsewhere = f"x{median(others):.3f}" if others else "n/a"
+        elsewhere = median(others) if others else None
         for rank in comparison.confined_to:
             c = by_rank[rank]
-            ratio = f"x{c.compute_ratio:.3f}" if c.compute_ratio is not None else "n/a"
-            text = f"the change is confined to rank {rank}: compute per iteration {ratio} there, median {elsewhere} on the other ranks"
-            if c.path_changes:
-                text += f"; layers that changed path there: {', '.join(c.path_changes[:5])}"
-            if c.slowest_layers:
-                text += f"; slowest layers: {', '.join(c.slowest_layers)}"
-            out.append(text)
+            out.append(note("locate.ranks.confined", rank=rank, ratio=c.compute_ratio, elsewhere=elsewhere,
+                            path_changes=c.path_changes[:5], slowest=c.slowest_layers))
         waits = [c.communication_ratio for c in comparison.changes if c.rank not in comparison.confined_to and c.communication_ratio is not None]
         if waits and median(waits) > GROWTH:
-            out.append(
-                f"communication per iteration grew x{median(waits):.3f} on the other ranks: they wait for rank "
-                f"{comparison.confined_to[0]} at the collectives; the cause is that rank's, not scheduling on every rank"
-            )
+            out.append(note("locate.ranks.waiting", ratio=median(waits), rank=comparison.confined_to[0]))
     elif comparison.uniform:
         ratios = [c.compute_ratio for c in comparison.changes if c.compute_ratio is not None]
         if ratios:
-            out.append(f"the change is uniform across the {len(comparison.changes)} ranks: compute per iteration x{median(ratios):.3f} (median)")
+            out.append(note("locate.ranks.uniform", ranks=len(comparison.changes), ratio=median(ratios)))
     return out
 
 

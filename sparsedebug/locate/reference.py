@@ -40,14 +40,12 @@ from pydantic import Field
 
 from sparsedebug.core.stats import SampleComparison, median
 from sparsedebug.records.base import Record
+from sparsedebug.records.notes import Note, note
 from sparsedebug.records.run import GraphLayer, KernelLayer, RunRecord
 from sparsedebug.sources.registry import replayed
 
-# What bisect and the gate say instead of a drift band for the two runs of one session.
-SESSION_NOTE = (
-    "baseline and candidate were timed in one interleaved session and compared round by round: "
-    "the machine's drift during the session cancels in each round's ratio (no drift band)"
-)
+# What bisect and the gate record instead of a drift band for the two runs of one session.
+SESSION_NOTE = note("locate.drift.session")
 
 # Shared layer references needed before they measure a band for the kernel stage.
 MIN_DRIFT_LAYERS = 2
@@ -59,7 +57,7 @@ class MachineDrift(Record):
     referenced: list[str] = Field(default_factory=list, description="Linear layers whose dense reference is shared.")
     kernel_band: tuple[float, float] | None = Field(None, description="Lowest and highest ratio of those layers' dense times.")
     forward_factor: float | None = Field(None, description="Ratio of the shared dense forward's median times.")
-    note: str = ""
+    facts: Note | None = Field(None, description="The drift as a coded fact ('locate.drift.*'), None when there is none.")
 
     @property
     def forward_band(self) -> tuple[float, float] | None:
@@ -87,7 +85,7 @@ def _shared(base: RunRecord, cand: RunRecord) -> set[str]:
 def machine_drift(base: RunRecord, cand: RunRecord) -> MachineDrift:
     """The drift bands of ``base`` and ``cand`` (no band where their dense references are not the same work)."""
     if session_block(base, cand) is not None:
-        return MachineDrift(note=SESSION_NOTE)
+        return MachineDrift(facts=SESSION_NOTE)
     shared = _shared(base, cand)
     drift = MachineDrift()
     if not shared:
@@ -106,14 +104,9 @@ def machine_drift(base: RunRecord, cand: RunRecord) -> MachineDrift:
     b_fwd, c_fwd = base.outcome.dense_baseline_samples_ms, cand.outcome.dense_baseline_samples_ms
     if whole and b_fwd and c_fwd and min(b_fwd) > 0 and min(c_fwd) > 0:
         drift.forward_factor = median(c_fwd) / median(b_fwd)
-    parts = []
-    if drift.forward_factor is not None:
-        parts.append(f"the shared dense forward ran x{drift.forward_factor:.3f} as long in the candidate's replay")
-    if drift.kernel_band is not None:
-        lo, hi = drift.kernel_band
-        parts.append(f"{len(ratios)} shared layer references moved x{lo:.3f} to x{hi:.3f}")
-    if parts:
-        drift.note = "this machine's own drift between the replays: " + "; ".join(parts) + "; changes within it are not findings"
+    if drift.forward_factor is not None or drift.kernel_band is not None:
+        lo, hi = drift.kernel_band if drift.kernel_band is not None else (None, None)
+        drift.facts = note("locate.drift.bands", forward=drift.forward_factor, layers=len(ratios) if lo is not None else 0, low=lo, high=hi)
     return drift
 
 

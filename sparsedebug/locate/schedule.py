@@ -13,8 +13,8 @@ from sparsedebug.core.paired import compare_timings
 from sparsedebug.core.stats import median
 from sparsedebug.locate.common import (
     calls_per_iteration,
+    cmp_values,
     compare_layers,
-    fmt_cmp,
     iteration_count,
     positive,
     stage_status,
@@ -22,6 +22,7 @@ from sparsedebug.locate.common import (
 )
 from sparsedebug.locate.reference import MachineDrift, discount, session_block
 from sparsedebug.records.findings import LayerFinding, MetricFinding, StageFinding
+from sparsedebug.records.notes import Note, note
 from sparsedebug.records.run import RunRecord
 
 
@@ -45,7 +46,7 @@ def schedule_stage(base: RunRecord, cand: RunRecord, alpha: float, min_effect: f
             MetricFinding(
                 metric="overhead_ms",
                 comparison=comp,
-                note=f"span - busy per iteration, p50 {b_med:.3f} -> {c_med:.3f} ms; ratio is of the latency with the baseline's kernel time",
+                facts=note("locate.metric.overhead_ms", base_p50=b_med, cand_p50=c_med),
             )
         )
     findings: list[LayerFinding] = []
@@ -68,9 +69,9 @@ def schedule_stage(base: RunRecord, cand: RunRecord, alpha: float, min_effect: f
                 LayerFinding(
                     stage="schedule", layer=label, members=members if len(members) > 1 else [],
                     kind="idle_grew" if grew else "idle_shrank", regression=False, delta_ms=delta,
-                    detail=(
-                        f"device idle before each call {'grew' if grew else 'shrank'} by {abs(delta) / max(len(members), 1):.3f} ms per layer per iteration "
-                        f"(per-call wall {fmt_cmp(comp)})" + ("" if comp.persistent else " - not persistent")
+                    facts=note(
+                        "locate.finding.idle", grew=grew, per_layer_ms=abs(delta) / max(len(members), 1), **cmp_values(comp),
+                        persistent=comp.persistent,
                     ),
                     comparison=comp,
                 )
@@ -85,21 +86,19 @@ def schedule_stage(base: RunRecord, cand: RunRecord, alpha: float, min_effect: f
     status = stage_status(findings, metrics if not decided_by_layers else [])
     if status == "same" and headline is not None and undecided_regression(headline):
         status = "undecided"
-    parts = []
+    facts: list[Note] = []
     if headline is not None:
-        parts.append(f"overhead {metrics[0].note.split(';')[0]} ({fmt_cmp(headline)} of latency)")
+        over = metrics[0].facts.values if metrics[0].facts is not None else {}
+        facts.append(note("locate.schedule.overhead", **cmp_values(headline), base_overhead=over.get("base_p50"), cand_overhead=over.get("cand_p50")))
         if not headline.enough_samples:
-            parts.append(f"{headline.n_base} vs {headline.n_cand} iterations: too few to test per iteration")
+            facts.append(note("locate.schedule.too_few", n_base=headline.n_base, n_cand=headline.n_cand))
     if b_sched.host_wait_ms is not None and c_sched.host_wait_ms is not None:
-        parts.append(
-            f"host wait {b_sched.host_wait_ms / iteration_count(base):.3f} -> {c_sched.host_wait_ms / iteration_count(cand):.3f} ms per iteration"
-        )
+        facts.append(note("locate.schedule.host_wait", before=b_sched.host_wait_ms / iteration_count(base),
+                          after=c_sched.host_wait_ms / iteration_count(cand)))
     waiting = [f for f in findings if f.regression]
     if waiting:
-        parts.append(
-            f"the device waits before {sum(max(len(f.members), 1) for f in waiting)} layer(s) "
-            f"({', '.join(f.layer for f in waiting[:4])}): +{material_ms:.3f} ms idle per iteration"
-        )
+        facts.append(note("locate.schedule.idle_layers", count=sum(max(len(f.members), 1) for f in waiting),
+                          layers=[f.layer for f in waiting[:4]], ms=material_ms))
     if b_sched.threads != c_sched.threads and b_sched.threads is not None and c_sched.threads is not None:
-        parts.append(f"threads {b_sched.threads} -> {c_sched.threads}")
-    return StageFinding(stage="schedule", status=status, summary="; ".join(parts) or "no schedule samples", metrics=metrics, layers=findings)
+        facts.append(note("locate.schedule.threads", before=b_sched.threads, after=c_sched.threads))
+    return StageFinding(stage="schedule", status=status, facts=facts or [note("locate.schedule.empty")], metrics=metrics, layers=findings)

@@ -23,6 +23,7 @@ from sparsedebug.locate.outcome import outcome_stage
 from sparsedebug.locate.reference import machine_drift, session_block
 from sparsedebug.locate.schedule import schedule_stage
 from sparsedebug.records.findings import BisectResult, BisectState, RankedLayer, StageFinding
+from sparsedebug.records.notes import Note, note
 from sparsedebug.records.run import STAGES, RunRecord
 
 
@@ -106,12 +107,12 @@ def bisect_runs(
     effect_metric, effect = _effect(first, outcome_cmp)
     state: BisectState
     undecided = [s for s in stages if s.status == "undecided"]
+    verdict: list[Note]
     if first is not None:
         state, verdict = "divergence", _divergence_verdict(first, undecided, explains, accounted, outcome_cmp)
     elif undecided:
         state = "undecided"
-        why = "timings unstable" if unstable is not None else "too few samples"
-        verdict = f"undecided: {why}: " + "; ".join(f"{s.stage}: {s.summary}" for s in undecided)
+        verdict = [note("locate.verdict.undecided", unstable=unstable is not None, stages=[s.stage for s in undecided])]
     else:
         state, verdict = "no_regression", _no_regression_verdict(stages, outcome_cmp)
     return BisectResult(
@@ -129,7 +130,7 @@ def bisect_runs(
         unexplained=unexplained,
         first_change_ms=first_change,
         accounted_share=accounted,
-        reference=drift.note or None,
+        reference=drift.facts,
         verdict=verdict,
     )
 
@@ -152,8 +153,8 @@ def _inconclusive(stage: StageFinding, reason: str) -> StageFinding:
         return stage
     layers = [f.model_copy(update={"regression": False}) if f.kind in TIMING_KINDS else f for f in stage.layers]
     if any(f.regression for f in layers):
-        return stage.model_copy(update={"layers": layers, "summary": f"{stage.summary} (timings unstable: {reason})"})
-    return stage.model_copy(update={"status": "undecided", "layers": layers, "summary": f"inconclusive, timings unstable ({reason}): {stage.summary}"})
+        return stage.model_copy(update={"layers": layers, "unstable": reason})
+    return stage.model_copy(update={"status": "undecided", "layers": layers, "unstable": reason})
 
 
 def _involved(first: StageFinding | None) -> set[str]:
@@ -229,36 +230,33 @@ def _divergence_verdict(
     explains: list[str],
     accounted: float | None,
     outcome: SampleComparison | None,
-) -> str:
-    """The sentence for a divergence: the stage, what it explains, and the share of the outcome change it carries."""
-    verdict = f"first persistent divergence: {first.stage}: {first.summary}"
+) -> list[Note]:
+    """The facts of a divergence: the stage, what it explains, and the share of the outcome change it carries."""
+    verdict = [note("locate.verdict.divergence", stage=first.stage)]
     before = [s.stage for s in undecided if STAGES.index(s.stage) < STAGES.index(first.stage)]
     if before:
-        verdict += f" (earlier stage(s) {', '.join(before)} undecided: too few samples)"
+        verdict.append(note("locate.verdict.earlier_undecided", stages=before))
     if explains:
-        verdict += f"; explains {', '.join(explains)}"
+        verdict.append(note("locate.verdict.explains", stages=explains))
     if accounted is not None and outcome is not None:
         delta = outcome.cand_median - outcome.base_median
         moved = outcome.direction != "same" or not outcome.enough_samples
         if moved and -0.5 <= accounted <= 1.5:
-            verdict += f"; its layers carry {accounted:.0%} of the {delta:+.3f} ms outcome change"
+            verdict.append(note("locate.verdict.carries", share=accounted, delta_ms=delta))
         elif moved:
-            verdict += (
-                f"; its layers' per-layer changes sum to {accounted:.1f}x the {delta:+.3f} ms outcome change "
-                "(per-layer timings overlap: isolated layer timings and idle time count some work twice)"
-            )
+            verdict.append(note("locate.verdict.overlap", share=accounted, delta_ms=delta))
         else:
-            verdict += "; the outcome itself did not change significantly"
+            verdict.append(note("locate.verdict.outcome_flat"))
     return verdict
 
 
-def _no_regression_verdict(stages: list[StageFinding], outcome: SampleComparison | None) -> str:
-    """The sentence when nothing diverged: how much faster the outcome got, and which stages improved."""
-    verdict = "no regression: no stage diverged beyond declared intent and noise"
+def _no_regression_verdict(stages: list[StageFinding], outcome: SampleComparison | None) -> list[Note]:
+    """The facts when nothing diverged: how much faster the outcome got, and which stages improved."""
+    verdict = [note("locate.verdict.no_regression")]
     if outcome is not None and (outcome.direction == "faster" or undecided_improvement(outcome)):
-        verdict += f"; outcome improved x{1 / outcome.ratio:.3f} faster (p50 {outcome.base_median:.3f} -> {outcome.cand_median:.3f} ms"
-        verdict += ")" if outcome.enough_samples else f"; {outcome.n_base} vs {outcome.n_cand} iterations, too few for a rank test alone)"
+        verdict.append(note("locate.verdict.outcome_improved", speedup=1 / outcome.ratio, base_p50=outcome.base_median,
+                            cand_p50=outcome.cand_median, enough=outcome.enough_samples, n_base=outcome.n_base, n_cand=outcome.n_cand))
     improved = [s.stage for s in stages if s.status == "improved"]
     if improved:
-        verdict += f"; improved: {', '.join(improved)}"
+        verdict.append(note("locate.verdict.improved", stages=improved))
     return verdict

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sparsedebug.playbook.energy import Meter
-from sparsedebug.records.comparability import Dimension
+from sparsedebug.records.comparability import Comparability, Dimension
 from sparsedebug.records.run import RunRecord
 
 
@@ -32,7 +32,7 @@ def fixed_run(
     load_fixed: Callable[[], RunRecord],
     meter: Meter,
     say: Callable[[str], None],
-    note: Callable[[str], None],
+    note: Callable[[Comparability], None],
     progress: Callable[[str, int, int], None],
 ) -> tuple[RunRecord, RunRecord | None]:
     """The fixed run, checked comparable with the candidate, and the candidate replayed again beside it when both are workloads.
@@ -61,8 +61,7 @@ def fixed_run(
     if inputs.applied:
         run = relabel(run, inputs.fixed_path.name)
     pair = require_comparable(inputs.candidate, run, tuple(allow))
-    for line in filter(None, [pair.check.allowed_sentence(), *pair.check.notes]):
-        note(f"fixed run: {line}")
+    note(pair.check)
     return pair.cand, session_cand
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
+    from sparsedebug.records.comparability import Comparability
     from sparsedebug.records.playbook import Step
 
 
@@ -23,6 +24,9 @@ class Reporter(Protocol):
     def note(self, text: str) -> None:
         """Something done outside the steps (a stale partial bundle removed)."""
 
+    def compared(self, check: Comparability, of: str | None = None) -> None:
+        """A pair passed the comparability check: what was allowed to differ and what differs as a finding (``of``: which pair)."""
+
 
 class QuietReporter:
     """Tells nobody: the walk run as a library call."""
@@ -37,4 +41,7 @@ class QuietReporter:
         return None
 
     def note(self, text: str) -> None:
+        return None
+
+    def compared(self, check: Comparability, of: str | None = None) -> None:
         return None

@@ -163,8 +163,7 @@ def _locate(w: _Walk, evidence: EvidencePaths) -> None:
     w.runs["baseline"], w.runs["candidate"] = pair.base, pair.cand
     for role in ("baseline", "candidate"):
         w.save(role, w.runs[role])
-    for line in filter(None, [pair.check.allowed_sentence(), *pair.check.notes]):
-        w.say.note(line)
+    w.say.compared(pair.check)
     if "fixed" in w.paths and not w.replayed("fixed"):  # refused here, not after classify and reduce
         w.say.step(step, f"load the fixed candidate {w.paths['fixed'].name} and check it comparable with the candidate")
         w.fixed_early = w.load("fixed")
@@ -309,7 +308,7 @@ def _rerun(w: _Walk) -> None:
         allow: tuple[Dimension, ...] = (*w.allow, "launch") if graph_fix and "launch" not in w.allow else w.allow
         fixed_run, session_cand = load_fixed(
             inputs, repeats=w.repeats, allow=allow, load_fixed=lambda: w.fixed_early or w.load("fixed"), meter=w.meter,
-            say=lambda text: w.say.step(step, text), note=w.say.note, progress=w.say.progress,
+            say=lambda text: w.say.step(step, text), note=lambda check: w.say.compared(check, "fixed run"), progress=w.say.progress,
         )
     fix = w.classification.fix
     outcome = FixOutcome(proposed=fix, applied=w.fixed_source != "none", how=w.fix_how, fixed_source=w.fixed_source)

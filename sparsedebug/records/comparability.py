@@ -14,6 +14,7 @@ from typing import Literal
 from pydantic import Field
 
 from sparsedebug.records.base import Record
+from sparsedebug.records.notes import Note
 
 Dimension = Literal["model", "device", "phase", "tokens", "dtype", "launch"]
 # What two runs must share to be compared, in the order a refusal names them.
@@ -61,7 +62,7 @@ class LayerMatch(Record):
     matched: int
     share: float = Field(description="matched / the larger run's layer count.")
     renamed: int = Field(0, description="Matched layers whose names differ (a renamed copy): compared under the baseline's names.")
-    merged: str | None = Field(
+    merged: Note | None = Field(
         None, description="Set when one run's layers were merged to the other's granularity (an annotated trace against its stripped copy)."
     )
     only_base: list[str] = Field(default_factory=list, description="Baseline layers with no match (first few, with shapes).")
@@ -74,7 +75,7 @@ class Difference(Record):
     dimension: Dimension
     base: str
     cand: str
-    detail: str = Field(description="What differs and by how much, in words.")
+    facts: Note = Field(description="What differs and by how much: 'locate.differ.<dimension>' with its figures.")
     allowed: bool = Field(False, description="The user opted in (--allow-different).")
 
 
@@ -93,20 +94,6 @@ class Comparability(Record):
     cand_launch: LaunchMode | None = None
     differences: list[Difference] = Field(default_factory=list)
     allowed: list[Dimension] = Field(default_factory=list, description="--allow-different as given.")
-    notes: list[str] = Field(
+    notes: list[Note] = Field(
         default_factory=list, description="Differences a regression may legitimately carry (a few layers, a backend, some dtypes): findings, not refusals."
     )
-
-    def refusal(self) -> str:
-        """The one line that refuses the pair: what differs and by how much, and how to opt in."""
-        blocking = [d for d in self.differences if not d.allowed]
-        parts = "; ".join(f"{d.dimension}: {d.detail}" for d in blocking)
-        opt = " ".join(f"--allow-different {d.dimension}" for d in blocking)
-        return f"{self.base} vs {self.cand}: not comparable: {parts}; pass {opt} to compare anyway"
-
-    def allowed_sentence(self) -> str | None:
-        """What the user allowed to differ, for the memo and the outputs (None when nothing differed)."""
-        allowed = [d for d in self.differences if d.allowed]
-        if not allowed:
-            return None
-        return "compared although they differ (--allow-different): " + "; ".join(f"{d.dimension}: {d.detail}" for d in allowed)

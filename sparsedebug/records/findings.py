@@ -8,12 +8,13 @@ bisect result carries ``schema_version``.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field
 
-from sparsedebug.records.base import SCHEMA_VERSION, Record
+from sparsedebug.records.base import FACTS_SCHEMA_VERSION, Record
 from sparsedebug.records.comparability import Comparability
+from sparsedebug.records.notes import Note
 from sparsedebug.records.run import LatencyTiming, SparsityIntent
 from sparsedebug.records.stats import SampleComparison
 
@@ -34,7 +35,7 @@ class LayerFinding(Record):
     kind: str = Field(description="added, removed, changed, intended, fallback, path_changed, per_call_conversion, new_kernel_class, slower, faster, precision, idle_grew, idle_shrank")
     regression: bool
     intended: bool = False
-    detail: str
+    facts: Note = Field(description="What this finding rests on, by code: 'locate.finding.<kind>' with its figures and names.")
     reason: str | None = Field(None, description="Fallback reason, for kind 'fallback'.")
     delta_ms: float | None = Field(None, description="Change per iteration (cand - base, medians) carried by this finding.")
     comparison: SampleComparison | None = None
@@ -48,7 +49,7 @@ class MetricFinding(Record):
 
     metric: str
     comparison: SampleComparison
-    note: str = ""
+    facts: Note | None = Field(None, description="What the metric measures, by code ('locate.metric.<metric>'), with its figures.")
     latency_timing: LatencyTiming | None = Field(
         None, description="latency_ms of imported runs: traced (profiler on) or untraced (--latency); the candidate's when they differ."
     )
@@ -63,7 +64,8 @@ class StageFinding(Record):
 
     stage: str
     status: StageStatus
-    summary: str
+    facts: list[Note] = Field(default_factory=list, description="The stage's summary as coded facts, in the order they are told.")
+    unstable: str | None = Field(None, description="Set when the runs' timings were unstable: the runs whose timings were (core.timing.unstable_runs), comma-separated.")
     metrics: list[MetricFinding] = Field(default_factory=list)
     layers: list[LayerFinding] = Field(default_factory=list)
 
@@ -87,7 +89,8 @@ class RankedLayer(Record):
 class BisectResult(Record):
     """The first persistent divergent stage and the evidence for it (``bisect.json``)."""
 
-    schema_version: int = SCHEMA_VERSION
+    schema_version: int = FACTS_SCHEMA_VERSION
+    oldest_readable: ClassVar[int] = FACTS_SCHEMA_VERSION
     base: str
     cand: str
     state: BisectState
@@ -104,10 +107,10 @@ class BisectResult(Record):
     )
     first_change_ms: float | None = Field(None, description="The first divergence's change per iteration (its headline metric, else its layers').")
     accounted_share: float | None = Field(None, description="Share of the outcome change carried by the layers the first divergence names.")
-    reference: str | None = Field(
+    reference: Note | None = Field(
         None, description="How far this machine itself moved between two replays (their shared dense reference); changes within it are not findings."
     )
-    verdict: str
+    verdict: list[Note] = Field(default_factory=list, description="The answer as coded facts: 'locate.verdict.*' notes, the first one naming the state.")
     comparability: Comparability | None = Field(None, description="The comparability check the pair passed (what was allowed to differ, notes).")
 
     def stage(self, name: str) -> StageFinding:

@@ -8,11 +8,12 @@ the summaries only.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field
 
-from sparsedebug.records.base import SCHEMA_VERSION, Record
+from sparsedebug.records.base import FACTS_SCHEMA_VERSION, SCHEMA_VERSION, Record
+from sparsedebug.records.notes import Note
 
 # Where a rank number came from: the trace's ``distributedInfo``, a number in its file name, or list order.
 RankSource = Literal["distributedInfo", "file name", "order"]
@@ -91,7 +92,8 @@ class RankChange(Record):
 class RankComparison(Record):
     """Two run sets compared rank to rank: the straggler on each side, and where the change lives."""
 
-    schema_version: int = SCHEMA_VERSION
+    schema_version: int = FACTS_SCHEMA_VERSION
+    oldest_readable: ClassVar[int] = FACTS_SCHEMA_VERSION
     kind: Literal["rank_comparison"] = "rank_comparison"
     baseline: str
     candidate: str
@@ -102,4 +104,4 @@ class RankComparison(Record):
     confined_to: list[int] = Field(default_factory=list, description="Ranks whose compute changed while the others did not (empty: uniform or none).")
     uniform: bool = Field(description="Whether the compute change is the same on every rank (within the spread of the ranks).")
     walked_rank: int = Field(description="The rank pair the five-stage walk compares: the confined rank whose compute grew most, else the candidate straggler, else the lowest rank.")
-    findings: list[str] = Field(default_factory=list, description="One sentence per finding, each from the figures above.")
+    findings: list[Note] = Field(default_factory=list, description="One coded fact per finding ('locate.ranks.*'), each from the figures above.")

@@ -17,6 +17,7 @@ from sparsedebug.locate.walk import bisect_runs
 from sparsedebug.records.classification import Mechanism
 from sparsedebug.records.run import RunRecord
 from sparsedebug.render.markdown.memo import render_memo_detail
+from sparsedebug.render.words.locate_text import stage_text, verdict_text
 from sparsedebug.sources.importers.trace.importer import import_trace
 from sparsedebug.sources.playbook import load_playbook
 from tests.support.bundles import make_bundle
@@ -58,8 +59,8 @@ def test_layout_caused_backend_change_is_lower_compute_and_the_fix_names_the_lay
 ) -> None:
     base, cand = layout_pairs[variant]
     bis = bisect_runs(base, cand)
-    assert bis.first_stage == "lower", bis.verdict
-    assert bis.stage("graph").status in ("same", "not_comparable"), bis.stage("graph").summary
+    assert bis.first_stage == "lower", verdict_text(bis)
+    assert bis.stage("graph").status in ("same", "not_comparable"), stage_text(bis.stage("graph"))
     moved = {f.layer for f in bis.stage("lower").layers if f.kind == "path_changed"}
     assert len(moved) == 4
     cls = classify_run(cand, baseline=base)

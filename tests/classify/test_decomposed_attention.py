@@ -19,6 +19,7 @@ from sparsedebug.locate.walk import bisect_runs
 from sparsedebug.records.classification import Mechanism
 from sparsedebug.records.run import RunRecord
 from sparsedebug.render.markdown.memo import render_memo_detail
+from sparsedebug.render.words.locate_text import stage_text, verdict_text
 from sparsedebug.signoff.gate import evaluate
 from sparsedebug.sources.importers.trace.importer import import_trace
 from sparsedebug.sources.playbook import load_playbook
@@ -54,10 +55,10 @@ def test_fused_to_decomposed_attention_is_lower_and_its_mechanism_wins_with_the_
     moved = _attention_layers(cand)
     assert len(moved) == 2
     bis = bisect_runs(base, cand)
-    assert bis.first_stage == "lower", bis.verdict
-    assert bis.stage("graph").status in ("same", "not_comparable"), bis.stage("graph").summary
+    assert bis.first_stage == "lower", verdict_text(bis)
+    assert bis.stage("graph").status in ("same", "not_comparable"), stage_text(bis.stage("graph"))
     assert {f.layer for f in bis.stage("lower").layers if f.kind == "path_changed"} == moved
-    assert f"{fused} -> math" in bis.verdict and "not contiguous" in bis.verdict
+    assert f"{fused} -> math" in verdict_text(bis) and "not contiguous" in verdict_text(bis)
 
     cls = classify_run(cand, baseline=base)
     assert cls.ranked_by == "attribution" and cls.winner is Mechanism.PRECISION, cls.attribution
@@ -86,8 +87,8 @@ def test_fused_to_fused_on_a_layout_change_is_compute_with_the_same_fix(tmp_path
     base, cand = _pair(tmp_path, "cudnn", "efficient", variant, scale=2.0)
     moved = _attention_layers(cand)
     bis = bisect_runs(base, cand)
-    assert bis.first_stage == "lower", bis.verdict
-    assert "cudnn -> efficient" in bis.verdict
+    assert bis.first_stage == "lower", verdict_text(bis)
+    assert "cudnn -> efficient" in verdict_text(bis)
     cls = classify_run(cand, baseline=base)
     assert cls.ranked_by == "attribution" and cls.winner is Mechanism.COMPUTE, cls.attribution
     assert cls.attribution is not None

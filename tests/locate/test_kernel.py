@@ -8,6 +8,7 @@ from sparsedebug.core.dtypes import kernel_tolerance
 from sparsedebug.locate.kernel import kernel_stage
 from sparsedebug.locate.lower import lower_stage
 from sparsedebug.records.run import RunRecord
+from sparsedebug.render.words.locate_text import finding_text
 from tests.locate.test_walk import make_run
 
 LAYER = "layers.0.mlp.up"
@@ -22,7 +23,7 @@ def _labelled(run: RunRecord, precision: str | None, dtype: str = "fp16") -> Run
 
 def _precision_findings(base: RunRecord, cand: RunRecord) -> list[str]:
     stage = kernel_stage(base, cand, lower_stage(base, cand), 0.05, 1.10)
-    return [f.detail for f in stage.layers if f.kind == "precision"]
+    return [finding_text(f) for f in stage.layers if f.kind == "precision"]
 
 
 @pytest.mark.parametrize(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from sparsedebug.locate.lower import lower_stage
 from sparsedebug.locate.paths import compare_paths
 from sparsedebug.records.run import FallbackReason, KernelClass, KernelPath, RunRecord
+from sparsedebug.render.words.locate_text import finding_text
 from tests.locate.test_walk import MLP, SPARSE, PathSpec, make_run
 
 
@@ -24,7 +25,7 @@ def test_a_neighbour_that_also_runs_an_fp32_kernel_changed_path() -> None:
     assert stage.status == "divergent"
     [finding] = [f for f in stage.layers if f.regression]
     assert finding.layer == "layers.0.attn" and finding.kind == "path_changed"
-    assert "dense/attention [attention] -> dense/attention [attention, fp32_gemm]" in finding.detail
+    assert "dense/attention [attention] -> dense/attention [attention, fp32_gemm]" in finding_text(finding)
     report = compare_paths(base, cand)
     assert [c.layer for c in report.unintended] == ["layers.0.attn"]
 

@@ -11,6 +11,7 @@ import pytest
 from sparsedebug.core.errors import UserError
 from sparsedebug.locate.ranks import compare_rank_sets, straggler
 from sparsedebug.records.ranks import RankSet
+from sparsedebug.render.words.notes import say
 from sparsedebug.sources.runset.discover import discover
 from sparsedebug.sources.runset.parse import parse_run_set
 from tests.support.ranksets import write_rank_set
@@ -40,7 +41,7 @@ def test_a_fallback_on_one_rank_is_confined_to_it(tmp_path: Path, seed: int) -> 
     assert comparison.confined_to == [fell] and comparison.walked_rank == fell and not comparison.uniform
     changed = next(c for c in comparison.changes if c.rank == fell)
     assert changed.path_changes and all("mlp" in name for name in changed.path_changes)
-    assert any(f"confined to rank {fell}" in finding for finding in comparison.findings)
+    assert any(f"confined to rank {fell}" in say(finding) for finding in comparison.findings)
 
 
 def test_a_change_on_every_rank_is_uniform_and_the_walk_takes_the_lowest_rank(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ from sparsedebug.core.stats import compare_samples, median
 from sparsedebug.locate.reference import machine_drift
 from sparsedebug.locate.walk import bisect_runs
 from sparsedebug.records.run import RunRecord
+from sparsedebug.render.words.locate_text import reference_text, verdict_text
 from sparsedebug.signoff.gate import evaluate
 from tests.support.synth import L, make_run
 
@@ -84,8 +85,8 @@ def test_a_slower_machine_alone_is_no_difference(measured: RunRecord) -> None:
     raw = compare_samples(measured.outcome.latency_samples_ms, slow.outcome.latency_samples_ms)
     assert raw.direction == "slower"  # compared raw, the machine's drift looks like a regression
     result = bisect_runs(measured, slow)
-    assert result.state == "no_regression", result.verdict
-    assert result.reference is not None and "the shared dense forward ran x1." in result.reference
+    assert result.state == "no_regression", verdict_text(result)
+    assert result.reference is not None and "the shared dense forward ran x1." in (reference_text(result) or "")
     gate = {check.id: check for check in evaluate(measured, slow).checks}
     assert gate["effective_speedup"].status == "pass" and gate["p99_latency"].status == "pass"
     drift = machine_drift(measured, slow)
@@ -98,7 +99,7 @@ def test_a_real_change_still_shows_on_a_drifted_machine(measured: RunRecord) -> 
     target = next(layer.name for layer in measured.graph.layers if layer.op == "linear")
     worse = _drifted(measured, 0.8, layer_factor={target: 1.8}, forward_extra=1.5)
     result = bisect_runs(measured, worse)
-    assert result.state == "divergence" and result.first_stage == "kernel", result.verdict
+    assert result.state == "divergence" and result.first_stage == "kernel", verdict_text(result)
     assert [f.layer for f in result.stage("kernel").layers if f.regression] == [target]
     assert {c.id: c.status for c in evaluate(measured, worse).checks}["effective_speedup"] == "fail"
 
@@ -114,7 +115,7 @@ def test_a_layer_counts_only_beyond_the_drift(measured: RunRecord) -> None:
 def test_different_references_give_no_band(measured: RunRecord) -> None:
     threads = measured.model_copy(update={"schedule": measured.schedule.model_copy(update={"threads": 64})})
     drift = machine_drift(measured, threads)
-    assert not drift.referenced and drift.kernel_band is None and drift.forward_factor is None and not drift.note
+    assert not drift.referenced and drift.kernel_band is None and drift.forward_factor is None and drift.facts is None
 
 
 def test_a_reference_that_collapsed_never_makes_a_regression(measured: RunRecord) -> None:
@@ -122,9 +123,9 @@ def test_a_reference_that_collapsed_never_makes_a_regression(measured: RunRecord
     slowed_ref = measured.model_copy(update={"outcome": measured.outcome.model_copy(update={
         "dense_baseline_samples_ms": [x * 100 for x in measured.outcome.dense_baseline_samples_ms or []]})})
     result = bisect_runs(slowed_ref, measured)  # the candidate looks 100x *faster* than the machine allowed: no finding
-    assert result.state == "no_regression", result.verdict
+    assert result.state == "no_regression", verdict_text(result)
     result = bisect_runs(measured, slowed_ref)
-    assert result.state == "no_regression", result.verdict
+    assert result.state == "no_regression", verdict_text(result)
     gate = {c.id: c.status for c in evaluate(measured, slowed_ref).checks}
     assert gate["effective_speedup"] == "pass" and gate["p99_latency"] == "pass"
 

@@ -26,6 +26,7 @@ from sparsedebug.records.run import (
     RunSource,
     ScheduleStage,
 )
+from sparsedebug.render.words.locate_text import finding_text, verdict_text
 from sparsedebug.sources.detect import load_run
 from tests.conftest import FIXTURES
 
@@ -119,7 +120,7 @@ def test_intended_sparse_speedup_is_expected_and_improves() -> None:
     assert result.state == "no_regression"
     statuses = {s.stage: s.status for s in result.stages}
     assert statuses == {"graph": "expected", "lower": "expected", "kernel": "improved", "schedule": "same", "outcome": "improved"}
-    assert "outcome improved" in result.verdict
+    assert "outcome improved" in verdict_text(result)
     assert all(f.intended for f in result.stage("kernel").layers)
 
 
@@ -134,11 +135,11 @@ def test_declared_sparse_fallback_bisects_to_lower_and_names_the_layer() -> None
     assert result.state == "divergence" and result.first_stage == "lower"
     lower = result.stage("lower")
     assert [f.layer for f in lower.layers if f.regression] == [fallback]
-    assert "shape_not_aligned" in lower.layers[0].detail
+    assert "shape_not_aligned" in finding_text(lower.layers[0])
     assert result.layers[0].layer == fallback and result.layers[0].involved
     kernel = result.stage("kernel")
     slow = [f for f in kernel.layers if f.kind == "slower"]
-    assert [f.layer for f in slow] == [fallback] and "follows from lowering" in slow[0].detail
+    assert [f.layer for f in slow] == [fallback] and "follows from lowering" in finding_text(slow[0])
     assert "kernel" in result.explains and "outcome" in result.explains
     assert result.effect is not None and result.effect.direction == "slower"
 
@@ -149,7 +150,7 @@ def test_neighbour_path_change_without_intent_is_a_lower_divergence() -> None:
     assert result.first_stage == "lower"
     finding = result.stage("lower").layers[0]
     assert finding.kind == "path_changed" and finding.layer == "layers.0.attn"
-    assert "fp32_gemm" in finding.detail
+    assert "fp32_gemm" in finding_text(finding)
 
 
 def test_per_call_conversion_is_a_lower_divergence() -> None:
@@ -217,7 +218,7 @@ def test_too_few_iterations_is_undecided_not_guessed() -> None:
     cand = make_run("c", seed=2, iterations=3, layers=["embed.attn"], overhead_ms=5.0)
     result = bisect_runs(base, cand)
     assert result.state == "undecided" and result.first_stage is None
-    assert "too few samples" in result.verdict
+    assert "too few samples" in verdict_text(result)
 
 
 def test_pooled_idle_samples_decide_schedule_on_three_iterations() -> None:
@@ -273,7 +274,7 @@ def test_cuda_graph_pair_is_no_regression_with_improvement(traces: dict[str, Run
     assert result.state == "no_regression" and result.first_stage is None
     assert result.stage("lower").status == "expected"
     assert result.outcome is not None and 0.8 < result.outcome.ratio < 0.9
-    assert "outcome improved x1.1" in result.verdict and "too few" in result.verdict
+    assert "outcome improved x1.1" in verdict_text(result) and "too few" in verdict_text(result)
 
 
 def test_imported_layer_idle_shows_the_known_host_overhead(traces: dict[str, RunRecord]) -> None:

@@ -14,6 +14,7 @@ from sparsedebug.reduce.reduce import _Prober, reduce_workloads
 from sparsedebug.reduce.search import Outcome
 from sparsedebug.reduce.shrink import apply_changes, diff_workloads, keep_layers, scale_widths
 from sparsedebug.render.words.core import change_words, reduce_verdict
+from sparsedebug.render.words.locate_text import stage_text
 from sparsedebug.render.words.notes import say
 from sparsedebug.sources.workload.load import load_workload, revalidate
 from sparsedebug.sources.workload.schema import Workload
@@ -176,6 +177,6 @@ def test_replay_fixture_regression_bisects_to_lower_with_the_fallback_named() ->
     lower = result.stage("lower")
     assert lower.layers[0].kind == "fallback" and lower.layers[0].layer == "layers.1.mlp.down_proj"
     assert lower.layers[0].reason == "dtype_unsupported"
-    assert "dense fallback: layers.1.mlp.down_proj (dtype_unsupported)" in lower.summary
-    assert "per call conversion on 13 layer(s)" in lower.summary
+    assert "dense fallback: layers.1.mlp.down_proj (dtype_unsupported)" in stage_text(lower)
+    assert "per call conversion on 13 layer(s)" in stage_text(lower)
     assert result.stage("graph").status == "expected"

@@ -44,6 +44,8 @@ from sparsedebug.render.markdown.tags import build_tags
 from sparsedebug.render.markdown.verdicts import attributed_lines, fix_verdict, not_established_lines
 from sparsedebug.render.words.core import change_words, reduce_verdict, replay_reason_words, timing_words
 from sparsedebug.render.words.gate import decision_reasons, detail_words, measured_words, refusal_words, significance_words
+from sparsedebug.render.words.locate_text import allowed_text, finding_text, stage_text, verdict_text
+from sparsedebug.render.words.notes import say
 from sparsedebug.signoff.decide import stored_decision
 from sparsedebug.signoff.metrics import (
     equal_latency_sentence,
@@ -165,12 +167,12 @@ def _first_stage(b: LoadedBundle) -> str:
     if bis is None:
         return "not located (no bisect result in the bundle)."
     if bis.first_stage is None:
-        return f"no persistent divergence ({bis.state}): {bis.verdict}"
+        return f"no persistent divergence ({bis.state}): {verdict_text(bis)}"
     stage = bis.stage(bis.first_stage)
-    text = f"stage **`{bis.first_stage}`**: {stage.summary}"
+    text = f"stage **`{bis.first_stage}`**: {stage_text(stage)}"
     regress = [f for f in stage.layers if f.regression]
     if regress:
-        named = "; ".join(f"`{f.layer}` ({f.kind}: {f.detail})" for f in regress[:4])
+        named = "; ".join(f"`{f.layer}` ({f.kind}: {finding_text(f)})" for f in regress[:4])
         text += f" Layers: {named}."
     if bis.effect is not None:
         text += f" Effect on {bis.effect_metric or 'the metric'}: {_cmp_text(bis.effect)}."
@@ -455,13 +457,13 @@ def _comparability(b: LoadedBundle) -> list[str]:
     if check is None:
         return []
     out = []
-    sentence = check.allowed_sentence()
+    sentence = allowed_text(check)
     if sentence:
         out.append(f"**Comparability**: {sentence[0].upper()}{sentence[1:]}.")
     else:
         out.append(f"**Comparability**: same model ({check.layers.matched} of {max(check.layers.base_layers, check.layers.cand_layers)} layers matched by op and shape), "
                    f"device {check.base_device.label()}, phase {check.base_phase}.")
-    out += [f"- {note}" for note in check.notes]
+    out += [f"- {say(note)}" for note in check.notes]
     return [*out, ""]
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from sparsedebug.render.words.notes import say
 from sparsedebug.sources.bundle import LoadedBundle
 
 
@@ -11,7 +12,7 @@ def rank_lines(bundle: LoadedBundle) -> list[str]:
     if comparison is None:
         return []
     out = ["### Ranks", "", f"- {comparison.ranks} ranks on each side ({comparison.baseline} -> {comparison.candidate}), compared rank to rank."]
-    out += [f"- {finding}" for finding in comparison.findings]
+    out += [f"- {say(finding)}" for finding in comparison.findings]
     if comparison.baseline_straggler is None and comparison.candidate_straggler is None:
         out.append("- no straggler on either side: no rank arrives last at the dominant collective consistently")
     winner = bundle.classification.winner if bundle.classification is not None else None

@@ -7,11 +7,13 @@ from rich.table import Table
 from rich.text import Text
 
 from sparsedebug.core.stats import SampleComparison
-from sparsedebug.locate.common import fmt_cmp
 from sparsedebug.records.findings import BisectResult, StageFinding
 from sparsedebug.records.reduce import ReduceResult
 from sparsedebug.render.terminal.fit import optional
 from sparsedebug.render.words.core import change_words, probe_note_words, reduce_verdict
+from sparsedebug.render.words.locate import ratio_ci
+from sparsedebug.render.words.locate_text import finding_text, stage_text
+from sparsedebug.render.words.locate_text import verdict_text as verdict_words
 
 _STATUS_STYLE = {
     "divergent": "bold red",
@@ -28,7 +30,7 @@ def comparison_text(c: SampleComparison | None) -> str:
     if c is None:
         return "-"
     p = f" p={c.p_value:.2g}" if c.p_value is not None else " (too few samples)"
-    return f"{fmt_cmp(c)}{p} n={c.n_base}/{c.n_cand}"
+    return f"{ratio_ci(c.ratio, c.ci_low, c.ci_high)}{p} n={c.n_base}/{c.n_cand}"
 
 
 def stage_table(result: BisectResult) -> Table:
@@ -42,7 +44,7 @@ def stage_table(result: BisectResult) -> Table:
         marker = " <- first" if stage.stage == result.first_stage else ""
         head = stage.headline
         metric = f"{head.metric} {comparison_text(head.comparison)}" if head is not None else "categorical"
-        table.add_row(stage.stage + marker, Text(stage.status, style=_STATUS_STYLE[stage.status]), Text(metric), Text(stage.summary))
+        table.add_row(stage.stage + marker, Text(stage.status, style=_STATUS_STYLE[stage.status]), Text(metric), Text(stage_text(stage)))
     return table
 
 
@@ -55,7 +57,7 @@ def findings_table(stage: StageFinding, limit: int = 12) -> Table:
     table.add_column("detail", overflow="fold")
     for finding in stage.layers[:limit]:
         label = finding.layer + (f" ({len(finding.members)} pooled)" if finding.members else "")
-        table.add_row(Text(label), finding.kind, "yes" if finding.regression else "no", Text(finding.detail))
+        table.add_row(Text(label), finding.kind, "yes" if finding.regression else "no", Text(finding_text(finding)))
     if len(stage.layers) > limit:
         table.add_row(f"… {len(stage.layers) - limit} more", "", "", "")
     return table
@@ -87,7 +89,7 @@ def layers_table(result: BisectResult, limit: int = 10) -> Table:
 def verdict_text(result: BisectResult) -> Text:
     """The one-paragraph answer, coloured by state."""
     style = {"divergence": "bold red", "no_regression": "green", "undecided": "yellow"}[result.state]
-    text = Text(result.verdict, style=style)
+    text = Text(verdict_words(result), style=style)
     if result.effect is not None and result.effect_metric is not None:
         text.append(f"\neffect ({result.effect_metric}): {comparison_text(result.effect)}")
     return text

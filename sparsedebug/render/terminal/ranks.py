@@ -7,6 +7,7 @@ from rich.table import Table
 
 from sparsedebug.core.stats import median
 from sparsedebug.records.ranks import RankComparison, RankSet, Straggler
+from sparsedebug.render.words.notes import say
 
 
 def _ms(value: float) -> str:
@@ -51,6 +52,6 @@ def rank_comparison_view(comparison: RankComparison) -> Group:
             str(len(c.path_changes)),
             ", ".join(c.slowest_layers) or "-",
         )
-    lines = [f"- {finding}" for finding in comparison.findings] or ["- no rank stands out: no straggler, no confined change"]
+    lines = [f"- {say(finding)}" for finding in comparison.findings] or ["- no rank stands out: no straggler, no confined change"]
     lines.append(f"- the pair analysed below is rank {comparison.walked_rank} against its baseline rank")
     return Group(table, "\n".join(lines))

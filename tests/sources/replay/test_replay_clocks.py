@@ -11,6 +11,7 @@ from sparsedebug.core import timing
 from sparsedebug.locate.walk import bisect_runs
 from sparsedebug.records.gate import GatePolicy
 from sparsedebug.records.run import KernelPath, RunRecord
+from sparsedebug.render.words.locate_text import stage_text
 from sparsedebug.signoff.gate import evaluate
 from sparsedebug.sources.replay import replay as replay_module
 from sparsedebug.sources.replay.equal_latency import FRACTION_STEPS
@@ -141,5 +142,5 @@ def test_a_replay_under_a_cpu_hog_is_unstable_and_gate_and_bisect_say_inconclusi
     assert evaluate(calm, record, warn).passed
     result = bisect_runs(calm, record)
     timed = {s.stage: s for s in result.stages if s.stage in ("kernel", "schedule", "outcome")}
-    assert all(s.status == "undecided" and "timings unstable" in s.summary for s in timed.values())
+    assert all(s.status == "undecided" and "timings unstable" in stage_text(s) for s in timed.values())
     assert result.state in ("undecided", "divergence") and (result.first_stage in (None, "graph", "lower"))

@@ -15,6 +15,7 @@ from sparsedebug.locate.reference import SESSION_NOTE, machine_drift, session_bl
 from sparsedebug.locate.walk import bisect_runs
 from sparsedebug.records.gate import GatePolicy, P99Policy
 from sparsedebug.records.run import RunRecord
+from sparsedebug.render.words.locate_text import verdict_text
 from sparsedebug.signoff.gate import evaluate
 from sparsedebug.sources.replay import replay as replay_module
 from sparsedebug.sources.replay.replay import alternating, replay_pair
@@ -147,7 +148,7 @@ def test_a_drift_common_to_both_sides_does_not_alarm() -> None:
     drift = np.where(np.arange(len(noise)) < len(noise) // 2, 1.0, 1.8) * np.linspace(1.0, 1.4, len(noise))
     b, c = _drifted(base, drift), _drifted(twin, drift)
     result = bisect_runs(b, c)
-    assert result.state == "no_regression", result.verdict
+    assert result.state == "no_regression", verdict_text(result)
     gate = evaluate(b, c, POLICY)
     assert all(check.status == "pass" for check in gate.checks if check.id in ("effective_speedup", "p99_latency")), gate.checks
     assert machine_drift(b, c).kernel_band is None

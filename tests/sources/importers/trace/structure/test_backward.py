@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from sparsedebug.locate.walk import bisect_runs
 from sparsedebug.records.run import OpKind, RunRecord
+from sparsedebug.render.words.locate_text import stage_text, verdict_text
 from sparsedebug.sources.importers.trace.importer import analyze_trace
 from sparsedebug.sources.importers.trace.read.events import HostRange, read_events
 from sparsedebug.sources.importers.trace.structure.host_tree import ancestors, children, link_launches, link_parents
@@ -68,7 +69,7 @@ def test_two_seeds_import_the_same_layers_and_bisect_finds_nothing(tmp_path: Pat
     assert _identity(base) == _identity(rerun)
     assert sum(1 for lo in base.lower.layers if lo.phase == "backward") >= SPEC.layers  # the backward is there
     result = bisect_runs(base, rerun)
-    assert result.first_stage is None, result.verdict
+    assert result.first_stage is None, verdict_text(result)
     assert not [f.layer for s in result.stages for f in s.layers if f.regression]
 
 
@@ -93,7 +94,7 @@ def test_sparse_forward_does_not_make_its_backward_a_path_change(tmp_path: Path)
     backends = {lo.name: lo.dispatch.backend if lo.dispatch else None for lo in sparse.lower.layers}
     assert backends[layer_name(0)] == "cusparselt" and backends[f"backward:{layer_name(0)}"] == "cublas"
     lower = bisect_runs(dense, sparse).stage("lower")
-    assert lower.status == "expected", lower.summary  # the two forward layers, as declared
+    assert lower.status == "expected", stage_text(lower)  # the two forward layers, as declared
 
 
 def test_each_backward_node_maps_to_the_forward_op_that_created_it(tmp_path: Path) -> None:
