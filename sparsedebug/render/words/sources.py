@@ -59,6 +59,13 @@ def _overlap_took(v: Mapping[str, NoteValue]) -> str:
     return f"the source's windows overlap: took {label} (line {v['line']}), the one closest to the run's window"
 
 
+def _repeating_calls(v: Mapping[str, NoteValue]) -> str:
+    text = f"the sequence of top-level calls repeats every {v['unit']} calls ({v['units']} units)"
+    if v.get("units_per_iteration") is not None:
+        text += f"; host gaps group {v['units_per_iteration']} units per iteration (chance p = {_f(v, 'p'):.3g})"
+    return text
+
+
 PHRASES: dict[str, Phrase] = {
     # why a power log's window could not be measured (records.power.WindowEnergy.why)
     "sources.window.no_channel": _no_channel,
@@ -84,4 +91,11 @@ PHRASES: dict[str, Phrase] = {
     "sources.counter.restarted": ("the counter restarted between lines {line_before} and {line_after} (driver reload?): "
                                   "that interval counts from the restart, a lower bound"),
     "sources.totals.overlap_took_closest": _overlap_took,
+    # how a trace's iterations were found (TraceSummary.iteration_detail)
+    "sources.iterations.repeating_calls": _repeating_calls,
+    "sources.iterations.profiler_steps": "{count} ProfilerStep ranges",
+    "sources.iterations.annotation": "each call of {layer} starts an iteration",
+    "sources.iterations.graph_launches": "{count} CUDA-graph launches",
+    "sources.iterations.kernel_period": "kernel sequence repeats every {unit} kernels",
+    "sources.iterations.whole_trace": "no ProfilerStep, repeating call sequence, annotation or graph launch",
 }

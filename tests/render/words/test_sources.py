@@ -15,7 +15,8 @@ SAMPLE: dict[str, NoteValue] = {
     "device": "0", "source": "nvidia-smi", "start_utc_s": 1.7e9, "end_utc_s": 1.7e9 + 2.0, "log_start_utc_s": 1.7e9 - 5.0,
     "log_end_utc_s": 1.7e9 + 1.0, "covered_s": 1.0, "window_s": 2.0, "min_periods": 3, "field": "power.draw",
     "period_s": 1.0, "update_period_s": 0.1, "averaging_s": 1.0, "part_time_sampled": True, "share": 0.3, "needed": 0.75,
-    "line_before": 31, "line_after": 32, "label": "forward", "line": 3,
+    "line_before": 31, "line_after": 32, "label": "forward", "line": 3, "unit": 44, "units": 12, "units_per_iteration": 4,
+    "p": 0.01, "count": 3, "layer": "fc1",
 }
 
 

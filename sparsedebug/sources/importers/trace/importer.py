@@ -40,6 +40,7 @@ from sparsedebug.core.io import file_digest
 from sparsedebug.core.kernel_names import classify_kernel
 from sparsedebug.records.base import Record
 from sparsedebug.records.comparability import DeviceInfo
+from sparsedebug.records.notes import Note
 from sparsedebug.records.run import (
     GraphStage,
     KernelClass,
@@ -123,7 +124,7 @@ class TraceSummary(Record):
     kernel_wait_ms: float
     other_wait_ms: float
     iteration_source: str = Field(description="ProfilerStep, repeating call sequence, annotation:<name>, cudaGraphLaunch, kernel-sequence period or whole trace.")
-    iteration_detail: str = ""
+    iteration_detail: Note | None = Field(None, description="How the iterations were found: a 'sources.iterations.*' note.")
     iterations: list[IterationSummary]
     by_class_ms: dict[str, float]
     annotated: bool

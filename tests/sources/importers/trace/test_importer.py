@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from sparsedebug.core.errors import UserError
 from sparsedebug.records.run import KernelClass, KernelPath, RunRecord
+from sparsedebug.render.words.notes import say
 from sparsedebug.sources.importers.trace.importer import (
     GpuOp,
     analyze_trace,
@@ -90,7 +91,8 @@ def test_eager_sparse_trace_is_host_bound_with_twelve_sparse_mlp_projections() -
     assert s.host_wait_ms > 0.9 * s.idle_ms
     assert s.host_wait_ms + s.kernel_wait_ms + s.other_wait_ms == pytest.approx(s.idle_ms, rel=1e-9)
     assert s.iteration_source == "repeating call sequence"
-    assert "every 44 calls" in s.iteration_detail
+    assert s.iteration_detail is not None and s.iteration_detail.values["unit"] == 44
+    assert "every 44 calls" in say(s.iteration_detail)
     assert len(s.iterations) == 3
 
     record = result.record
