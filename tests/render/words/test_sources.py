@@ -55,3 +55,24 @@ def test_window_words_read_as_before() -> None:
                    update_period_s=0.1, averaging_s=1.0, part_time_sampled=True))
     assert few.startswith("the run's window of 45.0 ms spans fewer than 3 update periods of power.draw (1000 ms: "
                           "the log's interval between changes is 100 ms, each reading averages 1 s): too short to measure; on A100")
+
+
+def test_every_channel_the_importers_make_has_scope_words_and_a_note() -> None:
+    from sparsedebug.render.words.sources_power import SCOPE_WORDS, channel_note
+    from sparsedebug.sources.importers.power import load_power_log
+    from tests.conftest import FIXTURES
+
+    logs = [load_power_log(FIXTURES / name) for name in (
+        "h200/nvidia_smi_short.csv", "artifacts/power_codecarbon_emissions.csv", "artifacts/power_dcgm_metrics.prom",
+        "artifacts/power_zeus.csv")]
+    channels = [c for log in logs for c in log.channels]
+    assert {c.source for c in channels} == {"nvidia-smi", "codecarbon", "dcgm", "zeus"}
+    for channel in channels:
+        assert channel.scope in SCOPE_WORDS and channel_note(channel), channel
+
+
+def test_every_capture_command_says_what_it_records() -> None:
+    from sparsedebug.render.words.sources_power import CAPTURE_RECORDS
+    from sparsedebug.sources.importers.power import CAPTURE_COMMANDS
+
+    assert all(CAPTURE_RECORDS.get(c.source) for c in CAPTURE_COMMANDS)
