@@ -3,6 +3,27 @@
 from __future__ import annotations
 
 from sparsedebug.sources.importers.trace.analysis.timeline import TemporalBreakdown
+from sparsedebug.sources.importers.trace.read.stream import UNTIMED_WORDS
+
+# Why an event was skipped, by the reason part of its key (TraceSummary.skipped_events).
+SKIPPED_WORDS = {
+    "unnamed": "without name",
+    "malformed": "malformed (a list or object as ph, cat, name, pid, tid or id)",
+    "not_object": "not an object",
+    **UNTIMED_WORDS,
+}
+
+
+def skipped_words(key: str) -> str:
+    """A skipped-event reason key ('kernel:no_ts', 'gpu_op:other_device:1' ...) in words."""
+    category, _, reason = key.partition(":")
+    if reason.startswith("other_device:"):
+        return f"GPU ops on devices other than {reason.split(':', 1)[1]} (analysed the busiest device only)"
+    if key == "kernel:unnamed":
+        return "kernel without name (kept as <unnamed kernel>)"
+    if category == "event":
+        return SKIPPED_WORDS.get(reason, reason)
+    return f"{category} {SKIPPED_WORDS.get(reason, reason)}"
 
 
 def temporal_words(item: TemporalBreakdown) -> str:
