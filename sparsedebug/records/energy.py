@@ -99,7 +99,8 @@ class SideEnergy(Record):
 class EnergyReport(Record):
     """``energy.json``: the energy of baseline, candidate and fixed, each from its own window."""
 
-    schema_version: int = FACTS_SCHEMA_VERSION  # WindowEnergy holds facts (issue 39)
+    # 2: the sides' notes, the machine's reading and the estimates' basis are facts, not sentences.
+    schema_version: int = FACTS_SCHEMA_VERSION
     oldest_readable: ClassVar[int] = FACTS_SCHEMA_VERSION
     kind: Literal["energy"] = "energy"
     log: str | None = Field(None, description="The power log used, as given.")

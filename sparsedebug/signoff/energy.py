@@ -122,7 +122,7 @@ def side_energy(role: InputRole, run: RunRecord, measure: Measure | None, *, alp
         "clock_reasons": sorted({r for e in tried for r in e.clock_reasons}),
     }
     if taken is None:
-        return base.model_copy(update={**state, "status": first.status})  # why: the window's own facts (windows[0].why)
+        return base.model_copy(update={**state, "status": first.status})
     per_forward = [e.joules / n for e, n in zip(taken.windows, taken.forwards, strict=True) if e.joules is not None]
     tokens = run.graph.tokens
     figures: dict[str, object] = {"joules_per_forward": summarise(per_forward, "J/forward", alpha)}
