@@ -188,6 +188,7 @@ def _print_trace(result: TraceImport, *, wide: bool, layers: int, iterations: in
         temporal_table,
         trace_summary_table,
     )
+    from sparsedebug.render.words.sources_trace import skipped_words
 
     out = console(wide)
     out.print(trace_summary_table(result.summary))
@@ -204,7 +205,7 @@ def _print_trace(result: TraceImport, *, wide: bool, layers: int, iterations: in
     counts = path_counts(result.record)
     out.print("layers by class: " + ", ".join(f"{cls} {n}" for cls, n in sorted(counts.items())))
     for reason, count in result.summary.skipped_events.items():
-        out.print(Text(f"skipped {count} event(s): {reason}", style="yellow"))
+        out.print(Text(f"skipped {count} event(s): {skipped_words(reason)}", style="yellow"))
     for path in written:
         out.print(f"wrote {path}")
 

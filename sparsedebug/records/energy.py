@@ -11,11 +11,11 @@ can quote one as the other.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field
 
-from sparsedebug.records.base import SCHEMA_VERSION, Record
+from sparsedebug.records.base import FACTS_SCHEMA_VERSION, Record
 from sparsedebug.records.bundle import InputRole
 from sparsedebug.records.power import WindowEnergy
 
@@ -99,7 +99,9 @@ class SideEnergy(Record):
 class EnergyReport(Record):
     """``energy.json``: the energy of baseline, candidate and fixed, each from its own window."""
 
-    schema_version: int = SCHEMA_VERSION
+    # 2: the sides' notes, the machine's reading and the estimates' basis are facts, not sentences.
+    schema_version: int = FACTS_SCHEMA_VERSION
+    oldest_readable: ClassVar[int] = FACTS_SCHEMA_VERSION
     kind: Literal["energy"] = "energy"
     log: str | None = Field(None, description="The power log used, as given.")
     log_option: str | None = Field(None, description="How it was given: '--power', or '--smi' (its power columns).")

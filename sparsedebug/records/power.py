@@ -16,6 +16,7 @@ from typing import Literal
 from pydantic import Field
 
 from sparsedebug.records.base import Record
+from sparsedebug.records.notes import Note
 
 # Where power or energy readings come from.
 PowerSourceKind = Literal["nvidia-smi", "dcgm", "zeus", "codecarbon", "rapl"]
@@ -23,6 +24,10 @@ PowerSourceKind = Literal["nvidia-smi", "dcgm", "zeus", "codecarbon", "rapl"]
 # What one channel reads: an instantaneous power, a power averaged over a window, a cumulative energy counter
 # (differences give energy), or energy totals of windows the tool chose.
 PowerQuantity = Literal["power_instant", "power_average", "energy_counter", "energy_total"]
+
+# What a channel measures: GPU board power or energy (not wall power), or CodeCarbon's GPU energy (NVML, tracked GPUs
+# summed) or its CPU + GPU + RAM energy (RAM and, without RAPL, CPU modelled); render.words.sources_power words each.
+PowerScope = Literal["gpu_board_power", "gpu_board_energy", "codecarbon_gpu_energy", "codecarbon_host_energy"]
 
 # How a window's energy was taken: a counter's difference, power integrated over the sampling interval, or a total the
 # source measured over its own window.
@@ -50,9 +55,8 @@ class PowerChannel(Record):
     field: str = Field(description="The column or metric as the file names it, e.g. 'power.draw.instant', 'DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION'.")
     quantity: PowerQuantity
     unit: str = Field(description="The unit of the stored values after import: 'W' for power, 'J' for energy.")
-    scope: str = Field(description="What is measured, e.g. 'GPU board power (not wall power)', 'CPU package (RAPL)'.")
+    scope: PowerScope = Field(description="What is measured (a code: render.words.sources_power.SCOPE_WORDS).")
     update_period_s: float | None = Field(description="How often the reading changes as the source documents it or the log shows; None when unknown.")
-    note: str = Field("", description="What a reader must know, e.g. that on A100/H100 board power is sampled for part of each period.")
     averaging_s: float | None = Field(None, description="The span one reading averages over as the source documents it (1 s for power.draw on Ampere and newer); None for instantaneous readings and counters.")
 
 
@@ -100,6 +104,8 @@ class WindowEnergy(Record):
     power_limit_w: float | None = None
     sm_clock_mhz: float | None = Field(None, description="Median SM clock inside the window when the log records clocks.")
     clock_reasons: list[str] = Field(default_factory=list, description="Clock event reasons active in any reading the figure used (e.g. sw_power_cap), gpu_idle left out.")
-    note: str = Field(description="One sentence: how the figure was taken, or what is missing and why.")
+    why: Note | None = Field(None, description="Why the window could not be measured (status other than 'measured'): a 'sources.window.*' note.")
+    failed_device: str | None = Field(None, description="Several devices: the one whose window could not be measured.")
+    events: list[Note] = Field(default_factory=list, description="What the figure had to undo or choose: counter wraps and restarts, an overlapping total taken.")
     devices: list[str] = Field(default_factory=list, description="The GPUs (or packages) the figure covers; several are summed.")
     update_period_s: float | None = Field(None, description="The reading's period the too-short rule used: the longest of the log's sampling interval, the interval between changes of the reading and its averaging span.")

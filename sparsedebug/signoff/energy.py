@@ -122,7 +122,7 @@ def side_energy(role: InputRole, run: RunRecord, measure: Measure | None, *, alp
         "clock_reasons": sorted({r for e in tried for r in e.clock_reasons}),
     }
     if taken is None:
-        return base.model_copy(update={**state, "status": first.status, "note": first.note})
+        return base.model_copy(update={**state, "status": first.status})
     per_forward = [e.joules / n for e, n in zip(taken.windows, taken.forwards, strict=True) if e.joules is not None]
     tokens = run.graph.tokens
     figures: dict[str, object] = {"joules_per_forward": summarise(per_forward, "J/forward", alpha)}
@@ -132,7 +132,7 @@ def side_energy(role: InputRole, run: RunRecord, measure: Measure | None, *, alp
     powers = [e.mean_power_w for e in taken.windows if e.mean_power_w is not None]
     how = {"iterations": "one window per iteration", "windows": f"{len(taken.windows)} windows of consecutive iterations",
            "run_window": "the run's whole window (one value: no interval)"}[taken.over]
-    note = f"{how}, {first.method or 'measured'} of `{state['channel']}`: {first.note}"
+    note = f"{how}, {first.method or 'measured'} of `{state['channel']}`"
     return base.model_copy(update={
         **state, **figures, "status": "measured", "over": taken.over, "forwards_per_window": taken.forwards[0],
         "mean_power_w": median(powers) if powers else None, "note": note,

@@ -8,13 +8,15 @@ import numpy as np
 import pytest
 
 from sparsedebug.core.tails import quantile_bounds
+from sparsedebug.records.notes import note
 from sparsedebug.records.power import PowerChannel, WindowEnergy
 from sparsedebug.records.run import RunRecord, TimeWindow
+from sparsedebug.render.words.sources_power import side_note
 from sparsedebug.signoff.energy import side_energy, summarise, target_estimate
 from tests.conftest import FIXTURES
 
 CHANNEL = PowerChannel(source="nvidia-smi", field="power.draw.instant", quantity="power_instant", unit="W",
-                       scope="GPU board power (not wall power)", update_period_s=0.001)
+                       scope="gpu_board_power", update_period_s=0.001)
 
 
 @cache
@@ -34,10 +36,12 @@ def _constant(watts: float, shortest_s: float = 0.0, calls: list[TimeWindow] | N
         seconds = window.end_utc_s - window.start_utc_s
         if seconds < shortest_s:
             return WindowEnergy(file="log.csv", channel=CHANNEL, status="too_short", start_utc_s=window.start_utc_s,
-                                end_utc_s=window.end_utc_s, note=f"{seconds * 1e3:.1f} ms is shorter than {shortest_s * 1e3:.0f} ms")
+                                end_utc_s=window.end_utc_s,
+                                why=note("sources.window.few_periods", window_s=seconds, min_periods=1, field="power.draw.instant",
+                                         period_s=shortest_s, update_period_s=shortest_s, averaging_s=None, part_time_sampled=False))
         return WindowEnergy(file="log.csv", channel=CHANNEL, status="measured", method="integrated_power", start_utc_s=window.start_utc_s,
                             end_utc_s=window.end_utc_s, joules=watts * seconds, mean_power_w=watts, readings=5, idle_power_w=80.0,
-                            power_limit_w=700.0, sm_clock_mhz=1980.0, note="integrated")
+                            power_limit_w=700.0, sm_clock_mhz=1980.0)
     return measure
 
 
@@ -69,7 +73,7 @@ def test_too_short_iterations_fall_back_to_the_whole_run() -> None:
 
 def test_a_window_the_log_cannot_measure_keeps_its_reason() -> None:
     side = side_energy("baseline", _trace("trace_dense_T2048.json.gz"), _constant(300.0, shortest_s=1.0))
-    assert side.status == "too_short" and side.joules_per_forward is None and "shorter than 1000 ms" in side.note
+    assert side.status == "too_short" and side.joules_per_forward is None and "(1000 ms:" in side_note(side)
 
 
 def test_windows_of_consecutive_iterations_give_an_interval() -> None:

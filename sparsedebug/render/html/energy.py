@@ -18,6 +18,7 @@ from sparsedebug.render.html.figures import ROLE_STYLE
 from sparsedebug.render.html.page import Chart, Section, Table
 from sparsedebug.render.html.svg import GREY, render_svg
 from sparsedebug.render.markdown.energy import STATUS_WORDS, clock_state
+from sparsedebug.render.words.sources_power import scope_words
 from sparsedebug.sources.bundle import LoadedBundle
 
 if TYPE_CHECKING:
@@ -92,13 +93,13 @@ def energy_section(bundle: LoadedBundle) -> Section:
         interval = f"{jt.low:.4g} to {jt.high:.4g}" if jt is not None and jt.low is not None and jt.high is not None else "-"
         rows.append([side.role, side.run, kind, STATUS_WORDS[side.status], f"{jt.p50:.4g}" if jt is not None else "-", interval,
                      f"{est.joules_per_token:.4g} (estimate)" if est is not None and est.joules_per_token is not None else "-",
-                     side.scope or "-", clock_state(side), measured_clock(run)])
+                     scope_words(side.scope) or "-", clock_state(side), measured_clock(run)])
     table = Table("Energy per token of each run", ["run", "name", "dense/sparse", "status", "J/token p50 (measured)", "interval",
                                                    "J/token on the target", "scope", "clock state", "clock"],
                   rows, numeric=[False, False, False, False, True, False, True, False, False, False], note=report.machine + ".")
     if measured:
         clocks = " / ".join(dict.fromkeys(measured_clock(runs[p.role]) for p in measured))
-        scopes = " / ".join(dict.fromkeys(s.scope for s in report.sides if s.scope and s.status == "measured"))
+        scopes = " / ".join(dict.fromkeys(scope_words(s.scope) for s in report.sides if s.scope and s.status == "measured"))
         svg = energy_latency(measured, f"latency p50 (ms; {clocks})", f"J per token ({scopes})", "Energy per token against latency, measured")
         levels = ", ".join(f"{s.role} {s.joules_per_token.confidence:.0%} over {s.joules_per_token.n} windows" for s in report.sides
                            if s.status == "measured" and s.joules_per_token is not None and s.joules_per_token.low is not None)

@@ -12,6 +12,7 @@ from sparsedebug.records.bundle import FixOutcome
 from sparsedebug.records.energy import EnergyReport, EnergySummary, SideEnergy
 from sparsedebug.records.run import RunRecord
 from sparsedebug.render.clocks import measured_clock
+from sparsedebug.render.words.sources_power import scope_words, side_note
 from sparsedebug.sources.bundle import LoadedBundle
 from sparsedebug.sources.registry import replayed
 
@@ -58,14 +59,14 @@ def side_sentence(side: SideEnergy, run: RunRecord) -> str:
     """One side's measured energy in one sentence, or why it has none."""
     head = f"{side.role} `{side.run}`"
     if side.status != "measured" or side.joules_per_forward is None:
-        return f"{head}: not measured ({STATUS_WORDS[side.status]}): {side.note}"
+        return f"{head}: not measured ({STATUS_WORDS[side.status]}): {side_note(side)}"
     parts = [figure_text(side.joules_per_forward)]
     if side.joules_per_token is not None:
         parts.append(figure_text(side.joules_per_token))
     if side.tokens_per_joule is not None:
         parts.append(figure_text(side.tokens_per_joule))
     power = f"mean {side.mean_power_w:.1f} W, " if side.mean_power_w is not None else ""
-    return (f"{head}: " + ", ".join(parts) + f" {_over(side)} ({side.scope or 'scope not recorded'}; {measured_clock(run)}; "
+    return (f"{head}: " + ", ".join(parts) + f" {_over(side)} ({scope_words(side.scope) or 'scope not recorded'}; {measured_clock(run)}; "
             f"{power}{clock_state(side)})")
 
 
@@ -122,7 +123,7 @@ def _missing(report: EnergyReport, sides: list[SideEnergy]) -> str:
     """Why these sides have no energy figures: windows too short, or the energy evidence missing, and what captures it."""
     what = ("the windows are too short to measure" if sides and all(s.status == "too_short" for s in sides)
             else "the energy evidence is missing or unusable")
-    reasons = "; ".join(f"{s.role}: {STATUS_WORDS[s.status]} ({s.note})" for s in sides)
+    reasons = "; ".join(f"{s.role}: {STATUS_WORDS[s.status]} ({side_note(s)})" for s in sides)
     return f"{what}: {reasons}{_capture(report)}"
 
 
@@ -208,11 +209,11 @@ def energy_section(b: LoadedBundle) -> list[str]:
             cells = ["-", "-", "-", "-", "-"]
         opt = [f"{v:.1f}" if v is not None else "-" for v in (side.mean_power_w, side.idle_power_w)]
         opt += [f"{side.power_limit_w:g}" if side.power_limit_w is not None else "-", f"{side.sm_clock_mhz:.0f}" if side.sm_clock_mhz is not None else "-"]
-        lines.append(f"| {side.role} | {side.run} | {STATUS_WORDS[side.status]} | " + " | ".join(cells + opt) + f" | {side.scope or '-'} | {clock} |")
+        lines.append(f"| {side.role} | {side.run} | {STATUS_WORDS[side.status]} | " + " | ".join(cells + opt) + f" | {scope_words(side.scope) or '-'} | {clock} |")
     lines.append("")
     for side in report.sides:
         if side.status != "measured":
-            lines.append(f"- {side.role}: {side.note}.")
+            lines.append(f"- {side.role}: {side_note(side)}.")
     estimates = [estimate_sentence(s) for s in report.sides]
     if any(estimates):
         lines += ["", "Estimates on the target (never measurements, and not comparable with the measured figures above):", ""]

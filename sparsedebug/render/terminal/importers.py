@@ -14,6 +14,8 @@ from sparsedebug.records.engine import BuildSparsity
 from sparsedebug.records.findings import FallbackReport
 from sparsedebug.records.run import RunRecord
 from sparsedebug.render.terminal.fit import optional
+from sparsedebug.render.words.notes import say
+from sparsedebug.render.words.sources_trace import temporal_words
 from sparsedebug.sources.importers.trace.importer import TraceSummary
 
 
@@ -66,7 +68,7 @@ def temporal_table(summary: TraceSummary) -> Table:
         table.add_column(column, justify="left" if column == "convention" else "right")
     for item in summary.temporal:
         table.add_row(item.convention, _ms(item.compute_ms), _ms(item.non_compute_ms), _ms(item.idle_ms), _ms(item.span_ms), _pct(item.idle_ms, item.span_ms))
-    table.caption = "; ".join(f"{item.convention}: {item.description}" for item in summary.temporal)
+    table.caption = "; ".join(f"{item.convention}: {temporal_words(item)}" for item in summary.temporal)
     return table
 
 
@@ -92,8 +94,8 @@ def iterations_table(summary: TraceSummary, limit: int | None = None) -> Table:
         table.add_row(str(it.index) + (" (partial)" if it.partial else ""), str(it.gpu_ops), _ms(it.span_ms), _ms(it.busy_ms),
                       _ms(it.span_ms - it.busy_ms), _ms(it.latency_ms))
     notes = []
-    if summary.iteration_detail:
-        notes.append(f"{summary.iteration_source}: {summary.iteration_detail}")
+    if summary.iteration_detail is not None:
+        notes.append(f"{summary.iteration_source}: {say(summary.iteration_detail)}")
     if len(shown) < len(summary.iterations):
         notes.append(f"first {len(shown)} of {len(summary.iterations)} iterations (--json for all)")
     if notes:

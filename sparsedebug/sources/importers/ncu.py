@@ -89,8 +89,8 @@ def load_ncu(path: Path) -> NcuReport:
     fields = reader.fieldnames or []
     missing = [name for name in _REQUIRED if name not in fields]
     if missing:
-        hint = " (a --page raw export? re-export with `ncu --csv --page details`)" if "Metric Name" in missing else ""
-        raise UserError(f"{path}: CSV header lacks column(s) {', '.join(missing)}{hint}")
+        raise UserError(f"{path}: CSV header lacks column(s) {', '.join(missing)}"
+                        + (" (a --page raw export? re-export with `ncu --csv --page details`)" if "Metric Name" in missing else ""))
     return NcuReport(file=str(path), **_collect(path, reader, start))
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from functools import cache
 
 from sparsedebug.records.energy import EnergyReport
+from sparsedebug.records.notes import note
 from sparsedebug.records.power import PowerChannel, WindowEnergy
 from sparsedebug.records.run import RunRecord, TimeWindow
 from sparsedebug.render.markdown.deployment import render_report
@@ -17,7 +18,7 @@ from tests.render.markdown.test_claims import energy_estimates_labelled, energy_
 from tests.support.bundles import make_bundle
 
 CHANNEL = PowerChannel(source="nvidia-smi", field="power.draw.instant", quantity="power_instant", unit="W",
-                       scope="GPU board power (not wall power)", update_period_s=0.001)
+                       scope="gpu_board_power", update_period_s=0.001)
 CAPTURE = "nvidia-smi --query-gpu=timestamp,index,power.draw.instant --format=csv -lms 20 -f power.csv"
 
 
@@ -27,10 +28,11 @@ def _measure(watts: float, shortest_s: float = 0.0):  # noqa: ANN202
         seconds = window.end_utc_s - window.start_utc_s
         if seconds < shortest_s:
             return WindowEnergy(file="power.csv", channel=CHANNEL, status="too_short",
-                                note=f"the window of {seconds * 1e3:.1f} ms spans fewer than 3 update periods of 250 ms")
+                                why=note("sources.window.few_periods", window_s=seconds, min_periods=3, field="power.draw.instant",
+                                         period_s=0.25, update_period_s=0.25, averaging_s=None, part_time_sampled=False))
         return WindowEnergy(file="power.csv", channel=CHANNEL, status="measured", method="integrated_power", joules=watts * seconds,
                             mean_power_w=watts, readings=4, idle_power_w=81.5, power_limit_w=700.0, sm_clock_mhz=1980.0,
-                            clock_reasons=["sw_power_cap"], note="integrated power")
+                            clock_reasons=["sw_power_cap"])
     return measure
 
 

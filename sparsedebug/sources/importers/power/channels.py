@@ -4,18 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sparsedebug.records.power import PowerChannel, PowerReading
+from sparsedebug.records.power import PowerChannel, PowerReading, PowerScope
 from sparsedebug.sources.importers.alignment import typical_interval
 
-BOARD_POWER = "GPU board power (not wall power)"
-BOARD_ENERGY = "GPU board energy (not wall energy)"
-
-# What a reader of sampled NVIDIA board power must know, quoted by every nvidia-smi and DCGM power channel.
-PART_TIME_SAMPLING = (
-    "on A100 and H100 only about 25 % of the runtime is sampled for board power "
-    "(Yang et al., 'Accurate and Convenient Energy Measurements for GPUs', SC24, arXiv 2312.02741), "
-    "so short bursts can be missed or overweighted"
-)
+# What the NVIDIA channels measure (render.words.sources_power.SCOPE_WORDS words each).
+BOARD_POWER: PowerScope = "gpu_board_power"
+BOARD_ENERGY: PowerScope = "gpu_board_energy"
 
 # A window must span at least this many update periods of the reading to be measured: with fewer, the one or two
 # readings that touch it are mostly about time outside it (a power sample stands for its whole interval, a counter's

@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from sparsedebug.core.errors import UserError
-from sparsedebug.records.power import PowerChannel, PowerLog, PowerReading
+from sparsedebug.records.power import PowerChannel, PowerLog, PowerReading, PowerScope
 from sparsedebug.sources.importers.power.table import read_table
 
 # The columns a CodeCarbon emissions file must have; energy comes from ``gpu_energy`` and ``energy_consumed``.
@@ -23,10 +23,8 @@ CODECARBON_COLUMNS = ("timestamp", "duration")
 
 J_PER_KWH = 3.6e6
 
-_CHANNELS = (
-    ("gpu_energy", "GPU energy as CodeCarbon measures it (NVML, all tracked GPUs summed; not wall energy)"),
-    ("energy_consumed", "CPU + GPU + RAM energy as CodeCarbon takes it (RAM and, without RAPL, CPU modelled); not wall energy"),
-)
+# The energy columns, each with what it measures (render.words.sources_power.SCOPE_WORDS).
+_CHANNELS: tuple[tuple[str, PowerScope], ...] = (("gpu_energy", "codecarbon_gpu_energy"), ("energy_consumed", "codecarbon_host_energy"))
 
 
 def is_codecarbon(names: list[str]) -> bool:
@@ -79,7 +77,6 @@ def load_codecarbon(path: Path, text: str, utc_offset_h: float | None) -> PowerL
             channels.append(PowerChannel(
                 source="codecarbon", field=field, quantity="energy_total", unit="J", scope=scope,
                 update_period_s=durations[len(durations) // 2] or None,
-                note="an energy total over each row's duration, written in kWh; timestamps to the second",
             ))
             readings[field] = rows
     return PowerLog(file=str(path), source="codecarbon", channels=channels, readings=readings,

@@ -31,7 +31,6 @@ from sparsedebug.sources.importers.power.channels import (
     BOARD_ENERGY,
     BOARD_POWER,
     MAX_EPOCH_S,
-    PART_TIME_SAMPLING,
     observed_update_period,
 )
 
@@ -43,14 +42,12 @@ EVENT_REASONS = ("DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "DCGM_FI_DEV_CLOCK_THROTTLE
 GPU_UTIL = "DCGM_FI_DEV_GPU_UTIL"
 POWER_LIMITS = ("DCGM_FI_DEV_ENFORCED_POWER_LIMIT", "DCGM_FI_DEV_POWER_MGMT_LIMIT")
 
-# The power and energy metrics: name, quantity, stored unit, joules or watts per file unit, averaging span, note.
-_CHANNELS: tuple[tuple[str, PowerQuantity, str, float, float | None, str], ...] = (
-    (TOTAL_ENERGY, "energy_counter", "J", 1e-3, None,
-     "DCGM field 156: the board's energy counter in mJ since the driver loaded; differences give energy"),
-    (POWER_INSTANT, "power_instant", "W", 1.0, None, f"DCGM field 157: instantaneous board power; {PART_TIME_SAMPLING}"),
-    (POWER_USAGE, "power_average", "W", 1.0, 1.0,
-     "DCGM field 155: board power as NVML's nvmlDeviceGetPowerUsage reads it, on Ampere (except GA100) and newer "
-     f"an average over 1 s; {PART_TIME_SAMPLING}"),
+# The power and energy metrics: name, quantity, stored unit, joules or watts per file unit, averaging span (what
+# each measures: render.words.sources_power.CHANNEL_NOTES, by field id).
+_CHANNELS: tuple[tuple[str, PowerQuantity, str, float, float | None], ...] = (
+    (TOTAL_ENERGY, "energy_counter", "J", 1e-3, None),
+    (POWER_INSTANT, "power_instant", "W", 1.0, None),
+    (POWER_USAGE, "power_average", "W", 1.0, 1.0),
 )
 
 _SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{.*\})?\s+(\S+)(?:\s+(-?\d+))?\s*$")
@@ -111,7 +108,7 @@ def load_dcgm_exposition(path: Path, text: str) -> PowerLog:
     utils = {(g, t): v for g, t, _, v in samples.get(GPU_UTIL, [])}
     channels: list[PowerChannel] = []
     readings: dict[str, list[PowerReading]] = {}
-    for name, quantity, unit, scale, averaging, note in _CHANNELS:
+    for name, quantity, unit, scale, averaging in _CHANNELS:
         rows = samples.get(name, [])
         if not rows:
             continue
@@ -126,7 +123,7 @@ def load_dcgm_exposition(path: Path, text: str) -> PowerLog:
         taken.sort(key=lambda r: (r.device, r.t_utc_s or 0.0, r.line))
         channels.append(PowerChannel(source="dcgm", field=name, quantity=quantity, unit=unit,
                                      scope=BOARD_ENERGY if unit == "J" else BOARD_POWER,
-                                     update_period_s=_period(taken), averaging_s=averaging, note=note))
+                                     update_period_s=_period(taken), averaging_s=averaging))
         readings[name] = taken
     limits = [v for name in POWER_LIMITS for _, _, _, v in samples.get(name, [])]
     return PowerLog(file=str(path), source="dcgm", channels=channels, readings=readings,

@@ -31,17 +31,14 @@ from collections.abc import Callable
 from sparsedebug.records.artifacts import SmiReport, SmiSample
 from sparsedebug.records.power import PowerChannel, PowerLog, PowerQuantity, PowerReading
 from sparsedebug.sources.importers.nvidia_smi import smi_time_utc_s
-from sparsedebug.sources.importers.power.channels import BOARD_ENERGY, BOARD_POWER, PART_TIME_SAMPLING, observed_update_period
+from sparsedebug.sources.importers.power.channels import BOARD_ENERGY, BOARD_POWER, observed_update_period
 
 # The power fields in the order energy prefers them: the instantaneous reading resolves the window best.
-_POWER_COLUMNS: tuple[tuple[str, Callable[[SmiSample], float | None], PowerQuantity, float | None, str], ...] = (
-    ("power.draw.instant", lambda s: s.power_draw_instant_w, "power_instant", None,
-     f"the last instantaneous board power reading, +/- 5 W; {PART_TIME_SAMPLING}"),
-    ("power.draw.average", lambda s: s.power_draw_average_w, "power_average", 1.0,
-     f"the driver's board power average (over 1 s, Ampere except GA100 and newer), +/- 5 W; {PART_TIME_SAMPLING}"),
-    ("power.draw", lambda s: s.power_draw_w, "power_average", 1.0,
-     "board power averaged over 1 s on Ampere and newer (instantaneous on older GPUs), +/- 5 W; "
-     f"{PART_TIME_SAMPLING}"),
+# (What each measures: render.words.sources_power.CHANNEL_NOTES.)
+_POWER_COLUMNS: tuple[tuple[str, Callable[[SmiSample], float | None], PowerQuantity, float | None], ...] = (
+    ("power.draw.instant", lambda s: s.power_draw_instant_w, "power_instant", None),
+    ("power.draw.average", lambda s: s.power_draw_average_w, "power_average", 1.0),
+    ("power.draw", lambda s: s.power_draw_w, "power_average", 1.0),
 )
 
 
@@ -57,15 +54,14 @@ def idle_of(sample: SmiSample) -> bool | None:
 def power_log_from_smi(report: SmiReport, utc_offset_h: float | None) -> PowerLog:
     """The power evidence of a parsed nvidia-smi log: one channel per power field and energy column it has."""
     getters: list[tuple[PowerChannel, Callable[[SmiSample], float | None]]] = []
-    for field, get, quantity, averaging, note in _POWER_COLUMNS:
+    for field, get, quantity, averaging in _POWER_COLUMNS:
         if any(get(s) is not None for s in report.samples):
             getters.append((PowerChannel(source="nvidia-smi", field=field, quantity=quantity, unit="W", scope=BOARD_POWER,
-                                         update_period_s=None, averaging_s=averaging, note=note), get))
+                                         update_period_s=None, averaging_s=averaging), get))
     if report.energy_column is not None and any(s.energy_j is not None for s in report.samples):
         getters.append((PowerChannel(
             source="nvidia-smi", field=report.energy_column.split("[", 1)[0].strip(), quantity="energy_counter", unit="J",
             scope=BOARD_ENERGY, update_period_s=None,
-            note="a counter since the driver loaded (NVML nvmlDeviceGetTotalEnergyConsumption, mJ); differences give energy",
         ), lambda s: s.energy_j))
     channels: list[PowerChannel] = []
     readings: dict[str, list[PowerReading]] = {}

@@ -25,9 +25,9 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 
 from sparsedebug.core.stats import median
+from sparsedebug.records.notes import Note, note
 from sparsedebug.records.power import (
     EnergyMethod,
     EnergyStatus,
@@ -39,7 +39,7 @@ from sparsedebug.records.power import (
 )
 from sparsedebug.records.run import TimeWindow
 from sparsedebug.sources.importers.alignment import overlap_s, overlapping, sample_spans
-from sparsedebug.sources.importers.power.channels import MIN_UPDATE_PERIODS, PART_TIME_SAMPLING, measuring_period
+from sparsedebug.sources.importers.power.channels import MIN_UPDATE_PERIODS, measuring_period
 
 # Which channel a window's energy is taken from when a log has several: lower first.
 PREFERENCE: dict[PowerQuantity, int] = {"energy_counter": 0, "power_instant": 1, "power_average": 2, "energy_total": 3}
@@ -64,11 +64,11 @@ _METHODS: dict[PowerQuantity, EnergyMethod] = {
 @dataclass
 class _Taken:
     status: EnergyStatus
-    note: str
+    why: Note | None = None
     joules: float | None = None
     readings: int = 0
     clocks: list[float] = field(default_factory=list)
-    events: list[str] = field(default_factory=list)
+    events: list[Note] = field(default_factory=list)
     reasons: set[str] = field(default_factory=set)
 
 
@@ -76,50 +76,41 @@ def energy_in_window(log: PowerLog, window: TimeWindow | None, device: str | Non
     """The energy ``log`` shows inside ``window`` (absolute UTC), or the reason it cannot be measured.
 
     ``device`` takes one GPU (as the file names it); without it every device the channel has is measured
-    and the energies summed (the note names them).
+    and the energies summed (``devices`` names them).
     """
     usable = [c for c in log.channels if any(device is None or r.device == device for r in log.readings.get(c.field, []))]
-    which = f" for device {device}" if device is not None else ""
     if not usable:
         return WindowEnergy(file=log.file, channel=None, status="no_reading", power_limit_w=log.power_limit_w,
-                            note=f"{log.file}: no power or energy reading{which}")
+                            why=note("sources.window.no_channel", device=device))
     channel = min(usable, key=lambda c: PREFERENCE[c.quantity])
     rows = [r for r in log.readings[channel.field] if device is None or r.device == device]
     devices = list(dict.fromkeys(r.device for r in rows))
     common = {"file": log.file, "channel": channel, "devices": devices, "power_limit_w": log.power_limit_w,
               "idle_power_w": idle_power(log, devices), "update_period_s": measuring_period(channel) or None}
     if window is None:
-        return WindowEnergy(**common, status="unaligned",
-                            note=f"{log.file}: the run records no absolute time window: the log cannot be placed against it")
+        return WindowEnergy(**common, status="unaligned", why=note("sources.window.no_run_window"))
     if any(r.t_utc_s is None for r in rows):
-        why = ("its readings carry no timestamps" if all(not r.t_local for r in rows)
-               else f"its {log.source} timestamps count seconds since boot (a monotonic clock), not UTC time"
-               if log.time_base == "monotonic"
-               else f"{log.source} timestamps carry no time zone and no UTC offset is known")
-        return WindowEnergy(**common, status="unaligned",
-                            note=f"{log.file}: {why}: the log cannot be placed against the run's window")
+        code = ("sources.window.no_timestamps" if all(not r.t_local for r in rows)
+                else "sources.window.monotonic_clock" if log.time_base == "monotonic" else "sources.window.no_utc_offset")
+        return WindowEnergy(**common, status="unaligned", why=note(code, source=log.source))
     start, end = window.start_utc_s, window.end_utc_s
     if end <= start:
         return WindowEnergy(**common, start_utc_s=start, end_utc_s=end, status="too_short",
-                            note=f"{log.file}: the run's window has no duration ({_utc(start)} to {_utc(end)}): too short to measure")
+                            why=note("sources.window.no_duration", start_utc_s=start, end_utc_s=end))
     taken = [_device_energy(channel, [r for r in rows if r.device == d], start, end) for d in devices]
     failed = next((t for t in taken if t.status != "measured"), None)
     bounds = {"start_utc_s": start, "end_utc_s": end}
     if failed is not None:
-        prefix = f"{log.file}: device {devices[taken.index(failed)]}: " if len(devices) > 1 else f"{log.file}: "
-        return WindowEnergy(**common, **bounds, status=failed.status, note=prefix + failed.note)
+        failed_device = devices[taken.index(failed)] if len(devices) > 1 else None
+        return WindowEnergy(**common, **bounds, status=failed.status, why=failed.why, failed_device=failed_device)
     joules = sum(t.joules or 0.0 for t in taken)
     duration = end - start
     clocks = [c for t in taken for c in t.clocks]
     events = [e for t in taken for e in t.events]
     reasons = sorted(set().union(*(t.reasons for t in taken)))
-    summed = f", summed over devices {', '.join(devices)}" if len(devices) > 1 else ""
-    note = (f"{log.file}: {joules:.4g} J over {duration:.3f} s ({joules / duration:.1f} W mean) from {channel.field}, "
-            f"{_how(channel)}, {sum(t.readings for t in taken)} readings{summed}; {channel.scope}"
-            + "".join(f"; {e}" for e in events))
     return WindowEnergy(**common, **bounds, status="measured", method=_METHODS[channel.quantity], joules=joules,
                         mean_power_w=joules / duration, readings=sum(t.readings for t in taken),
-                        sm_clock_mhz=median(clocks) if clocks else None, clock_reasons=reasons, note=note)
+                        sm_clock_mhz=median(clocks) if clocks else None, clock_reasons=reasons, events=events)
 
 
 def idle_power(log: PowerLog, devices: list[str]) -> float | None:
@@ -144,30 +135,14 @@ def idle_power(log: PowerLog, devices: list[str]) -> float | None:
     return total
 
 
-def _how(channel: PowerChannel) -> str:
-    if channel.quantity == "energy_counter":
-        return "the counter's difference interpolated at the window's edges"
-    if channel.quantity == "energy_total":
-        return "the source's own totals spread evenly over their windows"
-    placed = f" ({channel.averaging_s:g} s averages placed at the middle of the span they average)" if channel.averaging_s else ""
-    return f"power integrated over the sampling interval{placed}"
-
-
-def _utc(t: float) -> str:
-    try:
-        return f"{datetime.fromtimestamp(t, UTC):%Y-%m-%d %H:%M:%S.%f}"[:-3] + " UTC"
-    except (OverflowError, OSError, ValueError):
-        return f"{t:.3f} s after 1970 UTC"
-
-
 def _coverage(first: float, last: float, start: float, end: float) -> _Taken | None:
     if end < first or start > last:
-        return _Taken("not_covered", f"the log covers {_utc(first)} to {_utc(last)}, outside the run's window "
-                                     f"{_utc(start)} to {_utc(end)}")
+        return _Taken("not_covered", note("sources.window.outside_log", log_start_utc_s=first, log_end_utc_s=last,
+                                          start_utc_s=start, end_utc_s=end))
     if start < first or end > last:
         inside = min(end, last) - max(start, first)
-        return _Taken("not_covered", f"the log covers only {inside:.3f} s of the run's {end - start:.3f} s window "
-                                     f"({_utc(start)} to {_utc(end)}; the log runs {_utc(first)} to {_utc(last)})")
+        return _Taken("not_covered", note("sources.window.partly_covered", covered_s=inside, window_s=end - start,
+                                          log_start_utc_s=first, log_end_utc_s=last, start_utc_s=start, end_utc_s=end))
     return None
 
 
@@ -175,13 +150,10 @@ def _too_short(channel: PowerChannel, start: float, end: float) -> _Taken | None
     period = measuring_period(channel)
     if end - start >= MIN_UPDATE_PERIODS * period * (1 - 1e-6) and end > start:  # the tolerance: float UTC seconds
         return None
-    parts = [f"the log's interval between changes is {channel.update_period_s * 1000:.0f} ms"] if channel.update_period_s else []
-    if channel.averaging_s:
-        parts.append(f"each reading averages {channel.averaging_s:g} s")
-    sampled = f"; {PART_TIME_SAMPLING}" if channel.source in ("nvidia-smi", "dcgm") and channel.quantity != "energy_total" else ""
-    return _Taken("too_short", f"the run's window of {(end - start) * 1000:.1f} ms spans fewer than {MIN_UPDATE_PERIODS} update "
-                               f"periods of {channel.field} ({period * 1000:.0f} ms: {', '.join(parts) or 'period unknown'}): "
-                               f"too short to measure{sampled}")
+    sampled = channel.source in ("nvidia-smi", "dcgm") and channel.quantity != "energy_total"
+    return _Taken("too_short", note("sources.window.few_periods", window_s=end - start, min_periods=MIN_UPDATE_PERIODS,
+                                    field=channel.field, period_s=period, update_period_s=channel.update_period_s,
+                                    averaging_s=channel.averaging_s, part_time_sampled=sampled))
 
 
 def _device_energy(channel: PowerChannel, rows: list[PowerReading], start: float, end: float) -> _Taken:
@@ -197,7 +169,7 @@ def _device_energy(channel: PowerChannel, rows: list[PowerReading], start: float
         return problem
     inside = overlapping(spans, start, end)
     joules = sum(rows[k].value * overlap_s(spans[k], start, end) for k in inside)
-    return _Taken("measured", "", joules, len(inside), _clocks(rows[k] for k in inside), reasons=_reasons(rows[k] for k in inside))
+    return _Taken("measured", None, joules, len(inside), _clocks(rows[k] for k in inside), reasons=_reasons(rows[k] for k in inside))
 
 
 def _counter(channel: PowerChannel, rows: list[PowerReading], start: float, end: float) -> _Taken:
@@ -210,14 +182,14 @@ def _counter(channel: PowerChannel, rows: list[PowerReading], start: float, end:
     first = max(bisect.bisect_right(times, start) - 1, 0)
     last = min(bisect.bisect_left(times, end), len(times) - 1)
     used = rows[first:last + 1]
-    return _Taken("measured", "", joules, len(used), _clocks(used), events, _reasons(used))
+    return _Taken("measured", None, joules, len(used), _clocks(used), events, _reasons(used))
 
 
-def unwrapped_counter(rows: list[PowerReading]) -> tuple[list[float], list[str]]:
+def unwrapped_counter(rows: list[PowerReading]) -> tuple[list[float], list[Note]]:
     """A counter's readings (time order) as energy since its first reading, with wraps and restarts undone, and
-    one sentence per wrap or restart."""
+    one note per wrap or restart (the two lines it happened between)."""
     cumulative = [0.0]
-    events: list[str] = []
+    events: list[Note] = []
     for a, b in zip(rows, rows[1:], strict=False):
         step = b.value - a.value
         if step < 0:
@@ -225,11 +197,10 @@ def unwrapped_counter(rows: list[PowerReading]) -> tuple[list[float], list[str]]
             wrap = next((m for m in COUNTER_WRAPS_J if 0 <= b.value + m - a.value <= MAX_BOARD_POWER_W * seconds), None)
             if wrap is not None:
                 step = b.value + wrap - a.value
-                events.append(f"the counter wrapped between lines {a.line} and {b.line} (32-bit, undone)")
+                events.append(note("sources.counter.wrapped", line_before=a.line, line_after=b.line))
             else:
                 step = b.value
-                events.append(f"the counter restarted between lines {a.line} and {b.line} (driver reload?): "
-                              "that interval counts from the restart, a lower bound")
+                events.append(note("sources.counter.restarted", line_before=a.line, line_after=b.line))
         cumulative.append(cumulative[-1] + step)
     return cumulative, events
 
@@ -246,33 +217,31 @@ def _at(times: list[float], values: list[float], t: float) -> float:
 def _totals(channel: PowerChannel, rows: list[PowerReading], start: float, end: float) -> _Taken:
     rows = [r for r in rows if (r.window_s or 0.0) > 0]
     if not rows:
-        return _Taken("no_reading", f"no {channel.field} total says the duration it measured over")
+        return _Taken("no_reading", note("sources.window.totals_without_duration", field=channel.field))
     spans = [(r.t_utc_s or 0.0, (r.t_utc_s or 0.0) + (r.window_s or 0.0)) for r in rows]
     covered = sum(overlap_s(s, start, end) for s in spans)
     problem = _coverage(min(s[0] for s in spans), max(s[1] for s in spans), start, end)
     if problem is None and covered < (end - start) * 0.999:
-        problem = _Taken("not_covered", f"the source's windows cover only {covered:.3f} s of the run's {end - start:.3f} s window")
+        problem = _Taken("not_covered", note("sources.window.totals_partly_cover", covered_s=covered, window_s=end - start))
     if problem is not None:
         return problem
     inside = [k for k, s in enumerate(spans) if overlap_s(s, start, end) > 0]
-    events: list[str] = []
+    events: list[Note] = []
     ordered = sorted(inside, key=lambda k: spans[k])
     if any(spans[b][0] < spans[a][1] for a, b in zip(ordered, ordered[1:], strict=False)):
         # nested or concurrent windows (Zeus allows them): the one that matches the run's window best
         best = max(inside, key=lambda k: overlap_s(spans[k], start, end) / (max(spans[k][1], end) - min(spans[k][0], start)))
         inside = [best]
         covered = overlap_s(spans[best], start, end)
-        events.append(f"the source's windows overlap: took {rows[best].label or 'line ' + str(rows[best].line)!s} (line {rows[best].line}), "
-                      "the one closest to the run's window")
+        events.append(note("sources.totals.overlap_took_closest", label=rows[best].label, line=rows[best].line))
         if covered < (end - start) * 0.999:
-            return _Taken("not_covered", f"the source's window closest to the run's covers only {covered:.3f} s of its "
-                                         f"{end - start:.3f} s")
+            return _Taken("not_covered", note("sources.window.closest_total_partly_covers", covered_s=covered, window_s=end - start))
     share = covered / sum(spans[k][1] - spans[k][0] for k in inside)
     if share < TOTAL_INSIDE_FRACTION:
-        return _Taken("too_short", f"the run's window of {end - start:.3f} s holds only {share:.0%} of the {channel.field} windows "
-                                   f"that overlap it (at least {TOTAL_INSIDE_FRACTION:.0%} needed): too short to measure")
+        return _Taken("too_short", note("sources.window.totals_share_short", window_s=end - start, share=share,
+                                        field=channel.field, needed=TOTAL_INSIDE_FRACTION))
     joules = sum(rows[k].value * overlap_s(spans[k], start, end) / (spans[k][1] - spans[k][0]) for k in inside)
-    return _Taken("measured", "", joules, len(inside), _clocks(rows[k] for k in inside), events)
+    return _Taken("measured", None, joules, len(inside), _clocks(rows[k] for k in inside), events)
 
 
 def _reasons(rows: Iterable[PowerReading]) -> set[str]:

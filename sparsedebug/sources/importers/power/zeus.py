@@ -66,8 +66,6 @@ def load_zeus(path: Path, text: str) -> PowerLog:
         channels.append(PowerChannel(
             source="zeus", field="gpu{i}_energy", quantity="energy_total", unit="J", scope=BOARD_ENERGY,
             update_period_s=windows[len(windows) // 2] or None,
-            note="GPU energy of each Zeus measurement window (NVML's energy counter difference on Volta and newer, "
-                 "integrated power before); windows shorter than the counter's update period read 0 J",
         ))
     return PowerLog(file=str(path), source="zeus", channels=channels, readings={"gpu{i}_energy": readings} if readings else {},
                     utc_offset_h=None if monotonic else 0.0, time_base="monotonic" if monotonic else "wall_clock")

@@ -40,6 +40,7 @@ from sparsedebug.core.io import file_digest
 from sparsedebug.core.kernel_names import classify_kernel
 from sparsedebug.records.base import Record
 from sparsedebug.records.comparability import DeviceInfo
+from sparsedebug.records.notes import Note
 from sparsedebug.records.run import (
     GraphStage,
     KernelClass,
@@ -123,7 +124,7 @@ class TraceSummary(Record):
     kernel_wait_ms: float
     other_wait_ms: float
     iteration_source: str = Field(description="ProfilerStep, repeating call sequence, annotation:<name>, cudaGraphLaunch, kernel-sequence period or whole trace.")
-    iteration_detail: str = ""
+    iteration_detail: Note | None = Field(None, description="How the iterations were found: a 'sources.iterations.*' note.")
     iterations: list[IterationSummary]
     by_class_ms: dict[str, float]
     annotated: bool
@@ -133,7 +134,7 @@ class TraceSummary(Record):
     phases_ms: dict[str, float] = Field(default_factory=dict, description="GPU busy time (union) per phase: forward, backward, optimizer.")
     streams: list[StreamSummary] = Field(default_factory=list)
     temporal: list[TemporalBreakdown] = Field(default_factory=list, description="HTA's compute / non-compute / idle under our convention and HTA's.")
-    skipped_events: dict[str, int] = Field(default_factory=dict, description="Events ignored, by reason.")
+    skipped_events: dict[str, int] = Field(default_factory=dict, description="Events ignored, by reason: '<category>:<reason>' (kernel:no_ts, annotation:unnamed, event:malformed, gpu_op:other_device:<n> ...; render.words.sources_trace words each).")
 
 
 class TraceImport(Record):
@@ -153,7 +154,7 @@ def _device_ops(trace: TraceEvents) -> tuple[list[GpuOp], int]:
     devices: Counter[int] = Counter(op.device for op in trace.gpu)
     device = busiest_device(trace.gpu)
     if len(devices) > 1:
-        trace.skipped[f"GPU ops on devices other than {device} (analysed the busiest device only)"] += len(trace.gpu) - devices[device]
+        trace.skipped[f"gpu_op:other_device:{device}"] += len(trace.gpu) - devices[device]
     return sorted((op for op in trace.gpu if op.device == device), key=lambda op: (op.ts, op.end)), device
 
 

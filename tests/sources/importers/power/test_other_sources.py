@@ -10,6 +10,7 @@ import pytest
 
 from sparsedebug.core.errors import UserError
 from sparsedebug.records.run import TimeWindow
+from sparsedebug.render.words.sources_power import window_words
 from sparsedebug.sources.importers.power import energy_in_window, load_power_log, with_utc_offset
 from tests.conftest import FIXTURES
 from tests.support.powerlogs import write_dcgm_metrics
@@ -42,7 +43,7 @@ def test_dcgm_counter_and_power(tmp_path: Path) -> None:
 def test_dcgm_without_timestamps_is_unaligned(tmp_path: Path) -> None:
     log = load_power_log(write_dcgm_metrics(tmp_path / "m.prom", T0, 0.1, [300.0] * 3, timestamps=False))
     taken = energy_in_window(log, window(T0, 1.0))
-    assert taken.status == "unaligned" and "carry no timestamps" in taken.note
+    assert taken.status == "unaligned" and "carry no timestamps" in window_words(taken)
 
 
 def test_dcgm_single_scrape_as_dcgm_exporter_prints_it(tmp_path: Path) -> None:
@@ -86,13 +87,13 @@ def test_zeus_windows(tmp_path: Path) -> None:
     assert {r.device for r in log.readings[channel.field]} == {"0", "1"}
     whole = energy_in_window(log, window(T0 + 1.0, 4.0))
     assert whole.status == "measured" and whole.method == "window_total" and whole.devices == ["0", "1"]
-    assert whole.joules == pytest.approx(1800.0 + 1900.0) and "took forward (line 3)" in whole.note
+    assert whole.joules == pytest.approx(1800.0 + 1900.0) and "took forward (line 3)" in window_words(whole)
     gpu0 = energy_in_window(log, window(T0 + 1.0, 4.0), device="0")
     assert gpu0.joules == pytest.approx(1800.0)
     first_two = energy_in_window(log, window(T0, 1.0), device="0")
     assert first_two.joules == pytest.approx(300.0)
     short = energy_in_window(log, window(T0 + 0.2, 0.3), device="0")
-    assert short.status == "too_short" and "holds only 30%" in short.note
+    assert short.status == "too_short" and "holds only 30%" in window_words(short)
 
 
 REAL_ZEUS = FIXTURES / "real" / "power" / "zeus__A40+resnet50+gpu0.csv"
@@ -111,7 +112,7 @@ def test_zeus_monotonic_start_times_are_said_and_never_placed_in_utc(tmp_path: P
     readings = log.readings["gpu{i}_energy"]
     assert readings and all(r.t_utc_s is None and r.t_local for r in readings)
     energy = energy_in_window(log, window(T0, 4.0))
-    assert energy.status == "unaligned" and "seconds since boot (a monotonic clock), not UTC time" in energy.note
+    assert energy.status == "unaligned" and "seconds since boot (a monotonic clock), not UTC time" in window_words(energy)
     wall = tmp_path / "wall.csv"
     wall.write_text(ZEUS.format(t0=T0, t1=T0 + 1.0, t2=T0 + 2.0))
     assert load_power_log(wall).time_base == "wall_clock"
@@ -165,6 +166,6 @@ def test_zeus_back_to_back_windows_are_summed(tmp_path: Path) -> None:
     path.write_text("start_time,window_name,elapsed_time,gpu0_energy\n" + "\n".join(rows) + "\n")
     taken = energy_in_window(load_power_log(path), window(T0 + 1.0, 4.0))  # steps 2..9, whole
     assert taken.status == "measured" and taken.readings == 8
-    assert taken.joules == pytest.approx(sum(200.0 + k for k in range(2, 10))) and "overlap" not in taken.note
+    assert taken.joules == pytest.approx(sum(200.0 + k for k in range(2, 10))) and "overlap" not in window_words(taken)
     edge = energy_in_window(load_power_log(path), window(T0 + 1.25, 4.0))  # half of step 2 and of step 10
     assert edge.joules == pytest.approx(sum(200.0 + k for k in range(3, 10)) + (202.0 + 210.0) / 2)

@@ -11,6 +11,7 @@ import pytest
 
 from sparsedebug.core.errors import UserError
 from sparsedebug.records.run import TimeWindow
+from sparsedebug.render.words.sources_power import channel_note, scope_words, window_words
 from sparsedebug.sources.importers.nvidia_smi import load_smi
 from sparsedebug.sources.importers.power import MIN_UPDATE_PERIODS, energy_in_window, load_power_log, with_utc_offset
 from tests.conftest import FIXTURES
@@ -41,7 +42,7 @@ def test_shared_log_channels_and_idle_power() -> None:
     (channel,) = log.channels
     assert channel.field == "power.draw" and channel.quantity == "power_average" and channel.averaging_s == 1.0
     assert channel.update_period_s == pytest.approx(0.25, abs=0.002)
-    assert "25 %" in channel.note and channel.scope.startswith("GPU board power")
+    assert "25 %" in channel_note(channel) and scope_words(channel.scope).startswith("GPU board power")
     readings = log.readings["power.draw"]
     assert len(readings) == 83 and readings[0].value == 127.48 and readings[0].sm_clock_mhz == 1980
     assert sum(r.idle is True for r in readings) == 23 and all(r.t_utc_s is not None for r in readings)
@@ -57,8 +58,8 @@ def test_shared_log_window_shorter_than_its_sampling_is_too_short() -> None:
     stamp = datetime(2026, 11, 29, 23, 42, 37, tzinfo=UTC).timestamp()
     taken = energy_in_window(log, window(stamp, 0.045))  # the shared traces' windows are 25-45 ms
     assert taken.status == "too_short" and taken.joules is None
-    assert f"fewer than {MIN_UPDATE_PERIODS} update periods of power.draw" in taken.note
-    assert "1000 ms" in taken.note and "25 % of the runtime is sampled" in taken.note
+    assert f"fewer than {MIN_UPDATE_PERIODS} update periods of power.draw" in window_words(taken)
+    assert "1000 ms" in window_words(taken) and "25 % of the runtime is sampled" in window_words(taken)
 
 
 def test_shared_log_integrates_the_averages_placed_mid_span() -> None:
@@ -110,7 +111,7 @@ def test_counter_wrap_is_undone(tmp_path: Path) -> None:
     log_path = write_smi_power_log(tmp_path / "w.csv", T0, 0.1, watts, fields=(), energy_start_mj=wrap - 1.2e6, energy_wrap_mj=wrap)
     taken = energy_in_window(load_power_log(log_path, 0.0), window(T0 + 1.0, 4.0))
     assert taken.status == "measured" and taken.joules == pytest.approx(2000.0, rel=1e-3)
-    assert "wrapped between lines" in taken.note
+    assert "wrapped between lines" in window_words(taken)
 
 
 def test_counter_restart_counts_from_the_restart(tmp_path: Path) -> None:
@@ -124,13 +125,13 @@ def test_counter_restart_counts_from_the_restart(tmp_path: Path) -> None:
     path.write_text("\n".join(restarted) + "\n")
     taken = energy_in_window(load_power_log(path, 0.0), window(T0 + 1.0, 4.0))
     assert taken.status == "measured" and taken.joules == pytest.approx(2000.0, rel=1e-3)
-    assert "restarted between lines 31 and 32" in taken.note and "lower bound" in taken.note
+    assert "restarted between lines 31 and 32" in window_words(taken) and "lower bound" in window_words(taken)
 
 
 def test_too_short_for_the_update_period(tmp_path: Path) -> None:
     log = load_power_log(write_smi_power_log(tmp_path / "p.csv", T0, 0.1, [300.0, 310.0] * 20, energy_start_mj=0.0), 0.0)
     taken = energy_in_window(log, window(T0 + 1.0, 0.25))
-    assert taken.status == "too_short" and "fewer than 3 update periods of total_energy_consumption (100 ms" in taken.note
+    assert taken.status == "too_short" and "fewer than 3 update periods of total_energy_consumption (100 ms" in window_words(taken)
     assert energy_in_window(log, window(T0 + 1.0, 0.3)).status == "measured"
     assert energy_in_window(log, window(T0 + 1.0, 0.0)).status == "too_short"
 
@@ -141,13 +142,13 @@ def test_misaligned_logs(tmp_path: Path) -> None:
     unplaced = load_power_log(path)
     assert unplaced.utc_offset_h is None and all(r.t_utc_s is None for r in unplaced.readings["power.draw.instant"])
     taken = energy_in_window(unplaced, run)
-    assert taken.status == "unaligned" and "no UTC offset" in taken.note
+    assert taken.status == "unaligned" and "no UTC offset" in window_words(taken)
     wrong = energy_in_window(load_power_log(path, 0.0), run)
-    assert wrong.status == "not_covered" and "outside the run's window" in wrong.note
+    assert wrong.status == "not_covered" and "outside the run's window" in window_words(wrong)
     placed = with_utc_offset(unplaced, -5.0)
     assert energy_in_window(placed, run).joules == pytest.approx(600.0)
     assert energy_in_window(load_power_log(path, -5.0), window(T0 + 4.0, 2.0)).status == "not_covered"
-    assert "covers only 1.000 s of the run's 2.000 s" in energy_in_window(load_power_log(path, -5.0), window(T0 + 4.0, 2.0)).note
+    assert "covers only 1.000 s of the run's 2.000 s" in window_words(energy_in_window(load_power_log(path, -5.0), window(T0 + 4.0, 2.0)))
     assert energy_in_window(placed, None).status == "unaligned"
 
 
@@ -155,7 +156,7 @@ def test_several_gpus_summed_or_one(tmp_path: Path) -> None:
     log = load_power_log(write_smi_power_log(tmp_path / "p.csv", T0, 0.1, [250.0] * 50, gpus=("0", "1")), 0.0)
     run = window(T0 + 1.0, 2.0)
     both = energy_in_window(log, run)
-    assert both.devices == ["0", "1"] and both.joules == pytest.approx(1000.0) and "summed over devices 0, 1" in both.note
+    assert both.devices == ["0", "1"] and both.joules == pytest.approx(1000.0) and "summed over devices 0, 1" in window_words(both)
     one = energy_in_window(log, run, device="1")
     assert one.devices == ["1"] and one.joules == pytest.approx(500.0)
     assert energy_in_window(log, run, device="7").status == "no_reading"

@@ -13,6 +13,8 @@ from hypothesis import strategies as st
 
 from sparsedebug.core.errors import UserError
 from sparsedebug.records.run import KernelClass, KernelPath, RunRecord
+from sparsedebug.render.words.notes import say
+from sparsedebug.render.words.sources_trace import skipped_words
 from sparsedebug.sources.importers.trace.importer import (
     GpuOp,
     analyze_trace,
@@ -90,7 +92,8 @@ def test_eager_sparse_trace_is_host_bound_with_twelve_sparse_mlp_projections() -
     assert s.host_wait_ms > 0.9 * s.idle_ms
     assert s.host_wait_ms + s.kernel_wait_ms + s.other_wait_ms == pytest.approx(s.idle_ms, rel=1e-9)
     assert s.iteration_source == "repeating call sequence"
-    assert "every 44 calls" in s.iteration_detail
+    assert s.iteration_detail is not None and s.iteration_detail.values["unit"] == 44
+    assert "every 44 calls" in say(s.iteration_detail)
     assert len(s.iterations) == 3
 
     record = result.record
@@ -223,9 +226,11 @@ def test_legacy_capitalised_categories_import_with_their_kernels(tmp_path: Path,
 def test_missing_fields_are_skipped_and_counted_never_fatal() -> None:
     result = analyze_trace(ART / "missing_fields.json")
     skipped = result.summary.skipped_events
-    assert skipped["not an object"] == 1
-    assert skipped["kernel without numeric ts and dur"] == 1 and skipped["kernel without numeric ts"] == 1
-    assert skipped["annotation without name"] == 1
+    assert skipped["event:not_object"] == 1
+    assert skipped["kernel:no_ts_dur"] == 1 and skipped["kernel:no_ts"] == 1
+    assert skipped["annotation:unnamed"] == 1
+    assert [skipped_words(k) for k in ("kernel:no_ts", "annotation:unnamed", "gpu_op:other_device:1")] == [
+        "kernel without numeric ts", "annotation without name", "GPU ops on devices other than 1 (analysed the busiest device only)"]
     assert "<unnamed kernel>" in [layer.name for layer in result.record.lower.layers]
 
 

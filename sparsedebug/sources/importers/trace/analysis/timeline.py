@@ -62,7 +62,7 @@ class TemporalBreakdown(Record):
     """Holistic Trace Analysis's temporal breakdown of the GPU timeline under one convention."""
 
     convention: Literal["all_iterations", "hta"]
-    description: str
+    profiler_steps: int = Field(0, description="ProfilerStep ranges the trace has (HTA's convention counts by them).")
     span_ms: float = Field(description="First GPU event start to last end (HTA's 'kernel_time').")
     compute_ms: float
     non_compute_ms: float
@@ -128,21 +128,20 @@ def _start_end(event: tuple[str, float, float]) -> tuple[float, float]:
     return event[1], event[2]
 
 
-def _breakdown(events: list[tuple[str, float, float]], convention: Literal["all_iterations", "hta"], description: str, dropped: bool) -> TemporalBreakdown:
+def _breakdown(events: list[tuple[str, float, float]], convention: Literal["all_iterations", "hta"], steps: int, dropped: bool) -> TemporalBreakdown:
     if not events:
-        return TemporalBreakdown(convention=convention, description=description, span_ms=0.0, compute_ms=0.0, non_compute_ms=0.0,
+        return TemporalBreakdown(convention=convention, profiler_steps=steps, span_ms=0.0, compute_ms=0.0, non_compute_ms=0.0,
                                  idle_ms=0.0, gpu_events=0, dropped_last_step=dropped)
     busy, compute, span = _busy_and_compute(events)
     return TemporalBreakdown(
-        convention=convention, description=description, span_ms=span / 1e3, compute_ms=compute / 1e3,
+        convention=convention, profiler_steps=steps, span_ms=span / 1e3, compute_ms=compute / 1e3,
         non_compute_ms=(busy - compute) / 1e3, idle_ms=(span - busy) / 1e3, gpu_events=len(events), dropped_last_step=dropped,
     )
 
 
 def temporal_breakdowns(trace: TraceEvents, ops: list[GpuOp], *, include_last_step: bool = False) -> list[TemporalBreakdown]:
     """The breakdown over ``ops`` (all iterations) and under HTA 0.5's conventions (see the module docstring)."""
-    ours = _breakdown([(op.name, op.ts, op.end) for op in ops], "all_iterations",
-                      "device kernels, memsets and memcpys over the whole trace", False)
+    ours = _breakdown([(op.name, op.ts, op.end) for op in ops], "all_iterations", len(trace.steps + trace.gpu_steps), False)
     events = [(op.name, op.ts, op.end, op.correlation) for op in trace.gpu]
     events += [(s.name, s.ts, s.ts + s.dur, s.correlation) for s in trace.syncs if s.stream >= 0]
     steps = trace.steps + trace.gpu_steps
@@ -152,6 +151,5 @@ def temporal_breakdowns(trace: TraceEvents, ops: list[GpuOp], *, include_last_st
         launched = {corr for corr, (ts, _thread, _name) in trace.launches.items() if (ts <= cutoff if include_last_step else ts < cutoff)}
         events = [e for e in events if e[3] is not None and e[3] >= 0 and e[3] in launched]
         dropped = not include_last_step
-    what = "HTA 0.5 defaults: " + ("last ProfilerStep dropped" if dropped else "every ProfilerStep" if len(steps) >= 2 else "no ProfilerSteps, whole trace")
-    hta = _breakdown([(name, ts, end) for name, ts, end, _c in events], "hta", what + "; cuda_sync events counted; all devices", dropped)
+    hta = _breakdown([(name, ts, end) for name, ts, end, _c in events], "hta", len(steps), dropped)
     return [ours, hta]

@@ -230,7 +230,7 @@ class _Filer:
         dur = float(dur) if type(dur) is float or type(dur) is int else None
         if ts is None or dur is None or dur < 0:
             if cat in _UNTIMED_COUNTED:
-                trace.skipped[f"{cat} {untimed(ts, dur)}"] += 1
+                trace.skipped[f"{cat}:{untimed(ts, dur)}"] += 1
             return
         if not (dur <= MAX_TRACE_DURATION_US and -MAX_TRACE_TIMESTAMP_US <= ts <= MAX_TRACE_TIMESTAMP_US):  # NaN fails too
             self.refuse(cat, name, ts, dur)
@@ -261,7 +261,7 @@ class _Filer:
             trace.syncs.append(SyncEvent(str(name), ts, dur, -1 if stream is None else stream, as_int(args.correlation)))
         elif not isinstance(name, str) or not name:
             if cat in _NAMED_RANGES:
-                trace.skipped["annotation without name"] += 1
+                trace.skipped["annotation:unnamed"] += 1
         elif cat == "gpu_user_annotation":
             target = trace.gpu_steps if name.startswith("ProfilerStep#") else trace.gpu_annotations
             target.append(HostRange("annotation", name, ts, ts + dur, self.thread(event)))
@@ -282,7 +282,7 @@ class _Filer:
     def gpu_op(self, event: Event, cat: str, name: Scalar, ts: float, dur: float, args: EventArgs) -> GpuOp:
         if not isinstance(name, str) or not name:
             name = "<unnamed kernel>"
-            self.trace.skipped["kernel without name (kept as <unnamed kernel>)"] += 1
+            self.trace.skipped["kernel:unnamed"] += 1  # kept as <unnamed kernel>
         device, stream, correlation = args.device, args.stream, args.correlation
         device = device if device.__class__ is int else as_int(device)
         stream = stream if stream.__class__ is int else as_int(stream)
@@ -329,9 +329,9 @@ def _read_events(path: Path) -> TraceEvents:
         for event in batch:
             if event.__class__ is not Event:
                 if isinstance(event, dict):
-                    skipped["malformed (a list or object as ph, cat, name, pid, tid or id)"] += 1
+                    skipped["event:malformed"] += 1
                 else:
-                    skipped["not an object"] += 1
+                    skipped["event:not_object"] += 1
                 continue
             ph = event.ph
             if ph == "X":

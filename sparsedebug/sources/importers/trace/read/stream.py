@@ -417,24 +417,27 @@ def _expect_end(buf: _Buffer) -> None:
         raise UserError(f"{buf.path}: malformed trace JSON: unexpected {tail!r} after the end of the document")
 
 
+# Why an event's timing is unusable (the reason of a skipped-event key '<cat>:<reason>'), named by its fields, as
+# refusals and reports say it.
+UNTIMED_WORDS = {"no_ts_dur": "without numeric ts and dur", "no_ts": "without numeric ts", "no_dur": "without numeric dur",
+                 "negative_dur": "with negative dur"}
+
+
 def untimed(ts: float | None, dur: float | None) -> str:
-    """Why an event's timing is unusable, naming the fields: 'without numeric ts and dur', '... dur', 'with negative dur'."""
-    missing = [name for name, value in (("ts", ts), ("dur", dur)) if value is None]
-    if missing:
-        return "without numeric " + " and ".join(missing)
-    return "with negative dur"
+    """Why an event's timing is unusable, as a reason code of :data:`UNTIMED_WORDS`."""
+    if ts is None:
+        return "no_ts_dur" if dur is None else "no_ts"
+    return "no_dur" if dur is None else "negative_dur"
 
 
 def untimed_summary(skipped: dict[str, int], categories: Collection[str]) -> str:
-    """'; 8 kernel event(s) had no usable timing: 5 without numeric ts and dur, 3 without numeric dur' (or '')."""
-    parts = [
-        (count, key) for key, count in skipped.items()
-        if key.split(" ", 1)[0] in categories and (" without numeric " in key or key.endswith("with negative dur"))
-    ]
+    """For a refusal: '; 8 GPU event(s) had no usable timing: 5 kernel without numeric ts and dur, 3 ...' (or '')."""
+    parts = [(count, cat, reason) for key, count in skipped.items() for cat, _, reason in [key.partition(":")]
+             if cat in categories and reason in UNTIMED_WORDS]
     if not parts:
         return ""
-    total = sum(count for count, _ in parts)
-    return f"; {total} GPU event(s) had no usable timing: " + ", ".join(f"{count} {key}" for count, key in parts)
+    total = sum(count for count, _, _ in parts)
+    return f"; {total} GPU event(s) had no usable timing: " + ", ".join(f"{n} {cat} {UNTIMED_WORDS[r]}" for n, cat, r in parts)
 
 
 # Event fields used as keys (categories, threads, flow ids): a list or an object there makes the event malformed.

@@ -31,6 +31,7 @@ from collections import Counter
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 
+from sparsedebug.records.notes import Note, note
 from sparsedebug.sources.importers.trace.read.events import GpuOp, HostRange, TraceEvents
 
 # Share of ops that must equal the op one unit later for a unit to be the sequence's period.
@@ -48,7 +49,7 @@ class Iterations:
 
     source: str
     windows: list[tuple[float, float]]
-    detail: str = ""
+    detail: Note | None = None
     partial: set[int] = field(default_factory=set)
     _starts: list[float] = field(default_factory=list, init=False, repr=False, compare=False)
     _starts_of: object = field(default=None, init=False, repr=False, compare=False)
@@ -138,9 +139,8 @@ def period_iterations(top: list[HostRange], signatures: list[str]) -> Iterations
     if len(units) > len(full):
         groups.append(units[-1])
     windows = [(top[a].ts, max(r.end for r in top[a:b])) for a, b in groups]
-    detail = f"the sequence of top-level calls repeats every {unit} calls ({len(full)} units)"
-    if grouping is not None:
-        detail += f"; host gaps group {per} units per iteration (chance p = {grouping[1]:.3g})"
+    detail = note("sources.iterations.repeating_calls", unit=unit, units=len(full),
+                  units_per_iteration=per if grouping is not None else None, p=grouping[1] if grouping is not None else None)
     partial = {len(groups) - 1} if len(units) > len(full) else set()
     return Iterations("repeating call sequence", windows, detail, partial)
 
@@ -150,7 +150,7 @@ def step_iterations(trace: TraceEvents) -> Iterations | None:
     if not trace.steps:
         return None
     steps = sorted(trace.steps, key=lambda r: r.ts)
-    return Iterations("ProfilerStep", [(s.ts, s.end) for s in steps], f"{len(steps)} ProfilerStep ranges")
+    return Iterations("ProfilerStep", [(s.ts, s.end) for s in steps], note("sources.iterations.profiler_steps", count=len(steps)))
 
 
 def annotation_iterations(first: str, annotations: list[HostRange]) -> Iterations | None:
@@ -169,7 +169,7 @@ def annotation_iterations(first: str, annotations: list[HostRange]) -> Iteration
                 host_end = max(host_end, ordered[j].end)
             j += 1
         windows.append((start, host_end))
-    return Iterations(f"annotation:{first}", windows, f"each call of {first} starts an iteration")
+    return Iterations(f"annotation:{first}", windows, note("sources.iterations.annotation", layer=first))
 
 
 def graph_launch_iterations(trace: TraceEvents) -> Iterations | None:
@@ -177,7 +177,7 @@ def graph_launch_iterations(trace: TraceEvents) -> Iterations | None:
     launches = sorted(ts for ts, _thread, name in trace.launches.values() if name.startswith("cudaGraphLaunch"))
     if not launches:
         return None
-    return Iterations("cudaGraphLaunch", [(ts, ts) for ts in launches], f"{len(launches)} CUDA-graph launches")
+    return Iterations("cudaGraphLaunch", [(ts, ts) for ts in launches], note("sources.iterations.graph_launches", count=len(launches)))
 
 
 def kernel_period_iterations(ops: list[GpuOp]) -> Iterations | None:
@@ -189,7 +189,7 @@ def kernel_period_iterations(ops: list[GpuOp]) -> Iterations | None:
     units = _tiles(len(ordered), unit)
     windows = [(_host_time(ordered[a]), _host_time(ordered[a])) for a, _b in units]
     partial = {len(units) - 1} if units[-1][1] - units[-1][0] < unit else set()
-    return Iterations("kernel-sequence period", windows, f"kernel sequence repeats every {unit} kernels", partial)
+    return Iterations("kernel-sequence period", windows, note("sources.iterations.kernel_period", unit=unit), partial)
 
 
 def _host_time(op: GpuOp) -> float:
@@ -200,7 +200,7 @@ def whole_trace(ops: list[GpuOp], ranges: Sequence[HostRange] = ()) -> Iteration
     """The whole trace as one iteration, from its first launch, GPU op or host range."""
     start = min(op.launch_ts if op.launch_ts is not None else op.ts for op in ops)
     start = min([start, *(r.ts for r in ranges)])
-    return Iterations("whole trace", [(start, start)], "no ProfilerStep, repeating call sequence, annotation or graph launch")
+    return Iterations("whole trace", [(start, start)], note("sources.iterations.whole_trace"))
 
 
 def assign(ops: list[GpuOp], iterations: Iterations) -> list[list[GpuOp]]:

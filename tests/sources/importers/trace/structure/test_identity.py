@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from sparsedebug.records.run import KernelClass, KernelPath, OpKind
+from sparsedebug.render.words.notes import say
 from sparsedebug.sources.importers.trace.importer import TraceImport, analyze_trace
 from tests.conftest import FIXTURES
 from tests.sources.importers.trace_variants import (
@@ -33,7 +34,9 @@ def test_unannotated_h200_traces_give_three_iterations_from_the_call_sequence(st
     for result in stripped.values():
         s = result.summary
         assert s.iteration_source == "repeating call sequence" and len(s.iterations) == 3
-        assert "12 units" in s.iteration_detail and "4 units per iteration" in s.iteration_detail
+        assert s.iteration_detail is not None and s.iteration_detail.code == "sources.iterations.repeating_calls"
+        assert s.iteration_detail.values["units"] == 12 and s.iteration_detail.values["units_per_iteration"] == 4
+        assert "4 units per iteration" in say(s.iteration_detail)
         assert not s.annotated and s.layer_sources == {"aten_op": 112}
         assert [it.gpu_ops for it in s.iterations] == [124, 124, 124]
 
