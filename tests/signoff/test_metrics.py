@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from sparsedebug.records.run import EqualLatencyQuality, QualityDelta, QualityEvidence
-from sparsedebug.signoff.metrics import equal_latency_sentence, quality_figure, real_quality_text
+from sparsedebug.render.words.run_figures import real_quality_text
+from sparsedebug.signoff.metrics import equal_latency_sentence, quality_figure
 
 
 def _eq(*, matched: bool | None, wins: bool, narrowed_cos: float = 0.79, cand_cos: float = 0.76) -> EqualLatencyQuality:
@@ -88,7 +89,7 @@ def test_equal_latency_sentence_quotes_the_real_metric() -> None:
 
 def test_sample_count_says_what_one_sample_is_and_what_was_left_out() -> None:
     from sparsedebug.records.timing import TimingQuality
-    from sparsedebug.signoff.metrics import sample_count
+    from sparsedebug.render.words.run_figures import sample_count
     from tests.support.synth import dense_run
 
     run = dense_run(n=10)

@@ -42,6 +42,8 @@ from sparsedebug.render.markdown.engine import sparse_kernels_line
 from sparsedebug.render.markdown.ranks import rank_lines
 from sparsedebug.render.markdown.tags import build_tags
 from sparsedebug.render.markdown.verdicts import attributed_lines, fix_verdict, not_established_lines
+from sparsedebug.render.words.notes import say
+from sparsedebug.render.words.run_figures import real_quality_text
 from sparsedebug.signoff.decide import stored_decision
 from sparsedebug.signoff.metrics import (
     equal_latency_sentence,
@@ -49,7 +51,6 @@ from sparsedebug.signoff.metrics import (
     p50_speedup,
     quality_metric,
     quality_value,
-    real_quality_text,
 )
 from sparsedebug.sources.bundle import LoadedBundle
 
@@ -428,9 +429,9 @@ def _signoff(b: LoadedBundle, book: Playbook, decision: DecisionOutcome) -> list
             "vs dense (the report's model ceiling assumes the nominal M/N instead)"
         )
     elif fb.sparse_kernel_speedup is not None:
-        impact += f", sparse kernel speedup {fb.sparse_kernel_speedup:.3f}x ({fb.sparse_kernel_speedup_source})"
+        impact += f", sparse kernel speedup {fb.sparse_kernel_speedup:.3f}x ({say(fb.sparse_kernel_speedup_source) if fb.sparse_kernel_speedup_source else '-'})"
     elif fb.sparse_kernel_speedup_source is not None:
-        impact += f", sparse kernel speedup {fb.sparse_kernel_speedup_source}"
+        impact += f", sparse kernel speedup {say(fb.sparse_kernel_speedup_source)}"
     out.append(f"- **Required artifact**: {book.memo.required_artifact} See `{report}` ({len(final.graph.layers)} layers in the matrix; {impact}).")
     owners = [book.owner(o).title for o in book.memo.required_owners]
     lead = book.owner(decision.owner).title if decision.owner is not None else None
