@@ -313,8 +313,8 @@ def _rerun(w: _Walk) -> None:
     if fixed_run is not None:
         w.runs["fixed"] = fixed_run
         w.save("fixed", fixed_run)
-        moves, verdict, moved, target = measure_movement(w.runs["baseline"], w.runs["candidate"], fixed_run, fix, session_cand=session_cand)
-        outcome = outcome.model_copy(update={"movements": moves, "significance": verdict, "moved": moved, "target": target})
+        moves, verdict, moved, target, in_session = measure_movement(w.runs["baseline"], w.runs["candidate"], fixed_run, fix, session_cand=session_cand)
+        outcome = outcome.model_copy(update={"movements": moves, "significance": verdict, "significance_in_session": in_session, "moved": moved, "target": target})
         outcome = outcome.model_copy(update=_next_fix(w, fixed_run, fix))
     w.save("fix", outcome)
     if fixed_run is not None:

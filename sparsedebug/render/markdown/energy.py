@@ -12,6 +12,7 @@ from sparsedebug.records.bundle import FixOutcome
 from sparsedebug.records.energy import EnergyReport, EnergySummary, SideEnergy
 from sparsedebug.records.run import RunRecord
 from sparsedebug.render.clocks import measured_clock
+from sparsedebug.render.words.notes import say
 from sparsedebug.sources.bundle import LoadedBundle
 from sparsedebug.sources.registry import replayed
 
@@ -146,7 +147,7 @@ def expected_lines(b: LoadedBundle, fix: FixOutcome | None) -> list[str]:
                      f"{cand.mean_power_w:.1f} W times the expected p50 {lat.expected_after:.3f} ms, assuming the fix leaves the power "
                      "drawn unchanged)")
         else:
-            after = "after the fix not projected: " + (lat.expected_basis if lat is not None and lat.expected_basis else "no latency projection for a re-run")
+            after = "after the fix not projected: " + (say(lat.expected_basis) if lat is not None and lat.expected_basis else "no latency projection for a re-run")
         lines = [head + f"measured for {' and '.join(measured)}, each from its own window; {after}."]
     else:
         lines = [head + f"not measured: {why_not(b, report, unmeasured)}."]

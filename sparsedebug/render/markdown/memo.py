@@ -44,6 +44,7 @@ from sparsedebug.render.markdown.tags import build_tags
 from sparsedebug.render.markdown.verdicts import attributed_lines, fix_verdict, not_established_lines
 from sparsedebug.render.words.notes import say
 from sparsedebug.render.words.run_figures import real_quality_text
+from sparsedebug.render.words.signoff import significance
 from sparsedebug.signoff.decide import stored_decision
 from sparsedebug.signoff.metrics import (
     equal_latency_sentence,
@@ -269,13 +270,13 @@ def _action(b: LoadedBundle, book: Playbook) -> list[str]:
     if lat is not None and lat.expected_after is not None:
         out.append(
             f"- **Expected movement**: latency p50 {lat.before:.3f} ms -> {lat.expected_after:.3f} ms "
-            f"({lat.expected_after / lat.before - 1:+.1%}; {measured_clock(b.candidate)}); basis: {lat.expected_basis}."
+            f"({lat.expected_after / lat.before - 1:+.1%}; {measured_clock(b.candidate)}); basis: {say(lat.expected_basis) if lat.expected_basis else 'not recorded'}."
         )
         sp = next((m for m in fo.movements if m.metric.startswith("speedup")), None) if fo else None
         if sp is not None and sp.expected_after is not None:
             out.append(f"  - Expected speedup over the baseline: {sp.before:.3f}x -> {sp.expected_after:.3f}x.")
     elif lat is not None:
-        out.append(f"- **Expected movement**: {fix.metric + ' ' + fix.direction if fix else 'n/a'}; no latency projection: {lat.expected_basis}.")
+        out.append(f"- **Expected movement**: {fix.metric + ' ' + fix.direction if fix else 'n/a'}; no latency projection: {say(lat.expected_basis) if lat.expected_basis else 'not recorded'}.")
     else:
         out.append(
             "- **Expected movement**: "
@@ -286,7 +287,7 @@ def _action(b: LoadedBundle, book: Playbook) -> list[str]:
     if fo is not None and fo.movements:
         verdict = fix_verdict(fo)
         out.append(
-            f"- **Measured movement** (candidate -> fixed re-run): the fix {verdict}; latency samples: {fo.significance}."
+            f"- **Measured movement** (candidate -> fixed re-run): the fix {verdict}; latency samples: {significance(fo)}."
         )
         for m in fo.movements:
             line = _movement_line(m)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from sparsedebug.records.notes import NoteValue
-from sparsedebug.render.words.notes import Phrase
+from sparsedebug.records.bundle import FixOutcome
+from sparsedebug.records.notes import Note, NoteValue
+from sparsedebug.render.words.notes import Phrase, say
 
 
 def _own_pairs(v: Mapping[str, NoteValue]) -> str:
@@ -20,7 +21,74 @@ def _no_pairs(v: Mapping[str, NoteValue]) -> str:
     return "not measured: no paired dense samples on the sparse layers" + tail
 
 
+_BASIS_TEXT = {
+    "math_path_time": "the kernel-time change of the attention that fell to the math path",
+    "changed_path_time": "the kernel-time change of the layers whose path changed",
+    "host_gap_growth": "the host-gap growth",
+    "conversion_time": "the per-call conversion time",
+    "fallback_time": "the dense-fallback time",
+}
+
+
+def _fix_removes(v: Mapping[str, NoteValue]) -> str:
+    return (
+        f"candidate p50 {v['p50_ms']:.3f} ms minus the time the fix removes, {v['removes_ms']:.3f} ms: "
+        f"{_BASIS_TEXT.get(str(v['basis']), str(v['basis']))} of {v['layers']} layer(s) against the baseline"
+    )
+
+
+def _conversion(v: Mapping[str, NoteValue]) -> str:
+    text = (
+        f"candidate p50 {v['p50_ms']:.3f} ms minus the per-call conversion time of {v['layers']} layer(s), "
+        f"{v['cost_ms']:.3f} ms (lower.conversion_ms x conversions_per_call)"
+    )
+    if v.get("growth_ms") is not None:
+        text += (
+            f"; if all of the non-kernel time growth over the baseline (+{v['growth_ms']:.3f} ms, span - busy) is "
+            f"conversion, p50 could reach {v['reach_ms']:.3f} ms"
+        )
+    return text
+
+
+def _layer_to_sparse(v: Mapping[str, NoteValue]) -> str:
+    code = v.get("source")
+    source = say(Note(code=str(code), values={k[7:]: x for k, x in v.items() if k.startswith("source_")})) if code else "source not recorded"
+    return (
+        f"candidate p50 {v['p50_ms']:.3f} ms minus {v['layer']}'s dense time {v['dense_ms']:.3f} ms run at the sparse "
+        f"kernel speedup {v['speedup']:.2f}x ({source}): {v['saved_ms']:.3f} ms saved (Amdahl)"
+    )
+
+
+def _schedule_overhead(v: Mapping[str, NoteValue]) -> str:
+    label = "the baseline's overhead" if v["baseline"] else "zero overhead"
+    return (
+        f"candidate p50 {v['p50_ms']:.3f} ms minus its schedule overhead (span - busy) p50 {v['overhead_ms']:.3f} ms "
+        f"down to {label} {v['keep_ms']:.3f} ms"
+    )
+
+
+def significance(fo: FixOutcome) -> str | None:
+    """The rank-test verdict on the fixed run's latency samples, saying which candidate it compares."""
+    if fo.significance is None or not fo.significance_in_session:
+        return fo.significance
+    return f"against the candidate replayed again in the fixed run's interleaved session, round by round: {fo.significance}"
+
+
 PHRASES: dict[str, Phrase] = {
+    # movement: what a latency projection stands on, or why there is none
+    "movement.no_samples_or_fix": "no latency samples or no fix to estimate",
+    "movement.fix_removes": _fix_removes,
+    "movement.no_conversion_time": "no per-call conversion time recorded in the lower stage",
+    "movement.conversion": _conversion,
+    "movement.no_sparse_speedup": "no sparse kernel speedup recorded to project {layer} onto the sparse path",
+    "movement.layer_to_sparse": _layer_to_sparse,
+    "movement.already_dense": "{layer} already runs dense (fallback): excluding it should leave p50 {p50_ms:.3f} ms unchanged",
+    "movement.exclude_layer": (
+        "candidate p50 {p50_ms:.3f} ms minus {layer}'s sparse-over-dense kernel time {sparse_ms:.3f} - {dense_ms:.3f} = {delta_ms:.3f} ms"
+    ),
+    "movement.schedule_overhead": _schedule_overhead,
+    "movement.no_projection": "the record holds no figure that projects a {kind} fix onto latency",
+    "movement.speedup_expected": "baseline p50 over the expected p50",
     # metrics: how the sparse kernel speedup was measured, or why it was not
     "signoff.speedup_own_pairs": _own_pairs,
     "signoff.speedup_baseline_pairs": "measured on {layers} sparse layer(s) against the same layers of the baseline run dense: kernel time",
