@@ -74,7 +74,61 @@ def significance(fo: FixOutcome) -> str | None:
     return f"against the candidate replayed again in the fixed run's interleaved session, round by round: {fo.significance}"
 
 
+def describe_range(v: Mapping[str, NoteValue]) -> str:
+    """``>= 0.19.1``, ``< 0.19.1``, ``measured at 2.11.0``, ``versions not stated (until ...)`` from ``stack.range_values``."""
+    if not v.get("known", True):
+        return "versions not stated" + (f" ({v['boundary']})" if v.get("boundary") else "")
+    parts = []
+    if v.get("since") is not None:
+        parts.append(f">= {v['since']}")
+    if v.get("before") is not None:
+        parts.append(f"< {v['before']}")
+    text = ", ".join(parts) or "every version"
+    measured = v.get("measured_at")
+    if measured and isinstance(measured, list):
+        text += f" (measured at {', '.join(str(m) for m in measured)})"
+    return text
+
+
+def _limit_applies(v: Mapping[str, NoteValue]) -> str:
+    when = f"removed in {v['removed_in']} {v['since']}" if v.get("removed_in") else describe_range(v)
+    return f"{v['profile_note']} ({when})"
+
+
+def _tactic(v: Mapping[str, NoteValue]) -> str:
+    tail = f": {v['profile_note']}" if v.get("profile_note") else ""
+    return f"eligible; the builder keeps a sparse tactic only when it is faster than dense{tail}"
+
+
+def _measured(v: Mapping[str, NoteValue]) -> str:
+    at = "no version given" if v.get("version") is None else f"{v['version']} was not measured"
+    measured = v["measured_at"] if isinstance(v["measured_at"], list) else []
+    return f"rules measured at {', '.join(str(m) for m in measured)}; {at}"
+
+
 PHRASES: dict[str, Phrase] = {
+    # stack: why a tensor would not run sparse on a stack, and the caveats of its sparse path
+    "stack.pattern": "{path} runs {patterns} only, not {pattern}",
+    "stack.op_not_lowered": "the consumer op is {op}: {path} lowers only {ops} sparse",
+    "stack.no_kernel": "no sparse kernel for {dtype} on {path} (kernels: {dtypes})",
+    "stack.k_alignment": "K={k} (in features) is not a multiple of {multiple} (at least {min}) for {dtype} on {path}",
+    "stack.n_alignment": "N={n} (out features) is not a multiple of {multiple} (at least {min}) for {dtype} on {path}",
+    "stack.layout": "stored [in, out] (Conv1D): the sparse operand would be column-major; {path} needs {layout} for {dtype}",
+    "stack.k_not_multiple": "K={k} is not a multiple of M={m}",
+    "stack.groups_break": "groups break {pattern}: the weights do not comply",
+    "stack.negative_zero": (
+        "{count} element(s) stored as -0.0: {path}'s compressor counts them as non-zero, "
+        "so {groups} group(s) compliant by value break {pattern}"
+    ),
+    "stack.epilogue": "sparse only with {epilogue}",
+    "stack.tactic": _tactic,
+    "stack.capability": "the kernels run on compute capability {capability}",
+    "stack.measured": _measured,
+    "stack.limit": "{profile_note}",
+    "stack.limit_applies": _limit_applies,
+    "stack.limit_range": lambda v: f"{v['profile_note']} ({describe_range(v)})",
+    "stack.limit_unknown": lambda v: f"{v['profile_note']}; {describe_range(v)}: cannot tell for {v['version'] or 'an unstated version'}",
+    "stack.version_outside": lambda v: f"{v['title']}: {describe_range(v)}, not {v['version']}",
     # movement: what a latency projection stands on, or why there is none
     "movement.no_samples_or_fix": "no latency samples or no fix to estimate",
     "movement.fix_removes": _fix_removes,
