@@ -11,11 +11,11 @@ can quote one as the other.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field
 
-from sparsedebug.records.base import SCHEMA_VERSION, Record
+from sparsedebug.records.base import FACTS_SCHEMA_VERSION, Record
 from sparsedebug.records.bundle import InputRole
 from sparsedebug.records.power import WindowEnergy
 
@@ -29,6 +29,10 @@ SideStatus = Literal["measured", "too_short", "unaligned", "not_covered", "no_re
 
 
 EnergyUnit = Literal["J/forward", "J/token", "tokens/J"]
+
+# What this machine reads of a walk's energy: nothing (the runs are imported, their energy is the power log's), the CPU
+# package (RAPL) around each replay, a readable RAPL counter no replay was read with, or no reading at all.
+MachineEnergy = Literal["imported", "rapl_read", "rapl_unused", "no_reading"]
 
 
 class EnergySummary(Record):
@@ -56,7 +60,9 @@ class EnergyEstimate(Record):
     joules_per_token: float | None = None
     tokens_per_joule: float | None = None
     power_limit_w: float | None = None
-    basis: str = Field(description="Where both factors come from (files, samples, the cost model's basis).")
+    launch: str = Field(description="How the target launches the projected forward (eager, cuda_graph).")
+    forward_basis: str = Field(description="The cost model's basis of the projected forward (measured, interpolated, ...).")
+    power_basis: str = Field(description="Where the board power under load comes from (files, samples).")
 
 
 class RaplReading(Record):
@@ -91,7 +97,7 @@ class SideEnergy(Record):
     clock_reasons: list[str] = Field(default_factory=list, description="Clock event reasons active in any reading of the windows (gpu_idle left out).")
     scope: str | None = Field(None, description="What the channel measures (board power, not wall power; CPU package ...).")
     channel: str | None = Field(None, description="The channel the figures come from, as the file names it.")
-    note: str = Field(description="One sentence: how the figures were taken, or what is missing and why.")
+    replayed: bool = Field(False, description="no_window: the run is a replay on this machine (else its source records no absolute time).")
     estimate: EnergyEstimate | None = Field(None, description="GPU profiles: the target estimate, never a measurement.")
     rapl: RaplReading | None = Field(None, description="Replays with a readable RAPL counter: package energy of the whole replay.")
 
@@ -99,13 +105,15 @@ class SideEnergy(Record):
 class EnergyReport(Record):
     """``energy.json``: the energy of baseline, candidate and fixed, each from its own window."""
 
-    schema_version: int = SCHEMA_VERSION
+    # 2: the sides' notes, the machine's reading and the estimates' basis are facts, not sentences.
+    schema_version: int = FACTS_SCHEMA_VERSION
+    oldest_readable: ClassVar[int] = FACTS_SCHEMA_VERSION
     kind: Literal["energy"] = "energy"
     log: str | None = Field(None, description="The power log used, as given.")
     log_option: str | None = Field(None, description="How it was given: '--power', or '--smi' (its power columns).")
     log_source: str | None = Field(None, description="What wrote the log (nvidia-smi, dcgm, zeus, codecarbon).")
     sides: list[SideEnergy]
-    machine: str = Field(description="What this machine can read: the built-in replay's energy reading, or that it has none.")
+    machine: MachineEnergy = Field(description="What this machine can read: the built-in replay's energy reading, or that it has none.")
     capture: list[str] = Field(default_factory=list, description="The command lines that record a usable window, when evidence is missing.")
 
     def side(self, role: str) -> SideEnergy | None:

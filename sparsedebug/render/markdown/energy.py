@@ -13,6 +13,7 @@ from sparsedebug.records.energy import EnergyReport, EnergySummary, SideEnergy
 from sparsedebug.records.run import RunRecord
 from sparsedebug.render.clocks import measured_clock
 from sparsedebug.render.words.notes import say
+from sparsedebug.render.words.signoff import MACHINE_WORDS, estimate_basis, side_note
 from sparsedebug.sources.bundle import LoadedBundle
 from sparsedebug.sources.registry import replayed
 
@@ -59,7 +60,7 @@ def side_sentence(side: SideEnergy, run: RunRecord) -> str:
     """One side's measured energy in one sentence, or why it has none."""
     head = f"{side.role} `{side.run}`"
     if side.status != "measured" or side.joules_per_forward is None:
-        return f"{head}: not measured ({STATUS_WORDS[side.status]}): {side.note}"
+        return f"{head}: not measured ({STATUS_WORDS[side.status]}): {side_note(side)}"
     parts = [figure_text(side.joules_per_forward)]
     if side.joules_per_token is not None:
         parts.append(figure_text(side.joules_per_token))
@@ -77,7 +78,7 @@ def estimate_sentence(side: SideEnergy) -> str | None:
         return None
     per_token = f", {est.joules_per_token:.4g} J/token, {est.tokens_per_joule:.4g} tokens/J" if est.joules_per_token and est.tokens_per_joule else ""
     return (f"{side.role} `{side.run}` on the {est.device}: ESTIMATE {est.joules_per_forward:.4g} J/forward (range "
-            f"{est.joules_per_forward_low:.4g} to {est.joules_per_forward_high:.4g}){per_token}, not measured; {est.basis}")
+            f"{est.joules_per_forward_low:.4g} to {est.joules_per_forward_high:.4g}){per_token}, not measured; {estimate_basis(est)}")
 
 
 def rapl_sentence(side: SideEnergy) -> str:
@@ -115,7 +116,7 @@ def why_not(b: LoadedBundle, report: EnergyReport, sides: list[SideEnergy]) -> s
     if _replays_only(b, sides):
         advice = (f"; to measure it, run the model on the GPU under the profiler with `{report.capture[0]}` beside it and walk "
                   "the traces with --power" if report.capture else "")
-        return f"{report.machine}{advice}"
+        return f"{MACHINE_WORDS[report.machine]}{advice}"
     return _missing(report, sides)
 
 
@@ -123,7 +124,7 @@ def _missing(report: EnergyReport, sides: list[SideEnergy]) -> str:
     """Why these sides have no energy figures: windows too short, or the energy evidence missing, and what captures it."""
     what = ("the windows are too short to measure" if sides and all(s.status == "too_short" for s in sides)
             else "the energy evidence is missing or unusable")
-    reasons = "; ".join(f"{s.role}: {STATUS_WORDS[s.status]} ({s.note})" for s in sides)
+    reasons = "; ".join(f"{s.role}: {STATUS_WORDS[s.status]} ({side_note(s)})" for s in sides)
     return f"{what}: {reasons}{_capture(report)}"
 
 
@@ -194,7 +195,7 @@ def energy_section(b: LoadedBundle) -> list[str]:
         return [*lines, "Not assessed: the bundle has no energy record."]
     runs = _runs(b)
     source = f"`{report.log}` ({report.log_source}, given as {report.log_option})" if report.log else "none given"
-    lines += [f"Power log: {source}. {report.machine[0].upper()}{report.machine[1:]}.", ""]
+    lines += [f"Power log: {source}. {MACHINE_WORDS[report.machine][0].upper()}{MACHINE_WORDS[report.machine][1:]}.", ""]
     lines.append("| run | name | status | J/forward p50 | J/token p50 | interval (J/token) | tokens/J p50 | over | mean W | idle W | limit W | SM MHz | scope | clock |")
     lines.append("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for side in report.sides:
@@ -213,7 +214,7 @@ def energy_section(b: LoadedBundle) -> list[str]:
     lines.append("")
     for side in report.sides:
         if side.status != "measured":
-            lines.append(f"- {side.role}: {side.note}.")
+            lines.append(f"- {side.role}: {side_note(side)}.")
     estimates = [estimate_sentence(s) for s in report.sides]
     if any(estimates):
         lines += ["", "Estimates on the target (never measurements, and not comparable with the measured figures above):", ""]

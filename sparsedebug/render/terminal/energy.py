@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.table import Table
 
 from sparsedebug.render.markdown.energy import STATUS_WORDS, clock_state
+from sparsedebug.render.words.signoff import MACHINE_WORDS, side_note
 from sparsedebug.sources.bundle import LoadedBundle
 
 
@@ -14,7 +15,7 @@ def energy_table(bundle: LoadedBundle) -> Table | None:
     if report is None:
         return None
     scopes = ", ".join(dict.fromkeys(s.scope for s in report.sides if s.scope)) or "no reading"
-    table = Table(title=f"energy per side, from each run's own window ({scopes})", caption=report.machine)
+    table = Table(title=f"energy per side, from each run's own window ({scopes})", caption=MACHINE_WORDS[report.machine])
     for name, right in (("run", False), ("status", False), ("J/forward", True), ("J/token", True), ("J/token interval", True),
                         ("tokens/J", True), ("clock state", False)):
         table.add_column(name, justify="right" if right else "left")
@@ -23,7 +24,7 @@ def energy_table(bundle: LoadedBundle) -> Table | None:
         interval = (f"{jt.low:.4g} to {jt.high:.4g} ({jt.confidence:.0%}, n={jt.n})" if jt is not None and jt.low is not None
                     and jt.high is not None else ("one window" if jt is not None else "-"))
         table.add_row(side.role, STATUS_WORDS[side.status], f"{jf.p50:.4g}" if jf else "-", f"{jt.p50:.4g}" if jt else "-", interval,
-                      f"{tj.p50:.4g}" if tj else "-", clock_state(side) if side.status == "measured" else side.note)
+                      f"{tj.p50:.4g}" if tj else "-", clock_state(side) if side.status == "measured" else side_note(side))
         est = side.estimate
         if est is not None:
             table.add_row(f"{side.role} (target)", "ESTIMATE", f"{est.joules_per_forward:.4g}",

@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from sparsedebug.records.bundle import FixOutcome
+from sparsedebug.records.energy import EnergyEstimate, SideEnergy
 from sparsedebug.records.notes import Note, NoteValue
-from sparsedebug.render.words.notes import Phrase, say
+from sparsedebug.render.words.notes import Phrase, say, words
 
 
 def _own_pairs(v: Mapping[str, NoteValue]) -> str:
@@ -104,6 +105,44 @@ def _measured(v: Mapping[str, NoteValue]) -> str:
     at = "no version given" if v.get("version") is None else f"{v['version']} was not measured"
     measured = v["measured_at"] if isinstance(v["measured_at"], list) else []
     return f"rules measured at {', '.join(str(m) for m in measured)}; {at}"
+
+
+# What this machine reads of a walk's energy (``EnergyReport.machine``).
+MACHINE_WORDS: dict[str, str] = {
+    "imported": "the runs are imported: their energy comes from the power log given, this machine measures none",
+    "rapl_read": (
+        "this machine's CPU package energy (RAPL) was read around each replay: CPU package, not the GPU and not wall "
+        "power, over the whole replay (timing, dense reference and quality passes), so not per forward"
+    ),
+    "rapl_unused": "a RAPL counter is readable here but no replay was read with it",
+    "no_reading": (
+        "this machine has no energy reading: no RAPL counter is readable at /sys/class/powercap/intel-rapl:*/energy_uj, "
+        "so the built-in replay's energy is not measured"
+    ),
+}
+
+
+def side_note(side: SideEnergy) -> str:
+    """How one side's energy figures were taken, or what is missing and why."""
+    first = side.windows[0] if side.windows else None
+    if side.status == "no_window":
+        what = "a replay on this machine" if side.replayed else "its source records no absolute time"
+        return f"`{side.run}` has no absolute time window ({what}): no power log can be aligned to it"
+    if side.status == "no_log" or first is None:
+        return f"no power log was given for `{side.run}`'s window"
+    if side.status != "measured":
+        return words(first.note)
+    how = {"iterations": "one window per iteration", "windows": f"{len(side.windows)} windows of consecutive iterations",
+           "run_window": "the run's whole window (one value: no interval)"}[side.over or "run_window"]
+    return f"{how}, {first.method or 'measured'} of `{side.channel}`: {words(first.note)}"
+
+
+def estimate_basis(est: EnergyEstimate) -> str:
+    """Where an energy estimate's two factors come from, and what it assumes."""
+    return (
+        f"estimate: the forward projected on the {est.device} ({est.launch}, basis {est.forward_basis}) times the "
+        f"board power measured there under load ({words(est.power_basis)}); it assumes the run draws that power, dense or sparse"
+    )
 
 
 PHRASES: dict[str, Phrase] = {
