@@ -33,7 +33,8 @@ class StepRecord(Record):
 
     step: str
     status: Literal["done", "skipped"]
-    detail: str
+    # What the step did: its figures and names (``playbook.*`` notes; render.words.signoff words them).
+    detail: list[Note] = Field(default_factory=list)
     seconds: float
 
 
@@ -84,7 +85,7 @@ class FixOutcome(Record):
         None, description="The next bounded change: the fix the fixed run calls for, classified again against the baseline "
         "(None without a re-run, or when it would repeat the applied fix or no mechanism wins).",
     )
-    next_basis: str | None = Field(None, description="How the next change was found: the mechanism and score of that classification.")
+    next_basis: Note | None = Field(None, description="How the next change was found: the mechanism and score (or share) of that classification.")
 
 
 class Bundle(Record):

@@ -30,6 +30,9 @@ SideStatus = Literal["measured", "too_short", "unaligned", "not_covered", "no_re
 
 EnergyUnit = Literal["J/forward", "J/token", "tokens/J"]
 
+# An interleaved replay session of two sides that one RAPL reading covers.
+RaplSession = Literal["baseline_candidate", "fixed_candidate"]
+
 # What this machine reads of a walk's energy: nothing (the runs are imported, their energy is the power log's), the CPU
 # package (RAPL) around each replay, a readable RAPL counter no replay was read with, or no reading at all.
 MachineEnergy = Literal["imported", "rapl_read", "rapl_unused", "no_reading"]
@@ -74,7 +77,9 @@ class RaplReading(Record):
     mean_power_w: float
     wrapped: bool = Field(description="Whether the counter wrapped during the replay (corrected with max_energy_range_uj).")
     note: str
-    session: str | None = Field(None, description="When the replay was an interleaved session of two sides: which, one reading for both.")
+    # When the replay was an interleaved session of two sides (one reading for both): which, 'baseline_candidate' or
+    # 'fixed_candidate' (the fixed candidate and the candidate again).
+    session: RaplSession | None = None
 
 
 class SideEnergy(Record):

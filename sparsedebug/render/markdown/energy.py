@@ -13,7 +13,7 @@ from sparsedebug.records.energy import EnergyReport, EnergySummary, SideEnergy
 from sparsedebug.records.run import RunRecord
 from sparsedebug.render.clocks import measured_clock
 from sparsedebug.render.words.notes import say
-from sparsedebug.render.words.signoff import MACHINE_WORDS, estimate_basis, side_note
+from sparsedebug.render.words.signoff import MACHINE_WORDS, SESSION_WORDS, estimate_basis, side_note
 from sparsedebug.sources.bundle import LoadedBundle
 from sparsedebug.sources.registry import replayed
 
@@ -86,7 +86,7 @@ def rapl_sentence(side: SideEnergy) -> str:
     r = side.rapl
     assert r is not None
     wrapped = ", counter wrap corrected" if r.wrapped else ""
-    what = f"the whole interleaved session of {r.session} (one reading for both sides)" if r.session else "the whole replay"
+    what = f"the whole interleaved session of {SESSION_WORDS[r.session]} (one reading for both sides)" if r.session else "the whole replay"
     return (f"{side.role} `{side.run}`: CPU package (RAPL, {r.zone}) {r.joules:.1f} J over {what} of {r.seconds:.1f} s, "
             f"mean {r.mean_power_w:.1f} W{wrapped}: CPU package, not the GPU and not wall power, and not per forward")
 

@@ -342,7 +342,7 @@ def _next_step(b: LoadedBundle) -> list[str]:
         return [f"- **Next bounded change**: none found: {still}, and classifying it again against the baseline proposes "
                 "nothing beyond the change already applied."]
     return [
-        f"- **Next bounded change**: {still}; {fo.next_basis}: {nxt.text} (rule `{nxt.rule}`; should move "
+        f"- **Next bounded change**: {still}; {say(fo.next_basis) if fo.next_basis else 'basis not recorded'}: {nxt.text} (rule `{nxt.rule}`; should move "
         f"{nxt.metric} {nxt.direction}). "
         + ("Apply it to fixed.workload.yaml and walk again with it as the candidate." if fo.fixed_source == "applied_to_workload"
            else "Apply it to the fixed candidate and walk again with it as the candidate.")

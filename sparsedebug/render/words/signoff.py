@@ -145,7 +145,81 @@ def estimate_basis(est: EnergyEstimate) -> str:
     )
 
 
+# The interleaved replay session one RAPL reading covers (``RaplReading.session``).
+SESSION_WORDS: dict[str, str] = {
+    "baseline_candidate": "baseline and candidate",
+    "fixed_candidate": "the fixed candidate and the candidate again",
+}
+
+
+def _next_by_attribution(v: Mapping[str, NoteValue]) -> str:
+    share = v.get("share")
+    pct = f" ({share:.0%})" if isinstance(share, (int, float)) else ""
+    return (f"the fixed run classified again against the baseline: {v['winner']} wins by attribution, {v['ms']:.3f} ms of the "
+            f"{v['delta_ms']:+.3f} ms change{pct}")
+
+
+def _rerun_moved(v: Mapping[str, NoteValue]) -> str:
+    if v.get("direction") is not None and isinstance(v.get("change"), (int, float)):
+        return f"fixed p50 {v['direction']} (x{v['change']:.3f})"
+    return f"fixed p50 moved: {v.get('moved')}"
+
+
+def _energy_unmeasured(v: Mapping[str, NoteValue]) -> str:
+    roles = v["roles"] if isinstance(v["roles"], list) else []
+    statuses = v["statuses"] if isinstance(v["statuses"], list) else []
+    return "energy: not measured: " + "; ".join(f"{r} {str(s).replace('_', ' ')}" for r, s in zip(roles, statuses, strict=False))
+
+
+def _removed_stale(v: Mapping[str, NoteValue]) -> str:
+    what = "partial bundle" if v["partial"] else "previous bundle moved aside"
+    return f"removed {v['entry']}: a {what} left by pid {v['pid']}, which is no longer running"
+
+
+def _no_trace_repro(v: Mapping[str, NoteValue]) -> str:
+    if v.get("stage") is None:
+        return f"no trace reproducer: the traces do not diverge ({v['state']})"
+    return f"no trace reproducer: no regression at {v['stage']} names a layer whose call the trace records with its shapes"
+
+
 PHRASES: dict[str, Phrase] = {
+    # playbook: what each step of the walk is doing, and what it did
+    "playbook.freeze": "fingerprint the environment",
+    "playbook.opened": "opened {source} ({file})",
+    "playbook.frozen": "seed {seed}, git {git}",
+    "playbook.locate": "load both runs",
+    "playbook.replay_pair": "replay baseline {baseline} and candidate {candidate} in one interleaved session",
+    "playbook.load_input": "{verb} {role} {file}",
+    "playbook.load_fixed_early": "load the fixed candidate {file} and check it comparable with the candidate",
+    "playbook.load_fixed": "load the fixed candidate {file}",
+    "playbook.bisect": "bisect the five stages",
+    "playbook.located": lambda v: f"{v['state']}: first stage {v['first_stage'] or '-'}",
+    "playbook.classify": "score compute, memory, scheduling, precision, thermal",
+    "playbook.classified": lambda v: f"winner {v['winner'] or 'none'}",
+    "playbook.reproduce": "reproduce and fix",
+    "playbook.reduce": "reduce to a focused reproducer (ddmin over the differences)",
+    "playbook.reduced": lambda v: f"reduced: {v['file']}" + (f", reproducer {v['reproducer']}" if v.get("reproducer") else ", no reproducer"),
+    "playbook.reduce_skipped": "reduce skipped on request",
+    "playbook.no_reduction": "no reduction: both sides must be workloads (or both traces)",
+    "playbook.trace_cut": "cut the blamed layer out of the trace pair",
+    "playbook.no_trace_repro": _no_trace_repro,
+    "playbook.trace_repro": "trace reproducer of {layer} ({stage}: {finding}): {files}",
+    "playbook.fix_applied": "fix applied (fix.json says how)",
+    "playbook.fix_not_applied": "fix not applied (fix.json says why)",
+    "playbook.rerun": "re-run the matrix",
+    "playbook.replay_fixed_pair": lambda v: (
+        f"replay the fixed candidate{' ' + str(v['file']) if v.get('file') else ''} and the candidate again in one interleaved session"
+    ),
+    "playbook.rerun_moved": _rerun_moved,
+    "playbook.no_fixed": "no fixed candidate to re-run",
+    "playbook.next_by_attribution": _next_by_attribution,
+    "playbook.next_by_score": "the fixed run classified again against the baseline: {winner} wins (score {score:.2f})",
+    "playbook.run_sets": "run sets of {ranks} ranks; the walk compares rank {walked}",
+    "playbook.energy_measured": "energy: measured for {roles} from {option} {file}",
+    "playbook.energy_machine": lambda v: f"energy: {MACHINE_WORDS[str(v['machine'])]}",
+    "playbook.energy_unmeasured": _energy_unmeasured,
+    "playbook.restored_previous": "restored the previous bundle {bundle} from {entry} (left by pid {pid}, no longer running)",
+    "playbook.removed_stale": _removed_stale,
     # stack: why a tensor would not run sparse on a stack, and the caveats of its sparse path
     "stack.pattern": "{path} runs {patterns} only, not {pattern}",
     "stack.op_not_lowered": "the consumer op is {op}: {path} lowers only {ops} sparse",
