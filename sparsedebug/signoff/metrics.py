@@ -13,7 +13,7 @@ from sparsedebug.core.patterns import declared_sparse, fallback_flop_share, is_f
 from sparsedebug.core.stats import Percentiles, median, percentiles
 from sparsedebug.kernels.masks import intent_pattern
 from sparsedebug.records.base import Record
-from sparsedebug.records.notes import Note, note
+from sparsedebug.records.notes import Note, NoteValue, note
 from sparsedebug.records.run import EqualLatencyQuality, KernelPath, OpKind, QualityDelta, RunRecord, SparsityIntent
 from sparsedebug.sources.registry import capabilities, replayed
 
@@ -66,6 +66,31 @@ def quality_figure(q: QualityDelta) -> str:
     return f"{quality_metric(q)} {quality_value(q)}"
 
 
+def _quality_values(prefix: str, q: QualityDelta) -> dict[str, NoteValue]:
+    return {f"{prefix}_metric": quality_metric(q), f"{prefix}_value": q.perplexity if q.perplexity is not None else q.cosine}
+
+
+def equal_latency_values(eq: EqualLatencyQuality, run: str = "candidate") -> dict[str, NoteValue]:
+    """The figures of "at this latency, is sparsity better than a smaller dense model?" (``run``: the role or name of
+    the sparse run the search timed), as note values: ``render.words.run_figures.equal_latency_words`` words them."""
+    c = eq.cross_check
+    return {
+        "run": run, "clock": eq.clock, "narrowed_fraction": eq.narrowed_ffn_fraction, "narrowed_ms": eq.narrowed_latency_ms,
+        "candidate_ms": eq.candidate_latency_ms, "latency_matched": eq.latency_matched, "sparsity_wins": eq.sparsity_wins,
+        "tolerance": EQUAL_LATENCY_TOLERANCE, **_quality_values("narrowed", eq.narrowed), **_quality_values("candidate", eq.candidate),
+        "cross_clock": c.clock if c is not None else None, "cross_fraction": c.narrowed_ffn_fraction if c is not None else None,
+        "cross_narrowed_ms": c.narrowed_latency_ms if c is not None else None, "cross_candidate_ms": c.candidate_latency_ms if c is not None else None,
+    }
+
+
+def equal_latency_note(eq: EqualLatencyQuality, run: str = "candidate") -> Note:
+    """The equal-latency comparison as a note (``signoff.equal_latency``)."""
+    return note("signoff.equal_latency", **equal_latency_values(eq, run))
+
+
+# Transitional (issue 39): gate.py still words its equal-latency note with this. Once the gate holds
+# ``equal_latency_note`` instead, delete it: the renderers use render.words.run_figures.equal_latency_words, and
+# tests/signoff/test_metrics.py checks that the two agree until then.
 def equal_latency_sentence(eq: EqualLatencyQuality, run: str = "candidate") -> str:
     """One sentence for "at this latency, is sparsity better than a smaller dense model?".
 

@@ -43,11 +43,10 @@ from sparsedebug.render.markdown.ranks import rank_lines
 from sparsedebug.render.markdown.tags import build_tags
 from sparsedebug.render.markdown.verdicts import attributed_lines, fix_verdict, not_established_lines
 from sparsedebug.render.words.notes import say
-from sparsedebug.render.words.run_figures import real_quality_text
+from sparsedebug.render.words.run_figures import equal_latency_sentence, real_quality_text
 from sparsedebug.render.words.signoff import significance
 from sparsedebug.signoff.decide import stored_decision
 from sparsedebug.signoff.metrics import (
-    equal_latency_sentence,
     fallback_summary,
     p50_speedup,
     quality_metric,

@@ -8,6 +8,7 @@ from sparsedebug.records.bundle import FixOutcome
 from sparsedebug.records.energy import EnergyEstimate, SideEnergy
 from sparsedebug.records.notes import Note, NoteValue
 from sparsedebug.render.words.notes import Phrase, say, words
+from sparsedebug.render.words.run_figures import equal_latency_words
 
 
 def _own_pairs(v: Mapping[str, NoteValue]) -> str:
@@ -183,6 +184,7 @@ def _no_trace_repro(v: Mapping[str, NoteValue]) -> str:
 
 
 PHRASES: dict[str, Phrase] = {
+    "signoff.equal_latency": equal_latency_words,
     # playbook: what each step of the walk is doing, and what it did
     "playbook.freeze": "fingerprint the environment",
     "playbook.opened": "opened {source} ({file})",
