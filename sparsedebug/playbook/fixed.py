@@ -8,6 +8,7 @@ from pathlib import Path
 
 from sparsedebug.playbook.energy import Meter
 from sparsedebug.records.comparability import Dimension
+from sparsedebug.records.notes import Note, note
 from sparsedebug.records.run import RunRecord
 
 
@@ -31,8 +32,8 @@ def fixed_run(
     allow: Sequence[Dimension],
     load_fixed: Callable[[], RunRecord],
     meter: Meter,
-    say: Callable[[str], None],
-    note: Callable[[str], None],
+    say: Callable[[Note], None],
+    tell: Callable[[Note | str], None],
     progress: Callable[[str, int, int], None],
 ) -> tuple[RunRecord, RunRecord | None]:
     """The fixed run, checked comparable with the candidate, and the candidate replayed again beside it when both are workloads.
@@ -50,10 +51,9 @@ def fixed_run(
 
     session_cand: RunRecord | None = None
     if inputs.candidate_is_workload and inputs.fixed_is_workload:
-        label = "fixed candidate" if inputs.applied else f"fixed candidate {inputs.fixed_path.name}"
-        say(f"replay the {label} and the candidate again in one interleaved session")
+        say(note("playbook.replay_fixed_pair", file=None if inputs.applied else inputs.fixed_path.name))
         session_cand, run = meter.run_session(  # one RAPL reading (where readable) for the whole session
-            ("fixed",), "the fixed candidate and the candidate again",
+            ("fixed",), "fixed_candidate",
             lambda: load_pair(inputs.candidate_path, inputs.fixed_path, repeats=repeats, progress=progress),
         )
     else:
@@ -62,7 +62,7 @@ def fixed_run(
         run = relabel(run, inputs.fixed_path.name)
     pair = require_comparable(inputs.candidate, run, tuple(allow))
     for line in filter(None, [pair.check.allowed_sentence(), *pair.check.notes]):
-        note(f"fixed run: {line}")
+        tell(f"fixed run: {line}")
     return pair.cand, session_cand
 
 

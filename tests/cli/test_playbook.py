@@ -93,7 +93,8 @@ def test_run_on_workloads_applies_the_fix_and_measures_it(tmp_path: Path) -> Non
     runs = {role: json.loads((out / f"{role}.run.json").read_text()) for role in ("baseline", "candidate", "fixed")}
     assert runs["baseline"]["session"]["id"] == runs["candidate"]["session"]["id"] != runs["fixed"]["session"]["id"]
     assert (runs["baseline"]["session"]["role"], runs["fixed"]["session"]["role"]) == ("baseline", "candidate")
-    assert "round by round" in fix["significance"]
+    assert fix["significance_in_session"] is True  # the memo words it: "... interleaved session, round by round: ..."
+    assert "interleaved session, round by round: " + fix["significance"] in (out / "report.md").read_text()
     manifest = json.loads((out / "bundle.json").read_text())
     assert [s["step"] for s in manifest["steps"]] == ["freeze", "locate", "classify", "reproduce", "rerun"]
     # The memo re-renders identically from the bundle on disk.

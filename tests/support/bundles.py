@@ -19,10 +19,10 @@ def make_bundle(base: RunRecord, cand: RunRecord, fixed: RunRecord | None = None
     cls = classify_run(cand, baseline=base)
     outcome = None
     if fixed is not None:
-        moves, verdict, moved, target = measure_movement(base, cand, fixed, cls.fix)
+        moves, verdict, moved, target, in_session = measure_movement(base, cand, fixed, cls.fix)
         outcome = FixOutcome(
             proposed=cls.fix, applied=True, how="fixed candidate given", fixed_source="given",
-            movements=moves, significance=verdict, moved=moved, target=target,
+            movements=moves, significance=verdict, significance_in_session=in_session, moved=moved, target=target,
         )
     files = {role: FILES[role] for role in ("baseline", "candidate", "bisect", "classification", "memo", "report")}
     inputs = [

@@ -42,14 +42,15 @@ from sparsedebug.render.markdown.engine import sparse_kernels_line
 from sparsedebug.render.markdown.ranks import rank_lines
 from sparsedebug.render.markdown.tags import build_tags
 from sparsedebug.render.markdown.verdicts import attributed_lines, fix_verdict, not_established_lines
+from sparsedebug.render.words.notes import say
+from sparsedebug.render.words.run_figures import equal_latency_sentence, real_quality_text
+from sparsedebug.render.words.signoff import significance
 from sparsedebug.signoff.decide import stored_decision
 from sparsedebug.signoff.metrics import (
-    equal_latency_sentence,
     fallback_summary,
     p50_speedup,
     quality_metric,
     quality_value,
-    real_quality_text,
 )
 from sparsedebug.sources.bundle import LoadedBundle
 
@@ -268,13 +269,13 @@ def _action(b: LoadedBundle, book: Playbook) -> list[str]:
     if lat is not None and lat.expected_after is not None:
         out.append(
             f"- **Expected movement**: latency p50 {lat.before:.3f} ms -> {lat.expected_after:.3f} ms "
-            f"({lat.expected_after / lat.before - 1:+.1%}; {measured_clock(b.candidate)}); basis: {lat.expected_basis}."
+            f"({lat.expected_after / lat.before - 1:+.1%}; {measured_clock(b.candidate)}); basis: {say(lat.expected_basis) if lat.expected_basis else 'not recorded'}."
         )
         sp = next((m for m in fo.movements if m.metric.startswith("speedup")), None) if fo else None
         if sp is not None and sp.expected_after is not None:
             out.append(f"  - Expected speedup over the baseline: {sp.before:.3f}x -> {sp.expected_after:.3f}x.")
     elif lat is not None:
-        out.append(f"- **Expected movement**: {fix.metric + ' ' + fix.direction if fix else 'n/a'}; no latency projection: {lat.expected_basis}.")
+        out.append(f"- **Expected movement**: {fix.metric + ' ' + fix.direction if fix else 'n/a'}; no latency projection: {say(lat.expected_basis) if lat.expected_basis else 'not recorded'}.")
     else:
         out.append(
             "- **Expected movement**: "
@@ -285,7 +286,7 @@ def _action(b: LoadedBundle, book: Playbook) -> list[str]:
     if fo is not None and fo.movements:
         verdict = fix_verdict(fo)
         out.append(
-            f"- **Measured movement** (candidate -> fixed re-run): the fix {verdict}; latency samples: {fo.significance}."
+            f"- **Measured movement** (candidate -> fixed re-run): the fix {verdict}; latency samples: {significance(fo)}."
         )
         for m in fo.movements:
             line = _movement_line(m)
@@ -340,7 +341,7 @@ def _next_step(b: LoadedBundle) -> list[str]:
         return [f"- **Next bounded change**: none found: {still}, and classifying it again against the baseline proposes "
                 "nothing beyond the change already applied."]
     return [
-        f"- **Next bounded change**: {still}; {fo.next_basis}: {nxt.text} (rule `{nxt.rule}`; should move "
+        f"- **Next bounded change**: {still}; {say(fo.next_basis) if fo.next_basis else 'basis not recorded'}: {nxt.text} (rule `{nxt.rule}`; should move "
         f"{nxt.metric} {nxt.direction}). "
         + ("Apply it to fixed.workload.yaml and walk again with it as the candidate." if fo.fixed_source == "applied_to_workload"
            else "Apply it to the fixed candidate and walk again with it as the candidate.")
@@ -428,9 +429,9 @@ def _signoff(b: LoadedBundle, book: Playbook, decision: DecisionOutcome) -> list
             "vs dense (the report's model ceiling assumes the nominal M/N instead)"
         )
     elif fb.sparse_kernel_speedup is not None:
-        impact += f", sparse kernel speedup {fb.sparse_kernel_speedup:.3f}x ({fb.sparse_kernel_speedup_source})"
+        impact += f", sparse kernel speedup {fb.sparse_kernel_speedup:.3f}x ({say(fb.sparse_kernel_speedup_source) if fb.sparse_kernel_speedup_source else '-'})"
     elif fb.sparse_kernel_speedup_source is not None:
-        impact += f", sparse kernel speedup {fb.sparse_kernel_speedup_source}"
+        impact += f", sparse kernel speedup {say(fb.sparse_kernel_speedup_source)}"
     out.append(f"- **Required artifact**: {book.memo.required_artifact} See `{report}` ({len(final.graph.layers)} layers in the matrix; {impact}).")
     owners = [book.owner(o).title for o in book.memo.required_owners]
     lead = book.owner(decision.owner).title if decision.owner is not None else None

@@ -12,6 +12,7 @@ from sparsedebug.render.clocks import measured_clock, target_label
 from sparsedebug.render.markdown.deployment import reality_check
 from sparsedebug.render.markdown.verdicts import fix_verdict, not_established_sentence
 from sparsedebug.render.terminal.energy import energy_table
+from sparsedebug.render.words.signoff import significance
 from sparsedebug.signoff.decide import stored_decision
 from sparsedebug.sources.bundle import LoadedBundle
 
@@ -54,7 +55,7 @@ def bundle_summary(bundle: LoadedBundle, book: Playbook) -> RenderableType:
         lines.append(bundle.fix.how + "\n")
         if bundle.fix.moved is not None:
             lines.append("measured: ", style="bold")
-            lines.append(f"{fix_verdict(bundle.fix)}; latency: {bundle.fix.significance}\n")
+            lines.append(f"{fix_verdict(bundle.fix)}; latency: {significance(bundle.fix)}\n")
     decision = stored_decision(bundle)
     lines.append("decision: ", style="bold")
     lines.append(f"{book.decision(decision.decision).label} ({decision.judged_on})\n")
