@@ -21,11 +21,13 @@ from sparsedebug.cli.common import (
     handle_errors,
 )
 from sparsedebug.records.defaults import MAX_REPEATS
+from sparsedebug.render.words.notes import say, say_all, words
 
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
 
     from sparsedebug.records.comparability import Comparability
+    from sparsedebug.records.notes import Note
     from sparsedebug.records.playbook import Step
     from sparsedebug.sources.bundle import LoadedBundle
 
@@ -79,8 +81,8 @@ class _RichReporter:
         self._task: TaskID | None = None
         self._label = ""
 
-    def step(self, step: Step, text: str) -> None:
-        self._label = f"{step.number} {step.id}: {text}"
+    def step(self, step: Step, what: Note) -> None:
+        self._label = f"{step.number} {step.id}: {say(what)}"
         if self._task is None:
             self._task = self._progress.add_task(self._label, total=None)
         else:
@@ -90,12 +92,12 @@ class _RichReporter:
         if self._task is not None:
             self._progress.update(self._task, description=f"{self._label} [{stage}]", completed=done, total=max(total, 1))
 
-    def done(self, step: Step, status: str, detail: str) -> None:
+    def done(self, step: Step, status: str, detail: list[Note]) -> None:
         if status == "skipped":
-            self._progress.console.print(Text.assemble(f"{step.number} {step.id} ", Text("skipped", style="yellow"), f": {detail}"))
+            self._progress.console.print(Text.assemble(f"{step.number} {step.id} ", Text("skipped", style="yellow"), f": {say_all(detail)}"))
 
-    def note(self, text: str) -> None:
-        self._progress.console.print(f"note: {text}", markup=False)
+    def note(self, what: Note | str) -> None:
+        self._progress.console.print(f"note: {words(what)}", markup=False)
 
     def compared(self, check: Comparability, of: str | None = None) -> None:
         from sparsedebug.render.words.locate_text import comparability_lines

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from sparsedebug.core.errors import UserError
 from sparsedebug.core.signals import signals_deferred
+from sparsedebug.records.notes import Note, note
 from sparsedebug.sources.bundle import MANIFEST
 
 if TYPE_CHECKING:
@@ -68,7 +69,7 @@ def _pid_running(pid: int) -> bool:
     return b"sparsedebug" in cmdline
 
 
-def clear_stale(out_dir: Path) -> list[str]:
+def clear_stale(out_dir: Path) -> list[Note]:
     """Clean up what a killed walk left beside ``out_dir``; return one note per thing done.
 
     ``.NAME.partial-PID`` (a bundle being built) is removed once PID is gone; one
@@ -79,7 +80,7 @@ def clear_stale(out_dir: Path) -> list[str]:
     parent = out_dir.parent if str(out_dir.parent) else Path(".")
     if not parent.is_dir():
         return []
-    notes: list[str] = []
+    notes: list[Note] = []
     prefix = f".{out_dir.name}."
     for entry in sorted(parent.iterdir()):
         if not entry.name.startswith(prefix) or not entry.is_dir():
@@ -96,11 +97,10 @@ def clear_stale(out_dir: Path) -> list[str]:
         with signals_deferred():
             if infix == OLD and not out_dir.exists():
                 entry.rename(out_dir)
-                notes.append(f"restored the previous bundle {out_dir} from {entry.name} (left by pid {pid}, no longer running)")
+                notes.append(note("playbook.restored_previous", bundle=str(out_dir), entry=entry.name, pid=pid))
             else:
                 shutil.rmtree(entry, ignore_errors=True)
-                what = "partial bundle" if infix == PARTIAL else "previous bundle moved aside"
-                notes.append(f"removed {entry.name}: a {what} left by pid {pid}, which is no longer running")
+                notes.append(note("playbook.removed_stale", entry=entry.name, partial=infix == PARTIAL, pid=pid))
     return notes
 
 

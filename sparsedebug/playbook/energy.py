@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeVar
 
 from sparsedebug.core.errors import UserError
+from sparsedebug.records.notes import Note, note
 from sparsedebug.sources.registry import replayed
 
 _T = TypeVar("_T")
@@ -16,7 +17,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from sparsedebug.records.bundle import InputRole
-    from sparsedebug.records.energy import EnergyReport, RaplReading
+    from sparsedebug.records.energy import EnergyReport, RaplReading, RaplSession
     from sparsedebug.records.power import PowerLog
     from sparsedebug.records.run import RunRecord
     from sparsedebug.sources.evidence import EvidencePaths
@@ -33,7 +34,7 @@ class Meter:
         readable; ``role`` None: not a replay (an import or a load), read nothing."""
         return replay() if role is None else self.run_session((role,), None, replay)
 
-    def run_session(self, roles: tuple[str, ...], session: str | None, replay: Callable[[], _T]) -> _T:
+    def run_session(self, roles: tuple[str, ...], session: RaplSession | None, replay: Callable[[], _T]) -> _T:
         """Run ``replay`` with the RAPL counter read around it (where readable), the reading kept under each of
         ``roles``; ``session`` names an interleaved session of several sides, whose one reading cannot be split."""
         from sparsedebug.core import rapl
@@ -46,10 +47,10 @@ class Meter:
                 self.rapl[role] = reading.model_copy(update={"session": session})
         return result
 
-    def energy(self, walked: Mapping[str, RunRecord], evidence: EvidencePaths, say: Callable[[str], None]) -> EnergyReport:
+    def energy(self, walked: Mapping[str, RunRecord], evidence: EvidencePaths, say: Callable[[Note], None]) -> EnergyReport:
         """Step 5's energy figures (:func:`walk_energy`), with its one line said."""
-        report, note = walk_energy(walked, evidence, self.rapl)
-        say(note)
+        report, line = walk_energy(walked, evidence, self.rapl)
+        say(line)
         return report
 
 
@@ -87,7 +88,7 @@ def _placed(path: Path, evidence: EvidencePaths, runs: Sequence[RunRecord]) -> P
 
 def walk_energy(
     walked: Mapping[str, RunRecord], evidence: EvidencePaths, rapl_readings: Mapping[str, RaplReading],
-) -> tuple[EnergyReport, str]:
+) -> tuple[EnergyReport, Note]:
     """Every side's energy (baseline, candidate, fixed as walked) and one line for the walk's reporter."""
     from sparsedebug.core import rapl
     from sparsedebug.signoff.energy import energy_report
@@ -96,9 +97,9 @@ def walk_energy(
     runs = [(role, walked[role]) for role in roles if role in walked]
     log, option = power_log(evidence, [run for _, run in runs])
     report = energy_report(runs, log, log_option=option, rapl=dict(rapl_readings), rapl_readable=bool(rapl.readable_zones()))
-    measured = [s.role for s in report.sides if s.status == "measured"]
+    measured: list[str] = [s.role for s in report.sides if s.status == "measured"]
     if measured and log is not None:
-        return report, f"energy: measured for {', '.join(measured)} from {option} {log.file}"
+        return report, note("playbook.energy_measured", roles=measured, option=option, file=log.file)
     if all(replayed(run) for _, run in runs):
-        return report, f"energy: {report.machine}"
-    return report, "energy: not measured: " + "; ".join(f"{s.role} {s.status.replace('_', ' ')}" for s in report.sides)
+        return report, note("playbook.energy_machine", machine=report.machine)
+    return report, note("playbook.energy_unmeasured", roles=[str(s.role) for s in report.sides], statuses=[str(s.status) for s in report.sides])

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from sparsedebug.playbook.energy import Meter
 from sparsedebug.records.comparability import Comparability, Dimension
+from sparsedebug.records.notes import Note, note
 from sparsedebug.records.run import RunRecord
 
 
@@ -31,8 +32,8 @@ def fixed_run(
     allow: Sequence[Dimension],
     load_fixed: Callable[[], RunRecord],
     meter: Meter,
-    say: Callable[[str], None],
-    note: Callable[[Comparability], None],
+    say: Callable[[Note], None],
+    compared: Callable[[Comparability], None],
     progress: Callable[[str, int, int], None],
 ) -> tuple[RunRecord, RunRecord | None]:
     """The fixed run, checked comparable with the candidate, and the candidate replayed again beside it when both are workloads.
@@ -50,10 +51,9 @@ def fixed_run(
 
     session_cand: RunRecord | None = None
     if inputs.candidate_is_workload and inputs.fixed_is_workload:
-        label = "fixed candidate" if inputs.applied else f"fixed candidate {inputs.fixed_path.name}"
-        say(f"replay the {label} and the candidate again in one interleaved session")
+        say(note("playbook.replay_fixed_pair", file=None if inputs.applied else inputs.fixed_path.name))
         session_cand, run = meter.run_session(  # one RAPL reading (where readable) for the whole session
-            ("fixed",), "the fixed candidate and the candidate again",
+            ("fixed",), "fixed_candidate",
             lambda: load_pair(inputs.candidate_path, inputs.fixed_path, repeats=repeats, progress=progress),
         )
     else:
@@ -61,7 +61,7 @@ def fixed_run(
     if inputs.applied:
         run = relabel(run, inputs.fixed_path.name)
     pair = require_comparable(inputs.candidate, run, tuple(allow))
-    note(pair.check)
+    compared(pair.check)
     return pair.cand, session_cand
 
 

@@ -6,23 +6,24 @@ from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from sparsedebug.records.comparability import Comparability
+    from sparsedebug.records.notes import Note
     from sparsedebug.records.playbook import Step
 
 
 class Reporter(Protocol):
     """How the walk tells a person where it is (the CLI draws rich progress on stderr)."""
 
-    def step(self, step: Step, text: str) -> None:
+    def step(self, step: Step, what: Note) -> None:
         """A step starts."""
 
     def progress(self, stage: str, done: int, total: int) -> None:
         """Replay progress inside the current step."""
 
-    def done(self, step: Step, status: str, detail: str) -> None:
+    def done(self, step: Step, status: str, detail: list[Note]) -> None:
         """A step ended (``done`` or ``skipped``)."""
 
-    def note(self, text: str) -> None:
-        """Something done outside the steps (a stale partial bundle removed)."""
+    def note(self, what: Note | str) -> None:
+        """Something done outside the steps (a stale partial bundle removed); a str is another step's text, passed on."""
 
     def compared(self, check: Comparability, of: str | None = None) -> None:
         """A pair passed the comparability check: what was allowed to differ and what differs as a finding (``of``: which pair)."""
@@ -31,16 +32,16 @@ class Reporter(Protocol):
 class QuietReporter:
     """Tells nobody: the walk run as a library call."""
 
-    def step(self, step: Step, text: str) -> None:
+    def step(self, step: Step, what: Note) -> None:
         return None
 
     def progress(self, stage: str, done: int, total: int) -> None:
         return None
 
-    def done(self, step: Step, status: str, detail: str) -> None:
+    def done(self, step: Step, status: str, detail: list[Note]) -> None:
         return None
 
-    def note(self, text: str) -> None:
+    def note(self, what: Note | str) -> None:
         return None
 
     def compared(self, check: Comparability, of: str | None = None) -> None:

@@ -28,6 +28,7 @@ from sparsedebug.playbook.fixed import fixed_run as load_fixed
 from sparsedebug.playbook.reporter import QuietReporter, Reporter
 from sparsedebug.records.bundle import Bundle, BundleInput, FixOutcome, InputKind, StepRecord
 from sparsedebug.records.comparability import Dimension
+from sparsedebug.records.notes import Note, note
 from sparsedebug.records.playbook import Playbook, Step
 from sparsedebug.records.ranks import RankComparison
 from sparsedebug.records.run import RunRecord
@@ -83,14 +84,14 @@ class _Walk:
         save_record(record, self.tmp / FILES[role])
         self.files[role] = FILES[role]
 
-    def begin(self, step_id: str, text: str) -> Step:
+    def begin(self, step_id: str, what: Note) -> Step:
         """Start a step: tell the reporter and start its clock."""
         step = self.book.step(step_id)
         self._started = time.perf_counter()
-        self.say.step(step, text)
+        self.say.step(step, what)
         return step
 
-    def finish(self, step: Step, status: Literal["done", "skipped"], detail: str) -> None:
+    def finish(self, step: Step, status: Literal["done", "skipped"], detail: list[Note]) -> None:
         """Record a step as done or skipped, with its one-line detail and duration."""
         seconds = round(time.perf_counter() - self._started, 3)
         self.steps.append(StepRecord(step=step.id, status=status, detail=detail, seconds=seconds))
@@ -112,7 +113,7 @@ def _freeze(w: _Walk) -> None:
     from sparsedebug.freeze import fingerprint as fp_mod
     from sparsedebug.sources.detect import load_workload
 
-    step = w.begin("freeze", "fingerprint the environment")
+    step = w.begin("freeze", note("playbook.freeze"))
     for role in ("baseline", "candidate"):
         if w.replayed(role):
             w.workloads[role] = load_workload(w.paths[role])
@@ -124,7 +125,7 @@ def _freeze(w: _Walk) -> None:
         source = graph_source(cand_wl, w.paths["candidate"].parent)
         checkpoint = source.model_file()
         if checkpoint:
-            w.say.step(step, f"opened {source.label} ({checkpoint.name})")
+            w.say.step(step, note("playbook.opened", source=source.label, file=checkpoint.name))
     w.fingerprint = fp_mod.relative_to(
         fp_mod.collect(
             seed=cand_wl.seed if cand_wl is not None else None,
@@ -136,7 +137,7 @@ def _freeze(w: _Walk) -> None:
     )
     w.save("fingerprint", w.fingerprint)
     git = w.fingerprint.git.revision[:12] if w.fingerprint.git else "-"
-    w.finish(step, "done", f"seed {w.fingerprint.seed}, git {git}")
+    w.finish(step, "done", [note("playbook.frozen", seed=w.fingerprint.seed, git=git)])
 
 
 def _locate(w: _Walk, evidence: EvidencePaths) -> None:
@@ -146,18 +147,17 @@ def _locate(w: _Walk, evidence: EvidencePaths) -> None:
     from sparsedebug.sources.latency import with_untraced_latencies
 
     step = w.book.step("locate")
-    w.begin("locate", "load both runs")
+    w.begin("locate", note("playbook.locate"))
     if w.replayed("baseline") and w.replayed("candidate"):
-        w.say.step(step, f"replay baseline {w.paths['baseline'].name} and candidate {w.paths['candidate'].name} in one interleaved session")
+        w.say.step(step, note("playbook.replay_pair", baseline=w.paths["baseline"].name, candidate=w.paths["candidate"].name))
     else:
         for role in ("baseline", "candidate"):
-            verb = input_kind(w.kinds[role]).verb
-            w.say.step(step, f"{verb} {role} {w.paths[role].name}")
+            w.say.step(step, note("playbook.load_input", verb=input_kind(w.kinds[role]).verb, role=role, file=w.paths[role].name))
     def both() -> tuple[RunRecord, RunRecord]:
         return load_pair(w.paths["baseline"], w.paths["candidate"], repeats=w.repeats, progress=w.say.progress)
 
     in_session = w.replayed("baseline") and w.replayed("candidate")  # one RAPL reading for the session
-    w.runs["baseline"], w.runs["candidate"] = w.meter.run_session(("baseline", "candidate"), "baseline and candidate", both) if in_session else both()
+    w.runs["baseline"], w.runs["candidate"] = w.meter.run_session(("baseline", "candidate"), "baseline_candidate", both) if in_session else both()
     w.runs["baseline"], w.runs["candidate"] = with_untraced_latencies(w.runs["baseline"], w.runs["candidate"], evidence.latency)
     pair = require_comparable(w.runs["baseline"], w.runs["candidate"], w.allow)
     w.runs["baseline"], w.runs["candidate"] = pair.base, pair.cand
@@ -165,22 +165,22 @@ def _locate(w: _Walk, evidence: EvidencePaths) -> None:
         w.save(role, w.runs[role])
     w.say.compared(pair.check)
     if "fixed" in w.paths and not w.replayed("fixed"):  # refused here, not after classify and reduce
-        w.say.step(step, f"load the fixed candidate {w.paths['fixed'].name} and check it comparable with the candidate")
+        w.say.step(step, note("playbook.load_fixed_early", file=w.paths["fixed"].name))
         w.fixed_early = w.load("fixed")
         try:
             require_comparable(w.runs["candidate"], w.fixed_early, (*w.allow, "launch") if "launch" not in w.allow else w.allow)
         except UserError as exc:
             raise UserError(f"--fixed {w.paths['fixed']}: {exc}") from None
-    w.say.step(step, "bisect the five stages")
+    w.say.step(step, note("playbook.bisect"))
     result = bisect_runs(w.runs["baseline"], w.runs["candidate"]).model_copy(update={"comparability": pair.check})
     w.save("bisect", result)
-    w.finish(step, "done", f"{result.state}: first stage {result.first_stage or '-'}")
+    w.finish(step, "done", [note("playbook.located", state=result.state, first_stage=result.first_stage)])
 
 
 def _classify(w: _Walk, evidence: EvidencePaths) -> None:
     from sparsedebug.classify.score import classify_run
 
-    step = w.begin("classify", "score compute, memory, scheduling, precision, thermal")
+    step = w.begin("classify", note("playbook.classify"))
     w.classification = classify_run(
         w.runs["candidate"], baseline=w.runs["baseline"], evidence=load_evidence(evidence),
         fingerprint=w.fingerprint if w.replayed("candidate") else None,
@@ -188,18 +188,17 @@ def _classify(w: _Walk, evidence: EvidencePaths) -> None:
     )
     w.save("classification", w.classification)
     winner = w.classification.winner
-    w.finish(step, "done", f"winner {winner.value if winner else 'none'}")
+    w.finish(step, "done", [note("playbook.classified", winner=winner.value if winner else None)])
 
 
-def _reduce(w: _Walk) -> str:
+def _reduce(w: _Walk) -> Note:
     """Step 4a: ddmin over the differences of two workloads; the note for the step line."""
     from sparsedebug.reduce.reduce import reduce_workloads
-    from sparsedebug.render.words.core import reduce_verdict
     from sparsedebug.render.words.notes import say
     from sparsedebug.sources.workload.schema import save_workload
 
     step = w.book.step("reproduce")
-    w.say.step(step, "reduce to a focused reproducer (ddmin over the differences)")
+    w.say.step(step, note("playbook.reduce"))
     reduction = reduce_workloads(
         w.workloads["baseline"], w.workloads["candidate"], progress=lambda event: w.say.progress(say(event), 0, 0),
         good_dir=w.paths["baseline"].parent, bad_dir=w.paths["candidate"].parent, repro_path=Path(FILES["reproducer"]),
@@ -211,7 +210,7 @@ def _reduce(w: _Walk) -> str:
         save_workload(reduction.base, w.tmp / FILES["reproducer_base"])
         w.files["reproducer"] = FILES["reproducer"]
         w.files["reproducer_base"] = FILES["reproducer_base"]
-    return reduce_verdict(red)
+    return note("playbook.reduced", file=FILES["reduce"], reproducer=FILES["reproducer"] if "reproducer" in w.files else None)
 
 
 def _apply_fix(w: _Walk) -> str:
@@ -238,7 +237,7 @@ def _apply_fix(w: _Walk) -> str:
     return f"{how}, written to {FILES['fixed_workload']}"
 
 
-def _trace_reproducer(w: _Walk) -> str:
+def _trace_reproducer(w: _Walk) -> Note:
     """Step 4a on a trace pair: the blamed layer as reproducer.yaml (and its dense twin) and repro.py."""
     from sparsedebug.core.io import atomic_write_text, load_record
     from sparsedebug.records.findings import BisectResult
@@ -248,13 +247,13 @@ def _trace_reproducer(w: _Walk) -> str:
     from sparsedebug.sources.workload.schema import save_workload
 
     step = w.book.step("reproduce")
-    w.say.step(step, "cut the blamed layer out of the trace pair")
+    w.say.step(step, note("playbook.trace_cut"))
     bisect = load_record(w.tmp / FILES["bisect"], BisectResult)
     repro = trace_repro(w.runs["baseline"], w.runs["candidate"], bisect, w.classification)
     if repro is None:
         if bisect.first_stage is None:
-            return f"no trace reproducer: the traces do not diverge ({bisect.state})"
-        return f"no trace reproducer: no regression at {bisect.first_stage} names a layer whose call the trace records with its shapes"
+            return note("playbook.no_trace_repro", state=bisect.state, stage=None)
+        return note("playbook.no_trace_repro", state=bisect.state, stage=bisect.first_stage)
     trace_name = w.paths["candidate"].name
     files = {"script": FILES["repro_script"]}
     workloads = repro_workloads(repro, trace_name, twin_file=FILES["reproducer_base"], note=replay_reason_words(repro))
@@ -268,33 +267,32 @@ def _trace_reproducer(w: _Walk) -> str:
     atomic_write_text(w.tmp / FILES["repro_script"], render_repro_script(repro, trace_name))
     w.files["repro_script"] = FILES["repro_script"]
     w.save("trace_repro", repro.model_copy(update={"files": files}))
-    written = ", ".join(sorted(files.values()))
-    return f"trace reproducer of {repro.layer} ({repro.first_stage}: {repro.finding}): {written}"
+    return note("playbook.trace_repro", layer=repro.layer, stage=repro.first_stage, finding=repro.finding, files=sorted(files.values()))
 
 
 def _reproduce(w: _Walk, reduce: bool) -> None:
-    step = w.begin("reproduce", "reproduce and fix")
-    notes = []
+    step = w.begin("reproduce", note("playbook.reproduce"))
+    notes: list[Note] = []
     if reduce and "baseline" in w.workloads and "candidate" in w.workloads:
         notes.append(_reduce(w))
     elif not reduce:
-        notes.append("reduce skipped on request")
+        notes.append(note("playbook.reduce_skipped"))
     elif all(capabilities(w.runs[role]).reproducer for role in ("baseline", "candidate")):
         notes.append(_trace_reproducer(w))
     else:
-        notes.append("no reduction: both sides must be workloads (or both traces)")
+        notes.append(note("playbook.no_reduction"))
     if "fixed" in w.paths:
-        w.say.step(step, f"load the fixed candidate {w.paths['fixed'].name}")
+        w.say.step(step, note("playbook.load_fixed", file=w.paths["fixed"].name))
     w.fix_how = _apply_fix(w)
-    notes.append(("applied: " if w.fixed_source != "none" else "not applied: ") + w.fix_how)
-    w.finish(step, "done", "; ".join(notes))
+    notes.append(note("playbook.fix_applied" if w.fixed_source != "none" else "playbook.fix_not_applied"))
+    w.finish(step, "done", notes)
 
 
 def _rerun(w: _Walk) -> None:
     from sparsedebug.signoff.movement import measure_movement
 
     assert w.classification is not None
-    step = w.begin("rerun", "re-run the matrix")
+    step = w.begin("rerun", note("playbook.rerun"))
     fixed_run, session_cand = None, None
     if w.fixed_source != "none":
         applied = w.fixed_source == "applied_to_workload"
@@ -308,7 +306,7 @@ def _rerun(w: _Walk) -> None:
         allow: tuple[Dimension, ...] = (*w.allow, "launch") if graph_fix and "launch" not in w.allow else w.allow
         fixed_run, session_cand = load_fixed(
             inputs, repeats=w.repeats, allow=allow, load_fixed=lambda: w.fixed_early or w.load("fixed"), meter=w.meter,
-            say=lambda text: w.say.step(step, text), note=lambda check: w.say.compared(check, "fixed run"), progress=w.say.progress,
+            say=lambda what: w.say.step(step, what), compared=lambda check: w.say.compared(check, "fixed run"), progress=w.say.progress,
         )
     fix = w.classification.fix
     outcome = FixOutcome(proposed=fix, applied=w.fixed_source != "none", how=w.fix_how, fixed_source=w.fixed_source)
@@ -321,9 +319,10 @@ def _rerun(w: _Walk) -> None:
     w.save("fix", outcome)
     if fixed_run is not None:
         lat = next((m for m in outcome.movements if m.metric == "latency p50" and m.direction is not None), None)
-        w.finish(step, "done", f"fixed p50 {lat.direction} (x{lat.change:.3f})" if lat is not None else f"fixed p50 moved: {outcome.moved}")
+        w.finish(step, "done", [note("playbook.rerun_moved", direction=lat.direction if lat is not None else None,
+                                     change=lat.change if lat is not None else None, moved=outcome.moved)])
     else:
-        w.finish(step, "skipped", "no fixed candidate to re-run")
+        w.finish(step, "skipped", [note("playbook.no_fixed")])
 
 
 def _next_fix(w: _Walk, fixed_run: RunRecord, applied: Fix | None) -> dict[str, object]:
@@ -343,11 +342,9 @@ def _next_fix(w: _Walk, fixed_run: RunRecord, applied: Fix | None) -> dict[str, 
     score = next(s.score for s in again.scores if s.mechanism == again.winner)
     share = again.attribution.share_of(again.winner) if again.ranked_by == "attribution" and again.attribution else None
     if share is not None and again.attribution is not None:  # ranked by the share it carries, not by a rule score
-        pct = f" ({share.share:.0%})" if share.share is not None else ""
-        won = f"{again.winner.value} wins by attribution, {share.ms:.3f} ms of the {again.attribution.delta_ms:+.3f} ms change{pct}"
+        basis = note("playbook.next_by_attribution", winner=again.winner.value, ms=share.ms, delta_ms=again.attribution.delta_ms, share=share.share)
     else:
-        won = f"{again.winner.value} wins (score {score:.2f})"
-    basis = f"the fixed run classified again against the baseline: {won}"
+        basis = note("playbook.next_by_score", winner=again.winner.value, score=score)
     return {"next_fix": proposed, "next_basis": basis}
 
 
@@ -410,7 +407,7 @@ def _rank_sets(
     comparison, base_file, cand_file = walk_pair(
         str(baseline), str(candidate), executor=executor, on_rank=lambda _s, done, total: say.progress("ranks", done, total)
     )
-    say.note(f"run sets of {comparison.ranks} ranks; the walk compares rank {comparison.walked_rank}")
+    say.note(note("playbook.run_sets", ranks=comparison.ranks, walked=comparison.walked_rank))
     return comparison, base_file, cand_file
 
 
@@ -473,8 +470,8 @@ def run_playbook(
     kinds: dict[str, InputKind] = {role: detect_kind(path) for role, path in paths.items()}
     check_evidence_paths(evidence)
     say = reporter or QuietReporter()
-    for note in clear_stale(out_dir):
-        say.note(note)
+    for stale in clear_stale(out_dir):
+        say.note(stale)
     check_out_dir(out_dir, force=force)
     tmp = work_dir(out_dir, PARTIAL)
     w = _Walk(book=book, tmp=tmp, out_dir=out_dir, say=say, paths=paths, kinds=kinds, repeats=repeats, allow=tuple(allow_different),

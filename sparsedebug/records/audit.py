@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field
 
-from sparsedebug.records.base import SCHEMA_VERSION, Record
+from sparsedebug.records.base import FACTS_SCHEMA_VERSION, Record
 from sparsedebug.records.fingerprint import FileDigest
+from sparsedebug.records.notes import Note
 from sparsedebug.records.stacks import Citation
 
 # compliant: every group fits the pattern; violations: mostly compliant (meant sparse) but some groups break it;
@@ -30,7 +31,8 @@ class StackFinding(Record):
     """One reason a tensor would not run sparse on a stack (or a caveat on its sparse path), with its source."""
 
     rule: StackRule
-    detail: str
+    # The finding's figures and names (``stack.*`` notes; render.words.signoff words them).
+    facts: Note
     rows: list[int] = Field(default_factory=list, description="Up to five weight rows concerned, when the rule is about rows.")
     cite: list[Citation] = Field(default_factory=list)
 
@@ -79,7 +81,9 @@ class TensorAudit(Record):
 class CheckpointAudit(Record):
     """Every tensor of one checkpoint against one N:M pattern and one backend profile."""
 
-    schema_version: int = SCHEMA_VERSION
+    # 2: stack findings hold notes, not sentences.
+    schema_version: int = FACTS_SCHEMA_VERSION
+    oldest_readable: ClassVar[int] = FACTS_SCHEMA_VERSION
     kind: Literal["checkpoint_audit"] = "checkpoint_audit"
     file: FileDigest
     pattern: str

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field
 
-from sparsedebug.records.base import SCHEMA_VERSION, Record
+from sparsedebug.records.base import FACTS_SCHEMA_VERSION, Record
 from sparsedebug.records.classification import Fix
 from sparsedebug.records.fingerprint import FileDigest
 from sparsedebug.records.gate import GateTest
+from sparsedebug.records.notes import Note
 from sparsedebug.records.stats import Direction
 
 InputRole = Literal["baseline", "candidate", "fixed"]
@@ -33,7 +34,8 @@ class StepRecord(Record):
 
     step: str
     status: Literal["done", "skipped"]
-    detail: str
+    # What the step did: its figures and names (``playbook.*`` notes; render.words.signoff words them).
+    detail: list[Note] = Field(default_factory=list)
     seconds: float
 
 
@@ -45,7 +47,8 @@ class Movement(Record):
     before: float
     after: float
     expected_after: float | None = None
-    expected_basis: str | None = None
+    # What the projection stands on (its figures), or why there is none.
+    expected_basis: Note | None = None
     better: Literal["lower", "higher"]
     direction: Direction | None = Field(
         None, description="Which way the fixed run moved this metric from the candidate's, as the rank test on the latency samples "
@@ -81,13 +84,15 @@ class FixOutcome(Record):
         None, description="The next bounded change: the fix the fixed run calls for, classified again against the baseline "
         "(None without a re-run, or when it would repeat the applied fix or no mechanism wins).",
     )
-    next_basis: str | None = Field(None, description="How the next change was found: the mechanism and score of that classification.")
+    next_basis: Note | None = Field(None, description="How the next change was found: the mechanism and score (or share) of that classification.")
 
 
 class Bundle(Record):
     """The manifest of a bundle directory."""
 
-    schema_version: int = SCHEMA_VERSION
+    # 2: the fix outcome's movements and the steps' details hold facts (notes), not sentences.
+    schema_version: int = FACTS_SCHEMA_VERSION
+    oldest_readable: ClassVar[int] = FACTS_SCHEMA_VERSION
     kind: Literal["bundle"] = "bundle"
     created_at: str
     playbook: str

@@ -30,6 +30,13 @@ SideStatus = Literal["measured", "too_short", "unaligned", "not_covered", "no_re
 
 EnergyUnit = Literal["J/forward", "J/token", "tokens/J"]
 
+# An interleaved replay session of two sides that one RAPL reading covers.
+RaplSession = Literal["baseline_candidate", "fixed_candidate"]
+
+# What this machine reads of a walk's energy: nothing (the runs are imported, their energy is the power log's), the CPU
+# package (RAPL) around each replay, a readable RAPL counter no replay was read with, or no reading at all.
+MachineEnergy = Literal["imported", "rapl_read", "rapl_unused", "no_reading"]
+
 
 class EnergySummary(Record):
     """One energy figure over the windows a side was measured in: p50 and the median's interval."""
@@ -56,7 +63,9 @@ class EnergyEstimate(Record):
     joules_per_token: float | None = None
     tokens_per_joule: float | None = None
     power_limit_w: float | None = None
-    basis: str = Field(description="Where both factors come from (files, samples, the cost model's basis).")
+    launch: str = Field(description="How the target launches the projected forward (eager, cuda_graph).")
+    forward_basis: str = Field(description="The cost model's basis of the projected forward (measured, interpolated, ...).")
+    power_basis: str = Field(description="Where the board power under load comes from (files, samples).")
 
 
 class RaplReading(Record):
@@ -68,7 +77,9 @@ class RaplReading(Record):
     mean_power_w: float
     wrapped: bool = Field(description="Whether the counter wrapped during the replay (corrected with max_energy_range_uj).")
     note: str
-    session: str | None = Field(None, description="When the replay was an interleaved session of two sides: which, one reading for both.")
+    # When the replay was an interleaved session of two sides (one reading for both): which, 'baseline_candidate' or
+    # 'fixed_candidate' (the fixed candidate and the candidate again).
+    session: RaplSession | None = None
 
 
 class SideEnergy(Record):
@@ -91,7 +102,7 @@ class SideEnergy(Record):
     clock_reasons: list[str] = Field(default_factory=list, description="Clock event reasons active in any reading of the windows (gpu_idle left out).")
     scope: str | None = Field(None, description="What the channel measures (board power, not wall power; CPU package ...).")
     channel: str | None = Field(None, description="The channel the figures come from, as the file names it.")
-    note: str = Field(description="One sentence: how the figures were taken, or what is missing and why.")
+    replayed: bool = Field(False, description="no_window: the run is a replay on this machine (else its source records no absolute time).")
     estimate: EnergyEstimate | None = Field(None, description="GPU profiles: the target estimate, never a measurement.")
     rapl: RaplReading | None = Field(None, description="Replays with a readable RAPL counter: package energy of the whole replay.")
 
@@ -107,7 +118,7 @@ class EnergyReport(Record):
     log_option: str | None = Field(None, description="How it was given: '--power', or '--smi' (its power columns).")
     log_source: str | None = Field(None, description="What wrote the log (nvidia-smi, dcgm, zeus, codecarbon).")
     sides: list[SideEnergy]
-    machine: str = Field(description="What this machine can read: the built-in replay's energy reading, or that it has none.")
+    machine: MachineEnergy = Field(description="What this machine can read: the built-in replay's energy reading, or that it has none.")
     capture: list[str] = Field(default_factory=list, description="The command lines that record a usable window, when evidence is missing.")
 
     def side(self, role: str) -> SideEnergy | None:

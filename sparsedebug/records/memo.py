@@ -4,7 +4,7 @@
 figure computes it there); every output (memo.md, the terminal summary, ``memo --format json``, the CI step
 summary) is a renderer of this record in ``sparsedebug.render.memo`` and computes nothing. A figure carries
 its provenance (bundle file, field, layer) and its clock, so a printed number can be traced to its record and
-``sparsedebug.signoff.claims`` can check a rendered text against the model it was rendered from.
+``sparsedebug.render.memo.claims`` can check a rendered text against the model it was rendered from.
 """
 
 from __future__ import annotations

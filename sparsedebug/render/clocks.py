@@ -11,8 +11,9 @@ import re
 
 from sparsedebug.records.run import RunRecord
 from sparsedebug.records.target import TargetClock
+from sparsedebug.render.words.run_figures import sample_count
 from sparsedebug.render.words.target import missing_forward_words
-from sparsedebug.signoff.metrics import THIS_MACHINE, bundle_clock, measured_clock, sample_count
+from sparsedebug.signoff.metrics import THIS_MACHINE, bundle_clock, measured_clock
 
 __all__ = [
     "THIS_MACHINE", "bundle_clock", "label_latencies", "measured_clock", "sample_count", "quotes_unlabelled_latency", "slower_layers",

@@ -28,6 +28,7 @@ from sparsedebug.records.energy import (
     EnergyReport,
     EnergySummary,
     EnergyUnit,
+    MachineEnergy,
     RaplReading,
     SideEnergy,
 )
@@ -38,13 +39,6 @@ from sparsedebug.sources.registry import capabilities, replayed
 
 # The energy of one absolute time window from one power log.
 Measure = Callable[[TimeWindow | None], WindowEnergy]
-
-# What the memo says for replays on a machine without a readable energy counter.
-NO_READING_HERE = (
-    "this machine has no energy reading: no RAPL counter is readable at /sys/class/powercap/intel-rapl:*/energy_uj, "
-    "so the built-in replay's energy is not measured"
-)
-
 
 def summarise(values: Sequence[float], unit: EnergyUnit, alpha: float = DEFAULT_ALPHA) -> EnergySummary:
     """p50 of ``values`` and the median's distribution-free interval: at ``1 - alpha`` from the order statistics
@@ -105,14 +99,11 @@ def _measure_run(run: RunRecord, measure: Measure) -> tuple[_Taken | None, list[
 def side_energy(role: InputRole, run: RunRecord, measure: Measure | None, *, alpha: float = DEFAULT_ALPHA,
                 rapl: RaplReading | None = None, estimate: EnergyEstimate | None = None) -> SideEnergy:
     """One side's energy figures from its own window(s), or why there are none."""
-    base = SideEnergy(role=role, run=run.name, status="no_log", note="", rapl=rapl, estimate=estimate,
-                      tokens_per_forward=run.graph.tokens)
+    base = SideEnergy(role=role, run=run.name, status="no_log", rapl=rapl, estimate=estimate, tokens_per_forward=run.graph.tokens)
     if run.source.window is None and not run.source.iteration_windows:
-        what = "a replay on this machine" if replayed(run) else "its source records no absolute time"
-        return base.model_copy(update={"status": "no_window", "note": f"`{run.name}` has no absolute time window ({what}): "
-                                       "no power log can be aligned to it"})
+        return base.model_copy(update={"status": "no_window", "replayed": replayed(run)})
     if measure is None:
-        return base.model_copy(update={"note": f"no power log was given for `{run.name}`'s window"})
+        return base
     taken, tried = _measure_run(run, measure)
     first = tried[0]
     clock = [e.sm_clock_mhz for e in tried if e.sm_clock_mhz is not None]
@@ -130,12 +121,9 @@ def side_energy(role: InputRole, run: RunRecord, measure: Measure | None, *, alp
         figures["joules_per_token"] = summarise([j / tokens for j in per_forward], "J/token", alpha)
         figures["tokens_per_joule"] = summarise([tokens / j for j in per_forward if j > 0], "tokens/J", alpha)
     powers = [e.mean_power_w for e in taken.windows if e.mean_power_w is not None]
-    how = {"iterations": "one window per iteration", "windows": f"{len(taken.windows)} windows of consecutive iterations",
-           "run_window": "the run's whole window (one value: no interval)"}[taken.over]
-    note = f"{how}, {first.method or 'measured'} of `{state['channel']}`"
     return base.model_copy(update={
         **state, **figures, "status": "measured", "over": taken.over, "forwards_per_window": taken.forwards[0],
-        "mean_power_w": median(powers) if powers else None, "note": note,
+        "mean_power_w": median(powers) if powers else None,
     })
 
 
@@ -159,9 +147,7 @@ def target_estimate(run: RunRecord) -> EnergyEstimate | None:
         board_power_low_w=power.low_w, board_power_high_w=power.high_w, joules_per_forward=joules,
         joules_per_forward_low=seconds * power.low_w, joules_per_forward_high=seconds * power.high_w,
         joules_per_token=joules / tokens if tokens else None, tokens_per_joule=tokens / joules if tokens and joules > 0 else None,
-        power_limit_w=power.limit_w,
-        basis=f"estimate: the forward projected on the {target.device} ({target.launch}, basis {target.forward.basis}) times the "
-        f"board power measured there under load ({power.basis}); it assumes the run draws that power, dense or sparse",
+        power_limit_w=power.limit_w, launch=target.launch, forward_basis=target.forward.basis, power_basis=power.basis,
     )
 
 
@@ -188,15 +174,15 @@ def energy_report(
     rapl = rapl or {}
     sides = [side_energy(role, run, measure, rapl=rapl.get(role), estimate=target_estimate(run)) for role, run in runs]
     replays = [run for _, run in runs if replayed(run)]
+    machine: MachineEnergy
     if not replays:
-        machine = "the runs are imported: their energy comes from the power log given, this machine measures none"
+        machine = "imported"
     elif rapl:
-        machine = ("this machine's CPU package energy (RAPL) was read around each replay: CPU package, not the GPU and not wall "
-                   "power, over the whole replay (timing, dense reference and quality passes), so not per forward")
+        machine = "rapl_read"
     elif rapl_readable:
-        machine = "a RAPL counter is readable here but no replay was read with it"
+        machine = "rapl_unused"
     else:
-        machine = NO_READING_HERE
+        machine = "no_reading"
     on_gpu = any(capabilities(run).accelerator or run.target is not None for _, run in runs)
     missing = any(side.status != "measured" for side in sides)
     return EnergyReport(

@@ -14,6 +14,7 @@ from sparsedebug.core.stats import Percentiles, median, percentiles
 from sparsedebug.kernels.masks import intent_pattern
 from sparsedebug.records.base import Record
 from sparsedebug.records.memo import Clock
+from sparsedebug.records.notes import Note, NoteValue, note
 from sparsedebug.records.run import EqualLatencyQuality, KernelPath, OpKind, QualityDelta, RunRecord, SparsityIntent
 from sparsedebug.sources.registry import capabilities, replayed
 
@@ -29,25 +30,6 @@ def measured_clock(run: RunRecord) -> str:
     if replayed(run):
         return THIS_MACHINE
     return f"{run.lower.backend}, {'traced' if capabilities(run).timeline else 'profiled'}"
-
-
-def sample_count(run: RunRecord) -> str:
-    """How many latency samples a run has, and what one is: ``n=15``, or ``n=15, each the median of 71 forwards``."""
-    n = len(run.outcome.latency_samples_ms)
-    timing = run.outcome.timing
-    if timing is None or timing.calls_per_sample == 1:
-        return f"n={n}"
-    variants = f"its {len(timing.variants)} variants" if timing.variants else "every variant"
-    left_out = (
-        f"; {timing.preempted_calls} calls of the measurement ({variants} together) left out of their medians: "
-        "the scheduler preempted them" if timing.preempted_calls else ""
-    )
-    if timing.short_samples:
-        return (
-            f"n={n}, each the median of up to {timing.calls_per_sample} forwards; {timing.short_samples} with fewer: "
-            f"their round ran past its time bound{left_out}"
-        )
-    return f"n={n}, each the median of {timing.calls_per_sample} forwards{left_out}"
 
 
 def run_clock(run: RunRecord) -> Clock:
@@ -95,79 +77,26 @@ def quality_figure(q: QualityDelta) -> str:
     return f"{quality_metric(q)} {quality_value(q)}"
 
 
-def real_quality_text(q: QualityDelta) -> str:
-    """A real-model quality figure with its delta against the dense model and what it was measured on."""
-    ev = q.evidence
-    assert ev is not None
-    if q.perplexity is not None and q.dense_perplexity is not None:
-        head = (
-            f"perplexity {q.perplexity:.3f} vs the dense model's {q.dense_perplexity:.3f} "
-            f"({q.perplexity - q.dense_perplexity:+.3f}); final hidden states cosine {q.cosine:.4f}"
-        )
-    else:
-        head = f"mean sentence-embedding cosine {q.cosine:.4f} ({q.cosine - 1.0:+.4f} vs the dense model's 1.0000"
-        head += f"; lowest {q.cosine_min:.4f})" if q.cosine_min is not None else ")"
-        if q.neighbour_agreement is not None:
-            head += f", nearest-neighbour agreement {q.neighbour_agreement:.3f}"
-    model = f"{ev.model} from {ev.model_source}"
-    if ev.model_description:
-        model = f"{ev.model_description.replace(': ', ', ', 1)}; {model}"
-    return (
-        f"{head}, relative error {q.rel_err:.4g}; on {ev.units} evaluation {ev.unit}s ({ev.tokens} tokens) of "
-        f"{ev.text} (sha256 {ev.text_sha256[:12]}, Python {ev.python_version}) against {ev.reference}: {model}"
-    )
+def _quality_values(prefix: str, q: QualityDelta) -> dict[str, NoteValue]:
+    return {f"{prefix}_metric": quality_metric(q), f"{prefix}_value": q.perplexity if q.perplexity is not None else q.cosine}
 
 
-def equal_latency_sentence(eq: EqualLatencyQuality, run: str = "candidate") -> str:
-    """One sentence for "at this latency, is sparsity better than a smaller dense model?".
+def equal_latency_values(eq: EqualLatencyQuality, run: str = "candidate") -> dict[str, NoteValue]:
+    """The figures of "at this latency, is sparsity better than a smaller dense model?" (``run``: the role or name of
+    the sparse run the search timed), as note values: ``render.words.run_figures.equal_latency_words`` words them."""
+    c = eq.cross_check
+    return {
+        "run": run, "clock": eq.clock, "narrowed_fraction": eq.narrowed_ffn_fraction, "narrowed_ms": eq.narrowed_latency_ms,
+        "candidate_ms": eq.candidate_latency_ms, "latency_matched": eq.latency_matched, "sparsity_wins": eq.sparsity_wins,
+        "tolerance": EQUAL_LATENCY_TOLERANCE, **_quality_values("narrowed", eq.narrowed), **_quality_values("candidate", eq.candidate),
+        "cross_clock": c.clock if c is not None else None, "cross_fraction": c.narrowed_ffn_fraction if c is not None else None,
+        "cross_narrowed_ms": c.narrowed_latency_ms if c is not None else None, "cross_candidate_ms": c.candidate_latency_ms if c is not None else None,
+    }
 
-    It says "at equal latency" only when a narrowed dense model was timed within
-    ``EQUAL_LATENCY_TOLERANCE`` of ``run`` (the role or name of the sparse run the search
-    timed); when nothing had to be narrowed it says whether dense is as fast or faster
-    (and by how much), and reports the quality the sparsity costs instead. Its latencies
-    are labelled as the search's own side-by-side timings (not the runs' p50s) and it names the clock.
-    """
-    removed = f"{eq.narrowed_ffn_fraction:.0%} of its FFN neurons removed"
-    versus = f" vs {run} {eq.candidate_latency_ms:.3f} ms" if eq.candidate_latency_ms is not None else ""
-    clock = "; " + (TARGET_PROJECTED if eq.clock == "target" else THIS_MACHINE)
-    figure = "projected" if eq.clock == "target" else "p50"
-    timed = "projected side by side" if eq.clock == "target" else "timed side by side in the equal-latency search"
-    qualities = f"{quality_figure(eq.narrowed)} vs the {run}'s {quality_value(eq.candidate)}"
-    cross = ""
-    if eq.cross_check is not None:
-        c = eq.cross_check
-        where = "this machine" if c.clock == "this_machine" else "the target"
-        cross = f" (cross-check on {where}: {c.narrowed_ffn_fraction:.0%} removed, {c.narrowed_latency_ms:.3f} vs {c.candidate_latency_ms:.3f} ms)"
-    if eq.narrowed_ffn_fraction == 0.0 and eq.latency_matched is not False:
-        cand = eq.candidate_latency_ms
-        if cand is None or cand <= 0:
-            how = f"at least as fast as the {run}"
-        elif eq.narrowed_latency_ms < cand * (1 - EQUAL_LATENCY_TOLERANCE):
-            how = f"{cand / eq.narrowed_latency_ms:.2f}x faster than the {run}"
-        else:
-            how = f"about as fast as the {run} (within {EQUAL_LATENCY_TOLERANCE:.0%})"
-        return (
-            f"the dense model is {how} ({timed}: dense {figure} {eq.narrowed_latency_ms:.3f} ms{versus}{clock}): "
-            f"nothing to narrow, sparsity buys no speed here and costs quality ({run} {quality_figure(eq.candidate)} "
-            f"vs the dense model's {quality_value(eq.narrowed)}){cross}"
-        )
-    if eq.latency_matched is False:
-        return (
-            f"no narrowed dense model reached the {run}'s latency (with {removed}, {timed}: {figure} "
-            f"{eq.narrowed_latency_ms:.3f} ms{versus}{clock}; {qualities}): sparsity wins on speed{cross}"
-        )
-    verdict = "sparsity wins" if eq.sparsity_wins else "the narrowed dense model wins"
-    cand = eq.candidate_latency_ms
-    if cand is not None and cand > 0 and abs(eq.narrowed_latency_ms - cand) / cand > EQUAL_LATENCY_TOLERANCE:
-        return (
-            f"the closest narrowing, a dense model with {removed}, runs at {figure} {eq.narrowed_latency_ms:.3f} ms{versus} "
-            f"({timed}{clock}; not within {EQUAL_LATENCY_TOLERANCE:.0%}: not an equal-latency comparison) and has {qualities}: "
-            f"{verdict} at that point{cross}"
-        )
-    return (
-        f"at equal latency a dense model with {removed} ({timed}: {figure} {eq.narrowed_latency_ms:.3f} ms{versus}{clock}) has "
-        f"{qualities}: {verdict}{cross}"
-    )
+
+def equal_latency_note(eq: EqualLatencyQuality, run: str = "candidate") -> Note:
+    """The equal-latency comparison as a note (``signoff.equal_latency``)."""
+    return note("signoff.equal_latency", **equal_latency_values(eq, run))
 
 
 def latency(run: RunRecord) -> Percentiles | None:
@@ -271,22 +200,20 @@ class FallbackSummary(Record):
     fallback_flop_share: float | None = Field(description="FLOPs in fallbacks over FLOPs declared sparse (``core.patterns.fallback_flop_share``).")
     fallback_share_of_all_flops: float | None = Field(description="FLOPs in fallbacks over all FLOPs of the run.")
     sparse_kernel_speedup: float | None
-    sparse_kernel_speedup_source: str | None
+    # How the speedup was measured, or why it was not (None: no layer meant sparse).
+    sparse_kernel_speedup_source: Note | None
     amdahl_ceiling: float | None
     speedup_left_on_table: float | None
 
 
-def _sparse_kernel_speedup(meant: list[LayerRow]) -> tuple[float | None, str | None]:
+def _sparse_kernel_speedup(meant: list[LayerRow]) -> tuple[float | None, Note | None]:
     """Dense/sparse kernel time over the meant-sparse layers that ran sparse, from their own paired dense samples
     (a per-call conversion is never in the kernel samples), and how; None without such pairs."""
     pairs = [r for r in meant if r.path == KernelPath.SPARSE.value and r.time_ms and r.dense_time_ms]
     if pairs and sum(r.time_ms or 0.0 for r in pairs) > 0:
         speedup = sum(r.dense_time_ms or 0.0 for r in pairs) / sum(r.time_ms or 0.0 for r in pairs)
-        source = f"measured on {len(pairs)} sparse layer(s): dense/sparse kernel time"
         converting = sum(1 for r in pairs if r.conversion_per_call_ms > 0)
-        if converting:
-            source += f", per-call weight conversion of {converting} layer(s) excluded (measured apart)"
-        return speedup, source
+        return speedup, note("signoff.speedup_own_pairs", layers=len(pairs), converting=converting)
     return None, None
 
 
@@ -339,7 +266,7 @@ def _gemm_work(run: RunRecord) -> tuple[int, int, float, float]:
     return calls[0], calls[1], ms[0], ms[1]
 
 
-def op_paired_speedup(run: RunRecord, baseline: RunRecord) -> tuple[float | None, str]:
+def op_paired_speedup(run: RunRecord, baseline: RunRecord) -> tuple[float | None, Note]:
     """The sparse kernel speedup of a run whose layers are kernel names (a CUDA-graph replay), paired by op.
 
     Without shapes, the GEMM work of the two runs pairs as a whole: when both run the same number of
@@ -350,21 +277,16 @@ def op_paired_speedup(run: RunRecord, baseline: RunRecord) -> tuple[float | None
     b_dense_calls, b_sparse_calls, b_dense_ms, _ = _gemm_work(baseline)
     c_dense_calls, c_sparse_calls, c_dense_ms, c_sparse_ms = _gemm_work(run)
     if not c_sparse_calls or c_sparse_ms <= 0:
-        return None, "no timed sparse GEMM in the run"
+        return None, note("signoff.speedup_no_sparse_gemm")
     if b_sparse_calls:
-        return None, f"the baseline runs {b_sparse_calls} sparse GEMM call(s) per iteration itself: no dense reference by op"
+        return None, note("signoff.speedup_baseline_sparse", base_sparse_calls=b_sparse_calls)
     if b_dense_calls != c_dense_calls + c_sparse_calls:
-        return None, (f"the baseline runs {b_dense_calls} GEMM calls per iteration, the run {c_dense_calls + c_sparse_calls} "
-                      f"({c_sparse_calls} sparse): the GEMM work does not pair by op")
+        return None, note("signoff.speedup_gemm_unpaired", base_calls=b_dense_calls, calls=c_dense_calls + c_sparse_calls, sparse_calls=c_sparse_calls)
     moved = b_dense_ms - c_dense_ms
+    figures = {"base_calls": b_dense_calls, "base_ms": b_dense_ms, "dense_calls": c_dense_calls, "dense_ms": c_dense_ms}
     if moved <= 0:
-        return None, (f"the run's {c_dense_calls} dense GEMM calls take {c_dense_ms:.3f} ms per iteration, no less than the "
-                      f"baseline's {b_dense_calls} ({b_dense_ms:.3f} ms): no dense time left to pair with the sparse kernels")
-    return moved / c_sparse_ms, (
-        f"measured by op against the baseline (kernel-named layers, no shapes to pair): its {b_dense_calls} GEMM calls, "
-        f"{b_dense_ms:.3f} ms per iteration, less the run's {c_dense_calls} dense ones, {c_dense_ms:.3f} ms, over the run's "
-        f"{c_sparse_calls} sparse ones, {c_sparse_ms:.3f} ms"
-    )
+        return None, note("signoff.speedup_no_dense_left", **figures)
+    return moved / c_sparse_ms, note("signoff.speedup_by_op", **figures, sparse_calls=c_sparse_calls, sparse_ms=c_sparse_ms)
 
 
 def fallback_summary(run: RunRecord, baseline: RunRecord | None = None) -> FallbackSummary:
@@ -399,16 +321,13 @@ def fallback_summary(run: RunRecord, baseline: RunRecord | None = None) -> Fallb
     speedup, source = _sparse_kernel_speedup(meant)
     if speedup is None and baseline is not None and (pairs := baseline_dense_pairs(run, baseline)):
         speedup = sum(p[1] for p in pairs) / sum(p[2] for p in pairs)
-        source = f"measured on {len(pairs)} sparse layer(s) against the same layers of the baseline run dense: kernel time"
+        source = note("signoff.speedup_baseline_pairs", layers=len(pairs))
     elif speedup is None and baseline is not None and (kernel_named(run) or kernel_named(baseline)):
         speedup, source = op_paired_speedup(run, baseline)
     if speedup is None and meant and not any(r.path == KernelPath.SPARSE.value for r in meant):
-        source = "not measured: no layer meant to be sparse ran sparse"
-    elif speedup is None and meant:
-        why = source or ("no paired dense samples on the sparse layers" + (
-            " and no layer of the baseline ran dense where this run ran sparse" if baseline is not None else ", and no baseline to pair them with"
-        ))
-        source = f"not measured: {why}"
+        source = note("signoff.speedup_none_sparse")
+    elif speedup is None and meant and source is None:
+        source = note("signoff.speedup_no_pairs", baseline=baseline is not None)
 
     left: float | None = None
     if fb_time_share is not None and speedup is not None and speedup > 0:

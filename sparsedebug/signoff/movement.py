@@ -15,6 +15,7 @@ from sparsedebug.locate.reference import session_block
 from sparsedebug.records.bundle import Movement
 from sparsedebug.records.classification import Fix
 from sparsedebug.records.gate import GateTest
+from sparsedebug.records.notes import Note, note
 from sparsedebug.records.run import KernelPath, RunRecord
 from sparsedebug.records.stats import DEFAULT_ALPHA, DEFAULT_MIN_EFFECT, Direction
 from sparsedebug.signoff.gate import judge_shift
@@ -29,27 +30,17 @@ def _overhead_p50(run: RunRecord) -> float | None:
     return median([s - b for s, b in zip(span[:n], busy[:n], strict=True)])
 
 
-_BASIS_TEXT = {
-    "math_path_time": "the kernel-time change of the attention that fell to the math path",
-    "changed_path_time": "the kernel-time change of the layers whose path changed",
-    "host_gap_growth": "the host-gap growth",
-    "conversion_time": "the per-call conversion time",
-    "fallback_time": "the dense-fallback time",
-}
-
-
-def expected_latency(cand: RunRecord, base: RunRecord | None, fix: Fix | None) -> tuple[float | None, str]:
-    """Expected candidate p50 latency (ms) after ``fix``, and the basis of the estimate in words."""
+def expected_latency(cand: RunRecord, base: RunRecord | None, fix: Fix | None) -> tuple[float | None, Note]:
+    """Expected candidate p50 latency (ms) after ``fix``, and the basis of the estimate (a note: its figures, or why none)."""
     samples = cand.outcome.latency_samples_ms
     if not samples or fix is None:
-        return None, "no latency samples or no fix to estimate"
+        return None, note("movement.no_samples_or_fix")
     p50 = median(samples)
     kind, knob, layer, action = fix.kind, fix.knob, fix.layer, fix.action
     if fix.removes_ms is not None and fix.basis is not None:
         layers = sorted({name for t in fix.targets for name in t.layers})
-        return max(p50 - fix.removes_ms, 0.0), (
-            f"candidate p50 {p50:.3f} ms minus the time the fix removes, {fix.removes_ms:.3f} ms: "
-            f"{_BASIS_TEXT[fix.basis]} of {len(layers) or 1} layer(s) against the baseline"
+        return max(p50 - fix.removes_ms, 0.0), note(
+            "movement.fix_removes", p50_ms=p50, removes_ms=fix.removes_ms, basis=fix.basis, layers=len(layers) or 1
         )
     rows = {r.name: r for r in layer_rows(cand)}
     if kind == "knob" and knob == "conversion":
@@ -59,53 +50,47 @@ def expected_latency(cand: RunRecord, base: RunRecord | None, fix: Fix | None) -
             if lo.conversions_per_call > 0 and lo.conversion_ms is not None
         ]
         if not per_call:
-            return None, "no per-call conversion time recorded in the lower stage"
+            return None, note("movement.no_conversion_time")
         cost = sum(c for _, c in per_call)
-        basis = (
-            f"candidate p50 {p50:.3f} ms minus the per-call conversion time of {len(per_call)} layer(s), "
-            f"{cost:.3f} ms (lower.conversion_ms x conversions_per_call)"
-        )
         overhead = _overhead_p50(cand)
         base_overhead = _overhead_p50(base) if base is not None else None
-        if overhead is not None and base_overhead is not None and overhead - base_overhead > cost:
-            growth = overhead - base_overhead
-            basis += (
-                f"; if all of the non-kernel time growth over the baseline (+{growth:.3f} ms, span - busy) is "
-                f"conversion, p50 could reach {max(p50 - growth, 0.0):.3f} ms"
-            )
-        return max(p50 - cost, 0.0), basis
+        growth = overhead - base_overhead if overhead is not None and base_overhead is not None else None
+        upper = growth is not None and growth > cost
+        return max(p50 - cost, 0.0), note(
+            "movement.conversion", p50_ms=p50, layers=len(per_call), cost_ms=cost,
+            growth_ms=growth if upper else None, reach_ms=max(p50 - growth, 0.0) if upper and growth is not None else None,
+        )
     if kind == "layer" and isinstance(layer, str) and layer in rows:
         row = rows[layer]
         if action in ("pad", "cast") and row.path == KernelPath.DENSE.value and row.time_ms is not None:
             fb = fallback_summary(cand)
             s = fb.sparse_kernel_speedup
             if s is None or s <= 0:
-                return None, f"no sparse kernel speedup recorded to project {layer} onto the sparse path"
+                return None, note("movement.no_sparse_speedup", layer=layer)
             saved = row.time_ms - row.time_ms / s
-            return p50 - saved, (
-                f"candidate p50 {p50:.3f} ms minus {layer}'s dense time {row.time_ms:.3f} ms run at the sparse "
-                f"kernel speedup {s:.2f}x ({fb.sparse_kernel_speedup_source}): {saved:.3f} ms saved (Amdahl)"
+            source = fb.sparse_kernel_speedup_source
+            return p50 - saved, note(
+                "movement.layer_to_sparse", p50_ms=p50, layer=layer, dense_ms=row.time_ms, speedup=s, saved_ms=saved,
+                source=source.code if source is not None else None,
+                **({f"source_{k}": v for k, v in source.values.items()} if source is not None else {}),
             )
         if action == "exclude":
             if row.path == KernelPath.DENSE.value:
-                return p50, f"{layer} already runs dense (fallback): excluding it should leave p50 {p50:.3f} ms unchanged"
+                return p50, note("movement.already_dense", layer=layer, p50_ms=p50)
             if row.time_ms is not None and row.dense_time_ms is not None:
                 delta = row.time_ms - row.dense_time_ms
-                return p50 - delta, (
-                    f"candidate p50 {p50:.3f} ms minus {layer}'s sparse-over-dense kernel time "
-                    f"{row.time_ms:.3f} - {row.dense_time_ms:.3f} = {delta:.3f} ms"
+                return p50 - delta, note(
+                    "movement.exclude_layer", p50_ms=p50, layer=layer, sparse_ms=row.time_ms, dense_ms=row.dense_time_ms, delta_ms=delta
                 )
     overhead = _overhead_p50(cand)
     if kind in ("knob", "advice") and (knob in (None, "threads")) and overhead is not None:
         base_overhead = _overhead_p50(base) if base is not None else None
         keep = base_overhead if base_overhead is not None else 0.0
         keep = min(keep, overhead)
-        label = "the baseline's overhead" if base_overhead is not None else "zero overhead"
-        return p50 - (overhead - keep), (
-            f"candidate p50 {p50:.3f} ms minus its schedule overhead (span - busy) p50 {overhead:.3f} ms "
-            f"down to {label} {keep:.3f} ms"
+        return p50 - (overhead - keep), note(
+            "movement.schedule_overhead", p50_ms=p50, overhead_ms=overhead, keep_ms=keep, baseline=base_overhead is not None
         )
-    return None, f"the record holds no figure that projects a {kind} fix onto latency"
+    return None, note("movement.no_projection", kind=kind)
 
 
 def _max_rel_err(run: RunRecord) -> float | None:
@@ -142,11 +127,12 @@ def measure_movement(
     Returns the movements, the rank-test verdict on the latency samples (or None
     without samples), whether the fix's target metric moved the right way
     (latency significantly faster unless the fix targets error, metadata or
-    fallbacks; None when it cannot be decided), and that target's name.
+    fallbacks; None when it cannot be decided), that target's name, and whether the
+    verdict compares the session's candidate (below).
     ``session_cand``: the candidate replayed again in one interleaved session with
     ``fixed`` (``replay_pair``); the verdict then compares those two round by round
     (drift during the session cancels) and says so; the movements stay the bundle's
-    candidate against the fixed run.
+    candidate against the fixed run. (The verdict's text is judge_shift's.)
     """
     moves: list[Movement] = []
     c_lat, f_lat = cand.outcome.latency_samples_ms, fixed.outcome.latency_samples_ms
@@ -169,7 +155,7 @@ def measure_movement(
             moves.append(
                 Movement(metric="speedup over baseline (p50)", unit="x", before=b50 / cp.p50, after=b50 / fp.p50,
                          expected_after=expected_speedup,
-                         expected_basis="baseline p50 over the expected p50" if expected_speedup else None,
+                         expected_basis=note("movement.speedup_expected") if expected_speedup else None,
                          better="higher")
             )
         block = session_block(session_cand, fixed) if session_cand is not None else None

@@ -17,6 +17,7 @@ from typing import Literal
 from sparsedebug.core.versions import in_range, same_release
 from sparsedebug.kernels.masks import Pattern
 from sparsedebug.records.audit import StackFinding, StackRule, StackVerdict
+from sparsedebug.records.notes import NoteValue, note
 from sparsedebug.records.stacks import ConsumerOp, Limit, Role, SparsePath, StackProfile, VersionRange
 
 Applies = Literal["yes", "no", "unknown"]
@@ -87,19 +88,10 @@ def applies(versions: VersionRange, version: str | None) -> Applies:
     return "yes" if in_range(version, versions.since, versions.before) else "no"
 
 
-def describe_range(versions: VersionRange) -> str:
-    """``>= 0.19.1``, ``< 0.19.1``, ``measured at 2.11.0``, ``versions not stated (until ...)``."""
-    if not versions.known:
-        return "versions not stated" + (f" ({versions.boundary})" if versions.boundary else "")
-    parts = []
-    if versions.since is not None:
-        parts.append(f">= {versions.since}")
-    if versions.before is not None:
-        parts.append(f"< {versions.before}")
-    text = ", ".join(parts) or "every version"
-    if versions.measured_at:
-        text += f" (measured at {', '.join(versions.measured_at)})"
-    return text
+def range_values(versions: VersionRange) -> dict[str, NoteValue]:
+    """A version range as note values (``render.words.signoff.describe_range`` words them)."""
+    return {"known": versions.known, "since": versions.since, "before": versions.before,
+            "boundary": versions.boundary, "measured_at": list(versions.measured_at)}
 
 
 def _limit_matches(limit: Limit, facts: TensorFacts, op: ConsumerOp, role: Role) -> bool:
@@ -114,68 +106,48 @@ def _blockers(path: SparsePath, facts: TensorFacts, op: ConsumerOp, layout: str)
     """Every reason ``facts`` would not run on ``path`` (empty: it would)."""
     out: list[StackFinding] = []
     cite = path.cite
-    if str(facts.pattern) not in path.patterns and f"{facts.pattern.n}:{facts.pattern.m}" not in path.patterns:
-        out.append(StackFinding(rule="pattern", detail=f"{path.id} runs {', '.join(path.patterns)} only, not {facts.pattern}", cite=cite))
+    pattern = str(facts.pattern)
+    if pattern not in path.patterns and f"{facts.pattern.n}:{facts.pattern.m}" not in path.patterns:
+        out.append(StackFinding(rule="pattern", facts=note("stack.pattern", path=path.id, patterns=path.patterns, pattern=pattern), cite=cite))
     if op not in path.ops:
-        out.append(StackFinding(
-            rule="not_lowered", detail=f"the consumer op is {op}: {path.id} lowers only {', '.join(path.ops)} sparse", cite=cite,
-        ))  # fmt: skip
+        out.append(StackFinding(rule="not_lowered", facts=note("stack.op_not_lowered", op=op, path=path.id, ops=[str(o) for o in path.ops]), cite=cite))
     if facts.dtype not in path.dtypes:
-        out.append(StackFinding(
-            rule="dtype", detail=f"no sparse kernel for {facts.dtype} on {path.id} (kernels: {', '.join(path.dtypes)})", cite=cite,
-        ))  # fmt: skip
+        out.append(StackFinding(rule="dtype", facts=note("stack.no_kernel", dtype=facts.dtype, path=path.id, dtypes=path.dtypes), cite=cite))
     align = path.alignment.get(facts.dtype)
     if align is not None:
         if facts.k % align.multiple_cols or facts.k < align.min_cols:
-            out.append(StackFinding(
-                rule="alignment",
-                detail=f"K={facts.k} (in features) is not a multiple of {align.multiple_cols} (at least {align.min_cols}) for {facts.dtype} on {path.id}",
-                cite=cite,
-            ))  # fmt: skip
+            out.append(StackFinding(rule="alignment", facts=note(
+                "stack.k_alignment", k=facts.k, multiple=align.multiple_cols, min=align.min_cols, dtype=facts.dtype, path=path.id,
+            ), cite=cite))  # fmt: skip
         if facts.out % align.multiple_rows or facts.out < align.min_rows:
-            out.append(StackFinding(
-                rule="alignment",
-                detail=f"N={facts.out} (out features) is not a multiple of {align.multiple_rows} (at least {align.min_rows}) for {facts.dtype} on {path.id}",
-                cite=cite,
-            ))  # fmt: skip
+            out.append(StackFinding(rule="alignment", facts=note(
+                "stack.n_alignment", n=facts.out, multiple=align.multiple_rows, min=align.min_rows, dtype=facts.dtype, path=path.id,
+            ), cite=cite))  # fmt: skip
     if path.layout is not None and layout == "col" and (not path.layout_dtypes or facts.dtype in path.layout_dtypes):
-        out.append(StackFinding(
-            rule="layout",
-            detail=f"stored [in, out] (Conv1D): the sparse operand would be column-major; {path.id} needs {path.layout} for {facts.dtype}",
-            cite=cite,
-        ))  # fmt: skip
+        out.append(StackFinding(rule="layout", facts=note("stack.layout", path=path.id, layout=path.layout, dtype=facts.dtype), cite=cite))
     if facts.status == "shape":
-        out.append(StackFinding(rule="alignment", detail=f"K={facts.k} is not a multiple of M={facts.pattern.m}", cite=cite))
+        out.append(StackFinding(rule="alignment", facts=note("stack.k_not_multiple", k=facts.k, m=facts.pattern.m), cite=cite))
     if facts.status == "violations":
-        out.append(StackFinding(
-            rule="pattern", detail=f"groups break {facts.pattern}: the weights do not comply", rows=facts.violating_rows, cite=cite,
-        ))  # fmt: skip
+        out.append(StackFinding(rule="pattern", facts=note("stack.groups_break", pattern=pattern), rows=facts.violating_rows, cite=cite))
     if path.zero_test == "bitwise" and facts.bitwise_violating_groups and facts.status != "dense":
         zero_cite = [c for c in cite if "-0.0" in c.says] or cite
-        out.append(StackFinding(
-            rule="negative_zero",
-            detail=(
-                f"{facts.negative_zeros} element(s) stored as -0.0: {path.id}'s compressor counts them as non-zero, "
-                f"so {facts.bitwise_violating_groups} group(s) compliant by value break {facts.pattern}"
-            ),
-            rows=facts.bitwise_violating_rows, cite=zero_cite,
-        ))  # fmt: skip
+        out.append(StackFinding(rule="negative_zero", facts=note(
+            "stack.negative_zero", count=facts.negative_zeros, path=path.id, groups=facts.bitwise_violating_groups, pattern=pattern,
+        ), rows=facts.bitwise_violating_rows, cite=zero_cite))  # fmt: skip
     return out
 
 
 def _caveats(path: SparsePath, facts: TensorFacts, version: str | None) -> list[StackFinding]:
     out: list[StackFinding] = []
     if path.epilogue is not None and (not path.epilogue_dtypes or facts.dtype in path.epilogue_dtypes):
-        out.append(StackFinding(rule="epilogue", detail=f"sparse only with {path.epilogue}", cite=path.cite))
+        out.append(StackFinding(rule="epilogue", facts=note("stack.epilogue", epilogue=path.epilogue), cite=path.cite))
     if path.selection == "fastest":
-        note = f": {path.selection_note}" if path.selection_note else ""
-        out.append(StackFinding(rule="tactic", detail=f"eligible; the builder keeps a sparse tactic only when it is faster than dense{note}", cite=path.cite))
+        out.append(StackFinding(rule="tactic", facts=note("stack.tactic", profile_note=path.selection_note), cite=path.cite))
     if path.capability is not None:
-        out.append(StackFinding(rule="capability", detail=f"the kernels run on compute capability {path.capability}", cite=path.cite))
+        out.append(StackFinding(rule="capability", facts=note("stack.capability", capability=path.capability), cite=path.cite))
     measured = path.versions.measured_at
     if measured and (version is None or not any(same_release(version, m) for m in measured)):
-        at = "no version given" if version is None else f"{version} was not measured"
-        out.append(StackFinding(rule="measured", detail=f"rules measured at {', '.join(measured)}; {at}", cite=path.cite))
+        out.append(StackFinding(rule="measured", facts=note("stack.measured", measured_at=list(measured), version=version), cite=path.cite))
     return out
 
 
@@ -195,24 +167,28 @@ def judge_on_stack(profile: StackProfile, version: str | None, facts: TensorFact
         if state == "no":
             continue
         if limit.kind == "tokens":
-            caveats.append(StackFinding(rule="tokens", detail=limit.detail, cite=limit.cite))
+            caveats.append(StackFinding(rule="tokens", facts=note("stack.limit", profile_note=limit.detail), cite=limit.cite))
             continue
         rule = _LIMIT_RULE[limit.kind]
         if state == "yes":
-            when = f"removed in {profile.name} {limit.versions.since}" if limit.kind == "removed" and limit.versions.since else describe_range(limit.versions)
-            findings.append(StackFinding(rule=rule, detail=f"{limit.detail} ({when})", cite=limit.cite))
+            removed_in = profile.name if limit.kind == "removed" and limit.versions.since else None
+            findings.append(StackFinding(rule=rule, facts=note(
+                "stack.limit_applies", profile_note=limit.detail, removed_in=removed_in, **range_values(limit.versions),
+            ), cite=limit.cite))  # fmt: skip
             blocked = True
         elif limit.kind == "not_lowered":
-            caveats.append(StackFinding(rule=rule, detail=f"{limit.detail} ({describe_range(limit.versions)})", cite=limit.cite))
+            caveats.append(StackFinding(rule=rule, facts=note("stack.limit_range", profile_note=limit.detail, **range_values(limit.versions)), cite=limit.cite))
         else:
-            findings.append(StackFinding(rule=rule, detail=f"{limit.detail}; {describe_range(limit.versions)}: cannot tell for {version or 'an unstated version'}", cite=limit.cite))
+            findings.append(StackFinding(rule=rule, facts=note(
+                "stack.limit_unknown", profile_note=limit.detail, version=version, **range_values(limit.versions),
+            ), cite=limit.cite))  # fmt: skip
             unknown = True
     live: list[SparsePath] = []
     for path in profile.paths:
         state = applies(path.versions, version)
         if state == "no":
             findings.append(StackFinding(
-                rule="version", detail=f"{path.title}: {describe_range(path.versions)}, not {version}", cite=path.cite,
+                rule="version", facts=note("stack.version_outside", title=path.title, version=version, **range_values(path.versions)), cite=path.cite,
             ))  # fmt: skip
             continue
         if state == "unknown" and not path.versions.measured_at:

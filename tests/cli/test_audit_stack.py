@@ -9,6 +9,8 @@ import numpy as np
 import pytest
 from safetensors.numpy import save_file
 
+from sparsedebug.records.notes import Note
+from sparsedebug.render.words.notes import say
 from tests.conftest import assert_clean_error, invoke
 
 
@@ -64,7 +66,8 @@ def test_pytorch_stack_names_the_k_alignment_and_cites_the_h200_matrix(tmp_path:
     down = _by_name(data)["model.layers.0.mlp.down_proj.weight"]["stack"]
     assert down["verdict"] == "dense"
     finding = next(f for f in down["findings"] if f["rule"] == "alignment")
-    assert "K=100 (in features) is not a multiple of 16" in finding["detail"]
+    assert finding["facts"]["code"] == "stack.k_alignment" and finding["facts"]["values"]["k"] == 100
+    assert "K=100 (in features) is not a multiple of 16" in say(Note.model_validate(finding["facts"]))
     assert any(c["source"].startswith("fixtures/h200/results.json") for c in finding["cite"])
     q = _by_name(data)["model.layers.0.self_attn.q_proj.weight"]["stack"]
     assert q["verdict"] == "sparse" and q["path"] == "cusparselt"
@@ -125,7 +128,7 @@ def test_tensorrt_is_eligible_not_promised_and_torchao_removal_is_unknown_withou
     q = ao["model.layers.0.self_attn.q_proj.weight"]["stack"]
     assert q["verdict"] == "unknown"
     removed = next(f for f in q["findings"] if f["rule"] == "removed")
-    assert "2026-08-08" in removed["detail"] and "pytorch/ao PR #4728" in removed["cite"][0]["source"]
+    assert "2026-08-08" in say(Note.model_validate(removed["facts"])) and "pytorch/ao PR #4728" in removed["cite"][0]["source"]
 
 
 @pytest.mark.parametrize(

@@ -94,6 +94,7 @@ def test_run_on_workloads_applies_the_fix_and_measures_it(tmp_path: Path) -> Non
     assert runs["baseline"]["session"]["id"] == runs["candidate"]["session"]["id"] != runs["fixed"]["session"]["id"]
     assert (runs["baseline"]["session"]["role"], runs["fixed"]["session"]["role"]) == ("baseline", "candidate")
     assert fix["significance"]["same_session"] is True
+    assert "interleaved session, round by round: " in (out / "report.md").read_text()
     manifest = json.loads((out / "bundle.json").read_text())
     assert [s["step"] for s in manifest["steps"]] == ["freeze", "locate", "classify", "reproduce", "rerun"]
     # The memo re-renders identically from the bundle on disk.

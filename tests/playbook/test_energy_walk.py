@@ -11,7 +11,7 @@ from sparsedebug.playbook.energy import Meter
 from sparsedebug.records.run import RunRecord
 from sparsedebug.render.markdown.deployment import render_report
 from sparsedebug.render.markdown.memo import render_memo_detail
-from sparsedebug.signoff.energy import NO_READING_HERE, energy_report
+from sparsedebug.signoff.energy import energy_report
 from sparsedebug.sources.playbook import load_playbook
 from tests.conftest import FIXTURES
 from tests.support.bundles import make_bundle
@@ -58,7 +58,7 @@ def test_a_readable_rapl_counter_is_read_around_a_replay(tmp_path: Path, monkeyp
 def test_without_rapl_the_memo_says_this_machine_has_no_energy_reading(tmp_path: Path, runs: tuple[RunRecord, RunRecord]) -> None:
     assert rapl.start(tmp_path) is None
     report = energy_report([("baseline", runs[0]), ("candidate", runs[1])], None)
-    assert report.machine == NO_READING_HERE and report.capture == []  # these replays model no GPU: nothing to capture
+    assert report.machine == "no_reading" and report.capture == []  # these replays model no GPU: nothing to capture
     memo = render_memo_detail(make_bundle(*runs).model_copy(update={"energy": report}), load_playbook())
     line = next(x for x in memo.splitlines() if "Perf-per-watt" in x)
     assert "this machine has no energy reading" in line

@@ -11,7 +11,7 @@ from sparsedebug.core.tails import quantile_bounds
 from sparsedebug.records.notes import note
 from sparsedebug.records.power import PowerChannel, WindowEnergy
 from sparsedebug.records.run import RunRecord, TimeWindow
-from sparsedebug.render.words.sources_power import side_note
+from sparsedebug.render.words.signoff import estimate_basis, side_note
 from sparsedebug.signoff.energy import side_energy, summarise, target_estimate
 from tests.conftest import FIXTURES
 
@@ -107,7 +107,7 @@ def test_a_replay_has_no_window_to_measure() -> None:
     run = _trace("trace_dense_T2048.json.gz")
     replay = run.model_copy(update={"source": run.source.model_copy(update={"kind": "replay", "window": None, "iteration_windows": []})})
     side = side_energy("baseline", replay, _constant(300.0))
-    assert side.status == "no_window" and "a replay on this machine" in side.note
+    assert side.status == "no_window" and side.replayed and "a replay on this machine" in side_note(side)
 
 
 def test_no_log_is_said() -> None:
@@ -125,7 +125,7 @@ def test_target_estimate_is_projected_forward_times_load_power() -> None:
     power = board_power_under_load("h200")
     assert est is not None and power is not None and run.target is not None and run.target.forward.candidate is not None
     assert est.joules_per_forward == pytest.approx(run.target.forward.candidate.total_ms / 1e3 * power.median_w)
-    assert est.basis.startswith("estimate:")
+    assert est.launch == run.target.launch and est.power_basis == power.basis and estimate_basis(est).startswith("estimate:")
 
 
 def test_board_power_under_load_reads_the_shared_log() -> None:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from sparsedebug.records.run import EqualLatencyQuality, QualityDelta, QualityEvidence
-from sparsedebug.signoff.metrics import equal_latency_sentence, quality_figure, real_quality_text
+from sparsedebug.render.words.run_figures import equal_latency_sentence, real_quality_text
+from sparsedebug.signoff import metrics
+from sparsedebug.signoff.metrics import quality_figure
 
 
 def _eq(*, matched: bool | None, wins: bool, narrowed_cos: float = 0.79, cand_cos: float = 0.76) -> EqualLatencyQuality:
@@ -88,7 +90,7 @@ def test_equal_latency_sentence_quotes_the_real_metric() -> None:
 
 def test_sample_count_says_what_one_sample_is_and_what_was_left_out() -> None:
     from sparsedebug.records.timing import TimingQuality
-    from sparsedebug.signoff.metrics import sample_count
+    from sparsedebug.render.words.run_figures import sample_count
     from tests.support.synth import dense_run
 
     run = dense_run(n=10)
@@ -104,3 +106,13 @@ def test_sample_count_says_what_one_sample_is_and_what_was_left_out() -> None:
     )
     run.outcome.timing = TimingQuality(**quality, short_samples=2)
     assert sample_count(run).startswith("n=10, each the median of up to 4 forwards; 2 with fewer")
+
+
+def test_the_equal_latency_note_says_what_the_rendered_sentence_says() -> None:
+    """The record's note (signoff.metrics.equal_latency_note) and render.words.run_figures word it the same."""
+    from sparsedebug.render.words.notes import say
+
+    cases = [_eq(matched=True, wins=False), _eq(matched=False, wins=True), _eq(matched=True, wins=True, narrowed_cos=0.5)]
+    for eq in cases + [c.model_copy(update={"narrowed_ffn_fraction": 0.0}) for c in cases]:
+        for run in ("candidate", "run fixed"):
+            assert say(metrics.equal_latency_note(eq, run)) == equal_latency_sentence(eq, run)

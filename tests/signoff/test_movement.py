@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from sparsedebug.records.classification import Fix
+from sparsedebug.render.words.notes import say
 from sparsedebug.signoff.movement import expected_latency, measure_movement
 from tests.support.synth import dense_run, sparse_run
 
@@ -22,7 +23,7 @@ def test_conversion_fix_expects_the_per_call_conversion_time_back() -> None:
             lo.conversions_per_call, lo.conversion_ms = 1, 0.75
     after, basis = expected_latency(cand, dense_run(5.0), _fix(kind="knob", knob="conversion", value="once"))
     assert after == pytest.approx(6.0 - 1.5)
-    assert "2 layer(s), 1.500 ms" in basis
+    assert "2 layer(s), 1.500 ms" in say(basis)
 
 
 def test_scheduling_advice_expects_overhead_down_to_the_baseline() -> None:
@@ -32,29 +33,29 @@ def test_scheduling_advice_expects_overhead_down_to_the_baseline() -> None:
     cand_over = 6.0 - (1.2 + 0.2 + 1.2)  # sparse layers: busy 2.6 ms
     after, basis = expected_latency(cand, base, _fix(kind="advice"))
     assert after == pytest.approx(6.0 - (cand_over - base_over), rel=1e-3)
-    assert "down to the baseline's overhead" in basis
+    assert "down to the baseline's overhead" in say(basis)
 
 
 def test_exclude_of_a_fallback_layer_expects_no_change_and_pad_expects_amdahl() -> None:
     cand = sparse_run(6.0, fallback=True)
     same, basis = expected_latency(cand, None, _fix(kind="layer", layer="l0.down", action="exclude"))
-    assert same == pytest.approx(6.0) and "already runs dense" in basis
+    assert same == pytest.approx(6.0) and "already runs dense" in say(basis)
     padded, basis = expected_latency(cand, None, _fix(kind="layer", layer="l0.down", action="pad"))
     s = 2.0 / 1.2  # measured sparse kernel speedup on l0.up
     assert padded == pytest.approx(6.0 - (2.0 - 2.0 / s))
-    assert "Amdahl" in basis
+    assert "Amdahl" in say(basis)
     cast, _ = expected_latency(cand, None, _fix(kind="layer", layer="l0.down", action="cast", value="fp16"))
     assert cast == pytest.approx(padded)
 
 
 def test_measured_movement_and_verdict() -> None:
     base, cand, fixed = dense_run(5.0), sparse_run(6.0), sparse_run(4.0)
-    moves, verdict, moved, target = measure_movement(base, cand, fixed, _fix(kind="advice", direction="down"))
+    moves, verdict, moved, target, _ = measure_movement(base, cand, fixed, _fix(kind="advice", direction="down"))
     assert moved is True and target == "latency p50"
     assert verdict is not None and verdict.significant and verdict.ratio is not None and verdict.ratio < 1.0
     p50 = next(m for m in moves if m.metric == "latency p50")
     assert (p50.before, p50.after) == (pytest.approx(6.0), pytest.approx(4.0))
     speed = next(m for m in moves if m.metric.startswith("speedup"))
     assert speed.after == pytest.approx(5.0 / 4.0)
-    _, _, unmoved, _ = measure_movement(base, cand, sparse_run(6.0), _fix(kind="advice"))
+    _, _, unmoved, _, _ = measure_movement(base, cand, sparse_run(6.0), _fix(kind="advice"))
     assert unmoved is False

@@ -8,6 +8,7 @@ import pytest
 
 from sparsedebug.core.dtypes import canonical_dtype
 from sparsedebug.kernels.masks import parse_pattern
+from sparsedebug.render.words.notes import say
 from sparsedebug.signoff.stack import TensorFacts, judge_on_stack, weight_layout
 from sparsedebug.sources.stacks import parse_stack_spec
 from tests.conftest import FIXTURES
@@ -39,7 +40,7 @@ def test_pytorch_profile_reproduces_every_row_of_the_h200_support_matrix(row: di
     elif row["backend"] == "cutlass":
         # converts; the matmul needs compute capability 8.x, which a checkpoint cannot tell: a caveat
         assert verdict.verdict == "sparse" and "8.x" in row["matmul_error"]
-        assert any(c.rule == "capability" and c.detail.endswith("8.x") for c in verdict.caveats)
+        assert any(c.rule == "capability" and say(c.facts).endswith("8.x") for c in verdict.caveats)
     elif row["matmul"] == "error":
         assert verdict.verdict == "dense" and "dtype" in rules and "mm is not supported" in row["matmul_error"]
     else:
@@ -52,7 +53,7 @@ def test_fp8_conv1d_weight_has_no_sparse_layout_on_vllm_cutlass() -> None:
     col = judge_on_stack(spec.profile, spec.version, _facts("h.0.mlp.c_fc.weight", "fp8_e4m3", 768, 3072))
     assert col.verdict == "dense"
     (layout,) = [f for f in col.findings if f.rule == "layout"]
-    assert "A row-major and sparse x B column-major and dense" in layout.detail
+    assert "A row-major and sparse x B column-major and dense" in say(layout.facts)
     assert any("cutlass issue #2029" in c.source for c in layout.cite)
     row = judge_on_stack(spec.profile, spec.version, _facts("layers.0.mlp.up_proj.weight", "fp8_e4m3", 768, 3072))
     assert row.verdict == "sparse"
@@ -63,7 +64,7 @@ def test_tensorrt_int8_names_the_int8_out_epilogue() -> None:
     verdict = judge_on_stack(spec.profile, spec.version, _facts("layers.0.mlp.up_proj.weight", "int8", 4096, 4096))
     assert verdict.verdict == "eligible"
     (epilogue,) = [c for c in verdict.caveats if c.rule == "epilogue"]
-    assert "INT8 output" in epilogue.detail and any("Model-Optimizer PR #1664" in c.source for c in epilogue.cite)
+    assert "INT8 output" in say(epilogue.facts) and any("Model-Optimizer PR #1664" in c.source for c in epilogue.cite)
     fp16 = judge_on_stack(spec.profile, spec.version, _facts("layers.0.mlp.up_proj.weight", "fp16", 4096, 4096))
     assert not [c for c in fp16.caveats if c.rule == "epilogue"]
 
@@ -81,4 +82,4 @@ def test_a_version_other_than_the_measured_one_is_a_caveat() -> None:
     spec = parse_stack_spec("pytorch==2.9.1")
     verdict = judge_on_stack(spec.profile, spec.version, _facts("layers.0.mlp.up_proj.weight", "fp16", 4096, 4096))
     assert verdict.verdict == "sparse"
-    assert any(c.rule == "measured" and "2.9.1 was not measured" in c.detail for c in verdict.caveats)
+    assert any(c.rule == "measured" and "2.9.1 was not measured" in say(c.facts) for c in verdict.caveats)

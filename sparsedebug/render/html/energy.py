@@ -18,6 +18,7 @@ from sparsedebug.render.html.figures import ROLE_STYLE
 from sparsedebug.render.html.page import Chart, Section, Table
 from sparsedebug.render.html.svg import GREY, render_svg
 from sparsedebug.render.markdown.energy import STATUS_WORDS, clock_state
+from sparsedebug.render.words.signoff import MACHINE_WORDS
 from sparsedebug.render.words.sources_power import scope_words
 from sparsedebug.sources.bundle import LoadedBundle
 
@@ -96,7 +97,7 @@ def energy_section(bundle: LoadedBundle) -> Section:
                      scope_words(side.scope) or "-", clock_state(side), measured_clock(run)])
     table = Table("Energy per token of each run", ["run", "name", "dense/sparse", "status", "J/token p50 (measured)", "interval",
                                                    "J/token on the target", "scope", "clock state", "clock"],
-                  rows, numeric=[False, False, False, False, True, False, True, False, False, False], note=report.machine + ".")
+                  rows, numeric=[False, False, False, False, True, False, True, False, False, False], note=MACHINE_WORDS[report.machine] + ".")
     if measured:
         clocks = " / ".join(dict.fromkeys(measured_clock(runs[p.role]) for p in measured))
         scopes = " / ".join(dict.fromkeys(scope_words(s.scope) for s in report.sides if s.scope and s.status == "measured"))

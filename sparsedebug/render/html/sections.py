@@ -20,7 +20,8 @@ from sparsedebug.records.run import RunRecord, TimelineStrip
 from sparsedebug.render.clocks import measured_clock
 from sparsedebug.render.html import figures as fg
 from sparsedebug.render.html.page import Chart, Section, Table
-from sparsedebug.signoff.metrics import LayerRow, equal_latency_sentence, layer_rows, reality_figures
+from sparsedebug.render.words.run_figures import equal_latency_sentence
+from sparsedebug.signoff.metrics import LayerRow, layer_rows, reality_figures
 
 Runs = Sequence[tuple[str, RunRecord]]
 """(role, run) pairs in page order."""

@@ -21,8 +21,10 @@ from sparsedebug.render.clocks import bundle_clock, label_latencies, measured_cl
 from sparsedebug.render.markdown.cells import md_cell
 from sparsedebug.render.markdown.energy import energy_section
 from sparsedebug.render.words.gate import measured_words
+from sparsedebug.render.words.notes import say
+from sparsedebug.render.words.run_figures import real_quality_text
 from sparsedebug.signoff.decide import stored_decision
-from sparsedebug.signoff.metrics import fallback_summary, latency, layer_rows, real_quality_text, reality_figures
+from sparsedebug.signoff.metrics import fallback_summary, latency, layer_rows, reality_figures
 from sparsedebug.sources.bundle import LoadedBundle
 from sparsedebug.sources.registry import replayed
 
@@ -150,9 +152,9 @@ def fallback_impact(run: RunRecord, baseline: RunRecord | None = None) -> list[s
         f"- share of kernel time still dense: {_pct(fb.dense_time_share)}; in fallbacks: {_pct(fb.fallback_time_share)}",
     ]
     if fb.sparse_kernel_speedup is not None:
-        lines.append(f"- sparse kernel speedup: {fb.sparse_kernel_speedup:.3f}x ({fb.sparse_kernel_speedup_source})")
+        lines.append(f"- sparse kernel speedup: {fb.sparse_kernel_speedup:.3f}x ({say(fb.sparse_kernel_speedup_source) if fb.sparse_kernel_speedup_source else '-'})")
     elif fb.sparse_kernel_speedup_source is not None:
-        lines.append(f"- sparse kernel speedup: {fb.sparse_kernel_speedup_source}")
+        lines.append(f"- sparse kernel speedup: {say(fb.sparse_kernel_speedup_source)}")
     if fb.meant_sparse and not fb.fell_back:
         lines.append("- speedup left on the table by fallbacks: none: no layer meant to be sparse runs dense")
     elif fb.speedup_left_on_table is not None and fb.sparse_kernel_speedup is not None and fb.sparse_kernel_speedup <= 1.0:

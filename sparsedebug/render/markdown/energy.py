@@ -12,7 +12,9 @@ from sparsedebug.records.bundle import FixOutcome
 from sparsedebug.records.energy import EnergyReport, EnergySummary, SideEnergy
 from sparsedebug.records.run import RunRecord
 from sparsedebug.render.clocks import measured_clock
-from sparsedebug.render.words.sources_power import scope_words, side_note
+from sparsedebug.render.words.notes import say
+from sparsedebug.render.words.signoff import MACHINE_WORDS, SESSION_WORDS, estimate_basis, side_note
+from sparsedebug.render.words.sources_power import scope_words
 from sparsedebug.sources.bundle import LoadedBundle
 from sparsedebug.sources.registry import replayed
 
@@ -77,7 +79,7 @@ def estimate_sentence(side: SideEnergy) -> str | None:
         return None
     per_token = f", {est.joules_per_token:.4g} J/token, {est.tokens_per_joule:.4g} tokens/J" if est.joules_per_token and est.tokens_per_joule else ""
     return (f"{side.role} `{side.run}` on the {est.device}: ESTIMATE {est.joules_per_forward:.4g} J/forward (range "
-            f"{est.joules_per_forward_low:.4g} to {est.joules_per_forward_high:.4g}){per_token}, not measured; {est.basis}")
+            f"{est.joules_per_forward_low:.4g} to {est.joules_per_forward_high:.4g}){per_token}, not measured; {estimate_basis(est)}")
 
 
 def rapl_sentence(side: SideEnergy) -> str:
@@ -85,7 +87,7 @@ def rapl_sentence(side: SideEnergy) -> str:
     r = side.rapl
     assert r is not None
     wrapped = ", counter wrap corrected" if r.wrapped else ""
-    what = f"the whole interleaved session of {r.session} (one reading for both sides)" if r.session else "the whole replay"
+    what = f"the whole interleaved session of {SESSION_WORDS[r.session]} (one reading for both sides)" if r.session else "the whole replay"
     return (f"{side.role} `{side.run}`: CPU package (RAPL, {r.zone}) {r.joules:.1f} J over {what} of {r.seconds:.1f} s, "
             f"mean {r.mean_power_w:.1f} W{wrapped}: CPU package, not the GPU and not wall power, and not per forward")
 
@@ -115,7 +117,7 @@ def why_not(b: LoadedBundle, report: EnergyReport, sides: list[SideEnergy]) -> s
     if _replays_only(b, sides):
         advice = (f"; to measure it, run the model on the GPU under the profiler with `{report.capture[0]}` beside it and walk "
                   "the traces with --power" if report.capture else "")
-        return f"{report.machine}{advice}"
+        return f"{MACHINE_WORDS[report.machine]}{advice}"
     return _missing(report, sides)
 
 
@@ -147,7 +149,7 @@ def expected_lines(b: LoadedBundle, fix: FixOutcome | None) -> list[str]:
                      f"{cand.mean_power_w:.1f} W times the expected p50 {lat.expected_after:.3f} ms, assuming the fix leaves the power "
                      "drawn unchanged)")
         else:
-            after = "after the fix not projected: " + (lat.expected_basis if lat is not None and lat.expected_basis else "no latency projection for a re-run")
+            after = "after the fix not projected: " + (say(lat.expected_basis) if lat is not None and lat.expected_basis else "no latency projection for a re-run")
         lines = [head + f"measured for {' and '.join(measured)}, each from its own window; {after}."]
     else:
         lines = [head + f"not measured: {why_not(b, report, unmeasured)}."]
@@ -194,7 +196,7 @@ def energy_section(b: LoadedBundle) -> list[str]:
         return [*lines, "Not assessed: the bundle has no energy record."]
     runs = _runs(b)
     source = f"`{report.log}` ({report.log_source}, given as {report.log_option})" if report.log else "none given"
-    lines += [f"Power log: {source}. {report.machine[0].upper()}{report.machine[1:]}.", ""]
+    lines += [f"Power log: {source}. {MACHINE_WORDS[report.machine][0].upper()}{MACHINE_WORDS[report.machine][1:]}.", ""]
     lines.append("| run | name | status | J/forward p50 | J/token p50 | interval (J/token) | tokens/J p50 | over | mean W | idle W | limit W | SM MHz | scope | clock |")
     lines.append("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for side in report.sides:

@@ -46,14 +46,13 @@ from sparsedebug.render.words.core import change_words, reduce_verdict, replay_r
 from sparsedebug.render.words.gate import decision_reasons, detail_words, measured_words, refusal_words, significance_words
 from sparsedebug.render.words.locate_text import allowed_text, finding_text, stage_text, verdict_text
 from sparsedebug.render.words.notes import say
+from sparsedebug.render.words.run_figures import equal_latency_sentence, real_quality_text
 from sparsedebug.signoff.decide import stored_decision
 from sparsedebug.signoff.metrics import (
-    equal_latency_sentence,
     fallback_summary,
     p50_speedup,
     quality_metric,
     quality_value,
-    real_quality_text,
 )
 from sparsedebug.sources.bundle import LoadedBundle
 
@@ -272,13 +271,13 @@ def _action(b: LoadedBundle, book: Playbook) -> list[str]:
     if lat is not None and lat.expected_after is not None:
         out.append(
             f"- **Expected movement**: latency p50 {lat.before:.3f} ms -> {lat.expected_after:.3f} ms "
-            f"({lat.expected_after / lat.before - 1:+.1%}; {measured_clock(b.candidate)}); basis: {lat.expected_basis}."
+            f"({lat.expected_after / lat.before - 1:+.1%}; {measured_clock(b.candidate)}); basis: {say(lat.expected_basis) if lat.expected_basis else 'not recorded'}."
         )
         sp = next((m for m in fo.movements if m.metric.startswith("speedup")), None) if fo else None
         if sp is not None and sp.expected_after is not None:
             out.append(f"  - Expected speedup over the baseline: {sp.before:.3f}x -> {sp.expected_after:.3f}x.")
     elif lat is not None:
-        out.append(f"- **Expected movement**: {fix.metric + ' ' + fix.direction if fix else 'n/a'}; no latency projection: {lat.expected_basis}.")
+        out.append(f"- **Expected movement**: {fix.metric + ' ' + fix.direction if fix else 'n/a'}; no latency projection: {say(lat.expected_basis) if lat.expected_basis else 'not recorded'}.")
     else:
         out.append(
             "- **Expected movement**: "
@@ -344,7 +343,7 @@ def _next_step(b: LoadedBundle) -> list[str]:
         return [f"- **Next bounded change**: none found: {still}, and classifying it again against the baseline proposes "
                 "nothing beyond the change already applied."]
     return [
-        f"- **Next bounded change**: {still}; {fo.next_basis}: {nxt.text} (rule `{nxt.rule}`; should move "
+        f"- **Next bounded change**: {still}; {say(fo.next_basis) if fo.next_basis else 'basis not recorded'}: {nxt.text} (rule `{nxt.rule}`; should move "
         f"{nxt.metric} {nxt.direction}). "
         + ("Apply it to fixed.workload.yaml and walk again with it as the candidate." if fo.fixed_source == "applied_to_workload"
            else "Apply it to the fixed candidate and walk again with it as the candidate.")
@@ -432,9 +431,9 @@ def _signoff(b: LoadedBundle, book: Playbook, decision: DecisionOutcome) -> list
             "vs dense (the report's model ceiling assumes the nominal M/N instead)"
         )
     elif fb.sparse_kernel_speedup is not None:
-        impact += f", sparse kernel speedup {fb.sparse_kernel_speedup:.3f}x ({fb.sparse_kernel_speedup_source})"
+        impact += f", sparse kernel speedup {fb.sparse_kernel_speedup:.3f}x ({say(fb.sparse_kernel_speedup_source) if fb.sparse_kernel_speedup_source else '-'})"
     elif fb.sparse_kernel_speedup_source is not None:
-        impact += f", sparse kernel speedup {fb.sparse_kernel_speedup_source}"
+        impact += f", sparse kernel speedup {say(fb.sparse_kernel_speedup_source)}"
     out.append(f"- **Required artifact**: {book.memo.required_artifact} See `{report}` ({len(final.graph.layers)} layers in the matrix; {impact}).")
     owners = [book.owner(o).title for o in book.memo.required_owners]
     lead = book.owner(decision.owner).title if decision.owner is not None else None

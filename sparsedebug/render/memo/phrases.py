@@ -1,7 +1,7 @@
 """One phrasing function per fact kind of the memo model, for Markdown and for plain text.
 
 Every number is printed by :func:`num` from a figure of the claim (never computed here), so the claims check
-(``sparsedebug.signoff.claims``) can trace each printed number back to its figure. Names and codes go in code
+(``sparsedebug.render.memo.claims``) can trace each printed number back to its figure. Names and codes go in code
 spans (Markdown) so they are never read as figures.
 """
 

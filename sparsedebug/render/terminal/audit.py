@@ -7,6 +7,7 @@ from rich.table import Table
 from rich.text import Text
 
 from sparsedebug.records.audit import CheckpointAudit, StackFinding, TensorAudit
+from sparsedebug.render.words.notes import say
 
 _STATUS = {
     "compliant": ("compliant", "green"),
@@ -41,7 +42,7 @@ def _stack(t: TensorAudit) -> str | Text:
 def _finding(f: StackFinding) -> str:
     rows = f" (rows {', '.join(map(str, f.rows))})" if f.rows else ""
     cite = f" [{'; '.join(c.source for c in f.cite)}]" if f.cite else ""
-    return f"{f.rule.replace('_', ' ')}: {f.detail}{rows}{cite}"
+    return f"{f.rule.replace('_', ' ')}: {say(f.facts)}{rows}{cite}"
 
 
 def audit_view(audit: CheckpointAudit, *, wide: bool = False) -> RenderableType:
@@ -109,7 +110,7 @@ def audit_view(audit: CheckpointAudit, *, wide: bool = False) -> RenderableType:
         shown: set[str] = set()
         for t in audit.tensors:
             for f in t.stack.caveats if t.stack is not None else []:
-                key = f"{f.rule}:{f.detail}"
+                key = f"{f.rule}:{say(f.facts)}"
                 if key not in shown:
                     shown.add(key)
                     lines.append(f"caveat: {_finding(f)}\n", style="dim")

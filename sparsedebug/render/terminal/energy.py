@@ -5,7 +5,8 @@ from __future__ import annotations
 from rich.table import Table
 
 from sparsedebug.render.markdown.energy import STATUS_WORDS, clock_state
-from sparsedebug.render.words.sources_power import scope_words, side_note
+from sparsedebug.render.words.signoff import MACHINE_WORDS, side_note
+from sparsedebug.render.words.sources_power import scope_words
 from sparsedebug.sources.bundle import LoadedBundle
 
 
@@ -15,7 +16,7 @@ def energy_table(bundle: LoadedBundle) -> Table | None:
     if report is None:
         return None
     scopes = ", ".join(dict.fromkeys(scope_words(s.scope) for s in report.sides if s.scope)) or "no reading"
-    table = Table(title=f"energy per side, from each run's own window ({scopes})", caption=report.machine)
+    table = Table(title=f"energy per side, from each run's own window ({scopes})", caption=MACHINE_WORDS[report.machine])
     for name, right in (("run", False), ("status", False), ("J/forward", True), ("J/token", True), ("J/token interval", True),
                         ("tokens/J", True), ("clock state", False)):
         table.add_column(name, justify="right" if right else "left")

@@ -10,8 +10,9 @@ from sparsedebug.records.run import GraphStage, KernelPath, LowerStage, RunRecor
 from sparsedebug.render.clocks import measured_clock, sample_count
 from sparsedebug.render.terminal.fit import optional
 from sparsedebug.render.words.core import timing_words
+from sparsedebug.render.words.run_figures import equal_latency_sentence
 from sparsedebug.render.words.target import missing_forward_words
-from sparsedebug.signoff.metrics import equal_latency_sentence, quality_figure
+from sparsedebug.signoff.metrics import quality_figure
 from sparsedebug.sources.workload.schema import WorkloadOrigin
 
 

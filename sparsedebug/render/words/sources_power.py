@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import overload
 
-from sparsedebug.records.energy import SideEnergy
 from sparsedebug.records.power import PowerChannel, WindowEnergy
 from sparsedebug.render.words.notes import say
 from sparsedebug.render.words.sources import PART_TIME_SAMPLING
@@ -93,10 +92,3 @@ def window_words(energy: WindowEnergy) -> str:
     return (f"{energy.file}: {energy.joules:.4g} J over {duration:.3f} s{mean} from {energy.channel.field}, "
             f"{_how(energy.channel)}, {energy.readings} readings{summed}; {scope_words(energy.channel.scope)}{events}")
 
-
-def side_note(side: SideEnergy) -> str:
-    """A side's energy note with its first window's words: how the figures were taken, or why there are none."""
-    window = window_words(side.windows[0]) if side.windows else ""
-    if side.status == "measured":
-        return f"{side.note}: {window}" if side.note and window else side.note or window
-    return side.note or window

@@ -329,9 +329,9 @@ def claim_problems(bundle: LoadedBundle, memo: str, report: str) -> list[str]:
 
 def bundle_dir_problems(root: Path) -> list[str]:
     """On a bundle directory as written: :func:`claim_problems` on the memo's detail (in report.md) and the report, and
-    the model-based claims check (``signoff.claims``) of memo.md against the memo model the walk stored beside it."""
+    the model-based claims check (``render.memo.claims``) of memo.md against the memo model the walk stored beside it."""
     from sparsedebug.records.memo import Memo
-    from sparsedebug.signoff.claims import check_claims
+    from sparsedebug.render.memo.claims import check_claims
 
     bundle = load_bundle(root)
     report = (root / "report.md").read_text()

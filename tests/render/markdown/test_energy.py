@@ -10,7 +10,7 @@ from sparsedebug.records.power import PowerChannel, WindowEnergy
 from sparsedebug.records.run import RunRecord, TimeWindow
 from sparsedebug.render.markdown.deployment import render_report
 from sparsedebug.render.markdown.memo import render_memo_detail
-from sparsedebug.signoff.energy import NO_READING_HERE, side_energy
+from sparsedebug.signoff.energy import side_energy
 from sparsedebug.sources.bundle import LoadedBundle
 from sparsedebug.sources.playbook import load_playbook
 from tests.conftest import FIXTURES
@@ -53,7 +53,7 @@ def _bundle(base_w: float, cand_w: float, shortest_s: float = 0.0) -> LoadedBund
     sides = [side_energy("baseline", base, _measure(base_w, shortest_s)), side_energy("candidate", cand, _measure(cand_w, shortest_s))]
     missing = any(s.status != "measured" for s in sides)
     report = EnergyReport(log="power.csv", log_option="--power", log_source="nvidia-smi", sides=sides,
-                          machine="the runs are imported: their energy comes from the power log given", capture=[CAPTURE] if missing else [])
+                          machine="imported", capture=[CAPTURE] if missing else [])
     return make_bundle(base, cand).model_copy(update={"energy": report})
 
 
@@ -100,7 +100,7 @@ def test_a_replay_without_rapl_says_this_machine_has_no_energy_reading() -> None
     base, cand = _runs()
     replay = cand.model_copy(update={"source": cand.source.model_copy(update={"kind": "replay", "window": None, "iteration_windows": []})})
     side = side_energy("candidate", replay, None)
-    energy = EnergyReport(sides=[side_energy("baseline", base, None), side], machine=NO_READING_HERE)
+    energy = EnergyReport(sides=[side_energy("baseline", base, None), side], machine="no_reading")
     memo = render_memo_detail(bundle.model_copy(update={"energy": energy}), load_playbook())
     assert "no absolute time window (a replay on this machine)" in memo
     report = render_report(bundle.model_copy(update={"energy": energy}))

@@ -18,6 +18,7 @@ from sparsedebug.records.classification import Classification
 from sparsedebug.render.markdown.deployment import fallback_impact, render_report
 from sparsedebug.render.markdown.memo import render_memo_detail
 from sparsedebug.render.words.gate import decision_reasons
+from sparsedebug.render.words.notes import say
 from sparsedebug.signoff.metrics import baseline_dense_pairs, op_paired_speedup
 from sparsedebug.sources.bundle import LoadedBundle
 from sparsedebug.sources.importers.trace.importer import import_trace
@@ -130,7 +131,8 @@ def test_a_cuda_graph_pair_quotes_the_kernel_speedup_paired_by_op(bundles: dict[
     bundle = bundles["cudagraph_win"]
     speedup, source = op_paired_speedup(bundle.candidate, bundle.baseline)
     assert speedup is not None and 1.0 < speedup < 2.0, source  # the H200's 2:4 GEMMs, measured: not the nominal 2x
-    assert "28 GEMM calls" in source and "12 sparse ones" in source
+    assert source.code == "signoff.speedup_by_op" and source.values["base_calls"] == 28 and source.values["sparse_calls"] == 12
+    assert "28 GEMM calls" in say(source) and "12 sparse ones" in say(source)
     figure = f"sparse kernel speedup {speedup:.3f}x (measured by op against the baseline"
     assert figure in render_memo_detail(bundle, load_playbook())
     assert figure.replace("speedup ", "speedup: ", 1) in render_report(bundle)
@@ -141,7 +143,7 @@ def test_a_cuda_graph_pair_whose_gemm_work_differs_says_why_no_speedup(bundles: 
     dropped = next(k.name for k in cand.kernel.layers if k.name.startswith("nvjet"))
     fewer = cand.model_copy(update={"kernel": cand.kernel.model_copy(update={"layers": [k for k in cand.kernel.layers if k.name != dropped]})})
     speedup, why = op_paired_speedup(fewer, base)
-    assert speedup is None and "does not pair by op" in why
+    assert speedup is None and why.code == "signoff.speedup_gemm_unpaired" and "does not pair by op" in say(why)
     assert "not measured: " in "\n".join(fallback_impact(fewer, base))
 
 

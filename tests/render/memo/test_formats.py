@@ -9,8 +9,8 @@ import pytest
 
 from sparsedebug.records.memo import Memo
 from sparsedebug.render.memo import formats as registry
+from sparsedebug.render.memo.claims import check_claims
 from sparsedebug.render.memo.formats import MemoFormat, formats, register, render
-from sparsedebug.signoff.claims import check_claims
 from sparsedebug.signoff.gate import evaluate
 from sparsedebug.signoff.memo import build_memo, gate_memo
 from sparsedebug.sources.playbook import load_playbook

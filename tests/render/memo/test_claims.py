@@ -1,5 +1,5 @@
 """The claims check over real bundles: every number memo.md and the walk's terminal summary print has a figure of
-the memo model behind it, and no wording its facts do not carry (``sparsedebug.signoff.claims``).
+the memo model behind it, and no wording its facts do not carry (``sparsedebug.render.memo.claims``).
 
 Twelve walks of different kinds (the shared H200 trace pairs eager and CUDA graph, annotated and stripped, a
 fixed CUDA-graph re-run, a clock log, decomposed and non-contiguous attention, A/A copies, run records, a
@@ -15,7 +15,7 @@ import pytest
 
 from sparsedebug.core.io import save_record
 from sparsedebug.records.memo import Memo
-from sparsedebug.signoff.claims import check_claims
+from sparsedebug.render.memo.claims import check_claims
 from tests.conftest import FIXTURES, invoke
 from tests.support.synth import dense_run, sparse_run
 from tests.support.tracegen import TraceSpec, write_trace
