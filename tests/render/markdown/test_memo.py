@@ -6,6 +6,7 @@ import pytest
 
 from sparsedebug.core.stats import percentiles
 from sparsedebug.records.classification import Fix
+from sparsedebug.records.notes import note
 from sparsedebug.records.run import FallbackReason
 from sparsedebug.render.markdown.memo import render_memo_detail
 from sparsedebug.render.words.gate import decision_reasons
@@ -147,7 +148,8 @@ def test_checks_still_failing_after_the_fix_name_the_next_bounded_change() -> No
     assert "**Next bounded change**: none found: the fixed run still fails fallback_rate" in nothing
     nxt = Fix(kind="layer", layer="l0.down", action="pad", text="pad l0.down to an aligned shape", rule="compute.fallback_flops",
               metric="fallback_flop_share", direction="down")
-    named = bundle.model_copy(update={"fix": bundle.fix.model_copy(update={"next_fix": nxt, "next_basis": "the fixed run classified again"})})
+    named = bundle.model_copy(update={"fix": bundle.fix.model_copy(update={"next_fix": nxt, "next_basis": note("playbook.next_by_score", winner="memory", score=0.8)})})
     text = render_memo_detail(named, BOOK)
     line = next(line for line in text.splitlines() if "**Next bounded change**" in line)
+    assert "the fixed run classified again against the baseline: memory wins (score 0.80)" in line
     assert "still fails fallback_rate" in line and "pad l0.down to an aligned shape (rule `compute.fallback_flops`" in line
