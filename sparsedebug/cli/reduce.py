@@ -50,6 +50,7 @@ def reduce(
     from sparsedebug.core.signals import signals_deferred
     from sparsedebug.reduce.reduce import reduce_workloads
     from sparsedebug.render.terminal.bisect import reduce_view
+    from sparsedebug.render.words.notes import say
     from sparsedebug.sources.detect import load_workload
     from sparsedebug.sources.workload.schema import save_workload
 
@@ -66,7 +67,7 @@ def reduce(
         bad_workload,
         probe_repeats=probe_repeats,
         max_probes=max_probes,
-        progress=lambda line: err.print(line, highlight=False, markup=False),
+        progress=lambda event: err.print(say(event), highlight=False, markup=False),
         good_dir=good.parent,
         bad_dir=bad.parent,
         repro_path=output,

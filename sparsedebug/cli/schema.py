@@ -12,24 +12,45 @@ from sparsedebug.cli.common import handle_errors
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-Kind = Literal["workload", "run", "fingerprint", "memo"]
+Kind = Literal["workload", "run", "fingerprint", "memo", "bisect", "classification", "gate", "decision", "reduce"]
 
 
 def schemas() -> dict[str, type[BaseModel]]:
     """Every schema the command can print, by name (imported here, so `schema --help` stays cheap)."""
+    from sparsedebug.records.classification import Classification
+    from sparsedebug.records.decision import DecisionOutcome
+    from sparsedebug.records.findings import BisectResult
     from sparsedebug.records.fingerprint import Fingerprint
+    from sparsedebug.records.gate import GateResult
     from sparsedebug.records.memo import Memo
+    from sparsedebug.records.reduce import ReduceResult
     from sparsedebug.records.run import RunRecord
     from sparsedebug.sources.workload.schema import Workload
 
-    return {"workload": Workload, "run": RunRecord, "fingerprint": Fingerprint, "memo": Memo}
+    return {
+        "workload": Workload,
+        "run": RunRecord,
+        "fingerprint": Fingerprint,
+        "memo": Memo,
+        "bisect": BisectResult,
+        "classification": Classification,
+        "gate": GateResult,
+        "decision": DecisionOutcome,
+        "reduce": ReduceResult,
+    }
 
 
 @handle_errors
 def schema(
-    kind: Annotated[Kind, typer.Argument(help="Which file format: workload, run, fingerprint or memo (the memo model `memo --format json` prints).")],
+    kind: Annotated[
+        Kind,
+        typer.Argument(
+            help="Which file format: workload, run, fingerprint, memo (what `memo --format json` prints), or the "
+            "--json output of bisect, classify, gate, the decision in a bundle, or reduce."
+        ),
+    ],
 ) -> None:
-    """Print the JSON Schema of a workload YAML, a run record, a fingerprint or the memo model.
+    """Print the JSON Schema of a workload YAML, a run record, a fingerprint, the memo model or a step's --json output.
 
     Use it for editor completion and validation of workload files (for example
     with a yaml-language-server `$schema` comment) or to check records written

@@ -45,6 +45,7 @@ import numpy as np
 
 from sparsedebug.core.ranks import FloatArray
 from sparsedebug.core.stats import beyond_factor, compare_samples, no_change_that_counts
+from sparsedebug.records.notes import Note, note
 from sparsedebug.records.stats import DEFAULT_ALPHA, DEFAULT_MIN_EFFECT, Direction, SampleComparison
 
 __all__ = [
@@ -176,33 +177,33 @@ def per_round_separated(base: FloatArray | list[float], cand: FloatArray | list[
     return b.size > 0 and b.size == c.size and bool(np.all(c > factor * b))
 
 
-def _persistence(d: FloatArray, sign: int, alpha: float, min_effect: float, one_sided: bool) -> tuple[bool, str]:
+def _persistence(d: FloatArray, sign: int, alpha: float, min_effect: float, one_sided: bool) -> tuple[bool, list[Note]]:
     """Whether a significant per-round shift holds in each time-ordered half and without outlier rounds."""
-    notes: list[str] = []
+    notes: list[Note] = []
     if d.size >= 4:
         for label, half in (("first half", d[: d.size // 2]), ("second half", d[d.size // 2 :])):
             hl = float(np.median(_walsh(half)))
             if sign * hl <= 0.0:
-                return False, f"not persistent: in the {label} the paired ratio is {math.exp(hl):.3f}"
-        notes.append("holds in both halves")
+                return False, [note("core.half_differs", half=label, ratio=math.exp(hl), paired=True)]
+        notes.append(note("core.halves_hold"))
     else:
-        notes.append("too few rounds to split in halves")
+        notes.append(note("core.halves_too_few", paired=True))
     kept = _inliers(d)
     dropped = d.size - kept.size
     if not dropped:
-        notes.append("no outlier rounds")
-        return True, "persistent: " + ", ".join(notes)
+        notes.append(note("core.no_outliers", paired=True))
+        return True, notes
     if not enough_pairs(int(np.count_nonzero(kept)), alpha, one_sided=one_sided):
         if not np.all(sign * kept >= math.log(min_effect)):
-            return False, f"not persistent: only {kept.size} rounds remain without outliers, and not every one moved by x{min_effect:g}"
-        notes.append(f"each of the {kept.size} rounds left without outliers moved by x{min_effect:g}")
-        return True, "persistent: " + ", ".join(notes)
+            return False, [*notes, note("core.inlier_rounds_mixed", rounds=int(kept.size), factor=min_effect)]
+        notes.append(note("core.inlier_rounds_moved", rounds=int(kept.size), factor=min_effect))
+        return True, notes
     p = signed_rank_p(kept, "greater" if one_sided else "two-sided")
     hl = float(np.median(_walsh(kept)))
     if p > alpha or beyond_factor(math.exp(hl), min_effect) != sign:
-        return False, f"outlier-driven: without {dropped} outlier round(s) per-round ratio {math.exp(hl):.3f}, p={p:.3g}"
-    notes.append(f"survives dropping {dropped} outlier round(s)")
-    return True, "persistent: " + ", ".join(notes)
+        return False, [*notes, note("core.outlier_driven", dropped=dropped, ratio=math.exp(hl), p=p, paired=True)]
+    notes.append(note("core.outliers_dropped", dropped=dropped, paired=True))
+    return True, notes
 
 
 def _check(name: str, values: Any) -> FloatArray:
@@ -273,11 +274,8 @@ def compare_paired(
         raise ValueError(f"block must be >= 1, got {block}")
     d_full = block_log_ratios(full_b, full_c, block, segments)
     d = d_full
-    unit = "paired rounds" if block == 1 else f"paired blocks of {block} rounds"
-    note = ""
     if d.size > MAX_PAIRED:
         d = d_full[np.sort(np.random.default_rng([_SUBSAMPLE_SEED, d.size]).choice(d.size, size=MAX_PAIRED, replace=False))]
-        note = f"; signed-rank test on a deterministic subsample of {d.size} of {d_full.size} {unit}"
     d = d if d.size else np.zeros(1)
     walsh = _walsh(d)
     log_ratio = float(np.median(walsh))
@@ -288,7 +286,7 @@ def compare_paired(
         "n_base": int(d.size), "n_cand": int(d.size),
         "base_median": float(np.median(full_b)), "cand_median": float(np.median(full_c)),
         "ratio": ratio, "ci_low": ci_low, "ci_high": ci_high, "alpha": alpha, "min_effect": min_effect,
-        "subsampled_from": [int(d_full.size), int(d_full.size)] if d.size < d_full.size else None, "paired": True,
+        "subsampled_from": [int(d_full.size), int(d_full.size)] if d.size < d_full.size else None, "paired": True, "block": block,
     }
     one_sided = alternative == "greater"
     nonzero = int(np.count_nonzero(d))
@@ -296,25 +294,19 @@ def compare_paired(
         smallest = math.exp(log_min_attainable_pairs_p(nonzero, one_sided=one_sided))
         return SampleComparison(
             **common, p_value=None, significant=False, persistent=False, enough_samples=False, direction="same",
-            reason=(
-                f"too few {unit}: {nonzero} with a difference; the smallest p a signed-rank test can reach is "
-                f"{smallest:.3g} > alpha {alpha:g} (paired ratio {ratio:.3f} not tested)"
-            ),
+            min_attainable_p=smallest, nonzero=nonzero,
         )
     p = signed_rank_p(d, alternative)
     sign = beyond_factor(ratio, min_effect)
     if one_sided and sign < 0:
         sign = 0
-    unmoved = no_change_that_counts(
-        common, p=p, alpha=alpha, sign=sign, ratio_text=f"paired ratio {ratio:.3f} over {d.size} {unit}", min_effect=min_effect, note=note
-    )
+    unmoved = no_change_that_counts(common, p=p, alpha=alpha, sign=sign)
     if unmoved is not None:
         return unmoved
-    persistent, why = _persistence(d, sign, alpha, min_effect, one_sided)
+    persistent, checks = _persistence(d, sign, alpha, min_effect, one_sided)
     direction: Direction = "slower" if sign > 0 else "faster"
     return SampleComparison(
-        **common, p_value=p, significant=True, persistent=persistent, enough_samples=True, direction=direction,
-        reason=f"{direction} x{ratio:.3f} paired (p={p:.3g}, signed-rank over {d.size} {unit}); {why}{note}",
+        **common, p_value=p, significant=True, persistent=persistent, enough_samples=True, direction=direction, persistence=checks,
     )
 
 

@@ -64,6 +64,7 @@ import numpy as np
 import numpy.typing as npt
 
 from sparsedebug.core.ranks import FloatArray, kth_pairwise_difference, moses_k, rank_test_p
+from sparsedebug.records.notes import Note, note
 from sparsedebug.records.stats import (
     DEFAULT_ALPHA as DEFAULT_ALPHA,
 )
@@ -251,14 +252,14 @@ def _check_samples(name: str, samples: Samples) -> FloatArray:
 
 def _persistence(
     base: FloatArray, cand: FloatArray, sign: int, alpha: float, min_effect: float, one_sided: bool = False
-) -> tuple[bool, str]:
+) -> tuple[bool, list[Note]]:
     """Whether a significant shift holds in each time-ordered half and without outliers.
 
     When too few samples remain without outliers for the test to reach ``alpha``, the
     shift persists only if the remaining samples are separated by ``min_effect`` (every
     one of one side beyond every one of the other).
     """
-    notes: list[str] = []
+    notes: list[Note] = []
     half_factor = math.sqrt(min_effect)
     if base.size >= 4 and cand.size >= 4:
         for label, b, c in (
@@ -267,44 +268,36 @@ def _persistence(
         ):
             half_ratio = float(np.median(c) / np.median(b))
             if beyond_factor(half_ratio, half_factor) != sign:
-                return False, f"not persistent: in the {label} the median ratio is {half_ratio:.3f}"
-        notes.append("holds in both halves")
+                return False, [note("core.half_differs", half=label, ratio=half_ratio, paired=False)]
+        notes.append(note("core.halves_hold"))
     else:
-        notes.append("too few samples to split in halves")
+        notes.append(note("core.halves_too_few", paired=False))
     b_in, c_in = _tukey_inliers(base), _tukey_inliers(cand)
     dropped = (base.size - b_in.size) + (cand.size - c_in.size)
     if dropped:
         if not enough_samples(b_in.size, c_in.size, alpha, one_sided=one_sided):
             apart = separated(b_in, c_in, min_effect) if sign > 0 else separated(c_in, b_in, min_effect)
             if not apart:
-                return False, f"not persistent: only {b_in.size} vs {c_in.size} samples remain without outliers, and they overlap"
-            notes.append(f"the {b_in.size} vs {c_in.size} samples left without outliers are separated by x{min_effect:g}")
-            return True, "persistent: " + ", ".join(notes)
+                return False, [*notes, note("core.inliers_overlap", n_base=int(b_in.size), n_cand=int(c_in.size))]
+            notes.append(note("core.inliers_separated", n_base=int(b_in.size), n_cand=int(c_in.size), factor=min_effect))
+            return True, notes
         p = rank_test_p(b_in, c_in, "greater" if one_sided else "two-sided")
         ratio = float(np.median(c_in) / np.median(b_in))
         if p > alpha or beyond_factor(ratio, min_effect) != sign:
-            return False, f"outlier-driven: without {dropped} outlier(s) ratio {ratio:.3f}, p={p:.3g}"
-        notes.append(f"survives dropping {dropped} outlier(s)")
+            return False, [*notes, note("core.outlier_driven", dropped=dropped, ratio=ratio, p=p, paired=False)]
+        notes.append(note("core.outliers_dropped", dropped=dropped, paired=False))
     else:
-        notes.append("no outliers")
-    return True, "persistent: " + ", ".join(notes)
+        notes.append(note("core.no_outliers", paired=False))
+    return True, notes
 
 
-def no_change_that_counts(
-    common: dict[str, Any], *, p: float, alpha: float, sign: int, ratio_text: str, min_effect: float, note: str
-) -> SampleComparison | None:
+def no_change_that_counts(common: dict[str, Any], *, p: float, alpha: float, sign: int) -> SampleComparison | None:
     """The comparison when a test found no change that counts: not significant, or significant but within the
     minimum effect (``sign`` 0: the ratio lies within it); None when it found one. ``common`` holds the
-    comparison's other fields, ``ratio_text`` the ratio as the reason quotes it."""
-    if p > alpha:
-        reason = f"no significant difference: p={p:.3g} > {alpha:g} ({ratio_text}){note}"
-    elif sign == 0:
-        reason = f"significant (p={p:.3g}) but below the minimum effect: {ratio_text} within x{min_effect:g}{note}"
-    else:
+    comparison's other fields."""
+    if p <= alpha and sign != 0:
         return None
-    return SampleComparison(
-        **common, p_value=p, significant=False, persistent=False, enough_samples=True, direction="same", reason=reason
-    )
+    return SampleComparison(**common, p_value=p, significant=False, persistent=False, enough_samples=True, direction="same")
 
 
 def compare_samples(
@@ -339,7 +332,6 @@ def compare_samples(
     ratio = c_med / b_med
     b, c = subsample(full_b), subsample(full_c)
     shrunk = b.size < full_b.size or c.size < full_c.size
-    note = f"; rank test on a deterministic subsample of {b.size} of {full_b.size} vs {c.size} of {full_c.size} samples" if shrunk else ""
     ci_low, ci_high = _ratio_interval(b, c, alpha)
     common: dict[str, Any] = {
         "n_base": int(b.size),
@@ -362,21 +354,17 @@ def compare_samples(
             persistent=False,
             enough_samples=False,
             direction="same",
-            reason=(
-                f"too few samples: {b.size} vs {c.size}; the smallest p a rank test can reach is "
-                f"{min_attainable_p(b.size, c.size, one_sided=one_sided):.3g} > alpha {alpha:g} (ratio {ratio:.3f} not tested)"
-            ),
+            min_attainable_p=min_attainable_p(b.size, c.size, one_sided=one_sided),
         )
     p = rank_test_p(b, c, alternative)
     sign = beyond_factor(ratio, min_effect)
     if one_sided and sign < 0:
         sign = 0
-    unmoved = no_change_that_counts(common, p=p, alpha=alpha, sign=sign, ratio_text=f"ratio {ratio:.3f}", min_effect=min_effect, note=note)
+    unmoved = no_change_that_counts(common, p=p, alpha=alpha, sign=sign)
     if unmoved is not None:
         return unmoved
-    persistent, why = _persistence(b, c, sign, alpha, min_effect, one_sided)
+    persistent, checks = _persistence(b, c, sign, alpha, min_effect, one_sided)
     direction: Direction = "slower" if sign > 0 else "faster"
     return SampleComparison(
-        **common, p_value=p, significant=True, persistent=persistent, enough_samples=True, direction=direction,
-        reason=f"{direction} x{ratio:.3f} (p={p:.3g}); {why}{note}",
+        **common, p_value=p, significant=True, persistent=persistent, enough_samples=True, direction=direction, persistence=checks,
     )

@@ -53,6 +53,7 @@ from sparsedebug.core.noise import (
 )
 from sparsedebug.core.stats import median, quantiles
 from sparsedebug.records.defaults import SAMPLE_CALLS, SAMPLE_CALLS_WITHIN_MS
+from sparsedebug.records.notes import Note, note
 from sparsedebug.records.timing import Flag, TimingQuality, VariantTiming
 
 # Upper bound of the calls of one sample (a call under 10 us gets a sample shorter than the minimum).
@@ -385,24 +386,22 @@ def _quality(
     rounds = len(table)
     still = sum(1 for row in table if any(r.flags for r in row.values()))
     variants: list[VariantTiming] = []
-    problems: list[str] = []
+    problems: list[Note] = []
     first = items[0][0]
     for name, _ in items:
         spread, width = _spread(samples[name])
         width *= median([row[name].calls for row in table])  # the spread of the samples as timed, against the timer-noise floor
         left = sum(1 for row in table if row[name].flags)
         if spread > pol.max_spread and width > pol.min_spread_ms:
-            problems.append(f"{name} rounds spread {spread:.2f} (p90 - p10 over p50) > {pol.max_spread:g}")
+            problems.append(note("core.timing_spread", variant=name, spread=spread, limit=pol.max_spread))
         if left > pol.max_flagged_share * rounds:
             ratios = [c / b for c, b in zip(samples[name], samples[first], strict=True) if b > 0]
             ratio_spread = _spread(ratios)[0] if name != first and ratios else None
             if ratio_spread is None and len(items) == 1:
-                problems.append(f"{name}: {left} of {rounds} rounds still disturbed after {used} re-measured")
+                problems.append(note("core.timing_disturbed", variant=name, left=left, rounds=rounds, remeasured=used))
             elif ratio_spread is not None and ratio_spread > pol.max_ratio_spread:
-                problems.append(
-                    f"{name}: {left} of {rounds} rounds still disturbed after {used} re-measured and its per-round "
-                    f"ratio to {first} spreads {ratio_spread:.2f} > {pol.max_ratio_spread:g}"
-                )
+                problems.append(note("core.timing_disturbed", variant=name, left=left, rounds=rounds, remeasured=used,
+                                     against=first, ratio_spread=ratio_spread, limit=pol.max_ratio_spread))
         variants.append(
             VariantTiming(
                 name=name, spread=spread, wall_ms=samples[name], cpu_ms=[row[name].cpu / row[name].calls for row in table],
@@ -412,24 +411,13 @@ def _quality(
     contention_only = False
     if busy is not None and busy.sustained(pol):
         contention_only = not problems
-        problems.append(
-            f"other processes kept {busy.others:.1f} of {busy.cores} cores busy (this process used {busy.ours:.1f}), "
-            f"taking the spare cores in {busy.contended_share:.0%} of the time: sustained contention"
-        )
+        problems.append(note("core.timing_contention", others=busy.others, cores=busy.cores, ours=busy.ours, share=busy.contended_share))
     counts: dict[str, int] = {}
     for f in first_flags:
         counts[f] = counts.get(f, 0) + 1
     loads = [row[items[0][0]].load for row in table]
-    if problems:
-        reason = "unstable: " + "; ".join(problems)
-    elif still:
-        reason = f"stable: {still} of {rounds} round(s) stayed disturbed ({used} re-measured), but the per-round ratios held"
-    elif flagged:
-        reason = f"stable: {len(flagged)} disturbed round(s) re-measured clean ({used} extra round(s))"
-    else:
-        reason = "stable: no round disturbed"
     return TimingQuality(
-        status="unstable" if problems else "stable", reason=reason, rounds=rounds, flagged_rounds=len(flagged),
+        status="unstable" if problems else "stable", problems=problems, rounds=rounds, flagged_rounds=len(flagged),
         remeasured_rounds=used, still_flagged=still, flags=counts, load_average=[v for v in loads if v is not None],
         cores=os.cpu_count(), competing_cores=None if busy is None else round(busy.others, 3),
         contended_share=None if busy is None else round(busy.contended_share, 3), tick_ms=tick,
@@ -439,15 +427,14 @@ def _quality(
     )
 
 
-def unstable_reason(qualities: list[tuple[str, TimingQuality | None]], *, same_rounds: bool = False) -> str | None:
-    """Why timings of the named runs cannot be compared (the unstable ones' reasons), or None when they can.
+def unstable_runs(qualities: list[tuple[str, TimingQuality | None]], *, same_rounds: bool = False) -> list[str]:
+    """The named runs whose timings cannot be compared (empty when all can).
 
     ``same_rounds``: the runs were timed in the same rounds (one interleaved session), so
     sustained contention alone (``TimingQuality.contention_only``) does not stop the
     comparison: it slowed both sides of every round alike.
     """
-    bad = [
-        f"{name}: {quality.reason}" for name, quality in qualities
+    return [
+        name for name, quality in qualities
         if quality is not None and not quality.stable and not (same_rounds and quality.contention_only)
     ]
-    return "; ".join(bad) if bad else None

@@ -210,7 +210,7 @@ def compare_layers(
         if level != comp.alpha:
             comp = compare(members, level)
         if len(units) > 1:
-            comp = comp.model_copy(update={"reason": f"{comp.reason}; Holm step-down over {len(units)} layer tests: tested at alpha {level:.3g}"})
+            comp = comp.model_copy(update={"holm_level": level, "holm_tests": len(units)})
         out.append((label, members, comp))
     return out
 

@@ -61,7 +61,7 @@ def kernel_stage(
         if comp.direction == "slower":
             facts = note(
                 "locate.finding.slower", **cmp_values(comp), explained=explained, sparse_path=path_changed and not explained,
-                persistent=comp.persistent, reason=None if comp.persistent else comp.reason,
+                persistent=comp.persistent,
             )
             findings.append(
                 LayerFinding(

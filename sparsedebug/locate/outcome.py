@@ -57,8 +57,7 @@ def outcome_stage(
         host_bound = traced_host_bound([base, cand])
         metrics.append(MetricFinding(metric="latency_ms", comparison=comp, facts=note("locate.metric.latency_ms"),
                                      latency_timing=timing, traced_host_wait_share=host_bound))
-        facts.append(note("locate.outcome.latency", direction=comp.direction, **cmp_values(comp), enough=comp.enough_samples,
-                          reason=comp.reason if comp.enough_samples and comp.direction == "same" else None))
+        facts.append(note("locate.outcome.latency", direction=comp.direction, **cmp_values(comp), enough=comp.enough_samples))
         untraced = [run.outcome.latency_file for run in (base, cand) if run.outcome.latency_timing == "untraced"]
         if untraced:
             facts.append(note("locate.outcome.untraced", files=[f for f in untraced if f]))

@@ -145,8 +145,7 @@ def discount(comp: SampleComparison, band: tuple[float, float] | None) -> Sample
     if comp.direction == "same" or not within(comp, band):
         return comp
     assert band is not None
-    reason = f"within this machine's drift between the replays (x{band[0]:.3f} to x{band[1]:.3f}): {comp.reason}"
-    return comp.model_copy(update={"direction": "same", "significant": False, "persistent": False, "reason": reason})
+    return comp.model_copy(update={"direction": "same", "significant": False, "persistent": False, "drift_band": list(band)})
 
 
 # A round whose interleaved dense reference ran over this multiple of its median was disturbed (preempted).

@@ -71,7 +71,7 @@ def schedule_stage(base: RunRecord, cand: RunRecord, alpha: float, min_effect: f
                     kind="idle_grew" if grew else "idle_shrank", regression=False, delta_ms=delta,
                     facts=note(
                         "locate.finding.idle", grew=grew, per_layer_ms=abs(delta) / max(len(members), 1), **cmp_values(comp),
-                        persistent=comp.persistent, reason=None if comp.persistent else comp.reason,
+                        persistent=comp.persistent,
                     ),
                     comparison=comp,
                 )

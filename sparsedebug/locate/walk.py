@@ -14,7 +14,7 @@ divergence explains, and phrases the verdict.
 from __future__ import annotations
 
 from sparsedebug.core.stats import DEFAULT_ALPHA, DEFAULT_MIN_EFFECT, SampleComparison, median
-from sparsedebug.core.timing import unstable_reason
+from sparsedebug.core.timing import unstable_runs
 from sparsedebug.locate.common import calls_per_iteration, group_key, iteration_count, undecided_improvement, undecided_regression
 from sparsedebug.locate.graph import graph_stage
 from sparsedebug.locate.kernel import kernel_stage
@@ -92,9 +92,9 @@ def bisect_runs(
     ]
     assert [s.stage for s in stages] == list(STAGES)
     same_rounds = session_block(base, cand) is not None  # one session: sustained contention hit both sides alike
-    unstable = unstable_reason([(base.name, base.outcome.timing), (cand.name, cand.outcome.timing)], same_rounds=same_rounds)
-    if unstable is not None:
-        stages = [_inconclusive(s, unstable) if s.stage in TIMED_STAGES else s for s in stages]
+    unstable = unstable_runs([(base.name, base.outcome.timing), (cand.name, cand.outcome.timing)], same_rounds=same_rounds)
+    if unstable:
+        stages = [_inconclusive(s, ", ".join(unstable)) if s.stage in TIMED_STAGES else s for s in stages]
 
     outcome = stages[-1]
     outcome_cmp = outcome.headline.comparison if outcome.headline else None
@@ -246,7 +246,7 @@ def _divergence_verdict(
         elif moved:
             verdict.append(note("locate.verdict.overlap", share=accounted, delta_ms=delta))
         else:
-            verdict.append(note("locate.verdict.outcome_flat", reason=outcome.reason))
+            verdict.append(note("locate.verdict.outcome_flat"))
     return verdict
 
 

@@ -194,12 +194,14 @@ def _classify(w: _Walk, evidence: EvidencePaths) -> None:
 def _reduce(w: _Walk) -> str:
     """Step 4a: ddmin over the differences of two workloads; the note for the step line."""
     from sparsedebug.reduce.reduce import reduce_workloads
+    from sparsedebug.render.words.core import reduce_verdict
+    from sparsedebug.render.words.notes import say
     from sparsedebug.sources.workload.schema import save_workload
 
     step = w.book.step("reproduce")
     w.say.step(step, "reduce to a focused reproducer (ddmin over the differences)")
     reduction = reduce_workloads(
-        w.workloads["baseline"], w.workloads["candidate"], progress=lambda text: w.say.progress(text, 0, 0),
+        w.workloads["baseline"], w.workloads["candidate"], progress=lambda event: w.say.progress(say(event), 0, 0),
         good_dir=w.paths["baseline"].parent, bad_dir=w.paths["candidate"].parent, repro_path=Path(FILES["reproducer"]),
     )
     red = reduction.record
@@ -209,7 +211,7 @@ def _reduce(w: _Walk) -> str:
         save_workload(reduction.base, w.tmp / FILES["reproducer_base"])
         w.files["reproducer"] = FILES["reproducer"]
         w.files["reproducer_base"] = FILES["reproducer_base"]
-    return red.verdict
+    return reduce_verdict(red)
 
 
 def _apply_fix(w: _Walk) -> str:
@@ -242,6 +244,7 @@ def _trace_reproducer(w: _Walk) -> str:
     from sparsedebug.records.findings import BisectResult
     from sparsedebug.reduce.from_trace import repro_workloads, trace_repro
     from sparsedebug.render.repro import render_repro_script
+    from sparsedebug.render.words.core import replay_reason_words
     from sparsedebug.sources.workload.schema import save_workload
 
     step = w.book.step("reproduce")
@@ -254,7 +257,7 @@ def _trace_reproducer(w: _Walk) -> str:
         return f"no trace reproducer: no regression at {bisect.first_stage} names a layer whose call the trace records with its shapes"
     trace_name = w.paths["candidate"].name
     files = {"script": FILES["repro_script"]}
-    workloads = repro_workloads(repro, trace_name, twin_file=FILES["reproducer_base"])
+    workloads = repro_workloads(repro, trace_name, twin_file=FILES["reproducer_base"], note=replay_reason_words(repro))
     if workloads is not None:
         cand, base = workloads
         save_workload(cand, w.tmp / FILES["reproducer"])

@@ -9,6 +9,7 @@ from pydantic import Field
 from sparsedebug.records.base import SCHEMA_VERSION, Record
 from sparsedebug.records.classification import Fix
 from sparsedebug.records.fingerprint import FileDigest
+from sparsedebug.records.gate import GateTest
 from sparsedebug.records.stats import Direction
 
 InputRole = Literal["baseline", "candidate", "fixed"]
@@ -73,7 +74,7 @@ class FixOutcome(Record):
     how: str = Field(description="What was changed, or why nothing could be applied.")
     fixed_source: Literal["applied_to_workload", "given", "none"]
     movements: list[Movement] = Field(default_factory=list)
-    significance: str | None = Field(None, description="Rank-test verdict on candidate vs fixed latency samples.")
+    significance: GateTest | None = Field(None, description="The test of candidate vs fixed latency samples (paired_rank: against the candidate replayed again in the fixed run's interleaved session).")
     moved: bool | None = Field(None, description="Whether the fix's target metric moved the right way (latency: significantly).")
     target: str | None = Field(None, description="The movement that decided `moved` (latency p50, fallback rate, ...).")
     next_fix: Fix | None = Field(

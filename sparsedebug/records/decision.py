@@ -6,13 +6,13 @@ deployment report and the terminal summary only render it.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field
 
-from sparsedebug.records.base import SCHEMA_VERSION, Record
+from sparsedebug.records.base import FACTS_SCHEMA_VERSION, Record
 from sparsedebug.records.comparability import LaunchMode
-from sparsedebug.records.gate import GateResult
+from sparsedebug.records.gate import CheckId, CheckStatus, GateResult
 
 # The rule that took a decision: ship (passes), bounded rollout (a fix moved and holds, a measured win missing only
 # evidence, no fix needed), rollback (slower or worse than the baseline allows), escalate (no mechanism won, a fix
@@ -23,16 +23,29 @@ DecisionCode = Literal[
 ]
 
 
-class DecisionOutcome(Record):
-    """The final decision, the run it was judged on, and why."""
+# Why ship is refused: evidence the playbook requires that is missing, or a gate check that does not pass.
+RefusalCode = Literal["no_fallback_evidence", "no_quality_evidence", "speedup_not_passed", "quality_fails", "check_fails"]
 
-    schema_version: int = SCHEMA_VERSION
+
+class Refusal(Record):
+    """One reason ship is refused, with the gate check it rests on (None for missing evidence)."""
+
+    code: RefusalCode
+    check: CheckId | None = None
+    status: CheckStatus | None = None
+
+
+class DecisionOutcome(Record):
+    """The final decision, the run it was judged on, the rule that took it and the checks it rests on."""
+
+    schema_version: int = FACTS_SCHEMA_VERSION
+    oldest_readable: ClassVar[int] = FACTS_SCHEMA_VERSION
     kind: Literal["decision"] = "decision"
     decision: str
-    code: DecisionCode | None = Field(None, description="Which rule of ``signoff.decide`` took the decision (None: written before codes).")
-    judged_on: str
-    reasons: list[str]
-    ship_refused: list[str]
+    code: DecisionCode = Field(description="Which rule of ``signoff.decide`` took the decision.")
+    judged_on: Literal["candidate", "fixed candidate"]
+    failing: list[CheckId] = Field(default_factory=list, description="The judged run's gate checks that fail.")
+    ship_refused: list[Refusal]
     gate: GateResult | None = Field(description="The default gate on the judged run against the baseline.")
     gates: dict[str, GateResult] = Field(
         default_factory=dict, description="The default gate on each run against the baseline, by role (candidate, fixed)."

@@ -65,7 +65,7 @@ class StageFinding(Record):
     stage: str
     status: StageStatus
     facts: list[Note] = Field(default_factory=list, description="The stage's summary as coded facts, in the order they are told.")
-    unstable: str | None = Field(None, description="Set when the run's timings were unstable: why (core.timing.unstable_reason).")
+    unstable: str | None = Field(None, description="Set when the runs' timings were unstable: the runs whose timings were (core.timing.unstable_runs), comma-separated.")
     metrics: list[MetricFinding] = Field(default_factory=list)
     layers: list[LayerFinding] = Field(default_factory=list)
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field
 
-from sparsedebug.records.base import SCHEMA_VERSION, Record
+from sparsedebug.records.base import FACTS_SCHEMA_VERSION, Record
 from sparsedebug.records.comparability import Comparability
+from sparsedebug.records.notes import Note
 from sparsedebug.records.stats import DEFAULT_ALPHA, DEFAULT_MIN_EFFECT
 
 POLICY_SCHEMA_VERSION = 1
@@ -93,25 +94,59 @@ class GatePolicy(Record):
     missing_evidence: Literal["skip", "fail"] = "skip"
 
 
+# The five checks of the gate, in the order they run.
+CheckId = Literal["effective_speedup", "p99_latency", "quality_delta", "fallback_rate", "precision_drift"]
+
+# What a figure of a check measures (render.words.gate names each).
+GateQuantity = Literal[
+    "speedup_p50", "p99_ratio", "p99_ms", "cosine", "rel_err", "accuracy", "accuracy_drop", "fallback_rate",
+    "worst_err_share", "precision_changes", "layers_within",
+]
+
+
+class GateFigure(Record):
+    """One figure a check measured, with the limit it was held to (``direction``: which side passes)."""
+
+    quantity: GateQuantity
+    value: float | None = Field(description="The measured figure in ``unit``; None when it could not be measured.")
+    unit: Literal["x", "ms", "share", "cosine", "ratio", "count"]
+    limit: float | None = Field(None, description="The policy's limit for this figure; None: reported, not checked.")
+    direction: Literal["at_least", "at_most"] | None = Field(None, description="Which side of the limit passes.")
+    baseline: float | None = Field(None, description="The baseline's figure, where the check quotes it.")
+    count: int | None = Field(None, description="How many figures were taken (samples, rounds, layers), where it matters.")
+    of: int | None = Field(None, description="Out of how many (``count`` of ``of``).")
+
+
+class GateTest(Record):
+    """How a timing check decided: the test, its p and alpha, the samples it had, and what it needed."""
+
+    kind: Literal["rank", "paired_rank", "exceedance", "separation", "paired_separation", "threshold"] = Field(
+        description="rank: one-sided Mann-Whitney U; paired_rank: signed-rank over paired rounds; exceedance: "
+        "one-sided exceedance count over the baseline's largest; separation: every sample beyond the other side's by "
+        "the factor (too few for a test); paired_separation: the same round by round; threshold: the figure alone."
+    )
+    p: float | None = None
+    alpha: float | None = None
+    factor: float | None = Field(None, description="The minimum ratio a shortfall must exceed (the asv factor).")
+    n_base: int | None = None
+    n_cand: int | None = None
+    needed: int | None = Field(None, description="Samples (or rounds, or exceedances) a side the test needs to reach alpha.")
+    ratio: float | None = Field(None, description="The tested median ratio (candidate / target or baseline).")
+    significant: bool | None = None
+    persistent: bool | None = Field(None, description="Also in each half of the samples and without outliers.")
+    drift: float | None = Field(None, description="The machine's own drift allowed for (>= 1), when one was measured.")
+    same_session: bool = Field(False, description="Both sides were timed in the same rounds of one interleaved session.")
+
+
 class GateCheck(Record):
-    """One threshold's verdict, with the measured value and the threshold in words."""
+    """One threshold's verdict: the figures measured against their limits, the test that decided, and the facts behind it."""
 
-    id: str
-    name: str
+    id: CheckId
     status: CheckStatus
-    measured: str
-    threshold: str
-    detail: str
+    figures: list[GateFigure] = Field(default_factory=list)
+    test: GateTest | None = None
+    basis: list[Note] = Field(default_factory=list, description="Why: each problem, then each note (codes 'gate.*').")
     on_inconclusive: OnInconclusive | None = Field(None, description="Inconclusive checks: what the policy makes of it in CI.")
-
-    @property
-    def status_label(self) -> str:
-        """The result in words; an inconclusive check says what its policy made of it (fails the gate, warning, passes)."""
-        if self.status == "inconclusive":
-            policy = self.on_inconclusive or "pass"
-            effect = {"fail": "fails the gate", "warn": "warning", "pass": "passes"}[policy]
-            return f"INCONCLUSIVE ({effect}: on_inconclusive {policy})"
-        return {"pass": "PASS", "fail": "FAIL", "skipped": "SKIP"}[self.status]
 
     @property
     def fails_gate(self) -> bool:
@@ -122,7 +157,8 @@ class GateCheck(Record):
 class GateResult(Record):
     """All checks on one baseline/candidate pair; ``passed`` when none failed and no inconclusive check's policy is ``fail``."""
 
-    schema_version: int = SCHEMA_VERSION
+    schema_version: int = FACTS_SCHEMA_VERSION
+    oldest_readable: ClassVar[int] = FACTS_SCHEMA_VERSION
     kind: Literal["gate_result"] = "gate_result"
     baseline: str
     candidate: str

@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field
 
-from sparsedebug.records.base import SCHEMA_VERSION, Record
+from sparsedebug.records.base import FACTS_SCHEMA_VERSION, SCHEMA_VERSION, Record
 from sparsedebug.records.findings import BisectResult
 
 # The reduction phases, in the order they run.
 Phase = Literal["check", "changes", "causes", "blocks", "layers", "tokens", "widths", "confirm"]
+
+
+class FieldDiff(Record):
+    """One field that differs: its name, the good workload's value and the bad one's (None: absent on that side)."""
+
+    field: str
+    was: str | None = None
+    now: str | None = None
 
 
 class Change(Record):
@@ -19,7 +27,11 @@ class Change(Record):
     key: str = Field(description="'knob:NAME' or 'layer:NAME'.")
     kind: Literal["knob", "layer"]
     name: str
-    detail: str
+    change: Literal["changed", "added", "removed"] = Field(description="A knob or layer that differs, or a layer added or removed.")
+    diffs: list[FieldDiff] = Field(
+        default_factory=list, description="What differs: the knob's value, each field of a changed layer, the entry of an added "
+        "layer (field 'entry') or the op of a removed one (field 'op')."
+    )
 
 
 class ProbeLog(Record):
@@ -30,7 +42,12 @@ class ProbeLog(Record):
     outcome: Literal["fail", "pass", "unresolved"]
     mode: Literal["static", "timed"]
     flaky: bool = False
-    note: str = ""
+    note: Literal["earlier_stage", "other_finding", "uncertain", "still_undecided"] | None = Field(
+        None, description="Why the outcome is not a plain fail/pass: the pair diverges at an earlier stage, with another "
+        "finding, or stays undecided after re-measuring.",
+    )
+    earlier_stage: str | None = Field(None, description="The earlier stage it diverges at (note earlier_stage).")
+    invalid: str | None = Field(None, description="The variant could not be built: the first line of the error that refused it.")
 
 
 class Cause(Record):
@@ -43,7 +60,8 @@ class Cause(Record):
 class ReduceResult(Record):
     """The focused reproducer and how it was found."""
 
-    schema_version: int = SCHEMA_VERSION
+    schema_version: int = FACTS_SCHEMA_VERSION
+    oldest_readable: ClassVar[int] = FACTS_SCHEMA_VERSION
     kind: Literal["reduce_result"] = "reduce_result"
     good: str
     bad: str
@@ -73,7 +91,21 @@ class ReduceResult(Record):
     probes: list[ProbeLog]
     confirmation: BisectResult | None = None
     command: str | None = None
-    verdict: str
+    outcome: Literal["nothing_to_reduce", "not_reproduced", "reduced"]
+    not_reproduced: BisectResult | None = Field(None, description="The last bisect of a pair that did not diverge (measured twice).")
+    probe_repeats: int = Field(0, description="Repeats of each timed probe (twice this when re-measured).")
+    graph_source: str | None = Field(None, description="The graph source of the bad workload (its label) when its graph is not shrinkable.")
+    full_graph: bool = Field(False, description="Confirmed with the graph before shrinking: the shrunk one did not confirm.")
+    max_probes: int = Field(0, description="The probe limit.")
+    stopped_at_limit: bool = Field(False, description="The reduction stopped at max_probes.")
+
+
+# Why the built-in replay can or cannot show a trace's divergence: its dtype has no replay kernel, the attention call
+# dispatched to another backend, the replay's backend profile decides the layer dense (shows it) or runs it sparse
+# (does not), the device waited on the host (no device in the replay), or the divergence is in GPU timings.
+ReplayReason = Literal[
+    "dtype_without_kernel", "attention_dispatch", "profile_falls_back", "profile_runs_sparse", "host_wait", "cpu_timing",
+]
 
 
 class TraceOperand(Record):
@@ -118,5 +150,6 @@ class TraceRepro(Record):
     launch: Literal["eager", "cuda_graph"]
     backend_profile: str = Field(description="The replay backend profile the reproducer workload uses.")
     replay_shows: bool = Field(description="Whether the built-in replay can show the trace's first divergent stage and mechanism.")
-    replay_note: str = Field(description="What the built-in replay of reproducer.yaml can and cannot show, and why.")
+    replay_reason: ReplayReason = Field(description="Why the built-in replay of reproducer.yaml can or cannot show it.")
+    replay_fallback: str | None = Field(None, description="The fallback reason the replay's backend profile decides for the layer, when it does.")
     files: dict[str, str] = Field(default_factory=dict, description="role -> file name in the bundle (workload, dense twin, script).")

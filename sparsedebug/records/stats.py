@@ -8,9 +8,12 @@ from __future__ import annotations
 
 from typing import Literal
 
+from pydantic import Field
+
 from sparsedebug.records.base import Record
 from sparsedebug.records.defaults import DEFAULT_ALPHA as DEFAULT_ALPHA
 from sparsedebug.records.defaults import DEFAULT_MIN_EFFECT as DEFAULT_MIN_EFFECT
+from sparsedebug.records.notes import Note
 
 # Fewest samples whose p99 is a tail estimate rather than the sample maximum: below it, a p99 is reported as
 # inconclusive (classify, memo, the report's figures), never as a tail estimate. The gate's tail check does not
@@ -70,6 +73,14 @@ class SampleComparison(Record):
     persistent: bool
     enough_samples: bool
     direction: Direction
-    reason: str
     subsampled_from: list[int] | None = None
     paired: bool = False
+    block: int = Field(1, description="Paired: rounds per tested block (1: round by round).")
+    min_attainable_p: float | None = Field(None, description="Too few samples: the smallest p the test can reach with them.")
+    nonzero: int | None = Field(None, description="Paired, too few: the blocks with a difference.")
+    persistence: list[Note] = Field(
+        default_factory=list, description="Significant shifts: each persistence check, in order (codes 'core.*'); the first that fails ends them."
+    )
+    holm_level: float | None = Field(None, description="Tested at this alpha by a Holm step-down over holm_tests layer tests.")
+    holm_tests: int | None = None
+    drift_band: list[float] | None = Field(None, description="Judged same: within this machine's own drift between the replays (low, high).")

@@ -13,6 +13,7 @@ from typing import Literal
 from pydantic import Field
 
 from sparsedebug.records.base import Record
+from sparsedebug.records.notes import Note
 
 # Why a round was flagged. ``off_cpu``: wall time far above the process CPU time (the process waited, descheduled);
 # ``preempted``: involuntary context switches during a round that ran well above the variant's median;
@@ -35,7 +36,7 @@ class TimingQuality(Record):
     """Interference while timing, and whether the comparison between the variants stands."""
 
     status: Literal["stable", "unstable"]
-    reason: str
+    problems: list[Note] = Field(default_factory=list, description="Unstable: each problem (codes 'core.timing_*'); stable: none.")
     rounds: int
     flagged_rounds: int = Field(description="Rounds flagged in the first pass.")
     remeasured_rounds: int = Field(description="Extra rounds run to replace flagged ones (bounded).")

@@ -18,7 +18,7 @@ from sparsedebug.core.dtypes import canonical_dtype
 from sparsedebug.kernels.masks import parse_pattern
 from sparsedebug.records.classification import Classification
 from sparsedebug.records.findings import BisectResult, LayerFinding
-from sparsedebug.records.reduce import TraceOperand, TraceOpSide, TraceRepro
+from sparsedebug.records.reduce import ReplayReason, TraceOperand, TraceOpSide, TraceRepro
 from sparsedebug.records.run import KernelPath, LowerLayer, RunRecord
 from sparsedebug.sources.workload.lowering import PROFILES, LayerQuery
 from sparsedebug.sources.workload.schema import Layer, Tokens, Workload, WorkloadOrigin
@@ -83,47 +83,19 @@ def _profile(side: TraceOpSide, device: str | None, run_backends: list[str]) -> 
     return "cpu-numpy"
 
 
-def _note(
-    stage: str, finding: str, mechanism: str | None, profile: str, dtype_ok: bool, kind: str, fallback: str | None
-) -> tuple[bool, str]:
-    """Whether the built-in replay can show the trace's first stage and mechanism, and the sentence that says so."""
-    target = PROFILES[profile].target
-    projected = (
-        f" Its target clock ({profile}) projects the op onto the {target.upper()} from the measured GEMM rows, per-call "
-        "cost included for eager launch: that is where the trace's cost shows in the replay."
-        if target is not None
-        else ""
-    )
+def _replay_reason(stage: str, profile: str, dtype_ok: bool, kind: str, fallback: str | None) -> tuple[bool, ReplayReason]:
+    """Whether the built-in replay can show the trace's first stage and mechanism, and why (a code render words)."""
     if not dtype_ok:
-        return False, "the trace's dtype has no built-in replay kernel (fp32, fp16 and bf16 only): no workload was written; run repro.py on a GPU."
+        return False, "dtype_without_kernel"
     if stage in ("graph", "lower"):
         if kind == "attention":
-            return False, (
-                f"the trace diverges first at {stage} ({finding}): the attention call dispatched to another backend "
-                "(its layout, dtype or mask chose it); the built-in replay has one numpy attention and no backend "
-                "dispatch, so it cannot show that: run repro.py, which rebuilds the traced layouts, on a GPU."
-            )
+            return False, "attention_dispatch"
         if fallback is not None:
-            return True, (
-                f"the trace diverges first at {stage} ({finding}); the replay's backend profile {profile} decides this "
-                f"layer dense without timing ({fallback}), so the replay shows the same {stage} finding."
-            )
-        return False, (
-            f"the trace diverges first at {stage} ({finding}); the replay's backend profile {profile} runs this layer "
-            "sparse, so the replay's lowering does not show it."
-        )
+            return True, "profile_falls_back"
+        return False, "profile_runs_sparse"
     if stage == "schedule":
-        return False, (
-            f"the trace diverges first at {stage} ({finding}: the device waits on the host before each call); the built-in replay "
-            "runs numpy kernels on this CPU, with no device to wait and none of the GPU stack's host-side dispatch, so it cannot "
-            "show that stage: its schedule stage measures only this process's own overhead (threads, per-call conversion), and "
-            "its kernel stage times the sparse kernel against the dense one on this CPU." + projected
-        )
-    return False, (
-        f"the trace diverges first at {stage} ({finding}, mechanism {mechanism or 'none'}); the built-in replay times numpy "
-        "kernels on this CPU, whose speeds are not the GPU's, so a kernel, schedule or outcome divergence there is not the "
-        "trace's." + projected
-    )
+        return False, "host_wait"
+    return False, "cpu_timing"
 
 
 def trace_repro(baseline: RunRecord, candidate: RunRecord, bisect: BisectResult, classification: Classification | None) -> TraceRepro | None:
@@ -148,12 +120,12 @@ def trace_repro(baseline: RunRecord, candidate: RunRecord, bisect: BisectResult,
     mechanism = classification.winner.value if classification is not None and classification.winner is not None else None
     pattern = graph.intended if graph is not None and kind == "linear" else "dense"
     fallback = _profile_fallback(profile, cand, pattern) if kind == "linear" else None
-    shows, note = _note(bisect.first_stage, finding.kind, mechanism, profile, dtype_ok, kind, fallback)
+    shows, reason = _replay_reason(bisect.first_stage, profile, dtype_ok, kind, fallback)
     return TraceRepro(
         layer=name, group=finding.layer, first_stage=bisect.first_stage, finding=finding.kind, mechanism=mechanism,
         delta_ms=finding.delta_ms, op_kind=kind, pattern=pattern,
         tokens=tokens, candidate=cand, baseline=_side(baseline, name), device=device,
-        launch="cuda_graph" if candidate.source.runtime is not None and candidate.source.runtime.cuda_graph else "eager", backend_profile=profile, replay_shows=shows, replay_note=note,
+        launch="cuda_graph" if candidate.source.runtime is not None and candidate.source.runtime.cuda_graph else "eager", backend_profile=profile, replay_shows=shows, replay_reason=reason, replay_fallback=fallback,
     )
 
 
@@ -173,15 +145,19 @@ def _prod(dims: list[int]) -> int:
     return out
 
 
-def repro_workloads(repro: TraceRepro, trace_name: str, *, twin_file: str) -> tuple[Workload, Workload] | None:
-    """The reproducer workload (the blamed op as traced) and its dense twin; None when the replay has no kernel for its dtype."""
+def repro_workloads(repro: TraceRepro, trace_name: str, *, twin_file: str, note: str) -> tuple[Workload, Workload] | None:
+    """The reproducer workload (the blamed op as traced) and its dense twin; None when the replay has no kernel for its dtype.
+
+    ``note`` is what the replay of it can and cannot show, in words (``render.words.core.replay_reason_words``): the
+    workload file carries it for the reader.
+    """
     ops = repro.candidate.operands
     dtype = ops[0].dtype
     if dtype not in _REPLAY_DTYPES:
         return None
     origin = WorkloadOrigin(
         trace=trace_name, layer=repro.layer, first_stage=repro.first_stage, mechanism=repro.mechanism,
-        replay_shows=repro.replay_shows, note=repro.replay_note, dense_twin=twin_file,
+        replay_shows=repro.replay_shows, note=note, dense_twin=twin_file,
     )
     if repro.op_kind == "linear":
         x, w = ops[:2]

@@ -41,6 +41,7 @@ from sparsedebug.locate.walk import bisect_runs
 from sparsedebug.records.defaults import DEFAULT_MAX_PROBES as DEFAULT_MAX_PROBES
 from sparsedebug.records.defaults import DEFAULT_PROBE_REPEATS as DEFAULT_PROBE_REPEATS
 from sparsedebug.records.findings import BisectResult
+from sparsedebug.records.notes import Note, NoteValue, note
 from sparsedebug.records.reduce import Cause, Change, Phase, ProbeLog, ReduceResult
 from sparsedebug.records.run import (
     STAGES,
@@ -61,7 +62,9 @@ _KIND_PRIORITY = ("removed", "added", "changed", "fallback", "path_changed", "ne
 _CATEGORICAL = ("graph", "lower")
 
 
-Progress = Callable[[str], None]
+# Progress events: each a coded note (codes ``reduce.*``) the caller words (``render.words.core``).
+Progress = Callable[[Note], None]
+ProbeNote = Literal["earlier_stage", "other_finding", "uncertain", "still_undecided"] | None
 
 
 # --------------------------------------------------------------------------- changes
@@ -93,9 +96,9 @@ class _Prober:
     def exhausted(self) -> bool:
         return len(self.log) >= self.max_probes
 
-    def say(self, text: str) -> None:
+    def say(self, code: str, **values: NoteValue) -> None:
         if self.progress is not None:
-            self.progress(text)
+            self.progress(note(code, **values))
 
     def static_run(self, workload: Workload, base_dir: Path | None) -> RunRecord:
         key = workload.model_dump_json()
@@ -130,46 +133,52 @@ class _Prober:
         """Whether ``cand`` still diverges from ``base`` at ``stage`` (with a finding of ``kind``)."""
         if stage in _CATEGORICAL:
             result = self.bisect(self.static_run(base, self.dirs[0]), self.static_run(cand, self.dirs[1]))
-            outcome, note = _classify(result, stage, kind)
-            self._record(phase, description, outcome, "static", False, note)
+            outcome, why, earlier = _classify(result, stage, kind)
+            self._record(phase, description, outcome, "static", False, why, earlier)
             return outcome
         repeats = self.probe_repeats
         flaky = False
         for attempt in range(2):
             result = self.bisect(self.timed_run(base, self.dirs[0], repeats), self.timed_run(cand, self.dirs[1], repeats))
-            outcome, note = _classify(result, stage, kind)
-            if note != "uncertain":
+            outcome, why, earlier = _classify(result, stage, kind)
+            if why != "uncertain":
                 break
             flaky = True
             repeats *= 2
             if attempt == 1:
-                outcome, note = Outcome.UNRESOLVED, "still undecided with twice the repeats"
+                outcome, why = Outcome.UNRESOLVED, "still_undecided"
         if flaky:
             self.flaky += 1
-        self._record(phase, description, outcome, "timed", flaky, note)
+        self._record(phase, description, outcome, "timed", flaky, why, earlier)
         return outcome
 
-    def _record(self, phase: Phase, description: str, outcome: Outcome, mode: Literal["static", "timed"], flaky: bool, note: str) -> None:
-        self.log.append(ProbeLog(phase=phase, description=description, outcome=outcome.value, mode=mode, flaky=flaky, note=note))
-        self.say(f"probe {len(self.log)} [{phase}] {description}: {outcome.value}{' (re-measured)' if flaky else ''}")
+    def _record(
+        self, phase: Phase, description: str, outcome: Outcome, mode: Literal["static", "timed"], flaky: bool, why: ProbeNote,
+        earlier: str | None, invalid: str | None = None,
+    ) -> None:
+        probe = ProbeLog(phase=phase, description=description, outcome=outcome.value, mode=mode, flaky=flaky, note=why, earlier_stage=earlier,
+                         invalid=invalid)
+        self.log.append(probe)
+        self.say("reduce.probe", n=len(self.log), phase=phase, tried=description, outcome=outcome.value, flaky=flaky)
 
 
-def _classify(result: BisectResult, stage: str, signature: str | None) -> tuple[Outcome, str]:
-    """FAIL when the first divergence is ``stage`` with a finding of ``signature``; UNRESOLVED when an earlier stage diverges."""
+def _classify(result: BisectResult, stage: str, signature: str | None) -> tuple[Outcome, ProbeNote, str | None]:
+    """FAIL when the first divergence is ``stage`` with a finding of ``signature``; UNRESOLVED when an earlier stage
+    diverges (that stage is returned too) or the answer is uncertain."""
     index = STAGES.index(stage)
     if result.first_stage is not None and STAGES.index(result.first_stage) < index:
-        return Outcome.UNRESOLVED, f"diverges earlier, at {result.first_stage}"
+        return Outcome.UNRESOLVED, "earlier_stage", result.first_stage
     finding = result.stage(stage)
     if result.first_stage == stage:
         if signature is None or any(f.regression and finding_signature(f) == signature for f in finding.layers):
-            return Outcome.FAIL, ""
-        return Outcome.PASS, "diverges, but with another finding"
+            return Outcome.FAIL, None, None
+        return Outcome.PASS, "other_finding", None
     if finding.status == "undecided" or (result.state == "undecided" and result.first_stage is None):
-        return Outcome.UNRESOLVED, "uncertain"
+        return Outcome.UNRESOLVED, "uncertain", None
     head = finding.headline
     if head is not None and head.comparison.significant and not head.comparison.persistent:
-        return Outcome.UNRESOLVED, "uncertain"
-    return Outcome.PASS, ""
+        return Outcome.UNRESOLVED, "uncertain", None
+    return Outcome.PASS, None, None
 
 
 def _target(result: BisectResult) -> tuple[str | None, list[str]]:
@@ -196,7 +205,7 @@ def _ddmin_changes(prober: _Prober, phase: Phase, good: Workload, bad: Workload,
         try:
             variant = apply_changes(good, bad, subset)
         except UserError as exc:
-            prober._record(phase, label, Outcome.UNRESOLVED, "static", False, f"invalid variant: {str(exc).splitlines()[0]}")
+            prober._record(phase, label, Outcome.UNRESOLVED, "static", False, None, None, invalid=str(exc).splitlines()[0])
             search.report(Outcome.UNRESOLVED)
             continue
         search.report(prober.probe(phase, label, good, variant, stage, kind))
@@ -221,7 +230,7 @@ def _ddmin_keep(prober: _Prober, phase: Phase, base: Workload, cand: Workload, u
         try:
             shrunk = (keep_layers(base, keep & {layer.name for layer in base.layers}), keep_layers(cand, keep))
         except UserError as exc:
-            prober._record(phase, label, Outcome.UNRESOLVED, "static", False, f"invalid graph: {str(exc).splitlines()[0]}")
+            prober._record(phase, label, Outcome.UNRESOLVED, "static", False, None, None, invalid=str(exc).splitlines()[0])
             search.report(Outcome.UNRESOLVED)
             continue
         outcome = prober.probe(phase, label, shrunk[0], shrunk[1], stage, kind)
@@ -236,7 +245,7 @@ def _halve(prober: _Prober, phase: Phase, pair: tuple[Workload, Workload], step:
         try:
             smaller = (step(pair[0]), step(pair[1]))
         except UserError as exc:
-            prober.say(f"{phase}: stop shrinking: {str(exc).splitlines()[0]}")
+            prober.say("reduce.stop_shrinking", phase=phase, error=str(exc).splitlines()[0])
             break
         if prober.probe(phase, describe(smaller[1]), smaller[0], smaller[1], stage, kind) is not Outcome.FAIL:
             break
@@ -249,26 +258,23 @@ def _halve(prober: _Prober, phase: Phase, pair: tuple[Workload, Workload], step:
 
 def _initial_divergence(
     prober: _Prober, good: Workload, bad: Workload, dirs: tuple[Path | None, Path | None], probe_repeats: int
-) -> BisectResult | str:
-    """Step 1: the divergence to reduce, static first (graph/lower need no timing), then timed twice;
-    the verdict text when the pair does not diverge."""
+) -> tuple[BisectResult, bool]:
+    """Step 1: the divergence to reduce, static first (graph/lower need no timing), then timed twice; with
+    whether the pair diverges (False: the last bisect of a pair that did not)."""
     good_dir, bad_dir = dirs
-    prober.say("checking the divergence (static: graph and lowering)")
+    prober.say("reduce.check_static")
     static = prober.bisect(prober.static_run(good, good_dir), prober.static_run(bad, bad_dir))
     if static is not None and static.first_stage in _CATEGORICAL:
-        return static
-    prober.say("no graph/lowering divergence; replaying both with timing")
+        return static, True
+    prober.say("reduce.check_timed")
     for attempt in range(2):
         repeats = probe_repeats * (attempt + 1)
         result = prober.bisect(prober.timed_run(good, good_dir, repeats), prober.timed_run(bad, bad_dir, repeats))
         if result.state == "divergence":
-            return result
+            return result, True
         if attempt == 0:
             prober.flaky += 1
-    return (
-        f"cannot reproduce a regression: {bad.name} does not diverge from {good.name} "
-        f"(measured twice, {probe_repeats} and {2 * probe_repeats} repeats): {result.state.replace('_', ' ')}"
-    )
+    return result, False
 
 
 def _shrink_graph(prober: _Prober, base: Workload, repro: Workload, stage: str, kind: str | None) -> tuple[Workload, Workload]:
@@ -279,7 +285,7 @@ def _shrink_graph(prober: _Prober, base: Workload, repro: Workload, stage: str, 
     tokens_text: Callable[[Workload], str] = lambda w: f"tokens {w.tokens.batch}x{w.tokens.sequence}"  # noqa: E731
     source = graph_source(repro)
     if not source.shrinkable:
-        prober.say(f"{source.label}: the graph is the checkpoint's, not shrunk; halving tokens only")
+        prober.say("reduce.tokens_only", source=source.label)
         return _halve(prober, "tokens", (base, repro), half_tokens, stage, kind, tokens_text)
     blocks: dict[str, list[str]] = {}
     for layer in repro.layers:
@@ -295,30 +301,6 @@ def _shrink_graph(prober: _Prober, base: Workload, repro: Workload, stage: str, 
         prober, "widths", (base, repro), lambda w: scale_keeping_treatment(w, 2), stage, kind,
         lambda w: "widths " + ", ".join(f"{layer.name}={layer.shape}" for layer in w.layers[:3]),
     )
-
-
-def _verdict(
-    prober: _Prober, target: str, changes: list[Change], kept: list[Change], causes: list[Cause],
-    pair: tuple[Workload, Workload], other: BisectResult | None, max_probes: int,
-) -> str:
-    """The one-paragraph verdict: what reproduces the divergence, how small the reproducer got, at what cost."""
-    bad, repro = pair
-    source = graph_source(bad)
-    kept_text = ", ".join(change.detail if change.kind == "knob" else f"{change.name} ({change.detail})" for change in kept)
-    verdict = (
-        f"{len(kept)} of {len(changes)} change(s) reproduce the {target} divergence: {kept_text}; "
-        + (f"graph {len(bad.layers)} -> {len(repro.layers)} layers" if source.shrinkable
-           else f"{source.label} kept whole (a checkpoint's graph is not shrunk)")
-        + f", tokens {bad.tokens.total} -> {repro.tokens.total}; "
-        f"{len(prober.log)} probe(s): {prober.static} static graph+lowering run(s), {prober.replays} timed replay(s)"
-    )
-    if other is not None:
-        verdict += f"; the timed confirmation bisected to {other.first_stage or other.state} instead"
-    if causes:
-        verdict += "; other cause(s): " + "; ".join(f"{c.finding}: {', '.join(k.key for k in c.kept)}" for c in causes)
-    if prober.exhausted:
-        verdict += f" (stopped at the {max_probes}-probe limit)"
-    return verdict
 
 
 @dataclass(frozen=True)
@@ -366,21 +348,22 @@ def reduce_workloads(
     if not changes:
         return Reduction(ReduceResult(
             **common, reproduced=False, target_stage=None, target_finding=None, kept=[], replays=0, static_probes=0, flaky_probes=0,
-            probes=[], verdict="nothing to reduce: the two workloads have no knob or layer difference",
+            probes=[], outcome="nothing_to_reduce", probe_repeats=probe_repeats, max_probes=max_probes,
         ))
 
-    initial = _initial_divergence(prober, good, bad, (good_dir, bad_dir), probe_repeats)
-    if isinstance(initial, str):
+    initial, diverges = _initial_divergence(prober, good, bad, (good_dir, bad_dir), probe_repeats)
+    if not diverges:
         return Reduction(ReduceResult(
             **common, reproduced=False, target_stage=None, target_finding=None, kept=[], probe_count=len(prober.log), replays=prober.replays,
-            static_probes=prober.static, flaky_probes=prober.flaky, probes=prober.log, verdict=initial,
+            static_probes=prober.static, flaky_probes=prober.flaky, probes=prober.log, outcome="not_reproduced", not_reproduced=initial,
+            probe_repeats=probe_repeats, max_probes=max_probes,
         ))
     if initial.first_stage is None:
         raise AssertionError("a divergence without a first stage")
     stage = initial.first_stage
     kind, other_kinds = _target(initial)
     target = stage + (f" ({kind})" if kind else "")
-    prober.say(f"target: first divergence at {target}; {len(changes)} change(s) to reduce")
+    prober.say("reduce.target", stage=stage, finding=kind, changes=len(changes))
 
     # 2-3. ddmin over the changes, then the other causes of the same stage.
     kept = _ddmin_changes(prober, "changes", good, bad, changes, stage, kind)
@@ -399,15 +382,14 @@ def reduce_workloads(
     base_path = repro_path.with_name(f"{repro_path.stem}.base{repro_path.suffix or '.yaml'}")
     command = f"sparsedebug bisect {base_path} {repro_path}"
     layers_after = graph_source(repro, bad_dir).layer_count()
-    verdict = _verdict(prober, target, changes, kept, causes, (bad, repro), None if confirmed else confirmation, max_probes)
-    if confirmed and chosen > 0:
-        verdict += "; the shrunk graph did not confirm, so the reproducer keeps the full graph"
     record = ReduceResult(
         **common, reproduced=True, confirmed=confirmed, target_stage=stage, target_finding=kind, kept=kept, other_causes=causes,
         repro_file=str(repro_path) if confirmed else None, base_file=str(base_path) if confirmed else None,
         layers_after=layers_after, tokens_after=repro.tokens.total,
         probe_count=len(prober.log), replays=prober.replays, static_probes=prober.static, flaky_probes=prober.flaky,
-        probes=prober.log, confirmation=confirmation, command=command if confirmed else None, verdict=verdict,
+        probes=prober.log, confirmation=confirmation, command=command if confirmed else None, outcome="reduced",
+        probe_repeats=probe_repeats, graph_source=None if graph_source(bad).shrinkable else graph_source(bad).label,
+        full_graph=confirmed and chosen > 0, max_probes=max_probes, stopped_at_limit=prober.exhausted,
     )
     return Reduction(record, base if confirmed else None, repro if confirmed else None)
 
@@ -425,7 +407,7 @@ def _confirm(
     for index, (base, repro) in enumerate(pairs):
         if index > 0 and (base, repro) == pairs[0]:
             break
-        prober.say("confirming with a timed replay of the reproducer and its baseline")
+        prober.say("reduce.confirm")
         result = prober.bisect(prober.timed_run(base, prober.dirs[0], repeats), prober.timed_run(repro, prober.dirs[1], repeats))
         if _classify(result, stage, kind)[0] is Outcome.FAIL:
             return index, result, True

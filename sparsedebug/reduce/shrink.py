@@ -10,27 +10,26 @@ from typing import Any
 from pydantic import BaseModel
 
 from sparsedebug.core.errors import UserError
-from sparsedebug.records.reduce import Change
+from sparsedebug.records.reduce import Change, FieldDiff
 from sparsedebug.sources.replay.sources import graph_source
 from sparsedebug.sources.workload.graph import resolved_inputs
 from sparsedebug.sources.workload.load import revalidate
 from sparsedebug.sources.workload.schema import MODEL_INPUT, Layer, Workload
 
 
-def _layer_detail(good: Layer, bad: Layer) -> str:
+def _layer_diffs(good: Layer, bad: Layer) -> list[FieldDiff]:
     g = good.model_dump(exclude_none=True)
     b = bad.model_dump(exclude_none=True)
-    parts = []
-    for key in dict.fromkeys([*g, *b]):
-        if g.get(key) != b.get(key):
-            parts.append(f"{key} {g.get(key, '-')} -> {b.get(key, '-')}")
-    return "; ".join(parts)
+    return [
+        FieldDiff(field=key, was=None if key not in g else str(g[key]), now=None if key not in b else str(b[key]))
+        for key in dict.fromkeys([*g, *b]) if g.get(key) != b.get(key)
+    ]
 
 
-def _knob_text(value: Any) -> str:
+def _knob_value(value: Any) -> str | None:
     if isinstance(value, BaseModel):
         return str(value.model_dump(exclude_none=True))
-    return "-" if value is None else str(value)
+    return None if value is None else str(value)
 
 
 def diff_workloads(good: Workload, bad: Workload) -> list[Change]:
@@ -39,19 +38,22 @@ def diff_workloads(good: Workload, bad: Workload) -> list[Change]:
     for knob in KNOB_FIELDS:
         g, b = getattr(good, knob), getattr(bad, knob)
         if g != b:
-            changes.append(Change(key=f"knob:{knob}", kind="knob", name=knob, detail=f"{knob}: {_knob_text(g)} -> {_knob_text(b)}"))
+            changes.append(Change(key=f"knob:{knob}", kind="knob", name=knob, change="changed",
+                                  diffs=[FieldDiff(field=knob, was=_knob_value(g), now=_knob_value(b))]))
     good_layers = {layer.name: layer for layer in good.layers}
     bad_layers = {layer.name: layer for layer in bad.layers}
     source = graph_source(bad)
     for index, layer in enumerate(bad.layers):
         old = good_layers.get(layer.name)
         if old is None:
-            changes.append(Change(key=f"layer:{layer.name}", kind="layer", name=layer.name, detail=f"added ({source.entry_text(layer)})"))
+            changes.append(Change(key=f"layer:{layer.name}", kind="layer", name=layer.name, change="added",
+                                  diffs=[FieldDiff(field="entry", now=source.entry_text(layer))]))
         elif not _same_layer(good, old, bad, layer, index):
-            changes.append(Change(key=f"layer:{layer.name}", kind="layer", name=layer.name, detail=_layer_detail(old, layer)))
+            changes.append(Change(key=f"layer:{layer.name}", kind="layer", name=layer.name, change="changed", diffs=_layer_diffs(old, layer)))
     for layer in good.layers:
         if layer.name not in bad_layers:
-            changes.append(Change(key=f"layer:{layer.name}", kind="layer", name=layer.name, detail=f"removed ({layer.op})"))
+            changes.append(Change(key=f"layer:{layer.name}", kind="layer", name=layer.name, change="removed",
+                                  diffs=[FieldDiff(field="op", was=str(layer.op))]))
     return changes
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 from sparsedebug.records.gate import GateResult
+from sparsedebug.render.words.gate import CHECK_NAMES, detail_words, measured_words, status_label, threshold_words
 
 SUITE = "sparsedebug.gate"
 
@@ -35,13 +36,14 @@ def junit_xml(result: GateResult) -> str:
     ET.SubElement(props, "property", {"name": "candidate", "value": result.candidate})
     for check in result.checks:
         case = ET.SubElement(suite, "testcase", {"classname": SUITE, "name": check.id, "time": "0"})
-        text = f"{check.name}\nmeasured: {check.measured}\nthreshold: {check.threshold}\n{check.detail}"
+        detail = detail_words(check)
+        text = f"{CHECK_NAMES[check.id]}\nmeasured: {measured_words(check)}\nthreshold: {threshold_words(check, result.policy)}\n{detail}"
         if check.fails_gate:
             kind = "threshold" if check.status == "fail" else "inconclusive"
-            failure = ET.SubElement(case, "failure", {"message": f"{check.status_label}: {check.detail}" if kind == "inconclusive" else check.detail, "type": kind})
+            failure = ET.SubElement(case, "failure", {"message": f"{status_label(check)}: {detail}" if kind == "inconclusive" else detail, "type": kind})
             failure.text = text
         elif check.status in ("skipped", "inconclusive"):
-            ET.SubElement(case, "skipped", {"message": f"{check.status_label}: {check.detail}"})
+            ET.SubElement(case, "skipped", {"message": f"{status_label(check)}: {detail}"})
         out = ET.SubElement(case, "system-out")
         out.text = text
     ET.indent(root)

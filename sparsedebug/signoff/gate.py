@@ -57,7 +57,6 @@ from sparsedebug.core.patterns import precision_changes, precision_from
 from sparsedebug.core.stats import (
     DEFAULT_ALPHA,
     DEFAULT_MIN_EFFECT,
-    P99_FEW_SAMPLES,
     TAIL_MIN_SAMPLES,
     enough_samples,
     fewest_samples,
@@ -65,11 +64,22 @@ from sparsedebug.core.stats import (
     separated,
 )
 from sparsedebug.core.tails import P99, exceedance_p, exceedances_needed, quantile_bounds
-from sparsedebug.core.timing import unstable_reason
-from sparsedebug.locate.reference import MachineDrift, calm_latencies, machine_drift, session_block
-from sparsedebug.records.gate import CheckStatus, GateCheck, GatePolicy, GateResult, OnInconclusive, P99Policy
+from sparsedebug.locate.reference import calm_latencies, machine_drift, session_block
+from sparsedebug.records.gate import (
+    CheckId,
+    CheckStatus,
+    GateCheck,
+    GateFigure,
+    GatePolicy,
+    GateResult,
+    GateTest,
+    OnInconclusive,
+    P99Policy,
+)
+from sparsedebug.records.notes import Note, note
 from sparsedebug.records.run import RunRecord
-from sparsedebug.signoff.metrics import bundle_clock, equal_latency_sentence, fallback_summary, latency, layer_rows
+from sparsedebug.records.stats import SampleComparison
+from sparsedebug.signoff.metrics import fallback_summary, latency, layer_rows, run_clock
 
 
 def load_policy(path: Path | None) -> GatePolicy:
@@ -85,38 +95,46 @@ def load_policy(path: Path | None) -> GatePolicy:
     return validate(GatePolicy, data, str(path))
 
 
+Shift = Literal["slower", "faster", "same"]
+
+
+def _tested(cmp: SampleComparison, *, paired: bool, factor: float) -> GateTest:
+    """The facts of a rank test (two-sample, or signed-rank over paired rounds) as the gate records them."""
+    return GateTest(
+        kind="paired_rank" if paired else "rank", p=cmp.p_value, alpha=cmp.alpha, factor=factor, n_base=cmp.n_base,
+        n_cand=cmp.n_cand, ratio=cmp.ratio, significant=cmp.significant, persistent=cmp.persistent,
+    )
+
+
 def judge_shift(
     before: list[float], after: list[float], *, alpha: float = DEFAULT_ALPHA, factor: float = DEFAULT_MIN_EFFECT,
     block: int | None = None,
-) -> tuple[Literal["slower", "faster", "same"], str]:
-    """Whether ``after`` is slower, faster or the same as ``before``, the asv way.
+) -> tuple[Shift, GateTest]:
+    """Whether ``after`` is slower, faster or the same as ``before``, the asv way, and the test that said so.
 
     With enough samples for a rank test to reach ``alpha``: significant (Mann-Whitney U)
     AND the median ratio beyond ``factor`` AND persistent (in both halves of the samples
     and without outliers: one burst of noise is not a shift). With too few (3 against 3),
-    the factor alone decides, and the reason says so. ``block`` (the two timed in the same
+    the factor alone decides (test kind ``threshold``). ``block`` (the two timed in the same
     rounds of one session, one sample per round each): the test runs on the paired
     rounds (:func:`sparsedebug.core.paired.compare_paired`; 6 rounds reach 0.05).
     """
     rounds = block is not None and len(before) == len(after)
     if enough_pairs(len(after) // (block or 1), alpha) if rounds else enough_samples(len(before), len(after), alpha):
         cmp = compare_timings(before, after, block=block if rounds else None, alpha=alpha, min_effect=factor)
+        test = _tested(cmp, paired=rounds, factor=factor).model_copy(update={"same_session": rounds})
         if cmp.direction != "same" and not cmp.persistent:
-            return "same", f"not a real shift: {cmp.reason}"
-        return cmp.direction, cmp.reason
+            return "same", test
+        return cmp.direction, test
     ratio = median(after) / median(before)
-    direction: Literal["slower", "faster", "same"] = (
-        "slower" if ratio >= factor else ("faster" if ratio <= 1.0 / factor else "same")
-    )
-    return direction, (
-        f"too few samples for a rank test ({len(before)} vs {len(after)}): decided on the factor alone, "
-        f"median ratio x{ratio:.3f} against x{factor:g}"
-    )
+    direction: Shift = "slower" if ratio >= factor else ("faster" if ratio <= 1.0 / factor else "same")
+    return direction, GateTest(kind="threshold", alpha=alpha, factor=factor, n_base=len(before), n_cand=len(after), ratio=ratio,
+                               same_session=rounds)
 
 
 def judge_slowdown(
     before: list[float], after: list[float], *, alpha: float = DEFAULT_ALPHA, factor: float = DEFAULT_MIN_EFFECT, block: int | None = None
-) -> tuple[Literal["slower", "same", "inconclusive"], str]:
+) -> tuple[Literal["slower", "same", "inconclusive"], GateTest]:
     """Whether ``after`` is slower than ``before``, tested on the side of harm only (the gate's question).
 
     With enough samples for a one-sided rank test to reach ``alpha`` (3 against 3 at
@@ -131,61 +149,64 @@ def judge_slowdown(
     rounds = block is not None and m == n
     if (enough_pairs(n // (block or 1), alpha, one_sided=True) if rounds else enough_samples(m, n, alpha, one_sided=True)):
         cmp = compare_timings(before, after, block=block if rounds else None, alpha=alpha, min_effect=factor, alternative="greater")
+        test = _tested(cmp, paired=rounds, factor=factor)
         if cmp.direction == "slower" and not cmp.persistent:
-            return "same", f"not a real shift: {cmp.reason}"
-        return ("slower" if cmp.direction == "slower" else "same"), f"one-sided: {cmp.reason}"
+            return "same", test
+        return ("slower" if cmp.direction == "slower" else "same"), test
     ratio = median(after) / median(before)
     if rounds:
-        need, test = fewest_pairs(alpha, one_sided=True) * (block or 1), "a one-sided signed-rank test over paired blocks of rounds"
+        need = fewest_pairs(alpha, one_sided=True) * (block or 1)
         apart = per_round_separated(before, after, factor)
-        evidence = f"every round's candidate beyond its own baseline by x{factor:g}"
     else:
-        need, test = fewest_samples(alpha, one_sided=True), "a one-sided rank test"
+        need = fewest_samples(alpha, one_sided=True)
         apart = separated(before, after, factor)
-        evidence = f"every candidate sample beyond every baseline sample by x{factor:g}"
+    test = GateTest(kind="paired_separation" if rounds else "separation", alpha=alpha, factor=factor, n_base=m, n_cand=n,
+                    needed=need, ratio=ratio)
     if min(m, n) >= 2 and apart:
-        return "slower", (
-            f"{m} vs {n} samples, too few for {test} at alpha {alpha:g} ({need} a side needed), "
-            f"but separated: {evidence} (median ratio x{ratio:.3f})"
-        )
-    return "inconclusive", (
-        f"{m} vs {n} samples, too few for {test} at alpha {alpha:g} ({need} a side needed), and not "
-        f"separated by x{factor:g} (median ratio x{ratio:.3f}): neither pass nor fail"
-    )
+        return "slower", test
+    return "inconclusive", test
 
 
-def _missing(check_id: str, name: str, threshold: str, why: str, policy: GatePolicy) -> GateCheck:
+def _missing(check_id: CheckId, why: str, policy: GatePolicy) -> GateCheck:
+    """A check whose evidence is absent: skipped, or failed under ``missing_evidence: fail``; ``why`` names what is missing."""
     status: CheckStatus = "fail" if policy.missing_evidence == "fail" else "skipped"
-    return GateCheck(id=check_id, name=name, status=status, measured="-", threshold=threshold, detail=f"no evidence: {why}")
+    return GateCheck(id=check_id, status=status, basis=[note("gate.no_evidence", missing=why)])
 
 
-def _inconclusive(
-    check_id: str, name: str, threshold: str, base: RunRecord, cand: RunRecord, policy: OnInconclusive
-) -> GateCheck | None:
-    """An ``inconclusive`` check when either run's whole-forward timings were unstable, else None."""
+def _unstable(check_id: CheckId, base: RunRecord, cand: RunRecord, policy: OnInconclusive) -> GateCheck | None:
+    """An ``inconclusive`` check when either run's whole-forward timings were unstable, else None.
+
+    Runs timed in the same rounds (one interleaved session) are not stopped by sustained contention
+    alone: it slowed both sides of every round alike.
+    """
     same_rounds = session_block(base, cand) is not None
-    reason = unstable_reason([(base.name, base.outcome.timing), (cand.name, cand.outcome.timing)], same_rounds=same_rounds)
-    if reason is None:
+    unstable = [
+        run.name for run in (base, cand)
+        if run.outcome.timing is not None and not run.outcome.timing.stable and not (same_rounds and run.outcome.timing.contention_only)
+    ]
+    if not unstable:
         return None
-    return GateCheck(
-        id=check_id, name=name, status="inconclusive", measured="-", threshold=threshold, on_inconclusive=policy,
-        detail=f"inconclusive: timings unstable, neither pass nor fail ({reason}); rerun on a quiet machine{_policy_note(policy)}",
-    )
+    return GateCheck(id=check_id, status="inconclusive", on_inconclusive=policy,
+                     basis=[note("gate.timings_unstable", runs=unstable, policy=policy)])
 
 
-def _no_samples(check_id: str, name: str, threshold: str, base: RunRecord, cand: RunRecord, policy: OnInconclusive) -> GateCheck:
+def _no_samples(check_id: CheckId, base: RunRecord, cand: RunRecord, policy: OnInconclusive) -> GateCheck:
     """A timing check on a run with no latency samples: zero samples are too few to decide, so the check is
     ``inconclusive`` and its ``on_inconclusive`` (``fail`` by default) decides; never a skipped pass."""
     empty = [run.name for run in (base, cand) if not run.outcome.latency_samples_ms]
-    return GateCheck(
-        id=check_id, name=name, status="inconclusive", measured="-", threshold=threshold, on_inconclusive=policy,
-        detail=f"inconclusive: no latency samples in {' and '.join(empty)} (0 measured), neither pass nor fail; "
-        f"record the run's latency (replay, or a trace with iterations){_policy_note(policy)}",
-    )
+    return GateCheck(id=check_id, status="inconclusive", on_inconclusive=policy,
+                     basis=[note("gate.no_latency_samples", runs=empty, policy=policy)])
 
 
-def _policy_note(policy: OnInconclusive) -> str:
-    return {"fail": "; on_inconclusive: fail, so the gate fails", "warn": "; on_inconclusive: warn", "pass": "; on_inconclusive: pass"}[policy]
+def _drift_note(base: RunRecord, cand: RunRecord) -> list[Note]:
+    """The machine's own drift between two replays of the same dense work, when it was measured."""
+    machine = machine_drift(base, cand)
+    if session_block(base, cand) is not None:
+        return [note("gate.one_session")]
+    if machine.forward_factor is None and machine.kernel_band is None:
+        return []
+    low, high = machine.kernel_band or (None, None)
+    return [note("gate.machine_drift", forward=machine.forward_factor, low=low, high=high, layers=len(machine.referenced))]
 
 
 def check_speedup(base: RunRecord, cand: RunRecord, policy: GatePolicy, drift: float = 1.0) -> GateCheck:
@@ -197,49 +218,44 @@ def check_speedup(base: RunRecord, cand: RunRecord, policy: GatePolicy, drift: f
     assert policy.effective_speedup is not None
     target = policy.effective_speedup.min
     sig = policy.significance
-    name = "effective speedup (baseline p50 / candidate p50)"
-    threshold = f">= {target:g}x (shortfall must exceed x{sig.factor:g} and be significant, one-sided, at alpha {sig.alpha:g})"
     on_inc = policy.effective_speedup.on_inconclusive
     b, c = base.outcome.latency_samples_ms, cand.outcome.latency_samples_ms
     if not b or not c:
-        return _no_samples("effective_speedup", name, threshold, base, cand, on_inc)
-    unstable = _inconclusive("effective_speedup", name, threshold, base, cand, on_inc)
+        return _no_samples("effective_speedup", base, cand, on_inc)
+    unstable = _unstable("effective_speedup", base, cand, on_inc)
     if unstable is not None:
         return unstable
     block = session_block(base, cand) if len(b) == len(c) else None
     if block is not None:  # one session: the paired estimate, free of the drift both sides saw
         speedup = 1.0 / paired_ratio(b, c, block)
-        measured = f"{speedup:.3f}x (paired over {len(b)} rounds of one session)"
+        figure = GateFigure(quantity="speedup_p50", value=speedup, unit="x", limit=target, direction="at_least", count=len(b))
     else:
         speedup = median(b) / median(c)
-        measured = f"{speedup:.3f}x ({len(b)} vs {len(c)} samples)"
-    extra = ""
+        figure = GateFigure(quantity="speedup_p50", value=speedup, unit="x", limit=target, direction="at_least",
+                            count=len(b), of=len(c))
+    basis = []
     if cand.outcome.effective_speedup is not None:
-        extra = f"; run {cand.name}'s own recorded speedup vs the dense model timed beside it {cand.outcome.effective_speedup:.3f}x"
+        basis.append(note("gate.own_speedup", run=cand.name, speedup=cand.outcome.effective_speedup))
     if speedup >= target:
-        return GateCheck(
-            id="effective_speedup", name=name, status="pass", measured=measured, threshold=threshold,
-            detail=f"speedup {speedup:.3f}x meets {target:g}x{extra}",
-        )
+        return GateCheck(id="effective_speedup", status="pass", figures=[figure], basis=basis)
     scaled = [x / target for x in b]
-    direction, why = judge_slowdown(scaled, c, alpha=sig.alpha, factor=sig.factor, block=block)
+    direction, test = judge_slowdown(scaled, c, alpha=sig.alpha, factor=sig.factor, block=block)
     if direction != "same" and target / speedup <= drift * sig.factor:
-        direction, why = "same", f"within this machine's own drift between the runs (x{drift:.3f}): {why}"
+        direction = "same"
+        test = test.model_copy(update={"drift": drift})
     statuses: dict[str, CheckStatus] = {"slower": "fail", "same": "pass", "inconclusive": "inconclusive"}
     status = statuses[direction]
-    verdict = {"fail": "fails", "pass": "within noise of", "inconclusive": "short of"}[status]
-    tail = _policy_note(on_inc) if status == "inconclusive" else ""
     return GateCheck(
-        id="effective_speedup", name=name, status=status, measured=measured, threshold=threshold,
+        id="effective_speedup", status=status, figures=[figure], test=test, basis=basis,
         on_inconclusive=on_inc if status == "inconclusive" else None,
-        detail=f"speedup {speedup:.3f}x {verdict} {target:g}x: {why}{extra}{tail}",
     )
 
 
-def _p99_problems(base: RunRecord, cand: RunRecord, pol: P99Policy, alpha: float, drift: float) -> tuple[list[str], list[str]]:
-    """Failures and notes of the p99 check: each fails only beyond sampling noise (``core.tails``): the ratio when more
-    calm candidate rounds exceed ``max_ratio`` x the baseline's largest (x the machine's ``drift``) than chance puts
-    there at ``alpha``; the budget when the candidate's p99 lower confidence bound is over it."""
+def _p99_problems(base: RunRecord, cand: RunRecord, pol: P99Policy, alpha: float, drift: float) -> tuple[list[Note], list[Note], GateTest]:
+    """Failures and notes of the p99 check, and its exceedance test: each fails only beyond sampling noise
+    (``core.tails``): the ratio when more calm candidate rounds exceed ``max_ratio`` x the baseline's largest (x the
+    machine's ``drift``) than chance puts there at ``alpha``; the budget when the candidate's p99 lower confidence
+    bound is over it."""
     bl, cl = latency(base), latency(cand)
     assert bl is not None and cl is not None
     b_tail = quantile_bounds(base.outcome.latency_samples_ms, P99, alpha)
@@ -250,32 +266,32 @@ def _p99_problems(base: RunRecord, cand: RunRecord, pol: P99Policy, alpha: float
     need = exceedances_needed(len(b_samples), len(c_samples), alpha)
     p_tail = exceedance_p(over, len(b_samples), len(c_samples))
     ratio = cl.p99 / bl.p99
-    problems, notes = [], []
-    beyond = f"{over} of {len(c_samples)} candidate samples above {pol.max_ratio:g}x the baseline's largest ({limit:.3f} ms"
-    beyond += f", with the machine's drift x{drift:.3f})" if drift > 1.0 else ")"
-    if b_left or c_left:
-        beyond += f" ({b_left} baseline and {c_left} candidate round(s) left out: their interleaved dense reference was disturbed)"
+    test = GateTest(kind="exceedance", p=p_tail, alpha=alpha, n_base=len(b_samples), n_cand=len(c_samples), needed=need,
+                    ratio=ratio, drift=drift if drift > 1.0 else None)
+    problems: list[Note] = []
+    notes: list[Note] = []
+    beyond = {"over": over, "samples": len(c_samples), "max_ratio": pol.max_ratio, "limit_ms": limit,
+              "left_base": b_left, "left_cand": c_left}
     if need is not None and over >= need:
-        problems.append(f"p99 ratio {ratio:.3f} > {pol.max_ratio:g}: {beyond}, p={p_tail:.3g} (one-sided)")
+        problems.append(note("gate.p99_exceeds", ratio=ratio, p=p_tail, **beyond))
     elif need is None and len(b_samples) >= 2 and len(c_samples) >= 2 and over == len(c_samples):
-        problems.append(f"p99 ratio {ratio:.3f} > {pol.max_ratio:g}: {beyond}: too few samples for the count to reach alpha {alpha:g}, but separated")
+        problems.append(note("gate.p99_exceeds_separated", ratio=ratio, alpha=alpha, **beyond))
     elif ratio > pol.max_ratio:
-        enough = f"{need} needed at alpha {alpha:g}" if need is not None else f"no count is significant with {len(c_samples)} samples"
-        notes.append(f"p99 ratio {ratio:.3f} above {pol.max_ratio:g} but within noise: {beyond} ({enough})")
+        notes.append(note("gate.p99_within_noise", ratio=ratio, needed=need, alpha=alpha, **beyond))
     budget = cand.outcome.budget_ms
     small = len(c_samples) < TAIL_MIN_SAMPLES
     if pol.use_budget and budget is not None:
+        base_misses = bool(b_samples) and min(b_samples) > budget if small else b_tail.low > budget
         if small and min(c_samples) > budget:
-            also = "; the baseline misses it too: this machine is too slow for it" if b_samples and min(b_samples) > budget else ""
-            problems.append(f"every one of the {len(c_samples)} candidate samples is over the {budget:g} ms budget{also}")
+            problems.append(note("gate.budget_every_sample", samples=len(c_samples), budget_ms=budget, baseline_misses=base_misses))
         elif small and cl.p99 > budget:
-            notes.append(f"p99 {cl.p99:.3f} ms over the {budget:g} ms budget but within noise: {len(c_samples)} samples, not all over it")
+            notes.append(note("gate.budget_within_noise", p99_ms=cl.p99, budget_ms=budget, samples=len(c_samples), lower_ms=None))
         elif not small and c_tail.low > budget:
-            also = f"; the baseline misses it too (p99 lower bound {b_tail.low:.3f} ms): this machine is too slow for it" if b_tail.low > budget else ""
-            problems.append(f"p99 {cl.p99:.3f} ms over the {budget:g} ms budget (lower bound {c_tail.low:.3f} ms){also}")
+            problems.append(note("gate.budget_p99", p99_ms=cl.p99, budget_ms=budget, lower_ms=c_tail.low,
+                                 baseline_misses=base_misses, baseline_lower_ms=b_tail.low))
         elif cl.p99 > budget:
-            notes.append(f"p99 {cl.p99:.3f} ms over the {budget:g} ms budget but within noise (lower bound {c_tail.low:.3f} ms)")
-    return problems, notes
+            notes.append(note("gate.budget_within_noise", p99_ms=cl.p99, budget_ms=budget, samples=len(c_samples), lower_ms=c_tail.low))
+    return problems, notes, test
 
 
 def check_p99(base: RunRecord, cand: RunRecord, policy: GatePolicy, drift: float = 1.0) -> GateCheck:
@@ -289,130 +305,104 @@ def check_p99(base: RunRecord, cand: RunRecord, policy: GatePolicy, drift: float
     assert policy.p99_latency is not None
     pol = policy.p99_latency
     alpha = policy.significance.alpha
-    name = "p99 latency (candidate / baseline)"
-    threshold = f"<= {pol.max_ratio:g}x baseline p99" + (" and <= budget" if pol.use_budget else "") + f" (beyond noise at alpha {alpha:g})"
     bl, cl = latency(base), latency(cand)
     if bl is None or cl is None:
-        return _no_samples("p99_latency", name, threshold, base, cand, pol.on_inconclusive)
-    unstable = _inconclusive("p99_latency", name, threshold, base, cand, pol.on_inconclusive)
+        return _no_samples("p99_latency", base, cand, pol.on_inconclusive)
+    unstable = _unstable("p99_latency", base, cand, pol.on_inconclusive)
     if unstable is not None:
         return unstable
-    problems, notes = _p99_problems(base, cand, pol, alpha, drift)
+    problems, notes, test = _p99_problems(base, cand, pol, alpha, drift)
     (b_calm, _bl), (c_calm, _cl) = calm_latencies(base), calm_latencies(cand)
     n = min(bl.n, cl.n)
     inconclusive = not problems and exceedances_needed(len(b_calm), len(c_calm), alpha) is None
-    small = ""
+    figures = [
+        GateFigure(quantity="p99_ratio", value=cl.p99 / bl.p99, unit="ratio", limit=pol.max_ratio, direction="at_most"),
+        GateFigure(quantity="p99_ms", value=cl.p99, unit="ms", baseline=bl.p99,
+                   limit=cand.outcome.budget_ms if pol.use_budget else None, direction="at_most" if pol.use_budget and cand.outcome.budget_ms is not None else None),
+    ]
+    tail = [note("gate.percentiles", base_p50=bl.p50, base_p95=bl.p95, base_p99=bl.p99, cand_p50=cl.p50, cand_p95=cl.p95, cand_p99=cl.p99,
+                 clock=_clock(base, cand))]
     if inconclusive:
-        small = (f"; inconclusive: {len(b_calm)} vs {len(c_calm)} samples, too few for the exceedance count to reach alpha {alpha:g} "
-                 f"(3 a side needed) and not separated{_policy_note(pol.on_inconclusive)}")
+        tail.append(note("gate.p99_too_few", base=len(b_calm), cand=len(c_calm), alpha=alpha, policy=pol.on_inconclusive))
     elif n < TAIL_MIN_SAMPLES:
-        small = f"; {P99_FEW_SAMPLES.format(n=n)}: the check is the exceedance count, not the p99"
-    detail = (
-        f"baseline p50/p95/p99 {bl.p50:.3f}/{bl.p95:.3f}/{bl.p99:.3f} ms, candidate "
-        f"{cl.p50:.3f}/{cl.p95:.3f}/{cl.p99:.3f} ms ({bundle_clock([base, cand])}){small}"
-    )
-    detail = "; ".join([*problems, *notes, detail])
+        tail.append(note("gate.p99_few_samples", n=n))
     status: CheckStatus = "inconclusive" if inconclusive else ("fail" if problems else "pass")
     return GateCheck(
-        id="p99_latency", name=name, status=status, on_inconclusive=pol.on_inconclusive if inconclusive else None,
-        measured=f"{cl.p99 / bl.p99:.3f}x ({cl.p99:.3f} ms vs {bl.p99:.3f} ms)", threshold=threshold, detail=detail,
+        id="p99_latency", status=status, on_inconclusive=pol.on_inconclusive if inconclusive else None,
+        figures=figures, test=test, basis=[*problems, *notes, *tail],
     )
+
+
+def _clock(base: RunRecord, cand: RunRecord) -> str:
+    """Which clock the runs' latencies were read on (``signoff.metrics.bundle_clock``'s code)."""
+    clocks = {run_clock(run) for run in (base, cand)}
+    return clocks.pop() if len(clocks) == 1 else "mixed"
 
 
 def check_quality(base: RunRecord, cand: RunRecord, policy: GatePolicy) -> GateCheck:
     """Candidate quality against the dense model, within the policy's guardrails."""
     assert policy.quality_delta is not None
     pol = policy.quality_delta
-    parts = []
-    if pol.min_cosine is not None:
-        parts.append(f"cosine >= {pol.min_cosine:g}")
-    if pol.max_rel_err is not None:
-        parts.append(f"rel err <= {pol.max_rel_err:g}")
-    if pol.max_accuracy_drop is not None:
-        parts.append(f"accuracy drop <= {pol.max_accuracy_drop:g}")
-    if pol.require_equal_latency_win:
-        parts.append("beats a dense model at equal latency")
-    threshold = ", ".join(parts) or "(no thresholds)"
-    name = "quality delta vs dense"
     q = cand.outcome.quality
     if q is None:
-        return _missing("quality_delta", name, threshold, "the candidate carries no quality measurement vs dense", policy)
-    problems = []
-    if pol.min_cosine is not None and q.cosine < pol.min_cosine:
-        problems.append(f"cosine {q.cosine:.4f} < {pol.min_cosine:g}")
-    if pol.max_rel_err is not None and q.rel_err > pol.max_rel_err:
-        problems.append(f"rel err {q.rel_err:.4g} > {pol.max_rel_err:g}")
-    measured = f"cosine {q.cosine:.4f}, rel err {q.rel_err:.4g}"
+        return _missing("quality_delta", "quality", policy)
+    figures = [
+        GateFigure(quantity="cosine", value=q.cosine, unit="cosine", limit=pol.min_cosine,
+                   direction="at_least" if pol.min_cosine is not None else None,
+                   baseline=base.outcome.quality.cosine if base.outcome.quality is not None else None),
+        GateFigure(quantity="rel_err", value=q.rel_err, unit="ratio", limit=pol.max_rel_err,
+                   direction="at_most" if pol.max_rel_err is not None else None),
+    ]
+    failed = (pol.min_cosine is not None and q.cosine < pol.min_cosine) or (pol.max_rel_err is not None and q.rel_err > pol.max_rel_err)
     if q.accuracy is not None and q.dense_accuracy is not None:
         drop = q.dense_accuracy - q.accuracy
-        measured += f", accuracy {q.accuracy:.4f} vs dense {q.dense_accuracy:.4f}"
-        if pol.max_accuracy_drop is not None and drop > pol.max_accuracy_drop:
-            problems.append(f"accuracy drop {drop:.4f} > {pol.max_accuracy_drop:g}")
+        figures.append(GateFigure(quantity="accuracy", value=q.accuracy, unit="share", baseline=q.dense_accuracy))
+        figures.append(GateFigure(quantity="accuracy_drop", value=drop, unit="share", limit=pol.max_accuracy_drop,
+                                  direction="at_most" if pol.max_accuracy_drop is not None else None))
+        failed = failed or (pol.max_accuracy_drop is not None and drop > pol.max_accuracy_drop)
+    basis: list[Note] = []
     eq = cand.outcome.equal_latency
-    notes = []
     if eq is not None:
-        notes.append(equal_latency_sentence(eq, run=f"run {cand.name}"))
-        if pol.require_equal_latency_win and not eq.sparsity_wins:
-            problems.append("a dense model narrowed to the same latency has better quality")
+        loses = pol.require_equal_latency_win and not eq.sparsity_wins
+        failed = failed or loses
+        basis.append(note("gate.equal_latency", wins=eq.sparsity_wins, required=pol.require_equal_latency_win,
+                          narrowed=eq.narrowed_ffn_fraction))
     elif pol.require_equal_latency_win:
-        notes.append("no equal-latency comparison recorded")
-    if base.outcome.quality is not None:
-        notes.append(f"baseline cosine {base.outcome.quality.cosine:.4f}")
-    detail = "; ".join(problems + notes) or "within guardrails"
-    return GateCheck(
-        id="quality_delta", name=name, status="fail" if problems else "pass",
-        measured=measured, threshold=threshold, detail=detail,
-    )
+        basis.append(note("gate.no_equal_latency"))
+    return GateCheck(id="quality_delta", status="fail" if failed else "pass", figures=figures, basis=basis)
 
 
 def check_fallback(base: RunRecord, cand: RunRecord, policy: GatePolicy) -> GateCheck:
     """Share of the candidate's meant-sparse layers that run dense."""
     assert policy.fallback_rate is not None
     pol = policy.fallback_rate
-    name = "dense fallback rate (meant-sparse layers running dense)"
-    threshold = f"<= {pol.max_rate:.0%}"
     if not cand.lower.layers:
-        return _missing("fallback_rate", name, threshold, "the candidate has no lowering decisions", policy)
+        return _missing("fallback_rate", "lowering", policy)
     fb = fallback_summary(cand)
     if fb.rate is None:
-        return GateCheck(
-            id="fallback_rate", name=name, status="pass", measured="n/a", threshold=threshold,
-            detail="no layer of the candidate is meant to be sparse",
-        )
-    failed = fb.rate > pol.max_rate
-    reasons = ", ".join(f"{k} x{v}" for k, v in sorted(fb.reasons.items()))
-    detail = f"{fb.fell_back} of {fb.meant_sparse} meant-sparse layers run dense"
-    if fb.fallback_layers:
-        shown = ", ".join(fb.fallback_layers[:5]) + (" ..." if len(fb.fallback_layers) > 5 else "")
-        detail += f": {shown} ({reasons})"
-    if fb.fallback_time_share is not None:
-        detail += f"; {fb.fallback_time_share:.1%} of kernel time in these fallbacks"
+        return GateCheck(id="fallback_rate", status="pass", figures=[
+            GateFigure(quantity="fallback_rate", value=None, unit="share", limit=pol.max_rate, direction="at_most")],
+            basis=[note("gate.nothing_meant_sparse")])
     base_fb = fallback_summary(base) if base.lower.layers else None
-    if base_fb is not None and base_fb.rate is not None:
-        detail += f"; baseline rate {base_fb.rate:.0%}"
-    return GateCheck(
-        id="fallback_rate", name=name, status="fail" if failed else "pass",
-        measured=f"{fb.rate:.1%} ({fb.fell_back}/{fb.meant_sparse})", threshold=threshold, detail=detail,
-    )
+    figure = GateFigure(quantity="fallback_rate", value=fb.rate, unit="share", limit=pol.max_rate, direction="at_most",
+                        count=fb.fell_back, of=fb.meant_sparse, baseline=base_fb.rate if base_fb is not None else None)
+    basis = [note("gate.fallback_layers", layers=fb.fallback_layers, reasons=[f"{k} x{v}" for k, v in sorted(fb.reasons.items())],
+                  time_share=fb.fallback_time_share)] if fb.fallback_layers else []
+    return GateCheck(id="fallback_rate", status="fail" if fb.rate > pol.max_rate else "pass", figures=[figure], basis=basis)
 
 
 def check_precision(base: RunRecord, cand: RunRecord, policy: GatePolicy) -> GateCheck:
     """Per-layer kernel error within its precision's tolerance; no unplanned precision change."""
     assert policy.precision_drift is not None
     pol = policy.precision_drift
-    tol = ", ".join(f"{k} {v:g}" for k, v in pol.max_rel_err.items())
-    threshold = f"kernel rel err <= {tol}" + ("" if pol.allow_precision_change else "; no precision change")
-    name = "precision drift (kernel error vs fp64; precision changes)"
     rows = layer_rows(cand)
     measured_rows = [r for r in rows if r.rel_err is not None]
     # the one list of precision changes classify's precision.dtype_change reads too (labels, or a move onto fp32)
-    changes = [f"{c.layer} {c.how}" for c in precision_changes(base, cand)]
+    changes = precision_changes(base, cand)
     if not measured_rows and not changes:
-        return _missing(
-            "precision_drift", name, threshold, "no per-layer kernel error vs an fp64 reference in the candidate", policy
-        )
-    problems = []
-    worst_name, worst_err, worst_ratio = "-", 0.0, 0.0
+        return _missing("precision_drift", "kernel_error", policy)
+    over: list[Note] = []
+    worst_name, worst_err, worst_ratio = "", 0.0, 0.0
     unknown_modes: set[str] = set()
     for r in measured_rows:
         key = precision_from(r.precision, r.dtype) or (r.precision or r.dtype).lower()
@@ -424,39 +414,22 @@ def check_precision(base: RunRecord, cand: RunRecord, policy: GatePolicy) -> Gat
         if err / limit > worst_ratio:
             worst_name, worst_err, worst_ratio = r.name, err, err / limit
         if err > limit:
-            problems.append(f"{r.name} rel err {err:.3g} > {limit:g} ({key})")
-    if changes and not pol.allow_precision_change:
-        problems.append("precision changed: " + ", ".join(changes[:5]))
-    notes = []
-    if unknown_modes:
-        notes.append(f"no tolerance for {', '.join(sorted(unknown_modes))} in the policy")
-    parts = [f"worst {worst_name} rel err {worst_err:.3g} ({worst_ratio:.0%} of its tolerance)"] if measured_rows else []
+            over.append(note("gate.layer_error", layer=r.name, rel_err=err, limit=limit, precision=key))
+    figures = []
+    if measured_rows:
+        figures.append(GateFigure(quantity="worst_err_share", value=worst_ratio, unit="share", limit=1.0, direction="at_most",
+                                  count=len(measured_rows)))
+    figures.append(GateFigure(quantity="precision_changes", value=float(len(changes)), unit="count",
+                              limit=None if pol.allow_precision_change else 0.0, direction=None if pol.allow_precision_change else "at_most"))
+    basis: list[Note] = list(over)
+    if measured_rows and worst_name:
+        basis.append(note("gate.worst_layer_error", layer=worst_name, rel_err=worst_err, share=worst_ratio))
     if changes:
-        parts.append(f"precision changed on {len(changes)} layer(s): {', '.join(changes[:2])}" + (" ..." if len(changes) > 2 else ""))
-    measured = "; ".join(parts) or "-"
-    detail = "; ".join(problems + notes) or f"{len(measured_rows)} layer(s) within tolerance"
-    if problems and len(problems) > 5:
-        detail = "; ".join(problems[:5]) + f"; and {len(problems) - 5} more"
-    return GateCheck(
-        id="precision_drift", name=name, status="fail" if problems else "pass",
-        measured=measured, threshold=threshold, detail=detail,
-    )
-
-
-def _drift_note(machine: MachineDrift) -> str:
-    """The drift clause a timing check's detail ends with (locate.reference records it as a coded fact, issue 39)."""
-    facts = machine.facts
-    if facts is None:
-        return ""
-    if facts.code == "locate.drift.session":
-        return ("; baseline and candidate were timed in one interleaved session and compared round by round: "
-                "the machine's drift during the session cancels in each round's ratio (no drift band)")
-    parts = []
-    if machine.forward_factor is not None:
-        parts.append(f"the shared dense forward ran x{machine.forward_factor:.3f} as long in the candidate's replay")
-    if machine.kernel_band is not None:
-        parts.append(f"{facts.values.get('layers')} shared layer references moved x{machine.kernel_band[0]:.3f} to x{machine.kernel_band[1]:.3f}")
-    return "; this machine's own drift between the replays: " + "; ".join(parts) + "; changes within it are not findings"
+        basis.append(note("gate.precision_changed", changes=[f"{c.layer} {c.how}" for c in changes], allowed=pol.allow_precision_change))
+    if unknown_modes:
+        basis.append(note("gate.no_tolerance", modes=sorted(unknown_modes)))
+    failed = bool(over) or (bool(changes) and not pol.allow_precision_change)
+    return GateCheck(id="precision_drift", status="fail" if failed else "pass", figures=figures, basis=basis)
 
 
 def evaluate(base: RunRecord, cand: RunRecord, policy: GatePolicy | None = None) -> GateResult:
@@ -466,13 +439,11 @@ def evaluate(base: RunRecord, cand: RunRecord, policy: GatePolicy | None = None)
     machine = machine_drift(base, cand)
     band = machine.forward_band
     drift = band[1] if band is not None else 1.0  # slowness the machine alone put on the candidate's run
-    note = _drift_note(machine)
-    if pol.effective_speedup is not None:
-        check = check_speedup(base, cand, pol, drift)
-        checks.append(check.model_copy(update={"detail": check.detail + note}))
-    if pol.p99_latency is not None:
-        check = check_p99(base, cand, pol, drift)
-        checks.append(check.model_copy(update={"detail": check.detail + note}))
+    drift_notes = _drift_note(base, cand)
+    for check_id, checker in (("effective_speedup", check_speedup), ("p99_latency", check_p99)):
+        if getattr(pol, check_id) is not None:
+            check = checker(base, cand, pol, drift)
+            checks.append(check.model_copy(update={"basis": check.basis + drift_notes}))
     if pol.quality_delta is not None:
         checks.append(check_quality(base, cand, pol))
     if pol.fallback_rate is not None:

@@ -19,7 +19,6 @@ from sparsedebug.records.memo import (
     MEMO_SCHEMA_VERSION,
     Action,
     Claim,
-    Clock,
     ClockLegend,
     Figure,
     Hypothesis,
@@ -32,7 +31,7 @@ from sparsedebug.records.run import RunRecord
 from sparsedebug.signoff.decide import stored_decision
 from sparsedebug.signoff.memo_engine import fig as _fig
 from sparsedebug.signoff.memo_engine import sparse_kernels_claim
-from sparsedebug.signoff.metrics import fallback_summary, p50_speedup
+from sparsedebug.signoff.metrics import fallback_summary, p50_speedup, run_clock
 from sparsedebug.sources.bundle import FILES, LoadedBundle
 
 # Memo section -> the anchor in report.md (and report.html) holding its full detail.
@@ -46,18 +45,6 @@ DETAIL_ANCHORS: dict[str, str] = {
 
 # The gate checks in the order a failing one is the more decisive reason.
 CHECK_ORDER: tuple[str, ...] = ("effective_speedup", "quality_delta", "fallback_rate", "precision_drift", "p99_latency")
-
-
-def run_clock(run: RunRecord) -> Clock:
-    """The clock of a run's own latency samples: measured (a replay on this CPU), untraced (timed on the device with the
-    profiler off, ``--latency``), traced (a profiler trace's iterations) or profiled (an engine's profile)."""
-    from sparsedebug.sources.registry import capabilities, replayed
-
-    if replayed(run):
-        return "measured"
-    if run.outcome.latency_timing == "untraced":
-        return "untraced"
-    return "traced" if capabilities(run).timeline else "profiled"
 
 
 def _runs(b: LoadedBundle) -> dict[str, RunRecord]:
@@ -145,9 +132,9 @@ def _reasons(decision: DecisionOutcome, checks: list[Claim], missing_evidence: l
 def _missing_evidence(decision: DecisionOutcome) -> list[str]:
     out = []
     for refusal in decision.ship_refused:
-        if refusal.startswith("no fallback evidence"):
+        if refusal.code == "no_fallback_evidence":
             out.append("fallback")
-        elif refusal.startswith("no quality evidence"):
+        elif refusal.code == "no_quality_evidence":
             out.append("quality")
     return out
 

@@ -13,6 +13,7 @@ from sparsedebug.core.patterns import declared_sparse, fallback_flop_share, is_f
 from sparsedebug.core.stats import Percentiles, median, percentiles
 from sparsedebug.kernels.masks import intent_pattern
 from sparsedebug.records.base import Record
+from sparsedebug.records.memo import Clock
 from sparsedebug.records.run import EqualLatencyQuality, KernelPath, OpKind, QualityDelta, RunRecord, SparsityIntent
 from sparsedebug.sources.registry import capabilities, replayed
 
@@ -47,6 +48,16 @@ def sample_count(run: RunRecord) -> str:
             f"their round ran past its time bound{left_out}"
         )
     return f"n={n}, each the median of {timing.calls_per_sample} forwards{left_out}"
+
+
+def run_clock(run: RunRecord) -> Clock:
+    """The clock of a run's own latency samples: measured (a replay on this CPU), untraced (timed on the device with the
+    profiler off, ``--latency``), traced (a profiler trace's iterations) or profiled (an engine's profile)."""
+    if replayed(run):
+        return "measured"
+    if run.outcome.latency_timing == "untraced":
+        return "untraced"
+    return "traced" if capabilities(run).timeline else "profiled"
 
 
 def bundle_clock(runs: list[RunRecord]) -> str:

@@ -14,6 +14,7 @@ from sparsedebug.core.stats import median, percentiles
 from sparsedebug.locate.reference import session_block
 from sparsedebug.records.bundle import Movement
 from sparsedebug.records.classification import Fix
+from sparsedebug.records.gate import GateTest
 from sparsedebug.records.run import KernelPath, RunRecord
 from sparsedebug.records.stats import DEFAULT_ALPHA, DEFAULT_MIN_EFFECT, Direction
 from sparsedebug.signoff.gate import judge_shift
@@ -135,7 +136,7 @@ def measure_movement(
     alpha: float = DEFAULT_ALPHA,
     factor: float = DEFAULT_MIN_EFFECT,
     session_cand: RunRecord | None = None,
-) -> tuple[list[Movement], str | None, bool | None, str | None]:
+) -> tuple[list[Movement], GateTest | None, bool | None, str | None]:
     """Candidate versus fixed: latency percentiles, speedup over the baseline, the fix's metric.
 
     Returns the movements, the rank-test verdict on the latency samples (or None
@@ -149,7 +150,7 @@ def measure_movement(
     """
     moves: list[Movement] = []
     c_lat, f_lat = cand.outcome.latency_samples_ms, fixed.outcome.latency_samples_ms
-    verdict: str | None = None
+    verdict: GateTest | None = None
     moved: bool | None = None
     target: str | None = None
     if c_lat and f_lat:
@@ -173,8 +174,7 @@ def measure_movement(
             )
         block = session_block(session_cand, fixed) if session_cand is not None else None
         if session_cand is not None and block is not None:
-            direction, why = judge_shift(session_cand.outcome.latency_samples_ms, f_lat, alpha=alpha, factor=factor, block=block)
-            verdict = f"against the candidate replayed again in the fixed run's interleaved session, round by round: {why}"
+            direction, verdict = judge_shift(session_cand.outcome.latency_samples_ms, f_lat, alpha=alpha, factor=factor, block=block)
         else:
             direction, verdict = judge_shift(c_lat, f_lat, alpha=alpha, factor=factor)
         moves[p50_index] = moves[p50_index].model_copy(update={"direction": direction})

@@ -104,10 +104,11 @@ def test_h200_traces_fail_eager_and_pass_cuda_graph(tmp_path: Path, fixtures_dir
 
 
 def _unstable() -> object:
+    from sparsedebug.records.notes import note
     from sparsedebug.records.timing import TimingQuality
 
     return TimingQuality(
-        status="unstable", reason="unstable: candidate rounds spread 3.10 (p90 - p10 over p50) > 1", rounds=30,
+        status="unstable", problems=[note("core.timing_spread", variant="candidate", spread=3.1, limit=1.0)], rounds=30,
         flagged_rounds=24, remeasured_rounds=30, still_flagged=20, flags={"off_cpu": 40}, tick_ms=4.0,
     )
 

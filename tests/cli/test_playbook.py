@@ -93,7 +93,7 @@ def test_run_on_workloads_applies_the_fix_and_measures_it(tmp_path: Path) -> Non
     runs = {role: json.loads((out / f"{role}.run.json").read_text()) for role in ("baseline", "candidate", "fixed")}
     assert runs["baseline"]["session"]["id"] == runs["candidate"]["session"]["id"] != runs["fixed"]["session"]["id"]
     assert (runs["baseline"]["session"]["role"], runs["fixed"]["session"]["role"]) == ("baseline", "candidate")
-    assert "round by round" in fix["significance"]
+    assert fix["significance"]["same_session"] is True
     manifest = json.loads((out / "bundle.json").read_text())
     assert [s["step"] for s in manifest["steps"]] == ["freeze", "locate", "classify", "reproduce", "rerun"]
     # The memo re-renders identically from the bundle on disk.
@@ -195,13 +195,14 @@ def test_run_stores_the_decision_and_check_sets_the_exit_code(tmp_path: Path) ->
     plain = invoke([*args, "-o", str(tmp_path / "a")])
     assert plain.exit_code == 0, plain.stderr
     decision = json.loads((tmp_path / "a" / "decision.json").read_text())
-    assert decision["kind"] == "decision" and decision["schema_version"] == 1
+    assert decision["kind"] == "decision" and decision["schema_version"] == 2
     assert decision["decision"] in ("rollback", "escalate")
     assert set(decision["gates"]) == {"candidate"}
     assert "decision.json" in json.loads((tmp_path / "a" / "bundle.json").read_text())["files"].values()
     memo = (tmp_path / "a" / "memo.md").read_text()
     assert f"Decision: **{decision['decision']}**" in memo
-    assert "; ".join(decision["reasons"]) in (tmp_path / "a" / "report.md").read_text()
+    assert decision["code"] in ("worse_than_baseline", "no_mechanism", "fix_not_applied", "fix_did_not_move")
+    assert f"judged on the {decision['judged_on']}: " in (tmp_path / "a" / "report.md").read_text()
     checked = invoke([*args, "-o", str(tmp_path / "b"), "--check"])
     assert checked.exit_code == 1
     assert (tmp_path / "b" / "decision.json").is_file() and (tmp_path / "b" / "memo.md").is_file()

@@ -22,6 +22,7 @@ from sparsedebug.core.paired import (
     signed_rank_p,
 )
 from sparsedebug.core.stats import compare_samples
+from sparsedebug.render.words.core import comparison_words
 
 seeds = st.integers(min_value=0, max_value=2**32 - 1)
 budget = settings(max_examples=30, deadline=None)
@@ -104,7 +105,8 @@ def test_clear_slowdown_is_found_and_one_sided_ignores_a_speedup() -> None:
 
 def test_too_few_pairs_are_said() -> None:
     r = compare_paired([1.0, 1.1, 1.0, 1.2], [2.0, 2.2, 2.0, 2.4], alternative="greater")
-    assert not r.enough_samples and r.direction == "same" and "too few paired rounds" in r.reason
+    assert not r.enough_samples and r.direction == "same" and r.nonzero is not None and r.min_attainable_p is not None
+    assert "paired blocks with a difference" in comparison_words(r)
     assert per_round_separated([1.0, 1.1, 1.0, 1.2], [2.0, 2.2, 2.0, 2.4], 1.05)
     assert not per_round_separated([1.0, 1.1], [2.0, 1.0], 1.05)
 

@@ -24,6 +24,7 @@ from sparsedebug.core.stats import (
     rank_test_p,
     subsample,
 )
+from sparsedebug.render.words.core import comparison_words
 
 
 def test_percentiles_and_median_unchanged() -> None:
@@ -88,7 +89,8 @@ def test_too_few_samples_is_said_not_guessed() -> None:
     assert not result.enough_samples and not result.significant and result.direction == "same"
     assert result.ratio == pytest.approx(2.0)
     assert result.p_value is None and result.ci_low is None
-    assert "too few samples" in result.reason
+    assert not result.enough_samples and result.min_attainable_p is not None
+    assert "too few samples" in comparison_words(result)
 
 
 def test_clear_slowdown_is_significant_and_persistent_with_ci() -> None:
@@ -111,7 +113,8 @@ def test_small_shift_is_below_minimum_effect_even_when_the_test_rejects() -> Non
     result = compare_samples(base, cand)
     assert result.p_value is not None and result.p_value < 1e-6
     assert not result.significant and result.direction == "same"
-    assert "minimum effect" in result.reason
+    assert result.p_value is not None and result.p_value <= result.alpha and not result.significant
+    assert "minimum effect" in comparison_words(result)
     assert compare_samples(base, cand, min_effect=1.005).significant
 
 
@@ -131,7 +134,8 @@ def test_shift_in_only_one_half_is_not_persistent() -> None:
     result = compare_samples(base, cand)
     assert result.significant and result.direction == "slower"
     assert not result.persistent
-    assert "first half" in result.reason
+    assert [n.code for n in result.persistence][-1] == "core.half_differs"
+    assert "first half" in comparison_words(result)
 
 
 def test_outliers_are_dropped_before_confirming() -> None:
@@ -139,7 +143,8 @@ def test_outliers_are_dropped_before_confirming() -> None:
     cand = [1.50, 1.51, 1.52, 1.53, 1.54, 1.55, 1.56, 1.57, 9.0, 1.58]
     result = compare_samples(base, cand)
     assert result.persistent
-    assert "outlier" in result.reason
+    assert result.persistence[-1].code == "core.outliers_dropped" and result.persistence[-1].values["dropped"] == 1
+    assert "outlier" in comparison_words(result)
 
 
 def test_moses_interval_covers_the_true_ratio_about_95_percent() -> None:
@@ -276,10 +281,10 @@ def test_large_comparisons_are_subsampled_and_say_so() -> None:
     result = compare_samples(base, cand)
     assert result.subsampled_from == [60_000, 45_000]
     assert (result.n_base, result.n_cand) == (MAX_TEST_SAMPLES, MAX_TEST_SAMPLES)
-    assert "subsample of 10000 of 60000" in result.reason
+    assert "subsample of 10000 of 60000" in comparison_words(result)
     assert result.base_median == pytest.approx(float(np.median(base)))  # medians from every sample
     assert result.direction == "slower" and result.ci_low is not None and result.ci_high is not None
     assert result.ci_low < 1.3 < result.ci_high
     assert compare_samples(base, cand) == result
     small = compare_samples(base[:100], cand[:100])
-    assert small.subsampled_from is None and "subsample" not in small.reason
+    assert small.subsampled_from is None and "subsample" not in comparison_words(small)

@@ -10,7 +10,8 @@ import pytest
 
 from sparsedebug.core.errors import UserError
 from sparsedebug.core.noise import NoisePolicy
-from sparsedebug.core.timing import Clocks, interleaved, measure, unstable_reason
+from sparsedebug.core.timing import Clocks, interleaved, measure, unstable_runs
+from sparsedebug.render.words.core import timing_words
 
 
 def test_rounds_interleave_with_rotating_start_after_warmup() -> None:
@@ -191,7 +192,7 @@ def test_a_disturbed_round_is_flagged_and_remeasured_clean(monkeypatch: pytest.M
     assert q.flags == {"off_cpu": 1, "preempted": 1, "tick_quantised": 1, "outlier": 1}
     assert timed.samples["a"] == pytest.approx([2.0] * 5)  # the disturbed round was replaced
     assert timed.calls["a"][2] == 6 and timed.calls["b"][2] == 6  # round 2 re-run after the five timed calls
-    assert "re-measured clean" in q.reason
+    assert q.flagged_rounds > 0 and q.still_flagged == 0 and "re-measured clean" in timing_words(q)
 
 
 def test_a_cpu_hog_makes_the_comparison_unstable_within_the_bound(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -209,9 +210,10 @@ def test_a_cpu_hog_makes_the_comparison_unstable_within_the_bound(monkeypatch: p
     assert q.status == "unstable" and not timed.stable
     assert q.remeasured_rounds == 4 and sum(m.calls.values()) == 2 * (10 + 4)
     assert q.flags["off_cpu"] > 0 and q.flags["tick_quantised"] > 0
-    assert "unstable:" in q.reason and "spread" in q.reason
-    assert unstable_reason([("base", None), ("cand", q)]) == f"cand: {q.reason}"
-    assert unstable_reason([("base", None)]) is None
+    assert "core.timing_spread" in [n.code for n in q.problems]
+    assert "unstable:" in timing_words(q) and "spread" in timing_words(q)
+    assert unstable_runs([("base", None), ("cand", q)]) == ["cand"]
+    assert unstable_runs([("base", None)]) == []
 
 
 def test_uniform_slowdown_keeps_ratios_and_stays_stable() -> None:
@@ -220,7 +222,7 @@ def test_uniform_slowdown_keeps_ratios_and_stays_stable() -> None:
     timed = measure({"a": m.variant("a", 2.0), "b": m.variant("b", 4.0)}, rounds=6, warmup=0, clocks=m.clocks(), policy=NoisePolicy())
     q = timed.quality
     assert q.flags.get("off_cpu") == 12 and q.still_flagged == 6
-    assert q.status == "stable" and "ratios held" in q.reason
+    assert q.status == "stable" and q.still_flagged > 0 and "ratios held" in timing_words(q)
     assert timed.samples["b"] == pytest.approx([6.0] * 6)
 
 
@@ -263,15 +265,15 @@ def test_a_competitor_holding_a_core_makes_the_comparison_unstable(others: float
     m, clocks = _contended(others, cores)
     timed = measure({"a": m.variant("a", 100.0), "b": m.variant("b", 200.0)}, rounds=5, warmup=1, clocks=clocks, policy=NoisePolicy())
     assert timed.quality.flagged_rounds == 0
-    assert timed.quality.status == status, timed.quality.reason
+    assert timed.quality.status == status, timing_words(timed.quality)
     assert timed.quality.competing_cores == pytest.approx(others, abs=1e-6)
     assert timed.quality.contended_share == (1.0 if status == "unstable" else 0.0)
     if status == "unstable":
-        assert "sustained contention" in timed.quality.reason
+        assert "core.timing_contention" in [n.code for n in timed.quality.problems]
     assert timed.quality.contention_only == (status == "unstable")  # no round disturbed: contention is the only problem
     if status == "unstable":  # variants timed in the same rounds still compare; runs timed apart do not
-        assert unstable_reason([("a", timed.quality)], same_rounds=True) is None
-        assert unstable_reason([("a", timed.quality)]) is not None
+        assert unstable_runs([("a", timed.quality)], same_rounds=True) == []
+        assert unstable_runs([("a", timed.quality)]) == ["a"]
 
 
 def test_a_burst_over_part_of_the_measurement_is_not_sustained_contention() -> None:
@@ -289,13 +291,13 @@ def test_a_burst_over_part_of_the_measurement_is_not_sustained_contention() -> N
     q = timed.quality
     assert q.competing_cores == pytest.approx(0.6, abs=1e-6)
     assert q.contended_share == pytest.approx(0.6, abs=0.05)
-    assert q.status == "stable", q.reason
+    assert q.status == "stable", timing_words(q)
     whole = NoisePolicy(min_contended_share=0.5)  # the same burst, judged by a policy that calls 60% sustained
     m2 = FakeMachine()
     clocks2 = m2.clocks()
     clocks2.machine = lambda: (m2.cpu + min(m2.wall, 0.6 * end), 2)
     again = measure({"a": m2.variant("a", 100.0), "b": m2.variant("b", 200.0)}, rounds=10, warmup=0, clocks=clocks2, policy=whole)
-    assert again.quality.status == "unstable" and "60% of the time" in again.quality.reason
+    assert again.quality.status == "unstable" and "60% of the time" in timing_words(again.quality)
 
 
 def test_this_process_s_own_threads_are_not_competitors() -> None:
@@ -306,7 +308,7 @@ def test_this_process_s_own_threads_are_not_competitors() -> None:
     clocks.machine = lambda: (2 * m.cpu + 0.01 * m.wall, 2)
     timed = measure({"a": m.variant("a", 100.0), "b": m.variant("b", 200.0)}, rounds=5, warmup=1, clocks=clocks, policy=NoisePolicy())
     assert timed.quality.competing_cores == pytest.approx(0.01, abs=1e-6)
-    assert timed.quality.status == "stable", timed.quality.reason
+    assert timed.quality.status == "stable", timing_words(timed.quality)
 
 
 def test_contention_is_not_judged_on_a_short_measurement() -> None:

@@ -9,6 +9,7 @@ import pytest
 from sparsedebug.records.classification import Fix
 from sparsedebug.reduce.apply_fix import apply_fix
 from sparsedebug.reduce.reduce import reduce_workloads
+from sparsedebug.render.words.core import reduce_verdict
 from sparsedebug.sources.replay.checkpoint.workload import open_model, resolve_layers
 from sparsedebug.sources.workload.load import parse_workload
 from sparsedebug.sources.workload.schema import Workload
@@ -64,7 +65,8 @@ def test_reduce_keeps_the_checkpoint_whole_and_finds_the_fp32_entry(pair: tuple[
     assert [change.key for change in result.kept] == ["layer:encoder.layer.1.output.dense"]
     assert result.layers_before == 12 and result.layers_after == 12
     assert result.tokens_after is not None and result.tokens_after < result.tokens_before
-    assert "model " in result.verdict and "kept whole" in result.verdict
+    assert result.graph_source is not None and result.graph_source.startswith("model ")
+    assert "kept whole" in reduce_verdict(result)
     assert reduction.repro is not None and reduction.repro.model is not None and result.confirmation is not None
     assert result.confirmation.first_stage == "lower"
     assert {c.finding for c in result.other_causes} == {"per_call_conversion"}

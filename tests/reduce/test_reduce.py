@@ -8,11 +8,14 @@ import pytest
 
 from sparsedebug.core.errors import UserError
 from sparsedebug.locate.walk import bisect_runs
+from sparsedebug.records.notes import Note
 from sparsedebug.records.run import RunRecord
 from sparsedebug.reduce.reduce import _Prober, reduce_workloads
 from sparsedebug.reduce.search import Outcome
 from sparsedebug.reduce.shrink import apply_changes, diff_workloads, keep_layers, scale_widths
+from sparsedebug.render.words.core import change_words, reduce_verdict
 from sparsedebug.render.words.locate_text import stage_text
+from sparsedebug.render.words.notes import say
 from sparsedebug.sources.workload.load import load_workload, revalidate
 from sparsedebug.sources.workload.schema import Workload
 from tests.conftest import FIXTURES
@@ -37,7 +40,8 @@ def test_diff_lists_knobs_and_layers_and_apply_round_trips(sparse_pair: tuple[Wo
     good, bad = sparse_pair
     changes = diff_workloads(good, bad)
     assert [c.key for c in changes] == ["knob:conversion", "knob:pruning", "layer:fc1"]
-    assert "dtype - -> fp32" in changes[2].detail
+    assert [(d.field, d.was, d.now) for d in changes[2].diffs] == [("dtype", None, "fp32")]
+    assert "dtype - -> fp32" in change_words(changes[2])
     everything = apply_changes(good, bad, [c.key for c in changes])
     assert everything.conversion == "per_call" and everything.layer("fc1").dtype == "fp32"
     assert diff_workloads(everything, bad) == []
@@ -50,10 +54,10 @@ def test_added_and_removed_layers_are_changes() -> None:
     good = mlp_chain("g", [32, 32, 32, 32], sequence=8)
     bad = revalidate(good.model_copy(update={"name": "b", "layers": [layer for layer in good.layers if layer.name != "act1"]}))
     changes = diff_workloads(good, bad)
-    assert [(c.key, c.detail) for c in changes] == [("layer:act1", "removed (activation)")]
+    assert [(c.key, c.change, change_words(c)) for c in changes] == [("layer:act1", "removed", "removed (activation)")]
     assert [layer.name for layer in apply_changes(good, bad, ["layer:act1"]).layers] == ["fc0", "act0", "fc1", "fc2"]
     back = diff_workloads(bad, good)
-    assert [(c.key, c.detail) for c in back] == [("layer:act1", "added (activation)")]
+    assert [(c.key, c.change, change_words(c)) for c in back] == [("layer:act1", "added", "added (activation)")]
     assert [layer.name for layer in apply_changes(bad, good, ["layer:act1"]).layers] == ["fc0", "act0", "fc1", "act1", "fc2"]
 
 
@@ -75,8 +79,8 @@ def test_keep_layers_bypasses_dropped_layers_and_scale_widths() -> None:
 
 def test_reduce_isolates_the_fallback_layer_and_the_conversion_knob(sparse_pair: tuple[Workload, Workload]) -> None:
     good, bad = sparse_pair
-    lines: list[str] = []
-    reduction = reduce_workloads(good, bad, progress=lines.append)
+    events: list[Note] = []
+    reduction = reduce_workloads(good, bad, progress=events.append)
     result = reduction.record
     assert result.reproduced and result.target_stage == "lower"
     assert result.target_finding == "fallback:dtype_unsupported"
@@ -91,7 +95,9 @@ def test_reduce_isolates_the_fallback_layer_and_the_conversion_knob(sparse_pair:
     assert result.replays == 2  # only the timed confirmation: lowering needs no timing
     assert result.confirmation is not None and result.confirmation.first_stage == "lower"
     assert result.command == "sparsedebug bisect repro.base.yaml repro.yaml"
-    assert any("target: first divergence at lower" in line for line in lines)
+    target = [e for e in events if e.code == "reduce.target"]
+    assert [e.values["stage"] for e in target] == ["lower"]
+    assert "target: first divergence at lower" in say(target[0])
 
 
 def test_reduce_keeps_both_changes_of_an_interaction() -> None:
@@ -136,9 +142,9 @@ def test_harmless_difference_cannot_be_reproduced(monkeypatch: pytest.MonkeyPatc
     reduction = reduce_workloads(good, bad, max_probes=4)
     result = reduction.record
     assert not result.reproduced and reduction.repro is None and result.kept == []
-    assert result.verdict.startswith("cannot reproduce a regression")
+    assert result.outcome == "not_reproduced" and reduce_verdict(result).startswith("cannot reproduce a regression")
     assert result.replays == 4  # measured twice (5 and 10 repeats), baseline and candidate each time
-    assert reduce_workloads(good, good).record.verdict.startswith("nothing to reduce")
+    assert reduce_workloads(good, good).record.outcome == "nothing_to_reduce"
 
 
 def test_undecided_probe_is_re_measured_with_more_repeats(monkeypatch: pytest.MonkeyPatch) -> None:

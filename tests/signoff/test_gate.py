@@ -10,6 +10,7 @@ import yaml
 from sparsedebug.core.errors import UserError
 from sparsedebug.records.gate import GatePolicy
 from sparsedebug.render.memo.formats import render
+from sparsedebug.render.words.gate import detail_words, measured_words
 from sparsedebug.signoff.gate import evaluate, load_policy
 from sparsedebug.signoff.memo import gate_memo
 from tests.support.synth import L, dense_run, make_run, sparse_run, spread
@@ -27,17 +28,20 @@ def test_clean_sparse_candidate_passes_every_check() -> None:
     assert result.passed
     assert [c.status for c in result.checks] == ["pass"] * 5
     speed = result.checks[0]
-    assert speed.measured.startswith("1.429x")
+    assert speed.figures[0].quantity == "speedup_p50" and speed.figures[0].value == pytest.approx(5.0 / 3.5, rel=1e-3)
+    assert measured_words(speed).startswith("speedup 1.429x")
 
 
 def test_significant_slowdown_fails_and_noise_does_not() -> None:
     slow = evaluate(dense_run(5.0), sparse_run(6.0))
     assert _status(slow, "effective_speedup") == "fail"
-    assert "slower" in slow.checks[0].detail
+    test = slow.checks[0].test
+    assert test is not None and test.significant and test.persistent and test.ratio is not None and test.ratio > 1.05
     # 2% slower: under the asv factor 1.05, so within noise.
     noise = evaluate(dense_run(5.0), sparse_run(5.1))
     assert _status(noise, "effective_speedup") == "pass"
-    assert "within noise" in noise.checks[0].detail
+    assert noise.checks[0].test is not None and not noise.checks[0].test.significant
+    assert "within noise of 1x" in detail_words(noise.checks[0])
 
 
 def test_overlapping_samples_are_not_a_finding() -> None:
@@ -53,7 +57,8 @@ def test_three_samples_a_side_fail_one_sided() -> None:
     # issue 25: with 3 a side a two-sided test can never reach 0.05; the one-sided one (harm: slower) can.
     result = evaluate(dense_run(5.0, n=3), sparse_run(11.0, n=3))
     check = result.checks[0]
-    assert check.status == "fail" and "one-sided" in check.detail and "p=0.05" in check.detail
+    assert check.status == "fail" and check.test is not None and check.test.kind == "rank"
+    assert check.test.p == pytest.approx(0.05) and "one-sided" in detail_words(check)
     ok = evaluate(dense_run(5.0, n=3), sparse_run(4.2, n=3))
     assert _status(ok, "effective_speedup") == "pass"
 
@@ -64,14 +69,14 @@ def test_fifteen_times_slower_with_an_outlier_fails() -> None:
     base, cand = dense_run(5.0, n=4), sparse_run(75.0, n=3)
     base.outcome.latency_samples_ms = [5.0, 5.1, 5.05, 60.0]
     result = evaluate(base, cand)
-    assert _status(result, "effective_speedup") == "fail", result.checks[0].detail
+    assert _status(result, "effective_speedup") == "fail", detail_words(result.checks[0])
     assert not result.passed
 
 
 def test_too_few_samples_separated_fail_else_inconclusive() -> None:
     result = evaluate(dense_run(5.0, n=2), sparse_run(11.0, n=2))
     check = result.checks[0]
-    assert check.status == "fail" and "separated" in check.detail
+    assert check.status == "fail" and check.test is not None and check.test.kind == "separation" and check.test.needed == 3
     # 2 vs 2 overlapping, median short of the target: the test can never reach alpha, so neither pass nor fail
     cand = sparse_run(6.0, n=2)
     cand.outcome.latency_samples_ms = [4.9, 7.0]
@@ -104,17 +109,22 @@ def test_p99_ratio_and_budget() -> None:
     cand.outcome.latency_samples_ms = samples[:-3] + [20.0, 21.0, 22.0]
     noise = evaluate(base, cand)
     assert _status(noise, "p99_latency") == "pass"
-    assert "within noise: 3 of 30 candidate samples above 1.25x" in noise.checks[1].detail
+    within = [n for n in noise.checks[1].basis if n.code == "gate.p99_within_noise"]
+    assert within and within[0].values["over"] == 3 and within[0].values["samples"] == 30
+    assert "within noise: 3 of 30 candidate samples above 1.25x" in detail_words(noise.checks[1])
     # A tail that is there round after round is not (6 of 30: p=0.0088).
     cand.outcome.latency_samples_ms = samples[:-6] + [20.0, 21.0, 22.0, 20.5, 21.5, 22.5]
     result = evaluate(base, cand)
     assert _status(result, "p99_latency") == "fail"
-    assert "p99 ratio" in result.checks[1].detail and "p50/p95/p99" in result.checks[1].detail
+    codes = [n.code for n in result.checks[1].basis]
+    assert "gate.p99_exceeds" in codes and "gate.percentiles" in codes
+    assert "p99 ratio" in detail_words(result.checks[1]) and "p50/p95/p99" in detail_words(result.checks[1])
     cand2 = sparse_run(3.5)
     cand2.outcome.budget_ms = 3.0
     budget = evaluate(base, cand2)
     assert _status(budget, "p99_latency") == "fail"
-    assert "over the 3 ms budget" in budget.checks[1].detail
+    assert [n.values["budget_ms"] for n in budget.checks[1].basis if n.code.startswith("gate.budget")] == [3.0]
+    assert "over the 3 ms budget" in detail_words(budget.checks[1])
     off = evaluate(base, cand2, GatePolicy(p99_latency={"use_budget": False}))
     assert _status(off, "p99_latency") == "pass"
 
@@ -122,7 +132,9 @@ def test_p99_ratio_and_budget() -> None:
 def test_quality_guardrails() -> None:
     bad = evaluate(dense_run(), sparse_run(cosine=0.8))
     assert _status(bad, "quality_delta") == "fail"
-    assert "cosine 0.8000 < 0.9" in bad.checks[2].detail
+    cosine = bad.checks[2].figures[0]
+    assert (cosine.quantity, cosine.value, cosine.limit, cosine.direction) == ("cosine", 0.8, 0.9, "at_least")
+    assert "cosine 0.8000 < 0.9" in detail_words(bad.checks[2])
     missing = evaluate(dense_run(), sparse_run(quality=False))
     assert _status(missing, "quality_delta") == "skipped"
     assert missing.passed
@@ -137,19 +149,26 @@ def test_accuracy_drop() -> None:
     cand.outcome.quality.dense_accuracy = 0.75
     result = evaluate(dense_run(), cand)
     assert _status(result, "quality_delta") == "fail"
-    assert "accuracy drop 0.0500 > 0.01" in result.checks[2].detail
+    drop = next(f for f in result.checks[2].figures if f.quantity == "accuracy_drop")
+    assert drop.value == pytest.approx(0.05) and drop.limit == 0.01
+    assert "accuracy drop 0.0500 > 0.01" in detail_words(result.checks[2])
 
 
 def test_fallback_rate_names_layer_and_reason() -> None:
     result = evaluate(dense_run(), sparse_run(fallback=True))
     check = {c.id: c for c in result.checks}["fallback_rate"]
     assert check.status == "fail"
-    assert check.measured.startswith("50.0% (1/2)")
-    assert "l0.down" in check.detail and "shape_not_aligned" in check.detail
+    figure = check.figures[0]
+    assert (figure.value, figure.count, figure.of) == (0.5, 1, 2)
+    assert measured_words(check).startswith("fallback rate 50.0% (1/2)")
+    layers = next(n for n in check.basis if n.code == "gate.fallback_layers")
+    assert layers.values["layers"] == ["l0.down"] and "shape_not_aligned x1" in str(layers.values["reasons"])
     lenient = evaluate(dense_run(), sparse_run(fallback=True), GatePolicy(fallback_rate={"max_rate": 0.5}))
     assert _status(lenient, "fallback_rate") == "pass"
     dense_vs_dense = evaluate(dense_run(), dense_run())
-    assert "no layer of the candidate is meant to be sparse" in {c.id: c for c in dense_vs_dense.checks}["fallback_rate"].detail
+    nothing = {c.id: c for c in dense_vs_dense.checks}["fallback_rate"]
+    assert [n.code for n in nothing.basis] == ["gate.nothing_meant_sparse"]
+    assert "no layer of the candidate is meant to be sparse" in detail_words(nothing)
 
 
 def test_precision_tolerance_by_mode_and_precision_change() -> None:
@@ -158,7 +177,9 @@ def test_precision_tolerance_by_mode_and_precision_change() -> None:
     fp16_ok = evaluate(dense_run(), sparse_run(rel_err=1e-3, precision="fp16"))
     check = {c.id: c for c in fp16_ok.checks}["precision_drift"]
     assert check.status == "fail"  # fp32 -> fp16 on the sparse layers is a precision change
-    assert "l0.up fp32 -> fp16" in check.detail
+    changed = next(n for n in check.basis if n.code == "gate.precision_changed")
+    assert "l0.up fp32 -> fp16" in changed.values["changes"]  # type: ignore[operator]
+    assert "l0.up fp32 -> fp16" in detail_words(check)
     allowed = evaluate(
         dense_run(), sparse_run(rel_err=1e-3, precision="fp16"), GatePolicy(precision_drift={"allow_precision_change": True})
     )

@@ -93,7 +93,7 @@ def test_sample_count_says_what_one_sample_is_and_what_was_left_out() -> None:
 
     run = dense_run(n=10)
     assert sample_count(run) == "n=10"  # no timing record: samples as given
-    quality = {"status": "stable", "reason": "stable: no round disturbed", "rounds": 10, "flagged_rounds": 0,
+    quality = {"status": "stable", "rounds": 10, "flagged_rounds": 0,
                "remeasured_rounds": 0, "still_flagged": 0, "tick_ms": 4.0, "calls_per_sample": 4}
     run.outcome.timing = TimingQuality(**quality)
     assert sample_count(run) == "n=10, each the median of 4 forwards"

@@ -13,6 +13,7 @@ from sparsedebug.locate.paths import compare_paths
 from sparsedebug.records.classification import Mechanism
 from sparsedebug.records.run import RunRecord
 from sparsedebug.render.markdown.memo import render_memo_detail
+from sparsedebug.render.words.gate import detail_words
 from sparsedebug.signoff.gate import evaluate
 from sparsedebug.sources.importers.trace.importer import import_trace
 from sparsedebug.sources.playbook import load_playbook
@@ -42,8 +43,9 @@ def test_a_gemm_moved_to_fp32_fails_the_gate_on_the_layers_classify_names(tmp_pa
     assert rule.fired and rule.value == len(moved)
     assert all(layer in rule.detail for layer in moved)
     gate = next(c for c in evaluate(base, cand).checks if c.id == "precision_drift")
-    assert gate.status == "fail", gate.detail  # never "skipped: no evidence" while classify fires
-    assert all(layer in gate.detail for layer in moved)
+    assert gate.status == "fail", detail_words(gate)  # never "skipped: no evidence" while classify fires
+    changed = next(n for n in gate.basis if n.code == "gate.precision_changed")
+    assert all(any(str(c).startswith(f"{layer} ") for c in changed.values["changes"]) for layer in moved)  # type: ignore[union-attr]
     report = compare_paths(base, cand)
     # fallbacks lists path changes; each that changed precision says so (a gelu whose inputs turned fp32
     # on its unchanged elementwise kernel is a precision change, not a path change)

@@ -20,6 +20,7 @@ from sparsedebug.records.target import LayerProjection
 from sparsedebug.render.clocks import bundle_clock, label_latencies, measured_clock, slower_layers, target_sentence
 from sparsedebug.render.markdown.cells import md_cell
 from sparsedebug.render.markdown.energy import energy_section
+from sparsedebug.render.words.gate import measured_words
 from sparsedebug.signoff.decide import stored_decision
 from sparsedebug.signoff.metrics import fallback_summary, latency, layer_rows, real_quality_text, reality_figures
 from sparsedebug.sources.bundle import LoadedBundle
@@ -303,7 +304,7 @@ def render_report(bundle: LoadedBundle) -> str:
     lines.append("| run | " + " | ".join(checks) + " |")
     lines.append("| --- |" + " --- |" * len(checks))
     for label, result in results:
-        cells = [f"{c.status}: {md_cell(c.measured)}" for c in result.checks]
+        cells = [f"{c.status}: {md_cell(measured_words(c))}" for c in result.checks]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     for label, run in runs:
         lines += ["", f"## Supported-layer matrix ({label}, backend `{run.lower.backend}`)", ""]

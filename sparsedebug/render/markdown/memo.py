@@ -42,6 +42,8 @@ from sparsedebug.render.markdown.engine import sparse_kernels_line
 from sparsedebug.render.markdown.ranks import rank_lines
 from sparsedebug.render.markdown.tags import build_tags
 from sparsedebug.render.markdown.verdicts import attributed_lines, fix_verdict, not_established_lines
+from sparsedebug.render.words.core import change_words, reduce_verdict, replay_reason_words, timing_words
+from sparsedebug.render.words.gate import decision_reasons, detail_words, measured_words, refusal_words, significance_words
 from sparsedebug.render.words.locate_text import allowed_text, finding_text, stage_text, verdict_text
 from sparsedebug.render.words.notes import say
 from sparsedebug.signoff.decide import stored_decision
@@ -97,7 +99,7 @@ def _symptom(b: LoadedBundle, book: Playbook) -> list[str]:
             f"not the baseline run; {clock}): {cand.outcome.effective_speedup:.3f}x."
         )
     elif cand.outcome.timing is not None and not cand.outcome.timing.stable:
-        metric.append(f"  - Candidate's own effective speedup ({clock}): not reported, timings {cand.outcome.timing.reason}.")
+        metric.append(f"  - Candidate's own effective speedup ({clock}): not reported, timings {timing_words(cand.outcome.timing)}.")
     projected = target_sentence(cand)
     if projected is not None:
         metric.append(f"  - {projected}.")
@@ -261,7 +263,7 @@ def _action(b: LoadedBundle, book: Playbook) -> list[str]:
             f"  - Focused reproducer from the traces ({names}): `{tr.layer}` ({tr.group}: {tr.finding} at {tr.first_stage}{ratio}), "
             f"{tr.op_kind} with the traced shapes, dtypes and strides, backend {tr.candidate.backend or '?'} against the dense twin's "
             f"{tr.baseline.backend if tr.baseline and tr.baseline.backend else '?'}. `python repro.py` on a GPU times both; "
-            f"`sparsedebug replay reproducer.yaml`: " + ("shows it. " if tr.replay_shows else "cannot show it: ") + tr.replay_note
+            f"`sparsedebug replay reproducer.yaml`: " + ("shows it. " if tr.replay_shows else "cannot show it: ") + replay_reason_words(tr)
         )
     fo = b.fix
     if fo is not None:
@@ -287,7 +289,7 @@ def _action(b: LoadedBundle, book: Playbook) -> list[str]:
     if fo is not None and fo.movements:
         verdict = fix_verdict(fo)
         out.append(
-            f"- **Measured movement** (candidate -> fixed re-run): the fix {verdict}; latency samples: {fo.significance}."
+            f"- **Measured movement** (candidate -> fixed re-run): the fix {verdict}; latency samples: {significance_words(fo.significance) if fo.significance is not None else None}."
         )
         for m in fo.movements:
             line = _movement_line(m)
@@ -350,11 +352,11 @@ def _next_step(b: LoadedBundle) -> list[str]:
 
 
 def _reduce_text(red: ReduceResult) -> str:
-    kept = ", ".join(f"{c.key} ({c.detail})" for c in red.kept) or "none"
+    kept = ", ".join(f"{c.key} ({change_words(c)})" for c in red.kept) or "none"
     shape = f"{red.layers_before} -> {red.layers_after} layers" if red.layers_after is not None else f"{red.layers_before} layers"
     tokens = f", {red.tokens_before} -> {red.tokens_after} tokens" if red.tokens_after is not None else ""
     text = (
-        f"{red.verdict}; kept {len(red.kept)} of {len(red.changes)} differences: {kept}; {shape}{tokens}; "
+        f"{reduce_verdict(red)}; kept {len(red.kept)} of {len(red.changes)} differences: {kept}; {shape}{tokens}; "
         f"{red.replays} timed replay(s), {red.static_probes} static graph+lowering run(s), {red.flaky_probes} flaky"
     )
     if red.command:
@@ -375,7 +377,7 @@ def _risks(b: LoadedBundle) -> list[str]:
     elif prec.status == "skipped":
         lines.append(f"  - correctness: not measured in the {label} run (no per-layer kernel error vs an fp64 reference): unassessed.")
     else:
-        lines.append(f"  - correctness: {label} run {prec.status}s the precision check: {prec.measured}; {prec.detail}.")
+        lines.append(f"  - correctness: {label} run {prec.status}s the precision check: {measured_words(prec)}; {detail_words(prec)}.")
     q_before, q_after = b.candidate.outcome.quality, final.outcome.quality
     if q_after is None:
         lines.append(f"  - quality: no quality measurement in the {label} run: quality risk is unassessed.")
@@ -438,13 +440,13 @@ def _signoff(b: LoadedBundle, book: Playbook, decision: DecisionOutcome) -> list
     lead = book.owner(decision.owner).title if decision.owner is not None else None
     out.append("- **Required owners**: " + ", ".join(owners) + (f"; the proposed change is owned by the {lead}." if lead else "."))
     label = book.decision(decision.decision).label
-    out.append(f"- **Final decision**: **{label}**, judged on the {decision.judged_on}: " + "; ".join(decision.reasons) + ".")
+    out.append(f"- **Final decision**: **{label}**, judged on the {decision.judged_on}: " + "; ".join(decision_reasons(decision, b.fix)) + ".")
     if decision.recomputed:
         out.append("  - Decided again when this memo was rendered: " + ", ".join(f"`{n}`" for n in decision.recomputed) + " changed since the walk.")
     if decision.decision != "ship" and decision.ship_refused:
         out.append("  - Ship refused because:")
         for r in decision.ship_refused:
-            out.append(f"    - {r}")
+            out.append(f"    - {refusal_words(r, decision)}")
     out.append("")
     return out
 

@@ -10,6 +10,7 @@ from sparsedebug.core.stats import SampleComparison
 from sparsedebug.records.findings import BisectResult, StageFinding
 from sparsedebug.records.reduce import ReduceResult
 from sparsedebug.render.terminal.fit import optional
+from sparsedebug.render.words.core import change_words, probe_note_words, reduce_verdict
 from sparsedebug.render.words.locate import ratio_ci
 from sparsedebug.render.words.locate_text import finding_text, stage_text
 from sparsedebug.render.words.locate_text import verdict_text as verdict_words
@@ -121,7 +122,7 @@ def changes_table(result: ReduceResult) -> Table:
     table.add_column("kept")
     for change in result.changes:
         mark = "yes" if change.key in kept else (f"other cause: {others[change.key]}" if change.key in others else "")
-        table.add_row(Text(change.key), Text(change.detail), Text(mark, style="bold red" if change.key in kept else ""))
+        table.add_row(Text(change.key), Text(change_words(change)), Text(mark, style="bold red" if change.key in kept else ""))
     return table
 
 
@@ -135,7 +136,7 @@ def probes_table(result: ReduceResult, limit: int = 60) -> Table:
     table.add_column("outcome")
     style = {"fail": "red", "pass": "green", "unresolved": "yellow"}
     for i, probe in enumerate(result.probes[:limit], start=1):
-        outcome = probe.outcome + (" (re-measured)" if probe.flaky else "") + (f" - {probe.note}" if probe.note else "")
+        outcome = probe.outcome + (" (re-measured)" if probe.flaky else "") + (f" - {probe_note_words(probe)}" if probe_note_words(probe) else "")
         table.add_row(str(i), probe.phase, Text(probe.description), probe.mode, Text(outcome, style=style[probe.outcome]))
     if len(result.probes) > limit:
         table.add_row("…", "", f"{len(result.probes) - limit} more", "", "")
@@ -151,7 +152,7 @@ def reduce_view(result: ReduceResult, *, show_probes: bool = True) -> Group:
     if show_probes and result.probes:
         parts.append(probes_table(result))
     style = "bold red" if result.reproduced else "yellow"
-    text = Text(result.verdict, style=style)
+    text = Text(reduce_verdict(result), style=style)
     if result.command:
         text.append(f"\nreproduce with: {result.command}", style="bold")
     parts.append(text)

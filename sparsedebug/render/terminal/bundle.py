@@ -12,6 +12,7 @@ from sparsedebug.render.clocks import measured_clock, target_label
 from sparsedebug.render.markdown.deployment import reality_check
 from sparsedebug.render.markdown.verdicts import fix_verdict, not_established_sentence
 from sparsedebug.render.terminal.energy import energy_table
+from sparsedebug.render.words.gate import decision_reasons, refusal_words, significance_words
 from sparsedebug.signoff.decide import stored_decision
 from sparsedebug.sources.bundle import LoadedBundle
 
@@ -54,15 +55,15 @@ def bundle_summary(bundle: LoadedBundle, book: Playbook) -> RenderableType:
         lines.append(bundle.fix.how + "\n")
         if bundle.fix.moved is not None:
             lines.append("measured: ", style="bold")
-            lines.append(f"{fix_verdict(bundle.fix)}; latency: {bundle.fix.significance}\n")
+            lines.append(f"{fix_verdict(bundle.fix)}; latency: {significance_words(bundle.fix.significance) if bundle.fix.significance is not None else None}\n")
     decision = stored_decision(bundle)
     lines.append("decision: ", style="bold")
     lines.append(f"{book.decision(decision.decision).label} ({decision.judged_on})\n")
-    for reason in decision.reasons:
+    for reason in decision_reasons(decision, bundle.fix):
         lines.append(f"  because {reason}\n")
     if decision.decision != "ship":
         for refusal in decision.ship_refused:
-            lines.append(f"  not ship: {refusal}\n")
+            lines.append(f"  not ship: {refusal_words(refusal, decision)}\n")
     chart = terminal_reality_check(bundle)
     parts: list[RenderableType] = [runs]
     energy = energy_table(bundle)

@@ -7,6 +7,7 @@ from rich.text import Text
 
 from sparsedebug.records.gate import GateResult
 from sparsedebug.render.terminal.fit import optional, under
+from sparsedebug.render.words.gate import detail_words, measured_words, status_label, threshold_words
 
 _STYLE = {
     "pass": ("pass", "green"),
@@ -30,8 +31,8 @@ def gate_table(result: GateResult) -> Table:
     for check in result.checks:
         style = Text(*_STYLE[check.status])
         if check.status == "inconclusive":
-            style = Text(check.status_label, style="red" if check.fails_gate else "yellow")
-        table.add_row(check.id, style, check.measured, check.threshold, check.detail)
+            style = Text(status_label(check), style="red" if check.fails_gate else "yellow")
+        table.add_row(check.id, style, measured_words(check), threshold_words(check, result.policy), detail_words(check))
     optional(table, "threshold")
     under(table, "detail")
     return table

@@ -9,6 +9,7 @@ from sparsedebug.core.stats import median, percentiles
 from sparsedebug.records.run import GraphStage, KernelPath, LowerStage, RunRecord
 from sparsedebug.render.clocks import measured_clock, sample_count
 from sparsedebug.render.terminal.fit import optional
+from sparsedebug.render.words.core import timing_words
 from sparsedebug.render.words.target import missing_forward_words
 from sparsedebug.signoff.metrics import equal_latency_sentence, quality_figure
 from sparsedebug.sources.workload.schema import WorkloadOrigin
@@ -73,9 +74,9 @@ def summary_table(record: RunRecord) -> Table:
         colour = "green" if outcome.effective_speedup >= 1.0 else "red"
         table.add_row(f"effective speedup ({clock})", Text.assemble((f"{outcome.effective_speedup:.2f}x", colour), " (dense p50 / candidate p50)"))
     elif outcome.timing is not None and not outcome.timing.stable:
-        table.add_row(f"effective speedup ({clock})", Text(f"not reported: timings {outcome.timing.reason}", style="yellow"))
+        table.add_row(f"effective speedup ({clock})", Text(f"not reported: timings {timing_words(outcome.timing)}", style="yellow"))
     if outcome.timing is not None and outcome.timing.stable and outcome.timing.flagged_rounds:
-        table.add_row("timing interference", outcome.timing.reason)
+        table.add_row("timing interference", timing_words(outcome.timing))
     for label, text in target_rows(record):
         table.add_row(label, text)
     busy = median(schedule.busy_samples_ms) if schedule.busy_samples_ms else None

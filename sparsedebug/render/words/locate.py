@@ -45,7 +45,7 @@ def _shown(layers: list[str], more: NoteValue) -> str:
 
 
 def _not_persistent(v: Mapping[str, NoteValue]) -> str:
-    return "" if v.get("persistent", True) else f" - not persistent ({v.get('reason')})"
+    return "" if v.get("persistent", True) else " - not persistent"
 
 
 # ---------------------------------------------------------------- layer findings
@@ -273,7 +273,7 @@ _VERDICT: dict[str, Phrase] = {
         f"its layers' per-layer changes sum to {_f(v.get('share')):.1f}x the {_f(v.get('delta_ms')):+.3f} ms outcome change "
         "(per-layer timings overlap: isolated layer timings and idle time count some work twice)"
     ),
-    "locate.verdict.outcome_flat": "the outcome itself did not change significantly ({reason})",
+    "locate.verdict.outcome_flat": "the outcome itself did not change significantly",
     "locate.verdict.undecided": lambda v: f"undecided: {'timings unstable' if v.get('unstable') else 'too few samples'}",
     "locate.verdict.no_regression": "no regression: no stage diverged beyond declared intent and noise",
     "locate.verdict.outcome_improved": _improved_outcome,

@@ -79,7 +79,7 @@ def test_full_report_sections() -> None:
                  "## Dense-fallback impact (candidate)", "## Sparse reality check (fixed)", "SPARSE REALITY CHECK"):
         assert head in text, head
     assert "| fixed | `sparse` | 3.500 |" in text
-    assert "| candidate | fail: 0.769x (30 vs 30 samples) |" in text
+    assert "| candidate | fail: speedup 0.769x (30 vs 30 samples) |" in text
     assert "## Correctness, quality and performance matrix" in text
 
 

@@ -8,6 +8,7 @@ from sparsedebug.core.stats import percentiles
 from sparsedebug.records.classification import Fix
 from sparsedebug.records.run import FallbackReason
 from sparsedebug.render.markdown.memo import render_memo_detail
+from sparsedebug.render.words.gate import decision_reasons
 from sparsedebug.signoff.decide import decide
 from sparsedebug.sources.playbook import load_playbook
 from tests.support.bundles import make_bundle
@@ -55,7 +56,7 @@ def test_ship_refused_without_quality_evidence() -> None:
     bundle = make_bundle(dense_run(5.0), sparse_run(6.5, fallback=True), sparse_run(3.5, quality=False))
     decision = decide(bundle, BOOK)
     assert decision.decision == "bounded_rollout"
-    assert any("no quality evidence" in r for r in decision.ship_refused)
+    assert any(r.code == "no_quality_evidence" for r in decision.ship_refused)
     assert "no quality evidence" in render_memo_detail(bundle, BOOK)
 
 
@@ -66,7 +67,7 @@ def test_ship_refused_without_fallback_evidence() -> None:
     bundle = make_bundle(dense_run(5.0), sparse_run(6.5, fallback=True), fixed)
     decision = decide(bundle, BOOK)
     assert decision.decision != "ship"
-    assert any("no fallback evidence" in r for r in decision.ship_refused)
+    assert any(r.code == "no_fallback_evidence" for r in decision.ship_refused)
 
 
 def test_rollback_when_slower_and_no_fix() -> None:
@@ -126,14 +127,16 @@ def test_fix_that_moves_but_does_not_recover_rolls_back() -> None:
     assert bundle.fix is not None and bundle.fix.moved is True
     decision = decide(bundle, BOOK)
     assert decision.decision == "rollback"
-    assert "even after the bounded fix" in decision.reasons[0]
+    assert decision.code == "worse_than_baseline"
+    assert "even after the bounded fix" in decision_reasons(decision, bundle.fix)[0]
 
 
 def test_quality_failure_rolls_back() -> None:
     bundle = make_bundle(dense_run(5.0), sparse_run(6.5, fallback=True), sparse_run(3.5, cosine=0.7))
     decision = decide(bundle, BOOK)
     assert decision.decision == "rollback"
-    assert "worse in quality" in decision.reasons[0]
+    assert decision.code == "worse_than_baseline" and "quality_delta" in decision.failing
+    assert "worse in quality" in decision_reasons(decision, bundle.fix)[0]
 
 
 def test_checks_still_failing_after_the_fix_name_the_next_bounded_change() -> None:

@@ -17,6 +17,7 @@ import pytest
 from sparsedebug.records.classification import Classification
 from sparsedebug.render.markdown.deployment import fallback_impact, render_report
 from sparsedebug.render.markdown.memo import render_memo_detail
+from sparsedebug.render.words.gate import decision_reasons
 from sparsedebug.signoff.metrics import baseline_dense_pairs, op_paired_speedup
 from sparsedebug.sources.bundle import LoadedBundle
 from sparsedebug.sources.importers.trace.importer import import_trace
@@ -96,14 +97,16 @@ def test_every_claim_has_its_record(bundles: dict[str, LoadedBundle], name: str)
 def test_a_clean_win_is_a_bounded_rollout_naming_the_missing_quality_evidence(bundles: dict[str, LoadedBundle]) -> None:
     decision = bundles["cudagraph_win"].decision
     assert decision is not None and decision.decision == "bounded_rollout"
-    reason = decision.reasons[0]
+    assert decision.code == "win_missing_evidence" and [r.code for r in decision.ship_refused] == ["no_quality_evidence"]
+    reason = decision_reasons(decision, bundles["cudagraph_win"].fix)[0]
     assert "measured win" in reason and "quality evidence is missing" in reason and "capture" in reason
 
 
 def test_an_unapplied_fix_escalates_saying_it_was_not_applied(bundles: dict[str, LoadedBundle]) -> None:
     decision = bundles["layout"].decision
     assert decision is not None
-    assert all("did not move" not in r for r in decision.reasons)
+    assert decision.code != "fix_did_not_move"
+    assert all("did not move" not in r for r in decision_reasons(decision, bundles["layout"].fix))
 
 
 def test_kernel_speedup_is_paired_with_the_baselines_dense_kernels(bundles: dict[str, LoadedBundle]) -> None:
