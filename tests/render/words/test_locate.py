@@ -160,3 +160,13 @@ def test_rank_findings_render() -> None:
                                 confined_to=[1], uniform=False, walked_rank=1)
     texts = [say(n) for n in _findings(comparison)]
     assert texts[0].startswith("candidate straggler: rank 1") and "confined to rank 1" in texts[1] and "wait for rank 1" in texts[2]
+
+
+def test_a_flat_outcome_and_a_passing_change_say_why_from_their_comparison() -> None:
+    flat = bisect_runs(make_run("b", seed=1), make_run("c", seed=2))
+    assert "(no significant difference: p=" in stage_text(flat.stage("outcome"))
+    slow = bisect_runs(make_run("b", seed=1), make_run("c", seed=2, scale={"layers.0.mlp.up": 1.5}))
+    (finding,) = [f for f in slow.stage("kernel").layers if f.kind == "slower"]
+    assert finding.comparison is not None
+    shown = finding_text(finding)
+    assert shown.startswith("kernel time slower x1.") and (finding.comparison.persistent or "not persistent (" in shown)
