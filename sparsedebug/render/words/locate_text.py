@@ -8,6 +8,7 @@ from sparsedebug.records.comparability import Comparability
 from sparsedebug.records.findings import BisectResult, LayerFinding, MetricFinding, StageFinding
 from sparsedebug.records.notes import Note
 from sparsedebug.render.words.core import comparison_words
+from sparsedebug.render.words.locate import path_changes
 from sparsedebug.render.words.notes import say
 
 
@@ -47,9 +48,14 @@ def stage_text(stage: StageFinding) -> str:
     """A stage's one-line summary; with why its timings could not decide when they were unstable."""
     head = stage.headline.comparison if stage.headline is not None else None
 
+    changed = {f.layer: f.facts.values for f in stage.layers if f.kind == "path_changed"}
+
     def word(n: Note) -> str:
         if n.code == "locate.outcome.latency" and head is not None and head.enough_samples and head.direction == "same":
             return f"{say(n)} ({comparison_words(head)})"  # why the forward did not move
+        layers = n.values.get("layers")
+        if n.code == "locate.lower.path_changed" and isinstance(layers, list) and all(str(x) in changed for x in layers):
+            return path_changes([str(x) for x in layers], [changed[str(x)] for x in layers])  # each with its change
         return say(n)
 
     text = clauses(stage.facts, word)
