@@ -138,26 +138,17 @@ def _device_difference(b: DeviceInfo, c: DeviceInfo) -> Note | None:
         if b.kind == "cpu" and c.kind == "cpu" and not (b.name and c.name and b.name != c.name):
             return None
         return note("locate.differ.device", base=b.label(), cand=c.label(), props=[], before=[], after=[])
-    props: list[str] = []
-    before: list[str] = []
-    after: list[str] = []
-    if b.compute_capability and c.compute_capability and b.compute_capability != c.compute_capability:
-        props.append("compute_capability")
-        before.append(b.compute_capability)
-        after.append(c.compute_capability)
-    if b.multiprocessors and c.multiprocessors and b.multiprocessors != c.multiprocessors:
-        props.append("multiprocessors")
-        before.append(str(b.multiprocessors))
-        after.append(str(c.multiprocessors))
-    if b.memory_bytes and c.memory_bytes and max(b.memory_bytes, c.memory_bytes) > 1.02 * min(b.memory_bytes, c.memory_bytes):
-        props.append("memory_gib")
-        before.append(f"{b.memory_bytes / 2**30:.0f}")
-        after.append(f"{c.memory_bytes / 2**30:.0f}")
+    gib = (f"{b.memory_bytes / 2**30:.0f}", f"{c.memory_bytes / 2**30:.0f}") if b.memory_bytes and c.memory_bytes else ("", "")
     has_props = any((b.compute_capability and c.compute_capability, b.multiprocessors and c.multiprocessors, b.memory_bytes and c.memory_bytes))
-    if not has_props and b.name and c.name and b.name.lower() != c.name.lower():
-        props.append("name")
-        before.append(b.name)
-        after.append(c.name)
+    rows = [  # (property, baseline, candidate, whether it tells the devices apart)
+        ("compute_capability", str(b.compute_capability), str(c.compute_capability),
+         bool(b.compute_capability and c.compute_capability and b.compute_capability != c.compute_capability)),
+        ("multiprocessors", str(b.multiprocessors), str(c.multiprocessors),
+         bool(b.multiprocessors and c.multiprocessors and b.multiprocessors != c.multiprocessors)),
+        ("memory_gib", *gib, bool(b.memory_bytes and c.memory_bytes and max(b.memory_bytes, c.memory_bytes) > 1.02 * min(b.memory_bytes, c.memory_bytes))),
+        ("name", str(b.name), str(c.name), bool(not has_props and b.name and c.name and b.name.lower() != c.name.lower())),
+    ]
+    props, before, after = [r[0] for r in rows if r[3]], [r[1] for r in rows if r[3]], [r[2] for r in rows if r[3]]
     return note("locate.differ.device", base=b.label(), cand=c.label(), props=props, before=before, after=after) if props else None
 
 
@@ -502,13 +493,6 @@ def require_comparable(base: RunRecord, cand: RunRecord, allow: Iterable[Dimensi
 
 
 __all__ = [
-    "ComparedPair",
-    "NotComparableError",
-    "check_pair",
-    "device_of",
-    "dominant_dtype",
-    "launch_of",
-    "match_layers",
-    "phase_of",
-    "require_comparable",
+    "ComparedPair", "NotComparableError", "check_pair", "device_of", "dominant_dtype",
+    "launch_of", "match_layers", "phase_of", "require_comparable",
 ]

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
-from sparsedebug.core.dispatch import change_text, dispatch_cause
+from sparsedebug.core.dispatch import dispatch_cause
 from sparsedebug.core.patterns import declared_sparse, fell_back, kernel_classes, kernel_named, layout_op, path_changed, path_text
 from sparsedebug.records.engine import NotSparse
 from sparsedebug.records.findings import LayerFinding, StageFinding, StageStatus
@@ -44,14 +44,15 @@ def lower_stage(base: RunRecord, cand: RunRecord) -> StageFinding:
             )
         elif bl is not None and not declared and path_changed(bl, cl):
             before, after = _path_pair(bl, cl)
-            findings.append(
-                LayerFinding(
-                    stage="lower", layer=name, kind="path_changed", regression=True,
-                    facts=note("locate.finding.path_changed", before=before, after=after, dispatch=change_text(bl, cl) or None),
-                    base_backend=bl.dispatch.backend if bl.dispatch else None, cand_backend=cl.dispatch.backend if cl.dispatch else None,
-                    cause=dispatch_cause(bl.dispatch, cl.dispatch),
-                )
+            b_backend, c_backend = bl.dispatch.backend if bl.dispatch else None, cl.dispatch.backend if cl.dispatch else None
+            cause = dispatch_cause(bl.dispatch, cl.dispatch)
+            change = note(
+                "locate.finding.path_changed", before=before, after=after, cause=cause,
+                op="attention" if cl.dispatch is not None and "attention" in cl.dispatch.op else "GEMM",
+                backend_before=b_backend if b_backend != c_backend else None, backend_after=c_backend if b_backend != c_backend else None,
             )
+            findings.append(LayerFinding(stage="lower", layer=name, kind="path_changed", regression=True, facts=change,
+                                         base_backend=b_backend, cand_backend=c_backend, cause=cause))
         elif declared and cl.path is KernelPath.SPARSE and (bl is None or bl.path is KernelPath.DENSE):
             findings.append(
                 LayerFinding(stage="lower", layer=name, kind="intended", regression=False, intended=True,
@@ -78,9 +79,7 @@ def lower_stage(base: RunRecord, cand: RunRecord) -> StageFinding:
             if kind == "fallback":
                 facts.append(note("locate.lower.fallback", layers=[f.layer for f in items], reasons=[f.reason or "" for f in items]))
             elif kind == "path_changed":
-                facts.append(note("locate.lower.path_changed", layers=[f.layer for f in items],
-                                  before=[str(f.facts.values["before"]) for f in items], after=[str(f.facts.values["after"]) for f in items],
-                                  dispatch=[str(f.facts.values["dispatch"] or "") for f in items]))
+                facts.append(note("locate.lower.path_changed", layers=[f.layer for f in items]))  # each layer's change: its finding
             else:
                 facts.append(note("locate.lower.kind", kind=kind, count=len(items), layers=[f.layer for f in items[:3]]))
     elif intended:

@@ -8,8 +8,10 @@ from pathlib import Path
 import yaml
 
 from sparsedebug.core.io import load_record, save_record
+from sparsedebug.records.base import FACTS_SCHEMA_VERSION
 from sparsedebug.records.findings import BisectResult
 from sparsedebug.records.run import FallbackReason, KernelClass, KernelPath
+from sparsedebug.render.words.locate_text import verdict_text
 from sparsedebug.sources.workload.load import revalidate
 from sparsedebug.sources.workload.schema import save_workload
 from tests.conftest import FIXTURES, assert_clean_error, invoke
@@ -36,7 +38,8 @@ def test_cuda_graph_trace_pair_json_reports_improvement() -> None:
     assert [s["stage"] for s in payload["stages"]] == ["graph", "lower", "kernel", "schedule", "outcome"]
     assert payload["outcome"]["direction"] == "same" and payload["outcome"]["enough_samples"] is False
     assert payload["outcome"]["ratio"] < 0.9
-    assert "outcome improved" in payload["verdict"]
+    assert [n["code"] for n in payload["verdict"]][:2] == ["locate.verdict.no_regression", "locate.verdict.outcome_improved"]
+    assert "outcome improved" in verdict_text(BisectResult.model_validate(payload))
 
 
 def test_run_records_in_json_and_yaml(tmp_path: Path) -> None:
@@ -98,7 +101,7 @@ def test_json_is_the_bisect_record(tmp_path: Path) -> None:
     out = tmp_path / "bisect.json"
     out.write_text(result.stdout)
     record = load_record(out, BisectResult)
-    assert record.schema_version == 1 and record.first_stage == "kernel"
+    assert record.schema_version == FACTS_SCHEMA_VERSION and record.first_stage == "kernel"
     assert list(json.loads(result.stdout))[:2] == ["schema_version", "base"]
 
 
@@ -140,4 +143,5 @@ def test_unannotated_attention_move_to_fp32_math_is_staged_at_lower() -> None:
     assert [f["layer"] for f in changed] == [f"scaled_dot_product_attention#{i} [1x32x2048x128]" for i in range(4)]
     assert all((f["base_backend"], f["cand_backend"]) == ("cudnn", "math") for f in changed)
     assert changed[0]["cause"] == ["query dtype fp16 -> fp32", "key dtype fp16 -> fp32", "value dtype fp16 -> fp32"]
-    assert "dense/attention -> dense/fp32_gemm" in changed[0]["detail"]
+    assert changed[0]["facts"]["code"] == "locate.finding.path_changed"
+    assert (changed[0]["facts"]["values"]["before"], changed[0]["facts"]["values"]["after"]) == ("dense/attention", "dense/fp32_gemm")

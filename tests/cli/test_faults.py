@@ -19,6 +19,8 @@ import numpy as np
 import pytest
 
 from sparsedebug.core.io import save_record
+from sparsedebug.records.findings import StageFinding
+from sparsedebug.render.words.locate_text import stage_text
 from tests.conftest import FIXTURES, assert_clean_error, invoke
 from tests.support.proc import ENV
 from tests.support.synth import dense_run, sparse_run
@@ -229,7 +231,8 @@ def test_bisect_does_not_read_a_run_without_latency_samples_as_no_change(tmp_pat
     payload = json.loads(result.stdout)
     (outcome,) = [s for s in payload["stages"] if s["stage"] == "outcome"]
     assert outcome["status"] == "undecided" and payload["state"] == "undecided"
-    assert outcome["summary"].startswith("no latency samples in dense-again (0 measured): whole-forward latency not compared")
+    assert outcome["facts"][0]["code"] == "locate.outcome.no_samples" and outcome["facts"][0]["values"]["runs"] == ["dense-again"]
+    assert stage_text(StageFinding.model_validate(outcome)).startswith("no latency samples in dense-again (0 measured): whole-forward latency not compared")
 
 
 # --------------------------------------------------------------------------- the fixed run, the gate's sessions

@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from sparsedebug.records.findings import StageFinding
+from sparsedebug.render.words.locate_text import stage_text
 from sparsedebug.sources.latency import load_latencies
 from tests.conftest import FIXTURES, assert_clean_error, invoke
 
@@ -42,7 +44,8 @@ def test_a_traced_host_bound_pair_is_said_to_rest_on_traced_latency() -> None:
     outcome = _outcome([])
     metric = outcome["metrics"][0]
     assert metric["latency_timing"] == "traced" and metric["traced_host_wait_share"] >= 0.5
-    assert "rests on traced latency of a host-bound run" in outcome["summary"] and "--latency BASE CAND" in outcome["summary"]
+    summary = stage_text(StageFinding.model_validate(outcome))
+    assert "rests on traced latency of a host-bound run" in summary and "--latency BASE CAND" in summary
     assert metric["comparison"]["cand_median"] > metric["comparison"]["base_median"]  # traced: the candidate is slower
 
 
@@ -51,8 +54,9 @@ def test_untraced_latencies_reverse_the_order_and_judge_outcome_and_gate(untrace
     metric = outcome["metrics"][0]
     assert metric["latency_timing"] == "untraced" and metric["comparison"]["direction"] == "faster"
     assert metric["comparison"]["base_median"] == pytest.approx(6.905) and metric["comparison"]["cand_median"] == pytest.approx(6.015)
-    assert outcome["status"] == "improved" and "on untraced latencies" in outcome["summary"]
-    assert "rests on traced latency" not in outcome["summary"]
+    summary = stage_text(StageFinding.model_validate(outcome))
+    assert outcome["status"] == "improved" and "on untraced latencies" in summary
+    assert "rests on traced latency" not in summary
     traced = invoke(["gate", DENSE, SPARSE, "--json"])
     judged = invoke(["gate", DENSE, SPARSE, "--json", "--latency", *untraced])
     assert (traced.exit_code, judged.exit_code) == (1, 0), (traced.stdout[-500:], judged.stdout[-500:])

@@ -74,7 +74,13 @@ def _fallback(v: Mapping[str, NoteValue]) -> str:
 
 
 def _path_change(v: Mapping[str, NoteValue]) -> str:
-    dispatch = f" ({v['dispatch']})" if v.get("dispatch") else ""
+    """``dense/attention -> dense/fp32_gemm (attention backend cudnn -> math, cause seen in the trace: ...)``."""
+    parts = []
+    if v.get("backend_before") is not None and v.get("backend_after") is not None:
+        parts.append(f"{v.get('op')} backend {v.get('backend_before')} -> {v.get('backend_after')}")
+    if _names(v.get("cause")):
+        parts.append("cause seen in the trace: " + "; ".join(_names(v.get("cause"))))
+    dispatch = f" ({', '.join(parts)})" if parts else ""
     return f"{v.get('before')} -> {v.get('after')}{dispatch}"
 
 
@@ -144,10 +150,15 @@ def _differ(v: Mapping[str, NoteValue]) -> str:
     return f"{v.get('count')} layer(s) differ beyond declared intent: {items}"
 
 
+def path_changes(layers: list[str], changes: list[Mapping[str, NoteValue]] | None = None) -> str:
+    """The lower stage's clause for layers whose path changed without intent, with each change where known."""
+    if changes is None:
+        return "path changed without declared intent: " + ", ".join(layers)
+    return "path changed without declared intent: " + ", ".join(f"{layer} ({_path_change(c)})" for layer, c in zip(layers, changes, strict=False))
+
+
 def _lower_path_changed(v: Mapping[str, NoteValue]) -> str:
-    rows = zip(_names(v.get("layers")), _names(v.get("before")), _names(v.get("after")), _names(v.get("dispatch")), strict=False)
-    items = ", ".join(f"{layer} ({b} -> {a}{f' ({d})' if d else ''})" for layer, b, a, d in rows)
-    return f"path changed without declared intent: {items}"
+    return path_changes(_names(v.get("layers")))
 
 
 def _lower_kind(v: Mapping[str, NoteValue]) -> str:

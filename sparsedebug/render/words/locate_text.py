@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from sparsedebug.records.comparability import Comparability
 from sparsedebug.records.findings import BisectResult, LayerFinding, MetricFinding, StageFinding
 from sparsedebug.records.notes import Note
+from sparsedebug.render.words.core import comparison_words
+from sparsedebug.render.words.locate import path_changes
 from sparsedebug.render.words.notes import say
 
 
-def clauses(facts: list[Note]) -> str:
+def clauses(facts: list[Note], word: Callable[[Note], str] = say) -> str:
     """Notes as one line: clauses joined by ``; ``, a parenthetical or what follows a colon joined by a space."""
     text = ""
     for n in facts:
-        part = say(n)
+        part = word(n)
         if not text:
             text = part
         elif part.startswith("(") or text.endswith(":"):
@@ -22,9 +26,17 @@ def clauses(facts: list[Note]) -> str:
     return text
 
 
+# Findings whose timing comparison says why it is not persistent.
+_TIMED_KINDS = ("slower", "idle_grew", "idle_shrank")
+
+
 def finding_text(finding: LayerFinding) -> str:
-    """What one layer finding shows, in words."""
-    return say(finding.facts)
+    """What one layer finding shows, in words; a timing change that is not persistent says why."""
+    text = say(finding.facts)
+    c = finding.comparison
+    if c is not None and finding.kind in _TIMED_KINDS and not c.persistent:
+        text += f" ({comparison_words(c)})"
+    return text
 
 
 def metric_text(metric: MetricFinding) -> str:
@@ -34,12 +46,24 @@ def metric_text(metric: MetricFinding) -> str:
 
 def stage_text(stage: StageFinding) -> str:
     """A stage's one-line summary; with why its timings could not decide when they were unstable."""
-    text = clauses(stage.facts)
+    head = stage.headline.comparison if stage.headline is not None else None
+
+    changed = {f.layer: f.facts.values for f in stage.layers if f.kind == "path_changed"}
+
+    def word(n: Note) -> str:
+        if n.code == "locate.outcome.latency" and head is not None and head.enough_samples and head.direction == "same":
+            return f"{say(n)} ({comparison_words(head)})"  # why the forward did not move
+        layers = n.values.get("layers")
+        if n.code == "locate.lower.path_changed" and isinstance(layers, list) and all(str(x) in changed for x in layers):
+            return path_changes([str(x) for x in layers], [changed[str(x)] for x in layers])  # each with its change
+        return say(n)
+
+    text = clauses(stage.facts, word)
     if stage.unstable is None:
         return text
     if any(f.regression for f in stage.layers):
-        return f"{text} (timings unstable: {stage.unstable})"
-    return f"inconclusive, timings unstable ({stage.unstable}): {text}"
+        return f"{text} (timings unstable in {stage.unstable})"
+    return f"inconclusive, timings unstable in {stage.unstable}: {text}"
 
 
 def verdict_text(result: BisectResult) -> str:
@@ -56,7 +80,13 @@ def verdict_text(result: BisectResult) -> str:
             text = f"{say(n)}: " + "; ".join(f"{name}: {stage_text(result.stage(name))}" for name in names)
         else:
             parts.append(n)
-    rest = clauses(parts)
+
+    def word(n: Note) -> str:
+        if n.code == "locate.verdict.outcome_flat" and result.outcome is not None:
+            return f"{say(n)} ({comparison_words(result.outcome)})"
+        return say(n)
+
+    rest = clauses(parts, word)
     if not text:
         return rest
     if not rest:

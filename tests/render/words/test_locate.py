@@ -32,7 +32,8 @@ SAMPLES: dict[str, dict[str, NoteValue]] = {
     "locate.finding.changed": {"fields": ["weight_shape"], "before": ["[4, 4]"], "after": ["[8, 4]"]},
     "locate.finding.declared": {"sparsity_before": "None", "sparsity_after": "2:4", "dtype_before": None, "dtype_after": None},
     "locate.finding.fallback": {"intent": "2:4", "reason": "shape_not_aligned", "detail": None},
-    "locate.finding.path_changed": {"before": "dense/attention", "after": "dense/fp32_gemm", "dispatch": None},
+    "locate.finding.path_changed": {"before": "dense/attention", "after": "dense/fp32_gemm", "cause": ["query not contiguous"],
+                                    "op": "attention", "backend_before": "cudnn", "backend_after": "math"},
     "locate.finding.sparse_as_declared": {"path": "sparse/sparse_gemm"},
     "locate.finding.per_call_conversion": {"count": 2, "base": 0, "each_ms": 0.1},
     "locate.finding.sparse_gemms": {"count": 2},
@@ -52,7 +53,7 @@ SAMPLES: dict[str, dict[str, NoteValue]] = {
     "locate.graph.layout": {"count": 5, "layers": ["a", "b", "c", "d"], "more": True},
     "locate.graph.revision": {"before": "r1", "after": "r2"},
     "locate.lower.fallback": {"layers": ["fc1"], "reasons": ["shape_not_aligned"]},
-    "locate.lower.path_changed": {"layers": ["attn"], "before": ["dense/attention"], "after": ["dense/fp32_gemm"], "dispatch": [""]},
+    "locate.lower.path_changed": {"layers": ["attn"]},
     "locate.lower.kind": {"kind": "per_call_conversion", "count": 5, "layers": ["a", "b", "c"]},
     "locate.lower.intended": {"count": 2},
     "locate.lower.same": {},
@@ -160,3 +161,13 @@ def test_rank_findings_render() -> None:
                                 confined_to=[1], uniform=False, walked_rank=1)
     texts = [say(n) for n in _findings(comparison)]
     assert texts[0].startswith("candidate straggler: rank 1") and "confined to rank 1" in texts[1] and "wait for rank 1" in texts[2]
+
+
+def test_a_flat_outcome_and_a_passing_change_say_why_from_their_comparison() -> None:
+    flat = bisect_runs(make_run("b", seed=1), make_run("c", seed=2))
+    assert "(no significant difference: p=" in stage_text(flat.stage("outcome"))
+    slow = bisect_runs(make_run("b", seed=1), make_run("c", seed=2, scale={"layers.0.mlp.up": 1.5}))
+    (finding,) = [f for f in slow.stage("kernel").layers if f.kind == "slower"]
+    assert finding.comparison is not None
+    shown = finding_text(finding)
+    assert shown.startswith("kernel time slower x1.") and (finding.comparison.persistent or "not persistent (" in shown)
