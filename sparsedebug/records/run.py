@@ -35,6 +35,7 @@ from sparsedebug.records.base import SCHEMA_VERSION, Record
 from sparsedebug.records.comparability import DeviceInfo
 from sparsedebug.records.engine import EngineBuild, EngineLayer
 from sparsedebug.records.fingerprint import FileDigest, Fingerprint
+from sparsedebug.records.notes import Note
 from sparsedebug.records.stats import Percentiles
 from sparsedebug.records.target import LatencyMatch, SlowerThanDense, TargetClock
 from sparsedebug.records.timing import TimingQuality
@@ -177,7 +178,8 @@ class LowerLayer(Record):
     name: str
     path: KernelPath
     reason: FallbackReason | None = Field(None, description="Set when path is dense.")
-    detail: str | None = None
+    # Why, as a coded fact (a profile's decision) or, from a trace importer not yet converted (issue 39), text.
+    detail: Note | str | None = None
     kernel_class: KernelClass | None = None
     kernels: list[str] = Field(default_factory=list)
     conversion_ms: float | None = Field(

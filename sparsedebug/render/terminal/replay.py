@@ -10,6 +10,7 @@ from sparsedebug.records.run import GraphStage, KernelPath, LowerStage, RunRecor
 from sparsedebug.render.clocks import measured_clock, sample_count
 from sparsedebug.render.terminal.fit import optional
 from sparsedebug.render.words.core import timing_words
+from sparsedebug.render.words.notes import words
 from sparsedebug.render.words.run_figures import equal_latency_sentence
 from sparsedebug.render.words.target import missing_forward_words
 from sparsedebug.signoff.metrics import quality_figure
@@ -169,7 +170,7 @@ def fallback_table(lower: LowerStage) -> Table | None:
     table.add_column("detail", overflow="fold")
     for layer in rows:
         assert layer.reason is not None
-        table.add_row(layer.name, layer.reason.value, layer.detail or "-")
+        table.add_row(layer.name, layer.reason.value, words(layer.detail) if layer.detail else "-")
     return table
 
 

@@ -2,6 +2,113 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
+from sparsedebug.records.notes import NoteValue
 from sparsedebug.render.words.notes import Phrase
 
-PHRASES: dict[str, Phrase] = {}
+# What each projection method id (``TargetClock.method``, ``PredictReport.method``) does, in words.
+METHODS: dict[str, str] = {
+    "roofline_dense+nm_kernel_model+host_floor": (
+        "dense GPU time: roofline-shaped interpolation (log tokens, log FLOPs) of measured per-call p50 and trace kernel "
+        "times; sparse GPU time: 2:4 kernel model (waves of tiles x reduction length, at least one wave, over a memory "
+        "floor) fitted to the GPU-only sparse times; host: measured per-call host floor; per call max(host, GPU) eager, "
+        "GPU under a CUDA graph; 90% intervals from fit residuals and distance from measured points, a verdict only where "
+        "the speedup interval excludes 1.0; non-linear ops estimated as bytes (attention FLOPs) over trace rates"
+    ),
+}
+
+# What each backend support profile (``sparsedebug.sources.workload.lowering.PROFILES``) models.
+PROFILE_WORDS: dict[str, str] = {
+    "cpu-numpy": "built-in numpy N:M and V:N:M kernels (fp32/fp16/bf16, M <= 16)",
+    "h200-cusparselt": "PyTorch 2.11 + cuSPARSELt 0.8 on an H200: 2:4, fp16/bf16/int8, dims multiple of 16 (32 for int8)",
+    "h200-cutlass": "PyTorch 2.11 CUTLASS 2:4 on an H200: converts, but matmul needs compute capability 8.x",
+}
+
+
+def method_words(method: str) -> str:
+    """A projection method id in words (the id itself for one this release does not know)."""
+    return METHODS.get(method, method)
+
+
+def _f(values: Mapping[str, NoteValue], key: str) -> float:
+    value = values.get(key)
+    return float(value) if isinstance(value, (int, float)) else float("nan")
+
+
+def _roofline(v: Mapping[str, NoteValue]) -> str:
+    return f"roofline fit: floor {_f(v, 'floor_us'):.1f} us, {_f(v, 'gb_s'):.0f} GB/s, {_f(v, 'tflops'):.0f} TFLOP/s"
+
+
+def _fp32_scaled(v: Mapping[str, NoteValue]) -> str:
+    return (
+        f"float32 was never measured here: the 16-bit {_roofline(v)} with 4-byte elements and its throughput "
+        f"scaled by the datasheet FP32 / 16-bit tensor ratio {_f(v, 'fp32_tflops'):g}/{_f(v, 'tensor_tflops'):g} ({v['reference']})"
+    )
+
+
+def _sparse_model(v: Mapping[str, NoteValue]) -> str:
+    text = (
+        f"2:4 kernel model: {_f(v, 'waves'):.2f} wave(s) of {v['tile_m']}x{v['tile_n']} tiles over {v['ctas']} SMs x in {v['k']} x "
+        f"{_f(v, 'ns_per_k'):.2f} ns = {_f(v, 'compute_us'):.1f} us (tile fill {_f(v, 'fill'):.0%}); memory floor "
+        f"{_f(v, 'memory_us'):.1f} us at the dense roofline's {_f(v, 'gb_s'):.0f} GB/s"
+    )
+    return text + (" (memory-bound)" if v.get("memory_bound") else "")
+
+
+def _no_dtype_rows(v: Mapping[str, NoteValue]) -> str:
+    measured = v.get("measured")
+    shown = ", ".join(str(m) for m in measured) if isinstance(measured, list) and measured else "none"
+    return f"no {v['dtype']} rows measured on this GPU (measured: {shown})"
+
+
+def _measure_layer(v: Mapping[str, NoteValue]) -> str:
+    launch = str(v["launch"])
+    what = "GPU-only dense and 2:4 kernel time" if launch == "cuda_graph" else "per-call dense and 2:4 time"
+    text = f"measure {v['out']}x{v['k']} at {v['tokens']} tokens, {launch.replace('_', ' ')}: {what}"
+    if v.get("nearest_out") is not None:
+        text += (
+            f"; the nearest measured 2:4 kernel time is {v['nearest_out']}x{v['nearest_k']} at {v['nearest_tokens']} tokens, "
+            f"{_f(v, 'decades'):.1f} decades away"
+        )
+    return text
+
+
+PHRASES: dict[str, Phrase] = {
+    # target projection (sources/target/model.py, sparse.py, project.py)
+    "targets.dense_roofline": lambda v: f"{_roofline(v)} over {v['points']} points, residual interpolated",
+    "targets.launch_floor_bound": (
+        "on the launch floor, where a per-call row bounds the kernel from above only: interval down to the "
+        "datasheet bound {bound_us:.1f} us ({reference})"
+    ),
+    "targets.fp32_scaled": _fp32_scaled,
+    "targets.sparse_kernel_model": _sparse_model,
+    "targets.sparse_measured": "measured {measured_us:.1f} us (the model gives {model_us:.1f} us)",
+    "targets.sparse_dtypes_measured": "2:4 times measured for {dtypes} only",
+    "targets.sparse_host_floor": (
+        "per-call host floor of eager sparse F.linear (rows whose per-call time is not the kernel's); its interval "
+        "spans the floors of every measured shape off them"
+    ),
+    "targets.graph_no_host": "no host work per call inside a CUDA graph",
+    "targets.dense_host_bound": "fastest dense call measured bounds its host cost",
+    "targets.reconversion_every_call": "plus re-conversion every call",
+    "targets.no_dtype_rows": _no_dtype_rows,
+    "targets.sparse_raises": "no sparse path: every {backend} row raises ({error})",
+    "targets.no_sparse_rows": "no sparse {dtype} rows measured for {backend} on this GPU",
+    "targets.no_rate": "no {family} rate measured on this GPU",
+    "targets.op_rate": "{amount:.4g} {unit} / effective {family} rate",
+    "targets.op_host": "host time of one {kind} call",
+    "targets.measure_layer": _measure_layer,
+    "targets.lowered_dense": "{backend} lowers it dense ({reason})",
+    # lowering decisions (sources/workload/lowering.py)
+    "targets.profile_linear_only": "{profile} sparsifies linear layers only, not {op}",
+    "targets.numpy_dtype": "the numpy kernels emulate fp32/fp16/bf16 inputs, not {dtype}",
+    "targets.m_above_max": "M={m} exceeds the kernels' maximum {max_m}",
+    "targets.k_not_multiple": "K={k} is not a multiple of M={m}",
+    "targets.not_compliant": "weights do not comply with {pattern}",
+    "targets.torch_2_4_only": "torch semi-structured sparsity is 2:4 only, not {pattern}",
+    "targets.torch_raises": (
+        "{stage} raises {error} (the message PyTorch 2.11 gives on a real H200, from the shared H200 support matrix "
+        "{source}; torch did not run here)"
+    ),
+}
