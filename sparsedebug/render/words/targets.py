@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from sparsedebug.records.bundle import FixOutcome
 from sparsedebug.records.notes import NoteValue
-from sparsedebug.render.words.notes import Phrase
+from sparsedebug.render.words.notes import Phrase, say
 
 # What each projection method id (``TargetClock.method``, ``PredictReport.method``) does, in words.
 METHODS: dict[str, str] = {
@@ -24,6 +25,16 @@ PROFILE_WORDS: dict[str, str] = {
     "h200-cusparselt": "PyTorch 2.11 + cuSPARSELt 0.8 on an H200: 2:4, fp16/bf16/int8, dims multiple of 16 (32 for int8)",
     "h200-cutlass": "PyTorch 2.11 CUTLASS 2:4 on an H200: converts, but matmul needs compute capability 8.x",
 }
+
+
+def fix_how_words(outcome: FixOutcome) -> str:
+    """How the walk applied its fix, or why not; advice quotes the proposed fix's own text."""
+    how = outcome.how
+    if isinstance(how, str):
+        return how
+    if how.code == "targets.fix_is_advice" and outcome.proposed is not None:
+        return f"advice, not a workload change: {outcome.proposed.text}"
+    return say(how)
 
 
 def method_words(method: str) -> str:
@@ -74,7 +85,60 @@ def _measure_layer(v: Mapping[str, NoteValue]) -> str:
     return text
 
 
+def _written(text: str, v: Mapping[str, NoteValue]) -> str:
+    """A fix's change, and the file the fixed workload was written to when the walk wrote one."""
+    return f"{text}, written to {v['written_to']}" if v.get("written_to") else text
+
+
+def _fix(template: str) -> Phrase:
+    """A phrase for an applied fix: ``template`` over the values, then where the fixed workload went."""
+    return lambda v: _written(template.format(**{k: ", ".join(map(str, x)) if isinstance(x, list) else x for k, x in v.items()}), v)
+
+
+def _fix_block(v: Mapping[str, NoteValue]) -> str:
+    layers, old, new = (v.get(k) for k in ("layers", "old", "new"))
+    assert isinstance(layers, list) and isinstance(old, list) and isinstance(new, list)
+    return _written("block size: " + ", ".join(f"{n} {o} -> {w}" for n, o, w in zip(layers, old, new, strict=True)), v)
+
+
+def _padded(v: Mapping[str, NoteValue]) -> str:
+    producers = v.get("producers")
+    shown = ", ".join(map(str, producers)) if isinstance(producers, list) else ""
+    text = (
+        f"{v['layer']}: padded {v['dim']} {v['old']} -> {v['new']}; {shown} widened to {v['new']} outputs and {v['consumer']} "
+        f"to {v['new']} inputs (added rows are seeded weights, not zeros: timing as zero padding, quality sees the extra neurons)"
+    )
+    return _written(text, v)
+
+
+def _fix_advice(v: Mapping[str, NoteValue]) -> str:
+    action = f", {v['action']}" if v.get("action") else ""
+    return f"advice, not a workload change (rule {v['rule']}{action})"
+
+
 PHRASES: dict[str, Phrase] = {
+    # fixes applied to a workload (sources/replay/synthetic/fix.py, checkpoint/source.py, reduce/apply_fix.py)
+    "targets.fix_layer_missing": "layer {layer} is not in workload {workload}",
+    "targets.fix_excluded": _fix("{layer}: sparsity {old} -> dense (excluded)"),
+    "targets.fix_cast": _fix("{layer}: dtype {old} -> {new}"),
+    "targets.fix_block": _fix_block,
+    "targets.fix_no_vnm_layer": "no V:N:M layer to change the block size of",
+    "targets.fix_is_advice": _fix_advice,
+    "targets.fix_block_checkpoint": "block size: model {model} is pruned per its pruning block; set pruning.pattern instead",
+    "targets.fix_pad_checkpoint": "{layer}: a checkpoint's shapes are fixed; padding it would change the model, not the lowering",
+    "targets.fix_knob": _fix("{knob} {old} -> {new}"),
+    "targets.fix_precision": _fix("precision {old} -> {new} (per-layer dtype overrides cleared)"),
+    "targets.fix_unknown_knob": "knob {knob}={value} is not a workload knob sparsedebug can set",
+    "targets.pad_width_from_input": "{layer}: its input width comes from the model input; pad the input instead",
+    "targets.pad_width_through": "{layer}: its input width passes through {op} {through}, which cannot be padded",
+    "targets.pad_width_shared": "{layer}: that width also feeds {feeds}; padding would change them too",
+    "targets.pad_not_sparse_linear": "{layer} is not a sparse linear layer",
+    "targets.pad_already_sparse": "{layer}: shape ({out}, {k}) already lowers sparse; padding changes nothing",
+    "targets.pad_output_feeds": "{layer}: its output feeds {op} {consumer}, which cannot be padded",
+    "targets.pad_consumers": "{layer}: its output width reaches {count} linear layers; pad needs exactly one",
+    "targets.pad_none_found": "{layer}: no padding of up to {search} on one dimension makes ({out}, {k}) lower sparse",
+    "targets.pad_breaks_graph": "{layer}: padding {dim} {old} -> {new} breaks the graph: {error}",
+    "targets.padded": _padded,
     # target projection (sources/target/model.py, sparse.py, project.py)
     "targets.dense_roofline": lambda v: f"{_roofline(v)} over {v['points']} points, residual interpolated",
     "targets.launch_floor_bound": (
