@@ -291,7 +291,7 @@ class QualityEvidence(Record):
     model: str = Field(description="The model, as the workload names it (a registered name or a path).")
     model_source: str = Field(description="package==version for a registered model, else the path.")
     model_description: str | None = Field(None, description="What the registered model is (sparsedebug models list).")
-    metric: str = Field(description="What `cosine` measures, e.g. sentence-embedding cosine or output cosine.")
+    metric: str = Field(description="What `cosine` measures, by id: sentence_embedding_cosine or perplexity_windows.")
     text: str = Field(description="'pydoc_data.topics' or the text file the figures were measured on.")
     text_sha256: str
     python_version: str = Field(description="The default text changes between Python versions.")
@@ -337,8 +337,8 @@ class EqualLatencyQuality(Record):
     cross_check: LatencyMatch | None = Field(
         None, description="The same search on the other clock (this machine's timings when the budget is on the target clock)."
     )
-    importance: str | None = Field(
-        None, description="How neurons were ranked for removal (real models: from the calibration data)."
+    importance: Note | str | None = Field(
+        None, description="How neurons were ranked for removal (real models: from the calibration data); text in older records."
     )
 
 

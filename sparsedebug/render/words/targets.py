@@ -27,6 +27,22 @@ PROFILE_WORDS: dict[str, str] = {
 }
 
 
+# How a quality study split its text, by the split rule's id (``SplitInfo.rule``).
+SPLIT_RULES: dict[str, str] = {
+    "windows_even_odd": "consecutive windows of the tokenized text; even-numbered: evaluation, odd: calibration; k evenly spaced taken",
+    "sentences_sha256_parity": (
+        "prose sentences of 5-60 words (capital to full stop); sha256 first byte even: evaluation, odd: calibration; "
+        "taken in digest order"
+    ),
+}
+
+# What a real model's quality figure measures, by ``QualityEvidence.metric`` id.
+QUALITY_METRICS: dict[str, str] = {
+    "sentence_embedding_cosine": "sentence-embedding cosine (mean over sentences) vs the dense model",
+    "perplexity_windows": "perplexity on the evaluation windows (cosine: final hidden states vs the dense model)",
+}
+
+
 def fix_how_words(outcome: FixOutcome) -> str:
     """How the walk applied its fix, or why not; advice quotes the proposed fix's own text."""
     how = outcome.how
@@ -164,6 +180,13 @@ PHRASES: dict[str, Phrase] = {
     "targets.op_host": "host time of one {kind} call",
     "targets.measure_layer": _measure_layer,
     "targets.lowered_dense": "{backend} lowers it dense ({reason})",
+    "targets.importance_weight_magnitude": (
+        "per FFN neuron: L2 norm of its row in every producer x L2 norm of its column in the consumer (weight magnitude)"
+    ),
+    "targets.importance_calibration": (
+        "per FFN neuron: L2 norm of its activation over {tokens} calibration tokens of {text}, dense model, "
+        "x L2 norm of its output-projection column"
+    ),
     # lowering decisions (sources/workload/lowering.py)
     "targets.profile_linear_only": "{profile} sparsifies linear layers only, not {op}",
     "targets.numpy_dtype": "the numpy kernels emulate fp32/fp16/bf16 inputs, not {dtype}",

@@ -85,7 +85,7 @@ class Narrowing(Protocol):
     """The dense model with a share of its FFN neurons removed: what the equal-latency comparison runs."""
 
     # How neurons are ranked, when the record should say so.
-    importance: str | None
+    importance: Note | None
 
     def forward(self, step: int) -> Callable[[], object]:
         """One forward of the dense model narrowed by ``step / FRACTION_STEPS`` (on this machine)."""

@@ -329,8 +329,7 @@ class CheckpointPrepared:
             model,
             lambda: _CACHE.get(importance_key, lambda: neuron_importance(model, ffn_blocks(model), calibration)),
             {layer.name: layer.dtype for layer in self.layers}, self.data.timed, self._quality,
-            f"per FFN neuron: L2 norm of its activation over {len(calibration.ids)} calibration tokens of "
-            f"{self.data.corpus.source}, dense model, x L2 norm of its output-projection column",
+            note("targets.importance_calibration", tokens=len(calibration.ids), text=self.data.corpus.source),
             self._narrowed_target_ms,
         )  # fmt: skip
 
