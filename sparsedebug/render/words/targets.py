@@ -187,7 +187,8 @@ PHRASES: dict[str, Phrase] = {
         "per FFN neuron: L2 norm of its activation over {tokens} calibration tokens of {text}, dense model, "
         "x L2 norm of its output-projection column"
     ),
-    # lowering decisions (sources/workload/lowering.py)
+    # lowering decisions (sources/workload/lowering.py; signoff/audit.py for stored formats)
+    "targets.stored_format_unknown": "stored as {dtype}: {backend} runs sparse only the formats of its profile; dequantize or convert first",
     "targets.profile_linear_only": "{profile} sparsifies linear layers only, not {op}",
     "targets.numpy_dtype": "the numpy kernels emulate fp32/fp16/bf16 inputs, not {dtype}",
     "targets.m_above_max": "M={m} exceeds the kernels' maximum {max_m}",

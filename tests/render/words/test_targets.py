@@ -43,6 +43,7 @@ SAMPLES: dict[str, dict[str, NoteValue]] = {
         "decades": 1.4,
     },
     "targets.lowered_dense": {"backend": "h200-cusparselt", "reason": "shape_not_aligned"},
+    "targets.stored_format_unknown": {"dtype": "q4_1", "backend": "h200-cusparselt"},
     "targets.profile_linear_only": {"profile": "cpu-numpy", "op": "attention"},
     "targets.numpy_dtype": {"dtype": "int8"},
     "targets.m_above_max": {"m": 32, "max_m": 16},
