@@ -375,7 +375,8 @@ class Verdict(Record):
 
     check: str
     status: Literal["pass", "fail", "unknown"]
-    detail: str
+    # The figures the check compared, as a coded fact (text in records written before issue 39).
+    detail: Note | str
 
 
 class WorkloadRef(Record):

@@ -107,7 +107,7 @@ def summary_table(record: RunRecord) -> Table:
         color = "green" if eq.sparsity_wins else "red"
         table.add_row("equal latency", Text(equal_latency_sentence(eq), style=color))
     for verdict_row in record.verdicts:
-        table.add_row(f"check {verdict_row.check}", f"{verdict_row.status}: {verdict_row.detail}")
+        table.add_row(f"check {verdict_row.check}", f"{verdict_row.status}: {words(verdict_row.detail)}")
     return table
 
 

@@ -187,6 +187,8 @@ PHRASES: dict[str, Phrase] = {
         "per FFN neuron: L2 norm of its activation over {tokens} calibration tokens of {text}, dense model, "
         "x L2 norm of its output-projection column"
     ),
+    # replay verdicts (sources/replay/replay.py)
+    "targets.sla_p99": "p99 {p99_ms:.3f} ms vs budget {budget_ms:g} ms (p50 {p50_ms:.3f}, p95 {p95_ms:.3f}; this machine, measured)",
     # lowering decisions (sources/workload/lowering.py; signoff/audit.py for stored formats)
     "targets.stored_format_unknown": "stored as {dtype}: {backend} runs sparse only the formats of its profile; dequantize or convert first",
     "targets.profile_linear_only": "{profile} sparsifies linear layers only, not {op}",

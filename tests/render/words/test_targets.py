@@ -43,6 +43,7 @@ SAMPLES: dict[str, dict[str, NoteValue]] = {
         "decades": 1.4,
     },
     "targets.lowered_dense": {"backend": "h200-cusparselt", "reason": "shape_not_aligned"},
+    "targets.sla_p99": {"p99_ms": 1.25, "budget_ms": 2.0, "p50_ms": 1.0, "p95_ms": 1.2},
     "targets.stored_format_unknown": {"dtype": "q4_1", "backend": "h200-cusparselt"},
     "targets.profile_linear_only": {"profile": "cpu-numpy", "op": "attention"},
     "targets.numpy_dtype": {"dtype": "int8"},
