@@ -9,11 +9,8 @@ import pytest
 from sparsedebug.records.classification import Fix
 from sparsedebug.reduce.apply_fix import apply_fix
 from sparsedebug.reduce.reduce import reduce_workloads
-<<<<<<< HEAD
 from sparsedebug.render.words.core import reduce_verdict
-=======
 from sparsedebug.render.words.notes import say
->>>>>>> a748bfc (Workload fixes return coded notes (layer, block, pad, knob, advice); FixOutcome.how holds the note, render/words/targets words it)
 from sparsedebug.sources.replay.checkpoint.workload import open_model, resolve_layers
 from sparsedebug.sources.workload.load import parse_workload
 from sparsedebug.sources.workload.schema import Workload
