@@ -108,3 +108,10 @@ def test_a_missing_nearest_point_and_memory_bound_read_right() -> None:
     assert "(memory-bound)" in say(note("targets.sparse_kernel_model", **SAMPLES["targets.sparse_kernel_model"]))
     assert say(note("targets.no_dtype_rows", dtype="int8", measured=[])) == "no int8 rows measured on this GPU (measured: none)"
     assert say(note("targets.fix_excluded", layer="fc1", old="2:4", written_to="fixed.yaml")) == "fc1: sparsity 2:4 -> dense (excluded), written to fixed.yaml"
+
+
+def test_a_locate_fallback_words_the_lowering_note_it_carries() -> None:
+    inner = note("targets.k_not_multiple", k=4098, m=4)
+    flat: dict[str, NoteValue] = {f"detail.{k}": v for k, v in inner.values.items()}
+    finding = note("locate.finding.fallback", intent="2:4", reason="shape_not_aligned", detail_code=inner.code, **flat)
+    assert say(finding) == "declared 2:4 but runs dense: shape_not_aligned (K=4098 is not a multiple of M=4)"
