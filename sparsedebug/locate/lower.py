@@ -18,7 +18,7 @@ from sparsedebug.core.dispatch import dispatch_cause
 from sparsedebug.core.patterns import declared_sparse, fell_back, kernel_classes, kernel_named, layout_op, path_changed, path_text
 from sparsedebug.records.engine import NotSparse
 from sparsedebug.records.findings import LayerFinding, StageFinding, StageStatus
-from sparsedebug.records.notes import Note, note
+from sparsedebug.records.notes import Note, NoteValue, note
 from sparsedebug.records.run import KernelClass, KernelPath, LowerLayer, RunRecord
 
 
@@ -36,10 +36,15 @@ def lower_stage(base: RunRecord, cand: RunRecord) -> StageFinding:
         declared = declared_sparse(intent)
         if fell_back(intent, cl):
             reason = cl.reason.value if cl.reason is not None else None
+            # the lowering's own detail: a coded note (its code and values carried flat, "detail." keys) or importer text
+            why: dict[str, NoteValue] = (
+                {"detail": cl.detail} if cl.detail is None or isinstance(cl.detail, str)
+                else {"detail_code": cl.detail.code, **{f"detail.{k}": v for k, v in cl.detail.values.items()}}
+            )
             findings.append(
                 LayerFinding(
                     stage="lower", layer=name, kind="fallback", regression=True, reason=reason or "no reason recorded",
-                    facts=note("locate.finding.fallback", intent=str(graph[name].intended), reason=reason, detail=cl.detail),
+                    facts=note("locate.finding.fallback", intent=str(graph[name].intended), reason=reason, **why),
                 )
             )
         elif bl is not None and not declared and path_changed(bl, cl):

@@ -73,7 +73,7 @@ class _Walk:
     fingerprint: Fingerprint | None = None
     classification: Classification | None = None
     fixed_source: Literal["applied_to_workload", "given", "none"] = "none"
-    fix_how: str = ""
+    fix_how: str | Note = ""
     meter: Meter = field(default_factory=Meter)
     _started: float = 0.0
 
@@ -213,7 +213,7 @@ def _reduce(w: _Walk) -> Note:
     return note("playbook.reduced", file=FILES["reduce"], reproducer=FILES["reproducer"] if "reproducer" in w.files else None)
 
 
-def _apply_fix(w: _Walk) -> str:
+def _apply_fix(w: _Walk) -> str | Note:
     """Step 4b: the fix applied to a copy of the candidate workload, or why it cannot be."""
     from sparsedebug.sources.workload.schema import save_workload
 
@@ -234,7 +234,7 @@ def _apply_fix(w: _Walk) -> str:
     save_workload(new_wl, w.tmp / FILES["fixed_workload"])
     w.files["fixed_workload"] = FILES["fixed_workload"]
     w.fixed_source = "applied_to_workload"
-    return f"{how}, written to {FILES['fixed_workload']}"
+    return how.model_copy(update={"values": {**how.values, "written_to": FILES["fixed_workload"]}})
 
 
 def _trace_reproducer(w: _Walk) -> Note:

@@ -65,7 +65,8 @@ class TensorAudit(Record):
     first_violating_rows: list[int] = Field(default_factory=list, description="Up to five rows holding a violating group.")
     backend_path: Literal["sparse", "dense"] | None = Field(None, description="What the backend profile would run.")
     backend_reason: str | None = Field(None, description="Why dense, when dense.")
-    backend_detail: str | None = None
+    # Why the backend runs it dense, as a coded fact (text in files written before issue 39).
+    backend_detail: Note | str | None = None
     backend_judged: Literal["as_stored", "once_pruned"] | None = Field(
         None, description="as_stored: the weights as they are; once_pruned: a dense tensor, judged as if pruned to the pattern."
     )

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field
 
-from sparsedebug.records.base import SCHEMA_VERSION, Record
+from sparsedebug.records.base import FACTS_SCHEMA_VERSION, Record
 from sparsedebug.records.fingerprint import FileDigest
 
 
@@ -37,7 +37,7 @@ class SplitInfo(Record):
 
     unit: Literal["window", "sentence"]
     window_tokens: int = Field(description="Tokens per window (decoder) or most tokens per sentence (encoder).")
-    rule: str
+    rule: str = Field(description="How the text was split, by id (windows_even_odd, sentences_sha256_parity).")
     evaluation_available: int = Field(description="Windows or sentences in the evaluation part.")
     calibration_available: int = Field(description="Windows or sentences in the calibration part.")
     evaluation_units: int
@@ -96,7 +96,9 @@ class QualityRow(Record):
 class QualityStudy(Record):
     """`sparsedebug quality`: quality of pruned variants against the dense model on real text."""
 
-    schema_version: int = SCHEMA_VERSION
+    # 2: the split rule is an id, not a sentence.
+    schema_version: int = FACTS_SCHEMA_VERSION
+    oldest_readable: ClassVar[int] = FACTS_SCHEMA_VERSION
     kind: Literal["quality_study"] = "quality_study"
     created_at: str
     model: ModelInfo

@@ -35,6 +35,7 @@ from sparsedebug.records.base import SCHEMA_VERSION, Record
 from sparsedebug.records.comparability import DeviceInfo
 from sparsedebug.records.engine import EngineBuild, EngineLayer
 from sparsedebug.records.fingerprint import FileDigest, Fingerprint
+from sparsedebug.records.notes import Note
 from sparsedebug.records.stats import Percentiles
 from sparsedebug.records.target import LatencyMatch, SlowerThanDense, TargetClock
 from sparsedebug.records.timing import TimingQuality
@@ -177,7 +178,8 @@ class LowerLayer(Record):
     name: str
     path: KernelPath
     reason: FallbackReason | None = Field(None, description="Set when path is dense.")
-    detail: str | None = None
+    # Why, as a coded fact (a profile's decision) or, from a trace importer not yet converted (issue 39), text.
+    detail: Note | str | None = None
     kernel_class: KernelClass | None = None
     kernels: list[str] = Field(default_factory=list)
     conversion_ms: float | None = Field(
@@ -289,7 +291,7 @@ class QualityEvidence(Record):
     model: str = Field(description="The model, as the workload names it (a registered name or a path).")
     model_source: str = Field(description="package==version for a registered model, else the path.")
     model_description: str | None = Field(None, description="What the registered model is (sparsedebug models list).")
-    metric: str = Field(description="What `cosine` measures, e.g. sentence-embedding cosine or output cosine.")
+    metric: str = Field(description="What `cosine` measures, by id: sentence_embedding_cosine or perplexity_windows.")
     text: str = Field(description="'pydoc_data.topics' or the text file the figures were measured on.")
     text_sha256: str
     python_version: str = Field(description="The default text changes between Python versions.")
@@ -335,8 +337,8 @@ class EqualLatencyQuality(Record):
     cross_check: LatencyMatch | None = Field(
         None, description="The same search on the other clock (this machine's timings when the budget is on the target clock)."
     )
-    importance: str | None = Field(
-        None, description="How neurons were ranked for removal (real models: from the calibration data)."
+    importance: Note | str | None = Field(
+        None, description="How neurons were ranked for removal (real models: from the calibration data); text in older records."
     )
 
 
@@ -373,7 +375,8 @@ class Verdict(Record):
 
     check: str
     status: Literal["pass", "fail", "unknown"]
-    detail: str
+    # The figures the check compared, as a coded fact (text in records written before issue 39).
+    detail: Note | str
 
 
 class WorkloadRef(Record):

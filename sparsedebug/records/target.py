@@ -13,11 +13,12 @@ the token count from which 2:4 pays off per shape.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field
 
-from sparsedebug.records.base import SCHEMA_VERSION, Record
+from sparsedebug.records.base import FACTS_SCHEMA_VERSION, Record
+from sparsedebug.records.notes import Note
 
 # Which clock a latency is on: measured on this machine, or projected onto the target GPU.
 Clock = Literal["this_machine", "target"]
@@ -51,7 +52,7 @@ class Provenance(Record):
         default_factory=list,
         description="The measured inputs used, each naming its file and row or trace layer (e.g. 'results.json gemm[15] ...').",
     )
-    note: str | None = Field(None, description="How the figure was formed from the sources.")
+    notes: list[Note] = Field(default_factory=list, description="How the figure was formed from the sources (coded facts).")
 
 
 class PathTime(Record):
@@ -86,15 +87,17 @@ class LayerProjection(Record):
     tokens: int
     dtype: str
     path: Literal["dense", "sparse"] = Field(description="The path the layer takes in the candidate on this target.")
-    dense: PathTime | None = Field(None, description="None when no figure can be projected (see note).")
+    dense: PathTime | None = Field(None, description="None when no figure can be projected (see notes).")
     sparse: PathTime | None = Field(None, description="None for non-linear ops and where the target has no sparse path.")
     speedup: float | None = Field(None, description="Dense per-call time / sparse per-call time, on the target clock.")
     speedup_low: float | None = Field(None, description="90% interval of the speedup: dense low / sparse high.")
     speedup_high: float | None = Field(None, description="Dense high / sparse low.")
     verdict: Verdict | None = Field(None, description="sparse wins / loses only where the speedup interval excludes 1.0.")
-    measure: str | None = Field(None, description="With 'uncertain here': what to measure on the target to settle it.")
+    measure: Note | None = Field(None, description="With 'uncertain here': what to measure on the target to settle it.")
     basis: Basis = Field(description="The least direct basis among the per-call figures of this layer.")
-    note: str | None = None
+    notes: list[Note] = Field(
+        default_factory=list, description="Why a path has no figure (no rows measured, sparse matmul raises, lowered dense)."
+    )
 
     def chosen(self) -> PathTime | None:
         """The path time the candidate pays for this layer."""
@@ -147,7 +150,6 @@ class LatencyMatch(Record):
     narrowed_latency_ms: float
     candidate_latency_ms: float
     latency_matched: bool
-    note: str | None = None
 
 
 class TokenRange(Record):
@@ -181,8 +183,8 @@ class BreakEven(Record):
     ranges: list[TokenRange] = Field(default_factory=list, description="Every token count from 1 to searched_up_to, by verdict.")
     searched_up_to: int
     basis: Basis = Field(description="extrapolated when the crossing lies outside the measured token range.")
-    measure: str | None = Field(None, description="What to measure on the target to settle the uncertain range.")
-    note: str | None = Field(None, description="Why there is no search (basis unavailable); None when ranges were searched.")
+    measure: Note | None = Field(None, description="What to measure on the target to settle the uncertain range.")
+    notes: list[Note] = Field(default_factory=list, description="Why there is no search (basis unavailable); empty when ranges were searched.")
 
 
 class TargetClock(Record):
@@ -193,7 +195,7 @@ class TargetClock(Record):
     device: str
     launch: Launch
     tokens: int
-    method: str = Field(description="One line on how the projection is formed (see sparsedebug.sources.target.model).")
+    method: str = Field(description="Which projection method (an id; see sparsedebug.sources.target.model.METHOD).")
     layers: list[LayerProjection]
     forward: ForwardProjection
     break_even: list[BreakEven] = Field(default_factory=list, description="Per distinct linear shape: from which tokens 2:4 pays off.")
@@ -210,13 +212,14 @@ class PredictAt(Record):
 class PredictReport(Record):
     """``sparsedebug predict --json``: projected dense and sparse time on the target, with provenance."""
 
-    schema_version: int = SCHEMA_VERSION
+    schema_version: int = FACTS_SCHEMA_VERSION
+    oldest_readable: ClassVar[int] = FACTS_SCHEMA_VERSION
     kind: Literal["predict"] = "predict"
     clock: Literal["target"] = "target"
     backend: str
     device: str
     launch: Launch
     workload: str | None = Field(None, description="Workload name when one was given.")
-    method: str
+    method: str = Field(description="Which projection method (an id; see sparsedebug.sources.target.model.METHOD).")
     results: list[PredictAt]
     break_even: list[BreakEven]

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from sparsedebug.records.notes import Note, note
+
 if TYPE_CHECKING:
     from sparsedebug.records.classification import Fix
     from sparsedebug.sources.workload.schema import Workload
 
-def apply_fix(workload: Workload, fix: Fix) -> tuple[Workload | None, str]:
+def apply_fix(workload: Workload, fix: Fix) -> tuple[Workload | None, Note]:
     """Apply a classification's fix to a copy of ``workload``; ``None`` and why when it does not map.
 
     Maps: knob (conversion, precision, threads), layer (exclude: the layer goes
@@ -30,20 +32,22 @@ def apply_fix(workload: Workload, fix: Fix) -> tuple[Workload | None, str]:
         if fix.knob == "conversion" and fix.value in ("once", "per_call"):
             old = workload.conversion
             new = workload.model_copy(update={"conversion": fix.value})
-            return revalidate(new), f"conversion {old} -> {fix.value}"
+            return revalidate(new), note("targets.fix_knob", knob="conversion", old=old, new=fix.value)
         if fix.knob == "precision" and isinstance(fix.value, str):
             old_p = workload.precision
             new = workload.model_copy(update={"precision": fix.value, "layers": [
                 layer.model_copy(update={"dtype": None}) for layer in workload.layers
             ]})
-            return revalidate(new), f"precision {old_p} -> {fix.value} (per-layer dtype overrides cleared)"
+            return revalidate(new), note("targets.fix_precision", old=old_p, new=fix.value)
         if fix.knob == "threads" and fix.value is not None:
             threads = int(fix.value)
             new = workload.model_copy(update={"threads": threads})
-            return revalidate(new), f"threads {workload.threads or 'default'} -> {threads}"
-        return None, f"knob {fix.knob}={fix.value} is not a workload knob sparsedebug can set"
+            return revalidate(new), note("targets.fix_knob", knob="threads", old=workload.threads or "default", new=threads)
+        return None, note("targets.fix_unknown_knob", knob=fix.knob, value=fix.value)
     if fix.kind in ("layer", "block"):
         from sparsedebug.sources.replay.sources import graph_source
 
         return graph_source(workload).apply_layer_fix(fix)
-    return None, f"advice, not a workload change: {fix.text}"
+    from sparsedebug.sources.replay.protocol import fix_is_advice
+
+    return None, fix_is_advice(fix)

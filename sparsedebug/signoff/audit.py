@@ -22,6 +22,7 @@ from sparsedebug.core.dtypes import canonical_dtype
 from sparsedebug.core.io import file_digest
 from sparsedebug.kernels.masks import Pattern, check_compliance, parse_pattern
 from sparsedebug.records.audit import CheckpointAudit, TensorAudit, TensorStatus
+from sparsedebug.records.notes import note
 from sparsedebug.records.run import FallbackReason, KernelPath
 from sparsedebug.signoff.stack import TensorFacts, consumer_op, judge_on_stack
 from sparsedebug.sources.checkpoint import Tensor, read_checkpoint
@@ -67,7 +68,7 @@ def _decide(backend: str, query: LayerQuery) -> Decision:
     if canonical_dtype(query.dtype) is None:
         return Decision(
             path=KernelPath.DENSE, reason=FallbackReason.DTYPE_UNSUPPORTED,
-            detail=f"stored as {query.dtype}: {backend} runs sparse only the formats of its profile; dequantize or convert first",
+            detail=note("targets.stored_format_unknown", dtype=query.dtype, backend=backend),
         )  # fmt: skip
     return get_profile(backend).decide(query)
 

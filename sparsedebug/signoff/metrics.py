@@ -116,7 +116,7 @@ class LayerRow(Record):
     intended: SparsityIntent
     path: str | None
     reason: str | None
-    detail: str | None
+    detail: Note | str | None
     flops: float
     time_ms: float | None
     dense_time_ms: float | None

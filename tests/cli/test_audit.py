@@ -120,7 +120,8 @@ def test_gguf_checkpoints_audit_by_stored_type(tmp_path: Path) -> None:
     up, down, q = tensors["blk.0.ffn_up.weight"], tensors["blk.0.ffn_down.weight"], tensors["blk.0.attn_q.weight"]
     assert (up["dtype"], up["status"], up["backend_reason"]) == ("fp32", "compliant", "dtype_unsupported")
     assert (down["dtype"], down["status"], down["backend_path"]) == ("fp16", "compliant", "sparse")
-    assert q["dtype"] == "q8_0" and q["backend_reason"] == "dtype_unsupported" and "stored as q8_0" in q["backend_detail"]
+    assert q["dtype"] == "q8_0" and q["backend_reason"] == "dtype_unsupported" and q["backend_detail"]["code"] == "targets.stored_format_unknown"
+    assert q["backend_detail"]["values"]["dtype"] == "q8_0"
     assert tensors["blk.0.attn_norm.weight"]["status"] == "not_a_matrix"
     planted = invoke(["audit", str(_gguf(tmp_path, plant=True)), "--check"])
     assert planted.exit_code == 1 and "blk.0.ffn_up.weight (rows 5)" in planted.stdout

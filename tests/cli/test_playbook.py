@@ -7,6 +7,8 @@ from pathlib import Path
 
 import yaml
 
+from sparsedebug.records.notes import Note
+from sparsedebug.render.words.notes import say
 from sparsedebug.sources.playbook import default_playbook_path
 from tests.conftest import assert_clean_error, invoke
 
@@ -80,7 +82,8 @@ def test_run_on_workloads_applies_the_fix_and_measures_it(tmp_path: Path) -> Non
     assert fixed_wl["conversion"] == "once" and fixed_wl["name"].endswith("_fixed")
     fix = json.loads((out / "fix.json").read_text())
     assert fix["applied"] is True and fix["fixed_source"] == "applied_to_workload"
-    assert "conversion per_call -> once" in fix["how"]
+    assert fix["how"]["code"] == "targets.fix_knob" and fix["how"]["values"]["written_to"] == "fixed.workload.yaml"
+    assert say(Note.model_validate(fix["how"])) == "conversion per_call -> once, written to fixed.workload.yaml"
     p50 = next(m for m in fix["movements"] if m["metric"] == "latency p50")
     assert p50["expected_after"] is not None and p50["expected_after"] < p50["before"]
     memo = (out / "memo.md").read_text()

@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from sparsedebug.records.notes import Note
 from sparsedebug.records.target import PredictReport
+from sparsedebug.render.words.notes import say_all
 from tests.conftest import FIXTURES, assert_clean_error, invoke
 
 SHAPES = ["4096x4096", "11008x4096", "4096x11008", "8192x8192", "28672x8192"]
@@ -93,7 +95,9 @@ def test_cutlass_has_no_sparse_path() -> None:
     result = invoke(["predict", "--shape", "11008x4096", "--tokens", "8192", "--backend", "h200-cutlass", "--json"])
     assert result.exit_code == 0, result.stderr
     layer = json.loads(result.stdout)["results"][0]["layers"][0]
-    assert layer["sparse"] is None and layer["path"] == "dense" and "compute capability 8.x" in layer["note"]
+    assert layer["sparse"] is None and layer["path"] == "dense"
+    notes = [Note.model_validate(n) for n in layer["notes"]]
+    assert "targets.sparse_raises" in [n.code for n in notes] and "compute capability 8.x" in say_all(notes)
 
 
 @pytest.mark.parametrize(

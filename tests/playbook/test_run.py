@@ -115,8 +115,11 @@ def test_duplicate_owner_id(tmp_path: Path) -> None:
 
 # --------------------------------------------------------------------------- apply_fix (step 4 closing the loop)
 
+from sparsedebug.records.bundle import FixOutcome  # noqa: E402
 from sparsedebug.records.classification import Fix  # noqa: E402
 from sparsedebug.reduce.apply_fix import apply_fix  # noqa: E402
+from sparsedebug.render.words.notes import say  # noqa: E402
+from sparsedebug.render.words.targets import fix_how_words  # noqa: E402
 from sparsedebug.sources.workload.graph import check_graph  # noqa: E402
 from sparsedebug.sources.workload.load import parse_workload  # noqa: E402
 from sparsedebug.sources.workload.schema import Workload  # noqa: E402
@@ -146,7 +149,7 @@ def _fix(**kw: object) -> Fix:
 def test_knob_fixes_change_only_the_knob() -> None:
     wl = _mlp()
     new, how = apply_fix(wl, _fix(kind="knob", knob="conversion", value="once"))
-    assert new is not None and new.conversion == "once" and how == "conversion per_call -> once"
+    assert new is not None and new.conversion == "once" and say(how) == "conversion per_call -> once"
     assert new.layers == wl.layers
     new, how = apply_fix(wl, _fix(kind="knob", knob="threads", value=2))
     assert new is not None and new.threads == 2
@@ -158,20 +161,20 @@ def test_layer_exclude_and_block_size() -> None:
     wl = _mlp()
     new, how = apply_fix(wl, _fix(kind="layer", layer="fc1", action="exclude"))
     assert new is not None and [l.sparsity for l in new.layers] == ["32:2:4", "dense", "dense"]
-    assert "fc1: sparsity 32:2:4 -> dense" in how
+    assert "fc1: sparsity 32:2:4 -> dense" in say(how)
     new, how = apply_fix(wl, _fix(kind="block", value=128))
     assert new is not None and [l.sparsity for l in new.layers if l.op == "linear"] == ["128:2:4", "128:2:4"]
     new, _ = apply_fix(wl, _fix(kind="block", value=128, layer="fc0"))
     assert new is not None and [l.sparsity for l in new.layers if l.op == "linear"] == ["128:2:4", "32:2:4"]
     missing, why = apply_fix(wl, _fix(kind="layer", layer="nope", action="exclude"))
-    assert missing is None and "nope is not in workload" in why
+    assert missing is None and "nope is not in workload" in say(why)
 
 
 def test_layer_cast_changes_only_that_layers_dtype() -> None:
     wl = _h200_mlp(1376)
     wl = wl.model_copy(update={"layers": [l.model_copy(update={"dtype": "fp32"}) if l.name == "down" else l for l in wl.layers]})
     new, how = apply_fix(wl, _fix(kind="layer", layer="down", action="cast", value="fp16"))
-    assert new is not None and how == "down: dtype fp32 -> fp16"
+    assert new is not None and say(how) == "down: dtype fp32 -> fp16"
     assert {l.name: new.dtype_of(l) for l in new.layers if l.op == "linear"} == {"gate": "fp16", "up": "fp16", "down": "fp16"}
 
 
@@ -200,25 +203,27 @@ def test_pad_k_widens_every_producer_of_the_width() -> None:
         "gate": [1376, 64], "up": [1376, 64], "down": [64, 1376],
     }
     check_graph(new)
-    assert "padded K 1368 -> 1376" in how
+    assert "padded K 1368 -> 1376" in say(how)
 
 
 def test_pad_out_goes_through_the_single_consumer() -> None:
     new, how = apply_fix(_h200_mlp(1368), _fix(kind="layer", layer="gate", action="pad"))
     assert new is not None, how
     assert [l.shape for l in new.layers if l.op == "linear"] == [[1376, 64], [1376, 64], [64, 1376]]
-    assert "padded out 1368 -> 1376" in how
+    assert "padded out 1368 -> 1376" in say(how)
 
 
 def test_pad_refusals() -> None:
     aligned, why = apply_fix(_h200_mlp(1376), _fix(kind="layer", layer="down", action="pad"))
-    assert aligned is None and "already lowers sparse" in why
+    assert aligned is None and "already lowers sparse" in say(why)
     wl = _h200_mlp(1368)
     wl = wl.model_copy(update={"layers": [*wl.layers, wl.layers[1].model_copy(update={"name": "tap", "inputs": ["mul"]})]})
     tapped, why = apply_fix(wl, _fix(kind="layer", layer="down", action="pad"))
-    assert tapped is None and "also feeds tap" in why
+    assert tapped is None and "also feeds tap" in say(why)
 
 
 def test_advice_is_not_a_workload_change() -> None:
     new, why = apply_fix(_mlp(), _fix(kind="advice", text="capture a CUDA graph"))
-    assert new is None and why == "advice, not a workload change: capture a CUDA graph"
+    assert new is None and why.code == "targets.fix_is_advice" and why.values["rule"] == "r"
+    outcome = FixOutcome(proposed=_fix(kind="advice", text="capture a CUDA graph"), applied=False, how=why, fixed_source="none")
+    assert fix_how_words(outcome) == "advice, not a workload change: capture a CUDA graph"

@@ -10,6 +10,7 @@ from sparsedebug.records.classification import Fix
 from sparsedebug.reduce.apply_fix import apply_fix
 from sparsedebug.reduce.reduce import reduce_workloads
 from sparsedebug.render.words.core import reduce_verdict
+from sparsedebug.render.words.notes import say
 from sparsedebug.sources.replay.checkpoint.workload import open_model, resolve_layers
 from sparsedebug.sources.workload.load import parse_workload
 from sparsedebug.sources.workload.schema import Workload
@@ -42,19 +43,19 @@ def fix(**fields: Any) -> Fix:
 def test_layer_fixes_rewrite_the_entry_and_keep_the_rest_of_its_intent(pair: tuple[Workload, Workload]) -> None:
     _, bad = pair
     cast, how = apply_fix(bad, fix(kind="layer", layer="encoder.layer.1.output.dense", action="cast", value="fp16"))
-    assert cast is not None and how == "encoder.layer.1.output.dense: dtype fp32 -> fp16"
+    assert cast is not None and say(how) == "encoder.layer.1.output.dense: dtype fp32 -> fp16"
     assert intent(cast, "encoder.layer.1.output.dense") == ("2:4", "fp16")
     excluded, how = apply_fix(bad, fix(kind="layer", layer="encoder.layer.0.intermediate.dense.weight", action="exclude"))
-    assert excluded is not None and "sparsity 2:4 -> dense (excluded)" in how
+    assert excluded is not None and "sparsity 2:4 -> dense (excluded)" in say(how)
     assert intent(excluded, "encoder.layer.0.intermediate.dense") == ("dense", "fp16")
     assert intent(excluded, "encoder.layer.1.output.dense") == ("2:4", "fp32")
     assert intent(excluded, "encoder.layer.1.intermediate.dense") == ("2:4", "fp16")
     padded, how = apply_fix(bad, fix(kind="layer", layer="encoder.layer.1.output.dense", action="pad"))
-    assert padded is None and "a checkpoint's shapes are fixed" in how
+    assert padded is None and "a checkpoint's shapes are fixed" in say(how)
     blocked, how = apply_fix(bad, fix(kind="block", value=64))
-    assert blocked is None and "set pruning.pattern instead" in how
+    assert blocked is None and "set pruning.pattern instead" in say(how)
     once, how = apply_fix(bad, fix(kind="knob", knob="conversion", value="once"))
-    assert once is not None and once.conversion == "once" and how == "conversion per_call -> once"
+    assert once is not None and once.conversion == "once" and say(how) == "conversion per_call -> once"
 
 
 def test_reduce_keeps_the_checkpoint_whole_and_finds_the_fp32_entry(pair: tuple[Workload, Workload]) -> None:

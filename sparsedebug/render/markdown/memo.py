@@ -47,6 +47,7 @@ from sparsedebug.render.words.gate import decision_reasons, detail_words, measur
 from sparsedebug.render.words.locate_text import allowed_text, finding_text, stage_text, verdict_text
 from sparsedebug.render.words.notes import say
 from sparsedebug.render.words.run_figures import equal_latency_sentence, real_quality_text
+from sparsedebug.render.words.targets import fix_how_words
 from sparsedebug.signoff.decide import stored_decision
 from sparsedebug.signoff.metrics import (
     fallback_summary,
@@ -266,7 +267,7 @@ def _action(b: LoadedBundle, book: Playbook) -> list[str]:
         )
     fo = b.fix
     if fo is not None:
-        out.append(f"  - Applied: {fo.how}" if fo.applied else f"  - Not applied: {fo.how}")
+        out.append(f"  - Applied: {fix_how_words(fo)}" if fo.applied else f"  - Not applied: {fix_how_words(fo)}")
     lat = next((m for m in (fo.movements if fo else []) if m.metric == "latency p50"), None)
     if lat is not None and lat.expected_after is not None:
         out.append(

@@ -13,6 +13,7 @@ from sparsedebug.render.markdown.deployment import reality_check
 from sparsedebug.render.markdown.verdicts import fix_verdict, not_established_sentence
 from sparsedebug.render.terminal.energy import energy_table
 from sparsedebug.render.words.gate import decision_reasons, refusal_words, significance_words
+from sparsedebug.render.words.targets import fix_how_words
 from sparsedebug.signoff.decide import stored_decision
 from sparsedebug.sources.bundle import LoadedBundle
 
@@ -52,7 +53,7 @@ def bundle_summary(bundle: LoadedBundle, book: Playbook) -> RenderableType:
             lines.append(cls.fix.text + "\n")
     if bundle.fix is not None:
         lines.append("applied: " if bundle.fix.applied else "not applied: ", style="bold")
-        lines.append(bundle.fix.how + "\n")
+        lines.append(fix_how_words(bundle.fix) + "\n")
         if bundle.fix.moved is not None:
             lines.append("measured: ", style="bold")
             lines.append(f"{fix_verdict(bundle.fix)}; latency: {significance_words(bundle.fix.significance) if bundle.fix.significance is not None else None}\n")

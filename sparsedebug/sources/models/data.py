@@ -18,11 +18,11 @@ from sparsedebug.sources.models.text import (
     spread,
 )
 
-WINDOW_RULE = "consecutive windows of the tokenized text; even-numbered: evaluation, odd: calibration; k evenly spaced taken"
-SENTENCE_RULE = (
-    "prose sentences of 5-60 words (capital to full stop); sha256 first byte even: evaluation, odd: calibration; "
-    "taken in digest order"
-)
+# How the text is split into evaluation and calibration parts, by id (render.words.targets.SPLIT_RULES says it in words):
+# decoders take consecutive token windows, even-numbered for evaluation; encoders take prose sentences by the parity
+# of their sha256's first byte.
+WINDOW_RULE = "windows_even_odd"
+SENTENCE_RULE = "sentences_sha256_parity"
 
 
 @dataclass(frozen=True)

@@ -140,7 +140,6 @@ def equal_latency(
         cross = LatencyMatch(
             clock="this_machine", narrowed_ffn_fraction=cpu.step / FRACTION_STEPS, narrowed_latency_ms=cpu.narrowed_ms,
             candidate_latency_ms=cpu.candidate_ms, latency_matched=cpu.reached,
-            note="timed here (p50 of interleaved rounds): a cross-check, not the budget",
         )
     return EqualLatencyQuality(
         narrowed_ffn_fraction=chosen.step / FRACTION_STEPS,

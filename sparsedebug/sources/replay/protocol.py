@@ -29,6 +29,7 @@ from typing import Protocol
 
 from sparsedebug.records.classification import Fix
 from sparsedebug.records.fingerprint import FileDigest
+from sparsedebug.records.notes import Note, note
 from sparsedebug.records.run import GraphStage, LowerStage, QualityDelta, WorkloadRef
 from sparsedebug.records.target import Launch, TargetClock
 from sparsedebug.sources.target.model import LinearCall, OpCall
@@ -84,7 +85,7 @@ class Narrowing(Protocol):
     """The dense model with a share of its FFN neurons removed: what the equal-latency comparison runs."""
 
     # How neurons are ranked, when the record should say so.
-    importance: str | None
+    importance: Note | None
 
     def forward(self, step: int) -> Callable[[], object]:
         """One forward of the dense model narrowed by ``step / FRACTION_STEPS`` (on this machine)."""
@@ -150,7 +151,7 @@ class GraphSource(Protocol):
     def target_calls(self, paths: Mapping[str, str] | None = None, tokens: int | None = None) -> list[TargetCall]:
         """Every layer as a target call: linears on ``paths`` (default: as lowered), at ``tokens`` per forward."""
 
-    def apply_layer_fix(self, fix: Fix) -> tuple[Workload | None, str]:
+    def apply_layer_fix(self, fix: Fix) -> tuple[Workload | None, Note]:
         """A layer or block fix applied to a copy of the workload, or None and why it does not map."""
 
     def entry_text(self, layer: Layer) -> str:
@@ -161,3 +162,8 @@ class GraphSource(Protocol):
 
     def prepare(self, progress: Progress) -> PreparedGraph:
         """Graph and lower stages and everything the timed stages run (no timing yet)."""
+
+
+def fix_is_advice(fix: Fix) -> Note:
+    """A fix that does not map onto the workload: advice, by the rule and action code that proposed it."""
+    return note("targets.fix_is_advice", rule=fix.rule, action=fix.code)

@@ -60,6 +60,7 @@ from sparsedebug.core.errors import UserError
 from sparsedebug.core.stats import median, percentiles
 from sparsedebug.core.timing import Timed, interleaved, measure
 from sparsedebug.records.defaults import MIN_SAMPLE_MS
+from sparsedebug.records.notes import note
 from sparsedebug.records.run import (
     GraphStage,
     KernelLayer,
@@ -416,10 +417,7 @@ def _outcome_stage(
     verdicts: list[Verdict] = []
     if workload.budget_ms is not None:
         status: Literal["pass", "fail"] = "pass" if latency.p99 <= workload.budget_ms else "fail"
-        detail = (
-            f"p99 {latency.p99:.3f} ms vs budget {workload.budget_ms:g} ms "
-            f"(p50 {latency.p50:.3f}, p95 {latency.p95:.3f}; this machine, measured)"
-        )
+        detail = note("targets.sla_p99", p99_ms=latency.p99, budget_ms=workload.budget_ms, p50_ms=latency.p50, p95_ms=latency.p95)
         verdicts.append(Verdict(check="sla", status=status, detail=detail))
     tick("outcome", 2, 2)
     return outcome, verdicts

@@ -58,6 +58,7 @@ from functools import lru_cache
 
 from sparsedebug.core.dtypes import canonical_dtype, dtype_info
 from sparsedebug.core.stats import median
+from sparsedebug.records.notes import Note, note
 from sparsedebug.records.target import (
     Basis,
     ForwardTime,
@@ -83,13 +84,10 @@ from sparsedebug.sources.target.interval import (
 from sparsedebug.sources.target.sparse import SparseKernelModel, SparsePoint, merge_points
 from sparsedebug.sources.target.surface import Point, Roofline, Surface
 
-METHOD = (
-    "dense GPU time: roofline-shaped interpolation (log tokens, log FLOPs) of measured per-call p50 and trace kernel "
-    "times; sparse GPU time: 2:4 kernel model (waves of tiles x reduction length, at least one wave, over a memory "
-    "floor) fitted to the GPU-only sparse times; host: measured per-call host floor; per call max(host, GPU) eager, "
-    "GPU under a CUDA graph; 90% intervals from fit residuals and distance from measured points, a verdict only where "
-    "the speedup interval excludes 1.0; non-linear ops estimated as bytes (attention FLOPs) over trace rates"
-)
+# Which projection method the records name (render.words.targets.METHODS describes it): dense GPU time from a
+# roofline-shaped interpolation of measured times, sparse GPU time from the 2:4 kernel model, host from the measured
+# per-call floor, per call max(host, GPU) eager or GPU under a CUDA graph, 90% intervals, non-linear ops over trace rates.
+METHOD = "roofline_dense+nm_kernel_model+host_floor"
 # A sparse row is host-bound when the projected kernel takes less than this share of its per-call time.
 HOST_BOUND_SHARE = 0.8
 
@@ -256,7 +254,7 @@ class TargetModel:
         assert roof is not None
         d = distance((out, k, tokens), [(p.out, p.k, p.tokens) for p in surface.points])
         low, high = self.dense_spread.bounds(est.value, d)
-        note = f"{roof.describe()} over {len(surface.points)} points, residual interpolated"
+        notes = [note("targets.dense_roofline", **roof.facts(), points=len(surface.points))]
         moved = roof.itemsize * (out * k + k * tokens + out * tokens)
         if roof.floor_ms >= max(moved / roof.bytes_per_ms, 2.0 * out * k * tokens / roof.flops_per_ms):
             from sparsedebug.core.gpus import find_gpu_peak
@@ -265,11 +263,8 @@ class TargetModel:
             if peak is not None:
                 bound = max(moved / (peak.bandwidth_tbps * 1e9), 2.0 * out * k * tokens / (peak.tensor_16bit_tflops * 1e9))
                 low = min(low, bound)
-                note += (
-                    f"; on the launch floor, where a per-call row bounds the kernel from above only: interval down to the "
-                    f"datasheet bound {bound * 1e3:.1f} us ({peak.reference})"
-                )
-        prov = Provenance(basis=_basis(est.exact, est.extrapolated), sources=list(est.labels), note=note)
+                notes.append(note("targets.launch_floor_bound", bound_us=bound * 1e3, reference=peak.reference))
+        prov = Provenance(basis=_basis(est.exact, est.extrapolated), sources=list(est.labels), notes=notes)
         return Figure(est.value, low, high, d, prov)
 
     def _fp32_dense(self, out: int, k: int, tokens: int) -> Figure | None:
@@ -282,11 +277,11 @@ class TargetModel:
             return None
         roof = half.roofline
         scaled = Roofline(roof.floor_ms, roof.bytes_per_ms, roof.flops_per_ms * peak.fp32_tflops / peak.tensor_16bit_tflops, 4)
-        note = (
-            f"float32 was never measured here: the 16-bit {roof.describe()} with 4-byte elements and its throughput "
-            f"scaled by the datasheet FP32 / 16-bit tensor ratio {peak.fp32_tflops:g}/{peak.tensor_16bit_tflops:g} ({peak.reference})"
+        fp32 = note(
+            "targets.fp32_scaled", **roof.facts(), fp32_tflops=peak.fp32_tflops, tensor_tflops=peak.tensor_16bit_tflops,
+            reference=peak.reference,
         )
-        prov = Provenance(basis="extrapolated", sources=[f"{len(half.points)} 16-bit dense points"], note=note)
+        prov = Provenance(basis="extrapolated", sources=[f"{len(half.points)} 16-bit dense points"], notes=[fp32])
         return Figure(scaled.at(out, k, tokens), 0.0, math.inf, FAR, prov)
 
     def sparse_gpu(self, out: int, k: int, tokens: int, dtype: str) -> Figure | None:
@@ -302,17 +297,17 @@ class TargetModel:
         tokens_in = min(p.tokens for p in model.points) <= tokens <= max(p.tokens for p in model.points)
         sizes = [p.out * p.k for p in model.points]
         inside = tokens_in and min(sizes) <= out * k <= max(sizes) and dtype in measured_dtypes
-        value, note = est.ms, est.note
+        value, notes = est.ms, [est.note]
         if exact:
             hit = next(p for p in model.points if (p.out, p.k, p.tokens, p.dtype) == (out, k, tokens, dtype))
-            value, note = hit.ms, f"measured {hit.ms * 1e3:.1f} us (the model gives {est.ms * 1e3:.1f} us: {est.note})"
+            value, notes = hit.ms, [note("targets.sparse_measured", measured_us=hit.ms * 1e3, model_us=est.ms * 1e3), est.note]
             low, high = Spread(self._sparse_repeat_sigma, 0.0, 0.0).bounds(value, d)
         else:
             low, high = self.sparse_spread.bounds(value, d)
         if dtype not in measured_dtypes:
-            note += f" (2:4 times measured for {', '.join(measured_dtypes)} only)"
+            notes.append(note("targets.sparse_dtypes_measured", dtypes=measured_dtypes))
         sources = [p.label for p in model.points if (p.out, p.k) == (out, k)] or [p.label for p in model.points]
-        prov = Provenance(basis=_basis(exact, not inside), sources=[model.tile.label, *sources], note=note)
+        prov = Provenance(basis=_basis(exact, not inside), sources=[model.tile.label, *sources], notes=notes)
         return Figure(value, low, high, d, prov)
 
     def _sparse_host(self, out: int, k: int, dtype: str) -> Figure | None:
@@ -329,11 +324,9 @@ class TargetModel:
             # a per-call cost, not the problem's: bounded by the floors measured on every shape, not grown with distance
             low = spread.bounds(min(p.value for p in table.points), d)[0]
             high = spread.bounds(max(p.value for p in table.points), d)[1]
-        note = (
-            "per-call host floor of eager sparse F.linear (rows whose per-call time is not the kernel's); its interval "
-            "spans the floors of every measured shape off them"
-        )
-        return Figure(est.value, low, high, d, Provenance(basis=_basis(est.exact, est.extrapolated), sources=list(est.labels), note=note))
+        floor = note("targets.sparse_host_floor")
+        prov = Provenance(basis=_basis(est.exact, est.extrapolated), sources=list(est.labels), notes=[floor])
+        return Figure(est.value, low, high, d, prov)
 
     def _conversion(self, out: int, k: int, dtype: str) -> tuple[float, str] | None:
         """Per-call weight conversion time: the median over the measured rows of the nearest shape (in log weight
@@ -359,7 +352,7 @@ class TargetModel:
             host_ms, host_prov = host.ms, host.prov
         else:
             per_call, low, high, basis = gpu.ms, gpu.low, gpu.high, gpu.prov.basis
-            host_ms, host_prov = 0.0, Provenance(basis="measured", note="no host work per call inside a CUDA graph")
+            host_ms, host_prov = 0.0, Provenance(basis="measured", notes=[note("targets.graph_no_host")])
         finite = math.isfinite(high)
         return PathTime(
             gpu_ms=gpu.ms, host_ms=host_ms, per_call_ms=per_call, gpu=gpu.prov, host=host_prov, basis=basis,
@@ -374,20 +367,19 @@ class TargetModel:
         common = dict(name=call.name, op="linear", shape=[call.out, call.k], tokens=call.tokens, dtype=dtype)
         dense_gpu = self.dense_gpu(call.out, call.k, call.tokens, dtype)
         if dense_gpu is None:
-            measured = ", ".join(sorted(self._dense)) or "none"
-            missing = f"no {dtype} rows measured on this GPU (measured: {measured})"
-            return LayerProjection(**common, path="dense", basis="unavailable", note=missing)
+            missing = note("targets.no_dtype_rows", dtype=dtype, measured=sorted(self._dense))
+            return LayerProjection(**common, path="dense", basis="unavailable", notes=[missing])
         measured_host = self._dense_host.get(dtype)
         basis: Basis = "measured" if measured_host is not None else "extrapolated"
         host_ms, host_label = measured_host or min(self._dense_host.values())
-        host_note = "fastest dense call measured bounds its host cost"
-        host = Figure(host_ms, 0.0, host_ms, Distance(0.0, 0.0, None), Provenance(basis=basis, sources=[host_label], note=host_note))
+        host_prov = Provenance(basis=basis, sources=[host_label], notes=[note("targets.dense_host_bound")])
+        host = Figure(host_ms, 0.0, host_ms, Distance(0.0, 0.0, None), host_prov)
         dense = self._path(dense_gpu, host, launch)
-        sparse, note = self._sparse_path(call, dtype, launch)
+        sparse, why = self._sparse_path(call, dtype, launch)
         bases = [dense.basis] + ([sparse.basis] if sparse is not None else [])
         path = "sparse" if call.path == "sparse" and sparse is not None else "dense"
         if sparse is None:
-            return LayerProjection(**common, path=path, dense=dense, basis=worst_basis(bases), note=note)
+            return LayerProjection(**common, path=path, dense=dense, basis=worst_basis(bases), notes=why)
         speedup = dense.per_call_ms / sparse.per_call_ms
         low = high = None
         if dense.per_call_low_ms is not None and dense.per_call_high_ms is not None and sparse.per_call_high_ms and sparse.per_call_low_ms:
@@ -395,41 +387,40 @@ class TargetModel:
         verdict, measure = self._verdict(call, launch, low, high)
         return LayerProjection(
             **common, path=path, dense=dense, sparse=sparse, speedup=speedup, speedup_low=low, speedup_high=high,
-            verdict=verdict, measure=measure, basis=worst_basis(bases), note=note,
+            verdict=verdict, measure=measure, basis=worst_basis(bases), notes=why,
         )
 
-    def _verdict(self, call: LinearCall, launch: Launch, low: float | None, high: float | None) -> tuple[Verdict, str | None]:
+    def _verdict(self, call: LinearCall, launch: Launch, low: float | None, high: float | None) -> tuple[Verdict, Note | None]:
         """``sparse wins`` / ``sparse loses`` only where the interval excludes 1.0; else what to measure."""
         if low is not None and low > 1.0:
             return "sparse wins", None
         if high is not None and high < 1.0:
             return "sparse loses", None
-        near = ""
+        near: dict[str, float | int | None] = {"nearest_out": None, "nearest_k": None, "nearest_tokens": None, "decades": None}
         if self.sparse_model is not None:
             d = distance((call.out, call.k, call.tokens), [(p.out, p.k, p.tokens) for p in self.sparse_model.points])
             if d.nearest is not None:
                 o, k, t = d.nearest
-                near = f"; the nearest measured 2:4 kernel time is {o}x{k} at {t} tokens, {d.total:.1f} decades away"
-        what = "GPU-only dense and 2:4 kernel time" if launch == "cuda_graph" else "per-call dense and 2:4 time"
-        mode = launch.replace("_", " ")
-        return "uncertain here", f"measure {call.out}x{call.k} at {call.tokens} tokens, {mode}: {what}{near}"
+                near = {"nearest_out": o, "nearest_k": k, "nearest_tokens": t, "decades": d.total}
+        return "uncertain here", note("targets.measure_layer", out=call.out, k=call.k, tokens=call.tokens, launch=launch, **near)
 
-    def _sparse_path(self, call: LinearCall, dtype: str, launch: Launch) -> tuple[PathTime | None, str | None]:
+    def _sparse_path(self, call: LinearCall, dtype: str, launch: Launch) -> tuple[PathTime | None, list[Note]]:
         if self.sparse_errors and not self._host.get(dtype):
-            return None, f"no sparse path: every {self.backend} row raises ({self.sparse_errors[0]})"
+            return None, [note("targets.sparse_raises", backend=self.backend, error=self.sparse_errors[0])]
         gpu = self.sparse_gpu(call.out, call.k, call.tokens, dtype)
         host = self._sparse_host(call.out, call.k, dtype)
         if gpu is None or host is None:
-            return None, f"no sparse {dtype} rows measured for {self.backend} on this GPU"
+            return None, [note("targets.no_sparse_rows", dtype=dtype, backend=self.backend)]
         if call.conversions_per_call:
             conv = self._conversion(call.out, call.k, dtype)
             if conv is not None:
                 extra = conv[0] * call.conversions_per_call
-                prov = host.prov.model_copy(update={"sources": host.prov.sources + [conv[1]], "note": f"{host.prov.note}; plus re-conversion every call"})
+                notes = [*host.prov.notes, note("targets.reconversion_every_call")]
+                prov = host.prov.model_copy(update={"sources": host.prov.sources + [conv[1]], "notes": notes})
                 host = Figure(host.ms + extra, host.low + extra, host.high + extra, host.away, prov)
                 if launch == "cuda_graph":
                     gpu = gpu.plus(extra)
-        return self._path(gpu, host, launch), None
+        return self._path(gpu, host, launch), []
 
     def op(self, call: OpCall, launch: Launch) -> LayerProjection:
         """A non-linear op on the target: bytes (attention FLOPs) over a trace-measured rate, marked ``estimate``."""
@@ -438,15 +429,15 @@ class TargetModel:
         dtype = canonical_dtype(call.dtype) or call.dtype
         common = dict(name=call.name, op=call.op, tokens=call.tokens, dtype=dtype_info(dtype).torch_name, path="dense")
         if rate is None:
-            return LayerProjection(**common, basis="unavailable", note=f"no {family} rate measured on this GPU")
+            return LayerProjection(**common, basis="unavailable", notes=[note("targets.no_rate", family=family)])
         amount = call.flops if rate.unit == "flops" else call.bytes
         gpu_ms = amount / rate.per_ms
         unit = "FLOPs" if rate.unit == "flops" else "bytes"
-        gpu_prov = Provenance(basis="estimate", sources=[rate.label], note=f"{amount:.4g} {unit} / effective {family} rate")
+        gpu_prov = Provenance(basis="estimate", sources=[rate.label], notes=[note("targets.op_rate", amount=amount, unit=unit, family=family)])
         gpu = Figure(gpu_ms, 0.0, math.inf, FAR, gpu_prov)
         host_kind = call.op if call.op in self.cal.host else ("elementwise" if call.op != "activation" else "activation")
         cost = self.cal.host.get(host_kind)
-        host_prov = Provenance(basis="estimate", sources=[cost.label] if cost else [], note=f"host time of one {host_kind} call")
+        host_prov = Provenance(basis="estimate", sources=[cost.label] if cost else [], notes=[note("targets.op_host", kind=host_kind)])
         host_ms = cost.ms if cost else 0.0
         path = self._path(gpu, Figure(host_ms, 0.0, math.inf, FAR, host_prov), launch)
         return LayerProjection(**common, dense=path, basis="estimate")

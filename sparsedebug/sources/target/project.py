@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from sparsedebug.core.errors import UserError
 from sparsedebug.kernels.masks import Pattern, check_divisible
+from sparsedebug.records.notes import Note, note
 from sparsedebug.records.run import KernelPath
 from sparsedebug.records.target import (
     BreakEven,
@@ -70,7 +71,7 @@ def parse_shape_spec(text: str) -> ShapeSpec:
 PREDICT_PATTERN = Pattern(n=2, m=4)
 
 
-def lower_shape(spec: ShapeSpec, backend: str, dtype: str) -> tuple[str, str | None]:
+def lower_shape(spec: ShapeSpec, backend: str, dtype: str) -> tuple[str, list[Note] | None]:
     """The path a ``--shape`` runs on ``backend`` and, when asked sparse but lowered dense, why.
 
     A shape asked sparse must have ``K`` a multiple of ``M`` (the one rule of every N:M
@@ -86,7 +87,7 @@ def lower_shape(spec: ShapeSpec, backend: str, dtype: str) -> tuple[str, str | N
     if decision.path == KernelPath.SPARSE:
         return "sparse", None
     reason = decision.reason.value if decision.reason is not None else "dense"
-    return "dense", f"{backend} lowers it dense ({reason}: {decision.detail})"
+    return "dense", [note("targets.lowered_dense", backend=backend, reason=reason), *([decision.detail] if decision.detail else [])]
 
 
 def workload_calls(workload: Workload, paths: Mapping[str, str]) -> list[LinearCall | OpCall]:
@@ -245,7 +246,7 @@ def break_even(model: TargetModel, out: int, k: int, dtype: str, launch: Launch,
 
     common = dict(shape=[out, k], dtype=layer_dtype(dtype), launch=launch, searched_up_to=top)
     if at(1).speedup is None:
-        return BreakEven(**common, basis="unavailable", note=at(1).note or "no sparse figure on this target")
+        return BreakEven(**common, basis="unavailable", notes=at(1).notes)
     grid = sorted({max(1, round(2 ** (i / 4))) for i in range(int(4 * math.log2(top)) + 1)} | {top})
     ranges = _ranges(grid, verdict)
     tokens_from = ranges[-1].first if ranges[-1].verdict == "sparse wins" else None
@@ -365,12 +366,12 @@ def predict(
     )
 
 
-def _with_lowering_note(layer: LayerProjection, lowered: Mapping[str, tuple[str, str | None]]) -> LayerProjection:
-    """A ``--shape`` layer the backend lowered dense says why in its note."""
+def _with_lowering_note(layer: LayerProjection, lowered: Mapping[str, tuple[str, list[Note] | None]]) -> LayerProjection:
+    """A ``--shape`` layer the backend lowered dense says why in its notes."""
     reason = lowered.get(layer.name, ("", None))[1]
     if reason is None:
         return layer
-    return layer.model_copy(update={"note": reason if layer.note is None else f"{reason}; {layer.note}"})
+    return layer.model_copy(update={"notes": [*reason, *layer.notes]})
 
 
 def with_tokens(workload: Workload, tokens: int) -> Workload:

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 
 from sparsedebug.core.errors import InternalError
 from sparsedebug.core.stats import median
+from sparsedebug.records.notes import Note, note
 
 
 @dataclass(frozen=True)
@@ -69,7 +70,7 @@ class SparseEstimate:
     waves: float
     efficiency: float
     memory_bound: bool
-    note: str
+    note: Note
 
 
 def sparse_bytes(out: int, k: int, tokens: int, itemsize: int) -> float:
@@ -104,13 +105,12 @@ class SparseKernelModel:
         memory = sparse_bytes(out, k, tokens, self.itemsize) / self.bytes_per_ms
         efficiency = out * tokens / (waves * self.tile.ctas * self.tile.m * self.tile.n)
         bound = memory > compute
-        note = (
-            f"2:4 kernel model: {waves:.2f} wave(s) of {self.tile.m}x{self.tile.n} tiles over {self.tile.ctas} SMs x in {k} x "
-            f"{self.ms_per_k * 1e6:.2f} ns = {compute * 1e3:.1f} us (tile fill {efficiency:.0%}); memory floor "
-            f"{memory * 1e3:.1f} us at the dense roofline's {self.bytes_per_ms / 1e6:.0f} GB/s"
-            + (" (memory-bound)" if bound else "")
+        facts = note(
+            "targets.sparse_kernel_model", waves=waves, tile_m=self.tile.m, tile_n=self.tile.n, ctas=self.tile.ctas, k=k,
+            ns_per_k=self.ms_per_k * 1e6, compute_us=compute * 1e3, fill=efficiency, memory_us=memory * 1e3,
+            gb_s=self.bytes_per_ms / 1e6, memory_bound=bound,
         )
-        return SparseEstimate(max(compute, memory), waves, min(efficiency, 1.0), bound, note)
+        return SparseEstimate(max(compute, memory), waves, min(efficiency, 1.0), bound, facts)
 
     def sigma(self) -> float | None:
         """Standard deviation of the log residuals (one fitted parameter); None with fewer than two points."""
@@ -119,15 +119,6 @@ class SparseKernelModel:
             return None
         return math.sqrt(sum(r * r for r in self.residuals) / (n - 1))
 
-    def describe(self) -> str:
-        """One line: tile, SMs, fitted time per reduction element, points, residual spread."""
-        spread = self.sigma()
-        shown = f"{spread:.1%}" if spread is not None else "n/a"
-        return (
-            f"2:4 kernel model: tile {self.tile.m}x{self.tile.n}x{self.tile.k} over {self.tile.ctas} SMs, "
-            f"{self.ms_per_k * 1e6:.2f} ns per reduction element per wave, fitted to {len(self.points)} GPU-only sparse times "
-            f"(log residual sd {shown})"
-        )
 
 
 def merge_points(raw: Sequence[SparsePoint]) -> list[SparsePoint]:

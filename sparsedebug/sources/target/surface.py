@@ -70,12 +70,9 @@ class Roofline:
         moved = self.itemsize * (out * k + k * tokens + out * tokens)
         return max(self.floor_ms, moved / self.bytes_per_ms, 2.0 * out * k * tokens / self.flops_per_ms)
 
-    def describe(self) -> str:
-        """One line: the fitted floor, bandwidth and throughput."""
-        return (
-            f"roofline fit: floor {self.floor_ms * 1e3:.1f} us, {self.bytes_per_ms / 1e6:.0f} GB/s, "
-            f"{self.flops_per_ms / 1e9:.0f} TFLOP/s"
-        )
+    def facts(self) -> dict[str, float]:
+        """The fitted floor (us), bandwidth (GB/s) and throughput (TFLOP/s), as note values."""
+        return {"floor_us": self.floor_ms * 1e3, "gb_s": self.bytes_per_ms / 1e6, "tflops": self.flops_per_ms / 1e9}
 
 
 def fit_roofline(points: Sequence[Point], itemsize: int) -> Roofline:

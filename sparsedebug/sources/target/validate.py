@@ -97,10 +97,11 @@ class HeldOutPoint:
 
 @dataclass(frozen=True)
 class HeldOut:
-    """Every held-out point, and the groups that could not be tested (path, grouping, group, why)."""
+    """Every held-out point, and the groups that could not be tested (path, grouping, group): no GPU time of that path
+    is left once the group is held out."""
 
     points: list[HeldOutPoint]
-    untestable: list[tuple[str, str, str, str]]
+    untestable: list[tuple[str, str, str]]
 
 
 def _measured(model: TargetModel) -> dict[tuple[str, Key], float]:
@@ -120,7 +121,7 @@ def held_out(profile: str, target: str = "h200") -> HeldOut:
     cal = load_calibration(target)
     measured = _measured(TargetModel(cal, profile))
     points: list[HeldOutPoint] = []
-    untestable: list[tuple[str, str, str, str]] = []
+    untestable: list[tuple[str, str, str]] = []
     for grouping, name, group in hold_out_groups(sorted({key for _, key in measured})):
         model = TargetModel(cal, profile, exclude=group)
         for path in ("dense", "sparse"):
@@ -131,8 +132,7 @@ def held_out(profile: str, target: str = "h200") -> HeldOut:
                 out, k, tokens, dtype = key
                 fig = model.dense_gpu(out, k, tokens, dtype) if path == "dense" else model.sparse_gpu(out, k, tokens, dtype)
                 if fig is None:
-                    why = f"no {path} GPU time left once {grouping} {name} is held out"
-                    untestable.append((path, grouping, name, why))
+                    untestable.append((path, grouping, name))
                     break
                 points.append(
                     HeldOutPoint(grouping, name, path, (out, k), tokens, dtype, measured[(path, key)], fig.ms, fig.low, fig.high, fig.away.total)

@@ -35,6 +35,7 @@ from sparsedebug.core.dtypes import torch_dtype_name
 from sparsedebug.core.errors import UserError
 from sparsedebug.kernels.masks import MAX_M, Pattern
 from sparsedebug.records.base import Record
+from sparsedebug.records.notes import Note, note
 from sparsedebug.records.run import FallbackReason, KernelClass, KernelPath, LowerLayer
 from sparsedebug.records.target import SlowerThanDense, TargetClock
 
@@ -62,11 +63,11 @@ class Decision(Record):
 
     path: KernelPath
     reason: FallbackReason | None = None
-    detail: str | None = None
+    detail: Note | None = None
     kernels: list[str] = []
 
 
-def _dense(reason: FallbackReason, detail: str | None, kernels: list[str]) -> Decision:
+def _dense(reason: FallbackReason, detail: Note | None, kernels: list[str]) -> Decision:
     return Decision(path=KernelPath.DENSE, reason=reason, detail=detail, kernels=kernels)
 
 
@@ -85,10 +86,10 @@ def kernel_class(op: str, path: KernelPath, dtype: str) -> KernelClass:
 
 @dataclass(frozen=True)
 class Profile:
-    """A backend support profile: a name, what it models, its decision rule, and its target's measurements."""
+    """A backend support profile: a name, its decision rule, and its target's measurements (what it models:
+    ``render.words.targets.PROFILE_WORDS``)."""
 
     name: str
-    description: str
     rule: Callable[[LayerQuery], Decision]
     # Target source (``fixtures/targets/<target>.yaml``) of the GPU this profile models; None for this machine.
     target: str | None = None
@@ -100,7 +101,7 @@ class Profile:
         if query.op != "linear":
             return _dense(
                 FallbackReason.OP_UNSUPPORTED,
-                f"{self.name} sparsifies linear layers only, not {query.op}",
+                note("targets.profile_linear_only", profile=self.name, op=query.op),
                 self._dense_kernels(query),
             )
         return self.rule(query)
@@ -120,13 +121,13 @@ def _cpu_numpy(query: LayerQuery) -> Decision:
     dense = ["numpy.matmul"]
     dtype = torch_dtype_name(query.dtype)
     if dtype not in CPU_DTYPES:
-        return _dense(FallbackReason.DTYPE_UNSUPPORTED, f"the numpy kernels emulate fp32/fp16/bf16 inputs, not {dtype}", dense)
+        return _dense(FallbackReason.DTYPE_UNSUPPORTED, note("targets.numpy_dtype", dtype=dtype), dense)
     if pattern.m > MAX_M:
-        return _dense(FallbackReason.PATTERN_NOT_COMPLIANT, f"M={pattern.m} exceeds the kernels' maximum {MAX_M}", dense)
+        return _dense(FallbackReason.PATTERN_NOT_COMPLIANT, note("targets.m_above_max", m=pattern.m, max_m=MAX_M), dense)
     if query.k is not None and query.k % pattern.m != 0:
-        return _dense(FallbackReason.SHAPE_NOT_ALIGNED, f"K={query.k} is not a multiple of M={pattern.m}", dense)
+        return _dense(FallbackReason.SHAPE_NOT_ALIGNED, note("targets.k_not_multiple", k=query.k, m=pattern.m), dense)
     if query.compliant is False:
-        return _dense(FallbackReason.PATTERN_NOT_COMPLIANT, f"weights do not comply with {pattern}", dense)
+        return _dense(FallbackReason.PATTERN_NOT_COMPLIANT, note("targets.not_compliant", pattern=str(pattern)), dense)
     kernel = "sparsedebug.kernels.VNMWeight.matmul" if pattern.block is not None else "sparsedebug.kernels.NMWeight.matmul"
     return Decision(path=KernelPath.SPARSE, kernels=[kernel])
 
@@ -165,12 +166,9 @@ class TorchSupport(Record):
     reason: FallbackReason | None = None
 
 
-# Where a quoted torch error comes from: the support matrix measured on an H200, reproduced by the profile (no torch
-# runs).
-SUPPORT_MATRIX_SOURCE = (
-    "the message PyTorch 2.11 gives on a real H200, from the shared H200 support matrix fixtures/h200/results.json; "
-    "torch did not run here"
-)
+# Where a quoted torch error comes from: the support matrix measured on an H200 (fixtures/h200/results.json),
+# reproduced by the profile (no torch runs); the note ``targets.torch_raises`` says so in words.
+SUPPORT_MATRIX_SOURCE = "fixtures/h200/results.json"
 
 
 def torch_semi_structured(
@@ -220,7 +218,7 @@ def _torch_rule(backend: str) -> Callable[[LayerQuery], Decision]:
         assert pattern is not None
         dense = ["aten::linear (dense)"]
         if (pattern.n, pattern.m) != (2, 4):
-            return _dense(FallbackReason.PATTERN_NOT_COMPLIANT, f"torch semi-structured sparsity is 2:4 only, not {pattern}", dense)
+            return _dense(FallbackReason.PATTERN_NOT_COMPLIANT, note("targets.torch_2_4_only", pattern=str(pattern)), dense)
         if query.out is None or query.k is None:
             raise UserError(f"layer {query.name!r}: a linear layer needs its weight shape to be lowered")
         support = torch_semi_structured(backend, query.dtype, query.out, query.k)
@@ -228,9 +226,10 @@ def _torch_rule(backend: str) -> Callable[[LayerQuery], Decision]:
             error = support.convert_error or support.matmul_error
             stage = "to_sparse_semi_structured" if not support.convert else "matmul"
             assert support.reason is not None
-            return _dense(support.reason, f"{stage} raises {error} ({SUPPORT_MATRIX_SOURCE})", dense)
+            raised = note("targets.torch_raises", stage=stage, error=error, source=SUPPORT_MATRIX_SOURCE)
+            return _dense(support.reason, raised, dense)
         if query.compliant is False:
-            return _dense(FallbackReason.PATTERN_NOT_COMPLIANT, "weights do not comply with 2:4", dense)
+            return _dense(FallbackReason.PATTERN_NOT_COMPLIANT, note("targets.not_compliant", pattern="2:4"), dense)
         kernel = "cusparselt sm90_xmma_sparse_gemm" if backend == "cusparselt" else "cutlass sparse_semi_structured_mad_op"
         return Decision(path=KernelPath.SPARSE, kernels=[kernel])
 
@@ -239,19 +238,9 @@ def _torch_rule(backend: str) -> Callable[[LayerQuery], Decision]:
 
 # Every backend support profile, by name.
 PROFILES: dict[str, Profile] = {
-    "cpu-numpy": Profile("cpu-numpy", "built-in numpy N:M and V:N:M kernels (fp32/fp16/bf16, M <= 16)", _cpu_numpy),
-    "h200-cusparselt": Profile(
-        "h200-cusparselt",
-        "PyTorch 2.11 + cuSPARSELt 0.8 on an H200: 2:4, fp16/bf16/int8, dims multiple of 16 (32 for int8)",
-        _torch_rule("cusparselt"),
-        target="h200",
-    ),
-    "h200-cutlass": Profile(
-        "h200-cutlass",
-        "PyTorch 2.11 CUTLASS 2:4 on an H200: converts, but matmul needs compute capability 8.x",
-        _torch_rule("cutlass"),
-        target="h200",
-    ),
+    "cpu-numpy": Profile("cpu-numpy", _cpu_numpy),
+    "h200-cusparselt": Profile("h200-cusparselt", _torch_rule("cusparselt"), target="h200"),
+    "h200-cutlass": Profile("h200-cutlass", _torch_rule("cutlass"), target="h200"),
 }
 
 

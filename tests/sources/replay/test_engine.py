@@ -17,6 +17,7 @@ from sparsedebug.records.classification import Fix
 from sparsedebug.records.run import KernelPath, RunRecord
 from sparsedebug.records.target import PredictReport
 from sparsedebug.reduce.apply_fix import apply_fix
+from sparsedebug.render.words.notes import say, words
 from sparsedebug.sources.replay.checkpoint.source import CheckpointSource
 from sparsedebug.sources.replay.protocol import GraphSource
 from sparsedebug.sources.replay.replay import replay
@@ -91,8 +92,10 @@ def test_a_model_workload_record_has_the_fields_of_a_declared_one(tiny: dict[str
         else:
             assert run.target is not None and eq.clock == "target"
             assert eq.cross_check is not None and eq.cross_check.clock == "this_machine"
-    assert model.outcome.equal_latency is not None and "calibration tokens" in (model.outcome.equal_latency.importance or "")
-    assert declared.outcome.equal_latency is not None and "weight magnitude" in (declared.outcome.equal_latency.importance or "")
+    assert model.outcome.equal_latency is not None and model.outcome.equal_latency.importance is not None
+    assert "calibration tokens" in words(model.outcome.equal_latency.importance)
+    assert declared.outcome.equal_latency is not None and declared.outcome.equal_latency.importance is not None
+    assert "weight magnitude" in words(declared.outcome.equal_latency.importance)
 
 
 def test_the_target_clock_of_a_model_workload_per_layer_and_per_forward(tiny: dict[str, Path]) -> None:
@@ -149,11 +152,11 @@ def test_predict_on_a_model_workload(tiny: dict[str, Path], tmp_path: Path) -> N
 def test_a_layer_fix_goes_through_the_graph_source(tiny: dict[str, Path]) -> None:
     fix = Fix(kind="layer", layer="encoder.layer.1.output.dense", action="exclude", text="exclude it", metric="latency_p50_ms", direction="down", rule="r")
     new, how = apply_fix(_model(tiny), fix)
-    assert new is not None and how.startswith("encoder.layer.1.output.dense: sparsity 2:4 -> dense")
+    assert new is not None and say(how).startswith("encoder.layer.1.output.dense: sparsity 2:4 -> dense")
     block = fix.model_copy(update={"kind": "block", "value": 64})
     assert apply_fix(_model(tiny), block)[0] is None
     declared, text = apply_fix(_declared(), fix.model_copy(update={"layer": "layers.0.mlp.down_proj"}))
-    assert declared is not None and "layers.0.mlp.down_proj: sparsity 2:4 -> dense" in text
+    assert declared is not None and "layers.0.mlp.down_proj: sparsity 2:4 -> dense" in say(text)
 
 
 def test_nothing_outside_the_graph_sources_asks_what_kind_of_workload_it_holds() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from sparsedebug.render.words.notes import say, say_all
 from sparsedebug.sources.target.data import load_calibration
 from sparsedebug.sources.target.model import LinearCall, OpCall, TargetModel, target_model
 from sparsedebug.sources.target.project import break_even, predict, project_workload
@@ -52,7 +53,7 @@ def test_wins_at_8192_tokens_on_the_large_shapes_with_provenance(model: TargetMo
     assert layer.basis in ("measured", "interpolated")
     assert layer.sparse is not None and layer.dense is not None
     assert any(f"{shape[0]}x{shape[1]} T=8192" in s for s in layer.dense.gpu.sources)
-    assert layer.sparse.gpu.note is not None and "2:4 kernel model" in layer.sparse.gpu.note
+    assert "targets.sparse_kernel_model" in [n.code for n in layer.sparse.gpu.notes] and "2:4 kernel model" in say_all(layer.sparse.gpu.notes)
 
 
 def test_measured_points_are_reproduced_and_host_and_gpu_never_added(model: TargetModel) -> None:
@@ -78,13 +79,13 @@ def test_fp32_is_extrapolated_int8_unavailable_and_cutlass_has_no_sparse_path(mo
     fp32 = model.linear(LinearCall("x", 4096, 4096, 2048, "fp32", "dense"), "eager")
     half = model.linear(LinearCall("x", 4096, 4096, 2048, "fp16", "dense"), "eager")
     assert fp32.basis == "extrapolated" and fp32.dense is not None and half.dense is not None
-    assert fp32.dense.gpu_ms > 5 * half.dense.gpu_ms and "datasheet" in (fp32.dense.gpu.note or "")
+    assert fp32.dense.gpu_ms > 5 * half.dense.gpu_ms and "datasheet" in say_all(fp32.dense.gpu.notes)
     int8 = model.linear(LinearCall("x", 4096, 4096, 2048, "int8", "sparse"), "eager")
-    assert int8.basis == "unavailable" and int8.dense is None and "no int8 rows" in (int8.note or "")
+    assert int8.basis == "unavailable" and int8.dense is None and "no int8 rows" in say_all(int8.notes)
     cutlass = target_model("h200-cutlass")
     assert cutlass is not None
     layer = cutlass.linear(LinearCall("x", 4096, 4096, 2048, "fp16", "sparse"), "eager")
-    assert layer.sparse is None and layer.path == "dense" and "compute capability 8.x" in (layer.note or "")
+    assert layer.sparse is None and layer.path == "dense" and "compute capability 8.x" in say_all(layer.notes)
     assert target_model("cpu-numpy") is None
 
 
@@ -119,7 +120,8 @@ def test_cuda_graph_at_few_tokens_never_claims_a_win(model: TargetModel, shape: 
     layer = model.linear(LinearCall("x", *shape, tokens, "fp16", "sparse"), "cuda_graph")
     assert layer.verdict in ("sparse loses", "uncertain here"), (shape, tokens, layer.speedup_low, layer.speedup_high)
     if layer.verdict == "uncertain here":
-        assert layer.measure is not None and f"{shape[0]}x{shape[1]} at {tokens} tokens, cuda graph" in layer.measure
+        assert layer.measure is not None and layer.measure.values["launch"] == "cuda_graph"
+        assert f"{shape[0]}x{shape[1]} at {tokens} tokens, cuda graph" in say(layer.measure)
     assert layer.sparse is not None and layer.sparse.basis == "extrapolated"  # no GPU-only 2:4 time below 2048 tokens
 
 
@@ -149,10 +151,10 @@ def test_the_sparse_kernel_is_its_own_model_with_a_tile_minimum(model: TargetMod
 def test_cuda_graph_break_even_is_never_from_one_token(model: TargetModel) -> None:
     for out, k in [*MEASURED, (576, 1536), (14336, 4096)]:
         even = break_even(model, out, k, "fp16", "cuda_graph")
-        assert even.tokens_from is None or even.tokens_from > 256, (out, k, even.note)
+        assert even.tokens_from is None or even.tokens_from > 256, (out, k, even.notes)
         assert even.ranges[0].verdict != "sparse wins"
         if even.uncertain_tokens is not None:
-            assert even.measure is not None and "cuda graph" in even.measure
+            assert even.measure is not None and "cuda graph" in say(even.measure)
 
 
 def test_held_out_shapes_and_decades_cover_80_to_95_percent() -> None:
@@ -225,7 +227,7 @@ def test_break_even_is_facts_and_render_words_it(model: TargetModel) -> None:
     from sparsedebug.render.words.target import break_even_note
 
     even = break_even(model, 4096, 4096, "fp16", "eager")
-    assert even.note is None  # the record holds ranges, launch and crossing; no sentence
+    assert not even.notes  # the record holds ranges, launch and crossing; no sentence
     words = break_even_note(even)
     assert words.startswith("tokens: 2:4 loses 1-") and "(eager;" in words
     for r in even.ranges:

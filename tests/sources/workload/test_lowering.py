@@ -10,6 +10,7 @@ import pytest
 from sparsedebug.core.errors import UserError
 from sparsedebug.kernels.masks import parse_pattern
 from sparsedebug.records.run import FallbackReason, KernelClass, KernelPath
+from sparsedebug.render.words.notes import say
 from sparsedebug.sources.workload.lowering import PROFILES, LayerQuery, get_profile, kernel_class, torch_semi_structured
 from tests.conftest import FIXTURES
 
@@ -48,7 +49,8 @@ def test_h200_profiles_go_sparse_exactly_when_both_steps_worked(row: dict[str, A
             FallbackReason.OP_UNSUPPORTED,
         )
         error = row.get("convert_error") or row.get("matmul_error")
-        assert isinstance(error, str) and decision.detail is not None and error in decision.detail
+        assert isinstance(error, str) and decision.detail is not None and decision.detail.code == "targets.torch_raises"
+        assert decision.detail.values["error"] == error and error in say(decision.detail)
 
 
 def test_reasons_match_the_kind_of_torch_error() -> None:
@@ -59,9 +61,10 @@ def test_reasons_match_the_kind_of_torch_error() -> None:
     dtype = h200.decide(LayerQuery("w", "linear", 4096, 4096, "fp32", two_four))
     assert dtype.reason is FallbackReason.DTYPE_UNSUPPORTED
     fp8 = h200.decide(LayerQuery("w", "linear", 4096, 4096, "fp8", two_four))
-    assert fp8.reason is FallbackReason.DTYPE_UNSUPPORTED and "matmul raises NotImplementedError" in (fp8.detail or "")
+    assert fp8.reason is FallbackReason.DTYPE_UNSUPPORTED and fp8.detail is not None and fp8.detail.values["stage"] == "matmul"
+    assert "matmul raises NotImplementedError" in say(fp8.detail)
     cutlass = get_profile("h200-cutlass").decide(LayerQuery("w", "linear", 4096, 4096, "fp16", two_four))
-    assert cutlass.path is KernelPath.DENSE and "compute capability 8.x" in (cutlass.detail or "")
+    assert cutlass.path is KernelPath.DENSE and cutlass.detail is not None and "compute capability 8.x" in say(cutlass.detail)
 
 
 def test_h200_accepts_blocked_2_4_but_not_other_ratios_or_noncompliant_weights() -> None:

@@ -33,6 +33,7 @@ import numpy.typing as npt
 
 from sparsedebug.kernels.precision import Precision
 from sparsedebug.kernels.pruning import InputStats
+from sparsedebug.records.notes import Note
 from sparsedebug.records.run import EqualLatencyQuality, QualityDelta
 from sparsedebug.records.target import Launch, TargetClock
 from sparsedebug.sources.models.base import Array, Batch, Transformer
@@ -123,7 +124,7 @@ class EqualLatencyInputs:
     candidate_quality: QualityDelta
     # Quality of a narrowed model run on its dense kernels.
     measure: Callable[[Transformer, ModelKernels], QualityDelta]
-    importance_text: str
+    importance_text: Note
     # The target clock of the candidate (the search runs there when it has whole-forward figures).
     target: TargetClock | None = None
     # The dense model narrowed by ``step / FRACTION_STEPS``, projected onto the target.
@@ -135,11 +136,11 @@ class ModelNarrowing:
 
     def __init__(
         self, model: Transformer, importance: Callable[[], Mapping[str, F64]], precisions: Mapping[str, Precision],
-        timed: Batch, measure: Callable[[Transformer, ModelKernels], QualityDelta], importance_text: str,
+        timed: Batch, measure: Callable[[Transformer, ModelKernels], QualityDelta], importance_text: Note,
         target_ms: Callable[[int, Launch], float | None] | None = None,
     ) -> None:
         self.model, self.scores, self.precisions, self.timed, self.measure = model, importance, precisions, timed, measure
-        self.importance: str | None = importance_text
+        self.importance: Note | None = importance_text
         self.target_ms = target_ms
         self.blocks = ffn_blocks(model)
         self._built: dict[int, tuple[Transformer, ModelKernels]] = {}

@@ -33,8 +33,10 @@ from sparsedebug.sources.replay.checkpoint.data import ModelData
 # Most tokens per evaluation forward (bounds memory).
 EVAL_CHUNK = 4096
 
-ENCODER_METRIC = "sentence-embedding cosine (mean over sentences) vs the dense model"
-DECODER_METRIC = "perplexity on the evaluation windows (cosine: final hidden states vs the dense model)"
+# What the quality figures measure, by id (render.words.targets.QUALITY_METRICS words them): encoders, the mean
+# sentence-embedding cosine vs the dense model; decoders, perplexity on the evaluation windows.
+ENCODER_METRIC = "sentence_embedding_cosine"
+DECODER_METRIC = "perplexity_windows"
 REFERENCE = "the dense model (fp32, unpruned, as the checkpoint has it)"
 
 

@@ -54,6 +54,7 @@ from sparsedebug.core.stats import median
 from sparsedebug.kernels.masks import Pattern
 from sparsedebug.records.classification import Fix
 from sparsedebug.records.fingerprint import FileDigest
+from sparsedebug.records.notes import Note, note
 from sparsedebug.records.run import GraphStage, KernelPath, LowerStage, QualityDelta, WorkloadRef
 from sparsedebug.records.target import Launch, TargetClock
 from sparsedebug.sources.models.base import Array, Transformer
@@ -83,7 +84,7 @@ from sparsedebug.sources.replay.checkpoint.workload import (
     static_stages,
 )
 from sparsedebug.sources.replay.equal_latency import FRACTION_STEPS
-from sparsedebug.sources.replay.protocol import KernelCase, Narrowing, Progress, ScheduleParts, TargetCall
+from sparsedebug.sources.replay.protocol import KernelCase, Narrowing, Progress, ScheduleParts, TargetCall, fix_is_advice
 from sparsedebug.sources.target.model import target_model
 from sparsedebug.sources.target.project import project_calls, target_clock, with_tokens
 from sparsedebug.sources.workload.lowering import Decision, flag_slower_than_dense, kernel_class
@@ -147,21 +148,22 @@ class CheckpointSource:
         sized = self.workload if tokens is None else with_tokens(self.workload, tokens)
         return model_calls(loaded.model, layers, sized, paths)
 
-    def apply_layer_fix(self, fix: Fix) -> tuple[Workload | None, str]:
+    def apply_layer_fix(self, fix: Fix) -> tuple[Workload | None, Note]:
         """A layer fix rewrites the layer's entry; shapes are the checkpoint's, and blocks follow the pruning block."""
         if fix.kind == "block":
-            return None, f"block size: model {self.ref.name} is pruned per its pruning block; set pruning.pattern instead"
+            return None, note("targets.fix_block_checkpoint", model=self.ref.name)
         if fix.layer is None:
-            return None, f"advice, not a workload change: {fix.text}"
+            return None, fix_is_advice(fix)
         name = fix.layer.removesuffix(".weight")
         if fix.action == "exclude":
-            new, how = override_layer(self.workload, name, sparsity="dense")
-            return new, f"{how} (excluded)"
+            new, was = override_layer(self.workload, name, sparsity="dense")
+            return new, note("targets.fix_excluded", layer=name, old=was.sparsity)
         if fix.action == "cast" and isinstance(fix.value, str):
-            return override_layer(self.workload, name, dtype=fix.value)
+            new, was = override_layer(self.workload, name, dtype=fix.value)
+            return new, note("targets.fix_cast", layer=name, old=was.dtype or self.workload.precision, new=fix.value)
         if fix.action == "pad":
-            return None, f"{name}: a checkpoint's shapes are fixed; padding it would change the model, not the lowering"
-        return None, f"advice, not a workload change: {fix.text}"
+            return None, note("targets.fix_pad_checkpoint", layer=name)
+        return None, fix_is_advice(fix)
 
     def entry_text(self, layer: Layer) -> str:
         """An entry is the layer's whole declaration: its dtype and sparsity."""
@@ -327,8 +329,7 @@ class CheckpointPrepared:
             model,
             lambda: _CACHE.get(importance_key, lambda: neuron_importance(model, ffn_blocks(model), calibration)),
             {layer.name: layer.dtype for layer in self.layers}, self.data.timed, self._quality,
-            f"per FFN neuron: L2 norm of its activation over {len(calibration.ids)} calibration tokens of "
-            f"{self.data.corpus.source}, dense model, x L2 norm of its output-projection column",
+            note("targets.importance_calibration", tokens=len(calibration.ids), text=self.data.corpus.source),
             self._narrowed_target_ms,
         )  # fmt: skip
 

@@ -232,12 +232,12 @@ def static_stages(workload: Workload) -> tuple[GraphStage, LowerStage]:
     return graph, lower_stage(workload, layers, decisions, weights, None)
 
 
-def override_layer(workload: Workload, name: str, **update: Any) -> tuple[Workload, str]:
+def override_layer(workload: Workload, name: str, **update: Any) -> tuple[Workload, ModelLayer]:
     """``workload`` with the entry of linear ``name`` set to its current intent changed by ``update`` (dtype, sparsity).
 
     The entry states the layer's whole declaration, so the layer keeps what the
     pruning block gave it apart from what ``update`` changes. Returns the new
-    workload and what changed, as ``field old -> new``.
+    workload and the layer's declaration as it was (its old values).
     """
     from sparsedebug.sources.workload.load import revalidate
 
@@ -250,7 +250,6 @@ def override_layer(workload: Workload, name: str, **update: Any) -> tuple[Worklo
     if now.dtype != workload.precision:
         fields["dtype"] = now.dtype
     fields.update(update)
-    changes = ", ".join(f"{key} {getattr(now, key)} -> {value}" for key, value in update.items())
     entry = Layer.model_validate(fields)
     layers = [layer for layer in workload.layers if entry_name(layer) != name] + [entry]
-    return revalidate(workload.model_copy(update={"layers": layers})), f"{name}: {changes}"
+    return revalidate(workload.model_copy(update={"layers": layers})), now

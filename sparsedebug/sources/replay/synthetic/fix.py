@@ -5,25 +5,27 @@ from __future__ import annotations
 
 from sparsedebug.core.errors import UserError
 from sparsedebug.records.classification import Fix
+from sparsedebug.records.notes import Note, note
 from sparsedebug.records.run import KernelPath
+from sparsedebug.sources.replay.protocol import fix_is_advice
 from sparsedebug.sources.workload.graph import check_graph, resolved_inputs
 from sparsedebug.sources.workload.load import revalidate
 from sparsedebug.sources.workload.schema import Workload
 
 
-def apply_graph_fix(workload: Workload, fix: Fix) -> tuple[Workload | None, str]:
+def apply_graph_fix(workload: Workload, fix: Fix) -> tuple[Workload | None, Note]:
     """A layer fix (exclude, pad, cast) or a block fix on a copy of ``workload``; ``None`` and why when it does not map."""
     if fix.kind == "layer" and fix.layer is not None:
         names = [layer.name for layer in workload.layers]
         if fix.layer not in names:
-            return None, f"layer {fix.layer} is not in workload {workload.name}"
+            return None, note("targets.fix_layer_missing", layer=fix.layer, workload=workload.name)
         if fix.action == "exclude":
             layers = [
                 layer.model_copy(update={"sparsity": "dense"}) if layer.name == fix.layer else layer
                 for layer in workload.layers
             ]
             old_s = workload.layers[names.index(fix.layer)].sparsity
-            return revalidate(workload.model_copy(update={"layers": layers})), f"{fix.layer}: sparsity {old_s} -> dense (excluded)"
+            return revalidate(workload.model_copy(update={"layers": layers})), note("targets.fix_excluded", layer=fix.layer, old=old_s)
         if fix.action == "pad":
             return _pad_layer(workload, fix.layer)
         if fix.action == "cast" and isinstance(fix.value, str):
@@ -33,21 +35,27 @@ def apply_graph_fix(workload: Workload, fix: Fix) -> tuple[Workload | None, str]
                 layer.model_copy(update={"dtype": fix.value}) if layer.name == fix.layer else layer
                 for layer in workload.layers
             ]
-            return revalidate(workload.model_copy(update={"layers": layers})), f"{fix.layer}: dtype {old_dtype} -> {fix.value}"
+            cast = note("targets.fix_cast", layer=fix.layer, old=old_dtype, new=fix.value)
+            return revalidate(workload.model_copy(update={"layers": layers})), cast
     if fix.kind == "block" and fix.value is not None:
         target_v = int(fix.value)
-        changed = []
+        changed: list[str] = []
+        old: list[str] = []
+        new: list[str] = []
         layers = []
         for layer in workload.layers:
             pattern = layer.pattern
             if pattern is not None and pattern.block is not None and (fix.layer is None or fix.layer == layer.name):
-                changed.append(f"{layer.name} {layer.sparsity} -> {target_v}:{pattern.n}:{pattern.m}")
-                layer = layer.model_copy(update={"sparsity": f"{target_v}:{pattern.n}:{pattern.m}"})
+                sparsity = f"{target_v}:{pattern.n}:{pattern.m}"
+                changed.append(layer.name)
+                old.append(layer.sparsity)
+                new.append(sparsity)
+                layer = layer.model_copy(update={"sparsity": sparsity})
             layers.append(layer)
         if not changed:
-            return None, "no V:N:M layer to change the block size of"
-        return revalidate(workload.model_copy(update={"layers": layers})), "block size: " + ", ".join(changed)
-    return None, f"advice, not a workload change: {fix.text}"
+            return None, note("targets.fix_no_vnm_layer")
+        return revalidate(workload.model_copy(update={"layers": layers})), note("targets.fix_block", layers=changed, old=old, new=new)
+    return None, fix_is_advice(fix)
 
 
 # Largest padding (elements) tried on one dimension.
@@ -68,7 +76,7 @@ def _accepts(workload: Workload, name: str, out: int, k: int) -> bool:
     return get_profile(workload.backend).decide(query).path == KernelPath.SPARSE
 
 
-def _width_group(workload: Workload, consumer: str) -> tuple[set[str], set[str]] | str:
+def _width_group(workload: Workload, consumer: str) -> tuple[set[str], set[str]] | Note:
     """The linear producers and width-carrying ops behind ``consumer``'s input, or why it cannot be padded."""
     index = {layer.name: i for i, layer in enumerate(workload.layers)}
     producers: set[str] = set()
@@ -77,7 +85,7 @@ def _width_group(workload: Workload, consumer: str) -> tuple[set[str], set[str]]
     while frontier:
         src = frontier.pop()
         if src == "input" or src not in index:
-            return f"{consumer}: its input width comes from the model input; pad the input instead"
+            return note("targets.pad_width_from_input", layer=consumer)
         layer = workload.layers[index[src]]
         if layer.op == "linear":
             producers.add(src)
@@ -86,7 +94,7 @@ def _width_group(workload: Workload, consumer: str) -> tuple[set[str], set[str]]
                 carriers.add(src)
                 frontier.extend(resolved_inputs(workload, index[src]))
         else:
-            return f"{consumer}: its input width passes through {layer.op} {src}, which cannot be padded"
+            return note("targets.pad_width_through", layer=consumer, op=layer.op, through=src)
     group = producers | carriers
     outside = [
         layer.name
@@ -94,11 +102,11 @@ def _width_group(workload: Workload, consumer: str) -> tuple[set[str], set[str]]
         if layer.name != consumer and layer.name not in carriers and any(s in group for s in resolved_inputs(workload, i))
     ]
     if outside:
-        return f"{consumer}: that width also feeds {', '.join(outside)}; padding would change them too"
+        return note("targets.pad_width_shared", layer=consumer, feeds=outside)
     return producers, carriers
 
 
-def _pad_layer(workload: Workload, name: str) -> tuple[Workload | None, str]:
+def _pad_layer(workload: Workload, name: str) -> tuple[Workload | None, Note]:
     """Pad ``name`` to the smallest shape the backend profile takes sparse, keeping the graph consistent.
 
     A misaligned input width K is padded together with the linear layers that
@@ -112,16 +120,16 @@ def _pad_layer(workload: Workload, name: str) -> tuple[Workload | None, str]:
     shapes = {s.name: s for s in check_graph(workload)}
     target = next(layer for layer in workload.layers if layer.name == name)
     if target.op != "linear" or target.pattern is None:
-        return None, f"{name} is not a sparse linear layer"
+        return None, note("targets.pad_not_sparse_linear", layer=name)
     out, k = shapes[name].out_width, shapes[name].in_widths[0]
     if _accepts(workload, name, out, k):
-        return None, f"{name}: shape ({out}, {k}) already lowers sparse; padding changes nothing"
+        return None, note("targets.pad_already_sparse", layer=name, out=out, k=k)
     new_k = next((k + d for d in range(1, _PAD_SEARCH) if _accepts(workload, name, out, k + d)), None)
     new_out = next((out + d for d in range(1, _PAD_SEARCH) if _accepts(workload, name, out + d, k)), None)
     widths: dict[str, int] = {}  # consumer -> padded input width
     if new_k is not None:
         widths[name] = new_k
-        what = f"K {k} -> {new_k}"
+        dim, old_width = "K", k
     elif new_out is not None:
         consumers: list[str] = []
         frontier = [name]
@@ -136,16 +144,16 @@ def _pad_layer(workload: Workload, name: str) -> tuple[Workload | None, str]:
                     elif layer.op in ("activation", "elementwise"):
                         frontier.append(layer.name)
                     else:
-                        return None, f"{name}: its output feeds {layer.op} {layer.name}, which cannot be padded"
+                        return None, note("targets.pad_output_feeds", layer=name, op=layer.op, consumer=layer.name)
         if len(consumers) != 1:
-            return None, f"{name}: its output width reaches {len(consumers)} linear layers; pad needs exactly one"
+            return None, note("targets.pad_consumers", layer=name, count=len(consumers))
         widths[consumers[0]] = new_out
-        what = f"out {out} -> {new_out}"
+        dim, old_width = "out", out
     else:
-        return None, f"{name}: no padding of up to {_PAD_SEARCH} on one dimension makes ({out}, {k}) lower sparse"
+        return None, note("targets.pad_none_found", layer=name, search=_PAD_SEARCH, out=out, k=k)
     (consumer, width), = widths.items()
     group = _width_group(workload, consumer)
-    if isinstance(group, str):
+    if isinstance(group, Note):
         return None, group
     producers, _ = group
     layers = []
@@ -158,8 +166,7 @@ def _pad_layer(workload: Workload, name: str) -> tuple[Workload | None, str]:
     try:
         fixed = revalidate(workload.model_copy(update={"layers": layers}))
     except UserError as exc:
-        return None, f"{name}: padding {what} breaks the graph: {exc}"
-    return fixed, (
-        f"{name}: padded {what}; {', '.join(sorted(producers))} widened to {width} outputs and {consumer} to {width} "
-        f"inputs (added rows are seeded weights, not zeros: timing as zero padding, quality sees the extra neurons)"
+        return None, note("targets.pad_breaks_graph", layer=name, dim=dim, old=old_width, new=width, error=str(exc))
+    return fixed, note(
+        "targets.padded", layer=name, dim=dim, old=old_width, new=width, producers=sorted(producers), consumer=consumer,
     )

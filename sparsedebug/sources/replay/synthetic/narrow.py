@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import numpy.typing as npt
 
+from sparsedebug.records.notes import Note, note
 from sparsedebug.records.run import QualityDelta
 from sparsedebug.records.target import Launch, TargetClock
 from sparsedebug.sources.replay.equal_latency import FRACTION_STEPS, FfnGroup, Match, search_projected
@@ -145,9 +146,7 @@ def narrowed_dense_ms(workload: Workload, step: int, launch: Launch) -> float:
 class GraphNarrowing:
     """A declared graph's dense model narrowed by neuron magnitude: its :class:`~sparsedebug.sources.replay.protocol.Narrowing`."""
 
-    importance: str | None = (
-        "per FFN neuron: L2 norm of its row in every producer x L2 norm of its column in the consumer (weight magnitude)"
-    )
+    importance: Note | None = note("targets.importance_weight_magnitude")
 
     def __init__(
         self, workload: Workload, shapes: Sequence[LayerShape], dense_tensors: dict[str, Array], x_run: Array,

@@ -29,6 +29,7 @@ from sparsedebug.core.stats import median
 from sparsedebug.core.timing import interleaved
 from sparsedebug.records.classification import Fix
 from sparsedebug.records.fingerprint import FileDigest
+from sparsedebug.records.notes import Note
 from sparsedebug.records.run import GraphStage, KernelPath, LowerLayer, LowerStage, QualityDelta, WorkloadRef
 from sparsedebug.records.target import TargetClock
 from sparsedebug.sources.replay.cost import check_replay
@@ -93,7 +94,7 @@ class SyntheticSource:
         sized = self.workload if tokens is None else with_tokens(self.workload, tokens)
         return workload_calls(sized, lowered_paths(sized) if paths is None else paths)
 
-    def apply_layer_fix(self, fix: Fix) -> tuple[Workload | None, str]:
+    def apply_layer_fix(self, fix: Fix) -> tuple[Workload | None, Note]:
         """Exclude, pad or cast a layer, or change the block size of V:N:M layers."""
         return apply_graph_fix(self.workload, fix)
 

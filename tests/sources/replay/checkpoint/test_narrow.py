@@ -7,6 +7,7 @@ import time
 import numpy as np
 import pytest
 
+from sparsedebug.records.notes import note
 from sparsedebug.records.run import QualityDelta
 from sparsedebug.sources.models.base import Batch, Transformer
 from sparsedebug.sources.models.load import load_model
@@ -23,6 +24,8 @@ from sparsedebug.sources.replay.equal_latency import FRACTION_STEPS
 from tests.sources.replay.model_workloads import tiny_models
 
 BATCH = Batch.of([list(range(3, 19)), list(range(40, 52))])
+
+IMPORTANCE = note("targets.importance_calibration", tokens=8, text="test")
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +77,7 @@ def inputs(model: Transformer, candidate: object, span: list[float], dense: list
     return EqualLatencyInputs(
         model=model, importance=importance, precisions=dict.fromkeys(model.linears, "fp32"), timed=BATCH,  # type: ignore[arg-type]
         candidate=candidate, span=span, dense_samples=dense, repeats=6, candidate_quality=quality(0.9),  # type: ignore[arg-type]
-        measure=lambda m, k: quality(1.0 - 0.1 * (64 - m.config.ffn) / 64), importance_text="test importance",  # type: ignore[attr-defined]
+        measure=lambda m, k: quality(1.0 - 0.1 * (64 - m.config.ffn) / 64), importance_text=IMPORTANCE,  # type: ignore[attr-defined]
     )
 
 
@@ -85,7 +88,7 @@ def test_when_dense_is_already_faster_nothing_is_narrowed(models: dict[str, Tran
     eq = model_equal_latency(inputs(models["bert"], lambda: None, [20.0] * 3, [10.0] * 3, never))
     assert eq is not None and eq.narrowed_ffn_fraction == 0.0 and eq.latency_matched
     assert eq.narrowed_latency_ms == 10.0 and eq.candidate_latency_ms == 20.0
-    assert eq.narrowed.cosine == 1.0 and not eq.sparsity_wins and eq.importance == "test importance"
+    assert eq.narrowed.cosine == 1.0 and not eq.sparsity_wins and eq.importance == IMPORTANCE
 
 
 def test_a_faster_candidate_gets_the_least_narrowing_that_matches_it(models: dict[str, Transformer]) -> None:
