@@ -91,7 +91,7 @@ def _kernel_part(
 ) -> AttributedPart:
     """A layer's kernel-time change, attributed by what its lowering shows."""
     if after is not None and fell_back(intent, after):
-        reason = after.reason.value if after.reason is not None else "no reason recorded"
+        reason = after.reason.value if after.reason is not None else None
         return AttributedPart(part=name, kind="kernel", mechanism=Mechanism.COMPUTE, ms=ms, rule="compute.fallback_time",
                               evidence=note("mechanisms.part_fallback", intended=intent, reason=reason))
     if before is not None and after is not None and path_changed(before, after):

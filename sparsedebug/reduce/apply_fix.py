@@ -46,4 +46,4 @@ def apply_fix(workload: Workload, fix: Fix) -> tuple[Workload | None, str]:
         from sparsedebug.sources.replay.sources import graph_source
 
         return graph_source(workload).apply_layer_fix(fix)
-    return None, f"advice, not a workload change: {fix.text}"
+    return None, f"advice, not a workload change: {fix.text or fix.code}"

@@ -328,7 +328,7 @@ def _action(b: LoadedBundle, decision: DecisionOutcome, book: Playbook) -> Actio
                 terms[key] = str(value)
         if fix.value is not None:
             terms["value"] = str(fix.value)
-        if fix.kind == "advice":
+        if fix.kind == "advice" and fix.text:
             terms["advice"] = fix.text
         applied = b.fix
         if applied is not None:

@@ -152,7 +152,7 @@ class CheckpointSource:
         if fix.kind == "block":
             return None, f"block size: model {self.ref.name} is pruned per its pruning block; set pruning.pattern instead"
         if fix.layer is None:
-            return None, f"advice, not a workload change: {fix.text}"
+            return None, f"advice, not a workload change: {fix.text or fix.code}"
         name = fix.layer.removesuffix(".weight")
         if fix.action == "exclude":
             new, how = override_layer(self.workload, name, sparsity="dense")
@@ -161,7 +161,7 @@ class CheckpointSource:
             return override_layer(self.workload, name, dtype=fix.value)
         if fix.action == "pad":
             return None, f"{name}: a checkpoint's shapes are fixed; padding it would change the model, not the lowering"
-        return None, f"advice, not a workload change: {fix.text}"
+        return None, f"advice, not a workload change: {fix.text or fix.code}"
 
     def entry_text(self, layer: Layer) -> str:
         """An entry is the layer's whole declaration: its dtype and sparsity."""

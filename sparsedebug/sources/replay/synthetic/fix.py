@@ -47,7 +47,7 @@ def apply_graph_fix(workload: Workload, fix: Fix) -> tuple[Workload | None, str]
         if not changed:
             return None, "no V:N:M layer to change the block size of"
         return revalidate(workload.model_copy(update={"layers": layers})), "block size: " + ", ".join(changed)
-    return None, f"advice, not a workload change: {fix.text}"
+    return None, f"advice, not a workload change: {fix.text or fix.code}"
 
 
 # Largest padding (elements) tried on one dimension.
