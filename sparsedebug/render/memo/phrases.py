@@ -369,7 +369,7 @@ def change(st: Style, c: Claim) -> str:
     elif c.code == "block":
         text = f"raise the sparsity block size of {layer} to {st.code(t.get('value', ''))}"
     else:
-        text = (t.get("advice") or advice_words(t.get("action_code", ""), layer if "layer" in t else None, t.get("value"), t.get("metric", ""))).rstrip(".")
+        text = (t.get("advice") or advice_words(t, layer if "layer" in t else None)).rstrip(".")
     if c.items:
         text += f" for {', '.join(st.code(i) for i in c.items)}"
     layers = c.figure("target_layers")

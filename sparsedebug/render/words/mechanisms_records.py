@@ -70,15 +70,20 @@ FIX_WORDS: dict[str, str] = {
     "lock_clocks": "lock clocks (`nvidia-smi -lgc`) or check the power cap (`nvidia-smi -q -d POWER`), then re-time",
     "pin_cpu_governor": "pin the CPU frequency governor to performance, cool down between runs, then re-time",
     # Dispatch fixes without their targets (the memo's claim terms): the cause, generically.
-    "make_contiguous": "make the inputs{where} contiguous (call .contiguous() on their producers' outputs) and re-trace",
-    "cast_back": "cast the inputs{where} back to their baseline dtype and re-trace",
+    "make_contiguous": "make the {roles}{where} contiguous (call .contiguous() on their producers' outputs) and re-trace",
+    "cast_back": "cast the {roles}{where} back to {restore} and re-trace",
     "drop_attn_mask": "drop the attn_mask{where} (use is_causal=True for a causal mask) and re-trace",
     "drop_dropout": "set dropout_p=0{where} at inference and re-trace",
     "restore_head_dim": "restore the head dimension{where} (a multiple of 8, at most 256, keeps the fused kernels) and re-trace",
 }
 
 
-def _code_words(code: str, layer: str | None, value: object, metric: str) -> str | None:
+def _listed(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def _code_words(code: str, layer: str | None, value: object, metric: str, tensors: list[str] | None = None,
+                restore: str | None = None) -> str | None:
     """A fix's words from its code, layer, value and the metric it should move (None: the code has no words here)."""
     if code == "exclude_layer":
         if metric == "fallback_flop_share":
@@ -92,7 +97,8 @@ def _code_words(code: str, layer: str | None, value: object, metric: str) -> str
     if template is None:
         return None
     where = f" ({layer})" if code == "restore_neighbour_path" and layer else (f" of {layer}" if layer else "")
-    return template.format(layer=layer, value=value, where=where)
+    roles = _listed(tensors) if tensors else "inputs"
+    return template.format(layer=layer, value=value, where=where, roles=roles, restore=restore or "their baseline dtype")
 
 
 def fix_words(fix: Fix) -> str:
@@ -105,6 +111,10 @@ def fix_words(fix: Fix) -> str:
     return named or f"the fix rule {fix.rule} suggests"
 
 
-def advice_words(code: str, layer: str | None, value: str | None, metric: str) -> str:
-    """The words of an advice fix from a memo claim's terms (its action code, layer, value and metric)."""
-    return _code_words(code, layer, value, metric) or "follow the rule's fix recipe"
+def advice_words(terms: dict[str, str], layer: str | None) -> str:
+    """The words of an advice fix from a memo claim's terms (its action code, value, metric, the first target's tensors
+    and the dtype it restores), on ``layer`` as the memo styles it."""
+    tensors = [t for t in terms.get("tensors", "").split(",") if t]
+    named = _code_words(terms.get("action_code", ""), layer, terms.get("value"), terms.get("metric", ""), tensors,
+                        terms.get("restore") or None)
+    return named or "follow the rule's fix recipe"

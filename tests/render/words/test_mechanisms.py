@@ -20,7 +20,14 @@ from sparsedebug.records.classification import (
 )
 from sparsedebug.records.notes import Note, NoteValue, note
 from sparsedebug.render.words.mechanisms import PHRASES
-from sparsedebug.render.words.mechanisms_records import evidence_detail, fix_words, margin_words, part_words, proof_words
+from sparsedebug.render.words.mechanisms_records import (
+    advice_words,
+    evidence_detail,
+    fix_words,
+    margin_words,
+    part_words,
+    proof_words,
+)
 from sparsedebug.render.words.notes import say
 
 CLASSIFY = Path(__file__).parents[3] / "sparsedebug" / "classify"
@@ -206,3 +213,12 @@ def test_proof_part_and_margin_words() -> None:
 )
 def test_fix_words_from_codes(fix: Fix, words: str) -> None:
     assert fix.text is None and fix_words(fix) == words
+
+
+def test_memo_advice_from_claim_terms() -> None:
+    terms = {"action_code": "make_contiguous", "metric": "latency_p50_ms", "tensors": "query,key,value", "restore": ""}
+    assert advice_words(terms, "`attn0`") == (
+        "make the query, key and value of `attn0` contiguous (call .contiguous() on their producers' outputs) and re-trace")
+    cast = {"action_code": "cast_back", "metric": "latency_p50_ms", "tensors": "query", "restore": "fp16"}
+    assert advice_words(cast, "`attn0`") == "cast the query of `attn0` back to fp16 and re-trace"
+    assert advice_words({"action_code": "cuda_graph", "metric": "span_busy_ratio"}, None).startswith("capture the forward in a CUDA graph")
