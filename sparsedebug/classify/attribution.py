@@ -38,6 +38,7 @@ from sparsedebug.core.stats import compare_samples, median, min_attainable_p
 from sparsedebug.locate.common import calls_per_iteration, iteration_count
 from sparsedebug.locate.walk import rank_layers
 from sparsedebug.records.classification import AttributedPart, Attribution, Evidence, Mechanism, MechanismShare, SettleCapture
+from sparsedebug.records.notes import note
 from sparsedebug.records.run import KernelPath, LowerLayer, RunRecord
 
 # A layer moving this many times its baseline bytes per call carries a memory share.
@@ -80,10 +81,8 @@ def _conversion_part(name: str, ms: float, before: LowerLayer | None, after: Low
     """A layer's changed per-call conversion: host work before its compute, so scheduling (the device waits on it)."""
     b = before.conversions_per_call if before is not None else 0
     a = after.conversions_per_call if after is not None else 0
-    where = "the host gap before its compute, measured in the forward" if measured else "timed apart (no per-layer host gap recorded)"
     return AttributedPart(part=name, kind="conversion", mechanism=Mechanism.SCHEDULING, ms=ms, rule="scheduling.per_call_conversion",
-                          evidence=f"re-converts its weights {a}x per call (baseline {b}x): {where}; "
-                                   f"the conversion timed apart changes it by {timed_ms:+.3f} ms")
+                          evidence=note("mechanisms.part_conversion", per_call=a, base_per_call=b, measured=measured, timed_ms=timed_ms))
 
 
 def _kernel_part(
@@ -92,35 +91,37 @@ def _kernel_part(
 ) -> AttributedPart:
     """A layer's kernel-time change, attributed by what its lowering shows."""
     if after is not None and fell_back(intent, after):
-        reason = after.reason.value if after.reason is not None else "no reason recorded"
+        reason = after.reason.value if after.reason is not None else None
         return AttributedPart(part=name, kind="kernel", mechanism=Mechanism.COMPUTE, ms=ms, rule="compute.fallback_time",
-                              evidence=f"declared {intent} but runs dense ({reason})")
+                              evidence=note("mechanisms.part_fallback", intended=intent, reason=reason))
     if before is not None and after is not None and path_changed(before, after):
         cause = dispatch_cause(before.dispatch, after.dispatch)
         b = before.dispatch.backend if before.dispatch else None
         a = after.dispatch.backend if after.dispatch else None
-        moved = f"backend {b} -> {a}" if b and a and b != a else f"{_path(before)} -> {_path(after)}"
+        backend = bool(b and a and b != a)
+        moved = {"moved": "backend" if backend else "path", "before": b if backend else _path(before),
+                 "after": a if backend else _path(after)}
         if precision is not None:
             return AttributedPart(part=name, kind="kernel", mechanism=Mechanism.PRECISION, ms=ms, rule="precision.dtype_change",
-                                  evidence=f"path moved onto a wider/other precision: {moved} ({precision.how})", cause=cause)
+                                  evidence=note("mechanisms.part_precision_path", how=precision.how, **moved), cause=cause)
         if declared_sparse(intent) and after.path is KernelPath.SPARSE:
             return AttributedPart(part=name, kind="kernel", mechanism=Mechanism.COMPUTE, ms=ms, rule="compute.sparse_not_faster",
-                                  evidence=f"the declared sparse path: {moved}")
+                                  evidence=note("mechanisms.part_sparse_path", **moved))
         return AttributedPart(part=name, kind="kernel", mechanism=Mechanism.COMPUTE, ms=ms, rule="compute.neighbour_path_change",
-                              evidence=f"path changed: {moved}", cause=cause)
+                              evidence=note("mechanisms.part_path_changed", **moved), cause=cause)
     if precision is not None:
         return AttributedPart(part=name, kind="kernel", mechanism=Mechanism.PRECISION, ms=ms, rule="precision.dtype_change",
-                              evidence=f"precision {precision.how}", cause=list(precision.cause))
+                              evidence=note("mechanisms.part_precision", how=precision.how), cause=list(precision.cause))
     if name in base_bytes and name in cand_bytes and base_bytes[name] > 0 and cand_bytes[name] > base_bytes[name] * BYTES_GROWTH:
         return AttributedPart(part=name, kind="kernel", mechanism=Mechanism.MEMORY, ms=ms, rule="memory.bytes_growth",
-                              evidence=f"bytes per call {base_bytes[name]:.3g} -> {cand_bytes[name]:.3g}")
+                              evidence=note("mechanisms.part_bytes", base_bytes=base_bytes[name], cand_bytes=cand_bytes[name]))
     if state is not None and state.mechanism is Mechanism.THERMAL:
         return AttributedPart(part=name, kind="kernel", mechanism=Mechanism.THERMAL, ms=ms, rule=state.rule,
-                              evidence=f"same path, clocks fell inside the candidate's window ({state.detail})")
+                              evidence=note("mechanisms.part_clocks_fell", rule=state.rule))
     if state is not None:
         return AttributedPart(part=name, kind="kernel", mechanism=state.mechanism, ms=ms, rule=state.rule,
-                              evidence=f"same path, threads queue for cores ({state.detail})")
-    return AttributedPart(part=name, kind="kernel", mechanism=None, ms=ms, evidence="same path, same bytes: no mechanism evidence on this layer")
+                              evidence=note("mechanisms.part_threads_queue", rule=state.rule))
+    return AttributedPart(part=name, kind="kernel", mechanism=None, ms=ms, evidence=note("mechanisms.part_unexplained"))
 
 
 def _path(lower: LowerLayer) -> str:
@@ -167,7 +168,7 @@ def attribute(ctx: Context, evidence: list[Evidence]) -> Attribution | None:
                 parts.append(_conversion_part(name, ranked.idle_ms, before, after, conversion, measured=True))
             else:
                 parts.append(AttributedPart(part=name, kind="gap", mechanism=Mechanism.SCHEDULING, ms=ranked.idle_ms,
-                                            rule="scheduling.overhead_regression", evidence="host gap before the layer's kernels"))
+                                            rule="scheduling.overhead_regression", evidence=note("mechanisms.part_host_gap")))
     b_gap, c_gap = _gap_ms(base), _gap_ms(cand)
     busy_residual = None
     if b_gap is not None and c_gap is not None:
@@ -178,7 +179,7 @@ def attribute(ctx: Context, evidence: list[Evidence]) -> Attribution | None:
         if outside:
             parts.append(AttributedPart(part=GAPS_OUTSIDE_LAYERS, kind="gap", mechanism=Mechanism.SCHEDULING, ms=outside,
                                         rule="scheduling.span_vs_busy",
-                                        evidence=f"GPU-idle time per iteration {b_gap:.3f} -> {c_gap:.3f} ms, less the gaps before layers"))
+                                        evidence=note("mechanisms.part_gaps_outside", base_ms=b_gap, cand_ms=c_gap)))
     parts = [p for p in parts if abs(p.ms) >= MIN_PART_MS]
     sums: dict[Mechanism, float] = defaultdict(float)
     grew: dict[Mechanism, float] = defaultdict(float)

@@ -9,9 +9,6 @@ from __future__ import annotations
 from collections import Counter
 
 from sparsedebug.classify.context import (
-    CAPTURE_BASELINE,
-    CAPTURE_NCU,
-    CAPTURE_TRACE,
     Context,
     Fact,
     Facts,
@@ -21,12 +18,13 @@ from sparsedebug.classify.context import (
 )
 from sparsedebug.classify.evidence import ncu_detail, sparse_ncu
 from sparsedebug.classify.rule import Rule, RuleSet
-from sparsedebug.core.dispatch import change_text, dispatch_cause, fix_for
+from sparsedebug.core.dispatch import FIX_ACTION, change_text, dispatch_cause, dispatch_causes
 from sparsedebug.core.patterns import declared_sparse, fell_back, kernel_time_shares, path_changed, path_text, precision_changes
 from sparsedebug.core.patterns import fallback_flop_share as shared_fallback_flop_share
 from sparsedebug.core.stats import median
 from sparsedebug.locate.common import ms_per_iteration
-from sparsedebug.records.classification import Fix, Mechanism
+from sparsedebug.records.classification import Fix, FixTarget, Mechanism
+from sparsedebug.records.notes import note
 from sparsedebug.records.run import FallbackReason, GraphLayer, KernelPath, LowerLayer, RunRecord
 
 COMPUTE = RuleSet(Mechanism.COMPUTE)
@@ -47,9 +45,8 @@ def compute_fix(rule: Rule, facts: Facts) -> Fix:
     layer = facts.data("compute_bound_sparse_slowdown").get("layer")
     if isinstance(layer, str) and not facts.ctx.imported:
         return Fix(kind="layer", layer=layer, action="exclude", rule=rule.id, metric="latency_p50_ms", direction="down",
-                   code="exclude_layer", text=f"exclude {layer} from sparsity: its sparse kernel is slower than dense")
-    return Fix(kind="advice", rule=rule.id, metric="busy_p50_ms", direction="down",
-               text="check the sparse kernel chosen for the shape, or raise tokens per call so 2:4 pays off")
+                   code="exclude_layer")
+    return Fix(kind="advice", rule=rule.id, metric="busy_p50_ms", direction="down", code="check_sparse_kernel")
 
 
 def fallback_fix(rule: Rule, facts: Facts) -> Fix:
@@ -60,15 +57,13 @@ def fallback_fix(rule: Rule, facts: Facts) -> Fix:
         return compute_fix(rule, facts)
     if reason == FallbackReason.SHAPE_NOT_ALIGNED:
         return Fix(kind="layer", layer=layer, action="pad", rule=rule.id, metric="latency_p50_ms", direction="down",
-                   code="pad_shape", text=f"pad {layer} to an aligned shape so it takes the sparse path, and re-time")
+                   code="pad_shape")
     sparse_dtype = sparse_path_dtype(ctx.run)
     if reason == FallbackReason.DTYPE_UNSUPPORTED and sparse_dtype is not None and not ctx.imported:
         return Fix(kind="layer", layer=layer, action="cast", value=sparse_dtype, rule=rule.id,
-                   metric="latency_p50_ms", direction="down", code="cast_layer",
-                   text=f"cast {layer} to {sparse_dtype} (the dtype the other sparse layers run in) so the "
-                        "backend accepts it on the sparse path, and re-time")
+                   metric="latency_p50_ms", direction="down", code="cast_layer")
     return Fix(kind="layer", layer=layer, action="exclude", rule=rule.id, metric="fallback_flop_share", direction="down",
-               code="exclude_layer", text=f"exclude {layer} from sparsity (it falls back: {reason}) and check latency does not move")
+               code="exclude_layer")
 
 
 # --------------------------------------------------------------------------- rules and their metrics
@@ -91,16 +86,17 @@ def fallback_flop_share(ctx: Context) -> Result:
     """FLOPs of fallback layers over the FLOPs declared sparse (layer count when no FLOPs are declared)."""
     intended = [layer for layer in ctx.run.graph.layers if declared_sparse(layer.intended)]
     if not intended:
-        return Fact(None, "graph.layers[].intended", "no layer is declared sparse: nothing can fall back")
+        return Fact(None, "graph.layers[].intended", note("mechanisms.none_declared_sparse"))
     lost_layers = fallbacks(ctx)
-    names = ", ".join(f"{g.name} ({lo.reason})" for g, lo in lost_layers) or "none"
+    layers = [g.name for g, _ in lost_layers]
+    reasons = [str(lo.reason) for _, lo in lost_layers]
     total_flops = sum(layer.flops for layer in intended)
     share = shared_fallback_flop_share(ctx.run)
     if total_flops > 0:
         lost = sum(g.flops for g, _ in lost_layers)
-        detail = f"{lost:.3g} of {total_flops:.3g} FLOPs declared sparse run dense; fallback layers: {names}"
+        detail = note("mechanisms.fallback_flops", lost_flops=lost, total_flops=total_flops, layers=layers, reasons=reasons)
     else:
-        detail = f"{len(lost_layers)} of {len(intended)} layers declared sparse run dense (no FLOPs declared); fallback layers: {names}"
+        detail = note("mechanisms.fallback_layers", lost=len(lost_layers), declared=len(intended), layers=layers, reasons=reasons)
     biggest = max(lost_layers, key=lambda pair: (pair[0].flops, pair[0].name), default=None)
     data: dict[str, object] = {}
     if biggest is not None:
@@ -111,13 +107,12 @@ def fallback_flop_share(ctx: Context) -> Result:
 def neighbour_fix(rule: Rule, facts: Facts) -> Fix:
     """Give the neighbour its fast path back, naming the cause the trace shows (layout, dtype, mask)."""
     info = facts.data(rule.metric)
-    layer, cause, change = info.get("layer"), info.get("cause"), info.get("change")
-    named = fix_for(layer, cause) if isinstance(layer, str) and isinstance(cause, list) else None
-    if named is None:
-        where = f" ({layer}: {change})" if isinstance(layer, str) else ""
-        named = f"restore the neighbouring op's previous kernel path{where}: check its input layout, dtype and mask, and re-trace"
+    layer, target = info.get("layer"), info.get("target")
+    if isinstance(layer, str) and isinstance(target, FixTarget):
+        return Fix(kind="advice", layer=layer, rule=rule.id, metric="latency_p50_ms", direction="down",
+                   code=FIX_ACTION[target.cause], targets=[target])
     return Fix(kind="advice", layer=layer if isinstance(layer, str) else None, rule=rule.id, metric="latency_p50_ms",
-               direction="down", text=named)
+               direction="down", code="restore_neighbour_path")
 
 
 @COMPUTE.rule(
@@ -131,11 +126,11 @@ def neighbour_fix(rule: Rule, facts: Facts) -> Fix:
 def neighbour_path_latency_share(ctx: Context) -> Result:
     """Per-iteration kernel time gained by changed-path neighbours over the whole-forward latency change."""
     if ctx.baseline is None:
-        return Missing("no baseline: a path change cannot be judged", CAPTURE_BASELINE)
+        return Missing(note("mechanisms.no_baseline", judged="path_change"), note("mechanisms.capture_baseline"))
     base_lat = ctx.baseline.outcome.latency_samples_ms or ctx.baseline.schedule.span_samples_ms
     cand_lat = ctx.run.outcome.latency_samples_ms or ctx.run.schedule.span_samples_ms
     if not base_lat or not cand_lat:
-        return Missing("no whole-forward latency samples on both sides", CAPTURE_TRACE if ctx.imported else "replay both workloads")
+        return Missing(note("mechanisms.no_latency_both"), note("mechanisms.capture_trace" if ctx.imported else "mechanisms.capture_replay_both"))
     total = median(cand_lat) - median(base_lat)
     graph, base_lower = ctx.graph(), ctx.lower(ctx.baseline)
     base_kernel = {k.name: k for k in ctx.baseline.kernel.layers}
@@ -148,7 +143,7 @@ def neighbour_path_latency_share(ctx: Context) -> Result:
         if before is None or declared_sparse(graph[lo.name].intended if lo.name in graph else None) or not path_changed(before, lo):
             continue
         if lo.name in precision:
-            to_fp32.append(f"{lo.name} {precision[lo.name]}")
+            to_fp32.append(lo.name)
             continue  # a path change that changed precision is precision evidence (precision.dtype_change), not compute
         if lo.name in cand_kernel and lo.name in base_kernel:
             carried[lo.name] = ms_per_iteration(cand_kernel[lo.name].samples_ms, ctx.run) - ms_per_iteration(
@@ -157,20 +152,23 @@ def neighbour_path_latency_share(ctx: Context) -> Result:
     grown = sum(v for v in carried.values() if v > 0)
     if not carried:
         if to_fp32:
-            return Fact(0.0, "lower.layers[] vs baseline", f"{len(to_fp32)} layer(s) outside the declared-sparse ones changed path, "
-                        f"each with a precision change ({', '.join(to_fp32[:4])}): counted as precision (precision.dtype_change)")
-        return Fact(0.0, "lower.layers[] vs baseline", "no layer outside the declared-sparse ones changed kernel path")
+            return Fact(0.0, "lower.layers[] vs baseline", note(
+                "mechanisms.neighbours_changed_precision", count=len(to_fp32), layers=to_fp32[:4],
+                changes=[precision[name] for name in to_fp32[:4]]))
+        return Fact(0.0, "lower.layers[] vs baseline", note("mechanisms.no_neighbour_changed"))
     if total <= 0:
-        return Fact(0.0, "outcome.latency_samples_ms", f"{len(carried)} neighbour(s) changed path, but latency did not grow")
+        return Fact(0.0, "outcome.latency_samples_ms", note("mechanisms.neighbours_latency_flat", count=len(carried)))
     worst = max(carried, key=lambda name: carried[name])
     dispatch = change_text(base_lower[worst], ctx.lower()[worst])
     change = f"{path_text(base_lower[worst])} -> {path_text(ctx.lower()[worst])}" + (f", {dispatch}" if dispatch else "")
     data: dict[str, object] = {"layer": worst, "change": change}
     cause = dispatch_cause(base_lower[worst].dispatch, ctx.lower()[worst].dispatch)
-    if cause:
-        data["cause"] = cause
-    detail = (f"{grown:.3f} of {total:.3f} ms latency growth per iteration in {len(carried)} changed-path neighbour(s); "
-              f"largest {worst} +{carried[worst]:.3f} ms ({change})" + (f"; cause seen in the trace: {'; '.join(cause)}" if cause else ""))
+    first = next(iter(dispatch_causes(base_lower[worst].dispatch, ctx.lower()[worst].dispatch)), None)
+    if first is not None:
+        data["target"] = FixTarget(cause=first.code, layers=[worst], tensors=[first.tensor] if first.tensor else [],
+                                   removes_ms=round(carried[worst], 6), restore=first.was)
+    detail = note("mechanisms.neighbour_growth", grown_ms=grown, total_ms=total, count=len(carried), layer=worst,
+                  layer_ms=carried[worst], change=change, causes=cause)
     return Fact(grown / total, "lower vs baseline + kernel.layers[].samples_ms", detail, context=data)
 
 
@@ -185,17 +183,16 @@ def fallback_time_share(ctx: Context) -> Result:
     """Summed kernel p50 of fallback layers over the summed kernel p50 of all timed layers (``core.patterns.kernel_time_shares``)."""
     shares = kernel_time_shares(ctx.run)
     if shares is None:
-        return Missing("no per-layer kernel samples in the run", CAPTURE_TRACE if ctx.imported else "replay the workload")
-    detail = f"{shares.fallback_ms:.3f} of {shares.total_ms:.3f} ms summed kernel p50 in fallback layers"
-    if shares.untimed:
-        detail += f" ({shares.timed} layers timed, {shares.untimed} without kernel samples)"
+        return Missing(note("mechanisms.no_kernel_samples"), note("mechanisms.capture_trace" if ctx.imported else "mechanisms.capture_replay"))
     data: dict[str, object] = {}
-    if shares.worst_fallback is not None:
+    worst, worst_ms, reason = shares.worst_fallback, None, None
+    if worst is not None:
         lower = {lo.name: lo for lo in ctx.run.lower.layers}
-        worst = shares.worst_fallback
         reason = lower[worst].reason
-        detail += f"; largest {worst} {ctx.kernel_p50()[worst]:.3f} ms ({reason})"
+        worst_ms = ctx.kernel_p50()[worst]
         data = {"layer": worst, "reason": reason}
+    detail = note("mechanisms.fallback_time", fallback_ms=shares.fallback_ms, total_ms=shares.total_ms, timed=shares.timed,
+                  untimed=shares.untimed, layer=worst, layer_ms=worst_ms, reason=str(reason) if reason is not None else None)
     return Fact(shares.fallback_share or 0.0, "kernel.layers[].samples_ms (fallback layers)", detail, context=data)
 
 
@@ -223,15 +220,15 @@ def compute_bound_sparse_slowdown(ctx: Context) -> Result:
             if dense > 0:
                 pairs.append((layer.name, median(layer.samples_ms), dense))
     if not pairs:
-        return Fact(None, "kernel.layers[].dense_samples_ms", f"no compute-bound sparse layer with dense reference timings (ridge {ctx.roofline.ridge:.1f} FLOP/B)")
+        return Fact(None, "kernel.layers[].dense_samples_ms", note("mechanisms.no_compute_bound_pairs", ridge=ctx.roofline.ridge))
     sparse_total = sum(p[1] for p in pairs)
     dense_total = sum(p[2] for p in pairs)
     worst = max(pairs, key=lambda p: p[1] / p[2])
     return Fact(
         sparse_total / dense_total,
         "kernel.layers[].samples_ms vs dense_samples_ms",
-        f"{len(pairs)} compute-bound sparse layers: sparse {sparse_total:.3f} ms vs dense {dense_total:.3f} ms (p50 sums); "
-        f"worst {worst[0]} {worst[1]:.3f} vs {worst[2]:.3f} ms",
+        note("mechanisms.sparse_vs_dense", count=len(pairs), sparse_ms=sparse_total, dense_ms=dense_total, layer=worst[0],
+             layer_sparse_ms=worst[1], layer_dense_ms=worst[2]),
         context={"layer": worst[0]},
     )
 
@@ -247,9 +244,9 @@ def ncu_sparse_sm_pct(ctx: Context) -> Result:
     """The sparse GEMM's Compute (SM) Throughput % in the attached Nsight Compute report."""
     kernel = sparse_ncu(ctx)
     if kernel is None:
-        return Fact(None, "ncu", "replay on the built-in CPU kernel: Nsight Compute does not apply")
+        return Fact(None, "ncu", note("mechanisms.ncu_not_for_replay"))
     if isinstance(kernel, Missing):
         return kernel
     if kernel.sm_pct is None:
-        return Missing(f"{ctx.ncu_source}: no Compute (SM) Throughput for {kernel.name}", CAPTURE_NCU)
+        return Missing(note("mechanisms.ncu_no_sm", file=ctx.ncu_source, kernel=kernel.name), note("mechanisms.capture_ncu"))
     return Fact(kernel.sm_pct, f"{ctx.ncu_source}: SpeedOfLight", ncu_detail(kernel))

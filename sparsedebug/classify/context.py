@@ -29,7 +29,7 @@ class Fact:
     value: float | None
     source: str
     detail: str | Note  # str until every rule module writes a Note (issue 39); then Note only
-    gate: str | None = None
+    gate: str | Note | None = None
     # What a fix recipe needs beyond the number (the layer it is worst on, a core count...).
     context: dict[str, object] = field(default_factory=dict)
 

@@ -7,8 +7,6 @@ weights once, or capture the forward in a CUDA graph.
 from __future__ import annotations
 
 from sparsedebug.classify.context import (
-    CAPTURE_BASELINE,
-    CAPTURE_TRACE,
     Context,
     Fact,
     Facts,
@@ -17,8 +15,9 @@ from sparsedebug.classify.context import (
     converts_per_call,
 )
 from sparsedebug.classify.rule import Rule, RuleSet
-from sparsedebug.core.stats import P99_FEW_SAMPLES, TAIL_MIN_SAMPLES, median, percentiles
+from sparsedebug.core.stats import TAIL_MIN_SAMPLES, median, percentiles
 from sparsedebug.records.classification import Fix, Mechanism
+from sparsedebug.records.notes import note
 from sparsedebug.records.run import RunRecord
 
 SCHEDULING = RuleSet(Mechanism.SCHEDULING)
@@ -48,20 +47,17 @@ def scheduling_fix(rule: Rule, facts: Facts) -> Fix | None:
     cores = facts.data("thread_oversubscription").get("cores")
     if converts_per_call(ctx.run) and not ctx.imported:
         return Fix(kind="knob", knob="conversion", value="once", rule=rule.id, metric="latency_p50_ms", direction="down",
-                   code="convert_once", text="convert weights once at load instead of on every call, and re-time")
+                   code="convert_once")
     if ctx.imported:
         if host_wait_supports_graph(ctx.run) is False:
             if rule.id == "scheduling.tail_spread":
-                return Fix(kind="advice", rule=rule.id, metric="latency_tail_ratio", direction="down", code="isolate_run",
-                           text="pin threads and isolate the run, then re-trace")
+                return Fix(kind="advice", rule=rule.id, metric="latency_tail_ratio", direction="down", code="isolate_run")
             return None
-        return Fix(kind="advice", rule=rule.id, metric="span_busy_ratio", direction="down", code="cuda_graph",
-                   text="capture the forward in a CUDA graph (or batch calls) so the GPU stops waiting on the host, then re-trace")
+        return Fix(kind="advice", rule=rule.id, metric="span_busy_ratio", direction="down", code="cuda_graph")
     if isinstance(cores, int):
         return Fix(kind="knob", knob="threads", value=cores, rule=rule.id, metric="span_busy_ratio", direction="down",
-                   code="set_threads", text=f"set threads to {cores} and re-time; if the gap stays, batch calls")
-    return Fix(kind="advice", rule=rule.id, metric="span_busy_ratio", direction="down", code="batch_calls",
-               text="batch calls so per-call overhead is paid once per batch, then re-time")
+                   code="set_threads")
+    return Fix(kind="advice", rule=rule.id, metric="span_busy_ratio", direction="down", code="batch_calls")
 
 
 def threads_fix(rule: Rule, facts: Facts) -> Fix | None:
@@ -69,7 +65,7 @@ def threads_fix(rule: Rule, facts: Facts) -> Fix | None:
     cores = facts.data(rule.metric).get("cores")
     if isinstance(cores, int):
         return Fix(kind="knob", knob="threads", value=cores, rule=rule.id, metric="latency_p50_ms", direction="down",
-                   code="set_threads", text=f"set threads to {cores} (the logical core count) and re-time")
+                   code="set_threads")
     return scheduling_fix(rule, facts)
 
 
@@ -97,15 +93,17 @@ def span_busy_ratio(ctx: Context) -> Result:
     """Forward span p50 over busy (summed kernel) time p50."""
     spans, busy = ctx.run.schedule.span_samples_ms, ctx.run.schedule.busy_samples_ms
     if not spans or not busy:
-        return Missing("no span or busy samples in the schedule stage", CAPTURE_TRACE)
+        return Missing(note("mechanisms.no_span_busy"), note("mechanisms.capture_trace"))
     s, b = median(spans), median(busy)
     if b <= 0:
-        return Missing("busy time is zero", CAPTURE_TRACE)
-    detail = f"span p50 {s:.3f} ms vs busy p50 {b:.3f} ms over {len(spans)} iterations"
+        return Missing(note("mechanisms.busy_zero"), note("mechanisms.capture_trace"))
+    base_span: float | None = None
+    base_busy: float | None = None
     if ctx.baseline is not None and ctx.baseline.schedule.span_samples_ms and ctx.baseline.schedule.busy_samples_ms:
         bs, bb = median(ctx.baseline.schedule.span_samples_ms), median(ctx.baseline.schedule.busy_samples_ms)
         if bb > 0:
-            detail += f"; baseline {bs:.3f} vs {bb:.3f} ms ({bs / bb:.2f}x)"
+            base_span, base_busy = bs, bb
+    detail = note("mechanisms.span_vs_busy", span_ms=s, busy_ms=b, iterations=len(spans), base_span_ms=base_span, base_busy_ms=base_busy)
     return Fact(s / b, "schedule.span_samples_ms / busy_samples_ms", detail)
 
 
@@ -121,14 +119,14 @@ def host_wait_share(ctx: Context) -> Result:
     host, kern = ctx.run.schedule.host_wait_ms, ctx.run.schedule.kernel_wait_ms
     if host is None or kern is None:
         if ctx.imported:
-            return Missing("idle time not split into host wait and kernel wait", CAPTURE_TRACE)
-        return Fact(None, "schedule.host_wait_ms", "replay: the CPU is host and device, no idle split")
+            return Missing(note("mechanisms.no_idle_split"), note("mechanisms.capture_trace"))
+        return Fact(None, "schedule.host_wait_ms", note("mechanisms.replay_no_idle_split"))
     if host + kern <= 0:
-        return Fact(0.0, "schedule.host_wait_ms", "no idle time between kernels")
+        return Fact(0.0, "schedule.host_wait_ms", note("mechanisms.no_idle_time"))
     return Fact(
         host / (host + kern),
         "schedule.host_wait_ms / (host_wait_ms + kernel_wait_ms)",
-        f"host wait {host:.3f} ms vs kernel wait {kern:.3f} ms",
+        note("mechanisms.host_vs_kernel_wait", host_ms=host, kernel_ms=kern),
     )
 
 
@@ -144,14 +142,14 @@ def overhead_per_launch_ms(ctx: Context) -> Result:
     launches = ctx.run.schedule.launches_per_iteration
     overhead = overhead_samples(ctx.run)
     if not overhead:
-        return Missing("no span or busy samples in the schedule stage", CAPTURE_TRACE)
+        return Missing(note("mechanisms.no_span_busy"), note("mechanisms.capture_trace"))
     if not launches:
-        return Missing("launches per iteration not recorded", CAPTURE_TRACE if ctx.imported else "replay the workload")
+        return Missing(note("mechanisms.no_launches"), note("mechanisms.capture_trace" if ctx.imported else "mechanisms.capture_replay"))
     per = median(overhead) / launches
     return Fact(
         per,
-        "(schedule.span - busy) p50 / launches_per_iteration",
-        f"{median(overhead):.3f} ms non-kernel time per iteration over {launches} launches = {per * 1e3:.1f} us each",
+        "schedule.span-busy p50 / launches_per_iteration",
+        note("mechanisms.overhead_per_launch", overhead_ms=median(overhead), launches=launches, per_launch_us=per * 1e3),
     )
 
 
@@ -165,21 +163,20 @@ def overhead_per_launch_ms(ctx: Context) -> Result:
 def overhead_regression_share(ctx: Context) -> Result:
     """Change of non-kernel time p50 over change of latency p50, candidate minus baseline."""
     if ctx.baseline is None:
-        return Missing("no baseline run to compare against", CAPTURE_BASELINE)
+        return Missing(note("mechanisms.no_baseline", judged="regression"), note("mechanisms.capture_baseline"))
     cand_lat, base_lat = ctx.run.outcome.latency_samples_ms, ctx.baseline.outcome.latency_samples_ms
     cand_ovh, base_ovh = overhead_samples(ctx.run), overhead_samples(ctx.baseline)
     if not cand_lat or not base_lat:
-        return Missing("latency samples missing in the run or the baseline", "re-run with latency samples recorded")
+        return Missing(note("mechanisms.no_latency_either"), note("mechanisms.capture_latency_samples"))
     if not cand_ovh or not base_ovh:
-        return Missing("span/busy samples missing in the run or the baseline", CAPTURE_TRACE)
+        return Missing(note("mechanisms.no_span_busy_either"), note("mechanisms.capture_trace"))
     d_lat = median(cand_lat) - median(base_lat)
     d_ovh = median(cand_ovh) - median(base_ovh)
-    detail = (
-        f"latency p50 {median(base_lat):.3f} -> {median(cand_lat):.3f} ms ({d_lat:+.3f}); "
-        f"non-kernel time p50 {median(base_ovh):.3f} -> {median(cand_ovh):.3f} ms ({d_ovh:+.3f})"
-    )
+    detail = note("mechanisms.overhead_regression", base_latency_ms=median(base_lat), cand_latency_ms=median(cand_lat),
+                  latency_change_ms=d_lat, base_overhead_ms=median(base_ovh), cand_overhead_ms=median(cand_ovh),
+                  overhead_change_ms=d_ovh, slower=d_lat > 0)
     if d_lat <= 0:
-        return Fact(None, "outcome.latency_samples_ms vs baseline", detail + ": the candidate is not slower than the baseline")
+        return Fact(None, "outcome.latency_samples_ms vs baseline", detail)
     return Fact(d_ovh / d_lat, "schedule.span-busy vs outcome.latency, candidate minus baseline", detail)
 
 
@@ -194,19 +191,19 @@ def per_call_conversion_share(ctx: Context) -> Result:
     """Time the per-call weight conversions cost over the latency p50."""
     converting = [lo for lo in ctx.run.lower.layers if lo.conversions_per_call > 0]
     if not converting:
-        return Fact(0.0, "lower.layers[].conversions_per_call", "no layer converts its weights on every call")
+        return Fact(0.0, "lower.layers[].conversions_per_call", note("mechanisms.no_conversion"))
     samples = ctx.run.outcome.latency_samples_ms
     lat = median(samples) if samples else None
     if lat is None or lat <= 0:
-        return Missing("no latency samples in the outcome stage", "re-run with latency samples recorded")
+        return Missing(note("mechanisms.no_latency"), note("mechanisms.capture_latency_samples"))
     untimed = [lo.name for lo in converting if lo.conversion_ms is None]
     if untimed:
-        return Missing(f"conversion time not recorded for {', '.join(untimed)}", "replay the workload")
+        return Missing(note("mechanisms.conversion_untimed", layers=untimed), note("mechanisms.capture_replay"))
     cost = sum((lo.conversion_ms or 0.0) * lo.conversions_per_call for lo in converting)
     return Fact(
         cost / lat,
-        "lower.layers[].conversion_ms x conversions_per_call / outcome latency p50",
-        f"{len(converting)} layers convert on every call: {cost:.3f} ms per call vs latency p50 {lat:.3f} ms",
+        "lower.layers[].conversion_ms*conversions_per_call / outcome.latency p50",
+        note("mechanisms.conversion_cost", count=len(converting), cost_ms=cost, latency_ms=lat),
     )
 
 
@@ -222,19 +219,15 @@ def thread_oversubscription(ctx: Context) -> Result:
     threads = ctx.run.schedule.threads
     if threads is None:
         if ctx.imported:
-            return Fact(None, "schedule.threads", "imported GPU run: host compute threads not recorded")
-        return Missing("thread count not recorded in the schedule stage", "replay the workload")
+            return Fact(None, "schedule.threads", note("mechanisms.imported_no_threads"))
+        return Missing(note("mechanisms.no_threads"), note("mechanisms.capture_replay"))
     cores = ctx.cores()
     if cores is None:
-        return Missing(
-            f"{threads} threads, but the machine's core count is unknown",
-            "a fingerprint of that machine: `sparsedebug freeze -o fp.yaml` there, then "
-            "`sparsedebug classify RUN --fingerprint fp.yaml` (the walk records one itself)",
-        )
+        return Missing(note("mechanisms.cores_unknown", threads=threads), note("mechanisms.capture_fingerprint"))
     return Fact(
         threads / cores,
         "schedule.threads / fingerprint cpu.logical_cores",
-        f"{threads} threads on {cores} logical cores",
+        note("mechanisms.threads_on_cores", threads=threads, cores=cores),
         context={"cores": cores},
     )
 
@@ -250,13 +243,10 @@ def latency_tail_ratio(ctx: Context) -> Result:
     """Latency p99 over p50; missing below ``TAIL_MIN_SAMPLES`` samples."""
     samples = ctx.run.outcome.latency_samples_ms
     if len(samples) < TAIL_MIN_SAMPLES:
-        return Missing(
-            f"only {len(samples)} latency samples: p99 is inconclusive ({P99_FEW_SAMPLES.format(n=len(samples))})",
-            f"re-run with at least {TAIL_MIN_SAMPLES} (better 50+) repeats",
-        )
+        return Missing(note("mechanisms.few_samples_tail", n=len(samples)), note("mechanisms.capture_repeats", at_least=TAIL_MIN_SAMPLES, ordered=False))
     pct = percentiles(samples)
     return Fact(
         pct.p99 / pct.p50 if pct.p50 > 0 else 0.0,
         "outcome.latency_samples_ms p99 / p50",
-        f"p50 {pct.p50:.3f} ms, p95 {pct.p95:.3f} ms, p99 {pct.p99:.3f} ms (n={pct.n})",
+        note("mechanisms.latency_percentiles", p50_ms=pct.p50, p95_ms=pct.p95, p99_ms=pct.p99, n=pct.n),
     )

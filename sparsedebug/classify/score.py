@@ -21,7 +21,7 @@ from sparsedebug.classify.evidence import ncu_kernels, smi_evidence, windowed_sm
 from sparsedebug.classify.precision import rel_errs
 from sparsedebug.classify.rule import Rule
 from sparsedebug.classify.rules import METRICS, RULES, RULES_BY_ID, STATE_METRICS
-from sparsedebug.core.dispatch import FIX_ACTION, dispatch_causes, fix_for_group
+from sparsedebug.core.dispatch import FIX_ACTION, dispatch_causes
 from sparsedebug.core.errors import InternalError
 from sparsedebug.core.stats import median
 from sparsedebug.records.classification import (
@@ -36,11 +36,12 @@ from sparsedebug.records.classification import (
     MechanismScore,
     MissingEvidence,
     NcuEvidence,
+    Proof,
     SettleCapture,
     SmiEvidence,
 )
 from sparsedebug.records.fingerprint import Fingerprint
-from sparsedebug.records.notes import Note
+from sparsedebug.records.notes import Note, note
 from sparsedebug.records.run import RunRecord
 from sparsedebug.sources.evidence import NO_EVIDENCE, AttachedEvidence
 from sparsedebug.sources.registry import replayed
@@ -66,16 +67,15 @@ def _gate_shared_with_baseline(rule: Rule, result: Fact, base: Fact) -> None:
     else:
         worse = result.value * SHARED_TOLERANCE < base.value
     if not worse:
-        result.gate = f"the baseline shows it too ({base.value:.3g}): not what changed"
+        result.gate = note("mechanisms.gate_baseline_shares", base_value=base.value)
 
 
 def _evaluate(rule: Rule, result: Fact) -> Evidence:
     """One rule on its metric's fact: fired or not, and what it adds to its mechanism's score."""
     if result.value is not None and not math.isfinite(result.value):
-        result = Fact(None, result.source, f"{result.detail} (not a finite number: {result.value})")
+        result = Fact(None, result.source, result.detail, gate=note("mechanisms.gate_not_finite", value=str(result.value)))
     fired = result.value is not None and result.gate is None and rule.fires(result.value)
     contribution = rule.contribution(result.value) if fired and result.value is not None else 0.0
-    detail = result.detail if result.gate is None else f"{result.detail} ({result.gate})"
     return Evidence(
         rule=rule.id,
         mechanism=rule.mechanism,
@@ -87,7 +87,8 @@ def _evaluate(rule: Rule, result: Fact) -> Evidence:
         fired=fired,
         contribution=round(contribution, 6),
         source=result.source,
-        detail=detail,
+        detail=result.detail,
+        gate=result.gate,
     )
 
 
@@ -218,8 +219,7 @@ def _attributed_fix(part: AttributedPart, attribution: Attribution, facts: Facts
         math = all((lo.dispatch.backend if lo.dispatch else None) == "math" for lo in (ctx.lower().get(n) for n in cited.layers) if lo)
         return Fix(kind="advice", layer=part.part, rule=part.rule or "", metric="latency_p50_ms", direction="down",
                    code=FIX_ACTION[cited.cause], targets=targets, removes_ms=cited.removes_ms,
-                   basis="math_path_time" if math else "changed_path_time",
-                   text="; ".join(fix_for_group(t.cause, t.layers, t.tensors, t.restore) for t in targets))
+                   basis="math_path_time" if math else "changed_path_time")
     rule = RULES_BY_ID[part.rule] if part.rule is not None else None
     if rule is None:
         raise InternalError(f"attributed part {part.part} has a mechanism but no rule")
@@ -228,7 +228,7 @@ def _attributed_fix(part: AttributedPart, attribution: Attribution, facts: Facts
 
 def _attributed_verdict(
     attribution: Attribution, evidence: list[Evidence], facts: Facts
-) -> tuple[Mechanism | None, float | None, str | None, Fix | None]:
+) -> tuple[Mechanism | None, float | None, Proof | None, Fix | None]:
     """The mechanism carrying the largest share, its share over the runner-up's, the part that proves it and the fix at its cause."""
     top = attributed_winner(attribution)
     assert top is not None
@@ -237,8 +237,7 @@ def _attributed_verdict(
     part = largest_part(attribution, top.mechanism)
     assert part is not None
     fired = [e for e in evidence if e.rule == part.rule and e.fired]
-    behind = f"; rule {fired[0].rule}: {fired[0].detail}" if fired else ""
-    proving = f"{facts.ctx.run_artifact}: {part.part} ({part.kind}) {part.ms:+.3f} ms: {part.evidence}{behind}"
+    proving = Proof(artifact=facts.ctx.run_artifact, rule=fired[0].rule if fired else None, part=part.part, part_kind=part.kind)
     return top.mechanism, margin, proving, _attributed_fix(part, attribution, facts)
 
 
@@ -253,7 +252,7 @@ def _artifact(ctx: Context, rule: Rule) -> str:
 
 def _verdict(
     scores: list[MechanismScore], evidence: list[Evidence], facts: Facts
-) -> tuple[Mechanism | None, float | None, str | None, Fix | None]:
+) -> tuple[Mechanism | None, float | None, Proof | None, Fix | None]:
     """The winner, its score over the runner-up's, the artifact that proves it and the fix its strongest rule suggests."""
     totals = {m: sum(e.contribution for e in evidence if e.mechanism == m) for m in Mechanism}
     first, second = scores[0].mechanism, scores[1].mechanism
@@ -263,7 +262,7 @@ def _verdict(
     margin = totals[first] / runner_up if runner_up > 0 else None
     top = max((e for e in evidence if e.mechanism == first and e.fired), key=lambda e: e.contribution)
     rule = RULES_BY_ID[top.rule]
-    proving = f"{_artifact(facts.ctx, rule)}: {top.source}: {top.detail}"
+    proving = Proof(artifact=_artifact(facts.ctx, rule), rule=top.rule)
     return first, margin, proving, rule.suggest(rule, facts)
 
 
@@ -409,7 +408,7 @@ def classify_evidence(
         missing_evidence=_merge_missing(missing),
         winner=winner,
         margin=margin,
-        proving_artifact=proving,
+        proof=proving,
         fix=fix,
         ranked_by=ranked_by,
         attribution=attribution,

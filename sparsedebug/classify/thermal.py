@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from sparsedebug.classify.context import CAPTURE_CPU_FREQ, CAPTURE_SMI, Context, Fact, Facts, Missing, Result
+from sparsedebug.classify.context import Context, Fact, Facts, Missing, Result
 from sparsedebug.classify.rule import Rule, RuleSet
 from sparsedebug.core.stats import median
 from sparsedebug.records.classification import Fix, Mechanism
+from sparsedebug.records.notes import Note, note
 from sparsedebug.records.stats import DEFAULT_ALPHA
 
 THERMAL = RuleSet(Mechanism.THERMAL)
@@ -23,8 +24,6 @@ DRIFT_MIN_SAMPLES = 9
 # clocks.
 FLAT_BUSY = 1.02
 
-_SMI_NOT_FOR_REPLAY = "the replay ran on the CPU: an nvidia-smi log does not describe it"
-
 
 # --------------------------------------------------------------------------- fixes
 
@@ -32,10 +31,8 @@ _SMI_NOT_FOR_REPLAY = "the replay ran on the CPU: an nvidia-smi log does not des
 def thermal_fix(rule: Rule, facts: Facts) -> Fix:
     """Lock GPU clocks (or check the power cap) for GPU runs; pin the CPU governor for replays."""
     if facts.ctx.imported or facts.ctx.smi is not None:
-        return Fix(kind="advice", rule=rule.id, metric="smi_min_clock_ratio", direction="up",
-                   text="lock clocks (`nvidia-smi -lgc`) or check the power cap (`nvidia-smi -q -d POWER`), then re-time")
-    return Fix(kind="advice", rule=rule.id, metric="latency_drift_ratio", direction="down",
-               text="pin the CPU frequency governor to performance, cool down between runs, then re-time")
+        return Fix(kind="advice", rule=rule.id, metric="smi_min_clock_ratio", direction="up", code="lock_clocks")
+    return Fix(kind="advice", rule=rule.id, metric="latency_drift_ratio", direction="down", code="pin_cpu_governor")
 
 
 # --------------------------------------------------------------------------- rules and their metrics
@@ -44,8 +41,8 @@ def thermal_fix(rule: Rule, facts: Facts) -> Fix:
 def thermal_missing(ctx: Context) -> Missing:
     """What would show the clocks: an nvidia-smi log for GPU runs, CPU frequency samples for replays."""
     if ctx.imported:
-        return Missing("no nvidia-smi log", CAPTURE_SMI)
-    return Missing("no clock record for the replay (CPU frequency was not sampled)", CAPTURE_CPU_FREQ)
+        return Missing(note("mechanisms.no_smi_log"), note("mechanisms.capture_smi"))
+    return Missing(note("mechanisms.no_cpu_clock"), note("mechanisms.capture_cpu_freq"))
 
 
 # A windowed clock figure scores only when the candidate's window is this much worse than the baseline's.
@@ -57,22 +54,22 @@ def _unusable(ctx: Context) -> Result | None:
     smi = ctx.smi
     assert smi is not None
     if not smi.aligned:
-        return Fact(None, smi.source, smi.window or "the log is not aligned to the run (context only)")
+        return Fact(None, smi.source, note("mechanisms.smi_unaligned", window=smi.window))
     if smi.samples == 0:
-        return Fact(None, smi.source, smi.window or "no sample inside the run's window")
+        return Fact(None, smi.source, note("mechanisms.smi_no_sample", window=smi.window))
     return None
 
 
-def _against_baseline(ctx: Context, value: float, base_value: float | None, worse: bool, detail: str, source: str) -> Result:
+def _against_baseline(ctx: Context, value: float, base_value: float | None, worse: bool, detail: Note, source: str) -> Result:
     """The candidate's windowed figure, gated unless it differs from the baseline's window for the worse."""
     base = ctx.base_smi
     if ctx.baseline is None or base is None:
         return Fact(value, source, detail)
     if base.samples == 0 or base_value is None:
-        return Fact(value, source, f"{detail}; baseline: {base.window}",
-                    gate="the log has no sample in the baseline's window: no difference between the runs to score")
-    detail += f"; baseline's window: {base_value:.3g}"
-    return Fact(value, source, detail, gate=None if worse else "the baseline's window shows the same: not what changed")
+        detail.values["base_window"] = base.window
+        return Fact(value, source, detail, gate=note("mechanisms.gate_no_baseline_window"))
+    detail.values["base_value"] = base_value
+    return Fact(value, source, detail, gate=None if worse else note("mechanisms.gate_baseline_window_same"))
 
 
 @THERMAL.rule(
@@ -88,23 +85,22 @@ def smi_throttle_share(ctx: Context) -> Result:
     if smi is None:
         return thermal_missing(ctx)
     if not ctx.imported:
-        return Fact(None, smi.source, _SMI_NOT_FOR_REPLAY)
+        return Fact(None, smi.source, note("mechanisms.smi_not_for_replay"))
     if not smi.has_reasons:
-        return Missing(f"{smi.source}: no clocks_event_reasons.active column", CAPTURE_SMI)
+        return Missing(note("mechanisms.smi_no_reasons", file=smi.source), note("mechanisms.capture_smi"))
     unusable = _unusable(ctx)
     if unusable is not None:
         return unusable
     if smi.busy_samples == 0:
-        return Fact(None, smi.source, f"{smi.samples} samples, all with the GPU idle")
-    reasons = ", ".join(f"{name} {count}" for name, count in sorted(smi.throttle_reasons.items())) or "none"
+        return Fact(None, smi.source, note("mechanisms.smi_all_idle", samples=smi.samples))
+    reasons = [f"{name} {count}" for name, count in sorted(smi.throttle_reasons.items())]
     share = smi.throttled_busy_samples / smi.busy_samples
     base = ctx.base_smi
     base_share = base.throttled_busy_samples / base.busy_samples if base is not None and base.busy_samples else None
     if base is not None and base.samples and not base.busy_samples:
         base_share = 0.0
-    detail = f"{smi.throttled_busy_samples} of {smi.busy_samples} non-idle samples under a power/thermal reason ({reasons})"
-    if smi.window:
-        detail += f" [{smi.window}]"
+    detail = note("mechanisms.smi_throttled", throttled=smi.throttled_busy_samples, busy=smi.busy_samples, reasons=reasons,
+                  window=smi.window)
     worse = base_share is not None and share > base_share * WORSE_THAN_BASELINE and share - base_share > 0.0
     return _against_baseline(ctx, share, base_share, worse, detail, f"{smi.source}: clocks_event_reasons.active")
 
@@ -122,19 +118,18 @@ def smi_min_clock_ratio(ctx: Context) -> Result:
     if smi is None:
         return thermal_missing(ctx)
     if not ctx.imported:
-        return Fact(None, smi.source, _SMI_NOT_FOR_REPLAY)
+        return Fact(None, smi.source, note("mechanisms.smi_not_for_replay"))
     unusable = _unusable(ctx)
     if unusable is not None:
         return unusable
     if smi.min_busy_sm_clock_mhz is None or not smi.max_sm_clock_mhz:
-        return Missing(f"{smi.source}: no SM clock column or no non-idle sample", CAPTURE_SMI)
+        return Missing(note("mechanisms.smi_no_clock", file=smi.source), note("mechanisms.capture_smi"))
     ratio = smi.min_busy_sm_clock_mhz / smi.max_sm_clock_mhz
     base = ctx.base_smi
     base_ratio = (base.min_busy_sm_clock_mhz / base.max_sm_clock_mhz
                   if base is not None and base.min_busy_sm_clock_mhz is not None and base.max_sm_clock_mhz else None)
-    detail = f"lowest non-idle SM clock {smi.min_busy_sm_clock_mhz:.0f} MHz vs max {smi.max_sm_clock_mhz:.0f} MHz ({smi.max_clock_source})"
-    if smi.window:
-        detail += f" [{smi.window}]"
+    detail = note("mechanisms.smi_clock", min_mhz=smi.min_busy_sm_clock_mhz, max_mhz=smi.max_sm_clock_mhz,
+                  max_source=smi.max_clock_source, window=smi.window)
     worse = base_ratio is not None and ratio * WORSE_THAN_BASELINE < base_ratio
     return _against_baseline(ctx, ratio, base_ratio, worse, detail, f"{smi.source}: clocks.sm")
 
@@ -150,23 +145,20 @@ def latency_drift_ratio(ctx: Context) -> Result:
     """Last-third over first-third latency p50; gated unless a Spearman test finds an upward trend."""
     samples = ctx.run.outcome.latency_samples_ms
     if len(samples) < DRIFT_MIN_SAMPLES:
-        return Missing(
-            f"only {len(samples)} latency samples: a drift across iterations cannot be tested",
-            f"re-run with at least {DRIFT_MIN_SAMPLES} (better 50+) repeats in order",
-        )
+        return Missing(note("mechanisms.few_samples_drift", n=len(samples)),
+                       note("mechanisms.capture_repeats", at_least=DRIFT_MIN_SAMPLES, ordered=True))
     third = len(samples) // 3
     first, last = median(samples[:third]), median(samples[-third:])
     from scipy import stats as scipy_stats  # deferred: scipy.stats is slow to import at CLI start
 
     result = scipy_stats.spearmanr(np.arange(len(samples)), np.asarray(samples, dtype=np.float64))
     rho, p = float(result.statistic), float(result.pvalue)
-    detail = f"first third p50 {first:.3f} ms, last third p50 {last:.3f} ms; Spearman rho {rho:+.2f} (p={p:.2g}, n={len(samples)})"
-    gate = None if (rho > 0 and p < DEFAULT_ALPHA) else f"no significant upward trend (Spearman p >= {DEFAULT_ALPHA:g} or rho <= 0)"
+    detail = note("mechanisms.latency_drift", first_ms=first, last_ms=last, rho=rho, p=p, n=len(samples))
+    gate = None if (rho > 0 and p < DEFAULT_ALPHA) else note("mechanisms.gate_no_trend", alpha=DEFAULT_ALPHA)
     busy = ctx.run.schedule.busy_samples_ms
     if gate is None and ctx.imported and len(busy) >= DRIFT_MIN_SAMPLES:
         b_third = len(busy) // 3
         b_first, b_last = median(busy[:b_third]), median(busy[-b_third:])
         if b_first > 0 and b_last / b_first < FLAT_BUSY:
-            gate = (f"GPU busy time is flat (last third p50 {b_last:.3f} vs first {b_first:.3f} ms): "
-                    "the drift is host-side, not thermal")
+            gate = note("mechanisms.gate_busy_flat", last_ms=b_last, first_ms=b_first)
     return Fact(last / first if first > 0 else 0.0, "outcome.latency_samples_ms in iteration order", detail, gate=gate)

@@ -226,7 +226,7 @@ def _apply_fix(w: _Walk) -> str | Note:
     if fix is None:
         return "no fix proposed"
     if cand_wl is None:
-        return f"the candidate is a {w.kinds['candidate']}, not a workload: pass --fixed with a re-run after: {fix.text}"
+        return f"the candidate is a {w.kinds['candidate']}, not a workload: pass --fixed with a re-run after: {fix.text or fix.code}"
     new_wl, how = apply_fix(cand_wl, fix)
     if new_wl is None:
         return how

@@ -11,11 +11,11 @@ Compute report and an nvidia-smi log (``sparsedebug.classify.evidence`` builds t
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import ConfigDict, Field
 
-from sparsedebug.records.base import SCHEMA_VERSION, Record
+from sparsedebug.records.base import FACTS_SCHEMA_VERSION, Record
 from sparsedebug.records.notes import Note
 from sparsedebug.records.power import UtcOffsetSource
 from sparsedebug.records.run import KernelClass
@@ -45,6 +45,7 @@ class Evidence(Record):
     contribution: float
     source: str = Field(description="Stage and metric, or the imported artifact file, the value came from.")
     detail: str | Note = Field(description="The numbers behind the value (a Note; str only until every rule writes one).")
+    gate: str | Note | None = Field(None, description="Why the rule may not fire on this value (the baseline shares it, not a finite number ...).")
 
 
 class MissingEvidence(Record):
@@ -64,7 +65,7 @@ class AttributedPart(Record):
     kind: Literal["kernel", "gap", "conversion"]
     mechanism: Mechanism | None = Field(description="None: no evidence on this part names a mechanism.")
     ms: float = Field(description="Change per iteration, candidate - baseline (from medians).")
-    evidence: str = Field(description="What on this part supports the mechanism (the path change, the added gap ...).")
+    evidence: Note = Field(description="What on this part supports the mechanism (the path change, the added gap ...), as a coded fact.")
     rule: str | None = Field(None, description="The rule whose metric reads this evidence.")
     cause: list[str] = Field(default_factory=list, description="The cause the trace shows for a path change (layout, dtype, mask).")
 
@@ -125,7 +126,7 @@ class MechanismScore(Record):
 FixAction = Literal[
     "cuda_graph", "convert_once", "set_threads", "batch_calls", "isolate_run", "make_contiguous", "cast_back",
     "drop_attn_mask", "drop_dropout", "restore_head_dim", "exclude_layer", "pad_shape", "cast_layer", "block_size",
-    "set_precision", "rule_recipe",
+    "set_precision", "rule_recipe", "check_sparse_kernel", "restore_neighbour_path", "lock_clocks", "pin_cpu_governor",
 ]
 
 # The kind of dispatch cause a trace shows for a path change (``core.dispatch.cause_code``).
@@ -161,7 +162,7 @@ class Fix(Record):
     action: Literal["exclude", "pad", "cast"] | None = Field(
         None, description="For kind=layer: exclude from sparsity, pad to an aligned shape, or cast to dtype ``value``."
     )
-    text: str
+    text: str | None = None
     metric: str = Field(
         description="The metric the change should move: a name ``measure_metric`` computes on a run "
         "(latency_p50_ms, busy_p50_ms, span_busy_ratio, max_rel_err, or a rule metric such as fallback_flop_share)."
@@ -176,10 +177,21 @@ class Fix(Record):
     basis: MovementBasis | None = Field(None, description="Where removes_ms comes from.")
 
 
+class Proof(Record):
+    """What proves the winner: the input it comes from and the evidence in it (render/ words it)."""
+
+    artifact: str = Field(description="The input that proves it: the run's artifact, or the attached ncu / nvidia-smi file.")
+    rule: str | None = Field(None, description="The fired rule whose evidence proves it (ranked by score: the winner's strongest; "
+                             "by attribution: the rule behind the largest part, when it fired).")
+    part: str | None = Field(None, description="Ranked by attribution: the part (attribution.parts[].part) that carries the most.")
+    part_kind: Literal["kernel", "gap", "conversion"] | None = None
+
+
 class Classification(Record):
     """Scores of all five mechanisms, ranked, with evidence, the winner, its proof and its test."""
 
-    schema_version: int = SCHEMA_VERSION
+    schema_version: int = FACTS_SCHEMA_VERSION
+    oldest_readable: ClassVar[int] = FACTS_SCHEMA_VERSION
     kind: Literal["classification"] = "classification"
     run: str
     baseline: str | None = None
@@ -204,7 +216,7 @@ class Classification(Record):
     )
     leading: Mechanism | None = Field(None, description="When not established: the mechanism that carries the most of the change.")
     settle: SettleCapture | None = Field(None, description="When not established: the one capture that would settle it.")
-    proving_artifact: str | None
+    proof: Proof | None = Field(None, description="What proves the winner (None without a winner).")
     fix: Fix | None
     roofline: Roofline | None = None
     layers: list[LayerIntensity] = Field(default_factory=list)
@@ -213,16 +225,6 @@ class Classification(Record):
         """Evidence lines for ``mechanism``, fired first, strongest first."""
         lines = [e for e in self.evidence if e.mechanism == mechanism]
         return sorted(lines, key=lambda e: (not e.fired, -e.contribution))
-
-    def margin_text(self) -> str:
-        """The margin in words, saying it is a ratio: ``"5.00 times the runner-up's score"``."""
-        if self.ranked_by == "attribution":
-            if self.margin is None:
-                return "no other mechanism carries any of the change"
-            return f"{self.margin:.2f} times the runner-up's attributed share"
-        if self.margin is None:
-            return "no other mechanism scored"
-        return f"{self.margin:.2f} times the runner-up's score"
 
     def missing_for(self, mechanism: Mechanism) -> list[MissingEvidence]:
         """Missing-evidence entries for ``mechanism``."""

@@ -14,6 +14,7 @@ from sparsedebug.records.classification import Mechanism, NcuEvidence, SmiEviden
 from sparsedebug.records.fingerprint import Fingerprint
 from sparsedebug.records.run import FallbackReason, KernelClass, KernelPath, QualityDelta, RunRecord, RunSource, Verdict
 from sparsedebug.render.markdown.rules import rules_markdown
+from sparsedebug.render.words.mechanisms_records import evidence_detail
 from tests.classify.test_score import make_fingerprint, make_run
 
 
@@ -225,7 +226,7 @@ def test_latency_drift_with_flat_gpu_busy_time_is_host_side_not_thermal() -> Non
     case.run.source = RunSource(kind="torch_trace")
     case.run.schedule.busy_samples_ms = [1.5] * n
     drift = next(e for e in classify_evidence(case.run).evidence if e.rule == "thermal.latency_drift")
-    assert not drift.fired and "host-side" in drift.detail
+    assert not drift.fired and "host-side" in evidence_detail(drift)
 
 
 def _neighbour_path() -> Case:
@@ -307,7 +308,7 @@ def test_condition_shared_with_the_baseline_does_not_score() -> None:
     case.baseline.name = "baseline"
     result = classify_evidence(case.run, baseline=case.baseline)
     line = next(e for e in result.evidence if e.rule == "scheduling.span_vs_busy")
-    assert not line.fired and "baseline shows it too" in line.detail
+    assert not line.fired and "baseline shows it too" in evidence_detail(line)
     # clearly worse than the baseline: scores again
     case.run.schedule.span_samples_ms = [b * 4 for b in case.run.schedule.busy_samples_ms]
     result = classify_evidence(case.run, baseline=case.baseline)

@@ -6,7 +6,10 @@ import json
 from pathlib import Path
 
 from sparsedebug.core.io import save_record
+from sparsedebug.records.classification import Classification, Mechanism
 from sparsedebug.records.run import RunRecord
+from sparsedebug.render.words.mechanisms_records import evidence_detail, fix_words, proof_words
+from sparsedebug.render.words.notes import words
 from tests.conftest import FIXTURES, assert_clean_error, invoke
 
 H200 = FIXTURES / "h200"
@@ -28,9 +31,10 @@ def test_h200_traces_json_is_scheduling() -> None:
     assert fired["scheduling.host_wait"]["value"] > 0.9
     assert fired["scheduling.overhead_regression"]["source"].startswith("schedule.")
     assert payload["fix"]["kind"] == "advice" and payload["fix"]["direction"] == "down"
-    assert "trace_sparse_mlp_T2048.json.gz" in payload["proving_artifact"]
-    thermal_missing = [m for m in payload["missing_evidence"] if m["mechanism"] == "thermal"]
-    assert any("nvidia-smi --query-gpu" in m["capture"] for m in thermal_missing)
+    assert payload["proof"]["artifact"].endswith("trace_sparse_mlp_T2048.json.gz")
+    cls = Classification.model_validate(payload)
+    assert "trace_sparse_mlp_T2048.json.gz" in (proof_words(cls) or "")
+    assert any("nvidia-smi --query-gpu" in words(m.capture) for m in cls.missing_for(Mechanism.THERMAL))
 
 
 def test_h200_with_smi_and_ncu_people_output() -> None:
@@ -53,13 +57,13 @@ def test_h200_smi_thermal_only_from_the_runs_own_window() -> None:
     for payload, why in ((unaligned, "cannot be aligned"), (aligned, "no sample inside the run's window")):
         thermal = next(s for s in payload["scores"] if s["mechanism"] == "thermal")
         assert thermal["score"] == 0 and payload["winner"] != "thermal"
-        lines = [e for e in payload["evidence"] if e["rule"] in ("thermal.throttle_time", "thermal.clock_drop")]
-        assert lines and all(not e["fired"] and why in e["detail"] for e in lines)
+        lines = [e for e in Classification.model_validate(payload).evidence if e.rule in ("thermal.throttle_time", "thermal.clock_drop")]
+        assert lines and all(not e.fired and why in evidence_detail(e) for e in lines)
         assert SMI in payload["inputs"]
     graph = str(Path(SPARSE).with_name("trace_sparse_mlp_T2048_cudagraph.json.gz"))
     alone = json.loads(invoke(["classify", graph, "--smi", SMI, "--smi-utc-offset", "0", "--json"]).stdout)
-    throttle = next(e for e in alone["evidence"] if e["rule"] == "thermal.throttle_time")
-    assert throttle["fired"] and "1 sample(s) in the run's window" in throttle["detail"]
+    throttle = next(e for e in Classification.model_validate(alone).evidence if e.rule == "thermal.throttle_time")
+    assert throttle.fired and "1 sample(s) in the run's window" in evidence_detail(throttle)
 
 
 def test_classify_a_saved_run_record(tmp_path: Path) -> None:
@@ -188,4 +192,7 @@ def test_attention_moving_to_fp32_simt_is_precision_evidence_and_the_fix_names_t
         [group] = fix["targets"]
         assert group["cause"] == "dtype_change" and group["tensors"] == ["query", "key", "value"] and group["restore"] == "fp16"
         assert len(group["layers"]) == 4 and layer in group["layers"] and fix["removes_ms"] == group["removes_ms"] > 0
-        assert fix["text"].startswith(f"cast the query, key and value of {layer}, ") and "(4 layers) back to fp16" in fix["text"]
+        model_fix = Classification.model_validate(payload).fix
+        assert model_fix is not None
+        said = fix_words(model_fix)
+        assert said.startswith(f"cast the query, key and value of {layer}, ") and "(4 layers) back to fp16" in said

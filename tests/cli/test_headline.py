@@ -15,6 +15,8 @@ from typing import Any
 
 import pytest
 
+from sparsedebug.records.classification import Fix
+from sparsedebug.render.words.mechanisms_records import fix_words
 from tests.conftest import FIXTURES, assert_clean_error, invoke
 from tests.support.tracegen import TraceSpec, attention_name, generate, layer_name, move_to_fp32, write_doc
 
@@ -114,7 +116,8 @@ def test_noncontiguous_query_key_value_in_every_block_get_one_fix_for_all_of_the
     assert sorted(group["layers"]) == blocks
     moved = sum(p["ms"] for p in payload["attribution"]["parts"] if p["part"] in blocks and p["kind"] == "kernel")
     assert fix["removes_ms"] == pytest.approx(moved, abs=1e-5) and moved > 0.5 * payload["attribution"]["delta_ms"]
-    assert "make the query, key and value of" in fix["text"] and "(4 layers)" in fix["text"]
+    said = fix_words(Fix.model_validate(fix))
+    assert "make the query, key and value of" in said and "(4 layers)" in said
     # the re-trace after the fix: attention back on the fused kernel; the expected movement is the math-path time
     fixed = _write(tmp_path / "fixed.json", replace(spec, seed=2))
     walk = invoke(["playbook", "run", "--baseline", base, "--candidate", cand, "--fixed", fixed, "-o", str(tmp_path / "b")])

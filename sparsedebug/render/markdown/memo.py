@@ -45,7 +45,8 @@ from sparsedebug.render.markdown.verdicts import attributed_lines, fix_verdict, 
 from sparsedebug.render.words.core import change_words, reduce_verdict, replay_reason_words, timing_words
 from sparsedebug.render.words.gate import decision_reasons, detail_words, measured_words, refusal_words, significance_words
 from sparsedebug.render.words.locate_text import allowed_text, finding_text, stage_text, verdict_text
-from sparsedebug.render.words.notes import say
+from sparsedebug.render.words.mechanisms_records import evidence_detail, fix_words, margin_words, proof_words
+from sparsedebug.render.words.notes import say, words
 from sparsedebug.render.words.run_figures import equal_latency_sentence, real_quality_text
 from sparsedebug.render.words.targets import fix_how_words
 from sparsedebug.signoff.decide import stored_decision
@@ -202,15 +203,16 @@ def _mechanism(b: LoadedBundle, book: Playbook) -> list[str]:
     else:
         w = cls.winner.value
         ws = scores[w]
-        margin = cls.margin_text()
+        margin = margin_words(cls)
         out += attributed_lines(cls, ws.score) or [f"- **Primary mechanism**: **{w}** (score {ws.score:.2f}, {margin})."]
         for e in cls.evidence_for(cls.winner):
             if not e.fired:
                 continue
             value = "n/a" if e.value is None else f"{e.value:.4g}"
-            out.append(f"  - `{e.rule}`: {e.metric} = {value} {e.op} {e.threshold:g} {e.unit}; {e.detail} [{e.source}]")
-        if cls.proving_artifact:
-            out.append(f"  - Artifact that proves it: {cls.proving_artifact}.")
+            out.append(f"  - `{e.rule}`: {e.metric} = {value} {e.op} {e.threshold:g} {e.unit}; {evidence_detail(e)} [{e.source}]")
+        proof = proof_words(cls)
+        if proof:
+            out.append(f"  - Artifact that proves it: {proof}.")
     out.append("- **Competing hypotheses**:")
     winner_score = scores[cls.winner.value].score if cls.winner is not None else None
     for s in sorted(cls.scores, key=lambda s: s.rank):
@@ -230,7 +232,7 @@ def _mechanism(b: LoadedBundle, book: Playbook) -> list[str]:
         out.append(f"  - {name} (rank {s.rank}, score {s.score:.2f}{carries}, {s.status}): {why}.")
     out.append("- **Missing evidence**:" + ("" if cls.missing_evidence else " none for the ranking above."))
     for m in cls.missing_evidence:
-        out.append(f"  - {m.mechanism.value}: {m.reason}; capture: {m.capture}.")
+        out.append(f"  - {m.mechanism.value}: {words(m.reason)}; capture: {words(m.capture)}.")
     out.append("")
     return out
 
@@ -251,7 +253,7 @@ def _action(b: LoadedBundle, book: Playbook) -> list[str]:
     if fix is None:
         out.append("- **Smallest reversible change**: none proposed (no classified mechanism).")
     else:
-        out.append(f"- **Smallest reversible change**: {fix.text} (rule `{fix.rule}`; should move {fix.metric} {fix.direction}).")
+        out.append(f"- **Smallest reversible change**: {fix_words(fix)} (rule `{fix.rule}`; should move {fix.metric} {fix.direction}).")
     red = b.reduce
     if red is not None:
         out.append(f"  - Focused reproducer (reproducer.yaml): {_reduce_text(red)}")
@@ -394,7 +396,7 @@ def _risks(b: LoadedBundle) -> list[str]:
         lines.append("  - thermal: not assessed (no classification).")
     else:
         miss = [m for m in cls.missing_evidence if m.mechanism.value == "thermal"]
-        extra = f"; to settle it: {miss[0].capture}" if miss else ""
+        extra = f"; to settle it: {words(miss[0].capture)}" if miss else ""
         lines.append(f"  - thermal: scored {thermal.score:.2f} ({thermal.status}, {thermal.rules_fired} of {thermal.rules_evaluated} rules fired){extra}.")
     compat = []
     if b.fixed is not None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sparsedebug.records.memo import Claim, ClockLegend, Figure
+from sparsedebug.render.words.mechanisms_records import advice_words
 
 SIGNED = frozenset({"change_ms", "change"})
 """Quantities printed with their sign: changes."""
@@ -368,7 +369,7 @@ def change(st: Style, c: Claim) -> str:
     elif c.code == "block":
         text = f"raise the sparsity block size of {layer} to {st.code(t.get('value', ''))}"
     else:
-        text = t.get("advice", "").rstrip(".")
+        text = (t.get("advice") or advice_words(t, layer if "layer" in t else None)).rstrip(".")
     if c.items:
         text += f" for {', '.join(st.code(i) for i in c.items)}"
     layers = c.figure("target_layers")

@@ -9,6 +9,7 @@ from rich.text import Text
 from sparsedebug.records.classification import Classification, Evidence, Fix
 from sparsedebug.render.markdown.verdicts import not_established_sentence
 from sparsedebug.render.terminal.fit import optional
+from sparsedebug.render.words.mechanisms_records import evidence_detail, fix_words, margin_words, proof_words
 from sparsedebug.render.words.notes import words
 
 
@@ -50,7 +51,7 @@ def _evidence_row(line: Evidence) -> tuple[str, str, str, str, str, str]:
         mark,
         f"{line.contribution:.2f}" if line.fired else "",
         line.source,
-        words(line.detail),
+        evidence_detail(line),
     )
 
 
@@ -96,7 +97,7 @@ def fix_summary(fix: Fix) -> str:
     else:
         change = "advice"
     arrow = "down" if fix.direction == "down" else "up"
-    return f"{change} -> expect {fix.metric} to go {arrow} ({fix.text})"
+    return f"{change} -> expect {fix.metric} to go {arrow} ({fix_words(fix)})"
 
 
 def verdict_text(result: Classification) -> Text:
@@ -112,8 +113,8 @@ def verdict_text(result: Classification) -> Text:
             text.append("; capture the missing evidence above to settle it")
         return text
     text.append(f"dominant mechanism: {result.winner.value}", style="bold")
-    text.append(f" ({result.margin_text()})\n")
-    text.append(f"proved by: {result.proving_artifact}\n")
+    text.append(f" ({margin_words(result)})\n")
+    text.append(f"proved by: {proof_words(result)}\n")
     if result.fix is not None:
         text.append(f"smallest reversible test: {fix_summary(result.fix)}")
     return text

@@ -49,7 +49,9 @@ def fix_how_words(outcome: FixOutcome) -> str:
     if isinstance(how, str):
         return how
     if how.code == "targets.fix_is_advice" and outcome.proposed is not None:
-        return f"advice, not a workload change: {outcome.proposed.text}"
+        from sparsedebug.render.words.mechanisms_records import fix_words
+
+        return f"advice, not a workload change: {fix_words(outcome.proposed)}"
     return say(how)
 
 

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from sparsedebug.records.classification import AttributedPart, Attribution, Classification, Mechanism, MechanismShare
+from sparsedebug.records.notes import note
 from sparsedebug.render.markdown.verdicts import attributed_lines, attribution_sentence
 
 
 def _classification(shares: list[tuple[Mechanism, float]], delta: float, unattributed: float, residual: float | None) -> Classification:
-    parts = [AttributedPart(part=f"{m.value}-part", kind="kernel", mechanism=m, ms=ms, evidence="planted") for m, ms in shares]
+    parts = [AttributedPart(part=f"{m.value}-part", kind="kernel", mechanism=m, ms=ms, evidence=note("mechanisms.part_host_gap")) for m, ms in shares]
     att = Attribution(
         base_p50_ms=100.0, cand_p50_ms=100.0 + delta, delta_ms=delta, parts=parts,
         mechanisms=[MechanismShare(mechanism=m, ms=ms, share=ms / delta, largest=f"{m.value}-part", parts=1) for m, ms in shares],
@@ -15,7 +16,7 @@ def _classification(shares: list[tuple[Mechanism, float]], delta: float, unattri
     )  # fmt: skip
     return Classification(
         run="cand", scores=[], evidence=[], missing_evidence=[], winner=shares[0][0], ranked_by="attribution",
-        attribution=att, proving_artifact=None, fix=None,
+        attribution=att, proof=None, fix=None,
     )  # fmt: skip
 
 
