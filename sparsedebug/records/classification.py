@@ -11,11 +11,11 @@ Compute report and an nvidia-smi log (``sparsedebug.classify.evidence`` builds t
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import ConfigDict, Field
 
-from sparsedebug.records.base import SCHEMA_VERSION, Record
+from sparsedebug.records.base import FACTS_SCHEMA_VERSION, Record
 from sparsedebug.records.notes import Note
 from sparsedebug.records.power import UtcOffsetSource
 from sparsedebug.records.run import KernelClass
@@ -125,7 +125,7 @@ class MechanismScore(Record):
 FixAction = Literal[
     "cuda_graph", "convert_once", "set_threads", "batch_calls", "isolate_run", "make_contiguous", "cast_back",
     "drop_attn_mask", "drop_dropout", "restore_head_dim", "exclude_layer", "pad_shape", "cast_layer", "block_size",
-    "set_precision", "rule_recipe",
+    "set_precision", "rule_recipe", "raise_reuse", "keep_precision",
 ]
 
 # The kind of dispatch cause a trace shows for a path change (``core.dispatch.cause_code``).
@@ -161,7 +161,7 @@ class Fix(Record):
     action: Literal["exclude", "pad", "cast"] | None = Field(
         None, description="For kind=layer: exclude from sparsity, pad to an aligned shape, or cast to dtype ``value``."
     )
-    text: str
+    text: str | None = Field(None, description="Transitional (issue 39): words some recipes still write; render/ words the fix from code, rule, layer and value.")
     metric: str = Field(
         description="The metric the change should move: a name ``measure_metric`` computes on a run "
         "(latency_p50_ms, busy_p50_ms, span_busy_ratio, max_rel_err, or a rule metric such as fallback_flop_share)."
@@ -174,12 +174,18 @@ class Fix(Record):
     )
     removes_ms: float | None = Field(None, description="Per-iteration time the fix removes, from the figure named by basis.")
     basis: MovementBasis | None = Field(None, description="Where removes_ms comes from.")
+    was: str | int | None = Field(None, description="The value the change replaces (the block size V before, for kind=block).")
+    names_layer: str | None = Field(None, description="A layer the advice names without changing only it (the knob is workload-wide).")
+    layer_role: Literal["changed", "largest_error"] | None = Field(
+        None, description="Why names_layer is named: its precision changed, or it has the largest numeric error."
+    )
 
 
 class Classification(Record):
     """Scores of all five mechanisms, ranked, with evidence, the winner, its proof and its test."""
 
-    schema_version: int = SCHEMA_VERSION
+    schema_version: int = FACTS_SCHEMA_VERSION
+    oldest_readable: ClassVar[int] = FACTS_SCHEMA_VERSION
     kind: Literal["classification"] = "classification"
     run: str
     baseline: str | None = None
@@ -268,7 +274,8 @@ class Roofline(Record):
 
     device: str
     source: Literal["calibration", "peak_table"]
-    detail: str
+    reference: str = Field(description="The peak table's reference for the GPU, or the calibration's method.")
+    named_as: str | None = Field(None, description="The GPU name the peak table was looked up with (peak_table only).")
     peak_gflops: float
     bandwidth_gbps: float
     dtype: str

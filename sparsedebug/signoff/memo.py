@@ -328,8 +328,12 @@ def _action(b: LoadedBundle, decision: DecisionOutcome, book: Playbook) -> Actio
                 terms[key] = str(value)
         if fix.value is not None:
             terms["value"] = str(fix.value)
-        if fix.kind == "advice":
+        if fix.kind == "advice" and fix.text:
             terms["advice"] = fix.text
+        for key in ("was", "names_layer", "layer_role"):
+            value = getattr(fix, key)
+            if value is not None:
+                terms[key] = str(value)
         applied = b.fix
         if applied is not None:
             terms["applied"] = "yes" if applied.applied else "no"

@@ -42,6 +42,7 @@ from sparsedebug.render.markdown.engine import sparse_kernels_line
 from sparsedebug.render.markdown.ranks import rank_lines
 from sparsedebug.render.markdown.tags import build_tags
 from sparsedebug.render.markdown.verdicts import attributed_lines, fix_verdict, not_established_lines
+from sparsedebug.render.words.classify_fix import fix_words
 from sparsedebug.signoff.decide import stored_decision
 from sparsedebug.signoff.metrics import (
     equal_latency_sentence,
@@ -247,7 +248,7 @@ def _action(b: LoadedBundle, book: Playbook) -> list[str]:
     if fix is None:
         out.append("- **Smallest reversible change**: none proposed (no classified mechanism).")
     else:
-        out.append(f"- **Smallest reversible change**: {fix.text} (rule `{fix.rule}`; should move {fix.metric} {fix.direction}).")
+        out.append(f"- **Smallest reversible change**: {fix_words(fix)} (rule `{fix.rule}`; should move {fix.metric} {fix.direction}).")
     red = b.reduce
     if red is not None:
         out.append(f"  - Focused reproducer (reproducer.yaml): {_reduce_text(red)}")
@@ -340,7 +341,7 @@ def _next_step(b: LoadedBundle) -> list[str]:
         return [f"- **Next bounded change**: none found: {still}, and classifying it again against the baseline proposes "
                 "nothing beyond the change already applied."]
     return [
-        f"- **Next bounded change**: {still}; {fo.next_basis}: {nxt.text} (rule `{nxt.rule}`; should move "
+        f"- **Next bounded change**: {still}; {fo.next_basis}: {fix_words(nxt)} (rule `{nxt.rule}`; should move "
         f"{nxt.metric} {nxt.direction}). "
         + ("Apply it to fixed.workload.yaml and walk again with it as the candidate." if fo.fixed_source == "applied_to_workload"
            else "Apply it to the fixed candidate and walk again with it as the candidate.")

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sparsedebug.records.memo import Claim, ClockLegend, Figure
+from sparsedebug.render.words.classify_fix import fix_phrase
 
 SIGNED = frozenset({"change_ms", "change"})
 """Quantities printed with their sign: changes."""
@@ -367,8 +368,11 @@ def change(st: Style, c: Claim) -> str:
         text = ACTION_WORDS[t["action"]].format(layer=layer, value=t.get("value", ""))
     elif c.code == "block":
         text = f"raise the sparsity block size of {layer} to {st.code(t.get('value', ''))}"
+    elif "advice" in t:
+        text = t["advice"].rstrip(".")
     else:
-        text = t.get("advice", "").rstrip(".")
+        text = fix_phrase(t.get("action_code") or None, t.get("rule", ""), value=t.get("value"), layer=t.get("layer"),
+                          was=t.get("was"), names_layer=t.get("names_layer"), layer_role=t.get("layer_role"))
     if c.items:
         text += f" for {', '.join(st.code(i) for i in c.items)}"
     layers = c.figure("target_layers")

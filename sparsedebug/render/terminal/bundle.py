@@ -12,6 +12,7 @@ from sparsedebug.render.clocks import measured_clock, target_label
 from sparsedebug.render.markdown.deployment import reality_check
 from sparsedebug.render.markdown.verdicts import fix_verdict, not_established_sentence
 from sparsedebug.render.terminal.energy import energy_table
+from sparsedebug.render.words.classify_fix import fix_words
 from sparsedebug.signoff.decide import stored_decision
 from sparsedebug.sources.bundle import LoadedBundle
 
@@ -48,7 +49,7 @@ def bundle_summary(bundle: LoadedBundle, book: Playbook) -> RenderableType:
         lines.append(f"{cls.winner.value if cls.winner else (not_established_sentence(cls) or 'none')}\n")
         if cls.fix is not None:
             lines.append("fix: ", style="bold")
-            lines.append(cls.fix.text + "\n")
+            lines.append(fix_words(cls.fix) + "\n")
     if bundle.fix is not None:
         lines.append("applied: " if bundle.fix.applied else "not applied: ", style="bold")
         lines.append(bundle.fix.how + "\n")

@@ -9,6 +9,7 @@ from rich.text import Text
 from sparsedebug.records.classification import Classification, Evidence, Fix
 from sparsedebug.render.markdown.verdicts import not_established_sentence
 from sparsedebug.render.terminal.fit import optional
+from sparsedebug.render.words.classify_fix import fix_words
 from sparsedebug.render.words.notes import words
 
 
@@ -96,7 +97,7 @@ def fix_summary(fix: Fix) -> str:
     else:
         change = "advice"
     arrow = "down" if fix.direction == "down" else "up"
-    return f"{change} -> expect {fix.metric} to go {arrow} ({fix.text})"
+    return f"{change} -> expect {fix.metric} to go {arrow} ({fix_words(fix)})"
 
 
 def verdict_text(result: Classification) -> Text:
