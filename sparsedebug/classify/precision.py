@@ -101,6 +101,11 @@ def precision_change_count(ctx: Context) -> Result:
     return Fact(float(len(found)), source, detail, context=data)
 
 
+def finite(x: float) -> float | None:
+    """``x`` as a note value: None when it is not a finite number (a note holds only finite figures)."""
+    return x if math.isfinite(x) else None
+
+
 def rel_errs(run: RunRecord) -> dict[str, float]:
     """Relative error vs the fp64 reference per layer, for the layers that measured it."""
     return {layer.name: layer.rel_err for layer in run.kernel.layers if layer.rel_err is not None}
@@ -129,7 +134,7 @@ def rel_err_growth(ctx: Context) -> Result:
     return Fact(
         ratios[worst],
         "kernel.layers[].rel_err vs baseline",
-        note("classify.rel_err_growth", worst=worst, base_rel_err=base[worst], rel_err=cand[worst], layers=len(common)),
+        note("classify.rel_err_growth", worst=worst, base_rel_err=finite(base[worst]), rel_err=finite(cand[worst]), layers=len(common)),
         context={"layer": worst},
     )
 
@@ -164,7 +169,7 @@ def rel_err_over_bound(ctx: Context) -> Result:
     return Fact(
         ratio,
         "kernel.layers[].rel_err / (u_input + u_fp32*sqrt(K))",
-        note("classify.rel_err_bound", worst=worst, rel_err=errs[worst], bound=bound, precision=prec, accumulation="fp32"),
+        note("classify.rel_err_bound", worst=worst, rel_err=finite(errs[worst]), bound=finite(bound), precision=prec, accumulation="fp32"),
         context={"layer": worst},
     )
 
@@ -191,7 +196,7 @@ def quality_cosine_drop(ctx: Context) -> Result:
     if base_q is None:
         return Missing(note("classify.not_recorded", what="quality", side="baseline"), capture(Capture.REPLAY_BASELINE))
     drop = base_q.cosine - cand_q.cosine
-    detail = note("classify.cosine_drop", base_cosine=base_q.cosine, cosine=cand_q.cosine)
+    detail = note("classify.cosine_drop", base_cosine=finite(base_q.cosine), cosine=finite(cand_q.cosine))
     if intents(ctx.run) != intents(ctx.baseline):
         return Fact(drop, "outcome.quality.cosine vs baseline", detail, gate=note("classify.intent_differs"))
     return Fact(drop, "outcome.quality.cosine vs baseline", detail)

@@ -40,7 +40,7 @@ from sparsedebug.records.classification import (
     SmiEvidence,
 )
 from sparsedebug.records.fingerprint import Fingerprint
-from sparsedebug.records.notes import Note
+from sparsedebug.records.notes import Note, note
 from sparsedebug.records.run import RunRecord
 from sparsedebug.sources.evidence import NO_EVIDENCE, AttachedEvidence
 from sparsedebug.sources.registry import replayed
@@ -72,10 +72,9 @@ def _gate_shared_with_baseline(rule: Rule, result: Fact, base: Fact) -> None:
 def _evaluate(rule: Rule, result: Fact) -> Evidence:
     """One rule on its metric's fact: fired or not, and what it adds to its mechanism's score."""
     if result.value is not None and not math.isfinite(result.value):
-        result = Fact(None, result.source, f"{result.detail} (not a finite number: {result.value})")
+        result = Fact(None, result.source, result.detail, gate=note("classify.not_finite", value=str(result.value)))
     fired = result.value is not None and result.gate is None and rule.fires(result.value)
     contribution = rule.contribution(result.value) if fired and result.value is not None else 0.0
-    detail = result.detail if result.gate is None else f"{result.detail} ({result.gate})"
     return Evidence(
         rule=rule.id,
         mechanism=rule.mechanism,
@@ -87,7 +86,8 @@ def _evaluate(rule: Rule, result: Fact) -> Evidence:
         fired=fired,
         contribution=round(contribution, 6),
         source=result.source,
-        detail=detail,
+        detail=result.detail,
+        gate=result.gate,
     )
 
 

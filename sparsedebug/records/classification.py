@@ -45,6 +45,7 @@ class Evidence(Record):
     contribution: float
     source: str = Field(description="Stage and metric, or the imported artifact file, the value came from.")
     detail: str | Note = Field(description="The numbers behind the value (a Note; str only until every rule writes one).")
+    gate: str | Note | None = Field(None, description="Why the rule may not fire although the value is past its threshold (None: no gate).")
 
 
 class MissingEvidence(Record):

@@ -17,6 +17,7 @@ from sparsedebug.locate.walk import bisect_runs
 from sparsedebug.records.classification import Mechanism
 from sparsedebug.records.run import RunRecord
 from sparsedebug.render.markdown.memo import render_memo_detail
+from sparsedebug.render.words.classify_records import evidence_words, fix_words
 from sparsedebug.sources.importers.trace.importer import import_trace
 from sparsedebug.sources.playbook import load_playbook
 from tests.support.bundles import make_bundle
@@ -69,7 +70,7 @@ def test_layout_caused_backend_change_is_lower_compute_and_the_fix_names_the_lay
     assert cls.attribution is not None
     compute_parts = {p.part for p in cls.attribution.parts if p.mechanism is Mechanism.COMPUTE}
     assert compute_parts == moved
-    assert cls.fix is not None and "contiguous" in cls.fix.text and cls.fix.layer in moved
+    assert cls.fix is not None and "contiguous" in fix_words(cls.fix) and cls.fix.layer in moved
     report = compare_paths(base, cand)
     assert {c.layer for c in report.unintended} == moved
     memo = render_memo_detail(make_bundle(base, cand), load_playbook())
@@ -83,9 +84,9 @@ def test_attention_moved_to_fp32_math_is_precision_and_the_fix_casts_back(tmp_pa
     base, cand = import_trace(DENSE), import_trace(MATH_FP32)
     cls = classify_run(cand, baseline=base)
     assert cls.winner is Mechanism.PRECISION and cls.ranked_by == "attribution"
-    assert cls.fix is not None and "back to fp16" in cls.fix.text
+    assert cls.fix is not None and "back to fp16" in fix_words(cls.fix)
     neighbour = next(e for e in cls.evidence if e.rule == "compute.neighbour_path_change")
-    assert "fp32" in neighbour.detail and "no layer outside" not in neighbour.detail
+    assert "fp32" in evidence_words(neighbour) and "no layer outside" not in evidence_words(neighbour)
 
 
 def test_added_host_gaps_make_scheduling_win(tmp_path: Path) -> None:
@@ -120,4 +121,4 @@ def test_a_gemm_moved_to_fp32_makes_precision_win(tmp_path: Path) -> None:
     assert cls.attribution is not None
     part = max((p for p in cls.attribution.parts if p.mechanism is Mechanism.PRECISION), key=lambda p: p.ms)
     assert part.part == layer_name(0) and part.ms > 0.5 * cls.attribution.delta_ms
-    assert cls.fix is not None and layer_name(0) in cls.fix.text
+    assert cls.fix is not None and layer_name(0) in fix_words(cls.fix)

@@ -19,6 +19,7 @@ from sparsedebug.locate.walk import bisect_runs
 from sparsedebug.records.classification import Mechanism
 from sparsedebug.records.run import RunRecord
 from sparsedebug.render.markdown.memo import render_memo_detail
+from sparsedebug.render.words.classify_records import fix_words
 from sparsedebug.signoff.gate import evaluate
 from sparsedebug.sources.importers.trace.importer import import_trace
 from sparsedebug.sources.playbook import load_playbook
@@ -65,7 +66,7 @@ def test_fused_to_decomposed_attention_is_lower_and_its_mechanism_wins_with_the_
     assert cls.scores[0].attributed_share is not None and cls.scores[0].attributed_share > 0.9
     assert cls.attribution is not None
     assert {p.part for p in cls.attribution.parts if p.mechanism is Mechanism.PRECISION} == moved
-    assert cls.fix is not None and cls.fix.layer in moved and "contiguous" in cls.fix.text
+    assert cls.fix is not None and cls.fix.layer in moved and "contiguous" in fix_words(cls.fix)
 
     report = compare_paths(base, cand)
     assert {c.layer for c in report.unintended} == moved
@@ -93,7 +94,7 @@ def test_fused_to_fused_on_a_layout_change_is_compute_with_the_same_fix(tmp_path
     assert cls.attribution is not None
     assert {p.part for p in cls.attribution.parts if p.mechanism is Mechanism.COMPUTE} == moved
     assert all(p.mechanism is not Mechanism.PRECISION for p in cls.attribution.parts)
-    assert cls.fix is not None and cls.fix.layer in moved and "contiguous" in cls.fix.text
+    assert cls.fix is not None and cls.fix.layer in moved and "contiguous" in fix_words(cls.fix)
     report = compare_paths(base, cand)
     assert {c.layer for c in report.unintended} == moved and all(c.precision is None for c in report.unintended)
     gate = next(c for c in evaluate(base, cand).checks if c.id == "precision_drift")

@@ -32,6 +32,8 @@ from sparsedebug.records.run import (
     ScheduleStage,
     TimeWindow,
 )
+from sparsedebug.render.words.classify_records import evidence_words, fix_words
+from sparsedebug.render.words.notes import words
 from sparsedebug.sources.evidence import AttachedEvidence
 from tests.conftest import FIXTURES
 
@@ -145,7 +147,7 @@ def test_clean_pair_supports_nothing_and_names_missing_thermal_evidence() -> Non
     assert result.winner is None and result.fix is None and result.proving_artifact is None
     assert [s.score for s in result.scores] == [0.0] * 5
     thermal = result.missing_for(Mechanism.THERMAL)
-    assert thermal and "CPU frequency" in thermal[0].reason + thermal[0].capture
+    assert thermal and "CPU frequency" in words(thermal[0].reason) + words(thermal[0].capture)
     # the thermal drift rule was still evaluated on the 20 in-order samples
     assert any(e.rule == "thermal.latency_drift" and e.value is not None for e in result.evidence)
 
@@ -158,14 +160,14 @@ def test_every_rule_is_accounted_for_once() -> None:
 
 def test_without_baseline_comparison_rules_ask_for_one() -> None:
     result = classify_evidence(make_run())
-    asked = {r for m in result.missing_evidence if "--baseline" in m.capture for r in m.rules}
+    asked = {r for m in result.missing_evidence if "--baseline" in words(m.capture) for r in m.rules}
     assert {"scheduling.overhead_regression", "precision.dtype_change", "precision.error_growth", "precision.quality_drop"} <= asked
 
 
 def test_replay_without_calibration_asks_for_freeze_calibrate() -> None:
     result = classify_evidence(make_run())
     memory = result.missing_for(Mechanism.MEMORY)
-    assert any("freeze --calibrate" in m.capture and "memory.low_intensity" in m.rules for m in memory)
+    assert any("freeze --calibrate" in words(m.capture) and "memory.low_intensity" in m.rules for m in memory)
     assert result.roofline is None and result.layers == []
 
 
@@ -271,7 +273,7 @@ def test_quality_drop_with_different_intent_is_gated() -> None:
     cand.outcome.quality = QualityDelta(cosine=0.5, rel_err=0.9)
     result = classify_evidence(cand, baseline=base)
     line = next(e for e in result.evidence if e.rule == "precision.quality_drop")
-    assert not line.fired and "pruning" in line.detail
+    assert not line.fired and "pruning" in evidence_words(line)
 
 
 def test_latency_drift_is_thermal_for_replay() -> None:
@@ -280,7 +282,7 @@ def test_latency_drift_is_thermal_for_replay() -> None:
     cand.outcome.latency_samples_ms = [1.0 + 0.3 * i / (n - 1) for i in range(n)]
     result = classify_evidence(cand)
     assert result.winner == Mechanism.THERMAL
-    assert result.fix is not None and "governor" in result.fix.text
+    assert result.fix is not None and "governor" in fix_words(result.fix)
 
 
 def test_no_drift_when_trend_is_not_significant() -> None:
@@ -288,7 +290,7 @@ def test_no_drift_when_trend_is_not_significant() -> None:
     cand.outcome.latency_samples_ms = [1.0, 1.4] * 10
     result = classify_evidence(cand)
     line = next(e for e in result.evidence if e.rule == "thermal.latency_drift")
-    assert not line.fired and "no significant upward trend" in line.detail
+    assert not line.fired and "no significant upward trend" in evidence_words(line)
 
 
 def test_ncu_latency_bound_kernel_is_not_memory_bound() -> None:
@@ -297,17 +299,17 @@ def test_ncu_latency_bound_kernel_is_not_memory_bound() -> None:
     ncu = [NcuEvidence(name="sm90_xmma_sparse_gemm", kernel_class=KernelClass.SPARSE_GEMM, sm_pct=30.0, mem_pct=45.0, spill_requests=0.0, duration_us=10.0)]
     result = classify_evidence(cand, ncu=ncu, ncu_source="k.csv")
     line = next(e for e in result.evidence if e.rule == "memory.ncu_memory_bound")
-    assert line.value == pytest.approx(15.0) and not line.fired and "latency-bound" in line.detail
+    assert line.value == pytest.approx(15.0) and not line.fired and "latency-bound" in evidence_words(line)
 
 
 def test_imported_run_without_ncu_or_smi_names_the_captures() -> None:
     cand = make_run()
     cand.source = RunSource(kind="torch_trace")
     result = classify_evidence(cand)
-    captures = " ".join(m.capture for m in result.missing_evidence)
+    captures = " ".join(words(m.capture) for m in result.missing_evidence)
     assert "nvidia-smi --query-gpu=" in captures and "-lms 250" in captures
     assert "ncu --section SpeedOfLight" in captures
-    assert any("--gpu" in m.capture for m in result.missing_for(Mechanism.MEMORY))
+    assert any("--gpu" in words(m.capture) for m in result.missing_for(Mechanism.MEMORY))
 
 
 def test_smi_evidence_brings_thermal_into_ranking() -> None:
@@ -320,7 +322,7 @@ def test_smi_evidence_brings_thermal_into_ranking() -> None:
     result = classify_evidence(cand, smi=smi)
     assert result.winner == Mechanism.THERMAL
     assert result.proving_artifact is not None and result.proving_artifact.startswith("smi.csv")
-    assert result.fix is not None and "nvidia-smi -lgc" in result.fix.text and result.fix.direction == "up"
+    assert result.fix is not None and "nvidia-smi -lgc" in fix_words(result.fix) and result.fix.direction == "up"
 
 
 def test_classification_round_trips_as_json() -> None:
@@ -350,11 +352,11 @@ def test_h200_eager_sparse_mlp_vs_dense_is_scheduling(h200_pair: tuple[RunRecord
     span = next(e for e in result.evidence if e.rule == "scheduling.span_vs_busy")
     assert span.value is not None and 2.0 < span.value < 2.8  # ~12.3 ms span vs ~5.2 ms busy per forward
     assert result.proving_artifact is not None and "trace_sparse_mlp_T2048.json.gz" in result.proving_artifact
-    assert result.fix is not None and result.fix.kind == "advice" and "CUDA graph" in result.fix.text
+    assert result.fix is not None and result.fix.kind == "advice" and "CUDA graph" in fix_words(result.fix)
     # the GPU name comes from the trace: the H200 peak roofline applies, the MLP GEMMs are compute-bound
     assert result.roofline is not None and result.roofline.device == "NVIDIA H200 SXM"
     assert all(li.bound == "compute" for li in result.layers)
-    assert any("nvidia-smi" in m.capture for m in result.missing_for(Mechanism.THERMAL))
+    assert any("nvidia-smi" in words(m.capture) for m in result.missing_for(Mechanism.THERMAL))
 
 
 def test_h200_smi_power_cap_brings_thermal_evidence(h200_pair: tuple[RunRecord, RunRecord]) -> None:
@@ -371,8 +373,8 @@ def test_h200_smi_power_cap_brings_thermal_evidence(h200_pair: tuple[RunRecord, 
         thermal = next(s for s in result.scores if s.mechanism == Mechanism.THERMAL)
         assert thermal.score == 0 and thermal.status != "supported"
         lines = {e.rule: e for e in result.evidence_for(Mechanism.THERMAL)}
-        assert not lines["thermal.throttle_time"].fired and why in lines["thermal.throttle_time"].detail
-        assert lines["thermal.clock_drop"].value is None and why in lines["thermal.clock_drop"].detail
+        assert not lines["thermal.throttle_time"].fired and why in evidence_words(lines["thermal.throttle_time"])
+        assert lines["thermal.clock_drop"].value is None and why in evidence_words(lines["thermal.clock_drop"])
     # the real ncu file: the sparse GEMM spills (memory evidence), but scheduling still wins
     assert "memory.ncu_spills" in _fired(result)
     assert result.winner == Mechanism.SCHEDULING
@@ -494,7 +496,7 @@ def test_non_finite_metric_is_reported_not_scored() -> None:
     cand.kernel.layers[0].rel_err = float("nan")
     result = classify_evidence(cand)
     line = next(e for e in result.evidence if e.rule == "precision.error_vs_roundoff")
-    assert line.value is None and not line.fired and "not a finite number" in line.detail
+    assert line.value is None and not line.fired and "not a finite number" in evidence_words(line)
     json.loads(result.model_dump_json())  # still valid JSON
 
 
@@ -511,7 +513,7 @@ def test_smi_log_without_reasons_column_asks_for_it(tmp_path: Path) -> None:
     start = datetime(2026, 11, 29, 23, 42, 23, 400000, tzinfo=UTC).timestamp()
     cand.source = RunSource(kind="torch_trace", window=TimeWindow(start_utc_s=start, end_utc_s=start + 0.3, source="test"))
     result = classify_run(cand, evidence=AttachedEvidence(smi=load_smi(log), smi_utc_offset_h=0.0))
-    assert any("thermal.throttle_time" in m.rules and "clocks_event_reasons" in m.reason for m in result.missing_evidence)
+    assert any("thermal.throttle_time" in m.rules and "clocks_event_reasons" in words(m.reason) for m in result.missing_evidence)
     drop = next(e for e in result.evidence if e.rule == "thermal.clock_drop")
     assert drop.fired and drop.value == pytest.approx(1500 / 1980)
 
@@ -523,7 +525,7 @@ def test_smi_log_does_not_score_a_cpu_replay() -> None:
     )
     result = classify_evidence(make_run(), smi=smi)
     lines = [e for e in result.evidence if e.rule in ("thermal.throttle_time", "thermal.clock_drop")]
-    assert len(lines) == 2 and all(e.value is None and "ran on the CPU" in e.detail for e in lines)
+    assert len(lines) == 2 and all(e.value is None and "ran on the CPU" in evidence_words(e) for e in lines)
     assert result.winner is None
 
 

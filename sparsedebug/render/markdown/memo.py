@@ -42,7 +42,8 @@ from sparsedebug.render.markdown.engine import sparse_kernels_line
 from sparsedebug.render.markdown.ranks import rank_lines
 from sparsedebug.render.markdown.tags import build_tags
 from sparsedebug.render.markdown.verdicts import attributed_lines, fix_verdict, not_established_lines
-from sparsedebug.render.words.classify_fix import fix_words
+from sparsedebug.render.words.classify_records import evidence_words, fix_words
+from sparsedebug.render.words.notes import words
 from sparsedebug.signoff.decide import stored_decision
 from sparsedebug.signoff.metrics import (
     equal_latency_sentence,
@@ -205,7 +206,7 @@ def _mechanism(b: LoadedBundle, book: Playbook) -> list[str]:
             if not e.fired:
                 continue
             value = "n/a" if e.value is None else f"{e.value:.4g}"
-            out.append(f"  - `{e.rule}`: {e.metric} = {value} {e.op} {e.threshold:g} {e.unit}; {e.detail} [{e.source}]")
+            out.append(f"  - `{e.rule}`: {e.metric} = {value} {e.op} {e.threshold:g} {e.unit}; {evidence_words(e)} [{e.source}]")
         if cls.proving_artifact:
             out.append(f"  - Artifact that proves it: {cls.proving_artifact}.")
     out.append("- **Competing hypotheses**:")
@@ -227,7 +228,7 @@ def _mechanism(b: LoadedBundle, book: Playbook) -> list[str]:
         out.append(f"  - {name} (rank {s.rank}, score {s.score:.2f}{carries}, {s.status}): {why}.")
     out.append("- **Missing evidence**:" + ("" if cls.missing_evidence else " none for the ranking above."))
     for m in cls.missing_evidence:
-        out.append(f"  - {m.mechanism.value}: {m.reason}; capture: {m.capture}.")
+        out.append(f"  - {m.mechanism.value}: {words(m.reason)}; capture: {words(m.capture)}.")
     out.append("")
     return out
 
@@ -391,7 +392,7 @@ def _risks(b: LoadedBundle) -> list[str]:
         lines.append("  - thermal: not assessed (no classification).")
     else:
         miss = [m for m in cls.missing_evidence if m.mechanism.value == "thermal"]
-        extra = f"; to settle it: {miss[0].capture}" if miss else ""
+        extra = f"; to settle it: {words(miss[0].capture)}" if miss else ""
         lines.append(f"  - thermal: scored {thermal.score:.2f} ({thermal.status}, {thermal.rules_fired} of {thermal.rules_evaluated} rules fired){extra}.")
     compat = []
     if b.fixed is not None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sparsedebug.records.memo import Claim, ClockLegend, Figure
-from sparsedebug.render.words.classify_fix import fix_phrase
+from sparsedebug.render.words.classify_records import fix_phrase
 
 SIGNED = frozenset({"change_ms", "change"})
 """Quantities printed with their sign: changes."""

@@ -12,7 +12,7 @@ from sparsedebug.render.clocks import measured_clock, target_label
 from sparsedebug.render.markdown.deployment import reality_check
 from sparsedebug.render.markdown.verdicts import fix_verdict, not_established_sentence
 from sparsedebug.render.terminal.energy import energy_table
-from sparsedebug.render.words.classify_fix import fix_words
+from sparsedebug.render.words.classify_records import fix_words
 from sparsedebug.signoff.decide import stored_decision
 from sparsedebug.sources.bundle import LoadedBundle
 

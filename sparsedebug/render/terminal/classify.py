@@ -9,7 +9,7 @@ from rich.text import Text
 from sparsedebug.records.classification import Classification, Evidence, Fix
 from sparsedebug.render.markdown.verdicts import not_established_sentence
 from sparsedebug.render.terminal.fit import optional
-from sparsedebug.render.words.classify_fix import fix_words
+from sparsedebug.render.words.classify_records import evidence_words, fix_words
 from sparsedebug.render.words.notes import words
 
 
@@ -51,7 +51,7 @@ def _evidence_row(line: Evidence) -> tuple[str, str, str, str, str, str]:
         mark,
         f"{line.contribution:.2f}" if line.fired else "",
         line.source,
-        words(line.detail),
+        evidence_words(line),
     )
 
 

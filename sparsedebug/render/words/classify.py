@@ -102,6 +102,23 @@ _NCU_SECTION: dict[str, str] = {
 }
 
 
+class _NotRecorded:
+    """A figure a note does not hold, under any format spec."""
+
+    def __format__(self, spec: str) -> str:
+        return "not recorded"
+
+
+def _t(template: str) -> Phrase:
+    """A ``str.format`` template whose figures may be missing (None shows as 'not recorded', whatever the format)."""
+
+    def phrase(v: Mapping[str, NoteValue]) -> str:
+        shown = {k: _NotRecorded() if x is None else ", ".join(map(str, x)) if isinstance(x, list) else x for k, x in v.items()}
+        return template.format(**shown)
+
+    return phrase
+
+
 def _str(v: NoteValue) -> str:
     return "not recorded" if v is None else str(v)
 
@@ -169,32 +186,43 @@ PHRASES: dict[str, Phrase] = {
     ),
     "classify.not_recorded": _not_recorded,
     "classify.no_baseline": lambda v: _NO_BASELINE[_str(v.get("compares"))],
-    "classify.no_sparse_layer": "no layer runs sparse: no {counts} traffic",
-    "classify.metadata_bytes": "{metadata_bytes} metadata bytes for {value_bytes} value bytes over {layers} sparse layers; "
-    "worst {worst} {worst_ratio:.3f}",
+    "classify.no_sparse_layer": _t("no layer runs sparse: no {counts} traffic"),
+    "classify.metadata_bytes": _t(
+        "{metadata_bytes} metadata bytes for {value_bytes} value bytes over {layers} sparse layers; "
+        "worst {worst} {worst_ratio:.3f}"
+    ),
     "classify.no_gathers": _no_gathers,
-    "classify.gather_bytes": "{gathered_bytes:.3g} gathered activation bytes per call vs {dense_bytes:.3g} dense-GEMM bytes "
-    "over {layers} blocked layers; worst {worst} ({intended}) {worst_ratio:.2f}x",
-    "classify.bytes_growth": "{bytes:.3g} bytes per call vs baseline {base_bytes:.3g}; most grown {worst} "
-    "{worst_base_bytes:.3g} -> {worst_bytes:.3g}",
-    "classify.no_conversion": "no layer converts its weights on every call",
-    "classify.conversion_bytes": "{conversion_bytes:.3g} conversion bytes per call ({layers} layers) vs {forward_bytes:.3g} forward bytes",
-    "classify.low_intensity": "{below} of {layers} layers below the ridge {ridge:.1f} FLOP/B ({device}, {roofline}); "
-    "intensity {intensity_min:.1f} to {intensity_max:.1f} FLOP/B",
-    "classify.copies_in_layers": "replay: copies are part of the layer times, not timed apart",
-    "classify.copy_time": "{copy_ms:.3f} of {total_ms:.3f} ms in copy kernels",
-    "classify.ncu_not_applicable": "replay on the built-in CPU kernel: Nsight Compute does not apply",
+    "classify.gather_bytes": _t(
+        "{gathered_bytes:.3g} gathered activation bytes per call vs {dense_bytes:.3g} dense-GEMM bytes "
+        "over {layers} blocked layers; worst {worst} ({intended}) {worst_ratio:.2f}x"
+    ),
+    "classify.bytes_growth": _t(
+        "{bytes:.3g} bytes per call vs baseline {base_bytes:.3g}; most grown {worst} "
+        "{worst_base_bytes:.3g} -> {worst_bytes:.3g}"
+    ),
+    "classify.no_conversion": _t("no layer converts its weights on every call"),
+    "classify.conversion_bytes": _t("{conversion_bytes:.3g} conversion bytes per call ({layers} layers) vs {forward_bytes:.3g} forward bytes"),
+    "classify.low_intensity": _t(
+        "{below} of {layers} layers below the ridge {ridge:.1f} FLOP/B ({device}, {roofline}); "
+        "intensity {intensity_min:.1f} to {intensity_max:.1f} FLOP/B"
+    ),
+    "classify.copies_in_layers": _t("replay: copies are part of the layer times, not timed apart"),
+    "classify.copy_time": _t("{copy_ms:.3f} of {total_ms:.3f} ms in copy kernels"),
+    "classify.ncu_not_applicable": _t("replay on the built-in CPU kernel: Nsight Compute does not apply"),
     "classify.ncu_metric_missing": _ncu_missing,
-    "classify.latency_bound": "both throughputs below {below_pct:g}%: latency-bound, not memory-bound",
-    "classify.no_ncu_report": "no Nsight Compute report",
-    "classify.ncu_no_sparse_gemm": "{report}: no sparse GEMM kernel in the report",
+    "classify.latency_bound": _t("both throughputs below {below_pct:g}%: latency-bound, not memory-bound"),
+    "classify.no_ncu_report": _t("no Nsight Compute report"),
+    "classify.ncu_no_sparse_gemm": _t("{report}: no sparse GEMM kernel in the report"),
     "classify.ncu_kernel": _ncu_kernel,
     "classify.precision_changes": _precision_changes,
-    "classify.rel_err_growth": "worst {worst}: rel err {base_rel_err:.3g} -> {rel_err:.3g} over {layers} layers",
-    "classify.rel_err_bound": "worst {worst}: rel err {rel_err:.3g} vs bound {bound:.3g} for {precision} inputs "
-    "with {accumulation} accumulation",
-    "classify.cosine_drop": "cosine vs dense {base_cosine:.5f} -> {cosine:.5f}",
-    "classify.intent_differs": "sparsity intent differs from the baseline: the drop includes pruning",
-    "classify.no_quality_verdict": "no quality guardrail verdict on the run",
+    "classify.rel_err_growth": _t("worst {worst}: rel err {base_rel_err:.3g} -> {rel_err:.3g} over {layers} layers"),
+    "classify.rel_err_bound": _t(
+        "worst {worst}: rel err {rel_err:.3g} vs bound {bound:.3g} for {precision} inputs "
+        "with {accumulation} accumulation"
+    ),
+    "classify.cosine_drop": _t("cosine vs dense {base_cosine:.5f} -> {cosine:.5f}"),
+    "classify.intent_differs": _t("sparsity intent differs from the baseline: the drop includes pruning"),
+    "classify.no_quality_verdict": _t("no quality guardrail verdict on the run"),
     "classify.quality_verdicts": _quality_verdicts,
+    "classify.not_finite": _t("not a finite number: {value}"),
 }

@@ -1,10 +1,18 @@
-"""Words for a classification's suggested fix (``records.classification.Fix``): from its action code, rule,
-layer and values; the rule's own suggested test (``render.words.classify.RULE_FIX``) when no recipe names more."""
+"""Words for classification records: an evidence line's detail (with its gate), and the suggested fix
+(``records.classification.Fix``) from its action code, rule, layer and values; the rule's own suggested test
+(``render.words.classify.RULE_FIX``) when no recipe names more."""
 
 from __future__ import annotations
 
-from sparsedebug.records.classification import Fix
+from sparsedebug.records.classification import Evidence, Fix
 from sparsedebug.render.words.classify import RULE_FIX
+from sparsedebug.render.words.notes import words
+
+
+def evidence_words(line: Evidence) -> str:
+    """What an evidence line's value rests on, and why it may not fire when a gate holds it back."""
+    detail = words(line.detail)
+    return detail if line.gate is None else f"{detail} ({words(line.gate)})"
 
 
 def _where(names_layer: str | None, role: str | None) -> str:
