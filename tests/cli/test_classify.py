@@ -6,7 +6,11 @@ import json
 from pathlib import Path
 
 from sparsedebug.core.io import save_record
+from sparsedebug.records.classification import Fix
+from sparsedebug.records.notes import Note
 from sparsedebug.records.run import RunRecord
+from sparsedebug.render.words.classify_records import fix_words
+from sparsedebug.render.words.notes import words
 from tests.conftest import FIXTURES, assert_clean_error, invoke
 
 H200 = FIXTURES / "h200"
@@ -15,6 +19,11 @@ DENSE = str(H200 / "trace_dense_T2048.json.gz")
 SMI = str(H200 / "nvidia_smi_short.csv")
 NCU = str(H200 / "ncu_dense_vs_sparse_11008x4096x2048.csv")
 
+
+
+def said(field: object) -> str:
+    """A JSON detail, reason or capture as the renderers word it: a sentence, or a note in words."""
+    return field if isinstance(field, str) else words(Note.model_validate(field))
 
 def test_h200_traces_json_is_scheduling() -> None:
     result = invoke(["classify", SPARSE, "--baseline", DENSE, "--json"])
@@ -30,7 +39,7 @@ def test_h200_traces_json_is_scheduling() -> None:
     assert payload["fix"]["kind"] == "advice" and payload["fix"]["direction"] == "down"
     assert "trace_sparse_mlp_T2048.json.gz" in payload["proving_artifact"]
     thermal_missing = [m for m in payload["missing_evidence"] if m["mechanism"] == "thermal"]
-    assert any("nvidia-smi --query-gpu" in m["capture"] for m in thermal_missing)
+    assert any("nvidia-smi --query-gpu" in said(m["capture"]) for m in thermal_missing)
 
 
 def test_h200_with_smi_and_ncu_people_output() -> None:
@@ -87,11 +96,11 @@ def test_planted_workload_pair_through_cli(tmp_path: Path) -> None:
     assert payload["winner"] == "memory", (payload["established"], payload["attribution"])
     fix = payload["fix"]
     assert fix["rule"] in ("memory.gather_traffic", "memory.bytes_growth")
-    assert {k: v for k, v in fix.items() if k not in ("rule", "text")} == {
+    assert {k: v for k, v in fix.items() if k not in ("rule", "text", "layer_role", "names_layer")} == {
         "kind": "block", "knob": None, "value": 16, "layer": None, "action": None, "metric": "busy_p50_ms", "direction": "down",
-        "code": "block_size", "targets": [], "removes_ms": None, "basis": None,
+        "code": "block_size", "targets": [], "removes_ms": None, "basis": None, "was": 4,
     }
-    assert "V from 4 to 16" in fix["text"]
+    assert fix["text"] is None and "V from 4 to 16" in fix_words(Fix.model_validate(fix))
     assert payload["roofline"]["source"] == "calibration"
 
 
@@ -152,7 +161,7 @@ def test_layer_raised_to_fp32_is_precision_evidence_through_cli(tmp_path: Path) 
     assert result.exit_code == 0, result.stderr
     payload = json.loads(result.stdout)
     line = next(e for e in payload["evidence"] if e["rule"] == "precision.dtype_change")
-    assert line["fired"] and line["value"] == 1.0 and "l1 fp16 -> fp32" in line["detail"]
+    assert line["fired"] and line["value"] == 1.0 and "l1 fp16 -> fp32" in said(line["detail"])
     precision = next(s for s in payload["scores"] if s["mechanism"] == "precision")
     assert precision["status"] == "supported" and precision["score"] > 0
     people = invoke(args)
@@ -181,7 +190,7 @@ def test_attention_moving_to_fp32_simt_is_precision_evidence_and_the_fix_names_t
         assert payload["winner"] == "precision"
         evidence = next(e for e in payload["evidence"] if e["rule"] == "precision.dtype_change")
         assert evidence["fired"] and evidence["value"] == 4
-        assert f"{layer} fp16 -> fp32 (attention -> fp32_gemm)" in evidence["detail"] and "query dtype fp16 -> fp32" in evidence["detail"]
+        assert f"{layer} fp16 -> fp32 (attention -> fp32_gemm)" in said(evidence["detail"]) and "query dtype fp16 -> fp32" in said(evidence["detail"])
         fix = payload["fix"]
         # as wide as its cause: every attention layer whose query, key and value arrive in fp32, one group
         assert fix["layer"] == layer and fix["code"] == "cast_back" and fix["basis"] == "math_path_time"
