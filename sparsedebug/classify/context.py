@@ -3,9 +3,9 @@
 Every metric is a function ``Context -> Fact | Missing``. The ``Context`` holds the run,
 its baseline, the attached artifacts (Nsight Compute kernels, an nvidia-smi summary, a
 fingerprint) and the machine roofline. A ``Fact`` is a number with the stage or artifact it
-came from; a ``Missing`` names the artifact that would settle the metric (a ``Capture`` code; render.words.classify
-says how to capture each). ``Facts`` holds every metric computed on
-one run, for the fix recipes that read more than their own rule's number.
+came from; a ``Missing`` names the artifact that would settle the metric (a ``Capture``
+code: ``render.words.classify`` says how to capture each). ``Facts`` holds every metric
+computed on one run, for the fix recipes that read more than their own rule's number.
 """
 
 from __future__ import annotations
@@ -46,7 +46,6 @@ class Missing:
 Result = Fact | Missing
 
 
-
 class Capture(StrEnum):
     """What to capture or pass to settle a missing metric (render.words.classify says how)."""
 
@@ -72,6 +71,7 @@ def capture(what: Capture) -> Note:
     return note("classify.capture", what=what.value)
 
 
+# The common captures as notes, for the mechanism modules' ``Missing(reason, CAPTURE_...)``.
 CAPTURE_SMI = capture(Capture.SMI)
 CAPTURE_NCU = capture(Capture.NCU)
 CAPTURE_CALIBRATION = capture(Capture.CALIBRATION)
