@@ -127,8 +127,9 @@ def capture_hint(name: str) -> Callable[[], str]:
 
     def render() -> str:
         from sparsedebug.classify import context
+        from sparsedebug.render.words.notes import words
 
-        text: str = getattr(context, name)
+        text = words(getattr(context, name))
         return f"As `classify` says when this evidence is missing: {text[0].lower()}{text[1:]}."
 
     return render

@@ -77,9 +77,8 @@ def fallbacks(ctx: Context) -> list[tuple[GraphLayer, LowerLayer]]:
 
 @COMPUTE.rule(
     "compute.fallback_flops", ">", 0.10, "share", 3.0,
-    source="lower.layers[].path/reason + graph.layers[].flops",
+    source=["lower.layers[].path", "lower.layers[].reason", "graph.layers[].flops"],
     description="Share of the FLOPs declared sparse that lowered to a dense fallback (work not skipped).",
-    fix="pad the largest fallback layer to an aligned shape (or exclude it from sparsity)",
     suggest=fallback_fix, one_run=True,
 )
 def fallback_flop_share(ctx: Context) -> Result:
@@ -117,10 +116,9 @@ def neighbour_fix(rule: Rule, facts: Facts) -> Fix:
 
 @COMPUTE.rule(
     "compute.neighbour_path_change", ">", 0.5, "share", 3.0,
-    source="lower.layers[] path/kernel classes/dispatch vs baseline + kernel.layers[].samples_ms",
+    source=["lower.layers[].path", "lower.layers[].kernels", "baseline", "kernel.layers[].samples_ms"],
     description="Share of the latency change carried by layers not declared sparse whose kernel path or dispatch "
     "changed (a neighbouring op pushed off its fused path; moves onto fp32/SIMT count as precision instead).",
-    fix="restore the neighbour's fast path: make its input contiguous, keep its dtype, drop the mask",
     suggest=neighbour_fix,
 )
 def neighbour_path_latency_share(ctx: Context) -> Result:
@@ -174,9 +172,8 @@ def neighbour_path_latency_share(ctx: Context) -> Result:
 
 @COMPUTE.rule(
     "compute.fallback_time", ">", 0.20, "share", 2.0,
-    source="kernel.layers[].samples_ms of fallback layers",
+    source=["kernel.layers[].samples_ms", "lower.layers[].path"],
     description="Share of summed kernel time spent in layers declared sparse that run dense.",
-    fix="pad or exclude the fallback layer that costs the most time",
     suggest=fallback_fix, one_run=True,
 )
 def fallback_time_share(ctx: Context) -> Result:
@@ -198,9 +195,8 @@ def fallback_time_share(ctx: Context) -> Result:
 
 @COMPUTE.rule(
     "compute.sparse_not_faster", ">", 1.0, "ratio", 1.0,
-    source="kernel.layers[].samples_ms vs dense_samples_ms, layers at or above the roofline ridge",
+    source=["kernel.layers[].samples_ms", "kernel.layers[].dense_samples_ms", "roofline.ridge"],
     description="Compute-bound sparse layers whose sparse kernel is not faster than the dense one (p50 ratio sparse/dense).",
-    fix="exclude the layer from sparsity, or use a larger block so the sparse kernel skips work efficiently",
     suggest=compute_fix, one_run=True,
 )
 def compute_bound_sparse_slowdown(ctx: Context) -> Result:
@@ -235,9 +231,8 @@ def compute_bound_sparse_slowdown(ctx: Context) -> Result:
 
 @COMPUTE.rule(
     "compute.ncu_sm_bound", ">", 60.0, "%", 1.0,
-    source="Nsight Compute SpeedOfLight Compute (SM) Throughput of the sparse GEMM",
+    source=["ncu SpeedOfLight.sm_throughput_pct"],
     description="The sparse GEMM is SM-bound by NVIDIA's Speed-of-Light rule (its SM throughput %).",
-    fix="check the sparse kernel chosen for the shape (tile config); a larger token batch per call",
     suggest=compute_fix, artifact="ncu",
 )
 def ncu_sparse_sm_pct(ctx: Context) -> Result:

@@ -3,21 +3,22 @@
 Every metric is a function ``Context -> Fact | Missing``. The ``Context`` holds the run,
 its baseline, the attached artifacts (Nsight Compute kernels, an nvidia-smi summary, a
 fingerprint) and the machine roofline. A ``Fact`` is a number with the stage or artifact it
-came from; a ``Missing`` names the artifact that would settle the metric (the ``CAPTURE_*``
-strings below say how to capture the common ones). ``Facts`` holds every metric computed on
-one run, for the fix recipes that read more than their own rule's number.
+came from; a ``Missing`` names the artifact that would settle the metric (a ``Capture``
+code: ``render.words.classify`` says how to capture each). ``Facts`` holds every metric
+computed on one run, for the fix recipes that read more than their own rule's number.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 from sparsedebug.classify.roofline import layer_intensities, machine_roofline
 from sparsedebug.core.stats import median
 from sparsedebug.records.classification import LayerIntensity, NcuEvidence, Roofline, SmiEvidence
 from sparsedebug.records.fingerprint import Fingerprint
-from sparsedebug.records.notes import Note
+from sparsedebug.records.notes import Note, note
 from sparsedebug.records.run import GraphLayer, LowerLayer, RunRecord
 from sparsedebug.sources.registry import replayed
 
@@ -44,24 +45,39 @@ class Missing:
 
 Result = Fact | Missing
 
-CAPTURE_SMI = (
-    "capture `nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.max.sm,power.draw,temperature.gpu,"
-    "clocks_event_reasons.active --format=csv -lms 250` during the run and pass it with --smi"
-)
-CAPTURE_NCU = (
-    "profile the sparse GEMM with `ncu --section SpeedOfLight --section ComputeWorkloadAnalysis "
-    "--section MemoryWorkloadAnalysis --csv` and pass it with --ncu"
-)
-CAPTURE_CALIBRATION = (
-    "calibrate the replay machine: `sparsedebug playbook run --calibrate`, or `sparsedebug freeze --calibrate -o fp.yaml` "
-    "and `sparsedebug classify RUN --fingerprint fp.yaml`"
-)
-CAPTURE_TRACE = "import a PyTorch profiler trace with CUDA activities (`sparsedebug import trace`)"
-CAPTURE_BASELINE = "pass the baseline run with --baseline"
-CAPTURE_CPU_FREQ = (
-    "sample CPU frequency during the replay (`/sys/devices/system/cpu/cpu*/cpufreq/scaling_cur_freq`, "
-    "or `perf stat -e cycles`) and pin the governor to performance"
-)
+
+class Capture(StrEnum):
+    """What to capture or pass to settle a missing metric (render.words.classify says how)."""
+
+    SMI = "smi"  # an nvidia-smi clock log during the run, passed with --smi
+    NCU = "ncu"  # an Nsight Compute report of the sparse GEMM, passed with --ncu
+    CALIBRATION = "calibration"  # a calibrated roofline of the replay machine
+    TRACE = "trace"  # a PyTorch profiler trace with CUDA activities
+    BASELINE = "baseline"  # the baseline run, passed with --baseline
+    CPU_FREQ = "cpu_freq"  # CPU frequency sampled during the replay, governor pinned
+    GPU_NAME = "gpu_name"  # the GPU named with --gpu, or a fingerprint from that machine
+    REPLAY = "replay"  # replay the workload
+    REPLAY_BOTH = "replay_both"  # replay both workloads
+    REPLAY_BASELINE = "replay_baseline"  # replay the baseline workload
+    REPLAY_ERROR = "replay_error"  # replay the workload: it measures error vs fp64
+    REPLAY_QUALITY = "replay_quality"  # replay the workload: it measures output cosine vs dense
+    REPLAY_SHAPES = "replay_shapes"  # replay the workload, or import a trace with record_shapes
+    REPLAY_BYTES = "replay_bytes"  # replay again with this sparsedebug: it records value and metadata bytes
+    REPLAY_EQUIVALENT = "replay_equivalent"  # replay an equivalent workload: it records value and metadata bytes
+
+
+def capture(what: Capture) -> Note:
+    """The capture instruction ``what``, as a note (its words are in render.words.classify)."""
+    return note("classify.capture", what=what.value)
+
+
+# The common captures as notes, for the mechanism modules' ``Missing(reason, CAPTURE_...)``.
+CAPTURE_SMI = capture(Capture.SMI)
+CAPTURE_NCU = capture(Capture.NCU)
+CAPTURE_CALIBRATION = capture(Capture.CALIBRATION)
+CAPTURE_TRACE = capture(Capture.TRACE)
+CAPTURE_BASELINE = capture(Capture.BASELINE)
+CAPTURE_CPU_FREQ = capture(Capture.CPU_FREQ)
 
 
 @dataclass
@@ -154,9 +170,5 @@ def converts_per_call(run: RunRecord) -> bool:
 def roofline_missing(ctx: Context) -> Missing:
     """What to pass for a roofline: a GPU name or fingerprint for imported runs, a calibration for replays."""
     if ctx.imported:
-        return Missing(
-            "GPU model unknown or not in the peak table: no roofline",
-            "name the GPU: `sparsedebug classify RUN --gpu NAME` (H200, H100 SXM, H100 PCIe), or a fingerprint from that machine: "
-            "`sparsedebug classify RUN --fingerprint fp.yaml`",
-        )
-    return Missing("no calibrated roofline for the replay machine", CAPTURE_CALIBRATION)
+        return Missing(note("classify.no_roofline", gpu_known=False), capture(Capture.GPU_NAME))
+    return Missing(note("classify.no_roofline", gpu_known=True), CAPTURE_CALIBRATION)

@@ -2,7 +2,7 @@
 
 ``ncu_kernels`` and ``smi_evidence`` reduce the importers' reports to what the rules read
 (``NcuEvidence``, ``SmiEvidence``); ``sparse_ncu`` picks the sparse GEMM the ncu rules
-judge, and ``ncu_detail`` says in one line what the report measured for it.
+judge, and ``ncu_detail`` notes what the report measured for it.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from sparsedebug.classify.context import CAPTURE_NCU, Context, Missing
 from sparsedebug.core.errors import UserError
 from sparsedebug.records.classification import NcuEvidence, SmiEvidence
 from sparsedebug.records.fingerprint import Fingerprint
+from sparsedebug.records.notes import Note, note
 from sparsedebug.records.run import KernelClass, RunRecord
 from sparsedebug.sources.evidence import place_log_clock
 from sparsedebug.sources.importers.alignment import OffsetSearch
@@ -146,23 +147,15 @@ def sparse_ncu(ctx: Context) -> NcuEvidence | Missing | None:
     """The longest sparse GEMM of the attached ncu report; Missing when absent; None for replays without one."""
     if ctx.ncu is None:
         if ctx.imported:
-            return Missing("no Nsight Compute report", CAPTURE_NCU)
+            return Missing(note("classify.no_ncu_report"), CAPTURE_NCU)
         return None
     sparse = [k for k in ctx.ncu if k.kernel_class == KernelClass.SPARSE_GEMM]
     if not sparse:
-        return Missing(f"{ctx.ncu_source}: no sparse GEMM kernel in the report", CAPTURE_NCU)
+        return Missing(note("classify.ncu_no_sparse_gemm", report=ctx.ncu_source), CAPTURE_NCU)
     return max(sparse, key=lambda k: k.duration_us or 0.0)
 
 
-def ncu_detail(kernel: NcuEvidence) -> str:
-    """What the report measured for ``kernel``, in one line."""
-    parts = [kernel.name[:60]]
-    if kernel.duration_us is not None:
-        parts.append(f"{kernel.duration_us:.1f} us")
-    if kernel.sm_pct is not None:
-        parts.append(f"SM {kernel.sm_pct:.1f}%")
-    if kernel.mem_pct is not None:
-        parts.append(f"memory {kernel.mem_pct:.1f}%")
-    if kernel.spill_requests is not None:
-        parts.append(f"spill requests {kernel.spill_requests:.0f}")
-    return ", ".join(parts)
+def ncu_detail(kernel: NcuEvidence) -> Note:
+    """What the report measured for ``kernel``: its name and the figures it has (None where not measured)."""
+    return note("classify.ncu_kernel", kernel=kernel.name, duration_us=kernel.duration_us, sm_pct=kernel.sm_pct,
+                mem_pct=kernel.mem_pct, spill_requests=kernel.spill_requests)

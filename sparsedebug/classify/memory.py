@@ -10,11 +10,13 @@ from sparsedebug.classify.context import (
     CAPTURE_BASELINE,
     CAPTURE_NCU,
     CAPTURE_TRACE,
+    Capture,
     Context,
     Fact,
     Facts,
     Missing,
     Result,
+    capture,
     converts_per_call,
     roofline_missing,
 )
@@ -24,9 +26,13 @@ from sparsedebug.classify.rule import Rule, RuleSet
 from sparsedebug.core.patterns import declared_sparse
 from sparsedebug.kernels.masks import intent_pattern
 from sparsedebug.records.classification import Fix, Mechanism
+from sparsedebug.records.notes import note
 from sparsedebug.records.run import KernelClass, KernelPath
 
 MEMORY = RuleSet(Mechanism.MEMORY)
+
+# Both Speed-of-Light throughputs below this percentage: the kernel is latency-bound, not memory-bound.
+LATENCY_BOUND_PCT = 60.0
 
 
 # --------------------------------------------------------------------------- fixes
@@ -42,9 +48,8 @@ def memory_fix(rule: Rule, facts: Facts) -> Fix:
     """Convert weights once when some layer converts per call; else advice to raise reuse."""
     if converts_per_call(facts.ctx.run):
         return Fix(kind="knob", knob="conversion", value="once", rule=rule.id, metric="latency_p50_ms", direction="down",
-                   code="convert_once", text="convert weights once at load so no conversion traffic is paid per call")
-    return Fix(kind="advice", rule=rule.id, metric="busy_p50_ms", direction="down",
-               text="raise tokens per call (or use a larger tile) so each weight byte feeds more FLOPs, then re-time")
+                   code="convert_once")
+    return Fix(kind="advice", rule=rule.id, metric="busy_p50_ms", direction="down", code="raise_reuse")
 
 
 def block_fix(rule: Rule, facts: Facts) -> Fix:
@@ -57,8 +62,7 @@ def block_fix(rule: Rule, facts: Facts) -> Fix:
         return memory_fix(rule, facts)
     blocks = {block_size(g.intended) for g in ctx.run.graph.layers if declared_sparse(g.intended)}
     target = None if len(blocks) == 1 else layer
-    return Fix(kind="block", layer=target, value=v * 4, rule=rule.id, metric="busy_p50_ms", direction="down", code="block_size",
-               text=f"raise block size V from {v} to {v * 4} ({'all sparse layers' if target is None else target}) and re-time")
+    return Fix(kind="block", layer=target, value=v * 4, was=v, rule=rule.id, metric="busy_p50_ms", direction="down", code="block_size")
 
 
 # --------------------------------------------------------------------------- rules and their metrics
@@ -66,42 +70,36 @@ def block_fix(rule: Rule, facts: Facts) -> Fix:
 
 @MEMORY.rule(
     "memory.metadata_bytes", ">", 0.25, "ratio", 2.0,
-    source="lower.layers[].metadata_bytes / value_bytes",
+    source=["lower.layers[].metadata_bytes", "lower.layers[].value_bytes"],
     description="Sparse-index metadata bytes per byte of kept values (small blocks carry more metadata).",
-    fix="use a larger block V for V:N:M layers so fewer index bytes move per value",
     suggest=block_fix, one_run=True,
 )
 def metadata_value_ratio(ctx: Context) -> Result:
     """Metadata bytes over value bytes, summed over the layers on the sparse path."""
     lower = [lo for lo in ctx.run.lower.layers if lo.path == KernelPath.SPARSE]
     if not lower:
-        return Fact(None, "lower.layers[].metadata_bytes", "no layer runs sparse: no metadata traffic")
+        return Fact(None, "lower.layers[].metadata_bytes", note("classify.no_sparse_layer", counts="metadata"))
     rows = [lo for lo in lower if lo.metadata_bytes is not None and lo.value_bytes]
     if not rows:
-        capture = (
-            "replay an equivalent workload (`sparsedebug replay`): it records value and metadata bytes per layer"
-            if ctx.imported
-            else "replay the workload again with this sparsedebug (it records value and metadata bytes per layer)"
-        )
-        return Missing("metadata and value bytes of the sparse layers are not recorded", capture)
+        return Missing(note("classify.not_recorded", what="sparse_bytes"),
+                       capture(Capture.REPLAY_EQUIVALENT if ctx.imported else Capture.REPLAY_BYTES))
     meta = sum(lo.metadata_bytes or 0 for lo in rows)
     values = sum(lo.value_bytes or 0 for lo in rows)
     worst = max(rows, key=lambda lo: (lo.metadata_bytes or 0) / (lo.value_bytes or 1))
     return Fact(
         meta / values,
         "lower.layers[].metadata_bytes / value_bytes",
-        f"{meta} metadata bytes for {values} value bytes over {len(rows)} sparse layers; "
-        f"worst {worst.name} {(worst.metadata_bytes or 0) / (worst.value_bytes or 1):.3f}",
+        note("classify.metadata_bytes", metadata_bytes=meta, value_bytes=values, layers=len(rows), worst=worst.name,
+             worst_ratio=(worst.metadata_bytes or 0) / (worst.value_bytes or 1)),
         context={"layer": worst.name},
     )
 
 
 @MEMORY.rule(
     "memory.gather_traffic", ">", 2.0, "ratio", 2.0,
-    source="graph.layers[] shapes, intended V:N:M, tokens; lower.layers[].kernels (built-in blocked kernel)",
+    source=["graph.layers[].weight_shape", "graph.layers[].intended", "graph.tokens", "lower.layers[].kernels"],
     description="Activation bytes the blocked V:N:M kernel gathers per call (once per block of V rows) over the bytes "
     "the dense GEMM moves: small blocks re-read activations.",
-    fix="use a larger block V so each gathered activation row serves more weight rows",
     suggest=block_fix, one_run=True,
 )
 def gather_traffic_ratio(ctx: Context) -> Result:
@@ -111,52 +109,49 @@ def gather_traffic_ratio(ctx: Context) -> Result:
     blocked = [(g, b) for g, b in rows if b is not None and g.bytes > 0]
     if not blocked:
         if any(any("VNMWeight" in k for k in lo.kernels) for lo in ctx.run.lower.layers) and ctx.run.graph.tokens is None:
-            return Missing("token count not recorded in the graph stage", "replay the workload")
-        where = "imported run" if ctx.imported else "no layer runs the built-in blocked V:N:M kernel"
-        return Fact(None, "lower.layers[].kernels", f"{where}: no activation gathers to count")
+            return Missing(note("classify.not_recorded", what="tokens"), capture(Capture.REPLAY))
+        return Fact(None, "lower.layers[].kernels", note("classify.no_gathers", imported=ctx.imported))
     gathered = sum(b for _, b in blocked)
     dense = sum(g.bytes for g, _ in blocked)
     worst_layer, worst_bytes = max(blocked, key=lambda pair: pair[1] / pair[0].bytes)
     return Fact(
         gathered / dense,
-        "graph.layers[] (shape, V:N:M, tokens) for lower.layers[].kernels = VNMWeight",
-        f"{gathered:.3g} gathered activation bytes per call vs {dense:.3g} dense-GEMM bytes over {len(blocked)} blocked layers; "
-        f"worst {worst_layer.name} ({worst_layer.intended}) {worst_bytes / worst_layer.bytes:.2f}x",
+        "graph.layers[] for lower.layers[].kernels = VNMWeight",
+        note("classify.gather_bytes", gathered_bytes=gathered, dense_bytes=dense, layers=len(blocked), worst=worst_layer.name,
+             intended=worst_layer.intended, worst_ratio=worst_bytes / worst_layer.bytes),
         context={"layer": worst_layer.name},
     )
 
 
 @MEMORY.rule(
     "memory.bytes_growth", ">", 1.5, "ratio", 2.0,
-    source="graph/lower bytes per call for the path each layer took (roofline.layer_work), candidate / baseline",
+    source=["roofline.layer_work.bytes", "baseline"],
     description="The candidate's layers move this many times the baseline's bytes per call (compressed weights, metadata, gathers).",
-    fix="use a larger block V (fewer gathers) or keep the layer's weights compressed once",
     suggest=block_fix,
 )
 def bytes_moved_growth(ctx: Context) -> Result:
     """Bytes per call of the candidate's layers over the baseline's, each for the path it took."""
     if ctx.baseline is None:
-        return Missing("no baseline to compare bytes moved with", CAPTURE_BASELINE)
+        return Missing(note("classify.no_baseline", compares="bytes_moved"), CAPTURE_BASELINE)
     cand, base = layer_work(ctx.run), layer_work(ctx.baseline)
     if not cand or not base:
-        return Missing("FLOPs and bytes per layer not recorded in the run or the baseline", "replay the workload or import a trace with record_shapes")
+        return Missing(note("classify.not_recorded", what="layer_work", side="run_or_baseline"), capture(Capture.REPLAY_SHAPES))
     c_bytes, b_bytes = sum(w.bytes for w in cand), sum(w.bytes for w in base)
     base_by = {w.name: w.bytes for w in base}
     grown = max(cand, key=lambda w: w.bytes / base_by.get(w.name, w.bytes))
     return Fact(
         c_bytes / b_bytes,
-        "roofline.layer_work bytes per call, candidate vs baseline",
-        f"{c_bytes:.3g} bytes per call vs baseline {b_bytes:.3g}; most grown {grown.name} "
-        f"{base_by.get(grown.name, grown.bytes):.3g} -> {grown.bytes:.3g}",
+        "roofline.layer_work bytes vs baseline",
+        note("classify.bytes_growth", bytes=c_bytes, base_bytes=b_bytes, worst=grown.name,
+             worst_base_bytes=base_by.get(grown.name, grown.bytes), worst_bytes=grown.bytes),
         context={"layer": grown.name},
     )
 
 
 @MEMORY.rule(
     "memory.conversion_traffic", ">", 0.50, "ratio", 1.0,
-    source="lower.layers[].conversions_per_call x (dense+value+metadata bytes) / graph bytes",
+    source=["lower.layers[].conversions_per_call", "lower.layers[].*_bytes", "graph.layers[].bytes"],
     description="Bytes moved by weight conversions on every call, relative to the bytes the forward itself moves.",
-    fix="convert once at load instead of on every call",
     suggest=memory_fix, one_run=True,
 )
 def conversion_traffic_ratio(ctx: Context) -> Result:
@@ -164,24 +159,23 @@ def conversion_traffic_ratio(ctx: Context) -> Result:
     graph_bytes = sum(layer.bytes for layer in ctx.run.graph.layers)
     converting = [lo for lo in ctx.run.lower.layers if lo.conversions_per_call > 0]
     if not converting:
-        return Fact(0.0, "lower.layers[].conversions_per_call", "no layer converts its weights on every call")
+        return Fact(0.0, "lower.layers[].conversions_per_call", note("classify.no_conversion"))
     if graph_bytes <= 0:
-        return Missing("graph bytes per layer not recorded", "replay the workload or import a trace with record_shapes")
+        return Missing(note("classify.not_recorded", what="graph_bytes"), capture(Capture.REPLAY_SHAPES))
     moved = sum(
         lo.conversions_per_call * ((lo.dense_bytes or 0) + (lo.value_bytes or 0) + (lo.metadata_bytes or 0)) for lo in converting
     )
     return Fact(
         moved / graph_bytes,
         "lower.layers[].conversions_per_call x bytes / graph.layers[].bytes",
-        f"{moved:.3g} conversion bytes per call ({len(converting)} layers) vs {graph_bytes:.3g} forward bytes",
+        note("classify.conversion_bytes", conversion_bytes=moved, layers=len(converting), forward_bytes=graph_bytes),
     )
 
 
 @MEMORY.rule(
     "memory.low_intensity", ">", 0.50, "share", 1.0,
-    source="graph.layers[].flops/bytes vs machine roofline ridge, weighted by kernel time",
+    source=["graph.layers[].flops", "graph.layers[].bytes", "roofline.ridge", "kernel.layers[].samples_ms"],
     description="Share of kernel time in layers whose arithmetic intensity is below the machine's ridge point.",
-    fix="batch more tokens per call so each weight byte feeds more FLOPs",
     suggest=memory_fix, one_run=True,
 )
 def low_intensity_time_share(ctx: Context) -> Result:
@@ -189,7 +183,7 @@ def low_intensity_time_share(ctx: Context) -> Result:
     if ctx.roofline is None:
         return roofline_missing(ctx)
     if not ctx.intensities:
-        return Missing("no layer declares FLOPs and bytes", "replay the workload or import a trace with record_shapes")
+        return Missing(note("classify.not_recorded", what="layer_work"), capture(Capture.REPLAY_SHAPES))
     times = ctx.kernel_p50()
     weights = {li.name: times.get(li.name, li.attainable_ms) for li in ctx.intensities}
     total = sum(weights.values())
@@ -199,16 +193,15 @@ def low_intensity_time_share(ctx: Context) -> Result:
     return Fact(
         share,
         "graph.layers[].flops/bytes vs roofline ridge",
-        f"{len(low)} of {len(ctx.intensities)} layers below the ridge {ctx.roofline.ridge:.1f} FLOP/B "
-        f"({ctx.roofline.device}, {ctx.roofline.source}); intensity {ai[0]:.1f} to {ai[-1]:.1f} FLOP/B",
+        note("classify.low_intensity", below=len(low), layers=len(ctx.intensities), ridge=ctx.roofline.ridge,
+             device=ctx.roofline.device, roofline=ctx.roofline.source, intensity_min=ai[0], intensity_max=ai[-1]),
     )
 
 
 @MEMORY.rule(
     "memory.copy_time", ">", 0.10, "share", 1.0,
-    source="kernel.by_class_ms['copy'] / busy time",
+    source=["kernel.by_class_ms.copy", "kernel.by_class_ms"],
     description="Share of kernel time spent in copy kernels (extra layout copies, casts).",
-    fix="remove the extra copy (keep weights in the layout the kernel wants)",
     suggest=memory_fix, one_run=True,
 )
 def copy_time_share(ctx: Context) -> Result:
@@ -216,49 +209,49 @@ def copy_time_share(ctx: Context) -> Result:
     by_class = ctx.run.kernel.by_class_ms
     if not by_class:
         if ctx.imported:
-            return Missing("no per-class kernel time in the run", CAPTURE_TRACE)
-        return Fact(None, "kernel.by_class_ms", "replay: copies are part of the layer times, not timed apart")
+            return Missing(note("classify.not_recorded", what="class_time"), CAPTURE_TRACE)
+        return Fact(None, "kernel.by_class_ms", note("classify.copies_in_layers"))
     total = sum(by_class.values())
     copy = by_class.get(KernelClass.COPY.value, 0.0)
-    return Fact(copy / total if total > 0 else 0.0, "kernel.by_class_ms['copy']", f"{copy:.3f} of {total:.3f} ms in copy kernels")
+    return Fact(copy / total if total > 0 else 0.0, "kernel.by_class_ms['copy']", note("classify.copy_time", copy_ms=copy, total_ms=total))
 
 
 @MEMORY.rule(
     "memory.ncu_memory_bound", ">", 10.0, "points", 2.0,
-    source="Nsight Compute SpeedOfLight Memory minus Compute (SM) Throughput of the sparse GEMM",
+    source=["ncu SpeedOfLight.memory_throughput_pct", "ncu SpeedOfLight.sm_throughput_pct"],
     description="The sparse GEMM is memory-bound by NVIDIA's Speed-of-Light rule (memory ahead of SM by 10+ points).",
-    fix="a larger tile/block or more tokens per call to raise reuse",
     suggest=memory_fix, artifact="ncu",
 )
 def ncu_sparse_mem_minus_sm_pct(ctx: Context) -> Result:
     """Memory minus SM throughput % of the sparse GEMM; gated when both are low (latency-bound)."""
     kernel = sparse_ncu(ctx)
     if kernel is None:
-        return Fact(None, "ncu", "replay on the built-in CPU kernel: Nsight Compute does not apply")
+        return Fact(None, "ncu", note("classify.ncu_not_applicable"))
     if isinstance(kernel, Missing):
         return kernel
     if kernel.sm_pct is None or kernel.mem_pct is None:
-        return Missing(f"{ctx.ncu_source}: SpeedOfLight throughputs missing for {kernel.name}", CAPTURE_NCU)
+        return Missing(note("classify.ncu_metric_missing", report=ctx.ncu_source, section="SpeedOfLight", kernel=kernel.name),
+                       CAPTURE_NCU)
     gate = None
-    if kernel.sm_pct < 60 and kernel.mem_pct < 60:
-        gate = "both throughputs below 60%: latency-bound, not memory-bound"
+    if kernel.sm_pct < LATENCY_BOUND_PCT and kernel.mem_pct < LATENCY_BOUND_PCT:
+        gate = note("classify.latency_bound", below_pct=LATENCY_BOUND_PCT)
     return Fact(kernel.mem_pct - kernel.sm_pct, f"{ctx.ncu_source}: SpeedOfLight", ncu_detail(kernel), gate=gate)
 
 
 @MEMORY.rule(
     "memory.ncu_spills", ">", 0.0, "requests", 1.0,
-    source="Nsight Compute MemoryWorkloadAnalysis Local Memory Spilling Requests of the sparse GEMM",
+    source=["ncu MemoryWorkloadAnalysis.local_spill_requests"],
     description="The sparse GEMM spills registers to local memory.",
-    fix="try another sparse kernel configuration for this shape",
     suggest=memory_fix, artifact="ncu",
 )
 def ncu_sparse_spill_requests(ctx: Context) -> Result:
     """Local-memory spilling requests of the sparse GEMM in the attached Nsight Compute report."""
     kernel = sparse_ncu(ctx)
     if kernel is None:
-        return Fact(None, "ncu", "replay on the built-in CPU kernel: Nsight Compute does not apply")
+        return Fact(None, "ncu", note("classify.ncu_not_applicable"))
     if isinstance(kernel, Missing):
         return kernel
     if kernel.spill_requests is None:
-        return Missing(f"{ctx.ncu_source}: no Local Memory Spilling Requests for {kernel.name}", CAPTURE_NCU)
+        return Missing(note("classify.ncu_metric_missing", report=ctx.ncu_source, section="MemoryWorkloadAnalysis",
+                            kernel=kernel.name), CAPTURE_NCU)
     return Fact(kernel.spill_requests, f"{ctx.ncu_source}: MemoryWorkloadAnalysis", ncu_detail(kernel))

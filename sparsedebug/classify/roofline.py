@@ -39,7 +39,8 @@ def peak_roofline(gpu_name: str, dtype: str = "fp16") -> Roofline | None:
     return Roofline(
         device=peak.name,
         source="peak_table",
-        detail=f"{peak.reference} (GPU named '{gpu_name}')",
+        reference=peak.reference,
+        named_as=gpu_name,
         peak_gflops=tflops * 1e3,
         bandwidth_gbps=peak.bandwidth_tbps * 1e3,
         dtype=dtype,
@@ -54,7 +55,7 @@ def calibrated_roofline(fingerprint: Fingerprint) -> Roofline | None:
     return Roofline(
         device=fingerprint.cpu.model or fingerprint.platform.machine,
         source="calibration",
-        detail=f"freeze --calibrate: {cal.method}",
+        reference=f"freeze --calibrate: {cal.method}",
         peak_gflops=cal.gemm_gflops,
         bandwidth_gbps=cal.copy_gbps,
         dtype="fp32",

@@ -14,8 +14,9 @@ that would settle it instead.
 
 Each mechanism module (``compute``, ``memory``, ``scheduling``, ``precision``, ``thermal``)
 declares its rules with :meth:`RuleSet.rule` directly on the metric function the rule
-reads, and names the rule's fix recipe there: adding a rule is one decorated function in
-one module. ``sparsedebug.classify.rules`` gathers them into the table.
+reads, with its fix recipe (the words of each rule's suggested test live in
+``sparsedebug.render.words.classify``, keyed by rule id): adding a rule is one decorated
+function in one module and one row of words. ``sparsedebug.classify.rules`` gathers them into the table.
 """
 
 from __future__ import annotations
@@ -41,8 +42,9 @@ FixRecipe = Callable[["Rule", Facts], Fix | None]
 
 
 def advise(rule: Rule, facts: Facts) -> Fix:
-    """The default fix recipe: the rule's own fix text as advice, expecting its metric to move back."""
-    return Fix(kind="advice", rule=rule.id, metric=rule.metric, direction="down" if rule.op == ">" else "up", text=rule.fix)
+    """The default fix recipe: the rule's own suggested test (``rule_recipe``, worded by rule id in render/) as advice,
+    expecting its metric to move back."""
+    return Fix(kind="advice", rule=rule.id, metric=rule.metric, direction="down" if rule.op == ">" else "up", code="rule_recipe")
 
 
 class Rule(Record):
@@ -53,13 +55,12 @@ class Rule(Record):
     id: str
     mechanism: Mechanism
     metric: str
-    source: str
+    source: list[str] = Field(description="The run fields or artifact fields the metric reads.")
     op: Literal[">", "<"]
     threshold: float
     unit: str
     weight: float
     description: str
-    fix: str = Field(description="The suggested test, in words (the README's rule table).")
     one_run: bool = Field(
         False,
         description="The metric reads one run alone (no baseline, no attached artifact): with a baseline it is "
@@ -99,9 +100,8 @@ class RuleSet:
         unit: str,
         weight: float,
         *,
-        source: str,
+        source: str | list[str],
         description: str,
-        fix: str,
         suggest: FixRecipe = advise,
         one_run: bool = False,
         artifact: Literal["run", "ncu", "smi"] = "run",
@@ -114,13 +114,12 @@ class RuleSet:
                     id=id,
                     mechanism=self.mechanism,
                     metric=measure.__name__,
-                    source=source,
+                    source=[source] if isinstance(source, str) else list(source),
                     op=op,
                     threshold=threshold,
                     unit=unit,
                     weight=weight,
                     description=description,
-                    fix=fix,
                     one_run=one_run,
                     artifact=artifact,
                     measure=measure,

@@ -84,9 +84,8 @@ def overhead_samples(run: RunRecord) -> list[float]:
 
 @SCHEDULING.rule(
     "scheduling.span_vs_busy", ">", 1.30, "ratio", 2.0,
-    source="schedule.span_samples_ms p50 / busy_samples_ms p50",
+    source=["schedule.span_samples_ms", "schedule.busy_samples_ms"],
     description="Forward span much longer than the summed kernel time: the device waits between kernels.",
-    fix="capture the forward in a CUDA graph or batch calls",
     suggest=scheduling_fix, one_run=True,
 )
 def span_busy_ratio(ctx: Context) -> Result:
@@ -109,9 +108,8 @@ def span_busy_ratio(ctx: Context) -> Result:
 
 @SCHEDULING.rule(
     "scheduling.host_wait", ">", 0.50, "share", 1.0,
-    source="schedule.host_wait_ms / (host_wait_ms + kernel_wait_ms)",
+    source=["schedule.host_wait_ms", "schedule.kernel_wait_ms"],
     description="Idle time dominated by waiting on the host (launch / per-call overhead).",
-    fix="capture the forward in a CUDA graph or batch calls",
     suggest=scheduling_fix, one_run=True,
 )
 def host_wait_share(ctx: Context) -> Result:
@@ -132,9 +130,8 @@ def host_wait_share(ctx: Context) -> Result:
 
 @SCHEDULING.rule(
     "scheduling.per_call_overhead", ">", 0.02, "ms", 2.0,
-    source="(schedule.span - busy) p50 / schedule.launches_per_iteration",
+    source=["schedule.span_samples_ms", "schedule.busy_samples_ms", "schedule.launches_per_iteration"],
     description="Non-kernel time per launched kernel or op: per-call host overhead (a launch costs a few microseconds).",
-    fix="capture the forward in a CUDA graph or batch calls",
     suggest=scheduling_fix, one_run=True,
 )
 def overhead_per_launch_ms(ctx: Context) -> Result:
@@ -155,9 +152,8 @@ def overhead_per_launch_ms(ctx: Context) -> Result:
 
 @SCHEDULING.rule(
     "scheduling.overhead_regression", ">", 0.50, "share", 3.0,
-    source="(span-busy) p50 change / latency p50 change vs baseline",
+    source=["schedule.span_samples_ms", "schedule.busy_samples_ms", "outcome.latency_samples_ms", "baseline"],
     description="Share of the latency regression against the baseline explained by non-kernel time.",
-    fix="remove the per-call overhead: CUDA graph, batching, or conversion once",
     suggest=scheduling_fix,
 )
 def overhead_regression_share(ctx: Context) -> Result:
@@ -182,9 +178,8 @@ def overhead_regression_share(ctx: Context) -> Result:
 
 @SCHEDULING.rule(
     "scheduling.per_call_conversion", ">", 0.10, "share", 3.0,
-    source="lower.layers[].conversion_ms x conversions_per_call / latency p50",
+    source=["lower.layers[].conversion_ms", "lower.layers[].conversions_per_call", "outcome.latency_samples_ms"],
     description="Weights are converted to the sparse format on every call, and it costs this share of the latency.",
-    fix="set conversion to once (compress at load)",
     suggest=scheduling_fix, one_run=True,
 )
 def per_call_conversion_share(ctx: Context) -> Result:
@@ -209,9 +204,8 @@ def per_call_conversion_share(ctx: Context) -> Result:
 
 @SCHEDULING.rule(
     "scheduling.oversubscription", ">", 1.0, "ratio", 3.0,
-    source="schedule.threads / fingerprint cpu.logical_cores",
+    source=["schedule.threads", "fingerprint.cpu.logical_cores"],
     description="More compute threads than logical cores: threads queue for cores.",
-    fix="set threads to the number of logical cores",
     suggest=threads_fix, one_run=True,
 )
 def thread_oversubscription(ctx: Context) -> Result:
@@ -234,9 +228,8 @@ def thread_oversubscription(ctx: Context) -> Result:
 
 @SCHEDULING.rule(
     "scheduling.tail_spread", ">", 1.50, "ratio", 1.0,
-    source="outcome.latency_samples_ms p99 / p50",
+    source=["outcome.latency_samples_ms"],
     description="Wide latency tail (p99 far above p50): queueing or interference.",
-    fix="pin threads and isolate the run; fewer threads than cores",
     suggest=scheduling_fix, one_run=True,
 )
 def latency_tail_ratio(ctx: Context) -> Result:

@@ -73,7 +73,7 @@ def _gate_shared_with_baseline(rule: Rule, result: Fact, base: Fact) -> None:
 def _evaluate(rule: Rule, result: Fact) -> Evidence:
     """One rule on its metric's fact: fired or not, and what it adds to its mechanism's score."""
     if result.value is not None and not math.isfinite(result.value):
-        result = Fact(None, result.source, result.detail, gate=note("mechanisms.gate_not_finite", value=str(result.value)))
+        result = Fact(None, result.source, result.detail, gate=note("classify.not_finite", value=str(result.value)))
     fired = result.value is not None and result.gate is None and rule.fires(result.value)
     contribution = rule.contribution(result.value) if fired and result.value is not None else 0.0
     return Evidence(

@@ -74,9 +74,8 @@ def _against_baseline(ctx: Context, value: float, base_value: float | None, wors
 
 @THERMAL.rule(
     "thermal.throttle_time", ">", 0.05, "share", 2.0,
-    source="nvidia-smi clocks_event_reasons.active (power cap, HW slowdown, thermal), non-idle samples",
+    source=["smi clocks_event_reasons.active"],
     description="Share of busy nvidia-smi samples with a power or thermal clock-event reason active.",
-    fix="lock clocks (nvidia-smi -lgc) or check the power cap before trusting a timing",
     suggest=thermal_fix, artifact="smi",
 )
 def smi_throttle_share(ctx: Context) -> Result:
@@ -107,9 +106,8 @@ def smi_throttle_share(ctx: Context) -> Result:
 
 @THERMAL.rule(
     "thermal.clock_drop", "<", 0.90, "ratio", 2.0,
-    source="nvidia-smi clocks.sm, non-idle samples, vs max SM clock",
+    source=["smi clocks.sm", "smi clocks.max.sm"],
     description="Lowest busy SM clock as a fraction of the maximum SM clock.",
-    fix="lock clocks (nvidia-smi -lgc) or check the power cap before trusting a timing",
     suggest=thermal_fix, artifact="smi",
 )
 def smi_min_clock_ratio(ctx: Context) -> Result:
@@ -136,9 +134,8 @@ def smi_min_clock_ratio(ctx: Context) -> Result:
 
 @THERMAL.rule(
     "thermal.latency_drift", ">", 1.05, "ratio", 2.0,
-    source="outcome.latency_samples_ms: last third p50 / first third p50 (Spearman trend p < 0.05)",
+    source=["outcome.latency_samples_ms"],
     description="Latency drifts upward across iterations (a significant monotone trend).",
-    fix="fix clocks / CPU governor, then re-time with cool-down between runs",
     suggest=thermal_fix, one_run=True,
 )
 def latency_drift_ratio(ctx: Context) -> Result:

@@ -127,6 +127,7 @@ FixAction = Literal[
     "cuda_graph", "convert_once", "set_threads", "batch_calls", "isolate_run", "make_contiguous", "cast_back",
     "drop_attn_mask", "drop_dropout", "restore_head_dim", "exclude_layer", "pad_shape", "cast_layer", "block_size",
     "set_precision", "rule_recipe", "check_sparse_kernel", "restore_neighbour_path", "lock_clocks", "pin_cpu_governor",
+    "raise_reuse", "keep_precision",
 ]
 
 # The kind of dispatch cause a trace shows for a path change (``core.dispatch.cause_code``).
@@ -162,7 +163,7 @@ class Fix(Record):
     action: Literal["exclude", "pad", "cast"] | None = Field(
         None, description="For kind=layer: exclude from sparsity, pad to an aligned shape, or cast to dtype ``value``."
     )
-    text: str | None = None
+    text: str | None = Field(None, description="Transitional (issue 39): words some recipes still write; render/ words the fix from code, rule, layer and value.")
     metric: str = Field(
         description="The metric the change should move: a name ``measure_metric`` computes on a run "
         "(latency_p50_ms, busy_p50_ms, span_busy_ratio, max_rel_err, or a rule metric such as fallback_flop_share)."
@@ -175,6 +176,11 @@ class Fix(Record):
     )
     removes_ms: float | None = Field(None, description="Per-iteration time the fix removes, from the figure named by basis.")
     basis: MovementBasis | None = Field(None, description="Where removes_ms comes from.")
+    was: str | int | None = Field(None, description="The value the change replaces (the block size V before, for kind=block).")
+    names_layer: str | None = Field(None, description="A layer the advice names without changing only it (the knob is workload-wide).")
+    layer_role: Literal["changed", "largest_error"] | None = Field(
+        None, description="Why names_layer is named: its precision changed, or it has the largest numeric error."
+    )
 
 
 class Proof(Record):
@@ -270,7 +276,8 @@ class Roofline(Record):
 
     device: str
     source: Literal["calibration", "peak_table"]
-    detail: str
+    reference: str = Field(description="The peak table's reference for the GPU, or the calibration's method.")
+    named_as: str | None = Field(None, description="The GPU name the peak table was looked up with (peak_table only).")
     peak_gflops: float
     bandwidth_gbps: float
     dtype: str

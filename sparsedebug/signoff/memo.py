@@ -320,6 +320,10 @@ def _action(b: LoadedBundle, decision: DecisionOutcome, book: Playbook) -> Actio
         if fix.targets:
             terms["tensors"] = ",".join(fix.targets[0].tensors)
             terms["restore"] = fix.targets[0].restore or ""
+        for key in ("was", "names_layer", "layer_role"):
+            value = getattr(fix, key)
+            if value is not None:
+                terms[key] = str(value)
         applied = b.fix
         if applied is not None:
             terms["applied"] = "yes" if applied.applied else "no"

@@ -17,8 +17,9 @@ from sparsedebug.locate.walk import bisect_runs
 from sparsedebug.records.classification import Mechanism
 from sparsedebug.records.run import RunRecord
 from sparsedebug.render.markdown.memo import render_memo_detail
+from sparsedebug.render.words.classify_records import evidence_words
 from sparsedebug.render.words.locate_text import stage_text, verdict_text
-from sparsedebug.render.words.mechanisms_records import evidence_detail, fix_words
+from sparsedebug.render.words.mechanisms_records import fix_words
 from sparsedebug.sources.importers.trace.importer import import_trace
 from sparsedebug.sources.playbook import load_playbook
 from tests.support.bundles import make_bundle
@@ -87,7 +88,7 @@ def test_attention_moved_to_fp32_math_is_precision_and_the_fix_casts_back(tmp_pa
     assert cls.winner is Mechanism.PRECISION and cls.ranked_by == "attribution"
     assert cls.fix is not None and "back to fp16" in fix_words(cls.fix)
     neighbour = next(e for e in cls.evidence if e.rule == "compute.neighbour_path_change")
-    assert "fp32" in evidence_detail(neighbour) and "no layer outside" not in evidence_detail(neighbour)
+    assert "fp32" in evidence_words(neighbour) and "no layer outside" not in evidence_words(neighbour)
 
 
 def test_added_host_gaps_make_scheduling_win(tmp_path: Path) -> None:

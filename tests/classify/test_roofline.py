@@ -30,7 +30,7 @@ def test_peak_roofline_ridge_depends_on_dtype() -> None:
     half = peak_roofline("NVIDIA H200", "fp16")
     single = peak_roofline("NVIDIA H200", "float32")
     assert half is not None and single is not None
-    assert half.source == "peak_table" and "datasheet" in half.detail
+    assert half.source == "peak_table" and "datasheet" in half.reference and half.named_as == "NVIDIA H200"
     assert half.ridge == pytest.approx(989e3 / 4.8e3)
     assert single.ridge == pytest.approx(67e3 / 4.8e3)
     assert peak_roofline("unknown gpu") is None

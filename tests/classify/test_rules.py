@@ -14,7 +14,8 @@ from sparsedebug.records.classification import Mechanism, NcuEvidence, SmiEviden
 from sparsedebug.records.fingerprint import Fingerprint
 from sparsedebug.records.run import FallbackReason, KernelClass, KernelPath, QualityDelta, RunRecord, RunSource, Verdict
 from sparsedebug.render.markdown.rules import rules_markdown
-from sparsedebug.render.words.mechanisms_records import evidence_detail
+from sparsedebug.render.words.classify import RULE_FIX
+from sparsedebug.render.words.classify_records import evidence_words
 from tests.classify.test_score import make_fingerprint, make_run
 
 
@@ -22,14 +23,14 @@ def test_table_is_well_formed() -> None:
     assert len(RULES_BY_ID) == len(RULES), "rule ids must be unique"
     for rule in RULES:
         assert rule.id.startswith(rule.mechanism.value + "."), rule.id
-        assert rule.weight > 0 and rule.description and rule.fix and rule.source
+        assert rule.weight > 0 and rule.description and RULE_FIX[rule.id] and rule.source
     for mechanism in Mechanism:
         assert rules_for(mechanism), f"{mechanism} has no rule"
 
 
 def test_contribution_scales_with_margin_and_is_capped() -> None:
-    above = Rule(id="x.a", mechanism=Mechanism.COMPUTE, metric="m", source="s", op=">", threshold=2.0, unit="u",
-                 weight=3.0, description="d", fix="f")
+    above = Rule(id="x.a", mechanism=Mechanism.COMPUTE, metric="m", source=["s"], op=">", threshold=2.0, unit="u",
+                 weight=3.0, description="d")
     assert above.contribution(2.0) == 0.0  # strictly past the threshold
     assert above.contribution(3.0) == pytest.approx(4.5)
     assert above.contribution(100.0) == pytest.approx(3.0 * STRENGTH_CAP)
@@ -226,7 +227,7 @@ def test_latency_drift_with_flat_gpu_busy_time_is_host_side_not_thermal() -> Non
     case.run.source = RunSource(kind="torch_trace")
     case.run.schedule.busy_samples_ms = [1.5] * n
     drift = next(e for e in classify_evidence(case.run).evidence if e.rule == "thermal.latency_drift")
-    assert not drift.fired and "host-side" in evidence_detail(drift)
+    assert not drift.fired and "host-side" in evidence_words(drift)
 
 
 def _neighbour_path() -> Case:
@@ -308,7 +309,7 @@ def test_condition_shared_with_the_baseline_does_not_score() -> None:
     case.baseline.name = "baseline"
     result = classify_evidence(case.run, baseline=case.baseline)
     line = next(e for e in result.evidence if e.rule == "scheduling.span_vs_busy")
-    assert not line.fired and "baseline shows it too" in evidence_detail(line)
+    assert not line.fired and "baseline shows it too" in evidence_words(line)
     # clearly worse than the baseline: scores again
     case.run.schedule.span_samples_ms = [b * 4 for b in case.run.schedule.busy_samples_ms]
     result = classify_evidence(case.run, baseline=case.baseline)

@@ -32,7 +32,8 @@ from sparsedebug.records.run import (
     ScheduleStage,
     TimeWindow,
 )
-from sparsedebug.render.words.mechanisms_records import evidence_detail, fix_words, margin_words, proof_words
+from sparsedebug.render.words.classify_records import evidence_words
+from sparsedebug.render.words.mechanisms_records import fix_words, margin_words, proof_words
 from sparsedebug.render.words.notes import words
 from sparsedebug.sources.evidence import AttachedEvidence
 from tests.conftest import FIXTURES
@@ -274,7 +275,7 @@ def test_quality_drop_with_different_intent_is_gated() -> None:
     cand.outcome.quality = QualityDelta(cosine=0.5, rel_err=0.9)
     result = classify_evidence(cand, baseline=base)
     line = next(e for e in result.evidence if e.rule == "precision.quality_drop")
-    assert not line.fired and "pruning" in evidence_detail(line)
+    assert not line.fired and "pruning" in evidence_words(line)
 
 
 def test_latency_drift_is_thermal_for_replay() -> None:
@@ -291,7 +292,7 @@ def test_no_drift_when_trend_is_not_significant() -> None:
     cand.outcome.latency_samples_ms = [1.0, 1.4] * 10
     result = classify_evidence(cand)
     line = next(e for e in result.evidence if e.rule == "thermal.latency_drift")
-    assert not line.fired and "no significant upward trend" in evidence_detail(line)
+    assert not line.fired and "no significant upward trend" in evidence_words(line)
 
 
 def test_ncu_latency_bound_kernel_is_not_memory_bound() -> None:
@@ -300,7 +301,7 @@ def test_ncu_latency_bound_kernel_is_not_memory_bound() -> None:
     ncu = [NcuEvidence(name="sm90_xmma_sparse_gemm", kernel_class=KernelClass.SPARSE_GEMM, sm_pct=30.0, mem_pct=45.0, spill_requests=0.0, duration_us=10.0)]
     result = classify_evidence(cand, ncu=ncu, ncu_source="k.csv")
     line = next(e for e in result.evidence if e.rule == "memory.ncu_memory_bound")
-    assert line.value == pytest.approx(15.0) and not line.fired and "latency-bound" in evidence_detail(line)
+    assert line.value == pytest.approx(15.0) and not line.fired and "latency-bound" in evidence_words(line)
 
 
 def test_imported_run_without_ncu_or_smi_names_the_captures() -> None:
@@ -374,8 +375,8 @@ def test_h200_smi_power_cap_brings_thermal_evidence(h200_pair: tuple[RunRecord, 
         thermal = next(s for s in result.scores if s.mechanism == Mechanism.THERMAL)
         assert thermal.score == 0 and thermal.status != "supported"
         lines = {e.rule: e for e in result.evidence_for(Mechanism.THERMAL)}
-        assert not lines["thermal.throttle_time"].fired and why in evidence_detail(lines["thermal.throttle_time"])
-        assert lines["thermal.clock_drop"].value is None and why in evidence_detail(lines["thermal.clock_drop"])
+        assert not lines["thermal.throttle_time"].fired and why in evidence_words(lines["thermal.throttle_time"])
+        assert lines["thermal.clock_drop"].value is None and why in evidence_words(lines["thermal.clock_drop"])
     # the real ncu file: the sparse GEMM spills (memory evidence), but scheduling still wins
     assert "memory.ncu_spills" in _fired(result)
     assert result.winner == Mechanism.SCHEDULING
@@ -497,7 +498,7 @@ def test_non_finite_metric_is_reported_not_scored() -> None:
     cand.kernel.layers[0].rel_err = float("nan")
     result = classify_evidence(cand)
     line = next(e for e in result.evidence if e.rule == "precision.error_vs_roundoff")
-    assert line.value is None and not line.fired and "not a finite number" in evidence_detail(line)
+    assert line.value is None and not line.fired and "not a finite number" in evidence_words(line)
     json.loads(result.model_dump_json())  # still valid JSON
 
 
@@ -526,7 +527,7 @@ def test_smi_log_does_not_score_a_cpu_replay() -> None:
     )
     result = classify_evidence(make_run(), smi=smi)
     lines = [e for e in result.evidence if e.rule in ("thermal.throttle_time", "thermal.clock_drop")]
-    assert len(lines) == 2 and all(e.value is None and "ran on the CPU" in evidence_detail(e) for e in lines)
+    assert len(lines) == 2 and all(e.value is None and "ran on the CPU" in evidence_words(e) for e in lines)
     assert result.winner is None
 
 

@@ -14,7 +14,7 @@ import pytest
 from sparsedebug.classify.score import classify_run
 from sparsedebug.records.classification import Classification
 from sparsedebug.records.run import RunRecord
-from sparsedebug.render.words.mechanisms_records import evidence_detail
+from sparsedebug.render.words.classify_records import evidence_words
 from sparsedebug.sources.evidence import EvidencePaths, load_evidence
 from sparsedebug.sources.importers.nvidia_smi import load_smi, samples_in_window
 from sparsedebug.sources.importers.trace.importer import import_trace
@@ -55,7 +55,7 @@ def _classify(cand: RunRecord, base: RunRecord, log: Path, offset: float | None)
 
 
 def _thermal(cls: Classification) -> dict[str, tuple[bool, str]]:
-    return {e.rule: (e.fired, evidence_detail(e)) for e in cls.evidence if e.rule in ("thermal.throttle_time", "thermal.clock_drop")}
+    return {e.rule: (e.fired, evidence_words(e)) for e in cls.evidence if e.rule in ("thermal.throttle_time", "thermal.clock_drop")}
 
 
 def test_trace_window_is_absolute_utc(runs: tuple[RunRecord, RunRecord]) -> None:

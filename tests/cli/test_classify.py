@@ -6,9 +6,10 @@ import json
 from pathlib import Path
 
 from sparsedebug.core.io import save_record
-from sparsedebug.records.classification import Classification, Mechanism
+from sparsedebug.records.classification import Classification, Fix, Mechanism
 from sparsedebug.records.run import RunRecord
-from sparsedebug.render.words.mechanisms_records import evidence_detail, fix_words, proof_words
+from sparsedebug.render.words.classify_records import evidence_words
+from sparsedebug.render.words.mechanisms_records import fix_words, proof_words
 from sparsedebug.render.words.notes import words
 from tests.conftest import FIXTURES, assert_clean_error, invoke
 
@@ -18,6 +19,11 @@ DENSE = str(H200 / "trace_dense_T2048.json.gz")
 SMI = str(H200 / "nvidia_smi_short.csv")
 NCU = str(H200 / "ncu_dense_vs_sparse_11008x4096x2048.csv")
 
+
+
+def said(field: object) -> str:
+    """A JSON detail, reason or capture as the renderers word it: a sentence, or a note in words."""
+    return field if isinstance(field, str) else words(Note.model_validate(field))
 
 def test_h200_traces_json_is_scheduling() -> None:
     result = invoke(["classify", SPARSE, "--baseline", DENSE, "--json"])
@@ -58,12 +64,12 @@ def test_h200_smi_thermal_only_from_the_runs_own_window() -> None:
         thermal = next(s for s in payload["scores"] if s["mechanism"] == "thermal")
         assert thermal["score"] == 0 and payload["winner"] != "thermal"
         lines = [e for e in Classification.model_validate(payload).evidence if e.rule in ("thermal.throttle_time", "thermal.clock_drop")]
-        assert lines and all(not e.fired and why in evidence_detail(e) for e in lines)
+        assert lines and all(not e.fired and why in evidence_words(e) for e in lines)
         assert SMI in payload["inputs"]
     graph = str(Path(SPARSE).with_name("trace_sparse_mlp_T2048_cudagraph.json.gz"))
     alone = json.loads(invoke(["classify", graph, "--smi", SMI, "--smi-utc-offset", "0", "--json"]).stdout)
     throttle = next(e for e in Classification.model_validate(alone).evidence if e.rule == "thermal.throttle_time")
-    assert throttle.fired and "1 sample(s) in the run's window" in evidence_detail(throttle)
+    assert throttle.fired and "1 sample(s) in the run's window" in evidence_words(throttle)
 
 
 def test_classify_a_saved_run_record(tmp_path: Path) -> None:
@@ -91,11 +97,11 @@ def test_planted_workload_pair_through_cli(tmp_path: Path) -> None:
     assert payload["winner"] == "memory", (payload["established"], payload["attribution"])
     fix = payload["fix"]
     assert fix["rule"] in ("memory.gather_traffic", "memory.bytes_growth")
-    assert {k: v for k, v in fix.items() if k not in ("rule", "text")} == {
+    assert {k: v for k, v in fix.items() if k not in ("rule", "text", "layer_role", "names_layer")} == {
         "kind": "block", "knob": None, "value": 16, "layer": None, "action": None, "metric": "busy_p50_ms", "direction": "down",
-        "code": "block_size", "targets": [], "removes_ms": None, "basis": None,
+        "code": "block_size", "targets": [], "removes_ms": None, "basis": None, "was": 4,
     }
-    assert "V from 4 to 16" in fix["text"]
+    assert fix["text"] is None and "V from 4 to 16" in fix_words(Fix.model_validate(fix))
     assert payload["roofline"]["source"] == "calibration"
 
 
@@ -156,7 +162,7 @@ def test_layer_raised_to_fp32_is_precision_evidence_through_cli(tmp_path: Path) 
     assert result.exit_code == 0, result.stderr
     payload = json.loads(result.stdout)
     line = next(e for e in payload["evidence"] if e["rule"] == "precision.dtype_change")
-    assert line["fired"] and line["value"] == 1.0 and "l1 fp16 -> fp32" in line["detail"]
+    assert line["fired"] and line["value"] == 1.0 and "l1 fp16 -> fp32" in said(line["detail"])
     precision = next(s for s in payload["scores"] if s["mechanism"] == "precision")
     assert precision["status"] == "supported" and precision["score"] > 0
     people = invoke(args)
@@ -185,7 +191,7 @@ def test_attention_moving_to_fp32_simt_is_precision_evidence_and_the_fix_names_t
         assert payload["winner"] == "precision"
         evidence = next(e for e in payload["evidence"] if e["rule"] == "precision.dtype_change")
         assert evidence["fired"] and evidence["value"] == 4
-        assert f"{layer} fp16 -> fp32 (attention -> fp32_gemm)" in evidence["detail"] and "query dtype fp16 -> fp32" in evidence["detail"]
+        assert f"{layer} fp16 -> fp32 (attention -> fp32_gemm)" in said(evidence["detail"]) and "query dtype fp16 -> fp32" in said(evidence["detail"])
         fix = payload["fix"]
         # as wide as its cause: every attention layer whose query, key and value arrive in fp32, one group
         assert fix["layer"] == layer and fix["code"] == "cast_back" and fix["basis"] == "math_path_time"
@@ -194,5 +200,5 @@ def test_attention_moving_to_fp32_simt_is_precision_evidence_and_the_fix_names_t
         assert len(group["layers"]) == 4 and layer in group["layers"] and fix["removes_ms"] == group["removes_ms"] > 0
         model_fix = Classification.model_validate(payload).fix
         assert model_fix is not None
-        said = fix_words(model_fix)
-        assert said.startswith(f"cast the query, key and value of {layer}, ") and "(4 layers) back to fp16" in said
+        fix_text = fix_words(model_fix)
+        assert fix_text.startswith(f"cast the query, key and value of {layer}, ") and "(4 layers) back to fp16" in fix_text

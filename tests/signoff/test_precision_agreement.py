@@ -13,6 +13,7 @@ from sparsedebug.locate.paths import compare_paths
 from sparsedebug.records.classification import Mechanism
 from sparsedebug.records.run import RunRecord
 from sparsedebug.render.markdown.memo import render_memo_detail
+from sparsedebug.render.words.classify_records import evidence_words
 from sparsedebug.render.words.gate import detail_words
 from sparsedebug.signoff.gate import evaluate
 from sparsedebug.sources.importers.trace.importer import import_trace
@@ -41,7 +42,7 @@ def test_a_gemm_moved_to_fp32_fails_the_gate_on_the_layers_classify_names(tmp_pa
     cls = classify_run(cand, baseline=base)
     rule = next(e for e in cls.evidence if e.rule == "precision.dtype_change")
     assert rule.fired and rule.value == len(moved)
-    assert all(layer in rule.detail for layer in moved)
+    assert all(layer in evidence_words(rule) for layer in moved)
     gate = next(c for c in evaluate(base, cand).checks if c.id == "precision_drift")
     assert gate.status == "fail", detail_words(gate)  # never "skipped: no evidence" while classify fires
     changed = next(n for n in gate.basis if n.code == "gate.precision_changed")

@@ -42,10 +42,11 @@ from sparsedebug.render.markdown.engine import sparse_kernels_line
 from sparsedebug.render.markdown.ranks import rank_lines
 from sparsedebug.render.markdown.tags import build_tags
 from sparsedebug.render.markdown.verdicts import attributed_lines, fix_verdict, not_established_lines
+from sparsedebug.render.words.classify_records import evidence_words
 from sparsedebug.render.words.core import change_words, reduce_verdict, replay_reason_words, timing_words
 from sparsedebug.render.words.gate import decision_reasons, detail_words, measured_words, refusal_words, significance_words
 from sparsedebug.render.words.locate_text import allowed_text, finding_text, stage_text, verdict_text
-from sparsedebug.render.words.mechanisms_records import evidence_detail, fix_words, margin_words, proof_words
+from sparsedebug.render.words.mechanisms_records import fix_words, margin_words, proof_words
 from sparsedebug.render.words.notes import say, words
 from sparsedebug.render.words.run_figures import equal_latency_sentence, real_quality_text
 from sparsedebug.render.words.targets import fix_how_words
@@ -209,7 +210,7 @@ def _mechanism(b: LoadedBundle, book: Playbook) -> list[str]:
             if not e.fired:
                 continue
             value = "n/a" if e.value is None else f"{e.value:.4g}"
-            out.append(f"  - `{e.rule}`: {e.metric} = {value} {e.op} {e.threshold:g} {e.unit}; {evidence_detail(e)} [{e.source}]")
+            out.append(f"  - `{e.rule}`: {e.metric} = {value} {e.op} {e.threshold:g} {e.unit}; {evidence_words(e)} [{e.source}]")
         proof = proof_words(cls)
         if proof:
             out.append(f"  - Artifact that proves it: {proof}.")
@@ -346,7 +347,7 @@ def _next_step(b: LoadedBundle) -> list[str]:
         return [f"- **Next bounded change**: none found: {still}, and classifying it again against the baseline proposes "
                 "nothing beyond the change already applied."]
     return [
-        f"- **Next bounded change**: {still}; {say(fo.next_basis) if fo.next_basis else 'basis not recorded'}: {nxt.text} (rule `{nxt.rule}`; should move "
+        f"- **Next bounded change**: {still}; {say(fo.next_basis) if fo.next_basis else 'basis not recorded'}: {fix_words(nxt)} (rule `{nxt.rule}`; should move "
         f"{nxt.metric} {nxt.direction}). "
         + ("Apply it to fixed.workload.yaml and walk again with it as the candidate." if fo.fixed_source == "applied_to_workload"
            else "Apply it to the fixed candidate and walk again with it as the candidate.")

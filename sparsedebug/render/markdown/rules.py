@@ -6,6 +6,7 @@ from sparsedebug.classify.rule import Rule
 from sparsedebug.classify.rules import RULES
 from sparsedebug.records.classification import Mechanism
 from sparsedebug.render.markdown.cells import md_cell
+from sparsedebug.render.words.classify import RULE_FIX
 
 
 def _rule_row(rule: Rule) -> str:
@@ -16,8 +17,8 @@ def _rule_row(rule: Rule) -> str:
         f"{rule.op} {rule.threshold:g} {rule.unit}",
         f"{rule.weight:g}",
         rule.description,
-        rule.source,
-        rule.fix,
+        ", ".join(f"`{ref}`" for ref in rule.source),
+        RULE_FIX[rule.id],
     ]
     return "| " + " | ".join(md_cell(cell) for cell in cells) + " |"
 

@@ -9,7 +9,8 @@ from rich.text import Text
 from sparsedebug.records.classification import Classification, Evidence, Fix
 from sparsedebug.render.markdown.verdicts import not_established_sentence
 from sparsedebug.render.terminal.fit import optional
-from sparsedebug.render.words.mechanisms_records import evidence_detail, fix_words, margin_words, proof_words
+from sparsedebug.render.words.classify_records import evidence_words
+from sparsedebug.render.words.mechanisms_records import fix_words, margin_words, proof_words
 from sparsedebug.render.words.notes import words
 
 
@@ -51,7 +52,7 @@ def _evidence_row(line: Evidence) -> tuple[str, str, str, str, str, str]:
         mark,
         f"{line.contribution:.2f}" if line.fired else "",
         line.source,
-        evidence_detail(line),
+        evidence_words(line),
     )
 
 

@@ -4,15 +4,9 @@ winner, the margin, and the fix a compute, scheduling or thermal recipe proposes
 from __future__ import annotations
 
 from sparsedebug.core.dispatch import fix_for_group
-from sparsedebug.records.classification import AttributedPart, Classification, Evidence, Fix
-from sparsedebug.render.words.notes import say, words
-
-
-def evidence_detail(line: Evidence) -> str:
-    """The numbers behind a rule's value, and why it may not fire (its gate) in brackets."""
-    text = words(line.detail)
-    return text if line.gate is None else f"{text} ({words(line.gate)})"
-
+from sparsedebug.records.classification import AttributedPart, Classification, Fix
+from sparsedebug.render.words.classify_records import evidence_words, fix_phrase
+from sparsedebug.render.words.notes import say
 
 # Parts attributed by a state of the whole run (clocks fell, threads queue): the state's rule evidence is quoted.
 _STATE_PARTS = ("mechanisms.part_clocks_fell", "mechanisms.part_threads_queue")
@@ -24,7 +18,7 @@ def part_words(part: AttributedPart, cls: Classification) -> str:
     if part.evidence.code in _STATE_PARTS:
         line = next((e for e in cls.evidence if e.rule == part.evidence.values.get("rule")), None)
         if line is not None:
-            text += f" ({evidence_detail(line)})"
+            text += f" ({evidence_words(line)})"
     return text
 
 
@@ -37,10 +31,10 @@ def proof_words(cls: Classification) -> str | None:
     parts = cls.attribution.parts if cls.attribution is not None else []
     part = next((p for p in parts if p.part == proof.part and p.kind == proof.part_kind), None) if proof.part else None
     if part is not None:
-        behind = f"; rule {line.rule}: {evidence_detail(line)}" if line is not None else ""
+        behind = f"; rule {line.rule}: {evidence_words(line)}" if line is not None else ""
         return f"{proof.artifact}: {part.part} ({part.kind}) {part.ms:+.3f} ms: {part_words(part, cls)}{behind}"
     if line is not None:
-        return f"{proof.artifact}: {line.source}: {evidence_detail(line)}"
+        return f"{proof.artifact}: {line.source}: {evidence_words(line)}"
     return proof.artifact
 
 
@@ -108,7 +102,8 @@ def fix_words(fix: Fix) -> str:
     if fix.targets:
         return "; ".join(fix_for_group(t.cause, t.layers, t.tensors, t.restore) for t in fix.targets)
     named = _code_words(fix.code, fix.layer, fix.value, fix.metric) if fix.code is not None else None
-    return named or f"the fix rule {fix.rule} suggests"
+    return named or fix_phrase(fix.code, fix.rule, value=fix.value, layer=fix.layer, was=fix.was, names_layer=fix.names_layer,
+                               layer_role=fix.layer_role)
 
 
 def advice_words(terms: dict[str, str], layer: str | None) -> str:
@@ -117,4 +112,5 @@ def advice_words(terms: dict[str, str], layer: str | None) -> str:
     tensors = [t for t in terms.get("tensors", "").split(",") if t]
     named = _code_words(terms.get("action_code", ""), layer, terms.get("value"), terms.get("metric", ""), tensors,
                         terms.get("restore") or None)
-    return named or "follow the rule's fix recipe"
+    return named or fix_phrase(terms.get("action_code") or None, terms.get("rule", ""), value=terms.get("value"), layer=layer,
+                               was=terms.get("was"), names_layer=terms.get("names_layer"), layer_role=terms.get("layer_role"))

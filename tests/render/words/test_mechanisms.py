@@ -19,10 +19,10 @@ from sparsedebug.records.classification import (
     Proof,
 )
 from sparsedebug.records.notes import Note, NoteValue, note
+from sparsedebug.render.words.classify_records import evidence_words
 from sparsedebug.render.words.mechanisms import PHRASES
 from sparsedebug.render.words.mechanisms_records import (
     advice_words,
-    evidence_detail,
     fix_words,
     margin_words,
     part_words,
@@ -172,7 +172,7 @@ def test_proof_part_and_margin_words() -> None:
     assert margin_words(by_score) == "2.50 times the runner-up's score"
     assert proof_words(by_score) == "smi.csv: smi.csv: clocks.sm: lowest non-idle SM clock 1400 MHz vs max 1980 MHz (log)"
     gated = cls.evidence[0].model_copy(update={"gate": note("mechanisms.gate_baseline_shares", base_value=0.72)})
-    assert evidence_detail(gated).endswith("(the baseline shows it too (0.72): not what changed)")
+    assert evidence_words(gated).endswith("(the baseline shows it too (0.72): not what changed)")
 
 
 @pytest.mark.parametrize(
