@@ -7,6 +7,7 @@ from pathlib import Path
 
 from sparsedebug.core.io import save_record
 from sparsedebug.records.classification import Classification, Fix, Mechanism
+from sparsedebug.records.notes import Note
 from sparsedebug.records.run import RunRecord
 from sparsedebug.render.words.classify_records import evidence_words
 from sparsedebug.render.words.mechanisms_records import fix_words, proof_words
