@@ -32,7 +32,7 @@ from collections import defaultdict
 
 from sparsedebug.classify.context import Context
 from sparsedebug.classify.roofline import layer_work
-from sparsedebug.core.dispatch import dispatch_cause
+from sparsedebug.core.dispatch import dispatch_causes
 from sparsedebug.core.patterns import PrecisionChange, declared_sparse, fell_back, path_changed, precision_changes
 from sparsedebug.core.stats import compare_samples, median, min_attainable_p
 from sparsedebug.locate.common import calls_per_iteration, iteration_count
@@ -95,7 +95,7 @@ def _kernel_part(
         return AttributedPart(part=name, kind="kernel", mechanism=Mechanism.COMPUTE, ms=ms, rule="compute.fallback_time",
                               evidence=note("mechanisms.part_fallback", intended=intent, reason=reason))
     if before is not None and after is not None and path_changed(before, after):
-        cause = dispatch_cause(before.dispatch, after.dispatch)
+        cause = dispatch_causes(before.dispatch, after.dispatch)
         b = before.dispatch.backend if before.dispatch else None
         a = after.dispatch.backend if after.dispatch else None
         backend = bool(b and a and b != a)

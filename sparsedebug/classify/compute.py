@@ -18,14 +18,14 @@ from sparsedebug.classify.context import (
 )
 from sparsedebug.classify.evidence import ncu_detail, sparse_ncu
 from sparsedebug.classify.rule import Rule, RuleSet
-from sparsedebug.core.dispatch import FIX_ACTION, change_text, dispatch_cause, dispatch_causes
+from sparsedebug.core.dispatch import FIX_ACTION, backend_changed, dispatch_causes
 from sparsedebug.core.patterns import declared_sparse, fell_back, kernel_time_shares, path_changed, path_text, precision_changes
 from sparsedebug.core.patterns import fallback_flop_share as shared_fallback_flop_share
 from sparsedebug.core.stats import median
 from sparsedebug.locate.common import ms_per_iteration
 from sparsedebug.records.classification import Fix, FixTarget, Mechanism
 from sparsedebug.records.notes import note
-from sparsedebug.records.run import FallbackReason, GraphLayer, KernelPath, LowerLayer, RunRecord
+from sparsedebug.records.run import FallbackReason, GraphLayer, KernelPath, LowerLayer, RunRecord, cause_values
 
 COMPUTE = RuleSet(Mechanism.COMPUTE)
 
@@ -157,16 +157,20 @@ def neighbour_path_latency_share(ctx: Context) -> Result:
     if total <= 0:
         return Fact(0.0, "outcome.latency_samples_ms", note("mechanisms.neighbours_latency_flat", count=len(carried)))
     worst = max(carried, key=lambda name: carried[name])
-    dispatch = change_text(base_lower[worst], ctx.lower()[worst])
-    change = f"{path_text(base_lower[worst])} -> {path_text(ctx.lower()[worst])}" + (f", {dispatch}" if dispatch else "")
-    data: dict[str, object] = {"layer": worst, "change": change}
-    cause = dispatch_cause(base_lower[worst].dispatch, ctx.lower()[worst].dispatch)
-    first = next(iter(dispatch_causes(base_lower[worst].dispatch, ctx.lower()[worst].dispatch)), None)
+    before, after = base_lower[worst], ctx.lower()[worst]
+    data: dict[str, object] = {"layer": worst}
+    causes = dispatch_causes(before.dispatch, after.dispatch)
+    first = next(iter(causes), None)
     if first is not None:
         data["target"] = FixTarget(cause=first.code, layers=[worst], tensors=[first.tensor] if first.tensor else [],
                                    removes_ms=round(carried[worst], 6), restore=first.was)
+    b_backend = before.dispatch.backend if before.dispatch else None
+    c_backend = after.dispatch.backend if after.dispatch else None
     detail = note("mechanisms.neighbour_growth", grown_ms=grown, total_ms=total, count=len(carried), layer=worst,
-                  layer_ms=carried[worst], change=change, causes=cause)
+                  layer_ms=carried[worst], path_before=path_text(before), path_after=path_text(after),
+                  op="attention" if after.dispatch is not None and "attention" in after.dispatch.op else "GEMM",
+                  backend_before=b_backend if backend_changed(before, after) else None,
+                  backend_after=c_backend if backend_changed(before, after) else None, **cause_values(causes))
     return Fact(grown / total, "lower vs baseline + kernel.layers[].samples_ms", detail, context=data)
 
 

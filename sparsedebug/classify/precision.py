@@ -13,12 +13,12 @@ from typing import Literal, cast
 
 from sparsedebug.classify.context import CAPTURE_BASELINE, Capture, Context, Fact, Facts, Missing, Result, capture
 from sparsedebug.classify.rule import Rule, RuleSet
-from sparsedebug.core.dispatch import fix_for
+from sparsedebug.core.dispatch import FIX_ACTION
 from sparsedebug.core.dtypes import canonical_dtype, mantissa_bits, unit_roundoff
 from sparsedebug.core.patterns import layer_precisions, precision_changes
-from sparsedebug.records.classification import Fix, Mechanism
+from sparsedebug.records.classification import Fix, FixTarget, Mechanism
 from sparsedebug.records.notes import note
-from sparsedebug.records.run import RunRecord
+from sparsedebug.records.run import DispatchCause, RunRecord, cause_values
 
 PRECISION = RuleSet(Mechanism.PRECISION)
 
@@ -53,9 +53,12 @@ def precision_fix(rule: Rule, facts: Facts) -> Fix:
     elif isinstance(changed, str):
         named_layer, role = changed, "changed"
     cause = facts.data("precision_change_count").get("cause")
-    named = fix_for(changed, cause) if isinstance(changed, str) and isinstance(cause, list) else None
-    if named is not None and facts.ctx.imported:
-        return Fix(kind="advice", layer=changed, rule=rule.id, metric="latency_p50_ms", direction="down", text=named)
+    first = cause[0] if isinstance(cause, list) and cause and isinstance(cause[0], DispatchCause) else None
+    if first is not None and isinstance(changed, str) and facts.ctx.imported:
+        target = FixTarget(cause=first.code, layers=[changed], tensors=[first.tensor] if first.tensor else [], restore=first.was,
+                           removes_ms=0.0)
+        return Fix(kind="advice", layer=changed, rule=rule.id, metric="latency_p50_ms", direction="down",
+                   code=FIX_ACTION[first.code], targets=[target])
     if facts.ctx.imported:
         return Fix(kind="advice", value=value, rule=rule.id, metric="max_rel_err", direction="down", code="keep_precision",
                    names_layer=named_layer, layer_role=role)
@@ -95,7 +98,7 @@ def precision_change_count(ctx: Context) -> Result:
     detail = note(
         "classify.precision_changes", layers=[c.layer for c in found], how=[c.how for c in found],
         cause_layer=first.layer if first is not None and first.cause else None,
-        cause=list(first.cause) if first is not None else [],
+        **cause_values(list(first.cause) if first is not None else []),
     )
     source = "graph.layers[].dtype, kernel.layers[].precision, lower.layers[] vs baseline"
     return Fact(float(len(found)), source, detail, context=data)

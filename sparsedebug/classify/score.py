@@ -27,7 +27,6 @@ from sparsedebug.core.stats import median
 from sparsedebug.records.classification import (
     AttributedPart,
     Attribution,
-    CauseCode,
     Classification,
     Evidence,
     Fix,
@@ -42,7 +41,7 @@ from sparsedebug.records.classification import (
 )
 from sparsedebug.records.fingerprint import Fingerprint
 from sparsedebug.records.notes import Note, note
-from sparsedebug.records.run import RunRecord
+from sparsedebug.records.run import CauseCode, RunRecord
 from sparsedebug.sources.evidence import NO_EVIDENCE, AttachedEvidence
 from sparsedebug.sources.registry import replayed
 

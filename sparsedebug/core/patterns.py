@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sparsedebug.core.dispatch import dispatch_cause, dispatch_changed, moved_to_fp32
+from sparsedebug.core.dispatch import dispatch_causes, dispatch_changed, moved_to_fp32
 from sparsedebug.core.dtypes import canonical_dtype, dtype_in_text
 from sparsedebug.core.kernel_names import classify_kernel
 from sparsedebug.core.stats import median
-from sparsedebug.records.run import DENSE, FallbackReason, KernelLayer, KernelPath, LowerLayer, RunRecord
+from sparsedebug.records.run import DENSE, DispatchCause, FallbackReason, KernelLayer, KernelPath, LowerLayer, RunRecord
 
 
 def declared_sparse(intended: str | None) -> bool:
@@ -116,8 +116,8 @@ class PrecisionChange:
     how: str
     # Seen in the lowering only (kernel class or dispatched input dtypes), not in the precision labels.
     by_path: bool
-    # What the dispatcher saw differently, when the trace shows it (``core.dispatch.dispatch_cause``).
-    cause: tuple[str, ...] = ()
+    # What the dispatcher saw differently, when the trace shows it (``core.dispatch.dispatch_causes``).
+    cause: tuple[DispatchCause, ...] = ()
 
 
 def precision_changes(base: RunRecord, cand: RunRecord) -> list[PrecisionChange]:
@@ -136,7 +136,7 @@ def precision_changes(base: RunRecord, cand: RunRecord) -> list[PrecisionChange]
     out: list[PrecisionChange] = []
     for name in dict.fromkeys(names):
         old, new = b_lower.get(name), c_lower.get(name)
-        cause = tuple(dispatch_cause(old.dispatch, new.dispatch)) if old is not None and new is not None else ()
+        cause = tuple(dispatch_causes(old.dispatch, new.dispatch)) if old is not None and new is not None else ()
         if name in b_prec and name in c_prec and precision_changed(b_prec[name], c_prec[name]):
             how = f"{b_prec[name]} -> {c_prec[name]}"
             if old is not None and new is not None and old.kernel_class and new.kernel_class and old.kernel_class != new.kernel_class:

@@ -14,12 +14,12 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
-from sparsedebug.core.dispatch import dispatch_cause
+from sparsedebug.core.dispatch import dispatch_causes
 from sparsedebug.core.patterns import declared_sparse, fell_back, kernel_classes, kernel_named, layout_op, path_changed, path_text
 from sparsedebug.records.engine import NotSparse
 from sparsedebug.records.findings import LayerFinding, StageFinding, StageStatus
 from sparsedebug.records.notes import Note, NoteValue, note
-from sparsedebug.records.run import KernelClass, KernelPath, LowerLayer, RunRecord
+from sparsedebug.records.run import KernelClass, KernelPath, LowerLayer, RunRecord, cause_values
 
 
 def lower_stage(base: RunRecord, cand: RunRecord) -> StageFinding:
@@ -50,9 +50,9 @@ def lower_stage(base: RunRecord, cand: RunRecord) -> StageFinding:
         elif bl is not None and not declared and path_changed(bl, cl):
             before, after = _path_pair(bl, cl)
             b_backend, c_backend = bl.dispatch.backend if bl.dispatch else None, cl.dispatch.backend if cl.dispatch else None
-            cause = dispatch_cause(bl.dispatch, cl.dispatch)
+            cause = dispatch_causes(bl.dispatch, cl.dispatch)
             change = note(
-                "locate.finding.path_changed", before=before, after=after, cause=cause,
+                "locate.finding.path_changed", before=before, after=after, **cause_values(cause),
                 op="attention" if cl.dispatch is not None and "attention" in cl.dispatch.op else "GEMM",
                 backend_before=b_backend if b_backend != c_backend else None, backend_after=c_backend if b_backend != c_backend else None,
             )

@@ -15,7 +15,7 @@ list the gate's ``precision_drift`` and classify's ``precision.dtype_change`` re
 
 from __future__ import annotations
 
-from sparsedebug.core.dispatch import dispatch_cause
+from sparsedebug.core.dispatch import dispatch_causes
 from sparsedebug.core.patterns import declared_sparse, fell_back, kernel_classes, path_changed, precision_changes
 from sparsedebug.core.stats import median
 from sparsedebug.records.findings import DenseFallback, FallbackReport, PathChange
@@ -62,7 +62,7 @@ def compare_paths(base: RunRecord, cand: RunRecord) -> FallbackReport:
                 cand_ms=cand_ms.get(name),
                 base_backend=before.dispatch.backend if before.dispatch else None,
                 cand_backend=after.dispatch.backend if after.dispatch else None,
-                cause=dispatch_cause(before.dispatch, after.dispatch),
+                cause=dispatch_causes(before.dispatch, after.dispatch),
                 precision=precision.get(name),
             )
         )

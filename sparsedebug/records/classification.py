@@ -18,7 +18,7 @@ from pydantic import ConfigDict, Field
 from sparsedebug.records.base import FACTS_SCHEMA_VERSION, Record
 from sparsedebug.records.notes import Note
 from sparsedebug.records.power import UtcOffsetSource
-from sparsedebug.records.run import KernelClass
+from sparsedebug.records.run import CauseCode, DispatchCause, KernelClass
 
 
 class Mechanism(StrEnum):
@@ -67,7 +67,7 @@ class AttributedPart(Record):
     ms: float = Field(description="Change per iteration, candidate - baseline (from medians).")
     evidence: Note = Field(description="What on this part supports the mechanism (the path change, the added gap ...), as a coded fact.")
     rule: str | None = Field(None, description="The rule whose metric reads this evidence.")
-    cause: list[str] = Field(default_factory=list, description="The cause the trace shows for a path change (layout, dtype, mask).")
+    cause: list[DispatchCause] = Field(default_factory=list, description="The cause the trace shows for a path change (layout, dtype, mask).")
 
 
 class MechanismShare(Record):
@@ -130,8 +130,6 @@ FixAction = Literal[
     "raise_reuse", "keep_precision",
 ]
 
-# The kind of dispatch cause a trace shows for a path change (``core.dispatch.cause_code``).
-CauseCode = Literal["non_contiguous", "dtype_change", "attn_mask", "dropout", "head_dim"]
 
 # What figure the time a fix removes comes from: the changed layers' kernel-time change (math attention, another
 # path), the host-gap growth over the baseline, the per-call conversion time, the dense-fallback time.

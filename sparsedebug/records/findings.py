@@ -15,7 +15,7 @@ from pydantic import Field
 from sparsedebug.records.base import FACTS_SCHEMA_VERSION, Record
 from sparsedebug.records.comparability import Comparability
 from sparsedebug.records.notes import Note
-from sparsedebug.records.run import LatencyTiming, SparsityIntent
+from sparsedebug.records.run import DispatchCause, LatencyTiming, SparsityIntent
 from sparsedebug.records.stats import SampleComparison
 
 # What one stage showed: a divergence, an improvement, declared intent only, nothing, too few samples, or no
@@ -41,7 +41,7 @@ class LayerFinding(Record):
     comparison: SampleComparison | None = None
     base_backend: str | None = Field(None, description="Kind 'path_changed': the backend the baseline's trace shows (flash, cudnn, cublas, ...).")
     cand_backend: str | None = Field(None, description="Kind 'path_changed': the candidate's backend.")
-    cause: list[str] = Field(default_factory=list, description="Kind 'path_changed': what the dispatcher saw differently (layout, dtype, mask, dropout).")
+    cause: list[DispatchCause] = Field(default_factory=list, description="Kind 'path_changed': what the dispatcher saw differently (layout, dtype, mask, dropout).")
 
 
 class MetricFinding(Record):
@@ -138,7 +138,7 @@ class PathChange(Record):
     cand_ms: float | None = Field(None, description="Candidate median per-call kernel time of the layer.")
     base_backend: str | None = Field(None, description="Kind 'path_changed': the backend the baseline's trace shows (flash, cudnn, cublas, ...).")
     cand_backend: str | None = Field(None, description="Kind 'path_changed': the candidate's backend.")
-    cause: list[str] = Field(default_factory=list, description="Kind 'path_changed': what the dispatcher saw differently (layout, dtype, mask, dropout).")
+    cause: list[DispatchCause] = Field(default_factory=list, description="Kind 'path_changed': what the dispatcher saw differently (layout, dtype, mask, dropout).")
     precision: str | None = Field(
         None, description="Set when the change also changed the layer's precision (core.patterns.precision_changes, the list "
         "the gate and classify read): 'fp16 -> fp32 (dense_tc_gemm -> fp32_gemm)', 'attention -> fp32_gemm'."

@@ -146,6 +146,28 @@ class GraphStage(Record):
     model_revision: str | None = None
 
 
+# The kind of dispatch cause a trace shows for a path change (``core.dispatch.dispatch_causes``).
+CauseCode = Literal["non_contiguous", "dtype_change", "attn_mask", "dropout", "head_dim"]
+
+
+class DispatchCause(Record):
+    """One thing the dispatcher saw differently in the candidate: its kind, the tensor it names, and the values
+    before and after (the last-dim stride of a non-contiguous tensor, a dtype, dropout_p, the head dim)."""
+
+    code: CauseCode
+    tensor: str | None = Field(None, description="The tensor role (query, key, value, input ...) the cause names.")
+    was: str | None = Field(None, description="The baseline's value (the one a fix restores).")
+    now: str | None = Field(None, description="The candidate's value.")
+
+
+def cause_values(causes: list[DispatchCause]) -> dict[str, list[str]]:
+    """Dispatch causes as note values: parallel lists of codes, tensors, and values before and after ('' for none)."""
+    return {
+        "cause_codes": [c.code for c in causes], "cause_tensors": [c.tensor or "" for c in causes],
+        "cause_was": [c.was or "" for c in causes], "cause_now": [c.now or "" for c in causes],
+    }
+
+
 class DispatchEvidence(Record):
     """What a trace shows about how the op behind a layer was dispatched (imported traces only).
 

@@ -71,9 +71,10 @@ def test_fused_to_decomposed_attention_is_lower_and_its_mechanism_wins_with_the_
 
     report = compare_paths(base, cand)
     assert {c.layer for c in report.unintended} == moved
-    assert all(c.precision is not None and any("not contiguous" in k for k in c.cause) for c in report.unintended)
+    assert all(c.precision is not None and any(k.code == "non_contiguous" for k in c.cause) for c in report.unintended)
     gate = next(c for c in evaluate(base, cand).checks if c.id == "precision_drift")
-    assert gate.status == "fail" and all(layer in gate.detail for layer in moved)
+    changed = next(n for n in gate.basis if n.code == "gate.precision_changed")
+    assert gate.status == "fail" and all(any(str(c).startswith(f"{layer} ") for c in changed.values["changes"]) for layer in moved)  # type: ignore[union-attr]
 
     memo = render_memo_detail(make_bundle(base, cand), load_playbook())
     share = cls.attribution.share_of(Mechanism.PRECISION)

@@ -6,7 +6,8 @@ from sparsedebug.classify.precision import layer_precisions
 from sparsedebug.classify.score import classify_evidence
 from sparsedebug.records.classification import Classification, Evidence, Mechanism
 from sparsedebug.records.run import FallbackReason, KernelClass, KernelPath, RunRecord
-from sparsedebug.render.words.classify_records import fix_words
+from sparsedebug.render.words.gate import detail_words
+from sparsedebug.render.words.mechanisms_records import fix_words
 from sparsedebug.render.words.notes import words
 from sparsedebug.signoff.gate import GatePolicy, check_precision
 from tests.classify.test_score import make_run
@@ -41,7 +42,7 @@ def test_classify_and_gate_name_the_same_precision_change() -> None:
     base, cand = raised_to_fp32("l2")
     gate = check_precision(base, cand, GatePolicy())
     line = _dtype_change(classify_evidence(cand, baseline=base))
-    assert gate.status == "fail" and "l2 fp16 -> fp32" in gate.detail
+    assert gate.status == "fail" and "l2 fp16 -> fp32" in detail_words(gate)
     assert line.fired and "l2 fp16 -> fp32" in words(line.detail)
 
 

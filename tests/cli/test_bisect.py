@@ -127,7 +127,7 @@ def test_attention_backend_change_is_staged_at_lower_with_backends_and_cause() -
     assert [f["layer"] for f in changed] == [f"layers.{i}.self_attn.sdpa" for i in range(4)]
     for f in changed:
         assert (f["base_backend"], f["cand_backend"]) == ("cudnn", "efficient") and f["regression"]
-        assert f["cause"] == ["query not contiguous (last-dim stride 2048, was 1)"]
+        assert f["cause"] == [{"code": "non_contiguous", "tensor": "query", "was": "1", "now": "2048"}]
     people = invoke(["bisect", str(H200 / "trace_dense_T2048.json.gz"), str(traces / "h200_dense_sdpa_efficient_noncontig.json.gz")])
     text = " ".join(people.stdout.split())
     assert "first persistent divergence: lower" in text and "attention backend cudnn -> efficient" in text
@@ -142,6 +142,6 @@ def test_unannotated_attention_move_to_fp32_math_is_staged_at_lower() -> None:
     changed = [f for f in payload["stages"][1]["layers"] if f["kind"] == "path_changed"]
     assert [f["layer"] for f in changed] == [f"scaled_dot_product_attention#{i} [1x32x2048x128]" for i in range(4)]
     assert all((f["base_backend"], f["cand_backend"]) == ("cudnn", "math") for f in changed)
-    assert changed[0]["cause"] == ["query dtype fp16 -> fp32", "key dtype fp16 -> fp32", "value dtype fp16 -> fp32"]
+    assert [(c["code"], c["tensor"], c["was"], c["now"]) for c in changed[0]["cause"]] == [("dtype_change", t, "fp16", "fp32") for t in ("query", "key", "value")]
     assert changed[0]["facts"]["code"] == "locate.finding.path_changed"
     assert (changed[0]["facts"]["values"]["before"], changed[0]["facts"]["values"]["after"]) == ("dense/attention", "dense/fp32_gemm")

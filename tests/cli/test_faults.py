@@ -216,7 +216,8 @@ def test_a_run_without_latency_samples_does_not_pass_the_gate(tmp_path: Path) ->
     checks = {c["id"]: c for c in json.loads(result.stdout)["checks"]}
     for check in ("effective_speedup", "p99_latency"):
         assert checks[check]["status"] == "inconclusive" and checks[check]["on_inconclusive"] == "fail"
-        assert "no latency samples in sparse" in checks[check]["detail"]
+        [empty] = [n for n in checks[check]["basis"] if n["code"] == "gate.no_latency_samples"]
+        assert empty["values"]["runs"] == ["sparse"]
     relaxed = tmp_path / "relaxed.yaml"
     relaxed.write_text("effective_speedup: {on_inconclusive: pass}\np99_latency: {on_inconclusive: pass}\n")
     assert invoke(["gate", str(base), str(cand), "--policy", str(relaxed)]).exit_code == 0  # only when asked to allow it

@@ -11,6 +11,7 @@ import pytest
 from sparsedebug.playbook.run import run_playbook
 from sparsedebug.reduce.from_trace import trace_repro
 from sparsedebug.render.repro import render_repro_script
+from sparsedebug.render.words.notes import say_all
 from sparsedebug.sources.bundle import load_bundle
 from sparsedebug.sources.detect import load_workload
 from tests.conftest import FIXTURES, invoke
@@ -148,7 +149,7 @@ def test_a_pair_that_does_not_diverge_writes_no_reproducer(tmp_path: Path) -> No
     )
     assert bundle.trace_repro is None and not (out_dir / "repro.py").exists()
     step = next(s for s in bundle.manifest.steps if s.step == "reproduce")
-    assert "no trace reproducer: the traces do not diverge" in step.detail
+    assert "no trace reproducer: the traces do not diverge" in say_all(step.detail)
 
 
 def test_script_rebuilds_a_bias_and_an_attention_mask_when_the_trace_passed_them(

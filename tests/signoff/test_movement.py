@@ -50,12 +50,12 @@ def test_exclude_of_a_fallback_layer_expects_no_change_and_pad_expects_amdahl() 
 
 def test_measured_movement_and_verdict() -> None:
     base, cand, fixed = dense_run(5.0), sparse_run(6.0), sparse_run(4.0)
-    moves, verdict, moved, target, _ = measure_movement(base, cand, fixed, _fix(kind="advice", direction="down"))
+    moves, verdict, moved, target = measure_movement(base, cand, fixed, _fix(kind="advice", direction="down"))
     assert moved is True and target == "latency p50"
     assert verdict is not None and verdict.significant and verdict.ratio is not None and verdict.ratio < 1.0
     p50 = next(m for m in moves if m.metric == "latency p50")
     assert (p50.before, p50.after) == (pytest.approx(6.0), pytest.approx(4.0))
     speed = next(m for m in moves if m.metric.startswith("speedup"))
     assert speed.after == pytest.approx(5.0 / 4.0)
-    _, _, unmoved, _, _ = measure_movement(base, cand, sparse_run(6.0), _fix(kind="advice"))
+    _, _, unmoved, _ = measure_movement(base, cand, sparse_run(6.0), _fix(kind="advice"))
     assert unmoved is False

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from sparsedebug.records.bundle import FixOutcome
 from sparsedebug.records.classification import Classification
+from sparsedebug.render.words.dispatch import cause_words
 from sparsedebug.render.words.mechanisms_records import margin_words, part_words
 
 
@@ -36,7 +37,7 @@ def attributed_lines(cls: Classification, score: float) -> list[str]:
         return []
     out = [f"- **Primary mechanism**: **{cls.winner.value}**: {carried}, {margin_words(cls)}; rule score {score:.2f}."]
     for part in [p for p in att.parts if p.mechanism == cls.winner][:3]:
-        cause = f"; cause seen in the trace: {'; '.join(part.cause)}" if part.cause else ""
+        cause = f"; cause seen in the trace: {'; '.join(cause_words(c) for c in part.cause)}" if part.cause else ""
         out.append(f"  - `{part.part}` ({part.kind}) {part.ms:+.3f} ms: {part_words(part, cls)}{cause}.")
     if abs(att.unattributed_ms) > 0.0005:
         residual = att.busy_residual_ms

@@ -14,6 +14,7 @@ from sparsedebug.records.engine import BuildSparsity
 from sparsedebug.records.findings import FallbackReport
 from sparsedebug.records.run import RunRecord
 from sparsedebug.render.terminal.fit import optional
+from sparsedebug.render.words.dispatch import cause_words
 from sparsedebug.render.words.notes import say
 from sparsedebug.render.words.sources_trace import temporal_words
 from sparsedebug.sources.importers.trace.importer import TraceSummary
@@ -256,9 +257,9 @@ def fallback_table(report: FallbackReport) -> Table:
     causes: dict[str, list[str]] = defaultdict(list)
     for change in report.unintended:
         for cause in change.cause:
-            causes[cause].append(change.layer)
-    for cause, layers in causes.items():
-        parts.append(f"cause seen in the trace ({', '.join(layers[:3])}{' and more' if len(layers) > 3 else ''}): {cause}")
+            causes[cause_words(cause)].append(change.layer)
+    for said, layers in causes.items():
+        parts.append(f"cause seen in the trace ({', '.join(layers[:3])}{' and more' if len(layers) > 3 else ''}): {said}")
     precision = [f"{c.layer} {c.precision}" for c in report.changed if c.precision is not None]
     if precision:
         parts.append(f"{len(precision)} changed precision: " + ", ".join(precision[:3]) + (" and more" if len(precision) > 3 else ""))

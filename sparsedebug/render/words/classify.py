@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from sparsedebug.records.notes import NoteValue
+from sparsedebug.render.words.dispatch import causes_from_values
 from sparsedebug.render.words.notes import Phrase
 
 # How to capture or pass what settles a missing metric, by ``Capture`` code.
@@ -168,7 +169,7 @@ def _precision_changes(v: Mapping[str, NoteValue]) -> str:
     if not lines:
         return "no layer changed precision against the baseline, and none moved onto an fp32 GEMM path"
     text = "; ".join(lines[:6]) + (f"; +{len(lines) - 6} more" if len(lines) > 6 else "")
-    cause = _strs(v.get("cause"))
+    cause = causes_from_values(v)
     if cause and v.get("cause_layer") is not None:
         text += f"; cause seen in the trace for {_str(v.get('cause_layer'))}: {'; '.join(cause)}"
     return text

@@ -6,6 +6,7 @@ import math
 from collections.abc import Mapping
 
 from sparsedebug.records.notes import Note, NoteValue
+from sparsedebug.render.words.dispatch import causes_from_values
 from sparsedebug.render.words.notes import Phrase, say
 
 
@@ -81,8 +82,9 @@ def _path_change(v: Mapping[str, NoteValue]) -> str:
     parts = []
     if v.get("backend_before") is not None and v.get("backend_after") is not None:
         parts.append(f"{v.get('op')} backend {v.get('backend_before')} -> {v.get('backend_after')}")
-    if _names(v.get("cause")):
-        parts.append("cause seen in the trace: " + "; ".join(_names(v.get("cause"))))
+    causes = causes_from_values(v)
+    if causes:
+        parts.append("cause seen in the trace: " + "; ".join(causes))
     dispatch = f" ({', '.join(parts)})" if parts else ""
     return f"{v.get('before')} -> {v.get('after')}{dispatch}"
 

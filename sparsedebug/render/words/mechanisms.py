@@ -6,6 +6,7 @@ from collections.abc import Mapping
 
 from sparsedebug.core.stats import P99_FEW_SAMPLES
 from sparsedebug.records.notes import NoteValue
+from sparsedebug.render.words.dispatch import causes_from_values
 from sparsedebug.render.words.notes import Phrase
 
 
@@ -42,9 +43,18 @@ def _neighbours_precision(v: Mapping[str, NoteValue]) -> str:
 
 def _neighbour_growth(v: Mapping[str, NoteValue]) -> str:
     text = (f"{_f(v, 'grown_ms'):.3f} of {_f(v, 'total_ms'):.3f} ms latency growth per iteration in {v['count']} "
-            f"changed-path neighbour(s); largest {v['layer']} +{_f(v, 'layer_ms'):.3f} ms ({v['change']})")
-    causes = _names(v, "causes")
+            f"changed-path neighbour(s); largest {v['layer']} +{_f(v, 'layer_ms'):.3f} ms ({_change(v)})")
+    causes = causes_from_values(v)
     return text + (f"; cause seen in the trace: {'; '.join(causes)}" if causes else "")
+
+
+def _change(v: Mapping[str, NoteValue]) -> str:
+    """``dense/x -> dense/y, attention backend cudnn -> math, cause seen in the trace: ...`` (the path and its dispatch)."""
+    text = f"{v.get('path_before')} -> {v.get('path_after')}"
+    if v.get("backend_before") is not None:
+        text += f", {v.get('op')} backend {v.get('backend_before')} -> {v.get('backend_after')}"
+    causes = causes_from_values(v)
+    return text + (f", cause seen in the trace: {'; '.join(causes)}" if causes else "")
 
 
 def _fallback_time(v: Mapping[str, NoteValue]) -> str:

@@ -3,9 +3,9 @@ winner, the margin, and the fix a compute, scheduling or thermal recipe proposes
 
 from __future__ import annotations
 
-from sparsedebug.core.dispatch import fix_for_group
 from sparsedebug.records.classification import AttributedPart, Classification, Fix
 from sparsedebug.render.words.classify_records import evidence_words, fix_phrase
+from sparsedebug.render.words.dispatch import fix_for_group
 from sparsedebug.render.words.notes import say
 
 # Parts attributed by a state of the whole run (clocks fell, threads queue): the state's rule evidence is quoted.

@@ -16,7 +16,8 @@ from sparsedebug.records.classification import Evidence, Fix, FixAction, Missing
 from sparsedebug.records.notes import Note, NoteValue, note
 from sparsedebug.records.run import RunSource
 from sparsedebug.render.words.classify import PHRASES, RULE_FIX
-from sparsedebug.render.words.classify_records import evidence_words, fix_phrase, fix_words
+from sparsedebug.render.words.classify_records import evidence_words, fix_phrase
+from sparsedebug.render.words.mechanisms_records import fix_words
 from sparsedebug.render.words.notes import say, words
 from tests.classify.test_precision import raised_to_fp32
 from tests.classify.test_score import make_run
@@ -52,9 +53,9 @@ EXAMPLES: dict[str, list[dict[str, NoteValue]]] = {
     "classify.no_ncu_report": [{}],
     "classify.ncu_no_sparse_gemm": [{"report": None}, {"report": "k.csv"}],
     "classify.ncu_kernel": [{"kernel": "sm90", "duration_us": 10.0, "sm_pct": 30.0, "mem_pct": None, "spill_requests": 0.0}],
-    "classify.precision_changes": [{"layers": [], "how": [], "cause_layer": None, "cause": []},
+    "classify.precision_changes": [{"layers": [], "how": [], "cause_layer": None},
                                    {"layers": [f"l{i}" for i in range(8)], "how": ["fp16 -> fp32"] * 8, "cause_layer": "l0",
-                                    "cause": ["query dtype fp16 -> fp32"]}],
+                                    "cause_codes": ["dtype_change"], "cause_tensors": ["query"], "cause_was": ["fp16"], "cause_now": ["fp32"]}],
     "classify.rel_err_growth": [{"worst": "fc1", "base_rel_err": 1e-4, "rel_err": None, "layers": 2}],
     "classify.rel_err_bound": [{"worst": "fc1", "rel_err": 1e-2, "bound": 1e-3, "precision": "fp16", "accumulation": "fp32"}],
     "classify.cosine_drop": [{"base_cosine": 0.99, "cosine": 0.95}],

@@ -32,7 +32,7 @@ SAMPLES: dict[str, dict[str, NoteValue]] = {
     "locate.finding.changed": {"fields": ["weight_shape"], "before": ["[4, 4]"], "after": ["[8, 4]"]},
     "locate.finding.declared": {"sparsity_before": "None", "sparsity_after": "2:4", "dtype_before": None, "dtype_after": None},
     "locate.finding.fallback": {"intent": "2:4", "reason": "shape_not_aligned", "detail": None},
-    "locate.finding.path_changed": {"before": "dense/attention", "after": "dense/fp32_gemm", "cause": ["query not contiguous"],
+    "locate.finding.path_changed": {"before": "dense/attention", "after": "dense/fp32_gemm", "cause_codes": ["non_contiguous"], "cause_tensors": ["query"], "cause_was": ["1"], "cause_now": ["2"],
                                     "op": "attention", "backend_before": "cudnn", "backend_after": "math"},
     "locate.finding.sparse_as_declared": {"path": "sparse/sparse_gemm"},
     "locate.finding.per_call_conversion": {"count": 2, "base": 0, "each_ms": 0.1},
