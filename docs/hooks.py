@@ -114,11 +114,12 @@ def classify_rules() -> str:
 
 def capture_power() -> str:
     """The command lines that record a usable power log, as the walk quotes them."""
+    from sparsedebug.render.words.sources_power import CAPTURE_RECORDS
     from sparsedebug.sources.importers.power.capture import CAPTURE_COMMANDS
 
     out: list[str] = []
     for capture in CAPTURE_COMMANDS:
-        out += [f"**{capture.source}**: {capture.records}.", "", "```bash", capture.command, "```", ""]
+        out += [f"**{capture.source}**: {CAPTURE_RECORDS[capture.source]}.", "", "```bash", capture.command, "```", ""]
     return "\n".join(out)
 
 

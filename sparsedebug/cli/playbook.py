@@ -21,7 +21,6 @@ from sparsedebug.cli.common import (
     handle_errors,
 )
 from sparsedebug.records.defaults import MAX_REPEATS
-from sparsedebug.render.words.notes import say, say_all, words
 
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
@@ -82,6 +81,8 @@ class _RichReporter:
         self._label = ""
 
     def step(self, step: Step, what: Note) -> None:
+        from sparsedebug.render.words.notes import say
+
         self._label = f"{step.number} {step.id}: {say(what)}"
         if self._task is None:
             self._task = self._progress.add_task(self._label, total=None)
@@ -94,9 +95,13 @@ class _RichReporter:
 
     def done(self, step: Step, status: str, detail: list[Note]) -> None:
         if status == "skipped":
+            from sparsedebug.render.words.notes import say_all
+
             self._progress.console.print(Text.assemble(f"{step.number} {step.id} ", Text("skipped", style="yellow"), f": {say_all(detail)}"))
 
     def note(self, what: Note | str) -> None:
+        from sparsedebug.render.words.notes import words
+
         self._progress.console.print(f"note: {words(what)}", markup=False)
 
     def compared(self, check: Comparability, of: str | None = None) -> None:

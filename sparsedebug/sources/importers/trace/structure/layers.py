@@ -74,9 +74,8 @@ _THREAD_ID = re.compile(r"^thread \d+\s*")
 PHASE_PREFIX = {"forward": "", "backward": "backward:", "optimizer": "optimizer:"}
 
 
-# ``## forward ##``, ``## forward: model ##``, ``## backward ##``: markers frameworks put around a whole pass
-# (containers, not layers; they mark no phase either). Other ``## name ##`` regions (torchrec's ``## data_load ##``)
-# stay layers.
+# ``## forward ##``, ``## forward: model ##``, ``## backward ##``: markers around a whole pass (containers, not layers,
+# no phase). Other ``## name ##`` regions (torchrec's ``## data_load ##``) stay layers.
 _MARKER = re.compile(r"^## (forward|backward|optimizer|zero_grad)\b.*##$")
 
 
