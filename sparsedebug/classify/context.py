@@ -29,8 +29,8 @@ class Fact:
 
     value: float | None
     source: str
-    detail: str | Note  # str until every rule module writes a Note (issue 39); then Note only
-    gate: str | Note | None = None
+    detail: Note
+    gate: Note | None = None
     # What a fix recipe needs beyond the number (the layer it is worst on, a core count...).
     context: dict[str, object] = field(default_factory=dict)
 
@@ -39,8 +39,8 @@ class Fact:
 class Missing:
     """A metric that cannot be computed on this run: why, and what to capture to settle it."""
 
-    reason: str | Note  # str until every rule module writes a Note (issue 39); then Note only
-    capture: str | Note
+    reason: Note
+    capture: Note
 
 
 Result = Fact | Missing

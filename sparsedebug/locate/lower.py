@@ -36,10 +36,9 @@ def lower_stage(base: RunRecord, cand: RunRecord) -> StageFinding:
         declared = declared_sparse(intent)
         if fell_back(intent, cl):
             reason = cl.reason.value if cl.reason is not None else None
-            # the lowering's own detail: a coded note (its code and values carried flat, "detail." keys) or importer text
+            # the lowering's own detail: a coded note, its code and values carried flat ("detail." keys)
             why: dict[str, NoteValue] = (
-                {"detail": cl.detail} if cl.detail is None or isinstance(cl.detail, str)
-                else {"detail_code": cl.detail.code, **{f"detail.{k}": v for k, v in cl.detail.values.items()}}
+                {} if cl.detail is None else {"detail_code": cl.detail.code, **{f"detail.{k}": v for k, v in cl.detail.values.items()}}
             )
             findings.append(
                 LayerFinding(

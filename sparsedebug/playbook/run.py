@@ -73,7 +73,7 @@ class _Walk:
     fingerprint: Fingerprint | None = None
     classification: Classification | None = None
     fixed_source: Literal["applied_to_workload", "given", "none"] = "none"
-    fix_how: str | Note = ""
+    fix_how: Note | None = None
     meter: Meter = field(default_factory=Meter)
     _started: float = 0.0
 
@@ -213,7 +213,7 @@ def _reduce(w: _Walk) -> Note:
     return note("playbook.reduced", file=FILES["reduce"], reproducer=FILES["reproducer"] if "reproducer" in w.files else None)
 
 
-def _apply_fix(w: _Walk) -> str | Note:
+def _apply_fix(w: _Walk) -> Note:
     """Step 4b: the fix applied to a copy of the candidate workload, or why it cannot be."""
     from sparsedebug.sources.workload.schema import save_workload
 
@@ -222,11 +222,11 @@ def _apply_fix(w: _Walk) -> str | Note:
     cand_wl = w.workloads.get("candidate")
     if "fixed" in w.paths:
         w.fixed_source = "given"
-        return f"fixed candidate given: {w.paths['fixed']} ({w.kinds['fixed']})"
+        return note("playbook.fixed_given", path=str(w.paths["fixed"]), kind=w.kinds["fixed"])
     if fix is None:
-        return "no fix proposed"
+        return note("playbook.no_fix")
     if cand_wl is None:
-        return f"the candidate is a {w.kinds['candidate']}, not a workload: pass --fixed with a re-run after: {fix.text or fix.code}"
+        return note("playbook.fix_needs_rerun", kind=w.kinds["candidate"], rule=fix.rule, action=fix.code)
     new_wl, how = apply_fix(cand_wl, fix)
     if new_wl is None:
         return how
@@ -309,7 +309,7 @@ def _rerun(w: _Walk) -> None:
             say=lambda what: w.say.step(step, what), compared=lambda check: w.say.compared(check, "fixed run"), progress=w.say.progress,
         )
     fix = w.classification.fix
-    outcome = FixOutcome(proposed=fix, applied=w.fixed_source != "none", how=w.fix_how, fixed_source=w.fixed_source)
+    outcome = FixOutcome(proposed=fix, applied=w.fixed_source != "none", how=w.fix_how or note("playbook.no_fix"), fixed_source=w.fixed_source)
     if fixed_run is not None:
         w.runs["fixed"] = fixed_run
         w.save("fixed", fixed_run)

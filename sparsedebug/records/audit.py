@@ -66,7 +66,7 @@ class TensorAudit(Record):
     backend_path: Literal["sparse", "dense"] | None = Field(None, description="What the backend profile would run.")
     backend_reason: str | None = Field(None, description="Why dense, when dense.")
     # Why the backend runs it dense, as a coded fact (text in files written before issue 39).
-    backend_detail: Note | str | None = None
+    backend_detail: Note | None = None
     backend_judged: Literal["as_stored", "once_pruned"] | None = Field(
         None, description="as_stored: the weights as they are; once_pruned: a dense tensor, judged as if pruned to the pattern."
     )

@@ -74,10 +74,7 @@ class FixOutcome(Record):
 
     proposed: Fix | None = Field(description="The classification's fix, as recorded there.")
     applied: bool
-    how: Note | str = Field(
-        description="What was changed, or why nothing could be applied: a coded fact from the fix's application (text where the "
-        "walk says it in its own words, not yet converted: issue 39)."
-    )
+    how: Note = Field(description="What was changed, or why nothing could be applied, as a coded fact.")
     fixed_source: Literal["applied_to_workload", "given", "none"]
     movements: list[Movement] = Field(default_factory=list)
     significance: GateTest | None = Field(None, description="The test of candidate vs fixed latency samples (paired_rank: against the candidate replayed again in the fixed run's interleaved session).")

@@ -44,8 +44,8 @@ class Evidence(Record):
     fired: bool
     contribution: float
     source: str = Field(description="Stage and metric, or the imported artifact file, the value came from.")
-    detail: str | Note = Field(description="The numbers behind the value (a Note; str only until every rule writes one).")
-    gate: str | Note | None = Field(None, description="Why the rule may not fire on this value (the baseline shares it, not a finite number ...).")
+    detail: Note = Field(description="The numbers behind the value, as a coded fact.")
+    gate: Note | None = Field(None, description="Why the rule may not fire on this value (the baseline shares it, not a finite number ...).")
 
 
 class MissingEvidence(Record):
@@ -53,8 +53,8 @@ class MissingEvidence(Record):
 
     mechanism: Mechanism
     rules: list[str]
-    reason: str | Note
-    capture: str | Note = Field(description="What to capture or pass to settle it.")
+    reason: Note
+    capture: Note = Field(description="What to capture or pass to settle it.")
 
 
 class AttributedPart(Record):
@@ -161,7 +161,6 @@ class Fix(Record):
     action: Literal["exclude", "pad", "cast"] | None = Field(
         None, description="For kind=layer: exclude from sparsity, pad to an aligned shape, or cast to dtype ``value``."
     )
-    text: str | None = Field(None, description="Transitional (issue 39): words some recipes still write; render/ words the fix from code, rule, layer and value.")
     metric: str = Field(
         description="The metric the change should move: a name ``measure_metric`` computes on a run "
         "(latency_p50_ms, busy_p50_ms, span_busy_ratio, max_rel_err, or a rule metric such as fallback_flop_share)."

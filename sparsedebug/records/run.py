@@ -200,8 +200,7 @@ class LowerLayer(Record):
     name: str
     path: KernelPath
     reason: FallbackReason | None = Field(None, description="Set when path is dense.")
-    # Why, as a coded fact (a profile's decision) or, from a trace importer not yet converted (issue 39), text.
-    detail: Note | str | None = None
+    detail: Note | None = Field(None, description="Why, as a coded fact: a backend profile's decision, or the kernel classes a trace shows.")
     kernel_class: KernelClass | None = None
     kernels: list[str] = Field(default_factory=list)
     conversion_ms: float | None = Field(
@@ -359,9 +358,7 @@ class EqualLatencyQuality(Record):
     cross_check: LatencyMatch | None = Field(
         None, description="The same search on the other clock (this machine's timings when the budget is on the target clock)."
     )
-    importance: Note | str | None = Field(
-        None, description="How neurons were ranked for removal (real models: from the calibration data); text in older records."
-    )
+    importance: Note | None = Field(None, description="How neurons were ranked for removal (real models: from the calibration data).")
 
 
 # How an imported run's whole-forward latencies were timed: ``traced`` (iterations of a profiler trace: the profiler's
@@ -398,7 +395,7 @@ class Verdict(Record):
     check: str
     status: Literal["pass", "fail", "unknown"]
     # The figures the check compared, as a coded fact (text in records written before issue 39).
-    detail: Note | str
+    detail: Note
 
 
 class WorkloadRef(Record):

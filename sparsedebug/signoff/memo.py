@@ -315,8 +315,6 @@ def _action(b: LoadedBundle, decision: DecisionOutcome, book: Playbook) -> Actio
                 terms[key] = str(value)
         if fix.value is not None:
             terms["value"] = str(fix.value)
-        if fix.kind == "advice" and fix.text:
-            terms["advice"] = fix.text
         if fix.targets:
             terms["tensors"] = ",".join(fix.targets[0].tensors)
             terms["restore"] = fix.targets[0].restore or ""

@@ -116,7 +116,7 @@ class LayerRow(Record):
     intended: SparsityIntent
     path: str | None
     reason: str | None
-    detail: Note | str | None
+    detail: Note | None
     flops: float
     time_ms: float | None
     dense_time_ms: float | None

@@ -102,7 +102,7 @@ def test_planted_workload_pair_through_cli(tmp_path: Path) -> None:
         "kind": "block", "knob": None, "value": 16, "layer": None, "action": None, "metric": "busy_p50_ms", "direction": "down",
         "code": "block_size", "targets": [], "removes_ms": None, "basis": None, "was": 4,
     }
-    assert fix["text"] is None and "V from 4 to 16" in fix_words(Fix.model_validate(fix))
+    assert "text" not in fix and "V from 4 to 16" in fix_words(Fix.model_validate(fix))
     assert payload["roofline"]["source"] == "calibration"
 
 

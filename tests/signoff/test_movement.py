@@ -12,7 +12,7 @@ from tests.support.synth import dense_run, sparse_run
 
 def _fix(**fields: object) -> Fix:
     """A proposed fix with the fields a test sets; text, metric, direction and rule filled in."""
-    base: dict[str, object] = {"text": "test fix", "metric": "latency_p50_ms", "direction": "down", "rule": "test"}
+    base: dict[str, object] = {"metric": "latency_p50_ms", "direction": "down", "rule": "test"}
     return Fix.model_validate(base | fields)
 
 

@@ -368,10 +368,8 @@ def change(st: Style, c: Claim) -> str:
         text = ACTION_WORDS[t["action"]].format(layer=layer, value=t.get("value", ""))
     elif c.code == "block":
         text = f"raise the sparsity block size of {layer} to {st.code(t.get('value', ''))}"
-    elif "advice" in t:
-        text = t["advice"].rstrip(".")
     else:
-        text = (t.get("advice") or advice_words(t, layer if "layer" in t else None)).rstrip(".")
+        text = advice_words(t, layer if "layer" in t else None).rstrip(".")
     if c.items:
         text += f" for {', '.join(st.code(i) for i in c.items)}"
     layers = c.figure("target_layers")

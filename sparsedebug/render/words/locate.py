@@ -70,7 +70,7 @@ def _declared(v: Mapping[str, NoteValue]) -> str:
 
 def _fallback(v: Mapping[str, NoteValue]) -> str:
     reason = v.get("reason") or "no reason recorded"
-    detail = f" ({v['detail']})" if v.get("detail") else ""
+    detail = ""
     if v.get("detail_code"):  # the lowering decision's note, carried flat
         inner = Note(code=str(v["detail_code"]), values={k.removeprefix("detail."): x for k, x in v.items() if k.startswith("detail.")})
         detail = f" ({say(inner)})"

@@ -97,8 +97,6 @@ def _code_words(code: str, layer: str | None, value: object, metric: str, tensor
 
 def fix_words(fix: Fix) -> str:
     """What the fix proposes, in words: the dispatch causes it undoes on its targets, else its code's words."""
-    if fix.text:
-        return fix.text  # a recipe that still writes its words (issue 39: until every recipe writes codes)
     if fix.targets:
         return "; ".join(fix_for_group(t.cause, t.layers, t.tensors, t.restore) for t in fix.targets)
     named = _code_words(fix.code, fix.layer, fix.value, fix.metric) if fix.code is not None else None

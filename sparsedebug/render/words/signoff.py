@@ -180,6 +180,10 @@ PHRASES: dict[str, Phrase] = {
     "signoff.equal_latency": equal_latency_words,
     # playbook: what each step of the walk is doing, and what it did
     "playbook.freeze": "fingerprint the environment",
+    "playbook.fixed_given": "fixed candidate given: {path} ({kind})",
+    "playbook.no_fix": "no fix proposed",
+    "playbook.fix_needs_rerun": lambda v: (f"the candidate is a {v['kind']}, not a workload: pass --fixed with a re-run after the "
+                                           f"fix rule {v['rule']} proposes" + (f" ({v['action']})" if v.get("action") else "")),
     "playbook.opened": "opened {source} ({file})",
     "playbook.frozen": "seed {seed}, git {git}",
     "playbook.locate": "load both runs",

@@ -67,6 +67,7 @@ def _repeating_calls(v: Mapping[str, NoteValue]) -> str:
 
 
 PHRASES: dict[str, Phrase] = {
+    "sources.classes_seen": "classes seen: {classes}",
     # why a power log's window could not be measured (records.power.WindowEnergy.why)
     "sources.window.no_channel": _no_channel,
     "sources.window.no_run_window": "the run records no absolute time window: the log cannot be placed against it",

@@ -46,8 +46,6 @@ QUALITY_METRICS: dict[str, str] = {
 def fix_how_words(outcome: FixOutcome) -> str:
     """How the walk applied its fix, or why not; advice quotes the proposed fix's own text."""
     how = outcome.how
-    if isinstance(how, str):
-        return how
     if how.code == "targets.fix_is_advice" and outcome.proposed is not None:
         from sparsedebug.render.words.mechanisms_records import fix_words
 

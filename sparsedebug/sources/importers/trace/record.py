@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sparsedebug.core.kernel_names import GEMM_CLASSES, PRECEDENCE, primary_class
+from sparsedebug.records.notes import note
 from sparsedebug.records.run import (
     DispatchEvidence,
     FallbackReason,
@@ -197,7 +198,7 @@ def layer_records(layer: Layer, resolver: LayerResolver) -> LayerRecords:
         name=layer.name,
         path=KernelPath.SPARSE if sparse else KernelPath.DENSE,
         reason=None if sparse else FallbackReason.OBSERVED_DENSE,
-        detail="classes seen: " + ", ".join(c.value for c in sorted(classes, key=lambda c: _CLASS_ORDER[c])),
+        detail=note("sources.classes_seen", classes=[c.value for c in sorted(classes, key=lambda c: _CLASS_ORDER[c])]),
         kernel_class=cls,
         kernels=list(dict.fromkeys(op.name for op in layer.ops)),
         phase=call.phase,
