@@ -27,11 +27,11 @@ from __future__ import annotations
 
 import re
 from enum import StrEnum
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import AfterValidator, Field
 
-from sparsedebug.records.base import SCHEMA_VERSION, Record
+from sparsedebug.records.base import FACTS_SCHEMA_VERSION, Record
 from sparsedebug.records.comparability import DeviceInfo
 from sparsedebug.records.engine import EngineBuild, EngineLayer
 from sparsedebug.records.fingerprint import FileDigest, Fingerprint
@@ -470,7 +470,8 @@ class ReplaySession(Record):
 class RunRecord(Record):
     """One baseline or candidate run, all five stages."""
 
-    schema_version: int = SCHEMA_VERSION
+    schema_version: int = FACTS_SCHEMA_VERSION
+    oldest_readable: ClassVar[int] = FACTS_SCHEMA_VERSION
     kind: Literal["run"] = "run"
     name: str
     source: RunSource
