@@ -12,6 +12,7 @@ from sparsedebug.classify.rules import RULES, RULES_BY_ID, rules_for
 from sparsedebug.classify.score import classify_evidence
 from sparsedebug.records.classification import Mechanism, NcuEvidence, SmiEvidence
 from sparsedebug.records.fingerprint import Fingerprint
+from sparsedebug.records.notes import note
 from sparsedebug.records.run import FallbackReason, KernelClass, KernelPath, QualityDelta, RunRecord, RunSource, Verdict
 from sparsedebug.render.markdown.rules import rules_markdown
 from sparsedebug.render.words.classify import RULE_FIX
@@ -208,7 +209,7 @@ def _quality_drop() -> Case:
 
 def _guardrail() -> Case:
     run = make_run()
-    run.verdicts = [Verdict(check="quality_guardrail", status="fail", detail="cosine 0.90 < 0.95")]
+    run.verdicts = [Verdict(check="quality_guardrail", status="fail", detail=note("gate.no_evidence", missing="quality"))]
     return Case(run)
 
 

@@ -141,7 +141,7 @@ def _mlp(k_mid: int = 512, sparsity: str = "32:2:4") -> Workload:
 
 
 def _fix(**kw: object) -> Fix:
-    base: dict[str, object] = {"text": "t", "metric": "m", "direction": "down", "rule": "r"}
+    base: dict[str, object] = {"metric": "m", "direction": "down", "rule": "r"}
     base.update(kw)
     return Fix.model_validate(base)
 
@@ -223,7 +223,7 @@ def test_pad_refusals() -> None:
 
 
 def test_advice_is_not_a_workload_change() -> None:
-    new, why = apply_fix(_mlp(), _fix(kind="advice", text="capture a CUDA graph"))
+    new, why = apply_fix(_mlp(), _fix(kind="advice", code="cuda_graph"))
     assert new is None and why.code == "targets.fix_is_advice" and why.values["rule"] == "r"
-    outcome = FixOutcome(proposed=_fix(kind="advice", text="capture a CUDA graph"), applied=False, how=why, fixed_source="none")
-    assert fix_how_words(outcome) == "advice, not a workload change: capture a CUDA graph"
+    outcome = FixOutcome(proposed=_fix(kind="advice", code="cuda_graph"), applied=False, how=why, fixed_source="none")
+    assert fix_how_words(outcome) == "advice, not a workload change: capture the forward in a CUDA graph (or batch calls) so the GPU stops waiting on the host, then re-trace"

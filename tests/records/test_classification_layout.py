@@ -18,4 +18,4 @@ def test_older_classification_is_refused() -> None:
 
 def test_fix_holds_codes_not_words() -> None:
     fix = Fix(kind="block", value=16, was=4, rule="memory.gather_traffic", metric="busy_p50_ms", direction="down", code="block_size")
-    assert fix.text is None and (fix.was, fix.value) == (4, 16)
+    assert "text" not in Fix.model_fields and (fix.was, fix.value) == (4, 16)

@@ -37,7 +37,7 @@ def intent(workload: Workload, name: str) -> tuple[str, str]:
 
 
 def fix(**fields: Any) -> Fix:
-    return Fix(text="t", metric="latency_p50_ms", direction="down", rule="r", **fields)
+    return Fix(metric="latency_p50_ms", direction="down", rule="r", **fields)
 
 
 def test_layer_fixes_rewrite_the_entry_and_keep_the_rest_of_its_intent(pair: tuple[Workload, Workload]) -> None:

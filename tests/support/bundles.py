@@ -7,6 +7,7 @@ from pathlib import Path
 from sparsedebug.classify.score import classify_run
 from sparsedebug.locate.walk import bisect_runs
 from sparsedebug.records.bundle import Bundle, BundleInput, FixOutcome
+from sparsedebug.records.notes import note
 from sparsedebug.records.run import RunRecord
 from sparsedebug.signoff.decide import with_decision
 from sparsedebug.signoff.movement import measure_movement
@@ -21,7 +22,7 @@ def make_bundle(base: RunRecord, cand: RunRecord, fixed: RunRecord | None = None
     if fixed is not None:
         moves, verdict, moved, target = measure_movement(base, cand, fixed, cls.fix)
         outcome = FixOutcome(
-            proposed=cls.fix, applied=True, how="fixed candidate given", fixed_source="given",
+            proposed=cls.fix, applied=True, how=note("playbook.fixed_given", path="fixed.json", kind="run record"), fixed_source="given",
             movements=moves, significance=verdict, moved=moved, target=target,
         )
     files = {role: FILES[role] for role in ("baseline", "candidate", "bisect", "classification", "memo", "report")}

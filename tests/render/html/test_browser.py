@@ -14,7 +14,6 @@ import pytest
 from sparsedebug.records.notes import note
 from sparsedebug.records.run import RunRecord
 from sparsedebug.render.html.bundle import render_bundle_html
-from sparsedebug.render.words.notes import say
 from sparsedebug.sources.bundle import LoadedBundle
 from sparsedebug.sources.playbook import load_playbook
 from sparsedebug.sources.workload.lowering import SUPPORT_MATRIX_SOURCE
@@ -29,7 +28,7 @@ TORCH_ERROR = (
     "RuntimeError(\"Error original_tensor.dtype torch.float32 is not a supported dtype for "
     "<class 'torch.sparse.semi_structured.SparseSemiStructuredTensorCUSPARSELT'>!\")"
 )
-TORCH_MESSAGE = say(note("targets.torch_raises", stage="to_sparse_semi_structured", error=TORCH_ERROR, source=SUPPORT_MATRIX_SOURCE))
+TORCH_MESSAGE = note("targets.torch_raises", stage="to_sparse_semi_structured", error=TORCH_ERROR, source=SUPPORT_MATRIX_SOURCE)
 
 
 def _model_layers(sparse: bool) -> list[L]:

@@ -146,10 +146,10 @@ def test_checks_still_failing_after_the_fix_name_the_next_bounded_change() -> No
     assert bundle.fix is not None
     nothing = render_memo_detail(bundle, BOOK)
     assert "**Next bounded change**: none found: the fixed run still fails fallback_rate" in nothing
-    nxt = Fix(kind="layer", layer="l0.down", action="pad", text="pad l0.down to an aligned shape", rule="compute.fallback_flops",
+    nxt = Fix(kind="layer", layer="l0.down", action="pad", code="pad_shape", rule="compute.fallback_flops",
               metric="fallback_flop_share", direction="down")
     named = bundle.model_copy(update={"fix": bundle.fix.model_copy(update={"next_fix": nxt, "next_basis": note("playbook.next_by_score", winner="memory", score=0.8)})})
     text = render_memo_detail(named, BOOK)
     line = next(line for line in text.splitlines() if "**Next bounded change**" in line)
     assert "the fixed run classified again against the baseline: memory wins (score 0.80)" in line
-    assert "still fails fallback_rate" in line and "pad l0.down to an aligned shape (rule `compute.fallback_flops`" in line
+    assert "still fails fallback_rate" in line and "pad l0.down to an aligned shape so it takes the sparse path, and re-time (rule `compute.fallback_flops`" in line

@@ -41,6 +41,8 @@ SAMPLES: dict[str, dict[str, NoteValue]] = {
     "playbook.classified": {"winner": "memory"},
     "playbook.reduced": {"file": "reduce.json", "reproducer": "reproducer.yaml"},
     "playbook.no_trace_repro": {"state": "diverged", "stage": "kernel"},
+    "playbook.fix_needs_rerun": {"kind": "trace", "rule": "compute.fallback_time", "action": "exclude_layer"},
+    "playbook.fixed_given": {"path": "fixed.json", "kind": "run record"},
     "playbook.replay_fixed_pair": {"file": "fixed.yaml"},
     "playbook.rerun_moved": {"direction": "faster", "change": 0.82, "moved": True},
     "playbook.next_by_attribution": {"winner": "memory", "ms": 1.2, "delta_ms": 2.5, "share": 0.48},

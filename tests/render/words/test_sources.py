@@ -12,7 +12,7 @@ from sparsedebug.render.words.sources import PHRASES
 
 # A value of the right kind for every value name a sources note carries.
 SAMPLE: dict[str, NoteValue] = {
-    "device": "0", "source": "nvidia-smi", "start_utc_s": 1.7e9, "end_utc_s": 1.7e9 + 2.0, "log_start_utc_s": 1.7e9 - 5.0,
+    "device": "0", "classes": ["sparse_gemm", "elementwise"], "source": "nvidia-smi", "start_utc_s": 1.7e9, "end_utc_s": 1.7e9 + 2.0, "log_start_utc_s": 1.7e9 - 5.0,
     "log_end_utc_s": 1.7e9 + 1.0, "covered_s": 1.0, "window_s": 2.0, "min_periods": 3, "field": "power.draw",
     "period_s": 1.0, "update_period_s": 0.1, "averaging_s": 1.0, "part_time_sampled": True, "share": 0.3, "needed": 0.75,
     "line_before": 31, "line_after": 32, "label": "forward", "line": 3, "unit": 44, "units": 12, "units_per_iteration": 4,

@@ -150,7 +150,7 @@ def test_predict_on_a_model_workload(tiny: dict[str, Path], tmp_path: Path) -> N
 
 
 def test_a_layer_fix_goes_through_the_graph_source(tiny: dict[str, Path]) -> None:
-    fix = Fix(kind="layer", layer="encoder.layer.1.output.dense", action="exclude", text="exclude it", metric="latency_p50_ms", direction="down", rule="r")
+    fix = Fix(kind="layer", layer="encoder.layer.1.output.dense", action="exclude", code="exclude_layer", metric="latency_p50_ms", direction="down", rule="r")
     new, how = apply_fix(_model(tiny), fix)
     assert new is not None and say(how).startswith("encoder.layer.1.output.dense: sparsity 2:4 -> dense")
     block = fix.model_copy(update={"kind": "block", "value": 64})
