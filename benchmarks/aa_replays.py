@@ -53,6 +53,8 @@ from sparsedebug.locate.walk import bisect_runs
 from sparsedebug.records.defaults import MIN_SAMPLE_MS, SAMPLE_CALLS, SAMPLE_CALLS_WITHIN_MS
 from sparsedebug.records.gate import GatePolicy, P99Policy
 from sparsedebug.records.run import RunRecord
+from sparsedebug.render.words.gate import detail_words
+from sparsedebug.render.words.locate_text import refusal_text, verdict_text
 from sparsedebug.signoff.gate import evaluate
 from sparsedebug.sources.detect import load_workload, resolve_workload
 from sparsedebug.sources.importers.trace.importer import import_trace
@@ -99,7 +101,7 @@ def judge(tally: Tally, base: RunRecord, cand: RunRecord, slowdown: float, verbo
     """Count one A/A pair and its planted twin."""
     pair = check_pair(base, cand)
     if not pair.check.comparable:
-        raise SystemExit(f"A/A pair refused as not comparable: {pair.check.refusal()}")
+        raise SystemExit(f"A/A pair refused as not comparable: {refusal_text(pair.check)}")
     b, c = pair.base, pair.cand
     tally.pairs += 1
     aa = bisect_runs(b, c)
@@ -121,10 +123,10 @@ def judge(tally: Tally, base: RunRecord, cand: RunRecord, slowdown: float, verbo
         print(f"  {tally.source} pair {tally.pairs}: A/A bisect {aa.state} {aa.first_stage or ''}, gate {statuses}; "
               f"x{slowdown:g}: bisect {caught.state} {caught.first_stage or ''}, gate {planted_statuses}{left_out}", file=sys.stderr)
         if alarm:
-            print(f"    A/A bisect: {aa.verdict[:240]}", file=sys.stderr)
+            print(f"    A/A bisect: {verdict_text(aa)[:240]}", file=sys.stderr)
         if not any(check.status == "fail" for check in slow_gate):
             for check in slow_gate:
-                print(f"    x{slowdown:g} gate {check.id} {check.status}: {check.detail[:300]}", file=sys.stderr)
+                print(f"    x{slowdown:g} gate {check.id} {check.status}: {detail_words(check)[:300]}", file=sys.stderr)
 
 
 def replay_pairs(
