@@ -145,4 +145,4 @@ def test_a_drifted_pair_through_the_cli(measured: RunRecord, tmp_path: Path) -> 
     gate = invoke(["gate", str(tmp_path / "a.json"), str(tmp_path / "b.json"), "--json"])
     checks = {c["id"]: c for c in json.loads(gate.stdout)["checks"]}
     assert checks["effective_speedup"]["status"] == "pass" and checks["p99_latency"]["status"] == "pass"
-    assert "gate.machine_drift" in [n["code"] for n in checks["effective_speedup"]["basis"]]
+    assert "locate.drift.bands" in [n["code"] for n in checks["effective_speedup"]["basis"]]

@@ -39,14 +39,15 @@ def causes_from_values(v: Mapping[str, NoteValue]) -> list[str]:
     return out
 
 
-def _listed(words: list[str]) -> str:
+def listed(words: list[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
     return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
 
 
 def fix_for_group(code: CauseCode, layers: list[str], tensors: list[str], restore: str | None = None) -> str:
     """The change that undoes one cause on every layer that shares it, in words."""
-    where = layers[0] if len(layers) == 1 else f"{_listed(layers)} ({len(layers)} layers)"
-    roles = _listed(tensors) if tensors else "inputs"
+    where = layers[0] if len(layers) == 1 else f"{listed(layers)} ({len(layers)} layers)"
+    roles = listed(tensors) if tensors else "inputs"
     if code == "non_contiguous":
         return f"make the {roles} of {where} contiguous (call .contiguous() on their producers' outputs) and re-trace"
     if code == "dtype_change":

@@ -212,15 +212,6 @@ def _beyond(v: Mapping[str, NoteValue]) -> str:
     return text
 
 
-def _drift(v: Mapping[str, NoteValue]) -> str:
-    parts = []
-    if v.get("forward") is not None:
-        parts.append(f"the shared dense forward ran x{v['forward']:.3f} as long in the candidate's replay")
-    if v.get("low") is not None:
-        parts.append(f"{v['layers']} shared layer references moved x{v['low']:.3f} to x{v['high']:.3f}")
-    return "this machine's own drift between the replays: " + "; ".join(parts) + "; changes within it are not findings"
-
-
 def _budget_misses(v: Mapping[str, NoteValue]) -> str:
     if not v.get("baseline_misses"):
         return ""
@@ -258,8 +249,6 @@ PHRASES: dict[str, Phrase] = {
                                         f"machine{_policy(v)}"),
     "gate.no_latency_samples": lambda v: (f"inconclusive: no latency samples in {_runs(v)} (0 measured), neither pass nor fail; "
                                           f"record the run's latency (replay, or a trace with iterations){_policy(v)}"),
-    "gate.one_session": "both sides timed in one interleaved session: the machine's drift cancels round by round",
-    "gate.machine_drift": _drift,
     "gate.own_speedup": "run {run}'s own recorded speedup vs the dense model timed beside it {speedup:.3f}x",
     "gate.p99_exceeds": lambda v: f"p99 ratio {v['ratio']:.3f} > {v['max_ratio']:g}: {_beyond(v)}, p={v['p']:.3g} (one-sided)",
     "gate.p99_exceeds_separated": lambda v: (f"p99 ratio {v['ratio']:.3f} > {v['max_ratio']:g}: {_beyond(v)}: too few samples "

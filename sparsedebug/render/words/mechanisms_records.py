@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from sparsedebug.records.classification import AttributedPart, Classification, Fix
 from sparsedebug.render.words.classify_records import evidence_words, fix_phrase
-from sparsedebug.render.words.dispatch import fix_for_group
+from sparsedebug.render.words.dispatch import fix_for_group, listed
 from sparsedebug.render.words.notes import say
 
 # Parts attributed by a state of the whole run (clocks fell, threads queue): the state's rule evidence is quoted.
@@ -72,10 +72,6 @@ FIX_WORDS: dict[str, str] = {
 }
 
 
-def _listed(names: list[str]) -> str:
-    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
-
-
 def _code_words(code: str, layer: str | None, value: object, metric: str, tensors: list[str] | None = None,
                 restore: str | None = None) -> str | None:
     """A fix's words from its code, layer, value and the metric it should move (None: the code has no words here)."""
@@ -91,7 +87,7 @@ def _code_words(code: str, layer: str | None, value: object, metric: str, tensor
     if template is None:
         return None
     where = f" ({layer})" if code == "restore_neighbour_path" and layer else (f" of {layer}" if layer else "")
-    roles = _listed(tensors) if tensors else "inputs"
+    roles = listed(tensors) if tensors else "inputs"
     return template.format(layer=layer, value=value, where=where, roles=roles, restore=restore or "their baseline dtype")
 
 
