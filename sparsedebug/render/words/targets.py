@@ -46,9 +46,11 @@ QUALITY_METRICS: dict[str, str] = {
 def fix_how_words(outcome: FixOutcome) -> str:
     """How the walk applied its fix, or why not; advice quotes the proposed fix's own text."""
     how = outcome.how
-    if how.code == "targets.fix_is_advice" and outcome.proposed is not None:
+    if how.code in ("targets.fix_is_advice", "playbook.fix_needs_rerun") and outcome.proposed is not None:
         from sparsedebug.render.words.mechanisms_records import fix_words
 
+        if how.code == "playbook.fix_needs_rerun":
+            return f"the candidate is a {how.values.get('kind')}, not a workload: pass --fixed with a re-run after: {fix_words(outcome.proposed)}"
         return f"advice, not a workload change: {fix_words(outcome.proposed)}"
     return say(how)
 

@@ -115,3 +115,15 @@ def test_a_locate_fallback_words_the_lowering_note_it_carries() -> None:
     flat: dict[str, NoteValue] = {f"detail.{k}": v for k, v in inner.values.items()}
     finding = note("locate.finding.fallback", intent="2:4", reason="shape_not_aligned", detail_code=inner.code, **flat)
     assert say(finding) == "declared 2:4 but runs dense: shape_not_aligned (K=4098 is not a multiple of M=4)"
+
+
+def test_a_fix_a_trace_cannot_take_names_the_fix_in_words() -> None:
+    from sparsedebug.records.bundle import FixOutcome
+    from sparsedebug.records.classification import Fix
+    from sparsedebug.render.words.targets import fix_how_words
+
+    fix = Fix(kind="advice", code="cuda_graph", rule="scheduling.overhead_regression", metric="span_busy_ratio", direction="down")
+    outcome = FixOutcome(proposed=fix, applied=False, how=note("playbook.fix_needs_rerun", kind="trace", rule=fix.rule, action=fix.code),
+                         fixed_source="none")
+    assert fix_how_words(outcome) == ("the candidate is a trace, not a workload: pass --fixed with a re-run after: capture the forward "
+                                      "in a CUDA graph (or batch calls) so the GPU stops waiting on the host, then re-trace")
