@@ -31,13 +31,9 @@ def fix_phrase(
     names_layer: str | None = None,
     layer_role: str | None = None,
 ) -> str:
-    """A fix in words from its parts (the memo passes them as claim terms, the renderers from the record)."""
+    """A fix of the memory and precision recipes in words from its parts, else the rule's own suggested test
+    (``render.words.mechanisms_records`` words the other codes first and falls back to this)."""
     where = _where(names_layer, layer_role)
-    subject = layer if layer is not None else "the layer"
-    if code == "convert_once":
-        if rule.startswith("memory."):
-            return "convert weights once at load so no conversion traffic is paid per call"
-        return "convert weights once at load instead of on every call, and re-time"
     if code == "raise_reuse":
         return "raise tokens per call (or use a larger tile) so each weight byte feeds more FLOPs, then re-time"
     if code == "block_size":
@@ -46,18 +42,4 @@ def fix_phrase(
         return f"run in {value}{where} and check the numeric error and quality recover"
     if code == "keep_precision":
         return f"keep the changed layers in {value}{where} and compare outputs against the baseline"
-    if code == "set_threads":
-        return f"set threads to {value} (the logical core count) and re-time"
-    if code == "cuda_graph":
-        return "capture the forward in a CUDA graph (or batch calls) so the GPU stops waiting on the host, then re-trace"
-    if code == "batch_calls":
-        return "batch calls so per-call overhead is paid once per batch, then re-time"
-    if code == "isolate_run":
-        return "pin threads and isolate the run, then re-trace"
-    if code == "exclude_layer":
-        return f"exclude {subject} from sparsity and check latency does not move"
-    if code == "pad_shape":
-        return f"pad {subject} to an aligned shape so it takes the sparse path, and re-time"
-    if code == "cast_layer":
-        return f"cast {subject} to {value} so it takes the sparse path, and re-time"
     return RULE_FIX.get(rule, f"rule {rule}")

@@ -99,7 +99,9 @@ def test_every_rule_has_a_suggested_test_and_no_stale_one() -> None:
 
 def test_every_fix_action_is_worded() -> None:
     for code in typing.get_args(FixAction):
-        text = fix_phrase(code, "memory.metadata_bytes", value=16, layer="fc1", was=4, names_layer="fc1", layer_role="changed")
+        fix = Fix(kind="advice", code=code, rule="memory.metadata_bytes", value=16, layer="fc1", was=4, names_layer="fc1",
+                  layer_role="changed", metric="m", direction="down")
+        text = fix_words(fix)
         assert text and "None" not in text, code
     assert "V from 4 to 16 (all sparse layers)" in fix_phrase("block_size", "memory.gather_traffic", value=16, was=4)
     assert fix_words(Fix(kind="advice", rule="thermal.clock_drop", metric="m", direction="up", code="rule_recipe")) == RULE_FIX[
