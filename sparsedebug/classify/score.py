@@ -40,7 +40,7 @@ from sparsedebug.records.classification import (
     SmiEvidence,
 )
 from sparsedebug.records.fingerprint import Fingerprint
-from sparsedebug.records.notes import Note, note
+from sparsedebug.records.notes import note
 from sparsedebug.records.run import CauseCode, RunRecord
 from sparsedebug.sources.evidence import NO_EVIDENCE, AttachedEvidence
 from sparsedebug.sources.registry import replayed
@@ -95,17 +95,12 @@ def _merge_missing(items: list[tuple[Rule, Missing]]) -> list[MissingEvidence]:
     """One entry per mechanism and artifact, listing every rule that artifact would settle."""
     merged: dict[tuple[Mechanism, str, str], MissingEvidence] = {}
     for rule, miss in items:
-        key = (rule.mechanism, _key(miss.reason), _key(miss.capture))
+        key = (rule.mechanism, miss.reason.model_dump_json(), miss.capture.model_dump_json())
         if key in merged:
             merged[key].rules.append(rule.id)
         else:
             merged[key] = MissingEvidence(mechanism=rule.mechanism, rules=[rule.id], reason=miss.reason, capture=miss.capture)
     return list(merged.values())
-
-
-def _key(text_or_note: str | Note) -> str:
-    """A reason or capture as a comparable key (a Note by its code and values)."""
-    return text_or_note if isinstance(text_or_note, str) else text_or_note.model_dump_json()
 
 
 def _baseline_facts(baseline: RunRecord, fingerprint: Fingerprint | None, gpu: str | None) -> dict[str, Result]:

@@ -99,16 +99,16 @@ class _RichReporter:
 
             self._progress.console.print(Text.assemble(f"{step.number} {step.id} ", Text("skipped", style="yellow"), f": {say_all(detail)}"))
 
-    def note(self, what: Note | str) -> None:
-        from sparsedebug.render.words.notes import words
+    def note(self, what: Note) -> None:
+        from sparsedebug.render.words.notes import say
 
-        self._progress.console.print(f"note: {words(what)}", markup=False)
+        self._progress.console.print(f"note: {say(what)}", markup=False)
 
     def compared(self, check: Comparability, of: str | None = None) -> None:
         from sparsedebug.render.words.locate_text import comparability_lines
 
         for line in comparability_lines(check):
-            self.note(f"{of}: {line}" if of else line)
+            self._progress.console.print(f"note: {of}: {line}" if of else f"note: {line}", markup=False)
 
 
 CalibrateOption = Annotated[

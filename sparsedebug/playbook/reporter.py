@@ -22,8 +22,8 @@ class Reporter(Protocol):
     def done(self, step: Step, status: str, detail: list[Note]) -> None:
         """A step ended (``done`` or ``skipped``)."""
 
-    def note(self, what: Note | str) -> None:
-        """Something done outside the steps (a stale partial bundle removed); a str is another step's text, passed on."""
+    def note(self, what: Note) -> None:
+        """Something done outside the steps (a stale partial bundle removed, the rank set walked)."""
 
     def compared(self, check: Comparability, of: str | None = None) -> None:
         """A pair passed the comparability check: what was allowed to differ and what differs as a finding (``of``: which pair)."""
@@ -41,7 +41,7 @@ class QuietReporter:
     def done(self, step: Step, status: str, detail: list[Note]) -> None:
         return None
 
-    def note(self, what: Note | str) -> None:
+    def note(self, what: Note) -> None:
         return None
 
     def compared(self, check: Comparability, of: str | None = None) -> None:

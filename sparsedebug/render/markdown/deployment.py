@@ -21,7 +21,7 @@ from sparsedebug.render.clocks import bundle_clock, label_latencies, measured_cl
 from sparsedebug.render.markdown.cells import md_cell
 from sparsedebug.render.markdown.energy import energy_section
 from sparsedebug.render.words.gate import measured_words
-from sparsedebug.render.words.notes import say, words
+from sparsedebug.render.words.notes import say
 from sparsedebug.render.words.run_figures import real_quality_text
 from sparsedebug.signoff.decide import stored_decision
 from sparsedebug.signoff.metrics import fallback_summary, latency, layer_rows, reality_figures
@@ -58,7 +58,7 @@ def layer_matrix(run: RunRecord) -> list[str]:
             path = "**dense (fallback)**"
         reason = r.reason or ("" if r.path != KernelPath.DENSE.value else "unknown")
         if r.detail:
-            reason = f"{reason}: {words(r.detail)}" if reason else words(r.detail)
+            reason = f"{reason}: {say(r.detail)}" if reason else say(r.detail)
         reason = reason or "-"
         if r.conversions_per_call:
             reason += f" (re-converted {r.conversions_per_call}x per call)"

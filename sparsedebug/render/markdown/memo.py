@@ -47,7 +47,7 @@ from sparsedebug.render.words.core import change_words, reduce_verdict, replay_r
 from sparsedebug.render.words.gate import decision_reasons, detail_words, measured_words, refusal_words, significance_words
 from sparsedebug.render.words.locate_text import allowed_text, finding_text, stage_text, verdict_text
 from sparsedebug.render.words.mechanisms_records import fix_words, margin_words, proof_words
-from sparsedebug.render.words.notes import say, words
+from sparsedebug.render.words.notes import say
 from sparsedebug.render.words.run_figures import equal_latency_sentence, real_quality_text
 from sparsedebug.render.words.targets import fix_how_words
 from sparsedebug.signoff.decide import stored_decision
@@ -233,7 +233,7 @@ def _mechanism(b: LoadedBundle, book: Playbook) -> list[str]:
         out.append(f"  - {name} (rank {s.rank}, score {s.score:.2f}{carries}, {s.status}): {why}.")
     out.append("- **Missing evidence**:" + ("" if cls.missing_evidence else " none for the ranking above."))
     for m in cls.missing_evidence:
-        out.append(f"  - {m.mechanism.value}: {words(m.reason)}; capture: {words(m.capture)}.")
+        out.append(f"  - {m.mechanism.value}: {say(m.reason)}; capture: {say(m.capture)}.")
     out.append("")
     return out
 
@@ -397,7 +397,7 @@ def _risks(b: LoadedBundle) -> list[str]:
         lines.append("  - thermal: not assessed (no classification).")
     else:
         miss = [m for m in cls.missing_evidence if m.mechanism.value == "thermal"]
-        extra = f"; to settle it: {words(miss[0].capture)}" if miss else ""
+        extra = f"; to settle it: {say(miss[0].capture)}" if miss else ""
         lines.append(f"  - thermal: scored {thermal.score:.2f} ({thermal.status}, {thermal.rules_fired} of {thermal.rules_evaluated} rules fired){extra}.")
     compat = []
     if b.fixed is not None:

@@ -7,7 +7,7 @@ from rich.table import Table
 from rich.text import Text
 
 from sparsedebug.records.audit import CheckpointAudit, StackFinding, TensorAudit
-from sparsedebug.render.words.notes import say, words
+from sparsedebug.render.words.notes import say
 
 _STATUS = {
     "compliant": ("compliant", "green"),
@@ -93,7 +93,7 @@ def audit_view(audit: CheckpointAudit, *, wide: bool = False) -> RenderableType:
             lines.append(f"{t.negative_zeros} element(s) stored as -0.0 in {t.name} (rows {rows}){broken}\n", style="yellow")
     for t in audit.tensors:
         if t.backend_reason == "shape_not_aligned" and t.backend_detail:
-            lines.append(f"shape not aligned on {audit.backend}: {t.name} {'x'.join(map(str, t.shape))}: {words(t.backend_detail)}\n", style="yellow")
+            lines.append(f"shape not aligned on {audit.backend}: {t.name} {'x'.join(map(str, t.shape))}: {say(t.backend_detail)}\n", style="yellow")
     if audit.stack:
         stack_counts = ", ".join(f"{n} {v}" for v, n in sorted(audit.stack_counts.items()))
         lines.append(f"{audit.stack} ({audit.stack_title}): {stack_counts or 'no matrices'}\n", style="bold")

@@ -11,7 +11,7 @@ from sparsedebug.render.markdown.verdicts import not_established_sentence
 from sparsedebug.render.terminal.fit import optional
 from sparsedebug.render.words.classify_records import evidence_words
 from sparsedebug.render.words.mechanisms_records import fix_words, margin_words, proof_words
-from sparsedebug.render.words.notes import words
+from sparsedebug.render.words.notes import say
 
 
 def _num(value: float | None) -> str:
@@ -83,7 +83,7 @@ def missing_table(result: Classification) -> Table | None:
     table.add_column("to settle it", overflow="fold")
     order = {score.mechanism: score.rank for score in result.scores}
     for miss in sorted(result.missing_evidence, key=lambda m: order.get(m.mechanism, 9)):
-        table.add_row(miss.mechanism.value, ", ".join(miss.rules), words(miss.reason), words(miss.capture))
+        table.add_row(miss.mechanism.value, ", ".join(miss.rules), say(miss.reason), say(miss.capture))
     return table
 
 

@@ -10,7 +10,7 @@ from sparsedebug.records.run import GraphStage, KernelPath, LowerStage, RunRecor
 from sparsedebug.render.clocks import measured_clock, sample_count
 from sparsedebug.render.terminal.fit import optional
 from sparsedebug.render.words.core import timing_words
-from sparsedebug.render.words.notes import words
+from sparsedebug.render.words.notes import say
 from sparsedebug.render.words.run_figures import equal_latency_sentence
 from sparsedebug.render.words.target import missing_forward_words
 from sparsedebug.signoff.metrics import quality_figure
@@ -107,7 +107,7 @@ def summary_table(record: RunRecord) -> Table:
         color = "green" if eq.sparsity_wins else "red"
         table.add_row("equal latency", Text(equal_latency_sentence(eq), style=color))
     for verdict_row in record.verdicts:
-        table.add_row(f"check {verdict_row.check}", f"{verdict_row.status}: {words(verdict_row.detail)}")
+        table.add_row(f"check {verdict_row.check}", f"{verdict_row.status}: {say(verdict_row.detail)}")
     return table
 
 
@@ -170,7 +170,7 @@ def fallback_table(lower: LowerStage) -> Table | None:
     table.add_column("detail", overflow="fold")
     for layer in rows:
         assert layer.reason is not None
-        table.add_row(layer.name, layer.reason.value, words(layer.detail) if layer.detail else "-")
+        table.add_row(layer.name, layer.reason.value, say(layer.detail) if layer.detail else "-")
     return table
 
 

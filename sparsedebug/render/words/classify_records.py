@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from sparsedebug.records.classification import Evidence
 from sparsedebug.render.words.classify import RULE_FIX
-from sparsedebug.render.words.notes import words
+from sparsedebug.render.words.notes import say
 
 
 def evidence_words(line: Evidence) -> str:
     """What an evidence line's value rests on, and why it may not fire when a gate holds it back."""
-    detail = words(line.detail)
-    return detail if line.gate is None else f"{detail} ({words(line.gate)})"
+    detail = say(line.detail)
+    return detail if line.gate is None else f"{detail} ({say(line.gate)})"
 
 
 def _where(names_layer: str | None, role: str | None) -> str:
