@@ -77,6 +77,28 @@ def _quiet_timing_verdict(request: pytest.FixtureRequest, monkeypatch: pytest.Mo
     monkeypatch.setattr(timing, "DEFAULT_POLICY", quiet)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _blas_threads_per_worker() -> object:
+    """Parallel workers share the cores: each worker's BLAS gets its share of them (at least one thread).
+
+    OpenBLAS threads spin while they wait; with every worker running as many BLAS threads as the
+    machine has cores, one worker's spinning threads preempt another's timed forward for whole
+    scheduler slices (milliseconds against a forward of under one), and replay timings, with the
+    verdicts built on them, follow the other workers instead of the workload. A workload that sets
+    its own ``threads`` still gets them (the planted oversubscription does).
+    """
+    import os
+
+    from threadpoolctl import threadpool_limits
+
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if workers <= 1:
+        yield None
+        return
+    with threadpool_limits(limits=max(1, (os.cpu_count() or 1) // workers), user_api="blas"):
+        yield None
+
+
 CLAIM_PROBLEMS: list[str] = []
 """Claim problems found in bundles written in this process (``tests/render/markdown/test_claims.py``)."""
 _REPORTED = [0]

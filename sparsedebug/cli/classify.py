@@ -55,7 +55,8 @@ def classify(
     imported runs). Evidence that is missing is not scored as absent: the output
     names the artifact that would settle it. With --baseline the two runs must be
     comparable (same model by layer shapes, device, phase, tokens, dtype; see
-    --allow-different). Exit 0 whenever a classification was made, 2 on bad input.
+    --allow-different); two workload YAMLs are replayed in one interleaved session, as bisect and
+    gate replay them. Exit 0 whenever a classification was made, 2 on bad input.
 
     RUN and --baseline may be run sets (a directory or quoted glob of per-rank traces): every
     rank is compared with the same rank of the other set (printed first), then the rank the
@@ -68,19 +69,18 @@ def classify(
     from sparsedebug.core.gpus import GPU_PEAKS, find_gpu_peak
     from sparsedebug.core.io import load_record
     from sparsedebug.records.fingerprint import Fingerprint
-    from sparsedebug.sources.detect import load_run
+    from sparsedebug.sources.detect import load_pair, load_run
     from sparsedebug.sources.evidence import EvidencePaths, load_evidence
 
     quiet = json_out
     say = err_console()
     if not quiet:
-        say.print(f"reading {run}")
-    record = load_run(run)
+        say.print(f"reading {run}" if baseline is None else f"reading baseline {baseline} and {run}")
     base = None
-    if baseline is not None:
-        if not quiet:
-            say.print(f"reading baseline {baseline}")
-        base = load_run(baseline)
+    if baseline is None:
+        record = load_run(run)
+    else:
+        base, record = load_pair(baseline, run)  # two workloads: replayed in one interleaved session, as bisect and gate do
         from sparsedebug.locate.comparable import require_comparable
 
         pair = require_comparable(base, record, allowed_dimensions(allow_different))

@@ -12,8 +12,8 @@ import pytest
 from sparsedebug.classify.rules import RULES
 from sparsedebug.classify.score import classify_evidence, classify_run
 from sparsedebug.core.dtypes import canonical_dtype, unit_roundoff
-from sparsedebug.records.classification import Classification, Mechanism, NcuEvidence, SmiEvidence
-from sparsedebug.records.fingerprint import Calibration, CpuInfo, Fingerprint, NumpyInfo, PlatformInfo, PythonInfo
+from sparsedebug.records.classification import Classification, Fix, Mechanism, NcuEvidence, SmiEvidence
+from sparsedebug.records.fingerprint import Calibration, CpuInfo, Fingerprint, GpuProbe, NumpyInfo, PlatformInfo, PythonInfo
 from sparsedebug.records.run import (
     FallbackReason,
     GraphLayer,
@@ -60,11 +60,10 @@ def make_fingerprint(cores: int = 2, gemm_gflops: float = 100.0, copy_gbps: floa
         cpu=CpuInfo(model="test cpu", logical_cores=cores, flags=[]),
         numpy=NumpyInfo(version="2", blas=[]),
         thread_env={},
-        gpu_probe="absent (test)",
+        gpu_probe=GpuProbe(status="not_on_path"),
         calibration=Calibration(
             gemm_gflops=gemm_gflops,
             copy_gbps=copy_gbps,
-            method="test",
             gemm_shape=[1024, 1024, 1024],
             copy_bytes=1,
             rounds=1,
@@ -412,56 +411,69 @@ def machine() -> Fingerprint:
     return collect(calibrate_machine=True)
 
 
+PLANTED_PAIRS = {
+    "scheduling_per_call": "base", "scheduling_threads": "base", "memory_small_blocks": "base", "precision_bf16": "base",
+    "compute_fallback": "compute_base",
+}
+
+
 @pytest.fixture(scope="module")
-def planted_runs(machine: Fingerprint) -> dict[str, RunRecord]:
-    from sparsedebug.sources.replay.replay import replay
+def planted_runs(machine: Fingerprint) -> dict[str, tuple[RunRecord, RunRecord]]:
+    """Each planted candidate with its baseline, replayed as classify replays two workloads: in one interleaved
+    session (the scheduling_threads pair runs different thread counts, so its sides are replayed one after the other)."""
+    from sparsedebug.sources.replay.replay import replay_pair
     from sparsedebug.sources.workload.load import load_workload
 
-    runs: dict[str, RunRecord] = {}
-    for name in ("base", "scheduling_per_call", "scheduling_threads", "memory_small_blocks", "precision_bf16", "compute_base", "compute_fallback"):
+    runs: dict[str, tuple[RunRecord, RunRecord]] = {}
+    for name, base_name in PLANTED_PAIRS.items():
         workload = load_workload(PLANTED / f"{name}.yaml")
         if name == "scheduling_threads":
             cores = machine.cpu.logical_cores or 2
             workload = workload.model_copy(update={"threads": 2 * cores})
-        runs[name] = replay(workload, source_path=PLANTED / f"{name}.yaml")
+        base = load_workload(PLANTED / f"{base_name}.yaml")
+        runs[name] = replay_pair(base, workload, base_path=PLANTED / f"{base_name}.yaml", cand_path=PLANTED / f"{name}.yaml")
     return runs
 
 
 @pytest.mark.parametrize(
-    ("candidate", "baseline", "mechanism", "fix_kind", "fix_knob"),
+    ("candidate", "mechanism", "fix_kind", "fix_knob"),
     [
-        ("scheduling_per_call", "base", Mechanism.SCHEDULING, "knob", "conversion"),
-        ("scheduling_threads", "base", Mechanism.SCHEDULING, "knob", "threads"),
-        ("memory_small_blocks", "base", Mechanism.MEMORY, "block", None),
-        ("precision_bf16", "base", Mechanism.PRECISION, "knob", "precision"),
-        ("compute_fallback", "compute_base", Mechanism.COMPUTE, "layer", None),
+        ("scheduling_per_call", Mechanism.SCHEDULING, "knob", "conversion"),
+        ("scheduling_threads", Mechanism.SCHEDULING, "knob", "threads"),
+        ("memory_small_blocks", Mechanism.MEMORY, "block", None),
+        ("precision_bf16", Mechanism.PRECISION, "knob", "precision"),
+        ("compute_fallback", Mechanism.COMPUTE, "layer", None),
     ],
 )
 def test_planted_replay_pair_classifies(
-    planted_runs: dict[str, RunRecord], machine: Fingerprint, candidate: str, baseline: str, mechanism: Mechanism, fix_kind: str, fix_knob: str | None
+    planted_runs: dict[str, tuple[RunRecord, RunRecord]], machine: Fingerprint, candidate: str, mechanism: Mechanism, fix_kind: str,
+    fix_knob: str | None,
 ) -> None:
-    result = classify_run(planted_runs[candidate], baseline=planted_runs[baseline], fingerprint=machine)
+    base, cand = planted_runs[candidate]
+    result = classify_run(cand, baseline=base, fingerprint=machine)
     assert result.winner == mechanism, [(s.mechanism, s.score) for s in result.scores]
     assert result.fix is not None and result.fix.kind == fix_kind and result.fix.knob == fix_knob
     assert result.roofline is not None and result.roofline.source == "calibration"
     assert f"{candidate}.yaml" in (proof_words(result) or "")
 
 
-def test_planted_fixes_name_the_planted_knob_values(planted_runs: dict[str, RunRecord], machine: Fingerprint) -> None:
-    per_call = classify_run(planted_runs["scheduling_per_call"], baseline=planted_runs["base"], fingerprint=machine)
-    assert per_call.fix is not None and per_call.fix.value == "once"
-    threads = classify_run(planted_runs["scheduling_threads"], baseline=planted_runs["base"], fingerprint=machine)
-    assert threads.fix is not None and threads.fix.value == machine.cpu.logical_cores
-    blocks = classify_run(planted_runs["memory_small_blocks"], baseline=planted_runs["base"], fingerprint=machine)
-    assert blocks.fix is not None and blocks.fix.value == 16 and blocks.fix.layer is None
-    bf16 = classify_run(planted_runs["precision_bf16"], baseline=planted_runs["base"], fingerprint=machine)
-    assert bf16.fix is not None and bf16.fix.value == "fp32"
-    fallback = classify_run(planted_runs["compute_fallback"], baseline=planted_runs["compute_base"], fingerprint=machine)
-    assert fallback.fix is not None and (fallback.fix.layer, fallback.fix.action) == ("fc0", "exclude")
+def test_planted_fixes_name_the_planted_knob_values(planted_runs: dict[str, tuple[RunRecord, RunRecord]], machine: Fingerprint) -> None:
+    def fix_of(name: str) -> Fix | None:
+        base, cand = planted_runs[name]
+        return classify_run(cand, baseline=base, fingerprint=machine).fix
+
+    per_call, threads, blocks = fix_of("scheduling_per_call"), fix_of("scheduling_threads"), fix_of("memory_small_blocks")
+    assert per_call is not None and per_call.value == "once"
+    assert threads is not None and threads.value == machine.cpu.logical_cores
+    assert blocks is not None and blocks.value == 16 and blocks.layer is None
+    bf16, fallback = fix_of("precision_bf16"), fix_of("compute_fallback")
+    assert bf16 is not None and bf16.value == "fp32"
+    assert fallback is not None and (fallback.layer, fallback.action) == ("fc0", "exclude")
 
 
-def test_planted_baseline_against_itself_supports_nothing(planted_runs: dict[str, RunRecord], machine: Fingerprint) -> None:
-    result = classify_run(planted_runs["base"], baseline=planted_runs["base"], fingerprint=machine)
+def test_planted_baseline_against_itself_supports_nothing(planted_runs: dict[str, tuple[RunRecord, RunRecord]], machine: Fingerprint) -> None:
+    base = planted_runs["memory_small_blocks"][0]
+    result = classify_run(base, baseline=base, fingerprint=machine)
     assert result.winner is None, [(e.rule, e.value) for e in result.evidence if e.fired]
 
 
