@@ -8,15 +8,13 @@ judge, and ``ncu_detail`` notes what the report measured for it.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from sparsedebug.classify.context import CAPTURE_NCU, Context, Missing
 from sparsedebug.core.errors import UserError
 from sparsedebug.records.classification import NcuEvidence, SmiEvidence
 from sparsedebug.records.fingerprint import Fingerprint
-from sparsedebug.records.notes import Note, note
+from sparsedebug.records.notes import Note, NoteValue, note
 from sparsedebug.records.run import KernelClass, RunRecord
 from sparsedebug.sources.evidence import place_log_clock
 from sparsedebug.sources.importers.alignment import OffsetSearch
@@ -59,40 +57,31 @@ def windowed_smi_evidence(
     runs = [run, *(other for other in compared if other is not run)]
     local = [t for t in (smi_time_utc_s(s.time, 0.0) for s in report.samples) if t is not None]
     placed = place_log_clock(utc_offset_h, [run.fingerprint, fingerprint], local, [r.source.window for r in runs])
-    offset, whence = placed.offset_h, placed.whence
+    offset = placed.offset_h
     taken = samples_in_window(report, run.source.window, offset)
-    if whence is not None and taken.aligned:
-        taken = replace(taken, note=f"{taken.note}; its timestamps read as UTC{offset:+g} h ({whence})")
+    window = taken.note
+    if placed.source is not None and taken.aligned:
+        window.values.update(offset_h=offset, offset_from=placed.source, fingerprint_created=placed.fingerprint_created)
     elif offset is None and run.source.window is not None:
-        taken = replace(taken, note=f"{taken.note}; no fingerprint records the machine's UTC offset either"
-                        + _search_words(placed.search, len(runs)))
+        window.values.update(offset_searched=True, runs=len(runs), **_search_values(placed.search))
     facts = {"utc_offset_h": offset, "utc_offset_source": placed.source,
              "utc_offsets_aligned": list(placed.search.aligned) if placed.search is not None else []}
     if not taken.aligned:
-        return smi_evidence(report, fingerprint).model_copy(update={"aligned": False, "window": taken.note, **facts})
+        return smi_evidence(report, fingerprint).model_copy(update={"aligned": False, "window": window, **facts})
     if not taken.samples:
         return SmiEvidence(source=report.file, samples=0, busy_samples=0, throttled_busy_samples=0, throttle_reasons={},
                            min_busy_sm_clock_mhz=None, max_sm_clock_mhz=None, max_clock_source="none",
-                           has_reasons=report.reasons_column is not None, window=taken.note, **facts)
+                           has_reasons=report.reasons_column is not None, window=window, **facts)
     keep = {id(s) for s in taken.samples}
     windowed = report.model_copy(update={"samples": [s for s in report.samples if id(s) in keep]})
-    return smi_evidence(windowed, fingerprint).model_copy(update={"window": taken.note, **facts})
+    return smi_evidence(windowed, fingerprint).model_copy(update={"window": window, **facts})
 
 
-def _search_words(search: OffsetSearch | None, runs: int) -> str:
-    """What the search over the real UTC offsets found when it placed nothing."""
+def _search_values(search: OffsetSearch | None) -> dict[str, NoteValue]:
+    """What the search over the real UTC offsets found when it placed nothing (none searched: nothing)."""
     if search is None:
-        return ""
-    which = "both runs' windows" if runs == 2 else "every run's window" if runs > 2 else "the run's window"
-    if search.aligned:
-        listed = ", ".join(f"UTC{h:+g} h" for h in search.aligned[:6]) + (" ..." if len(search.aligned) > 6 else "")
-        return (f"; {len(search.aligned)} of the {search.tried} real UTC offsets ({listed}) each place {which} inside "
-                "the log: ambiguous, so none is taken (pass --smi-utc-offset)")
-    covers = ""
-    if search.log_first_s is not None and search.log_last_s is not None:
-        first, last = (datetime.fromtimestamp(t, UTC) for t in (search.log_first_s, search.log_last_s))
-        covers = f" (its clock reads {first:%Y-%m-%d %H:%M:%S} to {last:%Y-%m-%d %H:%M:%S})"
-    return f"; none of the {search.tried} real UTC offsets places {which} inside the log{covers}"
+        return {}
+    return {"tried": search.tried, "aligned": list(search.aligned), "log_first_s": search.log_first_s, "log_last_s": search.log_last_s}
 
 
 def smi_evidence(report: SmiReport, fingerprint: Fingerprint | None = None) -> SmiEvidence:

@@ -55,7 +55,7 @@ def calibrated_roofline(fingerprint: Fingerprint) -> Roofline | None:
     return Roofline(
         device=fingerprint.cpu.model or fingerprint.platform.machine,
         source="calibration",
-        reference=f"freeze --calibrate: {cal.method}",
+        reference="freeze --calibrate",
         peak_gflops=cal.gemm_gflops,
         bandwidth_gbps=cal.copy_gbps,
         dtype="fp32",

@@ -12,7 +12,7 @@ from sparsedebug.classify.context import Context, Fact, Facts, Missing, Result
 from sparsedebug.classify.rule import Rule, RuleSet
 from sparsedebug.core.stats import median
 from sparsedebug.records.classification import Fix, Mechanism
-from sparsedebug.records.notes import Note, note
+from sparsedebug.records.notes import Note, embed, note
 from sparsedebug.records.stats import DEFAULT_ALPHA
 
 THERMAL = RuleSet(Mechanism.THERMAL)
@@ -54,9 +54,9 @@ def _unusable(ctx: Context) -> Result | None:
     smi = ctx.smi
     assert smi is not None
     if not smi.aligned:
-        return Fact(None, smi.source, note("mechanisms.smi_unaligned", window=smi.window))
+        return Fact(None, smi.source, note("mechanisms.smi_unaligned", **embed("window", smi.window)))
     if smi.samples == 0:
-        return Fact(None, smi.source, note("mechanisms.smi_no_sample", window=smi.window))
+        return Fact(None, smi.source, note("mechanisms.smi_no_sample", **embed("window", smi.window)))
     return None
 
 
@@ -66,7 +66,7 @@ def _against_baseline(ctx: Context, value: float, base_value: float | None, wors
     if ctx.baseline is None or base is None:
         return Fact(value, source, detail)
     if base.samples == 0 or base_value is None:
-        detail.values["base_window"] = base.window
+        detail.values.update(base_window_recorded=base.window is not None, **embed("base_window", base.window))
         return Fact(value, source, detail, gate=note("mechanisms.gate_no_baseline_window"))
     detail.values["base_value"] = base_value
     return Fact(value, source, detail, gate=None if worse else note("mechanisms.gate_baseline_window_same"))
@@ -99,7 +99,7 @@ def smi_throttle_share(ctx: Context) -> Result:
     if base is not None and base.samples and not base.busy_samples:
         base_share = 0.0
     detail = note("mechanisms.smi_throttled", throttled=smi.throttled_busy_samples, busy=smi.busy_samples, reasons=reasons,
-                  window=smi.window)
+                  **embed("window", smi.window))
     worse = base_share is not None and share > base_share * WORSE_THAN_BASELINE and share - base_share > 0.0
     return _against_baseline(ctx, share, base_share, worse, detail, f"{smi.source}: clocks_event_reasons.active")
 
@@ -127,7 +127,7 @@ def smi_min_clock_ratio(ctx: Context) -> Result:
     base_ratio = (base.min_busy_sm_clock_mhz / base.max_sm_clock_mhz
                   if base is not None and base.min_busy_sm_clock_mhz is not None and base.max_sm_clock_mhz else None)
     detail = note("mechanisms.smi_clock", min_mhz=smi.min_busy_sm_clock_mhz, max_mhz=smi.max_sm_clock_mhz,
-                  max_source=smi.max_clock_source, window=smi.window)
+                  max_source=smi.max_clock_source, **embed("window", smi.window))
     worse = base_ratio is not None and ratio * WORSE_THAN_BASELINE < base_ratio
     return _against_baseline(ctx, ratio, base_ratio, worse, detail, f"{smi.source}: clocks.sm")
 

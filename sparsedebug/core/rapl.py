@@ -92,6 +92,4 @@ def stop(begun: RaplStart) -> RaplReading | None:
     names = ", ".join(f"{z.path.name} ({z.name})" for z in begun.zones)
     return RaplReading(
         zone=names, joules=joules, seconds=seconds, mean_power_w=joules / seconds if seconds > 0 else 0.0, wrapped=wrapped,
-        note=f"CPU package energy (RAPL {names}) over the whole replay, timing, dense reference and quality passes included; "
-        "CPU package, not the GPU and not wall power",
     )

@@ -31,6 +31,7 @@ from sparsedebug.records.fingerprint import (
     Fingerprint,
     GitInfo,
     GpuInfo,
+    GpuProbe,
     NumpyInfo,
     PlatformInfo,
     PythonInfo,
@@ -134,11 +135,12 @@ def _float_or_none(text: str) -> float | None:
         return None
 
 
-def _gpus() -> tuple[list[GpuInfo], str]:
+def _gpus() -> tuple[list[GpuInfo], GpuProbe]:
     exe = shutil.which("nvidia-smi")
     if exe is None:
-        return [], "absent: nvidia-smi not found on PATH"
+        return [], GpuProbe(status="not_on_path")
     query = "name,driver_version,clocks.max.sm,clocks.max.mem,power.limit"
+    command = f"nvidia-smi --query-gpu={query} --format=csv,noheader,nounits"
     try:
         proc = subprocess.run(
             [exe, f"--query-gpu={query}", "--format=csv,noheader,nounits"],
@@ -148,9 +150,9 @@ def _gpus() -> tuple[list[GpuInfo], str]:
             check=False,
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
-        return [], f"absent: nvidia-smi failed ({exc})"
+        return [], GpuProbe(status="failed", command=command, error=str(exc)[:200])
     if proc.returncode != 0:
-        return [], f"absent: nvidia-smi exited {proc.returncode}: {proc.stderr.strip()[:200]}"
+        return [], GpuProbe(status="exited", command=command, exit_code=proc.returncode, error=proc.stderr.strip()[:200] or None)
     gpus = []
     for line in proc.stdout.strip().splitlines():
         parts = [p.strip() for p in line.split(",")]
@@ -165,7 +167,7 @@ def _gpus() -> tuple[list[GpuInfo], str]:
                 power_limit_w=_float_or_none(parts[4]),
             )
         )
-    return gpus, f"nvidia-smi --query-gpu={query}"
+    return gpus, GpuProbe(status="listed", command=command)
 
 
 def _git_info(cwd: Path) -> GitInfo | None:
@@ -217,10 +219,6 @@ def calibrate(rounds: int = 7, gemm_n: int = 1024, copy_mib: int = 64) -> Calibr
     return Calibration(
         gemm_gflops=flops / (gemm_med * 1e-3) / 1e9,
         copy_gbps=copy_bytes / (copy_med * 1e-3) / 1e9,
-        method=(
-            f"median of {rounds} interleaved rounds: numpy.matmul fp32 {gemm_n}x{gemm_n}x{gemm_n} "
-            f"(2*n^3 FLOPs) and numpy.copyto of {copy_mib} MiB fp32 (read+write bytes)"
-        ),
         gemm_shape=[gemm_n, gemm_n, gemm_n],
         copy_bytes=copy_bytes,
         rounds=rounds,

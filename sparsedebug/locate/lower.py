@@ -18,7 +18,7 @@ from sparsedebug.core.dispatch import dispatch_causes
 from sparsedebug.core.patterns import declared_sparse, fell_back, kernel_classes, kernel_named, layout_op, path_changed, path_text
 from sparsedebug.records.engine import NotSparse
 from sparsedebug.records.findings import LayerFinding, StageFinding, StageStatus
-from sparsedebug.records.notes import Note, NoteValue, note
+from sparsedebug.records.notes import Note, embed, note
 from sparsedebug.records.run import KernelClass, KernelPath, LowerLayer, RunRecord, cause_values
 
 
@@ -37,9 +37,7 @@ def lower_stage(base: RunRecord, cand: RunRecord) -> StageFinding:
         if fell_back(intent, cl):
             reason = cl.reason.value if cl.reason is not None else None
             # the lowering's own detail: a coded note, its code and values carried flat ("detail." keys)
-            why: dict[str, NoteValue] = (
-                {} if cl.detail is None else {"detail_code": cl.detail.code, **{f"detail.{k}": v for k, v in cl.detail.values.items()}}
-            )
+            why = embed("detail", cl.detail)
             findings.append(
                 LayerFinding(
                     stage="lower", layer=name, kind="fallback", regression=True, reason=reason or "no reason recorded",

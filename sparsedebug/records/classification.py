@@ -262,7 +262,9 @@ class SmiEvidence(Record):
     max_clock_source: str
     has_reasons: bool = True
     aligned: bool = Field(True, description="False: the log could not be placed on the run's time axis (no UTC offset, or no run window): context only.")
-    window: str | None = Field(None, description="Which samples were taken: the run's own window, or why none could be.")
+    window: Note | None = Field(
+        None, description="Which samples were taken (the run's own window, how the log's clock was placed), or why none could be."
+    )
     utc_offset_h: float | None = Field(None, description="The log clock's offset from UTC the samples were placed with; None when it could not be placed.")
     utc_offset_source: UtcOffsetSource | None = None
     utc_offsets_aligned: list[float] = Field(default_factory=list, description="Searched (no offset given or recorded): every real UTC offset under which the log covers every run's window (one: used; several: ambiguous; none: the log covers no run's window at any offset).")

@@ -49,6 +49,16 @@ class EnergySummary(Record):
     n: int = Field(description="Windows the figure ranges over.")
 
 
+class BoardPowerBasis(Record):
+    """Where a target's board power under load comes from: the nvidia-smi log and the samples of it that count."""
+
+    file: str = Field(description="The target's nvidia-smi log (relative to its data folder).")
+    min_utilization_pct: float = Field(description="Samples at or above this utilization.gpu count as under load.")
+    samples: int = Field(description="Samples under load the median is taken over.")
+    lines: list[int] = Field(description="Their lines in the log.")
+    limit_source: str | None = Field(None, description="Where the power limit is quoted from, as the target's data file gives it.")
+
+
 class EnergyEstimate(Record):
     """An energy ESTIMATE on the target GPU: projected forward time times board power measured there under load."""
 
@@ -65,7 +75,7 @@ class EnergyEstimate(Record):
     power_limit_w: float | None = None
     launch: str = Field(description="How the target launches the projected forward (eager, cuda_graph).")
     forward_basis: str = Field(description="The cost model's basis of the projected forward (measured, interpolated, ...).")
-    power_basis: str = Field(description="Where the board power under load comes from (files, samples).")
+    power_basis: BoardPowerBasis = Field(description="Where the board power under load comes from (the log, its samples under load).")
 
 
 class RaplReading(Record):
@@ -76,7 +86,6 @@ class RaplReading(Record):
     seconds: float
     mean_power_w: float
     wrapped: bool = Field(description="Whether the counter wrapped during the replay (corrected with max_energy_range_uj).")
-    note: str
     # When the replay was an interleaved session of two sides (one reading for both): which, 'baseline_candidate' or
     # 'fixed_candidate' (the fixed candidate and the candidate again).
     session: RaplSession | None = None

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field
 
-from sparsedebug.records.base import SCHEMA_VERSION, Record
+from sparsedebug.records.base import FACTS_SCHEMA_VERSION, Record
 
 
 class FileDigest(Record):
@@ -68,12 +68,26 @@ class GitInfo(Record):
     dirty: bool
 
 
+# How GPUs were probed: nvidia-smi listed them (possibly none), is not on PATH, could not be run, or exited non-zero.
+GpuProbeStatus = Literal["listed", "not_on_path", "failed", "exited"]
+
+
+class GpuProbe(Record):
+    """How ``freeze`` looked for GPUs, and what stopped it when it found none."""
+
+    status: GpuProbeStatus
+    command: str | None = Field(None, description="The nvidia-smi command line run (None when nvidia-smi is not on PATH).")
+    exit_code: int | None = Field(None, description="nvidia-smi's exit code when it exited non-zero.")
+    error: str | None = Field(None, description="What the OS or nvidia-smi's stderr said (its first 200 characters).")
+
+
 class Calibration(Record):
-    """This machine's achieved roofline, measured by ``freeze --calibrate``."""
+    """This machine's achieved roofline, measured by ``freeze --calibrate``: the median of ``rounds`` interleaved
+    rounds of an fp32 numpy.matmul of ``gemm_shape`` (2*m*n*k FLOPs) and a numpy.copyto of ``copy_bytes`` / 2 bytes
+    (``copy_bytes`` counts the read and the write)."""
 
     gemm_gflops: float
     copy_gbps: float
-    method: str
     gemm_shape: list[int]
     copy_bytes: int
     rounds: int
@@ -84,8 +98,9 @@ class Calibration(Record):
 class Fingerprint(Record):
     """Step 1 of the playbook: seed, model revision and execution environment."""
 
-    schema_version: int = SCHEMA_VERSION
+    schema_version: int = FACTS_SCHEMA_VERSION
     kind: Literal["fingerprint"] = "fingerprint"
+    oldest_readable: ClassVar[int] = FACTS_SCHEMA_VERSION
     created_at: str
     seed: int | None
     workload: FileDigest | None = None
@@ -97,7 +112,7 @@ class Fingerprint(Record):
     thread_env: dict[str, str | None]
     torch: TorchInfo | None = None
     gpus: list[GpuInfo] = Field(default_factory=list)
-    gpu_probe: str = Field(description="How GPUs were probed, or why none were recorded.")
+    gpu_probe: GpuProbe = Field(description="How GPUs were probed, or why none were recorded.")
     git: GitInfo | None = None
     calibration: Calibration | None = None
     utc_offset_h: float | None = Field(

@@ -28,3 +28,11 @@ class Note(Record):
 def note(code: str, **values: NoteValue) -> Note:
     """Build a ``Note``: ``note("locate.layers_moved", count=3, layers=["fc1"])``."""
     return Note(code=code, values=values)
+
+
+def embed(prefix: str, inner: Note | None) -> dict[str, NoteValue]:
+    """``inner`` carried flat inside another note's values: its code as ``<prefix>_code`` and each value as
+    ``<prefix>.<name>`` (empty for None); ``render.words.notes.embedded`` takes it back out."""
+    if inner is None:
+        return {}
+    return {f"{prefix}_code": inner.code, **{f"{prefix}.{name}": value for name, value in inner.values.items()}}

@@ -72,7 +72,9 @@ class PruningBlock(Record):
     pattern: str
     layers: str = Field(description="The selection: all, mlp, attention, or comma-separated name globs.")
     schedule: Literal["one-shot"] = "one-shot"
-    calibration: str | None = Field(None, description="What calibration ran on (None for magnitude).")
+    calibration_text: str | None = Field(None, description="The text calibration ran on, as TextInfo.source names it (None for magnitude).")
+    calibration_unit: Literal["window", "sentence"] | None = Field(None, description="What the calibration text was split into.")
+    calibration_units: int = 0
     calibration_tokens: int = 0
     damping: float | None = Field(None, description="SparseGPT: fraction of the mean Hessian diagonal added.")
     block_size: int | None = Field(None, description="SparseGPT: columns per lazy-update block.")

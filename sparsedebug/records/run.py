@@ -168,6 +168,14 @@ def cause_values(causes: list[DispatchCause]) -> dict[str, list[str]]:
     }
 
 
+class SlowPathTrigger(Record):
+    """One input of a call known to keep the op off its fused fast path: its kind, the tensor, the value that trips it."""
+
+    code: Literal["non_contiguous", "fp32_inputs", "mixed_dtypes", "attn_mask", "dropout", "head_dim"]
+    tensor: str | None = Field(None, description="The tensor role (query, key, value, input ...) it names.")
+    value: str | None = Field(None, description="The stride, dtypes ('fp16/fp32'), dropout_p or head dim that trips it.")
+
+
 class DispatchEvidence(Record):
     """What a trace shows about how the op behind a layer was dispatched (imported traces only).
 
@@ -188,7 +196,7 @@ class DispatchEvidence(Record):
     dropout_p: float | None = None
     is_causal: bool | None = None
     head_dim: int | None = None
-    triggers: list[str] = Field(
+    triggers: list[SlowPathTrigger] = Field(
         default_factory=list,
         description="Inputs known to keep an op off its fused fast path, as the trace shows them (layout, dtype, mask, dropout, head dim).",
     )

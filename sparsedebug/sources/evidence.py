@@ -49,15 +49,15 @@ class AttachedEvidence:
     smi_utc_offset_h: float | None = None
 
 
-def smi_utc_offset(option_h: float | None, *fingerprints: Fingerprint | None) -> tuple[float | None, str | None]:
-    """The nvidia-smi clock's offset from UTC in hours and where it came from: the option (``--smi-utc-offset``)
-    when given, else the first fingerprint that records its machine's offset (``utc_offset_h``, set by ``freeze``
-    on the machine that ran), else ``(None, None)``: the log cannot be aligned."""
+def smi_utc_offset(option_h: float | None, *fingerprints: Fingerprint | None) -> tuple[float | None, Fingerprint | None]:
+    """The nvidia-smi clock's offset from UTC in hours and the fingerprint it came from: the option
+    (``--smi-utc-offset``) when given (no fingerprint), else the first fingerprint that records its machine's offset
+    (``utc_offset_h``, set by ``freeze`` on the machine that ran), else ``(None, None)``: the log cannot be aligned."""
     if option_h is not None:
-        return option_h, "--smi-utc-offset"
+        return option_h, None
     for fingerprint in fingerprints:
         if fingerprint is not None and fingerprint.utc_offset_h is not None:
-            return fingerprint.utc_offset_h, f"the fingerprint of {fingerprint.created_at}"
+            return fingerprint.utc_offset_h, fingerprint
     return None, None
 
 
@@ -67,8 +67,8 @@ class ClockPlacement:
 
     offset_h: float | None
     source: UtcOffsetSource | None
-    # Where it came from, in the words of :func:`smi_utc_offset`.
-    whence: str | None
+    # When ``source`` is "fingerprint": that fingerprint's creation time, which names it.
+    fingerprint_created: str | None = None
     search: OffsetSearch | None = None
 
 
@@ -79,16 +79,18 @@ def place_log_clock(
     one real UTC offset under which the log covers every run's window (``local_s``: its timestamps read as UTC;
     ``search_utc_offset``). Several offsets or none: ``offset_h`` None, ``search`` says which; a run without an
     absolute window: nothing to search against."""
-    offset, whence = smi_utc_offset(option_h, *fingerprints)
+    offset, fingerprint = smi_utc_offset(option_h, *fingerprints)
     if offset is not None:
-        return ClockPlacement(offset, "option" if whence == "--smi-utc-offset" else "fingerprint", whence)
+        if fingerprint is None:
+            return ClockPlacement(offset, "option")
+        return ClockPlacement(offset, "fingerprint", fingerprint_created=str(fingerprint.created_at))
     if not windows or any(window is None for window in windows):
-        return ClockPlacement(None, None, None)
+        return ClockPlacement(None, None)
     spans = [(w.start_utc_s, w.end_utc_s) for w in windows if w is not None]
     search = search_utc_offset(local_s, spans)
     if search.offset_h is None:
-        return ClockPlacement(None, None, None, search)
-    return ClockPlacement(search.offset_h, "searched", "the one real UTC offset under which the log covers every run's window", search)
+        return ClockPlacement(None, None, search=search)
+    return ClockPlacement(search.offset_h, "searched", search=search)
 
 
 NO_EVIDENCE = AttachedEvidence()

@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from sparsedebug.records.fingerprint import Calibration
+from sparsedebug.render.words.fingerprint import calibration_words
 from tests.conftest import assert_clean_error, invoke
 
 
@@ -18,7 +20,7 @@ def test_freeze_then_check_is_clean(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.stderr
     data = yaml.safe_load(out.read_text())
     assert data["seed"] == 7
-    assert data["schema_version"] == 1
+    assert data["schema_version"] == 2
     assert data["numpy"]["blas"], "threadpoolctl should report numpy's BLAS"
     check = invoke(["freeze", "--check", str(out)])
     assert check.exit_code == 0, check.stdout + check.stderr
@@ -80,8 +82,22 @@ def test_calibrate_records_method_and_sizes() -> None:
     assert result.exit_code == 0
     cal = json.loads(result.stdout)["calibration"]
     assert cal["gemm_gflops"] > 0 and cal["copy_gbps"] > 0
-    assert "matmul" in cal["method"] and cal["gemm_shape"] == [1024, 1024, 1024]
+    assert "method" not in cal and cal["gemm_shape"] == [1024, 1024, 1024] and cal["copy_bytes"] == 2 * 64 * (1 << 20)
     assert len(cal["gemm_samples_ms"]) == cal["rounds"]
+    assert calibration_words(Calibration.model_validate(cal)) == (
+        f"median of {cal['rounds']} interleaved rounds: numpy.matmul fp32 1024x1024x1024 (2*m*n*k FLOPs) and numpy.copyto "
+        "of 64 MiB fp32 (read+write bytes)"
+    )
+
+
+def test_a_fingerprint_of_the_older_layout_is_refused_with_the_upgrade_message(tmp_path: Path) -> None:
+    out = tmp_path / "f.yaml"
+    assert invoke(["freeze", "-o", str(out)]).exit_code == 0
+    data = yaml.safe_load(out.read_text())
+    data["schema_version"] = 1
+    data["gpu_probe"] = "absent: nvidia-smi not found on PATH"
+    out.write_text(yaml.safe_dump(data))
+    assert_clean_error(invoke(["freeze", "--check", str(out)]), 2, "schema_version: 1 was written by an older sparsedebug")
 
 
 def test_gpu_absent_is_recorded_not_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -90,7 +106,9 @@ def test_gpu_absent_is_recorded_not_an_error(tmp_path: Path, monkeypatch: pytest
     assert result.exit_code == 0
     payload = json.loads(result.stdout)
     assert payload["gpus"] == []
-    assert payload["gpu_probe"].startswith("absent")
+    assert payload["gpu_probe"] == {"status": "not_on_path", "command": None, "exit_code": None, "error": None}
+    shown = invoke(["freeze"])
+    assert shown.exit_code == 0 and "absent: nvidia-smi not found on PATH" in shown.stdout + shown.stderr
 
 
 def test_missing_check_file(tmp_path: Path) -> None:

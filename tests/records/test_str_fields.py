@@ -1,5 +1,5 @@
-"""Records hold facts: every ``str`` field left in ``sparsedebug/records`` is listed with what it holds, and the few
-that still hold a sentence are named here so the list can only shrink.
+"""Records hold facts: every ``str`` field left in ``sparsedebug/records`` is listed with what it holds, and none of
+them holds a sentence.
 
 A new ``str`` field fails this test until it is added to ``str_fields.txt`` with its kind: a name, id or path is
 a fact; a sentence belongs in ``sparsedebug/render/words`` and the record should hold the code and figures.
@@ -17,19 +17,7 @@ from pydantic import BaseModel
 import sparsedebug.records
 
 LISTED = Path(__file__).with_name("str_fields.txt")
-KINDS = {"name", "id", "path", "input", "prose"}
-
-# The fields that still store a sentence, each a follow-up of issue 39. Remove an entry when its field becomes facts.
-PROSE_LEFT = {
-    "classification.SmiEvidence.window",  # samples_in_window's note and the UTC-offset placement, read by thermal rules
-    "energy.EnergyEstimate.power_basis",  # the target's board-power basis (sources.target.power)
-    "energy.RaplReading.note",
-    "fingerprint.Calibration.method",
-    "fingerprint.Fingerprint.gpu_probe",
-    "quality.PruningBlock.calibration",
-    "run.DispatchEvidence.triggers",
-}
-
+KINDS = {"name", "id", "path", "input"}
 
 def _holds_str(annotation: object) -> bool:
     return annotation is str or any(_holds_str(arg) for arg in typing.get_args(annotation))
@@ -58,10 +46,6 @@ def test_every_str_field_is_listed_with_its_kind() -> None:
     actual = str_fields()
     assert sorted(actual - set(table)) == [], "new str fields: list them in str_fields.txt (or give the record facts)"
     assert sorted(set(table) - actual) == [], "fields gone: remove them from str_fields.txt"
-
-
-def test_only_the_named_leftovers_hold_prose() -> None:
-    assert {field for field, kind in listed().items() if kind == "prose"} == PROSE_LEFT
 
 
 def test_the_field_walk_finds_str_in_unions_and_containers() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from sparsedebug.records.fingerprint import Fingerprint
 from sparsedebug.records.run import RunRecord
+from sparsedebug.render.words.fingerprint import gpu_probe_words
 from sparsedebug.sources.bundle import LoadedBundle
 
 
@@ -49,7 +50,7 @@ def _walk_stack(fp: Fingerprint) -> str:
         parts.append(f"torch {fp.torch.version} CUDA {fp.torch.cuda or 'none'} cuSPARSELt {fp.torch.cusparselt or 'not installed'}")
     else:
         parts.append("torch not installed")
-    parts += [f"GPU {gpu.name} driver {gpu.driver or '?'}" for gpu in fp.gpus] or [f"no GPU ({fp.gpu_probe})"]
+    parts += [f"GPU {gpu.name} driver {gpu.driver or '?'}" for gpu in fp.gpus] or [f"no GPU ({gpu_probe_words(fp.gpu_probe)})"]
     return "; " + "; ".join(parts)
 
 

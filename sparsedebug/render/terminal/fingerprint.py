@@ -10,6 +10,7 @@ from rich.text import Text
 
 from sparsedebug.freeze.fingerprint import Drift
 from sparsedebug.records.fingerprint import Fingerprint
+from sparsedebug.render.words.fingerprint import calibration_words, gpu_probe_words
 
 
 def _short(value: Any) -> str:
@@ -45,13 +46,13 @@ def fingerprint_table(record: Fingerprint) -> Table:
                 f"{gpu.name} driver {gpu.driver} max sm {gpu.max_sm_clock_mhz} MHz mem {gpu.max_mem_clock_mhz} MHz",
             )
     else:
-        table.add_row("gpu", record.gpu_probe)
+        table.add_row("gpu", gpu_probe_words(record.gpu_probe))
     table.add_row("git", f"{record.git.revision[:12]}{' (dirty)' if record.git.dirty else ''}" if record.git else "-")
     if record.calibration is not None:
         cal = record.calibration
         table.add_row("gemm", f"{cal.gemm_gflops:.1f} GFLOP/s")
         table.add_row("copy", f"{cal.copy_gbps:.1f} GB/s")
-        table.add_row("method", cal.method)
+        table.add_row("method", calibration_words(cal))
     return table
 
 

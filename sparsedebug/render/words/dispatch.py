@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from sparsedebug.records.notes import NoteValue
-from sparsedebug.records.run import CauseCode, DispatchCause
+from sparsedebug.records.run import CauseCode, DispatchCause, SlowPathTrigger
 
 
 def cause_words(cause: DispatchCause) -> str:
@@ -20,6 +20,19 @@ def cause_words(cause: DispatchCause) -> str:
     if cause.code == "dropout":
         return f"dropout_p {cause.now} (was 0)"
     return f"head dim {cause.was} -> {cause.now}"
+
+
+def trigger_words(trigger: SlowPathTrigger) -> str:
+    """One slow-path trigger as the trace shows it: ``key not contiguous (last-dim stride 128)``, ``fp16/fp32 inputs``."""
+    value = trigger.value if trigger.value is not None else "?"
+    return {
+        "non_contiguous": f"{trigger.tensor or 'an input'} not contiguous (last-dim stride {value})",
+        "fp32_inputs": f"{value} inputs",
+        "mixed_dtypes": f"mixed input dtypes {value}",
+        "attn_mask": "attn_mask passed",
+        "dropout": f"dropout_p {value}",
+        "head_dim": f"head dim {value}",
+    }[trigger.code]
 
 
 def causes_from_values(v: Mapping[str, NoteValue]) -> list[str]:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-from sparsedebug.records.notes import Note, NoteValue
+from sparsedebug.records.notes import NoteValue
 from sparsedebug.render.words.dispatch import causes_from_values
-from sparsedebug.render.words.notes import Phrase, say
+from sparsedebug.render.words.notes import Phrase, embedded, say
 
 
 def _f(v: NoteValue) -> float:
@@ -71,8 +71,8 @@ def _declared(v: Mapping[str, NoteValue]) -> str:
 def _fallback(v: Mapping[str, NoteValue]) -> str:
     reason = v.get("reason") or "no reason recorded"
     detail = ""
-    if v.get("detail_code"):  # the lowering decision's note, carried flat
-        inner = Note(code=str(v["detail_code"]), values={k.removeprefix("detail."): x for k, x in v.items() if k.startswith("detail.")})
+    inner = embedded(v, "detail")  # the lowering decision's note, carried flat
+    if inner is not None:
         detail = f" ({say(inner)})"
     return f"declared {v.get('intent')} but runs dense: {reason}{detail}"
 

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from sparsedebug.core.stats import P99_FEW_SAMPLES
 from sparsedebug.records.notes import NoteValue
 from sparsedebug.render.words.dispatch import causes_from_values
-from sparsedebug.render.words.notes import Phrase
+from sparsedebug.render.words.notes import Phrase, embedded, say
 
 
 def _f(values: Mapping[str, NoteValue], key: str) -> float:
@@ -90,11 +90,18 @@ def _repeats(v: Mapping[str, NoteValue]) -> str:
     return f"re-run with at least {v['at_least']} (better 50+) repeats" + (" in order" if v.get("ordered") else "")
 
 
+def _window_or(v: Mapping[str, NoteValue], otherwise: str) -> str:
+    """The clock log's window note in words, else ``otherwise``."""
+    window = embedded(v, "window")
+    return say(window) if window is not None else otherwise
+
+
 def _window(v: Mapping[str, NoteValue]) -> str:
     """The clock log's window note and, against a baseline, what the baseline's window shows."""
-    text = f" [{v['window']}]" if v.get("window") else ""
-    if "base_window" in v:
-        text += f"; baseline: {v['base_window'] if v['base_window'] is not None else 'not recorded'}"
+    window, base_window = embedded(v, "window"), embedded(v, "base_window")
+    text = f" [{say(window)}]" if window is not None else ""
+    if "base_window_recorded" in v:
+        text += f"; baseline: {say(base_window) if base_window is not None else 'not recorded'}"
     if v.get("base_value") is not None:
         text += f"; baseline's window: {_f(v, 'base_value'):.3g}"
     return text
@@ -150,8 +157,8 @@ PHRASES: dict[str, Phrase] = {
     "mechanisms.imported_no_threads": "imported GPU run: host compute threads not recorded",
     "mechanisms.threads_on_cores": "{threads} threads on {cores} logical cores",
     "mechanisms.latency_percentiles": "p50 {p50_ms:.3f} ms, p95 {p95_ms:.3f} ms, p99 {p99_ms:.3f} ms (n={n})",
-    "mechanisms.smi_unaligned": lambda v: str(v.get("window") or "the log is not aligned to the run (context only)"),
-    "mechanisms.smi_no_sample": lambda v: str(v.get("window") or "no sample inside the run's window"),
+    "mechanisms.smi_unaligned": lambda v: _window_or(v, "the log is not aligned to the run (context only)"),
+    "mechanisms.smi_no_sample": lambda v: _window_or(v, "no sample inside the run's window"),
     "mechanisms.smi_not_for_replay": "the replay ran on the CPU: an nvidia-smi log does not describe it",
     "mechanisms.smi_all_idle": "{samples} samples, all with the GPU idle",
     "mechanisms.smi_throttled": _smi_throttled,

@@ -56,6 +56,14 @@ def say(n: Note) -> str:
         raise InternalError(f"note {n.code!r}: its phrase does not fit its values {sorted(n.values)} ({exc})") from exc
 
 
+def embedded(values: Mapping[str, NoteValue], prefix: str) -> Note | None:
+    """The note carried flat in ``values`` under ``prefix`` (``records.notes.embed``); None when none is."""
+    code = values.get(f"{prefix}_code")
+    if not code:
+        return None
+    return Note(code=str(code), values={k.removeprefix(f"{prefix}."): v for k, v in values.items() if k.startswith(f"{prefix}.")})
+
+
 def say_all(notes: list[Note], sep: str = "; ") -> str:
     """Several notes as one clause list."""
     return sep.join(say(n) for n in notes)

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 
 from sparsedebug.records.energy import EnergyEstimate, SideEnergy
 from sparsedebug.records.notes import Note, NoteValue
-from sparsedebug.render.words.notes import Phrase, say, words
+from sparsedebug.render.words.notes import Phrase, say
 from sparsedebug.render.words.run_figures import equal_latency_words
 from sparsedebug.render.words.sources_power import window_words
 
@@ -131,11 +131,24 @@ def side_note(side: SideEnergy) -> str:
     return f"{how}, {first.method or 'measured'} of `{side.channel}`: {window_words(first)}"
 
 
+def board_power_words(est: EnergyEstimate) -> str:
+    """Where an estimate's board power comes from: the log, its samples under load, their range and the power limit."""
+    basis = est.power_basis
+    limit = ""
+    if est.power_limit_w is not None:
+        limit = f"; power limit {est.power_limit_w:g} W" + (f" ({basis.limit_source})" if basis.limit_source else "")
+    return (
+        f"{basis.file}: median power.draw of the {basis.samples} samples at utilization.gpu >= {basis.min_utilization_pct:g}% "
+        f"(lines {', '.join(str(n) for n in basis.lines)}), range {est.board_power_low_w:.1f} to {est.board_power_high_w:.1f} W, "
+        f"board power (not wall power){limit}"
+    )
+
+
 def estimate_basis(est: EnergyEstimate) -> str:
     """Where an energy estimate's two factors come from, and what it assumes."""
     return (
         f"estimate: the forward projected on the {est.device} ({est.launch}, basis {est.forward_basis}) times the "
-        f"board power measured there under load ({words(est.power_basis)}); it assumes the run draws that power, dense or sparse"
+        f"board power measured there under load ({board_power_words(est)}); it assumes the run draws that power, dense or sparse"
     )
 
 

@@ -66,7 +66,67 @@ def _repeating_calls(v: Mapping[str, NoteValue]) -> str:
     return text
 
 
+def _clock(t: NoteValue) -> str:
+    """A log timestamp read as UTC, to the second."""
+    return f"{datetime.fromtimestamp(t, UTC):%H:%M:%S}" if isinstance(t, (int, float)) else "not recorded"
+
+
+# Where a zone-less log's UTC offset came from (``records.power.UtcOffsetSource``).
+_OFFSET_FROM = {
+    "option": "--smi-utc-offset",
+    "fingerprint": "the fingerprint of {fingerprint_created}",
+    "searched": "the one real UTC offset under which the log covers every run's window",
+}
+
+
+def _placement(v: Mapping[str, NoteValue]) -> str:
+    """How the log's clock was placed on the run's, or what the search over real UTC offsets found."""
+    if v.get("offset_from"):
+        whence = _OFFSET_FROM[str(v["offset_from"])].format(fingerprint_created=v.get("fingerprint_created"))
+        return f"; its timestamps read as UTC{_f(v, 'offset_h'):+g} h ({whence})"
+    if not v.get("offset_searched"):
+        return ""
+    text = "; no fingerprint records the machine's UTC offset either"
+    if "tried" not in v:
+        return text
+    runs = int(_f(v, "runs"))
+    which = "both runs' windows" if runs == 2 else "every run's window" if runs > 2 else "the run's window"
+    listed = v.get("aligned")
+    aligned = [float(h) for h in listed if isinstance(h, (int, float))] if isinstance(listed, list) else []
+    if aligned:
+        shown = ", ".join(f"UTC{h:+g} h" for h in aligned[:6]) + (" ..." if len(aligned) > 6 else "")
+        return (f"{text}; {len(aligned)} of the {v['tried']} real UTC offsets ({shown}) each place {which} inside "
+                "the log: ambiguous, so none is taken (pass --smi-utc-offset)")
+    covers = ""
+    if isinstance(v.get("log_first_s"), (int, float)) and isinstance(v.get("log_last_s"), (int, float)):
+        first, last = (datetime.fromtimestamp(_f(v, k), UTC) for k in ("log_first_s", "log_last_s"))
+        covers = f" (its clock reads {first:%Y-%m-%d %H:%M:%S} to {last:%Y-%m-%d %H:%M:%S})"
+    return f"{text}; none of the {v['tried']} real UTC offsets places {which} inside the log{covers}"
+
+
+def _smi_window_empty(v: Mapping[str, NoteValue]) -> str:
+    covers = ""
+    if v.get("log_first_s") is not None and v.get("log_last_s") is not None:
+        covers = f" (log covers {_clock(v['log_first_s'])} to {_clock(v['log_last_s'])} UTC)"
+    return f"{v['file']}: no sample inside the run's window from {utc(v.get('start_utc_s'))}{covers}{_placement(v)}"
+
+
+def _smi_window_samples(v: Mapping[str, NoteValue]) -> str:
+    return (f"{v['file']}: {v['samples']} sample(s) in the run's window from {utc(v.get('start_utc_s'))}, "
+            f"{_f(v, 'seconds'):.3f} s{_placement(v)}")
+
+
 PHRASES: dict[str, Phrase] = {
+    # Which samples of a clock log classify's thermal rules took (``SmiEvidence.window``), or why none.
+    "sources.smi_window.no_run_window": lambda v: (
+        f"{v['file']}: the run records no absolute time window: the log cannot be aligned (context only){_placement(v)}"
+    ),
+    "sources.smi_window.no_utc_offset": lambda v: (
+        f"{v['file']}: nvidia-smi timestamps carry no time zone and no UTC offset was given (--smi-utc-offset): "
+        f"the log cannot be aligned (context only){_placement(v)}"
+    ),
+    "sources.smi_window.empty": _smi_window_empty,
+    "sources.smi_window.samples": _smi_window_samples,
     "sources.classes_seen": "classes seen: {classes}",
     # why a power log's window could not be measured (records.power.WindowEnergy.why)
     "sources.window.no_channel": _no_channel,

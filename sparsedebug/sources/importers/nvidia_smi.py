@@ -25,6 +25,7 @@ from sparsedebug.core.errors import UserError
 from sparsedebug.core.io import read_text
 from sparsedebug.core.stats import median
 from sparsedebug.records.artifacts import ReasonTime, SmiReport, SmiSample, SmiSummary
+from sparsedebug.records.notes import Note, note
 from sparsedebug.records.run import TimeWindow
 from sparsedebug.sources.importers.alignment import overlapping, sample_spans
 
@@ -197,7 +198,8 @@ class WindowedSamples:
 
     samples: list[SmiSample]
     aligned: bool
-    note: str
+    # Which samples were taken (file, count, the window's start and length), or why none could be: a coded note.
+    note: Note
 
 
 def samples_in_window(report: SmiReport, window: TimeWindow | None, utc_offset_h: float | None) -> WindowedSamples:
@@ -211,10 +213,9 @@ def samples_in_window(report: SmiReport, window: TimeWindow | None, utc_offset_h
     (classify's thermal rules read it; energy reuses it).
     """
     if window is None:
-        return WindowedSamples([], False, f"{report.file}: the run records no absolute time window: the log cannot be aligned (context only)")
+        return WindowedSamples([], False, note("sources.smi_window.no_run_window", file=report.file))
     if utc_offset_h is None:
-        return WindowedSamples([], False, f"{report.file}: nvidia-smi timestamps carry no time zone and no UTC offset was given "
-                                          "(--smi-utc-offset): the log cannot be aligned (context only)")
+        return WindowedSamples([], False, note("sources.smi_window.no_utc_offset", file=report.file))
     stamps: list[tuple[float, SmiSample]] = []
     for sample in report.samples:
         t_utc = smi_time_utc_s(sample.time, utc_offset_h)
@@ -223,14 +224,13 @@ def samples_in_window(report: SmiReport, window: TimeWindow | None, utc_offset_h
     stamps.sort(key=lambda item: item[0])
     spans = sample_spans([t for t, _ in stamps])
     inside = [stamps[k][1] for k in overlapping(spans, window.start_utc_s, window.end_utc_s)]
-    span = f"{datetime.fromtimestamp(window.start_utc_s, UTC):%Y-%m-%d %H:%M:%S.%f}"[:-3] + " UTC"
     if not inside:
-        first = datetime.fromtimestamp(stamps[0][0], UTC) if stamps else None
-        last = datetime.fromtimestamp(stamps[-1][0], UTC) if stamps else None
-        covers = f" (log covers {first:%H:%M:%S} to {last:%H:%M:%S} UTC)" if first and last else ""
-        return WindowedSamples([], True, f"{report.file}: no sample inside the run's window from {span}{covers}")
-    return WindowedSamples(inside, True, f"{report.file}: {len(inside)} sample(s) in the run's window from {span}, "
-                                         f"{window.end_utc_s - window.start_utc_s:.3f} s")
+        return WindowedSamples([], True, note(
+            "sources.smi_window.empty", file=report.file, start_utc_s=window.start_utc_s,
+            log_first_s=stamps[0][0] if stamps else None, log_last_s=stamps[-1][0] if stamps else None,
+        ))
+    return WindowedSamples(inside, True, note("sources.smi_window.samples", file=report.file, samples=len(inside),
+                                              start_utc_s=window.start_utc_s, seconds=window.end_utc_s - window.start_utc_s))
 
 
 def load_smi(path: Path, max_clock_mhz: float | None = None, text: str | None = None) -> SmiReport:

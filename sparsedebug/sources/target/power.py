@@ -14,6 +14,7 @@ from functools import lru_cache
 
 from sparsedebug.core.resources import data_file
 from sparsedebug.core.stats import median
+from sparsedebug.records.energy import BoardPowerBasis
 from sparsedebug.sources.target.data import load_calibration
 
 
@@ -26,7 +27,7 @@ class BoardPower:
     high_w: float
     samples: int
     limit_w: float | None
-    basis: str
+    basis: BoardPowerBasis
 
 
 @lru_cache(maxsize=4)
@@ -44,10 +45,8 @@ def board_power_under_load(target: str) -> BoardPower | None:
     watts = [s.power_w for s in busy if s.power_w is not None]
     if not watts:
         return None
-    lines = ", ".join(str(s.line) for s in busy)
-    limit = f"; power limit {power.limit_w:g} W ({power.limit_source})" if power.limit_w is not None else ""
     return BoardPower(
         median_w=median(watts), low_w=min(watts), high_w=max(watts), samples=len(watts), limit_w=power.limit_w,
-        basis=f"{power.file}: median power.draw of the {len(watts)} samples at utilization.gpu >= {power.busy_utilization_pct:g}% "
-        f"(lines {lines}), range {min(watts):.1f} to {max(watts):.1f} W, board power (not wall power){limit}",
+        basis=BoardPowerBasis(file=power.file, min_utilization_pct=power.busy_utilization_pct, samples=len(watts),
+                              lines=[s.line for s in busy], limit_source=power.limit_source if power.limit_w is not None else None),
     )

@@ -16,7 +16,8 @@ SAMPLE: dict[str, NoteValue] = {
     "log_end_utc_s": 1.7e9 + 1.0, "covered_s": 1.0, "window_s": 2.0, "min_periods": 3, "field": "power.draw",
     "period_s": 1.0, "update_period_s": 0.1, "averaging_s": 1.0, "part_time_sampled": True, "share": 0.3, "needed": 0.75,
     "line_before": 31, "line_after": 32, "label": "forward", "line": 3, "unit": 44, "units": 12, "units_per_iteration": 4,
-    "p": 0.01, "count": 3, "layer": "fc1",
+    "p": 0.01, "count": 3, "layer": "fc1", "file": "gpu.csv", "samples": 4, "seconds": 0.25, "log_first_s": 1.7e9 - 5.0,
+    "log_last_s": 1.7e9 + 1.0,
 }
 
 
@@ -55,6 +56,23 @@ def test_window_words_read_as_before() -> None:
                    update_period_s=0.1, averaging_s=1.0, part_time_sampled=True))
     assert few.startswith("the run's window of 45.0 ms spans fewer than 3 update periods of power.draw (1000 ms: "
                           "the log's interval between changes is 100 ms, each reading averages 1 s): too short to measure; on A100")
+
+
+def test_clock_log_window_words_say_how_the_log_was_placed() -> None:
+    taken = note("sources.smi_window.samples", file="gpu.csv", samples=2, start_utc_s=0.0, seconds=1.5)
+    assert say(taken) == "gpu.csv: 2 sample(s) in the run's window from 1970-01-01 00:00:00.000 UTC, 1.500 s"
+    taken.values.update(offset_h=-5.0, offset_from="fingerprint", fingerprint_created="2026-12-01T10:00:00Z")
+    assert say(taken).endswith("; its timestamps read as UTC-5 h (the fingerprint of 2026-12-01T10:00:00Z)")
+    unplaced = note("sources.smi_window.no_utc_offset", file="gpu.csv", offset_searched=True, runs=2, tried=38,
+                    aligned=[1.0, 2.0], log_first_s=0.0, log_last_s=60.0)
+    assert say(unplaced).endswith("; no fingerprint records the machine's UTC offset either; 2 of the 38 real UTC offsets "
+                                  "(UTC+1 h, UTC+2 h) each place both runs' windows inside the log: ambiguous, so none is "
+                                  "taken (pass --smi-utc-offset)")
+    unplaced.values["aligned"] = []
+    assert say(unplaced).endswith("none of the 38 real UTC offsets places both runs' windows inside the log "
+                                  "(its clock reads 1970-01-01 00:00:00 to 1970-01-01 00:01:00)")
+    empty = note("sources.smi_window.empty", file="gpu.csv", start_utc_s=0.0, log_first_s=3600.0, log_last_s=7200.0)
+    assert say(empty) == "gpu.csv: no sample inside the run's window from 1970-01-01 00:00:00.000 UTC (log covers 01:00:00 to 02:00:00 UTC)"
 
 
 def test_every_channel_the_importers_make_has_scope_words_and_a_note() -> None:

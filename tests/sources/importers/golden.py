@@ -18,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from sparsedebug.render.words.dispatch import trigger_words
 from sparsedebug.sources.importers.trace.importer import TraceImport, analyze_trace
 from tests.conftest import FIXTURES
 from tests.sources.importers import handmade_traces
@@ -96,7 +97,7 @@ def digest(result: TraceImport) -> dict[str, Any]:
         layers.append({
             "name": lo.name, "op": g.op.value, "weight": g.weight_shape, "dtype": g.dtype, "path": lo.path.value,
             "class": lo.kernel_class.value if lo.kernel_class else None, "phase": lo.phase, "identity": lo.identity,
-            "backend": d.backend if d else None, "triggers": d.triggers if d else [],
+            "backend": d.backend if d else None, "triggers": [trigger_words(t) for t in d.triggers] if d else [],
         })
     return {
         "busy_ms": _r(s.busy_ms), "span_ms": _r(s.span_ms), "host_wait_ms": _r(s.host_wait_ms), "kernel_wait_ms": _r(s.kernel_wait_ms),

@@ -26,7 +26,7 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from sparsedebug.records.run import DispatchEvidence, OpKind
+from sparsedebug.records.run import DispatchEvidence, OpKind, SlowPathTrigger
 from sparsedebug.sources.importers.trace.read.events import HostRange, input_dtype
 
 # Which kind names a layer whose ops have several kinds: the first one present.
@@ -277,7 +277,7 @@ def _transposed_matrix(shape: list[int] | None, stride: list[int] | None) -> boo
     return shape is not None and stride is not None and len(shape) == len(stride) == 2 and stride[0] == 1 and stride[1] >= max(1, shape[0])
 
 
-def _triggers(e: DispatchEvidence, kind: OpKind) -> list[str]:
+def _triggers(e: DispatchEvidence, kind: OpKind) -> list[SlowPathTrigger]:
     names = _INPUT_NAMES.get(kind, ())
     out = []
     for k in e.non_contiguous:
@@ -285,18 +285,18 @@ def _triggers(e: DispatchEvidence, kind: OpKind) -> list[str]:
             continue
         label = names[k] if k < len(names) else f"input {k}"
         stride = e.input_strides[k]
-        out.append(f"{label} not contiguous (last-dim stride {stride[-1] if stride else '?'})")
-    dtypes = {d for d in e.input_dtypes[:3] if d is not None}
-    if kind in (OpKind.ATTENTION, OpKind.LINEAR) and dtypes & {"fp32", "fp64"}:
-        out.append(f"{'/'.join(sorted(dtypes))} inputs")
-    if len(dtypes) > 1:
-        out.append(f"mixed input dtypes {'/'.join(sorted(dtypes))}")
+        out.append(SlowPathTrigger(code="non_contiguous", tensor=label, value=str(stride[-1]) if stride else None))
+    dtypes = "/".join(sorted({d for d in e.input_dtypes[:3] if d is not None}))
+    if kind in (OpKind.ATTENTION, OpKind.LINEAR) and {"fp32", "fp64"} & set(dtypes.split("/")):
+        out.append(SlowPathTrigger(code="fp32_inputs", value=dtypes))
+    if "/" in dtypes:
+        out.append(SlowPathTrigger(code="mixed_dtypes", value=dtypes))
     if e.attn_mask:
-        out.append("attn_mask passed")
+        out.append(SlowPathTrigger(code="attn_mask"))
     if e.dropout_p:
-        out.append(f"dropout_p {e.dropout_p:g}")
+        out.append(SlowPathTrigger(code="dropout", value=f"{e.dropout_p:g}"))
     if e.head_dim is not None and (e.head_dim % 8 != 0 or e.head_dim > 256):
-        out.append(f"head dim {e.head_dim}")
+        out.append(SlowPathTrigger(code="head_dim", value=str(e.head_dim)))
     return out
 
 

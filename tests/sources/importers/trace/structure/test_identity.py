@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from sparsedebug.records.run import KernelClass, KernelPath, OpKind
+from sparsedebug.render.words.dispatch import trigger_words
 from sparsedebug.render.words.notes import say
 from sparsedebug.sources.importers.trace.importer import TraceImport, analyze_trace
 from tests.conftest import FIXTURES
@@ -71,7 +72,7 @@ def test_kernel_classes_never_change_the_op_kind() -> None:
             assert lower.kernel_class is KernelClass.FP32_GEMM  # its kernels are SIMT sgemm now
             assert graph[lower.name].op is OpKind.ATTENTION and graph[lower.name].dtype == "fp32"
             assert lower.dispatch is not None and lower.dispatch.backend == "math"
-            assert "fp32 inputs" in lower.dispatch.triggers
+            assert "fp32 inputs" in [trigger_words(t) for t in lower.dispatch.triggers]
 
 
 def test_attention_backend_dtypes_strides_and_arguments_are_recorded() -> None:
@@ -84,7 +85,7 @@ def test_attention_backend_dtypes_strides_and_arguments_are_recorded() -> None:
     assert before.input_dtypes == ["fp16", "fp16", "fp16"] and before.input_shapes[0] == [1, 32, 2048, 128]
     assert before.non_contiguous == [] and after.non_contiguous == [0]
     assert after.input_strides[0] == [8388608, 262144, 1, 2048]
-    assert after.triggers == ["query not contiguous (last-dim stride 2048)"]
+    assert [trigger_words(t) for t in after.triggers] == ["query not contiguous (last-dim stride 2048)"]
     assert (after.is_causal, after.attn_mask, after.dropout_p, after.head_dim) == (True, False, 0.0, 128)
 
 
@@ -96,7 +97,7 @@ def test_other_backends_and_masks_from_renamed_ops(tmp_path: Path) -> None:
     record = analyze_trace(save(strip_annotations(doc), tmp_path / "flash_mask.json.gz")).record
     attn = [lo for lo in record.lower.layers if lo.name.startswith("scaled_dot_product_attention#")]
     assert len(attn) == 4 and {lo.dispatch.backend for lo in attn if lo.dispatch} == {"flash"}
-    triggers = attn[0].dispatch.triggers if attn[0].dispatch else []
+    triggers = [trigger_words(t) for t in attn[0].dispatch.triggers] if attn[0].dispatch else []
     assert "attn_mask passed" in triggers and "dropout_p 0.1" in triggers
 
 
