@@ -8,7 +8,7 @@ from sparsedebug.records.classification import Classification, Evidence, Mechani
 from sparsedebug.records.run import FallbackReason, KernelClass, KernelPath, RunRecord
 from sparsedebug.render.words.gate import detail_words
 from sparsedebug.render.words.mechanisms_records import fix_words
-from sparsedebug.render.words.notes import words
+from sparsedebug.render.words.notes import say
 from sparsedebug.signoff.gate import GatePolicy, check_precision
 from tests.classify.test_score import make_run
 
@@ -33,7 +33,7 @@ def test_fp16_to_fp32_layer_is_precision_evidence_naming_it() -> None:
     result = classify_evidence(cand, baseline=base)
     line = _dtype_change(result)
     assert line.fired and line.value == 1.0
-    assert "l1 fp16 -> fp32" in words(line.detail)
+    assert "l1 fp16 -> fp32" in say(line.detail)
     precision = next(s for s in result.scores if s.mechanism == Mechanism.PRECISION)
     assert precision.status == "supported" and precision.score > 0
 
@@ -43,7 +43,7 @@ def test_classify_and_gate_name_the_same_precision_change() -> None:
     gate = check_precision(base, cand, GatePolicy())
     line = _dtype_change(classify_evidence(cand, baseline=base))
     assert gate.status == "fail" and "l2 fp16 -> fp32" in detail_words(gate)
-    assert line.fired and "l2 fp16 -> fp32" in words(line.detail)
+    assert line.fired and "l2 fp16 -> fp32" in say(line.detail)
 
 
 def test_raised_precision_fix_restores_the_baseline_precision() -> None:
@@ -59,7 +59,7 @@ def test_lowered_precision_restores_the_most_precise_baseline_format() -> None:
     base, cand = make_run("baseline", dtype="fp32"), make_run(dtype="bf16")
     result = classify_evidence(cand, baseline=base)
     line = _dtype_change(result)
-    assert line.fired and line.value == 3.0 and "l0 fp32 -> bf16" in words(line.detail)
+    assert line.fired and line.value == 3.0 and "l0 fp32 -> bf16" in say(line.detail)
     assert result.fix is not None and result.fix.value == "fp32"
 
 
@@ -72,7 +72,7 @@ def test_precision_labels_are_read_by_the_shared_dtype_table() -> None:
     assert _dtype_change(classify_evidence(cand, baseline=base)).value == 0.0
     cand.kernel.layers[1].precision = "c10::BFloat16"
     line = _dtype_change(classify_evidence(cand, baseline=base))
-    assert line.fired and line.value == 1.0 and "l1 fp16 -> bf16" in words(line.detail)
+    assert line.fired and line.value == 1.0 and "l1 fp16 -> bf16" in say(line.detail)
 
 
 def test_kernel_precision_wins_over_graph_dtype() -> None:
@@ -88,9 +88,9 @@ def test_a_layer_is_counted_once_when_dtype_and_path_both_changed() -> None:
     cand.kernel.layers[0].precision = "fp16"
     cand.lower.layers[0].kernel_class = KernelClass.FP32_GEMM
     line = _dtype_change(classify_evidence(cand, baseline=base))
-    assert line.value == 1.0 and "l0 fp32 -> fp16" in words(line.detail)
+    assert line.value == 1.0 and "l0 fp32 -> fp16" in say(line.detail)
 
 
 def test_unchanged_precision_names_no_layer() -> None:
     line = _dtype_change(classify_evidence(make_run(dtype="fp16"), baseline=make_run("baseline", dtype="fp16")))
-    assert not line.fired and line.value == 0.0 and "no layer changed precision" in words(line.detail)
+    assert not line.fired and line.value == 0.0 and "no layer changed precision" in say(line.detail)

@@ -34,7 +34,7 @@ from sparsedebug.records.run import (
 )
 from sparsedebug.render.words.classify_records import evidence_words
 from sparsedebug.render.words.mechanisms_records import fix_words, margin_words, proof_words
-from sparsedebug.render.words.notes import words
+from sparsedebug.render.words.notes import say
 from sparsedebug.sources.evidence import AttachedEvidence
 from tests.conftest import FIXTURES
 
@@ -147,7 +147,7 @@ def test_clean_pair_supports_nothing_and_names_missing_thermal_evidence() -> Non
     assert result.winner is None and result.fix is None and result.proof is None
     assert [s.score for s in result.scores] == [0.0] * 5
     thermal = result.missing_for(Mechanism.THERMAL)
-    assert thermal and "CPU frequency" in words(thermal[0].reason) + words(thermal[0].capture)
+    assert thermal and "CPU frequency" in say(thermal[0].reason) + say(thermal[0].capture)
     # the thermal drift rule was still evaluated on the 20 in-order samples
     assert any(e.rule == "thermal.latency_drift" and e.value is not None for e in result.evidence)
 
@@ -160,14 +160,14 @@ def test_every_rule_is_accounted_for_once() -> None:
 
 def test_without_baseline_comparison_rules_ask_for_one() -> None:
     result = classify_evidence(make_run())
-    asked = {r for m in result.missing_evidence if "--baseline" in words(m.capture) for r in m.rules}
+    asked = {r for m in result.missing_evidence if "--baseline" in say(m.capture) for r in m.rules}
     assert {"scheduling.overhead_regression", "precision.dtype_change", "precision.error_growth", "precision.quality_drop"} <= asked
 
 
 def test_replay_without_calibration_asks_for_freeze_calibrate() -> None:
     result = classify_evidence(make_run())
     memory = result.missing_for(Mechanism.MEMORY)
-    assert any("freeze --calibrate" in words(m.capture) and "memory.low_intensity" in m.rules for m in memory)
+    assert any("freeze --calibrate" in say(m.capture) and "memory.low_intensity" in m.rules for m in memory)
     assert result.roofline is None and result.layers == []
 
 
@@ -307,10 +307,10 @@ def test_imported_run_without_ncu_or_smi_names_the_captures() -> None:
     cand = make_run()
     cand.source = RunSource(kind="torch_trace")
     result = classify_evidence(cand)
-    captures = " ".join(words(m.capture) for m in result.missing_evidence)
+    captures = " ".join(say(m.capture) for m in result.missing_evidence)
     assert "nvidia-smi --query-gpu=" in captures and "-lms 250" in captures
     assert "ncu --section SpeedOfLight" in captures
-    assert any("--gpu" in words(m.capture) for m in result.missing_for(Mechanism.MEMORY))
+    assert any("--gpu" in say(m.capture) for m in result.missing_for(Mechanism.MEMORY))
 
 
 def test_smi_evidence_brings_thermal_into_ranking() -> None:
@@ -357,7 +357,7 @@ def test_h200_eager_sparse_mlp_vs_dense_is_scheduling(h200_pair: tuple[RunRecord
     # the GPU name comes from the trace: the H200 peak roofline applies, the MLP GEMMs are compute-bound
     assert result.roofline is not None and result.roofline.device == "NVIDIA H200 SXM"
     assert all(li.bound == "compute" for li in result.layers)
-    assert any("nvidia-smi" in words(m.capture) for m in result.missing_for(Mechanism.THERMAL))
+    assert any("nvidia-smi" in say(m.capture) for m in result.missing_for(Mechanism.THERMAL))
 
 
 def test_h200_smi_power_cap_brings_thermal_evidence(h200_pair: tuple[RunRecord, RunRecord]) -> None:
@@ -527,7 +527,7 @@ def test_smi_log_without_reasons_column_asks_for_it(tmp_path: Path) -> None:
     start = datetime(2026, 11, 29, 23, 42, 23, 400000, tzinfo=UTC).timestamp()
     cand.source = RunSource(kind="torch_trace", window=TimeWindow(start_utc_s=start, end_utc_s=start + 0.3, source="test"))
     result = classify_run(cand, evidence=AttachedEvidence(smi=load_smi(log), smi_utc_offset_h=0.0))
-    assert any("thermal.throttle_time" in m.rules and "clocks_event_reasons" in words(m.reason) for m in result.missing_evidence)
+    assert any("thermal.throttle_time" in m.rules and "clocks_event_reasons" in say(m.reason) for m in result.missing_evidence)
     drop = next(e for e in result.evidence if e.rule == "thermal.clock_drop")
     assert drop.fired and drop.value == pytest.approx(1500 / 1980)
 

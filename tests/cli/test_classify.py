@@ -11,7 +11,7 @@ from sparsedebug.records.notes import Note
 from sparsedebug.records.run import RunRecord
 from sparsedebug.render.words.classify_records import evidence_words
 from sparsedebug.render.words.mechanisms_records import fix_words, proof_words
-from sparsedebug.render.words.notes import words
+from sparsedebug.render.words.notes import say
 from tests.conftest import FIXTURES, assert_clean_error, invoke
 
 H200 = FIXTURES / "h200"
@@ -24,7 +24,7 @@ NCU = str(H200 / "ncu_dense_vs_sparse_11008x4096x2048.csv")
 
 def said(field: object) -> str:
     """A JSON detail, reason or capture as the renderers word it: a sentence, or a note in words."""
-    return field if isinstance(field, str) else words(Note.model_validate(field))
+    return field if isinstance(field, str) else say(Note.model_validate(field))
 
 def test_h200_traces_json_is_scheduling() -> None:
     result = invoke(["classify", SPARSE, "--baseline", DENSE, "--json"])
@@ -41,7 +41,7 @@ def test_h200_traces_json_is_scheduling() -> None:
     assert payload["proof"]["artifact"].endswith("trace_sparse_mlp_T2048.json.gz")
     cls = Classification.model_validate(payload)
     assert "trace_sparse_mlp_T2048.json.gz" in (proof_words(cls) or "")
-    assert any("nvidia-smi --query-gpu" in words(m.capture) for m in cls.missing_for(Mechanism.THERMAL))
+    assert any("nvidia-smi --query-gpu" in say(m.capture) for m in cls.missing_for(Mechanism.THERMAL))
 
 
 def test_h200_with_smi_and_ncu_people_output() -> None:

@@ -68,7 +68,3 @@ def say_all(notes: list[Note], sep: str = "; ") -> str:
     """Several notes as one clause list."""
     return sep.join(say(n) for n in notes)
 
-
-def words(text_or_note: str | Note) -> str:
-    """A field that is a Note, or still a sentence on a record not yet converted (issue 39), as words."""
-    return text_or_note if isinstance(text_or_note, str) else say(text_or_note)

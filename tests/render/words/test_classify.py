@@ -18,7 +18,7 @@ from sparsedebug.records.run import RunSource
 from sparsedebug.render.words.classify import PHRASES, RULE_FIX
 from sparsedebug.render.words.classify_records import evidence_words, fix_phrase
 from sparsedebug.render.words.mechanisms_records import fix_words
-from sparsedebug.render.words.notes import say, words
+from sparsedebug.render.words.notes import say
 from tests.classify.test_precision import raised_to_fp32
 from tests.classify.test_score import make_run
 
@@ -110,7 +110,7 @@ def test_every_fix_action_is_worded() -> None:
 
 
 def _rendered(evidence: list[Evidence], missing: list[MissingEvidence]) -> list[str]:
-    return [evidence_words(e) for e in evidence] + [words(m.reason) + words(m.capture) for m in missing]
+    return [evidence_words(e) for e in evidence] + [say(m.reason) + say(m.capture) for m in missing]
 
 
 def test_classifications_render_every_line() -> None:

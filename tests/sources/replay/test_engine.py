@@ -17,7 +17,7 @@ from sparsedebug.records.classification import Fix
 from sparsedebug.records.run import KernelPath, RunRecord
 from sparsedebug.records.target import PredictReport
 from sparsedebug.reduce.apply_fix import apply_fix
-from sparsedebug.render.words.notes import say, words
+from sparsedebug.render.words.notes import say
 from sparsedebug.sources.replay.checkpoint.source import CheckpointSource
 from sparsedebug.sources.replay.protocol import GraphSource
 from sparsedebug.sources.replay.replay import replay
@@ -93,9 +93,9 @@ def test_a_model_workload_record_has_the_fields_of_a_declared_one(tiny: dict[str
             assert run.target is not None and eq.clock == "target"
             assert eq.cross_check is not None and eq.cross_check.clock == "this_machine"
     assert model.outcome.equal_latency is not None and model.outcome.equal_latency.importance is not None
-    assert "calibration tokens" in words(model.outcome.equal_latency.importance)
+    assert "calibration tokens" in say(model.outcome.equal_latency.importance)
     assert declared.outcome.equal_latency is not None and declared.outcome.equal_latency.importance is not None
-    assert "weight magnitude" in words(declared.outcome.equal_latency.importance)
+    assert "weight magnitude" in say(declared.outcome.equal_latency.importance)
 
 
 def test_the_target_clock_of_a_model_workload_per_layer_and_per_forward(tiny: dict[str, Path]) -> None:

@@ -11,7 +11,7 @@ from threadpoolctl import threadpool_info
 
 from sparsedebug.core.errors import UserError
 from sparsedebug.records.run import STAGES, FallbackReason, KernelPath, RunRecord
-from sparsedebug.render.words.notes import words
+from sparsedebug.render.words.notes import say
 from sparsedebug.sources.replay.equal_latency import equal_latency_step
 from sparsedebug.sources.replay.replay import plan, replay
 from sparsedebug.sources.replay.synthetic.executor import attention
@@ -113,7 +113,7 @@ def test_fallbacks_carry_reasons_on_h200_profile() -> None:
     lower = {l.name: l for l in record.lower.layers}
     down = lower["layers.0.mlp.down_proj"]
     assert down.path is KernelPath.DENSE and down.reason is FallbackReason.DTYPE_UNSUPPORTED
-    assert down.detail is not None and "torch.float32 is not a supported dtype" in words(down.detail)
+    assert down.detail is not None and "torch.float32 is not a supported dtype" in say(down.detail)
     assert lower["layers.0.mlp.up_proj"].path is KernelPath.SPARSE
     kernel = {l.name: l for l in record.kernel.layers}
     assert kernel["layers.0.mlp.down_proj"].precision == "fp32"
