@@ -43,18 +43,21 @@ class ModelCache:
         return value
 
 
-def calibration_text(workload: Workload, data: ModelData) -> str:
-    """What the pruning was calibrated on, as the run record's ``pruning.calibration`` knob says it."""
-    method = workload.pruning.method
-    if method == "none":
-        return "none (weights taken as the checkpoint has them)"
-    if method == "magnitude":
-        return "none (magnitude needs no calibration)"
+def calibration_knobs(workload: Workload, data: ModelData) -> dict[str, str]:
+    """What the pruning was calibrated on, as the run record's ``pruning.calibration*`` knobs: the text, how many
+    units and tokens of it, its digest, the Python that shipped it and the split rule that keeps it apart from the
+    evaluation part; ``none`` for a method that needs no calibration."""
+    if workload.pruning.method not in ("wanda", "sparsegpt"):
+        return {"pruning.calibration": "none"}
     split = data.study.split
-    return (
-        f"{split.calibration_units} {split.unit}s ({split.calibration_tokens} tokens) of {data.corpus.source} "
-        f"(sha256 {data.corpus.sha256[:12]}, Python {python_version()}), disjoint from the evaluation part"
-    )
+    return {
+        "pruning.calibration": data.corpus.source,
+        "pruning.calibration_units": f"{split.calibration_units} {split.unit}s",
+        "pruning.calibration_tokens": str(split.calibration_tokens),
+        "pruning.calibration_sha256": data.corpus.sha256[:12],
+        "pruning.calibration_python": python_version(),
+        "pruning.calibration_split": split.rule,
+    }
 
 
 def pruned_weights(

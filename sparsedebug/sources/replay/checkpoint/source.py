@@ -68,7 +68,7 @@ from sparsedebug.sources.replay.checkpoint.kernels import (
     timed_forward,
 )
 from sparsedebug.sources.replay.checkpoint.narrow import ModelNarrowing, ffn_blocks, narrowable, neuron_importance
-from sparsedebug.sources.replay.checkpoint.prune import ModelCache, calibration_text, pruned_weights
+from sparsedebug.sources.replay.checkpoint.prune import ModelCache, calibration_knobs, pruned_weights
 from sparsedebug.sources.replay.checkpoint.quality import Outputs, evaluate, evidence_of, quality_delta
 from sparsedebug.sources.replay.checkpoint.target import model_calls
 from sparsedebug.sources.replay.checkpoint.workload import (
@@ -348,9 +348,7 @@ class CheckpointPrepared:
         """The workload file and the checkpoint by digest; knobs with the model's and the calibration text."""
         workload = self.workload
         workload_digest = file_digest(source_path) if source_path is not None else None
-        knobs = workload.knobs() | {"pruning.calibration": calibration_text(workload, self.data)}
-        if workload.pruning.method in ("wanda", "sparsegpt"):
-            knobs["pruning.calibration_tokens"] = str(self.data.study.split.calibration_tokens)
+        knobs = workload.knobs() | calibration_knobs(workload, self.data)
         files = [d for d in (workload_digest, self.loaded.weights) if d is not None]
         ref = WorkloadRef(name=workload.name, seed=workload.seed, file=workload_digest, weights=self.loaded.weights, knobs=knobs)
         return files, ref

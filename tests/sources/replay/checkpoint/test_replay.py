@@ -113,7 +113,8 @@ def test_replay_of_a_pruned_encoder_records_five_stages_from_the_real_forward(ti
     assert (ev.text, ev.python_version, ev.unit) == (str(tiny["text"]), python_version(), "sentence")
     assert ev.tokens >= 32 and ev.units >= 3
     knobs = run.workload.knobs if run.workload else {}
-    assert knobs["pruning.method"] == "wanda" and "sentences" in knobs["pruning.calibration"]
+    assert knobs["pruning.method"] == "wanda" and knobs["pruning.calibration"] == str(tiny["text"])
+    assert knobs["pruning.calibration_units"].endswith(" sentences") and knobs["pruning.calibration_python"] == python_version()
     assert run.outcome.equal_latency is not None
     # Same workload, same numbers: pruning and quality are a pure function of it.
     again = replay(wl)
