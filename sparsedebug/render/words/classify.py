@@ -7,7 +7,7 @@ from collections.abc import Mapping
 
 from sparsedebug.records.notes import NoteValue
 from sparsedebug.render.words.dispatch import causes_from_values
-from sparsedebug.render.words.notes import Phrase
+from sparsedebug.render.words.notes import Phrase, as_names
 
 # How to capture or pass what settles a missing metric, by ``Capture`` code.
 CAPTURE_WORDS: dict[str, str] = {
@@ -124,9 +124,6 @@ def _str(v: NoteValue) -> str:
     return "not recorded" if v is None else str(v)
 
 
-def _strs(v: NoteValue) -> list[str]:
-    return [str(x) for x in v] if isinstance(v, list) else []
-
 
 def _num(v: NoteValue) -> float | None:
     return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
@@ -165,7 +162,7 @@ def _ncu_kernel(v: Mapping[str, NoteValue]) -> str:
 
 
 def _precision_changes(v: Mapping[str, NoteValue]) -> str:
-    lines = [f"{layer} {how}" for layer, how in zip(_strs(v.get("layers")), _strs(v.get("how")), strict=False)]
+    lines = [f"{layer} {how}" for layer, how in zip(as_names(v.get("layers")), as_names(v.get("how")), strict=False)]
     if not lines:
         return "no layer changed precision against the baseline, and none moved onto an fp32 GEMM path"
     text = "; ".join(lines[:6]) + (f"; +{len(lines) - 6} more" if len(lines) > 6 else "")
@@ -176,7 +173,7 @@ def _precision_changes(v: Mapping[str, NoteValue]) -> str:
 
 
 def _quality_verdicts(v: Mapping[str, NoteValue]) -> str:
-    rows = zip(_strs(v.get("checks")), _strs(v.get("status")), strict=False)
+    rows = zip(as_names(v.get("checks")), as_names(v.get("status")), strict=False)
     return "; ".join(f"{check}: {status}" for check, status in rows)
 
 

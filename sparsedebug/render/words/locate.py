@@ -7,19 +7,7 @@ from collections.abc import Mapping
 
 from sparsedebug.records.notes import NoteValue
 from sparsedebug.render.words.dispatch import causes_from_values
-from sparsedebug.render.words.notes import Phrase, embedded, say
-
-
-def _f(v: NoteValue) -> float:
-    return float(v) if isinstance(v, (int, float)) else math.nan
-
-
-def _names(v: NoteValue) -> list[str]:
-    return [str(x) for x in v] if isinstance(v, list) else []
-
-
-def _floats(v: NoteValue) -> list[float]:
-    return [float(x) for x in v] if isinstance(v, list) else []
+from sparsedebug.render.words.notes import Phrase, as_float, as_floats, as_names, embedded, say
 
 
 def ratio_ci(ratio: float, low: float | None, high: float | None) -> str:
@@ -31,13 +19,13 @@ def ratio_ci(ratio: float, low: float | None, high: float | None) -> str:
 def cmp_text(v: Mapping[str, NoteValue]) -> str:
     """The ratio and interval of a note carrying one comparison's figures (``locate.common.cmp_values``)."""
     low, high = v.get("ci_low"), v.get("ci_high")
-    return ratio_ci(_f(v.get("ratio")), _f(low) if low is not None else None, _f(high) if high is not None else None)
+    return ratio_ci(as_float(v.get("ratio")), as_float(low) if low is not None else None, as_float(high) if high is not None else None)
 
 
 def _cmp_items(v: Mapping[str, NoteValue]) -> list[str]:
     """``layer x1.234 [..]`` per layer of a note carrying parallel lists (``locate.common.cmp_lists``)."""
-    ci = dict(zip(_names(v.get("with_ci")), zip(_floats(v.get("ci_low")), _floats(v.get("ci_high")), strict=False), strict=False))
-    rows = zip(_names(v.get("layers")), _floats(v.get("ratio")), strict=False)
+    ci = dict(zip(as_names(v.get("with_ci")), zip(as_floats(v.get("ci_low")), as_floats(v.get("ci_high")), strict=False), strict=False))
+    rows = zip(as_names(v.get("layers")), as_floats(v.get("ratio")), strict=False)
     return [f"{layer} {ratio_ci(r, *ci.get(layer, (None, None)))}" for layer, r in rows]
 
 
@@ -53,7 +41,7 @@ def _not_persistent(v: Mapping[str, NoteValue]) -> str:
 
 
 def _changed(v: Mapping[str, NoteValue]) -> str:
-    fields, before, after = _names(v.get("fields")), _names(v.get("before")), _names(v.get("after"))
+    fields, before, after = as_names(v.get("fields")), as_names(v.get("before")), as_names(v.get("after"))
     if fields == ["tokens"]:
         return f"tokens {before[0]} -> {after[0]}"
     return "; ".join(f"{f}: {b} -> {a}" for f, b, a in zip(fields, before, after, strict=False))
@@ -90,12 +78,12 @@ def _path_change(v: Mapping[str, NoteValue]) -> str:
 
 
 def _conversion(v: Mapping[str, NoteValue]) -> str:
-    cost = f", {_f(v['each_ms']):.3g} ms each" if v.get("each_ms") is not None else ""
+    cost = f", {as_float(v['each_ms']):.3g} ms each" if v.get("each_ms") is not None else ""
     return f"re-converts its weights {v.get('count')}x per call (baseline {v.get('base')}){cost}"
 
 
 def _slower(v: Mapping[str, NoteValue]) -> str:
-    explained = _names(v.get("explained"))
+    explained = as_names(v.get("explained"))
     if explained:
         text = f"slower {cmp_text(v)}; follows from lowering ({', '.join(explained)})"
     elif v.get("sparse_path"):
@@ -107,7 +95,7 @@ def _slower(v: Mapping[str, NoteValue]) -> str:
 
 def _idle(v: Mapping[str, NoteValue]) -> str:
     grew = "grew" if v.get("grew") else "shrank"
-    return (f"device idle before each call {grew} by {_f(v.get('per_layer_ms')):.3f} ms per layer per iteration "
+    return (f"device idle before each call {grew} by {as_float(v.get('per_layer_ms')):.3f} ms per layer per iteration "
             f"(per-call wall {cmp_text(v)})" + _not_persistent(v))
 
 
@@ -129,10 +117,10 @@ _FINDINGS: dict[str, Phrase] = {
     "locate.finding.slower": _slower,
     "locate.finding.faster": lambda v: f"faster {cmp_text(v)}" + (" (sparse path, as intended)" if v.get("sparse_path") else ""),
     "locate.finding.precision": lambda v: (
-        f"relative error {_f(v.get('rel_err')):.3g} vs fp64 exceeds the {v.get('precision')} tolerance {_f(v.get('tolerance')):g}"
+        f"relative error {as_float(v.get('rel_err')):.3g} vs fp64 exceeds the {v.get('precision')} tolerance {as_float(v.get('tolerance')):g}"
     ),
     "locate.finding.idle": _idle,
-    "locate.finding.quality": lambda v: f"output cosine {_f(v.get('cosine')):.4f} below the guardrail {v.get('guardrail')}",
+    "locate.finding.quality": lambda v: f"output cosine {as_float(v.get('cosine')):.4f} below the guardrail {v.get('guardrail')}",
 }
 
 # ---------------------------------------------------------------- metrics
@@ -142,7 +130,7 @@ _METRICS: dict[str, Phrase] = {
     "locate.metric.latency_ms": "whole-forward latency",
     "locate.metric.busy_ms": "summed kernel/layer time per iteration",
     "locate.metric.overhead_ms": lambda v: (
-        f"span - busy per iteration, p50 {_f(v.get('base_p50')):.3f} -> {_f(v.get('cand_p50')):.3f} ms; "
+        f"span - busy per iteration, p50 {as_float(v.get('base_p50')):.3f} -> {as_float(v.get('cand_p50')):.3f} ms; "
         "ratio is of the latency with the baseline's kernel time"
     ),
 }
@@ -151,7 +139,7 @@ _METRICS: dict[str, Phrase] = {
 
 
 def _differ(v: Mapping[str, NoteValue]) -> str:
-    items = ", ".join(f"{layer} ({kind})" for layer, kind in zip(_names(v.get("layers")), _names(v.get("kinds")), strict=False))
+    items = ", ".join(f"{layer} ({kind})" for layer, kind in zip(as_names(v.get("layers")), as_names(v.get("kinds")), strict=False))
     return f"{v.get('count')} layer(s) differ beyond declared intent: {items}"
 
 
@@ -163,24 +151,24 @@ def path_changes(layers: list[str], changes: list[Mapping[str, NoteValue]] | Non
 
 
 def _lower_path_changed(v: Mapping[str, NoteValue]) -> str:
-    return path_changes(_names(v.get("layers")))
+    return path_changes(as_names(v.get("layers")))
 
 
 def _lower_kind(v: Mapping[str, NoteValue]) -> str:
-    count = int(_f(v.get("count")))
-    names = ", ".join(_names(v.get("layers"))) + (f" and {count - 3} more" if count > 3 else "")
+    count = int(as_float(v.get("count")))
+    names = ", ".join(as_names(v.get("layers"))) + (f" and {count - 3} more" if count > 3 else "")
     return f"{str(v.get('kind')).replace('_', ' ')} on {count} layer(s): {names}"
 
 
 def _by_class(v: Mapping[str, NoteValue]) -> str:
     head = "compared by kernel class (no layer annotations):"
-    if _names(v.get("new")):
+    if as_names(v.get("new")):
         return head
     return f"{head} {'only the declared sparse GEMMs are new' if v.get('sparse_only') else 'same kernel classes'}"
 
 
 def _kernel_too_few(v: Mapping[str, NoteValue]) -> str:
-    items = [f"{item} ({int(b)} vs {int(c)} samples)" for item, b, c in zip(_cmp_items(v), _floats(v.get("n_base")), _floats(v.get("n_cand")), strict=False)]
+    items = [f"{item} ({int(b)} vs {int(c)} samples)" for item, b, c in zip(_cmp_items(v), as_floats(v.get("n_base")), as_floats(v.get("n_cand")), strict=False)]
     return "too few samples for: " + "; ".join(items)
 
 
@@ -190,12 +178,12 @@ def _busy(v: Mapping[str, NoteValue]) -> str:
 
 
 def _overhead(v: Mapping[str, NoteValue]) -> str:
-    return f"overhead span - busy per iteration, p50 {_f(v.get('base_overhead')):.3f} -> {_f(v.get('cand_overhead')):.3f} ms ({cmp_text(v)} of latency)"
+    return f"overhead span - busy per iteration, p50 {as_float(v.get('base_overhead')):.3f} -> {as_float(v.get('cand_overhead')):.3f} ms ({cmp_text(v)} of latency)"
 
 
 def _latency(v: Mapping[str, NoteValue]) -> str:
     word = {"slower": "slower", "faster": "faster"}.get(str(v.get("direction")), "latency")
-    text = f"{word} {cmp_text(v)}: p50 {_f(v.get('base_p50')):.3f} -> {_f(v.get('cand_p50')):.3f} ms"
+    text = f"{word} {cmp_text(v)}: p50 {as_float(v.get('base_p50')):.3f} -> {as_float(v.get('cand_p50')):.3f} ms"
     if not v.get("enough"):
         text += f" ({v.get('n_base')} vs {v.get('n_cand')} iterations: too few samples for a rank test)"
     elif v.get("reason"):
@@ -209,11 +197,11 @@ _STAGES: dict[str, Phrase] = {
     "locate.graph.intended": "same layer inventory; {count} layer(s) changed declared sparsity or dtype (declared intent)",
     "locate.graph.same": "same layer inventory ({count} layers)",
     "locate.graph.layout": lambda v: (
-        f"{v.get('count')} layout/view op(s) differ ({_shown(_names(v.get('layers')), v.get('more'))}): lowering, see lower"
+        f"{v.get('count')} layout/view op(s) differ ({_shown(as_names(v.get('layers')), v.get('more'))}): lowering, see lower"
     ),
     "locate.graph.revision": "model revision {before} -> {after}",
     "locate.lower.fallback": lambda v: "dense fallback: " + ", ".join(
-        f"{layer} ({reason})" for layer, reason in zip(_names(v.get("layers")), _names(v.get("reasons")), strict=False)
+        f"{layer} ({reason})" for layer, reason in zip(as_names(v.get("layers")), as_names(v.get("reasons")), strict=False)
     ),
     "locate.lower.path_changed": _lower_path_changed,
     "locate.lower.kind": _lower_kind,
@@ -221,7 +209,7 @@ _STAGES: dict[str, Phrase] = {
     "locate.lower.same": "every layer kept its path",
     "locate.lower.backend": "(backend {before} -> {after})",
     "locate.lower.layout": lambda v: (
-        f"{v.get('count')} layout/view op(s) differ ({_shown(_names(v.get('layers')), v.get('more'))}): "
+        f"{v.get('count')} layout/view op(s) differ ({_shown(as_names(v.get('layers')), v.get('more'))}): "
         "the framework re-laid out inputs around the changed layers"
     ),
     "locate.lower.by_class": _by_class,
@@ -232,31 +220,31 @@ _STAGES: dict[str, Phrase] = {
     "locate.kernel.too_few": _kernel_too_few,
     "locate.kernel.only": "{cand} kernel entr(ies) only in the candidate, {base} only in the baseline",
     "locate.kernel.drifted": lambda v: (
-        f"{v.get('count')} layer(s) moved within this machine's own drift (x{_f(v.get('low')):.3f} to x{_f(v.get('high')):.3f})"
+        f"{v.get('count')} layer(s) moved within this machine's own drift (x{as_float(v.get('low')):.3f} to x{as_float(v.get('high')):.3f})"
     ),
     "locate.kernel.same": "no significant per-layer change",
     "locate.schedule.overhead": _overhead,
     "locate.schedule.too_few": "{n_base} vs {n_cand} iterations: too few to test per iteration",
-    "locate.schedule.host_wait": lambda v: f"host wait {_f(v.get('before')):.3f} -> {_f(v.get('after')):.3f} ms per iteration",
+    "locate.schedule.host_wait": lambda v: f"host wait {as_float(v.get('before')):.3f} -> {as_float(v.get('after')):.3f} ms per iteration",
     "locate.schedule.idle_layers": lambda v: (
-        f"the device waits before {v.get('count')} layer(s) ({', '.join(_names(v.get('layers')))}): +{_f(v.get('ms')):.3f} ms idle per iteration"
+        f"the device waits before {v.get('count')} layer(s) ({', '.join(as_names(v.get('layers')))}): +{as_float(v.get('ms')):.3f} ms idle per iteration"
     ),
     "locate.schedule.threads": "threads {before} -> {after}",
     "locate.schedule.empty": "no schedule samples",
     "locate.outcome.latency": _latency,
     "locate.outcome.untraced": "on untraced latencies ({files})",
     "locate.outcome.host_bound": lambda v: (
-        f"rests on traced latency of a host-bound run (the GPU waited on the host {_f(v.get('share')):.0%} of the span; "
+        f"rests on traced latency of a host-bound run (the GPU waited on the host {as_float(v.get('share')):.0%} of the span; "
         "the profiler's own cost per op is in it): time both runs untraced and pass --latency BASE CAND"
     ),
     "locate.outcome.budget": lambda v: (
-        f"p99 {_f(v.get('p99')):.3f} ms {'over' if v.get('over') else 'within'} the {_f(v.get('budget')):g} ms budget"
+        f"p99 {as_float(v.get('p99')):.3f} ms {'over' if v.get('over') else 'within'} the {as_float(v.get('budget')):g} ms budget"
     ),
-    "locate.outcome.speedup": lambda v: f"effective speedup vs dense x{_f(v.get('speedup')):.3f}",
-    "locate.outcome.cosine": lambda v: f"output cosine {_f(v.get('cosine')):.4f}",
+    "locate.outcome.speedup": lambda v: f"effective speedup vs dense x{as_float(v.get('speedup')):.3f}",
+    "locate.outcome.cosine": lambda v: f"output cosine {as_float(v.get('cosine')):.4f}",
     "locate.outcome.dense_wins": "at equal latency a narrowed dense model has better quality",
     "locate.outcome.no_samples": lambda v: (
-        f"no latency samples in {' and '.join(_names(v.get('runs')))} (0 measured): whole-forward latency not compared"
+        f"no latency samples in {' and '.join(as_names(v.get('runs')))} (0 measured): whole-forward latency not compared"
     ),
     "locate.outcome.empty": "no outcome samples",
 }
@@ -265,7 +253,7 @@ _STAGES: dict[str, Phrase] = {
 
 
 def _improved_outcome(v: Mapping[str, NoteValue]) -> str:
-    text = f"outcome improved x{_f(v.get('speedup')):.3f} faster (p50 {_f(v.get('base_p50')):.3f} -> {_f(v.get('cand_p50')):.3f} ms"
+    text = f"outcome improved x{as_float(v.get('speedup')):.3f} faster (p50 {as_float(v.get('base_p50')):.3f} -> {as_float(v.get('cand_p50')):.3f} ms"
     if v.get("enough"):
         return text + ")"
     return text + f"; {v.get('n_base')} vs {v.get('n_cand')} iterations, too few for a rank test alone)"
@@ -274,9 +262,9 @@ def _improved_outcome(v: Mapping[str, NoteValue]) -> str:
 def _drift(v: Mapping[str, NoteValue]) -> str:
     parts = []
     if v.get("forward") is not None:
-        parts.append(f"the shared dense forward ran x{_f(v.get('forward')):.3f} as long in the candidate's replay")
+        parts.append(f"the shared dense forward ran x{as_float(v.get('forward')):.3f} as long in the candidate's replay")
     if v.get("low") is not None:
-        parts.append(f"{v.get('layers')} shared layer references moved x{_f(v.get('low')):.3f} to x{_f(v.get('high')):.3f}")
+        parts.append(f"{v.get('layers')} shared layer references moved x{as_float(v.get('low')):.3f} to x{as_float(v.get('high')):.3f}")
     return "this machine's own drift between the replays: " + "; ".join(parts) + "; changes within it are not findings"
 
 
@@ -284,9 +272,9 @@ _VERDICT: dict[str, Phrase] = {
     "locate.verdict.divergence": "first persistent divergence: {stage}",
     "locate.verdict.earlier_undecided": "(earlier stage(s) {stages} undecided: too few samples)",
     "locate.verdict.explains": "explains {stages}",
-    "locate.verdict.carries": lambda v: f"its layers carry {_f(v.get('share')):.0%} of the {_f(v.get('delta_ms')):+.3f} ms outcome change",
+    "locate.verdict.carries": lambda v: f"its layers carry {as_float(v.get('share')):.0%} of the {as_float(v.get('delta_ms')):+.3f} ms outcome change",
     "locate.verdict.overlap": lambda v: (
-        f"its layers' per-layer changes sum to {_f(v.get('share')):.1f}x the {_f(v.get('delta_ms')):+.3f} ms outcome change "
+        f"its layers' per-layer changes sum to {as_float(v.get('share')):.1f}x the {as_float(v.get('delta_ms')):+.3f} ms outcome change "
         "(per-layer timings overlap: isolated layer timings and idle time count some work twice)"
     ),
     "locate.verdict.outcome_flat": "the outcome itself did not change significantly",
@@ -305,28 +293,28 @@ _VERDICT: dict[str, Phrase] = {
 
 
 def _confined(v: Mapping[str, NoteValue]) -> str:
-    ratio = f"x{_f(v['ratio']):.3f}" if v.get("ratio") is not None else "n/a"
-    elsewhere = f"x{_f(v['elsewhere']):.3f}" if v.get("elsewhere") is not None else "n/a"
+    ratio = f"x{as_float(v['ratio']):.3f}" if v.get("ratio") is not None else "n/a"
+    elsewhere = f"x{as_float(v['elsewhere']):.3f}" if v.get("elsewhere") is not None else "n/a"
     text = f"the change is confined to rank {v.get('rank')}: compute per iteration {ratio} there, median {elsewhere} on the other ranks"
-    if _names(v.get("path_changes")):
-        text += f"; layers that changed path there: {', '.join(_names(v.get('path_changes')))}"
-    if _names(v.get("slowest")):
-        text += f"; slowest layers: {', '.join(_names(v.get('slowest')))}"
+    if as_names(v.get("path_changes")):
+        text += f"; layers that changed path there: {', '.join(as_names(v.get('path_changes')))}"
+    if as_names(v.get("slowest")):
+        text += f"; slowest layers: {', '.join(as_names(v.get('slowest')))}"
     return text
 
 
 _RANKS: dict[str, Phrase] = {
     "locate.ranks.straggler": lambda v: (
-        f"{v.get('side')} straggler: rank {v.get('rank')} arrives last at {v.get('collective')} in {_f(v.get('share')):.0%} of "
-        f"{v.get('instances')} instances, a median {_f(v.get('late_ms')):.3f} ms after the median rank"
+        f"{v.get('side')} straggler: rank {v.get('rank')} arrives last at {v.get('collective')} in {as_float(v.get('share')):.0%} of "
+        f"{v.get('instances')} instances, a median {as_float(v.get('late_ms')):.3f} ms after the median rank"
     ),
     "locate.ranks.confined": _confined,
     "locate.ranks.waiting": lambda v: (
-        f"communication per iteration grew x{_f(v.get('ratio')):.3f} on the other ranks: they wait for rank "
+        f"communication per iteration grew x{as_float(v.get('ratio')):.3f} on the other ranks: they wait for rank "
         f"{v.get('rank')} at the collectives; the cause is that rank's, not scheduling on every rank"
     ),
     "locate.ranks.uniform": lambda v: (
-        f"the change is uniform across the {v.get('ranks')} ranks: compute per iteration x{_f(v.get('ratio')):.3f} (median)"
+        f"the change is uniform across the {v.get('ranks')} ranks: compute per iteration x{as_float(v.get('ratio')):.3f} (median)"
     ),
 }
 
@@ -334,10 +322,10 @@ _RANKS: dict[str, Phrase] = {
 
 
 def _model(v: Mapping[str, NoteValue]) -> str:
-    text = f"{v.get('matched')} of {v.get('total')} layers match by op and shape ({_f(v.get('share')):.0%})"
+    text = f"{v.get('matched')} of {v.get('total')} layers match by op and shape ({as_float(v.get('share')):.0%})"
     for side in ("base", "cand"):
-        only = _names(v.get(f"only_{side}"))
-        more = int(_f(v.get(f"more_{side}")) or 0)
+        only = as_names(v.get(f"only_{side}"))
+        more = int(as_float(v.get(f"more_{side}")) or 0)
         if only:
             text += f"; only in {v.get(side)}: {', '.join(only)}" + (f" and {more} more" if more > 0 else "")
     return text
@@ -352,7 +340,7 @@ _DEVICE_PROPS = {
 
 
 def _device(v: Mapping[str, NoteValue]) -> str:
-    rows = zip(_names(v.get("props")), _names(v.get("before")), _names(v.get("after")), strict=False)
+    rows = zip(as_names(v.get("props")), as_names(v.get("before")), as_names(v.get("after")), strict=False)
     differs = [_DEVICE_PROPS[prop].format(b, a) for prop, b, a in rows]
     return f"{v.get('base')} vs {v.get('cand')}" + (f" ({', '.join(differs)})" if differs else "")
 
@@ -361,10 +349,10 @@ _COMPARE: dict[str, Phrase] = {
     "locate.differ.model": _model,
     "locate.differ.device": _device,
     "locate.differ.phase": "{base} vs {cand}",
-    "locate.differ.tokens": lambda v: f"{v.get('base')} vs {v.get('cand')} tokens per call (x{_f(v.get('ratio')):.3g})",
+    "locate.differ.tokens": lambda v: f"{v.get('base')} vs {v.get('cand')} tokens per call (x{as_float(v.get('ratio')):.3g})",
     "locate.differ.launch": "{base} vs {cand} launch: host overhead is paid differently, not like for like",
     "locate.differ.dtype": lambda v: (
-        f"{v.get('base')} vs {v.get('cand')}: {v.get('count')} compute layers carrying {_f(v.get('share')):.0%} of the FLOPs changed dtype"
+        f"{v.get('base')} vs {v.get('cand')}: {v.get('count')} compute layers carrying {as_float(v.get('share')):.0%} of the FLOPs changed dtype"
     ),
     "locate.compare.kernel_named": "layers are kernel names in at least one run (a CUDA-graph replay): model identity not checked by shape",
     "locate.compare.layers_changed": lambda v: f"layers changed: {_model(v)}",
@@ -372,7 +360,7 @@ _COMPARE: dict[str, Phrase] = {
     "locate.compare.merged": "the {fine}'s {count} op layers merged into {groups} of the {coarse}'s annotated layers, op for op",
     "locate.compare.backend": "backend {base} vs {cand}",
     "locate.compare.dtype_changed": lambda v: (
-        f"dtype changed on {v.get('count')} layer(s): {', '.join(_names(v.get('layers')))}" + (" ..." if v.get("more") else "")
+        f"dtype changed on {v.get('count')} layer(s): {', '.join(as_names(v.get('layers')))}" + (" ..." if v.get("more") else "")
     ),
 }
 

@@ -7,6 +7,7 @@ looks the code up; a code without a phrase is a bug in sparsedebug, not bad inpu
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from functools import cache
 from importlib import import_module
@@ -41,6 +42,21 @@ def _shown(value: NoteValue) -> NoteValue:
     if value is None:
         return "not recorded"
     return value
+
+
+def as_float(value: NoteValue, missing: float = math.nan) -> float:
+    """A note's figure as a float; ``missing`` when it is not recorded (None, a name, a list)."""
+    return float(value) if isinstance(value, (int, float)) else missing
+
+
+def as_names(value: NoteValue) -> list[str]:
+    """A note's list value as names (empty when it holds no list)."""
+    return [str(x) for x in value] if isinstance(value, list) else []
+
+
+def as_floats(value: NoteValue) -> list[float]:
+    """A note's list value as figures (empty when it holds no list)."""
+    return [float(x) for x in value] if isinstance(value, list) else []
 
 
 def say(n: Note) -> str:

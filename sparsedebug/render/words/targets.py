@@ -6,7 +6,7 @@ from collections.abc import Mapping
 
 from sparsedebug.records.bundle import FixOutcome
 from sparsedebug.records.notes import NoteValue
-from sparsedebug.render.words.notes import Phrase, say
+from sparsedebug.render.words.notes import Phrase, as_float, say
 
 # What each projection method id (``TargetClock.method``, ``PredictReport.method``) does, in words.
 METHODS: dict[str, str] = {
@@ -60,27 +60,23 @@ def method_words(method: str) -> str:
     return METHODS.get(method, method)
 
 
-def _f(values: Mapping[str, NoteValue], key: str) -> float:
-    value = values.get(key)
-    return float(value) if isinstance(value, (int, float)) else float("nan")
-
 
 def _roofline(v: Mapping[str, NoteValue]) -> str:
-    return f"roofline fit: floor {_f(v, 'floor_us'):.1f} us, {_f(v, 'gb_s'):.0f} GB/s, {_f(v, 'tflops'):.0f} TFLOP/s"
+    return f"roofline fit: floor {as_float(v.get('floor_us')):.1f} us, {as_float(v.get('gb_s')):.0f} GB/s, {as_float(v.get('tflops')):.0f} TFLOP/s"
 
 
 def _fp32_scaled(v: Mapping[str, NoteValue]) -> str:
     return (
         f"float32 was never measured here: the 16-bit {_roofline(v)} with 4-byte elements and its throughput "
-        f"scaled by the datasheet FP32 / 16-bit tensor ratio {_f(v, 'fp32_tflops'):g}/{_f(v, 'tensor_tflops'):g} ({v['reference']})"
+        f"scaled by the datasheet FP32 / 16-bit tensor ratio {as_float(v.get('fp32_tflops')):g}/{as_float(v.get('tensor_tflops')):g} ({v['reference']})"
     )
 
 
 def _sparse_model(v: Mapping[str, NoteValue]) -> str:
     text = (
-        f"2:4 kernel model: {_f(v, 'waves'):.2f} wave(s) of {v['tile_m']}x{v['tile_n']} tiles over {v['ctas']} SMs x in {v['k']} x "
-        f"{_f(v, 'ns_per_k'):.2f} ns = {_f(v, 'compute_us'):.1f} us (tile fill {_f(v, 'fill'):.0%}); memory floor "
-        f"{_f(v, 'memory_us'):.1f} us at the dense roofline's {_f(v, 'gb_s'):.0f} GB/s"
+        f"2:4 kernel model: {as_float(v.get('waves')):.2f} wave(s) of {v['tile_m']}x{v['tile_n']} tiles over {v['ctas']} SMs x in {v['k']} x "
+        f"{as_float(v.get('ns_per_k')):.2f} ns = {as_float(v.get('compute_us')):.1f} us (tile fill {as_float(v.get('fill')):.0%}); memory floor "
+        f"{as_float(v.get('memory_us')):.1f} us at the dense roofline's {as_float(v.get('gb_s')):.0f} GB/s"
     )
     return text + (" (memory-bound)" if v.get("memory_bound") else "")
 
@@ -98,7 +94,7 @@ def _measure_layer(v: Mapping[str, NoteValue]) -> str:
     if v.get("nearest_out") is not None:
         text += (
             f"; the nearest measured 2:4 kernel time is {v['nearest_out']}x{v['nearest_k']} at {v['nearest_tokens']} tokens, "
-            f"{_f(v, 'decades'):.1f} decades away"
+            f"{as_float(v.get('decades')):.1f} decades away"
         )
     return text
 
