@@ -128,9 +128,9 @@ def capture_hint(name: str) -> Callable[[], str]:
 
     def render() -> str:
         from sparsedebug.classify import context
-        from sparsedebug.render.words.notes import words
+        from sparsedebug.render.words.notes import say
 
-        text = words(getattr(context, name))
+        text = say(getattr(context, name))
         return f"As `classify` says when this evidence is missing: {text[0].lower()}{text[1:]}."
 
     return render
