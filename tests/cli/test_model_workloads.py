@@ -58,7 +58,8 @@ def test_playbook_walk_on_a_model_pair_writes_a_memo_about_real_weights(pair: di
     assert "Python " in memo and "vs the dense model's 1.0000" in memo
     assert "FFN neurons" in memo or "nothing to narrow" in memo
     assert "encoder.layer.1.output.dense" in memo and "dtype_unsupported" in memo
-    assert "pattern(s): 2:4" in report and "layers: mlp" in report and "disjoint from the evaluation part" in report
+    assert "pattern(s): 2:4" in report and "layers: mlp" in report and f"calibration: {pair['text']}" in report
+    assert "calibration_split: sentences_sha256_parity" in report
     reduce = json.loads((out / "reduce.json").read_text())
     assert reduce["reproduced"] and reduce["graph_source"] is not None and "kept whole" in report
     fixed = load_workload(out / "fixed.workload.yaml")
