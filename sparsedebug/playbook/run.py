@@ -76,8 +76,7 @@ class _Walk:
     fix_how: Note | None = None
     meter: Meter = field(default_factory=Meter)
     _started: float = 0.0
-    # When the manifest was first written: every later write, and the pages rendered from one, say the same.
-    created_at: str | None = None
+    created_at: str = ""  # when the manifest was first written: every later write (and page rendered from one) says the same
 
     def save(self, role: str, record: BaseModel) -> None:
         """Write one record into the bundle under its fixed file name."""
@@ -364,16 +363,9 @@ def _input_name(w: _Walk, role: str) -> str:
 def _write_manifest(w: _Walk, embedded: bool) -> None:
     from sparsedebug.core.io import file_digest, save_record
 
-    inputs = []
-    for role, path in w.paths.items():
-        label = _input_label(w, role)
-        inputs.append(BundleInput(role=role, kind=w.kinds[role], file=file_digest(path), label=label))
-    if w.created_at is None:
-        w.created_at = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-    manifest = Bundle(
-        created_at=w.created_at,
-        playbook=w.book.id, inputs=inputs, steps=w.steps, files=dict(w.files), repeats=w.repeats,
-    )
+    inputs = [BundleInput(role=role, kind=w.kinds[role], file=file_digest(path), label=_input_label(w, role)) for role, path in w.paths.items()]
+    w.created_at = w.created_at or datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    manifest = Bundle(created_at=w.created_at, playbook=w.book.id, inputs=inputs, steps=w.steps, files=dict(w.files), repeats=w.repeats)
     save_record(manifest, w.tmp / MANIFEST)
 
 
