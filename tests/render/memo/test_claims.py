@@ -4,11 +4,13 @@ the memo model behind it, and no wording its facts do not carry (``sparsedebug.r
 Twelve walks of different kinds (the shared H200 trace pairs eager and CUDA graph, annotated and stripped, a
 fixed CUDA-graph re-run, a clock log, decomposed and non-contiguous attention, A/A copies, run records, a
 generated host-bound pair); each bundle's memo.md and the printed summary are read back as text and checked
-against the memo.json the walk stored. ``tests/conftest.py`` runs the same check on every other bundle a test writes.
+against the memo.json the walk stored, and each trace pair decides what it decided before the records held facts.
+``tests/conftest.py`` runs the same check on every other bundle a test writes.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -54,6 +56,28 @@ PAIRS: dict[str, tuple[str, ...]] = {
 }
 
 
+# What each pair's walk decides, as the walks decided before the records held facts (issue 39): the decision's code,
+# the first divergent stage, the winning mechanism and the rule of its fix. Trace pairs are deterministic.
+DECIDED: dict[str, tuple[str, str | None, str | None, str | None]] = {
+    "h200-a-a": ("unchanged", None, None, None),
+    "h200-a-a-cudagraph": ("no_mechanism", None, None, None),
+    "h200-clock-log": ("worse_than_baseline", "schedule", "scheduling", "scheduling.overhead_regression"),
+    "h200-cudagraph": ("win_missing_evidence", None, None, None),
+    "h200-decomposed-attention": ("fix_not_applied", "lower", "precision", "precision.dtype_change"),
+    "h200-eager": ("worse_than_baseline", "schedule", "scheduling", "scheduling.overhead_regression"),
+    "h200-eager-fixed-cudagraph": ("fix_moved_holds", "schedule", "scheduling", "scheduling.overhead_regression"),
+    "h200-math-attention": ("fix_not_applied", "lower", "precision", "precision.dtype_change"),
+    "h200-noncontiguous-attention": ("fix_not_applied", "lower", "compute", "compute.neighbour_path_change"),
+    "h200-stripped": ("worse_than_baseline", "schedule", "scheduling", "scheduling.overhead_regression"),
+}
+
+
+def _decided(out: Path) -> tuple[str, str | None, str | None, str | None]:
+    """A walked bundle's decision code, first stage, winner and fix rule, read from its records."""
+    decision, bisect, cls = (json.loads((out / name).read_text()) for name in ("decision.json", "bisect.json", "classification.json"))
+    return decision["code"], bisect["first_stage"], cls["winner"], (cls["fix"] or {}).get("rule")
+
+
 def _walk(args: tuple[str, ...], out: Path) -> tuple[str, str, Memo]:
     result = invoke(["playbook", "run", *args, "--no-reduce", "-o", str(out)])
     assert result.exit_code == 0, result.stdout + result.stderr
@@ -72,6 +96,7 @@ def _assert_clean(md: str, summary: str, memo: Memo) -> None:
 @pytest.mark.parametrize("name", sorted(PAIRS))
 def test_shared_trace_pairs_memo_and_summary_pass_the_claims_check(name: str, tmp_path: Path) -> None:
     _assert_clean(*_walk(PAIRS[name], tmp_path / "b"))
+    assert _decided(tmp_path / "b") == DECIDED[name]
 
 
 def test_run_record_pair_passes_the_claims_check(tmp_path: Path) -> None:
