@@ -84,7 +84,7 @@ def main() -> None:
     try:
         from distributed import LocalCluster
 
-        cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
+        cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)  # type: ignore[no-untyped-call]
         executors.append(f"dask://{cluster.scheduler_address.removeprefix('tcp://')}")
     except ImportError:
         print("Dask distributed not installed: local processes only", file=sys.stderr)

@@ -114,7 +114,7 @@ def record(main: Callable[[], object]) -> None:
     command = shlex.join(["python", f"benchmarks/{name}", *sys.argv[1:]])
     started, load_before = datetime.now(timezone.utc), _load()
     tee = _Tee(sys.stdout)  # type: ignore[arg-type]
-    with contextlib.redirect_stdout(tee):  # type: ignore[type-var]
+    with contextlib.redirect_stdout(tee):
         code = main()
     if code not in (None, 0):
         raise SystemExit(code)
