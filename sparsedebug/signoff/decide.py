@@ -115,11 +115,13 @@ def across_launch(baseline: RunRecord, judged: RunRecord) -> list[LaunchMode]:
 
 
 def unchanged(bundle: LoadedBundle) -> bool:
-    """Bisect found no regression and every stage the same as the baseline (an A/A pair: a run against a copy of
-    itself, or a re-run of the same build): no fixed run, nothing to decide on but that nothing changed."""
+    """Bisect found no regression and every stage it could compare the same as the baseline (an A/A pair: a run
+    against a copy of itself, or a re-run of the same build; a CUDA-graph trace's graph stage cannot be compared, its
+    layers being kernel names): no fixed run, nothing to decide on but that nothing changed."""
     bis = bundle.bisect
-    return (bundle.fixed is None and bis is not None and bis.state == "no_regression" and bool(bis.stages)
-            and all(stage.status == "same" for stage in bis.stages))
+    return (bundle.fixed is None and bis is not None and bis.state == "no_regression"
+            and any(stage.status == "same" for stage in bis.stages)
+            and all(stage.status in ("same", "not_comparable") for stage in bis.stages))
 
 
 def measured_win(baseline: RunRecord, judged: RunRecord) -> bool:

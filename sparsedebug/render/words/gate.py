@@ -318,7 +318,8 @@ def decision_reasons(decision: DecisionOutcome, fix: FixOutcome | None) -> list[
     if code == "passes":
         reason = f"the {label} passes every gate check with fallback and quality evidence in the bundle"
     elif code == "unchanged":
-        reason = (f"the {label} does not differ from the baseline in any stage beyond noise and no gate check fails: "
+        reason = (f"the {label} does not differ from the baseline beyond noise in any stage that could be compared, "
+                  "and no gate check fails: "
                   "there is no change to roll back or escalate")
     elif code == "fix_moved_holds":
         reason = f"the bounded fix moved {target} and the {label} holds {holds}, but ship is refused until the evidence below is in"

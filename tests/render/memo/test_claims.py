@@ -57,10 +57,11 @@ PAIRS: dict[str, tuple[str, ...]] = {
 
 
 # What each pair's walk decides, as the walks decided before the records held facts (issue 39): the decision's code,
-# the first divergent stage, the winning mechanism and the rule of its fix. Trace pairs are deterministic.
+# the first divergent stage, the winning mechanism and the rule of its fix. Trace pairs are deterministic. One change
+# since: the CUDA-graph A/A pair is unchanged, not escalated (its graph stage cannot be compared; every other is the same).
 DECIDED: dict[str, tuple[str, str | None, str | None, str | None]] = {
     "h200-a-a": ("unchanged", None, None, None),
-    "h200-a-a-cudagraph": ("no_mechanism", None, None, None),
+    "h200-a-a-cudagraph": ("unchanged", None, None, None),  # was no_mechanism: its graph stage cannot be compared
     "h200-clock-log": ("worse_than_baseline", "schedule", "scheduling", "scheduling.overhead_regression"),
     "h200-cudagraph": ("win_missing_evidence", None, None, None),
     "h200-decomposed-attention": ("fix_not_applied", "lower", "precision", "precision.dtype_change"),
