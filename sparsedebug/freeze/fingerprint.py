@@ -140,10 +140,11 @@ def _gpus() -> tuple[list[GpuInfo], GpuProbe]:
     if exe is None:
         return [], GpuProbe(status="not_on_path")
     query = "name,driver_version,clocks.max.sm,clocks.max.mem,power.limit"
-    command = f"nvidia-smi --query-gpu={query} --format=csv,noheader,nounits"
+    args = [f"--query-gpu={query}", "--format=csv,noheader,nounits"]
+    command = " ".join(["nvidia-smi", *args])
     try:
         proc = subprocess.run(
-            [exe, f"--query-gpu={query}", "--format=csv,noheader,nounits"],
+            [exe, *args],
             capture_output=True,
             text=True,
             timeout=15,

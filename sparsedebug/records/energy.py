@@ -54,8 +54,7 @@ class BoardPowerBasis(Record):
 
     file: str = Field(description="The target's nvidia-smi log (relative to its data folder).")
     min_utilization_pct: float = Field(description="Samples at or above this utilization.gpu count as under load.")
-    samples: int = Field(description="Samples under load the median is taken over.")
-    lines: list[int] = Field(description="Their lines in the log.")
+    lines: list[int] = Field(description="The lines of the samples under load the median is taken over.")
     limit_source: str | None = Field(None, description="Where the power limit is quoted from, as the target's data file gives it.")
 
 

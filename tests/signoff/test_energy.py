@@ -137,4 +137,4 @@ def test_board_power_under_load_reads_the_shared_log() -> None:
     busy = [float(r[4].split()[0]) for r in rows if float(r[5].split()[0]) >= 50]
     assert power.samples == len(busy) and power.median_w == pytest.approx(float(np.median(busy)))
     assert (power.low_w, power.high_w, power.limit_w) == (min(busy), max(busy), 700.0)
-    assert power.basis.samples == len(busy) and power.basis.file == "nvidia_smi_short.csv" and power.basis.min_utilization_pct == 50
+    assert len(power.basis.lines) == len(busy) and power.basis.file == "nvidia_smi_short.csv" and power.basis.min_utilization_pct == 50

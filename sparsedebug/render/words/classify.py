@@ -124,7 +124,6 @@ def _str(v: NoteValue) -> str:
     return "not recorded" if v is None else str(v)
 
 
-
 def _num(v: NoteValue) -> float | None:
     return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
 

@@ -13,7 +13,7 @@ def gpu_probe_words(probe: GpuProbe) -> str:
         return f"absent: nvidia-smi failed ({probe.error or 'no message'})"
     if probe.status == "exited":
         return f"absent: nvidia-smi exited {probe.exit_code}" + (f": {probe.error}" if probe.error else "")
-    return f"{probe.command}"
+    return probe.command or "nvidia-smi"
 
 
 def calibration_words(cal: Calibration) -> str:

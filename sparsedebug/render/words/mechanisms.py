@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from sparsedebug.core.stats import P99_FEW_SAMPLES
 from sparsedebug.records.notes import NoteValue
 from sparsedebug.render.words.dispatch import causes_from_values
-from sparsedebug.render.words.notes import Phrase, as_float, as_names, embedded, say
+from sparsedebug.render.words.notes import Phrase, as_names, embedded, figure, say
 
 
 def _fallback_layers(v: Mapping[str, NoteValue]) -> str:
@@ -16,7 +16,7 @@ def _fallback_layers(v: Mapping[str, NoteValue]) -> str:
 
 
 def _fallback_flops(v: Mapping[str, NoteValue]) -> str:
-    return f"{as_float(v.get('lost_flops'), 0.0):.3g} of {as_float(v.get('total_flops'), 0.0):.3g} FLOPs declared sparse run dense; fallback layers: {_fallback_layers(v)}"
+    return f"{figure(v, 'lost_flops'):.3g} of {figure(v, 'total_flops'):.3g} FLOPs declared sparse run dense; fallback layers: {_fallback_layers(v)}"
 
 
 def _fallback_count(v: Mapping[str, NoteValue]) -> str:
@@ -31,8 +31,8 @@ def _neighbours_precision(v: Mapping[str, NoteValue]) -> str:
 
 
 def _neighbour_growth(v: Mapping[str, NoteValue]) -> str:
-    text = (f"{as_float(v.get('grown_ms'), 0.0):.3f} of {as_float(v.get('total_ms'), 0.0):.3f} ms latency growth per iteration in {v['count']} "
-            f"changed-path neighbour(s); largest {v['layer']} +{as_float(v.get('layer_ms'), 0.0):.3f} ms ({_change(v)})")
+    text = (f"{figure(v, 'grown_ms'):.3f} of {figure(v, 'total_ms'):.3f} ms latency growth per iteration in {v['count']} "
+            f"changed-path neighbour(s); largest {v['layer']} +{figure(v, 'layer_ms'):.3f} ms ({_change(v)})")
     causes = causes_from_values(v)
     return text + (f"; cause seen in the trace: {'; '.join(causes)}" if causes else "")
 
@@ -47,31 +47,31 @@ def _change(v: Mapping[str, NoteValue]) -> str:
 
 
 def _fallback_time(v: Mapping[str, NoteValue]) -> str:
-    text = f"{as_float(v.get('fallback_ms'), 0.0):.3f} of {as_float(v.get('total_ms'), 0.0):.3f} ms summed kernel p50 in fallback layers"
+    text = f"{figure(v, 'fallback_ms'):.3f} of {figure(v, 'total_ms'):.3f} ms summed kernel p50 in fallback layers"
     if v.get("untimed"):
         text += f" ({v['timed']} layers timed, {v['untimed']} without kernel samples)"
     if v.get("layer") is not None:
-        text += f"; largest {v['layer']} {as_float(v.get('layer_ms'), 0.0):.3f} ms ({v.get('reason')})"
+        text += f"; largest {v['layer']} {figure(v, 'layer_ms'):.3f} ms ({v.get('reason')})"
     return text
 
 
 def _sparse_vs_dense(v: Mapping[str, NoteValue]) -> str:
-    return (f"{v['count']} compute-bound sparse layers: sparse {as_float(v.get('sparse_ms'), 0.0):.3f} ms vs dense {as_float(v.get('dense_ms'), 0.0):.3f} ms "
-            f"(p50 sums); worst {v['layer']} {as_float(v.get('layer_sparse_ms'), 0.0):.3f} vs {as_float(v.get('layer_dense_ms'), 0.0):.3f} ms")
+    return (f"{v['count']} compute-bound sparse layers: sparse {figure(v, 'sparse_ms'):.3f} ms vs dense {figure(v, 'dense_ms'):.3f} ms "
+            f"(p50 sums); worst {v['layer']} {figure(v, 'layer_sparse_ms'):.3f} vs {figure(v, 'layer_dense_ms'):.3f} ms")
 
 
 def _span_vs_busy(v: Mapping[str, NoteValue]) -> str:
-    text = f"span p50 {as_float(v.get('span_ms'), 0.0):.3f} ms vs busy p50 {as_float(v.get('busy_ms'), 0.0):.3f} ms over {v['iterations']} iterations"
-    if v.get("base_span_ms") is not None and as_float(v.get("base_busy_ms"), 0.0) > 0:
-        bs, bb = as_float(v.get("base_span_ms"), 0.0), as_float(v.get("base_busy_ms"), 0.0)
+    text = f"span p50 {figure(v, 'span_ms'):.3f} ms vs busy p50 {figure(v, 'busy_ms'):.3f} ms over {v['iterations']} iterations"
+    if v.get("base_span_ms") is not None and figure(v, "base_busy_ms") > 0:
+        bs, bb = figure(v, "base_span_ms"), figure(v, "base_busy_ms")
         text += f"; baseline {bs:.3f} vs {bb:.3f} ms ({bs / bb:.2f}x)"
     return text
 
 
 def _overhead_regression(v: Mapping[str, NoteValue]) -> str:
-    text = (f"latency p50 {as_float(v.get('base_latency_ms'), 0.0):.3f} -> {as_float(v.get('cand_latency_ms'), 0.0):.3f} ms ({as_float(v.get('latency_change_ms'), 0.0):+.3f}); "
-            f"non-kernel time p50 {as_float(v.get('base_overhead_ms'), 0.0):.3f} -> {as_float(v.get('cand_overhead_ms'), 0.0):.3f} ms "
-            f"({as_float(v.get('overhead_change_ms'), 0.0):+.3f})")
+    text = (f"latency p50 {figure(v, 'base_latency_ms'):.3f} -> {figure(v, 'cand_latency_ms'):.3f} ms ({figure(v, 'latency_change_ms'):+.3f}); "
+            f"non-kernel time p50 {figure(v, 'base_overhead_ms'):.3f} -> {figure(v, 'cand_overhead_ms'):.3f} ms "
+            f"({figure(v, 'overhead_change_ms'):+.3f})")
     return text if v.get("slower") else text + ": the candidate is not slower than the baseline"
 
 
@@ -92,7 +92,7 @@ def _window(v: Mapping[str, NoteValue]) -> str:
     if "base_window_recorded" in v:
         text += f"; baseline: {say(base_window) if base_window is not None else 'not recorded'}"
     if v.get("base_value") is not None:
-        text += f"; baseline's window: {as_float(v.get('base_value'), 0.0):.3g}"
+        text += f"; baseline's window: {figure(v, 'base_value'):.3g}"
     return text
 
 
@@ -102,20 +102,20 @@ def _smi_throttled(v: Mapping[str, NoteValue]) -> str:
 
 
 def _smi_clock(v: Mapping[str, NoteValue]) -> str:
-    return (f"lowest non-idle SM clock {as_float(v.get('min_mhz'), 0.0):.0f} MHz vs max {as_float(v.get('max_mhz'), 0.0):.0f} MHz ({v['max_source']})"
+    return (f"lowest non-idle SM clock {figure(v, 'min_mhz'):.0f} MHz vs max {figure(v, 'max_mhz'):.0f} MHz ({v['max_source']})"
             + _window(v))
 
 
 def _latency_drift(v: Mapping[str, NoteValue]) -> str:
-    return (f"first third p50 {as_float(v.get('first_ms'), 0.0):.3f} ms, last third p50 {as_float(v.get('last_ms'), 0.0):.3f} ms; "
-            f"Spearman rho {as_float(v.get('rho'), 0.0):+.2f} (p={as_float(v.get('p'), 0.0):.2g}, n={v['n']})")
+    return (f"first third p50 {figure(v, 'first_ms'):.3f} ms, last third p50 {figure(v, 'last_ms'):.3f} ms; "
+            f"Spearman rho {figure(v, 'rho'):+.2f} (p={figure(v, 'p'):.2g}, n={v['n']})")
 
 
 def _part_conversion(v: Mapping[str, NoteValue]) -> str:
     where = ("the host gap before its compute, measured in the forward" if v.get("measured")
              else "timed apart (no per-layer host gap recorded)")
     return (f"re-converts its weights {v['per_call']}x per call (baseline {v['base_per_call']}x): {where}; "
-            f"the conversion timed apart changes it by {as_float(v.get('timed_ms'), 0.0):+.3f} ms")
+            f"the conversion timed apart changes it by {figure(v, 'timed_ms'):+.3f} ms")
 
 
 def _moved(v: Mapping[str, NoteValue]) -> str:

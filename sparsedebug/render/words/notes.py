@@ -49,6 +49,11 @@ def as_float(value: NoteValue, missing: float = math.nan) -> float:
     return float(value) if isinstance(value, (int, float)) else missing
 
 
+def figure(values: Mapping[str, NoteValue], key: str, missing: float = 0.0) -> float:
+    """The note's figure ``key`` as a float; ``missing`` when it is not recorded."""
+    return as_float(values.get(key), missing)
+
+
 def as_names(value: NoteValue) -> list[str]:
     """A note's list value as names (empty when it holds no list)."""
     return [str(x) for x in value] if isinstance(value, list) else []

@@ -138,7 +138,7 @@ def board_power_words(est: EnergyEstimate) -> str:
     if est.power_limit_w is not None:
         limit = f"; power limit {est.power_limit_w:g} W" + (f" ({basis.limit_source})" if basis.limit_source else "")
     return (
-        f"{basis.file}: median power.draw of the {basis.samples} samples at utilization.gpu >= {basis.min_utilization_pct:g}% "
+        f"{basis.file}: median power.draw of the {len(basis.lines)} samples at utilization.gpu >= {basis.min_utilization_pct:g}% "
         f"(lines {', '.join(str(n) for n in basis.lines)}), range {est.board_power_low_w:.1f} to {est.board_power_high_w:.1f} W, "
         f"board power (not wall power){limit}"
     )

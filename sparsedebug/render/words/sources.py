@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 
 from sparsedebug.records.notes import NoteValue
-from sparsedebug.render.words.notes import Phrase, as_float
+from sparsedebug.render.words.notes import Phrase, figure
 
 # What a reader of sampled NVIDIA board power must know, quoted by every nvidia-smi and DCGM power channel.
 PART_TIME_SAMPLING = (
@@ -42,12 +42,12 @@ def _log_span(v: Mapping[str, NoteValue]) -> str:
 
 def _few_periods(v: Mapping[str, NoteValue]) -> str:
     update, averaging = v.get("update_period_s"), v.get("averaging_s")
-    parts = [f"the log's interval between changes is {as_float(v.get('update_period_s'), 0.0) * 1000:.0f} ms"] if update else []
+    parts = [f"the log's interval between changes is {figure(v, 'update_period_s') * 1000:.0f} ms"] if update else []
     if averaging:
-        parts.append(f"each reading averages {as_float(v.get('averaging_s'), 0.0):g} s")
+        parts.append(f"each reading averages {figure(v, 'averaging_s'):g} s")
     sampled = f"; {PART_TIME_SAMPLING}" if v.get("part_time_sampled") else ""
-    return (f"the run's window of {as_float(v.get('window_s'), 0.0) * 1000:.1f} ms spans fewer than {v['min_periods']} update periods of "
-            f"{v['field']} ({as_float(v.get('period_s'), 0.0) * 1000:.0f} ms: {', '.join(parts) or 'period unknown'}): too short to measure{sampled}")
+    return (f"the run's window of {figure(v, 'window_s') * 1000:.1f} ms spans fewer than {v['min_periods']} update periods of "
+            f"{v['field']} ({figure(v, 'period_s') * 1000:.0f} ms: {', '.join(parts) or 'period unknown'}): too short to measure{sampled}")
 
 
 def _overlap_took(v: Mapping[str, NoteValue]) -> str:
@@ -58,7 +58,7 @@ def _overlap_took(v: Mapping[str, NoteValue]) -> str:
 def _repeating_calls(v: Mapping[str, NoteValue]) -> str:
     text = f"the sequence of top-level calls repeats every {v['unit']} calls ({v['units']} units)"
     if v.get("units_per_iteration") is not None:
-        text += f"; host gaps group {v['units_per_iteration']} units per iteration (chance p = {as_float(v.get('p'), 0.0):.3g})"
+        text += f"; host gaps group {v['units_per_iteration']} units per iteration (chance p = {figure(v, 'p'):.3g})"
     return text
 
 
@@ -79,13 +79,13 @@ def _placement(v: Mapping[str, NoteValue]) -> str:
     """How the log's clock was placed on the run's, or what the search over real UTC offsets found."""
     if v.get("offset_from"):
         whence = _OFFSET_FROM[str(v["offset_from"])].format(fingerprint_created=v.get("fingerprint_created"))
-        return f"; its timestamps read as UTC{as_float(v.get('offset_h'), 0.0):+g} h ({whence})"
+        return f"; its timestamps read as UTC{figure(v, 'offset_h'):+g} h ({whence})"
     if not v.get("offset_searched"):
         return ""
     text = "; no fingerprint records the machine's UTC offset either"
     if "tried" not in v:
         return text
-    runs = int(as_float(v.get("runs"), 0.0))
+    runs = int(figure(v, "runs"))
     which = "both runs' windows" if runs == 2 else "every run's window" if runs > 2 else "the run's window"
     listed = v.get("aligned")
     aligned = [float(h) for h in listed if isinstance(h, (int, float))] if isinstance(listed, list) else []
@@ -95,7 +95,7 @@ def _placement(v: Mapping[str, NoteValue]) -> str:
                 "the log: ambiguous, so none is taken (pass --smi-utc-offset)")
     covers = ""
     if isinstance(v.get("log_first_s"), (int, float)) and isinstance(v.get("log_last_s"), (int, float)):
-        first, last = (datetime.fromtimestamp(as_float(v.get(k), 0.0), UTC) for k in ("log_first_s", "log_last_s"))
+        first, last = (datetime.fromtimestamp(figure(v, k), UTC) for k in ("log_first_s", "log_last_s"))
         covers = f" (its clock reads {first:%Y-%m-%d %H:%M:%S} to {last:%Y-%m-%d %H:%M:%S})"
     return f"{text}; none of the {v['tried']} real UTC offsets places {which} inside the log{covers}"
 
@@ -109,7 +109,7 @@ def _smi_window_empty(v: Mapping[str, NoteValue]) -> str:
 
 def _smi_window_samples(v: Mapping[str, NoteValue]) -> str:
     return (f"{v['file']}: {v['samples']} sample(s) in the run's window from {utc(v.get('start_utc_s'))}, "
-            f"{as_float(v.get('seconds'), 0.0):.3f} s{_placement(v)}")
+            f"{figure(v, 'seconds'):.3f} s{_placement(v)}")
 
 
 PHRASES: dict[str, Phrase] = {
@@ -135,7 +135,7 @@ PHRASES: dict[str, Phrase] = {
     "sources.window.no_duration": lambda v: f"the run's window has no duration ({_span(v)}): too short to measure",
     "sources.window.outside_log": lambda v: f"the log covers {_log_span(v)}, outside the run's window {_span(v)}",
     "sources.window.partly_covered": lambda v: (
-        f"the log covers only {as_float(v.get('covered_s'), 0.0):.3f} s of the run's {as_float(v.get('window_s'), 0.0):.3f} s window "
+        f"the log covers only {figure(v, 'covered_s'):.3f} s of the run's {figure(v, 'window_s'):.3f} s window "
         f"({_span(v)}; the log runs {_log_span(v)})"),
     "sources.window.few_periods": _few_periods,
     "sources.window.totals_without_duration": "no {field} total says the duration it measured over",

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 
 from sparsedebug.records.bundle import FixOutcome
 from sparsedebug.records.notes import NoteValue
-from sparsedebug.render.words.notes import Phrase, as_float, say
+from sparsedebug.render.words.notes import Phrase, figure, say
 
 # What each projection method id (``TargetClock.method``, ``PredictReport.method``) does, in words.
 METHODS: dict[str, str] = {
@@ -62,21 +63,21 @@ def method_words(method: str) -> str:
 
 
 def _roofline(v: Mapping[str, NoteValue]) -> str:
-    return f"roofline fit: floor {as_float(v.get('floor_us')):.1f} us, {as_float(v.get('gb_s')):.0f} GB/s, {as_float(v.get('tflops')):.0f} TFLOP/s"
+    return f"roofline fit: floor {figure(v, 'floor_us', math.nan):.1f} us, {figure(v, 'gb_s', math.nan):.0f} GB/s, {figure(v, 'tflops', math.nan):.0f} TFLOP/s"
 
 
 def _fp32_scaled(v: Mapping[str, NoteValue]) -> str:
     return (
         f"float32 was never measured here: the 16-bit {_roofline(v)} with 4-byte elements and its throughput "
-        f"scaled by the datasheet FP32 / 16-bit tensor ratio {as_float(v.get('fp32_tflops')):g}/{as_float(v.get('tensor_tflops')):g} ({v['reference']})"
+        f"scaled by the datasheet FP32 / 16-bit tensor ratio {figure(v, 'fp32_tflops', math.nan):g}/{figure(v, 'tensor_tflops', math.nan):g} ({v['reference']})"
     )
 
 
 def _sparse_model(v: Mapping[str, NoteValue]) -> str:
     text = (
-        f"2:4 kernel model: {as_float(v.get('waves')):.2f} wave(s) of {v['tile_m']}x{v['tile_n']} tiles over {v['ctas']} SMs x in {v['k']} x "
-        f"{as_float(v.get('ns_per_k')):.2f} ns = {as_float(v.get('compute_us')):.1f} us (tile fill {as_float(v.get('fill')):.0%}); memory floor "
-        f"{as_float(v.get('memory_us')):.1f} us at the dense roofline's {as_float(v.get('gb_s')):.0f} GB/s"
+        f"2:4 kernel model: {figure(v, 'waves', math.nan):.2f} wave(s) of {v['tile_m']}x{v['tile_n']} tiles over {v['ctas']} SMs x in {v['k']} x "
+        f"{figure(v, 'ns_per_k', math.nan):.2f} ns = {figure(v, 'compute_us', math.nan):.1f} us (tile fill {figure(v, 'fill', math.nan):.0%}); memory floor "
+        f"{figure(v, 'memory_us', math.nan):.1f} us at the dense roofline's {figure(v, 'gb_s', math.nan):.0f} GB/s"
     )
     return text + (" (memory-bound)" if v.get("memory_bound") else "")
 
@@ -94,7 +95,7 @@ def _measure_layer(v: Mapping[str, NoteValue]) -> str:
     if v.get("nearest_out") is not None:
         text += (
             f"; the nearest measured 2:4 kernel time is {v['nearest_out']}x{v['nearest_k']} at {v['nearest_tokens']} tokens, "
-            f"{as_float(v.get('decades')):.1f} decades away"
+            f"{figure(v, 'decades', math.nan):.1f} decades away"
         )
     return text
 

@@ -47,6 +47,6 @@ def board_power_under_load(target: str) -> BoardPower | None:
         return None
     return BoardPower(
         median_w=median(watts), low_w=min(watts), high_w=max(watts), samples=len(watts), limit_w=power.limit_w,
-        basis=BoardPowerBasis(file=power.file, min_utilization_pct=power.busy_utilization_pct, samples=len(watts),
+        basis=BoardPowerBasis(file=power.file, min_utilization_pct=power.busy_utilization_pct,
                               lines=[s.line for s in busy], limit_source=power.limit_source if power.limit_w is not None else None),
     )
