@@ -204,9 +204,10 @@ def _first_stage(b: LoadedBundle) -> Claim:
     if bis.accounted_share is not None:
         figures.append(_fig("accounted_share", bis.accounted_share, "share", FILES["bisect"], "accounted_share", role=bis.first_stage))
     terms = {"stage": bis.first_stage, "state": bis.state, "kinds": ",".join(kinds)}
-    reasons = sorted({f.reason for f in regress if f.reason})
-    if reasons:
-        terms["reasons"] = ",".join(reasons)
+    for kind in kinds:  # each kind's own reasons: a fallback's reason is not a converted layer's
+        reasons = sorted({f.reason for f in regress if f.kind == kind and f.reason})
+        if reasons:
+            terms[f"reasons.{kind}"] = ",".join(reasons)
     covered = bis.accounted_share is not None and bis.accounted_share >= EXPLAINS_MIN_SHARE
     if bis.explains and covered:
         terms["explains"] = ",".join(bis.explains)

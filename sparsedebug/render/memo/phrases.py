@@ -258,12 +258,13 @@ def first_stage(st: Style, c: Claim) -> str:
         return "not located (no bisect result in the bundle)."
     if c.code != "divergence":
         return f"no persistent divergence ({st.code(c.code or '')})."
-    kinds = [FINDING_WORDS.get(k, k) for k in c.terms.get("kinds", "").split(",") if k]
+    kinds = []
+    for kind in (k for k in c.terms.get("kinds", "").split(",") if k):
+        reasons = [r for r in c.terms.get(f"reasons.{kind}", "").split(",") if r]
+        kinds.append(FINDING_WORDS.get(kind, kind) + (f" ({', '.join(st.code(r) for r in reasons)})" if reasons else ""))
     text = f"stage {st.code(c.terms.get('stage', ''))}"
     if kinds:
         text += ": " + ", ".join(kinds)
-    if c.terms.get("reasons"):
-        text += f" ({', '.join(st.code(r) for r in c.terms['reasons'].split(','))})"
     if c.items:
         text += f" on {_names(st, c)}"
     ratio, p = c.figure("effect_ratio"), c.figure("effect_p")
