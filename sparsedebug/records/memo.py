@@ -14,9 +14,10 @@ from typing import Literal
 from pydantic import Field
 
 from sparsedebug.records.base import Record
+from sparsedebug.records.gate import GateResult
 
 # Version of the memo model (and of the bundle layout that stores it as memo.json). Bump on incompatible change.
-MEMO_SCHEMA_VERSION = 2
+MEMO_SCHEMA_VERSION = 3
 
 # measured: timed on the CPU that ran the replay; untraced: timed on the device with the profiler off (``--latency``);
 # traced: a profiler trace's iterations (the profiler's cost is in them); profiled: an engine's per-layer profile;
@@ -139,7 +140,15 @@ class Memo(Record):
     action: Action | None = None
     signoff: Signoff | None = None
     checks: list[Claim] = Field(default_factory=list, description="The default gate's checks on the judged run, one claim each.")
+    gate: GateResult | None = Field(None, description="The gate verdict the checks state (every check's figures, test and "
+                                    "basis): the terminal table, JUnit and the step summary all render it.")
     detail: dict[str, str] = Field(default_factory=dict, description="Section -> anchor in the bundle's report where its detail is.")
+
+    def verdict(self) -> GateResult:
+        """The gate verdict the document states (a ValueError for a document without one: an internal error)."""
+        if self.gate is None:
+            raise ValueError(f"review document {self.bundle!r} holds no gate verdict")
+        return self.gate
 
     def claims(self) -> list[Claim]:
         """Every claim of the memo, in reading order."""

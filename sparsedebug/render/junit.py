@@ -12,14 +12,15 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from sparsedebug.records.gate import GateResult
+from sparsedebug.records.memo import Memo
 from sparsedebug.render.words.gate import CHECK_NAMES, detail_words, measured_words, status_label, threshold_words
 
 SUITE = "sparsedebug.gate"
 
 
-def junit_xml(result: GateResult) -> str:
-    """Render a gate result as a JUnit XML document (``<testsuites>`` with one ``<testsuite>``)."""
+def junit_xml(doc: Memo) -> str:
+    """Render the gate verdict of a review document as a JUnit XML document (``<testsuites>`` with one ``<testsuite>``)."""
+    result = doc.verdict()
     failures = sum(1 for c in result.checks if c.fails_gate)
     skipped = sum(1 for c in result.checks if c.status in ("skipped", "inconclusive") and not c.fails_gate)
     counts = {

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from pydantic import Field
 
+from sparsedebug.core.paired import paired_ratio
 from sparsedebug.core.patterns import declared_sparse, fallback_flop_share, is_fallback, kernel_named, kernel_time_shares
 from sparsedebug.core.stats import Percentiles, median, percentiles
 from sparsedebug.kernels.masks import intent_pattern
+from sparsedebug.locate.reference import session_block
 from sparsedebug.records.base import Record
 from sparsedebug.records.memo import Clock
 from sparsedebug.records.notes import Note, NoteValue, note
@@ -383,10 +385,15 @@ def has_quality_evidence(run: RunRecord) -> bool:
 
 
 def p50_speedup(base: RunRecord, run: RunRecord) -> float | None:
-    """Baseline p50 over run p50 of the whole-forward latency; None without samples on either side."""
+    """The whole-forward speedup of ``run`` over ``base``: for two runs replayed in one interleaved session, the paired
+    estimate over their rounds (``core.paired.paired_ratio``, free of the drift both sides saw); otherwise baseline p50
+    over run p50. None without samples on either side. The one definition the gate, the decision and the memo print."""
     b, c = base.outcome.latency_samples_ms, run.outcome.latency_samples_ms
     if not b or not c:
         return None
+    block = session_block(base, run) if len(b) == len(c) else None
+    if block is not None:
+        return 1.0 / paired_ratio(b, c, block)
     return median(b) / median(c)
 
 
