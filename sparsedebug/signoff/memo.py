@@ -32,6 +32,7 @@ from sparsedebug.signoff.decide import stored_decision
 from sparsedebug.signoff.memo_engine import fig as _fig
 from sparsedebug.signoff.memo_engine import sparse_kernels_claim
 from sparsedebug.signoff.metrics import fallback_summary, p50_speedup, run_clock
+from sparsedebug.signoff.report import build_report
 from sparsedebug.sources.bundle import FILES, LoadedBundle
 
 # Memo section -> the anchor in report.md (and report.html) holding its full detail.
@@ -443,6 +444,7 @@ def build_memo(b: LoadedBundle, book: Playbook) -> Memo:
         reasons=_reasons(decision, checks, _missing_evidence(decision), judged_role),
         clocks=_clocks(list(_runs(b).values())), symptom=_symptom(b), hypothesis=_hypothesis(b),
         action=_action(b, decision, book), signoff=_signoff(b, book, decision, decision_claim), checks=checks, gate=decision.gate,
+        report=build_report(b, decision),
         detail={k: f"{b.manifest.files.get('report', FILES['report'])}#{v}" for k, v in DETAIL_ANCHORS.items()},
     )
 

@@ -7,17 +7,14 @@ figure that the record cannot support is ``None``, never a guess.
 
 from __future__ import annotations
 
-from pydantic import Field
-
 from sparsedebug.core.paired import paired_ratio
 from sparsedebug.core.patterns import declared_sparse, fallback_flop_share, is_fallback, kernel_named, kernel_time_shares
 from sparsedebug.core.stats import Percentiles, median, percentiles
 from sparsedebug.kernels.masks import intent_pattern
 from sparsedebug.locate.reference import session_block
-from sparsedebug.records.base import Record
-from sparsedebug.records.memo import Clock
 from sparsedebug.records.notes import Note, NoteValue, note
-from sparsedebug.records.run import EqualLatencyQuality, KernelPath, OpKind, QualityDelta, RunRecord, SparsityIntent
+from sparsedebug.records.report import Clock, FallbackSummary, LayerRow, RealityFigures
+from sparsedebug.records.run import EqualLatencyQuality, KernelPath, OpKind, QualityDelta, RunRecord
 from sparsedebug.sources.registry import capabilities, replayed
 
 # The clock of a replay's timings.
@@ -107,54 +104,6 @@ def latency(run: RunRecord) -> Percentiles | None:
     return percentiles(samples) if samples else None
 
 
-class LayerRow(Record):
-    """One layer joined across the graph, lower and kernel stages."""
-
-    name: str
-    op: str
-    weight_shape: list[int] | None
-    input_shape: list[int] | None
-    dtype: str
-    intended: SparsityIntent
-    path: str | None
-    reason: str | None
-    detail: Note | None
-    flops: float
-    time_ms: float | None
-    dense_time_ms: float | None
-    precision: str | None
-    rel_err: float | None
-    conversions_per_call: int
-    conversion_ms: float | None
-    metadata_bytes: int | None
-    value_bytes: int | None
-
-    @property
-    def conversion_per_call_ms(self) -> float:
-        """Time the layer spends re-converting its weights on every call (measured apart; 0 when converted once)."""
-        if not self.conversions_per_call or self.conversion_ms is None:
-            return 0.0
-        return self.conversions_per_call * self.conversion_ms
-
-    @property
-    def call_ms(self) -> float | None:
-        """Median time of one call as the forward makes it: the kernel (``time_ms``, which never holds a per-call
-        conversion: ``records.run``) plus the per-call weight conversion timed apart."""
-        if self.time_ms is None:
-            return None
-        return self.time_ms + self.conversion_per_call_ms
-
-    @property
-    def meant_sparse(self) -> bool:
-        """The layer was declared (or inferred) as sparse."""
-        return declared_sparse(self.intended)
-
-    @property
-    def fell_back(self) -> bool:
-        """Meant to be sparse but runs dense: a fallback."""
-        return is_fallback(self.intended, self.path, self.reason)
-
-
 def layer_rows(run: RunRecord) -> list[LayerRow]:
     """Every graph layer in order, with its lowering decision and kernel figures where recorded."""
     lower = {layer.name: layer for layer in run.lower.layers}
@@ -183,29 +132,12 @@ def layer_rows(run: RunRecord) -> list[LayerRow]:
                 conversion_ms=lo.conversion_ms if lo is not None else None,
                 metadata_bytes=lo.metadata_bytes if lo is not None else None,
                 value_bytes=lo.value_bytes if lo is not None else None,
+                meant_sparse=declared_sparse(g.intended),
+                fell_back=is_fallback(g.intended, lo.path.value if lo is not None else None,
+                                      lo.reason.value if lo is not None and lo.reason is not None else None),
             )
         )
     return rows
-
-
-class FallbackSummary(Record):
-    """How much of the model meant to be sparse actually runs dense, and what it costs."""
-
-    meant_sparse: int
-    fell_back: int
-    rate: float | None
-    reasons: dict[str, int]
-    fallback_layers: list[str]
-    dense_flop_share: float | None
-    dense_time_share: float | None
-    fallback_time_share: float | None
-    fallback_flop_share: float | None = Field(description="FLOPs in fallbacks over FLOPs declared sparse (``core.patterns.fallback_flop_share``).")
-    fallback_share_of_all_flops: float | None = Field(description="FLOPs in fallbacks over all FLOPs of the run.")
-    sparse_kernel_speedup: float | None
-    # How the speedup was measured, or why it was not (None: no layer meant sparse).
-    sparse_kernel_speedup_source: Note | None
-    amdahl_ceiling: float | None
-    speedup_left_on_table: float | None
 
 
 def _sparse_kernel_speedup(meant: list[LayerRow]) -> tuple[float | None, Note | None]:
@@ -397,23 +329,13 @@ def p50_speedup(base: RunRecord, run: RunRecord) -> float | None:
     return median(b) / median(c)
 
 
-class RealityFigures(Record):
-    """The figures of the sparse reality check: what the pattern promised against what the run got."""
-
-    nominal: float = Field(description="The pattern's M/N (the largest over the run's declared patterns).")
-    ceiling: float | None = Field(description="FallbackSummary.amdahl_ceiling: every meant-sparse layer at M/N.")
-    real: float | None = Field(description="Baseline p50 / run p50; the run's own effective speedup without baseline samples.")
-    fallback_time_share: float | None = Field(description="Share of kernel time in dense fallbacks.")
-    dense_time_share: float | None = Field(description="Share of kernel time on dense paths.")
-
-
 def reality_figures(base: RunRecord, run: RunRecord) -> RealityFigures | None:
     """Nominal, ceiling and real speedup and the fallback and dense time shares; None when no N:M pattern is declared."""
     factors = {f for f in (nominal_factor(g.intended) for g in run.graph.layers) if f is not None}
     if not factors:
         return None
     b, c = base.outcome.latency_samples_ms, run.outcome.latency_samples_ms
-    real = median(b) / median(c) if b and c else run.outcome.effective_speedup
+    real = p50_speedup(base, run) if b and c else run.outcome.effective_speedup
     fb = fallback_summary(run)
     return RealityFigures(
         nominal=max(factors), ceiling=fb.amdahl_ceiling, real=real,

@@ -16,12 +16,13 @@ import re
 from collections.abc import Sequence
 
 from sparsedebug.core.stats import TAIL_MIN_SAMPLES, median, percentiles
+from sparsedebug.records.report import LayerRow
 from sparsedebug.records.run import RunRecord, TimelineStrip
 from sparsedebug.render.clocks import measured_clock
 from sparsedebug.render.html import figures as fg
 from sparsedebug.render.html.page import Chart, Section, Table
 from sparsedebug.render.words.run_figures import equal_latency_sentence
-from sparsedebug.signoff.metrics import LayerRow, layer_rows, reality_figures
+from sparsedebug.signoff.metrics import layer_rows, reality_figures
 
 Runs = Sequence[tuple[str, RunRecord]]
 """(role, run) pairs in page order."""
