@@ -15,8 +15,8 @@ from sparsedebug.sources.bundle import LoadedBundle
 
 
 def latency_row(role: str, run: RunRecord, base: RunRecord) -> LatencyRow:
-    """One run's whole-forward latency row: percentiles, the speedup over ``base`` (none for the baseline itself)."""
-    return LatencyRow(role=role, run=run.name, latency=latency(run), speedup=None if run is base else p50_speedup(base, run),
+    """One run's whole-forward latency row: percentiles, the speedup over ``base``."""
+    return LatencyRow(role=role, run=run.name, latency=latency(run), speedup=p50_speedup(base, run),
                       budget_ms=run.outcome.budget_ms, clock=run_clock(run))
 
 

@@ -24,7 +24,7 @@ from sparsedebug.render.words.gate import measured_words
 from sparsedebug.render.words.notes import say
 from sparsedebug.render.words.run_figures import real_quality_text
 from sparsedebug.signoff.decide import stored_decision
-from sparsedebug.signoff.metrics import fallback_summary, latency, layer_rows, reality_figures
+from sparsedebug.signoff.metrics import fallback_summary, latency, layer_rows, p50_speedup, reality_figures
 from sparsedebug.sources.bundle import LoadedBundle
 from sparsedebug.sources.registry import replayed
 
@@ -261,8 +261,8 @@ def _latency_row(label: str, run: RunRecord, base: RunRecord) -> str:
     clock = measured_clock(run)
     if p is None:
         return f"| {label} | `{md_cell(run.name)}` | - | - | - | - | - | {clock} |"
-    b = latency(base)
-    speed = f"{b.p50 / p.p50:.3f}x" if b is not None else "-"
+    value = p50_speedup(base, run)  # the one speedup the gate and the memo state (1.000x for the baseline itself)
+    speed = "-" if value is None else f"{value:.3f}x"
     budget = "-" if run.outcome.budget_ms is None else f"{run.outcome.budget_ms:g}"
     return f"| {label} | `{md_cell(run.name)}` | {p.p50:.3f} | {p.p95:.3f} | {p.p99:.3f} | {speed} | {budget} | {clock} |"
 
