@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from html import escape
 
+from sparsedebug.records.loaded import LoadedBundle
 from sparsedebug.records.memo import Memo
 from sparsedebug.records.playbook import Playbook
 from sparsedebug.render.html.energy import energy_section
@@ -28,7 +29,6 @@ from sparsedebug.render.markdown.memo import render_full_report
 from sparsedebug.render.memo import phrases
 from sparsedebug.render.memo.formats import render
 from sparsedebug.render.memo.markdown import MAX_REASONS
-from sparsedebug.sources.bundle import LoadedBundle
 
 
 def bundle_sections(bundle: LoadedBundle) -> list[Section]:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from sparsedebug.core.stats import median
+from sparsedebug.records.loaded import LoadedBundle
 from sparsedebug.records.run import KernelPath, RunRecord
 from sparsedebug.render.clocks import measured_clock
 from sparsedebug.render.html.figures import ROLE_STYLE
@@ -20,7 +21,6 @@ from sparsedebug.render.html.svg import GREY, render_svg
 from sparsedebug.render.markdown.energy import STATUS_WORDS, clock_state
 from sparsedebug.render.words.signoff import MACHINE_WORDS
 from sparsedebug.render.words.sources_power import scope_words
-from sparsedebug.sources.bundle import LoadedBundle
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from sparsedebug.core.patterns import declared_sparse
+from sparsedebug.records.loaded import LoadedBundle
 from sparsedebug.records.run import KernelPath, RunRecord
 from sparsedebug.records.target import LayerProjection
 from sparsedebug.render.clocks import bundle_clock, label_latencies, measured_clock, slower_layers, target_sentence
@@ -25,7 +26,6 @@ from sparsedebug.render.words.notes import say
 from sparsedebug.render.words.run_figures import real_quality_text
 from sparsedebug.signoff.decide import stored_decision
 from sparsedebug.signoff.metrics import fallback_summary, latency, layer_rows, p50_speedup, reality_figures
-from sparsedebug.sources.bundle import LoadedBundle
 from sparsedebug.sources.registry import replayed
 
 BAR = "\u2588"

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from sparsedebug.records.bundle import FixOutcome
 from sparsedebug.records.energy import EnergyReport, EnergySummary, SideEnergy
+from sparsedebug.records.loaded import LoadedBundle
 from sparsedebug.records.run import RunRecord
 from sparsedebug.render.clocks import measured_clock
 from sparsedebug.render.words.notes import say
 from sparsedebug.render.words.signoff import MACHINE_WORDS, SESSION_WORDS, estimate_basis, side_note
 from sparsedebug.render.words.sources_power import scope_words
-from sparsedebug.sources.bundle import LoadedBundle
 from sparsedebug.sources.registry import replayed
 
 STATUS_WORDS: dict[str, str] = {

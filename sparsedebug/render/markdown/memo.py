@@ -23,6 +23,7 @@ from __future__ import annotations
 from sparsedebug.core.stats import SampleComparison, percentiles
 from sparsedebug.records.bundle import Movement
 from sparsedebug.records.decision import DecisionOutcome
+from sparsedebug.records.loaded import LoadedBundle
 from sparsedebug.records.playbook import Playbook
 from sparsedebug.records.reduce import ReduceResult
 from sparsedebug.records.run import RunRecord
@@ -57,7 +58,6 @@ from sparsedebug.signoff.metrics import (
     quality_metric,
     quality_value,
 )
-from sparsedebug.sources.bundle import LoadedBundle
 
 
 def _lat(run: RunRecord) -> str:

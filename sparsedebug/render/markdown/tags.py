@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from sparsedebug.records.fingerprint import Fingerprint
+from sparsedebug.records.loaded import LoadedBundle
 from sparsedebug.records.run import RunRecord
 from sparsedebug.render.words.fingerprint import gpu_probe_words
-from sparsedebug.sources.bundle import LoadedBundle
 
 
 def build_tags(b: LoadedBundle) -> list[str]:

@@ -7,6 +7,7 @@ from rich.table import Table
 from rich.text import Text
 
 from sparsedebug.core.stats import percentiles
+from sparsedebug.records.loaded import LoadedBundle
 from sparsedebug.records.playbook import Playbook
 from sparsedebug.render.clocks import measured_clock, target_label
 from sparsedebug.render.markdown.deployment import reality_check
@@ -16,7 +17,6 @@ from sparsedebug.render.words.gate import decision_reasons, refusal_words, signi
 from sparsedebug.render.words.mechanisms_records import fix_words
 from sparsedebug.render.words.targets import fix_how_words
 from sparsedebug.signoff.decide import stored_decision
-from sparsedebug.sources.bundle import LoadedBundle
 
 
 def bundle_summary(bundle: LoadedBundle, book: Playbook) -> RenderableType:
