@@ -112,9 +112,10 @@ def _cell(text: str) -> str:
 
 def classify_rules() -> str:
     """The classify rule table, as `sparsedebug.render.markdown.rules` renders it."""
+    from sparsedebug.classify.rules import RULES
     from sparsedebug.render.markdown.rules import rules_markdown
 
-    return rules_markdown()
+    return rules_markdown(RULES)
 
 
 def capture_power() -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Protocol
+
 from rich.table import Table
 from rich.text import Text
 
@@ -14,7 +16,6 @@ from sparsedebug.render.words.notes import say
 from sparsedebug.render.words.run_figures import equal_latency_sentence
 from sparsedebug.render.words.target import missing_forward_words
 from sparsedebug.signoff.metrics import quality_figure
-from sparsedebug.sources.workload.schema import WorkloadOrigin
 
 
 def target_rows(record: RunRecord) -> list[tuple[str, str | Text]]:
@@ -214,7 +215,26 @@ def kernel_table(record: RunRecord) -> Table:
     return table
 
 
-def origin_note(origin: WorkloadOrigin, workload_file: str) -> Text:
+class OriginFacts(Protocol):
+    """What the origin note prints of a reproducer's origin (``sources.workload.schema.WorkloadOrigin``)."""
+
+    @property
+    def trace(self) -> str: ...
+    @property
+    def layer(self) -> str: ...
+    @property
+    def first_stage(self) -> str: ...
+    @property
+    def mechanism(self) -> str | None: ...
+    @property
+    def replay_shows(self) -> bool: ...
+    @property
+    def note(self) -> str: ...
+    @property
+    def dense_twin(self) -> str | None: ...
+
+
+def origin_note(origin: OriginFacts, workload_file: str) -> Text:
     """What a reproducer cut from a trace pair reproduces, and whether (and why not) this replay can show it."""
     text = Text()
     text.append(f"reproducer of {origin.layer} from trace {origin.trace}: ", style="bold")
