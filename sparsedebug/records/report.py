@@ -15,6 +15,7 @@ from pydantic import Field
 from sparsedebug.records.base import Record
 from sparsedebug.records.comparability import Comparability
 from sparsedebug.records.energy import EnergyReport
+from sparsedebug.records.engine import SparseUse
 from sparsedebug.records.gate import GateResult
 from sparsedebug.records.notes import Note
 from sparsedebug.records.run import SparsityIntent
@@ -99,16 +100,38 @@ class RealityFigures(Record):
     dense_time_share: float | None = Field(description="Share of kernel time on dense paths.")
 
 
-class LatencyRow(Record):
-    """One run's whole-forward latency: its percentiles, its speedup over the baseline, its budget and its clock."""
+class BackendStack(Record):
+    """A sparse backend a trace dispatched to, and the shipped stack profile and path whose kernels it names
+    (``sources.stacks.stack_for_backend``; the profile fields None: no profile knows it)."""
 
-    role: str = Field(description="baseline, candidate or fixed.")
+    backend: str
+    profile: str | None = Field(None, description="The stack profile's name (records.stacks.StackProfile.name).")
+    title: str | None = Field(None, description="The stack profile's title.")
+    package: str | None = Field(None, description="The package whose version the profile means.")
+    path: str | None = Field(None, description="The sparse path's id in that profile.")
+    measured_at: list[str] = Field(default_factory=list, description="The package versions the path's rules were measured at.")
+
+
+class RunFigures(Record):
+    """One run's figures as every output prints them: its clock, its whole-forward latency percentiles, its speedup
+    over the baseline, its median forward (busy and span), its budget. Built by ``signoff.report.run_figures``."""
+
+    role: str = Field(description="baseline, candidate or fixed (or the role a command gives a single run).")
     run: str = Field(description="The run's name.")
-    latency: Percentiles | None = Field(description="p50/p95/p99 of outcome.latency_samples_ms; None without samples.")
-    speedup: float | None = Field(description="signoff.metrics.p50_speedup over the baseline (the paired estimate when "
-                                  "both were timed in one session); None without samples on a side.")
+    backend: str = Field(description="The run's lowering backend (lower.backend).")
+    clock: Clock = Field(description="The clock of the run's own timings (signoff.metrics.run_clock).")
+    replayed: bool = Field(description="Timed here by the built-in replay (not an import or a loaded record).")
+    profile_target: str | None = Field(None, description="The GPU the run's backend profile projects onto (None: it models none).")
+    latency: Percentiles | None = Field(None, description="p50/p95/p99 of outcome.latency_samples_ms; None without samples.")
+    dense_baseline: Percentiles | None = Field(None, description="p50/p95/p99 of outcome.dense_baseline_samples_ms (the dense "
+                                               "model timed beside it); None without.")
+    speedup: float | None = Field(None, description="signoff.metrics.p50_speedup over the baseline (the paired estimate when "
+                                  "both were timed in one session); None without a baseline or samples on a side.")
+    busy_ms: float | None = Field(None, description="Median of schedule.busy_samples_ms (kernels or layers busy per forward).")
+    span_ms: float | None = Field(None, description="Median of schedule.span_samples_ms (the whole forward's span).")
     budget_ms: float | None = None
-    clock: Clock
+    sparse_use: SparseUse | None = Field(None, description="Whether a TensorRT engine's sparse kernels ran (None: no engine facts).")
+    stacks: list[BackendStack] = Field(default_factory=list, description="Each sparse backend the run's trace dispatched to.")
 
 
 class RunReport(Record):
@@ -124,11 +147,17 @@ class RunReport(Record):
 class Report(Record):
     """Every section of a bundle's deployment report, as data."""
 
-    latency: list[LatencyRow] = Field(description="Baseline first, then candidate and fixed.")
+    latency: list[RunFigures] = Field(description="Every run, baseline first, then candidate and fixed.")
     runs: list[RunReport] = Field(description="The judged runs: candidate, then fixed.")
+    baseline_layers: list[LayerRow] = Field(default_factory=list, description="The baseline's layer rows (the page draws them "
+                                            "beside the judged runs').")
     energy: EnergyReport | None = None
     comparability: Comparability | None = Field(None, description="The comparability check the pair passed (bisect).")
 
     def run(self, role: str) -> RunReport | None:
-        """The sections of the run in ``role``."""
+        """The sections of the judged run in ``role``."""
         return next((r for r in self.runs if r.role == role), None)
+
+    def figures(self, role: str) -> RunFigures | None:
+        """The figures of the run in ``role``."""
+        return next((r for r in self.latency if r.role == role), None)

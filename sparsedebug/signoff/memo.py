@@ -449,6 +449,12 @@ def build_memo(b: LoadedBundle, book: Playbook) -> Memo:
     )
 
 
+def with_review(b: LoadedBundle, book: Playbook) -> LoadedBundle:
+    """The bundle (with its decision, ``signoff.decide.with_decision``) holding its review document, built once here:
+    every bundle renderer reads it."""
+    return b.model_copy(update={"memo": build_memo(b, book)})
+
+
 def gate_memo(result: GateResult, base: RunRecord, cand: RunRecord) -> Memo:
     """The memo of one gate verdict (``gate --summary``, ``memo --format github``): pass or fail and its checks."""
     checks = _check_claims(result, cand, "candidate")

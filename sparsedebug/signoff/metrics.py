@@ -12,23 +12,11 @@ from sparsedebug.core.patterns import declared_sparse, fallback_flop_share, is_f
 from sparsedebug.core.stats import Percentiles, median, percentiles
 from sparsedebug.kernels.masks import intent_pattern
 from sparsedebug.locate.reference import session_block
-from sparsedebug.records.notes import Note, NoteValue, note
+from sparsedebug.records.equal_latency import equal_latency_values
+from sparsedebug.records.notes import Note, note
 from sparsedebug.records.report import Clock, FallbackSummary, LayerRow, RealityFigures
-from sparsedebug.records.run import EqualLatencyQuality, KernelPath, OpKind, QualityDelta, RunRecord
+from sparsedebug.records.run import EqualLatencyQuality, KernelPath, OpKind, RunRecord
 from sparsedebug.sources.registry import capabilities, replayed
-
-# The clock of a replay's timings.
-THIS_MACHINE = "this machine, measured"
-
-# The clock of a figure projected onto the backend profile's GPU (``render.clocks.target_clock_label`` names which).
-TARGET_PROJECTED = "target clock, projected"
-
-
-def measured_clock(run: RunRecord) -> str:
-    """The clock of a run's own timing samples: this machine (replay), or the device an import was traced (or profiled) on."""
-    if replayed(run):
-        return THIS_MACHINE
-    return f"{run.lower.backend}, {'traced' if capabilities(run).timeline else 'profiled'}"
 
 
 def run_clock(run: RunRecord) -> Clock:
@@ -41,56 +29,10 @@ def run_clock(run: RunRecord) -> Clock:
     return "traced" if capabilities(run).timeline else "profiled"
 
 
-def bundle_clock(runs: list[RunRecord]) -> str:
-    """The clock of several runs in words: one label when they share it, else each run's."""
-    labels = list(dict.fromkeys(measured_clock(run) for run in runs))
-    if len(labels) == 1:
-        return labels[0]
-    return "; ".join(f"{run.name}: {measured_clock(run)}" for run in runs)
-
-
 def nominal_factor(pattern: str) -> float | None:
     """Multiply reduction an ``N:M`` or ``V:N:M`` pattern promises (M/N); ``None`` for dense or unknown."""
     parsed = intent_pattern(pattern)
     return None if parsed is None else 1.0 / parsed.density
-
-
-# Two p50 latencies within this relative difference are "equal" for the equal-latency comparison.
-EQUAL_LATENCY_TOLERANCE = 0.05
-
-
-def quality_metric(q: QualityDelta) -> str:
-    """The name of a quality figure: perplexity (real decoders), sentence-embedding cosine (real encoders) or cosine."""
-    if q.perplexity is not None:
-        return "perplexity"
-    return "sentence-embedding cosine" if q.evidence is not None else "cosine"
-
-
-def quality_value(q: QualityDelta) -> str:
-    """The headline quality number as text: the perplexity for a real decoder, else the cosine."""
-    return f"{q.perplexity:.3f}" if q.perplexity is not None else f"{q.cosine:.4f}"
-
-
-def quality_figure(q: QualityDelta) -> str:
-    """``perplexity 15.210``, ``sentence-embedding cosine 0.8444`` or ``cosine 0.7607``."""
-    return f"{quality_metric(q)} {quality_value(q)}"
-
-
-def _quality_values(prefix: str, q: QualityDelta) -> dict[str, NoteValue]:
-    return {f"{prefix}_metric": quality_metric(q), f"{prefix}_value": q.perplexity if q.perplexity is not None else q.cosine}
-
-
-def equal_latency_values(eq: EqualLatencyQuality, run: str = "candidate") -> dict[str, NoteValue]:
-    """The figures of "at this latency, is sparsity better than a smaller dense model?" (``run``: the role or name of
-    the sparse run the search timed), as note values: ``render.words.run_figures.equal_latency_words`` words them."""
-    c = eq.cross_check
-    return {
-        "run": run, "clock": eq.clock, "narrowed_fraction": eq.narrowed_ffn_fraction, "narrowed_ms": eq.narrowed_latency_ms,
-        "candidate_ms": eq.candidate_latency_ms, "latency_matched": eq.latency_matched, "sparsity_wins": eq.sparsity_wins,
-        "tolerance": EQUAL_LATENCY_TOLERANCE, **_quality_values("narrowed", eq.narrowed), **_quality_values("candidate", eq.candidate),
-        "cross_clock": c.clock if c is not None else None, "cross_fraction": c.narrowed_ffn_fraction if c is not None else None,
-        "cross_narrowed_ms": c.narrowed_latency_ms if c is not None else None, "cross_candidate_ms": c.candidate_latency_ms if c is not None else None,
-    }
 
 
 def equal_latency_note(eq: EqualLatencyQuality, run: str = "candidate") -> Note:

@@ -14,10 +14,11 @@ from html import escape
 from sparsedebug.records.loaded import LoadedBundle
 from sparsedebug.records.memo import Memo
 from sparsedebug.records.playbook import Playbook
+from sparsedebug.render.document import report, review
 from sparsedebug.render.html.energy import energy_section
 from sparsedebug.render.html.page import Part, Section, page
 from sparsedebug.render.html.sections import (
-    Runs,
+    PageRun,
     forward_section,
     latency_section,
     layer_section,
@@ -33,17 +34,22 @@ from sparsedebug.render.memo.markdown import MAX_REASONS
 
 def bundle_sections(bundle: LoadedBundle) -> list[Section]:
     """The figure sections of a bundle, in page order."""
-    runs: Runs = [("baseline", bundle.baseline), ("candidate", bundle.candidate)]
-    if bundle.fixed is not None:
-        runs = [*runs, ("fixed", bundle.fixed)]
-    sparse_runs = [item for item in runs if item[0] != "baseline"]
+    doc = report(bundle)
+    by_role = {"baseline": bundle.baseline, "candidate": bundle.candidate, "fixed": bundle.fixed}
+    runs: list[PageRun] = []
+    for fig in doc.latency:
+        run = by_role[fig.role]
+        assert run is not None
+        judged = doc.run(fig.role)
+        # the baseline is judged by no gate: its layer rows are kept apart
+        layers = judged.layers if judged is not None else doc.baseline_layers
+        runs.append(PageRun(fig.role, run, fig, layers, judged.reality if judged is not None else None))
+    page_runs = {item.role: item for item in runs}
+    sparse_runs = [item for item in runs if item.role != "baseline"]
     return [
         latency_section(runs),
-        layer_section(
-            ("baseline", bundle.baseline), ("candidate", bundle.candidate),
-            ("fixed", bundle.fixed) if bundle.fixed is not None else None,
-        ),
-        reality_section(bundle.baseline, sparse_runs),
+        layer_section(page_runs["baseline"], page_runs["candidate"], page_runs.get("fixed")),
+        reality_section(sparse_runs),
         forward_section(runs),
         timeline_section(runs),
         quality_section(runs),
@@ -63,13 +69,10 @@ def _decision_lead(memo: Memo) -> str:
     )
 
 
-def render_bundle_html(bundle: LoadedBundle, book: Playbook, memo: Memo | None = None) -> str:
+def render_bundle_html(bundle: LoadedBundle, book: Playbook) -> str:
     """``report.html``: the decision box, the figures, their tables, the review memo and the deployment report of
-    ``bundle``; ``memo`` is the bundle's memo model (built here from the records when not given)."""
-    if memo is None:
-        from sparsedebug.signoff.memo import build_memo
-
-        memo = build_memo(bundle, book)
+    ``bundle``, all read from its review document (``bundle.memo``)."""
+    memo = review(bundle)
     base, cand = bundle.baseline, bundle.candidate
     inputs = ", ".join(f"{i.role} {i.label} ({i.kind})" for i in bundle.manifest.inputs)
     subtitle = f"Bundle {bundle.root.name}, created {bundle.manifest.created_at}, playbook {bundle.manifest.playbook}; inputs: {inputs}."
