@@ -138,6 +138,8 @@ class Memo(Record):
     checks: list[Claim] = Field(default_factory=list, description="The default gate's checks on the judged run, one claim each.")
     gate: GateResult | None = Field(None, description="The gate verdict the checks state (every check's figures, test and "
                                     "basis): the terminal table, JUnit and the step summary all render it.")
+    headline: list[Figure] = Field(default_factory=list, description="The figures every format prints, one line each "
+                                   "(render.memo.phrases.headline words them): a figure added here is in every output.")
     report: Report | None = Field(None, description="Every section of the bundle's deployment report, as data (None for a gate's pair).")
     detail: dict[str, str] = Field(default_factory=dict, description="Section -> anchor in the bundle's report where its detail is.")
 
@@ -162,4 +164,4 @@ class Memo(Record):
 
     def figures(self) -> list[Figure]:
         """Every figure any claim states."""
-        return [f for c in self.claims() for f in c.figures]
+        return [*(f for c in self.claims() for f in c.figures), *self.headline]

@@ -444,7 +444,7 @@ def build_memo(b: LoadedBundle, book: Playbook) -> Memo:
         reasons=_reasons(decision, checks, _missing_evidence(decision), judged_role),
         clocks=_clocks(list(_runs(b).values())), symptom=_symptom(b), hypothesis=_hypothesis(b),
         action=_action(b, decision, book), signoff=_signoff(b, book, decision, decision_claim), checks=checks, gate=decision.gate,
-        report=build_report(b, decision),
+        report=build_report(b, decision), headline=[f for f in (_speedup(b, judged_role),) if f is not None],
         detail={k: f"{b.manifest.files.get('report', FILES['report'])}#{v}" for k, v in DETAIL_ANCHORS.items()},
     )
 
@@ -462,8 +462,9 @@ def gate_memo(result: GateResult, base: RunRecord, cand: RunRecord) -> Memo:
     decision = Claim(kind="decision", code=code,
                      terms={"judged_on": "candidate", "baseline": result.baseline, "candidate": result.candidate})
     reasons = [c for c in checks if c.terms.get("status") == "fail" or (c.terms.get("status") == "inconclusive")]
+    speed = [f for c in checks for f in c.figures if f.quantity == "speedup_p50" and f.role == "candidate"]
     return Memo(title="sparsedebug gate", bundle=f"{result.baseline} vs {result.candidate}", decision=decision, reasons=reasons,
-                clocks=_clocks([base, cand]), checks=checks, gate=result)
+                clocks=_clocks([base, cand]), checks=checks, gate=result, headline=speed[:1])
 
 
 def require_current(b: LoadedBundle) -> None:

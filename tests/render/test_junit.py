@@ -33,7 +33,8 @@ def test_failing_gate_as_junit() -> None:
     assert suite.get("tests") == "5" and suite.get("failures") == "3" and suite.get("skipped") == "1"
     assert root.get("failures") == "3"
     props = {p.get("name"): p.get("value") for p in suite.iter("property")}
-    assert props == {"baseline": "dense", "candidate": "sparse_fallback"}
+    assert props == {"baseline": "dense", "candidate": "sparse_fallback",
+                     "speedup_p50": "speedup over the baseline (p50), candidate run: 0.769x (measured clock)"}
     fb = cases[3].find("failure")
     assert fb is not None and "l0.down" in (fb.get("message") or "")
 

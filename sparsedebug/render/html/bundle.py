@@ -63,6 +63,7 @@ def _decision_lead(memo: Memo) -> str:
     items = "".join(f"<li>{escape(phrases.reason(st, r))}</li>" for r in memo.reasons[:MAX_REASONS])
     rest = len(memo.reasons) - MAX_REASONS
     more = f"<p>{rest} more in the deployment report's gate matrix.</p>" if rest > 0 else ""
+    more += "".join(f"<p>{escape(phrases.headline(f))}</p>" for f in memo.headline)
     return (
         f'<div class="banner {escape(memo.decision.code or "")}"><p class="decision">{escape(phrases.decision_head(st, memo.decision))}</p>'
         f"<p>{escape(phrases.decision_basis(st, memo.decision))}</p><ol>{items}</ol>{more}</div>"

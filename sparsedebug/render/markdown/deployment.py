@@ -20,9 +20,10 @@ from sparsedebug.records.report import FallbackSummary, RealityFigures, RunFigur
 from sparsedebug.records.run import KernelPath, RunRecord
 from sparsedebug.records.target import LayerProjection
 from sparsedebug.render.clocks import bundle_clock, label_latencies, measured_clock, slower_layers, target_sentence
-from sparsedebug.render.document import figures, report, sections
+from sparsedebug.render.document import figures, report, review, sections
 from sparsedebug.render.markdown.cells import md_cell
 from sparsedebug.render.markdown.energy import energy_section
+from sparsedebug.render.words.figures import headline
 from sparsedebug.render.words.gate import measured_words
 from sparsedebug.render.words.notes import say
 from sparsedebug.render.words.run_figures import real_quality_text
@@ -281,6 +282,7 @@ def render_report(bundle: LoadedBundle) -> str:
         + (f", fixed `{fixed.name}` ({fixed.source.kind})" if fixed is not None else "")
         + f"; bundle `{bundle.root.name}`, {bundle.manifest.created_at}."
     )
+    lines += ["", *(f"- {headline(f)}" for f in review(bundle).headline)]
     lines += ["", "## Latency (whole forward)", ""]
     lines.append("| run | name | p50 ms | p95 ms | p99 ms | speedup vs baseline (p50) | budget ms | clock |")
     lines.append("| --- | --- | --- | --- | --- | --- | --- | --- |")

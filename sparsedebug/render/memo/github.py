@@ -44,6 +44,7 @@ class GithubMemo(MemoFormat):
         out = [f"## {memo.title}: {p.DECISION_WORDS.get(memo.decision.code or '', memo.decision.code or '')}", "",
                p.decision(st, memo.decision), ""]
         out += [*reason_lines(memo, st), ""] if memo.reasons else []
+        out += [*(f"- {p.headline(f)}" for f in memo.headline), ""] if memo.headline else []
         if memo.checks and memo.gate is not None:
             measured: dict[str, str] = {check.id: measured_words(check) for check in memo.gate.checks}
             out += ["| check | result | measured | threshold |", "| --- | --- | --- | --- |"]

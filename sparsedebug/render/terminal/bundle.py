@@ -9,10 +9,11 @@ from rich.text import Text
 from sparsedebug.records.loaded import LoadedBundle
 from sparsedebug.records.playbook import Playbook
 from sparsedebug.render.clocks import measured_clock, target_label
-from sparsedebug.render.document import report
+from sparsedebug.render.document import report, review
 from sparsedebug.render.markdown.deployment import reality_check
 from sparsedebug.render.markdown.verdicts import fix_verdict, not_established_sentence
 from sparsedebug.render.terminal.energy import energy_table
+from sparsedebug.render.words.figures import headline
 from sparsedebug.render.words.gate import decision_reasons, refusal_words, significance_words
 from sparsedebug.render.words.mechanisms_records import fix_words
 from sparsedebug.render.words.targets import fix_how_words
@@ -41,7 +42,7 @@ def bundle_summary(bundle: LoadedBundle, book: Playbook) -> RenderableType:
         if run.target is not None and fwd is not None and fwd.candidate is not None:
             own = f"{fwd.speedup:.3f}x vs its dense" if fwd.speedup is not None else "-"
             runs.add_row(f"{role} (target)", run.name, f"{fwd.candidate.total_ms:.3f}", "-", "-", own, target_label(run.target))
-    lines = Text()
+    lines = Text("".join(f"{headline(f)}\n" for f in review(bundle).headline))
     bis = bundle.bisect
     if bis is not None:
         lines.append("first divergent stage: ", style="bold")
