@@ -65,7 +65,12 @@ def record_schemas() -> str:
     from sparsedebug.cli.schema import schemas
 
     out: list[str] = []
+    printed: dict[type, str] = {}
     for kind, model in schemas().items():
+        if model in printed:  # one model under two names (memo: the review document's former name)
+            out += [f"## {kind}", "", f"`sparsedebug schema {kind}` prints the same JSON Schema as `{printed[model]}`.", ""]
+            continue
+        printed[model] = kind
         schema = model.model_json_schema()
         out += [f"## {kind}", "", f"`sparsedebug schema {kind}` prints this JSON Schema in full.", ""]
         definitions = {schema.get("title", kind): schema, **schema.get("$defs", {})}
@@ -107,9 +112,10 @@ def _cell(text: str) -> str:
 
 def classify_rules() -> str:
     """The classify rule table, as `sparsedebug.render.markdown.rules` renders it."""
+    from sparsedebug.classify.rules import RULES
     from sparsedebug.render.markdown.rules import rules_markdown
 
-    return rules_markdown()
+    return rules_markdown(RULES)
 
 
 def capture_power() -> str:

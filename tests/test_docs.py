@@ -6,7 +6,9 @@ How a page says what its commands do (written for the reader first, the test rea
 - A ```bash block's commands run in order, in one scratch folder per page that holds `fixtures/`,
   `playbooks/` and `benchmarks/`, with `sparsedebug` meaning this checkout. Each must exit 0, or the code its
   trailing comment names (`# exit 1: why`, `# exits 2: why`).
-- A ```text block right after a bash block is its output, trimmed to the lines that last: each line shown must
+- A ```python block runs as one script (`python -`) in the same folder, after the page's shell blocks before it; a
+  library example is tested like a command.
+- A ```text block right after a bash or python block is its output, trimmed to the lines that last: each line shown must
   appear in the output, in order (spaces and letter case may differ); a line `...` stands for lines left out and `...` inside a
   line for any text. To update a page after an output changed, copy the new lines in: nothing else holds them.
 - `<!-- doc-test: skip: REASON -->` on the line before a block leaves it out (REASON is required);
@@ -38,6 +40,7 @@ DOCS = REPO / "docs"
 RESULTS = DOCS / "benchmarks" / "results.md"
 PAGES = [REPO / "README.md", *sorted(p for p in DOCS.rglob("*.md") if p != RESULTS)]
 SHELL = ("bash", "sh", "shell")
+PYTHON = "python"
 FENCE = re.compile(r"^```([\w-]*)[^\n]*\n(.*?)^```[ \t]*$", flags=re.M | re.S)
 MARKER = re.compile(r"<!-- doc-test: (skip|slow)(?::\s*(.*?))?\s*-->\s*$")
 EXIT = re.compile(r"#\s*exits? (\d+):")
@@ -53,11 +56,12 @@ def _hooks() -> Any:
 
 @dataclass
 class Block:
-    """One fenced shell block of a page: its commands, its marker and the output shown after it."""
+    """One fenced shell or python block of a page: its commands, its marker and the output shown after it."""
 
     page: Path
     line: int
     text: str
+    lang: str = "bash"
     marker: str | None = None
     reason: str = ""
     output: str | None = None
@@ -73,16 +77,18 @@ def _commands(text: str) -> list[str]:
 
 
 def blocks(page: Path) -> list[Block]:
-    """The shell blocks of a page, each with its marker and the text block shown right after it."""
+    """The shell and python blocks of a page, each with its marker and the text block shown right after it."""
     source = page.read_text()
     fences = list(FENCE.finditer(source))
     found: list[Block] = []
     for i, fence in enumerate(fences):
-        if fence.group(1) not in SHELL:
+        lang = fence.group(1)
+        if lang not in (*SHELL, PYTHON):
             continue
         before = source[fences[i - 1].end() if i else 0 : fence.start()].strip().splitlines()
         marker = MARKER.search(before[-1]) if before else None
-        block = Block(page, source.count("\n", 0, fence.start()) + 1, fence.group(2), commands=_commands(fence.group(2)))
+        commands = _commands(fence.group(2)) if lang in SHELL else [f"python - <<'PY'\n{fence.group(2)}PY"]
+        block = Block(page, source.count("\n", 0, fence.start()) + 1, fence.group(2), lang, commands=commands)
         if marker:
             block.marker, block.reason = marker.group(1), (marker.group(2) or "").strip()
         after = fences[i + 1] if i + 1 < len(fences) else None
@@ -155,7 +161,7 @@ def _all_calls() -> list[tuple[str, list[str]]]:
     calls = []
     for page in PAGES:
         name = page.relative_to(REPO).as_posix()
-        lines = [c for b in blocks(page) for c in b.commands] + _workflow_runs(page)
+        lines = [c for b in blocks(page) if b.lang in SHELL for c in b.commands] + _workflow_runs(page)
         calls += [(f"{name}: {' '.join(words)}", words) for line in lines for words in _sparsedebug_calls(line)]
     return calls
 

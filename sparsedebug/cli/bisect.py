@@ -23,6 +23,7 @@ from sparsedebug.cli.common import (
 )
 from sparsedebug.core.errors import UserError
 from sparsedebug.records.defaults import DEFAULT_ALPHA, DEFAULT_MIN_EFFECT, MAX_REPEATS
+from sparsedebug.records.run import RunRecord
 
 RunArg = Annotated[
     Path,
@@ -111,9 +112,15 @@ def bisect(
     if json_out:
         emit_json(result if ranks is None else {"ranks": ranks, "bisect": result})
         return
-    from sparsedebug.render.clocks import bundle_clock
+    console(wide).print(bisect_view(result, layer_limit=layers, clock=_clock(base_run, cand_run)))
 
-    console(wide).print(bisect_view(result, layer_limit=layers, clock=bundle_clock([base_run, cand_run])))
+
+def _clock(base: RunRecord, cand: RunRecord) -> str:
+    """The clock of the pair's latencies, in the words every renderer uses."""
+    from sparsedebug.render.clocks import bundle_clock
+    from sparsedebug.signoff.report import run_figures
+
+    return bundle_clock([run_figures("baseline", base), run_figures("candidate", cand)])
 
 
 def register(app: typer.Typer) -> None:

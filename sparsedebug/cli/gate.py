@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from sparsedebug.records.gate import GateResult
+    from sparsedebug.records.memo import Memo
 
 
 @handle_errors
@@ -101,14 +102,15 @@ def gate(
     result = evaluate(pair.base, pair.cand, pol).model_copy(update={"comparability": pair.check})
     if not json_out:
         _say_notes(result, err)
+    doc = gate_memo(result, pair.base, pair.cand)  # the one review document the table, JUnit and the summary render
     if junit is not None:
-        atomic_write_text(junit, junit_xml(result))
+        atomic_write_text(junit, junit_xml(doc))
     if summary is not None:
-        atomic_write_text(summary, render(gate_memo(result, pair.base, pair.cand), "github"))
+        atomic_write_text(summary, render(doc, "github"))
     if json_out:
         emit_json(result if ranks is None else {"ranks": ranks, "gate": result})
     else:
-        _print_gate(result, wide, junit, summary)
+        _print_gate(doc, wide, junit, summary)
     if not result.passed:
         raise typer.Exit(EXIT_CHECK_FAILED)
 
@@ -124,11 +126,11 @@ def _say_notes(result: GateResult, err: Console) -> None:
         err.print(f"note: {line}", markup=False, highlight=False, soft_wrap=True)
 
 
-def _print_gate(result: GateResult, wide: bool, junit: Path | None, summary: Path | None) -> None:
+def _print_gate(doc: Memo, wide: bool, junit: Path | None, summary: Path | None) -> None:
     from sparsedebug.render.terminal.gate import gate_table
 
     out = console(wide)
-    out.print(gate_table(result))
+    out.print(gate_table(doc))
     for label, written in (("JUnit XML", junit), ("summary", summary)):
         if written is not None:
             out.print(f"wrote {label} {written}")

@@ -94,7 +94,9 @@ def _generic_command(kind_name: str, command: str, what: str) -> Any:
             return
         out = console(wide)
         if layers:
-            out.print(layer_table(record, limit=layers))
+            from sparsedebug.signoff.metrics import layer_rows
+
+            out.print(layer_table(record, layer_rows(record), limit=layers))
         if output is not None:
             out.print(f"wrote {output}")
 
@@ -165,8 +167,10 @@ def trace(
     page = None
     if html is not None:
         from sparsedebug.render.html.trace import render_trace_html
+        from sparsedebug.signoff.metrics import layer_rows
+        from sparsedebug.signoff.report import run_figures
 
-        page = render_trace_html(result)
+        page = render_trace_html(result, run_figures("run", result.record), layer_rows(result.record))
     if output is not None:
         save_record(result.record, output)
     if html is not None and page is not None:
@@ -201,7 +205,9 @@ def _print_trace(result: TraceImport, *, wide: bool, layers: int, iterations: in
     if len(result.summary.phases_ms) > 1:
         out.print("GPU busy by phase: " + ", ".join(f"{phase} {ms:.3f} ms" for phase, ms in result.summary.phases_ms.items()))
     if layers:
-        out.print(layer_table(result.record, limit=layers))
+        from sparsedebug.signoff.metrics import layer_rows
+
+        out.print(layer_table(result.record, layer_rows(result.record), limit=layers))
     counts = path_counts(result.record)
     out.print("layers by class: " + ", ".join(f"{cls} {n}" for cls, n in sorted(counts.items())))
     for reason, count in result.summary.skipped_events.items():

@@ -57,7 +57,7 @@ def memo(
     from sparsedebug.render.markdown.memo import render_full_report
     from sparsedebug.render.memo.formats import formats, render
     from sparsedebug.signoff.decide import with_decision
-    from sparsedebug.signoff.memo import build_memo, require_current
+    from sparsedebug.signoff.memo import require_current, with_review
     from sparsedebug.sources.bundle import FILES
     from sparsedebug.sources.detect import load_bundle
     from sparsedebug.sources.playbook import load_playbook
@@ -67,8 +67,9 @@ def memo(
     book = load_playbook(playbook)
     loaded = with_decision(load_bundle(bundle), book)
     require_current(loaded)
-    model = build_memo(loaded, book)
-    text = render(model, format_name)
+    loaded = with_review(loaded, book)  # the review document, built again from the records under this playbook
+    assert loaded.memo is not None
+    text = render(loaded.memo, format_name)
     page = bundle / FILES["html"]
     if report is not None:
         atomic_write_text(report, render_full_report(loaded, book))
@@ -77,7 +78,7 @@ def memo(
     if html:
         from sparsedebug.render.html.bundle import render_bundle_html
 
-        atomic_write_text(page, render_bundle_html(loaded, book, model))
+        atomic_write_text(page, render_bundle_html(loaded, book))
     if json_out:
         emit_json({"bundle": str(bundle), "decision": loaded.decision, "memo": text} | ({"html": str(page)} if html else {}))
         return

@@ -52,14 +52,18 @@ def replay(
     if json_out:
         emit_json(record)
         return
+    from sparsedebug.signoff.metrics import layer_rows
+    from sparsedebug.signoff.report import run_figures
+
+    figures = run_figures("run", record)
     out = console(wide)
-    out.print(summary_table(record))
+    out.print(summary_table(record, figures))
     out.print(lower_table(record.graph, record.lower))
     fallbacks = fallback_table(record.lower)
     if fallbacks is not None:
         out.print(fallbacks)
     if layers:
-        out.print(kernel_table(record))
+        out.print(kernel_table(record, figures, layer_rows(record)))
     if spec.origin is not None:
         out.print(origin_note(spec.origin, path.name))
     if output is not None:

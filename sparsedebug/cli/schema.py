@@ -12,7 +12,7 @@ from sparsedebug.cli.common import handle_errors
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-Kind = Literal["workload", "run", "fingerprint", "memo", "bisect", "classification", "gate", "decision", "reduce"]
+Kind = Literal["workload", "run", "fingerprint", "review", "memo", "bisect", "classification", "gate", "decision", "reduce"]
 
 
 def schemas() -> dict[str, type[BaseModel]]:
@@ -31,6 +31,7 @@ def schemas() -> dict[str, type[BaseModel]]:
         "workload": Workload,
         "run": RunRecord,
         "fingerprint": Fingerprint,
+        "review": Memo,
         "memo": Memo,
         "bisect": BisectResult,
         "classification": Classification,
@@ -45,12 +46,13 @@ def schema(
     kind: Annotated[
         Kind,
         typer.Argument(
-            help="Which file format: workload, run, fingerprint, memo (what `memo --format json` prints), or the "
+            help="Which file format: workload, run, fingerprint, review (the review document a bundle stores as memo.json "
+            "and `memo --format json` prints; memo is its former name), or the "
             "--json output of bisect, classify, gate, the decision in a bundle, or reduce."
         ),
     ],
 ) -> None:
-    """Print the JSON Schema of a workload YAML, a run record, a fingerprint, the memo model or a step's --json output.
+    """Print the JSON Schema of a workload YAML, a run record, a fingerprint, the review document or a step's --json output.
 
     Use it for editor completion and validation of workload files (for example
     with a yaml-language-server `$schema` comment) or to check records written

@@ -23,11 +23,11 @@ import numpy as np
 from sparsedebug.core.errors import UserError
 from sparsedebug.core.io import file_digest
 from sparsedebug.core.stats import median
-from sparsedebug.records.base import Record
 from sparsedebug.records.fingerprint import (
     BlasLibrary,
     Calibration,
     CpuInfo,
+    Drift,
     Fingerprint,
     GitInfo,
     GpuInfo,
@@ -54,15 +54,6 @@ RESULT_CRITICAL_PREFIXES = (
     "gpus",
     "torch",
 )
-
-
-class Drift(Record):
-    """One field that differs between the frozen and the current fingerprint."""
-
-    field: str
-    frozen: Any
-    current: Any
-    affects_results: bool
 
 
 def _cpu_info() -> CpuInfo:

@@ -22,49 +22,22 @@ import re
 from collections.abc import Callable, Sequence
 
 import numpy as np
-from pydantic import Field
 from threadpoolctl import threadpool_info
 
 from sparsedebug.core.budget import Cost, check_budget
 from sparsedebug.core.errors import InternalError, UserError
-from sparsedebug.core.stats import Percentiles, median, percentiles
+from sparsedebug.core.stats import median, percentiles
 from sparsedebug.core.timing import measure
 from sparsedebug.kernels.masks import Pattern, check_block, check_divisible, check_nm
 from sparsedebug.kernels.nm import NMWeight
 from sparsedebug.kernels.precision import error_bound
 from sparsedebug.kernels.vnm import VNMWeight
-from sparsedebug.records.base import Record
-from sparsedebug.records.timing import TimingQuality
+from sparsedebug.records.bench import KernelBenchRow
 
 # Benchmark variants, in timing order within a round.
 VARIANTS: tuple[str, ...] = ("dense", "limit", "csr", "nm", "vnm")
 
 _SHAPE_RE = re.compile(r"^\s*(\d+)\s*[xX×]\s*(\d+)\s*$")
-
-
-class KernelBenchRow(Record):
-    """Timings for one token count: medians (ms), ratios, tails, environment."""
-
-
-    tokens: int
-    shape: list[int]
-    pattern: str
-    block: int
-    rounds: int
-    dense_ms: float
-    limit_ms: float
-    csr_ms: float
-    nm_ms: float
-    vnm_ms: float
-    vnm_vs_dense: float
-    vnm_vs_limit: float
-    nm_vs_csr: float
-    nm_vs_dense: float
-    csr_vs_dense: float
-    blas_threads: int
-    blas: str
-    percentiles_ms: dict[str, Percentiles]
-    timing: TimingQuality | None = Field(None, description="Interference while timing this row; ratios of an unstable row are not to be trusted.")
 
 
 def parse_shape(text: str) -> tuple[int, int]:

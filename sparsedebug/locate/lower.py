@@ -12,11 +12,10 @@ compared by the kernel classes they use instead.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
 
 from sparsedebug.core.dispatch import dispatch_causes
 from sparsedebug.core.patterns import declared_sparse, fell_back, kernel_classes, kernel_named, layout_op, path_changed, path_text
-from sparsedebug.records.engine import NotSparse
+from sparsedebug.records.engine import NotSparse, SparseUse
 from sparsedebug.records.findings import LayerFinding, StageFinding, StageStatus
 from sparsedebug.records.notes import Note, embed, note
 from sparsedebug.records.run import KernelClass, KernelPath, LowerLayer, RunRecord, cause_values
@@ -134,25 +133,6 @@ def _lower_by_class(base: RunRecord, cand: RunRecord) -> StageFinding:
     return StageFinding(stage="lower", status=status, facts=facts, layers=findings)
 
 
-@dataclass(frozen=True)
-class SparseUse:
-    """Whether a TensorRT engine's sparse kernels ran, from its lower stage's engine facts (``LowerLayer.engine``)."""
-
-    run: str
-    weighted: int
-    """Layers with weights."""
-    # Layers whose weights carry the 2:4 pattern (HasSparseWeights).
-    sparse_weights: list[str]
-    # Layers that ran a sparse tactic (or the log lists as picked).
-    sparse: list[str]
-    # Layers eligible for sparse math (2:4 weights) on which a dense tactic won.
-    not_picked: list[str]
-    # The engine was built with sparsity off (Sparsity: Disabled, or no sparsity in its log).
-    build_disabled: bool
-    # The flags that enable sparsity, when it was off.
-    enable_flags: tuple[str, ...]
-
-
 def sparse_use(run: RunRecord) -> SparseUse | None:
     """The sparse-kernel facts of an imported engine (None for a run without engine facts)."""
     layers = [(layer.name, layer.path, layer.engine) for layer in run.lower.layers if layer.engine is not None]
@@ -167,5 +147,5 @@ def sparse_use(run: RunRecord) -> SparseUse | None:
         sparse=[name for name, path, _ in weighted if path is KernelPath.SPARSE],
         not_picked=[name for name, _, e in weighted if e.not_sparse is NotSparse.NOT_PICKED],
         build_disabled=any(e.not_sparse is NotSparse.BUILD_DISABLED for _, _, e in weighted),
-        enable_flags=tuple(engine.enable_flags) if engine is not None else (),
+        enable_flags=list(engine.enable_flags) if engine is not None else [],
     )

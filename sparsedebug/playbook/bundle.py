@@ -16,7 +16,6 @@ from sparsedebug.records.notes import Note, note
 from sparsedebug.sources.bundle import MANIFEST
 
 if TYPE_CHECKING:
-    from sparsedebug.records.memo import Memo
     from sparsedebug.records.playbook import Playbook
     from sparsedebug.sources.bundle import LoadedBundle
 
@@ -127,14 +126,16 @@ def discard(tmp: Path) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def write_rendered(tmp: Path, loaded: LoadedBundle, book: Playbook, memo: Memo) -> None:
-    """report.md, memo.md and report.html of a bundle being built in ``tmp``, rendered from its records and memo model."""
+def write_rendered(tmp: Path, loaded: LoadedBundle, book: Playbook) -> None:
+    """report.md, memo.md and report.html of a bundle being built in ``tmp``, rendered from its review document
+    (``loaded.memo``)."""
     from sparsedebug.core.io import atomic_write_text
+    from sparsedebug.render.document import review
     from sparsedebug.render.html.bundle import render_bundle_html
     from sparsedebug.render.markdown.memo import render_full_report
     from sparsedebug.render.memo.formats import render
     from sparsedebug.sources.bundle import FILES
 
     atomic_write_text(tmp / FILES["report"], render_full_report(loaded, book))
-    atomic_write_text(tmp / FILES["memo"], render(memo, "markdown"))
-    atomic_write_text(tmp / FILES["html"], render_bundle_html(loaded, book, memo))
+    atomic_write_text(tmp / FILES["memo"], render(review(loaded), "markdown"))
+    atomic_write_text(tmp / FILES["html"], render_bundle_html(loaded, book))

@@ -374,7 +374,7 @@ def _decide_and_render(w: _Walk, embedded: bool, out_dir: Path) -> None:
     from sparsedebug.core.io import atomic_write_text
     from sparsedebug.playbook.bundle import write_rendered
     from sparsedebug.signoff.decide import decide_bundle
-    from sparsedebug.signoff.memo import build_memo
+    from sparsedebug.signoff.memo import with_review
 
     _write_manifest(w, embedded)
     w.save("decision", decide_bundle(load_bundle(w.tmp), w.book))
@@ -382,11 +382,11 @@ def _decide_and_render(w: _Walk, embedded: bool, out_dir: Path) -> None:
         w.files[role] = FILES[role]
         atomic_write_text(w.tmp / FILES[role], "(rendering)\n")
     _write_manifest(w, embedded)
-    loaded = load_bundle(w.tmp).model_copy(update={"root": out_dir})
-    memo = build_memo(loaded, w.book)
-    w.save("memo_model", memo)
+    loaded = with_review(load_bundle(w.tmp).model_copy(update={"root": out_dir}), w.book)
+    assert loaded.memo is not None
+    w.save("memo_model", loaded.memo)
     _write_manifest(w, embedded)
-    write_rendered(w.tmp, loaded, w.book, memo)
+    write_rendered(w.tmp, loaded, w.book)
 
 
 def _rank_sets(

@@ -75,3 +75,16 @@ class EngineBuild(Record):
         default_factory=list, description="Set when the build had sparsity off: the flags that enable it."
     )
     times: int | None = Field(None, description="--exportTimes: inferences timed (the outcome's latency samples).")
+
+
+class SparseUse(Record):
+    """Whether a TensorRT engine's sparse kernels ran, from its lower stage's engine facts (``LowerLayer.engine``;
+    ``locate.lower.sparse_use`` builds it)."""
+
+    run: str
+    weighted: int = Field(description="Layers with weights.")
+    sparse_weights: list[str] = Field(description="Layers whose weights carry the 2:4 pattern (HasSparseWeights).")
+    sparse: list[str] = Field(description="Layers that ran a sparse tactic (or the log lists as picked).")
+    not_picked: list[str] = Field(description="Layers eligible for sparse math (2:4 weights) on which a dense tactic won.")
+    build_disabled: bool = Field(description="The engine was built with sparsity off (Sparsity: Disabled, or none in its log).")
+    enable_flags: list[str] = Field(description="The flags that enable sparsity, when it was off.")

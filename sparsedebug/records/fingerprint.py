@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
@@ -120,3 +120,12 @@ class Fingerprint(Record):
         description="The machine's local clock ahead of UTC, in hours, when it was frozen: what zone-less timestamps "
         "written on it (nvidia-smi's) are in, so a clock log from that machine aligns to its traces.",
     )
+
+
+class Drift(Record):
+    """One field that differs between the frozen and the current fingerprint."""
+
+    field: str
+    frozen: Any
+    current: Any
+    affects_results: bool

@@ -14,14 +14,11 @@ from typing import Literal
 from pydantic import Field
 
 from sparsedebug.records.base import Record
+from sparsedebug.records.gate import GateResult
+from sparsedebug.records.report import Clock, Report
 
 # Version of the memo model (and of the bundle layout that stores it as memo.json). Bump on incompatible change.
-MEMO_SCHEMA_VERSION = 2
-
-# measured: timed on the CPU that ran the replay; untraced: timed on the device with the profiler off (``--latency``);
-# traced: a profiler trace's iterations (the profiler's cost is in them); profiled: an engine's per-layer profile;
-# projected: onto the target GPU.
-Clock = Literal["measured", "untraced", "traced", "profiled", "projected"]
+MEMO_SCHEMA_VERSION = 3
 
 # How a figure's value reads: milliseconds, a speed ratio, a fraction (printed as a percentage), a count, a cosine, a
 # plain ratio, a p-value, a perplexity, a relative error.
@@ -139,7 +136,18 @@ class Memo(Record):
     action: Action | None = None
     signoff: Signoff | None = None
     checks: list[Claim] = Field(default_factory=list, description="The default gate's checks on the judged run, one claim each.")
+    gate: GateResult | None = Field(None, description="The gate verdict the checks state (every check's figures, test and "
+                                    "basis): the terminal table, JUnit and the step summary all render it.")
+    headline: list[Figure] = Field(default_factory=list, description="The figures every format prints, one line each "
+                                   "(render.memo.phrases.headline words them): a figure added here is in every output.")
+    report: Report | None = Field(None, description="Every section of the bundle's deployment report, as data (None for a gate's pair).")
     detail: dict[str, str] = Field(default_factory=dict, description="Section -> anchor in the bundle's report where its detail is.")
+
+    def verdict(self) -> GateResult:
+        """The gate verdict the document states (a ValueError for a document without one: an internal error)."""
+        if self.gate is None:
+            raise ValueError(f"review document {self.bundle!r} holds no gate verdict")
+        return self.gate
 
     def claims(self) -> list[Claim]:
         """Every claim of the memo, in reading order."""
@@ -156,4 +164,4 @@ class Memo(Record):
 
     def figures(self) -> list[Figure]:
         """Every figure any claim states."""
-        return [f for c in self.claims() for f in c.figures]
+        return [*(f for c in self.claims() for f in c.figures), *self.headline]

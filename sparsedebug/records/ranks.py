@@ -48,6 +48,7 @@ class RankSummary(Record):
     device: str | None = None
     steps: int = Field(description="Iterations (profiler steps) the importer found.")
     step_samples_ms: list[float] = Field(description="Per-iteration span (first GPU op to last), ms.")
+    step_p50_ms: float | None = Field(None, description="Median of step_samples_ms; None without iterations.")
     busy_ms: float = Field(description="Union of all GPU activity per iteration (median of iterations when known, else mean).")
     compute_ms: float = Field(description="Union of non-communication GPU activity per iteration.")
     communication_ms: float = Field(description="Union of communication kernels per iteration.")

@@ -149,6 +149,7 @@ class TraceRepro(Record):
     device: str | None = None
     launch: Literal["eager", "cuda_graph"]
     backend_profile: str = Field(description="The replay backend profile the reproducer workload uses.")
+    profile_target: str | None = Field(None, description="The GPU that profile's target clock projects onto (None: it models none).")
     replay_shows: bool = Field(description="Whether the built-in replay can show the trace's first divergent stage and mechanism.")
     replay_reason: ReplayReason = Field(description="Why the built-in replay of reproducer.yaml can or cannot show it.")
     replay_fallback: str | None = Field(None, description="The fallback reason the replay's backend profile decides for the layer, when it does.")

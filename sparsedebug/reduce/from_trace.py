@@ -125,7 +125,8 @@ def trace_repro(baseline: RunRecord, candidate: RunRecord, bisect: BisectResult,
         layer=name, group=finding.layer, first_stage=bisect.first_stage, finding=finding.kind, mechanism=mechanism,
         delta_ms=finding.delta_ms, op_kind=kind, pattern=pattern,
         tokens=tokens, candidate=cand, baseline=_side(baseline, name), device=device,
-        launch="cuda_graph" if candidate.source.runtime is not None and candidate.source.runtime.cuda_graph else "eager", backend_profile=profile, replay_shows=shows, replay_reason=reason, replay_fallback=fallback,
+        launch="cuda_graph" if candidate.source.runtime is not None and candidate.source.runtime.cuda_graph else "eager", backend_profile=profile,
+        profile_target=PROFILES[profile].target if profile in PROFILES else None, replay_shows=shows, replay_reason=reason, replay_fallback=fallback,
     )
 
 

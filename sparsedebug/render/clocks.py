@@ -8,12 +8,13 @@ backend profile. Every latency a renderer prints carries one of these labels.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
+from sparsedebug.records.report import RunFigures
 from sparsedebug.records.run import RunRecord
 from sparsedebug.records.target import TargetClock
-from sparsedebug.render.words.run_figures import sample_count
+from sparsedebug.render.words.run_figures import THIS_MACHINE, sample_count
 from sparsedebug.render.words.target import missing_forward_words
-from sparsedebug.signoff.metrics import THIS_MACHINE, bundle_clock, measured_clock
 
 __all__ = [
     "THIS_MACHINE", "bundle_clock", "label_latencies", "measured_clock", "sample_count", "quotes_unlabelled_latency", "slower_layers",
@@ -23,6 +24,23 @@ __all__ = [
 CLOCK_WORDS = ("this machine", "target clock", "projected", "traced")
 """Words that name a clock in rendered text."""
 _LATENCY = re.compile(r"\d\s?(ms|us)\b")
+
+
+
+def measured_clock(run: RunFigures) -> str:
+    """The clock of a run's own timing samples in words: this machine (a replay), or the device an import was traced
+    (or profiled) on."""
+    if run.clock == "measured":
+        return THIS_MACHINE
+    return f"{run.backend}, {'profiled' if run.clock == 'profiled' else 'traced'}"
+
+
+def bundle_clock(runs: Sequence[RunFigures]) -> str:
+    """The clock of several runs in words: one label when they share it, else each run's."""
+    labels = list(dict.fromkeys(measured_clock(run) for run in runs))
+    if len(labels) == 1:
+        return labels[0]
+    return "; ".join(f"{run.run}: {measured_clock(run)}" for run in runs)
 
 
 def target_clock_label(backend: str, device: str, launch: str) -> str:

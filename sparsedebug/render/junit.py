@@ -12,14 +12,16 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from sparsedebug.records.gate import GateResult
+from sparsedebug.records.memo import Memo
+from sparsedebug.render.words.figures import headline
 from sparsedebug.render.words.gate import CHECK_NAMES, detail_words, measured_words, status_label, threshold_words
 
 SUITE = "sparsedebug.gate"
 
 
-def junit_xml(result: GateResult) -> str:
-    """Render a gate result as a JUnit XML document (``<testsuites>`` with one ``<testsuite>``)."""
+def junit_xml(doc: Memo) -> str:
+    """Render the gate verdict of a review document as a JUnit XML document (``<testsuites>`` with one ``<testsuite>``)."""
+    result = doc.verdict()
     failures = sum(1 for c in result.checks if c.fails_gate)
     skipped = sum(1 for c in result.checks if c.status in ("skipped", "inconclusive") and not c.fails_gate)
     counts = {
@@ -34,6 +36,8 @@ def junit_xml(result: GateResult) -> str:
     props = ET.SubElement(suite, "properties")
     ET.SubElement(props, "property", {"name": "baseline", "value": result.baseline})
     ET.SubElement(props, "property", {"name": "candidate", "value": result.candidate})
+    for f in doc.headline:
+        ET.SubElement(props, "property", {"name": f.quantity, "value": headline(f)})
     for check in result.checks:
         case = ET.SubElement(suite, "testcase", {"classname": SUITE, "name": check.id, "time": "0"})
         detail = detail_words(check)

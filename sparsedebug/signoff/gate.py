@@ -52,7 +52,7 @@ from typing import Literal
 
 from sparsedebug.core.errors import UserError
 from sparsedebug.core.io import load_data, validate
-from sparsedebug.core.paired import compare_timings, enough_pairs, fewest_pairs, paired_ratio, per_round_separated
+from sparsedebug.core.paired import compare_timings, enough_pairs, fewest_pairs, per_round_separated
 from sparsedebug.core.patterns import precision_changes, precision_from
 from sparsedebug.core.stats import (
     DEFAULT_ALPHA,
@@ -79,7 +79,7 @@ from sparsedebug.records.gate import (
 from sparsedebug.records.notes import Note, note
 from sparsedebug.records.run import RunRecord
 from sparsedebug.records.stats import SampleComparison
-from sparsedebug.signoff.metrics import fallback_summary, latency, layer_rows, run_clock
+from sparsedebug.signoff.metrics import fallback_summary, latency, layer_rows, p50_speedup, run_clock
 
 
 def load_policy(path: Path | None) -> GatePolicy:
@@ -221,13 +221,10 @@ def check_speedup(base: RunRecord, cand: RunRecord, policy: GatePolicy, drift: f
     if unstable is not None:
         return unstable
     block = session_block(base, cand) if len(b) == len(c) else None
-    if block is not None:  # one session: the paired estimate, free of the drift both sides saw
-        speedup = 1.0 / paired_ratio(b, c, block)
-        figure = GateFigure(quantity="speedup_p50", value=speedup, unit="x", limit=target, direction="at_least", count=len(b))
-    else:
-        speedup = median(b) / median(c)
-        figure = GateFigure(quantity="speedup_p50", value=speedup, unit="x", limit=target, direction="at_least",
-                            count=len(b), of=len(c))
+    speedup = p50_speedup(base, cand)  # one session: the paired estimate, free of the drift both sides saw
+    assert speedup is not None
+    figure = GateFigure(quantity="speedup_p50", value=speedup, unit="x", limit=target, direction="at_least",
+                        count=len(b), of=None if block is not None else len(c))
     basis = []
     if cand.outcome.effective_speedup is not None:
         basis.append(note("gate.own_speedup", run=cand.name, speedup=cand.outcome.effective_speedup))

@@ -8,7 +8,7 @@ where it came from. Nothing here writes words: the phrasing lives in ``sparsedeb
 from __future__ import annotations
 
 from sparsedebug.core.errors import UserError
-from sparsedebug.core.stats import median, percentiles
+from sparsedebug.core.stats import median
 from sparsedebug.records.classification import Classification
 from sparsedebug.records.decision import DecisionOutcome
 from sparsedebug.records.gate import GateCheck, GateResult
@@ -32,6 +32,7 @@ from sparsedebug.signoff.decide import stored_decision
 from sparsedebug.signoff.memo_engine import fig as _fig
 from sparsedebug.signoff.memo_engine import sparse_kernels_claim
 from sparsedebug.signoff.metrics import fallback_summary, p50_speedup, run_clock
+from sparsedebug.signoff.report import build_report
 from sparsedebug.sources.bundle import FILES, LoadedBundle
 
 # Memo section -> the anchor in report.md (and report.html) holding its full detail.
@@ -71,49 +72,55 @@ def _speedup(b: LoadedBundle, role: str) -> Figure | None:
                 role=role, clock=run_clock(run))
 
 
-def check_figures(check: GateCheck, base: RunRecord, run: RunRecord, role: str, result: GateResult) -> list[Figure]:
-    """The numbers a gate check was judged on: the measured value and the threshold, from the runs and the policy."""
+# A gate figure's limit, as the memo names it (the policy's threshold the check held the figure to).
+LIMIT_QUANTITY: dict[str, str] = {
+    "speedup_p50": "speedup_min", "p99_ratio": "p99_max_ratio", "p99_ms": "p99_budget_ms", "cosine": "cosine_min",
+    "rel_err": "rel_err_max", "accuracy_drop": "accuracy_drop_max", "fallback_rate": "fallback_rate_max",
+    "worst_err_share": "worst_err_share_max", "precision_changes": "precision_changes_max",
+}
+
+# What a gate figure's count and "of" count, as the memo names them (default: <quantity>_count, <quantity>_of).
+COUNT_QUANTITY: dict[str, tuple[str, str]] = {"fallback_rate": ("fell_back", "meant_sparse")}
+
+
+def check_figures(check: GateCheck, run: RunRecord, role: str) -> list[Figure]:
+    """The numbers a gate check was judged on, as the check itself recorded them: the measured figure, the baseline's
+    figure it quotes, how many it was taken over, and the policy's limit. The terminal table, JUnit and the step
+    summary print these figures, so a figure has one value wherever it is printed."""
     record = FILES.get(role, f"{role}.run.json")
-    pol = result.policy
+    clock = run_clock(run)
     out: list[Figure] = []
-    if check.id == "effective_speedup":
-        value = p50_speedup(base, run)
-        if value is not None:
-            out.append(_fig("speedup_p50", value, "x", record, "baseline p50 / run p50", role=role, clock=run_clock(run)))
-        if pol.effective_speedup is not None:
-            out.append(_fig("speedup_min", pol.effective_speedup.min, "x", "gate policy", "effective_speedup.min"))
-    elif check.id == "quality_delta" and run.outcome.quality is not None:
-        q = run.outcome.quality
-        if q.perplexity is not None:
-            out.append(_fig("perplexity", q.perplexity, "perplexity", record, "outcome.quality.perplexity", role=role))
-        else:
-            out.append(_fig("cosine", q.cosine, "cosine", record, "outcome.quality.cosine", role=role))
-        if pol.quality_delta is not None and pol.quality_delta.min_cosine is not None and q.perplexity is None:
-            out.append(_fig("cosine_min", pol.quality_delta.min_cosine, "cosine", "gate policy", "quality_delta.min_cosine"))
-    elif check.id == "fallback_rate":
-        fb = fallback_summary(run, base)
-        if fb.meant_sparse:
-            out.append(_fig("fell_back", fb.fell_back, "count", record, "lower.layers[].path", role=role))
-            out.append(_fig("meant_sparse", fb.meant_sparse, "count", record, "graph.layers[].intended", role=role))
-    elif check.id == "p99_latency":
-        b, c = base.outcome.latency_samples_ms, run.outcome.latency_samples_ms
-        if b and c:
-            ratio = percentiles(c).p99 / percentiles(b).p99
-            out.append(_fig("p99_ratio", ratio, "ratio", record, "run p99 / baseline p99 (outcome.latency_samples_ms)", role=role))
-        if pol.p99_latency is not None:
-            out.append(_fig("p99_max_ratio", pol.p99_latency.max_ratio, "ratio", "gate policy", "p99_latency.max_ratio"))
+    for f in check.figures:
+        if f.value is None:
+            continue
+        field = f"gate check {check.id}: {f.quantity}"
+        timed = clock if f.quantity in ("speedup_p50", "p99_ratio", "p99_ms") else None
+        out.append(_fig(f.quantity, f.value, f.unit, record, field, role=role, clock=timed))
+        if f.baseline is not None:
+            out.append(_fig(f.quantity, f.baseline, f.unit, FILES["baseline"], field, role="baseline", clock=timed))
+        count, of = COUNT_QUANTITY.get(f.quantity, (f"{f.quantity}_count", f"{f.quantity}_of"))
+        if f.count is not None:
+            out.append(_fig(count, f.count, "count", record, f"{field} (taken over)", role=role))
+        if f.of is not None:
+            out.append(_fig(of, f.of, "count", record, f"{field} (out of)", role=role))
+    q = run.outcome.quality
+    if check.id == "quality_delta" and q is not None and q.perplexity is not None:
+        out.append(_fig("perplexity", q.perplexity, "perplexity", record, "outcome.quality.perplexity", role=role))
+    for f in check.figures:
+        if f.limit is not None and f.direction is not None:
+            out.append(_fig(LIMIT_QUANTITY[f.quantity], f.limit, f.unit, "gate policy", f"{check.id}: {f.quantity} limit"))
     return out
 
 
-def _check_claim(check: GateCheck, base: RunRecord, run: RunRecord, role: str, result: GateResult) -> Claim:
-    return Claim(kind="reason", code=check.id, figures=check_figures(check, base, run, role, result),
+def _check_claim(check: GateCheck, run: RunRecord, role: str) -> Claim:
+    return Claim(kind="reason", code=check.id, figures=check_figures(check, run, role),
                  terms={"status": check.status, "role": role, "on_inconclusive": check.on_inconclusive or ""})
 
 
-def _check_claims(result: GateResult, base: RunRecord, run: RunRecord, role: str) -> list[Claim]:
+def _check_claims(result: GateResult, run: RunRecord, role: str) -> list[Claim]:
     order = {cid: i for i, cid in enumerate(CHECK_ORDER)}
     checks = sorted(result.checks, key=lambda c: order.get(c.id, len(order)))
-    return [_check_claim(c, base, run, role, result) for c in checks]
+    return [_check_claim(c, run, role) for c in checks]
 
 
 def _reasons(decision: DecisionOutcome, checks: list[Claim], missing_evidence: list[str], judged_role: str) -> list[Claim]:
@@ -427,7 +434,7 @@ def build_memo(b: LoadedBundle, book: Playbook) -> Memo:
     decision = stored_decision(b)
     judged_role = "fixed" if b.fixed is not None else "candidate"
     judged = b.fixed or b.candidate
-    checks = _check_claims(decision.gate, b.baseline, judged, judged_role) if decision.gate is not None else []
+    checks = _check_claims(decision.gate, judged, judged_role) if decision.gate is not None else []
     owner = book.owner(decision.owner).title if decision.owner is not None else ""
     decision_claim = Claim(kind="decision", code=decision.decision, terms={
         "judged_on": judged_role, "label": book.decision(decision.decision).label, "owner": owner,
@@ -436,20 +443,28 @@ def build_memo(b: LoadedBundle, book: Playbook) -> Memo:
         title=book.memo.title, bundle=b.root.name, decision=decision_claim,
         reasons=_reasons(decision, checks, _missing_evidence(decision), judged_role),
         clocks=_clocks(list(_runs(b).values())), symptom=_symptom(b), hypothesis=_hypothesis(b),
-        action=_action(b, decision, book), signoff=_signoff(b, book, decision, decision_claim), checks=checks,
+        action=_action(b, decision, book), signoff=_signoff(b, book, decision, decision_claim), checks=checks, gate=decision.gate,
+        report=build_report(b, decision), headline=[f for f in (_speedup(b, judged_role),) if f is not None],
         detail={k: f"{b.manifest.files.get('report', FILES['report'])}#{v}" for k, v in DETAIL_ANCHORS.items()},
     )
 
 
+def with_review(b: LoadedBundle, book: Playbook) -> LoadedBundle:
+    """The bundle (with its decision, ``signoff.decide.with_decision``) holding its review document, built once here:
+    every bundle renderer reads it."""
+    return b.model_copy(update={"memo": build_memo(b, book)})
+
+
 def gate_memo(result: GateResult, base: RunRecord, cand: RunRecord) -> Memo:
     """The memo of one gate verdict (``gate --summary``, ``memo --format github``): pass or fail and its checks."""
-    checks = _check_claims(result, base, cand, "candidate")
+    checks = _check_claims(result, cand, "candidate")
     code = "fail" if not result.passed else ("inconclusive" if result.inconclusive else "pass")
     decision = Claim(kind="decision", code=code,
                      terms={"judged_on": "candidate", "baseline": result.baseline, "candidate": result.candidate})
     reasons = [c for c in checks if c.terms.get("status") == "fail" or (c.terms.get("status") == "inconclusive")]
+    speed = [f for c in checks for f in c.figures if f.quantity == "speedup_p50" and f.role == "candidate"]
     return Memo(title="sparsedebug gate", bundle=f"{result.baseline} vs {result.candidate}", decision=decision, reasons=reasons,
-                clocks=_clocks([base, cand]), checks=checks)
+                clocks=_clocks([base, cand]), checks=checks, gate=result, headline=speed[:1])
 
 
 def require_current(b: LoadedBundle) -> None:

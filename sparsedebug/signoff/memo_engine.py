@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from sparsedebug.records.memo import Claim, Clock, Figure, FigureSource, Unit
+from sparsedebug.records.memo import Claim, Figure, FigureSource, Unit
+from sparsedebug.records.report import Clock
 from sparsedebug.records.run import RunRecord
 from sparsedebug.sources.bundle import FILES, LoadedBundle
 

@@ -7,29 +7,16 @@ figure that the record cannot support is ``None``, never a guess.
 
 from __future__ import annotations
 
-from pydantic import Field
-
+from sparsedebug.core.paired import paired_ratio
 from sparsedebug.core.patterns import declared_sparse, fallback_flop_share, is_fallback, kernel_named, kernel_time_shares
 from sparsedebug.core.stats import Percentiles, median, percentiles
 from sparsedebug.kernels.masks import intent_pattern
-from sparsedebug.records.base import Record
-from sparsedebug.records.memo import Clock
-from sparsedebug.records.notes import Note, NoteValue, note
-from sparsedebug.records.run import EqualLatencyQuality, KernelPath, OpKind, QualityDelta, RunRecord, SparsityIntent
+from sparsedebug.locate.reference import session_block
+from sparsedebug.records.equal_latency import equal_latency_values
+from sparsedebug.records.notes import Note, note
+from sparsedebug.records.report import Clock, FallbackSummary, LayerRow, RealityFigures
+from sparsedebug.records.run import EqualLatencyQuality, KernelPath, OpKind, RunRecord
 from sparsedebug.sources.registry import capabilities, replayed
-
-# The clock of a replay's timings.
-THIS_MACHINE = "this machine, measured"
-
-# The clock of a figure projected onto the backend profile's GPU (``render.clocks.target_clock_label`` names which).
-TARGET_PROJECTED = "target clock, projected"
-
-
-def measured_clock(run: RunRecord) -> str:
-    """The clock of a run's own timing samples: this machine (replay), or the device an import was traced (or profiled) on."""
-    if replayed(run):
-        return THIS_MACHINE
-    return f"{run.lower.backend}, {'traced' if capabilities(run).timeline else 'profiled'}"
 
 
 def run_clock(run: RunRecord) -> Clock:
@@ -42,56 +29,10 @@ def run_clock(run: RunRecord) -> Clock:
     return "traced" if capabilities(run).timeline else "profiled"
 
 
-def bundle_clock(runs: list[RunRecord]) -> str:
-    """The clock of several runs in words: one label when they share it, else each run's."""
-    labels = list(dict.fromkeys(measured_clock(run) for run in runs))
-    if len(labels) == 1:
-        return labels[0]
-    return "; ".join(f"{run.name}: {measured_clock(run)}" for run in runs)
-
-
 def nominal_factor(pattern: str) -> float | None:
     """Multiply reduction an ``N:M`` or ``V:N:M`` pattern promises (M/N); ``None`` for dense or unknown."""
     parsed = intent_pattern(pattern)
     return None if parsed is None else 1.0 / parsed.density
-
-
-# Two p50 latencies within this relative difference are "equal" for the equal-latency comparison.
-EQUAL_LATENCY_TOLERANCE = 0.05
-
-
-def quality_metric(q: QualityDelta) -> str:
-    """The name of a quality figure: perplexity (real decoders), sentence-embedding cosine (real encoders) or cosine."""
-    if q.perplexity is not None:
-        return "perplexity"
-    return "sentence-embedding cosine" if q.evidence is not None else "cosine"
-
-
-def quality_value(q: QualityDelta) -> str:
-    """The headline quality number as text: the perplexity for a real decoder, else the cosine."""
-    return f"{q.perplexity:.3f}" if q.perplexity is not None else f"{q.cosine:.4f}"
-
-
-def quality_figure(q: QualityDelta) -> str:
-    """``perplexity 15.210``, ``sentence-embedding cosine 0.8444`` or ``cosine 0.7607``."""
-    return f"{quality_metric(q)} {quality_value(q)}"
-
-
-def _quality_values(prefix: str, q: QualityDelta) -> dict[str, NoteValue]:
-    return {f"{prefix}_metric": quality_metric(q), f"{prefix}_value": q.perplexity if q.perplexity is not None else q.cosine}
-
-
-def equal_latency_values(eq: EqualLatencyQuality, run: str = "candidate") -> dict[str, NoteValue]:
-    """The figures of "at this latency, is sparsity better than a smaller dense model?" (``run``: the role or name of
-    the sparse run the search timed), as note values: ``render.words.run_figures.equal_latency_words`` words them."""
-    c = eq.cross_check
-    return {
-        "run": run, "clock": eq.clock, "narrowed_fraction": eq.narrowed_ffn_fraction, "narrowed_ms": eq.narrowed_latency_ms,
-        "candidate_ms": eq.candidate_latency_ms, "latency_matched": eq.latency_matched, "sparsity_wins": eq.sparsity_wins,
-        "tolerance": EQUAL_LATENCY_TOLERANCE, **_quality_values("narrowed", eq.narrowed), **_quality_values("candidate", eq.candidate),
-        "cross_clock": c.clock if c is not None else None, "cross_fraction": c.narrowed_ffn_fraction if c is not None else None,
-        "cross_narrowed_ms": c.narrowed_latency_ms if c is not None else None, "cross_candidate_ms": c.candidate_latency_ms if c is not None else None,
-    }
 
 
 def equal_latency_note(eq: EqualLatencyQuality, run: str = "candidate") -> Note:
@@ -103,54 +44,6 @@ def latency(run: RunRecord) -> Percentiles | None:
     """p50/p95/p99 of the whole-forward latency samples, or ``None`` without samples."""
     samples = run.outcome.latency_samples_ms
     return percentiles(samples) if samples else None
-
-
-class LayerRow(Record):
-    """One layer joined across the graph, lower and kernel stages."""
-
-    name: str
-    op: str
-    weight_shape: list[int] | None
-    input_shape: list[int] | None
-    dtype: str
-    intended: SparsityIntent
-    path: str | None
-    reason: str | None
-    detail: Note | None
-    flops: float
-    time_ms: float | None
-    dense_time_ms: float | None
-    precision: str | None
-    rel_err: float | None
-    conversions_per_call: int
-    conversion_ms: float | None
-    metadata_bytes: int | None
-    value_bytes: int | None
-
-    @property
-    def conversion_per_call_ms(self) -> float:
-        """Time the layer spends re-converting its weights on every call (measured apart; 0 when converted once)."""
-        if not self.conversions_per_call or self.conversion_ms is None:
-            return 0.0
-        return self.conversions_per_call * self.conversion_ms
-
-    @property
-    def call_ms(self) -> float | None:
-        """Median time of one call as the forward makes it: the kernel (``time_ms``, which never holds a per-call
-        conversion: ``records.run``) plus the per-call weight conversion timed apart."""
-        if self.time_ms is None:
-            return None
-        return self.time_ms + self.conversion_per_call_ms
-
-    @property
-    def meant_sparse(self) -> bool:
-        """The layer was declared (or inferred) as sparse."""
-        return declared_sparse(self.intended)
-
-    @property
-    def fell_back(self) -> bool:
-        """Meant to be sparse but runs dense: a fallback."""
-        return is_fallback(self.intended, self.path, self.reason)
 
 
 def layer_rows(run: RunRecord) -> list[LayerRow]:
@@ -181,29 +74,12 @@ def layer_rows(run: RunRecord) -> list[LayerRow]:
                 conversion_ms=lo.conversion_ms if lo is not None else None,
                 metadata_bytes=lo.metadata_bytes if lo is not None else None,
                 value_bytes=lo.value_bytes if lo is not None else None,
+                meant_sparse=declared_sparse(g.intended),
+                fell_back=is_fallback(g.intended, lo.path.value if lo is not None else None,
+                                      lo.reason.value if lo is not None and lo.reason is not None else None),
             )
         )
     return rows
-
-
-class FallbackSummary(Record):
-    """How much of the model meant to be sparse actually runs dense, and what it costs."""
-
-    meant_sparse: int
-    fell_back: int
-    rate: float | None
-    reasons: dict[str, int]
-    fallback_layers: list[str]
-    dense_flop_share: float | None
-    dense_time_share: float | None
-    fallback_time_share: float | None
-    fallback_flop_share: float | None = Field(description="FLOPs in fallbacks over FLOPs declared sparse (``core.patterns.fallback_flop_share``).")
-    fallback_share_of_all_flops: float | None = Field(description="FLOPs in fallbacks over all FLOPs of the run.")
-    sparse_kernel_speedup: float | None
-    # How the speedup was measured, or why it was not (None: no layer meant sparse).
-    sparse_kernel_speedup_source: Note | None
-    amdahl_ceiling: float | None
-    speedup_left_on_table: float | None
 
 
 def _sparse_kernel_speedup(meant: list[LayerRow]) -> tuple[float | None, Note | None]:
@@ -383,21 +259,16 @@ def has_quality_evidence(run: RunRecord) -> bool:
 
 
 def p50_speedup(base: RunRecord, run: RunRecord) -> float | None:
-    """Baseline p50 over run p50 of the whole-forward latency; None without samples on either side."""
+    """The whole-forward speedup of ``run`` over ``base``: for two runs replayed in one interleaved session, the paired
+    estimate over their rounds (``core.paired.paired_ratio``, free of the drift both sides saw); otherwise baseline p50
+    over run p50. None without samples on either side. The one definition the gate, the decision and the memo print."""
     b, c = base.outcome.latency_samples_ms, run.outcome.latency_samples_ms
     if not b or not c:
         return None
+    block = session_block(base, run) if len(b) == len(c) else None
+    if block is not None:
+        return 1.0 / paired_ratio(b, c, block)
     return median(b) / median(c)
-
-
-class RealityFigures(Record):
-    """The figures of the sparse reality check: what the pattern promised against what the run got."""
-
-    nominal: float = Field(description="The pattern's M/N (the largest over the run's declared patterns).")
-    ceiling: float | None = Field(description="FallbackSummary.amdahl_ceiling: every meant-sparse layer at M/N.")
-    real: float | None = Field(description="Baseline p50 / run p50; the run's own effective speedup without baseline samples.")
-    fallback_time_share: float | None = Field(description="Share of kernel time in dense fallbacks.")
-    dense_time_share: float | None = Field(description="Share of kernel time on dense paths.")
 
 
 def reality_figures(base: RunRecord, run: RunRecord) -> RealityFigures | None:
@@ -406,7 +277,7 @@ def reality_figures(base: RunRecord, run: RunRecord) -> RealityFigures | None:
     if not factors:
         return None
     b, c = base.outcome.latency_samples_ms, run.outcome.latency_samples_ms
-    real = median(b) / median(c) if b and c else run.outcome.effective_speedup
+    real = p50_speedup(base, run) if b and c else run.outcome.effective_speedup
     fb = fallback_summary(run)
     return RealityFigures(
         nominal=max(factors), ceiling=fb.amdahl_ceiling, real=real,

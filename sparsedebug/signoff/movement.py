@@ -19,7 +19,7 @@ from sparsedebug.records.notes import Note, note
 from sparsedebug.records.run import KernelPath, RunRecord
 from sparsedebug.records.stats import DEFAULT_ALPHA, DEFAULT_MIN_EFFECT, Direction
 from sparsedebug.signoff.gate import judge_shift
-from sparsedebug.signoff.metrics import fallback_summary, layer_rows
+from sparsedebug.signoff.metrics import fallback_summary, layer_rows, p50_speedup
 
 
 def _overhead_p50(run: RunRecord) -> float | None:
@@ -152,8 +152,11 @@ def measure_movement(
         if base.outcome.latency_samples_ms:
             b50 = median(base.outcome.latency_samples_ms)
             expected_speedup = b50 / exp_after if exp_after else None
+            # the one speedup the gate and the memo state (paired when timed in one session with the baseline)
+            before, after = p50_speedup(base, cand), p50_speedup(base, fixed)
+            assert before is not None and after is not None  # every side has samples here
             moves.append(
-                Movement(metric="speedup over baseline (p50)", unit="x", before=b50 / cp.p50, after=b50 / fp.p50,
+                Movement(metric="speedup over baseline (p50)", unit="x", before=before, after=after,
                          expected_after=expected_speedup,
                          expected_basis=note("movement.speedup_expected") if expected_speedup else None,
                          better="higher")

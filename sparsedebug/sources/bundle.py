@@ -31,16 +31,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
-
 from sparsedebug.core.errors import UserError
 from sparsedebug.core.io import load_record
-from sparsedebug.records.bundle import Bundle, BundleInput, FixOutcome, InputRole
+from sparsedebug.records.bundle import Bundle, FixOutcome
 from sparsedebug.records.classification import Classification
 from sparsedebug.records.decision import DecisionOutcome
 from sparsedebug.records.energy import EnergyReport
 from sparsedebug.records.findings import BisectResult
 from sparsedebug.records.fingerprint import Fingerprint
+from sparsedebug.records.loaded import LoadedBundle as LoadedBundle
 from sparsedebug.records.memo import Memo
 from sparsedebug.records.ranks import RankComparison
 from sparsedebug.records.reduce import ReduceResult, TraceRepro
@@ -71,40 +70,6 @@ FILES: dict[str, str] = {
     "report": "report.md",
     "html": "report.html",
 }
-
-
-class LoadedBundle(BaseModel):
-    """A bundle read back from disk: the manifest plus every record it lists (None when absent)."""
-
-    model_config = ConfigDict(arbitrary_types_allowed=True)
-
-    root: Path
-    manifest: Bundle
-    fingerprint: Fingerprint | None
-    baseline: RunRecord
-    candidate: RunRecord
-    fixed: RunRecord | None
-    bisect: BisectResult | None = None
-    classification: Classification | None = None
-    reduce: ReduceResult | None = None
-    trace_repro: TraceRepro | None = None
-    fix: FixOutcome | None = None
-    decision: DecisionOutcome | None = None
-    ranks: RankComparison | None = None
-    energy: EnergyReport | None = None
-    memo: Memo | None = None
-
-    def path(self, role: str) -> Path | None:
-        """Path of a bundle file by role, when present."""
-        name = self.manifest.files.get(role)
-        return self.root / name if name else None
-
-    def input(self, role: InputRole) -> BundleInput | None:
-        """The manifest entry of an input role."""
-        for item in self.manifest.inputs:
-            if item.role == role:
-                return item
-        return None
 
 
 def _optional(root: Path, manifest: Bundle, role: str) -> Path | None:

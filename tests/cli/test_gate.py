@@ -141,3 +141,26 @@ def test_unstable_timings_are_inconclusive_and_the_policy_decides(tmp_path: Path
     assert "INCONCLUSIVE (warning: on_inconclusive warn)" in summary.read_text()
     data = json.loads(invoke(["gate", str(base), str(cand), "--policy", str(policy), "--json"]).stdout)
     assert data["passed"] is True and data["inconclusive"] is True  # under warn, inconclusive does not fail the gate
+
+
+def test_readme_gate_prints_one_speedup_in_the_terminal_junit_and_summary(tmp_path: Path) -> None:
+    """The README's CI gate: the paired speedup is one figure of the review document, printed at one precision by
+    the terminal table, gate.xml and summary.md (it once read 1.128x in two of them and 1.130x in the third)."""
+    import re
+    import shlex
+
+    from tests.test_docs import REPO
+
+    line = next(ln for ln in (REPO / "README.md").read_text().splitlines() if ln.startswith("sparsedebug gate "))
+    args = shlex.split(line.split("#")[0])[1:]
+    junit, summary = tmp_path / "gate.xml", tmp_path / "summary.md"
+    args = [str(junit) if a == "gate.xml" else str(summary) if a == "summary.md" else str(REPO / a) if a.startswith(("fixtures/", "playbooks/")) else a
+            for a in args]
+    result = invoke([*args, "--wide"])
+    assert result.exit_code in (0, 1), result.stdout + result.stderr
+    speedup = re.compile(r"speedup (\d+\.\d{3}x)")
+    terminal = speedup.findall(result.stdout)
+    xml = speedup.findall(junit.read_text())
+    md = speedup.findall(summary.read_text())
+    assert terminal and xml and md, (result.stdout, junit.read_text(), summary.read_text())
+    assert set(terminal) == set(xml) == set(md) and len(set(terminal)) == 1, (terminal, xml, md)

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from sparsedebug.records.run import EqualLatencyQuality, QualityDelta, QualityEvidence
-from sparsedebug.render.words.run_figures import equal_latency_sentence, real_quality_text
+from sparsedebug.render.words.run_figures import equal_latency_sentence, quality_figure, real_quality_text
 from sparsedebug.signoff import metrics
-from sparsedebug.signoff.metrics import quality_figure
 
 
 def _eq(*, matched: bool | None, wins: bool, narrowed_cos: float = 0.79, cand_cos: float = 0.76) -> EqualLatencyQuality:

@@ -10,6 +10,7 @@ from sparsedebug.records.bundle import Bundle, BundleInput, FixOutcome
 from sparsedebug.records.notes import note
 from sparsedebug.records.run import RunRecord
 from sparsedebug.signoff.decide import with_decision
+from sparsedebug.signoff.memo import with_review
 from sparsedebug.signoff.movement import measure_movement
 from sparsedebug.sources.bundle import FILES, LoadedBundle
 from sparsedebug.sources.playbook import load_playbook
@@ -38,4 +39,9 @@ def make_bundle(base: RunRecord, cand: RunRecord, fixed: RunRecord | None = None
         root=root, manifest=manifest, fingerprint=None, baseline=base, candidate=cand, fixed=fixed,
         bisect=bisect_runs(base, cand), classification=cls, reduce=None, fix=outcome,
     )
-    return with_decision(bundle, load_playbook())
+    return with_review(with_decision(bundle, load_playbook()), load_playbook())
+
+
+def reviewed(bundle: LoadedBundle) -> LoadedBundle:
+    """A bundle whose records a test changed, decided and reviewed again (as `memo` does on edited records)."""
+    return with_review(with_decision(bundle, load_playbook()), load_playbook())

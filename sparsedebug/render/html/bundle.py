@@ -11,12 +11,14 @@ from __future__ import annotations
 
 from html import escape
 
+from sparsedebug.records.loaded import LoadedBundle
 from sparsedebug.records.memo import Memo
 from sparsedebug.records.playbook import Playbook
+from sparsedebug.render.document import report, review
 from sparsedebug.render.html.energy import energy_section
 from sparsedebug.render.html.page import Part, Section, page
 from sparsedebug.render.html.sections import (
-    Runs,
+    PageRun,
     forward_section,
     latency_section,
     layer_section,
@@ -28,22 +30,26 @@ from sparsedebug.render.markdown.memo import render_full_report
 from sparsedebug.render.memo import phrases
 from sparsedebug.render.memo.formats import render
 from sparsedebug.render.memo.markdown import MAX_REASONS
-from sparsedebug.sources.bundle import LoadedBundle
 
 
 def bundle_sections(bundle: LoadedBundle) -> list[Section]:
     """The figure sections of a bundle, in page order."""
-    runs: Runs = [("baseline", bundle.baseline), ("candidate", bundle.candidate)]
-    if bundle.fixed is not None:
-        runs = [*runs, ("fixed", bundle.fixed)]
-    sparse_runs = [item for item in runs if item[0] != "baseline"]
+    doc = report(bundle)
+    by_role = {"baseline": bundle.baseline, "candidate": bundle.candidate, "fixed": bundle.fixed}
+    runs: list[PageRun] = []
+    for fig in doc.latency:
+        run = by_role[fig.role]
+        assert run is not None
+        judged = doc.run(fig.role)
+        # the baseline is judged by no gate: its layer rows are kept apart
+        layers = judged.layers if judged is not None else doc.baseline_layers
+        runs.append(PageRun(fig.role, run, fig, layers, judged.reality if judged is not None else None))
+    page_runs = {item.role: item for item in runs}
+    sparse_runs = [item for item in runs if item.role != "baseline"]
     return [
         latency_section(runs),
-        layer_section(
-            ("baseline", bundle.baseline), ("candidate", bundle.candidate),
-            ("fixed", bundle.fixed) if bundle.fixed is not None else None,
-        ),
-        reality_section(bundle.baseline, sparse_runs),
+        layer_section(page_runs["baseline"], page_runs["candidate"], page_runs.get("fixed")),
+        reality_section(sparse_runs),
         forward_section(runs),
         timeline_section(runs),
         quality_section(runs),
@@ -57,19 +63,17 @@ def _decision_lead(memo: Memo) -> str:
     items = "".join(f"<li>{escape(phrases.reason(st, r))}</li>" for r in memo.reasons[:MAX_REASONS])
     rest = len(memo.reasons) - MAX_REASONS
     more = f"<p>{rest} more in the deployment report's gate matrix.</p>" if rest > 0 else ""
+    more += "".join(f"<p>{escape(phrases.headline(f))}</p>" for f in memo.headline)
     return (
         f'<div class="banner {escape(memo.decision.code or "")}"><p class="decision">{escape(phrases.decision_head(st, memo.decision))}</p>'
         f"<p>{escape(phrases.decision_basis(st, memo.decision))}</p><ol>{items}</ol>{more}</div>"
     )
 
 
-def render_bundle_html(bundle: LoadedBundle, book: Playbook, memo: Memo | None = None) -> str:
+def render_bundle_html(bundle: LoadedBundle, book: Playbook) -> str:
     """``report.html``: the decision box, the figures, their tables, the review memo and the deployment report of
-    ``bundle``; ``memo`` is the bundle's memo model (built here from the records when not given)."""
-    if memo is None:
-        from sparsedebug.signoff.memo import build_memo
-
-        memo = build_memo(bundle, book)
+    ``bundle``, all read from its review document (``bundle.memo``)."""
+    memo = review(bundle)
     base, cand = bundle.baseline, bundle.candidate
     inputs = ", ".join(f"{i.role} {i.label} ({i.kind})" for i in bundle.manifest.inputs)
     subtitle = f"Bundle {bundle.root.name}, created {bundle.manifest.created_at}, playbook {bundle.manifest.playbook}; inputs: {inputs}."

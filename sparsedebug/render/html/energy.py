@@ -11,16 +11,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from sparsedebug.core.stats import median
+from sparsedebug.records.loaded import LoadedBundle
 from sparsedebug.records.run import KernelPath, RunRecord
 from sparsedebug.render.clocks import measured_clock
+from sparsedebug.render.document import figures
 from sparsedebug.render.html.figures import ROLE_STYLE
 from sparsedebug.render.html.page import Chart, Section, Table
 from sparsedebug.render.html.svg import GREY, render_svg
 from sparsedebug.render.markdown.energy import STATUS_WORDS, clock_state
 from sparsedebug.render.words.signoff import MACHINE_WORDS
 from sparsedebug.render.words.sources_power import scope_words
-from sparsedebug.sources.bundle import LoadedBundle
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -83,7 +83,8 @@ def energy_section(bundle: LoadedBundle) -> Section:
         kind = "sparse" if _sparse(run) else "dense"
         label = f"{side.role} ({kind}): {side.run}"
         jt = side.joules_per_token
-        lat = median(run.outcome.latency_samples_ms) if run.outcome.latency_samples_ms else None
+        percentiles = figures(bundle, side.role).latency
+        lat = percentiles.p50 if percentiles is not None else None
         if side.status == "measured" and jt is not None and lat is not None:
             measured.append(EnergyPoint(side.role, label, kind == "sparse", lat, jt.p50, jt.low, jt.high))
         est = side.estimate
@@ -94,12 +95,12 @@ def energy_section(bundle: LoadedBundle) -> Section:
         interval = f"{jt.low:.4g} to {jt.high:.4g}" if jt is not None and jt.low is not None and jt.high is not None else "-"
         rows.append([side.role, side.run, kind, STATUS_WORDS[side.status], f"{jt.p50:.4g}" if jt is not None else "-", interval,
                      f"{est.joules_per_token:.4g} (estimate)" if est is not None and est.joules_per_token is not None else "-",
-                     scope_words(side.scope) or "-", clock_state(side), measured_clock(run)])
+                     scope_words(side.scope) or "-", clock_state(side), measured_clock(figures(bundle, side.role))])
     table = Table("Energy per token of each run", ["run", "name", "dense/sparse", "status", "J/token p50 (measured)", "interval",
                                                    "J/token on the target", "scope", "clock state", "clock"],
                   rows, numeric=[False, False, False, False, True, False, True, False, False, False], note=MACHINE_WORDS[report.machine] + ".")
     if measured:
-        clocks = " / ".join(dict.fromkeys(measured_clock(runs[p.role]) for p in measured))
+        clocks = " / ".join(dict.fromkeys(measured_clock(figures(bundle, p.role)) for p in measured))
         scopes = " / ".join(dict.fromkeys(scope_words(s.scope) for s in report.sides if s.scope and s.status == "measured"))
         svg = energy_latency(measured, f"latency p50 (ms; {clocks})", f"J per token ({scopes})", "Energy per token against latency, measured")
         levels = ", ".join(f"{s.role} {s.joules_per_token.confidence:.0%} over {s.joules_per_token.n} windows" for s in report.sides

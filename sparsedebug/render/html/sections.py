@@ -1,12 +1,11 @@
 """Records to page sections: the figure data, its figure and the tables that carry its numbers.
 
-Each ``*_section`` takes run records labelled by role (baseline, candidate, fixed;
-``run`` on a single-run page), builds the figure's data once, and hands the same
-data to the figure and to its tables, so the page never holds a number only in a
-picture. A figure the records cannot support becomes a section that says why.
-Figures read the shared definitions: percentiles and ``TAIL_MIN_SAMPLES`` from
-``core.stats``, per-layer rows and fallbacks from ``signoff.metrics`` (which asks
-``core.patterns``), the reality check from ``signoff.metrics.reality_figures``.
+Each ``*_section`` takes the page's runs labelled by role (baseline, candidate, fixed;
+``run`` on a single-run page), each with the figures the review document holds for it
+(``records.report``: percentiles, medians, layer rows, the reality check, all computed
+once by ``signoff.report``), and hands the same data to the figure and to its tables, so
+the page never holds a number only in a picture. A figure the records cannot support
+becomes a section that says why. Nothing here computes a statistic.
 """
 
 from __future__ import annotations
@@ -14,17 +13,30 @@ from __future__ import annotations
 import bisect
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
-from sparsedebug.core.stats import TAIL_MIN_SAMPLES, median, percentiles
+from sparsedebug.records.report import LayerRow, RealityFigures, RunFigures
 from sparsedebug.records.run import RunRecord, TimelineStrip
+from sparsedebug.records.stats import TAIL_MIN_SAMPLES
 from sparsedebug.render.clocks import measured_clock
 from sparsedebug.render.html import figures as fg
 from sparsedebug.render.html.page import Chart, Section, Table
 from sparsedebug.render.words.run_figures import equal_latency_sentence
-from sparsedebug.signoff.metrics import LayerRow, layer_rows, reality_figures
 
-Runs = Sequence[tuple[str, RunRecord]]
-"""(role, run) pairs in page order."""
+
+@dataclass(frozen=True)
+class PageRun:
+    """One run of a page: its role, its record (samples to draw, the timeline strip, quality), and its figures."""
+
+    role: str
+    run: RunRecord
+    figures: RunFigures
+    layers: list[LayerRow] = field(default_factory=list)
+    reality: RealityFigures | None = None
+
+
+Runs = Sequence[PageRun]
+"""The page's runs in page order."""
 
 MAX_LAYER_ROWS = 40
 """More layers than this are grouped by name across blocks (``layers.*.mlp.down_proj``)."""
@@ -34,13 +46,13 @@ def _ms(value: float | None, spec: str = ".3f") -> str:
     return "-" if value is None else format(value, spec)
 
 
-def clock(run: RunRecord) -> str:
+def clock(run: PageRun) -> str:
     """Which clock a run's latencies are on, in the words every renderer uses (``render.clocks``)."""
-    return measured_clock(run)
+    return measured_clock(run.figures)
 
 
 def _axis(label: str, runs: Runs) -> str:
-    clocks = list(dict.fromkeys(clock(run) for _, run in runs))
+    clocks = list(dict.fromkeys(clock(item) for item in runs))
     return f"{label} (ms; {' / '.join(clocks)})"
 
 
@@ -51,16 +63,15 @@ def latency_section(runs: Runs) -> Section:
     """ECDF of whole-forward latency per run, p50/p95/p99 marked, budgets drawn; the percentile table."""
     series = []
     rows = []
-    for role, run in runs:
-        samples = run.outcome.latency_samples_ms
-        if not samples:
-            rows.append([role, run.name, clock(run), "0", "-", "-", "-", "no latency samples", _ms(run.outcome.budget_ms, "g")])
+    for item in runs:
+        role, run, p = item.role, item.run, item.figures.latency
+        if p is None:
+            rows.append([role, run.name, clock(item), "0", "-", "-", "-", "no latency samples", _ms(run.outcome.budget_ms, "g")])
             continue
-        p = percentiles(samples)
         ok = p.n >= TAIL_MIN_SAMPLES
-        series.append(fg.LatencySeries(role, run.name, tuple(samples), p.p50, p.p95, p.p99, ok))
+        series.append(fg.LatencySeries(role, run.name, tuple(run.outcome.latency_samples_ms), p.p50, p.p95, p.p99, ok))
         tail = "tail estimate" if ok else f"inconclusive: fewer than {TAIL_MIN_SAMPLES} samples"
-        rows.append([role, run.name, clock(run), str(p.n), f"{p.p50:.3f}", f"{p.p95:.3f}", f"{p.p99:.3f}", tail, _ms(run.outcome.budget_ms, "g")])
+        rows.append([role, run.name, clock(item), str(p.n), f"{p.p50:.3f}", f"{p.p95:.3f}", f"{p.p99:.3f}", tail, _ms(run.outcome.budget_ms, "g")])
     table = Table(
         "Whole-forward latency per run", ["run", "name", "clock", "n", "p50 ms", "p95 ms", "p99 ms", "p99", "budget ms"], rows,
         numeric=[False, False, False, True, True, True, True, False, True],
@@ -68,7 +79,7 @@ def latency_section(runs: Runs) -> Section:
     title = "Latency distributions"
     if not series:
         return Section("latency", title, None, [table], missing="no run carries whole-forward latency samples")
-    budgets = sorted({run.outcome.budget_ms for _, run in runs if run.outcome.budget_ms is not None})
+    budgets = sorted({item.run.outcome.budget_ms for item in runs if item.run.outcome.budget_ms is not None})
     svg = fg.latency_ecdf(series, budgets, _axis("whole-forward latency", runs), TAIL_MIN_SAMPLES)
     caption = (
         "Each step curve is one run's share of forwards at or below a latency; markers at p50 (circle), p95 (square) and "
@@ -118,9 +129,9 @@ def _path_text(rows: list[LayerRow]) -> str:
     return ", ".join(f"{k} x{n}" for k, n in counts.items())
 
 
-def _layer_groups(runs: Sequence[RunRecord], lead: int) -> tuple[list[tuple[str, list[list[LayerRow]]]], bool]:
+def _layer_groups(runs: Sequence[PageRun], lead: int) -> tuple[list[tuple[str, list[list[LayerRow]]]], bool]:
     """Rows per layer (or per same-named group across blocks), one list of rows per run, in the order of ``runs[lead]``."""
-    per_run = [layer_rows(run) for run in runs]
+    per_run = [item.layers for item in runs]
     order = [per_run[lead], *(rows for index, rows in enumerate(per_run) if index != lead)]
     names = list(dict.fromkeys(r.name for rows in order for r in rows))
     grouped = len(names) > MAX_LAYER_ROWS
@@ -147,13 +158,11 @@ def _total(rows: list[LayerRow]) -> float | None:
     return sum(r.call_ms for r in rows if r.call_ms is not None) if any(r.call_ms is not None for r in rows) else None
 
 
-def layer_section(
-    base: tuple[str, RunRecord] | None, cand: tuple[str, RunRecord], fixed: tuple[str, RunRecord] | None = None
-) -> Section:
+def layer_section(base: PageRun | None, cand: PageRun, fixed: PageRun | None = None) -> Section:
     """Per layer (or per same-named group across blocks): kernel time by path on every side, fallbacks highlighted,
     per-call weight conversion apart from the sparse kernel."""
     sides = [side for side in (base, cand, fixed) if side is not None]
-    items, grouped = _layer_groups([run for _, run in sides], lead=1 if base else 0)
+    items, grouped = _layer_groups(sides, lead=1 if base else 0)
     bars = []
     rows = []
     converts = False
@@ -162,13 +171,13 @@ def layer_section(
         shown = f"{label} (x{n})" if grouped and n > 1 else label
         fell = any(r.fell_back for side in per_side for r in side)
         converts = converts or any(r.conversion_per_call_ms > 0 for side in per_side for r in side)
-        segments = dict(zip([role for role, _ in sides], [_segments(side) for side in per_side], strict=True))
+        segments = dict(zip([item.role for item in sides], [_segments(side) for side in per_side], strict=True))
         b_rows = per_side[0] if base else []
         c_rows = per_side[1 if base else 0]
         f_rows = per_side[-1] if fixed else []
         bars.append(fg.LayerBar(
-            shown, segments.get(base[0]) if base else None, segments[cand[0]], fell,
-            fixed=segments.get(fixed[0]) if fixed else None,
+            shown, segments.get(base.role) if base else None, segments[cand.role], fell,
+            fixed=segments.get(fixed.role) if fixed else None,
         ))
         bt, ct, ft = _total(b_rows), _total(c_rows), _total(f_rows)
         ratio = f"{ct / bt:.3f}x" if bt and ct is not None else "-"
@@ -176,11 +185,11 @@ def layer_section(
         if fixed:
             row += [_path_text(f_rows), _ms(ft, ".4f")] + ([f"{ft / bt:.3f}x" if bt and ft is not None else "-"] if base else [])
         rows.append(row)
-    header = ["layer"] + ([f"{base[0]} path", f"{base[0]} ms"] if base else []) + [f"{cand[0]} path", f"{cand[0]} ms"]
-    header += [f"{cand[0]} / {base[0]}"] if base else []
+    header = ["layer"] + ([f"{base.role} path", f"{base.role} ms"] if base else []) + [f"{cand.role} path", f"{cand.role} ms"]
+    header += [f"{cand.role} / {base.role}"] if base else []
     numeric = [False] + ([False, True] if base else []) + [False, True] + ([True] if base else [])
     if fixed:
-        header += [f"{fixed[0]} path", f"{fixed[0]} ms"] + ([f"{fixed[0]} / {base[0]}"] if base else [])
+        header += [f"{fixed.role} path", f"{fixed.role} ms"] + ([f"{fixed.role} / {base.role}"] if base else [])
         numeric += [False, True] + ([True] if base else [])
     note = "Median time per call, per-call weight conversion included; " + (
         "same-named layers of every block summed per row." if grouped else "one row per layer."
@@ -189,9 +198,9 @@ def layer_section(
     title = "Per-layer kernel time by path"
     if not any(bar.base or bar.cand or bar.fixed for bar in bars):
         return Section("layers", title, None, [table], missing="no per-layer kernel time in these runs")
-    base_title = f"{base[0]}: {base[1].name}" if base else None
-    fixed_title = f"{fixed[0]}: {fixed[1].name}" if fixed else None
-    svg = fg.layer_time(bars, base_title, f"{cand[0]}: {cand[1].name}", grouped, fixed_title)
+    base_title = f"{base.role}: {base.run.name}" if base else None
+    fixed_title = f"{fixed.role}: {fixed.run.name}" if fixed else None
+    svg = fg.layer_time(bars, base_title, f"{cand.role}: {cand.run.name}", grouped, fixed_title)
     caption = "Bars are median time per call, coloured by the path each layer took; dense fallbacks are hatched and their names set in bold."
     if converts:
         caption += (
@@ -204,13 +213,13 @@ def layer_section(
 # --------------------------------------------------------------------------- reality check
 
 
-def reality_section(base: RunRecord, runs: Runs) -> Section:
+def reality_section(runs: Runs) -> Section:
     """The sparse reality check of each sparse run against the baseline, as bars and as a table."""
     bars = []
-    for role, run in runs:
-        fig = reality_figures(base, run)
+    for item in runs:
+        fig = item.reality
         if fig is not None:
-            bars.append(fg.RealityBars(role, run.name, fig.nominal, fig.ceiling, fig.real, fig.fallback_time_share, fig.dense_time_share))
+            bars.append(fg.RealityBars(item.role, item.run.name, fig.nominal, fig.ceiling, fig.real, fig.fallback_time_share, fig.dense_time_share))
     title = "Sparse reality check"
     if not bars:
         return Section("reality", title, None, [], missing="no layer of these runs declares an N:M pattern")
@@ -235,14 +244,14 @@ def forward_section(runs: Runs) -> Section:
     """Median span and busy time per forward for each run: how much of a forward is not compute."""
     bars = []
     rows = []
-    for role, run in runs:
-        span, busy = run.schedule.span_samples_ms, run.schedule.busy_samples_ms
-        if not span or not busy:
+    for item in runs:
+        role, run, span, busy = item.role, item.run, item.figures.span_ms, item.figures.busy_ms
+        if span is None or busy is None:
             continue
-        bar = fg.ForwardBar(role, run.name, median(span), median(busy))
+        bar = fg.ForwardBar(role, run.name, span, busy)
         bars.append(bar)
         rest = max(0.0, bar.span_ms - bar.busy_ms)
-        rows.append([role, run.name, clock(run), str(len(span)), f"{bar.span_ms:.3f}", f"{bar.busy_ms:.3f}", f"{rest:.3f}",
+        rows.append([role, run.name, clock(item), str(len(run.schedule.span_samples_ms)), f"{bar.span_ms:.3f}", f"{bar.busy_ms:.3f}", f"{rest:.3f}",
                      f"{rest / bar.span_ms:.1%}" if bar.span_ms > 0 else "-"])
     title = "Forward time: busy against host overhead"
     if not bars:
@@ -271,7 +280,7 @@ def _gap_rows(role: str, strip: TimelineStrip, limit: int) -> list[list[str]]:
 
 def timeline_section(runs: Runs, largest_gaps: int = 8) -> Section:
     """One iteration's GPU timeline per traced run; tables of its idle split, kernel time by class and largest gaps."""
-    strips = [(role, run.name, run.schedule.timeline) for role, run in runs if run.schedule.timeline is not None]
+    strips = [(item.role, item.run.name, item.run.schedule.timeline) for item in runs if item.run.schedule.timeline is not None]
     title = "GPU timeline of one iteration"
     if not strips:
         return Section(
@@ -326,14 +335,16 @@ def _quality_points(runs: Runs) -> tuple[list[fg.QualityPoint], list[list[str]]]
     points: list[fg.QualityPoint] = []
     rows: list[list[str]] = []
     markers = {"baseline": "D", "candidate": "o", "fixed": "s", "run": "o"}
-    for role, run in runs:
-        q, samples = run.outcome.quality, run.outcome.latency_samples_ms
-        if q is not None and samples:
+    for item in runs:
+        role, run, lat = item.role, item.run, item.figures.latency
+        q = run.outcome.quality
+        if q is not None and lat is not None:
             label = "dense baseline" if role == "baseline" else role
-            points.append(fg.QualityPoint(label, role, median(samples), q.cosine, markers.get(role, "o")))
-            rows.append([label, run.name, f"{median(samples):.3f}", f"p50 of the run's samples ({clock(run)})", f"{q.cosine:.4f}", f"{q.rel_err:.4g}"])
+            points.append(fg.QualityPoint(label, role, lat.p50, q.cosine, markers.get(role, "o")))
+            rows.append([label, run.name, f"{lat.p50:.3f}", f"p50 of the run's samples ({clock(item)})", f"{q.cosine:.4f}", f"{q.rel_err:.4g}"])
     own = {p.role: p for p in points}
-    for role, run in runs:
+    for item in runs:
+        role, run = item.role, item.run
         eq = run.outcome.equal_latency
         if eq is None or role == "baseline":
             continue
@@ -343,7 +354,7 @@ def _quality_points(runs: Runs) -> tuple[list[fg.QualityPoint], list[list[str]]]
         )
         beside: str | None = None
         if eq.candidate_latency_ms is not None:
-            rows.append([f"{role}, timed beside it", run.name, f"{eq.candidate_latency_ms:.3f}", f"equal-latency search ({clock(run)})",
+            rows.append([f"{role}, timed beside it", run.name, f"{eq.candidate_latency_ms:.3f}", f"equal-latency search ({clock(item)})",
                          f"{eq.candidate.cosine:.4f}", f"{eq.candidate.rel_err:.4g}"])
             main = own.get(role)
             if main is not None and abs(main.latency_ms - eq.candidate_latency_ms) <= SAME_POINT * main.latency_ms and main.cosine == eq.candidate.cosine:
@@ -353,7 +364,7 @@ def _quality_points(runs: Runs) -> tuple[list[fg.QualityPoint], list[list[str]]]
                 points.append(fg.QualityPoint(beside, role, eq.candidate_latency_ms, eq.candidate.cosine, markers.get(role, "o"), hollow=True))
         marker = NARROWED_MARKERS[sum(p.role == "narrowed" for p in points) % len(NARROWED_MARKERS)]
         points.append(fg.QualityPoint(narrowed, "narrowed", eq.narrowed_latency_ms, eq.narrowed.cosine, marker, pair=beside))
-        rows.append([narrowed, run.name, f"{eq.narrowed_latency_ms:.3f}", f"equal-latency search ({clock(run)})",
+        rows.append([narrowed, run.name, f"{eq.narrowed_latency_ms:.3f}", f"equal-latency search ({clock(item)})",
                      f"{eq.narrowed.cosine:.4f}", f"{eq.narrowed.rel_err:.4g}"])
     return points, rows
 
@@ -364,14 +375,14 @@ def quality_section(runs: Runs) -> Section:
     title = "Speed against quality"
     if not points:
         return Section("quality", title, None, [], missing="no run carries a quality measurement against the dense model")
-    sentences = [f"{role}: {equal_latency_sentence(run.outcome.equal_latency, run=role)}." for role, run in runs
-                 if run.outcome.equal_latency is not None and role != "baseline"]
+    sentences = [f"{item.role}: {equal_latency_sentence(item.run.outcome.equal_latency, run=item.role)}." for item in runs
+                 if item.run.outcome.equal_latency is not None and item.role != "baseline"]
     table = Table(
         "Latency and quality of each model", ["point", "record", "latency ms", "measured as", "output cosine vs dense", "rel err vs dense"],
         rows, numeric=[False, False, True, False, True, True], note=" ".join(sentences) or None,
     )
-    narrowed = [run.outcome.equal_latency.narrowed_ffn_fraction > 0 for role, run in runs
-                if run.outcome.equal_latency is not None and role != "baseline"]
+    narrowed = [item.run.outcome.equal_latency.narrowed_ffn_fraction > 0 for item in runs
+                if item.run.outcome.equal_latency is not None and item.role != "baseline"]
     if narrowed and not any(narrowed):
         dense = ("the dense model, not narrowed (it was already at least as fast), as timed beside the run in the same interleaved "
                  "measurement")

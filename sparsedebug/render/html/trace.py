@@ -7,9 +7,18 @@ share; the whole-trace figures (span, busy, idle split) lead the page as a table
 
 from __future__ import annotations
 
+from sparsedebug.records.report import LayerRow, RunFigures
+from sparsedebug.records.trace import TraceImport, TraceSummary
 from sparsedebug.render.html.page import Table, figure_page, table_html
-from sparsedebug.render.html.sections import Runs, clock, forward_section, latency_section, layer_section, timeline_section
-from sparsedebug.sources.importers.trace.importer import TraceImport, TraceSummary
+from sparsedebug.render.html.sections import (
+    PageRun,
+    Runs,
+    clock,
+    forward_section,
+    latency_section,
+    layer_section,
+    timeline_section,
+)
 
 
 def summary_table(summary: TraceSummary) -> Table:
@@ -34,10 +43,12 @@ def summary_table(summary: TraceSummary) -> Table:
     return Table("The whole trace", ["figure", "ms", "of span"], rows, numeric=[False, True, True], note=note)
 
 
-def render_trace_html(result: TraceImport) -> str:
-    """The single-run page of an imported trace: summary table, then its figures and their tables."""
+def render_trace_html(result: TraceImport, figures: RunFigures, layers: list[LayerRow]) -> str:
+    """The single-run page of an imported trace (``figures`` and ``layers``: the run's, ``signoff.report.run_figures``
+    and ``signoff.metrics.layer_rows``): summary table, then its figures and their tables."""
     run = result.record
-    runs: Runs = [("run", run)]
-    sections = [timeline_section(runs), latency_section(runs), layer_section(None, ("run", run)), forward_section(runs)]
-    subtitle = f"PyTorch profiler trace {result.summary.file}, imported as a five-stage run record; latencies {clock(run)}."
+    page = PageRun("run", run, figures, layers)
+    runs: Runs = [page]
+    sections = [timeline_section(runs), latency_section(runs), layer_section(None, page), forward_section(runs)]
+    subtitle = f"PyTorch profiler trace {result.summary.file}, imported as a five-stage run record; latencies {clock(page)}."
     return figure_page(f"Trace {run.name}", subtitle, sections, lead=table_html(summary_table(result.summary), "summary"))

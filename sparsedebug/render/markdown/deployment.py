@@ -15,18 +15,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from sparsedebug.core.patterns import declared_sparse
+from sparsedebug.records.loaded import LoadedBundle
+from sparsedebug.records.report import FallbackSummary, RealityFigures, RunFigures, RunReport
 from sparsedebug.records.run import KernelPath, RunRecord
 from sparsedebug.records.target import LayerProjection
 from sparsedebug.render.clocks import bundle_clock, label_latencies, measured_clock, slower_layers, target_sentence
+from sparsedebug.render.document import figures, report, review, sections
 from sparsedebug.render.markdown.cells import md_cell
 from sparsedebug.render.markdown.energy import energy_section
+from sparsedebug.render.words.figures import headline
 from sparsedebug.render.words.gate import measured_words
 from sparsedebug.render.words.notes import say
 from sparsedebug.render.words.run_figures import real_quality_text
-from sparsedebug.signoff.decide import stored_decision
-from sparsedebug.signoff.metrics import fallback_summary, latency, layer_rows, reality_figures
-from sparsedebug.sources.bundle import LoadedBundle
-from sparsedebug.sources.registry import replayed
 
 BAR = "\u2588"
 
@@ -36,11 +36,11 @@ def _shape(shape: list[int] | None) -> str:
 
 
 
-def layer_matrix(run: RunRecord) -> list[str]:
+def layer_matrix(run: RunRecord, judged: RunReport, fig: RunFigures) -> list[str]:
     """The supported-layer matrix as a Markdown table (kernel times on the run's clock, then the target's)."""
-    clock = measured_clock(run)
+    clock = measured_clock(fig)
     target = {layer.name: layer for layer in run.target.layers} if run.target is not None else None
-    rows = layer_rows(run)
+    rows = judged.layers
     converts = any(r.conversion_per_call_ms > 0 for r in rows)
     head = f"| layer | op | shape | dtype | pattern | path | reason | kernel p50 ms ({clock}) | dense p50 ms ({clock}) |"
     rule = "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
@@ -83,27 +83,24 @@ def _target_cells(proj: LayerProjection | None) -> str:
     )
 
 
-def _no_target(run: RunRecord) -> str:
+def _no_target(run: RunRecord, fig: RunFigures) -> str:
     """Why a run has no target clock, in words that fit its source and backend profile."""
-    from sparsedebug.sources.workload.lowering import PROFILES
-
-    if not replayed(run):
+    if not fig.replayed:
         return "measured on the traced device itself: nothing projected onto a target"
-    profile = PROFILES.get(run.lower.backend)
-    if profile is None or profile.target is None:
+    if fig.profile_target is None:
         return "no target clock in this run (its backend profile models no GPU): nothing projected"
     knobs = run.workload.knobs if run.workload is not None else {}
     why = "real-model workloads are timed on this machine only" if "model" in knobs else "the record holds no projection"
     return (
-        f"no target projection in this run: the `{run.lower.backend}` profile models the {profile.target}, but this replay "
+        f"no target projection in this run: the `{run.lower.backend}` profile models the {fig.profile_target}, but this replay "
         f"was not projected onto it ({why}); its latencies are this machine's"
     )
 
 
-def costs_time(run: RunRecord) -> list[str]:
+def costs_time(run: RunRecord, fig: RunFigures) -> list[str]:
     """Sparsity that costs time: layers lowered sparse but projected slower than dense on the target."""
     if run.target is None:
-        return [f"- {_no_target(run)}"]
+        return [f"- {_no_target(run, fig)}"]
     lines = [f"- {target_sentence(run)}"]
     slower = slower_layers(run)
     if not slower:
@@ -141,10 +138,10 @@ def _pct(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.1%}"
 
 
-def fallback_impact(run: RunRecord, baseline: RunRecord | None = None) -> list[str]:
-    """Dense shares of FLOPs and time, fallback counts by reason, and the Amdahl cost (kernel speedup paired with
-    ``baseline``'s dense layers when the run has no paired dense samples)."""
-    fb = fallback_summary(run, baseline)
+def fallback_impact(fb: FallbackSummary) -> list[str]:
+    """Dense shares of FLOPs and time, fallback counts by reason, and the Amdahl cost (``fb``: the run's
+    ``signoff.metrics.fallback_summary``, its kernel speedup paired with the baseline's dense layers when the run
+    has no paired dense samples)."""
     lines = [
         f"- layers meant to be sparse: {fb.meant_sparse}; running dense (fallback): {fb.fell_back}"
         + (f" ({', '.join(f'{k} x{v}' for k, v in sorted(fb.reasons.items()))})" if fb.reasons else ""),
@@ -189,15 +186,15 @@ def bar_chart(rows: Sequence[tuple[str, float, str]], width: int = 40) -> list[s
     return out
 
 
-def reality_check(base: RunRecord, run: RunRecord, width: int = 40, role: str = "run") -> list[str] | None:
-    """The SPARSE REALITY CHECK bars: nominal speedup, real speedup, fallback overhead.
+def reality_check(fig: RealityFigures | None, width: int = 40, role: str = "run") -> list[str] | None:
+    """The SPARSE REALITY CHECK bars of ``fig`` (``signoff.metrics.reality_figures``): nominal speedup, real speedup,
+    fallback overhead.
 
-    Nominal is the pattern's M/N; real is baseline p50 over this run's p50 (the
-    run's own dense-baseline speedup when there is no baseline latency); fallback
+    Nominal is the pattern's M/N; real is the run's speedup over the baseline (its
+    own dense-baseline speedup when there is no baseline latency); fallback
     overhead is the share of kernel time spent in fallback layers, drawn on the
     same axis as a fraction of the nominal bar. None when no pattern is declared.
     """
-    fig = reality_figures(base, run)
     if fig is None:
         return None
     nominal, real = fig.nominal, fig.real
@@ -214,7 +211,7 @@ def reality_check(base: RunRecord, run: RunRecord, width: int = 40, role: str = 
     return bar_chart(rows, width)
 
 
-def collected_metrics(run: RunRecord) -> list[str]:
+def collected_metrics(run: RunRecord, judged: RunReport, fig: RunFigures) -> list[str]:
     """The playbook's four metrics to collect, as far as the record carries them."""
     lines = []
     busy = sum(run.kernel.by_class_ms.values()) if run.kernel.by_class_ms else 0.0
@@ -222,14 +219,14 @@ def collected_metrics(run: RunRecord) -> list[str]:
         shares = ", ".join(f"{k} {v / busy:.1%}" for k, v in sorted(run.kernel.by_class_ms.items(), key=lambda kv: -kv[1]))
         lines.append(f"- tensor-core / FMA occupancy proxy (kernel time by class): {shares}")
     else:
-        rows = layer_rows(run)
+        rows = judged.layers
         total = sum(r.time_ms or 0.0 for r in rows)
         sparse = sum(r.time_ms or 0.0 for r in rows if r.path == KernelPath.SPARSE.value)
         if total > 0:
             lines.append(f"- occupancy proxy: {sparse / total:.1%} of kernel time on the sparse path (no per-class counters)")
         else:
             lines.append("- occupancy: no kernel timing in the record; capture an Nsight Compute report")
-    fb = fallback_summary(run)
+    fb = judged.fallback
     lines.append(
         f"- fallback kernel rate: {'n/a' if fb.rate is None else f'{fb.rate:.1%}'} ({fb.fell_back}/{fb.meant_sparse} meant-sparse layers)"
     )
@@ -242,10 +239,10 @@ def collected_metrics(run: RunRecord) -> list[str]:
         text = "- sparse metadata overhead: no metadata/value bytes recorded"
     if conv:
         per_call = sum((lo.conversion_ms or 0.0) * lo.conversions_per_call for lo in conv)
-        text += f"; {len(conv)} layer(s) re-convert weights on every call, {per_call:.3f} ms per forward ({measured_clock(run)})"
+        text += f"; {len(conv)} layer(s) re-convert weights on every call, {per_call:.3f} ms per forward ({measured_clock(fig)})"
     lines.append(text)
     q = run.outcome.quality
-    errs = [r for r in layer_rows(run) if r.rel_err is not None]
+    errs = [r for r in judged.layers if r.rel_err is not None]
     worst = max(errs, key=lambda r: r.rel_err or 0.0) if errs else None
     qt = f"output cosine {q.cosine:.4f}, rel err {q.rel_err:.4g} vs dense" if q is not None else "no quality measurement"
     if q is not None and q.evidence is not None:
@@ -256,15 +253,14 @@ def collected_metrics(run: RunRecord) -> list[str]:
     return lines
 
 
-def _latency_row(label: str, run: RunRecord, base: RunRecord) -> str:
-    p = latency(run)
-    clock = measured_clock(run)
+def _latency_row(fig: RunFigures) -> str:
+    p = fig.latency
+    clock = measured_clock(fig)
     if p is None:
-        return f"| {label} | `{md_cell(run.name)}` | - | - | - | - | - | {clock} |"
-    b = latency(base)
-    speed = f"{b.p50 / p.p50:.3f}x" if b is not None else "-"
-    budget = "-" if run.outcome.budget_ms is None else f"{run.outcome.budget_ms:g}"
-    return f"| {label} | `{md_cell(run.name)}` | {p.p50:.3f} | {p.p95:.3f} | {p.p99:.3f} | {speed} | {budget} | {clock} |"
+        return f"| {fig.role} | `{md_cell(fig.run)}` | - | - | - | - | - | {clock} |"
+    speed = "-" if fig.speedup is None else f"{fig.speedup:.3f}x"  # the one speedup the gate and the memo state
+    budget = "-" if fig.budget_ms is None else f"{fig.budget_ms:g}"
+    return f"| {fig.role} | `{md_cell(fig.run)}` | {p.p50:.3f} | {p.p95:.3f} | {p.p99:.3f} | {speed} | {budget} | {clock} |"
 
 
 def _target_row(label: str, run: RunRecord) -> str | None:
@@ -277,54 +273,52 @@ def _target_row(label: str, run: RunRecord) -> str | None:
 
 
 def render_report(bundle: LoadedBundle) -> str:
-    """The sparsity deployment report for ``bundle`` as Markdown."""
+    """The sparsity deployment report for ``bundle`` as Markdown, from its review document's report sections."""
     base, cand, fixed = bundle.baseline, bundle.candidate, bundle.fixed
+    doc = report(bundle)
     lines = ["# Sparsity deployment report", ""]
     lines.append(
         f"Baseline `{base.name}` ({base.source.kind}), candidate `{cand.name}` ({cand.source.kind})"
         + (f", fixed `{fixed.name}` ({fixed.source.kind})" if fixed is not None else "")
         + f"; bundle `{bundle.root.name}`, {bundle.manifest.created_at}."
     )
+    lines += ["", *(f"- {headline(f)}" for f in review(bundle).headline)]
     lines += ["", "## Latency (whole forward)", ""]
     lines.append("| run | name | p50 ms | p95 ms | p99 ms | speedup vs baseline (p50) | budget ms | clock |")
     lines.append("| --- | --- | --- | --- | --- | --- | --- | --- |")
-    lines.append(_latency_row("baseline", base, base))
-    lines.append(_latency_row("candidate", cand, base))
-    if fixed is not None:
-        lines.append(_latency_row("fixed", fixed, base))
+    lines += [_latency_row(fig) for fig in doc.latency]
     for label, run in (("baseline", base), ("candidate", cand), ("fixed", fixed)):
         row = _target_row(label, run) if run is not None else None
         if row is not None:
             lines.append(row)
     lines += energy_section(bundle)
     lines += ["", "## Correctness, quality and performance matrix (default gate vs the baseline)", ""]
-    lines += [f"Latencies in this matrix: {bundle_clock([base, cand] + ([fixed] if fixed is not None else []))}.", ""]
+    lines += [f"Latencies in this matrix: {bundle_clock(doc.latency)}.", ""]
     runs = [("candidate", cand)] + ([("fixed", fixed)] if fixed is not None else [])
-    gates = stored_decision(bundle).gates
-    results = [(label, gates[label]) for label, _ in runs]
-    checks = [c.id for c in results[0][1].checks]
+    results = [(judged.role, judged.gate) for judged in doc.runs if judged.gate is not None]
+    checks = [c.id for c in results[0][1].checks] if results else []
     lines.append("| run | " + " | ".join(checks) + " |")
     lines.append("| --- |" + " --- |" * len(checks))
     for label, result in results:
         cells = [f"{c.status}: {md_cell(measured_words(c))}" for c in result.checks]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     for label, run in runs:
+        judged, fig = sections(bundle, label), figures(bundle, label)
         lines += ["", f"## Supported-layer matrix ({label}, backend `{run.lower.backend}`)", ""]
-        lines += layer_matrix(run)
+        lines += layer_matrix(run, judged, fig)
         lines += ["", f"## Pruning schedule ({label}, as recorded)", ""]
         lines += pruning_schedule(run)
         lines += ["", f"## Dense-fallback impact ({label})", ""]
-        lines += fallback_impact(run, base)
+        lines += fallback_impact(judged.fallback)
         lines += ["", f"## Sparsity that costs time on the target ({label})", ""]
-        lines += costs_time(run)
+        lines += costs_time(run, fig)
         lines += ["", f"## Metrics collected ({label})", ""]
-        lines += collected_metrics(run)
-        chart = reality_check(base, run, role=label)
+        lines += collected_metrics(run, judged, fig)
+        chart = reality_check(judged.reality, role=label)
         lines += ["", f"## Sparse reality check ({label})", ""]
         if chart is None:
             lines.append("No layer of this run declares an N:M pattern: nothing to check.")
         else:
             lines += ["```", "SPARSE REALITY CHECK", "", *chart, "```"]
     lines.append("")
-    present = [run for run in (base, cand, fixed) if run is not None]
-    return "\n".join(label_latencies(lines, bundle_clock(present)))
+    return "\n".join(label_latencies(lines, bundle_clock(doc.latency)))

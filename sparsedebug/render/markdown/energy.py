@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from sparsedebug.records.bundle import FixOutcome
 from sparsedebug.records.energy import EnergyReport, EnergySummary, SideEnergy
-from sparsedebug.records.run import RunRecord
+from sparsedebug.records.loaded import LoadedBundle
+from sparsedebug.records.report import RunFigures
 from sparsedebug.render.clocks import measured_clock
+from sparsedebug.render.document import figures, report
 from sparsedebug.render.words.notes import say
 from sparsedebug.render.words.signoff import MACHINE_WORDS, SESSION_WORDS, estimate_basis, side_note
 from sparsedebug.render.words.sources_power import scope_words
-from sparsedebug.sources.bundle import LoadedBundle
-from sparsedebug.sources.registry import replayed
 
 STATUS_WORDS: dict[str, str] = {
     "measured": "measured",
@@ -57,7 +57,7 @@ def clock_state(side: SideEnergy) -> str:
     return ", ".join(parts)
 
 
-def side_sentence(side: SideEnergy, run: RunRecord) -> str:
+def side_sentence(side: SideEnergy, run: RunFigures) -> str:
     """One side's measured energy in one sentence, or why it has none."""
     head = f"{side.role} `{side.run}`"
     if side.status != "measured" or side.joules_per_forward is None:
@@ -92,11 +92,9 @@ def rapl_sentence(side: SideEnergy) -> str:
             f"mean {r.mean_power_w:.1f} W{wrapped}: CPU package, not the GPU and not wall power, and not per forward")
 
 
-def _runs(b: LoadedBundle) -> dict[str, RunRecord]:
-    runs = {"baseline": b.baseline, "candidate": b.candidate}
-    if b.fixed is not None:
-        runs["fixed"] = b.fixed
-    return runs
+def _runs(b: LoadedBundle) -> dict[str, RunFigures]:
+    """Each run's figures in the bundle's review document, by role."""
+    return {fig.role: fig for fig in report(b).latency}
 
 
 def _capture(report: EnergyReport) -> str:
@@ -109,7 +107,7 @@ def _capture(report: EnergyReport) -> str:
 
 def _replays_only(b: LoadedBundle, sides: list[SideEnergy]) -> bool:
     runs = _runs(b)
-    return bool(sides) and all(s.status == "no_window" and s.role in runs and replayed(runs[s.role]) for s in sides)
+    return bool(sides) and all(s.status == "no_window" and s.role in runs and runs[s.role].replayed for s in sides)
 
 
 def why_not(b: LoadedBundle, report: EnergyReport, sides: list[SideEnergy]) -> str:
@@ -171,7 +169,7 @@ def measured_lines(b: LoadedBundle) -> list[str]:
     if cand is None or fixed is None:
         return []
     if cand.status == fixed.status == "measured" and cand.joules_per_forward is not None and fixed.joules_per_forward is not None:
-        scope = f"board power, not wall power; {measured_clock(b.fixed)}"
+        scope = f"board power, not wall power; {measured_clock(figures(b, 'fixed'))}"
         if cand.tokens_per_joule is not None and fixed.tokens_per_joule is not None:
             change = fixed.tokens_per_joule.p50 / cand.tokens_per_joule.p50 - 1
             return [f"  - perf-per-watt: candidate {figure_text(cand.tokens_per_joule)} -> fixed {figure_text(fixed.tokens_per_joule)} "

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sparsedebug.locate.lower import SparseUse, sparse_use
+from sparsedebug.records.engine import SparseUse
 from sparsedebug.records.run import RunRecord
 
 _NAMED = 4
@@ -39,9 +39,9 @@ def _change(base: RunRecord, cand: RunRecord, layers: list[str]) -> str | None:
     return "per-layer time (profile median): " + "; ".join(parts) + more
 
 
-def sparse_kernels_line(base: RunRecord, cand: RunRecord) -> str | None:
-    """'- **Sparse kernels used**: ...' for a pair of TensorRT engines (None when neither run has engine facts)."""
-    b_use, c_use = sparse_use(base), sparse_use(cand)
+def sparse_kernels_line(base: RunRecord, cand: RunRecord, b_use: SparseUse | None, c_use: SparseUse | None) -> str | None:
+    """'- **Sparse kernels used**: ...' for a pair of TensorRT engines (``b_use``, ``c_use``: their sparse-kernel facts,
+    ``locate.lower.sparse_use``; None when neither run has engine facts)."""
     if c_use is None and b_use is None:
         return None
     use = c_use if c_use is not None else b_use

@@ -20,12 +20,14 @@ default gate passes on it.
 
 from __future__ import annotations
 
-from sparsedebug.core.stats import SampleComparison, percentiles
 from sparsedebug.records.bundle import Movement
 from sparsedebug.records.decision import DecisionOutcome
+from sparsedebug.records.equal_latency import quality_metric
+from sparsedebug.records.loaded import LoadedBundle
 from sparsedebug.records.playbook import Playbook
 from sparsedebug.records.reduce import ReduceResult
 from sparsedebug.records.run import RunRecord
+from sparsedebug.records.stats import SampleComparison
 from sparsedebug.render.clocks import (
     break_even_sentence,
     bundle_clock,
@@ -36,6 +38,8 @@ from sparsedebug.render.clocks import (
     target_label,
     target_sentence,
 )
+from sparsedebug.render.document import decision as stored_decision
+from sparsedebug.render.document import figures, report, sections
 from sparsedebug.render.markdown.energy import expected_lines as expected_energy_lines
 from sparsedebug.render.markdown.energy import measured_lines as measured_energy_lines
 from sparsedebug.render.markdown.engine import sparse_kernels_line
@@ -48,24 +52,16 @@ from sparsedebug.render.words.gate import decision_reasons, detail_words, measur
 from sparsedebug.render.words.locate_text import allowed_text, finding_text, stage_text, verdict_text
 from sparsedebug.render.words.mechanisms_records import fix_words, margin_words, proof_words
 from sparsedebug.render.words.notes import say
-from sparsedebug.render.words.run_figures import equal_latency_sentence, real_quality_text
+from sparsedebug.render.words.run_figures import equal_latency_sentence, quality_value, real_quality_text
 from sparsedebug.render.words.targets import fix_how_words
-from sparsedebug.signoff.decide import stored_decision
-from sparsedebug.signoff.metrics import (
-    fallback_summary,
-    p50_speedup,
-    quality_metric,
-    quality_value,
-)
-from sparsedebug.sources.bundle import LoadedBundle
 
 
-def _lat(run: RunRecord) -> str:
-    samples = run.outcome.latency_samples_ms
-    if not samples:
+def _lat(b: LoadedBundle, run: RunRecord) -> str:
+    fig = figures(b, run)
+    p = fig.latency
+    if p is None:
         return "no latency samples"
-    p = percentiles(samples)
-    text = f"p50/p95/p99 {p.p50:.3f}/{p.p95:.3f}/{p.p99:.3f} ms ({sample_count(run)}) on {measured_clock(run)}"
+    text = f"p50/p95/p99 {p.p50:.3f}/{p.p95:.3f}/{p.p99:.3f} ms ({sample_count(run)}) on {measured_clock(fig)}"
     projected = target_forward(run)
     return text + (f"; {projected}" if projected is not None else "")
 
@@ -77,17 +73,18 @@ def _fmt(value: float | None, spec: str = ".3f", suffix: str = "") -> str:
 def _symptom(b: LoadedBundle, book: Playbook) -> list[str]:
     base, cand = b.baseline, b.candidate
     out = ["## Memo detail: symptom", ""]
-    speed = p50_speedup(base, cand)
-    gate = stored_decision(b).gates["candidate"]
-    failing = [c.id for c in gate.checks if c.status == "fail"]
+    cand_fig = figures(b, "candidate")
+    speed = cand_fig.speedup
+    gate = sections(b, "candidate").gate
+    failing = [c.id for c in gate.checks if c.status == "fail"] if gate is not None else []
     metric = [f"- **Failing metric**: {book.primary_metric.name}."]
-    clock = measured_clock(cand)
+    clock = measured_clock(cand_fig)
     metric.append(
         f"  - Candidate speedup over the baseline (baseline p50 / candidate p50, {clock}): **{_fmt(speed, '.3f', 'x')}**."
     )
-    metric.append(f"  - Latency, baseline `{base.name}`: {_lat(base)}; candidate `{cand.name}`: {_lat(cand)}.")
-    if cand.outcome.budget_ms is not None and cand.outcome.latency_samples_ms:
-        p99 = percentiles(cand.outcome.latency_samples_ms).p99
+    metric.append(f"  - Latency, baseline `{base.name}`: {_lat(b, base)}; candidate `{cand.name}`: {_lat(b, cand)}.")
+    if cand.outcome.budget_ms is not None and cand_fig.latency is not None:
+        p99 = cand_fig.latency.p99
         within = "within" if p99 <= cand.outcome.budget_ms else "over"
         line = f"  - Latency budget {cand.outcome.budget_ms:g} ms: candidate p99 {p99:.3f} ms ({clock}) is {within} it"
         fwd = cand.target.forward.candidate if cand.target is not None else None
@@ -146,7 +143,7 @@ def _symptom(b: LoadedBundle, book: Playbook) -> list[str]:
         out.append("  - Knobs: " + ", ".join(f"{k}={v}" for k, v in sorted(ref.knobs.items())) + ".")
 
     out.append(f"- **First failing layer or stage**: {_first_stage(b)}")
-    sparse_line = sparse_kernels_line(base, cand)
+    sparse_line = sparse_kernels_line(base, cand, figures(b, "baseline").sparse_use, cand_fig.sparse_use)
     if sparse_line is not None:
         out.append(sparse_line)
     out += build_tags(b)
@@ -183,10 +180,10 @@ def _first_stage(b: LoadedBundle) -> str:
     if bis.unexplained and bis.first_change_ms is not None:
         text += (f" Does not explain {', '.join(bis.unexplained)}: it changed {bis.first_change_ms:+.3f} ms, less than half of "
                  f"{'their' if len(bis.unexplained) > 1 else 'its'} change.")
-    text += f" (Latencies here: {measured_clock(b.candidate)}.)"
+    text += f" (Latencies here: {measured_clock(figures(b, 'candidate'))}.)"
     top = [r for r in bis.layers if r.contribution_ms > 0][:3]
     if top:
-        text += f" Largest contributions to the latency change ({measured_clock(b.candidate)}): " + ", ".join(
+        text += f" Largest contributions to the latency change ({measured_clock(figures(b, 'candidate'))}): " + ", ".join(
             f"`{r.layer}` {r.contribution_ms:+.3f} ms" + (f" ({r.share:.0%})" if r.share is not None else "") for r in top
         ) + "."
     return text
@@ -275,7 +272,7 @@ def _action(b: LoadedBundle, book: Playbook) -> list[str]:
     if lat is not None and lat.expected_after is not None:
         out.append(
             f"- **Expected movement**: latency p50 {lat.before:.3f} ms -> {lat.expected_after:.3f} ms "
-            f"({lat.expected_after / lat.before - 1:+.1%}; {measured_clock(b.candidate)}); basis: {say(lat.expected_basis) if lat.expected_basis else 'not recorded'}."
+            f"({lat.expected_after / lat.before - 1:+.1%}; {measured_clock(figures(b, 'candidate'))}); basis: {say(lat.expected_basis) if lat.expected_basis else 'not recorded'}."
         )
         sp = next((m for m in fo.movements if m.metric.startswith("speedup")), None) if fo else None
         if sp is not None and sp.expected_after is not None:
@@ -297,7 +294,7 @@ def _action(b: LoadedBundle, book: Playbook) -> list[str]:
         for m in fo.movements:
             line = _movement_line(m)
             if m.unit == "ms":
-                line += f" ({measured_clock(b.fixed or b.candidate)})"
+                line += f" ({measured_clock(figures(b, 'fixed' if b.fixed is not None else 'candidate'))})"
             out.append(f"  - {line}")
         moved_there = _target_movement(b.candidate, b.fixed)
         if moved_there is not None:
@@ -420,8 +417,8 @@ def _risks(b: LoadedBundle) -> list[str]:
 def _signoff(b: LoadedBundle, book: Playbook, decision: DecisionOutcome) -> list[str]:
     out = ["## Memo detail: signoff", ""]
     final = b.fixed or b.candidate
-    fb = fallback_summary(final, b.baseline)
-    report = b.manifest.files.get("report", "report.md")
+    fb = sections(b, "fixed" if b.fixed is not None else "candidate").fallback
+    report_file = b.manifest.files.get("report", "report.md")
     impact = f"{fb.fell_back} of {fb.meant_sparse} meant-sparse layers run dense"
     if fb.dense_time_share is not None:
         impact += f", {fb.dense_time_share:.1%} of kernel time on dense paths (every dense layer)"
@@ -438,7 +435,7 @@ def _signoff(b: LoadedBundle, book: Playbook, decision: DecisionOutcome) -> list
         impact += f", sparse kernel speedup {fb.sparse_kernel_speedup:.3f}x ({say(fb.sparse_kernel_speedup_source) if fb.sparse_kernel_speedup_source else '-'})"
     elif fb.sparse_kernel_speedup_source is not None:
         impact += f", sparse kernel speedup {say(fb.sparse_kernel_speedup_source)}"
-    out.append(f"- **Required artifact**: {book.memo.required_artifact} See `{report}` ({len(final.graph.layers)} layers in the matrix; {impact}).")
+    out.append(f"- **Required artifact**: {book.memo.required_artifact} See `{report_file}` ({len(final.graph.layers)} layers in the matrix; {impact}).")
     owners = [book.owner(o).title for o in book.memo.required_owners]
     lead = book.owner(decision.owner).title if decision.owner is not None else None
     out.append("- **Required owners**: " + ", ".join(owners) + (f"; the proposed change is owned by the {lead}." if lead else "."))
@@ -484,8 +481,7 @@ def render_memo_detail(bundle: LoadedBundle, book: Playbook) -> str:
     lines += _mechanism(bundle, book)
     lines += _action(bundle, book)
     lines += _signoff(bundle, book, decision)
-    runs = [run for run in (bundle.baseline, bundle.candidate, bundle.fixed) if run is not None]
-    return "\n".join(label_latencies(lines, bundle_clock(runs)))
+    return "\n".join(label_latencies(lines, bundle_clock(report(bundle).latency)))
 
 
 def render_full_report(bundle: LoadedBundle, book: Playbook) -> str:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from sparsedebug.records.loaded import LoadedBundle
 from sparsedebug.render.words.notes import say
-from sparsedebug.sources.bundle import LoadedBundle
 
 
 def rank_lines(bundle: LoadedBundle) -> list[str]:

@@ -2,14 +2,38 @@
 
 from __future__ import annotations
 
-from sparsedebug.classify.rule import Rule
-from sparsedebug.classify.rules import RULES
+from collections.abc import Sequence
+from typing import Protocol
+
 from sparsedebug.records.classification import Mechanism
 from sparsedebug.render.markdown.cells import md_cell
 from sparsedebug.render.words.classify import RULE_FIX
 
 
-def _rule_row(rule: Rule) -> str:
+class RuleFacts(Protocol):
+    """What the table prints of a classify rule (``sparsedebug.classify.rule.Rule``)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def mechanism(self) -> Mechanism: ...
+    @property
+    def metric(self) -> str: ...
+    @property
+    def source(self) -> list[str]: ...
+    @property
+    def op(self) -> str: ...
+    @property
+    def threshold(self) -> float: ...
+    @property
+    def unit(self) -> str: ...
+    @property
+    def weight(self) -> float: ...
+    @property
+    def description(self) -> str: ...
+
+
+def _rule_row(rule: RuleFacts) -> str:
     cells = [
         f"`{rule.id}`",
         rule.mechanism.value,
@@ -23,14 +47,15 @@ def _rule_row(rule: Rule) -> str:
     return "| " + " | ".join(md_cell(cell) for cell in cells) + " |"
 
 
-def rules_markdown() -> str:
-    """The rule table as Markdown, for the documentation: one row per rule, grouped by mechanism."""
+def rules_markdown(rules: Sequence[RuleFacts]) -> str:
+    """``rules`` (``sparsedebug.classify.rules.RULES``) as a Markdown table, for the documentation: one row per rule,
+    grouped by mechanism."""
     lines = [
         "| rule | mechanism | metric | fires when | weight | what it means | source | suggested test |",
         "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for mechanism in Mechanism:
-        lines.extend(_rule_row(rule) for rule in RULES if rule.mechanism == mechanism)
+        lines.extend(_rule_row(rule) for rule in rules if rule.mechanism == mechanism)
     lines.append("")
     lines.append(
         "A rule that fires adds `weight x min(2, value / threshold)` (`threshold / value` for `<` rules) to its "

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from sparsedebug.records.fingerprint import Fingerprint
+from sparsedebug.records.loaded import LoadedBundle
+from sparsedebug.records.report import BackendStack
 from sparsedebug.records.run import RunRecord
+from sparsedebug.render.document import figures
 from sparsedebug.render.words.fingerprint import gpu_probe_words
-from sparsedebug.sources.bundle import LoadedBundle
 
 
 def build_tags(b: LoadedBundle) -> list[str]:
@@ -38,7 +40,7 @@ def build_tags(b: LoadedBundle) -> list[str]:
             tags.append(f"workload sha256:{run.workload.file.sha256[:12]}")
         if run.schedule.threads is not None:
             tags.append(f"{run.schedule.threads} threads")
-        tags += _stack_tags(run)
+        tags += _stack_tags(run, figures(b, role).stacks)
         lines.append(f"  - {role} `{run.name}`: " + "; ".join(tags) + ".")
     return lines
 
@@ -54,10 +56,9 @@ def _walk_stack(fp: Fingerprint) -> str:
     return "; " + "; ".join(parts)
 
 
-def _stack_tags(run: RunRecord) -> list[str]:
-    """The stack a run ran on, from what its trace and fingerprint record, and the stack profile that judges it."""
-    from sparsedebug.sources.stacks import stack_for_backend
-
+def _stack_tags(run: RunRecord, stacks: list[BackendStack]) -> list[str]:
+    """The stack a run ran on, from what its trace and fingerprint record, and the stack profile that judges it
+    (``stacks``: each sparse backend's, ``signoff.report.backend_stacks``)."""
     tags: list[str] = []
     rt = run.source.runtime
     if rt is not None:
@@ -69,19 +70,17 @@ def _stack_tags(run: RunRecord) -> list[str]:
         )
     rf = run.fingerprint
     torch_version = rf.torch.version if rf is not None and rf.torch is not None else None
-    for backend in rt.sparse_backends if rt is not None else []:
-        match = stack_for_backend(backend)
+    for stack in stacks:
         ops = ", ".join(f"`{op}`" for op in rt.sparse_ops) if rt is not None else ""
-        if match is None:
-            tags.append(f"sparse backend {backend} ({ops}): no stack profile knows it")
+        if stack.profile is None or stack.path is None:
+            tags.append(f"sparse backend {stack.backend} ({ops}): no stack profile knows it")
             continue
-        profile, path = match
-        measured = ", ".join(path.versions.measured_at)
-        version = f"{profile.package} {torch_version}" if torch_version else f"{profile.package} version not recorded in the trace"
+        measured = ", ".join(stack.measured_at)
+        version = f"{stack.package} {torch_version}" if torch_version else f"{stack.package} version not recorded in the trace"
         cusparselt = rf.torch.cusparselt if rf is not None and rf.torch is not None else None
         tags.append(
-            f"stack {profile.title}, path `{path.id}` (sparse ops {ops}; {version}; "
+            f"stack {stack.title}, path `{stack.path}` (sparse ops {ops}; {version}; "
             f"cuSPARSELt {cusparselt or 'version not recorded in the trace'}); "
-            f"verdicts from stack profile `{profile.name}`" + (f", rules measured at {profile.package} {measured}" if measured else "")
+            f"verdicts from stack profile `{stack.profile}`" + (f", rules measured at {stack.package} {measured}" if measured else "")
         )
     return tags

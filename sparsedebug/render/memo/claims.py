@@ -49,7 +49,7 @@ def _matches(text: str, f: Figure, signed: bool, unit: str) -> bool:
         return False
     if unit in ("ms",) and f.unit != "ms":
         return False
-    if unit == "x" and f.unit != "x":
+    if unit == "x" and f.unit not in ("x", "ratio"):  # a ratio may be printed as a multiple (p99 ratio 1.100x)
         return False
     decimals = len(text.split("e")[0].split(".")[1]) if "." in text.split("e")[0] else 0
     quoted = float(text)

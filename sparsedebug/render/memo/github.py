@@ -1,6 +1,7 @@
 """A CI step summary (GitHub's ``$GITHUB_STEP_SUMMARY``): the decision, its reasons and every gate check.
 
-``gate --summary`` writes it for a gate verdict and ``memo --format github`` for a bundle: one renderer.
+``gate --summary`` writes it for a gate verdict and ``memo --format github`` for a bundle: one renderer. Each check's
+measured figures are worded by ``render.words.gate.measured_words``, as in the terminal table and JUnit.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from sparsedebug.records.memo import Claim, Memo
 from sparsedebug.render.memo import phrases as p
 from sparsedebug.render.memo.formats import MemoFormat, register
 from sparsedebug.render.memo.markdown import reason_lines
+from sparsedebug.render.words.gate import measured_words
 
 STATUS = {"pass": "PASS", "fail": "FAIL", "skipped": "SKIP", "inconclusive": "INCONCLUSIVE"}
 POLICY = {"fail": "fails the gate", "warn": "warning", "pass": "passes"}
@@ -23,12 +25,10 @@ def _status(c: Claim) -> str:
     return STATUS.get(status, status)
 
 
-def _cells(c: Claim) -> tuple[str, str]:
-    """The measured figure and the threshold figure of a check, as printed (``-`` where the check has none)."""
-    measured = [f for f in c.figures if f.source.record != "gate policy"]
+def _threshold(c: Claim) -> str:
+    """The policy's limits a check held its figures to, as printed (``-`` where the check has none)."""
     limit = [f for f in c.figures if f.source.record == "gate policy"]
-    shown = " / ".join(p.num(f) for f in measured) if measured else "-"
-    return shown, (" / ".join(p.num(f) for f in limit) if limit else "-")
+    return " / ".join(p.num(f) for f in limit) if limit else "-"
 
 
 @register
@@ -44,10 +44,11 @@ class GithubMemo(MemoFormat):
         out = [f"## {memo.title}: {p.DECISION_WORDS.get(memo.decision.code or '', memo.decision.code or '')}", "",
                p.decision(st, memo.decision), ""]
         out += [*reason_lines(memo, st), ""] if memo.reasons else []
-        if memo.checks:
+        out += [*(f"- {p.headline(f)}" for f in memo.headline), ""] if memo.headline else []
+        if memo.checks and memo.gate is not None:
+            measured: dict[str, str] = {check.id: measured_words(check) for check in memo.gate.checks}
             out += ["| check | result | measured | threshold |", "| --- | --- | --- | --- |"]
             for c in memo.checks:
-                measured, limit = _cells(c)
-                out.append(f"| `{c.code}` | {_status(c)} | {measured} | {limit} |")
+                out.append(f"| `{c.code}` | {_status(c)} | {measured.get(c.code or '', '-')} | {_threshold(c)} |")
             out.append("")
         return "\n".join(out)

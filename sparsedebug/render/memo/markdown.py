@@ -33,6 +33,7 @@ class MarkdownMemo(MemoFormat):
         """memo.md."""
         st = p.MD
         out = [f"# {memo.title}", "", p.decision(st, memo.decision), "", *reason_lines(memo, st), ""]
+        out += [*(f"- {p.headline(f)}" for f in memo.headline), ""] if memo.headline else []
         legend = p.clock_legend(memo.clocks)
         if legend:
             out += [legend, ""]

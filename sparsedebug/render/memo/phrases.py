@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sparsedebug.records.memo import Claim, ClockLegend, Figure
+from sparsedebug.records.memo import Claim, ClockLegend
+from sparsedebug.render.words.figures import HEADLINE_WORDS as HEADLINE_WORDS
+from sparsedebug.render.words.figures import SIGNED as SIGNED
+from sparsedebug.render.words.figures import headline as headline
+from sparsedebug.render.words.figures import num as num
 from sparsedebug.render.words.mechanisms_records import advice_words
-
-SIGNED = frozenset({"change_ms", "change"})
-"""Quantities printed with their sign: changes."""
 
 
 @dataclass(frozen=True)
@@ -34,30 +35,6 @@ class Style:
 MD = Style(markdown=True)
 PLAIN = Style(markdown=False)
 
-
-def num(f: Figure | None) -> str:
-    """A figure as printed: its unit decides the precision; changes carry their sign; projected figures are marked."""
-    if f is None:
-        return "n/a"
-    v = f.value
-    signed = f.quantity in SIGNED
-    if f.unit == "ms":
-        text = f"{v:+.3f} ms" if signed else f"{v:.3f} ms"
-    elif f.unit == "x":
-        text = f"{v:.3f}x"
-    elif f.unit == "share":
-        text = f"{100 * v:+.1f}%" if signed else f"{100 * v:.0f}%"
-    elif f.unit == "count":
-        text = f"{int(round(v))}"
-    elif f.unit == "cosine":
-        text = f"{v:.4f}"
-    elif f.unit == "p":
-        text = f"p={v:.2g}"
-    elif f.unit == "perplexity":
-        text = f"{v:.3f}"
-    else:
-        text = f"{v:.3f}"
-    return text + (" [projected]" if f.clock == "projected" else "")
 
 
 def _names(st: Style, claim: Claim) -> str:

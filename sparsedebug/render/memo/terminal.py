@@ -74,4 +74,5 @@ class TerminalMemo(MemoFormat):
             out.append(f"5 rerun     {_rerun(a.measured)}")
         out.append(p.decision(p.PLAIN, memo.decision))
         out += [f"  {line}" for line in reason_lines(memo, p.PLAIN)]
+        out += [p.headline(f) for f in memo.headline]
         return "\n".join(out)

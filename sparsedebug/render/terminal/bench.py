@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from rich.table import Table
 from rich.text import Text
 
-from sparsedebug.kernels.bench import KernelBenchRow
+from sparsedebug.records.bench import KernelBenchRow
 from sparsedebug.records.timing import TimingQuality
 from sparsedebug.render.terminal.fit import optional, under
 

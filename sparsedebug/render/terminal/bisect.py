@@ -6,9 +6,9 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from sparsedebug.core.stats import SampleComparison
 from sparsedebug.records.findings import BisectResult, StageFinding
 from sparsedebug.records.reduce import ReduceResult
+from sparsedebug.records.stats import SampleComparison
 from sparsedebug.render.terminal.fit import optional
 from sparsedebug.render.words.core import change_words, probe_note_words, reduce_verdict
 from sparsedebug.render.words.locate import ratio_ci

@@ -6,17 +6,17 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from sparsedebug.core.stats import percentiles
+from sparsedebug.records.loaded import LoadedBundle
 from sparsedebug.records.playbook import Playbook
 from sparsedebug.render.clocks import measured_clock, target_label
+from sparsedebug.render.document import report, review
 from sparsedebug.render.markdown.deployment import reality_check
 from sparsedebug.render.markdown.verdicts import fix_verdict, not_established_sentence
 from sparsedebug.render.terminal.energy import energy_table
+from sparsedebug.render.words.figures import headline
 from sparsedebug.render.words.gate import decision_reasons, refusal_words, significance_words
 from sparsedebug.render.words.mechanisms_records import fix_words
 from sparsedebug.render.words.targets import fix_how_words
-from sparsedebug.signoff.decide import stored_decision
-from sparsedebug.sources.bundle import LoadedBundle
 
 
 def bundle_summary(bundle: LoadedBundle, book: Playbook) -> RenderableType:
@@ -29,18 +29,20 @@ def bundle_summary(bundle: LoadedBundle, book: Playbook) -> RenderableType:
     runs.add_column("p99 ms", justify="right")
     runs.add_column("speedup vs baseline", justify="right")
     runs.add_column("clock")
-    base = percentiles(bundle.baseline.outcome.latency_samples_ms) if bundle.baseline.outcome.latency_samples_ms else None
-    for role, run in (("baseline", bundle.baseline), ("candidate", bundle.candidate), ("fixed", bundle.fixed)):
-        if run is None or not run.outcome.latency_samples_ms:
+    doc = report(bundle)
+    by_role = {"baseline": bundle.baseline, "candidate": bundle.candidate, "fixed": bundle.fixed}
+    for fig in doc.latency:
+        run, p = by_role[fig.role], fig.latency
+        if run is None or p is None:
             continue
-        p = percentiles(run.outcome.latency_samples_ms)
-        speed = f"{base.p50 / p.p50:.3f}x" if base is not None else "-"
-        runs.add_row(role, run.name, f"{p.p50:.3f}", f"{p.p95:.3f}", f"{p.p99:.3f}", speed, measured_clock(run))
+        speed = f"{fig.speedup:.3f}x" if fig.speedup is not None else "-"  # the one speedup the gate and the memo state
+        runs.add_row(fig.role, fig.run, f"{p.p50:.3f}", f"{p.p95:.3f}", f"{p.p99:.3f}", speed, measured_clock(fig))
+        role = fig.role
         fwd = run.target.forward if run.target is not None else None
         if run.target is not None and fwd is not None and fwd.candidate is not None:
             own = f"{fwd.speedup:.3f}x vs its dense" if fwd.speedup is not None else "-"
             runs.add_row(f"{role} (target)", run.name, f"{fwd.candidate.total_ms:.3f}", "-", "-", own, target_label(run.target))
-    lines = Text()
+    lines = Text("".join(f"{headline(f)}\n" for f in review(bundle).headline))
     bis = bundle.bisect
     if bis is not None:
         lines.append("first divergent stage: ", style="bold")
@@ -58,7 +60,8 @@ def bundle_summary(bundle: LoadedBundle, book: Playbook) -> RenderableType:
         if bundle.fix.moved is not None:
             lines.append("measured: ", style="bold")
             lines.append(f"{fix_verdict(bundle.fix)}; latency: {significance_words(bundle.fix.significance) if bundle.fix.significance is not None else None}\n")
-    decision = stored_decision(bundle)
+    decision = bundle.decision
+    assert decision is not None, "a bundle summary needs the bundle's decision"
     lines.append("decision: ", style="bold")
     lines.append(f"{book.decision(decision.decision).label} ({decision.judged_on})\n")
     for reason in decision_reasons(decision, bundle.fix):
@@ -82,5 +85,6 @@ def bundle_summary(bundle: LoadedBundle, book: Playbook) -> RenderableType:
 
 def terminal_reality_check(bundle: LoadedBundle, width: int = 40) -> list[str]:
     """The reality-check bars for the terminal: the fixed run's when there is one, else the candidate's."""
-    run = bundle.fixed or bundle.candidate
-    return reality_check(bundle.baseline, run, width, role="fixed" if bundle.fixed is not None else "candidate") or []
+    role = "fixed" if bundle.fixed is not None else "candidate"
+    judged = report(bundle).run(role)
+    return reality_check(judged.reality if judged is not None else None, width, role=role) or []

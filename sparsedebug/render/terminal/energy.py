@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from rich.table import Table
 
+from sparsedebug.records.loaded import LoadedBundle
 from sparsedebug.render.markdown.energy import STATUS_WORDS, clock_state
 from sparsedebug.render.words.signoff import MACHINE_WORDS, side_note
 from sparsedebug.render.words.sources_power import scope_words
-from sparsedebug.sources.bundle import LoadedBundle
 
 
 def energy_table(bundle: LoadedBundle) -> Table | None:

@@ -8,8 +8,7 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
-from sparsedebug.freeze.fingerprint import Drift
-from sparsedebug.records.fingerprint import Fingerprint
+from sparsedebug.records.fingerprint import Drift, Fingerprint
 from sparsedebug.render.words.fingerprint import calibration_words, gpu_probe_words
 
 

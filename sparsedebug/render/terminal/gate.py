@@ -6,7 +6,9 @@ from rich.table import Table
 from rich.text import Text
 
 from sparsedebug.records.gate import GateResult
+from sparsedebug.records.memo import Memo
 from sparsedebug.render.terminal.fit import optional, under
+from sparsedebug.render.words.figures import headline
 from sparsedebug.render.words.gate import detail_words, measured_words, status_label, threshold_words
 
 _STYLE = {
@@ -17,12 +19,14 @@ _STYLE = {
 }
 
 
-def gate_table(result: GateResult) -> Table:
-    """One row per threshold: status, measured, threshold, detail."""
+def gate_table(doc: Memo) -> Table:
+    """The gate verdict of a review document, one row per threshold: status, measured, threshold, detail."""
+    result = doc.verdict()
     verdict = Text("FAILED", style="red") if not result.passed else (
         Text.assemble(("INCONCLUSIVE", "yellow"), " (no check failed)") if result.inconclusive else Text("passed", style="green")
     )
-    table = Table(title=Text.assemble("gate ", verdict, f": {result.candidate} vs {result.baseline}"))
+    table = Table(title=Text.assemble("gate ", verdict, f": {result.candidate} vs {result.baseline}"),
+                  caption="; ".join(headline(f) for f in doc.headline) or None)
     table.add_column("check")
     table.add_column("result")
     table.add_column("measured", overflow="fold")

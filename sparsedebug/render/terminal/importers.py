@@ -3,21 +3,22 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 
 from rich.table import Table
 from rich.text import Text
 
 from sparsedebug.core.kernel_names import short_kernel_name
-from sparsedebug.core.stats import percentiles
 from sparsedebug.records.artifacts import NcuReport, SmiReport, TrtSparsityReport
 from sparsedebug.records.engine import BuildSparsity
 from sparsedebug.records.findings import FallbackReport
+from sparsedebug.records.report import LayerRow
 from sparsedebug.records.run import RunRecord
+from sparsedebug.records.trace import TraceSummary
 from sparsedebug.render.terminal.fit import optional
 from sparsedebug.render.words.dispatch import cause_words
 from sparsedebug.render.words.notes import say
 from sparsedebug.render.words.sources_trace import temporal_words
-from sparsedebug.sources.importers.trace.importer import TraceSummary
 
 
 def _ms(value: float | None, digits: int = 3) -> str:
@@ -116,10 +117,12 @@ def class_table(by_class_ms: dict[str, float]) -> Table:
     return table
 
 
-def layer_table(record: RunRecord, limit: int | None = None) -> Table:
-    """Per layer: op, weight shape, dtype, path, kernel class, calls and per-call GPU time (p50); kernel names are in --json."""
+def layer_table(record: RunRecord, rows: Sequence[LayerRow], limit: int | None = None) -> Table:
+    """Per layer: op, weight shape, dtype, path, kernel class, calls and per-call GPU time (p50, ``rows``:
+    ``signoff.metrics.layer_rows``); kernel names are in --json."""
     graph = {layer.name: layer for layer in record.graph.layers}
     timing = {layer.name: layer for layer in record.kernel.layers}
+    medians = {row.name: row.time_ms for row in rows}
     table = Table(title=f"layers of {record.name}", show_header=True)
     table.add_column("layer", overflow="fold")
     for column in ("op", "weight", "dtype", "path", "class", "backend", "calls", "p50 ms"):
@@ -128,7 +131,7 @@ def layer_table(record: RunRecord, limit: int | None = None) -> Table:
     for lower in layers:
         g = graph.get(lower.name)
         k = timing.get(lower.name)
-        p50 = percentiles(k.samples_ms).p50 if k and k.samples_ms else None
+        p50 = medians.get(lower.name)
         table.add_row(
             short_kernel_name(lower.name, None) if lower.identity == "kernel" else lower.name,
             g.op.value if g else "-",

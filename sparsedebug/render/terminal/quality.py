@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Protocol
 
 from rich.table import Table
 
 from sparsedebug.records.quality import QualityRow, QualityStudy
 from sparsedebug.render.words.targets import SPLIT_RULES
-from sparsedebug.sources.models.registry import ModelSpec
 
 
 def _signed(value: float | None, digits: int) -> str:
@@ -81,7 +81,20 @@ def worst_layers_table(study: QualityStudy, top: int = 3) -> Table | None:
     return table
 
 
-def models_table(specs: Sequence[ModelSpec], cached: dict[str, str | None]) -> Table:
+class ModelFacts(Protocol):
+    """What the models table prints of a registry entry (``sources.models.registry.ModelSpec``)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def requirement(self) -> str: ...
+    @property
+    def architecture(self) -> str: ...
+    @property
+    def description(self) -> str: ...
+
+
+def models_table(specs: Sequence[ModelFacts], cached: dict[str, str | None]) -> Table:
     """The registry: name, pinned package, architecture, what it is, and where the cache holds it."""
     table = Table(title="models")
     table.add_column("name")

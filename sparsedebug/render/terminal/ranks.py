@@ -5,7 +5,6 @@ from __future__ import annotations
 from rich.console import Group
 from rich.table import Table
 
-from sparsedebug.core.stats import median
 from sparsedebug.records.ranks import RankComparison, RankSet, Straggler
 from sparsedebug.render.words.notes import say
 
@@ -30,7 +29,7 @@ def rank_set_table(rank_set: RankSet) -> Table:
     for header in ("rank", "from", "steps", "step p50", "busy", "compute", "comm", "overlap", "idle", "collectives"):
         table.add_column(header, justify="right" if header not in ("from",) else "left", overflow="fold")
     for r in rank_set.ranks:
-        step = median(r.step_samples_ms) if r.step_samples_ms else None
+        step = r.step_p50_ms
         table.add_row(
             str(r.rank), r.rank_source, str(r.steps), "-" if step is None else _ms(step), _ms(r.busy_ms), _ms(r.compute_ms),
             _ms(r.communication_ms), _ms(r.overlap_ms), _ms(r.idle_ms), str(len(r.collectives)),

@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Protocol
+
 from rich.table import Table
 from rich.text import Text
 
-from sparsedebug.core.stats import median, percentiles
+from sparsedebug.records.report import LayerRow, RunFigures
 from sparsedebug.records.run import GraphStage, KernelPath, LowerStage, RunRecord
 from sparsedebug.render.clocks import measured_clock, sample_count
 from sparsedebug.render.terminal.fit import optional
 from sparsedebug.render.words.core import timing_words
 from sparsedebug.render.words.notes import say
-from sparsedebug.render.words.run_figures import equal_latency_sentence
+from sparsedebug.render.words.run_figures import equal_latency_sentence, quality_figure
 from sparsedebug.render.words.target import missing_forward_words
-from sparsedebug.signoff.metrics import quality_figure
-from sparsedebug.sources.workload.schema import WorkloadOrigin
 
 
 def target_rows(record: RunRecord) -> list[tuple[str, str | Text]]:
@@ -56,21 +57,23 @@ def _bytes(value: int | None) -> str:
     return f"{value} B"
 
 
-def summary_table(record: RunRecord) -> Table:
-    """Whole-run figures: latency tails vs budget, speedup, overhead, dense share, quality."""
+def summary_table(record: RunRecord, figures: RunFigures) -> Table:
+    """Whole-run figures (``figures``: the run's, ``signoff.report.run_figures``): latency tails vs budget, speedup,
+    overhead, dense share, quality."""
     table = Table(title=f"run {record.name}")
     table.add_column("metric")
     table.add_column("value", overflow="fold")
     outcome = record.outcome
     schedule = record.schedule
-    clock = measured_clock(record)
-    lat = percentiles(outcome.latency_samples_ms)
+    clock = measured_clock(figures)
+    lat = figures.latency
+    assert lat is not None  # a replay always has samples
     table.add_row(f"forward latency ({clock})", f"p50 {lat.p50:.3f} ms  p95 {lat.p95:.3f} ms  p99 {lat.p99:.3f} ms  ({sample_count(record)})")
     if outcome.budget_ms is not None:
         status = Text("within", style="green") if lat.p99 <= outcome.budget_ms else Text("over", style="red")
         table.add_row(f"budget (p99, {clock})", Text.assemble(f"{outcome.budget_ms:g} ms: ", status))
-    if outcome.dense_baseline_samples_ms:
-        base = percentiles(outcome.dense_baseline_samples_ms)
+    base = figures.dense_baseline
+    if base is not None:
         table.add_row(f"dense baseline ({clock})", f"p50 {base.p50:.3f} ms  p95 {base.p95:.3f} ms  p99 {base.p99:.3f} ms")
     if outcome.effective_speedup is not None:
         colour = "green" if outcome.effective_speedup >= 1.0 else "red"
@@ -81,8 +84,7 @@ def summary_table(record: RunRecord) -> Table:
         table.add_row("timing interference", timing_words(outcome.timing))
     for label, text in target_rows(record):
         table.add_row(label, text)
-    busy = median(schedule.busy_samples_ms) if schedule.busy_samples_ms else None
-    span = median(schedule.span_samples_ms) if schedule.span_samples_ms else None
+    busy, span = figures.busy_ms, figures.span_ms
     if busy is not None and span is not None:
         table.add_row("span / busy", f"{span:.3f} ms / {busy:.3f} ms (overhead {_ms(schedule.host_wait_ms)} ms)")
     if schedule.dense_share is not None:
@@ -174,9 +176,10 @@ def fallback_table(lower: LowerStage) -> Table | None:
     return table
 
 
-def kernel_table(record: RunRecord) -> Table:
-    """Per layer: chosen-path and dense-path p50 (this machine), target projection, ratios, numeric error."""
-    table = Table(title=f"kernels (p50 of interleaved samples, {measured_clock(record)}; target: projected)")
+def kernel_table(record: RunRecord, figures: RunFigures, rows: Sequence[LayerRow]) -> Table:
+    """Per layer: chosen-path and dense-path p50 (this machine; ``rows``: ``signoff.metrics.layer_rows``), target
+    projection, ratios, numeric error."""
+    table = Table(title=f"kernels (p50 of interleaved samples, {measured_clock(figures)}; target: projected)")
     table.add_column("layer", no_wrap=True)
     table.add_column("path")
     table.add_column("chosen ms", justify="right")
@@ -190,9 +193,11 @@ def kernel_table(record: RunRecord) -> Table:
     table.add_column("rel err", justify="right")
     paths = {layer.name: layer.path.value for layer in record.lower.layers}
     projected = {layer.name: layer for layer in record.target.layers} if record.target is not None else {}
+    medians = {row.name: row for row in rows}
     for layer in record.kernel.layers:
-        chosen = median(layer.samples_ms) if layer.samples_ms else None
-        dense = median(layer.dense_samples_ms) if layer.dense_samples_ms else None
+        row = medians.get(layer.name)
+        chosen = row.time_ms if row is not None else None
+        dense = row.dense_time_ms if row is not None else None
         ratio = "-" if chosen is None or dense is None or chosen == 0 else f"{dense / chosen:.2f}x"
         target_cells: list[str] = []
         if record.target is not None:
@@ -214,7 +219,26 @@ def kernel_table(record: RunRecord) -> Table:
     return table
 
 
-def origin_note(origin: WorkloadOrigin, workload_file: str) -> Text:
+class OriginFacts(Protocol):
+    """What the origin note prints of a reproducer's origin (``sources.workload.schema.WorkloadOrigin``)."""
+
+    @property
+    def trace(self) -> str: ...
+    @property
+    def layer(self) -> str: ...
+    @property
+    def first_stage(self) -> str: ...
+    @property
+    def mechanism(self) -> str | None: ...
+    @property
+    def replay_shows(self) -> bool: ...
+    @property
+    def note(self) -> str: ...
+    @property
+    def dense_twin(self) -> str | None: ...
+
+
+def origin_note(origin: OriginFacts, workload_file: str) -> Text:
     """What a reproducer cut from a trace pair reproduces, and whether (and why not) this replay can show it."""
     text = Text()
     text.append(f"reproducer of {origin.layer} from trace {origin.trace}: ", style="bold")

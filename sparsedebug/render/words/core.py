@@ -165,10 +165,7 @@ PHRASES.update({
 
 def replay_reason_words(tr: TraceRepro) -> str:
     """What the built-in replay of a trace's reproducer can and cannot show, and why."""
-    from sparsedebug.sources.workload.lowering import PROFILES
-
-    stage, finding, profile = tr.first_stage, tr.finding, tr.backend_profile
-    target = PROFILES[profile].target if profile in PROFILES else None
+    stage, finding, profile, target = tr.first_stage, tr.finding, tr.backend_profile, tr.profile_target
     projected = (
         f" Its target clock ({profile}) projects the op onto the {target.upper()} from the measured GEMM rows, per-call "
         "cost included for eager launch: that is where the trace's cost shows in the replay."

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from sparsedebug.core.stats import P99_FEW_SAMPLES
 from sparsedebug.records.notes import NoteValue
+from sparsedebug.records.stats import P99_FEW_SAMPLES
 from sparsedebug.render.words.dispatch import causes_from_values
 from sparsedebug.render.words.notes import Phrase, as_names, embedded, figure, say
 

@@ -5,9 +5,25 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from sparsedebug.records.equal_latency import equal_latency_values, quality_metric
 from sparsedebug.records.notes import NoteValue
 from sparsedebug.records.run import EqualLatencyQuality, QualityDelta, RunRecord
-from sparsedebug.signoff.metrics import TARGET_PROJECTED, THIS_MACHINE, equal_latency_values
+
+# The clock of a replay's timings.
+THIS_MACHINE = "this machine, measured"
+
+# The clock of a figure projected onto the backend profile's GPU (``render.clocks.target_clock_label`` names which).
+TARGET_PROJECTED = "target clock, projected"
+
+
+def quality_value(q: QualityDelta) -> str:
+    """The headline quality number as text: the perplexity for a real decoder, else the cosine."""
+    return f"{q.perplexity:.3f}" if q.perplexity is not None else f"{q.cosine:.4f}"
+
+
+def quality_figure(q: QualityDelta) -> str:
+    """``perplexity 15.210``, ``sentence-embedding cosine 0.8444`` or ``cosine 0.7607``."""
+    return f"{quality_metric(q)} {quality_value(q)}"
 
 
 def sample_count(run: RunRecord) -> str:

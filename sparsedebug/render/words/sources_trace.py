@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from sparsedebug.sources.importers.trace.analysis.timeline import TemporalBreakdown
-from sparsedebug.sources.importers.trace.read.stream import UNTIMED_WORDS
+from sparsedebug.records.trace import UNTIMED_WORDS, TemporalBreakdown
 
 # Why an event was skipped, by the reason part of its key (TraceSummary.skipped_events).
 SKIPPED_WORDS = {

@@ -73,6 +73,7 @@ def summarize(member: RankFile) -> RankSummary:
         device=imported.summary.device,
         steps=len(run.schedule.span_samples_ms),
         step_samples_ms=list(run.schedule.span_samples_ms),
+        step_p50_ms=median(run.schedule.span_samples_ms) if run.schedule.span_samples_ms else None,
         busy_ms=median(busy_samples) if busy_samples else _per_iteration(busy, steps),
         compute_ms=_per_iteration(compute_us, steps),
         communication_ms=_per_iteration(comm_us, steps),

@@ -15,7 +15,7 @@ from sparsedebug.signoff.metrics import reality_figures
 from sparsedebug.sources.bundle import LoadedBundle
 from sparsedebug.sources.playbook import load_playbook
 from tests.render.html.common import parse, small_bundle
-from tests.support.bundles import make_bundle
+from tests.support.bundles import make_bundle, reviewed
 from tests.support.synth import L, make_run
 
 FIGURES = ("latency", "layers", "reality", "forward", "timeline", "quality")
@@ -114,7 +114,7 @@ def test_decision_is_read_from_the_bundle(bundle: LoadedBundle, html: str) -> No
 def test_text_from_records_is_escaped() -> None:
     bundle = small_bundle()
     evil = bundle.candidate.model_copy(update={"name": '<script>alert("x")</script> costs $5'})
-    html = render_bundle_html(bundle.model_copy(update={"candidate": evil}), load_playbook())
+    html = render_bundle_html(reviewed(bundle.model_copy(update={"candidate": evil})), load_playbook())
     assert "<script>" not in html and "&lt;script&gt;" in html
     parse(html)
 
@@ -128,7 +128,7 @@ def test_a_bundle_without_timeline_or_quality_says_what_is_not_drawn() -> None:
             "schedule": run.schedule.model_copy(update={"timeline": None}),
             "outcome": run.outcome.model_copy(update={"quality": None, "equal_latency": None}),
         })
-    html = render_bundle_html(bundle.model_copy(update=runs), load_playbook())
+    html = render_bundle_html(reviewed(bundle.model_copy(update=runs)), load_playbook())
     doc = parse(html)
     assert [a["id"] for t, a in doc.tags if t == "svg"] == ["fig-latency-svg", "fig-layers-svg", "fig-reality-svg", "fig-forward-svg"]
     assert "no per-kernel timeline in these runs" in html

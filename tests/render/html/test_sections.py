@@ -7,9 +7,11 @@ import sys
 
 import pytest
 
+from sparsedebug.records.run import RunRecord
 from sparsedebug.render.html import sections as sec
 from sparsedebug.render.html.page import Chart, Section, Table, figure_page, markdown_html
 from sparsedebug.signoff.metrics import layer_rows, reality_figures
+from sparsedebug.signoff.report import run_figures
 from tests.render.html.common import parse, small_bundle
 from tests.support.synth import L, dense_run, make_run, sparse_run
 
@@ -26,6 +28,11 @@ def blocks(n: int, sparse: bool) -> list[L]:
     return layers
 
 
+def _page(role: str, run: RunRecord, base: RunRecord | None = None) -> sec.PageRun:
+    """A page run with the figures signoff builds for it (against ``base`` when given)."""
+    return sec.PageRun(role, run, run_figures(role, run, base), layer_rows(run), reality_figures(base, run) if base is not None else None)
+
+
 def test_path_classes_follow_the_shared_predicates() -> None:
     kinds = {r.name: sec.path_kind(r) for r in layer_rows(sparse_run(fallback=True))}
     assert kinds == {"l0.up": "sparse", "l0.act": "dense (intended)", "l0.down": "dense fallback"}
@@ -34,7 +41,7 @@ def test_path_classes_follow_the_shared_predicates() -> None:
 def test_many_layers_are_grouped_across_blocks_with_exact_sums() -> None:
     base = make_run("dense", blocks(8, sparse=False), 40.0)
     cand = make_run("sparse", blocks(8, sparse=True), 30.0)
-    section = sec.layer_section(("baseline", base), ("candidate", cand))
+    section = sec.layer_section(_page("baseline", base), _page("candidate", cand, base))
     assert section.chart is not None
     rows = {row[0]: row for row in section.tables[0].rows}
     assert sorted(rows) == sorted(f"layers.*.{leaf} (x8)" for leaf in ("q_proj", "k_proj", "v_proj", "o_proj", "up_proj", "down_proj"))
@@ -47,7 +54,7 @@ def test_many_layers_are_grouped_across_blocks_with_exact_sums() -> None:
 
 def test_layers_that_do_not_group_are_cut_to_the_largest_and_the_rest_summed() -> None:
     layers = [L(f"unique_{k}", time_ms=float(k + 1)) for k in range(45)]
-    section = sec.layer_section(None, ("run", make_run("r", layers, 100.0)))
+    section = sec.layer_section(None, _page("run", make_run("r", layers, 100.0)))
     rows = section.tables[0].rows
     assert len(rows) == sec.MAX_LAYER_ROWS
     assert rows[-1][0] == "all other layers (x6)" and rows[-1][2] == f"{sum(range(1, 7)):.4f}"
@@ -56,19 +63,20 @@ def test_layers_that_do_not_group_are_cut_to_the_largest_and_the_rest_summed() -
 
 def test_reality_table_holds_the_shared_figures() -> None:
     base, cand = dense_run(5.0), sparse_run(6.5, fallback=True)
-    section = sec.reality_section(base, [("candidate", cand)])
+    section = sec.reality_section([_page("candidate", cand, base)])
     fig = reality_figures(base, cand)
     assert fig is not None and fig.ceiling is not None and fig.real is not None
     cells = {row[0]: row[1] for row in section.tables[0].rows}
     assert cells["nominal speedup"] == "2.000x" and cells["model ceiling"] == f"{fig.ceiling:.3f}x"
     assert cells["real speedup"] == f"{fig.real:.3f}x" == f"{5.0 / 6.5:.3f}x"
     assert reality_figures(base, base) is None
-    assert sec.reality_section(base, [("candidate", base)]).chart is None
+    assert sec.reality_section([_page("candidate", base, base)]).chart is None
 
 
 def test_quality_points_pair_the_narrowed_model_with_its_own_measurement() -> None:
     b = small_bundle()
-    points, rows = sec._quality_points([("baseline", b.baseline), ("candidate", b.candidate), ("fixed", b.fixed)])  # type: ignore[list-item]
+    assert b.fixed is not None
+    points, rows = sec._quality_points([_page("baseline", b.baseline), _page("candidate", b.candidate), _page("fixed", b.fixed)])
     by = {p.label: p for p in points}
     # the candidate was timed at 6.5 ms beside its narrowed model, its own p50 is 6.5: one point
     assert by["dense, 25% of FFN removed (vs candidate)"].pair == "candidate"
@@ -81,7 +89,7 @@ def test_quality_points_pair_the_narrowed_model_with_its_own_measurement() -> No
 
 def test_timeline_gaps_name_the_layer_that_waited() -> None:
     b = small_bundle()
-    section = sec.timeline_section([("candidate", b.candidate)])
+    section = sec.timeline_section([_page("candidate", b.candidate)])
     summary, classes, gaps = section.tables
     assert summary.rows[0][6] == "3.050 (1)" and summary.rows[0][7] == "0.050 (1)" and summary.rows[0][5] == "3.400"
     assert gaps.rows[0] == ["candidate", "1.450", "3.050", "host wait", "l0.down"]
@@ -90,12 +98,12 @@ def test_timeline_gaps_name_the_layer_that_waited() -> None:
 
 def test_clock_names_where_a_latency_was_measured() -> None:
     run = dense_run()
-    assert sec.clock(run) == "this machine, measured"  # the spelling every renderer uses (render.clocks)
+    assert sec.clock(_page("run", run)) == "this machine, measured"  # the spelling every renderer uses (render.clocks)
     traced = run.model_copy(update={
         "source": run.source.model_copy(update={"kind": "torch_trace"}),
         "lower": run.lower.model_copy(update={"backend": "cuda:NVIDIA H200"}),
     })
-    assert sec.clock(traced) == "cuda:NVIDIA H200, traced"
+    assert sec.clock(_page("run", traced)) == "cuda:NVIDIA H200, traced"
 
 
 def test_a_figure_page_is_one_call_over_sections() -> None:

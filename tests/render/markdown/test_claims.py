@@ -32,6 +32,7 @@ from sparsedebug.signoff.metrics import fallback_summary, p50_speedup
 from sparsedebug.sources.bundle import LoadedBundle, load_bundle
 from sparsedebug.sources.playbook import load_playbook
 from sparsedebug.sources.workload.lowering import PROFILES
+from tests.support.bundles import reviewed
 
 Check = Callable[[LoadedBundle, str, str], list[str]]
 """A claim check: (bundle, memo text, report text) -> problems, one line each."""
@@ -388,7 +389,7 @@ def test_a_gpu_profile_is_never_said_to_model_no_gpu() -> None:
     bundle = _built_bundles()["small"]
     run = bundle.candidate
     on_gpu = run.model_copy(update={"lower": run.lower.model_copy(update={"backend": "h200-cusparselt"})})
-    gpu_bundle = bundle.model_copy(update={"candidate": on_gpu})
+    gpu_bundle = reviewed(bundle.model_copy(update={"candidate": on_gpu}))
     report = render_report(gpu_bundle)
     assert "models no GPU" not in report.split("(fixed")[0] and "no target projection in this run" in report
     assert "no target projection in this run" not in report.split("(fixed")[-1]  # the fixed run stays on cpu-numpy

@@ -8,6 +8,7 @@ from sparsedebug.records.run import RunRecord
 from sparsedebug.render.clocks import label_latencies, measured_clock, quotes_unlabelled_latency
 from sparsedebug.render.markdown.deployment import render_report
 from sparsedebug.render.markdown.memo import render_memo_detail
+from sparsedebug.signoff.report import run_figures
 from sparsedebug.sources.bundle import LoadedBundle
 from sparsedebug.sources.playbook import load_playbook
 from sparsedebug.sources.replay.replay import replay
@@ -57,7 +58,7 @@ def test_runs_without_a_target_say_so_and_traces_are_labelled_traced() -> None:
     assert "no target clock in this run" in text
     traced = sparse_run().model_copy(update={"source": sparse_run().source.model_copy(update={"kind": "torch_trace"})})
     traced.lower.backend = "cuda:NVIDIA H200"
-    assert measured_clock(traced) == "cuda:NVIDIA H200, traced"
+    assert measured_clock(run_figures("candidate", traced)) == "cuda:NVIDIA H200, traced"
 
 
 def test_label_latencies_only_touches_unlabelled_prose() -> None:

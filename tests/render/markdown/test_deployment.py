@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from sparsedebug.records.run import RunRecord
 from sparsedebug.render.markdown.deployment import (
     bar_chart,
     fallback_impact,
@@ -12,14 +13,21 @@ from sparsedebug.render.markdown.deployment import (
     reality_check,
     render_report,
 )
-from sparsedebug.signoff.metrics import fallback_summary, nominal_factor
+from sparsedebug.signoff.metrics import fallback_summary, nominal_factor, reality_figures
+from sparsedebug.signoff.report import run_figures, run_report
 from tests.support.bundles import make_bundle
 from tests.support.synth import dense_run, sparse_run
 
 
+def _matrix(run: RunRecord) -> list[str]:
+    """The layer matrix of ``run`` judged against a dense baseline, from the sections signoff builds."""
+    base = dense_run()
+    return layer_matrix(run, run_report("candidate", run, base, None), run_figures("candidate", run, base))
+
+
 def test_layer_matrix_has_every_layer_and_marks_the_fallback() -> None:
     run = sparse_run(fallback=True)
-    rows = layer_matrix(run)
+    rows = _matrix(run)
     assert len(rows) == 2 + len(run.graph.layers)
     down = next(r for r in rows if r.startswith("| l0.down "))
     assert "**dense (fallback)**" in down and "shape_not_aligned" in down and "| 2:4 |" in down
@@ -38,7 +46,7 @@ def test_amdahl_left_on_the_table_matches_hand_computation() -> None:
     # Ceiling: all meant-sparse layers at M/N = 2 over dense times 2.0 + 0.2 + 2.0.
     assert fb.amdahl_ceiling == pytest.approx(4.2 / (1.0 + 0.2 + 1.0))
     assert fb.rate == 0.5 and fb.reasons == {"shape_not_aligned": 1}
-    text = "\n".join(fallback_impact(sparse_run(fallback=True)))
+    text = "\n".join(fallback_impact(fb))
     assert f"{fb.speedup_left_on_table:.3f}x" in text and "58.8%" in text
 
 
@@ -60,12 +68,12 @@ def test_bar_chart_is_proportional() -> None:
 
 
 def test_reality_check_figures() -> None:
-    chart = reality_check(dense_run(5.0), sparse_run(4.0, fallback=True))
+    chart = reality_check(reality_figures(dense_run(5.0), sparse_run(4.0, fallback=True)))
     assert chart is not None
     text = "\n".join(chart)
     assert "2.00x (pattern M/N)" in text and "1.25x (baseline p50 / run p50)" in text
     assert "58.8% of kernel time in dense fallbacks" in text
-    assert reality_check(dense_run(), dense_run()) is None
+    assert reality_check(reality_figures(dense_run(), dense_run())) is None
 
 
 def test_nominal_factor() -> None:
@@ -84,7 +92,7 @@ def test_full_report_sections() -> None:
 
 
 def test_no_fallback_means_nothing_left_on_the_table() -> None:
-    text = "\n".join(fallback_impact(sparse_run()))
+    text = "\n".join(fallback_impact(fallback_summary(sparse_run())))
     assert "none: no layer meant to be sparse runs dense" in text
-    row = next(r for r in layer_matrix(sparse_run()) if r.startswith("| l0.up "))
+    row = next(r for r in _matrix(sparse_run()) if r.startswith("| l0.up "))
     assert "| sparse | - |" in row

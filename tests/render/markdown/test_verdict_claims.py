@@ -19,7 +19,7 @@ from sparsedebug.render.markdown.deployment import fallback_impact, render_repor
 from sparsedebug.render.markdown.memo import render_memo_detail
 from sparsedebug.render.words.gate import decision_reasons
 from sparsedebug.render.words.notes import say
-from sparsedebug.signoff.metrics import baseline_dense_pairs, op_paired_speedup
+from sparsedebug.signoff.metrics import baseline_dense_pairs, fallback_summary, op_paired_speedup
 from sparsedebug.sources.bundle import LoadedBundle
 from sparsedebug.sources.importers.trace.importer import import_trace
 from sparsedebug.sources.playbook import load_playbook
@@ -144,7 +144,7 @@ def test_a_cuda_graph_pair_whose_gemm_work_differs_says_why_no_speedup(bundles: 
     fewer = cand.model_copy(update={"kernel": cand.kernel.model_copy(update={"layers": [k for k in cand.kernel.layers if k.name != dropped]})})
     speedup, why = op_paired_speedup(fewer, base)
     assert speedup is None and why.code == "signoff.speedup_gemm_unpaired" and "does not pair by op" in say(why)
-    assert "not measured: " in "\n".join(fallback_impact(fewer, base))
+    assert "not measured: " in "\n".join(fallback_impact(fallback_summary(fewer, base)))
 
 
 def test_stripped_baseline_pairs_with_the_annotated_sparse_run_by_shape(tmp_path: Path) -> None:

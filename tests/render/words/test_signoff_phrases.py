@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from sparsedebug.records.equal_latency import equal_latency_values
 from sparsedebug.records.notes import Note, NoteValue, note
 from sparsedebug.records.run import EqualLatencyQuality, QualityDelta
 from sparsedebug.render.words.notes import phrases, say
 from sparsedebug.render.words.signoff import PHRASES
-from sparsedebug.signoff.metrics import equal_latency_values
 
 ROOT = Path(__file__).resolve().parents[3] / "sparsedebug"
 SOURCES = [*sorted((ROOT / "signoff").glob("*.py")), *sorted((ROOT / "playbook").glob("*.py"))]

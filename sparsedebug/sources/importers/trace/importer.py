@@ -33,14 +33,10 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field
-
 from sparsedebug.core.errors import UserError
 from sparsedebug.core.io import file_digest
 from sparsedebug.core.kernel_names import classify_kernel
-from sparsedebug.records.base import Record
 from sparsedebug.records.comparability import DeviceInfo
-from sparsedebug.records.notes import Note
 from sparsedebug.records.run import (
     GraphStage,
     KernelClass,
@@ -55,10 +51,9 @@ from sparsedebug.records.run import (
     TimeWindow,
     TraceRuntime,
 )
+from sparsedebug.records.trace import IterationSummary, TraceImport, TraceSummary
 from sparsedebug.sources.importers.trace.analysis.strip import iteration_strip
 from sparsedebug.sources.importers.trace.analysis.timeline import (
-    StreamSummary,
-    TemporalBreakdown,
     Timeline,
     streams,
     temporal_breakdowns,
@@ -93,55 +88,6 @@ from sparsedebug.sources.importers.trace.structure.layers import (
 from sparsedebug.sources.importers.trace.structure.ops import first_dtype
 
 __all__ = ["GpuOp", "IterationSummary", "Timeline", "TraceImport", "TraceSummary", "analyze_trace", "import_trace", "timeline"]
-
-
-class IterationSummary(Record):
-    """One traced iteration (forward/step) on the GPU timeline."""
-
-    index: int
-    gpu_ops: int
-    span_ms: float = Field(description="First GPU op start to last GPU op end of this iteration.")
-    busy_ms: float = Field(description="Union of this iteration's GPU op intervals.")
-    latency_ms: float = Field(
-        description="From the iteration's start on the host (or the previous iteration's end, if later) to its last GPU op end (or host end, if later)."
-    )
-    partial: bool = Field(False, description="The trace ends inside this iteration: left out of the run record's samples.")
-    start_us: float | None = Field(None, description="Start of the latency interval, in the trace's own microseconds.")
-    end_us: float | None = Field(None, description="End of the latency interval, in the trace's own microseconds.")
-
-
-class TraceSummary(Record):
-    """Whole-trace GPU timeline figures, as printed by `sparsedebug import trace`."""
-
-    file: str
-    device: str | None
-    gpu_ops: int
-    kernels: int
-    busy_ms: float
-    span_ms: float
-    idle_ms: float
-    host_wait_ms: float
-    kernel_wait_ms: float
-    other_wait_ms: float
-    iteration_source: str = Field(description="ProfilerStep, repeating call sequence, annotation:<name>, cudaGraphLaunch, kernel-sequence period or whole trace.")
-    iteration_detail: Note | None = Field(None, description="How the iterations were found: a 'sources.iterations.*' note.")
-    iterations: list[IterationSummary]
-    by_class_ms: dict[str, float]
-    annotated: bool
-    layers: int
-    layer_sources: dict[str, int] = Field(default_factory=dict, description="Layers by how they were found: annotation, module, aten_op, kernel.")
-    cuda_graph: bool = Field(False, description="Kernels replayed from CUDA graphs (no CPU ops under them: their layers are kernel names).")
-    phases_ms: dict[str, float] = Field(default_factory=dict, description="GPU busy time (union) per phase: forward, backward, optimizer.")
-    streams: list[StreamSummary] = Field(default_factory=list)
-    temporal: list[TemporalBreakdown] = Field(default_factory=list, description="HTA's compute / non-compute / idle under our convention and HTA's.")
-    skipped_events: dict[str, int] = Field(default_factory=dict, description="Events ignored, by reason: '<category>:<reason>' (kernel:no_ts, annotation:unnamed, event:malformed, gpu_op:other_device:<n> ...; render.words.sources_trace words each).")
-
-
-class TraceImport(Record):
-    """The imported run record plus the whole-trace summary behind it."""
-
-    record: RunRecord
-    summary: TraceSummary
 
 
 def busiest_device(ops: list[GpuOp]) -> int:

@@ -35,10 +35,9 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Literal
 
-from pydantic import Field
-
 from sparsedebug.core.kernel_names import hta_kernel_type
-from sparsedebug.records.base import Record
+from sparsedebug.records.trace import StreamSummary as StreamSummary
+from sparsedebug.records.trace import TemporalBreakdown as TemporalBreakdown
 from sparsedebug.sources.importers.timeline import BY_START as BY_START
 from sparsedebug.sources.importers.timeline import GapCause as GapCause
 from sparsedebug.sources.importers.timeline import Timeline as Timeline
@@ -46,29 +45,6 @@ from sparsedebug.sources.importers.timeline import segments_and_gaps as segments
 from sparsedebug.sources.importers.timeline import timeline as timeline
 from sparsedebug.sources.importers.timeline import union_us as union_us
 from sparsedebug.sources.importers.trace.read.events import GpuOp, TraceEvents
-
-
-class StreamSummary(Record):
-    """One GPU stream's share of the timeline."""
-
-    stream: int
-    gpu_ops: int
-    busy_ms: float = Field(description="Union of this stream's op intervals.")
-    span_ms: float
-    by_class_ms: dict[str, float]
-
-
-class TemporalBreakdown(Record):
-    """Holistic Trace Analysis's temporal breakdown of the GPU timeline under one convention."""
-
-    convention: Literal["all_iterations", "hta"]
-    profiler_steps: int = Field(0, description="ProfilerStep ranges the trace has (HTA's convention counts by them).")
-    span_ms: float = Field(description="First GPU event start to last end (HTA's 'kernel_time').")
-    compute_ms: float
-    non_compute_ms: float
-    idle_ms: float
-    gpu_events: int
-    dropped_last_step: bool = False
 
 
 def streams(ops: list[GpuOp]) -> list[StreamSummary]:

@@ -36,6 +36,7 @@ import msgspec
 
 from sparsedebug.core.errors import UserError
 from sparsedebug.core.io import reading
+from sparsedebug.records.trace import UNTIMED_WORDS
 
 _CHUNK = 1 << 20
 _WHITESPACE = re.compile(r"[ \t\r\n]*")
@@ -415,12 +416,6 @@ def _expect_end(buf: _Buffer) -> None:
     tail = buf.peek()
     if tail != "":
         raise UserError(f"{buf.path}: malformed trace JSON: unexpected {tail!r} after the end of the document")
-
-
-# Why an event's timing is unusable (the reason of a skipped-event key '<cat>:<reason>'), named by its fields, as
-# refusals and reports say it.
-UNTIMED_WORDS = {"no_ts_dur": "without numeric ts and dur", "no_ts": "without numeric ts", "no_dur": "without numeric dur",
-                 "negative_dur": "with negative dur"}
 
 
 def untimed(ts: float | None, dur: float | None) -> str:
