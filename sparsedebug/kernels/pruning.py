@@ -101,12 +101,11 @@ def _inverse_hessian_factor(gram: F64, damping: float) -> tuple[F64, npt.NDArray
     matrix stays positive definite; their weights are pruned by the caller.
     With ``J`` the order-reversing permutation and ``J H J = R R^T`` (``R``
     lower), ``U = J R^-1 J``: one Cholesky factorisation and one triangular
-    inverse, no explicit ``H^-1``. If the factorisation fails, damping grows
-    tenfold, up to three times. LAPACK runs on one thread: on a busy machine,
-    threaded factorisations of these small matrices wait more than they compute.
+    inverse, no explicit ``H^-1`` (numpy's LAPACK: ``cholesky`` and the inverse of
+    the triangular factor). If the factorisation fails, damping grows tenfold, up
+    to three times. LAPACK runs on one thread: on a busy machine, threaded
+    factorisations of these small matrices wait more than they compute.
     """
-    from scipy.linalg import lapack
-
     hessian = np.array(gram, dtype=np.float64, copy=True)
     dead = np.diag(hessian) == 0
     hessian[dead, dead] = 1.0
@@ -116,13 +115,14 @@ def _inverse_hessian_factor(gram: F64, damping: float) -> tuple[F64, npt.NDArray
     with threadpool_limits(1):
         for _ in range(4):
             damped = flipped + np.eye(len(hessian)) * (damp * mean_diag)
-            lower, info = lapack.dpotrf(damped, lower=1, clean=1)
-            if info == 0:
-                inverse, info = lapack.dtrtri(lower, lower=1)
-                if info == 0:
-                    upper: F64 = np.ascontiguousarray(inverse[::-1, ::-1])
-                    return upper, dead
-            damp *= 10.0
+            try:
+                lower = np.linalg.cholesky(damped)
+            except np.linalg.LinAlgError:
+                damp *= 10.0
+                continue
+            inverse = np.tril(np.linalg.inv(lower))  # the inverse of a lower triangle is one: its upper part is rounding
+            upper: F64 = np.ascontiguousarray(inverse[::-1, ::-1])
+            return upper, dead
     raise UserError(
         f"sparsegpt: the calibration Hessian is not positive definite even with damping {damp / 10:g}; "
         "use more calibration tokens"
