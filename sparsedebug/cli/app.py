@@ -176,19 +176,19 @@ def _root(
 def main() -> None:
     """Console-script entry point.
 
-    Under ``ulimit -v`` (or a process limit) numpy and then scipy are started first, so that a
-    BLAS that cannot start under the limit is one line and exit 2 before any work
-    (``core.budget.start_numpy_within_limits``, ``start_scipy_within_limits``), not a
-    traceback, a false interruption or a process spinning where signals cannot reach it.
+    Under ``ulimit -v`` (or a process limit) numpy is started first, so that a BLAS that
+    cannot start under the limit is one line and exit 2 before any work
+    (``core.budget.start_numpy_within_limits``), not a traceback or a false interruption.
+    No command path imports scipy (it is an optional anchor of ``bench kernel``, whose CSR
+    product loads no BLAS of scipy's), so nothing of scipy's is started here.
     """
     if _address_space_limited():
-        from sparsedebug.core.budget import start_numpy_within_limits, start_scipy_within_limits
+        from sparsedebug.core.budget import start_numpy_within_limits
         from sparsedebug.core.errors import UserError
         from sparsedebug.core.signals import Interrupted
 
         try:
             start_numpy_within_limits()
-            start_scipy_within_limits()
         except UserError as exc:
             typer.echo(f"error: {exc}", err=True)
             raise SystemExit(2) from None
