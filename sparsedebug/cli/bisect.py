@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Annotated
 
@@ -84,8 +85,6 @@ def bisect(
     compared with the same rank of the other set (printed first), then the rank the change is
     confined to (else the straggler, else the lowest rank) is analysed as a pair.
     """
-    from rich.progress import Progress
-
     from sparsedebug.locate.comparable import require_comparable
     from sparsedebug.locate.walk import bisect_runs
     from sparsedebug.render.terminal.bisect import bisect_view
@@ -96,11 +95,16 @@ def bisect(
         # the same workload twice is two replays (a noise check); the same record twice is one measurement
         raise UserError(f"{cand}: BASE and CAND are the same file")
     err = err_console()
-    with Progress(console=err, transient=True, disable=json_out or not err.is_terminal) as bar:
-        task = bar.add_task("loading", total=None)
+    with ExitStack() as stack:
+        progress = None
+        if not json_out and err.is_terminal:  # rich.progress is imported only when it is drawn (20 ms of every start)
+            from rich.progress import Progress
 
-        def progress(stage: str, done: int, total: int) -> None:
-            bar.update(task, description=stage, completed=done, total=total)
+            bar = stack.enter_context(Progress(console=err, transient=True))
+            task = bar.add_task("loading", total=None)
+
+            def progress(stage: str, done: int, total: int) -> None:
+                bar.update(task, description=stage, completed=done, total=total)
 
         base_run, cand_run = load_pair(base, cand, repeats=repeats, progress=progress, latency=latency)
     pair = require_comparable(base_run, cand_run, allowed_dimensions(allow_different))
@@ -111,7 +115,7 @@ def bisect(
     if json_out:
         emit_json(result if ranks is None else {"ranks": ranks, "bisect": result})
         return
-    from sparsedebug.render.clocks import bundle_clock
+    from sparsedebug.signoff.metrics import bundle_clock
 
     console(wide).print(bisect_view(result, layer_limit=layers, clock=bundle_clock([base_run, cand_run])))
 
