@@ -70,11 +70,11 @@ def run_rounds(variants: list[Variant], rounds: int, *, check: bool = True) -> l
 def table(variants: list[Variant], base: str, *, rss: bool = False) -> str:
     """p50/p95/p99 seconds of each variant and its median's ratio to ``base``'s median (and peak RSS when asked)."""
     ref = float(np.median(next(v for v in variants if v.name == base).seconds))
-    head = f"{'variant':<34} {'p50 s':>7} {'p95 s':>7} {'p99 s':>7} {'ratio':>7}" + (f" {'max RSS MiB (p50)':>18}" if rss else "")
+    head = f"{'variant':<44} {'p50 s':>7} {'p95 s':>7} {'p99 s':>7} {'ratio':>7}" + (f" {'max RSS MiB (p50)':>18}" if rss else "")
     lines = [head]
     for v in variants:
         p50, p95, p99 = np.percentile(v.seconds, [50, 95, 99])
-        row = f"{v.name:<34} {p50:7.3f} {p95:7.3f} {p99:7.3f} {float(np.median(v.seconds)) / ref:6.2f}x"
+        row = f"{v.name:<44} {p50:7.3f} {p95:7.3f} {p99:7.3f} {float(np.median(v.seconds)) / ref:6.2f}x"
         if rss:
             row += f" {float(np.median(v.rss_mib)):18.0f}"
         lines.append(row)
