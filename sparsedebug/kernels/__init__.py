@@ -21,7 +21,20 @@ _HOME = {
     "round_input": "precision", "VNMWeight": "vnm",
 }
 
-__all__ = sorted(_HOME)
+__all__ = [
+    "Compliance",
+    "Footprint",
+    "NMWeight",
+    "Pattern",
+    "Precision",
+    "VNMWeight",
+    "check_compliance",
+    "matmul_tolerance",
+    "nm_mask",
+    "parse_pattern",
+    "round_input",
+    "vnm_mask",
+]
 
 
 def __getattr__(name: str) -> object:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 
+import numpy as np
 import pytest
 from rich.console import Console
 
@@ -14,7 +15,7 @@ from sparsedebug.render.terminal.bench import kernel_bench_table
 
 def test_without_scipy_the_csr_anchor_is_left_out(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "scipy.sparse", None)  # import scipy.sparse now raises ImportError
-    assert bench.csr_anchor(bench.np.eye(4, dtype=bench.np.float32)) is None
+    assert bench.csr_anchor(np.eye(4, dtype=np.float32)) is None
     rows = bench.run_kernel_bench((64, 64), [4], Pattern(n=2, m=4), 16, rounds=3)
     row = rows[0]
     assert row.csr_ms is None and row.nm_vs_csr is None and row.csr_vs_dense is None

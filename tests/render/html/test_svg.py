@@ -7,6 +7,7 @@ import re
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -68,8 +69,10 @@ def _series_points(text: str) -> list[list[float]]:
 def test_the_ecdf_steps_at_every_sample() -> None:
     rng = np.random.default_rng(7)
     samples = [tuple(float(v) for v in rng.normal(mu, 0.2, n)) for mu, n in ((5.0, 30), (6.5, 17))]
-    series = [fg.LatencySeries(role, role, s, *np.percentile(s, [50, 95, 99]).tolist(), tail_ok=len(s) >= 20)
-              for role, s in zip(("baseline", "candidate"), samples, strict=True)]
+    series = []
+    for role, s in zip(("baseline", "candidate"), samples, strict=True):
+        p50, p95, p99 = (float(v) for v in np.percentile(s, [50, 95, 99]))
+        series.append(fg.LatencySeries(role, role, s, p50, p95, p99, tail_ok=len(s) >= 20))
     text = fg.latency_ecdf(series, [6.0], "latency (ms)", 20)
     ET.fromstring(text)
     xs = _series_points(text)
@@ -118,9 +121,9 @@ def test_primitives() -> None:
     assert "a &lt; b &amp; c" in c.svg("t", "d")
 
 
-def test_a_trace_pair_walk_imports_no_plotting_library(tmp_path: pytest.TempPathFactory) -> None:
+def test_a_trace_pair_walk_imports_no_plotting_library(tmp_path: Path) -> None:
     """``playbook run`` on two real traces, figures drawn: neither matplotlib nor scipy is loaded."""
-    out = tmp_path / "bundle"  # type: ignore[operator]
+    out = tmp_path / "bundle"
     code = (
         "import sys\n"
         "from typer.testing import CliRunner\n"
@@ -132,7 +135,7 @@ def test_a_trace_pair_walk_imports_no_plotting_library(tmp_path: pytest.TempPath
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO_ROOT)
     assert "EXIT 0" in done.stdout and "LOADED []" in done.stdout, done.stdout[-2000:]
-    assert "<svg" in (out / "report.html").read_text()  # type: ignore[operator]
+    assert "<svg" in (out / "report.html").read_text()
 
 
 def test_tick_labels_show_the_step() -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from sparsedebug.core.stats import median
 from sparsedebug.sources.target import model as mdl
 from sparsedebug.sources.target import surface as surf
 
@@ -23,7 +24,7 @@ def _scipy_roofline(points: list[surf.Point], itemsize: int) -> surf.Roofline:
     moved = np.array([itemsize * (p.out * p.k + p.k * p.tokens + p.out * p.tokens) for p in points], dtype=np.float64)
     flops = np.array([2.0 * p.out * p.k * p.tokens for p in points], dtype=np.float64)
     times = np.array([p.value for p in points], dtype=np.float64)
-    start = np.log([float(times.min()), surf.median(list(moved / times)), surf.median(list(flops / times))])
+    start = np.log([float(times.min()), median(list(moved / times)), median(list(flops / times))])
 
     def residual(params: np.ndarray) -> np.ndarray:
         floor, bw, fl = np.exp(np.clip(params, -700.0, 700.0))
@@ -57,7 +58,8 @@ def test_projections_match_the_scipy_fits(monkeypatch: pytest.MonkeyPatch) -> No
     old = _projections()
     assert old.keys() == new.keys() and sum(v is not None for v in new.values()) >= 24
     for key, value in new.items():
-        if old[key] is None:
+        before = old[key]
+        if before is None:
             assert value is None, key
             continue
-        assert value is not None and np.allclose(value, old[key], rtol=1e-6), (key, value, old[key])
+        assert value is not None and np.allclose(value, before, rtol=1e-6), (key, value, before)
