@@ -61,3 +61,13 @@ def test_an_indefinite_hessian_grows_damping_then_refuses() -> None:
     upper, _ = pruning._inverse_hessian_factor(slightly, 0.01)
     ref, _ = _scipy_factor(slightly, 0.01)
     assert np.allclose(upper, ref, rtol=1e-9)
+
+
+@pytest.mark.parametrize("n", [1, 7, 96, 97, 250, 1000])
+def test_the_triangle_inverse_by_halves_matches_lapack(n: int) -> None:
+    rng = np.random.default_rng(n)
+    lower = np.tril(rng.normal(size=(n, n))) + np.eye(n) * (n + 2.0)
+    got = pruning.lower_inverse(lower)
+    want, info = lapack.dtrtri(lower, lower=1)
+    assert info == 0 and np.allclose(got, want, rtol=1e-12, atol=1e-14 * float(np.abs(want).max()))
+    assert (np.triu(got, 1) == 0).all()
