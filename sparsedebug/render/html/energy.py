@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from sparsedebug.core.stats import median
 from sparsedebug.records.run import KernelPath, RunRecord
 from sparsedebug.render.clocks import measured_clock
-from sparsedebug.render.html.figures import MARKER_SCALE, PLOT_LEFT, PLOT_RIGHT, ROLE_STYLE, error_bars
+from sparsedebug.render.html.figures import MARKER_SCALE, PLOT_LEFT, PLOT_RIGHT, ROLE_STYLE
 from sparsedebug.render.html.page import Chart, Section, Table
 from sparsedebug.render.html.svg import GREY, WIDTH, Canvas, Key, Plot, Scale, axis_title, legend, padded
 from sparsedebug.render.html.svg import title as heading
@@ -54,7 +54,7 @@ def energy_latency(points: list[EnergyPoint], xlabel: str, ylabel: str, title: s
     keys = []
     for p in points:
         colour = ROLE_STYLE.get(p.role, (GREY, "", ""))[0]
-        error_bars(plot, p.latency_ms, p.j_per_token, p.low, p.high, colour=colour)
+        plot.error_bar(p.latency_ms, p.j_per_token, p.low, p.high, colour=colour)
         marker, face = ("o", None) if p.sparse else ("s", "white")
         c.marker(plot.x(p.latency_ms), plot.y(p.j_per_token), marker, colour=colour, face=face, size=8 * MARKER_SCALE, width=1.5)
         keys.append(Key(p.label, colour, marker=marker, face=face))

@@ -36,6 +36,7 @@ from sparsedebug.render.html.svg import (
     axis_title,
     legend,
     padded,
+    side_note,
     text_width,
     title,
     wrap,
@@ -95,14 +96,6 @@ def _style(role: str) -> tuple[str, str, str]:
     return ROLE_STYLE.get(role, (GREY, ":", "xx"))
 
 
-def _note(c: Canvas, x: float, y: float, content: str, *, right: float, colour: str = INK) -> None:
-    """A note starting at x, or ending there when it would run past ``right``."""
-    if x + 3 + text_width(content) <= right:
-        c.text(x + 3, y, content, colour=colour)
-    else:
-        c.text(x - 3, y, content, anchor="end", colour=colour)
-
-
 # --------------------------------------------------------------------------- latency ECDF
 
 
@@ -134,7 +127,7 @@ def latency_ecdf(series: Sequence[LatencySeries], budgets: Sequence[float], xlab
     plot.grid()
     for budget in budgets:
         plot.vline(budget)
-        _note(c, plot.x(budget), plot.y(0.04), f"budget {budget:g} ms", right=plot.right)
+        side_note(c, plot.x(budget), plot.y(0.04), f"budget {budget:g} ms", right=plot.right)
     for s in series:
         colour, line, _ = _style(s.role)
         xs = sorted(s.samples)
@@ -393,7 +386,7 @@ def _strip_panel(plot: Plot, strip: TimelineStrip, lane_of: dict[int, float]) ->
         plot.spans(spans, plot.top + 2, LANE - 4, fill=c.fill(colour, hatch, GREY), edge=GREY if hatch else "none")
     if strip.cut_at_ms is not None:
         plot.vline(strip.cut_at_ms, colour=VERMILLION, style="--", width=1.0)
-        _note(c, plot.x(strip.cut_at_ms), plot.bottom - 3, f"cut: {strip.events_total - len(strip.events)} more ops",
+        side_note(c, plot.x(strip.cut_at_ms), plot.bottom - 3, f"cut: {strip.events_total - len(strip.events)} more ops",
               right=plot.right, colour=VERMILLION)
 
 
@@ -494,16 +487,3 @@ def speed_quality(points: Sequence[QualityPoint], xlabel: str) -> str:
     parts = [f"{p.label}: {p.latency_ms:.3f} ms, cosine {p.cosine:.4f}" for p in points]
     desc = "Scatter of latency p50 against output cosine versus the dense model. " + "; ".join(parts) + "."
     return c.svg("Speed against quality", desc)
-
-
-def error_bars(plot: Plot, x: float, y: float, low: float | None, high: float | None, *, colour: str) -> None:
-    """A vertical interval from ``low`` to ``high`` at data x with caps (an end not given is the point itself)."""
-    lo, hi = low if low is not None else y, high if high is not None else y
-    if lo == hi:
-        return
-    px = plot.x(x)
-    c = plot.canvas
-    c.line(px, plot.y(lo), px, plot.y(hi), colour=colour, width=1.3)
-    for end in (lo, hi):
-        c.line(px - 5, plot.y(end), px + 5, plot.y(end), colour=colour, width=1.3)
-

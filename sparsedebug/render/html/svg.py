@@ -384,6 +384,25 @@ class Plot:
         self.canvas.parts.append(f'<path d="{d}" fill="{fill}"{stroke}/>')
 
 
+    def error_bar(self, x: float, y: float, low: float | None, high: float | None, *, colour: str) -> None:
+        """A vertical interval from ``low`` to ``high`` at data x, with caps (an end not given is the point itself)."""
+        lo, hi = low if low is not None else y, high if high is not None else y
+        if lo == hi:
+            return
+        px = self.x(x)
+        self.canvas.line(px, self.y(lo), px, self.y(hi), colour=colour, width=1.3)
+        for end in (lo, hi):
+            self.canvas.line(px - 5, self.y(end), px + 5, self.y(end), colour=colour, width=1.3)
+
+
+def side_note(canvas: Canvas, x: float, y: float, content: str, *, right: float, colour: str = INK) -> None:
+    """A note starting just right of x, or ending just left of it when it would run past ``right``."""
+    if x + 3 + text_width(content) <= right:
+        canvas.text(x + 3, y, content, colour=colour)
+    else:
+        canvas.text(x - 3, y, content, anchor="end", colour=colour)
+
+
 @dataclass(frozen=True)
 class Key:
     """One legend entry: a line swatch (``line`` style), a box (``fill``, hatch) or a marker."""
