@@ -305,6 +305,10 @@ class Plot:
         """The bottom edge."""
         return self.top + self.height
 
+    def y_ticks(self) -> list[tuple[float, str]]:
+        """The y ticks (one per 45 units of height): the tick labels and the grid lines share them."""
+        return self.y.ticks(max(2, int(self.height / 45)))
+
     def grid(self, *, x: bool = True, y: bool = True) -> None:
         """Light grid lines at the ticks (drawn first: below the data)."""
         c = self.canvas
@@ -312,7 +316,7 @@ class Plot:
             for value, _ in self.x.ticks():
                 c.line(self.x(value), self.top, self.x(value), self.bottom, colour=GRID, width=0.7)
         if y:
-            for value, _ in self.y.ticks():
+            for value, _ in self.y_ticks():
                 c.line(self.left, self.y(value), self.right, self.y(value), colour=GRID, width=0.7)
 
     def x_axis(self, label: str | None = None, *, ticks: bool = True) -> float:
@@ -336,7 +340,7 @@ class Plot:
         """The left spine and the tick labels left of it (the axis title goes above the plot: :func:`axis_title`)."""
         c = self.canvas
         c.line(self.left, self.top, self.left, self.bottom, colour=INK, width=0.8)
-        for value, text in self.y.ticks(max(2, int(self.height / 45))):
+        for value, text in self.y_ticks():
             py = self.y(value)
             c.line(self.left - 4, py, self.left, py, colour=INK, width=0.8)
             c.text(self.left - 6, py + FONT * 0.35, text, anchor="end")
