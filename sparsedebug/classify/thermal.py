@@ -10,6 +10,7 @@ import numpy as np
 
 from sparsedebug.classify.context import Context, Fact, Facts, Missing, Result
 from sparsedebug.classify.rule import Rule, RuleSet
+from sparsedebug.core.correlation import spearman
 from sparsedebug.core.stats import median
 from sparsedebug.records.classification import Fix, Mechanism
 from sparsedebug.records.notes import Note, embed, note
@@ -146,10 +147,7 @@ def latency_drift_ratio(ctx: Context) -> Result:
                        note("mechanisms.capture_repeats", at_least=DRIFT_MIN_SAMPLES, ordered=True))
     third = len(samples) // 3
     first, last = median(samples[:third]), median(samples[-third:])
-    from scipy import stats as scipy_stats  # deferred: scipy.stats is slow to import at CLI start
-
-    result = scipy_stats.spearmanr(np.arange(len(samples)), np.asarray(samples, dtype=np.float64))
-    rho, p = float(result.statistic), float(result.pvalue)
+    rho, p = spearman(np.arange(len(samples)), np.asarray(samples, dtype=np.float64))
     detail = note("mechanisms.latency_drift", first_ms=first, last_ms=last, rho=rho, p=p, n=len(samples))
     gate = None if (rho > 0 and p < DEFAULT_ALPHA) else note("mechanisms.gate_no_trend", alpha=DEFAULT_ALPHA)
     busy = ctx.run.schedule.busy_samples_ms

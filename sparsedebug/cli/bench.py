@@ -31,7 +31,8 @@ def kernel(
     Variants, timed interleaved in one process (A B C ... A B C ...) with the
     median per variant: `dense` (BLAS W @ X), `limit` (the same BLAS on an inner
     dimension of K*N/M: the physical limit of skipping pruned work here), `csr`
-    (scipy CSR of the same pruned matrix), `nm` (per-row N:M kernel) and `vnm`
+    (scipy CSR of the same pruned matrix, when scipy is installed: the
+    `anchors` extra), `nm` (per-row N:M kernel) and `vnm`
     (blocked V:N:M kernel). Ratios are baseline ms / kernel ms, so above 1 means
     the kernel is faster. Weights and activations are random fp32; each kernel is
     checked against an fp64 reference before it is timed. Rounds that other

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from contextlib import ExitStack
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -23,7 +24,9 @@ from sparsedebug.cli.common import (
 )
 from sparsedebug.core.errors import UserError
 from sparsedebug.records.defaults import DEFAULT_ALPHA, DEFAULT_MIN_EFFECT, MAX_REPEATS
-from sparsedebug.records.run import RunRecord
+
+if TYPE_CHECKING:
+    from sparsedebug.records.run import RunRecord
 
 RunArg = Annotated[
     Path,
@@ -85,25 +88,17 @@ def bisect(
     compared with the same rank of the other set (printed first), then the rank the change is
     confined to (else the straggler, else the lowest rank) is analysed as a pair.
     """
-    from rich.progress import Progress
-
     from sparsedebug.locate.comparable import require_comparable
     from sparsedebug.locate.walk import bisect_runs
     from sparsedebug.render.terminal.bisect import bisect_view
-    from sparsedebug.sources.detect import detect_kind, load_pair, replayed_together
+    from sparsedebug.sources.detect import detect_kind, replayed_together
 
     base, cand, ranks = rank_pair(base, cand, executor, json_out=json_out, wide=wide)
     if base.resolve() == cand.resolve() and not replayed_together(detect_kind(base)):
         # the same workload twice is two replays (a noise check); the same record twice is one measurement
         raise UserError(f"{cand}: BASE and CAND are the same file")
     err = err_console()
-    with Progress(console=err, transient=True, disable=json_out or not err.is_terminal) as bar:
-        task = bar.add_task("loading", total=None)
-
-        def progress(stage: str, done: int, total: int) -> None:
-            bar.update(task, description=stage, completed=done, total=total)
-
-        base_run, cand_run = load_pair(base, cand, repeats=repeats, progress=progress, latency=latency)
+    base_run, cand_run = _load(base, cand, repeats, latency, shown=not json_out and err.is_terminal)
     pair = require_comparable(base_run, cand_run, allowed_dimensions(allow_different))
     result = bisect_runs(pair.base, pair.cand, alpha=alpha, min_effect=min_effect, min_cosine=min_cosine).model_copy(
         update={"comparability": pair.check})
@@ -121,6 +116,25 @@ def _clock(base: RunRecord, cand: RunRecord) -> str:
     from sparsedebug.signoff.report import run_figures
 
     return bundle_clock([run_figures("baseline", base), run_figures("candidate", cand)])
+
+
+def _load(base: Path, cand: Path, repeats: int | None, latency: tuple[Path, Path] | None, *, shown: bool) -> tuple[RunRecord, RunRecord]:
+    """Both runs, with a transient progress bar on stderr when ``shown`` (rich.progress is imported only then: 20 ms
+    of every start)."""
+    from sparsedebug.sources.detect import load_pair
+
+    with ExitStack() as stack:
+        progress = None
+        if shown:
+            from rich.progress import Progress
+
+            bar = stack.enter_context(Progress(console=err_console(), transient=True))
+            task = bar.add_task("loading", total=None)
+
+            def progress(stage: str, done: int, total: int) -> None:
+                bar.update(task, description=stage, completed=done, total=total)
+
+        return load_pair(base, cand, repeats=repeats, progress=progress, latency=latency)
 
 
 def register(app: typer.Typer) -> None:

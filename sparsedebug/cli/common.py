@@ -251,11 +251,12 @@ def load_run_set_with_progress(argument: str, executor: str) -> RankSet:
 def rank_pair(base: Path, cand: Path, executor: str, *, json_out: bool, wide: bool) -> tuple[Path, Path, RankComparison | None]:
     """BASE and CAND as given, or, when they are run sets, the rank pair to analyse and the rank comparison
     (printed here as a table unless ``json_out``)."""
-    from sparsedebug.locate.ranks import walk_pair
     from sparsedebug.sources.runset.discover import is_run_set
 
     if not (is_run_set(str(base)) or is_run_set(str(cand))):
         return base, cand, None
+    from sparsedebug.locate.ranks import walk_pair  # run sets only: two files need none of it
+
     bar, on_rank = _rank_progress("ranks")
     with bar:
         comparison, base_file, cand_file = walk_pair(str(base), str(cand), executor=executor, on_rank=on_rank)

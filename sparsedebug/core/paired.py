@@ -104,7 +104,7 @@ def fewest_pairs(alpha: float = DEFAULT_ALPHA, *, one_sided: bool = False) -> in
     return n
 
 
-def _ranks(values: FloatArray) -> tuple[FloatArray, bool]:
+def mid_ranks(values: FloatArray) -> tuple[FloatArray, bool]:
     """Mid-ranks (1-based) of ``values`` and whether there were ties."""
     order = np.argsort(values, kind="mergesort")
     sorted_values = values[order]
@@ -126,7 +126,7 @@ def signed_rank_p(diffs: FloatArray | list[float], alternative: Literal["two-sid
     n = d.size
     if n == 0:
         return 1.0
-    ranks, ties = _ranks(np.abs(d))
+    ranks, ties = mid_ranks(np.abs(d))
     w_plus = float(ranks[d > 0].sum())
     top = n * (n + 1) / 2.0
     if not ties and n <= EXACT_SIGNED:

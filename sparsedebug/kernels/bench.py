@@ -11,7 +11,9 @@ Variants:
 ``dense``  numpy/BLAS ``W @ X`` on the dense (pruned) weight.
 ``limit``  the same BLAS on inner dimension ``K*N/M``: the physical limit of
            skipping the pruned work on this machine.
-``csr``    ``scipy.sparse`` CSR of the per-row N:M pruned weight, times ``X``.
+``csr``    ``scipy.sparse`` CSR of the per-row N:M pruned weight, times ``X``: an anchor from
+           outside the package, timed when scipy is installed (``pip install
+           'sparsedebug[anchors]'``); without it the row's CSR fields are None.
 ``nm``     :class:`~sparsedebug.kernels.nm.NMWeight` (per-row N:M).
 ``vnm``    :class:`~sparsedebug.kernels.vnm.VNMWeight` (blocked V:N:M).
 """
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 from threadpoolctl import threadpool_info
@@ -135,9 +138,7 @@ def run_kernel_bench(
     nm = NMWeight.compress(weight, pattern.n, pattern.m)
     vnm = VNMWeight.compress(weight, pattern.n, pattern.m, block)
     pruned = nm.decompress()
-    import scipy.sparse  # deferred: importing scipy.sparse costs a quarter second at every CLI start
-
-    csr = scipy.sparse.csr_matrix(pruned)
+    csr = csr_anchor(pruned)
     kept = vnm.values.shape[1]
     limit_weight = np.ascontiguousarray(vnm.values)
     threads, blas = blas_description()
@@ -146,14 +147,15 @@ def run_kernel_bench(
         x = rng.standard_normal((k, count), dtype=np.float32)
         x_half = np.ascontiguousarray(x[:kept])
         _verify(nm, vnm, x)
-        variants: dict[str, Callable[[], object]] = {
+        timed_calls: dict[str, Callable[[], object] | None] = {
             "dense": lambda: pruned @ x,
             "limit": lambda: limit_weight @ x_half,
-            "csr": lambda: csr @ x,
+            "csr": None if csr is None else (lambda: csr @ x),
             "nm": lambda: nm.matmul(x),
             "vnm": lambda: vnm.matmul(x),
         }
-        note(f"timing {count} tokens: {rounds} rounds of {', '.join(VARIANTS)}")
+        variants = {name: call for name, call in timed_calls.items() if call is not None}
+        note(f"timing {count} tokens: {rounds} rounds of {', '.join(variants)}")
         timed = measure(variants, rounds=rounds, warmup=warmup)
         samples = timed.samples
         med = {name: median(values) for name, values in samples.items()}
@@ -166,14 +168,14 @@ def run_kernel_bench(
                 rounds=rounds,
                 dense_ms=med["dense"],
                 limit_ms=med["limit"],
-                csr_ms=med["csr"],
+                csr_ms=med.get("csr"),
                 nm_ms=med["nm"],
                 vnm_ms=med["vnm"],
                 vnm_vs_dense=med["dense"] / med["vnm"],
                 vnm_vs_limit=med["limit"] / med["vnm"],
-                nm_vs_csr=med["csr"] / med["nm"],
+                nm_vs_csr=med["csr"] / med["nm"] if "csr" in med else None,
                 nm_vs_dense=med["dense"] / med["nm"],
-                csr_vs_dense=med["dense"] / med["csr"],
+                csr_vs_dense=med["dense"] / med["csr"] if "csr" in med else None,
                 blas_threads=threads,
                 blas=blas,
                 percentiles_ms={name: percentiles(values) for name, values in samples.items()},
@@ -181,6 +183,18 @@ def run_kernel_bench(
             )
         )
     return results
+
+
+def csr_anchor(pruned: np.ndarray) -> Any | None:
+    """``scipy.sparse`` CSR of ``pruned``, or None when scipy (an optional anchor: the ``anchors`` extra) is not installed.
+
+    Imported here, not at module level: importing scipy.sparse costs a quarter second at every CLI start.
+    """
+    try:
+        import scipy.sparse
+    except ImportError:
+        return None
+    return scipy.sparse.csr_matrix(pruned)
 
 
 def _verify(nm: NMWeight, vnm: VNMWeight, x: np.ndarray) -> None:

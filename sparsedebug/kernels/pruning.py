@@ -94,6 +94,30 @@ def wanda_prune(weight: npt.NDArray[Any], pattern: Pattern, feature_norms: npt.N
     return np.where(mask, weight, 0).astype(weight.dtype, copy=False)
 
 
+TRIANGLE_BLOCK = 96
+"""Size at and under which :func:`lower_inverse` inverts a triangle with LAPACK's general inverse."""
+
+
+def lower_inverse(lower: F64) -> F64:
+    """The inverse of a lower-triangular matrix, by halves: ``[[A, 0], [C, D]]^-1 = [[A^-1, 0], [-D^-1 C A^-1, D^-1]]``.
+
+    numpy has no triangular inverse (LAPACK's ``dtrtri``); its general inverse costs about six
+    times the multiplications. Splitting in halves puts the work in two matrix products per level
+    (BLAS), about the triangular inverse's count; small blocks use the general inverse.
+    """
+    n = lower.shape[0]
+    if n <= TRIANGLE_BLOCK:
+        small: F64 = np.tril(np.linalg.inv(lower))  # the inverse of a lower triangle is one: its upper part is rounding
+        return small
+    half = n // 2
+    top, bottom = lower_inverse(lower[:half, :half]), lower_inverse(lower[half:, half:])
+    out = np.zeros_like(lower)
+    out[:half, :half] = top
+    out[half:, half:] = bottom
+    out[half:, :half] = -(bottom @ (lower[half:, :half] @ top))
+    return out
+
+
 def _inverse_hessian_factor(gram: F64, damping: float) -> tuple[F64, npt.NDArray[np.bool_]]:
     """Upper Cholesky factor ``U`` of the damped inverse Hessian (``H^-1 = U^T U``), and the dead-input mask.
 
@@ -101,12 +125,11 @@ def _inverse_hessian_factor(gram: F64, damping: float) -> tuple[F64, npt.NDArray
     matrix stays positive definite; their weights are pruned by the caller.
     With ``J`` the order-reversing permutation and ``J H J = R R^T`` (``R``
     lower), ``U = J R^-1 J``: one Cholesky factorisation and one triangular
-    inverse, no explicit ``H^-1``. If the factorisation fails, damping grows
-    tenfold, up to three times. LAPACK runs on one thread: on a busy machine,
-    threaded factorisations of these small matrices wait more than they compute.
+    inverse, no explicit ``H^-1`` (numpy's LAPACK: ``cholesky`` and the inverse of
+    the triangular factor). If the factorisation fails, damping grows tenfold, up
+    to three times. LAPACK runs on one thread: on a busy machine, threaded
+    factorisations of these small matrices wait more than they compute.
     """
-    from scipy.linalg import lapack
-
     hessian = np.array(gram, dtype=np.float64, copy=True)
     dead = np.diag(hessian) == 0
     hessian[dead, dead] = 1.0
@@ -116,13 +139,14 @@ def _inverse_hessian_factor(gram: F64, damping: float) -> tuple[F64, npt.NDArray
     with threadpool_limits(1):
         for _ in range(4):
             damped = flipped + np.eye(len(hessian)) * (damp * mean_diag)
-            lower, info = lapack.dpotrf(damped, lower=1, clean=1)
-            if info == 0:
-                inverse, info = lapack.dtrtri(lower, lower=1)
-                if info == 0:
-                    upper: F64 = np.ascontiguousarray(inverse[::-1, ::-1])
-                    return upper, dead
-            damp *= 10.0
+            try:
+                lower = np.linalg.cholesky(damped)
+            except np.linalg.LinAlgError:
+                damp *= 10.0
+                continue
+            inverse = lower_inverse(np.asarray(lower, dtype=np.float64))
+            upper: F64 = np.ascontiguousarray(inverse[::-1, ::-1])
+            return upper, dead
     raise UserError(
         f"sparsegpt: the calibration Hessian is not positive definite even with damping {damp / 10:g}; "
         "use more calibration tokens"

@@ -19,14 +19,14 @@ class KernelBenchRow(Record):
     rounds: int
     dense_ms: float
     limit_ms: float
-    csr_ms: float
+    csr_ms: float | None = Field(description="None: scipy (the CSR anchor) is not installed: pip install 'sparsedebug[anchors]'.")
     nm_ms: float
     vnm_ms: float
     vnm_vs_dense: float
     vnm_vs_limit: float
-    nm_vs_csr: float
+    nm_vs_csr: float | None
     nm_vs_dense: float
-    csr_vs_dense: float
+    csr_vs_dense: float | None
     blas_threads: int
     blas: str
     percentiles_ms: dict[str, Percentiles]

@@ -1,94 +1,31 @@
-"""Starting scipy's BLAS under ``ulimit -v``: a child with a deadline first, so a stuck start never holds the command."""
+"""Starting under ``ulimit -v``: numpy is started first (tests/cli/test_bad_records.py covers its failures); nothing of
+scipy's is started, at the CLI's start or on any command path (scipy is an optional anchor of ``bench kernel`` only)."""
 
 from __future__ import annotations
 
-import os
-import signal
-import threading
-import time
-from pathlib import Path
+import resource
+import subprocess
+import sys
 
 import pytest
 
-from sparsedebug.core import budget
-from sparsedebug.core.errors import UserError
-from sparsedebug.core.signals import Interrupted
-
-STUCK = "import time\ntime.sleep(600)\n"
-"""A child that never finishes starting, as OpenBLAS does when it retries an allocation that cannot succeed."""
+from tests.conftest import REPO_ROOT
+from tests.support.proc import ENV
 
 
-def _children() -> set[int]:
-    """Process ids whose parent is this process."""
-    found = set()
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if int(fields[1]) == os.getpid() and fields[0] != "Z":
-            found.add(int(stat.parent.name))
-    return found
+def _limit() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (16 << 30, resource.RLIM_INFINITY))
 
 
-@pytest.mark.skipif(not Path("/proc/self/stat").is_file(), reason="needs /proc")
-def test_a_stuck_start_is_ended_at_its_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(budget, "_BLAS_PROBE", "import signal, sys\nsignal.alarm(int(sys.argv[2]))\n" + STUCK)
-    monkeypatch.setattr(budget, "BLAS_START_SECONDS", 1.0)
-    start = time.monotonic()
-    failure = budget._blas_starts(None)
-    assert time.monotonic() - start < 30
-    assert failure == "it was still starting after 1 s (OpenBLAS retries an allocation that cannot succeed)"
-
-
-@pytest.mark.skipif(not Path("/proc/self/stat").is_file(), reason="needs /proc")
-def test_a_signal_while_waiting_ends_the_wait_and_the_child(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(budget, "_BLAS_PROBE", STUCK)
-    before = _children()
-    timer = threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGTERM))
-    timer.start()
-    try:
-        with pytest.raises(Interrupted) as caught:
-            budget._blas_starts(None)
-    finally:
-        timer.cancel()
-    assert caught.value.exit_code == 143
-    assert _children() == before  # the child was killed, not left spinning
-
-
-def test_a_start_that_fails_is_one_line_naming_the_limit(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delitem(__import__("sys").modules, "scipy.linalg", raising=False)
-    monkeypatch.setattr(budget, "address_space_limit", lambda: 342 << 20)
-    tried: list[dict[str, str] | None] = []
-
-    def starts(env: dict[str, str] | None) -> str | None:
-        tried.append(env)
-        return None if env else "it was still starting after 20 s (OpenBLAS retries an allocation that cannot succeed)"
-
-    monkeypatch.setattr(budget, "_blas_starts", starts)
-    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
-    with pytest.raises(UserError, match=r"scipy's BLAS cannot start under the address-space limit \(ulimit -v\) of 342 MiB: it was "
-                       r"still starting after 20 s .*; raise the limit, or set OPENBLAS_NUM_THREADS=1 \(one BLAS thread starts under it\)"):
-        budget.start_scipy_within_limits()
-    assert tried == [None, {"OPENBLAS_NUM_THREADS": "1"}]
-
-
-def test_a_library_that_cannot_map_gets_no_thread_hint(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delitem(__import__("sys").modules, "scipy.linalg", raising=False)
-    monkeypatch.setattr(budget, "address_space_limit", lambda: 293 << 20)
-    tried: list[dict[str, str] | None] = []
-
-    def starts(env: dict[str, str] | None) -> str | None:
-        tried.append(env)
-        return "ImportError: libscipy_openblas.so: failed to map segment from shared object"
-
-    monkeypatch.setattr(budget, "_blas_starts", starts)
-    with pytest.raises(UserError, match=r"failed to map segment from shared object; raise the limit$"):
-        budget.start_scipy_within_limits()
-    assert tried == [None]
-
-
-def test_nothing_is_started_without_a_limit(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(budget, "address_space_limit", lambda: None)
-    monkeypatch.setattr(budget, "_blas_starts", lambda env: pytest.fail("probed without a limit"))
-    budget.start_scipy_within_limits()
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_AS is Linux's")
+@pytest.mark.parametrize("argv", [["--help"], ["bisect", "--help"], ["bench", "kernel", "--shape", "64x64", "--tokens", "4", "--rounds", "2"]])
+def test_the_start_under_an_address_space_limit_imports_no_scipy(argv: list[str]) -> None:
+    code = "import sys\nsys.argv = ['sparsedebug', *sys.argv[1:]]\nfrom sparsedebug.cli.app import main\nmain()\n"
+    done = subprocess.run([sys.executable, "-X", "importtime", "-c", code, *argv], env={**ENV, "PYTHONPATH": str(REPO_ROOT)},
+                          capture_output=True, text=True, timeout=300, check=False, preexec_fn=_limit, cwd=REPO_ROOT)
+    assert done.returncode == 0, done.stderr[-2000:]
+    imported = [line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")]
+    assert "numpy" in imported or argv[-1] == "--help"
+    assert not [m for m in imported if m.startswith("scipy.linalg")], [m for m in imported if m.startswith("scipy")][:5]
+    if argv[0] != "bench":
+        assert not [m for m in imported if m.startswith("scipy")]

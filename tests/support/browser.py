@@ -1,4 +1,5 @@
-"""Measure a page in headless Chromium (Debian's ``chromium``): page width against the viewport, figure text size.
+"""Measure a page in headless Chromium (Debian's ``chromium``): page width against the viewport, figure text size,
+figures wider than their box.
 
 The page is loaded, with a small script added that runs after load, into an iframe
 exactly ``width`` CSS pixels wide (a headless window has a minimum width of its own);
@@ -30,17 +31,20 @@ _PROBE = """
 <script>
 window.addEventListener("load", function () {
   var out = {innerWidth: window.innerWidth, scrollWidth: document.documentElement.scrollWidth,
-             minFigureTextPx: null, smallest: null, glyphRuns: 0, wideElements: []};
-  document.querySelectorAll("figure svg g[transform]").forEach(function (g) {
-    if (!g.querySelector(":scope > use")) { return; }
-    var m = g.getScreenCTM();
-    var px = 100 * Math.hypot(m.a, m.b);  /* matplotlib glyph runs: 100 units per font size */
+             minFigureTextPx: null, smallest: null, glyphRuns: 0, wideElements: [], croppedFigures: []};
+  document.querySelectorAll("figure svg text").forEach(function (t) {
+    var m = t.getScreenCTM();
+    var px = parseFloat(window.getComputedStyle(t).fontSize) * Math.hypot(m.a, m.b);  /* user units to CSS px */
     out.glyphRuns += 1;
     if (out.minFigureTextPx === null || px < out.minFigureTextPx) {
       out.minFigureTextPx = px;
-      var label = g.parentNode.firstChild;
-      while (label && label.nodeType !== 8) { label = label.nextSibling; }
-      out.smallest = (g.closest("svg").id || "") + ": " + (label ? label.nodeValue.trim() : "");
+      out.smallest = (t.closest("svg").id || "") + ": " + t.textContent;
+    }
+  });
+  document.querySelectorAll("figure").forEach(function (f) {
+    var box = f.getBoundingClientRect(), svg = f.querySelector("svg");
+    if (svg && (svg.getBoundingClientRect().right > box.right + 0.5 || f.scrollWidth > f.clientWidth + 0.5)) {
+      out.croppedFigures.push(svg.id);
     }
   });
   document.querySelectorAll("body *").forEach(function (el) {
@@ -68,6 +72,7 @@ class PageMeasure:
     smallest: str | None
     glyph_runs: int
     wide_elements: list[str]
+    cropped_figures: list[str]
 
 
 def chromium() -> str | None:
@@ -107,5 +112,6 @@ def measure_widths(html: str, widths: tuple[int, ...], height: int = 1000, binar
         out[width] = PageMeasure(
             inner_width=data["innerWidth"], scroll_width=data["scrollWidth"], min_figure_text_px=data["minFigureTextPx"],
             smallest=data["smallest"], glyph_runs=data["glyphRuns"], wide_elements=data["wideElements"],
+            cropped_figures=data["croppedFigures"],
         )
     return out

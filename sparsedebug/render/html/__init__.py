@@ -1,8 +1,7 @@
 """HTML renderers: self-contained pages (inline CSS, inline SVG figures, no script, nothing fetched).
 
 ``page`` builds the document from figure+table sections and Markdown parts; ``svg``
-turns a matplotlib drawing into deterministic inline SVG; ``figures`` draws each
-figure from its data; ``sections`` builds that data and its tables from records;
-``bundle`` assembles the bundle page (``report.html``) and the single-run page.
-matplotlib is imported only when a figure is drawn.
+holds the drawing primitives (SVG written as text, no plotting library); ``figures``
+draws each figure from its data; ``sections`` builds that data and its tables from
+records; ``bundle`` assembles the bundle page (``report.html``) and the single-run page.
 """

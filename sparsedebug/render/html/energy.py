@@ -9,21 +9,18 @@ wall power) and the clock are in the axis labels and the caption.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from sparsedebug.records.loaded import LoadedBundle
 from sparsedebug.records.run import KernelPath, RunRecord
 from sparsedebug.render.clocks import measured_clock
 from sparsedebug.render.document import figures
-from sparsedebug.render.html.figures import ROLE_STYLE
+from sparsedebug.render.html.figures import MARKER_SCALE, PLOT_LEFT, PLOT_RIGHT, ROLE_STYLE
 from sparsedebug.render.html.page import Chart, Section, Table
-from sparsedebug.render.html.svg import GREY, render_svg
+from sparsedebug.render.html.svg import GREY, WIDTH, Canvas, Key, Plot, Scale, axis_title, legend, padded
+from sparsedebug.render.html.svg import title as heading
 from sparsedebug.render.markdown.energy import STATUS_WORDS, clock_state
 from sparsedebug.render.words.signoff import MACHINE_WORDS
 from sparsedebug.render.words.sources_power import scope_words
-
-if TYPE_CHECKING:
-    from matplotlib.figure import Figure
 
 
 @dataclass(frozen=True)
@@ -46,24 +43,29 @@ def _sparse(run: RunRecord) -> bool:
 
 def energy_latency(points: list[EnergyPoint], xlabel: str, ylabel: str, title: str) -> str:
     """Energy per token against latency: one marker per side (filled: sparse, hollow: dense), interval as error bar."""
-
-    def draw(fig: Figure) -> None:
-        ax = fig.add_subplot()
-        for p in points:
-            colour = ROLE_STYLE.get(p.role, (GREY, "", ""))[0]
-            below = p.j_per_token - p.low if p.low is not None else 0.0
-            above = p.high - p.j_per_token if p.high is not None else 0.0
-            ax.errorbar([p.latency_ms], [p.j_per_token], yerr=[[below], [above]], color=colour, capsize=4, ls="none",
-                        marker="o" if p.sparse else "s", ms=8, mfc=colour if p.sparse else "white", mew=1.5, label=p.label)
-        ax.set_xlabel(xlabel)
-        ax.set_ylabel(ylabel)
-        ax.set_title(title)
-        fig.legend(loc="outside right upper")
+    c = Canvas("fig-energy-svg")
+    top = axis_title(c, ylabel, heading(c, title, 0))
+    ys = [v for p in points for v in (p.j_per_token, p.low, p.high) if v is not None]
+    height = 220.0
+    plot = Plot(c, PLOT_LEFT, top + 6, WIDTH - PLOT_LEFT - PLOT_RIGHT, height,
+                Scale(*padded([p.latency_ms for p in points], 0.12), PLOT_LEFT, WIDTH - PLOT_RIGHT),
+                Scale(*padded(ys, 0.12), top + 6 + height, top + 6))
+    plot.grid()
+    keys = []
+    for p in points:
+        colour = ROLE_STYLE.get(p.role, (GREY, "", ""))[0]
+        plot.error_bar(p.latency_ms, p.j_per_token, p.low, p.high, colour=colour)
+        marker, face = ("o", None) if p.sparse else ("s", "white")
+        c.marker(plot.x(p.latency_ms), plot.y(p.j_per_token), marker, colour=colour, face=face, size=8 * MARKER_SCALE, width=1.5)
+        keys.append(Key(p.label, colour, marker=marker, face=face))
+    bottom = plot.x_axis(xlabel)
+    plot.y_axis()
+    c.height = legend(c, keys, bottom)
 
     parts = [f"{p.label}: {p.latency_ms:.3f} ms, {p.j_per_token:.4g} J/token"
              + (f" (interval {p.low:.4g} to {p.high:.4g})" if p.low is not None and p.high is not None else "") for p in points]
     desc = f"{title}. " + "; ".join(parts) + "."
-    return render_svg(draw, key="fig-energy-svg", title=title, desc=desc, size=(7.6, 3.6))
+    return c.svg(title, desc)
 
 
 def energy_section(bundle: LoadedBundle) -> Section:

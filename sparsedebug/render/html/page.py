@@ -38,8 +38,7 @@ nav.toc { font-size: 0.92rem; color: var(--muted); margin: 0.6rem 0 1rem; }
 nav.toc a { color: inherit; margin-right: 1rem; }
 figure { margin: 1.4rem 0; padding: 0.6rem 0.6rem 0.4rem; border: 1px solid var(--rule); border-radius: 4px;
   break-inside: avoid; page-break-inside: avoid; }
-figure { overflow-x: auto; }
-figure svg { display: block; width: 100%; min-width: FIGURE_MIN_PXpx; height: auto; }
+figure svg { display: block; width: 100%; max-width: FIGURE_MAX_PXpx; height: auto; margin: 0 auto; }
 figcaption { font-size: 0.9rem; color: var(--muted); margin-top: 0.4rem; }
 figcaption b { color: var(--ink); }
 .missing { color: var(--muted); font-style: italic; }
@@ -67,15 +66,15 @@ code { font-family: ui-monospace, "SFMono-Regular", Menlo, Consolas, "DejaVu San
   a { color: inherit; text-decoration: none; }
   @page { margin: 14mm 12mm; }
 }
-""".replace("FIGURE_MIN_PX", "{FIGURE_MIN_PX}")
+""".replace("FIGURE_MAX_PX", "{FIGURE_MAX_PX}")
 
-FIGURE_MIN_PX = 680
-"""Narrowest a figure is drawn (CSS px); a narrower screen scrolls the figure inside its own box.
+FIGURE_MAX_PX = 640
+"""Widest a figure is drawn (CSS px); narrower, it takes its box's width, text and all (no scrolling, no cropping).
 
-The figures are 7.6 in (547 pt, 730 px at scale 1) wide and their smallest text is
-7.5 pt (``svg.MIN_FONT_PT``): at 680 px that text is 9.3 px tall, never less.
+The figures are ``svg.WIDTH`` (500) units wide and their smallest text is ``svg.FONT`` (13) units:
+on a 400 px screen the figure box is about 359 px wide and that text 9.3 px tall; at 640 px it is 16.6 px.
 """
-CSS = CSS.replace("{FIGURE_MIN_PX}", str(FIGURE_MIN_PX))
+CSS = CSS.replace("{FIGURE_MAX_PX}", str(FIGURE_MAX_PX))
 
 
 def no_break_arrows(html: str) -> str:
@@ -101,7 +100,7 @@ class Table:
 
 @dataclass(frozen=True)
 class Chart:
-    """An inline SVG figure (from :func:`sparsedebug.render.html.svg.render_svg`) and its visible caption."""
+    """An inline SVG figure (drawn by :mod:`sparsedebug.render.html.figures`) and its visible caption."""
 
     svg: str
     caption: str

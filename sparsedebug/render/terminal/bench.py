@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
@@ -12,7 +13,9 @@ from sparsedebug.records.timing import TimingQuality
 from sparsedebug.render.terminal.fit import optional, under
 
 
-def _ratio(value: float) -> Text:
+def _ratio(value: float | None) -> Text:
+    if value is None:
+        return Text("-")
     return Text(f"{value:.2f}x", style="green" if value >= 1.0 else "red")
 
 
@@ -42,7 +45,7 @@ def kernel_bench_table(rows: Sequence[KernelBenchRow]) -> Table:
         ratios = [Text("unstable", style="yellow") for _ in range(3)] if unstable else [_ratio(row.vnm_vs_dense), _ratio(row.vnm_vs_limit), _ratio(row.nm_vs_csr)]
         table.add_row(
             str(row.tokens),
-            *(f"{value:.2f}" for value in (row.dense_ms, row.limit_ms, row.csr_ms, row.nm_ms, row.vnm_ms)),
+            *("-" if value is None else f"{value:.2f}" for value in (row.dense_ms, row.limit_ms, row.csr_ms, row.nm_ms, row.vnm_ms)),
             *ratios,
             timing_cell(row.timing),
         )
@@ -51,6 +54,7 @@ def kernel_bench_table(rows: Sequence[KernelBenchRow]) -> Table:
     table.caption = (
         f"this machine, measured: medians of {first.rounds} interleaved rounds; BLAS {first.blas}, "
         f"{first.blas_threads} thread(s); ratio = baseline ms / kernel ms; timing: rounds disturbed by other processes"
+        + ("" if first.csr_ms is not None else escape("; csr: not timed, scipy is not installed (pip install 'sparsedebug[anchors]')"))
     )
     return table
 

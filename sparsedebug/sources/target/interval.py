@@ -106,7 +106,8 @@ def repeat_sigma(groups: Iterable[Sequence[float]]) -> float:
 def per_decade_from(errors: Iterable[tuple[float, Distance, float]]) -> tuple[float, float]:
     """(per_token_decade, per_shape_decade) from held-out (log error, distance, sigma): NNLS of e^2 - sigma^2."""
     import numpy as np
-    from scipy.optimize import nnls
+
+    from sparsedebug.core.fit import nnls
 
     rows, target = [], []
     for error, d, sigma in errors:

@@ -76,9 +76,11 @@ class Roofline:
 
 
 def fit_roofline(points: Sequence[Point], itemsize: int) -> Roofline:
-    """Least-squares fit (log time) of a roofline to ``points``; deterministic (fixed start, no randomness)."""
+    """Least-squares fit (log time) of a roofline to ``points`` (Levenberg-Marquardt, :func:`core.fit.levenberg_marquardt`);
+    deterministic (fixed start, no randomness)."""
     import numpy as np
-    from scipy.optimize import least_squares
+
+    from sparsedebug.core.fit import levenberg_marquardt
 
     if not points:
         raise InternalError("fit_roofline: no points")
@@ -94,7 +96,7 @@ def fit_roofline(points: Sequence[Point], itemsize: int) -> Roofline:
         return out
 
     with np.errstate(over="ignore"):  # a subset without compute-bound points leaves that rate free
-        fit = least_squares(residual, start, method="lm" if len(points) >= 3 else "trf")
+        fit = levenberg_marquardt(residual, start)
         floor, bw, fl = (float(v) for v in np.exp(fit.x))
     return Roofline(floor, bw, fl, itemsize)
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+from html import unescape
 from html.parser import HTMLParser
 
 from sparsedebug.records.run import (
@@ -102,3 +104,8 @@ def parse(html: str) -> Checked:
     checked.close()
     assert checked.stack == [], f"unclosed: {checked.stack}"
     return checked
+
+
+def figure_words(html: str) -> str:
+    """The text of every ``<text>`` element of the figures in ``html``, joined by spaces (a wrapped label reads whole)."""
+    return " ".join(unescape(t) for t in re.findall(r"<text[^>]*>(.*?)</text>", html))

@@ -1,5 +1,5 @@
 """report.html in a real browser (headless Chromium) at 400, 1400 and 1920 px: no page-wide sideways scroll, figure
-text at least 9 px tall. Tables scroll inside their own box; a figure narrower than its minimum scrolls inside its own.
+text at least 9 px tall, every figure whole inside its box (it scales to the width). Tables scroll inside their own box.
 
 Needs Debian's ``chromium`` (``.ci/run`` installs it). Without it the test is skipped, except under ``CI=true``,
 where a missing browser fails it.
@@ -83,4 +83,5 @@ def test_the_page_fits_the_screen_and_figure_text_is_readable(measured: dict[int
     assert got.inner_width == width
     assert got.scroll_width <= got.inner_width, (got.scroll_width, got.wide_elements)
     assert got.glyph_runs > 50  # the figures' text was found and measured
+    assert got.cropped_figures == []
     assert got.min_figure_text_px is not None and got.min_figure_text_px >= MIN_TEXT_PX, got.smallest

@@ -14,7 +14,7 @@ from sparsedebug.render.html.bundle import render_bundle_html
 from sparsedebug.signoff.metrics import reality_figures
 from sparsedebug.sources.bundle import LoadedBundle
 from sparsedebug.sources.playbook import load_playbook
-from tests.render.html.common import parse, small_bundle
+from tests.render.html.common import figure_words, parse, small_bundle
 from tests.support.bundles import make_bundle, reviewed
 from tests.support.synth import L, make_run
 
@@ -57,7 +57,7 @@ def test_every_figure_is_inline_labelled_and_above_the_tables(html: str) -> None
 
 
 def test_axes_carry_labels_with_units(html: str) -> None:
-    comments = set(parse(html).comments)  # matplotlib writes each text as paths after a comment holding it
+    words = figure_words(html)  # every figure's text, its wrapped lines joined
     for label in (
         "whole-forward latency (ms; this machine, measured)",
         "fraction of forwards at or below",
@@ -69,7 +69,7 @@ def test_axes_carry_labels_with_units(html: str) -> None:
         "latency p50 (ms; this machine, measured)",
         "output cosine vs the dense model (1 = same)",
     ):
-        assert label in comments, label
+        assert label in words, label
 
 
 def test_nothing_is_fetched_from_outside(html: str) -> None:

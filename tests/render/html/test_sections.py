@@ -48,7 +48,7 @@ def test_many_layers_are_grouped_across_blocks_with_exact_sums() -> None:
     down = rows["layers.*.down_proj (x8)"]
     assert down[1] == "dense (intended) x8" and down[2] == "16.0000"
     assert down[3] == "sparse x7, dense fallback x1" and down[4] == "9.0000" and down[5] == "0.562x"
-    assert "layers.*.down_proj (x8)" in section.chart.svg  # its label, bold in the figure, as a text comment
+    assert "layers.*.down_proj (x8)" in section.chart.svg  # its label, bold in the figure
     assert "group sum" in section.chart.svg
 
 
@@ -123,7 +123,7 @@ def test_markdown_parts_make_no_links_and_escape_html() -> None:
 
 
 @pytest.mark.parametrize("module", ["sparsedebug.cli.memo", "sparsedebug.cli.importers", "sparsedebug.cli.playbook", "sparsedebug.render.html.bundle"])
-def test_matplotlib_is_imported_only_when_a_page_is_rendered(module: str) -> None:
+def test_no_plotting_library_is_imported(module: str) -> None:
     code = f"import sys, {module}\nprint(sorted(m for m in sys.modules if m.split('.')[0] == 'matplotlib'))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
