@@ -171,6 +171,9 @@ def _gemm_class(n: str, dtype: str | None) -> KernelClass:
             return KernelClass.FP32_GEMM
         if any(marker in n for marker in _TENSILE_HALF):
             return KernelClass.DENSE_TC_GEMM
+    cudnn = _CUDNN_MMA.search(n)
+    if cudnn is not None:  # the mma letter: s/d CUDA-core fp32/fp64, h HMMA, i IMMA or DP4A
+        return KernelClass.FP32_GEMM if cudnn.group(1) in "sd" else KernelClass.DENSE_TC_GEMM
     if "s1688gemm" in n and not any(marker in n for marker in ("f16", "bf16", "fp16")):
         return KernelClass.FP32_GEMM  # Ampere CUTLASS 1688 tensor-op GEMM on fp32 data: TF32
     if "xmma_gemm" in n or "tensorop" in n and "simt" not in n:
