@@ -16,7 +16,16 @@ from sparsedebug.core.dispatch import dispatch_causes, dispatch_changed, moved_t
 from sparsedebug.core.dtypes import canonical_dtype, dtype_in_text
 from sparsedebug.core.kernel_names import classify_kernel
 from sparsedebug.core.stats import median
-from sparsedebug.records.run import DENSE, DispatchCause, FallbackReason, KernelClass, KernelLayer, KernelPath, LowerLayer, RunRecord
+from sparsedebug.records.run import (
+    DENSE,
+    DispatchCause,
+    FallbackReason,
+    KernelClass,
+    KernelLayer,
+    KernelPath,
+    LowerLayer,
+    RunRecord,
+)
 
 
 def declared_sparse(intended: str | None) -> bool:
