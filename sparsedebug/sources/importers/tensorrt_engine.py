@@ -35,7 +35,7 @@ from typing import Any
 from sparsedebug.core.dtypes import itemsize
 from sparsedebug.core.errors import UserError
 from sparsedebug.core.io import file_digest, load_json_text, read_text
-from sparsedebug.core.kernel_names import classify_kernel, kernel_input_dtype
+from sparsedebug.core.kernel_names import classify_kernel
 from sparsedebug.records.artifacts import TrtSparsityReport
 from sparsedebug.records.comparability import DeviceInfo
 from sparsedebug.records.engine import TRT_SPARSITY_FLAGS, BuildSparsity, EngineBuild, EngineLayer, NotSparse
@@ -57,6 +57,7 @@ from sparsedebug.records.run import (
     ScheduleStage,
 )
 from sparsedebug.sources.importers.tensorrt_log import build_sparsity, parse_trt_log, trtexec_options
+from sparsedebug.sources.importers.tensorrt_precision import layer_precision
 from sparsedebug.sources.importers.timeline import timeline
 
 # ``RunSource.kind`` of an imported engine (``sources.registry`` registers it).
@@ -70,11 +71,6 @@ _OPS: dict[str, OpKind] = {
 }
 # Kernel class of a layer without a tactic name, by its LayerType, where the type says it (a Reformat copies).
 _LAYER_CLASSES: dict[str, KernelClass] = {"reformat": KernelClass.COPY, "shuffle": KernelClass.COPY}
-# TensorRT's Format/Datatype texts and Weights.Type values, narrowest spelling first
-_PRECISIONS: tuple[tuple[str, str], ...] = (
-    ("bf16", "bf16"), ("bfloat16", "bf16"), ("fp16", "fp16"), ("half", "fp16"), ("fp32", "fp32"), ("float", "fp32"), ("int8", "int8"),
-    ("fp8", "fp8_e4m3"), ("int32", "int32"), ("int64", "int64"), ("bool", "bool"),
-)
 
 
 @dataclass
@@ -148,38 +144,6 @@ def _number(value: Any, where: str, *, positive: bool = False) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0 or (positive and value <= 0):
         raise UserError(f"{where}: expected a finite {'positive' if positive else 'non-negative'} number, got {value!r}")
     return float(value)
-
-
-def precision_of(text: str | None) -> str | None:
-    """The canonical dtype a TensorRT ``Format/Datatype`` text or ``Weights.Type`` names (None when none)."""
-    if not text:
-        return None
-    low = text.lower()
-    return next((dtype for marker, dtype in _PRECISIONS if re.search(rf"(?<![a-z0-9]){marker}(?![0-9])", low)), None)
-
-
-def layer_precision(layer: dict[str, Any], tactic: str | None) -> str | None:
-    """The precision a layer computes in (canonical dtype; None when nothing says).
-
-    In this order: the layer's declared ``Precision`` where the export has one; the input type its tactic's name
-    states (``core.kernel_names.kernel_input_dtype``: ``turing_fp16_i8816cudnn_int8`` reads int8 and writes fp16);
-    its first input's ``Format/Datatype`` (TREx's rule, trex/layer.py: ``precision = inputs[0].precision``); its
-    weights' type; its first output's format. The output format alone is not the precision: an INT8 convolution
-    whose output is dequantized writes FP16 or FP32.
-    """
-    declared = layer.get("Precision")
-    candidates = (
-        precision_of(declared) if isinstance(declared, str) else None,
-        kernel_input_dtype(tactic) if tactic is not None else None,
-        precision_of(_text(_first(layer.get("Inputs"), "Format/Datatype"))),
-        precision_of(_text(_object(layer.get("Weights")).get("Type"))),
-        precision_of(_text(_first(layer.get("Outputs"), "Format/Datatype"))),
-    )
-    return next((dtype for dtype in candidates if dtype is not None), None)
-
-
-def _text(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
 
 
 def is_sparse_tactic(tactic: str) -> bool:

@@ -11,7 +11,8 @@ from sparsedebug.core.errors import UserError
 from sparsedebug.locate.lower import sparse_use
 from sparsedebug.records.engine import BuildSparsity, NotSparse
 from sparsedebug.records.run import FallbackReason, KernelClass, KernelPath, OpKind
-from sparsedebug.sources.importers.tensorrt_engine import import_engine, layer_precision, precision_of
+from sparsedebug.sources.importers.tensorrt_engine import import_engine
+from sparsedebug.sources.importers.tensorrt_precision import layer_precision, precision_of
 from tests.support.engines import GRAPH, PROFILE, TRT, build_engine_pair
 
 
