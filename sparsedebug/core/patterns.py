@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sparsedebug.core.dispatch import dispatch_causes, dispatch_changed, moved_to_fp32
+from sparsedebug.core.dispatch import backend_changed, dispatch_causes, dispatch_changed, moved_to_fp32
 from sparsedebug.core.dtypes import canonical_dtype, dtype_in_text
 from sparsedebug.core.kernel_names import classify_kernel
 from sparsedebug.core.stats import median
@@ -60,14 +60,20 @@ def kernel_classes(lower: LowerLayer) -> list[str]:
 
 def path_changed(before: LowerLayer, after: LowerLayer) -> bool:
     """The layer's kernel path differs: dense/sparse, its dominant kernel class, the classes it runs, or its
-    dispatch under the same op (a new SDPA backend; a GEMM input turned non-contiguous or changed dtype)."""
+    dispatch under the same op (a new SDPA backend; a GEMM input turned non-contiguous or changed dtype).
+
+    A layer whose class is the same on both sides, with the same classes and backend, is never a path change:
+    what its dispatcher saw differently (a layout, a dtype) then changed no kernel path (a dtype change is
+    :func:`precision_changes`' to report).
+    """
     if before.path != after.path:
         return True
-    if before.kernel_class is not None and after.kernel_class is not None and before.kernel_class != after.kernel_class:
+    same_class = before.kernel_class is not None and before.kernel_class == after.kernel_class
+    if before.kernel_class is not None and after.kernel_class is not None and not same_class:
         return True
     if before.kernels and after.kernels and kernel_classes(before) != kernel_classes(after):
         return True
-    return dispatch_changed(before, after)
+    return backend_changed(before, after) if same_class else dispatch_changed(before, after)
 
 
 # Layout and view ops the framework inserts around a layer (a non-contiguous input made contiguous, heads split).
