@@ -81,3 +81,13 @@ def test_other_tactics_of_the_same_precision_are_no_path_change(tmp_path: Path, 
     result = invoke(["fallbacks", str(base), str(cand), "--check"])
     assert result.exit_code == 0, (result.stdout, result.stderr)
     assert "no matched layer changed kernel class (73 layers matched)" in " ".join(result.stdout.split())
+
+
+def test_classify_names_the_int8_layers_and_claims_no_move_to_fp32(tmp_path: Path) -> None:
+    fp16, int8 = build_precision_engine(tmp_path / "fp16", "fp16"), build_precision_engine(tmp_path / "int8", "int8")
+    result = invoke(["classify", str(int8), "--baseline", str(fp16), "--allow-different", "dtype"])
+    assert result.exit_code == 0, result.stderr
+    said = " ".join(result.stdout.split())
+    assert "dominant mechanism: precision" in said
+    assert "features.0.0.weight + QuantizeLinear_8 + Conv_12 + PWN(Clip_16) fp16 -> int8" in said
+    assert "fp16 -> fp32" not in said
