@@ -14,7 +14,7 @@ on the lower-cased name, checked in a fixed order (first match wins):
 4. attention: fused attention kernels (FlashAttention 2/3 ``flash_fwd_*``,
    ``flash::FlashAttnFwdSm90``, ``fmha*``, cuDNN ``*sdpa*``, ``*attention*``).
 5. GEMMs (``gemm``, ``gemv``, ``matmul``, ``bmm``, cuBLAS ``nvjet_*``, Inductor
-   ``triton_tem_*`` templates, rocBLAS/Tensile ``Cijk_*``, NVIDIA ``xmma_*`` kernels, cuDNN
+   ``triton_tem_*`` templates, rocBLAS/Tensile ``Cijk_*``, xmma ``fprop``/``dgrad``/``wgrad`` convolutions, cuDNN
    and TensorRT convolution tactics named ``<arch>_[<out>_]<mma>cudnn_*``: ``scudnn``,
    ``h884cudnn``/``h1688cudnn``/``h16816cudnn`` (HMMA), ``i8816cudnn`` (IMMA), ``icudnn_int8x4``
    (DP4A), which are implicit GEMMs): fp32
@@ -85,6 +85,8 @@ BLAS_TYPE_LETTERS: dict[str, str] = {"s": "fp32", "d": "fp64", "c": "complex64",
 # part's letter is the input type: ``s`` single (``scudnn``), ``h`` half (HMMA shapes h884/h1688/h16816, ``hcudnn``),
 # ``i`` integer (IMMA i8816, DP4A ``icudnn_int8x4``). E.g. ``turing_fp16_i8816cudnn_int8_*`` reads int8 and writes fp16.
 _CUDNN_MMA = re.compile(r"(?:^|_)([ihsd])\d*cudnn(?:_|$)")
+# xmma convolutions, implicit GEMMs whatever their name's tail (``sm70_xmma_fprop_conv1x1_i8f32_f32_f32_...``).
+_XMMA_CONV = re.compile(r"xmma_(?:fprop|dgrad|wgrad)")
 # Explicit element-type tokens of xmma/CUTLASS/cuBLASLt/trtllm-gen names (``i8i8_i8i32_f32``, ``f16f16_f16f32_f32``,
 # ``bf16bf16_bf16f32``, ``f32f32_tf32f32``, ``bmm_MxE4m3_...``, ``cutlass3x_..._f16_f16_f32_...``): the first one
 # names the A operand, the input. A block scale is not an element type: CUTLASS's ``ue4m3xf4`` is ue4m3 scales on f4
@@ -117,7 +119,7 @@ _BMM = re.compile(r"(?:^|[^a-z])bmm(?:_|$)")
 def _is_gemm_like(name: str) -> bool:
     return (
         "gemm" in name or "gemv" in name or name.startswith(("nvjet", "cijk_", "triton_tem")) or "matmul" in name
-        or "xmma_" in name or _CUDNN_MMA.search(name) is not None or _BMM.search(name) is not None
+        or _XMMA_CONV.search(name) is not None or _CUDNN_MMA.search(name) is not None or _BMM.search(name) is not None
     )
 
 

@@ -11,7 +11,10 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from sparsedebug.core.dtypes import DTYPES
 from sparsedebug.core.kernel_names import BLAS_TYPE_LETTERS, classify_kernel, kernel_input_dtype
 from sparsedebug.records.run import KernelClass
 
@@ -117,3 +120,9 @@ def test_a_narrow_dispatch_never_makes_an_nvjet_gemm_fp32(dtype: str) -> None:
 def test_names_that_state_no_type_state_none() -> None:
     assert kernel_input_dtype("my_custom_kernel_v2") is None and kernel_input_dtype("") is None
     assert kernel_input_dtype("triton_tem_fused_mm_0") is None
+
+
+@given(st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789_", max_size=80))
+def test_any_name_states_a_known_dtype_or_none(name: str) -> None:
+    stated = kernel_input_dtype(name)
+    assert stated is None or stated in DTYPES
