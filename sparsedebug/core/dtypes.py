@@ -46,6 +46,7 @@ DTYPES: dict[str, DtypeInfo] = {
         DtypeInfo("int64", "int64", 8, None, None),
         DtypeInfo("bool", "bool", 1, None, None),
         DtypeInfo("complex64", "complex64", 8, None, None),
+        DtypeInfo("complex128", "complex128", 16, None, None),
     )
 }
 
@@ -59,6 +60,7 @@ _ALIASES: dict[str, str] = {
     "float8_e5m2": "fp8_e5m2", "c10::float8_e5m2": "fp8_e5m2", "e5m2": "fp8_e5m2",
     "signed char": "int8", "char": "int8", "unsigned char": "uint8", "short": "int16",
     "int": "int32", "long int": "int64", "long": "int64", "c10::complex<float>": "complex64",
+    "c10::complex<double>": "complex128",
 }
 
 

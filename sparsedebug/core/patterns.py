@@ -12,11 +12,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sparsedebug.core.dispatch import dispatch_causes, dispatch_changed, moved_to_fp32
+from sparsedebug.core.dispatch import backend_changed, dispatch_causes, dispatch_changed, moved_to_fp32
 from sparsedebug.core.dtypes import canonical_dtype, dtype_in_text
 from sparsedebug.core.kernel_names import classify_kernel
 from sparsedebug.core.stats import median
-from sparsedebug.records.run import DENSE, DispatchCause, FallbackReason, KernelLayer, KernelPath, LowerLayer, RunRecord
+from sparsedebug.records.run import (
+    DENSE,
+    DispatchCause,
+    FallbackReason,
+    KernelClass,
+    KernelLayer,
+    KernelPath,
+    LowerLayer,
+    RunRecord,
+)
 
 
 def declared_sparse(intended: str | None) -> bool:
@@ -35,20 +44,36 @@ def fell_back(intended: str | None, lower: LowerLayer) -> bool:
 
 
 def kernel_classes(lower: LowerLayer) -> list[str]:
-    """The sorted kernel classes of a layer's kernels, by name."""
-    return sorted({classify_kernel(name).value for name in lower.kernels})
+    """The sorted kernel classes of a layer's kernels, read as the layer's own class was.
+
+    Each name is classified with the layer's dtype (its dispatch's first input dtype, else a TensorRT layer's
+    precision), so an ``nvjet`` or Inductor-template GEMM gets the class its dispatch gives it; a name that tells
+    no class (``other``) counts as the layer's class: an unknown name is no evidence of another path.
+    """
+    dispatched = next((d for d in lower.dispatch.input_dtypes if d is not None), None) if lower.dispatch is not None else None
+    dtype = canonical_dtype(dispatched) or (lower.engine.precision if lower.engine is not None else None)
+    classes = {classify_kernel(name, dtype) for name in lower.kernels}
+    if lower.kernel_class is not None and KernelClass.OTHER in classes:
+        classes = (classes - {KernelClass.OTHER}) | {lower.kernel_class}
+    return sorted(cls.value for cls in classes)
 
 
 def path_changed(before: LowerLayer, after: LowerLayer) -> bool:
     """The layer's kernel path differs: dense/sparse, its dominant kernel class, the classes it runs, or its
-    dispatch under the same op (a new SDPA backend; a GEMM input turned non-contiguous or changed dtype)."""
+    dispatch under the same op (a new SDPA backend; a GEMM input turned non-contiguous or changed dtype).
+
+    A layer whose class is the same on both sides, with the same classes and backend, is never a path change:
+    what its dispatcher saw differently (a layout, a dtype) then changed no kernel path (a dtype change is
+    :func:`precision_changes`' to report).
+    """
     if before.path != after.path:
         return True
-    if before.kernel_class is not None and after.kernel_class is not None and before.kernel_class != after.kernel_class:
+    same_class = before.kernel_class is not None and before.kernel_class == after.kernel_class
+    if before.kernel_class is not None and after.kernel_class is not None and not same_class:
         return True
     if before.kernels and after.kernels and kernel_classes(before) != kernel_classes(after):
         return True
-    return dispatch_changed(before, after)
+    return backend_changed(before, after) if same_class else dispatch_changed(before, after)
 
 
 # Layout and view ops the framework inserts around a layer (a non-contiguous input made contiguous, heads split).

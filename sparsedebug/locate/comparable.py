@@ -458,7 +458,8 @@ def check_pair(base: RunRecord, cand: RunRecord, allow: Iterable[Dimension] = ()
     changed, share = dtype_changes(run_b, compared)
     if len(changed) >= 2 and share >= DTYPE_MAX_SHARE:
         b_dtype, c_dtype = dominant_dtype(run_b) or "?", dominant_dtype(compared) or "?"
-        differ("dtype", b_dtype, c_dtype, note("locate.differ.dtype", base=b_dtype, cand=c_dtype, count=len(changed), share=share))
+        differ("dtype", b_dtype, c_dtype, note("locate.differ.dtype", base=b_dtype, cand=c_dtype, count=len(changed), share=share,
+                                               layers=changed[:_SHOWN], more=len(changed) > _SHOWN))
     elif changed:
         notes.append(note("locate.compare.dtype_changed", count=len(changed), layers=changed[:_SHOWN], more=len(changed) > _SHOWN))
     check = Comparability(

@@ -46,7 +46,10 @@ class EngineLayer(Record):
 
     layer_type: str = Field(description="TensorRT's LayerType, e.g. CaskConvolution, CaskGemmConvolution, Reformat.")
     tactic: str | None = Field(None, description="TacticName (detailed profiling verbosity), else None.")
-    precision: str | None = Field(None, description="Canonical dtype of the layer's output (or weights), from Format/Datatype.")
+    precision: str | None = Field(
+        None, description="Canonical dtype the layer computes in: its declared Precision, else its tactic's input type, else its first "
+        "input's Format/Datatype, its weights' type, its first output's format."
+    )
     formats: list[str] = Field(default_factory=list, description="Format/Datatype of the inputs then the outputs, as exported.")
     weights: int | None = Field(None, description="Weights.Count: weight values of the layer.")
     weights_type: str | None = Field(None, description="Weights.Type as exported (Int8, Half, Float).")

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from rich.console import Console
+
 from sparsedebug.locate.lower import lower_stage
 from sparsedebug.locate.paths import compare_paths
 from sparsedebug.records.run import FallbackReason, KernelClass, KernelPath, RunRecord
+from sparsedebug.render.terminal.importers import fallback_table
 from sparsedebug.render.words.locate_text import finding_text
 from tests.locate.test_walk import MLP, SPARSE, PathSpec, make_run
 
@@ -28,6 +31,10 @@ def test_a_neighbour_that_also_runs_an_fp32_kernel_changed_path() -> None:
     assert "dense/attention [attention] -> dense/attention [attention, fp32_gemm]" in finding_text(finding)
     report = compare_paths(base, cand)
     assert [c.layer for c in report.unintended] == ["layers.0.attn"]
+    # the row shows what changed: the classes the layer ran, not the same class twice
+    console = Console(width=200, record=True)
+    console.print(fallback_table(report))
+    assert "attention+fp32_gemm" in console.export_text()
 
 
 def test_same_kernels_under_other_names_is_no_change() -> None:

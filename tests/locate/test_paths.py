@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from sparsedebug.locate.paths import compare_paths
+from sparsedebug.records.findings import PathChange
 from sparsedebug.records.run import FallbackReason, KernelClass, KernelPath, RunRecord
 from sparsedebug.sources.importers.trace.importer import import_trace
 from tests.conftest import FIXTURES
@@ -65,3 +66,26 @@ def test_records_without_kernel_classes_compare_paths() -> None:
     report = compare_paths(base, cand)
     assert len(report.changed) == 12 and report.unintended == []
     assert all(c.base_path == "dense" and c.cand_path == "sparse" for c in report.changed)
+
+
+def _shown(change: PathChange) -> tuple[object, ...]:
+    """What a fallbacks row shows of each side: path, class, the classes it ran, backend."""
+    return (change.base_path, change.base_class, change.base_classes, change.base_backend)
+
+
+def test_a_same_class_row_is_never_a_change() -> None:
+    dense, sparse = _pair()
+    cand = sparse.model_copy(deep=True)
+    touched = []
+    for layer in cand.lower.layers:
+        if layer.dispatch is not None and layer.path is KernelPath.DENSE and layer.dispatch.input_strides:
+            # the dispatcher saw a strided input, but the same backend ran the same kernels: the same path
+            layer.dispatch = layer.dispatch.model_copy(update={"non_contiguous": [0]})
+            touched.append(layer.name)
+        if layer.kernels:
+            layer.kernels = [*layer.kernels, "my_custom_kernel_v2"]  # a name that tells no class is no other path
+    assert touched
+    report = compare_paths(dense, cand)
+    assert len(report.changed) == 12 and report.unintended == []
+    for change in report.changed:
+        assert _shown(change) != (change.cand_path, change.cand_class, change.cand_classes, change.cand_backend)

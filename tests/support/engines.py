@@ -1,10 +1,14 @@
-"""Dense/sparse TensorRT engine export pairs built from the real MobileNet-QAT export (fixtures/trt).
+"""Dense/sparse and fp32/fp16/INT8 TensorRT engine export pairs built from the real MobileNet-QAT export (fixtures/trt).
 
 The sparse build marks some convolutions' weights 2:4 (``HasSparseWeights``), gives most of them
 a sparse tactic and scales their profiled times by ``speedup``; the rest stay eligible but keep
 their dense tactic (not picked). Each engine folder holds trtexec's exports: layer info, profile,
 per-inference times and a build log (``Sparsity: Disabled`` for the dense build, ``Enabled`` with the
 ``(Sparsity)`` eligible and picked lines for the sparse one).
+
+:func:`build_precision_engine` rebuilds the same network as an fp16 or fp32 engine: its tensors in that
+precision's formats, its convolutions on that precision's cuDNN tactics (``ampere_h16816cudnn_*`` HMMA
+kernels for fp16), its weights in that type; the real export is the INT8 engine of such a pair.
 """
 
 from __future__ import annotations
@@ -38,10 +42,10 @@ class EnginePair:
     not_picked: list[str]
 
 
-def _log(sparsity: str, eligible: list[str], picked: list[str]) -> str:
+def _log(sparsity: str, eligible: list[str], picked: list[str], precision: str = "FP32+INT8") -> str:
     lines = [
         "[12/01/2026-10:00:00] [I] === Build Options ===",
-        "[12/01/2026-10:00:00] [I] Precision: FP32+INT8",
+        f"[12/01/2026-10:00:00] [I] Precision: {precision}",
         f"[12/01/2026-10:00:00] [I] Sparsity: {sparsity}",
         "[12/01/2026-10:00:00] [I] === Device Information ===",
         "[12/01/2026-10:00:01] [I] Selected Device: NVIDIA A100-SXM4-40GB",
@@ -108,3 +112,45 @@ def build_engine_pair(root: Path, *, sparse_layers: int = 12, picked: int = 9, s
     dense = _write(root / "dense", graph, profile, _times(dense_total, inferences, rng), _log("Disabled", [], []))
     sparse = _write(root / "sparse", sparse_graph, sparse_profile, _times(sparse_total, inferences, rng), _log("Enabled", chosen, ran))
     return EnginePair(dense=dense, sparse=sparse, picked=ran, not_picked=[n for n in chosen if n not in ran])
+
+
+@dataclass(frozen=True)
+class _Precision:
+    """How trtexec writes one build precision: the tensors' format, the weights' type, the convolutions' tactic."""
+
+    build: str
+    format: str
+    weights: str
+    tactic: str
+
+
+# cuDNN tactic names as TensorRT reports them on Ampere: HMMA 16x8x16 for fp16, single-precision cuDNN for fp32.
+PRECISIONS: dict[str, _Precision] = {
+    "fp16": _Precision("FP32+FP16", "Channel major FP16 format where channel % 8 == 0", "Half",
+                       "ampere_h16816cudnn_256x128_ldg8_relu_exp_small_nhwc_tn_v1"),
+    "fp32": _Precision("FP32", "Row major linear FP32", "Float", "ampere_scudnn_128x64_relu_interior_nn_v1"),
+}
+
+
+def build_precision_engine(folder: Path, precision: str, *, slowdown: float = 1.5, inferences: int = 50, seed: int = 0) -> Path:
+    """Write ``folder``: the MobileNet network built in ``precision`` (``fp16``, ``fp32``; ``int8`` is the real export),
+    same layer names and shapes, every layer's profiled time ``slowdown`` x the INT8 one."""
+    graph = json.loads(GRAPH.read_text())
+    profile = json.loads(PROFILE.read_text())
+    if precision != "int8":
+        spec = PRECISIONS[precision]
+        for layer in graph["Layers"]:
+            for tensor in [*layer.get("Inputs", []), *layer.get("Outputs", [])]:
+                if "Int8" in tensor.get("Format/Datatype", "") or "FP16" in tensor.get("Format/Datatype", ""):
+                    tensor["Format/Datatype"] = spec.format
+            if isinstance(layer.get("Weights"), dict):
+                layer["Weights"]["Type"] = spec.weights
+            if layer.get("TacticName"):
+                layer["TacticName"] = spec.tactic
+        for entry in profile:
+            for key in ("timeMs", "averageMs", "medianMs"):
+                if key in entry:
+                    entry[key] *= slowdown
+    total = sum(float(e["medianMs"]) for e in profile if "medianMs" in e)
+    build = PRECISIONS[precision].build if precision in PRECISIONS else "FP32+INT8"
+    return _write(folder, graph, profile, _times(total, inferences, np.random.default_rng(seed)), _log("Disabled", [], [], build))

@@ -241,12 +241,14 @@ def fallback_table(report: FallbackReport) -> Table:
     for column in ("layer", "base", "candidate", "declared", "verdict", "base ms", "cand ms"):
         table.add_column(column, justify="right" if column.endswith("ms") else "left", overflow="fold")
     for change in report.changed:
-        # the backend tells two paths apart when the kernel class does not
-        backends = change.base_class == change.cand_class and change.base_backend is not None and change.cand_backend is not None
+        same = change.base_class == change.cand_class
+        # the backend tells two paths apart when the kernel class does not; else the classes the layer ran
+        backends = same and change.base_backend is not None and change.cand_backend is not None
+        sets = same and not backends and change.base_classes != change.cand_classes
         table.add_row(
             change.layer,
-            (change.base_class or change.base_path) + (f" ({change.base_backend})" if backends else ""),
-            (change.cand_class or change.cand_path) + (f" ({change.cand_backend})" if backends else ""),
+            ("+".join(change.base_classes) if sets else change.base_class or change.base_path) + (f" ({change.base_backend})" if backends else ""),
+            ("+".join(change.cand_classes) if sets else change.cand_class or change.cand_path) + (f" ({change.cand_backend})" if backends else ""),
             change.cand_intended or "-",
             Text("UNINTENDED", style="red") if change.unintended else "declared sparse",
             _ms(change.base_ms),

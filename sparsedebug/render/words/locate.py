@@ -352,7 +352,8 @@ _COMPARE: dict[str, Phrase] = {
     "locate.differ.tokens": lambda v: f"{v.get('base')} vs {v.get('cand')} tokens per call (x{as_float(v.get('ratio')):.3g})",
     "locate.differ.launch": "{base} vs {cand} launch: host overhead is paid differently, not like for like",
     "locate.differ.dtype": lambda v: (
-        f"{v.get('base')} vs {v.get('cand')}: {v.get('count')} compute layers carrying {as_float(v.get('share')):.0%} of the FLOPs changed dtype"
+        f"{v.get('base')} vs {v.get('cand')}: {v.get('count')} layers changed dtype, carrying {as_float(v.get('share')):.0%} of the "
+        "compute layers' FLOPs" + (f": {', '.join(as_names(v.get('layers')))}" if v.get("layers") else "") + (" ..." if v.get("more") else "")
     ),
     "locate.compare.kernel_named": "layers are kernel names in at least one run (a CUDA-graph replay): model identity not checked by shape",
     "locate.compare.layers_changed": lambda v: f"layers changed: {_model(v)}",

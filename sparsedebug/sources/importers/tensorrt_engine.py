@@ -57,6 +57,7 @@ from sparsedebug.records.run import (
     ScheduleStage,
 )
 from sparsedebug.sources.importers.tensorrt_log import build_sparsity, parse_trt_log, trtexec_options
+from sparsedebug.sources.importers.tensorrt_precision import layer_precision
 from sparsedebug.sources.importers.timeline import timeline
 
 # ``RunSource.kind`` of an imported engine (``sources.registry`` registers it).
@@ -70,11 +71,6 @@ _OPS: dict[str, OpKind] = {
 }
 # Kernel class of a layer without a tactic name, by its LayerType, where the type says it (a Reformat copies).
 _LAYER_CLASSES: dict[str, KernelClass] = {"reformat": KernelClass.COPY, "shuffle": KernelClass.COPY}
-# TensorRT's Format/Datatype texts and Weights.Type values, narrowest spelling first
-_PRECISIONS: tuple[tuple[str, str], ...] = (
-    ("bf16", "bf16"), ("fp16", "fp16"), ("half", "fp16"), ("fp32", "fp32"), ("float", "fp32"), ("int8", "int8"),
-    ("fp8", "fp8_e4m3"), ("int32", "int32"), ("int64", "int64"), ("bool", "bool"),
-)
 
 
 @dataclass
@@ -148,14 +144,6 @@ def _number(value: Any, where: str, *, positive: bool = False) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0 or (positive and value <= 0):
         raise UserError(f"{where}: expected a finite {'positive' if positive else 'non-negative'} number, got {value!r}")
     return float(value)
-
-
-def precision_of(text: str | None) -> str | None:
-    """The canonical dtype a TensorRT ``Format/Datatype`` text or ``Weights.Type`` names (None when none)."""
-    if not text:
-        return None
-    low = text.lower()
-    return next((dtype for marker, dtype in _PRECISIONS if re.search(rf"(?<![a-z0-9]){marker}(?![0-9])", low)), None)
 
 
 def is_sparse_tactic(tactic: str) -> bool:
@@ -365,8 +353,8 @@ def _record_layer(layer: dict[str, Any], build: _Build, timing: dict[str, float]
     weights = _object(layer.get("Weights"))
     count = _count(weights.get("Count"))
     bias_count = _count(_object(layer.get("Bias")).get("Count")) or 0
-    precision = precision_of(_first(outputs, "Format/Datatype")) or precision_of(weights.get("Type"))
     tactic = layer.get("TacticName") if isinstance(layer.get("TacticName"), str) and layer.get("TacticName") else None
+    precision = layer_precision(layer, tactic)
     has_sparse = layer.get("HasSparseWeights")
     sparse_weights = bool(has_sparse) if isinstance(has_sparse, int | bool) else None
     sparse_tactic = is_sparse_tactic(tactic) if tactic is not None else None

@@ -104,7 +104,7 @@ SAMPLES: dict[str, dict[str, NoteValue]] = {
     "locate.differ.phase": {"base": "inference", "cand": "training step"},
     "locate.differ.tokens": {"base": 4096, "cand": 8192, "ratio": 2.0},
     "locate.differ.launch": {"base": "eager", "cand": "cuda_graph"},
-    "locate.differ.dtype": {"base": "fp16", "cand": "fp32", "count": 4, "share": 1.0},
+    "locate.differ.dtype": {"base": "fp16", "cand": "fp32", "count": 4, "share": 1.0, "layers": ["fc0", "fc1", "fc2"], "more": True},
     "locate.compare.kernel_named": {},
     "locate.compare.layers_changed": MODEL,
     "locate.compare.renamed": {"count": 2},

@@ -11,7 +11,8 @@ from sparsedebug.core.errors import UserError
 from sparsedebug.locate.lower import sparse_use
 from sparsedebug.records.engine import BuildSparsity, NotSparse
 from sparsedebug.records.run import FallbackReason, KernelClass, KernelPath, OpKind
-from sparsedebug.sources.importers.tensorrt_engine import import_engine, precision_of
+from sparsedebug.sources.importers.tensorrt_engine import import_engine
+from sparsedebug.sources.importers.tensorrt_precision import layer_precision, precision_of
 from tests.support.engines import GRAPH, PROFILE, TRT, build_engine_pair
 
 
@@ -99,3 +100,36 @@ def test_precision_from_tensorrt_format_texts() -> None:
 
 def test_the_shared_folder_files_are_the_real_ones() -> None:
     assert (TRT / "README.md").read_text().count("Apache-2.0") >= 3
+
+
+def test_qat_export_layers_take_their_precision_from_tactic_and_inputs_not_outputs() -> None:
+    run = import_engine(GRAPH, profile=PROFILE)
+    graph = {g.name: g for g in run.graph.layers}
+    weighted = [lo for lo in run.lower.layers if lo.engine is not None and lo.engine.weights]
+    assert len(weighted) == 53 and {graph[lo.name].dtype for lo in weighted} == {"int8"}
+    assert {lo.engine.precision for lo in weighted if lo.engine is not None} == {"int8"}
+    # INT8 convolutions that write FP16 or FP32 (turing_fp16_i8816cudnn_int8, volta_fp32_i8816cudnn_int8) are int8 GEMMs
+    dequantizing = [lo for lo in weighted if lo.engine is not None and lo.engine.tactic and "i8816cudnn" in lo.engine.tactic]
+    assert len(dequantizing) == 16 and all(lo.kernel_class is KernelClass.DENSE_TC_GEMM for lo in dequantizing)
+    assert {k.precision for k in run.kernel.layers if k.name in {lo.name for lo in weighted}} == {"int8"}
+
+
+@pytest.mark.parametrize(
+    ("layer", "tactic", "expected"),
+    [
+        ({"Precision": "Half", "Inputs": [{"Format/Datatype": "Int8"}]}, "volta_scudnn_128x64_relu_interior_nn_v1", "fp16"),
+        ({"Precision": "N/A", "Inputs": [{"Format/Datatype": "Int8"}]}, "ampere_h16816cudnn_256x128_ldg8_relu_exp_small_nhwc_tn_v1", "fp16"),
+        ({"Inputs": [{"Format/Datatype": "Row major linear FP32"}], "Outputs": [{"Format/Datatype": "Row major linear FP32"}]},
+         "ampere_fp32_icudnn_int8x4_128x128_relu_xregs_large_c32_nn_v1", "int8"),
+        ({"Inputs": [{"Format/Datatype": "Four wide channel vectorized row major Int8 format"}],
+          "Outputs": [{"Format/Datatype": "Row major linear FP32"}]}, "__myl_MulAdd_0x5e3f", "int8"),
+        ({"Inputs": [{"Format/Datatype": "N/A due to dynamic shapes"}], "Weights": {"Type": "BFloat16"},
+          "Outputs": [{"Format/Datatype": "Half(64,1:8,...)"}]}, None, "bf16"),
+        ({"Inputs": [{"Format/Datatype": 7}], "Outputs": [{"Format/Datatype": "Half(64,1:8,...)"}]}, None, "fp16"),
+        ({"Inputs": "not a list", "Weights": ["not", "an", "object"]}, None, None),
+    ],
+)
+def test_layer_precision_reads_declared_then_tactic_then_inputs_then_weights_then_output(
+    layer: dict[str, object], tactic: str | None, expected: str | None
+) -> None:
+    assert layer_precision(layer, tactic) == expected
