@@ -92,7 +92,7 @@ from sparsedebug.sources.importers.trace.structure.layers import (
 )
 from sparsedebug.sources.importers.trace.structure.ops import first_dtype
 
-__all__ = ["GpuOp", "IterationSummary", "Timeline", "TraceImport", "TraceSummary", "analyze_trace", "import_trace", "timeline"]
+__all__ = ["GpuOp", "IterationSummary", "Timeline", "TraceImport", "TraceSummary", "analyze_events", "analyze_trace", "import_trace", "timeline"]
 
 
 class IterationSummary(Record):
@@ -150,10 +150,11 @@ def busiest_device(ops: list[GpuOp]) -> int:
     return max(devices, key=lambda d: devices[d])
 
 
-def _device_ops(trace: TraceEvents) -> tuple[list[GpuOp], int]:
+def _device_ops(trace: TraceEvents, chosen: int | None = None) -> tuple[list[GpuOp], int]:
+    """The ops of ``chosen`` (default: the busiest device), sorted by start; the others counted as skipped when not chosen."""
     devices: Counter[int] = Counter(op.device for op in trace.gpu)
-    device = busiest_device(trace.gpu)
-    if len(devices) > 1:
+    device = busiest_device(trace.gpu) if chosen is None else chosen
+    if len(devices) > 1 and chosen is None:
         trace.skipped[f"gpu_op:other_device:{device}"] += len(trace.gpu) - devices[device]
     return sorted((op for op in trace.gpu if op.device == device), key=lambda op: (op.ts, op.end)), device
 
@@ -240,7 +241,18 @@ def analyze_trace(
         return _analyze_trace(path, include_last_step, read_events(path) if events is None else events, allow_dropped)
 
 
-def _analyze_trace(path: Path, include_last_step: bool, trace: TraceEvents, allow_dropped: bool = False) -> TraceImport:
+def analyze_events(path: Path, events: TraceEvents, *, source_kind: str, name: str, device: int | None = None) -> TraceImport:
+    """The run record and summary of events read from another profiler's file (``read.activity``: Nsight Systems,
+    rocprofv3), through the same pipeline as a trace's; ``source_kind`` is the run's ``RunSource.kind``, ``device``
+    the device analysed (default: the busiest)."""
+    with gc_paused():
+        return _analyze_trace(path, False, events, source_kind=source_kind, name=name, device=device)
+
+
+def _analyze_trace(
+    path: Path, include_last_step: bool, trace: TraceEvents, allow_dropped: bool = False, *,
+    source_kind: str = "torch_trace", name: str | None = None, device: int | None = None,
+) -> TraceImport:
     if not trace.gpu:
         raise UserError(
             f"{path}: no GPU activity (events of cat kernel/gpu_memset/gpu_memcpy with ts and dur)"
@@ -253,7 +265,7 @@ def _analyze_trace(path: Path, include_last_step: bool, trace: TraceEvents, allo
         )
     by_thread = link_parents(trace.ranges)
     link_launches(trace, by_thread)
-    ops, device = _device_ops(trace)
+    ops, device = _device_ops(trace, device)
     resolver, calls, iterations = _link_layers(trace, ops, children(trace.ranges, by_thread))
     groups = assign(ops, iterations)
     summaries, waits = _iteration_figures(groups, iterations)
@@ -277,9 +289,9 @@ def _analyze_trace(path: Path, include_last_step: bool, trace: TraceEvents, allo
     device_name = device_info.name
     with_calls = {layer.name for layer in layers if layer.calls[0].identity != "kernel"}
     record = RunRecord(
-        name=_stem(path),
+        name=_stem(path) if name is None else name,
         source=RunSource(
-            kind="torch_trace", files=[trace.digest or file_digest(path)], window=_window(trace.metadata, trace.ts_base, ops),
+            kind=source_kind, files=[trace.digest or file_digest(path)], window=_window(trace.metadata, trace.ts_base, ops),
             iteration_windows=_iteration_windows(trace.metadata, trace.ts_base, complete),
             runtime=_runtime(trace.metadata, device, device_name, lower_layers, any(op.launch_name.startswith("cudaGraphLaunch") for op in ops)),
         ),
