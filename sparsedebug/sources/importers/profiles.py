@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 from collections import defaultdict
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from pydantic import Field
@@ -91,16 +92,28 @@ def _shares(ops: list[GpuOp], activity: Activity) -> list[DeviceShare]:
     return out
 
 
+def for_device(activity: Activity, device: int) -> Activity:
+    """The part of ``activity`` that concerns one device: its work, the calls that launched it, and the ranges of the
+    threads that made those calls (all ranges when no call is linked: nothing tells the threads apart)."""
+    work = [w for w in activity.work if w.device == device]
+    correlations = {w.correlation for w in work if w.correlation is not None}
+    calls = [c for c in activity.calls if c.correlation in correlations]
+    threads = {c.thread for c in calls}
+    ranges = [r for r in activity.ranges if r.thread in threads] if threads else list(activity.ranges)
+    return replace(activity, work=work, calls=calls, ranges=ranges, devices={device: activity.devices[device]} if device in activity.devices else {})
+
+
 def analyze_profile(path: Path, read: Callable[[Path], Activity], source_kind: str, device: int | None = None) -> ProfileImport:
     """Read ``path`` with ``read`` and import one of its devices (default: the busiest) as a run record."""
     activity = read(path)
     present = sorted({w.device for w in activity.work})
     if device is not None and device not in present:
         raise UserError(f"{path}: --device {device}: no work on that device (devices with work: {', '.join(map(str, present))})")
-    events = events_of(activity, _digest(path))
-    shares = _shares(events.gpu, activity)
-    chosen = device if device is not None else busiest_device(events.gpu)
-    imported = analyze_events(path, events, source_kind=source_kind, name=_stem(path), device=chosen)
+    digest = _digest(path)
+    whole = events_of(activity, digest)
+    shares = _shares(whole.gpu, activity)
+    chosen = device if device is not None else busiest_device(whole.gpu)
+    imported = analyze_events(path, events_of(for_device(activity, chosen), digest), source_kind=source_kind, name=_stem(path), device=chosen)
     names = {name for layer in imported.record.lower.layers for name in layer.kernels}
     classes = {name: classify_kernel(name) for name in names}
     sparse = sorted(name for name, cls in classes.items() if cls is KernelClass.SPARSE_GEMM)

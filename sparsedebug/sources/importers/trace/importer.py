@@ -428,7 +428,8 @@ def device_of_trace(metadata: dict[str, Any], device: int, ops: list[GpuOp]) -> 
     """The GPU a trace ran on, from what it says: deviceProperties, and the runtime its launches went through.
 
     ROCm (HIP) is told from the trace itself: launches through ``hip*`` runtime calls,
-    a ``gcnArchName`` property, a 64-wide wavefront (``warpSize``) or an AMD device name;
+    a ``gcnArchName`` property, a 64-wide wavefront (``warpSize``) or an AMD device name
+    (or ``vendor: AMD``, which ``read.activity`` writes for a ROCm profile's agents);
     anything else with a GPU timeline is CUDA.
     """
     prop = _device_properties(metadata, device)
@@ -436,7 +437,7 @@ def device_of_trace(metadata: dict[str, Any], device: int, ops: list[GpuOp]) -> 
     warp = _int(prop.get("warpSize"))
     hip_launches = sum(1 for op in ops if op.launch_name.lower().startswith("hip"))
     rocm = (
-        "gcnArchName" in prop or warp == 64 or hip_launches > len(ops) // 2
+        "gcnArchName" in prop or prop.get("vendor") == "AMD" or warp == 64 or hip_launches > len(ops) // 2
         or (name is not None and name.upper().startswith(("AMD", "RADEON")))
     )
     major, minor = prop.get("computeMajor"), prop.get("computeMinor")

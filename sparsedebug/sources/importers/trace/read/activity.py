@@ -28,6 +28,8 @@ _CATEGORIES = {"kernel": "kernel", "memcpy": "gpu_memcpy", "memset": "gpu_memset
 def _properties(device: DeviceFacts) -> dict[str, Any]:
     """One ``deviceProperties`` entry, with the keys a Kineto trace uses."""
     prop: dict[str, Any] = {"id": device.index}
+    if device.vendor is not None:
+        prop["vendor"] = device.vendor
     if device.name:
         prop["name"] = device.name
     if device.compute_capability and device.vendor == "AMD":
