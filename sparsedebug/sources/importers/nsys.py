@@ -36,6 +36,7 @@ from sparsedebug.sources.importers.activity import (
     columns,
     open_sqlite,
     sqlite_objects,
+    sqlite_size_problem,
 )
 
 # The two spellings of the export's version table.
@@ -60,7 +61,9 @@ def sniff_nsys(path: Path, head: bytes | None) -> bool:
     if head is None or not head.startswith(SQLITE_MAGIC):
         return False
     tables = sqlite_objects(path)
-    return tables is not None and is_nsys_export(tables)
+    if tables is None:  # cut short or damaged: claimed, so that reading it says which
+        return sqlite_size_problem(path) is not None
+    return is_nsys_export(tables)
 
 
 def read_nsys(path: Path) -> Activity:

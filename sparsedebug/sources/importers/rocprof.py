@@ -44,6 +44,7 @@ from sparsedebug.sources.importers.activity import (
     columns,
     open_sqlite,
     sqlite_objects,
+    sqlite_size_problem,
 )
 
 TOOL_KEY = "rocprofiler-sdk-tool"
@@ -78,7 +79,9 @@ def sniff_rocprof(path: Path, head: bytes | None) -> bool:
         return False
     if head.startswith(SQLITE_MAGIC):
         tables = sqlite_objects(path)
-        return tables is not None and is_rocpd(tables)
+        if tables is None:  # cut short or damaged: claimed, so that reading it says which
+            return sqlite_size_problem(path) is not None
+        return is_rocpd(tables)
     return looks_like_json(json_head(path, head)) or looks_like_csv(head)
 
 
