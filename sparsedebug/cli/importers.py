@@ -26,14 +26,11 @@ from sparsedebug.cli.common import (
     rank_pair,
     say_comparability,
 )
+from sparsedebug.cli.trace_output import FileArg, print_trace
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    pass
 
-    from sparsedebug.sources.importers.profiles import ProfileImport
-    from sparsedebug.sources.importers.trace.importer import TraceImport
-
-FileArg = Annotated[Path, typer.Argument(help="The artifact file to read.", show_default=False)]
 
 class ImportGroup(TyperGroup):
     """``sparsedebug import``: its own commands, plus one generic command per registered importer that has none.
@@ -178,40 +175,7 @@ def trace(
     if json_out:
         emit_json(result)
         return
-    _print_trace(result, wide=wide, layers=layers, iterations=iterations, written=[path for path in (output, html) if path is not None])
-
-
-def _print_trace(result: TraceImport, *, wide: bool, layers: int, iterations: int, written: list[Path]) -> None:
-    """The import's tables and notes, for people."""
-    from sparsedebug.render.terminal.importers import (
-        class_table,
-        iterations_table,
-        layer_table,
-        path_counts,
-        streams_table,
-        temporal_table,
-        trace_summary_table,
-    )
-    from sparsedebug.render.words.sources_trace import skipped_words
-
-    out = console(wide)
-    out.print(trace_summary_table(result.summary))
-    if iterations:
-        out.print(iterations_table(result.summary, limit=iterations))
-    out.print(temporal_table(result.summary))
-    if len(result.summary.streams) > 1:
-        out.print(streams_table(result.summary))
-    out.print(class_table(result.summary.by_class_ms))
-    if len(result.summary.phases_ms) > 1:
-        out.print("GPU busy by phase: " + ", ".join(f"{phase} {ms:.3f} ms" for phase, ms in result.summary.phases_ms.items()))
-    if layers:
-        out.print(layer_table(result.record, limit=layers))
-    counts = path_counts(result.record)
-    out.print("layers by class: " + ", ".join(f"{cls} {n}" for cls, n in sorted(counts.items())))
-    for reason, count in result.summary.skipped_events.items():
-        out.print(Text(f"skipped {count} event(s): {skipped_words(reason)}", style="yellow"))
-    for path in written:
-        out.print(f"wrote {path}")
+    print_trace(result, wide=wide, layers=layers, iterations=iterations, written=[path for path in (output, html) if path is not None])
 
 
 def _trace_set(argument: str, executor: str, output: Path | None, json_out: bool, wide: bool) -> None:
@@ -231,88 +195,6 @@ def _trace_set(argument: str, executor: str, output: Path | None, json_out: bool
     out.print(straggler_line(straggler(rank_set)))
     if output is not None:
         out.print(f"wrote {output}")
-
-
-DeviceOption = Annotated[
-    int | None, typer.Option("--device", help="The device to analyse (as the file numbers it); default: the busiest. Every device is listed.")
-]
-
-
-def _profile(kind: str, analyze: Callable[[Path, int | None], ProfileImport], file: Path, device: int | None, wide: bool,
-             output: Path | None, layers: int, iterations: int, json_out: bool) -> None:
-    """`import nsys|rocprof`: the file's devices, then one device as a trace import is shown, and whether sparse kernels ran."""
-    from sparsedebug.core.io import check_output, save_record
-    from sparsedebug.render.terminal.profiles import devices_table, sparse_kernels_text
-    from sparsedebug.sources.sniff import sniff_as
-
-    if output is not None:
-        check_output(output, "-o")
-    sniff_as(file, (kind,))  # another kind of file is refused by what it is
-    with err_console().status(Text(f"reading {file}")):
-        profile = analyze(file, device)
-    if output is not None:
-        save_record(profile.imported.record, output)
-    if json_out:
-        emit_json(profile)
-        return
-    out = console(wide)
-    out.print(devices_table(profile))
-    _print_trace(profile.imported, wide=wide, layers=layers, iterations=iterations, written=[output] if output is not None else [])
-    out.print(sparse_kernels_text(profile), markup=False, soft_wrap=True)
-
-
-@import_app.command("nsys")
-@handle_errors
-def nsys(
-    file: FileArg,
-    device: DeviceOption = None,
-    wide: WideOption = False,
-    output: OutputOption = None,
-    layers: Annotated[int, typer.Option(help="Show at most this many layers in the table (0: none).", min=0)] = 30,
-    iterations: Annotated[int, typer.Option(help="Show at most this many iterations in their table (0: none; --json has all).", min=0)] = 30,
-    json_out: JsonOption = False,
-) -> None:
-    """Import an Nsight Systems SQLite export (nsys export --type sqlite) as a five-stage run record.
-
-    Kernels, memcpys and memsets from the CUPTI activity tables (names from StringIds),
-    launches from the CUDA runtime calls (linked by correlationId: when each op was
-    issued, so GPU idle splits into host and kernel wait), NVTX push/pop ranges as
-    layers where the capture has them (else kernel names), devices from
-    TARGET_INFO_GPU. Both export generations (EXPORT_META_DATA, META_DATA_EXPORT) are
-    read. Busy and span are computed as for a PyTorch trace; a file with several GPUs
-    lists each and analyses one (--device, default the busiest). With -o, writes the
-    run record for bisect, classify, fallbacks and playbook run; --json prints
-    {"format", "devices", "imported": {"summary", "record"}, ...}.
-    """
-    from sparsedebug.sources.importers.profiles import analyze_nsys
-
-    _profile("nsys", analyze_nsys, file, device, wide, output, layers, iterations, json_out)
-
-
-@import_app.command("rocprof")
-@handle_errors
-def rocprof(
-    file: FileArg,
-    device: DeviceOption = None,
-    wide: WideOption = False,
-    output: OutputOption = None,
-    layers: Annotated[int, typer.Option(help="Show at most this many layers in the table (0: none).", min=0)] = 30,
-    iterations: Annotated[int, typer.Option(help="Show at most this many iterations in their table (0: none; --json has all).", min=0)] = 30,
-    json_out: JsonOption = False,
-) -> None:
-    """Import a rocprofv3 kernel trace (ROCm) as a five-stage run record: JSON, kernel_trace.csv or rocpd database.
-
-    Kernel dispatches with their names (kernel_symbols, Kernel_Name, rocpd views) and
-    GPU agents (gfx target, product name); layers are kernel names, iterations the
-    period of the kernel sequence. hipBLASLt/Tensile Cijk_* kernels are dense GEMMs;
-    hipSPARSELt's _SPA_/_SPB_ tokens mark sparse GEMMs, said to be inferred from the
-    name. The older rocmProfileData (rpd) format is refused. A file with several GPUs
-    lists each and analyses one (--device, default the busiest). With -o, writes the
-    run record; --json prints it with the devices.
-    """
-    from sparsedebug.sources.importers.profiles import analyze_rocprof
-
-    _profile("rocprof", analyze_rocprof, file, device, wide, output, layers, iterations, json_out)
 
 
 @import_app.command("ncu")
@@ -568,6 +450,9 @@ def fallbacks(
 
 
 def register(app: typer.Typer) -> None:
-    """Add `import` (trace, trt-engine, ncu, smi, power, trtlog, and every registered importer) and `fallbacks` to the app."""
+    """Add `import` (trace, nsys, rocprof, trt-engine, ncu, smi, power, trtlog, and every registered importer) and `fallbacks` to the app."""
+    from sparsedebug.cli.profiles import register as register_profiles
+
+    register_profiles(import_app)
     app.add_typer(import_app, name="import")
     app.command("fallbacks")(handle_errors(fallbacks))

@@ -242,9 +242,9 @@ register(InputKind(name="trt_engine", what="a TensorRT engine export (trtexec --
                    verb="import", source="trt_engine",
                    capabilities=Capabilities(kernels=True, timeline=False, absolute_time=False, per_iteration=True, reproducer=False, **_IMPORTED),
                    command="trt-engine", sniff=_engine_sniff, load=lazy("sparsedebug.sources.importers.tensorrt_engine", "import_engine"), folder=True))
-register(InputKind(name="nsys", what="an Nsight Systems export (nsys export --type sqlite)", verb="import", source="nsys",
+register(InputKind(name="nsys", what="an Nsight Systems SQLite export", verb="import", source="nsys",
                    capabilities=Capabilities(kernels=True, timeline=True, absolute_time=True, per_iteration=True, reproducer=False, **_IMPORTED),
                    command="nsys", sniff=lazy_sniff("sparsedebug.sources.importers.nsys", "sniff_nsys"), load=lazy("sparsedebug.sources.importers.profiles", "import_nsys")))
-register(InputKind(name="rocprof", what="a rocprofv3 kernel trace (JSON, kernel_trace.csv or rocpd database)", verb="import", source="rocprof",
+register(InputKind(name="rocprof", what="a rocprofv3 kernel trace", verb="import", source="rocprof",
                    capabilities=Capabilities(kernels=True, timeline=True, absolute_time=False, per_iteration=True, reproducer=False, **_IMPORTED),
                    command="rocprof", sniff=_rocprof_sniff, load=lazy("sparsedebug.sources.importers.profiles", "import_rocprof")))

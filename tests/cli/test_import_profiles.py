@@ -133,4 +133,4 @@ def test_bad_files_are_refused_in_one_line(tmp_path: Path, command: str, make: o
 
 def test_a_file_of_the_other_format_is_refused_by_what_it_is() -> None:
     result = invoke(["import", "nsys", str(ROCPROF_SAMPLE)])
-    assert_clean_error(result, 2, "is a rocprofv3 kernel trace", "expected an Nsight Systems export")
+    assert_clean_error(result, 2, "is a rocprofv3 kernel trace", "expected an Nsight Systems SQLite export")

@@ -87,46 +87,55 @@ class Activity:
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
-def sqlite_size_problem(path: Path) -> str | None:
-    """Why ``path`` cannot be a whole SQLite database (cut short, not SQLite), None when its header and size agree."""
+def check_sqlite(path: Path) -> None:
+    """Refuse (``UserError``) a file that cannot be a whole SQLite database: not one, or cut short of what its header counts."""
     try:
         size = path.stat().st_size
         with path.open("rb") as handle:
             header = handle.read(100)
     except OSError as exc:
-        return f"cannot read it ({exc.strerror or exc})"
+        raise UserError(f"{path}: cannot read it ({exc.strerror or exc})") from None
     if not header.startswith(SQLITE_MAGIC):
-        return "not a SQLite database"
+        raise UserError(f"{path}: not a SQLite database")
     if len(header) < 100:
-        return f"truncated: {size} bytes, shorter than a SQLite header"
+        raise UserError(f"{path}: truncated: {size} bytes, shorter than a SQLite header")
     page = int.from_bytes(header[16:18], "big")
     page = 65536 if page == 1 else page
     pages = int.from_bytes(header[28:32], "big")
     valid = header[24:28] == header[92:96]  # the in-header page count is valid only when these agree
     if page and size % page:
-        return f"truncated: {size} bytes, not a whole number of {page}-byte pages"
+        raise UserError(f"{path}: truncated: {size} bytes, not a whole number of {page}-byte pages")
     if valid and pages and pages * page > size:
-        return f"truncated: its header counts {pages} pages of {page} bytes ({pages * page} bytes), the file has {size}"
-    return None
+        raise UserError(f"{path}: truncated: its header counts {pages} pages of {page} bytes ({pages * page} bytes), the file has {size}")
+
+
+def sqlite_damaged(path: Path) -> bool:
+    """Whether a file that starts like SQLite is cut short or cannot be read (its importer then says which)."""
+    try:
+        check_sqlite(path)
+    except UserError:
+        return True
+    return False
 
 
 def sqlite_objects(path: Path) -> set[str] | None:
     """The table and view names of a SQLite file, None when it is not one or cannot be read."""
-    if sqlite_size_problem(path) is not None:
-        return None
     try:
         with open_sqlite(path) as db:
-            return {str(row[0]) for row in db.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
+            return tables_of(db)
     except UserError:
         return None
+
+
+def tables_of(db: sqlite3.Connection) -> set[str]:
+    """The names of a database's tables and views."""
+    return {str(row[0]) for row in db.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
 
 
 @contextmanager
 def open_sqlite(path: Path) -> Iterator[sqlite3.Connection]:
     """``path`` opened read-only (never written, never created); a damaged or cut file is a one-line ``UserError``."""
-    problem = sqlite_size_problem(path)
-    if problem is not None:
-        raise UserError(f"{path}: {problem}")
+    check_sqlite(path)
     try:
         db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
     except sqlite3.Error as exc:
@@ -141,4 +150,12 @@ def open_sqlite(path: Path) -> Iterator[sqlite3.Connection]:
 
 def columns(db: sqlite3.Connection, table: str) -> set[str]:
     """The column names of ``table`` (or a view), in lower case; empty when it does not exist."""
-    return {str(row[1]).lower() for row in db.execute(f'PRAGMA table_info("{table}")')}
+    return {str(row[0]).lower() for row in db.execute("SELECT name FROM pragma_table_info(?)", (table,))}
+
+
+def select(db: sqlite3.Connection, table: str, wanted: tuple[str, ...], tail: str = "") -> sqlite3.Cursor:
+    """Rows of ``wanted`` columns of ``table``, NULL for those it lacks (versions add and drop columns); ``tail``: a WHERE or
+    ORDER BY clause."""
+    have = columns(db, table)
+    picked = ", ".join('"' + c + '"' if c.lower() in have else "NULL" for c in wanted)
+    return db.execute(" ".join(("SELECT", picked, "FROM", '"' + table + '"', tail)))

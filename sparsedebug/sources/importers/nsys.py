@@ -35,8 +35,10 @@ from sparsedebug.sources.importers.activity import (
     WorkKind,
     columns,
     open_sqlite,
+    select,
+    sqlite_damaged,
     sqlite_objects,
-    sqlite_size_problem,
+    tables_of,
 )
 
 # The two spellings of the export's version table.
@@ -62,14 +64,14 @@ def sniff_nsys(path: Path, head: bytes | None) -> bool:
         return False
     tables = sqlite_objects(path)
     if tables is None:  # cut short or damaged: claimed, so that reading it says which
-        return sqlite_size_problem(path) is not None
+        return sqlite_damaged(path)
     return is_nsys_export(tables)
 
 
 def read_nsys(path: Path) -> Activity:
     """The kernels, copies, launches, NVTX ranges and devices of an Nsight Systems SQLite export."""
     with open_sqlite(path) as db:
-        tables = {str(row[0]) for row in db.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
+        tables = tables_of(db)
         if not is_nsys_export(tables):
             raise UserError(f"{path}: a SQLite database without Nsight Systems tables ({' or '.join(METADATA_TABLES)}, {KERNEL_TABLE})")
         strings = _strings(db, tables)
@@ -91,16 +93,16 @@ def read_nsys(path: Path) -> Activity:
 
 
 def _strings(db: sqlite3.Connection, tables: set[str]) -> dict[int, str]:
-    if "StringIds" not in tables or not {"id", "value"} <= columns(db, "StringIds"):
+    if "StringIds" not in tables:
         return {}
-    return {int(i): str(v) for i, v in db.execute('SELECT id, value FROM "StringIds"') if isinstance(i, int) and v is not None}
+    return {int(i): str(v) for i, v in select(db, "StringIds", ("id", "value")) if isinstance(i, int) and v is not None}
 
 
 def _format(db: sqlite3.Connection, tables: set[str]) -> str:
     table = next((t for t in METADATA_TABLES if t in tables), None)
     meta: dict[str, Any] = {}
-    if table is not None and {"name", "value"} <= columns(db, table):
-        meta = {str(n): v for n, v in db.execute(f'SELECT name, value FROM "{table}"')}
+    if table is not None:
+        meta = {str(n): v for n, v in select(db, table, ("name", "value"))}
     facts = [f"{k.lower().removeprefix('export_').replace('_', ' ')} {meta[k]}" for k in ("EXPORT_PRODUCT_VERSION", "EXPORT_SCHEMA_VERSION")
              if meta.get(k)]
     return "Nsight Systems export" + (f" ({', '.join(facts)})" if facts else "")
@@ -113,11 +115,6 @@ def _name(value: Any, strings: dict[int, str]) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def _select(cols: set[str], wanted: tuple[str, ...]) -> str:
-    """``wanted`` columns a table has, NULL for those it lacks (later versions add columns, earlier lack some)."""
-    return ", ".join(f'"{c}"' if c.lower() in cols else "NULL" for c in wanted)
-
-
 def _timed(start: Any, end: Any) -> bool:
     return isinstance(start, int) and isinstance(end, int) and end >= start
 
@@ -128,7 +125,7 @@ def _work(db: sqlite3.Connection, table: str, kind: WorkKind, strings: dict[int,
         activity.skipped[f"{table}:no_start_end_columns"] += 1
         return []
     extra = ("demangledName", "shortName") if kind == "kernel" else ("copyKind", "bytes")
-    rows = db.execute(f'SELECT {_select(cols, ("start", "end", "deviceId", "streamId", "correlationId", *extra))} FROM "{table}" ORDER BY start')
+    rows = select(db, table, ("start", "end", "deviceId", "streamId", "correlationId", *extra), "ORDER BY start")
     out: list[DeviceWork] = []
     for start, end, device, stream, correlation, first, second in rows:
         if not _timed(start, end):
@@ -151,9 +148,7 @@ def _calls(db: sqlite3.Connection, strings: dict[int, str], activity: Activity) 
         return []
     wanted = {w.correlation for w in activity.work if w.correlation is not None}
     out = []
-    for start, end, thread, correlation, name_id in db.execute(
-        f'SELECT {_select(cols, ("start", "end", "globalTid", "correlationId", "nameId"))} FROM "{RUNTIME_TABLE}"'
-    ):
+    for start, end, thread, correlation, name_id in select(db, RUNTIME_TABLE, ("start", "end", "globalTid", "correlationId", "nameId")):
         if correlation in wanted and _timed(start, end):
             out.append(HostCall(correlation, _name(name_id, strings) or "", start, end, thread if isinstance(thread, int) else 0))
     return out
@@ -164,10 +159,9 @@ def _ranges(db: sqlite3.Connection, strings: dict[int, str], activity: Activity)
     if not {"start", "end", "eventtype"} <= cols:
         return []
     out = []
-    types = ", ".join(str(t) for t in NVTX_RANGE_TYPES)
-    for start, end, text, text_id, thread in db.execute(
-        f'SELECT {_select(cols, ("start", "end", "text", "textId", "globalTid"))} FROM "NVTX_EVENTS" WHERE eventType IN ({types})'
-    ):
+    for start, end, text, text_id, thread, kind in select(db, "NVTX_EVENTS", ("start", "end", "text", "textId", "globalTid", "eventType")):
+        if kind not in NVTX_RANGE_TYPES:
+            continue
         name = _name(text, strings) or _name(text_id, strings)
         if not _timed(start, end):
             activity.skipped["NVTX_EVENTS:unclosed_range"] += 1
@@ -185,10 +179,9 @@ def _positive(value: Any) -> int | None:
 def _devices(db: sqlite3.Connection, tables: set[str]) -> dict[int, DeviceFacts]:
     if "TARGET_INFO_GPU" not in tables:
         return {}
-    cols = columns(db, "TARGET_INFO_GPU")
     wanted = ("cuDevice", "id", "name", "computeMajor", "computeMinor", "smCount", "totalMemory", "threadsPerWarp")
     out: dict[int, DeviceFacts] = {}
-    for cu, ident, name, major, minor, sms, memory, warp in db.execute(f'SELECT {_select(cols, wanted)} FROM "TARGET_INFO_GPU"'):
+    for cu, ident, name, major, minor, sms, memory, warp in select(db, "TARGET_INFO_GPU", wanted):
         index = cu if isinstance(cu, int) else ident
         if not isinstance(index, int):
             continue
@@ -201,7 +194,7 @@ def _devices(db: sqlite3.Connection, tables: set[str]) -> dict[int, DeviceFacts]
 
 
 def _session_start(db: sqlite3.Connection, tables: set[str]) -> int | None:
-    if "TARGET_INFO_SESSION_START_TIME" not in tables or "utcepochns" not in columns(db, "TARGET_INFO_SESSION_START_TIME"):
+    if "TARGET_INFO_SESSION_START_TIME" not in tables:
         return None
-    row = db.execute('SELECT utcEpochNs FROM "TARGET_INFO_SESSION_START_TIME" LIMIT 1').fetchone()
+    row = select(db, "TARGET_INFO_SESSION_START_TIME", ("utcEpochNs",), "LIMIT 1").fetchone()
     return _positive(row[0]) if row is not None else None

@@ -43,8 +43,10 @@ from sparsedebug.sources.importers.activity import (
     HostCall,
     columns,
     open_sqlite,
+    select,
+    sqlite_damaged,
     sqlite_objects,
-    sqlite_size_problem,
+    tables_of,
 )
 
 TOOL_KEY = "rocprofiler-sdk-tool"
@@ -80,7 +82,7 @@ def sniff_rocprof(path: Path, head: bytes | None) -> bool:
     if head.startswith(SQLITE_MAGIC):
         tables = sqlite_objects(path)
         if tables is None:  # cut short or damaged: claimed, so that reading it says which
-            return sqlite_size_problem(path) is not None
+            return sqlite_damaged(path)
         return is_rocpd(tables)
     return looks_like_json(json_head(path, head)) or looks_like_csv(head)
 
@@ -321,7 +323,7 @@ def _read_csv(path: Path) -> Activity:
 
 def _read_rocpd(path: Path) -> Activity:
     with open_sqlite(path) as db:
-        tables = {str(row[0]) for row in db.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
+        tables = tables_of(db)
         if "rocpd_kernel_dispatch" not in tables and any(t in tables for t in RPD_TABLES):
             raise UserError(f"{path}: a rocmProfileData (rpd) trace, which sparsedebug does not read; record with "
                             "rocprofv3 --kernel-trace --output-format rocpd (or json, csv)")
@@ -345,10 +347,9 @@ def _read_rocpd(path: Path) -> Activity:
 def _rocpd_agents(db: sqlite3.Connection, tables: set[str]) -> dict[int, DeviceFacts]:
     if "rocpd_info_agent" not in tables:
         return {}
-    cols = columns(db, "rocpd_info_agent")
-    wanted = [c for c in ("id", "type", "type_index", "logical_index", "name", "product_name") if c in cols]
+    wanted = ("id", "type", "type_index", "logical_index", "name", "product_name")
     out: dict[int, DeviceFacts] = {}
-    for row in db.execute(f"SELECT {', '.join(wanted)} FROM rocpd_info_agent"):
+    for row in select(db, "rocpd_info_agent", wanted):
         cells = dict(zip(wanted, row, strict=True))
         if str(cells.get("type", "")).upper() != "GPU" or not isinstance(cells.get("id"), int):
             continue
@@ -369,26 +370,31 @@ def _rocpd_dispatches(db: sqlite3.Connection, tables: set[str]) -> Iterable[tupl
         times, joins = 'K.start, K."end"', ""
     elif {"start_id", "end_id"} <= cols and "rocpd_timestamp" in tables:
         times = "TS.value, TE.value"
-        joins = " LEFT JOIN rocpd_timestamp TS ON TS.id = K.start_id LEFT JOIN rocpd_timestamp TE ON TE.id = K.end_id"
+        joins = _join("rocpd_timestamp TS", "TS.id = K.start_id") + _join("rocpd_timestamp TE", "TE.id = K.end_id")
     else:
         raise UserError("rocpd_kernel_dispatch has neither start/end nor start_id/end_id (rocpd_timestamp) columns")
     if "agent_id" in cols:
         agent = "K.agent_id"
     elif "track_id" in cols and "rocpd_track" in tables and "agent_id" in columns(db, "rocpd_track"):
-        agent, joins = "TR.agent_id", joins + " LEFT JOIN rocpd_track TR ON TR.id = K.track_id"
+        agent, joins = "TR.agent_id", joins + _join("rocpd_track TR", "TR.id = K.track_id")
     else:
         agent = "NULL"
     symbol_cols = columns(db, "rocpd_info_kernel_symbol") if "rocpd_info_kernel_symbol" in tables else set()
     names = [f"S.{c}" for c in ("display_name", "formatted_kernel_name", "kernel_name") if c in symbol_cols and "kernel_id" in cols]
     if names:
-        joins += " LEFT JOIN rocpd_info_kernel_symbol S ON S.id = K.kernel_id"
+        joins += _join("rocpd_info_kernel_symbol S", "S.id = K.kernel_id")
     if "region_name_id" in cols and "rocpd_string" in tables:
         names.append("RS.string")
-        joins += " LEFT JOIN rocpd_string RS ON RS.id = K.region_name_id"
+        joins += _join("rocpd_string RS", "RS.id = K.region_name_id")
     name = f"COALESCE({', '.join(names)})" if len(names) > 1 else (names[0] if names else "NULL")
     queue = "K.queue_id" if "queue_id" in cols else "NULL"
     corr = "K.correlation_id" if "correlation_id" in cols else "NULL"
-    return db.execute(f"SELECT {times}, {agent}, {queue}, {name}, {corr} FROM rocpd_kernel_dispatch K{joins} ORDER BY 1")
+    return db.execute(" ".join(("SELECT", ", ".join((times, agent, queue, name, corr)), "FROM rocpd_kernel_dispatch K", joins, "ORDER BY 1")))
+
+
+def _join(table: str, on: str) -> str:
+    """A LEFT JOIN clause onto ``table`` (with its alias)."""
+    return " ".join(("", "LEFT JOIN", table, "ON", on))
 
 
 def json_head(path: Path, head: bytes) -> bytes:
