@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import gzip
 import json
 import sqlite3
@@ -225,3 +226,45 @@ def test_rocm_name_families() -> None:
     assert classify_kernel(ROCM_SPARSE) is KernelClass.SPARSE_GEMM and sparse_inferred_from_name(ROCM_SPARSE)
     assert classify_kernel("Cijk_Ailk_Bljk_HHS_BH_SPB") is KernelClass.SPARSE_GEMM
     assert not sparse_inferred_from_name("sm90_xmma_sparse_gemm_f16f16_f32") and not sparse_inferred_from_name("void spa_kernel_spa_")
+
+
+def _nvtx_export_from_stats_csv(path: Path) -> list[tuple[str, str]]:
+    """An nsys export whose NVTX_EVENTS are the real ``nsys stats`` push/pop ranges, with one kernel launched 1 ns into each range;
+    returns (kernel, the range that holds its launch innermost, by the CSV's own Lvl)."""
+    rows = list(csv.DictReader((FIXTURES / "nsys" / "pipit_nbody_nvtx_pushpop_trace.csv").open()))
+    spans = [(int(r["Start (ns)"]), int(r["End (ns)"]), int(r["Lvl"]), r["Name"], int(r["TID"]), r["RangeId"]) for r in rows]
+    db = sqlite3.connect(path)
+    db.execute("CREATE TABLE EXPORT_META_DATA (name TEXT, value TEXT)")
+    db.execute("CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT)")
+    db.execute("CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, end INTEGER, deviceId INTEGER, streamId INTEGER, correlationId INTEGER, "
+               "demangledName INTEGER, shortName INTEGER)")
+    db.execute("CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INTEGER, end INTEGER, globalTid INTEGER, correlationId INTEGER, nameId INTEGER)")
+    db.execute("CREATE TABLE NVTX_EVENTS (start INTEGER, end INTEGER, eventType INTEGER, text TEXT, globalTid INTEGER, textId INTEGER)")
+    db.execute("INSERT INTO StringIds VALUES (1, 'cudaLaunchKernel_v7000')")
+    expected = []
+    device_free = 0
+    for k, (start, end, _lvl, name, tid, range_id) in enumerate(sorted(spans)):
+        db.execute("INSERT INTO NVTX_EVENTS VALUES (?, ?, 59, ?, ?, NULL)", (start, end, name, tid))
+        launch = start + 1
+        holders = [s for s in spans if s[0] <= launch <= s[1] and s[4] == tid]
+        innermost = max(holders, key=lambda s: s[2])
+        kernel = f"nbody_kernel_{range_id}"
+        db.execute("INSERT INTO StringIds VALUES (?, ?)", (k + 2, kernel))
+        db.execute("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (?, ?, ?, ?, 1)", (launch, launch + 1, tid, k + 1))
+        begin = max(launch + 2, device_free)
+        device_free = begin + 1_000
+        db.execute("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (?, ?, 0, 7, ?, ?, ?)", (begin, device_free, k + 1, k + 2, k + 2))
+        expected.append((kernel, innermost[3]))
+    db.commit()
+    db.close()
+    return expected
+
+
+def test_real_nested_nvtx_ranges_name_layers_as_the_stats_csv_nests_them(tmp_path: Path) -> None:
+    path = tmp_path / "nbody.sqlite"
+    expected = _nvtx_export_from_stats_csv(path)
+    profile = analyze_nsys(path)
+    layer_of = {kernel: layer.name for layer in profile.imported.record.lower.layers for kernel in layer.kernels}
+    inside = [(kernel, name) for kernel, name in expected if kernel in layer_of]  # kernels of the analysed iterations
+    assert len(inside) == len(expected) == 131
+    assert [layer_of[kernel] for kernel, _ in inside] == [name for _, name in inside]
