@@ -26,7 +26,7 @@ from sparsedebug.cli.common import (
     rank_pair,
     say_comparability,
 )
-from sparsedebug.cli.trace_output import FileArg, print_trace
+from sparsedebug.cli.trace_output import FileArg, IterationsOption, LayersOption, print_trace
 
 if TYPE_CHECKING:
     pass
@@ -113,8 +113,8 @@ def trace(
     file: FileArg,
     wide: WideOption = False,
     output: OutputOption = None,
-    layers: Annotated[int, typer.Option(help="Show at most this many layers in the table (0: none).", min=0)] = 30,
-    iterations: Annotated[int, typer.Option(help="Show at most this many iterations in their table (0: none; --json has all).", min=0)] = 30,
+    layers: LayersOption = 30,
+    iterations: IterationsOption = 30,
     include_last_step: LastStepOption = False,
     allow_dropped: Annotated[
         bool, typer.Option("--allow-dropped", help="Import a trace whose kernel events all lack usable timing (negative or no dur); "

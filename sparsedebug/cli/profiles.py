@@ -9,7 +9,7 @@ import typer
 from rich.text import Text
 
 from sparsedebug.cli.common import JsonOption, OutputOption, WideOption, console, emit_json, err_console, handle_errors
-from sparsedebug.cli.trace_output import FileArg, print_trace
+from sparsedebug.cli.trace_output import FileArg, IterationsOption, LayersOption, print_trace
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -45,57 +45,53 @@ def _profile(kind: str, analyze: Callable[[Path, int | None], ProfileImport], fi
     out.print(sparse_kernels_text(profile), markup=False, soft_wrap=True)
 
 
-def nsys(
-    file: FileArg,
-    device: DeviceOption = None,
-    wide: WideOption = False,
-    output: OutputOption = None,
-    layers: Annotated[int, typer.Option(help="Show at most this many layers in the table (0: none).", min=0)] = 30,
-    iterations: Annotated[int, typer.Option(help="Show at most this many iterations in their table (0: none; --json has all).", min=0)] = 30,
-    json_out: JsonOption = False,
-) -> None:
-    """Import an Nsight Systems SQLite export (nsys export --type sqlite) as a five-stage run record.
 
-    Kernels, memcpys and memsets from the CUPTI activity tables (names from StringIds),
-    launches from the CUDA runtime calls (linked by correlationId: when each op was
-    issued, so GPU idle splits into host and kernel wait), NVTX push/pop ranges as
-    layers where the capture has them (else kernel names), devices from
-    TARGET_INFO_GPU. Both export generations (EXPORT_META_DATA, META_DATA_EXPORT) are
-    read. Busy and span are computed as for a PyTorch trace; a file with several GPUs
-    lists each and analyses one (--device, default the busiest). With -o, writes the
-    run record for bisect, classify, fallbacks and playbook run; --json prints
-    {"format", "devices", "imported": {"summary", "record"}, ...}.
-    """
-    from sparsedebug.sources.importers.profiles import analyze_nsys
+NSYS_HELP = """Import an Nsight Systems SQLite export (nsys export --type sqlite) as a five-stage run record.
 
-    _profile("nsys", analyze_nsys, file, device, wide, output, layers, iterations, json_out)
+Kernels, memcpys and memsets from the CUPTI activity tables (names from StringIds),
+launches from the CUDA runtime calls (linked by correlationId: when each op was
+issued, so GPU idle splits into host and kernel wait), NVTX push/pop ranges as
+layers where the capture has them (else kernel names), devices from
+TARGET_INFO_GPU. Both export generations (EXPORT_META_DATA, META_DATA_EXPORT) are
+read. Busy and span are computed as for a PyTorch trace; a file with several GPUs
+lists each and analyses one (--device, default the busiest). With -o, writes the
+run record for bisect, classify, fallbacks and playbook run; --json prints
+{"format", "devices", "imported": {"summary", "record"}, ...}.
+"""
+
+ROCPROF_HELP = """Import a rocprofv3 kernel trace (ROCm) as a five-stage run record: JSON, kernel_trace.csv or rocpd database.
+
+Kernel dispatches with their names (kernel_symbols, Kernel_Name, rocpd views) and
+GPU agents (gfx target, product name); layers are kernel names, iterations the
+period of the kernel sequence. hipBLASLt/Tensile Cijk_* kernels are dense GEMMs;
+hipSPARSELt's _SPA_/_SPB_ tokens mark sparse GEMMs, said to be inferred from the
+name. The older rocmProfileData (rpd) format is refused. A file with several GPUs
+lists each and analyses one (--device, default the busiest). With -o, writes the
+run record; --json prints it with the devices.
+"""
 
 
-def rocprof(
-    file: FileArg,
-    device: DeviceOption = None,
-    wide: WideOption = False,
-    output: OutputOption = None,
-    layers: Annotated[int, typer.Option(help="Show at most this many layers in the table (0: none).", min=0)] = 30,
-    iterations: Annotated[int, typer.Option(help="Show at most this many iterations in their table (0: none; --json has all).", min=0)] = 30,
-    json_out: JsonOption = False,
-) -> None:
-    """Import a rocprofv3 kernel trace (ROCm) as a five-stage run record: JSON, kernel_trace.csv or rocpd database.
+def _command(kind: str, analyzer: str, doc: str) -> Callable[..., None]:
+    """The ``import KIND`` command (its help: ``doc``): reads with ``sources.importers.profiles.<analyzer>``."""
 
-    Kernel dispatches with their names (kernel_symbols, Kernel_Name, rocpd views) and
-    GPU agents (gfx target, product name); layers are kernel names, iterations the
-    period of the kernel sequence. hipBLASLt/Tensile Cijk_* kernels are dense GEMMs;
-    hipSPARSELt's _SPA_/_SPB_ tokens mark sparse GEMMs, said to be inferred from the
-    name. The older rocmProfileData (rpd) format is refused. A file with several GPUs
-    lists each and analyses one (--device, default the busiest). With -o, writes the
-    run record; --json prints it with the devices.
-    """
-    from sparsedebug.sources.importers.profiles import analyze_rocprof
+    def command(
+        file: FileArg,
+        device: DeviceOption = None,
+        wide: WideOption = False,
+        output: OutputOption = None,
+        layers: LayersOption = 30,
+        iterations: IterationsOption = 30,
+        json_out: JsonOption = False,
+    ) -> None:
+        from sparsedebug.sources.importers import profiles
 
-    _profile("rocprof", analyze_rocprof, file, device, wide, output, layers, iterations, json_out)
+        _profile(kind, getattr(profiles, analyzer), file, device, wide, output, layers, iterations, json_out)
+
+    command.__doc__ = doc
+    return command
 
 
 def register(import_app: typer.Typer) -> None:
     """Add `import nsys` and `import rocprof` to the `import` group."""
-    import_app.command("nsys")(handle_errors(nsys))
-    import_app.command("rocprof")(handle_errors(rocprof))
+    import_app.command("nsys")(handle_errors(_command("nsys", "analyze_nsys", NSYS_HELP)))
+    import_app.command("rocprof")(handle_errors(_command("rocprof", "analyze_rocprof", ROCPROF_HELP)))

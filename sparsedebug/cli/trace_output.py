@@ -14,6 +14,8 @@ if TYPE_CHECKING:
     from sparsedebug.sources.importers.trace.importer import TraceImport
 
 FileArg = Annotated[Path, typer.Argument(help="The artifact file to read.", show_default=False)]
+LayersOption = Annotated[int, typer.Option(help="Show at most this many layers in the table (0: none).", min=0)]
+IterationsOption = Annotated[int, typer.Option(help="Show at most this many iterations in their table (0: none; --json has all).", min=0)]
 
 
 def print_trace(result: TraceImport, *, wide: bool, layers: int, iterations: int, written: list[Path]) -> None:
