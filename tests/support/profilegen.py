@@ -95,8 +95,9 @@ def union_ns(intervals: list[tuple[int, int]]) -> int:
     return total + ((end - start) if end is not None else 0)
 
 
-def simulate(spec: ProfileSpec, *, nested: bool = True) -> Simulation:
-    """Run the simulation: one host thread per device, layer ranges inside an iteration range."""
+def simulate(spec: ProfileSpec, *, nested: bool = True, emit_nvtx: bool = False) -> Simulation:
+    """Run the simulation: one host thread per device, layer ranges inside an iteration range (``emit_nvtx``: one range per
+    op, named as PyTorch's emit_nvtx names them, instead of the layer ranges)."""
     rng = random.Random(spec.seed)
     sim = Simulation()
     correlation = 0
@@ -113,13 +114,18 @@ def simulate(spec: ProfileSpec, *, nested: bool = True) -> Simulation:
                 for name, dur in ((sparse if layer in spec.sparse_layers else dense, spec.kernel_us), (GELU_KERNEL, spec.gelu_us)):
                     correlation += 1
                     launch_end = host + int(spec.launch_us * 1e3)
+                    if emit_nvtx:  # torch.autograd.profiler.emit_nvtx(record_shapes=True): one range per op, a changing seq
+                        op = ("aten::linear, seq = {}, sizes = [[64, 512], [512, 512], [512]]" if name != GELU_KERNEL
+                              else "aten::gelu, seq = {}, sizes = [[64, 512]]")
+                        sim.ranges.append((op.format(correlation + 1000 * it), host - 200, launch_end + 200, thread))
                     sim.calls.append((correlation, "cudaLaunchKernel_v7000" if not spec.rocm else "hipLaunchKernel", host, launch_end, thread))
                     start = max(launch_end + 2_000, free)
                     end = start + int(dur * 1e3 * (1 + rng.uniform(-spec.jitter, spec.jitter)))
                     sim.ops.append(Op("kernel", name, start, end, device, correlation))
                     free = end
                     host = launch_end + 500
-                sim.ranges.append((f"layers.{layer}.mlp", call_start, host, thread))
+                if not emit_nvtx:
+                    sim.ranges.append((f"layers.{layer}.mlp", call_start, host, thread))
             correlation += 1
             copy_start = max(host + 3_000, free)
             sim.calls.append((correlation, "cudaMemcpy_v3020", host, copy_start + 8_000, thread))
@@ -145,10 +151,10 @@ NsysMemset = Literal["rows", "empty", "missing"]
 
 def write_nsys(
     path: Path, spec: ProfileSpec, *, metadata: Literal["EXPORT_META_DATA", "META_DATA_EXPORT"] = "META_DATA_EXPORT", nvtx: bool = True,
-    nested: bool = True, extra_columns: bool = False, memset: NsysMemset = "rows", names_inline: bool = False,
+    nested: bool = True, extra_columns: bool = False, memset: NsysMemset = "rows", names_inline: bool = False, emit_nvtx: bool = False,
 ) -> Simulation:
     """Write an Nsight Systems SQLite export of ``spec``'s run; the simulation is the ground truth."""
-    sim = simulate(spec, nested=nested)
+    sim = simulate(spec, nested=nested, emit_nvtx=emit_nvtx)
     if memset != "rows":
         sim.ops = [op for op in sim.ops if op.kind != "memset"]
     if path.exists():

@@ -268,3 +268,13 @@ def test_real_nested_nvtx_ranges_name_layers_as_the_stats_csv_nests_them(tmp_pat
     inside = [(kernel, name) for kernel, name in expected if kernel in layer_of]  # kernels of the analysed iterations
     assert len(inside) == len(expected) == 131
     assert [layer_of[kernel] for kernel, _ in inside] == [name for _, name in inside]
+
+
+def test_nsys_with_pytorch_emit_nvtx_ranges_names_layers_by_op_and_shape(tmp_path: Path) -> None:
+    path = tmp_path / "emit.sqlite"
+    write_nsys(path, ProfileSpec(iterations=6), emit_nvtx=True, nested=False)
+    record = analyze_nsys(path).imported.record
+    linears = [layer for layer in record.graph.layers if layer.op.value == "linear"]
+    assert [layer.name for layer in linears] == [f"linear#{i} [512x512]" for i in range(4)]  # the seq = N of each call is not a name
+    assert all(layer.weight_shape == [512, 512] and layer.input_shape == [64, 512] for layer in linears)
+    assert len(record.schedule.span_samples_ms) == 6
