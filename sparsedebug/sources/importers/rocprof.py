@@ -266,7 +266,8 @@ def _csv_rows(path: Path) -> tuple[list[str], list[list[str]]]:
 
 def _agent_names(path: Path) -> dict[int, DeviceFacts]:
     """Devices from an ``agent_info.csv`` beside a kernel trace (same prefix), keyed by node id; empty when there is none."""
-    sibling = path.with_name(path.name.lower().replace("kernel_trace.csv", "agent_info.csv"))
+    cut = path.name.lower().rfind("kernel_trace.csv")
+    sibling = path.with_name(path.name[:cut] + "agent_info.csv") if cut >= 0 else path
     if sibling == path or not sibling.is_file():
         return {}
     try:
@@ -276,8 +277,8 @@ def _agent_names(path: Path) -> dict[int, DeviceFacts]:
     out: dict[int, DeviceFacts] = {}
     for row in rows:
         cells = dict(zip(header, row, strict=False))
-        node = _NUMBER.search(cells.get("node_id", ""))
-        if node is None or cells.get("agent_type", "").strip().upper() != "GPU":
+        node = _NUMBER.search(cells.get("node_id") or cells.get("agent_id") or "")
+        if node is None or cells.get("agent_type", "GPU").strip().upper() != "GPU":
             continue
         arch = cells.get("name", "").strip()
         out[int(node.group(1))] = DeviceFacts(

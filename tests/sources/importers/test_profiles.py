@@ -278,3 +278,11 @@ def test_nsys_with_pytorch_emit_nvtx_ranges_names_layers_by_op_and_shape(tmp_pat
     assert [layer.name for layer in linears] == [f"linear#{i} [512x512]" for i in range(4)]  # the seq = N of each call is not a name
     assert all(layer.weight_shape == [512, 512] and layer.input_shape == [64, 512] for layer in linears)
     assert len(record.schedule.span_samples_ms) == 6
+
+
+def test_rocprof_csv_agent_info_keyed_by_agent_id_and_a_prefix(tmp_path: Path) -> None:
+    path = tmp_path / "trace_kernel_trace.csv"
+    write_kernel_trace_csv(path, ProfileSpec(iterations=3, devices=(0,)))
+    (tmp_path / "trace_agent_info.csv").write_text("Agent_Id,Name\n0,gfx90a\n")
+    device = analyze_rocprof(path).imported.record.device
+    assert device is not None and (device.family, device.compute_capability) == ("rocm", "gfx90a")
