@@ -58,8 +58,14 @@ def is_nsys_export(tables: set[str]) -> bool:
     return any(t in tables for t in METADATA_TABLES) or ("StringIds" in tables and any(t.startswith("CUPTI_ACTIVITY_KIND_") for t in tables))
 
 
+# Nsight Systems' own report files, which are read only once exported to SQLite.
+REPORT_SUFFIXES = (".nsys-rep", ".qdrep")
+
+
 def sniff_nsys(path: Path, head: bytes | None) -> bool:
-    """Whether ``path`` (first bytes ``head``) is an Nsight Systems SQLite export (the registry's sniff)."""
+    """Whether ``path`` (first bytes ``head``) is an Nsight Systems SQLite export, or a report to export first (the registry's sniff)."""
+    if head is not None and path.name.lower().endswith(REPORT_SUFFIXES):
+        return True
     if head is None or not head.startswith(SQLITE_MAGIC):
         return False
     tables = sqlite_objects(path)
@@ -70,6 +76,8 @@ def sniff_nsys(path: Path, head: bytes | None) -> bool:
 
 def read_nsys(path: Path) -> Activity:
     """The kernels, copies, launches, NVTX ranges and devices of an Nsight Systems SQLite export."""
+    if path.name.lower().endswith(REPORT_SUFFIXES):
+        raise UserError(f"{path}: an Nsight Systems report, read once exported: nsys export --type sqlite --output {path.stem}.sqlite {path}")
     with open_sqlite(path) as db:
         tables = tables_of(db)
         if not is_nsys_export(tables):

@@ -54,6 +54,8 @@ TOOL_KEY = "rocprofiler-sdk-tool"
 CSV_REQUIRED = ("kernel_name", "start_timestamp", "end_timestamp")
 # rocmProfileData's tables: an rpd file, not rocprofv3's rocpd.
 RPD_TABLES = ("rocpd_op", "rocpd_api")
+# rocprofv3's other output formats (Perfetto, OTF2): recognised, and refused with the formats that are read.
+OTHER_OUTPUTS = (".pftrace", ".otf2")
 _NUMBER = re.compile(r"(\d+)")
 
 
@@ -79,6 +81,8 @@ def sniff_rocprof(path: Path, head: bytes | None) -> bool:
     kernel_trace.csv header, or a SQLite file with ``rocpd_`` tables (the older rpd format too, refused by name when read)."""
     if head is None:
         return False
+    if path.name.lower().endswith(OTHER_OUTPUTS):
+        return True
     if head.startswith(SQLITE_MAGIC):
         tables = sqlite_objects(path)
         if tables is None:  # cut short or damaged: claimed, so that reading it says which
@@ -89,6 +93,9 @@ def sniff_rocprof(path: Path, head: bytes | None) -> bool:
 
 def read_rocprof(path: Path) -> Activity:
     """The kernels (and copies, launches where traced) and GPU agents of a rocprofv3 JSON, kernel_trace.csv or rocpd file."""
+    if path.name.lower().endswith(OTHER_OUTPUTS):
+        raise UserError(f"{path}: a rocprofv3 Perfetto or OTF2 trace, which sparsedebug does not read; "
+                        "record with rocprofv3 --kernel-trace --output-format json (or csv, rocpd)")
     with reading(path), path.open("rb") as handle:
         head = handle.read(4096)
     if head.startswith(SQLITE_MAGIC):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import gzip
 import json
+import re
 import sqlite3
 from pathlib import Path
 
@@ -286,3 +287,16 @@ def test_rocprof_csv_agent_info_keyed_by_agent_id_and_a_prefix(tmp_path: Path) -
     (tmp_path / "trace_agent_info.csv").write_text("Agent_Id,Name\n0,gfx90a\n")
     device = analyze_rocprof(path).imported.record.device
     assert device is not None and (device.family, device.compute_capability) == ("rocm", "gfx90a")
+
+
+@pytest.mark.parametrize(("name", "kind", "needle"), [
+    ("run.nsys-rep", "nsys", "nsys export --type sqlite --output run.sqlite"),
+    ("old.qdrep", "nsys", "an Nsight Systems report, read once exported"),
+    ("results.pftrace", "rocprof", "a rocprofv3 Perfetto or OTF2 trace"),
+])
+def test_formats_that_must_be_exported_or_recorded_again_are_named(tmp_path: Path, name: str, kind: str, needle: str) -> None:
+    path = tmp_path / name
+    path.write_bytes(b"\x00\x01binary report")
+    assert detect_kind(path) == kind
+    with pytest.raises(UserError, match=re.escape(needle)):
+        (analyze_nsys if kind == "nsys" else analyze_rocprof)(path)
