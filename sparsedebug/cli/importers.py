@@ -1,4 +1,4 @@
-"""`sparsedebug import trace|trt-engine|ncu|smi|power|trtlog` (and any registered importer) and `sparsedebug fallbacks`: real
+"""`sparsedebug import trace|nsys|rocprof|trt-engine|ncu|smi|power|trtlog` (and any registered importer) and `sparsedebug fallbacks`: real
 accelerator artifacts in."""
 
 from __future__ import annotations
@@ -26,11 +26,11 @@ from sparsedebug.cli.common import (
     rank_pair,
     say_comparability,
 )
+from sparsedebug.cli.trace_output import FileArg, IterationsOption, LayersOption, print_trace
 
 if TYPE_CHECKING:
-    from sparsedebug.sources.importers.trace.importer import TraceImport
+    pass
 
-FileArg = Annotated[Path, typer.Argument(help="The artifact file to read.", show_default=False)]
 
 class ImportGroup(TyperGroup):
     """``sparsedebug import``: its own commands, plus one generic command per registered importer that has none.
@@ -60,7 +60,8 @@ class ImportGroup(TyperGroup):
 import_app = typer.Typer(
     cls=ImportGroup,
     help=(
-        "Import artifacts written on real accelerators: PyTorch profiler traces and TensorRT engine exports (as run records), "
+        "Import artifacts written on real accelerators: PyTorch profiler traces, Nsight Systems exports, rocprofv3 kernel traces and "
+        "TensorRT engine exports (as run records), "
         "Nsight Compute CSV, nvidia-smi CSV logs, power and energy logs and TensorRT build logs."
     ),
     no_args_is_help=True,
@@ -114,8 +115,8 @@ def trace(
     file: FileArg,
     wide: WideOption = False,
     output: OutputOption = None,
-    layers: Annotated[int, typer.Option(help="Show at most this many layers in the table (0: none).", min=0)] = 30,
-    iterations: Annotated[int, typer.Option(help="Show at most this many iterations in their table (0: none; --json has all).", min=0)] = 30,
+    layers: LayersOption = 30,
+    iterations: IterationsOption = 30,
     include_last_step: LastStepOption = False,
     allow_dropped: Annotated[
         bool, typer.Option("--allow-dropped", help="Import a trace whose kernel events all lack usable timing (negative or no dur); "
@@ -178,42 +179,7 @@ def trace(
     if json_out:
         emit_json(result)
         return
-    _print_trace(result, wide=wide, layers=layers, iterations=iterations, written=[path for path in (output, html) if path is not None])
-
-
-def _print_trace(result: TraceImport, *, wide: bool, layers: int, iterations: int, written: list[Path]) -> None:
-    """The import's tables and notes, for people."""
-    from sparsedebug.render.terminal.importers import (
-        class_table,
-        iterations_table,
-        layer_table,
-        path_counts,
-        streams_table,
-        temporal_table,
-        trace_summary_table,
-    )
-    from sparsedebug.render.words.sources_trace import skipped_words
-
-    out = console(wide)
-    out.print(trace_summary_table(result.summary))
-    if iterations:
-        out.print(iterations_table(result.summary, limit=iterations))
-    out.print(temporal_table(result.summary))
-    if len(result.summary.streams) > 1:
-        out.print(streams_table(result.summary))
-    out.print(class_table(result.summary.by_class_ms))
-    if len(result.summary.phases_ms) > 1:
-        out.print("GPU busy by phase: " + ", ".join(f"{phase} {ms:.3f} ms" for phase, ms in result.summary.phases_ms.items()))
-    if layers:
-        from sparsedebug.signoff.metrics import layer_rows
-
-        out.print(layer_table(result.record, layer_rows(result.record), limit=layers))
-    counts = path_counts(result.record)
-    out.print("layers by class: " + ", ".join(f"{cls} {n}" for cls, n in sorted(counts.items())))
-    for reason, count in result.summary.skipped_events.items():
-        out.print(Text(f"skipped {count} event(s): {skipped_words(reason)}", style="yellow"))
-    for path in written:
-        out.print(f"wrote {path}")
+    print_trace(result, wide=wide, layers=layers, iterations=iterations, written=[path for path in (output, html) if path is not None])
 
 
 def _trace_set(argument: str, executor: str, output: Path | None, json_out: bool, wide: bool) -> None:
@@ -488,6 +454,9 @@ def fallbacks(
 
 
 def register(app: typer.Typer) -> None:
-    """Add `import` (trace, trt-engine, ncu, smi, power, trtlog, and every registered importer) and `fallbacks` to the app."""
+    """Add `import` (trace, nsys, rocprof, trt-engine, ncu, smi, power, trtlog, and every registered importer) and `fallbacks` to the app."""
+    from sparsedebug.cli.profiles import register as register_profiles
+
+    register_profiles(import_app)
     app.add_typer(import_app, name="import")
     app.command("fallbacks")(handle_errors(fallbacks))

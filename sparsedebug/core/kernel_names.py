@@ -10,7 +10,8 @@ on the lower-cased name, checked in a fixed order (first match wins):
    ``reduce_scatter``, ``all_to_all``, ``sendrecv``, NVSHMEM).
 2. copy: ``Memcpy ...``/``Memset ...`` activities and DMA.
 3. sparse GEMM: cuSPARSELt and CUTLASS 2:4 kernels (``xmma_sparse_gemm``,
-   ``*cusparselt*``, ``sparse`` together with ``gemm``/``mma``, ``spgemm``).
+   ``*cusparselt*``, ``sparse`` together with ``gemm``/``mma``, ``spgemm``), and hipSPARSELt's
+   Tensile ``Cijk_*`` kernels with a ``_SPA_``/``_SPB_`` token (``core.kernel_names_rocm``: inferred from the name).
 4. attention: fused attention kernels (FlashAttention 2/3 ``flash_fwd_*``,
    ``flash::FlashAttnFwdSm90``, ``fmha*``, cuDNN ``*sdpa*``, ``*attention*``).
 5. GEMMs (``gemm``, ``gemv``, ``matmul``, ``bmm``, cuBLAS ``nvjet_*``, Inductor
@@ -41,6 +42,7 @@ from __future__ import annotations
 
 import re
 
+from sparsedebug.core.kernel_names_rocm import rocm_sparse_gemm
 from sparsedebug.records.run import KernelClass
 
 # Which class names a layer that ran kernels of several classes: the first one present.
@@ -208,7 +210,7 @@ def classify_kernel(name: str, dtype: str | None = None) -> KernelClass:
         return KernelClass.COMMUNICATION
     if n.startswith(("memcpy", "memset", "dma")):
         return KernelClass.COPY
-    if "cusparselt" in n or "spgemm" in n or "sparse" in n and ("gemm" in n or "mma" in n):
+    if "cusparselt" in n or "spgemm" in n or "sparse" in n and ("gemm" in n or "mma" in n) or rocm_sparse_gemm(n):
         return KernelClass.SPARSE_GEMM
     if any(marker in n for marker in _ATTENTION_MARKERS):
         return KernelClass.ATTENTION

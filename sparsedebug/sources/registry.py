@@ -95,11 +95,12 @@ def lazy(module: str, function: str) -> Loader:
 
 
 def _trace_sniff(path: Path, head: bytes | None) -> bool:
-    """A Kineto Chrome trace: ``.json.gz`` (or gzip bytes under any name), or JSON whose head has ``traceEvents`` or is an event array."""
+    """A Kineto Chrome trace: ``.json.gz`` (or gzip bytes under any name) that is not rocprofv3 JSON, or JSON whose head has
+    ``traceEvents`` or is an event array."""
     if head is None:
         return False
     if path.name.lower().endswith(".gz") or head.startswith(b"\x1f\x8b"):
-        return True
+        return not _rocprof_sniff(path, head)
     if path.name.lower().endswith(".json"):
         text = head.decode("utf-8", errors="replace")
         return '"traceEvents"' in text or text.lstrip().startswith("[")
@@ -112,6 +113,19 @@ def _engine_sniff(path: Path, head: bytes | None) -> bool:
         return any(_engine_sniff(p, _head(p)) for p in sorted(path.glob("*.json")) if p.is_file())
     text = head.decode("utf-8", errors="replace")
     return path.name.lower().endswith(".json") and '"Layers"' in text and ('"LayerType"' in text or '"Bindings"' in text)
+
+
+def lazy_sniff(module: str, function: str) -> Sniff:
+    """A sniff that imports ``module`` when first asked and calls its ``function(path, head)``."""
+
+    def sniff(path: Path, head: bytes | None) -> bool:
+        found: Any = getattr(importlib.import_module(module), function)
+        return bool(found(path, head))
+
+    return sniff
+
+
+_rocprof_sniff = lazy_sniff("sparsedebug.sources.importers.rocprof", "sniff_rocprof")
 
 
 def _head(path: Path, size: int = 65536) -> bytes:
@@ -228,3 +242,9 @@ register(InputKind(name="trt_engine", what="a TensorRT engine export (trtexec --
                    verb="import", source="trt_engine",
                    capabilities=Capabilities(kernels=True, timeline=False, absolute_time=False, per_iteration=True, reproducer=False, **_IMPORTED),
                    command="trt-engine", sniff=_engine_sniff, load=lazy("sparsedebug.sources.importers.tensorrt_engine", "import_engine"), folder=True))
+register(InputKind(name="nsys", what="an Nsight Systems SQLite export", verb="import", source="nsys",
+                   capabilities=Capabilities(kernels=True, timeline=True, absolute_time=True, per_iteration=True, reproducer=False, **_IMPORTED),
+                   command="nsys", sniff=lazy_sniff("sparsedebug.sources.importers.nsys", "sniff_nsys"), load=lazy("sparsedebug.sources.importers.profiles", "import_nsys")))
+register(InputKind(name="rocprof", what="a rocprofv3 kernel trace", verb="import", source="rocprof",
+                   capabilities=Capabilities(kernels=True, timeline=True, absolute_time=False, per_iteration=True, reproducer=False, **_IMPORTED),
+                   command="rocprof", sniff=_rocprof_sniff, load=lazy("sparsedebug.sources.importers.profiles", "import_rocprof")))

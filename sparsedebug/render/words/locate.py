@@ -355,7 +355,7 @@ _COMPARE: dict[str, Phrase] = {
         f"{v.get('base')} vs {v.get('cand')}: {v.get('count')} layers changed dtype, carrying {as_float(v.get('share')):.0%} of the "
         "compute layers' FLOPs" + (f": {', '.join(as_names(v.get('layers')))}" if v.get("layers") else "") + (" ..." if v.get("more") else "")
     ),
-    "locate.compare.kernel_named": "layers are kernel names in at least one run (a CUDA-graph replay): model identity not checked by shape",
+    "locate.compare.kernel_named": "layers are kernel names in at least one run (a CUDA-graph replay, or a kernel trace without host ops): model identity not checked by shape",
     "locate.compare.layers_changed": lambda v: f"layers changed: {_model(v)}",
     "locate.compare.renamed": "{count} matched layer(s) have other names in the candidate: compared under the baseline's names",
     "locate.compare.merged": "the {fine}'s {count} op layers merged into {groups} of the {coarse}'s annotated layers, op for op",

@@ -87,7 +87,7 @@ from sparsedebug.sources.importers.trace.structure.layers import (
 )
 from sparsedebug.sources.importers.trace.structure.ops import first_dtype
 
-__all__ = ["GpuOp", "IterationSummary", "Timeline", "TraceImport", "TraceSummary", "analyze_trace", "import_trace", "timeline"]
+__all__ = ["GpuOp", "IterationSummary", "Timeline", "TraceImport", "TraceSummary", "analyze_events", "analyze_trace", "import_trace", "timeline"]
 
 
 def busiest_device(ops: list[GpuOp]) -> int:
@@ -96,10 +96,11 @@ def busiest_device(ops: list[GpuOp]) -> int:
     return max(devices, key=lambda d: devices[d])
 
 
-def _device_ops(trace: TraceEvents) -> tuple[list[GpuOp], int]:
+def _device_ops(trace: TraceEvents, chosen: int | None = None) -> tuple[list[GpuOp], int]:
+    """The ops of ``chosen`` (default: the busiest device), sorted by start; the others counted as skipped when not chosen."""
     devices: Counter[int] = Counter(op.device for op in trace.gpu)
-    device = busiest_device(trace.gpu)
-    if len(devices) > 1:
+    device = busiest_device(trace.gpu) if chosen is None else chosen
+    if len(devices) > 1 and chosen is None:
         trace.skipped[f"gpu_op:other_device:{device}"] += len(trace.gpu) - devices[device]
     return sorted((op for op in trace.gpu if op.device == device), key=lambda op: (op.ts, op.end)), device
 
@@ -186,7 +187,18 @@ def analyze_trace(
         return _analyze_trace(path, include_last_step, read_events(path) if events is None else events, allow_dropped)
 
 
-def _analyze_trace(path: Path, include_last_step: bool, trace: TraceEvents, allow_dropped: bool = False) -> TraceImport:
+def analyze_events(path: Path, events: TraceEvents, *, source_kind: str, name: str, device: int | None = None) -> TraceImport:
+    """The run record and summary of events read from another profiler's file (``read.activity``: Nsight Systems,
+    rocprofv3), through the same pipeline as a trace's; ``source_kind`` is the run's ``RunSource.kind``, ``device``
+    the device analysed (default: the busiest)."""
+    with gc_paused():
+        return _analyze_trace(path, False, events, source_kind=source_kind, name=name, device=device)
+
+
+def _analyze_trace(
+    path: Path, include_last_step: bool, trace: TraceEvents, allow_dropped: bool = False, *,
+    source_kind: str = "torch_trace", name: str | None = None, device: int | None = None,
+) -> TraceImport:
     if not trace.gpu:
         raise UserError(
             f"{path}: no GPU activity (events of cat kernel/gpu_memset/gpu_memcpy with ts and dur)"
@@ -199,7 +211,7 @@ def _analyze_trace(path: Path, include_last_step: bool, trace: TraceEvents, allo
         )
     by_thread = link_parents(trace.ranges)
     link_launches(trace, by_thread)
-    ops, device = _device_ops(trace)
+    ops, device = _device_ops(trace, device)
     resolver, calls, iterations = _link_layers(trace, ops, children(trace.ranges, by_thread))
     groups = assign(ops, iterations)
     summaries, waits = _iteration_figures(groups, iterations)
@@ -223,9 +235,9 @@ def _analyze_trace(path: Path, include_last_step: bool, trace: TraceEvents, allo
     device_name = device_info.name
     with_calls = {layer.name for layer in layers if layer.calls[0].identity != "kernel"}
     record = RunRecord(
-        name=_stem(path),
+        name=_stem(path) if name is None else name,
         source=RunSource(
-            kind="torch_trace", files=[trace.digest or file_digest(path)], window=_window(trace.metadata, trace.ts_base, ops),
+            kind=source_kind, files=[trace.digest or file_digest(path)], window=_window(trace.metadata, trace.ts_base, ops),
             iteration_windows=_iteration_windows(trace.metadata, trace.ts_base, complete),
             runtime=_runtime(trace.metadata, device, device_name, lower_layers, any(op.launch_name.startswith("cudaGraphLaunch") for op in ops)),
         ),
@@ -362,7 +374,8 @@ def device_of_trace(metadata: dict[str, Any], device: int, ops: list[GpuOp]) -> 
     """The GPU a trace ran on, from what it says: deviceProperties, and the runtime its launches went through.
 
     ROCm (HIP) is told from the trace itself: launches through ``hip*`` runtime calls,
-    a ``gcnArchName`` property, a 64-wide wavefront (``warpSize``) or an AMD device name;
+    a ``gcnArchName`` property, a 64-wide wavefront (``warpSize``) or an AMD device name
+    (or ``vendor: AMD``, which ``read.activity`` writes for a ROCm profile's agents);
     anything else with a GPU timeline is CUDA.
     """
     prop = _device_properties(metadata, device)
@@ -370,7 +383,7 @@ def device_of_trace(metadata: dict[str, Any], device: int, ops: list[GpuOp]) -> 
     warp = _int(prop.get("warpSize"))
     hip_launches = sum(1 for op in ops if op.launch_name.lower().startswith("hip"))
     rocm = (
-        "gcnArchName" in prop or warp == 64 or hip_launches > len(ops) // 2
+        "gcnArchName" in prop or prop.get("vendor") == "AMD" or warp == 64 or hip_launches > len(ops) // 2
         or (name is not None and name.upper().startswith(("AMD", "RADEON")))
     )
     major, minor = prop.get("computeMajor"), prop.get("computeMinor")
