@@ -6,11 +6,13 @@ line per problem in the form ``FILE: field.path: message``.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import math
 import os
 import re
+import stat
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -117,6 +119,8 @@ def load_data(path: Path) -> Any:
         return load_json_text(text, str(path))
     try:
         return yaml.load(text, Loader=_Loader)  # noqa: S506 (a SafeLoader)
+    except RecursionError:
+        raise UserError(f"{path}: YAML nested too deeply to read") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""
@@ -215,17 +219,37 @@ def dump_text(record: BaseModel, path: Path) -> str:
     return dumps_json(data) + "\n"
 
 
-def check_output(path: Path, option: str | None = None) -> Path:
-    """Refuse an output path that cannot be written, before any work is done; return its folder.
+def existing_kind(path: Path, said: str) -> str | None:
+    """What stands at ``path`` (symbolic links followed): None when nothing, else ``file``, ``directory``,
+    ``character device``, ``pipe``, ``block device``, ``socket``; a name the file system cannot hold is refused."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if exc.errno == errno.ENAMETOOLONG:
+            longest = max((len(part) for part in path.parts), default=0)
+            raise UserError(f"{said}: name too long for the file system ({longest} characters in one part of the path); choose a shorter output path") from None
+        if exc.errno == errno.ENOTDIR:
+            return None  # a file where a folder of the path should be: named by the folder check
+        raise UserError(f"{said}: cannot look up: {exc.strerror or exc}") from None
+    for test, kind in (
+        (stat.S_ISREG, "file"), (stat.S_ISDIR, "directory"), (stat.S_ISCHR, "character device"),
+        (stat.S_ISFIFO, "pipe"), (stat.S_ISBLK, "block device"), (stat.S_ISSOCK, "socket"),
+    ):
+        if test(mode):
+            return kind
+    return "special file"
 
-    One line naming the path (and ``option``, the flag that gave it): a folder given
-    where a file is meant, a file standing where a folder of the path should be, a
-    folder that does not exist (create it first), or one this process cannot write to.
-    """
-    said = f"{path} ({option})" if option else str(path)
-    if path.is_dir():
-        raise UserError(f"{said}: is a directory; give a file name inside it (e.g. {path / ('out' + (path.suffix or '.json'))})")
-    directory = path.parent if str(path.parent) else Path(".")
+
+WRITTEN_THROUGH = ("character device", "pipe")
+"""What an output path may already be besides a file: written through (``/dev/stdout``, ``/dev/null``, a named
+pipe), never replaced by renaming a temporary file over it."""
+
+
+def check_output_directory(directory: Path, said: str) -> None:
+    """Refuse an output's folder that is missing (naming a file that stands where a folder of it should be) or
+    that this process cannot write to; ``said`` names the output (and the option that gave it)."""
     if not directory.is_dir():
         blocker = next((p for p in [directory, *directory.parents] if p.exists()), None)
         if blocker is not None and not blocker.is_dir():
@@ -233,6 +257,27 @@ def check_output(path: Path, option: str | None = None) -> Path:
         raise UserError(f"{said}: output directory {directory} does not exist; create it first (mkdir -p {directory})")
     if not os.access(directory, os.W_OK | os.X_OK):
         raise UserError(f"{said}: cannot write to {directory}: permission denied")
+
+
+def check_output(path: Path, option: str | None = None) -> Path:
+    """Refuse an output path that cannot be written, before any work is done; return its folder.
+
+    One line naming the path (and ``option``, the flag that gave it): a folder given
+    where a file is meant, a block device or socket (never replaced), a name too long,
+    a file standing where a folder of the path should be, a folder that does not exist
+    (create it first), or one this process cannot write to. A character device or pipe
+    (``/dev/stdout``, ``/dev/null``) is accepted: :func:`atomic_write_text` writes through it.
+    """
+    said = f"{path} ({option})" if option else str(path)
+    kind = existing_kind(path, said)
+    directory = path.parent if str(path.parent) else Path(".")
+    if kind == "directory":
+        raise UserError(f"{said}: is a directory; give a file name inside it (e.g. {path / ('out' + (path.suffix or '.json'))})")
+    if kind in WRITTEN_THROUGH:
+        return directory
+    if kind not in (None, "file"):
+        raise UserError(f"{said}: is a {kind}, not a file; sparsedebug never replaces one: choose a file path")
+    check_output_directory(directory, said)
     return directory
 
 
@@ -241,9 +286,17 @@ def atomic_write_text(path: Path, text: str) -> None:
 
     An interrupted write leaves either the old file or none, never a truncated one.
     The file gets the mode a plain ``open`` would give it (0666 minus the umask),
-    not the 0600 of the temporary file.
+    not the 0600 of the temporary file. A character device or pipe at ``path``
+    (``/dev/stdout``, ``/dev/null``, a named pipe) is written through, never replaced.
     """
     directory = check_output(path)
+    if existing_kind(path, str(path)) in WRITTEN_THROUGH:
+        try:
+            with path.open("w", encoding="utf-8") as handle:
+                handle.write(text)
+        except OSError as exc:
+            raise UserError(f"{path}: cannot write: {exc.strerror}") from None
+        return
     try:
         fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
     except OSError as exc:
