@@ -146,6 +146,10 @@ def _upper_bound(model: type[BaseModel] | None, loc: tuple[Any, ...]) -> Any:
     return None
 
 
+_RANGE_ERRORS = {"greater_than", "greater_than_equal", "less_than", "less_than_equal", "finite_number"}
+"""pydantic's errors of a number out of its field's range: the message names the value read."""
+
+
 def format_validation_error(source: str, exc: ValidationError, model: type[BaseModel] | None = None) -> str:
     """One line per problem: ``SOURCE: field.path: message`` (a number too large to hold says the field's limit)."""
     lines = []
@@ -156,6 +160,8 @@ def format_validation_error(source: str, exc: ValidationError, model: type[BaseM
             msg = "unknown field"
         elif err["type"] == "missing":
             msg = "missing field"
+        elif err["type"] in _RANGE_ERRORS:
+            msg = f"{msg}, got {err['input']!r}"
         elif err["type"] == "int_parsing_size":
             bound = _upper_bound(model, tuple(err["loc"]))
             limit = f"; at most {bound:,}" if isinstance(bound, int) else ""
