@@ -86,20 +86,41 @@ class LazyGroup(TyperGroup):
         return self.commands.get(cmd_name)
 
     def invoke(self, ctx: Any) -> Any:
-        """Run the command; a usage error (bad option value, unknown option) of a ``--json`` call is also a JSON
-        error object on stdout, as every other error of a ``--json`` call (``common.report_error``)."""
+        """Run the command; a usage error (an option's value out of range, an unknown option, a missing argument)
+        is one line on stderr, ``error: MESSAGE (COMMAND --help: usage)``, and exit 2, as every bad input is, not
+        typer's boxed usage; with ``--json`` it is also a JSON error object on stdout (``common.report_error``)."""
         from typer._click.exceptions import UsageError
 
         args = [*getattr(ctx, "protected_args", []), *ctx.args]
         try:
             return super().invoke(ctx)
         except UsageError as exc:
+            message = " ".join(exc.format_message().split())
+            given = _given_value(args, getattr(exc, "param", None))
+            if given is not None and repr(given) not in message and f" {given} " not in f" {message} ":
+                message = f"{message.rstrip('.')}, got {given!r}"
             if "--json" in args:
                 from sparsedebug.cli.common import emit_json
 
-                message = exc.format_message()
-                emit_json({"error": {"exit_code": exc.exit_code, "message": message, "lines": message.splitlines()}})
-            raise
+                emit_json({"error": {"exit_code": exc.exit_code, "message": message, "lines": [message]}})
+            where = exc.ctx.command_path if exc.ctx is not None else ctx.command_path
+            typer.echo(f"error: {message} ({where} --help: usage)", err=True)
+            raise typer.Exit(exc.exit_code) from None
+
+
+def _given_value(args: list[str], param: Any) -> str | None:
+    """The value given on the command line to the option ``param`` (``--opt VALUE`` or ``--opt=VALUE``; the last
+    when repeated), None when it is no option or was not given."""
+    found = None
+    for opt in getattr(param, "opts", None) or []:
+        if not opt.startswith("-"):
+            continue
+        for k, arg in enumerate(args):
+            if arg == opt and k + 1 < len(args):
+                found = args[k + 1]
+            elif arg.startswith(f"{opt}="):
+                found = arg.split("=", 1)[1]
+    return found
 
 
 def _listed(cmd_name: str) -> TyperCommand | None:

@@ -95,6 +95,28 @@ class _Loader(yaml.SafeLoader):
     base-60 integer 124 (an unquoted N:M pattern would otherwise be read as a number)."""
 
 
+def _mapping_without_repeats(loader: _Loader, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+    """A YAML mapping whose keys are each given once: a key given twice (the last silently winning in PyYAML) is
+    a ``malformed YAML`` error at the second one, naming the line of the first."""
+    seen: dict[Any, yaml.Node] = {}
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        try:
+            first = seen.get(key)
+        except TypeError:  # an unhashable key: PyYAML's own error below names it
+            continue
+        if first is not None and key != "<<":
+            raise yaml.constructor.ConstructorError(
+                None, None, f"key {key!r} given twice (first at line {first.start_mark.line + 1}); give it once",
+                key_node.start_mark,
+            )
+        seen[key] = key_node
+    return yaml.SafeLoader.construct_mapping(loader, node, deep=deep)
+
+
+_Loader.add_constructor("tag:yaml.org,2002:map", lambda loader, node: _mapping_without_repeats(loader, node))
+
+
 def _numbers_as_yaml_1_2() -> None:
     numeric = {"tag:yaml.org,2002:int", "tag:yaml.org,2002:float"}
     _Loader.yaml_implicit_resolvers = {

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sparsedebug.core.errors import UserError
-from sparsedebug.core.signals import signals_deferred
 from sparsedebug.core.io import check_output_directory, existing_kind
+from sparsedebug.core.signals import signals_deferred
 from sparsedebug.records.notes import Note, note
 from sparsedebug.sources.bundle import MANIFEST
 

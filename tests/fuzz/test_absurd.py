@@ -1,6 +1,7 @@
 """Fuzz the values no measurement can hold, as classes over their ranges (issue 55): latencies beyond any forward,
 energy counters that run backwards or rise faster than any board draws, power above the board's limit, clocks in
-another unit than the log says, sample times out of order or all at one time.
+another unit than the log says, sample times out of order or all at one time, an engine's layers listed twice and
+tensor dimensions that are no sizes.
 
 Each target draws a value over a wide range, runs the real command and holds it to one rule: refused (exit 2, one
 line naming the file and the value's line or field) exactly when the value is outside what the check allows, read
@@ -9,9 +10,11 @@ otherwise. Never a traceback.
 
 from __future__ import annotations
 
+import copy
 import json
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -22,6 +25,7 @@ from sparsedebug.sources.importers.nvidia_smi import MIN_RUNNING_CLOCK_MHZ
 from sparsedebug.sources.importers.power.window import OVER_LIMIT_FACTOR
 from tests.fuzz.conftest import FUZZ
 from tests.fuzz.harness import check_cli
+from tests.support.engines import GRAPH, build_engine_pair
 from tests.support.powerlogs import smi_stamp, write_dcgm_metrics, write_smi_power_log
 from tests.support.synth import dense_run, sparse_run
 
@@ -173,3 +177,46 @@ def test_an_smi_log_out_of_time_order_or_at_one_time_is_refused(offsets: list[in
         assert result.exit_code == 2 and "samples of GPU 0 are at" in result.stderr, (times, result.stderr)
     else:
         assert result.exit_code == 0, (times, result.stderr)
+
+
+def _engine(graph: dict[str, Any]) -> Path:
+    folder = build_engine_pair(_folder(), inferences=20).dense
+    (folder / "engine.graph.json").write_text(json.dumps(graph))
+    return folder
+
+
+GRAPH_DOC = json.loads(GRAPH.read_text())
+
+
+@FUZZ
+@given(data=st.data())
+def test_an_engine_listing_a_layer_twice_is_refused(data: st.DataObject) -> None:
+    graph = json.loads(json.dumps(GRAPH_DOC))
+    layers = graph["Layers"]
+    repeated = data.draw(st.lists(st.integers(0, len(layers) - 1), min_size=0, max_size=len(layers)))
+    for index in repeated:
+        layers.insert(data.draw(st.integers(0, len(layers))), copy.deepcopy(layers[index]))
+    result = check_cli(["import", "trt-engine", str(_engine(graph))], ok=(0, 2))
+    if repeated:
+        assert result.exit_code == 2 and "is listed twice (first at Layers[" in result.stderr, result.stderr
+    else:
+        assert result.exit_code == 0, result.stderr
+
+
+DIMENSION = st.integers(-(2**40), 2**40) | st.sampled_from([-1, 0, True, 1.5, "x", None, [2]])
+
+
+@FUZZ
+@given(data=st.data(), dims=st.lists(DIMENSION, max_size=5) | st.sampled_from(["1x3", 3, {"n": 1}]))
+def test_malformed_dimensions_of_an_engine_tensor_are_refused(data: st.DataObject, dims: Any) -> None:
+    graph = json.loads(json.dumps(GRAPH_DOC))
+    layers = [layer for layer in graph["Layers"] if isinstance(layer, dict) and layer.get("Outputs")]
+    layer = data.draw(st.sampled_from(layers))
+    side = data.draw(st.sampled_from(["Inputs", "Outputs"]) if layer.get("Inputs") else st.just("Outputs"))
+    layer[side][0]["Dimensions"] = dims
+    result = check_cli(["import", "trt-engine", str(_engine(graph))], ok=(0, 2))
+    sizes = isinstance(dims, list) and all(isinstance(d, int) and not isinstance(d, bool) and d >= -1 for d in dims)
+    if not sizes:
+        assert result.exit_code == 2 and f"{side}[0].Dimensions: {dims!r} is not a list of sizes" in result.stderr, result.stderr
+    else:
+        assert "Dimensions" not in result.stderr, result.stderr
