@@ -270,6 +270,20 @@ def existing_kind(path: Path, said: str) -> str | None:
     return "special file"
 
 
+def check_input_file(path: Path, option: str | None = None) -> None:
+    """Refuse an input that is not a regular file, saying what it is: missing (``file not found``), a folder, or a
+    device, pipe or socket (``/dev/zero`` never ends; a pipe can be read once): one line naming the path (and
+    ``option``, the flag that gave it)."""
+    said = f"{path} ({option})" if option else str(path)
+    kind = existing_kind(path, said)
+    if kind is None:
+        raise UserError(f"{path}: file not found" + (f" ({option})" if option else ""))
+    if kind == "directory":
+        raise UserError(f"{said}: is a directory, expected a file")
+    if kind != "file":
+        raise UserError(f"{said}: is a {kind}, not a regular file; save its content to a file and give that")
+
+
 WRITTEN_THROUGH = ("character device", "pipe")
 """What an output path may already be besides a file: written through (``/dev/stdout``, ``/dev/null``, a named
 pipe), never replaced by renaming a temporary file over it."""

@@ -255,8 +255,8 @@ def _merge_group(name: str, members: list[GraphLayer], coarse: GraphLayer, run: 
             "reason": None if sparse else main.reason,
             "kernel_class": primary_class(classes) if classes else None,
             "kernels": list(dict.fromkeys(k for lo in lowers for k in lo.kernels)),
-            "detail": f"merged from {len(members)} op layer(s) of the unannotated run: " + ", ".join(g.name for g in members[:4])
-            + (" ..." if len(members) > 4 else ""),
+            "detail": note("locate.compare.merged_layer", count=len(members), layers=[g.name for g in members[:4]],
+                           more=max(len(members) - 4, 0)),
         })
     kernels = [run.kernel[g.name] for g in members if g.name in run.kernel]
     kernel = None
@@ -417,6 +417,18 @@ def _model_facts(code: str, match: LayerMatch, base: RunRecord, cand: RunRecord)
     )
 
 
+def _kernel_names(run: RunRecord) -> set[str]:
+    return {kernel for layer in run.lower.layers for kernel in layer.kernels}
+
+
+def _kernels_in_common(base: RunRecord, cand: RunRecord) -> tuple[int, int]:
+    """Kernel names the two runs share, and how many the one with fewer has: where layers are kernel names (a
+    CUDA-graph replay) they stand in for the model's identity. One model's sparse build swaps some GEMM kernels and
+    keeps the rest (13 of 14 on the shared H200 pair); another model shares few or none."""
+    names_b, names_c = _kernel_names(base), _kernel_names(cand)
+    return len(names_b & names_c), min(len(names_b), len(names_c))
+
+
 def check_pair(base: RunRecord, cand: RunRecord, allow: Iterable[Dimension] = ()) -> ComparedPair:
     """Check that ``base`` and ``cand`` can be compared; the pair as the stages compare it, and the check."""
     allowed = [d for d in DIMENSIONS if d in set(allow)]
@@ -432,6 +444,11 @@ def check_pair(base: RunRecord, cand: RunRecord, allow: Iterable[Dimension] = ()
     )) if named else match_layers(base, cand)
     if named:
         notes.append(note("locate.compare.kernel_named"))
+        common, smaller = _kernels_in_common(base, cand)
+        if smaller and common < MODEL_MIN_SHARE * smaller and dominant_dtype(base) == dominant_dtype(cand):
+            kernels = (len(_kernel_names(base)), len(_kernel_names(cand)))
+            differ("model", f"{kernels[0]} kernels", f"{kernels[1]} kernels",
+                   note("locate.differ.kernels", common=common, smaller=smaller, base=base.name, cand=cand.name))
     elif match.share < MODEL_MIN_SHARE:
         differ("model", f"{match.base_layers} layers", f"{match.cand_layers} layers", _model_facts("locate.differ.model", match, base, cand))
     elif match.matched < max(match.base_layers, match.cand_layers):
@@ -485,6 +502,7 @@ def require_comparable(base: RunRecord, cand: RunRecord, allow: Iterable[Dimensi
         raise NotComparableError(
             pair.check,
             f"{base.name} vs {cand.name}: not comparable: " + "; ".join(f"{d.dimension}: {d.base} vs {d.cand}" + (
+                f" ({d.facts.values.get('common')} kernel names in common)" if d.facts.code == "locate.differ.kernels" else
                 f" ({pair.check.layers.matched} of {max(pair.check.layers.base_layers, pair.check.layers.cand_layers)} layers match by op and shape)"
                 if d.dimension == "model" else "") for d in blocking)
             + "; pass " + " ".join(f"--allow-different {d.dimension}" for d in blocking) + " to compare anyway",

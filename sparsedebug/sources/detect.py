@@ -103,18 +103,20 @@ def load_run(
     return record
 
 
-def check_enough_forwards(run: RunRecord, path: Path) -> None:
-    """Refuse an imported profile compared as a run when it measured one or two forwards (a trace of one kernel
-    event, one profiler step): the outcome's rank test needs :data:`sources.latency.MIN_LATENCIES` a side, and a
-    ratio of single samples is no speedup. A run with none is left to the stages, which say so
-    (``locate.outcome.no_samples``)."""
-    from sparsedebug.sources.latency import MIN_LATENCIES
+# Fewest forwards an imported profile must hold to be compared as a run: one sample has no spread, so nothing can
+# say whether a difference to it is more than noise (two are "too few samples" to the stages, which say so).
+MIN_COMPARED_FORWARDS = 2
 
+
+def check_enough_forwards(run: RunRecord, path: Path) -> None:
+    """Refuse an imported profile compared as a run when it measured a single forward (a trace of one kernel event,
+    one profiler step): a ratio of two single samples is no speedup. A run with none is left to the stages, which
+    say so (``locate.outcome.no_samples``), as they say a run of two is too few to decide."""
     count = len(run.outcome.latency_samples_ms)
-    if 0 < count < MIN_LATENCIES:
+    if 0 < count < MIN_COMPARED_FORWARDS:
         raise UserError(
-            f"{path}: outcome.latency_samples_ms: {count} forward{'s' if count > 1 else ''} measured; a run compared "
-            f"with another needs at least {MIN_LATENCIES} (profile more steps: one sample per iteration)"
+            f"{path}: outcome.latency_samples_ms: {count} forward measured; a run compared with another needs at least "
+            f"{MIN_COMPARED_FORWARDS} (profile more steps: one sample per iteration)"
         )
 
 

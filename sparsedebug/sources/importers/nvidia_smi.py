@@ -27,7 +27,7 @@ from sparsedebug.core.stats import median
 from sparsedebug.records.artifacts import ReasonTime, SmiReport, SmiSample, SmiSummary
 from sparsedebug.records.notes import Note, note
 from sparsedebug.records.run import TimeWindow
-from sparsedebug.sources.importers.alignment import overlapping, sample_spans
+from sparsedebug.sources.importers.alignment import calendar_problem, overlapping, sample_spans
 
 # NVML clock event reason bits (nvmlClocksEventReason*).
 CLOCK_EVENT_REASONS: dict[int, str] = {
@@ -184,6 +184,15 @@ def _time(text: str) -> datetime | None:
     return None
 
 
+def _calendar_reason(text: str, fmt: str) -> str | None:
+    """Why ``text``, laid out as ``fmt``, is no date (``alignment.calendar_problem``); None if it is one or is laid out otherwise."""
+    try:
+        datetime.strptime(text.strip(), fmt)
+    except ValueError as exc:
+        return calendar_problem(exc)
+    return None
+
+
 def smi_time_utc_s(text: str, utc_offset_h: float) -> float | None:
     """An nvidia-smi timestamp (local wall-clock time, no zone) as UTC seconds since the epoch, given that clock's
     offset from UTC in hours; None when the text is no nvidia-smi timestamp."""
@@ -312,7 +321,11 @@ def load_smi(path: Path, max_clock_mhz: float | None = None, text: str | None = 
             raise UserError(f"{path}: line {line_no}: {len(row)} fields, header has {len(header)}")
         stamp = _time(row[columns["timestamp"]])
         if stamp is None:
-            raise UserError(f"{path}: line {line_no}: timestamp {row[columns['timestamp']]!r} is not like 2026/11/29 23:42:23.307")
+            text = row[columns["timestamp"]]
+            reason = next((r for fmt in _TIME_FORMATS if (r := _calendar_reason(text, fmt)) is not None), None)
+            if reason is not None:
+                raise UserError(f"{path}: line {line_no}: timestamp {text.strip()!r} is no date: {reason}")
+            raise UserError(f"{path}: line {line_no}: timestamp {text!r} is not like 2026/11/29 23:42:23.307")
         if first is None:
             first = stamp
         samples.append(_sample(path, rows[0], columns, energy, line_no, row, (stamp - first).total_seconds()))

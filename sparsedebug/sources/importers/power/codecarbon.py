@@ -16,6 +16,7 @@ from pathlib import Path
 
 from sparsedebug.core.errors import UserError
 from sparsedebug.records.power import PowerChannel, PowerLog, PowerReading, PowerScope
+from sparsedebug.sources.importers.alignment import calendar_problem
 from sparsedebug.sources.importers.power.table import Table, read_table
 
 # The columns a CodeCarbon emissions file must have; energy comes from ``gpu_energy`` and ``energy_consumed``.
@@ -77,8 +78,10 @@ def load_codecarbon(path: Path, text: str, utc_offset_h: float | None) -> PowerL
                 continue
             try:
                 end, has_zone = codecarbon_time(row[time_col], utc_offset_h)
-            except ValueError:
-                raise UserError(f"{path}: line {line}, column 'timestamp': {row[time_col].strip()!r} is not like 2024-07-19T15:57:43") from None
+            except ValueError as exc:
+                reason = calendar_problem(exc)
+                said = f"is no date: {reason}" if reason is not None else "is not like 2024-07-19T15:57:43"
+                raise UserError(f"{path}: line {line}, column 'timestamp': {row[time_col].strip()!r} {said}") from None
             zoned = zoned and has_zone
             rows.append(PowerReading(
                 device="gpus" if field == "gpu_energy" else "host", t_utc_s=end - duration if end is not None else None,
