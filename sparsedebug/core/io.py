@@ -168,8 +168,8 @@ def _upper_bound(model: type[BaseModel] | None, loc: tuple[Any, ...]) -> Any:
     return None
 
 
+# pydantic's errors of a number out of its field's range: the message names the value read.
 _RANGE_ERRORS = {"greater_than", "greater_than_equal", "less_than", "less_than_equal", "finite_number"}
-"""pydantic's errors of a number out of its field's range: the message names the value read."""
 
 
 def format_validation_error(source: str, exc: ValidationError, model: type[BaseModel] | None = None) -> str:
@@ -284,9 +284,9 @@ def check_input_file(path: Path, option: str | None = None) -> None:
         raise UserError(f"{said}: is a {kind}, not a regular file; save its content to a file and give that")
 
 
+# What an output path may already be besides a file: written through (``/dev/stdout``, ``/dev/null``, a named
+# pipe), never replaced by renaming a temporary file over it.
 WRITTEN_THROUGH = ("character device", "pipe")
-"""What an output path may already be besides a file: written through (``/dev/stdout``, ``/dev/null``, a named
-pipe), never replaced by renaming a temporary file over it."""
 
 
 def check_output_directory(directory: Path, said: str) -> None:

@@ -135,8 +135,8 @@ def installed(spec: ModelSpec, log: Log | None = None) -> ModelManifest | None:
     return manifest
 
 
+# Beside a model's manifest: each file's size, modification time (ns) and the sha256 it had then.
 DIGESTS = ".digests.json"
-"""Beside a model's manifest: each file's size, modification time (ns) and the sha256 it had then."""
 
 
 def _known_digests(root: Path) -> dict[str, Any]:

@@ -9,9 +9,6 @@ from sparsedebug.core.errors import UserError
 
 ExecutorKind = Literal["inprocess", "local", "dask"]
 
-# The values ``--executor`` accepts, for messages.
-EXECUTOR_FORMS = "local, inprocess, dask://HOST:PORT (or tcp://HOST:PORT) or a Dask scheduler file (.json)"
-
 
 def executor_kind(spec: str) -> ExecutorKind:
     """Which executor ``spec`` names; anything else is a one-line ``UserError`` naming the value."""
@@ -19,4 +16,4 @@ def executor_kind(spec: str) -> ExecutorKind:
         return spec  # type: ignore[return-value]  # one of the two literals, checked just above
     if spec.startswith(("dask://", "tcp://")) or Path(spec).suffix == ".json":
         return "dask"
-    raise UserError(f"--executor {spec!r}: expected {EXECUTOR_FORMS}")
+    raise UserError(f"--executor {spec!r}: expected local, inprocess, dask://HOST:PORT (or tcp://HOST:PORT) or a Dask scheduler file (.json)")

@@ -80,8 +80,8 @@ def load_codecarbon(path: Path, text: str, utc_offset_h: float | None) -> PowerL
                 end, has_zone = codecarbon_time(row[time_col], utc_offset_h)
             except ValueError as exc:
                 reason = calendar_problem(exc)
-                said = f"is no date: {reason}" if reason is not None else "is not like 2024-07-19T15:57:43"
-                raise UserError(f"{path}: line {line}, column 'timestamp': {row[time_col].strip()!r} {said}") from None
+                raise UserError(f"{path}: line {line}, column 'timestamp': {row[time_col].strip()!r} "
+                                + (f"is no date: {reason}" if reason is not None else "is not like 2024-07-19T15:57:43")) from None
             zoned = zoned and has_zone
             rows.append(PowerReading(
                 device="gpus" if field == "gpu_energy" else "host", t_utc_s=end - duration if end is not None else None,

@@ -205,7 +205,7 @@ def check_plausible(log: PowerLog, seconds: Callable[[PowerReading], float | Non
     step implies more power than the ceiling. ``seconds`` gives a reading's time on the log's clock (None: unknown,
     not checked). One line naming the file, the lines, the field and the values."""
     ceiling = power_ceiling_w(log)
-    limit = f"the board's limit of {log.power_limit_w:g} W" if log.power_limit_w else "any board"
+    limit = f"{log.power_limit_w:g} W" if log.power_limit_w else None
     for channel in log.channels:
         if channel.scope not in (BOARD_POWER, BOARD_ENERGY):
             continue
@@ -213,7 +213,8 @@ def check_plausible(log: PowerLog, seconds: Callable[[PowerReading], float | Non
         if channel.quantity in ("power_instant", "power_average"):
             over = next((r for r in rows if r.value > ceiling), None)
             if over is not None:
-                raise UserError(f"{log.file}: line {over.line}, {channel.field}: {over.value:g} W is beyond {limit} "
+                raise UserError(f"{log.file}: line {over.line}, {channel.field}: {over.value:g} W is beyond "
+                                f"{f'the board limit of {limit}' if limit else 'any board'} "
                                 f"(at most {ceiling:g} W is read as a board's power)")
             continue
         if channel.quantity != "energy_counter":
@@ -236,7 +237,7 @@ def check_plausible(log: PowerLog, seconds: Callable[[PowerReading], float | Non
                 if step > ceiling * span:
                     raise UserError(
                         f"{log.file}: line {b.line}, {channel.field}: the counter rose {step:g} J in {span:g} s since line "
-                        f"{a.line}, {step / span:g} W, beyond {limit} (at most {ceiling:g} W is read as a board's power)"
+                        f"{a.line}, {step / span:g} W, beyond {f'the board limit of {limit}' if limit else 'any board'} (at most {ceiling:g} W is read as a board's power)"
                     )
 
 
