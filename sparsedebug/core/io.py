@@ -95,17 +95,21 @@ class _Loader(yaml.SafeLoader):
     base-60 integer 124 (an unquoted N:M pattern would otherwise be read as a number)."""
 
 
-def _mapping_without_repeats(loader: _Loader, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+def _mapping_without_repeats(loader: yaml.SafeLoader, node: yaml.Node, deep: bool = False) -> dict[Any, Any]:
     """A YAML mapping whose keys are each given once: a key given twice (the last silently winning in PyYAML) is
     a ``malformed YAML`` error at the second one, naming the line of the first."""
     seen: dict[Any, yaml.Node] = {}
+    if not isinstance(node, yaml.MappingNode):  # an explicit !!map on a list or a scalar
+        raise yaml.constructor.ConstructorError(None, None, "expected a mapping", node.start_mark)
     for key_node, _ in node.value:
+        if key_node.tag == "tag:yaml.org,2002:merge":  # ``<<: *anchor``: its keys may be given again, to override them
+            continue
         key = loader.construct_object(key_node, deep=deep)
         try:
             first = seen.get(key)
         except TypeError:  # an unhashable key: PyYAML's own error below names it
             continue
-        if first is not None and key != "<<":
+        if first is not None:
             raise yaml.constructor.ConstructorError(
                 None, None, f"key {key!r} given twice (first at line {first.start_mark.line + 1}); give it once",
                 key_node.start_mark,
@@ -114,7 +118,7 @@ def _mapping_without_repeats(loader: _Loader, node: yaml.MappingNode, deep: bool
     return yaml.SafeLoader.construct_mapping(loader, node, deep=deep)
 
 
-_Loader.add_constructor("tag:yaml.org,2002:map", lambda loader, node: _mapping_without_repeats(loader, node))
+_Loader.add_constructor("tag:yaml.org,2002:map", _mapping_without_repeats)
 
 
 def _numbers_as_yaml_1_2() -> None:

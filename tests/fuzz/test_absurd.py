@@ -1,7 +1,7 @@
 """Fuzz the values no measurement can hold, as classes over their ranges (issue 55): latencies beyond any forward,
 energy counters that run backwards or rise faster than any board draws, power above the board's limit, clocks in
-another unit than the log says, sample times out of order or all at one time, an engine's layers listed twice and
-tensor dimensions that are no sizes.
+another unit than the log says, sample times out of order or all at one time, an engine's layers listed twice,
+tensor dimensions that are no sizes, and YAML keys given twice.
 
 Each target draws a value over a wide range, runs the real command and holds it to one rule: refused (exit 2, one
 line naming the file and the value's line or field) exactly when the value is outside what the check allows, read
@@ -19,7 +19,8 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sparsedebug.core.io import save_record
+from sparsedebug.core.errors import UserError
+from sparsedebug.core.io import load_data, save_record
 from sparsedebug.records.defaults import MAX_DURATION_MS
 from sparsedebug.sources.importers.nvidia_smi import MIN_RUNNING_CLOCK_MHZ
 from sparsedebug.sources.importers.power.window import OVER_LIMIT_FACTOR
@@ -220,3 +221,22 @@ def test_malformed_dimensions_of_an_engine_tensor_are_refused(data: st.DataObjec
         assert result.exit_code == 2 and f"{side}[0].Dimensions: {dims!r} is not a list of sizes" in result.stderr, result.stderr
     else:
         assert "Dimensions" not in result.stderr, result.stderr
+
+
+@FUZZ
+@given(keys=st.lists(st.sampled_from(["seed", "repeats", "name", "threads", "warmup"]), min_size=1, max_size=6),
+       nested=st.booleans(), merged=st.booleans())
+def test_a_yaml_key_given_twice_is_refused_at_any_depth(keys: list[str], nested: bool, merged: bool) -> None:
+    """A mapping's own keys must differ (the last would win silently); a key from a ``<<`` merge may be given again."""
+    indent = "  " if nested else ""
+    body = "".join(f"{indent}{key}: {k}\n" for k, key in enumerate(keys))
+    text = ("base: &b {seed: 0}\n" if merged else "") + ("outer:\n" if nested else "") + (f"{indent}<<: *b\n" if merged else "") + body
+    path = _folder() / "w.yaml"
+    path.write_text(text)
+    twice = len(set(keys)) < len(keys)
+    try:
+        load_data(path)
+    except UserError as exc:
+        assert twice and "given twice (first at line" in str(exc), (text, exc)
+    else:
+        assert not twice, text

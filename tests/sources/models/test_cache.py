@@ -176,7 +176,12 @@ def test_a_cached_file_changed_in_place_is_caught_and_fetched_again(tmp_path: Pa
     assert installed(spec) == manifest
     hashed: list[Path] = []
     real = cache.sha256_file
-    monkeypatch.setattr(cache, "sha256_file", lambda p: (hashed.append(p), real(p))[1])
+
+    def counted(path: Path) -> str:
+        hashed.append(path)
+        return real(path)
+
+    monkeypatch.setattr(cache, "sha256_file", counted)
     assert installed(spec) == manifest and hashed == []  # size and mtime unchanged: the kept digest is used
     with path.open("r+b") as handle:
         handle.seek(1024)
