@@ -221,6 +221,9 @@ def handle_errors(func: Callable[P, R]) -> Callable[P, R]:
             report_error([f"interrupted by {exc.name}; nothing half-written was left"], exc.exit_code, as_json=as_json)
             raise typer.Exit(exc.exit_code) from None
         except OSError as exc:
+            if exc.errno == errno.ENAMETOOLONG and exc.filename is not None:  # a path looked up before it was read
+                report_error([f"{exc.filename}: name too long for the file system"], EXIT_BAD_INPUT, as_json=as_json)
+                raise typer.Exit(EXIT_BAD_INPUT) from None
             if exc.errno not in _OUTPUT_STREAM_FULL or exc.filename is not None:
                 raise
             _stream_failed(exc)

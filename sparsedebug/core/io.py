@@ -261,7 +261,7 @@ def existing_kind(path: Path, said: str) -> str | None:
     except OSError as exc:
         if exc.errno == errno.ENAMETOOLONG:
             longest = max((len(part) for part in path.parts), default=0)
-            raise UserError(f"{said}: name too long for the file system ({longest} characters in one part of the path); choose a shorter output path") from None
+            raise UserError(f"{said}: name too long for the file system ({longest} characters in one part of the path)") from None
         if exc.errno == errno.ENOTDIR:
             return None  # a file where a folder of the path should be: named by the folder check
         raise UserError(f"{said}: cannot look up: {exc.strerror or exc}") from None

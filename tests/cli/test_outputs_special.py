@@ -137,8 +137,16 @@ def test_deeply_nested_yaml_is_one_line(tmp_path: Path) -> None:
     assert_clean_error(invoke(["gate", str(base), str(base), "--policy", str(policy)]), 2, "policy.yaml: YAML nested too deeply")
 
 
-@pytest.mark.parametrize("args", [["import", "trace", str(TRACE), "--json"], ["import", "trace", str(TRACE)]])
-def test_stdout_on_a_full_device_is_one_line(args: list[str]) -> None:
+def test_an_input_name_too_long_is_one_line(tmp_path: Path) -> None:
+    name = tmp_path / ("n" * 300 + ".json")
+    assert_clean_error(invoke(["bisect", str(name), str(TRACE)]), 2, f"{name}: name too long for the file system")
+
+
+@pytest.mark.parametrize("command", ["import --json", "import", "bisect"])
+def test_stdout_on_a_full_device_is_one_line(command: str, tmp_path: Path) -> None:
+    copy = tmp_path / "again.json"
+    copy.write_bytes(TRACE.read_bytes())
+    args = ["bisect", str(TRACE), str(copy)] if command == "bisect" else ["import", "trace", str(TRACE), *command.split()[1:]]
     with open("/dev/full", "w") as full:  # noqa: PTH123 (a device handed to the child as its stdout)
         done = subprocess.run(
             [sys.executable, "-m", "sparsedebug", *args], cwd=REPO_ROOT, env=_env(None), stdout=full, stderr=subprocess.PIPE,
