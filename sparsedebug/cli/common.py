@@ -298,7 +298,7 @@ def rank_pair(base: Path, cand: Path, executor: str, *, json_out: bool, wide: bo
     return base_file, cand_file, comparison
 
 
-def _check_executor(value: str) -> str:
+def check_executor_option(value: str) -> str:
     """Refuse an ``--executor`` value that names no executor before any work (``sources.runset.executors``)."""
     if value != "local":
         from sparsedebug.sources.runset.executors import executor_kind
@@ -311,5 +311,5 @@ def _check_executor(value: str) -> str:
 
 
 ExecutorOption = Annotated[
-    str, typer.Option("--executor", callback=_check_executor, help="Run sets (directories or globs of per-rank traces): local (processes), inprocess, dask://HOST:PORT or a Dask scheduler file.")
+    str, typer.Option("--executor", callback=check_executor_option, help="Run sets (directories or globs of per-rank traces): local (processes), inprocess, dask://HOST:PORT or a Dask scheduler file.")
 ]

@@ -89,6 +89,7 @@ def test_freeze_refuses_a_binary_workload_before_pinning_it(tmp_path: Path) -> N
     ("args", "needle"),
     [
         (["bisect", "a.json", "b.json", "--executor", "banana"], "Invalid value for '--executor': expected local, inprocess"),
+        (["playbook", "run", "--executor", "banana", "-o", "b"], "Invalid value for '--executor': expected local, inprocess"),
         (["replay", "w.yaml", "--repeats", "0"], "Invalid value for '--repeats': Input should be greater than or equal to 3, got '0'"),
         (["gate", "a.json"], "Missing argument 'candidate'."),
     ],
