@@ -1,7 +1,7 @@
 """Fuzz the values no measurement can hold, as classes over their ranges (issue 55): latencies beyond any forward,
 energy counters that run backwards or rise faster than any board draws, power above the board's limit, clocks in
 another unit than the log says, sample times out of order or all at one time, an engine's layers listed twice,
-tensor dimensions that are no sizes, and YAML keys given twice.
+tensor dimensions that are no sizes, YAML keys given twice, and traces of a single forward compared as runs.
 
 Each target draws a value over a wide range, runs the real command and holds it to one rule: refused (exit 2, one
 line naming the file and the value's line or field) exactly when the value is outside what the check allows, read
@@ -13,6 +13,7 @@ from __future__ import annotations
 import copy
 import json
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,7 @@ from tests.fuzz.harness import check_cli
 from tests.support.engines import GRAPH, build_engine_pair
 from tests.support.powerlogs import smi_stamp, write_dcgm_metrics, write_smi_power_log
 from tests.support.synth import dense_run, sparse_run
+from tests.support.tracegen import TraceSpec, generate, write_doc
 
 T0 = 1_764_583_200.0  # 2025-12-01 10:00 UTC
 LIMIT_W = 700.0
@@ -240,3 +242,25 @@ def test_a_yaml_key_given_twice_is_refused_at_any_depth(keys: list[str], nested:
         assert twice and "given twice (first at line" in str(exc), (text, exc)
     else:
         assert not twice, text
+
+
+@FUZZ
+@given(iterations=st.integers(1, 4), kernels_only=st.booleans(), side=st.sampled_from(["base", "cand"]))
+def test_a_trace_of_one_forward_is_not_compared(iterations: int, kernels_only: bool, side: str) -> None:
+    """However few its events, a profile of a single forward has no spread to compare against: refused by name;
+    two or more are compared (two are "too few samples" to the stages, which say so)."""
+    folder = _folder()
+    spec = TraceSpec(layers=2, iterations=iterations, backward=False, optimizer=False, nccl=False, memcpy=False)
+    doc = generate(spec)[0]
+    if kernels_only:
+        doc = {**doc, "traceEvents": [e for e in doc["traceEvents"] if e.get("cat") == "kernel" or e.get("ph") == "M"
+                                      or str(e.get("name", "")).startswith("ProfilerStep#")]}
+    odd, other = folder / "odd.json", folder / "other.json"
+    write_doc(odd, doc)
+    write_doc(other, generate(replace(spec, iterations=4, seed=1))[0])
+    pair = [odd, other] if side == "base" else [other, odd]
+    result = check_cli(["bisect", *map(str, pair)])
+    if iterations == 1:
+        assert result.exit_code == 2 and f"{odd}: outcome.latency_samples_ms: 1 forward measured" in result.stderr, result.stderr
+    else:
+        assert "forward measured" not in result.stderr, result.stderr
