@@ -13,6 +13,7 @@ import math
 import os
 import re
 import stat
+import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -293,6 +294,23 @@ def check_input_file(path: Path, option: str | None = None) -> None:
 WRITTEN_THROUGH = ("character device", "pipe")
 
 
+def open_stream_fd(path: Path) -> int | None:
+    """The descriptor of this process's open stream that ``path`` names (``/dev/stdout`` 1, ``/dev/stderr`` 2,
+    ``/dev/fd/N`` and ``/proc/self/fd/N`` N), itself or through symbolic links; None for any other path. What
+    the stream leads to (a terminal, a pipe, the file the shell redirected to) is written through that
+    descriptor, in order with the rest of the output, and nothing on the way is renamed."""
+    hop, seen = path, 0
+    while True:
+        text = os.path.normpath(str(hop if hop.is_absolute() else Path.cwd() / hop))
+        named = {"/dev/stdout": 1, "/dev/stderr": 2}.get(text)
+        found = re.match(rf"^/(?:dev/fd|proc/(?:self|{os.getpid()})/fd)/(\d+)$", text)
+        if named is not None or found is not None:
+            return named if named is not None else int(found.group(1)) if found is not None else None
+        if seen == 40 or not hop.is_symlink():
+            return None
+        hop, seen = hop.parent / os.readlink(hop), seen + 1
+
+
 def check_output_directory(directory: Path, said: str) -> None:
     """Refuse an output's folder that is missing (naming a file that stands where a folder of it should be) or
     that this process cannot write to; ``said`` names the output (and the option that gave it)."""
@@ -316,7 +334,12 @@ def check_output(path: Path, option: str | None = None) -> Path:
     """
     said = f"{path} ({option})" if option else str(path)
     kind = existing_kind(path, said)
+    stream = open_stream_fd(path)
+    if path.is_symlink() and kind is not None and stream is None:
+        path = Path(os.path.realpath(path))  # a link to a file: the file is replaced, the link kept
     directory = path.parent if str(path.parent) else Path(".")
+    if stream is not None:
+        return directory
     if kind == "directory":
         raise UserError(f"{said}: is a directory; give a file name inside it (e.g. {path / ('out' + (path.suffix or '.json'))})")
     if kind in WRITTEN_THROUGH:
@@ -333,16 +356,24 @@ def atomic_write_text(path: Path, text: str) -> None:
     An interrupted write leaves either the old file or none, never a truncated one.
     The file gets the mode a plain ``open`` would give it (0666 minus the umask),
     not the 0600 of the temporary file. A character device or pipe at ``path``
-    (``/dev/stdout``, ``/dev/null``, a named pipe) is written through, never replaced.
+    (``/dev/null``, a named pipe) or one of this process's streams (``/dev/stdout``,
+    whatever it resolves to) is written through, never replaced; a symbolic link to a
+    file is kept, and the file it names replaced.
     """
     directory = check_output(path)
-    if existing_kind(path, str(path)) in WRITTEN_THROUGH:
+    stream = open_stream_fd(path)
+    if stream is not None or existing_kind(path, str(path)) in WRITTEN_THROUGH:
         try:
-            with path.open("w", encoding="utf-8") as handle:
+            if stream is not None:
+                for open_stream in (sys.stdout, sys.stderr):
+                    open_stream.flush()  # what was printed before comes first
+            with (os.fdopen(os.dup(stream), "w", encoding="utf-8") if stream is not None else path.open("w", encoding="utf-8")) as handle:
                 handle.write(text)
         except OSError as exc:
             raise UserError(f"{path}: cannot write: {exc.strerror}") from None
         return
+    if path.is_symlink():
+        path = Path(os.path.realpath(path))  # as check_output: the link's file is replaced, the link kept
     try:
         fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
     except OSError as exc:

@@ -154,3 +154,29 @@ def test_stdout_on_a_full_device_is_one_line(command: str, tmp_path: Path) -> No
         )
     assert done.returncode == 2, done.stderr
     assert done.stderr.strip() == "error: cannot write to standard output: No space left on device"
+
+
+def test_a_link_to_a_file_is_kept_and_the_file_replaced(tmp_path: Path) -> None:
+    target, link = tmp_path / "target.json", tmp_path / "link.json"
+    target.write_text("old\n")
+    link.symlink_to(target)
+    atomic_write_text(link, "new\n")
+    assert link.is_symlink() and os.readlink(link) == str(target) and target.read_text() == "new\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link.json", "target.json"]
+
+
+def test_an_output_naming_this_process_stdout_is_written_through_it(tmp_path: Path) -> None:
+    """``-o /dev/stdout > FILE``, reached through a link in tmp_path (as root, /dev itself is left alone): the record
+    goes through the open descriptor, in order with the rest, and no rename touches the link or what it names."""
+    link, out = tmp_path / "stdout.json", tmp_path / "out.txt"
+    link.symlink_to("/proc/self/fd/1")
+    with out.open("w") as handle:
+        done = subprocess.run(
+            [sys.executable, "-m", "sparsedebug", "import", "trace", str(TRACE), "-o", str(link)], cwd=REPO_ROOT,
+            env=_env(None), stdout=handle, stderr=subprocess.PIPE, text=True, timeout=300, check=False,
+        )
+    assert done.returncode == 0, done.stderr
+    text = out.read_text()
+    assert text.startswith("{") and '"kind": "run"' in text and "GPU timeline" in text  # the record, then the tables
+    assert link.is_symlink() and os.readlink(link) == "/proc/self/fd/1"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.txt", "stdout.json"]
