@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
-from typing import Any
+from typing import Any, NoReturn
 
 import typer
 from typer.core import TyperCommand, TyperGroup
@@ -95,17 +95,36 @@ class LazyGroup(TyperGroup):
         try:
             return super().invoke(ctx)
         except UsageError as exc:
-            message = " ".join(exc.format_message().split())
-            given = _given_value(args, getattr(exc, "param", None))
-            if given is not None and repr(given) not in message and f" {given} " not in f" {message} ":
-                message = f"{message.rstrip('.')}, got {given!r}"
-            if "--json" in args:
-                from sparsedebug.cli.common import emit_json
+            _usage_line(exc, args, ctx.command_path)
 
-                emit_json({"error": {"exit_code": exc.exit_code, "message": message, "lines": [message]}})
-            where = exc.ctx.command_path if exc.ctx is not None else ctx.command_path
-            typer.echo(f"error: {message} ({where} --help: usage)", err=True)
-            raise typer.Exit(exc.exit_code) from None
+    def make_context(self, info_name: str | None, args: list[str], parent: Any = None, **extra: Any) -> Any:
+        """The root's context; a usage error of the root's own options is one line, as a command's is."""
+        from typer._click.exceptions import UsageError
+
+        given = list(args)
+        try:
+            return super().make_context(info_name, args, parent=parent, **extra)
+        except UsageError as exc:
+            _usage_line(exc, given, info_name or "sparsedebug")
+
+
+def _usage_line(exc: Any, args: list[str], command_path: str) -> NoReturn:
+    """Say a usage error in one line on stderr, ``error: MESSAGE (COMMAND --help: usage)``, naming the value given
+    to the option it is about, and exit with its code; with ``--json`` also as a JSON error object on stdout. A
+    group called without a command (its help is the answer) is left to typer."""
+    message = " ".join(exc.format_message().split())
+    if not message:
+        raise exc
+    given = _given_value(args, getattr(exc, "param", None))
+    if given is not None and repr(given) not in message and f" {given} " not in f" {message} ":
+        message = f"{message.rstrip('.')}, got {given!r}"
+    if "--json" in args:
+        from sparsedebug.cli.common import emit_json
+
+        emit_json({"error": {"exit_code": exc.exit_code, "message": message, "lines": [message]}})
+    where = exc.ctx.command_path if exc.ctx is not None else command_path
+    typer.echo(f"error: {message} ({where} --help: usage)", err=True)
+    raise typer.Exit(exc.exit_code) from None
 
 
 def _given_value(args: list[str], param: Any) -> str | None:
