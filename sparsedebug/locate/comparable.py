@@ -1,6 +1,7 @@
 """Compare only what is comparable: the one check every comparing command runs first.
 
-:func:`check_pair` decides, from layer shapes and device properties (never from names),
+:func:`check_pair` decides, from layer shapes and device properties (never from layer names;
+where layers are kernel names, a CUDA-graph replay, from the kernels the two share),
 whether a baseline and a candidate are runs of
 
 - the same **model**: layers are matched by identity (op kind, weight shape, feature
@@ -34,7 +35,7 @@ from dataclasses import dataclass
 
 from sparsedebug.core.errors import UserError
 from sparsedebug.core.kernel_names import primary_class
-from sparsedebug.core.patterns import kernel_named
+from sparsedebug.core.patterns import kernel_named, unrelated_by_kernels
 from sparsedebug.records.comparability import (
     DIMENSIONS,
     MODEL_MIN_SHARE,
@@ -417,18 +418,6 @@ def _model_facts(code: str, match: LayerMatch, base: RunRecord, cand: RunRecord)
     )
 
 
-def _kernel_names(run: RunRecord) -> set[str]:
-    return {kernel for layer in run.lower.layers for kernel in layer.kernels}
-
-
-def _kernels_in_common(base: RunRecord, cand: RunRecord) -> tuple[int, int]:
-    """Kernel names the two runs share, and how many the one with fewer has: where layers are kernel names (a
-    CUDA-graph replay) they stand in for the model's identity. One model's sparse build swaps some GEMM kernels and
-    keeps the rest (13 of 14 on the shared H200 pair); another model shares few or none."""
-    names_b, names_c = _kernel_names(base), _kernel_names(cand)
-    return len(names_b & names_c), min(len(names_b), len(names_c))
-
-
 def check_pair(base: RunRecord, cand: RunRecord, allow: Iterable[Dimension] = ()) -> ComparedPair:
     """Check that ``base`` and ``cand`` can be compared; the pair as the stages compare it, and the check."""
     allowed = [d for d in DIMENSIONS if d in set(allow)]
@@ -444,11 +433,9 @@ def check_pair(base: RunRecord, cand: RunRecord, allow: Iterable[Dimension] = ()
     )) if named else match_layers(base, cand)
     if named:
         notes.append(note("locate.compare.kernel_named"))
-        common, smaller = _kernels_in_common(base, cand)
-        if smaller and common < MODEL_MIN_SHARE * smaller and dominant_dtype(base) == dominant_dtype(cand):
-            kernels = (len(_kernel_names(base)), len(_kernel_names(cand)))
-            differ("model", f"{kernels[0]} kernels", f"{kernels[1]} kernels",
-                   note("locate.differ.kernels", common=common, smaller=smaller, base=base.name, cand=cand.name))
+        unrelated = unrelated_by_kernels(base, cand) if dominant_dtype(base) == dominant_dtype(cand) else None
+        if unrelated is not None:  # another dtype renames the kernels: the dtype difference says so instead
+            differ("model", f"{unrelated.values['base_kernels']} kernels", f"{unrelated.values['cand_kernels']} kernels ({unrelated.values['common']} in common)", unrelated)
     elif match.share < MODEL_MIN_SHARE:
         differ("model", f"{match.base_layers} layers", f"{match.cand_layers} layers", _model_facts("locate.differ.model", match, base, cand))
     elif match.matched < max(match.base_layers, match.cand_layers):
@@ -502,15 +489,12 @@ def require_comparable(base: RunRecord, cand: RunRecord, allow: Iterable[Dimensi
         raise NotComparableError(
             pair.check,
             f"{base.name} vs {cand.name}: not comparable: " + "; ".join(f"{d.dimension}: {d.base} vs {d.cand}" + (
-                f" ({d.facts.values.get('common')} kernel names in common)" if d.facts.code == "locate.differ.kernels" else
                 f" ({pair.check.layers.matched} of {max(pair.check.layers.base_layers, pair.check.layers.cand_layers)} layers match by op and shape)"
-                if d.dimension == "model" else "") for d in blocking)
+                if d.facts.code == "locate.differ.model" else "") for d in blocking)
             + "; pass " + " ".join(f"--allow-different {d.dimension}" for d in blocking) + " to compare anyway",
         )
     return pair
 
 
-__all__ = [
-    "ComparedPair", "NotComparableError", "check_pair", "device_of", "dominant_dtype",
-    "launch_of", "match_layers", "phase_of", "require_comparable",
-]
+__all__ = ["ComparedPair", "NotComparableError", "check_pair", "device_of", "dominant_dtype", "launch_of", "match_layers",
+           "phase_of", "require_comparable"]

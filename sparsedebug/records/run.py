@@ -70,9 +70,8 @@ SparsityIntent = Annotated[str, AfterValidator(canonical_intent)]
 
 # --------------------------------------------------------------------------- run record
 
-# A measured time in ms that rank tests compare: finite, positive and at most a week (``MAX_DURATION_MS``).
+# Measured ms, finite and at most a week (``MAX_DURATION_MS``): a time rank tests compare (positive), a duration (idle, busy: may be 0).
 TimeMs = Annotated[float, Field(gt=0, le=MAX_DURATION_MS, allow_inf_nan=False)]
-# A measured duration in ms that may be zero (idle or busy time): finite, not negative, at most a week.
 DurationMs = Annotated[float, Field(ge=0, le=MAX_DURATION_MS, allow_inf_nan=False)]
 
 

@@ -269,8 +269,7 @@ def _layers(path: Path) -> list[dict[str, Any]]:
             out.append(layer)
         else:
             raise UserError(f"{path}: Layers[{index}]: expected an object with a Name (or a layer name)")
-        name = out[-1]["Name"]
-        if name in seen:
+        if (name := out[-1]["Name"]) in seen:
             raise UserError(f"{path}: Layers[{index}]: layer {name[:80]!r} is listed twice (first at Layers[{seen[name]}]); "
                             "an engine's layer info lists each layer once: export it again")
         seen[name] = index
@@ -283,9 +282,7 @@ def _check_dimensions(path: Path, index: int, layer: dict[str, Any]) -> None:
         tensors = layer.get(side)
         for k, tensor in enumerate(tensors if isinstance(tensors, list) else []):
             dims = tensor.get("Dimensions") if isinstance(tensor, dict) else None
-            if dims is None:
-                continue
-            if not isinstance(dims, list) or not all(isinstance(d, int) and not isinstance(d, bool) and d >= -1 for d in dims):
+            if dims is not None and not (isinstance(dims, list) and all(isinstance(d, int) and not isinstance(d, bool) and d >= -1 for d in dims)):
                 raise UserError(f"{path}: Layers[{index}] ({layer['Name'][:80]!r}): {side}[{k}].Dimensions: {dims!r} is not a "
                                 "list of sizes (whole numbers, -1 for a dynamic axis)")
 
