@@ -13,7 +13,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import os
-from typing import Any
+from typing import Any, NoReturn
 
 import typer
 from typer.core import TyperCommand, TyperGroup
@@ -87,20 +87,60 @@ class LazyGroup(TyperGroup):
         return self.commands.get(cmd_name)
 
     def invoke(self, ctx: Any) -> Any:
-        """Run the command; a usage error (bad option value, unknown option) of a ``--json`` call is also a JSON
-        error object on stdout, as every other error of a ``--json`` call (``common.report_error``)."""
+        """Run the command; a usage error (an option's value out of range, an unknown option, a missing argument)
+        is one line on stderr, ``error: MESSAGE (COMMAND --help: usage)``, and exit 2, as every bad input is, not
+        typer's boxed usage; with ``--json`` it is also a JSON error object on stdout (``common.report_error``)."""
         from typer._click.exceptions import UsageError
 
         args = [*getattr(ctx, "protected_args", []), *ctx.args]
         try:
             return super().invoke(ctx)
         except UsageError as exc:
-            if "--json" in args:
-                from sparsedebug.cli.common import emit_json
+            _usage_line(exc, args, ctx.command_path)
 
-                message = exc.format_message()
-                emit_json({"error": {"exit_code": exc.exit_code, "message": message, "lines": message.splitlines()}})
-            raise
+    def make_context(self, info_name: str | None, args: list[str], parent: Any = None, **extra: Any) -> Any:
+        """The root's context; a usage error of the root's own options is one line, as a command's is."""
+        from typer._click.exceptions import UsageError
+
+        given = list(args)
+        try:
+            return super().make_context(info_name, args, parent=parent, **extra)
+        except UsageError as exc:
+            _usage_line(exc, given, info_name or "sparsedebug")
+
+
+def _usage_line(exc: Any, args: list[str], command_path: str) -> NoReturn:
+    """Say a usage error in one line on stderr, ``error: MESSAGE (COMMAND --help: usage)``, naming the value given
+    to the option it is about, and exit with its code; with ``--json`` also as a JSON error object on stdout. A
+    group called without a command (its help is the answer) is left to typer."""
+    message = " ".join(exc.format_message().split())
+    if not message:
+        raise exc
+    given = _given_value(args, getattr(exc, "param", None))
+    if given is not None and repr(given) not in message and f" {given} " not in f" {message} ":
+        message = f"{message.rstrip('.')}, got {given!r}"
+    if "--json" in args:
+        from sparsedebug.cli.common import emit_json
+
+        emit_json({"error": {"exit_code": exc.exit_code, "message": message, "lines": [message]}})
+    where = exc.ctx.command_path if exc.ctx is not None else command_path
+    typer.echo(f"error: {message} ({where} --help: usage)", err=True)
+    raise typer.Exit(exc.exit_code) from None
+
+
+def _given_value(args: list[str], param: Any) -> str | None:
+    """The value given on the command line to the option ``param`` (``--opt VALUE`` or ``--opt=VALUE``; the last
+    when repeated), None when it is no option or was not given."""
+    found = None
+    for opt in getattr(param, "opts", None) or []:
+        if not opt.startswith("-"):
+            continue
+        for k, arg in enumerate(args):
+            if arg == opt and k + 1 < len(args):
+                found = args[k + 1]
+            elif arg.startswith(f"{opt}="):
+                found = arg.split("=", 1)[1]
+    return found
 
 
 def _listed(cmd_name: str) -> TyperCommand | None:

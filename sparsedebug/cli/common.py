@@ -10,11 +10,12 @@ with one line on stderr and exit 128 + the signal number (130, 143, 129).
 
 from __future__ import annotations
 
+import errno
 import functools
 from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, ParamSpec, TypeVar
 
 import typer
 from rich.console import Console
@@ -219,6 +220,13 @@ def handle_errors(func: Callable[P, R]) -> Callable[P, R]:
         except Interrupted as exc:
             report_error([f"interrupted by {exc.name}; nothing half-written was left"], exc.exit_code, as_json=as_json)
             raise typer.Exit(exc.exit_code) from None
+        except OSError as exc:
+            if exc.errno == errno.ENAMETOOLONG and exc.filename is not None:  # a path looked up before it was read
+                report_error([f"{exc.filename}: name too long for the file system"], EXIT_BAD_INPUT, as_json=as_json)
+                raise typer.Exit(EXIT_BAD_INPUT) from None
+            if exc.errno not in _OUTPUT_STREAM_FULL or exc.filename is not None:
+                raise
+            _stream_failed(exc)
         except ImportError as exc:
             from sparsedebug.core.budget import library_not_mapped
 
@@ -229,6 +237,30 @@ def handle_errors(func: Callable[P, R]) -> Callable[P, R]:
             raise typer.Exit(EXIT_BAD_INPUT) from None
 
     return wrapper
+
+
+_OUTPUT_STREAM_FULL = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EPIPE}
+"""A write to an open stream (stdout: ``> /dev/full``, a full disk, a closed pipe) that failed: bad ground for the
+output, not a bug. Writes to a named file (``-o``) say so themselves (``core.io.atomic_write_text``)."""
+
+
+def _stream_failed(exc: OSError) -> NoReturn:
+    """Stop a command whose standard output cannot be written: one line on stderr and exit 2; a reader that closed
+    the pipe (``| head``) ends it quietly with exit 1, as rich's console does for the tables. Standard output is
+    pointed at ``/dev/null`` first, so that Python's flush at exit does not fail a second time with a traceback."""
+    import os
+    import sys
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # no real file behind stdout (a test's capture): nothing to redirect
+        pass
+    if exc.errno == errno.EPIPE:
+        raise typer.Exit(EXIT_CHECK_FAILED)
+    typer.echo(f"error: cannot write to standard output: {exc.strerror}", err=True)
+    raise typer.Exit(EXIT_BAD_INPUT)
 
 
 def _rank_progress(label: str) -> tuple[Progress, OnRank]:
@@ -267,6 +299,18 @@ def rank_pair(base: Path, cand: Path, executor: str, *, json_out: bool, wide: bo
     return base_file, cand_file, comparison
 
 
+def check_executor_option(value: str) -> str:
+    """Refuse an ``--executor`` value that names no executor before any work (``sources.runset.executors``)."""
+    if value != "local":
+        from sparsedebug.sources.runset.executors import executor_kind
+
+        try:
+            executor_kind(value)
+        except UserError as exc:
+            raise typer.BadParameter(str(exc).split(": ", 1)[1]) from None
+    return value
+
+
 ExecutorOption = Annotated[
-    str, typer.Option("--executor", help="Run sets (directories or globs of per-rank traces): local (processes), inprocess, dask://HOST:PORT or a Dask scheduler file.")
+    str, typer.Option("--executor", callback=check_executor_option, help="Run sets (directories or globs of per-rank traces): local (processes), inprocess, dask://HOST:PORT or a Dask scheduler file.")
 ]

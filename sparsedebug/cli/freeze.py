@@ -73,6 +73,10 @@ def freeze(
             raise typer.Exit(EXIT_CHECK_FAILED)
         return
 
+    if workload is not None:  # pin only a file the replay would read: a binary or malformed one is refused here
+        from sparsedebug.sources.detect import load_workload
+
+        load_workload(workload)
     record = fingerprint.collect(seed=seed, workload=workload, model=model, calibrate_machine=calibrate)
     if output is not None:
         record = fingerprint.relative_to(record, output.parent)

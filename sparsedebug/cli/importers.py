@@ -259,7 +259,12 @@ def _utc_time(text: str, option: str) -> float:
     except ValueError:
         try:
             stamp = datetime.fromisoformat(text.strip())
-        except ValueError:
+        except ValueError as exc:
+            from sparsedebug.sources.importers.alignment import calendar_problem
+
+            reason = calendar_problem(exc)
+            if reason is not None:
+                raise UserError(f"{option} {text!r}: no such date or time: {reason}") from None
             raise UserError(f"{option} {text!r}: expected UTC seconds since the epoch or an ISO 8601 time like 2026-11-29T23:42:36.5Z") from None
         return (stamp if stamp.tzinfo is not None else stamp.replace(tzinfo=UTC)).timestamp()
     from sparsedebug.sources.importers.power.channels import MAX_EPOCH_S

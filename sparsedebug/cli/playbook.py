@@ -15,6 +15,7 @@ from sparsedebug.cli.common import (
     SmiUtcOffsetOption,
     WideOption,
     allowed_dimensions,
+    check_executor_option,
     console,
     emit_json,
     err_console,
@@ -136,7 +137,7 @@ def run(
     latency: LatencyOption = None,
     no_reduce: Annotated[bool, typer.Option("--no-reduce", help="Skip the ddmin reduction to a reproducer in step 4 (faster).")] = False,
     executor: Annotated[
-        str, typer.Option("--executor", help="Run sets: parse ranks with local (processes), inprocess, dask://HOST:PORT or a Dask scheduler file.")
+        str, typer.Option("--executor", callback=check_executor_option, help="Run sets: parse ranks with local (processes), inprocess, dask://HOST:PORT or a Dask scheduler file.")
     ] = "local",
     check: Annotated[
         bool, typer.Option("--check", help="Exit 1 when the decision is rollback or escalate (for CI); the bundle is written either way.")

@@ -12,9 +12,10 @@ from __future__ import annotations
 import math
 
 from sparsedebug.core.errors import UserError
+from sparsedebug.records.defaults import MAX_DURATION_MS
 
 # The longest event a profiler trace can hold, in microseconds: a week (Kineto traces cover seconds to hours).
-MAX_TRACE_DURATION_US = 7 * 24 * 3600 * 1e6
+MAX_TRACE_DURATION_US = MAX_DURATION_MS * 1e3
 
 # The latest event start in a trace, in microseconds: the last second of year 9999 (Kineto writes epoch or boot time).
 MAX_TRACE_TIMESTAMP_US = 253_402_300_799.0 * 1e6

@@ -6,11 +6,14 @@ line per problem in the form ``FILE: field.path: message``.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import math
 import os
 import re
+import stat
+import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -93,6 +96,32 @@ class _Loader(yaml.SafeLoader):
     base-60 integer 124 (an unquoted N:M pattern would otherwise be read as a number)."""
 
 
+def _mapping_without_repeats(loader: yaml.SafeLoader, node: yaml.Node, deep: bool = False) -> dict[Any, Any]:
+    """A YAML mapping whose keys are each given once: a key given twice (the last silently winning in PyYAML) is
+    a ``malformed YAML`` error at the second one, naming the line of the first."""
+    seen: dict[Any, yaml.Node] = {}
+    if not isinstance(node, yaml.MappingNode):  # an explicit !!map on a list or a scalar
+        raise yaml.constructor.ConstructorError(None, None, "expected a mapping", node.start_mark)
+    for key_node, _ in node.value:
+        if key_node.tag == "tag:yaml.org,2002:merge":  # ``<<: *anchor``: its keys may be given again, to override them
+            continue
+        key = loader.construct_object(key_node, deep=deep)
+        try:
+            first = seen.get(key)
+        except TypeError:  # an unhashable key: PyYAML's own error below names it
+            continue
+        if first is not None:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"key {key!r} given twice (first at line {first.start_mark.line + 1}); give it once",
+                key_node.start_mark,
+            )
+        seen[key] = key_node
+    return yaml.SafeLoader.construct_mapping(loader, node, deep=deep)
+
+
+_Loader.add_constructor("tag:yaml.org,2002:map", _mapping_without_repeats)
+
+
 def _numbers_as_yaml_1_2() -> None:
     numeric = {"tag:yaml.org,2002:int", "tag:yaml.org,2002:float"}
     _Loader.yaml_implicit_resolvers = {
@@ -117,6 +146,8 @@ def load_data(path: Path) -> Any:
         return load_json_text(text, str(path))
     try:
         return yaml.load(text, Loader=_Loader)  # noqa: S506 (a SafeLoader)
+    except RecursionError:
+        raise UserError(f"{path}: YAML nested too deeply to read") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""
@@ -142,6 +173,10 @@ def _upper_bound(model: type[BaseModel] | None, loc: tuple[Any, ...]) -> Any:
     return None
 
 
+# pydantic's errors of a number out of its field's range: the message names the value read.
+_RANGE_ERRORS = {"greater_than", "greater_than_equal", "less_than", "less_than_equal", "finite_number"}
+
+
 def format_validation_error(source: str, exc: ValidationError, model: type[BaseModel] | None = None) -> str:
     """One line per problem: ``SOURCE: field.path: message`` (a number too large to hold says the field's limit)."""
     lines = []
@@ -152,6 +187,8 @@ def format_validation_error(source: str, exc: ValidationError, model: type[BaseM
             msg = "unknown field"
         elif err["type"] == "missing":
             msg = "missing field"
+        elif err["type"] in _RANGE_ERRORS:
+            msg = f"{msg}, got {err['input']!r}"
         elif err["type"] == "int_parsing_size":
             bound = _upper_bound(model, tuple(err["loc"]))
             limit = f"; at most {bound:,}" if isinstance(bound, int) else ""
@@ -215,17 +252,68 @@ def dump_text(record: BaseModel, path: Path) -> str:
     return dumps_json(data) + "\n"
 
 
-def check_output(path: Path, option: str | None = None) -> Path:
-    """Refuse an output path that cannot be written, before any work is done; return its folder.
+def existing_kind(path: Path, said: str) -> str | None:
+    """What stands at ``path`` (symbolic links followed): None when nothing, else ``file``, ``directory``,
+    ``character device``, ``pipe``, ``block device``, ``socket``; a name the file system cannot hold is refused."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if exc.errno == errno.ENAMETOOLONG:
+            longest = max((len(part) for part in path.parts), default=0)
+            raise UserError(f"{said}: name too long for the file system ({longest} characters in one part of the path)") from None
+        if exc.errno == errno.ENOTDIR:
+            return None  # a file where a folder of the path should be: named by the folder check
+        raise UserError(f"{said}: cannot look up: {exc.strerror or exc}") from None
+    for test, kind in (
+        (stat.S_ISREG, "file"), (stat.S_ISDIR, "directory"), (stat.S_ISCHR, "character device"),
+        (stat.S_ISFIFO, "pipe"), (stat.S_ISBLK, "block device"), (stat.S_ISSOCK, "socket"),
+    ):
+        if test(mode):
+            return kind
+    return "special file"
 
-    One line naming the path (and ``option``, the flag that gave it): a folder given
-    where a file is meant, a file standing where a folder of the path should be, a
-    folder that does not exist (create it first), or one this process cannot write to.
-    """
+
+def check_input_file(path: Path, option: str | None = None) -> None:
+    """Refuse an input that is not a regular file, saying what it is: missing (``file not found``), a folder, or a
+    device, pipe or socket (``/dev/zero`` never ends; a pipe can be read once): one line naming the path (and
+    ``option``, the flag that gave it)."""
     said = f"{path} ({option})" if option else str(path)
-    if path.is_dir():
-        raise UserError(f"{said}: is a directory; give a file name inside it (e.g. {path / ('out' + (path.suffix or '.json'))})")
-    directory = path.parent if str(path.parent) else Path(".")
+    kind = existing_kind(path, said)
+    if kind is None:
+        raise UserError(f"{path}: file not found" + (f" ({option})" if option else ""))
+    if kind == "directory":
+        raise UserError(f"{said}: is a directory, expected a file")
+    if kind != "file":
+        raise UserError(f"{said}: is a {kind}, not a regular file; save its content to a file and give that")
+
+
+# What an output path may already be besides a file: written through (``/dev/stdout``, ``/dev/null``, a named
+# pipe), never replaced by renaming a temporary file over it.
+WRITTEN_THROUGH = ("character device", "pipe")
+
+
+def open_stream_fd(path: Path) -> int | None:
+    """The descriptor of this process's open stream that ``path`` names (``/dev/stdout`` 1, ``/dev/stderr`` 2,
+    ``/dev/fd/N`` and ``/proc/self/fd/N`` N), itself or through symbolic links; None for any other path. What
+    the stream leads to (a terminal, a pipe, the file the shell redirected to) is written through that
+    descriptor, in order with the rest of the output, and nothing on the way is renamed."""
+    hop, seen = path, 0
+    while True:
+        text = os.path.normpath(str(hop if hop.is_absolute() else Path.cwd() / hop))
+        named = {"/dev/stdout": 1, "/dev/stderr": 2}.get(text)
+        found = re.match(rf"^/(?:dev/fd|proc/(?:self|{os.getpid()})/fd)/(\d+)$", text)
+        if named is not None or found is not None:
+            return named if named is not None else int(found.group(1)) if found is not None else None
+        if seen == 40 or not hop.is_symlink():
+            return None
+        hop, seen = hop.parent / os.readlink(hop), seen + 1
+
+
+def check_output_directory(directory: Path, said: str) -> None:
+    """Refuse an output's folder that is missing (naming a file that stands where a folder of it should be) or
+    that this process cannot write to; ``said`` names the output (and the option that gave it)."""
     if not directory.is_dir():
         blocker = next((p for p in [directory, *directory.parents] if p.exists()), None)
         if blocker is not None and not blocker.is_dir():
@@ -233,6 +321,32 @@ def check_output(path: Path, option: str | None = None) -> Path:
         raise UserError(f"{said}: output directory {directory} does not exist; create it first (mkdir -p {directory})")
     if not os.access(directory, os.W_OK | os.X_OK):
         raise UserError(f"{said}: cannot write to {directory}: permission denied")
+
+
+def check_output(path: Path, option: str | None = None) -> Path:
+    """Refuse an output path that cannot be written, before any work is done; return its folder.
+
+    One line naming the path (and ``option``, the flag that gave it): a folder given
+    where a file is meant, a block device or socket (never replaced), a name too long,
+    a file standing where a folder of the path should be, a folder that does not exist
+    (create it first), or one this process cannot write to. A character device or pipe
+    (``/dev/stdout``, ``/dev/null``) is accepted: :func:`atomic_write_text` writes through it.
+    """
+    said = f"{path} ({option})" if option else str(path)
+    kind = existing_kind(path, said)
+    stream = open_stream_fd(path)
+    if path.is_symlink() and kind is not None and stream is None:
+        path = Path(os.path.realpath(path))  # a link to a file: the file is replaced, the link kept
+    directory = path.parent if str(path.parent) else Path(".")
+    if stream is not None:
+        return directory
+    if kind == "directory":
+        raise UserError(f"{said}: is a directory; give a file name inside it (e.g. {path / ('out' + (path.suffix or '.json'))})")
+    if kind in WRITTEN_THROUGH:
+        return directory
+    if kind not in (None, "file"):
+        raise UserError(f"{said}: is a {kind}, not a file; sparsedebug never replaces one: choose a file path")
+    check_output_directory(directory, said)
     return directory
 
 
@@ -241,9 +355,25 @@ def atomic_write_text(path: Path, text: str) -> None:
 
     An interrupted write leaves either the old file or none, never a truncated one.
     The file gets the mode a plain ``open`` would give it (0666 minus the umask),
-    not the 0600 of the temporary file.
+    not the 0600 of the temporary file. A character device or pipe at ``path``
+    (``/dev/null``, a named pipe) or one of this process's streams (``/dev/stdout``,
+    whatever it resolves to) is written through, never replaced; a symbolic link to a
+    file is kept, and the file it names replaced.
     """
     directory = check_output(path)
+    stream = open_stream_fd(path)
+    if stream is not None or existing_kind(path, str(path)) in WRITTEN_THROUGH:
+        try:
+            if stream is not None:
+                for open_stream in (sys.stdout, sys.stderr):
+                    open_stream.flush()  # what was printed before comes first
+            with (os.fdopen(os.dup(stream), "w", encoding="utf-8") if stream is not None else path.open("w", encoding="utf-8")) as handle:
+                handle.write(text)
+        except OSError as exc:
+            raise UserError(f"{path}: cannot write: {exc.strerror}") from None
+        return
+    if path.is_symlink():
+        path = Path(os.path.realpath(path))  # as check_output: the link's file is replaced, the link kept
     try:
         fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
     except OSError as exc:

@@ -16,6 +16,8 @@ from sparsedebug.core.dispatch import backend_changed, dispatch_causes, dispatch
 from sparsedebug.core.dtypes import canonical_dtype, dtype_in_text
 from sparsedebug.core.kernel_names import classify_kernel
 from sparsedebug.core.stats import median
+from sparsedebug.records.comparability import MODEL_MIN_SHARE
+from sparsedebug.records.notes import Note, note
 from sparsedebug.records.run import (
     DENSE,
     DispatchCause,
@@ -181,6 +183,23 @@ def kernel_named(run: RunRecord) -> bool:
     """A record whose 'layers' are kernel names (a trace without layer annotations or CPU ops)."""
     layers = run.lower.layers
     return bool(layers) and all(layer.kernels == [layer.name] for layer in layers)
+
+
+def kernel_names(run: RunRecord) -> set[str]:
+    """Every kernel name the run's lowering records."""
+    return {kernel for layer in run.lower.layers for kernel in layer.kernels}
+
+
+def unrelated_by_kernels(base: RunRecord, cand: RunRecord) -> Note | None:
+    """Where layers are kernel names (a CUDA-graph replay: :func:`kernel_named`) the kernels stand in for the model's
+    identity: one model's sparse build swaps some GEMM kernels and keeps the rest (13 of 14 on the shared H200 pair),
+    another model shares few. The facts of a pair sharing under ``MODEL_MIN_SHARE`` of the smaller set, else None."""
+    names_b, names_c = kernel_names(base), kernel_names(cand)
+    common, smaller = len(names_b & names_c), min(len(names_b), len(names_c))
+    if not smaller or common >= MODEL_MIN_SHARE * smaller:
+        return None
+    return note("locate.differ.kernels", common=common, smaller=smaller, base=base.name, cand=cand.name,
+                base_kernels=len(names_b), cand_kernels=len(names_c))
 
 
 def fallback_flop_share(run: RunRecord) -> float | None:

@@ -1,6 +1,7 @@
 """Compare only what is comparable: the one check every comparing command runs first.
 
-:func:`check_pair` decides, from layer shapes and device properties (never from names),
+:func:`check_pair` decides, from layer shapes and device properties (never from layer names;
+where layers are kernel names, a CUDA-graph replay, from the kernels the two share),
 whether a baseline and a candidate are runs of
 
 - the same **model**: layers are matched by identity (op kind, weight shape, feature
@@ -34,7 +35,7 @@ from dataclasses import dataclass
 
 from sparsedebug.core.errors import UserError
 from sparsedebug.core.kernel_names import primary_class
-from sparsedebug.core.patterns import kernel_named
+from sparsedebug.core.patterns import kernel_named, unrelated_by_kernels
 from sparsedebug.records.comparability import (
     DIMENSIONS,
     MODEL_MIN_SHARE,
@@ -255,8 +256,8 @@ def _merge_group(name: str, members: list[GraphLayer], coarse: GraphLayer, run: 
             "reason": None if sparse else main.reason,
             "kernel_class": primary_class(classes) if classes else None,
             "kernels": list(dict.fromkeys(k for lo in lowers for k in lo.kernels)),
-            "detail": f"merged from {len(members)} op layer(s) of the unannotated run: " + ", ".join(g.name for g in members[:4])
-            + (" ..." if len(members) > 4 else ""),
+            "detail": note("locate.compare.merged_layer", count=len(members), layers=[g.name for g in members[:4]],
+                           more=max(len(members) - 4, 0)),
         })
     kernels = [run.kernel[g.name] for g in members if g.name in run.kernel]
     kernel = None
@@ -432,6 +433,9 @@ def check_pair(base: RunRecord, cand: RunRecord, allow: Iterable[Dimension] = ()
     )) if named else match_layers(base, cand)
     if named:
         notes.append(note("locate.compare.kernel_named"))
+        unrelated = unrelated_by_kernels(base, cand) if dominant_dtype(base) == dominant_dtype(cand) else None
+        if unrelated is not None:  # another dtype renames the kernels: the dtype difference says so instead
+            differ("model", f"{unrelated.values['base_kernels']} kernels", f"{unrelated.values['cand_kernels']} kernels ({unrelated.values['common']} in common)", unrelated)
     elif match.share < MODEL_MIN_SHARE:
         differ("model", f"{match.base_layers} layers", f"{match.cand_layers} layers", _model_facts("locate.differ.model", match, base, cand))
     elif match.matched < max(match.base_layers, match.cand_layers):
@@ -487,13 +491,11 @@ def require_comparable(base: RunRecord, cand: RunRecord, allow: Iterable[Dimensi
             pair.check,
             f"{base.name} vs {cand.name}: not comparable: " + "; ".join(f"{d.dimension}: {d.base} vs {d.cand}" + (
                 f" ({pair.check.layers.matched} of {max(pair.check.layers.base_layers, pair.check.layers.cand_layers)} layers match by op and shape)"
-                if d.dimension == "model" else "") for d in blocking)
+                if d.facts.code == "locate.differ.model" else "") for d in blocking)
             + "; pass " + " ".join(f"--allow-different {d.dimension}" for d in blocking) + " to compare anyway",
         )
     return pair
 
 
-__all__ = [
-    "ComparedPair", "NotComparableError", "check_pair", "device_of", "dominant_dtype",
-    "launch_of", "match_layers", "phase_of", "require_comparable",
-]
+__all__ = ["ComparedPair", "NotComparableError", "check_pair", "device_of", "dominant_dtype", "launch_of", "match_layers",
+           "phase_of", "require_comparable"]

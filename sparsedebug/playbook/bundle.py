@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sparsedebug.core.errors import UserError
+from sparsedebug.core.io import check_output_directory, existing_kind
 from sparsedebug.core.signals import signals_deferred
 from sparsedebug.records.notes import Note, note
 from sparsedebug.sources.bundle import MANIFEST
@@ -36,19 +37,16 @@ def check_out_dir(out_dir: Path, *, force: bool = False) -> None:
     An existing bundle is replaced only with ``force``; without it the walk stops
     before doing anything, naming the bundle it would have replaced.
     """
-    if out_dir.exists():
-        if not out_dir.is_dir():
-            raise UserError(f"{out_dir}: exists and is not a directory")
+    kind = existing_kind(out_dir, f"{out_dir} (-o)")
+    if kind is not None:
+        if kind != "directory":
+            raise UserError(f"{out_dir}: exists and is a {kind}, not a directory; choose another -o")
         if any(out_dir.iterdir()):
             if not (out_dir / MANIFEST).is_file():
                 raise UserError(f"{out_dir}: not empty and not a sparsedebug bundle; choose another -o")
             if not force:
                 raise UserError(f"{out_dir}: holds a bundle already; pass --force to replace it, or choose another -o")
-    parent = out_dir.parent if str(out_dir.parent) else Path(".")
-    if not parent.is_dir():
-        raise UserError(f"{out_dir}: parent directory {parent} does not exist")
-    if not os.access(parent, os.W_OK):
-        raise UserError(f"{out_dir}: cannot write to {parent}")
+    check_output_directory(out_dir.parent if str(out_dir.parent) else Path("."), str(out_dir))
 
 
 def _pid_running(pid: int) -> bool:

@@ -107,7 +107,7 @@ class _Walk:
     def load(self, role: str) -> RunRecord:
         """Replay, import or load one input as a run record (a replay with the CPU package's RAPL counter read around it)."""
         from sparsedebug.sources.detect import load_run
-        return self.meter.run(role if self.replayed(role) else None, lambda: load_run(self.paths[role], repeats=self.repeats, progress=self.say.progress))
+        return self.meter.run(role if self.replayed(role) else None, lambda: load_run(self.paths[role], repeats=self.repeats, progress=self.say.progress, compared=True))
 
 
 def _freeze(w: _Walk) -> None:

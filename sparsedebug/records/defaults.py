@@ -10,6 +10,10 @@ from __future__ import annotations
 
 from typing import Literal
 
+# The longest time any measured duration can be, in milliseconds: a week. A profiler trace's event, a forward's
+# latency, a kernel's samples in a record: a value beyond it is no measurement (``core.bounds``, ``records.run.TimeMs``).
+MAX_DURATION_MS = 7 * 24 * 3600 * 1e3
+
 # Upper bound of every repeat count (workload ``repeats``, ``--repeats``, ``--rounds``, ``--probe-repeats``).
 MAX_REPEATS = 10_000
 

@@ -33,6 +33,7 @@ from pydantic import AfterValidator, Field
 
 from sparsedebug.records.base import FACTS_SCHEMA_VERSION, Record
 from sparsedebug.records.comparability import DeviceInfo
+from sparsedebug.records.defaults import MAX_DURATION_MS
 from sparsedebug.records.engine import EngineBuild, EngineLayer
 from sparsedebug.records.fingerprint import FileDigest, Fingerprint
 from sparsedebug.records.notes import Note
@@ -69,10 +70,9 @@ SparsityIntent = Annotated[str, AfterValidator(canonical_intent)]
 
 # --------------------------------------------------------------------------- run record
 
-# A measured time in ms that rank tests compare: finite and positive.
-TimeMs = Annotated[float, Field(gt=0, allow_inf_nan=False)]
-# A measured duration in ms that may be zero (idle or busy time): finite and not negative.
-DurationMs = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+# Measured ms, finite and at most a week (``MAX_DURATION_MS``): a time rank tests compare (positive), a duration (idle, busy: may be 0).
+TimeMs = Annotated[float, Field(gt=0, le=MAX_DURATION_MS, allow_inf_nan=False)]
+DurationMs = Annotated[float, Field(ge=0, le=MAX_DURATION_MS, allow_inf_nan=False)]
 
 
 class OpKind(StrEnum):

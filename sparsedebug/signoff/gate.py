@@ -186,8 +186,9 @@ def _unstable(check_id: CheckId, base: RunRecord, cand: RunRecord, policy: OnInc
     ]
     if not unstable:
         return None
+    problems = sorted({n.code for run in (base, cand) if run.outcome.timing is not None for n in run.outcome.timing.problems})
     return GateCheck(id=check_id, status="inconclusive", on_inconclusive=policy,
-                     basis=[note("gate.timings_unstable", runs=unstable, policy=policy)])
+                     basis=[note("gate.timings_unstable", runs=unstable, policy=policy, session=same_rounds, problems=problems)])
 
 
 def _no_samples(check_id: CheckId, base: RunRecord, cand: RunRecord, policy: OnInconclusive) -> GateCheck:

@@ -24,6 +24,7 @@ from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from sparsedebug.core.errors import UserError
 from sparsedebug.core.io import validate
 from sparsedebug.records.run import RunRecord
 from sparsedebug.sources.registry import input_kind
@@ -72,13 +73,16 @@ def load_run(
     repeats: int | None = None,
     progress: Progress | None = None,
     accept: Collection[RunKind] | None = None,
+    compared: bool = False,
 ) -> RunRecord:
     """Load a run record as is, replay a workload, or import a trace into a ``RunRecord``.
 
     ``repeats`` overrides a replayed workload's repetitions. ``progress(stage, done,
     total)`` is the replay's progress callback (also called once around a trace
     import). ``accept`` lists the kinds the caller takes; another kind is a
-    ``UserError`` saying what the file is and what was expected.
+    ``UserError`` saying what the file is and what was expected. ``compared``: the
+    run is one side of a comparison, an imported profile refused when it holds too few
+    forwards (:func:`check_enough_forwards`; a run record's stages say so themselves).
     """
     name, data = sniff_as(path, run_kinds() if accept is None else accept)
     kind = input_kind(name)
@@ -94,7 +98,26 @@ def load_run(
     record = kind.load(path)
     if progress is not None:
         progress(kind.verb, 1, 1)
+    if compared:
+        check_enough_forwards(record, path)
     return record
+
+
+# Fewest forwards an imported profile must hold to be compared as a run: one sample has no spread, so nothing can
+# say whether a difference to it is more than noise (two are "too few samples" to the stages, which say so).
+MIN_COMPARED_FORWARDS = 2
+
+
+def check_enough_forwards(run: RunRecord, path: Path) -> None:
+    """Refuse an imported profile compared as a run when it measured a single forward (a trace of one kernel event,
+    one profiler step): a ratio of two single samples is no speedup. A run with none is left to the stages, which
+    say so (``locate.outcome.no_samples``), as they say a run of two is too few to decide."""
+    count = len(run.outcome.latency_samples_ms)
+    if 0 < count < MIN_COMPARED_FORWARDS:
+        raise UserError(
+            f"{path}: outcome.latency_samples_ms: {count} forward measured; a run compared with another needs at least "
+            f"{MIN_COMPARED_FORWARDS} (profile more steps: one sample per iteration)"
+        )
 
 
 def load_pair(
@@ -130,8 +153,8 @@ def load_pair(
         workloads = [parse_workload(data, str(path), require_version=True) for (_, data), path in zip(kinds, (base, cand), strict=True)]
         return replay_pair(workloads[0], workloads[1], repeats=repeats, progress=progress, base_path=base, cand_path=cand)
     return (
-        load_run(base, repeats=repeats, progress=progress, accept=accept),
-        load_run(cand, repeats=repeats, progress=progress, accept=accept),
+        load_run(base, repeats=repeats, progress=progress, accept=accept, compared=True),
+        load_run(cand, repeats=repeats, progress=progress, accept=accept, compared=True),
     )
 
 

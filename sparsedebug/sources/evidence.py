@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from sparsedebug.core.errors import UserError
+from sparsedebug.core.io import check_input_file
 from sparsedebug.records.artifacts import NcuReport, SmiReport
 from sparsedebug.records.fingerprint import Fingerprint
 from sparsedebug.records.power import UtcOffsetSource
@@ -100,25 +100,30 @@ NO_EVIDENCE_PATHS = EvidencePaths()
 """No evidence file given."""
 
 
-def check_evidence_paths(paths: EvidencePaths) -> None:
-    """A ``UserError`` naming the option when a given evidence file does not exist, or ``--smi-utc-offset``
-    is not a finite number of hours a time zone can be ahead of UTC (``core.bounds.check_bounded``)."""
-    from sparsedebug.sources.importers.power.load import check_utc_offset
+def check_evidence_paths(paths: EvidencePaths) -> tuple[NcuReport | None, SmiReport | None]:
+    """Read every evidence file given, before any work: a ``UserError`` naming the option when one is not a
+    file, the file, line and value when one is malformed or holds what no measurement can (``--ncu``,
+    ``--smi``, ``--power``, ``--latency``, each by its own reader), or when ``--smi-utc-offset`` is not a
+    finite number of hours a time zone can be ahead of UTC (``core.bounds.check_bounded``). A walk thus
+    refuses a bad log before step 1, not after the steps before the one that reads it. Returns the ``--ncu``
+    and ``--smi`` reports read."""
+    from sparsedebug.sources.importers.power.load import check_utc_offset, load_power_log
 
     check_utc_offset(paths.smi_utc_offset_h, "--smi-utc-offset")
     for option, path in paths.given():
-        if not path.is_file():
-            raise UserError(f"{path}: file not found ({option})")
+        check_input_file(path, option)
     if paths.latency is not None:
         from sparsedebug.sources.latency import load_latencies
 
         for path in paths.latency:
-            load_latencies(path)  # a bad file is refused before any work
+            load_latencies(path)
+    reports = _load_reports(paths)
+    if paths.power is not None:
+        load_power_log(paths.power)
+    return reports
 
 
-def load_evidence(paths: EvidencePaths) -> AttachedEvidence:
-    """Check and load every evidence file given; a bad file is a one-line ``UserError`` naming it."""
-    check_evidence_paths(paths)
+def _load_reports(paths: EvidencePaths) -> tuple[NcuReport | None, SmiReport | None]:
     ncu = smi = None
     if paths.ncu is not None:
         from sparsedebug.sources.importers.ncu import load_ncu
@@ -128,4 +133,10 @@ def load_evidence(paths: EvidencePaths) -> AttachedEvidence:
         from sparsedebug.sources.importers.nvidia_smi import load_smi
 
         smi = load_smi(paths.smi)
+    return ncu, smi
+
+
+def load_evidence(paths: EvidencePaths) -> AttachedEvidence:
+    """Check and load every evidence file given; a bad file is a one-line ``UserError`` naming it."""
+    ncu, smi = check_evidence_paths(paths)
     return AttachedEvidence(ncu=ncu, smi=smi, smi_utc_offset_h=paths.smi_utc_offset_h)

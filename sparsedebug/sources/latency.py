@@ -22,9 +22,11 @@ import io
 import math
 from pathlib import Path
 
+from sparsedebug.core.bounds import check_bounded
 from sparsedebug.core.errors import UserError
 from sparsedebug.core.io import load_json_text, read_text
 from sparsedebug.core.stats import percentiles
+from sparsedebug.records.defaults import MAX_DURATION_MS
 from sparsedebug.records.run import RunRecord
 
 # Milliseconds per unit, by the unit a column or key name ends in.
@@ -47,6 +49,7 @@ def _check(path: Path, values: list[float], where: list[str]) -> list[float]:
     for value, place in zip(values, where, strict=True):
         if not math.isfinite(value) or value <= 0:
             raise UserError(f"{path}: {place}: {value!r} is not a positive, finite latency")
+        check_bounded(value, f"{path}: {place}: latency (ms)", 0.0, MAX_DURATION_MS, "milliseconds")
     if len(values) < MIN_LATENCIES:
         raise UserError(f"{path}: {len(values)} latencies: at least {MIN_LATENCIES} forwards are needed (one value per forward)")
     return values

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from sparsedebug.core.errors import UserError
-from sparsedebug.core.io import load_data, reading
+from sparsedebug.core.io import check_input_file, load_data, reading
 from sparsedebug.sources.registry import input_kind, kind_names, record_kind, sniffed
 
 # What a BASE/CAND file holds: the name of a registered input kind (``sources.registry``).
@@ -65,8 +65,7 @@ def sniff(path: Path, accept: Collection[RunKind] | None = None) -> tuple[RunKin
         if found is not None:
             return found.name, None
         raise UserError(f"{path}: is a directory, expected a file (or a folder of {choices([k for k in run_kinds() if input_kind(k).folder])})")
-    if not path.is_file():
-        raise UserError(f"{path}: file not found")
+    check_input_file(path)
     head = _head(path)
     found = sniffed(path, head, accept)
     if found is not None:

@@ -57,21 +57,24 @@ def load_stacks() -> dict[str, tuple[StackProfile, Path]]:
 
 
 def parse_stack_spec(text: str) -> StackSpec:
-    """``NAME==VERSION`` (or ``NAME``) into the shipped profile and the version; ``UserError`` naming the known stacks."""
+    """``NAME==VERSION`` into the shipped profile and the version; ``UserError`` naming the known stacks, or a
+    missing version (the verdicts depend on the release)."""
     name, sep, version = text.partition("==")
     name = name.strip().lower()
     stacks = load_stacks()
     if name not in stacks:
         known = sorted({p.name for p, _ in stacks.values()})
         raise UserError(f"--stack {text!r}: unknown stack {name!r}; known: {', '.join(known) or 'none'} (write NAME==VERSION)")
-    if sep and not version.strip():
+    if not sep:
+        raise UserError(f"--stack {text!r}: no version; a stack's verdict depends on its release: write NAME==VERSION "
+                        f"(e.g. {name}==1.0)")
+    if not version.strip():
         raise UserError(f"--stack {text!r}: no version after '=='")
-    clean = version.strip() if sep else None
-    if clean is not None:
-        try:
-            release(clean)
-        except UserError as exc:
-            raise UserError(f"--stack {text!r}: {exc}") from None
+    clean = version.strip()
+    try:
+        release(clean)
+    except UserError as exc:
+        raise UserError(f"--stack {text!r}: {exc}") from None
     profile, path = stacks[name]
     return StackSpec(profile=profile, version=clean, file=path)
 

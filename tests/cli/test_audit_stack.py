@@ -133,7 +133,8 @@ def test_tensorrt_is_eligible_not_promised_and_torchao_removal_is_unknown_withou
 
 @pytest.mark.parametrize(
     ("spec", "needle"),
-    [("sglang==1.0", "unknown stack 'sglang'; known: pytorch, tensorrt, torchao, vllm"), ("vllm==", "no version after '=='"), ("vllm==abc", "expected release numbers")],
+    [("sglang==1.0", "unknown stack 'sglang'; known: pytorch, tensorrt, torchao, vllm"), ("vllm==", "no version after '=='"),
+     ("vllm", "--stack 'vllm': no version; a stack's verdict depends on its release: write NAME==VERSION"), ("vllm==abc", "expected release numbers")],
 )
 def test_bad_stack_is_one_line_exit_2(tmp_path: Path, spec: str, needle: str) -> None:
     assert_clean_error(invoke(["audit", str(_planted(tmp_path)), "--stack", spec]), 2, needle)

@@ -100,7 +100,8 @@ def test_bad_input_exits_2_with_one_line(gguf_path: Path, text_file: Path, extra
 def test_absurd_token_counts_are_refused_by_their_limit(gguf_path: Path, text_file: Path) -> None:
     result = invoke(["quality", str(gguf_path), "--tokens", str(10**12), "-m", "magnitude", "--text", str(text_file), "--json"])
     error = assert_json_error(result, 2)
-    assert str(error["message"]) == "Invalid value for '--tokens': Input should be less than or equal to 16777216"
+    assert str(error["message"]) == "Invalid value for '--tokens': Input should be less than or equal to 16777216, got '1000000000000'"
+    assert result.stderr.count("\n") == 1 and "Usage:" not in result.stderr  # one line, not typer's boxed usage
 
 
 def test_save_creates_its_folder_and_files_follow_the_umask(gguf_path: Path, text_file: Path, tmp_path: Path) -> None:

@@ -1,7 +1,7 @@
 """Fuzz the timing samples of run records: every value a sample list can hold, through bisect, gate and classify.
 
 A run record is validated on load like a workload: its samples are finite positive times
-(idle and busy times may be zero). A damaged sample is one clean line naming the field
+of at most a week (idle and busy times may be zero). A damaged sample is one clean line naming the field
 and exit 2, and then ``gate --junit`` leaves no file; an undamaged record gates and writes it.
 """
 
@@ -19,6 +19,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from sparsedebug.core.io import save_record
+from sparsedebug.records.defaults import MAX_DURATION_MS
 from tests.fuzz.conftest import FUZZ
 from tests.fuzz.harness import check_cli
 from tests.support.synth import dense_run, sparse_run
@@ -36,9 +37,9 @@ SAMPLE_FIELDS: tuple[tuple[Any, ...], ...] = (
 ZERO_ALLOWED = {("schedule", "busy_samples_ms")}
 """Sample lists that are durations, where zero is a valid measurement."""
 
-BAD_VALUES = st.sampled_from([math.nan, math.inf, -math.inf, -1.0, -1e-9, 0.0])
+BAD_VALUES = st.sampled_from([math.nan, math.inf, -math.inf, -1.0, -1e-9, 0.0, 1e300, MAX_DURATION_MS * 1.01])
 ODD_VALUES = st.one_of(
-    st.floats(min_value=1e-6, max_value=1e6, allow_nan=False), st.integers(1, 10**6), st.sampled_from([1e300, 5e-324])
+    st.floats(min_value=1e-6, max_value=1e6, allow_nan=False), st.integers(1, 10**6), st.sampled_from([MAX_DURATION_MS, 5e-324])
 )
 
 

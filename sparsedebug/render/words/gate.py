@@ -200,6 +200,25 @@ def _runs(v: Mapping[str, NoteValue]) -> str:
     return " and ".join(str(r) for r in runs) if isinstance(runs, list) else str(runs)
 
 
+_TIMING_PROBLEMS = {
+    "core.timing_spread": "samples spread wider than the policy allows",
+    "core.timing_disturbed": "rounds still disturbed after re-measuring",
+    "core.timing_contention": "other processes competing for the cores",
+}
+
+
+def _unstable_why(v: Mapping[str, NoteValue]) -> str:
+    """What made the timings unstable, and what to do: in one interleaved session the machine's common drift
+    cancels in each round's ratio, so what is left is spread within the rounds, which more rounds or a quieter
+    machine narrow; two separate runs are rerun on a quiet machine."""
+    problems = v.get("problems")
+    said = [_TIMING_PROBLEMS.get(str(p), str(p)) for p in problems] if isinstance(problems, list) else []
+    what = f": {', '.join(said)}" if said else ""
+    if v.get("session"):
+        return f"{what}; drift common to both sides cancels in each round's ratio, this spread does not: rerun with more rounds or on a quieter machine"
+    return f"{what}; rerun on a quiet machine"
+
+
 def _policy(v: Mapping[str, NoteValue]) -> str:
     return _POLICY_EFFECT.get(str(v.get("policy")), "")
 
@@ -245,8 +264,7 @@ _MISSING = {
 
 PHRASES: dict[str, Phrase] = {
     "gate.no_evidence": lambda v: f"no evidence: {_MISSING[str(v['missing'])]}",
-    "gate.timings_unstable": lambda v: (f"inconclusive: timings unstable ({_runs(v)}), neither pass nor fail; rerun on a quiet "
-                                        f"machine{_policy(v)}"),
+    "gate.timings_unstable": lambda v: f"inconclusive: timings unstable ({_runs(v)}){_unstable_why(v)}, neither pass nor fail{_policy(v)}",
     "gate.no_latency_samples": lambda v: (f"inconclusive: no latency samples in {_runs(v)} (0 measured), neither pass nor fail; "
                                           f"record the run's latency (replay, or a trace with iterations){_policy(v)}"),
     "gate.own_speedup": "run {run}'s own recorded speedup vs the dense model timed beside it {speedup:.3f}x",

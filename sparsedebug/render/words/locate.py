@@ -347,6 +347,10 @@ def _device(v: Mapping[str, NoteValue]) -> str:
 
 _COMPARE: dict[str, Phrase] = {
     "locate.differ.model": _model,
+    "locate.differ.kernels": (
+        "{common} of the {smaller} kernels of the run with fewer are in both ({base} vs {cand}; layers are kernel names, a "
+        "CUDA-graph replay: one model's runs share most of their kernels)"
+    ),
     "locate.differ.device": _device,
     "locate.differ.phase": "{base} vs {cand}",
     "locate.differ.tokens": lambda v: f"{v.get('base')} vs {v.get('cand')} tokens per call (x{as_float(v.get('ratio')):.3g})",
@@ -359,6 +363,10 @@ _COMPARE: dict[str, Phrase] = {
     "locate.compare.layers_changed": lambda v: f"layers changed: {_model(v)}",
     "locate.compare.renamed": "{count} matched layer(s) have other names in the candidate: compared under the baseline's names",
     "locate.compare.merged": "the {fine}'s {count} op layers merged into {groups} of the {coarse}'s annotated layers, op for op",
+    "locate.compare.merged_layer": lambda v: (
+        f"merged from {v['count']} op layer(s) of the unannotated run: {', '.join(as_names(v.get('layers')))}"
+        + (f" and {v['more']} more" if v.get("more") else "")
+    ),
     "locate.compare.backend": "backend {base} vs {cand}",
     "locate.compare.dtype_changed": lambda v: (
         f"dtype changed on {v.get('count')} layer(s): {', '.join(as_names(v.get('layers')))}" + (" ..." if v.get("more") else "")

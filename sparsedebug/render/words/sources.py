@@ -29,7 +29,8 @@ def utc(t: NoteValue) -> str:
 
 def _no_channel(v: Mapping[str, NoteValue]) -> str:
     which = f" for device {v['device']}" if v.get("device") is not None else ""
-    return f"no power or energy reading{which}"
+    untracked = " (CodeCarbon tracked no GPU: gpu_count and gpu_model are empty, so its energy is not tracked, not 0 J)"
+    return f"no power or energy reading{which}" + (untracked if v.get("source") == "codecarbon" else "")
 
 
 def _span(v: Mapping[str, NoteValue]) -> str:

@@ -76,3 +76,12 @@ def search_utc_offset(local_s: Sequence[float], windows: Sequence[tuple[float, f
         if windows and all(first - offset * 3600.0 <= start and end <= last - offset * 3600.0 for start, end in windows)
     )
     return OffsetSearch(aligned, len(REAL_UTC_OFFSETS_H), times[0], times[-1])
+
+
+def calendar_problem(exc: ValueError) -> str | None:
+    """Why a time written in the right layout is no time (``day is out of range for month`` for Feb 30, ``hour
+    must be in 0..23``), from the ``ValueError`` of ``strptime`` or ``fromisoformat``; None when the text's layout
+    did not match (a different message is due: what layout was expected)."""
+    text = str(exc)
+    layout = ("does not match format", "Invalid isoformat", "unconverted data remains")
+    return None if any(marker in text for marker in layout) else text

@@ -27,7 +27,7 @@ from sparsedebug.core.stats import median
 from sparsedebug.records.artifacts import ReasonTime, SmiReport, SmiSample, SmiSummary
 from sparsedebug.records.notes import Note, note
 from sparsedebug.records.run import TimeWindow
-from sparsedebug.sources.importers.alignment import overlapping, sample_spans
+from sparsedebug.sources.importers.alignment import calendar_problem, overlapping, sample_spans
 
 # NVML clock event reason bits (nvmlClocksEventReason*).
 CLOCK_EVENT_REASONS: dict[int, str] = {
@@ -117,6 +117,31 @@ _BOUNDS: dict[str, tuple[float, float, str]] = {
 }
 
 
+_CLOCKS = ("sm_clock_mhz", "mem_clock_mhz")
+
+# MHz per unit a clock cell or its header may carry (nvidia-smi writes MHz; a converted or hand-made log may not).
+_CLOCK_UNITS = {"hz": 1e-6, "khz": 1e-3, "mhz": 1.0, "ghz": 1e3}
+
+# The slowest a GPU clock that is running can read, in MHz: idle SM clocks are a few hundred MHz (an H200's 345);
+# a reading below it that is not 0 is a clock in another unit (``1.98`` for 1.98 GHz), not a clock.
+MIN_RUNNING_CLOCK_MHZ = 10.0
+
+
+def _clock_mhz(value: float, cell: str, header: str, where: str) -> float:
+    """A clock reading in MHz, from the unit its cell writes after the number, else its header's (MHz when neither
+    says): an unknown unit, or a running clock under :data:`MIN_RUNNING_CLOCK_MHZ`, is refused by name."""
+    parts = cell.strip().split()
+    unit = parts[1] if len(parts) > 1 else _header_unit(header) or "MHz"
+    scale = _CLOCK_UNITS.get(unit.lower())
+    if scale is None:
+        raise UserError(f"{where} clock {cell.strip()!r}: unit {unit!r} is none of Hz, kHz, MHz, GHz")
+    mhz = value * scale
+    if 0 < mhz < MIN_RUNNING_CLOCK_MHZ:
+        raise UserError(f"{where} clock {cell.strip()!r} is {mhz:g} MHz, below any running GPU clock "
+                        f"({MIN_RUNNING_CLOCK_MHZ:g} MHz): a clock in GHz written as MHz? nvidia-smi writes MHz")
+    return mhz
+
+
 def _header_unit(header: str) -> str | None:
     if "[" not in header:
         return None
@@ -159,6 +184,15 @@ def _time(text: str) -> datetime | None:
     return None
 
 
+def _calendar_reason(text: str, fmt: str) -> str | None:
+    """Why ``text``, laid out as ``fmt``, is no date (``alignment.calendar_problem``); None if it is one or is laid out otherwise."""
+    try:
+        datetime.strptime(text.strip(), fmt)
+    except ValueError as exc:
+        return calendar_problem(exc)
+    return None
+
+
 def smi_time_utc_s(text: str, utc_offset_h: float) -> float | None:
     """An nvidia-smi timestamp (local wall-clock time, no zone) as UTC seconds since the epoch, given that clock's
     offset from UTC in hours; None when the text is no nvidia-smi timestamp."""
@@ -177,6 +211,25 @@ def check_max_clock(max_clock_mhz: float) -> None:
     """Refuse a reference max SM clock that is not a finite number of MHz in (0, :data:`MAX_SM_CLOCK_MHZ`]."""
     if not math.isfinite(max_clock_mhz) or not 0 < max_clock_mhz <= MAX_SM_CLOCK_MHZ:
         raise UserError(f"--max-clock {max_clock_mhz:g}: expected a clock in MHz, above 0 and at most {MAX_SM_CLOCK_MHZ:,.0f}")
+
+
+def _check_time_order(path: Path, samples: list[SmiSample]) -> None:
+    """Refuse a log whose samples of one GPU go back in time (a log reversed or edited out of order), or whose
+    samples all stand at one time (no span to measure anything over): nvidia-smi writes each GPU's rows in time order."""
+    last: dict[str, SmiSample] = {}
+    for sample in samples:
+        before = last.get(sample.gpu)
+        if before is not None and sample.t_s < before.t_s:
+            raise UserError(
+                f"{path}: line {sample.line}: timestamp {sample.time!r} is {before.t_s - sample.t_s:.3f} s before line "
+                f"{before.line}'s {before.time!r} (GPU {sample.gpu}): the log's rows must be in time order"
+            )
+        last[sample.gpu] = sample
+    for gpu in last:
+        group = [s for s in samples if s.gpu == gpu]
+        if len(group) > 1 and group[0].t_s == group[-1].t_s:
+            raise UserError(f"{path}: column 'timestamp': all {len(group)} samples of GPU {gpu} are at {group[0].time!r}: "
+                            "a log over time has one timestamp a sample")
 
 
 def _check_max_clock_covers(max_clock_mhz: float | None, samples: list[SmiSample], path: Path) -> None:
@@ -268,18 +321,25 @@ def load_smi(path: Path, max_clock_mhz: float | None = None, text: str | None = 
             raise UserError(f"{path}: line {line_no}: {len(row)} fields, header has {len(header)}")
         stamp = _time(row[columns["timestamp"]])
         if stamp is None:
-            raise UserError(f"{path}: line {line_no}: timestamp {row[columns['timestamp']]!r} is not like 2026/11/29 23:42:23.307")
+            text = row[columns["timestamp"]]
+            reason = next((r for fmt in _TIME_FORMATS if (r := _calendar_reason(text, fmt)) is not None), None)
+            if reason is not None:
+                raise UserError(f"{path}: line {line_no}: timestamp {text.strip()!r} is no date: {reason}")
+            raise UserError(f"{path}: line {line_no}: timestamp {text!r} is not like 2026/11/29 23:42:23.307")
         if first is None:
             first = stamp
         samples.append(_sample(path, rows[0], columns, energy, line_no, row, (stamp - first).total_seconds()))
     if not samples:
         raise UserError(f"{path}: header only, no samples")
+    _check_time_order(path, samples)
     given_max: dict[str, float] = {}
     if "max_sm_clock_mhz" in columns:
-        for row in rows[1:]:
+        column = columns["max_sm_clock_mhz"]
+        for line_no, row in enumerate(rows[1:], start=2):
             gpu = row[columns["gpu"]].strip() if "gpu" in columns else "0"
-            value = _value(row[columns["max_sm_clock_mhz"]])
+            value = _value(row[column])
             if value is not None:
+                value = _clock_mhz(value, row[column], rows[0][column], f"{path}: line {line_no}, column {rows[0][column].strip()!r}:")
                 given_max[gpu] = max(value, given_max.get(gpu, 0.0))
     by_gpu: dict[str, list[SmiSample]] = defaultdict(list)
     for sample in samples:
@@ -317,8 +377,11 @@ def _sample(path: Path, cells: list[str], columns: dict[str, int], energy: tuple
         value = _value(row[columns[key]], keep_nonfinite=True)
         if value is None:
             return None
+        where = f"{path}: line {line_no}, column {cells[columns[key]].strip()!r}:"
+        if key in _CLOCKS:
+            value = _clock_mhz(value, row[columns[key]], cells[columns[key]], where)
         low, high, unit = _BOUNDS[key]
-        return check_bounded(value, f"{path}: line {line_no}, column {cells[columns[key]].strip()!r}:", low, high, unit)
+        return check_bounded(value, where, low, high, unit)
 
     def power(key: str) -> float | None:
         return _reading(path, line_no, cells[columns[key]].strip(), row[columns[key]]) if key in columns else None

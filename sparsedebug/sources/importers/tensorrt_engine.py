@@ -248,14 +248,31 @@ def _layers(path: Path) -> list[dict[str, Any]]:
     if not isinstance(layers, list) or not layers:
         raise UserError(f"{path}: Layers: expected trtexec --exportLayerInfo's list of layers")
     out: list[dict[str, Any]] = []
+    seen: dict[str, int] = {}
     for index, layer in enumerate(layers):
         if isinstance(layer, str):  # profiling verbosity below detailed: names only
             out.append({"Name": layer})
         elif isinstance(layer, dict) and isinstance(layer.get("Name"), str):
+            _check_dimensions(path, index, layer)
             out.append(layer)
         else:
             raise UserError(f"{path}: Layers[{index}]: expected an object with a Name (or a layer name)")
+        if (name := out[-1]["Name"]) in seen:
+            raise UserError(f"{path}: Layers[{index}]: layer {name[:80]!r} is listed twice (first at Layers[{seen[name]}]); "
+                            "an engine's layer info lists each layer once: export it again")
+        seen[name] = index
     return out
+
+
+def _check_dimensions(path: Path, index: int, layer: dict[str, Any]) -> None:
+    """Refuse a tensor's ``Dimensions`` that is not a list of whole numbers, each a size or -1 (a dynamic axis)."""
+    for side in ("Inputs", "Outputs"):
+        tensors = layer.get(side)
+        for k, tensor in enumerate(tensors if isinstance(tensors, list) else []):
+            dims = tensor.get("Dimensions") if isinstance(tensor, dict) else None
+            if dims is not None and not (isinstance(dims, list) and all(isinstance(d, int) and not isinstance(d, bool) and d >= -1 for d in dims)):
+                raise UserError(f"{path}: Layers[{index}] ({layer['Name'][:80]!r}): {side}[{k}].Dimensions: {dims!r} is not a "
+                                "list of sizes (whole numbers, -1 for a dynamic axis)")
 
 
 @dataclass

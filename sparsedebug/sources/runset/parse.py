@@ -24,6 +24,7 @@ from typing import Any
 from sparsedebug.core.errors import UserError
 from sparsedebug.records.ranks import RankSet, RankSummary
 from sparsedebug.sources.runset.discover import RankFile
+from sparsedebug.sources.runset.executors import executor_kind
 from sparsedebug.sources.runset.summarize import summarize
 
 # Most local worker processes (each holds one rank's parse at a time).
@@ -62,22 +63,20 @@ def _dask_client(spec: str) -> Any:
 @contextmanager
 def open_executor(spec: str, ranks: int) -> Iterator[tuple[Executor, str]]:
     """The executor an ``--executor`` value names, and how to describe it; closed on exit."""
-    if spec == "inprocess":
+    kind = executor_kind(spec)
+    if kind == "inprocess":
         yield _InProcess(), "in process"
         return
-    if spec == "local":
+    if kind == "local":
         workers = max(1, min(ranks, os.cpu_count() or 1, MAX_LOCAL_WORKERS))
         with ProcessPoolExecutor(max_workers=workers) as pool:
             yield pool, f"local processes ({workers} workers)"
         return
-    if spec.startswith(("dask://", "tcp://")) or Path(spec).suffix == ".json":
-        client = _dask_client(spec)
-        try:
-            yield client.get_executor(), f"Dask distributed ({client.scheduler.address})"
-        finally:
-            client.close()
-        return
-    raise UserError(f"--executor {spec!r}: expected local, inprocess, dask://HOST:PORT or a Dask scheduler file (.json)")
+    client = _dask_client(spec)
+    try:
+        yield client.get_executor(), f"Dask distributed ({client.scheduler.address})"
+    finally:
+        client.close()
 
 
 def parse_run_set(members: list[RankFile], source: str, *, executor: str = "local", on_rank: OnRank | None = None) -> RankSet:

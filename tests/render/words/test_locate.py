@@ -109,6 +109,8 @@ SAMPLES: dict[str, dict[str, NoteValue]] = {
     "locate.compare.layers_changed": MODEL,
     "locate.compare.renamed": {"count": 2},
     "locate.compare.merged": {"fine": "candidate", "count": 9, "groups": 3, "coarse": "baseline"},
+    "locate.compare.merged_layer": {"count": 6, "layers": ["mm#0", "add#0", "gelu#0", "mm#1"], "more": 2},
+    "locate.differ.kernels": {"common": 2, "smaller": 5, "base": "sparse", "cand": "other"},
     "locate.compare.backend": {"base": "cuda:a", "cand": "cuda:b"},
     "locate.compare.dtype_changed": {"count": 1, "layers": ["fc1"], "more": False},
 }

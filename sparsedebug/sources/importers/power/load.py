@@ -8,10 +8,11 @@ from sparsedebug.core.bounds import MAX_UTC_OFFSET_H, check_bounded
 from sparsedebug.core.errors import UserError
 from sparsedebug.core.io import read_text
 from sparsedebug.records.power import PowerLog
-from sparsedebug.sources.importers.nvidia_smi import load_smi
+from sparsedebug.sources.importers.nvidia_smi import load_smi, smi_time_utc_s
 from sparsedebug.sources.importers.power.codecarbon import is_codecarbon, load_codecarbon, place_codecarbon_log
 from sparsedebug.sources.importers.power.dcgm import is_dcgm_exposition, load_dcgm_exposition
 from sparsedebug.sources.importers.power.smi import place_smi_log, power_log_from_smi
+from sparsedebug.sources.importers.power.window import check_plausible
 from sparsedebug.sources.importers.power.zeus import is_zeus, load_zeus
 
 # The formats :func:`load_power_log` reads, for messages.
@@ -42,13 +43,17 @@ def load_power_log(path: Path, utc_offset_h: float | None = None) -> PowerLog:
         raise UserError(f"{path}: empty file, expected a power log ({FORMATS})")
     names = [cell.split("[", 1)[0].strip().lower() for cell in head.split(",")]
     if head.startswith("#") or is_dcgm_exposition(head) or (is_dcgm_exposition(text) and "," not in head):
-        return load_dcgm_exposition(path, text)
+        log = load_dcgm_exposition(path, text)
+        check_plausible(log, lambda r: r.t_utc_s)
+        return log
     if is_zeus(names):
         return load_zeus(path, text)
     if is_codecarbon(names):
         return load_codecarbon(path, text, utc_offset_h)
     if "timestamp" in names:
-        return power_log_from_smi(load_smi(path, text=text), utc_offset_h)
+        log = power_log_from_smi(load_smi(path, text=text), utc_offset_h)
+        check_plausible(log, lambda r: smi_time_utc_s(r.t_local, 0.0))  # any offset gives the same differences
+        return log
     raise UserError(f"{path}: line 1: not a power log this tool reads ({FORMATS}, each with its header line): "
                     f"starts {head[:60]!r}")
 

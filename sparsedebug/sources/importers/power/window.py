@@ -23,9 +23,10 @@ energy channel. Idle power (readings the log marks idle) is kept apart and never
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from sparsedebug.core.errors import UserError
 from sparsedebug.core.stats import median
 from sparsedebug.records.notes import Note, note
 from sparsedebug.records.power import (
@@ -39,7 +40,7 @@ from sparsedebug.records.power import (
 )
 from sparsedebug.records.run import TimeWindow
 from sparsedebug.sources.importers.alignment import overlap_s, overlapping, sample_spans
-from sparsedebug.sources.importers.power.channels import MIN_UPDATE_PERIODS, measuring_period
+from sparsedebug.sources.importers.power.channels import BOARD_ENERGY, BOARD_POWER, MIN_UPDATE_PERIODS, measuring_period
 
 # Which channel a window's energy is taken from when a log has several: lower first.
 PREFERENCE: dict[PowerQuantity, int] = {"energy_counter": 0, "power_instant": 1, "power_average": 2, "energy_total": 3}
@@ -81,7 +82,7 @@ def energy_in_window(log: PowerLog, window: TimeWindow | None, device: str | Non
     usable = [c for c in log.channels if any(device is None or r.device == device for r in log.readings.get(c.field, []))]
     if not usable:
         return WindowEnergy(file=log.file, channel=None, status="no_reading", power_limit_w=log.power_limit_w,
-                            why=note("sources.window.no_channel", device=device))
+                            why=note("sources.window.no_channel", device=device, source=log.source))
     channel = min(usable, key=lambda c: PREFERENCE[c.quantity])
     rows = [r for r in log.readings[channel.field] if device is None or r.device == device]
     devices = list(dict.fromkeys(r.device for r in rows))
@@ -185,6 +186,61 @@ def _counter(channel: PowerChannel, rows: list[PowerReading], start: float, end:
     return _Taken("measured", None, joules, len(used), _clocks(used), events, _reasons(used))
 
 
+# How far above its enforced limit a board's power may read: short excursions over the limit are within the power
+# management's averaging, twice the limit is none (and :data:`MAX_BOARD_POWER_W` bounds a board without a limit).
+OVER_LIMIT_FACTOR = 2.0
+
+
+def power_ceiling_w(log: PowerLog) -> float:
+    """The most power a reading of ``log`` can show: twice the board's enforced limit when the log records it,
+    else :data:`MAX_BOARD_POWER_W`."""
+    if log.power_limit_w is None or log.power_limit_w <= 0:
+        return MAX_BOARD_POWER_W
+    return min(MAX_BOARD_POWER_W, OVER_LIMIT_FACTOR * log.power_limit_w)
+
+
+def check_plausible(log: PowerLog, seconds: Callable[[PowerReading], float | None]) -> None:
+    """Refuse a board log whose readings no board can show: a power reading above :func:`power_ceiling_w`, an energy
+    counter that runs backwards with no 32-bit wrap or driver restart that the board's power explains, or one whose
+    step implies more power than the ceiling. ``seconds`` gives a reading's time on the log's clock (None: unknown,
+    not checked). One line naming the file, the lines, the field and the values."""
+    ceiling = power_ceiling_w(log)
+    limit = f"{log.power_limit_w:g} W" if log.power_limit_w else None
+    for channel in log.channels:
+        if channel.scope not in (BOARD_POWER, BOARD_ENERGY):
+            continue
+        rows = log.readings.get(channel.field, [])
+        if channel.quantity in ("power_instant", "power_average"):
+            over = next((r for r in rows if r.value > ceiling), None)
+            if over is not None:
+                raise UserError(f"{log.file}: line {over.line}, {channel.field}: {over.value:g} W is beyond "
+                                f"{f'the board limit of {limit}' if limit else 'any board'} "
+                                f"(at most {ceiling:g} W is read as a board's power)")
+            continue
+        if channel.quantity != "energy_counter":
+            continue
+        for device in dict.fromkeys(r.device for r in rows):
+            timed = [(t, r) for r in rows if r.device == device and (t := seconds(r)) is not None]
+            timed.sort(key=lambda item: (item[0], item[1].line))
+            for (ta, a), (tb, b) in zip(timed, timed[1:], strict=False):
+                span = tb - ta
+                if span <= 0:
+                    continue
+                step = b.value - a.value
+                restarted = step < 0 and b.value <= ceiling * span
+                wrapped = step < 0 and any(0 <= b.value + m - a.value <= ceiling * span for m in COUNTER_WRAPS_J)
+                if step < 0 and not (wrapped or restarted):
+                    raise UserError(
+                        f"{log.file}: line {b.line}, {channel.field}: the energy counter runs backwards, {a.value:g} J "
+                        f"(line {a.line}) then {b.value:g} J {span:g} s later; no counter wrap or driver restart explains it"
+                    )
+                if step > ceiling * span:
+                    raise UserError(
+                        f"{log.file}: line {b.line}, {channel.field}: the counter rose {step:g} J in {span:g} s since line "
+                        f"{a.line}, {step / span:g} W, beyond {f'the board limit of {limit}' if limit else 'any board'} (at most {ceiling:g} W is read as a board's power)"
+                    )
+
+
 def unwrapped_counter(rows: list[PowerReading]) -> tuple[list[float], list[Note]]:
     """A counter's readings (time order) as energy since its first reading, with wraps and restarts undone, and
     one note per wrap or restart (the two lines it happened between)."""
@@ -221,6 +277,8 @@ def _totals(channel: PowerChannel, rows: list[PowerReading], start: float, end: 
     spans = [(r.t_utc_s or 0.0, (r.t_utc_s or 0.0) + (r.window_s or 0.0)) for r in rows]
     covered = sum(overlap_s(s, start, end) for s in spans)
     problem = _coverage(min(s[0] for s in spans), max(s[1] for s in spans), start, end)
+    if problem is None and channel.source == "codecarbon":
+        problem = _too_short(channel, start, end)  # CodeCarbon's rows are a tracker's flushes, not windows set around the run
     if problem is None and covered < (end - start) * 0.999:
         problem = _Taken("not_covered", note("sources.window.totals_partly_cover", covered_s=covered, window_s=end - start))
     if problem is not None:

@@ -144,10 +144,35 @@ def test_codecarbon_kwh_and_zones(tmp_path: Path, zone: str) -> None:
     if not zone:
         assert gpu.t_utc_s is None and energy_in_window(log, run).status == "unaligned"
         log = with_utc_offset(log, 0.0)
-    taken = energy_in_window(log, run)
-    assert taken.status == "measured" and taken.channel is not None and taken.channel.field == "gpu_energy"
-    assert taken.joules == pytest.approx(3600.0) and taken.mean_power_w == pytest.approx(360.0)
+    one_row = energy_in_window(log, run)  # one 10 s row over a 10 s run: under 3 update periods (docs/inputs/power.md)
+    assert one_row.status == "too_short" and one_row.channel is not None and one_row.channel.field == "gpu_energy"
     assert energy_in_window(log, window(T0 + 4.0, 2.0)).status == "too_short"
+
+
+def test_codecarbon_rows_over_three_periods_are_measured(tmp_path: Path) -> None:
+    header, row = CODECARBON.splitlines()
+    stamps = [datetime(2026, 12, 1, 10, 0, 10 * k, tzinfo=UTC).strftime("%Y-%m-%dT%H:%M:%SZ") for k in (1, 2, 3)]
+    path = tmp_path / "emissions.csv"
+    path.write_text("\n".join([header, *(row.format(stamp=stamp) for stamp in stamps)]) + "\n")
+    taken = energy_in_window(load_power_log(path), window(T0, 30.0))
+    assert taken.status == "measured" and taken.channel is not None and taken.channel.field == "gpu_energy"
+    assert taken.joules == pytest.approx(3 * 3600.0) and taken.mean_power_w == pytest.approx(360.0)
+    short = energy_in_window(load_power_log(path), window(T0, 29.0))
+    assert short.status == "too_short" and "fewer than 3 update periods" in window_words(short)
+
+
+@pytest.mark.parametrize("cells", [",", "0,", ",H100"])
+def test_codecarbon_without_a_gpu_is_not_tracked_not_zero(tmp_path: Path, cells: str) -> None:
+    """CodeCarbon writes gpu_energy 0 when it found no GPU (gpu_count, gpu_model empty): not tracked, not 0 J."""
+    header, row = CODECARBON.splitlines()
+    path = tmp_path / "emissions.csv"
+    path.write_text(f"{header},gpu_count,gpu_model\n{row.format(stamp='2026-12-01T10:00:40Z')},{cells}\n")
+    log = load_power_log(path)
+    tracked = cells == ",H100"  # a model named: a GPU was tracked (count written blank by the row's writer)
+    assert bool(log.channels) is tracked
+    if not tracked:
+        taken = energy_in_window(log, window(T0, 30.0))
+        assert taken.status == "no_reading" and taken.joules is None and "not tracked, not 0 J" in window_words(taken)
 
 
 def test_codecarbon_bad_timestamp(tmp_path: Path) -> None:

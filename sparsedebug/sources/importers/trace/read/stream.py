@@ -85,7 +85,14 @@ class _Buffer:
         self.pos += 1
 
     def value(self, decoder: json.JSONDecoder) -> Any:
-        """Decode one JSON value at the cursor, reading more input while it is incomplete."""
+        """Decode one JSON value at the cursor, reading more input while it is incomplete; a value nested deeper
+        than Python's decoder can follow is a one-line ``UserError``, as in :func:`core.io.load_json_text`."""
+        try:
+            return self._value(decoder)
+        except RecursionError:
+            raise UserError(f"{self.path}: JSON nested too deeply to read at character {self.consumed + self.pos}") from None
+
+    def _value(self, decoder: json.JSONDecoder) -> Any:
         self.peek()
         try:  # the common case: a whole value inside the buffer, by json's C scanner directly
             obj, end = decoder.scan_once(self.text, self.pos)  # type: ignore[attr-defined]
