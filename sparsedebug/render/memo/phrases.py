@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sparsedebug.records.memo import Claim, ClockLegend, Figure
+from sparsedebug.render.words.dispatch import listed
 from sparsedebug.render.words.mechanisms_records import advice_words
 
 SIGNED = frozenset({"change_ms", "change"})
@@ -284,13 +285,26 @@ def build_tags(st: Style, c: Claim) -> str:
     return ", ".join(f"{k} {st.code(c.terms[k])}" for k in order if k in c.terms) + "."
 
 
-def _carries(c: Claim) -> str:
+def over_explains(c: Claim) -> str | None:
+    """``, more than the whole change (194%): unattributed pulls the other way`` for a share past 100% (None otherwise)."""
+    share = c.figure("carried_share")
+    if share is None or round(100 * share.value) <= 100:
+        return None
+    against = [w for w in c.terms.get("against", "").split(",") if w]
+    pulls = f": {listed(against)} {'pulls' if len(against) == 1 else 'pull'} the other way" if against else ""
+    return f", more than the whole change ({num(share)}){pulls}"
+
+
+def _carries(c: Claim, of: str = "") -> str:
     ms, share = c.figure("carried_ms"), c.figure("carried_share")
     if ms is None:
-        return "carries none of the change"
+        return f"carries none of the change{of}"
+    over = over_explains(c)
+    if over is not None and round(ms.value, 3) > 0:
+        return f"carries {num(ms)}{of}{over}"
     if round(ms.value, 3) > 0 and share is not None and round(share.value, 2) > 0:
-        return f"carries {num(ms)} ({num(share)})"
-    return f"moves the other way, {num(ms)}"
+        return f"carries {num(ms)} ({num(share)}){of}"
+    return f"moves the other way, {num(ms)}{of}"
 
 
 def primary_mechanism(st: Style, c: Claim) -> str:
@@ -308,8 +322,8 @@ def primary_mechanism(st: Style, c: Claim) -> str:
     settle = SETTLE_WORDS.get(c.terms.get("settle", ""), "")
     settle_text = f"; {settle} would settle it" if settle else ""
     if c.code == "not_established":
-        return f"not established: the leading candidate {mech} {_carries(c)}{of}, short of the headline rule{settle_text}."
-    return f"{st.bold(c.terms.get('mechanism', ''))}, which {_carries(c)}{of}."
+        return f"not established: the leading candidate {mech} {_carries(c, of)}, short of the headline rule{settle_text}."
+    return f"{st.bold(c.terms.get('mechanism', ''))}, which {_carries(c, of)}."
 
 
 SETTLE_WORDS = {
