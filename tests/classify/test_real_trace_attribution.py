@@ -171,3 +171,32 @@ def test_a_share_past_the_whole_change_says_it_over_explains_and_names_what_pull
     summary = " ".join(walk.stdout.split())
     assert f"more than the whole change ({pct})" in summary
     assert top["against"][0] == "unattributed"  # the faster layers carry no mechanism evidence
+
+
+# --------------------------------------------------------------------------- a fix as wide as its cause, in every consumer
+
+
+@pytest.mark.parametrize("blocks", [2, 4, 7])
+def test_every_consumer_of_a_fix_takes_the_whole_target_set(tmp_path: Path, blocks: int) -> None:
+    spec = replace(SMALL, layers=3 * blocks, attention="flash")
+    base = _write(tmp_path / "base.json", spec)
+    cand = _write(tmp_path / "cand.json", replace(spec, attention="math", attention_noncontig_qkv=True, seed=1))
+    out = tmp_path / "b"
+    walk = invoke(["playbook", "run", "--baseline", base, "--candidate", cand, "-o", str(out)])
+    assert walk.exit_code == 0, walk.stderr
+    fix = json.loads((out / "classification.json").read_text())["fix"]
+    [group] = fix["targets"]
+    everyone = sorted(f"layers.{b}.self_attn.sdpa" for b in range(blocks))
+    assert sorted(group["layers"]) == everyone and fix["removes_ms"] == pytest.approx(group["removes_ms"])
+    summary = " ".join(walk.stdout.split())
+    assert f"4 reproduce make the query, key and value of all {blocks} layers contiguous" in summary
+    memo = " ".join((out / "memo.md").read_text().split())
+    action = next(line for line in memo.split("- **") if line.startswith("Smallest reversible change"))
+    assert f"of all {blocks} layers contiguous" in action and f"of `{fix['layer']}`" not in action
+    assert f"removing {fix['removes_ms']:.3f} ms per iteration across all {blocks}" in action
+    repro = json.loads((out / "trace_repro.json").read_text())
+    assert sorted(repro["targets"]) == everyone and repro["targets_ms"] == pytest.approx(fix["removes_ms"])
+    script = (out / "repro.py").read_text()
+    assert f"STANDS_FOR = {group['layers']!r}" in script
+    report = " ".join((out / "report.md").read_text().split())
+    assert f"it stands for all {blocks} layers the fix covers" in report

@@ -380,6 +380,10 @@ def change(st: Style, c: Claim) -> str:
         return "none proposed (no classified mechanism)."
     t = c.terms
     layer = st.code(t["layer"]) if "layer" in t else "every layer"
+    layers = c.figure("target_layers")
+    wide = layers is not None and layers.value > 1 and bool(t.get("target_layers"))
+    if wide:  # the fix covers every layer sharing its cause: it names the set, never the one layer it was found on
+        layer = f"all {num(layers)} layers"
     if c.code == "knob" and t.get("knob") in KNOB_WORDS:
         text = KNOB_WORDS[t["knob"]].format(value=t.get("value", ""))
     elif c.code == "layer" and t.get("action") in ACTION_WORDS:
@@ -390,12 +394,14 @@ def change(st: Style, c: Claim) -> str:
         text = advice_words(t, layer if "layer" in t else None).rstrip(".")
     if c.items:
         text += f" for {', '.join(st.code(i) for i in c.items)}"
-    layers = c.figure("target_layers")
     if layers is not None and t.get("target_layers"):
-        text += f" on {num(layers)} layers ({', '.join(st.code(x) for x in t['target_layers'].split(','))} ...)"
+        named = t["target_layers"].split(",")
+        more = " ..." if layers.value > len(named) else ""
+        text += f": {', '.join(st.code(x) for x in named)}{more}" if wide else f" on {num(layers)} layers ({', '.join(st.code(x) for x in named)}{more})"
     removes = c.figure("removes_ms")
     if removes is not None:
-        text += f", removing {num(removes)} per iteration ({st.code(t.get('basis', ''))})"
+        across = f" across all {num(layers)}" if wide and layers is not None else ""
+        text += f", removing {num(removes)} per iteration{across} ({st.code(t.get('basis', ''))})"
     wait = c.figure("host_wait_ms")
     if "host" in text and wait is not None:
         text += f" (the device waits {num(wait)} on the host)"
