@@ -36,11 +36,10 @@ from collections import defaultdict
 
 from sparsedebug.classify.context import Context
 from sparsedebug.classify.roofline import layer_work
-from sparsedebug.core.dispatch import dispatch_causes
+from sparsedebug.core.dispatch import dispatch_causes, dispatch_changed
 from sparsedebug.core.patterns import (
     PrecisionChange,
     declared_sparse,
-    dispatch_changed,
     fell_back,
     kernel_classes,
     layout_op,
@@ -232,6 +231,19 @@ def attribute(ctx: Context, evidence: list[Evidence]) -> Attribution | None:
                                         rule="scheduling.span_vs_busy",
                                         evidence=note("mechanisms.part_gaps_outside", base_ms=b_gap, cand_ms=c_gap)))
     parts = [p for p in parts if abs(p.ms) >= MIN_PART_MS]
+    shares = _mechanism_shares(parts, delta)
+    attributed = sum(p.ms for p in parts if p.mechanism is not None)
+    sign = 1.0 if delta >= 0 else -1.0
+    return Attribution(
+        growth_significant=_growth_significant(_latency(base), _latency(cand)),
+        base_p50_ms=base_p50, cand_p50_ms=cand_p50, delta_ms=delta,
+        parts=sorted(parts, key=lambda p: -sign * round(p.ms, 6)), mechanisms=shares, unattributed_ms=round(delta - attributed, 6),
+        busy_residual_ms=round(busy_residual, 6) if busy_residual is not None else None,
+    )
+
+
+def _mechanism_shares(parts: list[AttributedPart], delta: float) -> list[MechanismShare]:
+    """Each mechanism's sum of its parts, largest in the direction of the change first, with what pulls back a share past 100%."""
     sums: dict[Mechanism, float] = defaultdict(float)
     grew: dict[Mechanism, float] = defaultdict(float)
     shrank: dict[Mechanism, float] = defaultdict(float)
@@ -253,14 +265,8 @@ def attribute(ctx: Context, evidence: list[Evidence]) -> Attribution | None:
     ]
     shares.sort(key=lambda s: (-sign * s.ms, list(Mechanism).index(s.mechanism)))
     attributed = sum(sums.values())
-    shares = [s.model_copy(update={"against": _against(s, shares, delta - attributed, sign)}) if (s.share or 0.0) > 1.0 else s
-              for s in shares]
-    return Attribution(
-        growth_significant=_growth_significant(_latency(base), _latency(cand)),
-        base_p50_ms=base_p50, cand_p50_ms=cand_p50, delta_ms=delta,
-        parts=sorted(parts, key=lambda p: -sign * round(p.ms, 6)), mechanisms=shares, unattributed_ms=round(delta - attributed, 6),
-        busy_residual_ms=round(busy_residual, 6) if busy_residual is not None else None,
-    )
+    return [s.model_copy(update={"against": _against(s, shares, delta - attributed, sign)}) if (s.share or 0.0) > 1.0 else s
+            for s in shares]
 
 
 def _against(share: MechanismShare, shares: list[MechanismShare], unattributed: float, sign: float) -> list[str]:

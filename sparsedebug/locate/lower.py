@@ -113,7 +113,7 @@ def _layout_copies(base: dict[str, LowerLayer], cand: dict[str, LowerLayer]) -> 
     copy = KernelClass.COPY.value
     added = sorted(name for name in cand.keys() - base.keys() if layout_op(name) and copy in kernel_classes(cand[name]))
     return [LayerFinding(stage="lower", layer=name, kind="layout_copies", regression=True,
-                         facts=note("locate.finding.layout_copies", kernels=cand[name].kernels[:2])) for name in added]
+                         facts=note("locate.finding.layout_copies", kernels=[k[:60] for k in cand[name].kernels[:2]])) for name in added]
 
 
 # Order of the finding kinds within the stage (after regressions first).
