@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import FIXTURES, invoke
+from tests.conftest import FIXTURES, classify_json, invoke
 from tests.support.tracegen import TraceSpec, generate, strip, write_doc
 
 SMI = str(FIXTURES / "h200" / "nvidia_smi_short.csv")
@@ -23,13 +23,6 @@ def _write(path: Path, spec: TraceSpec) -> str:
     doc, _ = generate(spec)
     write_doc(path, doc)
     return str(path)
-
-
-def _classify(cand: str, base: str, *extra: str) -> dict[str, Any]:
-    result = invoke(["classify", cand, "--baseline", base, *extra, "--json"])
-    assert result.exit_code == 0, result.stderr
-    payload: dict[str, Any] = json.loads(result.stdout)
-    return payload
 
 
 # --------------------------------------------------------------------------- no headline from the candidate alone
@@ -47,7 +40,7 @@ def test_a_tail_in_the_candidate_alone_is_no_headline_and_no_host_side_fix(
     base = _write(tmp_path / "cool.json", spec)
     scale = (1.0,) * (iterations - len(hot)) + hot
     cand = _write(tmp_path / "hot.json", replace(spec, seed=1, iteration_scale=scale))
-    payload = _classify(cand, base, *(("--smi", SMI) if smi else ()))
+    payload = classify_json(cand, base, *(("--smi", SMI) if smi else ()))
     tail = next(e for e in payload["evidence"] if e["rule"] == "scheduling.tail_spread")
     assert tail["fired"]  # the candidate's own tail is past the threshold ...
     host = next(e for e in payload["evidence"] if e["rule"] == "scheduling.host_wait")
@@ -72,7 +65,7 @@ def test_a_sleep_between_steps_in_both_runs_is_not_the_change(tmp_path: Path, ga
     spec = replace(SMALL, step_gap_us=gap_us, attention="math")
     base = _write(tmp_path / "base.json", spec)
     cand = _write(tmp_path / "cand.json", replace(spec, seed=1, attention=candidate))
-    payload = _classify(cand, base)
+    payload = classify_json(cand, base)
     lines = {e["rule"]: e for e in payload["evidence"]}
     assert payload["winner"] != "scheduling" and (payload["fix"] is None or payload["fix"]["code"] != "cuda_graph")
     for rule in ("scheduling.span_vs_busy", "scheduling.per_call_overhead"):
@@ -114,7 +107,7 @@ COPY_VARIANTS = [(2, "elementwise"), (4, "memcpy"), (7, "elementwise")]
 @pytest.mark.parametrize("annotation", ["annotated", "stripped"])
 def test_time_in_added_copy_kernels_is_memory_s_share(tmp_path: Path, blocks: int, kind: str, annotation: str) -> None:
     base, cand = _copy_pair(tmp_path, blocks, kind, annotation)
-    payload = _classify(cand, base)
+    payload = classify_json(cand, base)
     att = payload["attribution"]
     shares = {m["mechanism"]: m for m in att["mechanisms"]}
     copy = next(e for e in payload["evidence"] if e["rule"] == "memory.copy_time")
