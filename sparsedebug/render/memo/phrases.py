@@ -290,7 +290,7 @@ def over_explains(c: Claim) -> str | None:
     share = c.figure("carried_share")
     if share is None or round(100 * share.value) <= 100:
         return None
-    against = [w for w in c.terms.get("against", "").split(",") if w]
+    against = [("some of its own parts" if w == "own parts" else w) for w in c.terms.get("against", "").split(",") if w]
     pulls = f": {listed(against)} {'pulls' if len(against) == 1 else 'pull'} the other way" if against else ""
     return f", more than the whole change ({num(share)}){pulls}"
 
