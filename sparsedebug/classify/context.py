@@ -33,6 +33,9 @@ class Fact:
     gate: Note | None = None
     # What a fix recipe needs beyond the number (the layer it is worst on, a core count...).
     context: dict[str, object] = field(default_factory=dict)
+    # The amount of the condition behind a ratio (ms of non-kernel time, of host wait, of copy kernels): beside a
+    # baseline, a ratio that grew only because its denominator shrank is still the baseline's condition.
+    amount: float | None = None
 
 
 @dataclass

@@ -213,7 +213,8 @@ def copy_time_share(ctx: Context) -> Result:
         return Fact(None, "kernel.by_class_ms", note("classify.copies_in_layers"))
     total = sum(by_class.values())
     copy = by_class.get(KernelClass.COPY.value, 0.0)
-    return Fact(copy / total if total > 0 else 0.0, "kernel.by_class_ms['copy']", note("classify.copy_time", copy_ms=copy, total_ms=total))
+    return Fact(copy / total if total > 0 else 0.0, "kernel.by_class_ms['copy']", note("classify.copy_time", copy_ms=copy, total_ms=total),
+                amount=copy)
 
 
 @MEMORY.rule(

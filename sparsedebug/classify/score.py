@@ -56,7 +56,9 @@ EXTRA_METRICS: tuple[str, ...] = ("latency_p50_ms", "busy_p50_ms", "max_rel_err"
 
 
 def _gate_shared_with_baseline(rule: Rule, result: Fact, base: Fact) -> None:
-    """Gate ``result`` when the baseline shows the same condition about as strongly: it is not what changed."""
+    """Gate ``result`` when the baseline shows the same condition about as strongly: it is not what changed. Where the
+    metric is a ratio over an amount (``Fact.amount``: ms of non-kernel time, host wait, copies), the amount must grow
+    too: a ratio that grew only because its denominator shrank is still the baseline's condition."""
     if result.gate is not None or result.value is None or base.value is None or base.gate is not None:
         return
     if not (rule.fires(result.value) and rule.fires(base.value)):
@@ -65,12 +67,15 @@ def _gate_shared_with_baseline(rule: Rule, result: Fact, base: Fact) -> None:
         worse = result.value > base.value * SHARED_TOLERANCE
     else:
         worse = result.value * SHARED_TOLERANCE < base.value
+    if result.amount is not None and base.amount is not None and result.amount <= base.amount * SHARED_TOLERANCE:
+        worse = False
     if not worse:
         result.gate = note("mechanisms.gate_baseline_shares", base_value=base.value)
 
 
-def _evaluate(rule: Rule, result: Fact) -> Evidence:
-    """One rule on its metric's fact: fired or not, and what it adds to its mechanism's score."""
+def _evaluate(rule: Rule, result: Fact, base: Result | None = None) -> Evidence:
+    """One rule on its metric's fact: fired or not, what it adds to its mechanism's score, and (one-run rules beside a
+    baseline) whether it fires on the baseline's own fact."""
     if result.value is not None and not math.isfinite(result.value):
         result = Fact(None, result.source, result.detail, gate=note("classify.not_finite", value=str(result.value)))
     fired = result.value is not None and result.gate is None and rule.fires(result.value)
@@ -88,6 +93,7 @@ def _evaluate(rule: Rule, result: Fact) -> Evidence:
         source=result.source,
         detail=result.detail,
         gate=result.gate,
+        baseline_fired=rule.fires(base.value) if isinstance(base, Fact) and base.value is not None and base.gate is None else None,
     )
 
 
@@ -121,7 +127,7 @@ def _rule_evidence(facts: Facts, base_facts: dict[str, Result]) -> tuple[list[Ev
         base_result = base_facts.get(rule.metric)
         if isinstance(base_result, Fact):
             _gate_shared_with_baseline(rule, result, base_result)
-        evidence.append(_evaluate(rule, result))
+        evidence.append(_evaluate(rule, result, base_result))
     return evidence, missing
 
 
@@ -233,6 +239,23 @@ def _attributed_verdict(
     fired = [e for e in evidence if e.rule == part.rule and e.fired]
     proving = Proof(artifact=facts.ctx.run_artifact, rule=fired[0].rule if fired else None, part=part.part, part_kind=part.kind)
     return top.mechanism, margin, proving, _attributed_fix(part, attribution, facts)
+
+
+def measures_a_difference(line: Evidence) -> bool:
+    """Whether a fired rule measured a difference between the candidate and its baseline: a rule that compares the two
+    runs (not ``Rule.one_run``), or a one-run rule that does not fire on the baseline's own value (a condition the
+    baseline lacks), unless its metric is a shape of one run's samples (``Rule.sample_shape``) that no test compares."""
+    rule = RULES_BY_ID[line.rule]
+    if not rule.one_run:
+        return True
+    return line.baseline_fired is False and not rule.sample_shape
+
+
+def _one_run_only(mechanism: Mechanism, evidence: list[Evidence]) -> bool:
+    """Whether no rule that fired for ``mechanism`` measured a difference between the runs (``measures_a_difference``):
+    its score comes from the candidate alone."""
+    fired = [e for e in evidence if e.mechanism == mechanism and e.fired]
+    return bool(fired) and not any(measures_a_difference(e) for e in fired)
 
 
 def _artifact(ctx: Context, rule: Rule) -> str:
@@ -386,6 +409,12 @@ def classify_evidence(
         settle = settle_capture(attribution, clock_log_unaligned=smi is not None and not smi.aligned)
     else:
         winner, margin, proving, fix = _verdict(_rank(evidence, missing), evidence, facts)
+        if winner is not None and baseline is not None and _one_run_only(winner, evidence):
+            # Every fired rule of the winner read the candidate alone and no change between the runs was measured to
+            # carry it: a score from one run is no headline, and no fix is proposed on it.
+            established = False
+            winner, margin, proving, fix = None, None, None, None
+            settle = "aligned_clock_log" if smi is not None and not smi.aligned else None
     inputs = [ctx.run_artifact]
     if baseline is not None:
         inputs.append(run_artifact_label(baseline))

@@ -268,7 +268,8 @@ def _trace_reproducer(w: _Walk) -> Note:
     atomic_write_text(w.tmp / FILES["repro_script"], render_repro_script(repro, trace_name))
     w.files["repro_script"] = FILES["repro_script"]
     w.save("trace_repro", repro.model_copy(update={"files": files}))
-    return note("playbook.trace_repro", layer=repro.layer, stage=repro.first_stage, finding=repro.finding, files=sorted(files.values()))
+    return note("playbook.trace_repro", layer=repro.layer, stage=repro.first_stage, finding=repro.finding, files=sorted(files.values()),
+                targets=len(repro.targets))
 
 
 def _reproduce(w: _Walk, reduce: bool) -> None:

@@ -46,6 +46,10 @@ class Evidence(Record):
     source: str = Field(description="Stage and metric, or the imported artifact file, the value came from.")
     detail: Note = Field(description="The numbers behind the value, as a coded fact.")
     gate: Note | None = Field(None, description="Why the rule may not fire on this value (the baseline shares it, not a finite number ...).")
+    baseline_fired: bool | None = Field(
+        None, description="One-run rules beside a baseline: whether the same rule fires on the baseline's own value (None: "
+        "no baseline, or its value could not be computed)."
+    )
 
 
 class MissingEvidence(Record):
@@ -80,6 +84,11 @@ class MechanismShare(Record):
     negative_ms: float = Field(0.0, description="Sum of this mechanism's parts that shrank (ms < 0): ms = positive_ms + negative_ms.")
     largest: str | None = Field(description="The part that carries the most of it.")
     parts: int
+    against: list[str] = Field(
+        default_factory=list, description="When the share is past 100% of the change: what moves the other way, largest "
+        "first: the other mechanisms (by value) whose share has the opposite sign, 'unattributed' when the unattributed "
+        "rest does, and this mechanism's own parts that do ('own parts'). It over-explains the change by what they pull back."
+    )
 
 
 class Attribution(Record):

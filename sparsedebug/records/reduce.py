@@ -154,3 +154,8 @@ class TraceRepro(Record):
     replay_reason: ReplayReason = Field(description="Why the built-in replay of reproducer.yaml can or cannot show it.")
     replay_fallback: str | None = Field(None, description="The fallback reason the replay's backend profile decides for the layer, when it does.")
     files: dict[str, str] = Field(default_factory=dict, description="role -> file name in the bundle (workload, dense twin, script).")
+    targets: list[str] = Field(
+        default_factory=list, description="Every layer the fix's cause covers, this one among them (Fix.targets): the op "
+        "reproduced stands for each (the same op, the same cause); empty when the fix names no set."
+    )
+    targets_ms: float | None = Field(None, description="What the fix removes per iteration across the targets (Fix.removes_ms).")

@@ -261,6 +261,12 @@ def _share_figures(cls: Classification, mechanism: str) -> list[Figure]:
     return out
 
 
+def _against_term(cls: Classification, mechanism: str) -> dict[str, str]:
+    """What pulls the other way from a share past 100% (``MechanismShare.against``), as a claim term; empty otherwise."""
+    share = cls.attribution.share_of(mechanism) if cls.attribution is not None else None  # type: ignore[arg-type]
+    return {"against": ",".join(share.against)} if share is not None and share.against else {}
+
+
 def _hypothesis(b: LoadedBundle) -> Hypothesis:
     cls = b.classification
     if cls is None:
@@ -270,7 +276,8 @@ def _hypothesis(b: LoadedBundle) -> Hypothesis:
     ranked = sorted(cls.scores, key=lambda s: s.rank)
     if cls.winner is None and cls.leading is not None:
         primary = Claim(kind="primary_mechanism", code="not_established", figures=_share_figures(cls, cls.leading.value) + delta,
-                        terms={"mechanism": cls.leading.value, "ranked_by": cls.ranked_by, "settle": cls.settle or ""})
+                        terms={"mechanism": cls.leading.value, "ranked_by": cls.ranked_by, "settle": cls.settle or "",
+                               **_against_term(cls, cls.leading.value)})
     elif cls.winner is None:
         primary = Claim(kind="primary_mechanism", code="none", figures=delta, terms={"ranked_by": cls.ranked_by, "settle": cls.settle or ""})
     else:
@@ -281,7 +288,7 @@ def _hypothesis(b: LoadedBundle) -> Hypothesis:
             figs.append(_fig("score", score.score, "ratio", FILES["classification"], "scores[].score", role=w))
         established = _established(cls)
         primary = Claim(kind="primary_mechanism", code="established" if established else "not_established", figures=figs,
-                        terms={"mechanism": w, "ranked_by": cls.ranked_by})
+                        terms={"mechanism": w, "ranked_by": cls.ranked_by, **_against_term(cls, w)})
     competing = []
     for s in ranked:
         name = s.mechanism.value
@@ -290,7 +297,7 @@ def _hypothesis(b: LoadedBundle) -> Hypothesis:
         figs = _share_figures(cls, name) if cls.ranked_by == "attribution" else [
             _fig("score", s.score, "ratio", FILES["classification"], "scores[].score", role=name)]
         competing.append(Claim(kind="competing_mechanism", code=s.status, figures=figs,
-                               terms={"mechanism": name, "ranked_by": cls.ranked_by}))
+                               terms={"mechanism": name, "ranked_by": cls.ranked_by, **_against_term(cls, name)}))
     missing = [Claim(kind="missing_evidence", code=m.mechanism.value, items=list(m.rules)) for m in cls.missing_evidence]
     return Hypothesis(primary=primary, competing=competing, missing=missing)
 

@@ -17,7 +17,7 @@ import pytest
 
 from sparsedebug.records.classification import Fix
 from sparsedebug.render.words.mechanisms_records import fix_words
-from tests.conftest import FIXTURES, assert_clean_error, invoke
+from tests.conftest import FIXTURES, assert_clean_error, classify_json, invoke
 from tests.support.tracegen import TraceSpec, attention_name, generate, layer_name, move_to_fp32, write_doc
 
 H200 = FIXTURES / "h200"
@@ -36,10 +36,7 @@ def _write(path: Path, spec: TraceSpec, fp32_layer: str | None = None) -> str:
 
 
 def _classify(cand: str, base: str, *extra: str) -> dict[str, Any]:
-    result = invoke(["classify", cand, "--baseline", base, *extra, "--json"])
-    assert result.exit_code == 0, result.stderr
-    payload: dict[str, Any] = json.loads(result.stdout)
-    return payload
+    return classify_json(cand, base, *extra)
 
 
 def _shares(payload: dict[str, Any]) -> dict[str, float]:

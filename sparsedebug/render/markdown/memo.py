@@ -259,6 +259,9 @@ def _action(b: LoadedBundle, book: Playbook) -> list[str]:
     if tr is not None:
         names = ", ".join(f"`{name}`" for name in tr.files.values())
         ratio = f", {tr.delta_ms:+.3f} ms per iteration in the trace" if tr.delta_ms is not None else ""
+        if tr.targets:
+            removes = f": the fix removes {tr.targets_ms:.3f} ms per iteration across them" if tr.targets_ms is not None else ""
+            ratio += f"; it stands for all {len(tr.targets)} layers the fix covers ({', '.join(f'`{n}`' for n in tr.targets)}){removes}"
         out.append(
             f"  - Focused reproducer from the traces ({names}): `{tr.layer}` ({tr.group}: {tr.finding} at {tr.first_stage}{ratio}), "
             f"{tr.op_kind} with the traced shapes, dtypes and strides, backend {tr.candidate.backend or '?'} against the dense twin's "

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sparsedebug.records.memo import Claim, ClockLegend
+from sparsedebug.render.words.dispatch import listed
 from sparsedebug.render.words.figures import HEADLINE_WORDS as HEADLINE_WORDS
 from sparsedebug.render.words.figures import SIGNED as SIGNED
 from sparsedebug.render.words.figures import headline as headline
@@ -261,13 +262,26 @@ def build_tags(st: Style, c: Claim) -> str:
     return ", ".join(f"{k} {st.code(c.terms[k])}" for k in order if k in c.terms) + "."
 
 
-def _carries(c: Claim) -> str:
+def over_explains(c: Claim) -> str | None:
+    """``, more than the whole change (194%): unattributed pulls the other way`` for a share past 100% (None otherwise)."""
+    share = c.figure("carried_share")
+    if share is None or round(100 * share.value) <= 100:
+        return None
+    against = [("some of its own parts" if w == "own parts" else w) for w in c.terms.get("against", "").split(",") if w]
+    pulls = f": {listed(against)} {'pulls' if len(against) == 1 else 'pull'} the other way" if against else ""
+    return f", more than the whole change ({num(share)}){pulls}"
+
+
+def _carries(c: Claim, of: str = "") -> str:
     ms, share = c.figure("carried_ms"), c.figure("carried_share")
     if ms is None:
-        return "carries none of the change"
+        return f"carries none of the change{of}"
+    over = over_explains(c)
+    if over is not None and round(ms.value, 3) > 0:
+        return f"carries {num(ms)}{of}{over}"
     if round(ms.value, 3) > 0 and share is not None and round(share.value, 2) > 0:
-        return f"carries {num(ms)} ({num(share)})"
-    return f"moves the other way, {num(ms)}"
+        return f"carries {num(ms)} ({num(share)}){of}"
+    return f"moves the other way, {num(ms)}{of}"
 
 
 def primary_mechanism(st: Style, c: Claim) -> str:
@@ -285,8 +299,8 @@ def primary_mechanism(st: Style, c: Claim) -> str:
     settle = SETTLE_WORDS.get(c.terms.get("settle", ""), "")
     settle_text = f"; {settle} would settle it" if settle else ""
     if c.code == "not_established":
-        return f"not established: the leading candidate {mech} {_carries(c)}{of}, short of the headline rule{settle_text}."
-    return f"{st.bold(c.terms.get('mechanism', ''))}, which {_carries(c)}{of}."
+        return f"not established: the leading candidate {mech} {_carries(c, of)}, short of the headline rule{settle_text}."
+    return f"{st.bold(c.terms.get('mechanism', ''))}, which {_carries(c, of)}."
 
 
 SETTLE_WORDS = {
@@ -343,6 +357,10 @@ def change(st: Style, c: Claim) -> str:
         return "none proposed (no classified mechanism)."
     t = c.terms
     layer = st.code(t["layer"]) if "layer" in t else "every layer"
+    layers = c.figure("target_layers")
+    wide = layers is not None and layers.value > 1 and bool(t.get("target_layers"))
+    if wide:  # the fix covers every layer sharing its cause: it names the set, never the one layer it was found on
+        layer = f"all {num(layers)} layers"
     if c.code == "knob" and t.get("knob") in KNOB_WORDS:
         text = KNOB_WORDS[t["knob"]].format(value=t.get("value", ""))
     elif c.code == "layer" and t.get("action") in ACTION_WORDS:
@@ -353,12 +371,14 @@ def change(st: Style, c: Claim) -> str:
         text = advice_words(t, layer if "layer" in t else None).rstrip(".")
     if c.items:
         text += f" for {', '.join(st.code(i) for i in c.items)}"
-    layers = c.figure("target_layers")
     if layers is not None and t.get("target_layers"):
-        text += f" on {num(layers)} layers ({', '.join(st.code(x) for x in t['target_layers'].split(','))} ...)"
+        named = t["target_layers"].split(",")
+        more = " ..." if layers.value > len(named) else ""
+        text += f": {', '.join(st.code(x) for x in named)}{more}" if wide else f" on {num(layers)} layers ({', '.join(st.code(x) for x in named)}{more})"
     removes = c.figure("removes_ms")
     if removes is not None:
-        text += f", removing {num(removes)} per iteration ({st.code(t.get('basis', ''))})"
+        across = f" across all {num(layers)}" if wide and layers is not None else ""
+        text += f", removing {num(removes)} per iteration{across} ({st.code(t.get('basis', ''))})"
     wait = c.figure("host_wait_ms")
     if "host" in text and wait is not None:
         text += f" (the device waits {num(wait)} on the host)"

@@ -33,6 +33,8 @@ def _classify(c: Claim) -> str:
         head = "" if c.code == "established" else "not established: leading "
         ms, share = c.figure("carried_ms"), c.figure("carried_share")
         if ms is not None and share is not None and round(ms.value, 3) > 0:
+            if p.over_explains(c) is not None:  # one line: the memo names what pulls the other way
+                return f"{head}{c.terms.get('mechanism', '')} carries {p.num(ms)} ({p.num(share)}, more than the whole change){of}"
             return f"{head}{c.terms.get('mechanism', '')} carries {p.num(ms)} ({p.num(share)}){of}"
     return p.primary_mechanism(p.PLAIN, c)
 

@@ -114,6 +114,7 @@ _FINDINGS: dict[str, Phrase] = {
     "locate.finding.per_call_conversion": _conversion,
     "locate.finding.sparse_gemms": "{count} sparse GEMM kernel(s) appeared",
     "locate.finding.new_kernel_class": "kernel class {kernel_class} appeared: {kernels}",
+    "locate.finding.layout_copies": "a layout op that copies, in the candidate only: {kernels}",
     "locate.finding.slower": _slower,
     "locate.finding.faster": lambda v: f"faster {cmp_text(v)}" + (" (sparse path, as intended)" if v.get("sparse_path") else ""),
     "locate.finding.precision": lambda v: (

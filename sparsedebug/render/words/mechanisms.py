@@ -207,6 +207,7 @@ PHRASES: dict[str, Phrase] = {
     "mechanisms.part_path_changed": lambda v: f"path changed: {_moved(v)}",
     "mechanisms.part_precision": "precision {how}",
     "mechanisms.part_bytes": "bytes per call {base_bytes:.3g} -> {cand_bytes:.3g}",
+    "mechanisms.part_copies": "time in copy kernels per iteration {base_ms:.3f} -> {cand_ms:.3f} ms",
     "mechanisms.part_clocks_fell": "same path, clocks fell inside the candidate's window",
     "mechanisms.part_threads_queue": "same path, threads queue for cores",
     "mechanisms.part_unexplained": "same path, same bytes: no mechanism evidence on this layer",

@@ -215,7 +215,9 @@ PHRASES: dict[str, Phrase] = {
     "playbook.no_reduction": "no reduction: both sides must be workloads (or both traces)",
     "playbook.trace_cut": "cut the blamed layer out of the trace pair",
     "playbook.no_trace_repro": _no_trace_repro,
-    "playbook.trace_repro": "trace reproducer of {layer} ({stage}: {finding}): {files}",
+    "playbook.trace_repro": lambda v: (f"trace reproducer of {v.get('layer')} ({v.get('stage')}: {v.get('finding')})"
+                                       + (f", standing for all {v['targets']} layers the fix covers" if v.get("targets") else "")
+                                       + f": {v.get('files')}"),
     "playbook.fix_applied": "fix applied (fix.json says how)",
     "playbook.fix_not_applied": "fix not applied (fix.json says why)",
     "playbook.rerun": "re-run the matrix",

@@ -38,6 +38,7 @@ SAMPLES: dict[str, dict[str, NoteValue]] = {
     "locate.finding.per_call_conversion": {"count": 2, "base": 0, "each_ms": 0.1},
     "locate.finding.sparse_gemms": {"count": 2},
     "locate.finding.new_kernel_class": {"kernel_class": "fp32_gemm", "kernels": ["sgemm_128"]},
+    "locate.finding.layout_copies": {"kernels": ["Memcpy DtoD (Device -> Device)"]},
     "locate.finding.slower": {**CMP, "explained": [], "sparse_path": False, "persistent": False, "reason": "p=0.2"},
     "locate.finding.faster": {**CMP, "sparse_path": True},
     "locate.finding.precision": {"rel_err": 0.2, "precision": "fp16", "tolerance": 0.01},
