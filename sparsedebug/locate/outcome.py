@@ -8,13 +8,14 @@ a narrowed dense model wins at equal latency.
 
 from __future__ import annotations
 
-from sparsedebug.core.paired import compare_timings
+from sparsedebug.core.judgement import judge, judgement_of
 from sparsedebug.core.stats import percentiles
 from sparsedebug.locate.common import cmp_values, positive, stage_status
 from sparsedebug.locate.reference import MachineDrift, discount, session_block
 from sparsedebug.records.findings import LayerFinding, MetricFinding, StageFinding
 from sparsedebug.records.notes import Note, note
 from sparsedebug.records.run import RunRecord
+from sparsedebug.records.stats import DEFAULT_MIN_SAMPLES, JudgementRule
 
 # A traced run is host-bound when the GPU waited on the host for at least this share of its span: its latency is
 # mostly host time, and a profiler adds its own cost to every op on the host (traced and untraced order can differ).
@@ -37,7 +38,8 @@ def traced_host_bound(runs: list[RunRecord]) -> float | None:
 
 
 def outcome_stage(
-    base: RunRecord, cand: RunRecord, alpha: float, min_effect: float, min_cosine: float | None, drift: MachineDrift | None = None
+    base: RunRecord, cand: RunRecord, alpha: float, min_effect: float, min_cosine: float | None, drift: MachineDrift | None = None,
+    min_samples: int = DEFAULT_MIN_SAMPLES,
 ) -> StageFinding:
     """Compare whole-forward latency; ``min_cosine`` is an optional quality guardrail on the candidate's output cosine.
 
@@ -48,9 +50,9 @@ def outcome_stage(
     facts: list[Note] = []
     b_out, c_out = base.outcome, cand.outcome
     if b_out.latency_samples_ms and c_out.latency_samples_ms:
-        comp = compare_timings(
+        comp = judge(
             positive(b_out.latency_samples_ms), positive(c_out.latency_samples_ms),
-            block=session_block(base, cand), alpha=alpha, min_effect=min_effect,
+            JudgementRule(alpha=alpha, factor=min_effect, min_samples=min_samples), block=session_block(base, cand),
         )
         comp = discount(comp, drift.forward_band if drift is not None else None)
         timing = c_out.latency_timing or b_out.latency_timing
@@ -80,4 +82,9 @@ def outcome_stage(
     if empty and status == "same":  # absence is never "no change": the forward was not compared
         status = "undecided"
         facts.insert(0, note("locate.outcome.no_samples", runs=empty))
+    headline = metrics[0].comparison if metrics else None
+    if headline is not None and status == "same" and judgement_of(headline) == "inconclusive":
+        # the one rule (core.judgement): too few samples to judge is inconclusive, never "no change"
+        status = "undecided"
+        facts.insert(0, note("locate.outcome.too_few", n_base=headline.n_base, n_cand=headline.n_cand, needed=headline.needed))
     return StageFinding(stage="outcome", status=status, facts=facts or [note("locate.outcome.empty")], metrics=metrics, layers=findings)

@@ -37,6 +37,12 @@ DEFAULT_ALPHA = 0.05
 # Minimum ratio of medians (either way) that counts as a change, as asv's ``factor``.
 DEFAULT_MIN_EFFECT = 1.05
 
+# Fewest samples a side (trace iterations, replay rounds; paired sessions: rounds) on which a difference is judged at
+# all (``core.judgement``): the fewest with which every test the rule runs reaches ``DEFAULT_ALPHA`` two-sided (the
+# paired signed-rank test needs 6 rounds: 2/2^6 = 0.031; Mann-Whitney 4 a side), and asv's "about six". Fewer give
+# ``inconclusive`` with the count to capture, whatever the ratio.
+DEFAULT_MIN_SAMPLES = 6
+
 Method = Literal["magnitude", "wanda", "sparsegpt"]
 METHODS: tuple[Method, ...] = ("magnitude", "wanda", "sparsegpt")
 """Pruning methods, cheapest first."""

@@ -116,6 +116,10 @@ REASON_WORDS = {
     "fix_moved_checks_fail": "The bounded fix moved its target metric, but gate checks still fail.",
     "fix_did_not_move": "The applied fix did not move its target metric.",
     "fix_not_applied": "The proposed fix could not be applied, so nothing shows that it removes the cause.",
+    "too_few_samples": (
+        "The {judged_on} run's latency samples are too few to judge it against the baseline: capture or run more, "
+        "then decide."
+    ),
     "unchanged": (
         "The {judged_on} run does not differ from the baseline beyond noise in any stage that could be compared, "
         "and no gate check fails."

@@ -243,6 +243,10 @@ _STAGES: dict[str, Phrase] = {
     "locate.outcome.speedup": lambda v: f"effective speedup vs dense x{as_float(v.get('speedup')):.3f}",
     "locate.outcome.cosine": lambda v: f"output cosine {as_float(v.get('cosine')):.4f}",
     "locate.outcome.dense_wins": "at equal latency a narrowed dense model has better quality",
+    "locate.outcome.too_few": lambda v: (
+        f"{v['n_base']} vs {v['n_cand']} samples, too few to judge the whole forward ({v['needed']} a side needed: "
+        "capture or run that many)"
+    ),
     "locate.outcome.no_samples": lambda v: (
         f"no latency samples in {' and '.join(as_names(v.get('runs')))} (0 measured): whole-forward latency not compared"
     ),
