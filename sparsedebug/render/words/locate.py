@@ -181,6 +181,19 @@ def _overhead(v: Mapping[str, NoteValue]) -> str:
     return f"overhead span - busy per iteration, p50 {as_float(v.get('base_overhead')):.3f} -> {as_float(v.get('cand_overhead')):.3f} ms ({cmp_text(v)} of latency)"
 
 
+def _profiler_cost(v: Mapping[str, NoteValue]) -> str:
+    """The profiler-overhead caveat, with the untraced p50s beside the traced ones when they were given."""
+    share = v.get("share")
+    waited = f"the GPU waited on the host {as_float(share):.0%} of the span; " if share is not None else ""
+    traced = f"traced p50 {as_float(v.get('traced_base')):.3f} -> {as_float(v.get('traced_cand')):.3f} ms"
+    if v.get("untraced_base") is not None and v.get("untraced_cand") is not None:
+        untraced = f"untraced {as_float(v.get('untraced_base')):.3f} -> {as_float(v.get('untraced_cand')):.3f} ms"
+        return (f"the traces show the profiler's own cost ({waited}{traced}, {untraced}): the outcome is judged untraced, "
+                "every per-layer and per-gap figure stays on the trace's clock")
+    return (f"rests on traced latency, which shows the profiler's own cost ({waited}{traced}; its cost per op is in it): "
+            "time both runs untraced and pass --latency BASE CAND")
+
+
 def _latency(v: Mapping[str, NoteValue]) -> str:
     word = {"slower": "slower", "faster": "faster"}.get(str(v.get("direction")), "latency")
     text = f"{word} {cmp_text(v)}: p50 {as_float(v.get('base_p50')):.3f} -> {as_float(v.get('cand_p50')):.3f} ms"
@@ -237,6 +250,7 @@ _STAGES: dict[str, Phrase] = {
         f"rests on traced latency of a host-bound run (the GPU waited on the host {as_float(v.get('share')):.0%} of the span; "
         "the profiler's own cost per op is in it): time both runs untraced and pass --latency BASE CAND"
     ),
+    "locate.outcome.profiler_cost": _profiler_cost,
     "locate.outcome.budget": lambda v: (
         f"p99 {as_float(v.get('p99')):.3f} ms {'over' if v.get('over') else 'within'} the {as_float(v.get('budget')):g} ms budget"
     ),
