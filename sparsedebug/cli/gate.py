@@ -96,7 +96,7 @@ def gate(
     baseline, candidate, ranks = rank_pair(baseline, candidate, executor, json_out=json_out, wide=wide)
     err = err_console()
     with err.status(Text(f"{describe_input(baseline)}, {describe_input(candidate)}")):
-        runs = load_pair(baseline, candidate, repeats=repeats, latency=latency)
+        runs = load_pair(baseline, candidate, repeats=repeats, latency=latency, rule=pol.significance)
     pair = require_comparable(runs[0], runs[1], allowed_dimensions(allow_different))
     result = evaluate(pair.base, pair.cand, pol).model_copy(update={"comparability": pair.check})
     if not json_out:

@@ -28,7 +28,7 @@ from sparsedebug.core.paired import compare_timings, fewest_pairs
 from sparsedebug.core.stats import Samples, fewest_samples
 from sparsedebug.records.stats import DEFAULT_MIN_SAMPLES, Judgement, JudgementRule, SampleComparison
 
-__all__ = ["DEFAULT_MIN_SAMPLES", "DEFAULT_RULE", "judge", "judgement_of", "needed_samples", "short_of"]
+__all__ = ["DEFAULT_MIN_SAMPLES", "DEFAULT_RULE", "judge", "judgement_of", "needed_samples", "settled", "short_of"]
 
 # The rule's defaults: alpha 0.05, factor 1.05, 6 samples a side.
 DEFAULT_RULE = JudgementRule()
@@ -78,3 +78,15 @@ def judgement_of(cmp: SampleComparison) -> Judgement:
     if cmp.direction == "faster" and cmp.persistent:
         return "win"
     return "no_change"
+
+
+def settled(cmp: SampleComparison, rule: JudgementRule = DEFAULT_RULE) -> bool:
+    """Whether the ratio of a comparison has settled on one side of the factor: judged (enough samples) and its
+    confidence interval lies wholly within ``(1/factor, factor)`` (no change) or wholly beyond it on one side. More
+    samples cannot then move the rule's verdict across the factor; a replay samples until this holds
+    (:func:`sparsedebug.core.timing.measure`'s ``settle``)."""
+    if not cmp.enough_samples or cmp.ci_low is None or cmp.ci_high is None:
+        return False
+    inside = cmp.ci_low > 1.0 / rule.factor and cmp.ci_high < rule.factor
+    beyond = cmp.ci_low >= rule.factor or cmp.ci_high <= 1.0 / rule.factor
+    return inside or beyond

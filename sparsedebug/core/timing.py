@@ -52,7 +52,7 @@ from sparsedebug.core.noise import (
     windowed_contention,
 )
 from sparsedebug.core.stats import median, quantiles
-from sparsedebug.records.defaults import SAMPLE_CALLS, SAMPLE_CALLS_WITHIN_MS
+from sparsedebug.records.defaults import MAX_REPEATS, SAMPLE_CALLS, SAMPLE_CALLS_WITHIN_MS
 from sparsedebug.records.notes import Note, note
 from sparsedebug.records.timing import Flag, TimingQuality, VariantTiming
 
@@ -313,6 +313,8 @@ def measure(
     clocks: Clocks | None = None,
     order: RoundOrder = rotated,
     min_sample_ms: float = 0.0,
+    settle: Callable[[dict[str, list[float]]], bool] | None = None,
+    settle_budget_s: float = 0.0,
 ) -> Timed:
     """Time interleaved rounds as :func:`interleaved` (``order``: each round's order), flag interference,
     re-measure flagged rounds (in their original order), judge stability.
@@ -322,6 +324,11 @@ def measure(
     then alternate call by call within each round (:func:`_run_round`) and each sample is
     its calls' median (``Timed.calls_per_sample``); the interference flags judge the whole
     sample, as timed. 0: one call per sample.
+
+    ``settle`` (the samples so far -> whether their comparison has settled): after the rounds and their
+    re-measurement, batches of further rounds (half as many each) are timed until it says so or
+    ``settle_budget_s`` of wall time has passed on them; unsettled past the budget, the
+    timings are unstable (``core.timing_unsettled``) and ``TimingQuality.ratio_settled`` says which.
     """
     _check(variants, rounds, warmup)
     pol = policy or DEFAULT_POLICY
@@ -362,8 +369,26 @@ def measure(
             if not any(r.flags for r in redo.values()):
                 table[index] = redo
     samples = {name: [row[name].sample for row in table] for name, _ in items}
+    settled: bool | None = None
+    if settle is not None:
+        started = clk.wall()  # the budget is for the rounds added, beyond those asked for
+        settled = settle(samples)
+        while not settled and clk.wall() - started < settle_budget_s and len(table) < MAX_REPEATS:
+            for _ in range(max(2, rounds // 2)):
+                row = timed_round(len(table))
+                for name, r in row.items():
+                    r.flags = _flag(r, typical[name], tick, pol)
+                table.append(row)
+            samples = {name: [row[name].sample for row in table] for name, _ in items}
+            settled = settle(samples)
     busy = windowed_contention(readings, pol)
     quality = _quality(items, table, samples, flagged, first_flags, used, tick, pol, busy, number)
+    if settled is not None:
+        problems = quality.problems + ([] if settled else [note("core.timing_unsettled", rounds=len(table), budget_s=settle_budget_s)])
+        quality = quality.model_copy(update={
+            "ratio_settled": settled, "settle_rounds": len(table) - rounds, "problems": problems,
+            "status": "unstable" if problems else "stable",
+        })
     calls = {name: [row[name].call for row in table] for name, _ in items}
     counts = {name: [row[name].calls for row in table] for name, _ in items}
     return Timed(
@@ -432,9 +457,10 @@ def unstable_runs(qualities: list[tuple[str, TimingQuality | None]], *, same_rou
 
     ``same_rounds``: the runs were timed in the same rounds (one interleaved session), so
     sustained contention alone (``TimingQuality.contention_only``) does not stop the
-    comparison: it slowed both sides of every round alike.
+    comparison: it slowed both sides of every round alike; nor does a spread of raw times
+    once the per-round ratio settled (``TimingQuality.ratio_settled``).
     """
     return [
         name for name, quality in qualities
-        if quality is not None and not quality.stable and not (same_rounds and quality.contention_only)
+        if quality is not None and not quality.stable and not (same_rounds and (quality.contention_only or quality.ratio_settled))
     ]

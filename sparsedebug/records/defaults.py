@@ -31,6 +31,12 @@ SAMPLE_CALLS = 4
 # seen).
 SAMPLE_CALLS_WITHIN_MS = 250.0
 
+# Wall-clock budget (seconds) of the rounds a replayed session adds after those asked for: rounds are added until the
+# per-round ratio of the two sides settles (``core.judgement.settled``) or this much time has passed; past it,
+# unsettled timings are unstable (inconclusive). About four times what the README's gate pair's 15 rounds take on a
+# quiet 2-core machine.
+SETTLE_BUDGET_S = 20.0
+
 # Significance level of the rank test (two-sided).
 DEFAULT_ALPHA = 0.05
 

@@ -57,6 +57,7 @@ from sparsedebug.core.paired import paired_ratio
 from sparsedebug.core.patterns import precision_changes, precision_from
 from sparsedebug.core.stats import TAIL_MIN_SAMPLES, median
 from sparsedebug.core.tails import P99, exceedance_p, exceedances_needed, quantile_bounds
+from sparsedebug.core.timing import unstable_runs
 from sparsedebug.locate.reference import calm_latencies, machine_drift, session_block
 from sparsedebug.records.gate import (
     CheckId,
@@ -131,10 +132,7 @@ def _unstable(check_id: CheckId, base: RunRecord, cand: RunRecord, policy: OnInc
     alone: it slowed both sides of every round alike.
     """
     same_rounds = session_block(base, cand) is not None
-    unstable = [
-        run.name for run in (base, cand)
-        if run.outcome.timing is not None and not run.outcome.timing.stable and not (same_rounds and run.outcome.timing.contention_only)
-    ]
+    unstable = unstable_runs([(run.name, run.outcome.timing) for run in (base, cand)], same_rounds=same_rounds)
     if not unstable:
         return None
     return GateCheck(id=check_id, status="inconclusive", on_inconclusive=policy,
@@ -248,12 +246,15 @@ def _p99_problems(base: RunRecord, cand: RunRecord, pol: P99Policy, alpha: float
     small = len(c_samples) < TAIL_MIN_SAMPLES
     if pol.use_budget and budget is not None:
         base_misses = bool(b_samples) and min(b_samples) > budget if small else b_tail.low > budget
+        # two sides of one session that both miss the budget: the machine ran slow for both (a busy CI runner), not the
+        # candidate's miss; the ratio check above still judges the candidate against the baseline
+        missed = notes if base_misses and session_block(base, cand) is not None else problems
         if small and min(c_samples) > budget:
-            problems.append(note("gate.budget_every_sample", samples=len(c_samples), budget_ms=budget, baseline_misses=base_misses))
+            missed.append(note("gate.budget_every_sample", samples=len(c_samples), budget_ms=budget, baseline_misses=base_misses))
         elif small and cl.p99 > budget:
             notes.append(note("gate.budget_within_noise", p99_ms=cl.p99, budget_ms=budget, samples=len(c_samples), lower_ms=None))
         elif not small and c_tail.low > budget:
-            problems.append(note("gate.budget_p99", p99_ms=cl.p99, budget_ms=budget, lower_ms=c_tail.low,
+            missed.append(note("gate.budget_p99", p99_ms=cl.p99, budget_ms=budget, lower_ms=c_tail.low,
                                  baseline_misses=base_misses, baseline_lower_ms=b_tail.low))
         elif cl.p99 > budget:
             notes.append(note("gate.budget_within_noise", p99_ms=cl.p99, budget_ms=budget, samples=len(c_samples), lower_ms=c_tail.low))
