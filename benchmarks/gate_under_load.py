@@ -68,8 +68,10 @@ def main() -> None:
                 ok = row["rc"] == 0 if pair == "identical" else row["rc"] == 1 and row.get("speed") == "fail"
                 counts[pair] += int(ok)
                 ratio = f"{row['ratio']:.3f}" if isinstance(row.get("ratio"), float) else "-"
+                basis = row.get("basis")
+                notes = ",".join(str(b) for b in basis) if isinstance(basis, list) and basis else str(row.get("error", ""))
                 print(f"{i + 1:>3}  {pair:<9}  {row['rc']}   {row.get('speed', '-')!s:<12}  {row.get('judgement')!s:<12}  "
-                      f"{ratio:>6}  {row['wall_s']:6.1f}  {','.join(row.get('basis', [])) or row.get('error', '')}", flush=True)
+                      f"{ratio:>6}  {row['wall_s']:6.1f}  {notes}", flush=True)
     finally:
         spinner.kill()
         spinner.wait()

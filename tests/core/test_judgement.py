@@ -105,3 +105,28 @@ def test_policy_sets_the_rule(tmp_path: object) -> None:
     speed = evaluate(base, cand, pol).checks[0]
     assert speed.status == "inconclusive" and speed.test is not None and speed.test.needed == 10
     assert bisect_runs(base, cand, min_samples=10).stage("outcome").status == "undecided"
+
+
+def test_settled_ratio() -> None:
+    from sparsedebug.core.judgement import settled
+
+    same = judge(_noisy(10.0, 30, 1, 0.005), _noisy(10.0, 30, 2, 0.005))
+    assert settled(same)  # interval well within (1/1.05, 1.05)
+    slow = judge(_noisy(10.0, 30, 1, 0.005), _noisy(12.0, 30, 2, 0.005))
+    assert settled(slow)  # wholly beyond 1.05
+    edge = judge(_noisy(10.0, 8, 1, 0.05), _noisy(10.5, 8, 2, 0.05))
+    assert not settled(edge)  # straddles the factor: more rounds could move the verdict
+    assert not settled(judge([1.0, 1.0], [2.0, 2.0]))  # too few to judge
+
+
+def test_measure_samples_until_settled_within_its_budget() -> None:
+    from sparsedebug.core.timing import measure
+
+    def work() -> float:
+        return float(sum(range(2000)))
+
+    timed = measure({"a": work, "b": work}, rounds=4, warmup=0, settle=lambda s: len(s["a"]) >= 8, settle_budget_s=30.0)
+    assert len(timed.samples["a"]) >= 8 and timed.quality.ratio_settled is True and timed.quality.settle_rounds >= 4
+    never = measure({"a": work, "b": work}, rounds=4, warmup=0, settle=lambda s: False, settle_budget_s=0.0)
+    assert never.quality.ratio_settled is False and not never.quality.stable
+    assert "core.timing_unsettled" in [n.code for n in never.quality.problems] and len(never.samples["a"]) == 4
