@@ -80,4 +80,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from results import record  # benchmarks/results.py: the figures go to docs/benchmarks/results.md
+
+    record(main)

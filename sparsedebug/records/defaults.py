@@ -60,7 +60,7 @@ DEFAULT_DAMPING = 0.01
 DEFAULT_BLOCK = 64
 
 # Timed repetitions of one probe replay of ``reduce`` (re-measured with twice as many when undecided).
-DEFAULT_PROBE_REPEATS = 5
+DEFAULT_PROBE_REPEATS = DEFAULT_MIN_SAMPLES  # fewer could never be judged (core.judgement)
 
 # Upper bound on ``reduce``'s probes (static and timed together); the search stops early, keeping the best so far,
 # when reached.
