@@ -196,5 +196,5 @@ def test_a_session_whose_ratio_settled_compares_despite_spread() -> None:
     assert bisect_runs(b, c).stage("outcome").status in ("same", "divergent", "improved")
     assert {ch.status for ch in evaluate(b, c, POLICY).checks if ch.id == "effective_speedup"} <= {"pass", "fail"}
     unsettled = spread.model_copy(update={"ratio_settled": False})
-    u = (run.model_copy(update={"outcome": run.outcome.model_copy(update={"timing": unsettled})}) for run in (base, cand))
-    assert next(ch for ch in evaluate(*u, POLICY).checks if ch.id == "effective_speedup").status == "inconclusive"
+    ub, uc = (run.model_copy(update={"outcome": run.outcome.model_copy(update={"timing": unsettled})}) for run in (base, cand))
+    assert next(ch for ch in evaluate(ub, uc, POLICY).checks if ch.id == "effective_speedup").status == "inconclusive"
