@@ -368,19 +368,9 @@ def measure(
                 r.flags = _flag(r, typical[name], tick, pol)
             if not any(r.flags for r in redo.values()):
                 table[index] = redo
+    settled = None if settle is None else _settle(table, lambda: timed_round(len(table)), settle, settle_budget_s, clk,
+                                                  (typical, tick, pol))
     samples = {name: [row[name].sample for row in table] for name, _ in items}
-    settled: bool | None = None
-    if settle is not None:
-        started = clk.wall()  # the budget is for the rounds added, beyond those asked for
-        settled = settle(samples)
-        while not settled and clk.wall() - started < settle_budget_s and len(table) < MAX_REPEATS:
-            for _ in range(max(2, rounds // 2)):
-                row = timed_round(len(table))
-                for name, r in row.items():
-                    r.flags = _flag(r, typical[name], tick, pol)
-                table.append(row)
-            samples = {name: [row[name].sample for row in table] for name, _ in items}
-            settled = settle(samples)
     busy = windowed_contention(readings, pol)
     quality = _quality(items, table, samples, flagged, first_flags, used, tick, pol, busy, number)
     if settled is not None:
@@ -394,6 +384,31 @@ def measure(
     return Timed(
         samples=samples, quality=quality, calls=calls, order=[list(row) for row in table], sample_calls=counts, calls_per_sample=number
     )
+
+
+def _settle(
+    table: list[dict[str, _Round]], timed_round: Callable[[], dict[str, _Round]], settle: Callable[[dict[str, list[float]]], bool],
+    budget_s: float, clk: Clocks, flagging: tuple[dict[str, float], float, NoisePolicy],
+) -> bool:
+    """Add batches of rounds to ``table`` (half as many as it holds, at least 2) until ``settle`` says the samples
+    settled or ``budget_s`` of wall time has passed on them, each round flagged as the rest (``flagging``: the
+    variants' typical times, the tick, the policy); whether they settled."""
+    typical, tick, pol = flagging
+    batch = max(2, len(table) // 2)
+    started = clk.wall()
+
+    def samples() -> dict[str, list[float]]:
+        return {name: [row[name].sample for row in table] for name in table[0]}
+
+    settled = settle(samples())
+    while not settled and clk.wall() - started < budget_s and len(table) < MAX_REPEATS:
+        for _ in range(batch):
+            row = timed_round()
+            for name, r in row.items():
+                r.flags = _flag(r, typical[name], tick, pol)
+            table.append(row)
+        settled = settle(samples())
+    return settled
 
 
 def _quality(
