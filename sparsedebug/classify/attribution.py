@@ -37,6 +37,7 @@ from collections import defaultdict
 from sparsedebug.classify.context import Context
 from sparsedebug.classify.roofline import layer_work
 from sparsedebug.core.dispatch import dispatch_causes, dispatch_changed
+from sparsedebug.core.judgement import judge, judgement_of
 from sparsedebug.core.patterns import (
     PrecisionChange,
     declared_sparse,
@@ -46,7 +47,7 @@ from sparsedebug.core.patterns import (
     path_changed,
     precision_changes,
 )
-from sparsedebug.core.stats import compare_samples, median, min_attainable_p
+from sparsedebug.core.stats import median
 from sparsedebug.locate.common import calls_per_iteration, iteration_count, ms_per_iteration
 from sparsedebug.locate.walk import rank_layers
 from sparsedebug.records.classification import AttributedPart, Attribution, Evidence, Mechanism, MechanismShare, SettleCapture
@@ -291,21 +292,15 @@ HEADLINE_MIN_SHARE = 0.40
 HEADLINE_MIN_RATIO = 2.0
 
 
-# The rank test decides whether latency grew only when these sample counts can reach this p (5 a side); with fewer (3
-# traced iterations a side) it cannot tell a growth from noise, and the median growth alone counts.
-GROWTH_TEST_MIN_P = 0.01
-
-
 def _growth_significant(base: list[float], cand: list[float]) -> bool | None:
-    """Whether the candidate's latency samples are slower than the baseline's (one-sided rank test, beyond the minimum
-    effect); None when too few samples for the test to decide (``GROWTH_TEST_MIN_P``), or samples it cannot take."""
-    if min_attainable_p(len(base), len(cand), one_sided=True) > GROWTH_TEST_MIN_P:
-        return None
+    """Whether the candidate's latency samples are a loss against the baseline's by the one rule (``core.judgement``);
+    None when the rule finds them too few to judge (3 traced iterations a side: the median growth alone counts), or
+    samples it cannot take."""
     try:
-        cmp = compare_samples(base, cand, alternative="greater")
+        verdict = judgement_of(judge(base, cand))
     except ValueError:
         return None
-    return cmp.direction == "slower" if cmp.enough_samples else None
+    return None if verdict == "inconclusive" else verdict == "loss"
 
 
 def measured_growth(attribution: Attribution | None) -> bool:

@@ -43,6 +43,7 @@ from sparsedebug.records.fingerprint import Fingerprint
 from sparsedebug.records.notes import note
 from sparsedebug.records.run import CauseCode, RunRecord
 from sparsedebug.sources.evidence import NO_EVIDENCE, AttachedEvidence
+from sparsedebug.sources.latency import on_trace_clock
 from sparsedebug.sources.registry import replayed
 
 # A rule that fires on the baseline as well does not score unless the candidate is this much worse.
@@ -335,7 +336,9 @@ def classify_run(
     the GPU for the peak-table roofline of imported runs when no fingerprint says
     it; ``run_path`` is how to cite the run when it has no source file.
     """
-    return classify_evidence(
+    untraced = _untraced_delta(run, baseline)
+    run, baseline = on_trace_clock(run), on_trace_clock(baseline) if baseline is not None else None
+    found = classify_evidence(
         run,
         baseline=baseline,
         ncu=ncu_kernels(evidence.ncu) if evidence.ncu is not None else None,
@@ -346,6 +349,19 @@ def classify_run(
         gpu=gpu,
         run_path=run_path,
     )
+    if untraced is None or found.attribution is None:
+        return found
+    return found.model_copy(update={"attribution": found.attribution.model_copy(
+        update={"on_trace_clock": True, "untraced_delta_ms": untraced})})
+
+
+def _untraced_delta(run: RunRecord, baseline: RunRecord | None) -> float | None:
+    """Candidate p50 - baseline p50 of untraced latencies (``--latency``) when either run's were untraced, else None."""
+    if baseline is None or "untraced" not in (run.outcome.latency_timing, baseline.outcome.latency_timing):
+        return None
+    if not run.outcome.latency_samples_ms or not baseline.outcome.latency_samples_ms:
+        return None
+    return median(run.outcome.latency_samples_ms) - median(baseline.outcome.latency_samples_ms)
 
 
 def _windowed(

@@ -101,8 +101,14 @@ class Attribution(Record):
     mechanisms: list[MechanismShare] = Field(description="Largest share of the change (in its direction) first.")
     unattributed_ms: float = Field(description="The change no part carries, or that parts without mechanism evidence carry.")
     growth_significant: bool | None = Field(
-        None, description="A one-sided rank test on the latency samples (candidate slower, beyond the minimum effect): "
-        "None when too few samples for the test to decide."
+        None, description="The latency samples judged a loss by the one rule (core.judgement): None when too few to judge."
+    )
+    on_trace_clock: bool = Field(
+        False, description="Untraced latencies (--latency) judge the outcome; the parts, and this split, stay on the "
+        "trace's own clock (its per-iteration latencies), where the layers and gaps were measured."
+    )
+    untraced_delta_ms: float | None = Field(
+        None, description="With --latency: candidate p50 - baseline p50 of the untraced latencies, beside delta_ms (traced)."
     )
     busy_residual_ms: float | None = Field(
         None,

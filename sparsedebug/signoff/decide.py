@@ -7,13 +7,15 @@ Computed once, from the bundle's records, when the bundle is written (and stored
 from __future__ import annotations
 
 from sparsedebug.core.errors import InternalError
+from sparsedebug.core.judgement import judgement_of
 from sparsedebug.records.comparability import LaunchMode
 from sparsedebug.records.decision import DecisionCode, DecisionOutcome, Refusal
 from sparsedebug.records.gate import GatePolicy, GateResult
 from sparsedebug.records.playbook import Playbook
 from sparsedebug.records.run import RunRecord
-from sparsedebug.signoff.gate import evaluate
-from sparsedebug.signoff.metrics import has_fallback_evidence, has_quality_evidence, p50_speedup
+from sparsedebug.records.stats import SampleComparison
+from sparsedebug.signoff.gate import evaluate, judge_speed, machine_slowness
+from sparsedebug.signoff.metrics import has_fallback_evidence, has_quality_evidence
 from sparsedebug.sources.bundle import LoadedBundle
 
 # Who owns the proposed change, by the winning mechanism.
@@ -75,11 +77,15 @@ def decide(bundle: LoadedBundle, book: Playbook, policy: GatePolicy | None = Non
     speed_fail = checks.get("effective_speedup") is not None and checks["effective_speedup"].status == "fail"
     quality_fail = checks.get("quality_delta") is not None and checks["quality_delta"].status == "fail"
     missing = [r for r in refused if r.check is None]
-    win = measured_win(bundle.baseline, final) and checks.get("effective_speedup") is not None and not failing
+    speed = speed_comparison(bundle.baseline, final, policy or GatePolicy())
+    judged = judgement_of(speed) if speed is not None else None
+    win = judged == "win" and checks.get("effective_speedup") is not None and not failing
     code: DecisionCode
     if not refused:
         decision, code = "ship", "passes"
-    elif unchanged(bundle) and not failing and not measured_win(bundle.baseline, final):
+    elif judged == "inconclusive" and not failing:
+        decision, code = "escalate", "too_few_samples"
+    elif unchanged(bundle) and not failing and judged != "win":
         decision, code = "no_change", "unchanged"
     elif fix is not None and fix.applied and fix.moved and not failing:
         decision, code = "bounded_rollout", "fix_moved_holds"
@@ -101,7 +107,7 @@ def decide(bundle: LoadedBundle, book: Playbook, policy: GatePolicy | None = Non
     return DecisionOutcome(
         decision=decision, code=code, judged_on="fixed candidate" if bundle.fixed is not None else "candidate",
         failing=[c.id for c in failing], ship_refused=refused, gate=gate, gates=gates, owner=owner,
-        across_launch=across_launch(bundle.baseline, final),
+        across_launch=across_launch(bundle.baseline, final), speed=speed, judgement=judged,
     )
 
 
@@ -124,10 +130,12 @@ def unchanged(bundle: LoadedBundle) -> bool:
             and all(stage.status in ("same", "not_comparable") for stage in bis.stages))
 
 
-def measured_win(baseline: RunRecord, judged: RunRecord) -> bool:
-    """The judged run's p50 latency is below the baseline's (both measured)."""
-    speedup = p50_speedup(baseline, judged)
-    return speedup is not None and speedup > 1.0
+def speed_comparison(baseline: RunRecord, judged: RunRecord, policy: GatePolicy) -> SampleComparison | None:
+    """The judged run's latency against the baseline's by the one rule (``core.judgement``, the policy's
+    ``significance``), as the gate's speed check judges it; None without latency samples on both."""
+    if not baseline.outcome.latency_samples_ms or not judged.outcome.latency_samples_ms:
+        return None
+    return judge_speed(baseline, judged, policy.significance, drift=machine_slowness(baseline, judged))
 
 
 # Decisions that fail `playbook run --check`.

@@ -273,6 +273,8 @@ def _hypothesis(b: LoadedBundle) -> Hypothesis:
         return Hypothesis(primary=Claim(kind="primary_mechanism", code="not_classified"))
     att = cls.attribution
     delta = ([_fig("change_ms", att.delta_ms, "ms", FILES["classification"], "attribution.delta_ms")] if att is not None else [])
+    if att is not None and att.on_trace_clock and att.untraced_delta_ms is not None:  # split on the trace's clock; untraced beside
+        delta.append(_fig("untraced_change_ms", att.untraced_delta_ms, "ms", FILES["classification"], "attribution.untraced_delta_ms"))
     ranked = sorted(cls.scores, key=lambda s: s.rank)
     if cls.winner is None and cls.leading is not None:
         primary = Claim(kind="primary_mechanism", code="not_established", figures=_share_figures(cls, cls.leading.value) + delta,

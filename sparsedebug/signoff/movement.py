@@ -17,7 +17,7 @@ from sparsedebug.records.classification import Fix
 from sparsedebug.records.gate import GateTest
 from sparsedebug.records.notes import Note, note
 from sparsedebug.records.run import KernelPath, RunRecord
-from sparsedebug.records.stats import DEFAULT_ALPHA, DEFAULT_MIN_EFFECT, Direction
+from sparsedebug.records.stats import DEFAULT_ALPHA, DEFAULT_MIN_EFFECT, Direction, JudgementRule
 from sparsedebug.signoff.gate import judge_shift
 from sparsedebug.signoff.metrics import fallback_summary, layer_rows, p50_speedup
 
@@ -135,6 +135,7 @@ def measure_movement(
     candidate against the fixed run. (The verdict's text is judge_shift's.)
     """
     moves: list[Movement] = []
+    rule = JudgementRule(alpha=alpha, factor=factor)
     c_lat, f_lat = cand.outcome.latency_samples_ms, fixed.outcome.latency_samples_ms
     verdict: GateTest | None = None
     moved: bool | None = None
@@ -163,11 +164,11 @@ def measure_movement(
             )
         block = session_block(session_cand, fixed) if session_cand is not None else None
         if session_cand is not None and block is not None:
-            direction, verdict = judge_shift(session_cand.outcome.latency_samples_ms, f_lat, alpha=alpha, factor=factor, block=block)
+            direction, verdict = judge_shift(session_cand.outcome.latency_samples_ms, f_lat, rule=rule, block=block)
         else:
-            direction, verdict = judge_shift(c_lat, f_lat, alpha=alpha, factor=factor)
-        moves[p50_index] = moves[p50_index].model_copy(update={"direction": direction})
-        moved = direction == "faster"
+            direction, verdict = judge_shift(c_lat, f_lat, rule=rule)
+        moves[p50_index] = moves[p50_index].model_copy(update={"direction": None if direction == "inconclusive" else direction})
+        moved = None if direction == "inconclusive" else direction == "faster"
         target = "latency p50"
     c_err, f_err = _max_rel_err(cand), _max_rel_err(fixed)
     if c_err is not None and f_err is not None and c_err > 0:

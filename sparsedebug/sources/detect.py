@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 from sparsedebug.core.errors import UserError
 from sparsedebug.core.io import validate
 from sparsedebug.records.run import RunRecord
+from sparsedebug.records.stats import JudgementRule
 from sparsedebug.sources.registry import input_kind
 from sparsedebug.sources.sniff import RunKind as RunKind
 from sparsedebug.sources.sniff import run_kinds, sniff_as
@@ -128,6 +129,7 @@ def load_pair(
     progress: Progress | None = None,
     accept: Collection[RunKind] | None = None,
     latency: tuple[Path, Path] | None = None,
+    rule: JudgementRule | None = None,
 ) -> tuple[RunRecord, RunRecord]:
     """A baseline and a candidate as :func:`load_run` gives each; two workloads are replayed in one interleaved session.
 
@@ -135,7 +137,8 @@ def load_pair(
     their rounds alternate, so the machine's drift hits both alike and the comparison runs
     round by round. Anything else is loaded, replayed or imported one at a time. ``latency``
     (``--latency BASE CAND``): untraced latencies that replace the outcome's
-    (:func:`sparsedebug.sources.latency.with_untraced_latencies`), read before anything is loaded.
+    (:func:`sparsedebug.sources.latency.with_untraced_latencies`), read before anything is loaded. ``rule``: the
+    judgement rule a replayed session samples for until its ratio settles (default: the rule's defaults).
     """
     accept = run_kinds() if accept is None else accept
     if latency is not None:
@@ -143,7 +146,7 @@ def load_pair(
 
         for path in latency:
             load_latencies(path)  # a bad file is refused before any work
-        runs = load_pair(base, cand, repeats=repeats, progress=progress, accept=accept)
+        runs = load_pair(base, cand, repeats=repeats, progress=progress, accept=accept, rule=rule)
         return with_untraced_latencies(runs[0], runs[1], latency)
     kinds = (sniff_as(base, accept), sniff_as(cand, accept))
     if all(replayed_together(name) for name, _ in kinds):
@@ -151,7 +154,7 @@ def load_pair(
         from sparsedebug.sources.workload.load import parse_workload
 
         workloads = [parse_workload(data, str(path), require_version=True) for (_, data), path in zip(kinds, (base, cand), strict=True)]
-        return replay_pair(workloads[0], workloads[1], repeats=repeats, progress=progress, base_path=base, cand_path=cand)
+        return replay_pair(workloads[0], workloads[1], repeats=repeats, progress=progress, base_path=base, cand_path=cand, rule=rule)
     return (
         load_run(base, repeats=repeats, progress=progress, accept=accept, compared=True),
         load_run(cand, repeats=repeats, progress=progress, accept=accept, compared=True),

@@ -18,6 +18,8 @@ def attribution_sentence(cls: Classification) -> str | None:
     att = cls.attribution
     pct = f" ({share.share:.0%})" if share.share is not None else ""
     text = f"mechanism {cls.winner.value} carries {share.ms:.3f} ms of the {att.delta_ms:+.3f} ms change{pct}"
+    if att.on_trace_clock and att.untraced_delta_ms is not None:
+        text += f" on the trace's clock (untraced, with the profiler off: {att.untraced_delta_ms:+.3f} ms)"
     if share.share is not None and round(share.share * 100) > 100:
         # more than the whole change: name what offsets it (MechanismShare.against), so the share reads as a share of the net change
         own = share.negative_ms if att.delta_ms >= 0 else share.positive_ms

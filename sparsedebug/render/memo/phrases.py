@@ -94,6 +94,10 @@ REASON_WORDS = {
     "fix_moved_checks_fail": "The bounded fix moved its target metric, but gate checks still fail.",
     "fix_did_not_move": "The applied fix did not move its target metric.",
     "fix_not_applied": "The proposed fix could not be applied, so nothing shows that it removes the cause.",
+    "too_few_samples": (
+        "The {judged_on} run's latency samples are too few to judge it against the baseline: capture or run more, "
+        "then decide."
+    ),
     "unchanged": (
         "The {judged_on} run does not differ from the baseline beyond noise in any stage that could be compared, "
         "and no gate check fails."
@@ -151,8 +155,8 @@ def speedup(st: Style, c: Claim) -> str:
     text = f"speedup {num(sp)} over the baseline (p50 {num(b)} baseline, {num(k)} candidate)"
     share = c.figure("traced_host_wait_share")
     if c.code == "rests_on_traced" and share is not None:
-        text += (f", which rests on traced latency of a host-bound run (idle on the host {num(share)} of the span; "
-                 "the profiler's own cost is in it: pass untraced timings with `--latency` to settle it)")
+        text += (f", which rests on traced latency that shows the profiler's own cost (idle on the host {num(share)} of the "
+                 "span; pass untraced timings with `--latency` to settle it)")
     return text
 
 
@@ -288,8 +292,10 @@ def primary_mechanism(st: Style, c: Claim) -> str:
     """The primary mechanism, or why none is established."""
     if c.code == "not_classified":
         return "not classified (no classification in the bundle)."
-    change = c.figure("change_ms")
+    change, untraced = c.figure("change_ms"), c.figure("untraced_change_ms")
     of = f" of the {num(change)} change" if change is not None else ""
+    if untraced is not None:
+        of += f" on the trace's clock (untraced, with the profiler off: {num(untraced)})"
     if c.code == "none":
         return ("not established: no rule singles out a mechanism" + (f" for the {num(change)} change" if change else "")
                 + (f"; {SETTLE_WORDS[c.terms['settle']]} would settle it" if c.terms.get("settle") in SETTLE_WORDS else "") + ".")

@@ -87,6 +87,8 @@ def _disturbed(v: Mapping[str, NoteValue]) -> str:
 PHRASES.update({
     "core.timing_spread": "{variant} rounds spread {spread:.2f} (p90 - p10 over p50) > {limit:g}",
     "core.timing_disturbed": _disturbed,
+    "core.timing_unsettled": ("the two sides' per-round ratio did not settle within the {budget_s:g} s budget "
+                              "({rounds} rounds timed): the comparison is not decided"),
     "core.timing_contention": ("other processes kept {others:.1f} of {cores} cores busy (this process used {ours:.1f}), taking the "
                                "spare cores in {share:.0%} of the time: sustained contention"),
 })

@@ -57,9 +57,10 @@ from typing import Literal
 from threadpoolctl import threadpool_info, threadpool_limits
 
 from sparsedebug.core.errors import UserError
+from sparsedebug.core.judgement import DEFAULT_RULE, judge, settled
 from sparsedebug.core.stats import median, percentiles
 from sparsedebug.core.timing import Timed, interleaved, measure
-from sparsedebug.records.defaults import MIN_SAMPLE_MS
+from sparsedebug.records.defaults import MIN_SAMPLE_MS, SETTLE_BUDGET_S
 from sparsedebug.records.notes import note
 from sparsedebug.records.run import (
     GraphStage,
@@ -74,6 +75,7 @@ from sparsedebug.records.run import (
     SessionRole,
     Verdict,
 )
+from sparsedebug.records.stats import JudgementRule
 from sparsedebug.records.timing import TimingQuality
 from sparsedebug.sources.replay.equal_latency import equal_latency
 from sparsedebug.sources.replay.protocol import ForwardPair, GraphSource, KernelCase, PreparedGraph, Progress, ScheduleParts
@@ -175,6 +177,8 @@ def replay_pair(
     base_path: Path | None = None,
     cand_path: Path | None = None,
     min_sample_ms: float | None = None,
+    rule: JudgementRule | None = None,
+    settle_budget_s: float | None = None,
 ) -> tuple[RunRecord, RunRecord]:
     """Replay a baseline and a candidate workload in one interleaved session: their rounds paired.
 
@@ -187,6 +191,10 @@ def replay_pair(
     its id and the order of every round as executed), and bisect and the gate then
     compare the pair round by round (:mod:`sparsedebug.core.paired`). Layers only one
     side has, the conversion timing and the equal-latency search are timed per side.
+    The whole forwards are sampled until the per-round ratio settles by ``rule``
+    (:func:`sparsedebug.core.judgement.settled`; default the rule's defaults), rounds added in batches,
+    within ``settle_budget_s`` (default ``records.defaults.SETTLE_BUDGET_S``); past it the timings are
+    unstable, and gate and bisect call the comparison inconclusive.
     ``repeats`` overrides both workloads' repeats, ``min_sample_ms`` as :func:`replay`. Workloads with different BLAS thread
     counts or (without ``repeats``) different repeats cannot share rounds: they are
     replayed one after the other, each as :func:`replay` would, and the runs carry no
@@ -211,7 +219,13 @@ def replay_pair(
             "baseline": forwards[0].candidate, "candidate": forwards[1].candidate,
             "baseline:dense": forwards[0].dense, "candidate:dense": forwards[1].dense,
         }
-        timed = measure(variants, rounds=rounds, warmup=max(base.warmup, cand.warmup), order=alternating, min_sample_ms=_min_sample(min_sample_ms))
+        judged = rule or DEFAULT_RULE
+
+        def settle(samples: dict[str, list[float]]) -> bool:
+            return settled(judge(samples["baseline"], samples["candidate"], judged, block=SESSION_BLOCK), judged)
+
+        timed = measure(variants, rounds=rounds, warmup=max(base.warmup, cand.warmup), order=alternating, min_sample_ms=_min_sample(min_sample_ms),
+                        settle=settle, settle_budget_s=SETTLE_BUDGET_S if settle_budget_s is None else settle_budget_s)
         records: list[RunRecord] = []
         for index, role in enumerate(PAIR_SIDES):
             workload, ready, forward = workloads[index], prepared[index], forwards[index]

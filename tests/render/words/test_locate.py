@@ -107,6 +107,8 @@ SAMPLES: dict[str, dict[str, NoteValue]] = {
     "locate.differ.launch": {"base": "eager", "cand": "cuda_graph"},
     "locate.differ.dtype": {"base": "fp16", "cand": "fp32", "count": 4, "share": 1.0, "layers": ["fc0", "fc1", "fc2"], "more": True},
     "locate.compare.kernel_named": {},
+    "locate.outcome.too_few": {"n_base": 3, "n_cand": 3, "needed": 6},
+    "locate.outcome.profiler_cost": {"share": 0.3, "traced_base": 1.2, "traced_cand": 1.5, "untraced_base": 1.0, "untraced_cand": 1.1},
     "locate.compare.layers_changed": MODEL,
     "locate.compare.renamed": {"count": 2},
     "locate.compare.merged": {"fine": "candidate", "count": 9, "groups": 3, "coarse": "baseline"},
