@@ -1,8 +1,7 @@
 """Compare only what is comparable: the one check every comparing command runs first.
 
 :func:`check_pair` decides, from layer shapes and device properties (never from layer names;
-where layers are kernel names, a CUDA-graph replay, from the kernels the two share),
-whether a baseline and a candidate are runs of
+where layers are kernel names, a CUDA-graph replay, from the kernels the two share), whether a baseline and a candidate are runs of
 
 - the same **model**: layers are matched by identity (op kind, weight shape, feature
   width, phase) in order, so a renamed copy matches and a same-name layer of another

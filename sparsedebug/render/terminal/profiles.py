@@ -5,10 +5,10 @@ from __future__ import annotations
 from rich.table import Table
 
 from sparsedebug.core.kernel_names import short_kernel_name
-from sparsedebug.sources.importers.profiles import ProfileImport
+from sparsedebug.records.profile import ProfileSummary
 
 
-def devices_table(profile: ProfileImport) -> Table:
+def devices_table(profile: ProfileSummary) -> Table:
     """Per device of the file: name, GPU ops, kernels, busy and span over the whole file; the analysed one marked."""
     table = Table(title=f"{profile.format}: {len(profile.devices)} device(s), device {profile.device} analysed",
                   caption="whole file, ms; busy = union of kernels, memcpys and memsets")
@@ -21,7 +21,7 @@ def devices_table(profile: ProfileImport) -> Table:
     return table
 
 
-def sparse_kernels_text(profile: ProfileImport) -> str:
+def sparse_kernels_text(profile: ProfileSummary) -> str:
     """'sparse kernels: no (0 of 5 GEMM kernels ...)' or 'sparse kernels: yes: ...', saying when the class is inferred from the name."""
     if not profile.sparse_kernels:
         return (f"sparse kernels: no (none of the {profile.gemm_kernels} distinct GEMM kernel name(s) on device {profile.device} "

@@ -18,14 +18,12 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from pydantic import Field
-
 from sparsedebug.core.errors import UserError
 from sparsedebug.core.io import reading
 from sparsedebug.core.kernel_names import GEMM_CLASSES, classify_kernel
 from sparsedebug.core.kernel_names_rocm import sparse_inferred_from_name
-from sparsedebug.records.base import Record
 from sparsedebug.records.fingerprint import FileDigest
+from sparsedebug.records.profile import DeviceShare, ProfileSummary
 from sparsedebug.records.run import KernelClass, RunRecord
 from sparsedebug.sources.importers.activity import Activity
 from sparsedebug.sources.importers.nsys import read_nsys
@@ -40,26 +38,9 @@ NSYS_SOURCE = "nsys"
 ROCPROF_SOURCE = "rocprof"
 
 
-class DeviceShare(Record):
-    """One device of a profile: its work and timeline over the whole file."""
-
-    device: int = Field(description="The device index the profile gives (CUDA device id; ROCm GPU index).")
-    name: str | None = None
-    gpu_ops: int = Field(description="Kernels, memcpys and memsets on this device.")
-    kernels: int
-    busy_ms: float = Field(description="Union of this device's kernel, memcpy and memset intervals, whole file.")
-    span_ms: float = Field(description="First start to last end on this device, whole file.")
-
-
-class ProfileImport(Record):
+class ProfileImport(ProfileSummary):
     """A profile's run record (one device), the whole-file summary behind it, and every device's figures."""
 
-    format: str = Field(description="The file's format and version, as it says: 'Nsight Systems export (product version ...)'.")
-    device: int = Field(description="The device the run record and summary describe.")
-    devices: list[DeviceShare]
-    sparse_kernels: list[str] = Field(description="Distinct kernel names of the analysed device in the sparse GEMM class (core.kernel_names).")
-    inferred_sparse: list[str] = Field(description="Those classed sparse on a name token only (hipSPARSELt _SPA_/_SPB_), not confirmed on a real trace.")
-    gemm_kernels: int = Field(description="Distinct GEMM kernel names (sparse, dense tensor-core or fp32) of the analysed device.")
     imported: TraceImport
 
 
