@@ -18,7 +18,7 @@ from pydantic import ConfigDict, Field
 from sparsedebug.records.base import FACTS_SCHEMA_VERSION, Record
 from sparsedebug.records.notes import Note
 from sparsedebug.records.power import UtcOffsetSource
-from sparsedebug.records.run import CauseCode, DispatchCause, KernelClass
+from sparsedebug.records.run import CauseCode, DispatchCause, FallbackReason, KernelClass
 
 
 class Mechanism(StrEnum):
@@ -159,10 +159,16 @@ SettleCapture = Literal["aligned_clock_log", "ncu_report", "cuda_graph_retrace",
 class FixTarget(Record):
     """One group of a fix's targets: the layers that share one cause, and the tensors of each it names."""
 
-    cause: CauseCode
+    cause: CauseCode | FallbackReason = Field(
+        description="What the layers share: a dispatch cause the trace shows (layout, dtype, mask ...), or the reason "
+        "they fall back to dense (a layer fix: pad, cast or exclude every one of them)."
+    )
     layers: list[str]
     tensors: list[str] = Field(default_factory=list, description="Tensor roles (query, key, value, input ...) the cause names.")
-    removes_ms: float = Field(description="The group's kernel-time change per iteration that the fix removes.")
+    removes_ms: float | None = Field(
+        None, description="The group's kernel-time change per iteration that the fix removes (None: not measured, e.g. a "
+        "fallback found on one run)."
+    )
     restore: str | None = Field(None, description="The baseline value the fix restores (the dtype, for a dtype change).")
 
 

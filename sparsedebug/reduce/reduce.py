@@ -194,6 +194,19 @@ def _target(result: BisectResult) -> tuple[str | None, list[str]]:
     return (finding_signature(ordered[0]) if ordered else None), []
 
 
+def _cause_set(result: BisectResult, stage: str, signature: str | None) -> tuple[list[str], float | None]:
+    """Every layer whose regression at ``stage`` has ``signature`` (members of a pooled finding each), and their summed
+    change per iteration (None when none is timed); no layers when fewer than two share it."""
+    if signature is None:
+        return [], None
+    same = [f for f in result.stage(stage).layers if f.regression and finding_signature(f) == signature]
+    layers = list(dict.fromkeys(name for f in same for name in (f.members or [f.layer])))
+    timed = [f.delta_ms for f in same if f.delta_ms is not None]
+    if len(layers) < 2:
+        return [], None
+    return layers, round(sum(timed), 6) if timed else None
+
+
 def _ddmin_changes(prober: _Prober, phase: Phase, good: Workload, bad: Workload, changes: list[Change], stage: str, kind: str | None) -> list[Change]:
     by_key = {change.key: change for change in changes}
     search: DDMin[str] = DDMin([change.key for change in changes])
@@ -382,6 +395,7 @@ def reduce_workloads(
     base_path = repro_path.with_name(f"{repro_path.stem}.base{repro_path.suffix or '.yaml'}")
     command = f"sparsedebug bisect {base_path} {repro_path}"
     layers_after = graph_source(repro, bad_dir).layer_count()
+    targets, targets_ms = _cause_set(initial, stage, kind)
     record = ReduceResult(
         **common, reproduced=True, confirmed=confirmed, target_stage=stage, target_finding=kind, kept=kept, other_causes=causes,
         repro_file=str(repro_path) if confirmed else None, base_file=str(base_path) if confirmed else None,
@@ -390,6 +404,7 @@ def reduce_workloads(
         probes=prober.log, confirmation=confirmation, command=command if confirmed else None, outcome="reduced",
         probe_repeats=probe_repeats, graph_source=None if graph_source(bad).shrinkable else graph_source(bad).label,
         full_graph=confirmed and chosen > 0, max_probes=max_probes, stopped_at_limit=prober.exhausted,
+        targets=targets, targets_ms=targets_ms,
     )
     return Reduction(record, base if confirmed else None, repro if confirmed else None)
 
