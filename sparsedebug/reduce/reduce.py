@@ -196,8 +196,9 @@ def _target(result: BisectResult) -> tuple[str | None, list[str]]:
 
 def _cause_set(result: BisectResult, stage: str, signature: str | None) -> tuple[list[str], float | None]:
     """Every layer whose regression at ``stage`` has ``signature`` (members of a pooled finding each), and their summed
-    change per iteration (None when none is timed); no layers when fewer than two share it."""
-    if signature is None:
+    change per iteration (None when none is timed); no layers when fewer than two share it, or at the graph stage,
+    where each layer's change (added, removed, changed) is its own."""
+    if signature is None or stage == "graph":
         return [], None
     same = [f for f in result.stage(stage).layers if f.regression and finding_signature(f) == signature]
     layers = list(dict.fromkeys(name for f in same for name in (f.members or [f.layer])))
