@@ -31,7 +31,7 @@ from sparsedebug.core.patterns import (
 from sparsedebug.core.patterns import fallback_flop_share as shared_fallback_flop_share
 from sparsedebug.core.stats import median
 from sparsedebug.locate.common import ms_per_iteration
-from sparsedebug.records.classification import Fix, FixTarget, Mechanism
+from sparsedebug.records.classification import Fix, FixTarget, Mechanism, is_dispatch_cause
 from sparsedebug.records.notes import note
 from sparsedebug.records.run import FallbackReason, GraphLayer, KernelPath, LowerLayer, RunRecord, cause_values
 
@@ -118,7 +118,7 @@ def neighbour_fix(rule: Rule, facts: Facts) -> Fix:
     """Give the neighbour its fast path back, naming the cause the trace shows (layout, dtype, mask)."""
     info = facts.data(rule.metric)
     layer, target = info.get("layer"), info.get("target")
-    if isinstance(layer, str) and isinstance(target, FixTarget) and not isinstance(target.cause, FallbackReason):
+    if isinstance(layer, str) and isinstance(target, FixTarget) and is_dispatch_cause(target.cause):
         return Fix(kind="advice", layer=layer, rule=rule.id, metric="latency_p50_ms", direction="down",
                    code=FIX_ACTION[target.cause], targets=[target])
     return Fix(kind="advice", layer=layer if isinstance(layer, str) else None, rule=rule.id, metric="latency_p50_ms",

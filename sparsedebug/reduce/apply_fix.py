@@ -35,7 +35,7 @@ def apply_fix(workload: Workload, fix: Fix) -> tuple[Workload | None, Note]:
         if fix.knob == "conversion" and fix.value in ("once", "per_call"):
             old = workload.conversion
             new = workload.model_copy(update={"conversion": fix.value})
-            return revalidate(new), note("targets.fix_knob", knob="conversion", old=old, new=fix.value)
+            return revalidate(new), note("targets.fix_knob", knob="conversion", old=old, new=fix.value, layers=target_layers(fix))
         if fix.knob == "precision" and isinstance(fix.value, str):
             old_p = workload.precision
             new = workload.model_copy(update={"precision": fix.value, "layers": [

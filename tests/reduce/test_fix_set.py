@@ -163,6 +163,33 @@ def test_one_layer_or_a_graph_change_names_no_set() -> None:
     assert (red.target_stage, red.target_finding, red.targets) == ("graph", "changed", [])
 
 
+# --------------------------------------------------------------------------- weights converted on every call
+
+PROJECTIONS = ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj", "mlp.gate_proj", "mlp.up_proj",
+               "mlp.down_proj")
+
+
+def _conversion_pair(total: int, sparse: list[int]) -> tuple[Workload, Workload, list[str]]:
+    """The blocks ``sparse`` pruned 2:4 (the rest dense); the candidate converts their weights on every call."""
+    members = [f"layers.{i}.{p}" for i in sparse for p in PROJECTIONS]
+    kw = {**SMALL, "sparsity": "dense", "overrides": {name: {"sparsity": "2:4"} for name in members}}
+    return llama_stack("good", blocks=total, **kw), llama_stack("bad", blocks=total, conversion="per_call", **kw), members
+
+
+@pytest.mark.parametrize(("total", "sparse"), [(3, [1]), (3, [0, 2]), (3, [0, 1, 2])])
+def test_a_convert_once_fix_names_every_layer_converting_on_every_call(total: int, sparse: list[int]) -> None:
+    good, bad, members = _conversion_pair(total, sparse)
+    fix = classify_run(_static(bad), baseline=_static(good)).fix
+    assert fix is not None and (fix.kind, fix.knob, fix.value) == ("knob", "conversion", "once")
+    assert [(t.cause, t.layers) for t in fix.targets] == [("per_call_conversion", members)]
+    fixed, how = apply_fix(bad, fix)
+    assert fixed is not None and how.values["layers"] == members
+    assert say(how).startswith(f"conversion per_call -> once (all {len(members)} layers it covers: {members[0]}, ")
+    assert [lo.name for lo in _static(fixed).lower.layers if lo.conversions_per_call > 0] == []  # the knob covers them all
+    red = reduce_workloads(good, bad, probe_repeats=3, max_probes=20).record
+    assert red.target_finding == "per_call_conversion" and sorted(red.targets) == sorted(members)
+
+
 # --------------------------------------------------------------------------- the walk: fixed run, fix.json, memo
 
 

@@ -145,6 +145,13 @@ def _fix_set(v: Mapping[str, NoteValue]) -> str:
     return _written(text, v)
 
 
+def _fix_knob(v: Mapping[str, NoteValue]) -> str:
+    """A workload knob changed; the layers it covers when the fix names them (every layer converting on every call)."""
+    layers = _names(v, "layers")
+    covers = f" (all {len(layers)} layers it covers: {', '.join(layers)})" if layers else ""
+    return _written(f"{v['knob']} {v['old']} -> {v['new']}{covers}", v)
+
+
 def _fix_set_refused(v: Mapping[str, NoteValue]) -> str:
     inner = embedded(v, "why")
     return (f"the fix covers all {len(_names(v, 'layers'))} layers sharing the cause ({', '.join(_names(v, 'causes'))}) or none, "
@@ -168,7 +175,7 @@ PHRASES: dict[str, Phrase] = {
     "targets.fix_is_advice": _fix_advice,
     "targets.fix_block_checkpoint": "block size: model {model} is pruned per its pruning block; set pruning.pattern instead",
     "targets.fix_pad_checkpoint": "{layer}: a checkpoint's shapes are fixed; padding it would change the model, not the lowering",
-    "targets.fix_knob": _fix("{knob} {old} -> {new}"),
+    "targets.fix_knob": _fix_knob,
     "targets.fix_precision": _fix("precision {old} -> {new} (per-layer dtype overrides cleared)"),
     "targets.fix_unknown_knob": "knob {knob}={value} is not a workload knob sparsedebug can set",
     "targets.pad_width_from_input": "{layer}: its input width comes from the model input; pad the input instead",

@@ -64,7 +64,7 @@ SAMPLES: dict[str, dict[str, NoteValue]] = {
     "targets.fix_is_advice": {"rule": "schedule.graph", "action": "cuda_graph"},
     "targets.fix_block_checkpoint": {"model": "minilm"},
     "targets.fix_pad_checkpoint": {"layer": "encoder.layer.0.output.dense"},
-    "targets.fix_knob": {"knob": "conversion", "old": "per_call", "new": "once"},
+    "targets.fix_knob": {"knob": "conversion", "old": "per_call", "new": "once", "layers": ["l0.up", "l1.up"], "written_to": "f.yaml"},
     "targets.fix_precision": {"old": "fp32", "new": "fp16"},
     "targets.fix_unknown_knob": {"knob": "batch", "value": 8},
     "targets.pad_width_from_input": {"layer": "fc0"},
