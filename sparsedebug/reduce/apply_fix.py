@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 # A member a padding earlier in the set already made sparse (it shares the width padded): covered, not refused.
 _COVERED = "targets.pad_already_sparse"
 
+
 def apply_fix(workload: Workload, fix: Fix) -> tuple[Workload | None, Note]:
     """Apply a classification's fix to a copy of ``workload``; ``None`` and why when it does not map.
 
@@ -66,7 +67,7 @@ def target_layers(fix: Fix) -> list[str]:
 def _apply_to_set(workload: Workload, fix: Fix) -> tuple[Workload | None, Note]:
     """One layer action (pad, cast, exclude) on every layer of the fix's set, in order, each on the workload the
     previous ones left; ``None`` and the member that refuses it (with why) when one does: the fix covers its whole
-    set or is not applied. A member an earlier padding already made sparse is covered."""
+    set or is not applied. A member a padding earlier in the set already made sparse is covered."""
     from sparsedebug.sources.replay.sources import graph_source
 
     layers = target_layers(fix)
@@ -79,7 +80,7 @@ def _apply_to_set(workload: Workload, fix: Fix) -> tuple[Workload | None, Note]:
     new: list[str] = []
     for name in layers:
         fixed, how = graph_source(current).apply_layer_fix(fix.model_copy(update={"layer": name, "targets": []}))
-        if fixed is None and how.code == _COVERED:
+        if fixed is None and how.code == _COVERED and changed:
             covered.append(name)
             continue
         if fixed is None:
