@@ -227,3 +227,20 @@ def test_a_walk_fixes_the_whole_set_and_its_records_say_so(tmp_path: Path, cause
     assert f"Applied: all {len(members)} layers sharing the cause ({REASON[cause].value})" in report
     summary = " ".join(walk.stdout.split())
     assert f"all {len(members)} layers" in summary
+
+
+def test_a_walk_converting_every_call_in_two_blocks_fixes_and_names_them_all(tmp_path: Path) -> None:
+    good, bad, members = _conversion_pair(3, [0, 2])
+    paths = [tmp_path / "good.yaml", tmp_path / "bad.yaml"]
+    save_workload(good, paths[0])
+    save_workload(bad, paths[1])
+    out = tmp_path / "bundle"
+    walk = invoke(["playbook", "run", "--baseline", str(paths[0]), "--candidate", str(paths[1]), "-o", str(out)])
+    assert walk.exit_code == 0, walk.stderr
+    fix = json.loads((out / "fix.json").read_text())
+    assert fix["how"]["code"] == "targets.fix_knob" and fix["how"]["values"]["layers"] == members
+    cand = {lo["name"]: lo for lo in json.loads((out / "candidate.run.json").read_text())["lower"]["layers"]}
+    fixed = {lo["name"]: lo for lo in json.loads((out / "fixed.run.json").read_text())["lower"]["layers"]}
+    assert all(cand[n]["conversions_per_call"] > 0 and fixed[n]["conversions_per_call"] == 0 for n in members)
+    memo = " ".join((out / "memo.md").read_text().split())
+    assert f"convert the weights once at load instead of on every call for `per_call_conversion:weights` on all {len(members)} layers: " in memo
