@@ -391,12 +391,13 @@ def reduce_workloads(
     shrunk = _shrink_graph(prober, *unshrunk, stage, kind)
     chosen, confirmation, confirmed = _confirm(prober, [shrunk, unshrunk], stage, kind, probe_repeats)
     base, repro = (shrunk, unshrunk)[chosen]
-    repro = repro.model_copy(update={"name": f"{bad.name}-repro", "description": f"Reproducer of {target} reduced from {good.name} -> {bad.name}"})
+    targets, targets_ms = _cause_set(initial, stage, kind)
+    stands = f"; it stands for all {len(targets)} layers sharing that cause: {', '.join(targets)}" if targets else ""
+    repro = repro.model_copy(update={"name": f"{bad.name}-repro", "description": f"Reproducer of {target} reduced from {good.name} -> {bad.name}{stands}"})
     base = base.model_copy(update={"name": f"{good.name}-repro-base", "description": f"Baseline for {repro.name}"})
     base_path = repro_path.with_name(f"{repro_path.stem}.base{repro_path.suffix or '.yaml'}")
     command = f"sparsedebug bisect {base_path} {repro_path}"
     layers_after = graph_source(repro, bad_dir).layer_count()
-    targets, targets_ms = _cause_set(initial, stage, kind)
     record = ReduceResult(
         **common, reproduced=True, confirmed=confirmed, target_stage=stage, target_finding=kind, kept=kept, other_causes=causes,
         repro_file=str(repro_path) if confirmed else None, base_file=str(base_path) if confirmed else None,

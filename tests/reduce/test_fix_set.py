@@ -146,9 +146,11 @@ def test_the_set_note_names_each_member_and_what_an_earlier_padding_covered() ->
 @pytest.mark.parametrize(("cause", "total", "blocks"), [("cast", 3, [1]), ("cast", 2, [0, 1]), ("exclude", 3, [0, 2])])
 def test_the_reducer_records_every_layer_sharing_the_cause_it_reproduced(cause: Cause, total: int, blocks: list[int]) -> None:
     good, bad = _pair(cause, total, blocks)
-    red = reduce_workloads(good, bad, probe_repeats=3, max_probes=40).record
+    reduction = reduce_workloads(good, bad, probe_repeats=3, max_probes=40)
+    red = reduction.record
     assert red.outcome == "reduced" and red.target_finding == f"fallback:{REASON[cause].value}"
     assert sorted(red.targets) == sorted(_members(cause, blocks))  # the reproducer keeps one; it stands for all
+    assert reduction.repro is not None and f"it stands for all {len(red.targets)} layers sharing that cause" in reduction.repro.description
     assert red.targets_ms is None  # a lowering finding is not timed
     assert red.layers_after is not None and red.layers_after < red.layers_before
 
