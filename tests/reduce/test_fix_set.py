@@ -246,3 +246,15 @@ def test_a_walk_converting_every_call_in_two_blocks_fixes_and_names_them_all(tmp
     assert all(cand[n]["conversions_per_call"] > 0 and fixed[n]["conversions_per_call"] == 0 for n in members)
     memo = " ".join((out / "memo.md").read_text().split())
     assert f"convert the weights once at load instead of on every call for `per_call_conversion:weights` on all {len(members)} layers: " in memo
+
+
+@pytest.mark.parametrize("blocks", [[1], [0, 2]])
+def test_the_reduce_command_says_the_reproducer_stands_for_the_set(tmp_path: Path, blocks: list[int]) -> None:
+    good, bad = _pair("exclude", 3, blocks)
+    save_workload(good, tmp_path / "good.yaml")
+    save_workload(bad, tmp_path / "bad.yaml")
+    result = invoke(["reduce", str(tmp_path / "good.yaml"), str(tmp_path / "bad.yaml"), "-o", str(tmp_path / "r.yaml")])
+    assert result.exit_code == 0, result.stderr
+    members = _members("exclude", blocks)
+    assert f"it stands for all {len(members)} layers sharing that cause" in " ".join(result.stdout.split())
+    assert f"it stands for all {len(members)} layers" in (tmp_path / "r.yaml").read_text()
