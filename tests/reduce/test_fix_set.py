@@ -69,8 +69,8 @@ def _static(workload: Workload) -> RunRecord:
 
 
 def _fixed_path(run: RunRecord, names: list[str]) -> dict[str, tuple[str, str | None]]:
-    lower = {lo.name: lo for lo in run.lower.layers}
-    return {n: (lower[n].path.value, lower[n].reason.value if lower[n].reason is not None else None) for n in names}
+    lower = {lo.name: (lo.path.value, lo.reason.value if lo.reason is not None else None) for lo in run.lower.layers}
+    return {n: lower[n] for n in names}
 
 
 # 1, 2 and all blocks of 2 to 4 for each cause (cast: 2 of 3, all of 3, all of 2: one fp32 block of three, or two of four,
@@ -150,7 +150,7 @@ def test_the_reducer_records_every_layer_sharing_the_cause_it_reproduced(cause: 
     red = reduction.record
     assert red.outcome == "reduced" and red.target_finding == f"fallback:{REASON[cause].value}"
     assert sorted(red.targets) == sorted(_members(cause, blocks))  # the reproducer keeps one; it stands for all
-    assert reduction.repro is not None and f"it stands for all {len(red.targets)} layers sharing that cause" in reduction.repro.description
+    assert reduction.repro is not None and f"it stands for all {len(red.targets)} layers sharing that cause" in (reduction.repro.description or "")
     assert red.targets_ms is None  # a lowering finding is not timed
     assert red.layers_after is not None and red.layers_after < red.layers_before
 
