@@ -392,6 +392,8 @@ def reduce_workloads(
     chosen, confirmation, confirmed = _confirm(prober, [shrunk, unshrunk], stage, kind, probe_repeats)
     base, repro = (shrunk, unshrunk)[chosen]
     targets, targets_ms = _cause_set(initial, stage, kind)
+    order = {lo.name: i for i, lo in enumerate(prober.static_run(bad, bad_dir).lower.layers)}  # the bad graph's order
+    targets.sort(key=lambda name: order.get(name, len(order)))
     stands = f"; it stands for all {len(targets)} layers sharing that cause: {', '.join(targets)}" if targets else ""
     repro = repro.model_copy(update={"name": f"{bad.name}-repro", "description": f"Reproducer of {target} reduced from {good.name} -> {bad.name}{stands}"})
     base = base.model_copy(update={"name": f"{good.name}-repro-base", "description": f"Baseline for {repro.name}"})
