@@ -17,6 +17,7 @@ from sparsedebug.classify.context import (
     Missing,
     Result,
     capture,
+    conversion_targets,
     converts_per_call,
     roofline_missing,
 )
@@ -48,7 +49,7 @@ def memory_fix(rule: Rule, facts: Facts) -> Fix:
     """Convert weights once when some layer converts per call; else advice to raise reuse."""
     if converts_per_call(facts.ctx.run):
         return Fix(kind="knob", knob="conversion", value="once", rule=rule.id, metric="latency_p50_ms", direction="down",
-                   code="convert_once")
+                   code="convert_once", targets=conversion_targets(facts.ctx.run))
     return Fix(kind="advice", rule=rule.id, metric="busy_p50_ms", direction="down", code="raise_reuse")
 
 

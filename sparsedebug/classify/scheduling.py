@@ -12,6 +12,7 @@ from sparsedebug.classify.context import (
     Facts,
     Missing,
     Result,
+    conversion_targets,
     converts_per_call,
 )
 from sparsedebug.classify.rule import Rule, RuleSet
@@ -47,7 +48,7 @@ def scheduling_fix(rule: Rule, facts: Facts) -> Fix | None:
     cores = facts.data("thread_oversubscription").get("cores")
     if converts_per_call(ctx.run) and not ctx.imported:
         return Fix(kind="knob", knob="conversion", value="once", rule=rule.id, metric="latency_p50_ms", direction="down",
-                   code="convert_once")
+                   code="convert_once", targets=conversion_targets(ctx.run))
     if ctx.imported:
         if host_wait_supports_graph(ctx.run) is False:
             return None  # the device does not wait on the host: no host-side fix

@@ -216,10 +216,10 @@ def _attributed_fix(part: AttributedPart, attribution: Attribution, facts: Facts
     if causes:
         codes = list(dict.fromkeys(c.code for c in causes))
         targets = _cause_targets(attribution, ctx, codes)
-        cited = targets[0]
+        cited = targets[0]  # the part's own first cause: codes[0]
         math = all((lo.dispatch.backend if lo.dispatch else None) == "math" for lo in (ctx.lower().get(n) for n in cited.layers) if lo)
         return Fix(kind="advice", layer=part.part, rule=part.rule or "", metric="latency_p50_ms", direction="down",
-                   code=FIX_ACTION[cited.cause], targets=targets, removes_ms=cited.removes_ms,
+                   code=FIX_ACTION[codes[0]], targets=targets, removes_ms=cited.removes_ms,
                    basis="math_path_time" if math else "changed_path_time")
     rule = RULES_BY_ID[part.rule] if part.rule is not None else None
     if rule is None:

@@ -11,14 +11,14 @@ Compute report and an nvidia-smi log (``sparsedebug.classify.evidence`` builds t
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import ClassVar, Literal
+from typing import ClassVar, Literal, TypeGuard, get_args
 
 from pydantic import ConfigDict, Field
 
 from sparsedebug.records.base import FACTS_SCHEMA_VERSION, Record
 from sparsedebug.records.notes import Note
 from sparsedebug.records.power import UtcOffsetSource
-from sparsedebug.records.run import CauseCode, DispatchCause, KernelClass
+from sparsedebug.records.run import CauseCode, DispatchCause, FallbackReason, KernelClass
 
 
 class Mechanism(StrEnum):
@@ -156,13 +156,30 @@ MovementBasis = Literal["math_path_time", "changed_path_time", "host_gap_growth"
 SettleCapture = Literal["aligned_clock_log", "ncu_report", "cuda_graph_retrace", "annotated_trace", "more_repeats"]
 
 
+# What a fix's targets can share besides a dispatch cause: the reason they fall back to dense, or weights converted on
+# every call.
+SharedCause = FallbackReason | Literal["per_call_conversion"]
+
+
+def is_dispatch_cause(cause: CauseCode | SharedCause) -> TypeGuard[CauseCode]:
+    """Whether a target's cause is one the dispatcher saw (layout, dtype, mask ...), not a fallback reason or a conversion."""
+    return not isinstance(cause, FallbackReason) and cause in get_args(CauseCode)
+
+
 class FixTarget(Record):
     """One group of a fix's targets: the layers that share one cause, and the tensors of each it names."""
 
-    cause: CauseCode
+    cause: CauseCode | SharedCause = Field(
+        description="What the layers share: a dispatch cause the trace shows (layout, dtype, mask ...), the reason they "
+        "fall back to dense (a layer fix: pad, cast or exclude every one of them), or weights converted on every call "
+        "(the conversion knob converts them all once)."
+    )
     layers: list[str]
     tensors: list[str] = Field(default_factory=list, description="Tensor roles (query, key, value, input ...) the cause names.")
-    removes_ms: float = Field(description="The group's kernel-time change per iteration that the fix removes.")
+    removes_ms: float | None = Field(
+        None, description="The group's kernel-time change per iteration that the fix removes (None: not measured, e.g. a "
+        "fallback found on one run)."
+    )
     restore: str | None = Field(None, description="The baseline value the fix restores (the dtype, for a dtype change).")
 
 

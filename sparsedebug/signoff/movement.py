@@ -62,15 +62,19 @@ def expected_latency(cand: RunRecord, base: RunRecord | None, fix: Fix | None) -
         )
     if kind == "layer" and isinstance(layer, str) and layer in rows:
         row = rows[layer]
+        # every layer the fix covers (its set, when it names one) that runs dense and was timed
+        dense = [rows[n].time_ms for n in ([n for t in fix.targets for n in t.layers] or [layer])
+                 if n in rows and rows[n].path == KernelPath.DENSE.value]
         if action in ("pad", "cast") and row.path == KernelPath.DENSE.value and row.time_ms is not None:
             fb = fallback_summary(cand)
             s = fb.sparse_kernel_speedup
             if s is None or s <= 0:
                 return None, note("movement.no_sparse_speedup", layer=layer)
-            saved = row.time_ms - row.time_ms / s
+            dense_ms = sum(ms for ms in dense if ms is not None)
+            saved = dense_ms - dense_ms / s
             source = fb.sparse_kernel_speedup_source
             return p50 - saved, note(
-                "movement.layer_to_sparse", p50_ms=p50, layer=layer, dense_ms=row.time_ms, speedup=s, saved_ms=saved,
+                "movement.layer_to_sparse", p50_ms=p50, layer=layer, dense_ms=dense_ms, speedup=s, saved_ms=saved, layers=len(dense),
                 source=source.code if source is not None else None,
                 **({f"source_{k}": v for k, v in source.values.items()} if source is not None else {}),
             )

@@ -83,7 +83,7 @@ def test_run_on_workloads_applies_the_fix_and_measures_it(tmp_path: Path) -> Non
     fix = json.loads((out / "fix.json").read_text())
     assert fix["applied"] is True and fix["fixed_source"] == "applied_to_workload"
     assert fix["how"]["code"] == "targets.fix_knob" and fix["how"]["values"]["written_to"] == "fixed.workload.yaml"
-    assert say(Note.model_validate(fix["how"])) == "conversion per_call -> once, written to fixed.workload.yaml"
+    assert say(Note.model_validate(fix["how"])) == "conversion per_call -> once (all 2 layers it covers: fc0, fc1), written to fixed.workload.yaml"
     p50 = next(m for m in fix["movements"] if m["metric"] == "latency p50")
     assert p50["expected_after"] is not None and p50["expected_after"] < p50["before"]
     memo = (out / "memo.md").read_text()

@@ -380,7 +380,8 @@ def change(st: Style, c: Claim) -> str:
     if layers is not None and t.get("target_layers"):
         named = t["target_layers"].split(",")
         more = " ..." if layers.value > len(named) else ""
-        text += f": {', '.join(st.code(x) for x in named)}{more}" if wide else f" on {num(layers)} layers ({', '.join(st.code(x) for x in named)}{more})"
+        on = "" if layer in text else f" on {layer}"  # a workload knob's words name no layer: say the set it covers
+        text += f"{on}: {', '.join(st.code(x) for x in named)}{more}" if wide else f" on {num(layers)} layers ({', '.join(st.code(x) for x in named)}{more})"
     removes = c.figure("removes_ms")
     if removes is not None:
         across = f" across all {num(layers)}" if wide and layers is not None else ""

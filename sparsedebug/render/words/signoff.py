@@ -55,8 +55,10 @@ def _conversion(v: Mapping[str, NoteValue]) -> str:
 def _layer_to_sparse(v: Mapping[str, NoteValue]) -> str:
     code = v.get("source")
     source = say(Note(code=str(code), values={k[7:]: x for k, x in v.items() if k.startswith("source_")})) if code else "source not recorded"
+    count = v.get("layers")  # the layers the fix covers, when it names a set
+    whose = f"the {count} layers' summed" if isinstance(count, int) and count > 1 else f"{v['layer']}'s"
     return (
-        f"candidate p50 {v['p50_ms']:.3f} ms minus {v['layer']}'s dense time {v['dense_ms']:.3f} ms run at the sparse "
+        f"candidate p50 {v['p50_ms']:.3f} ms minus {whose} dense time {v['dense_ms']:.3f} ms run at the sparse "
         f"kernel speedup {v['speedup']:.2f}x ({source}): {v['saved_ms']:.3f} ms saved (Amdahl)"
     )
 
