@@ -179,7 +179,8 @@ class BundleWriter:
         from sparsedebug.records.loaded import LoadedBundle
 
         fields = {ROLE_FIELDS.get(role, role): record for role, record in self.records.items()}
-        return LoadedBundle.model_validate({"root": root, "manifest": manifest, **fields, **({"memo": memo} if memo else {})})
+        held = {"fingerprint": None, "fixed": None, **fields, **({"memo": memo} if memo is not None else {})}
+        return LoadedBundle.model_validate({"root": root, "manifest": manifest, **held})
 
 
 # Bundle roles whose record ``LoadedBundle`` holds under another name.
