@@ -9,7 +9,7 @@ from sparsedebug.playbook.energy import Meter
 from sparsedebug.records.comparability import Comparability, Dimension
 from sparsedebug.records.notes import Note, note
 from sparsedebug.records.run import RunRecord
-from sparsedebug.sources.sniff import InputFile
+from sparsedebug.sources.detect import InputFile
 
 
 @dataclass(frozen=True)

@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from sparsedebug.records.classification import Classification, Fix
     from sparsedebug.records.findings import BisectResult
     from sparsedebug.records.fingerprint import Fingerprint
-    from sparsedebug.sources.sniff import InputFile
+    from sparsedebug.sources.detect import InputFile
 
 DEFAULT_BASELINE = "minilm_dense"
 # The embedded default pair: the real all-MiniLM-L6-v2 dense, and pruned 2:4 (Wanda, real text) with planted
@@ -243,7 +243,7 @@ def _reduce(w: _Walk) -> Note:
 def _apply_fix(w: _Walk, fix: Fix | None) -> tuple[Literal["applied_to_workload", "given", "none"], Note, InputFile | None]:
     """Step 4b: the fix applied to a copy of the candidate workload (written, and read from the text written), the
     fixed input given, or why there is none."""
-    from sparsedebug.sources.sniff import written_input
+    from sparsedebug.sources.detect import written_input
     from sparsedebug.sources.workload.schema import dump_workload
 
     if "fixed" in w.inputs:
@@ -460,13 +460,13 @@ def run_playbook(
     removes it, and one left by a killed run is removed (or put back, for the
     previous bundle moved aside) at the start of the next.
     """
-    from sparsedebug.sources.sniff import read_as, run_kinds
+    from sparsedebug.sources.detect import read_input
 
     book = playbook if isinstance(playbook, Playbook) else load_playbook(playbook)
     ranks = _rank_sets(baseline, candidate, executor, reporter or QuietReporter())
     if ranks is not None:
         comparison, baseline, candidate = ranks
-    inputs = {role: read_as(path, run_kinds()) for role, path in _inputs(baseline, candidate, fixed).items()}  # each read once
+    inputs = {role: read_input(path) for role, path in _inputs(baseline, candidate, fixed).items()}  # each read once
     check_evidence_paths(evidence)
     say = reporter or QuietReporter()
     for stale in clear_stale(out_dir):

@@ -10,18 +10,13 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Collection
-from dataclasses import dataclass
-from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sparsedebug.core.errors import UserError
-from sparsedebug.core.io import check_input_file, file_digest, parse_data, reading
+from sparsedebug.core.io import check_input_file, parse_data, reading
 from sparsedebug.records.fingerprint import FileDigest
 from sparsedebug.sources.registry import input_kind, kind_names, record_kind, sniffed
-
-if TYPE_CHECKING:
-    from sparsedebug.sources.workload.schema import Workload
 
 # What a BASE/CAND file holds: the name of a registered input kind (``sources.registry``).
 RunKind = str
@@ -51,30 +46,6 @@ def _binary(head: bytes) -> bool:
     return False
 
 
-@dataclass(frozen=True)
-class InputFile:
-    """One input file as read once: its kind, its parsed data (None for an imported artifact, which its importer
-    reads) and its digest (taken from the bytes read here, or from the file on first use when an importer reads it)."""
-
-    path: Path
-    kind: RunKind
-    data: Any
-    read_digest: FileDigest | None = None
-
-    @cached_property
-    def digest(self) -> FileDigest:
-        """sha256 and size of the file, as read."""
-        return self.read_digest if self.read_digest is not None else file_digest(self.path)
-
-    @cached_property
-    def workload(self) -> Workload:
-        """The file validated and graph-checked as a workload, parsed once (``sources.workload.load``, imported when
-        used: the graph checks pull in the kernels); a ``UserError`` names what is wrong."""
-        from sparsedebug.sources.workload.load import parse_workload
-
-        return parse_workload(self.data, str(self.path), require_version=True)
-
-
 def _read(path: Path, accept: Collection[RunKind] | None) -> tuple[RunKind | None, Any, FileDigest | None]:
     """:func:`sniff`, and the digest of the bytes read when the file was read whole (one open of the file)."""
     if path.name.lower().endswith(".gz") and (found := sniffed(path, b"", accept)) is not None:
@@ -97,17 +68,12 @@ def _read(path: Path, accept: Collection[RunKind] | None) -> tuple[RunKind | Non
     data = parse_data(text, path)
     kind = data.get("kind") if isinstance(data, dict) else None
     named = record_kind(kind) if isinstance(kind, str) else None
-    return named, data, _digest_of(path, raw)
+    return named, data, digest_of(path, raw)
 
 
-def _digest_of(path: Path, raw: bytes) -> FileDigest:
+def digest_of(path: Path, raw: bytes) -> FileDigest:
     """The digest of ``path`` from its bytes, as ``core.io.file_digest`` takes it from the file."""
     return FileDigest(path=str(path), sha256=hashlib.sha256(raw).hexdigest(), size_bytes=len(raw))
-
-
-def written_input(path: Path, text: str, kind: RunKind) -> InputFile:
-    """An input of ``kind`` this process has just written to ``path`` as ``text``: parsed from the text, not read back."""
-    return InputFile(path, kind, parse_data(text, path), _digest_of(path, text.encode("utf-8")))
 
 
 def sniff(path: Path, accept: Collection[RunKind] | None = None) -> tuple[RunKind | None, Any]:
@@ -123,8 +89,9 @@ def sniff(path: Path, accept: Collection[RunKind] | None = None) -> tuple[RunKin
     return kind, data
 
 
-def read_as(path: Path, accept: Collection[RunKind]) -> InputFile:
-    """Read ``path`` once as one of the kinds ``accept`` names (:func:`sniff`), refusing the others.
+def read_as(path: Path, accept: Collection[RunKind]) -> tuple[RunKind, Any, FileDigest | None]:
+    """Read ``path`` once as one of the kinds ``accept`` names (:func:`sniff`), refusing the others: its kind, its
+    parsed data and, when it was read whole here, its digest (``sources.detect.read_input`` holds the three).
 
     A file without a ``kind`` field is read as the one record kind (run or
     workload) that ``accept`` names, when it names exactly one: both records
@@ -134,18 +101,18 @@ def read_as(path: Path, accept: Collection[RunKind]) -> InputFile:
     if kind is None:
         records = [k for k in accept if record_kind(k) is not None]
         if len(records) == 1 and not (isinstance(data, dict) and "kind" in data):
-            return InputFile(path, records[0], data, digest)  # validation says what is wrong with it
+            return records[0], data, digest  # validation says what is wrong with it
         found = data.get("kind") if isinstance(data, dict) else None
         raise UserError(f"{path}: kind: expected {choices(accept)}, got {found!r}")
     if kind not in accept:
         raise UserError(f"{path}: is {input_kind(kind).what}; expected {choices(accept)}")
-    return InputFile(path, kind, data, digest)
+    return kind, data, digest
 
 
 def sniff_as(path: Path, accept: Collection[RunKind]) -> tuple[RunKind, Any]:
     """Like ``sniff``, refusing kinds outside ``accept`` (:func:`read_as`)."""
-    found = read_as(path, accept)
-    return found.kind, found.data
+    kind, data, _ = read_as(path, accept)
+    return kind, data
 
 
 def choices(kinds: Collection[RunKind]) -> str:
