@@ -34,7 +34,7 @@ from sparsedebug.records.ranks import RankComparison
 from sparsedebug.records.run import RunRecord
 from sparsedebug.reduce.apply_fix import apply_fix
 from sparsedebug.sources.bundle import FILES, LoadedBundle
-from sparsedebug.sources.evidence import NO_EVIDENCE_PATHS, EvidencePaths, check_evidence_paths, load_evidence
+from sparsedebug.sources.evidence import NO_EVIDENCE_PATHS, AttachedEvidence, EvidencePaths, check_evidence_paths
 from sparsedebug.sources.playbook import load_playbook
 from sparsedebug.sources.registry import capabilities, input_kind
 from sparsedebug.sources.workload.schema import absolute_paths
@@ -208,12 +208,12 @@ def _locate(w: _Walk, evidence: EvidencePaths) -> _Located:
     return _Located(done, pair.base, pair.cand, fixed_early, result)
 
 
-def _classify(w: _Walk, evidence: EvidencePaths, frozen: _Frozen, located: _Located) -> _Classified:
+def _classify(w: _Walk, evidence: AttachedEvidence, frozen: _Frozen, located: _Located) -> _Classified:
     from sparsedebug.classify.score import classify_run
 
     begun = w.begin("classify", note("playbook.classify"))
     classification = classify_run(
-        located.candidate, baseline=located.baseline, evidence=load_evidence(evidence),
+        located.candidate, baseline=located.baseline, evidence=evidence,
         fingerprint=frozen.fingerprint if w.replayed("candidate") else None,
         run_path=f"{FILES['candidate']} (the candidate run in this bundle, from {_input_name(w, 'candidate')})",
     )
@@ -467,7 +467,7 @@ def run_playbook(
     if ranks is not None:
         comparison, baseline, candidate = ranks
     inputs = {role: read_input(path) for role, path in _inputs(baseline, candidate, fixed).items()}  # each read once
-    check_evidence_paths(evidence)
+    ncu, smi = check_evidence_paths(evidence)  # read before any work, and attached to classify as read
     say = reporter or QuietReporter()
     for stale in clear_stale(out_dir):
         say.note(stale)
@@ -486,7 +486,7 @@ def run_playbook(
             w.out.record("ranks", ranks[0])
         frozen = _freeze(w)
         located = _locate(w, evidence)
-        classified = _classify(w, evidence, frozen, located)
+        classified = _classify(w, AttachedEvidence(ncu=ncu, smi=smi, smi_utc_offset_h=evidence.smi_utc_offset_h), frozen, located)
         reproduced = _reproduce(w, reduce, located, classified)
         rerun = _rerun(w, frozen, located, classified, reproduced)
         runs = {"baseline": located.baseline, "candidate": located.candidate} | ({"fixed": rerun.fixed} if rerun.fixed is not None else {})
