@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -24,11 +23,10 @@ from sparsedebug.signoff.memo import build_memo
 from sparsedebug.sources.bundle import MANIFEST, load_bundle
 from sparsedebug.sources.playbook import default_playbook_path, load_playbook
 from tests.conftest import invoke
-from tests.sources.replay.model_workloads import candidate_fields, model_workload, tiny_models, write_workload
+from tests.sources.replay.model_workloads import bert_pair
 from tests.support.opens import Opens, counting
 
 H200 = Path(__file__).resolve().parents[2] / "fixtures" / "h200"
-TARGET: dict[str, Any] = {"backend": "h200-cusparselt", "precision": "fp16"}
 
 
 def _assert_once(opens: Opens, out: Path, inputs: list[Path]) -> None:
@@ -46,12 +44,7 @@ def _assert_once(opens: Opens, out: Path, inputs: list[Path]) -> None:
 
 @pytest.fixture(scope="module")
 def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    root = tmp_path_factory.mktemp("walk-once")
-    tiny = tiny_models(root)
-    entry = {"name": "encoder.layer.1.output.dense", "dtype": "fp32", "sparsity": "2:4"}
-    base = model_workload(tiny["bert"], tiny["text"], name="tiny_dense", **TARGET)
-    cand = model_workload(tiny["bert"], tiny["text"], **candidate_fields(layers=[entry], conversion="per_call", **TARGET))
-    return {"base": write_workload(root / "base.yaml", base), "cand": write_workload(root / "cand.yaml", cand)}
+    return bert_pair(tmp_path_factory.mktemp("walk-once"))
 
 
 def test_a_model_walk_reads_each_input_once_and_writes_each_file_once(models: dict[str, Path], tmp_path: Path) -> None:
