@@ -12,7 +12,10 @@ each step's median seconds from bundle.json. The model is made sure to be cached
 (untimed). Usage::
 
     git worktree add /tmp/old7e 7e8790a
-    python benchmarks/default_walk_old.py --old /tmp/old7e [--rounds 5]
+    python benchmarks/default_walk_old.py --old /tmp/old7e [--before DIR] [--rounds 5]
+
+``--before`` adds a third tree (the merge before the walk read each input once and wrote
+each file once, bc454a5) to show what that change alone is worth.
 """
 
 from __future__ import annotations
@@ -48,27 +51,31 @@ def bundle_facts(bundle: Path) -> tuple[int, dict[str, float]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--old", required=True, help="worktree of the commit before the speed work (git worktree add DIR 7e8790a)")
+    parser.add_argument("--before", help="also a tree without the read-once walk (bc454a5, the merge before it), to show its share")
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
     ensure_model(get_spec("minilm-l6"), lambda message: print(message, file=sys.stderr))
-    old_tree = os.path.abspath(args.old)
-    facts: dict[str, list[tuple[int, dict[str, float]]]] = {"new": [], "old": []}
     with tempfile.TemporaryDirectory() as tmp:
-        new = Variant("default walk, this tree", walk(f"{tmp}/new"), tree(REPO))
-        old = Variant("default walk, 7e8790a", walk(f"{tmp}/old"), tree(old_tree), old_tree)
+        trees = [("default walk, 7e8790a", os.path.abspath(args.old), "old"), ("default walk, this tree", REPO, "new")]
+        if args.before:
+            trees.insert(1, ("default walk, bc454a5 (before read-once)", os.path.abspath(args.before), "before"))
+        variants = [Variant(name, walk(f"{tmp}/{out}"), tree(path), path) for name, path, out in trees]
+        facts: dict[str, list[tuple[int, dict[str, float]]]] = {v.name: [] for v in variants}
         loads: list[float] = []
-        for _ in range(args.rounds):  # one round at a time, so each bundle is read before the next walk replaces it
-            loads += run_rounds([new, old] if len(new.seconds) % 2 == 0 else [old, new], 1)
-            facts["new"].append(bundle_facts(Path(f"{tmp}/new")))
-            facts["old"].append(bundle_facts(Path(f"{tmp}/old")))
+        for index in range(args.rounds):  # one round at a time, so each bundle is read before the next walk replaces it
+            shift = index % len(variants)
+            loads += run_rounds(variants[shift:] + variants[:shift], 1)
+            for variant, (_, _, out) in zip(variants, trees, strict=True):
+                facts[variant.name].append(bundle_facts(Path(f"{tmp}/{out}")))
+    old, new = variants[0], variants[-1]
     print(f"sparsedebug playbook run (embedded MiniLM pair, model cached), {args.rounds} interleaved rounds, fresh process each")
-    print(table([old, new], old.name, rss=True))
+    print(table(variants, old.name, rss=True))
     print(load_line(loads))
-    for name, side in (("7e8790a", "old"), ("this tree", "new")):
-        samples = int(np.median([n for n, _ in facts[side]]))
-        steps = facts[side][0][1].keys()
-        per_step = ", ".join(f"{step} {float(np.median([s[step] for _, s in facts[side]])):.1f}" for step in steps)
-        print(f"{name}: candidate latency samples (median) {samples}; step seconds (median): {per_step}")
+    for variant in variants:
+        samples = int(np.median([n for n, _ in facts[variant.name]]))
+        steps = facts[variant.name][0][1].keys()
+        per_step = ", ".join(f"{step} {float(np.median([s[step] for _, s in facts[variant.name]])):.1f}" for step in steps)
+        print(f"{variant.name}: candidate latency samples (median) {samples}; step seconds (median): {per_step}")
     ratio = float(np.median(new.seconds)) / float(np.median(old.seconds))
     verdict = "within" if ratio <= TARGET else "OVER"
     print(f"this tree / old: {ratio:.2f}x of the median wall time ({verdict} the {TARGET}x target)")
