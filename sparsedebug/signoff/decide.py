@@ -6,6 +6,8 @@ Computed once, from the bundle's records, when the bundle is written (and stored
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from sparsedebug.core.errors import InternalError
 from sparsedebug.core.judgement import judgement_of
 from sparsedebug.records.comparability import LaunchMode
@@ -145,21 +147,27 @@ FAILING_DECISIONS: tuple[str, ...] = ("rollback", "escalate")
 DECIDED_ON: tuple[str, ...] = ("baseline", "candidate", "fixed", "bisect", "classification", "fix")
 
 
-def decision_inputs(bundle: LoadedBundle) -> dict[str, str]:
-    """sha256 of every bundle file the decision reads, by file name (files absent are left out)."""
+def decision_inputs(bundle: LoadedBundle, written: Mapping[str, str] | None = None) -> dict[str, str]:
+    """sha256 of every bundle file the decision reads, by file name (files absent are left out); ``written``: the
+    sha256 by role of the records a walk has just written, so that none is read back."""
     from sparsedebug.core.io import file_digest
 
     out: dict[str, str] = {}
     for role in DECIDED_ON:
         path = bundle.path(role)
-        if path is not None and path.is_file():
+        if path is not None and written is not None and role in written:
+            out[path.name] = written[role]
+        elif path is not None and path.is_file():
             out[path.name] = file_digest(path).sha256
     return out
 
 
-def decide_bundle(bundle: LoadedBundle, book: Playbook, policy: GatePolicy | None = None) -> DecisionOutcome:
-    """:func:`decide`, with the digests of the records it was taken on (so a later edit is noticed)."""
-    return decide(bundle, book, policy).model_copy(update={"based_on": decision_inputs(bundle)})
+def decide_bundle(
+    bundle: LoadedBundle, book: Playbook, policy: GatePolicy | None = None, written: Mapping[str, str] | None = None
+) -> DecisionOutcome:
+    """:func:`decide`, with the digests of the records it was taken on (so a later edit is noticed); ``written`` as
+    :func:`decision_inputs`."""
+    return decide(bundle, book, policy).model_copy(update={"based_on": decision_inputs(bundle, written)})
 
 
 def with_decision(bundle: LoadedBundle, book: Playbook, policy: GatePolicy | None = None) -> LoadedBundle:

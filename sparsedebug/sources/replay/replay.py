@@ -57,10 +57,12 @@ from typing import Literal
 from threadpoolctl import threadpool_info, threadpool_limits
 
 from sparsedebug.core.errors import UserError
+from sparsedebug.core.io import file_digest
 from sparsedebug.core.judgement import DEFAULT_RULE, judge, settled
 from sparsedebug.core.stats import median, percentiles
 from sparsedebug.core.timing import Timed, interleaved, measure
 from sparsedebug.records.defaults import MIN_SAMPLE_MS, SETTLE_BUDGET_S
+from sparsedebug.records.fingerprint import FileDigest
 from sparsedebug.records.notes import note
 from sparsedebug.records.run import (
     GraphStage,
@@ -112,6 +114,7 @@ def replay(
     progress: Progress | None = None,
     source_path: Path | None = None,
     min_sample_ms: float | None = None,
+    source_digest: FileDigest | None = None,
 ) -> RunRecord:
     """Replay ``workload`` on the built-in kernels; return a run record with all five stages.
 
@@ -120,7 +123,8 @@ def replay(
     file (pinned by digest; relative weight, calibration, model and text paths
     resolve from its folder, else from the current directory); ``min_sample_ms`` the
     shortest sample of a whole forward (default ``records.defaults.MIN_SAMPLE_MS``;
-    ``core.timing.measure``). Bad input raises ``UserError`` naming the layer.
+    ``core.timing.measure``); ``source_digest`` the workload file's digest when it was read already (else it is
+    taken from ``source_path``). Bad input raises ``UserError`` naming the layer.
     """
     rounds = _rounds(workload, repeats)
     source = _source(workload, source_path, rounds)
@@ -138,7 +142,7 @@ def replay(
         outcome, verdicts = _outcome_stage(
             workload, prepared, forwards, (schedule.span_samples_ms, timed.samples["dense"], timed.quality), rounds, tick
         )
-    return _record(workload, prepared, source_path, (lower, kernel, schedule, outcome, verdicts))
+    return _record(workload, prepared, _digest(source_path, source_digest), (lower, kernel, schedule, outcome, verdicts))
 
 
 # The two sides of an interleaved session.
@@ -179,6 +183,7 @@ def replay_pair(
     min_sample_ms: float | None = None,
     rule: JudgementRule | None = None,
     settle_budget_s: float | None = None,
+    digests: tuple[FileDigest | None, FileDigest | None] = (None, None),
 ) -> tuple[RunRecord, RunRecord]:
     """Replay a baseline and a candidate workload in one interleaved session: their rounds paired.
 
@@ -195,15 +200,16 @@ def replay_pair(
     (:func:`sparsedebug.core.judgement.settled`; default the rule's defaults), rounds added in batches,
     within ``settle_budget_s`` (default ``records.defaults.SETTLE_BUDGET_S``); past it the timings are
     unstable, and gate and bisect call the comparison inconclusive.
-    ``repeats`` overrides both workloads' repeats, ``min_sample_ms`` as :func:`replay`. Workloads with different BLAS thread
+    ``repeats`` overrides both workloads' repeats, ``min_sample_ms`` as :func:`replay`, ``digests`` each workload file's
+    ``source_digest``. Workloads with different BLAS thread
     counts or (without ``repeats``) different repeats cannot share rounds: they are
     replayed one after the other, each as :func:`replay` would, and the runs carry no
     session (compared unpaired).
     """
     if base.threads != cand.threads or (repeats is None and cand.repeats != base.repeats):
         return (
-            replay(base, repeats=repeats, progress=progress, source_path=base_path, min_sample_ms=min_sample_ms),
-            replay(cand, repeats=repeats, progress=progress, source_path=cand_path, min_sample_ms=min_sample_ms),
+            replay(base, repeats=repeats, progress=progress, source_path=base_path, min_sample_ms=min_sample_ms, source_digest=digests[0]),
+            replay(cand, repeats=repeats, progress=progress, source_path=cand_path, min_sample_ms=min_sample_ms, source_digest=digests[1]),
         )
     rounds = _rounds(base, repeats)
     sources = (_source(base, base_path, rounds), _source(cand, cand_path, rounds))
@@ -233,8 +239,8 @@ def replay_pair(
             outcome, verdicts = _outcome_stage(
                 workload, ready, forward, (schedule.span_samples_ms, timed.samples[f"{role}:dense"], timed.quality), rounds, tick
             )
-            path = (base_path, cand_path)[index]
-            records.append(_record(workload, ready, path, (lowers[index], kernels[index], schedule, outcome, verdicts)))
+            digest = _digest((base_path, cand_path)[index], digests[index])
+            records.append(_record(workload, ready, digest, (lowers[index], kernels[index], schedule, outcome, verdicts)))
     session = uuid.uuid4().hex
     forward_order = [",".join(names) for names in timed.order]
     paired = []
@@ -265,12 +271,17 @@ def _source(workload: Workload, source_path: Path | None, rounds: int) -> GraphS
     return source
 
 
+def _digest(source_path: Path | None, given: FileDigest | None) -> FileDigest | None:
+    """The workload file's digest: the one given (the file was read already), else taken from the file."""
+    return given if given is not None or source_path is None else file_digest(source_path)
+
+
 def _record(
-    workload: Workload, prepared: PreparedGraph, source_path: Path | None,
+    workload: Workload, prepared: PreparedGraph, workload_file: FileDigest | None,
     stages: tuple[LowerStage, KernelStage, ScheduleStage, OutcomeStage, list[Verdict]],
 ) -> RunRecord:
     lower, kernel, schedule, outcome, verdicts = stages
-    files, ref = prepared.reference(source_path)
+    files, ref = prepared.reference(workload_file)
     return RunRecord(
         name=workload.name,
         source=RunSource(kind="replay", files=files),
