@@ -119,9 +119,9 @@ def _facts(
     fast = [f for f in findings if f.kind == "faster" and f.comparison is not None][:5]
     facts: list[Note] = []
     if slow:
-        facts.append(note("locate.kernel.slower", **cmp_lists([f.layer for f in slow], [f.comparison for f in slow if f.comparison])))
+        facts.append(note("locate.kernel.slower", **cmp_lists([f.label for f in slow], [f.comparison for f in slow if f.comparison])))
     if beyond:
-        facts.append(note("locate.kernel.precision", layers=[f.layer for f in beyond[:5]]))
+        facts.append(note("locate.kernel.precision", layers=[f.label for f in beyond[:5]]))
     if fast:
         facts.append(note("locate.kernel.faster", **cmp_lists([f.layer for f in fast], [f.comparison for f in fast if f.comparison])))
     if metrics:

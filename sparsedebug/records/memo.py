@@ -24,6 +24,10 @@ MEMO_SCHEMA_VERSION = 3
 # plain ratio, a p-value, a perplexity, a relative error.
 Unit = Literal["ms", "x", "share", "count", "cosine", "ratio", "p", "perplexity", "error"]
 
+# What a figure is taken over: one forward, one iteration of the run (a forward and the host time around it), a sum
+# over the run's iterations, one layer, one call of a layer (or of a pooled group of layers).
+Basis = Literal["per_forward", "per_iteration", "summed", "per_layer", "per_call"]
+
 # What a claim states; one phrasing function per kind in ``render.memo``.
 ClaimKind = Literal[
     "decision", "reason", "speedup", "quality", "target_speedup", "sparse_kernels", "slice", "first_stage", "build_tags",
@@ -57,6 +61,8 @@ class Figure(Record):
     value: float
     unit: Unit
     clock: Clock | None = None
+    basis: Basis | None = Field(None, description="What the figure is taken over (per forward, per iteration, per call, ...); "
+                                "None where it is not a time.")
     source: FigureSource
 
     @property

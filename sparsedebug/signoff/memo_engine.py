@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from sparsedebug.records.memo import Claim, Figure, FigureSource, Unit
+from sparsedebug.records.memo import Basis, Claim, Figure, FigureSource, Unit
 from sparsedebug.records.report import Clock
 from sparsedebug.records.run import RunRecord
 from sparsedebug.sources.bundle import FILES, LoadedBundle
 
 
 def fig(quantity: str, value: float, unit: Unit, record: str, field: str, *, role: str | None = None,
-         clock: Clock | None = None, layer: str | None = None) -> Figure:
+         clock: Clock | None = None, layer: str | None = None, basis: Basis | None = None) -> Figure:
     """A memo figure with its provenance (the one constructor signoff.memo and this module share)."""
-    return Figure(quantity=quantity, role=role, value=value, unit=unit, clock=clock,
+    return Figure(quantity=quantity, role=role, value=value, unit=unit, clock=clock, basis=basis,
                   source=FigureSource(record=record, field=field, layer=layer))
 
 

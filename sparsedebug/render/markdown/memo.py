@@ -23,6 +23,7 @@ from __future__ import annotations
 from sparsedebug.records.bundle import Movement
 from sparsedebug.records.decision import DecisionOutcome
 from sparsedebug.records.equal_latency import quality_metric
+from sparsedebug.records.findings import group_label
 from sparsedebug.records.loaded import LoadedBundle
 from sparsedebug.records.playbook import Playbook
 from sparsedebug.records.reduce import ReduceResult
@@ -171,10 +172,13 @@ def _first_stage(b: LoadedBundle) -> str:
     text = f"stage **`{bis.first_stage}`**: {stage_text(stage)}"
     regress = [f for f in stage.layers if f.regression]
     if regress:
-        named = "; ".join(f"`{f.layer}` ({f.kind}: {finding_text(f)})" for f in regress[:4])
+        named = "; ".join(f"`{f.label}` ({f.kind}: {finding_text(f)})" for f in regress[:4])
         text += f" Layers: {named}."
     if bis.effect is not None:
-        text += f" Effect on {bis.effect_metric or 'the metric'}: {_cmp_text(bis.effect)}."
+        labels = {f.layer: f.label for f in stage.layers}
+        stage_name, _, group = (bis.effect_metric or "the metric").partition(":")
+        metric = f"{stage_name}:{labels.get(group, group_label(group, []))} (per call)" if group else stage_name
+        text += f" Effect on {metric}: {_cmp_text(bis.effect)}."
     if bis.explains:
         text += f" Explains downstream: {', '.join(bis.explains)}."
     if bis.unexplained and bis.first_change_ms is not None:

@@ -33,6 +33,10 @@ class Style:
         return f"**{text}**" if self.markdown else text
 
 
+# How a figure's basis reads beside it (``records.memo.Basis``).
+BASIS_WORDS = {"per_forward": "per forward", "per_iteration": "per iteration", "summed": "summed over the iterations",
+               "per_layer": "per layer", "per_call": "per call"}
+
 MD = Style(markdown=True)
 PLAIN = Style(markdown=False)
 
@@ -41,8 +45,9 @@ PLAIN = Style(markdown=False)
 def _names(st: Style, claim: Claim) -> str:
     """The listed names, and how many the claim names in all when it lists fewer."""
     shown = ", ".join(st.code(i) for i in claim.items)
+    more = f" and {claim.more} more" if claim.more else ""
     total = claim.figure("layers_named")
-    return shown + (f" ({num(total)} layers in all findings)" if claim.more and total is not None else "")
+    return shown + more + (f" ({num(total)} layers in all)" if total is not None and (claim.more or total.value > len(claim.items)) else "")
 
 
 def clock_legend(clocks: list[ClockLegend]) -> str:
@@ -249,9 +254,15 @@ def first_stage(st: Style, c: Claim) -> str:
         text += ": " + ", ".join(kinds)
     if c.items:
         text += f" on {_names(st, c)}"
-    ratio, p = c.figure("effect_ratio"), c.figure("effect_p")
-    if ratio is not None:
-        text += f"; latency ratio {num(ratio)}" + (f" ({num(p)})" if p is not None else "")
+    p = c.figure("effect_p")
+    tested = f" ({num(p)})" if p is not None else ""
+    layer_effect, latency, metric = c.figure("layer_effect_ratio"), c.figure("latency_ratio"), c.figure("metric_ratio")
+    if layer_effect is not None:  # an effect size of one layer group, per call: not the forward's latency
+        text += f"; largest layer effect: per-call time ratio {num(layer_effect)} on {st.code(c.terms.get('effect_layer', ''))}{tested}"
+    elif metric is not None:
+        text += f"; effect: {st.code(c.terms.get('effect_metric', ''))} ratio {num(metric)} per iteration{tested}"
+    elif latency is not None:
+        text += f"; latency ratio {num(latency)} per forward{tested}"
     share = c.figure("accounted_share")
     if share is not None and share.value > 0:
         text += f"; its layers carry {num(share)} of the latency change"
@@ -260,10 +271,26 @@ def first_stage(st: Style, c: Claim) -> str:
     return text + "."
 
 
+RUN_TAG_WORDS = {"device": "device", "capability": "compute capability", "cuda_runtime": "CUDA runtime",
+                 "cuda_driver": "CUDA driver API", "driver": "GPU driver", "torch": "torch", "launch": "launch", "backend": "backend"}
+MACHINE_TAG_WORDS = {"git": "sparsedebug git", "python": "python", "numpy": "numpy", "blas": "blas", "torch": "torch", "gpu": "gpu"}
+
+
 def build_tags(st: Style, c: Claim) -> str:
-    """What the walk and the candidate ran on."""
-    order = ("git", "python", "numpy", "blas", "torch", "device", "gpu", "backend")
-    return ", ".join(f"{k} {st.code(c.terms[k])}" for k in order if k in c.terms) + "."
+    """Each run's tags from its own artifact, then the machine that analysed them, labelled as such."""
+    t = c.terms
+    parts = []
+    for role in c.items:
+        same = t.get(f"run.{role}.same_as")
+        if same:
+            parts.append(f"{role} run: the same as the {same} run")
+            continue
+        tags = ", ".join(f"{w} {st.code(t[f'run.{role}.{k}'])}" for k, w in RUN_TAG_WORDS.items() if f"run.{role}.{k}" in t)
+        parts.append(f"{role} run (from its {t.get(f'run.{role}.source', 'record')}): {tags}")
+    machine = ", ".join(f"{w} {st.code(t[f'machine.{k}'])}" for k, w in MACHINE_TAG_WORDS.items() if f"machine.{k}" in t)
+    if machine:
+        parts.append(f"analysing machine (not the runs'): {machine}")
+    return "; ".join(parts) + "."
 
 
 def over_explains(c: Claim) -> str | None:
@@ -387,7 +414,7 @@ def change(st: Style, c: Claim) -> str:
         text += f", removing {num(removes)} per iteration{across} ({st.code(t.get('basis', ''))})"
     wait = c.figure("host_wait_ms")
     if "host" in text and wait is not None:
-        text += f" (the device waits {num(wait)} on the host)"
+        text += f" (the device waits on the host {num(wait)} {BASIS_WORDS.get(wait.basis or '', 'in all')})"
     text += f" (rule {st.code(t.get('rule', ''))})"
     if t.get("applied") == "yes":
         text += ", applied in the re-run"
