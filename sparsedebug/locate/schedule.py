@@ -21,6 +21,7 @@ from sparsedebug.locate.common import (
     undecided_regression,
 )
 from sparsedebug.locate.reference import MachineDrift, discount, session_block
+from sparsedebug.records.basis import per_iteration
 from sparsedebug.records.findings import LayerFinding, MetricFinding, StageFinding
 from sparsedebug.records.notes import Note, note
 from sparsedebug.records.run import RunRecord
@@ -98,7 +99,8 @@ def schedule_stage(
         if not headline.enough_samples:
             facts.append(note("locate.schedule.too_few", n_base=headline.n_base, n_cand=headline.n_cand))
     if b_sched.host_wait_ms is not None and c_sched.host_wait_ms is not None:
-        facts.append(note("locate.schedule.host_wait", before=b_sched.host_wait_per_iteration_ms, after=c_sched.host_wait_per_iteration_ms))
+        facts.append(note("locate.schedule.host_wait", before=per_iteration(b_sched, b_sched.host_wait_ms),
+                          after=per_iteration(c_sched, c_sched.host_wait_ms)))
     waiting = [f for f in findings if f.regression]
     if waiting:
         facts.append(note("locate.schedule.idle_layers", count=sum(max(len(f.members), 1) for f in waiting),

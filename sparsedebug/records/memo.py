@@ -14,6 +14,7 @@ from typing import Literal
 from pydantic import Field
 
 from sparsedebug.records.base import Record
+from sparsedebug.records.basis import Basis
 from sparsedebug.records.gate import GateResult
 from sparsedebug.records.report import Clock, Report
 
@@ -23,10 +24,6 @@ MEMO_SCHEMA_VERSION = 3
 # How a figure's value reads: milliseconds, a speed ratio, a fraction (printed as a percentage), a count, a cosine, a
 # plain ratio, a p-value, a perplexity, a relative error.
 Unit = Literal["ms", "x", "share", "count", "cosine", "ratio", "p", "perplexity", "error"]
-
-# What a figure is taken over: one forward, one iteration of the run (a forward and the host time around it), a sum
-# over the run's iterations, one layer, one call of a layer (or of a pooled group of layers).
-Basis = Literal["per_forward", "per_iteration", "summed", "per_layer", "per_call"]
 
 # What a claim states; one phrasing function per kind in ``render.memo``.
 ClaimKind = Literal[
@@ -80,6 +77,8 @@ class Claim(Record):
     terms: dict[str, str] = Field(default_factory=dict, description="Names and codes the claim refers to (stage, mechanism, model, knob).")
     items: list[str] = Field(default_factory=list, description="The layers, tensors, checks or files the claim lists.")
     more: int = Field(0, description="How many further items the claim stands for beyond those listed.")
+    withheld: str | None = Field(None, description="The invariant (signoff.invariants.RULES) this claim broke when the "
+                                 "document was built: its statement is withheld and the memo names the check instead.")
 
     def figure(self, quantity: str, role: str | None = None) -> Figure | None:
         """The claim's figure of ``quantity`` (and ``role`` when given)."""

@@ -294,10 +294,8 @@ class ScheduleStage(Record):
 
     span_samples_ms: list[TimeMs] = Field(description="Per iteration: first kernel start to last kernel end (or forward wall time).")
     busy_samples_ms: list[DurationMs] = Field(description="Per iteration: summed kernel/layer time (per-call weight conversion not in it).")
-    host_wait_ms: float | None = Field(None, description="Idle time while the device waited on the host, summed over the "
-                                       "iterations of span_samples_ms (per iteration: host_wait_per_iteration_ms).")
-    kernel_wait_ms: float | None = Field(None, description="Idle time between kernels not explained by the host, summed over the "
-                                         "iterations of span_samples_ms (per iteration: kernel_wait_per_iteration_ms).")
+    host_wait_ms: float | None = Field(None, description="Device idle waiting on the host, summed over the iterations.")
+    kernel_wait_ms: float | None = Field(None, description="Idle between kernels not explained by the host, summed likewise.")
     threads: int | None = None
     launches_per_iteration: int | None = None
     dense_share: float | None = Field(
@@ -314,21 +312,6 @@ class ScheduleStage(Record):
     timeline: TimelineStrip | None = Field(
         None, description="One iteration's GPU ops and idle gaps, when the source has a per-kernel timeline (traces)."
     )
-
-    def per_iteration(self, summed_ms: float | None) -> float | None:
-        """A wait this stage records summed over its iterations (``host_wait_ms``, ``kernel_wait_ms``), per iteration:
-        the sum over the iterations of ``span_samples_ms`` divided by their count (None stays None)."""
-        return None if summed_ms is None else summed_ms / max(len(self.span_samples_ms), 1)
-
-    @property
-    def host_wait_per_iteration_ms(self) -> float | None:
-        """The device's wait on the host per iteration (``host_wait_ms`` is the sum over the iterations)."""
-        return self.per_iteration(self.host_wait_ms)
-
-    @property
-    def kernel_wait_per_iteration_ms(self) -> float | None:
-        """The wait between kernels per iteration (``kernel_wait_ms`` is the sum over the iterations)."""
-        return self.per_iteration(self.kernel_wait_ms)
 
 
 class QualityEvidence(Record):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from sparsedebug.core.errors import UserError
 from sparsedebug.core.stats import median
+from sparsedebug.records.basis import Basis, per_iteration
 from sparsedebug.records.classification import Classification
 from sparsedebug.records.decision import DecisionOutcome
 from sparsedebug.records.findings import group_label
@@ -19,7 +20,6 @@ from sparsedebug.records.memo import (
     HEADLINE_MIN_SHARE,
     MEMO_SCHEMA_VERSION,
     Action,
-    Basis,
     Claim,
     ClockLegend,
     Figure,
@@ -31,10 +31,12 @@ from sparsedebug.records.memo import (
 from sparsedebug.records.playbook import Playbook
 from sparsedebug.records.run import RunRecord
 from sparsedebug.signoff.decide import stored_decision
+from sparsedebug.signoff.invariants import enforce
 from sparsedebug.signoff.memo_engine import fig as _fig
 from sparsedebug.signoff.memo_engine import sparse_kernels_claim
 from sparsedebug.signoff.metrics import fallback_summary, p50_speedup, run_clock
 from sparsedebug.signoff.report import build_report
+from sparsedebug.signoff.tags import build_tags_claim
 from sparsedebug.sources.bundle import FILES, LoadedBundle
 
 # Memo section -> the anchor in report.md (and report.html) holding its full detail.
@@ -193,7 +195,7 @@ def _symptom(b: LoadedBundle) -> Symptom:
     if cand.graph.tokens is not None:
         slice_figs.append(_fig("tokens", cand.graph.tokens, "count", FILES["candidate"], "graph.tokens", role="candidate"))
     return Symptom(failing_metric=metric, slice=Claim(kind="slice", figures=slice_figs, terms=slice_terms),
-                   first_stage=_first_stage(b), build_tags=_build_tags(b))
+                   first_stage=_first_stage(b), build_tags=build_tags_claim(b))
 
 
 def _first_stage(b: LoadedBundle) -> Claim:
@@ -227,7 +229,7 @@ def _first_stage(b: LoadedBundle) -> Claim:
     names = [labels[f.layer] for f in regress]
     if names:  # the layers the findings cover (a pooled group counts each member), as the stage's own facts count them
         figures.append(_fig("layers_named", sum(max(len(f.members), 1) for f in regress), "count", FILES["bisect"],
-                            f"stages[{bis.first_stage}].layers[].members (regressions)", role=bis.first_stage))
+                            f"stages[{bis.first_stage}].layers[].members", role=bis.first_stage))
     return Claim(kind="first_stage", code="divergence", figures=figures, terms=terms, items=names[:3], more=max(0, len(names) - 3))
 
 
@@ -240,62 +242,6 @@ def _effect_kind(metric: str | None, labels: dict[str, str]) -> tuple[str, Basis
     if metric in (None, "latency_ms"):
         return "latency_ratio", "per_forward", {}
     return "metric_ratio", "per_iteration", {"effect_metric": metric}
-
-
-def run_tags(run: RunRecord) -> dict[str, str]:
-    """A run's build and runtime tags from its own artifact: the trace's metadata (device, compute capability, CUDA
-    runtime and driver API, launch mode), the run's own fingerprint where it has one (torch, CUDA, GPU driver), else
-    its device record; only the tags the artifact holds."""
-    tags: dict[str, str] = {"source": run.source.kind}
-    rt, rf = run.source.runtime, run.fingerprint
-    device = (rt.device if rt is not None else None) or (", ".join(g.name for g in rf.gpus) if rf is not None and rf.gpus else None) \
-        or (run.device.name if run.device is not None else None)
-    if device:
-        tags["device"] = device
-    capability = (rt.capability if rt is not None else None) or (run.device.compute_capability if run.device is not None else None)
-    if capability:
-        tags["capability"] = capability
-    if rt is not None:
-        tags.update({k: v for k, v in (("cuda_runtime", rt.cuda_runtime), ("cuda_driver", rt.cuda_driver)) if v})
-        tags["launch"] = "cuda_graph" if rt.cuda_graph else "eager"
-    if rf is not None:
-        if rf.torch is not None:
-            tags["torch"] = rf.torch.version
-            if rf.torch.cuda:
-                tags.setdefault("cuda_runtime", rf.torch.cuda)
-        drivers = sorted({g.driver for g in rf.gpus if g.driver})
-        if drivers:
-            tags["driver"] = ", ".join(drivers)
-    tags["backend"] = run.lower.backend
-    return tags
-
-
-def _build_tags(b: LoadedBundle) -> Claim:
-    """Each run's tags from its own artifact (``run.<role>.<tag>``, judged run first; a run whose tags equal the one
-    before it says so), and the analysing machine's as such (``machine.<tag>``): never one machine's tags as another's."""
-    terms: dict[str, str] = {}
-    roles: list[str] = []
-    previous: dict[str, str] | None = None
-    for role, run in reversed(list(_runs(b).items())):
-        tags = run_tags(run)
-        roles.append(role)
-        if tags == previous:
-            terms[f"run.{role}.same_as"] = roles[-2]
-        else:
-            terms.update({f"run.{role}.{k}": v for k, v in tags.items()})
-        previous = tags
-    fp = b.fingerprint
-    if fp is not None:
-        terms["machine.git"] = (fp.git.revision[:12] + ("+dirty" if fp.git.dirty else "")) if fp.git else "none"
-        terms["machine.python"] = f"{fp.python.implementation} {fp.python.version}"
-        terms["machine.numpy"] = fp.numpy.version
-        blas = [f"{lib.internal_api} {lib.version or '?'}" for lib in fp.numpy.blas]
-        if blas:
-            terms["machine.blas"] = ", ".join(blas)
-        if fp.torch is not None:
-            terms["machine.torch"] = fp.torch.version
-        terms["machine.gpu"] = ", ".join(g.name for g in fp.gpus) or "none"
-    return Claim(kind="build_tags", terms=terms, items=roles)
 
 
 def _share_figures(cls: Classification, mechanism: str) -> list[Figure]:
@@ -397,7 +343,7 @@ def _action(b: LoadedBundle, decision: DecisionOutcome, book: Playbook) -> Actio
         if applied is not None:
             terms["applied"] = "yes" if applied.applied else "no"
         figs = []
-        wait = b.candidate.schedule.host_wait_per_iteration_ms
+        wait = per_iteration(b.candidate.schedule, b.candidate.schedule.host_wait_ms)
         if wait is not None:  # the record sums the wait over the iterations: the memo states it per iteration
             figs.append(_fig("host_wait_ms", wait, "ms", FILES["candidate"], "schedule.host_wait_ms (per iteration)", role="candidate",
                              clock=run_clock(b.candidate), basis="per_iteration"))
@@ -502,14 +448,14 @@ def build_memo(b: LoadedBundle, book: Playbook) -> Memo:
     decision_claim = Claim(kind="decision", code=decision.decision, terms={
         "judged_on": judged_role, "label": book.decision(decision.decision).label, "owner": owner,
         "recomputed": ",".join(decision.recomputed)})
-    return Memo(
+    return enforce(Memo(
         title=book.memo.title, bundle=b.root.name, decision=decision_claim,
         reasons=_reasons(decision, checks, _missing_evidence(decision), judged_role),
         clocks=_clocks(list(_runs(b).values())), symptom=_symptom(b), hypothesis=_hypothesis(b),
         action=_action(b, decision, book), signoff=_signoff(b, book, decision, decision_claim), checks=checks, gate=decision.gate,
         report=build_report(b, decision), headline=[f for f in (_speedup(b, judged_role),) if f is not None],
         detail={k: f"{b.manifest.files.get('report', FILES['report'])}#{v}" for k, v in DETAIL_ANCHORS.items()},
-    )
+    ), b)
 
 
 def with_review(b: LoadedBundle, book: Playbook) -> LoadedBundle:

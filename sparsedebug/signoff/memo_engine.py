@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from sparsedebug.records.memo import Basis, Claim, Figure, FigureSource, Unit
+from sparsedebug.records.basis import Basis
+from sparsedebug.records.memo import Claim, Figure, FigureSource, Unit
 from sparsedebug.records.report import Clock
 from sparsedebug.records.run import RunRecord
 from sparsedebug.sources.bundle import FILES, LoadedBundle
@@ -36,8 +37,10 @@ def sparse_kernels_claim(b: LoadedBundle) -> Claim | None:
     if moved is not None:
         name, before, after = moved
         terms["changed_layer"] = name
-        figures += [fig("layer_ms", before, "ms", FILES["baseline"], "kernel.layers[].samples_ms (profile median)", role="baseline", layer=name),
-                    fig("layer_ms", after, "ms", FILES["candidate"], "kernel.layers[].samples_ms (profile median)", role="candidate", layer=name),
+        figures += [fig("layer_ms", before, "ms", FILES["baseline"], "kernel.layers[].samples_ms (profile median)", role="baseline", layer=name,
+                        basis="per_forward"),
+                    fig("layer_ms", after, "ms", FILES["candidate"], "kernel.layers[].samples_ms (profile median)", role="candidate", layer=name,
+                        basis="per_forward"),
                     fig("change", after / before - 1, "share", FILES["candidate"], "kernel.layers[].samples_ms", role=f"layer:{name}")]
     return Claim(kind="sparse_kernels", code=code, figures=figures, terms=terms, items=use.not_picked[:3], more=max(0, len(use.not_picked) - 3))
 

@@ -10,6 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sparsedebug.records.memo import Claim, ClockLegend
+from sparsedebug.render.memo.guard import guarded
+from sparsedebug.render.memo.guard import withheld as withheld
+from sparsedebug.render.memo.tags import build_tags as build_tags
 from sparsedebug.render.words.dispatch import listed
 from sparsedebug.render.words.figures import HEADLINE_WORDS as HEADLINE_WORDS
 from sparsedebug.render.words.figures import SIGNED as SIGNED
@@ -110,6 +113,7 @@ REASON_WORDS = {
 }
 
 
+@guarded
 def reason(st: Style, c: Claim) -> str:
     """One reason of the decision, in plain words with its figures."""
     code = c.code or ""
@@ -151,6 +155,7 @@ def reason(st: Style, c: Claim) -> str:
     return f"The {st.code(code)} check {verb}."
 
 
+@guarded
 def speedup(st: Style, c: Claim) -> str:
     """The failing metric's speed figures."""
     sp = c.figure("speedup_p50")
@@ -165,11 +170,13 @@ def speedup(st: Style, c: Claim) -> str:
     return text
 
 
+@guarded
 def target_speedup(st: Style, c: Claim) -> str:
     """The projected speedup on the target."""
     return f"{num(c.figure('target_speedup'))} vs dense on the target ({st.code(c.terms.get('launch', ''))})"
 
 
+@guarded
 def sparse_kernels(st: Style, c: Claim) -> str:
     """Were the sparse kernels used: yes or no, on how many of the layers with 2:4 weights, which were not picked."""
     run = st.code(c.terms.get("run", ""))
@@ -191,6 +198,7 @@ def sparse_kernels(st: Style, c: Claim) -> str:
     return text
 
 
+@guarded
 def quality(st: Style, c: Claim) -> str:
     """The candidate's quality against the dense model."""
     if c.code == "not_measured":
@@ -215,6 +223,7 @@ def failing_metric(st: Style, claims: list[Claim]) -> str:
     return "; ".join(parts) + "."
 
 
+@guarded
 def slice_(st: Style, c: Claim) -> str:
     """The workload or traffic slice."""
     t = c.terms
@@ -239,6 +248,7 @@ FINDING_WORDS = {
 }
 
 
+@guarded
 def first_stage(st: Style, c: Claim) -> str:
     """The first persistent divergent stage, its layers and what it explains."""
     if c.code == "not_located":
@@ -271,28 +281,6 @@ def first_stage(st: Style, c: Claim) -> str:
     return text + "."
 
 
-RUN_TAG_WORDS = {"device": "device", "capability": "compute capability", "cuda_runtime": "CUDA runtime",
-                 "cuda_driver": "CUDA driver API", "driver": "GPU driver", "torch": "torch", "launch": "launch", "backend": "backend"}
-MACHINE_TAG_WORDS = {"git": "sparsedebug git", "python": "python", "numpy": "numpy", "blas": "blas", "torch": "torch", "gpu": "gpu"}
-
-
-def build_tags(st: Style, c: Claim) -> str:
-    """Each run's tags from its own artifact, then the machine that analysed them, labelled as such."""
-    t = c.terms
-    parts = []
-    for role in c.items:
-        same = t.get(f"run.{role}.same_as")
-        if same:
-            parts.append(f"{role} run: the same as the {same} run")
-            continue
-        tags = ", ".join(f"{w} {st.code(t[f'run.{role}.{k}'])}" for k, w in RUN_TAG_WORDS.items() if f"run.{role}.{k}" in t)
-        parts.append(f"{role} run (from its {t.get(f'run.{role}.source', 'record')}): {tags}")
-    machine = ", ".join(f"{w} {st.code(t[f'machine.{k}'])}" for k, w in MACHINE_TAG_WORDS.items() if f"machine.{k}" in t)
-    if machine:
-        parts.append(f"analysing machine (not the runs'): {machine}")
-    return "; ".join(parts) + "."
-
-
 def over_explains(c: Claim) -> str | None:
     """``, more than the whole change (194%): unattributed pulls the other way`` for a share past 100% (None otherwise)."""
     share = c.figure("carried_share")
@@ -315,6 +303,7 @@ def _carries(c: Claim, of: str = "") -> str:
     return f"moves the other way, {num(ms)}{of}"
 
 
+@guarded
 def primary_mechanism(st: Style, c: Claim) -> str:
     """The primary mechanism, or why none is established."""
     if c.code == "not_classified":
@@ -353,7 +342,9 @@ def competing(st: Style, claims: list[Claim]) -> str:
     parts = []
     for c in claims:
         mech = st.code(c.terms.get("mechanism", ""))
-        if c.terms.get("ranked_by") == "score":
+        if c.withheld:
+            parts.append(f"{mech} {withheld(st, c).rstrip('.')}")
+        elif c.terms.get("ranked_by") == "score":
             parts.append(f"{mech} score {num(c.figure('score'))} ({c.code})")
         elif c.figure("carried_ms") is not None:
             parts.append(f"{mech} {_carries(c)}")
@@ -367,9 +358,11 @@ def missing(st: Style, claims: list[Claim], anchor: str) -> str:
     """Which mechanisms lack the evidence that would settle them (the captures are in the report)."""
     if not claims:
         return "none for the ranking above."
-    names = ", ".join(st.code(c.code or "") for c in claims)
+    names = ", ".join(st.code(c.code or "") for c in claims if not c.withheld)
     link = f"[report]({anchor})" if st.markdown else anchor
-    return f"{names}: what to capture is in the {link}."
+    held = [c for c in claims if c.withheld]
+    more = "".join(f" ({len(held)} more {withheld(st, held[0]).rstrip('.')})" for _ in held[:1])
+    return f"{names}: what to capture is in the {link}{more}."
 
 
 KNOB_WORDS = {
@@ -384,6 +377,7 @@ ACTION_WORDS = {
 }
 
 
+@guarded
 def change(st: Style, c: Claim) -> str:
     """The smallest reversible change, with its owner."""
     if c.code == "none":
@@ -422,6 +416,7 @@ def change(st: Style, c: Claim) -> str:
     return text + (f". Owner: the {owner}." if owner else ".")
 
 
+@guarded
 def expected(st: Style, c: Claim) -> str:
     """What the change should move, by how much, and on what basis."""
     if c.code == "projected":
@@ -433,6 +428,7 @@ def expected(st: Style, c: Claim) -> str:
     return "not projected."
 
 
+@guarded
 def measured(st: Style, c: Claim | None) -> str:
     """What the re-run measured, with its direction, judged against the expected direction."""
     if c is None:
@@ -450,6 +446,7 @@ def measured(st: Style, c: Claim | None) -> str:
     return f"{text}: {verdict}."
 
 
+@guarded
 def risk(st: Style, c: Claim) -> str:
     """One regression risk."""
     t = c.terms
@@ -472,6 +469,7 @@ def risk(st: Style, c: Claim) -> str:
     return c.code or ""
 
 
+@guarded
 def artifact(st: Style, c: Claim) -> str:
     """The required artifact and its headline figures."""
     t = c.terms
@@ -483,6 +481,7 @@ def artifact(st: Style, c: Claim) -> str:
     return text + "."
 
 
+@guarded
 def owners(st: Style, c: Claim) -> str:
     """Who signs."""
     return ", ".join(c.items) + "."
