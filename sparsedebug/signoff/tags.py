@@ -9,14 +9,16 @@ from __future__ import annotations
 
 from sparsedebug.records.memo import Claim
 from sparsedebug.records.run import RunRecord
+from sparsedebug.signoff.metrics import run_clock
 from sparsedebug.sources.bundle import LoadedBundle
 
 
 def run_tags(run: RunRecord) -> dict[str, str]:
     """A run's build and runtime tags from its own artifact: the trace's metadata (device, compute capability, CUDA
     runtime and driver API, launch mode), the run's own fingerprint where it has one (torch, CUDA, GPU driver), else
-    its device record; only the tags the artifact holds."""
-    tags: dict[str, str] = {"source": run.source.kind}
+    its device record; only the tags the artifact holds. ``clock``: where its latencies were timed (``measured``: a
+    replay on the analysing machine itself)."""
+    tags: dict[str, str] = {"source": run.source.kind, "clock": run_clock(run)}
     rt, rf = run.source.runtime, run.fingerprint
     device = (rt.device if rt is not None else None) or (", ".join(g.name for g in rf.gpus) if rf is not None and rf.gpus else None) \
         or (run.device.name if run.device is not None else None)

@@ -20,9 +20,13 @@ def build_tags(st: Marks, c: Claim) -> str:
         if same:
             parts.append(f"{role} run: the same as the {same} run")
             continue
-        tags = ", ".join(f"{w} {st.code(t[f'run.{role}.{k}'])}" for k, w in RUN_TAG_WORDS.items() if f"run.{role}.{k}" in t)
-        parts.append(f"{role} run (from its {t.get(f'run.{role}.source', 'record')}): {tags}")
+        tags = [f"{w} {st.code(t[f'run.{role}.{k}'])}" for k, w in RUN_TAG_WORDS.items() if f"run.{role}.{k}" in t]
+        if t.get(f"run.{role}.clock") == "measured":  # a replay is timed on the machine that analyses it
+            tags.insert(0, "timed on the analysing machine")
+        parts.append(f"{role} run (from its {t.get(f'run.{role}.source', 'record')}): {', '.join(tags)}")
     machine = ", ".join(f"{w} {st.code(t[f'machine.{k}'])}" for k, w in MACHINE_TAG_WORDS.items() if f"machine.{k}" in t)
     if machine:
-        parts.append(f"analysing machine (not the runs'): {machine}")
+        here = any(t.get(f"run.{role}.clock") == "measured" for role in c.items)
+        label = "analysing machine" if here else "analysing machine (not the runs')"
+        parts.append(f"{label}: {machine}")
     return "; ".join(parts) + "."

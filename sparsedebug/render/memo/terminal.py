@@ -20,7 +20,8 @@ def _freeze(c: Claim) -> str:
     parts += [f"{k.split('.')[1]} {t[k]}" for k in ("machine.numpy", "machine.torch") if k in t]
     gpu = t.get("machine.gpu")
     parts.append("no GPU" if gpu in (None, "none") else f"GPU {gpu}")
-    machine = "analysed with " + ", ".join(parts) if "machine.python" in t else ""
+    verb = "measured and analysed" if t.get(f"run.{role}.clock") == "measured" else "analysed"
+    machine = f"{verb} with " + ", ".join(parts) if "machine.python" in t else ""
     return "; ".join(x for x in (run, machine) if x)
 
 
