@@ -85,3 +85,21 @@ def test_the_shared_eager_pair_states_what_each_figure_measures(tmp_path: Path) 
 @pytest.mark.parametrize(("iterations", "layers"), [(4, 36), (5, 48), (8, 24)])
 def test_a_generated_pair_of_its_shape_states_what_each_figure_measures(tmp_path: Path, iterations: int, layers: int) -> None:
     _check(*_walk(*_generated(tmp_path, iterations, layers), tmp_path / "b"))
+
+
+TRACES = H200.parent / "traces"
+
+
+@pytest.mark.parametrize(("base", "cand", "extra"), [
+    (H200 / "trace_dense_T2048_cudagraph.json.gz", H200 / "trace_sparse_mlp_T2048_cudagraph.json.gz", ["--smi", str(H200 / "nvidia_smi_short.csv")]),
+    (TRACES / "h200_dense_unannotated.json.gz", TRACES / "h200_sparse_mlp_unannotated.json.gz", []),
+    (TRACES / "h200_dense_sdpa_math_fp32.json.gz", TRACES / "h200_dense_sdpa_efficient_noncontig.json.gz", []),
+])
+def test_no_claim_is_withheld_on_a_shared_pair(tmp_path: Path, base: Path, cand: Path, extra: list[str]) -> None:
+    result = invoke(["playbook", "run", "--baseline", str(base), "--candidate", str(cand), *extra, "--no-reduce", "-o", str(tmp_path / "b")])
+    assert result.exit_code == 0, result.stderr
+    memo = Memo.model_validate_json((tmp_path / "b" / "memo.json").read_text())
+    assert [(c.kind, c.withheld) for c in memo.claims() if c.withheld] == []
+    text = (tmp_path / "b" / "memo.md").read_text() + (tmp_path / "b" / "report.md").read_text()
+    assert "{i}" not in text and "withheld" not in text
+    assert "analysing machine (not the runs')" in text and "device `NVIDIA H200`" in text
