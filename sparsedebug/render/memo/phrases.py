@@ -248,6 +248,10 @@ FINDING_WORDS = {
 }
 
 
+# What a stage metric's effect size compares (``locate``'s MetricFinding.metric), per iteration.
+EFFECT_METRIC_WORDS = {"overhead_ms": "overhead (span - busy) on top of the baseline's busy time", "busy_ms": "kernel busy time"}
+
+
 @guarded
 def first_stage(st: Style, c: Claim) -> str:
     """The first persistent divergent stage, its layers and what it explains."""
@@ -270,7 +274,8 @@ def first_stage(st: Style, c: Claim) -> str:
     if layer_effect is not None:  # an effect size of one layer group, per call: not the forward's latency
         text += f"; largest layer effect: per-call time ratio {num(layer_effect)} on {st.code(c.terms.get('effect_layer', ''))}{tested}"
     elif metric is not None:
-        text += f"; effect: {st.code(c.terms.get('effect_metric', ''))} ratio {num(metric)} per iteration{tested}"
+        name = c.terms.get("effect_metric", "")
+        text += f"; effect: {EFFECT_METRIC_WORDS.get(name, st.code(name))}, ratio {num(metric)} per iteration{tested}"
     elif latency is not None:
         text += f"; latency ratio {num(latency)} per forward{tested}"
     share = c.figure("accounted_share")
