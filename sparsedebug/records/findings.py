@@ -160,6 +160,18 @@ class BisectResult(Record):
                 return finding
         raise KeyError(name)
 
+    def group_label(self, group: str) -> str:
+        """A layer or pooled group any stage found, as its finding reads (``LayerFinding.label``)."""
+        return next((f.label for s in self.stages for f in s.layers if f.layer == group), group_label(group, []))
+
+    @property
+    def effect_label(self) -> str | None:
+        """``effect_metric`` as a reader sees it: ``stage:group`` with the group labelled by its members."""
+        if self.effect_metric is None or ":" not in self.effect_metric:
+            return self.effect_metric
+        stage, group = self.effect_metric.split(":", 1)
+        return f"{stage}:{self.group_label(group)}"
+
 
 class PathChange(Record):
     """One layer whose kernel path differs between baseline and candidate."""

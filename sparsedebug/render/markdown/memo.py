@@ -175,10 +175,8 @@ def _first_stage(b: LoadedBundle) -> str:
         named = "; ".join(f"`{f.label}` ({f.kind}: {finding_text(f)})" for f in regress[:4])
         text += f" Layers: {named}."
     if bis.effect is not None:
-        labels = {f.layer: f.label for f in stage.layers}
-        stage_name, _, group = (bis.effect_metric or "the metric").partition(":")
-        metric = f"{stage_name}:{labels.get(group, group_label(group, []))} (per call)" if group else stage_name
-        text += f" Effect on {metric}: {_cmp_text(bis.effect)}."
+        per_call = " (per call)" if bis.effect_metric is not None and ":" in bis.effect_metric else ""
+        text += f" Effect on {bis.effect_label or 'the metric'}{per_call}: {_cmp_text(bis.effect)}."
     if bis.explains:
         text += f" Explains downstream: {', '.join(bis.explains)}."
     if bis.unexplained and bis.first_change_ms is not None:
@@ -267,7 +265,8 @@ def _action(b: LoadedBundle, book: Playbook) -> list[str]:
             removes = f": the fix removes {tr.targets_ms:.3f} ms per iteration across them" if tr.targets_ms is not None else ""
             ratio += f"; it stands for all {len(tr.targets)} layers the fix covers ({', '.join(f'`{n}`' for n in tr.targets)}){removes}"
         out.append(
-            f"  - Focused reproducer from the traces ({names}): `{tr.layer}` ({tr.group}: {tr.finding} at {tr.first_stage}{ratio}), "
+            f"  - Focused reproducer from the traces ({names}): `{tr.layer}` (`{b.bisect.group_label(tr.group) if b.bisect is not None else group_label(tr.group, [])}`: {tr.finding} at "
+            f"{tr.first_stage}{ratio}), "
             f"{tr.op_kind} with the traced shapes, dtypes and strides, backend {tr.candidate.backend or '?'} against the dense twin's "
             f"{tr.baseline.backend if tr.baseline and tr.baseline.backend else '?'}. `python repro.py` on a GPU times both; "
             f"`sparsedebug replay reproducer.yaml`: " + ("shows it. " if tr.replay_shows else "cannot show it: ") + replay_reason_words(tr)
