@@ -17,6 +17,7 @@ from sparsedebug.classify.context import (
 )
 from sparsedebug.classify.rule import Rule, RuleSet
 from sparsedebug.core.stats import TAIL_MIN_SAMPLES, median, percentiles
+from sparsedebug.records.basis import per_iteration
 from sparsedebug.records.classification import Fix, Mechanism
 from sparsedebug.records.notes import note
 from sparsedebug.records.run import RunRecord
@@ -34,7 +35,7 @@ HOST_WAIT_MIN_SHARE = 0.05
 def host_wait_supports_graph(run: RunRecord) -> bool | None:
     """Whether the measured host wait supports a fix that removes host overhead: host wait at least
     ``HOST_WAIT_MIN_SHARE`` of the latency p50 (None when the run does not split its idle time)."""
-    host = run.schedule.host_wait_ms
+    host = per_iteration(run.schedule, run.schedule.host_wait_ms)  # a part of one forward, against the forward's p50
     samples = run.outcome.latency_samples_ms or run.schedule.span_samples_ms
     if host is None or not samples or median(samples) <= 0:
         return None
@@ -123,8 +124,8 @@ def host_wait_share(ctx: Context) -> Result:
     return Fact(
         host / (host + kern),
         "schedule.host_wait_ms / (host_wait_ms + kernel_wait_ms)",
-        note("mechanisms.host_vs_kernel_wait", host_ms=host, kernel_ms=kern),
-        amount=host,
+        note("mechanisms.host_vs_kernel_wait", host_ms=per_iteration(ctx.run.schedule, host), kernel_ms=per_iteration(ctx.run.schedule, kern)),
+        amount=per_iteration(ctx.run.schedule, host),
     )
 
 

@@ -17,7 +17,7 @@ from sparsedebug.core.patterns import layer_precision
 from sparsedebug.core.stats import SampleComparison
 from sparsedebug.locate.common import cmp_lists, cmp_values, compare_layers, ms_per_iteration, positive, stage_status
 from sparsedebug.locate.reference import MachineDrift, discount, session_block, within
-from sparsedebug.records.findings import LayerFinding, MetricFinding, StageFinding
+from sparsedebug.records.findings import LayerFinding, MetricFinding, StageFinding, group_label
 from sparsedebug.records.notes import Note, note
 from sparsedebug.records.run import GraphLayer, KernelLayer, KernelPath, RunRecord
 from sparsedebug.records.stats import DEFAULT_MIN_SAMPLES, JudgementRule
@@ -49,7 +49,7 @@ def kernel_stage(
     for label, members, comp in comparisons:
         if not comp.enough_samples:
             if comp.ratio >= min_effect or comp.ratio <= 1 / min_effect:
-                undecided.append((label, comp))
+                undecided.append((group_label(label, members), comp))
             continue
         if comp.direction == "same":
             continue
@@ -119,11 +119,11 @@ def _facts(
     fast = [f for f in findings if f.kind == "faster" and f.comparison is not None][:5]
     facts: list[Note] = []
     if slow:
-        facts.append(note("locate.kernel.slower", **cmp_lists([f.layer for f in slow], [f.comparison for f in slow if f.comparison])))
+        facts.append(note("locate.kernel.slower", **cmp_lists([f.label for f in slow], [f.comparison for f in slow if f.comparison])))
     if beyond:
-        facts.append(note("locate.kernel.precision", layers=[f.layer for f in beyond[:5]]))
+        facts.append(note("locate.kernel.precision", layers=[f.label for f in beyond[:5]]))
     if fast:
-        facts.append(note("locate.kernel.faster", **cmp_lists([f.layer for f in fast], [f.comparison for f in fast if f.comparison])))
+        facts.append(note("locate.kernel.faster", **cmp_lists([f.label for f in fast], [f.comparison for f in fast if f.comparison])))
     if metrics:
         m = metrics[0].comparison
         facts.append(note("locate.kernel.busy", **cmp_values(m), enough=m.enough_samples))

@@ -21,6 +21,7 @@ from sparsedebug.locate.common import (
     undecided_regression,
 )
 from sparsedebug.locate.reference import MachineDrift, discount, session_block
+from sparsedebug.records.basis import per_iteration
 from sparsedebug.records.findings import LayerFinding, MetricFinding, StageFinding
 from sparsedebug.records.notes import Note, note
 from sparsedebug.records.run import RunRecord
@@ -98,12 +99,12 @@ def schedule_stage(
         if not headline.enough_samples:
             facts.append(note("locate.schedule.too_few", n_base=headline.n_base, n_cand=headline.n_cand))
     if b_sched.host_wait_ms is not None and c_sched.host_wait_ms is not None:
-        facts.append(note("locate.schedule.host_wait", before=b_sched.host_wait_ms / iteration_count(base),
-                          after=c_sched.host_wait_ms / iteration_count(cand)))
+        facts.append(note("locate.schedule.host_wait", before=per_iteration(b_sched, b_sched.host_wait_ms),
+                          after=per_iteration(c_sched, c_sched.host_wait_ms)))
     waiting = [f for f in findings if f.regression]
     if waiting:
         facts.append(note("locate.schedule.idle_layers", count=sum(max(len(f.members), 1) for f in waiting),
-                          layers=[f.layer for f in waiting[:4]], ms=material_ms))
+                          layers=[f.label for f in waiting[:4]], ms=material_ms))
     if b_sched.threads != c_sched.threads and b_sched.threads is not None and c_sched.threads is not None:
         facts.append(note("locate.schedule.threads", before=b_sched.threads, after=c_sched.threads))
     return StageFinding(stage="schedule", status=status, facts=facts or [note("locate.schedule.empty")], metrics=metrics, layers=findings)

@@ -14,6 +14,7 @@ from typing import Literal
 from pydantic import Field
 
 from sparsedebug.records.base import Record
+from sparsedebug.records.basis import Basis
 from sparsedebug.records.gate import GateResult
 from sparsedebug.records.report import Clock, Report
 
@@ -57,6 +58,8 @@ class Figure(Record):
     value: float
     unit: Unit
     clock: Clock | None = None
+    basis: Basis | None = Field(None, description="What the figure is taken over (per forward, per iteration, per call, ...); "
+                                "None where it is not a time.")
     source: FigureSource
 
     @property
@@ -74,6 +77,8 @@ class Claim(Record):
     terms: dict[str, str] = Field(default_factory=dict, description="Names and codes the claim refers to (stage, mechanism, model, knob).")
     items: list[str] = Field(default_factory=list, description="The layers, tensors, checks or files the claim lists.")
     more: int = Field(0, description="How many further items the claim stands for beyond those listed.")
+    withheld: str | None = Field(None, description="The invariant (signoff.invariants.RULES) this claim broke when the "
+                                 "document was built: its statement is withheld and the memo names the check instead.")
 
     def figure(self, quantity: str, role: str | None = None) -> Figure | None:
         """The claim's figure of ``quantity`` (and ``role`` when given)."""

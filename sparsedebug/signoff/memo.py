@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from sparsedebug.core.errors import UserError
 from sparsedebug.core.stats import median
+from sparsedebug.records.basis import Basis, per_iteration
 from sparsedebug.records.classification import Classification
 from sparsedebug.records.decision import DecisionOutcome
+from sparsedebug.records.findings import group_label
 from sparsedebug.records.gate import GateCheck, GateResult
 from sparsedebug.records.memo import (
     EXPLAINS_MIN_SHARE,
@@ -29,10 +31,12 @@ from sparsedebug.records.memo import (
 from sparsedebug.records.playbook import Playbook
 from sparsedebug.records.run import RunRecord
 from sparsedebug.signoff.decide import stored_decision
+from sparsedebug.signoff.invariants import enforce
 from sparsedebug.signoff.memo_engine import fig as _fig
 from sparsedebug.signoff.memo_engine import sparse_kernels_claim
 from sparsedebug.signoff.metrics import fallback_summary, p50_speedup, run_clock
 from sparsedebug.signoff.report import build_report
+from sparsedebug.signoff.tags import build_tags_claim
 from sparsedebug.sources.bundle import FILES, LoadedBundle
 
 # Memo section -> the anchor in report.md (and report.html) holding its full detail.
@@ -191,7 +195,7 @@ def _symptom(b: LoadedBundle) -> Symptom:
     if cand.graph.tokens is not None:
         slice_figs.append(_fig("tokens", cand.graph.tokens, "count", FILES["candidate"], "graph.tokens", role="candidate"))
     return Symptom(failing_metric=metric, slice=Claim(kind="slice", figures=slice_figs, terms=slice_terms),
-                   first_stage=_first_stage(b), build_tags=_build_tags(b))
+                   first_stage=_first_stage(b), build_tags=build_tags_claim(b))
 
 
 def _first_stage(b: LoadedBundle) -> Claim:
@@ -204,13 +208,17 @@ def _first_stage(b: LoadedBundle) -> Claim:
     regress = [f for f in stage.layers if f.regression]
     kinds = sorted({f.kind for f in regress})
     figures = []
+    labels = {f.layer: f.label for f in stage.layers}
+    effect_terms: dict[str, str] = {}
     if bis.effect is not None:
-        figures.append(_fig("effect_ratio", bis.effect.ratio, "ratio", FILES["bisect"], "effect.ratio", role=bis.first_stage))
+        quantity, basis, effect_terms = _effect_kind(bis.effect_metric, labels)
+        figures.append(_fig(quantity, bis.effect.ratio, "ratio", FILES["bisect"], "effect.ratio", role=bis.first_stage, basis=basis,
+                            layer=effect_terms.get("effect_layer")))
         if bis.effect.p_value is not None:
             figures.append(_fig("effect_p", bis.effect.p_value, "p", FILES["bisect"], "effect.p_value", role=bis.first_stage))
     if bis.accounted_share is not None:
         figures.append(_fig("accounted_share", bis.accounted_share, "share", FILES["bisect"], "accounted_share", role=bis.first_stage))
-    terms = {"stage": bis.first_stage, "state": bis.state, "kinds": ",".join(kinds)}
+    terms = {"stage": bis.first_stage, "state": bis.state, "kinds": ",".join(kinds), **effect_terms}
     for kind in kinds:  # each kind's own reasons: a fallback's reason is not a converted layer's
         reasons = sorted({f.reason for f in regress if f.kind == kind and f.reason})
         if reasons:
@@ -218,33 +226,22 @@ def _first_stage(b: LoadedBundle) -> Claim:
     covered = bis.accounted_share is not None and bis.accounted_share >= EXPLAINS_MIN_SHARE
     if bis.explains and covered:
         terms["explains"] = ",".join(bis.explains)
-    names = [f.layer for f in regress]
-    if names:
-        figures.append(_fig("layers_named", len(names), "count", FILES["bisect"], f"stages[{bis.first_stage}].layers (regressions)",
-                            role=bis.first_stage))
+    names = [labels[f.layer] for f in regress]
+    if names:  # the layers the findings cover (a pooled group counts each member), as the stage's own facts count them
+        figures.append(_fig("layers_named", sum(max(len(f.members), 1) for f in regress), "count", FILES["bisect"],
+                            f"stages[{bis.first_stage}].layers[].members", role=bis.first_stage))
     return Claim(kind="first_stage", code="divergence", figures=figures, terms=terms, items=names[:3], more=max(0, len(names) - 3))
 
 
-def _build_tags(b: LoadedBundle) -> Claim:
-    terms: dict[str, str] = {}
-    fp = b.fingerprint
-    if fp is not None:
-        terms["python"] = f"{fp.python.implementation} {fp.python.version}"
-        terms["numpy"] = fp.numpy.version
-        blas = [f"{lib.internal_api} {lib.version or '?'}" for lib in fp.numpy.blas]
-        if blas:
-            terms["blas"] = ", ".join(blas)
-        terms["git"] = (fp.git.revision[:12] + ("+dirty" if fp.git.dirty else "")) if fp.git else "none"
-        terms["gpu"] = ", ".join(g.name for g in fp.gpus) or "none"
-    cand = b.candidate
-    rf = cand.fingerprint
-    if rf is not None:
-        if rf.torch is not None:
-            terms["torch"] = rf.torch.version
-        if rf.gpus:
-            terms["device"] = ", ".join(g.name for g in rf.gpus)
-    terms["backend"] = cand.lower.backend
-    return Claim(kind="build_tags", terms=terms)
+def _effect_kind(metric: str | None, labels: dict[str, str]) -> tuple[str, Basis, dict[str, str]]:
+    """What the bisect's effect size (``BisectResult.effect``) measures, from its metric: a layer group's per-call time
+    (``stage:group``), the forward's latency, or a stage metric per iteration; and the terms that name it."""
+    if metric is not None and ":" in metric:
+        stage, layer = metric.split(":", 1)
+        return "layer_effect_ratio", "per_call", {"effect_layer": labels.get(layer, group_label(layer, [])), "effect_stage": stage}
+    if metric in (None, "latency_ms"):
+        return "latency_ratio", "per_forward", {}
+    return "metric_ratio", "per_iteration", {"effect_metric": metric}
 
 
 def _share_figures(cls: Classification, mechanism: str) -> list[Figure]:
@@ -300,7 +297,10 @@ def _hypothesis(b: LoadedBundle) -> Hypothesis:
             _fig("score", s.score, "ratio", FILES["classification"], "scores[].score", role=name)]
         competing.append(Claim(kind="competing_mechanism", code=s.status, figures=figs,
                                terms={"mechanism": name, "ranked_by": cls.ranked_by, **_against_term(cls, name)}))
-    missing = [Claim(kind="missing_evidence", code=m.mechanism.value, items=list(m.rules)) for m in cls.missing_evidence]
+    rules: dict[str, list[str]] = {}  # one claim per mechanism, however many captures it lacks
+    for m in cls.missing_evidence:
+        rules.setdefault(m.mechanism.value, []).extend(r for r in m.rules if r not in rules.get(m.mechanism.value, []))
+    missing = [Claim(kind="missing_evidence", code=name, items=items) for name, items in rules.items()]
     return Hypothesis(primary=primary, competing=competing, missing=missing)
 
 
@@ -343,10 +343,10 @@ def _action(b: LoadedBundle, decision: DecisionOutcome, book: Playbook) -> Actio
         if applied is not None:
             terms["applied"] = "yes" if applied.applied else "no"
         figs = []
-        wait = b.candidate.schedule.host_wait_ms
-        if wait is not None:
-            figs.append(_fig("host_wait_ms", wait, "ms", FILES["candidate"], "schedule.host_wait_ms", role="candidate",
-                             clock=run_clock(b.candidate)))
+        wait = per_iteration(b.candidate.schedule, b.candidate.schedule.host_wait_ms)
+        if wait is not None:  # the record sums the wait over the iterations: the memo states it per iteration
+            figs.append(_fig("host_wait_ms", wait, "ms", FILES["candidate"], "schedule.host_wait_ms (per iteration)", role="candidate",
+                             clock=run_clock(b.candidate), basis="per_iteration"))
         items = sorted({f"{t.cause}:{','.join(t.tensors) or 'weights'}" for t in fix.targets})
         layers = [layer for t in fix.targets for layer in t.layers]
         if layers:
@@ -448,14 +448,14 @@ def build_memo(b: LoadedBundle, book: Playbook) -> Memo:
     decision_claim = Claim(kind="decision", code=decision.decision, terms={
         "judged_on": judged_role, "label": book.decision(decision.decision).label, "owner": owner,
         "recomputed": ",".join(decision.recomputed)})
-    return Memo(
+    return enforce(Memo(
         title=book.memo.title, bundle=b.root.name, decision=decision_claim,
         reasons=_reasons(decision, checks, _missing_evidence(decision), judged_role),
         clocks=_clocks(list(_runs(b).values())), symptom=_symptom(b), hypothesis=_hypothesis(b),
         action=_action(b, decision, book), signoff=_signoff(b, book, decision, decision_claim), checks=checks, gate=decision.gate,
         report=build_report(b, decision), headline=[f for f in (_speedup(b, judged_role),) if f is not None],
         detail={k: f"{b.manifest.files.get('report', FILES['report'])}#{v}" for k, v in DETAIL_ANCHORS.items()},
-    )
+    ), b)
 
 
 def with_review(b: LoadedBundle, book: Playbook) -> LoadedBundle:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from sparsedebug.records.basis import Basis
 from sparsedebug.records.memo import Claim, Figure, FigureSource, Unit
 from sparsedebug.records.report import Clock
 from sparsedebug.records.run import RunRecord
@@ -9,9 +10,9 @@ from sparsedebug.sources.bundle import FILES, LoadedBundle
 
 
 def fig(quantity: str, value: float, unit: Unit, record: str, field: str, *, role: str | None = None,
-         clock: Clock | None = None, layer: str | None = None) -> Figure:
+         clock: Clock | None = None, layer: str | None = None, basis: Basis | None = None) -> Figure:
     """A memo figure with its provenance (the one constructor signoff.memo and this module share)."""
-    return Figure(quantity=quantity, role=role, value=value, unit=unit, clock=clock,
+    return Figure(quantity=quantity, role=role, value=value, unit=unit, clock=clock, basis=basis,
                   source=FigureSource(record=record, field=field, layer=layer))
 
 
@@ -36,8 +37,10 @@ def sparse_kernels_claim(b: LoadedBundle) -> Claim | None:
     if moved is not None:
         name, before, after = moved
         terms["changed_layer"] = name
-        figures += [fig("layer_ms", before, "ms", FILES["baseline"], "kernel.layers[].samples_ms (profile median)", role="baseline", layer=name),
-                    fig("layer_ms", after, "ms", FILES["candidate"], "kernel.layers[].samples_ms (profile median)", role="candidate", layer=name),
+        figures += [fig("layer_ms", before, "ms", FILES["baseline"], "kernel.layers[].samples_ms (profile median)", role="baseline", layer=name,
+                        basis="per_forward"),
+                    fig("layer_ms", after, "ms", FILES["candidate"], "kernel.layers[].samples_ms (profile median)", role="candidate", layer=name,
+                        basis="per_forward"),
                     fig("change", after / before - 1, "share", FILES["candidate"], "kernel.layers[].samples_ms", role=f"layer:{name}")]
     return Claim(kind="sparse_kernels", code=code, figures=figures, terms=terms, items=use.not_picked[:3], more=max(0, len(use.not_picked) - 3))
 

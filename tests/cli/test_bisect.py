@@ -26,7 +26,7 @@ def test_eager_trace_pair_points_at_schedule() -> None:
     assert result.exit_code == 0, result.stderr
     assert "schedule <- first" in result.stdout
     assert "first persistent divergence: schedule" in result.stdout
-    assert "layers.{i}.mlp.gate_proj (4 pooled)" in result.stdout
+    assert "layers.[0-3].mlp.gate_proj (4 pooled)" in result.stdout and "{i}" not in result.stdout
     assert "layers by contribution" in result.stdout
 
 

@@ -10,6 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sparsedebug.records.memo import Claim, ClockLegend
+from sparsedebug.render.memo.guard import guarded
+from sparsedebug.render.memo.guard import withheld as withheld
+from sparsedebug.render.memo.tags import build_tags as build_tags
 from sparsedebug.render.words.dispatch import listed
 from sparsedebug.render.words.figures import HEADLINE_WORDS as HEADLINE_WORDS
 from sparsedebug.render.words.figures import SIGNED as SIGNED
@@ -33,6 +36,10 @@ class Style:
         return f"**{text}**" if self.markdown else text
 
 
+# How a figure's basis reads beside it (``records.memo.Basis``).
+BASIS_WORDS = {"per_forward": "per forward", "per_iteration": "per iteration", "summed": "summed over the iterations",
+               "per_layer": "per layer", "per_call": "per call"}
+
 MD = Style(markdown=True)
 PLAIN = Style(markdown=False)
 
@@ -41,8 +48,9 @@ PLAIN = Style(markdown=False)
 def _names(st: Style, claim: Claim) -> str:
     """The listed names, and how many the claim names in all when it lists fewer."""
     shown = ", ".join(st.code(i) for i in claim.items)
+    more = f" and {claim.more} more" if claim.more else ""
     total = claim.figure("layers_named")
-    return shown + (f" ({num(total)} layers in all findings)" if claim.more and total is not None else "")
+    return shown + more + (f" ({num(total)} layers in all)" if total is not None and (claim.more or total.value > len(claim.items)) else "")
 
 
 def clock_legend(clocks: list[ClockLegend]) -> str:
@@ -105,6 +113,7 @@ REASON_WORDS = {
 }
 
 
+@guarded
 def reason(st: Style, c: Claim) -> str:
     """One reason of the decision, in plain words with its figures."""
     code = c.code or ""
@@ -146,6 +155,7 @@ def reason(st: Style, c: Claim) -> str:
     return f"The {st.code(code)} check {verb}."
 
 
+@guarded
 def speedup(st: Style, c: Claim) -> str:
     """The failing metric's speed figures."""
     sp = c.figure("speedup_p50")
@@ -160,11 +170,13 @@ def speedup(st: Style, c: Claim) -> str:
     return text
 
 
+@guarded
 def target_speedup(st: Style, c: Claim) -> str:
     """The projected speedup on the target."""
     return f"{num(c.figure('target_speedup'))} vs dense on the target ({st.code(c.terms.get('launch', ''))})"
 
 
+@guarded
 def sparse_kernels(st: Style, c: Claim) -> str:
     """Were the sparse kernels used: yes or no, on how many of the layers with 2:4 weights, which were not picked."""
     run = st.code(c.terms.get("run", ""))
@@ -186,6 +198,7 @@ def sparse_kernels(st: Style, c: Claim) -> str:
     return text
 
 
+@guarded
 def quality(st: Style, c: Claim) -> str:
     """The candidate's quality against the dense model."""
     if c.code == "not_measured":
@@ -210,6 +223,7 @@ def failing_metric(st: Style, claims: list[Claim]) -> str:
     return "; ".join(parts) + "."
 
 
+@guarded
 def slice_(st: Style, c: Claim) -> str:
     """The workload or traffic slice."""
     t = c.terms
@@ -234,6 +248,11 @@ FINDING_WORDS = {
 }
 
 
+# What a stage metric's effect size compares (``locate``'s MetricFinding.metric), per iteration.
+EFFECT_METRIC_WORDS = {"overhead_ms": "overhead (span - busy) on top of the baseline's busy time", "busy_ms": "kernel busy time"}
+
+
+@guarded
 def first_stage(st: Style, c: Claim) -> str:
     """The first persistent divergent stage, its layers and what it explains."""
     if c.code == "not_located":
@@ -249,21 +268,22 @@ def first_stage(st: Style, c: Claim) -> str:
         text += ": " + ", ".join(kinds)
     if c.items:
         text += f" on {_names(st, c)}"
-    ratio, p = c.figure("effect_ratio"), c.figure("effect_p")
-    if ratio is not None:
-        text += f"; latency ratio {num(ratio)}" + (f" ({num(p)})" if p is not None else "")
+    p = c.figure("effect_p")
+    tested = f" ({num(p)})" if p is not None else ""
+    layer_effect, latency, metric = c.figure("layer_effect_ratio"), c.figure("latency_ratio"), c.figure("metric_ratio")
+    if layer_effect is not None:  # an effect size of one layer group, per call: not the forward's latency
+        text += f"; largest layer effect: per-call time ratio {num(layer_effect)} on {st.code(c.terms.get('effect_layer', ''))}{tested}"
+    elif metric is not None:
+        name = c.terms.get("effect_metric", "")
+        text += f"; effect: {EFFECT_METRIC_WORDS.get(name, st.code(name))}, ratio {num(metric)} per iteration{tested}"
+    elif latency is not None:
+        text += f"; latency ratio {num(latency)} per forward{tested}"
     share = c.figure("accounted_share")
     if share is not None and share.value > 0:
         text += f"; its layers carry {num(share)} of the latency change"
     if c.terms.get("explains"):
         text += f", which explains the downstream {', '.join(c.terms['explains'].split(','))} change"
     return text + "."
-
-
-def build_tags(st: Style, c: Claim) -> str:
-    """What the walk and the candidate ran on."""
-    order = ("git", "python", "numpy", "blas", "torch", "device", "gpu", "backend")
-    return ", ".join(f"{k} {st.code(c.terms[k])}" for k in order if k in c.terms) + "."
 
 
 def over_explains(c: Claim) -> str | None:
@@ -288,6 +308,7 @@ def _carries(c: Claim, of: str = "") -> str:
     return f"moves the other way, {num(ms)}{of}"
 
 
+@guarded
 def primary_mechanism(st: Style, c: Claim) -> str:
     """The primary mechanism, or why none is established."""
     if c.code == "not_classified":
@@ -326,7 +347,9 @@ def competing(st: Style, claims: list[Claim]) -> str:
     parts = []
     for c in claims:
         mech = st.code(c.terms.get("mechanism", ""))
-        if c.terms.get("ranked_by") == "score":
+        if c.withheld:
+            parts.append(f"{mech} {withheld(st, c).rstrip('.')}")
+        elif c.terms.get("ranked_by") == "score":
             parts.append(f"{mech} score {num(c.figure('score'))} ({c.code})")
         elif c.figure("carried_ms") is not None:
             parts.append(f"{mech} {_carries(c)}")
@@ -340,9 +363,11 @@ def missing(st: Style, claims: list[Claim], anchor: str) -> str:
     """Which mechanisms lack the evidence that would settle them (the captures are in the report)."""
     if not claims:
         return "none for the ranking above."
-    names = ", ".join(st.code(c.code or "") for c in claims)
+    names = ", ".join(st.code(c.code or "") for c in claims if not c.withheld)
     link = f"[report]({anchor})" if st.markdown else anchor
-    return f"{names}: what to capture is in the {link}."
+    held = [c for c in claims if c.withheld]
+    more = "".join(f" ({len(held)} more {withheld(st, held[0]).rstrip('.')})" for _ in held[:1])
+    return f"{names}: what to capture is in the {link}{more}."
 
 
 KNOB_WORDS = {
@@ -357,6 +382,7 @@ ACTION_WORDS = {
 }
 
 
+@guarded
 def change(st: Style, c: Claim) -> str:
     """The smallest reversible change, with its owner."""
     if c.code == "none":
@@ -388,7 +414,7 @@ def change(st: Style, c: Claim) -> str:
         text += f", removing {num(removes)} per iteration{across} ({st.code(t.get('basis', ''))})"
     wait = c.figure("host_wait_ms")
     if "host" in text and wait is not None:
-        text += f" (the device waits {num(wait)} on the host)"
+        text += f" (the device waits on the host {num(wait)} {BASIS_WORDS.get(wait.basis or '', 'in all')})"
     text += f" (rule {st.code(t.get('rule', ''))})"
     if t.get("applied") == "yes":
         text += ", applied in the re-run"
@@ -396,6 +422,7 @@ def change(st: Style, c: Claim) -> str:
     return text + (f". Owner: the {owner}." if owner else ".")
 
 
+@guarded
 def expected(st: Style, c: Claim) -> str:
     """What the change should move, by how much, and on what basis."""
     if c.code == "projected":
@@ -407,6 +434,7 @@ def expected(st: Style, c: Claim) -> str:
     return "not projected."
 
 
+@guarded
 def measured(st: Style, c: Claim | None) -> str:
     """What the re-run measured, with its direction, judged against the expected direction."""
     if c is None:
@@ -424,6 +452,7 @@ def measured(st: Style, c: Claim | None) -> str:
     return f"{text}: {verdict}."
 
 
+@guarded
 def risk(st: Style, c: Claim) -> str:
     """One regression risk."""
     t = c.terms
@@ -446,6 +475,7 @@ def risk(st: Style, c: Claim) -> str:
     return c.code or ""
 
 
+@guarded
 def artifact(st: Style, c: Claim) -> str:
     """The required artifact and its headline figures."""
     t = c.terms
@@ -457,6 +487,7 @@ def artifact(st: Style, c: Claim) -> str:
     return text + "."
 
 
+@guarded
 def owners(st: Style, c: Claim) -> str:
     """Who signs."""
     return ", ".join(c.items) + "."

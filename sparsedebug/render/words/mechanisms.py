@@ -138,7 +138,7 @@ PHRASES: dict[str, Phrase] = {
     "mechanisms.span_vs_busy": _span_vs_busy,
     "mechanisms.replay_no_idle_split": "replay: the CPU is host and device, no idle split",
     "mechanisms.no_idle_time": "no idle time between kernels",
-    "mechanisms.host_vs_kernel_wait": "host wait {host_ms:.3f} ms vs kernel wait {kernel_ms:.3f} ms",
+    "mechanisms.host_vs_kernel_wait": "host wait {host_ms:.3f} ms vs kernel wait {kernel_ms:.3f} ms per iteration",
     "mechanisms.overhead_per_launch": "{overhead_ms:.3f} ms non-kernel time per iteration over {launches} launches = {per_launch_us:.1f} us each",
     "mechanisms.overhead_regression": _overhead_regression,
     "mechanisms.no_conversion": "no layer converts its weights on every call",

@@ -380,7 +380,7 @@ def _schedule_stage(workload: Workload, forwards: ForwardPair, timed: Timed, var
     schedule = ScheduleStage(
         span_samples_ms=span,
         busy_samples_ms=parts.busy_samples_ms,
-        host_wait_ms=median([s - b for s, b in zip(span, parts.busy_samples_ms, strict=True)]),
+        host_wait_ms=sum(s - b for s, b in zip(span, parts.busy_samples_ms, strict=True)),  # summed over the iterations, as every source
         kernel_wait_ms=None,
         threads=workload.threads if workload.threads is not None else _blas_threads(),
         launches_per_iteration=parts.launches_per_iteration,
