@@ -4,22 +4,16 @@ from __future__ import annotations
 
 from sparsedebug.records.memo import Memo
 from sparsedebug.render.memo import phrases as p
+from sparsedebug.render.memo import results
 from sparsedebug.render.memo.formats import MemoFormat, register
 
 MAX_REASONS = 3
-"""The memo states at most this many reasons; the rest are one link away."""
+"""The page's banner (``render.html``) shows at most this many reasons; memo.md and the terminal state every one."""
 
 
 def reason_lines(memo: Memo, style: p.Style) -> list[str]:
-    """The first reasons as a numbered list, and a pointer to the rest."""
-    shown = memo.reasons[:MAX_REASONS]
-    lines = [f"{i}. {p.reason(style, r)}" for i, r in enumerate(shown, 1)]
-    rest = len(memo.reasons) - len(shown)
-    if rest > 0:
-        where = memo.detail.get("gate", "")
-        link = f"[the report]({where})" if style.markdown else where
-        lines.append(f"   ({rest} more in {link}.)")
-    return lines
+    """Every reason as a numbered list: each failing check, none behind a link."""
+    return [f"{i}. {p.reason(style, r)}" for i, r in enumerate(memo.reasons, 1)]
 
 
 @register
@@ -32,7 +26,10 @@ class MarkdownMemo(MemoFormat):
     def format(self, memo: Memo) -> str:
         """memo.md."""
         st = p.MD
-        out = [f"# {memo.title}", "", p.decision(st, memo.decision), "", *reason_lines(memo, st), ""]
+        out = [f"# {memo.title}", "", *p.decision_lines(st, memo.decision), ""]
+        rows = results.table(st, memo)
+        out += [*rows, ""] if rows else []
+        out += [*reason_lines(memo, st), ""]
         out += [*(f"- {p.headline(f)}" for f in memo.headline), ""] if memo.headline else []
         legend = p.clock_legend(memo.clocks)
         if legend:
@@ -41,22 +38,26 @@ class MarkdownMemo(MemoFormat):
         if s is not None:
             used = next((c for c in s.failing_metric if c.kind == "sparse_kernels"), None)
             out += ["## 1. Symptom", "",
-                    f"- **Failing metric**: {p.failing_metric(st, s.failing_metric)}",
+                    "- **Failing metric**:", *(f"  - {part}" for part in p.failing_metric_parts(st, s.failing_metric)),
                     *([f"- **Sparse kernels used**: {p.sparse_kernels(st, used)}."] if used is not None else []),
                     f"- **Workload or traffic slice**: {p.slice_(st, s.slice)}",
                     f"- **First failing layer or stage**: {p.first_stage(st, s.first_stage)}",
+                    *(f"  - {line}" for line in p.first_stage_layers(st, s.first_stage)),
                     f"- **Build and runtime tags**: {p.build_tags(st, s.build_tags)}", ""]
         if h is not None:
             out += ["## 2. Mechanism hypothesis", "",
-                    f"- **Primary mechanism**: {p.primary_mechanism(st, h.primary)}",
-                    f"- **Competing hypotheses**: {p.competing(st, h.competing)}",
+                    f"- **Primary mechanism**: {p.primary_mechanism(st, h.primary, settle_here=False)}",
+                    *(f"  - {line}" for line in p.primary_settle(h.primary)),
+                    *(["- **Competing hypotheses**:", *(f"  - {part}" for part in p.competing_parts(st, h.competing))]
+                      if h.competing else ["- **Competing hypotheses**: none."]),
                     f"- **Missing evidence**: {p.missing(st, h.missing, memo.detail.get('mechanism', ''))}", ""]
         if a is not None:
             out += ["## 3. Proposed action", "",
                     f"- **Smallest reversible change**: {p.change(st, a.change)}",
+                    *(f"  - {line}" for line in p.change_details(st, a.change)),
                     f"- **Expected movement**: {p.expected(st, a.expected)}",
                     f"- **Measured movement**: {p.measured(st, a.measured)}",
-                    f"- **Regression risk**: {'; '.join(p.risk(st, r) for r in a.risks)}.", ""]
+                    "- **Regression risk**:", *(f"  - {p.risk(st, r)}" for r in a.risks), ""]
         if g is not None:
             out += ["## 4. Signoff", "",
                     f"- **Required artifact**: {p.artifact(st, g.artifact)}",

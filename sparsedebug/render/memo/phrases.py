@@ -68,15 +68,50 @@ def decision_head(st: Style, c: Claim) -> str:
     return f"Decision: {st.bold(label)}"
 
 
-def decision_basis(st: Style, c: Claim) -> str:
-    """Which run the decision was judged on, who owns the next change, and whether it was decided again."""
+CHECK_WORDS: dict[str, str] = {
+    "effective_speedup": "speed", "p99_latency": "p99 latency", "quality_delta": "quality", "fallback_rate": "dense fallback",
+    "precision_drift": "precision",
+}
+"""Each default gate check as the memo names it (never the gate's code)."""
+
+
+UNDECIDED_WORDS: dict[str, str] = {
+    "too_few": "on so few latency samples",
+    "unstable": "because other load on the machine disturbed the timings (re-run on a quiet machine)",
+}
+"""Why an inconclusive check could not decide (``signoff.memo_results.undecided_why``)."""
+
+
+def blockers(c: Claim) -> str:
+    """``Blocking: quality (owner: model optimization lead); ...`` for each check that keeps the decision from ship."""
+    by_owner: dict[str, list[str]] = {}
+    for check in c.items:
+        by_owner.setdefault(c.terms.get(f"owner.{check}", ""), []).append(CHECK_WORDS.get(check, check))
+    parts = [listed(checks) + (f" (owner: the {owner})" if owner else "") for owner, checks in by_owner.items()]
+    return ("Blocking: " + "; ".join(parts) + ".") if parts else ""
+
+
+def decision_judged(st: Style, c: Claim) -> str:
+    """Which run the decision was judged on, who owns the next change when nothing blocks, and whether it was decided again."""
     text = f"judged on the {c.terms.get('judged_on', 'candidate')} run"
     owner = c.terms.get("owner")
-    text += f"; the next change is owned by the {owner}" if owner else ""
+    text += f"; the next change is owned by the {owner}" if owner and not c.items else ""
     changed = [n for n in c.terms.get("recomputed", "").split(",") if n]
     if changed:
         text += f" (decided again at rendering: {', '.join(st.code(n) for n in changed)} changed since the walk)"
     return text + "."
+
+
+def decision_basis(st: Style, c: Claim) -> str:
+    """The judged run, and each blocker with its owner."""
+    block = blockers(c)
+    return decision_judged(st, c) + (f" {block}" if block else "")
+
+
+def decision_lines(st: Style, c: Claim) -> list[str]:
+    """The decision line, and the blockers with their owners on a line of their own."""
+    block = blockers(c)
+    return [f"{decision_head(st, c)}, {decision_judged(st, c)}", *([block] if block else [])]
 
 
 def decision(st: Style, c: Claim) -> str:
@@ -105,20 +140,41 @@ REASON_WORDS = {
 }
 
 
+LAUNCH_WORDS = {"eager": "eager", "cuda_graph": "CUDA graph", "compiled": "torch.compile"}
+"""How a traced forward was launched (``records.comparability.LaunchMode``), in words."""
+
+
 def reason(st: Style, c: Claim) -> str:
-    """One reason of the decision, in plain words with its figures."""
+    """One reason of the decision, in plain words with its figures, and the owner accountable for it."""
+    owner = c.terms.get("owner")
+    text = _reason(st, c)
+    return text + (f" Owner: the {owner}." if owner else "")
+
+
+def _reason(st: Style, c: Claim) -> str:
     code = c.code or ""
     role = c.terms.get("role", "candidate")
     status = c.terms.get("status", "")
     if code == "missing_evidence":
-        return f"There is no {c.terms.get('evidence', '')} evidence in the judged run, so ship is refused until it is captured."
+        return f"There is no {c.terms.get('evidence', '')} evidence for the judged run, so ship is refused until it is captured."
     if code == "across_launch":
-        return (f"The speedup is across launch modes ({st.code(c.terms.get('base', ''))} baseline, "
-                f"{st.code(c.terms.get('run', ''))} run), so it is not like for like.")
+        base, run = (LAUNCH_WORDS.get(c.terms.get(k, ""), c.terms.get(k, "")) for k in ("base", "run"))
+        return f"The speedup is across launch modes ({base} baseline, {run} run), so it is not like for like."
+    if code == "allowed_difference":
+        return (f"The pair differs in {listed(list(c.items))}, compared anyway as asked (--allow-different), "
+                "so the speedup is not like for like.")
+    n = c.figure("speedup_p50_count")
+    if code == "too_few_samples" and n is not None and c.figure("samples_needed") is not None:
+        return (f"Too few iterations to judge: the {c.terms.get('judged_on', 'candidate')} run has {num(n)} timed iterations, "
+                f"the rule needs {num(c.figure('samples_needed'))} a side. Capture more iterations, then decide.")
     if code in REASON_WORDS:
         return REASON_WORDS[code].format(judged_on=c.terms.get("judged_on", "candidate"))
+    name = CHECK_WORDS.get(code, code)
     if status == "inconclusive":
-        return f"The {st.code(code)} check cannot decide on these samples (inconclusive; its policy: {c.terms.get('on_inconclusive') or 'pass'})."
+        needed = c.terms.get("needed")
+        cause = UNDECIDED_WORDS.get(c.terms.get("why", ""), "on these samples")
+        more = f" (it needs {needed} a side)" if needed else ""
+        return f"The {name} check cannot decide {cause}{more}, and the policy counts that as a failure."
     verb = "fails" if status == "fail" else "passes"
     if code == "effective_speedup":
         sp, floor = c.figure("speedup_p50"), c.figure("speedup_min")
@@ -135,29 +191,34 @@ def reason(st: Style, c: Claim) -> str:
     if code == "fallback_rate":
         n, m = c.figure("fell_back"), c.figure("meant_sparse")
         if n is None or m is None:
-            return f"The fallback check {verb}."
+            return f"The dense fallback check {verb}."
         return f"{num(n)} of {num(m)} layers meant to be sparse run dense (fallback check {verb})."
     if code == "precision_drift":
-        return f"The precision check {verb}: a layer's precision or kernel error moved against the baseline." if status == "fail" \
+        return f"The precision check {verb}: a layer's dtype or kernel error moved against the baseline." if status == "fail" \
             else "The precision check passes."
     if code == "p99_latency":
         r, cap = c.figure("p99_ratio"), c.figure("p99_max_ratio")
-        return f"The p99 latency check {verb}: p99 ratio {num(r)} against at most {num(cap)}."
-    return f"The {st.code(code)} check {verb}."
+        return f"The p99 latency check {verb}: p99 is {num(r)}x the baseline's, against at most {num(cap)}x."
+    return f"The {name} check {verb}."
 
 
 def speedup(st: Style, c: Claim) -> str:
     """The failing metric's speed figures."""
+    return "; ".join(speedup_parts(st, c))
+
+
+def speedup_parts(st: Style, c: Claim) -> list[str]:
+    """The failing metric's speed figures, and what they rest on when that is traced latency."""
     sp = c.figure("speedup_p50")
     b, k = c.figure("latency_p50_ms", "baseline"), c.figure("latency_p50_ms", "candidate")
     if sp is None:
-        return "speedup over the baseline not measured (no latency samples on a side)"
-    text = f"speedup {num(sp)} over the baseline (p50 {num(b)} baseline, {num(k)} candidate)"
+        return ["speedup over the baseline not measured (no latency samples on a side)"]
+    out = [f"speedup {num(sp)} over the baseline (p50 {num(b)} baseline, {num(k)} candidate)"]
     share = c.figure("traced_host_wait_share")
     if c.code == "rests_on_traced" and share is not None:
-        text += (f", which rests on traced latency that shows the profiler's own cost (idle on the host {num(share)} of the "
-                 "span; pass untraced timings with `--latency` to settle it)")
-    return text
+        out.append(f"it rests on traced latency, which holds the profiler's own cost (the host idles {num(share)} of the span); "
+                   "pass untraced timings with `--latency` to settle it")
+    return out
 
 
 def target_speedup(st: Style, c: Claim) -> str:
@@ -199,15 +260,24 @@ def quality(st: Style, c: Claim) -> str:
 
 def failing_metric(st: Style, claims: list[Claim]) -> str:
     """The symptom's failing metric in one line."""
+    return "; ".join(failing_metric_parts(st, claims)) + "."
+
+
+def failing_metric_parts(st: Style, claims: list[Claim]) -> list[str]:
+    """The symptom's failing metric, one part per figure it rests on."""
     parts = []
     for c in claims:
         if c.kind == "speedup":
-            parts.append(speedup(st, c))
+            parts += speedup_parts(st, c)
         elif c.kind == "target_speedup":
             parts.append(target_speedup(st, c))
         elif c.kind == "quality":
             parts.append(quality(st, c))
-    return "; ".join(parts) + "."
+    return parts
+
+
+SOURCE_WORDS = {"replay": "the built-in replay on this CPU"}
+"""A run's source kind in words, where the input registry does not name it."""
 
 
 def slice_(st: Style, c: Claim) -> str:
@@ -223,7 +293,8 @@ def slice_(st: Style, c: Claim) -> str:
     parts.append(f"backend {st.code(t.get('backend', ''))}")
     if "seed" in t:
         parts.append(f"seed {st.code(t['seed'])}")
-    return ", ".join(parts) + f" ({t.get('source', '')})."
+    source = t.get("source_what") or SOURCE_WORDS.get(t.get("source", ""), t.get("source", ""))
+    return ", ".join(parts) + f" ({source})."
 
 
 FINDING_WORDS = {
@@ -232,6 +303,14 @@ FINDING_WORDS = {
     "added": "layer added", "removed": "layer removed", "changed": "layer changed", "precision": "precision changed",
     "new_kernel_class": "new kernel class",
 }
+
+
+LOWER_REASON_WORDS = {
+    "pattern_not_compliant": "weights not in the 2:4 pattern", "shape_not_aligned": "shape the sparse kernel rejects",
+    "dtype_unsupported": "dtype the sparse kernel rejects", "op_unsupported": "op with no sparse kernel",
+    "slower_than_dense": "sparse slower than dense", "observed_dense": "ran a dense kernel", "intended_dense": "meant dense",
+}
+"""Why a layer runs dense (``records.run.FallbackReason``), in words."""
 
 
 def first_stage(st: Style, c: Claim) -> str:
@@ -243,11 +322,12 @@ def first_stage(st: Style, c: Claim) -> str:
     kinds = []
     for kind in (k for k in c.terms.get("kinds", "").split(",") if k):
         reasons = [r for r in c.terms.get(f"reasons.{kind}", "").split(",") if r]
-        kinds.append(FINDING_WORDS.get(kind, kind) + (f" ({', '.join(st.code(r) for r in reasons)})" if reasons else ""))
+        kinds.append(FINDING_WORDS.get(kind, kind) + (f" ({', '.join(LOWER_REASON_WORDS.get(r, r) for r in reasons)})" if reasons else ""))
     text = f"stage {st.code(c.terms.get('stage', ''))}"
-    if kinds:
+    by_kind = any(k.startswith("layers.") for k in c.terms)
+    if kinds and not by_kind:
         text += ": " + ", ".join(kinds)
-    if c.items:
+    if c.items and not by_kind:
         text += f" on {_names(st, c)}"
     ratio, p = c.figure("effect_ratio"), c.figure("effect_p")
     if ratio is not None:
@@ -258,6 +338,24 @@ def first_stage(st: Style, c: Claim) -> str:
     if c.terms.get("explains"):
         text += f", which explains the downstream {', '.join(c.terms['explains'].split(','))} change"
     return text + "."
+
+
+def first_stage_layers(st: Style, c: Claim) -> list[str]:
+    """What the first stage found, one line per kind: the finding, why, and its layers written once."""
+    out = []
+    for kind in (k for k in c.terms.get("kinds", "").split(",") if k):
+        reasons = [LOWER_REASON_WORDS.get(r, r) for r in c.terms.get(f"reasons.{kind}", "").split(",") if r]
+        names = [n for n in c.terms.get(f"layers.{kind}", "").split("|") if n]
+        n = c.figure("kind_layers", kind)
+        why = f" ({', '.join(reasons)})" if reasons else ""
+        count = f" on {num(n)} layer{'s' if n.value != 1 else ''}" if n is not None else ""
+        out.append(f"{FINDING_WORDS.get(kind, kind)}{why}{count}: {layer_names(st, names)}")
+    return out
+
+
+def layer_names(st: Style, names: list[str]) -> str:
+    """A layer set as written once (``signoff.memo_results.layer_set``): its patterns as names, and how to read one."""
+    return ", ".join(st.code(n) for n in names)
 
 
 def build_tags(st: Style, c: Claim) -> str:
@@ -288,24 +386,31 @@ def _carries(c: Claim, of: str = "") -> str:
     return f"moves the other way, {num(ms)}{of}"
 
 
-def primary_mechanism(st: Style, c: Claim) -> str:
-    """The primary mechanism, or why none is established."""
+def primary_settle(c: Claim) -> list[str]:
+    """The one capture that would settle a mechanism that is not established, as a line of its own (or none)."""
+    settle = SETTLE_WORDS.get(c.terms.get("settle", ""))
+    return [f"To settle it: {settle}"] if settle and c.code in ("none", "not_established") else []
+
+
+def primary_mechanism(st: Style, c: Claim, settle_here: bool = True) -> str:
+    """The primary mechanism, or why none is established (with the capture that settles it unless ``settle_here`` is off)."""
     if c.code == "not_classified":
         return "not classified (no classification in the bundle)."
     change, untraced = c.figure("change_ms"), c.figure("untraced_change_ms")
     of = f" of the {num(change)} change" if change is not None else ""
     if untraced is not None:
-        of += f" on the trace's clock (untraced, with the profiler off: {num(untraced)})"
+        of += f" on the trace's clock (profiler off: {num(untraced)})"
     if c.code == "none":
         return ("not established: no rule singles out a mechanism" + (f" for the {num(change)} change" if change else "")
-                + (f"; {SETTLE_WORDS[c.terms['settle']]} would settle it" if c.terms.get("settle") in SETTLE_WORDS else "") + ".")
+                + (f"; {SETTLE_WORDS[c.terms['settle']]} would settle it" if settle_here and c.terms.get("settle") in SETTLE_WORDS else "")
+                + ".")
     mech = st.code(c.terms.get("mechanism", ""))
     if c.terms.get("ranked_by") == "score":
         return f"{mech}, by its rule score {num(c.figure('score'))} (no measured change to attribute)."
     settle = SETTLE_WORDS.get(c.terms.get("settle", ""), "")
-    settle_text = f"; {settle} would settle it" if settle else ""
+    settle_text = f"; {settle} would settle it" if settle and settle_here else ""
     if c.code == "not_established":
-        return f"not established: the leading candidate {mech} {_carries(c, of)}, short of the headline rule{settle_text}."
+        return f"not established: {mech} leads without a clear share; it {_carries(c, of)}{settle_text}."
     return f"{st.bold(c.terms.get('mechanism', ''))}, which {_carries(c, of)}."
 
 
@@ -319,30 +424,38 @@ SETTLE_WORDS = {
 """The one capture that would settle a mechanism that is not established."""
 
 
+COMPETING_STATUS = {"supported": "its signature is present", "not_supported": "no sign of it", "unknown": "not evaluable"}
+"""A competing mechanism's rule status, in words."""
+
+
 def competing(st: Style, claims: list[Claim]) -> str:
     """The other mechanisms, in the ranking's own yardstick."""
-    if not claims:
-        return "none."
+    parts = competing_parts(st, claims)
+    return "; ".join(parts) + "." if parts else "none."
+
+
+def competing_parts(st: Style, claims: list[Claim]) -> list[str]:
+    """The other mechanisms, one part each."""
     parts = []
     for c in claims:
         mech = st.code(c.terms.get("mechanism", ""))
+        status = COMPETING_STATUS.get(c.code or "", c.code or "")
         if c.terms.get("ranked_by") == "score":
-            parts.append(f"{mech} score {num(c.figure('score'))} ({c.code})")
+            parts.append(f"{mech} score {num(c.figure('score'))} ({status})")
         elif c.figure("carried_ms") is not None:
             parts.append(f"{mech} {_carries(c)}")
         else:
-            status = {"supported": "a rule fired", "not_supported": "no rule fired", "unknown": "not evaluable"}
-            parts.append(f"{mech} carries none ({status.get(c.code or '', c.code or '')})")
-    return "; ".join(parts) + "."
+            parts.append(f"{mech} carries none ({status})")
+    return parts
 
 
 def missing(st: Style, claims: list[Claim], anchor: str) -> str:
     """Which mechanisms lack the evidence that would settle them (the captures are in the report)."""
     if not claims:
         return "none for the ranking above."
-    names = ", ".join(st.code(c.code or "") for c in claims)
+    names = listed(list(dict.fromkeys(c.code or "" for c in claims)))
     link = f"[report]({anchor})" if st.markdown else anchor
-    return f"{names}: what to capture is in the {link}."
+    return f"no direct evidence for {names} in these inputs; the {link} lists the capture for each."
 
 
 KNOB_WORDS = {
@@ -375,24 +488,40 @@ def change(st: Style, c: Claim) -> str:
         text = f"raise the sparsity block size of {layer} to {st.code(t.get('value', ''))}"
     else:
         text = advice_words(t, layer if "layer" in t else None).rstrip(".")
-    if c.items:
-        text += f" for {', '.join(st.code(i) for i in c.items)}"
-    if layers is not None and t.get("target_layers"):
-        named = t["target_layers"].split(",")
-        more = " ..." if layers.value > len(named) else ""
-        text += f": {', '.join(st.code(x) for x in named)}{more}" if wide else f" on {num(layers)} layers ({', '.join(st.code(x) for x in named)}{more})"
+    if layers is not None and t.get("target_layers") and not wide:
+        text += f" on {num(layers)} layers"
     removes = c.figure("removes_ms")
     if removes is not None:
         across = f" across all {num(layers)}" if wide and layers is not None else ""
-        text += f", removing {num(removes)} per iteration{across} ({st.code(t.get('basis', ''))})"
-    wait = c.figure("host_wait_ms")
-    if "host" in text and wait is not None:
-        text += f" (the device waits {num(wait)} on the host)"
-    text += f" (rule {st.code(t.get('rule', ''))})"
+        text += f", removing {num(removes)} per iteration{across}"
     if t.get("applied") == "yes":
         text += ", applied in the re-run"
-    owner = t.get("owner")
-    return text + (f". Owner: the {owner}." if owner else ".")
+    return text + "."
+
+
+def change_details(st: Style, c: Claim) -> list[str]:
+    """The change's layers, written once (the same set the first stage names), and its owner."""
+    t = c.terms
+    out = []
+    names = [n for n in t.get("target_set", "").split("|") if n]
+    wait = c.figure("host_wait_ms")
+    if "host" in change(st, c) and wait is not None:
+        out.append(f"Why: the device waits {num(wait)} on the host per forward")
+    if names:
+        out.append(f"Layers: {layer_names(st, names)}")
+    if t.get("owner"):
+        out.append(f"Owner: the {t['owner']}")
+    return out
+
+
+METRIC_WORDS = {
+    "latency_p50_ms": "latency p50", "busy_p50_ms": "busy GPU time per forward (p50)",
+    "span_busy_ratio": "time the GPU sits idle within a forward (span over busy time)",
+    "fallback_flop_share": "share of sparse work running dense", "max_rel_err": "worst kernel error",
+    "latency_drift_ratio": "latency drift across iterations", "smi_min_clock_ratio": "clock drop under load",
+    "latency_tail_ratio": "p99 over p50",
+}
+"""A fix's target metric (``Fix.metric``) in words."""
 
 
 def expected(st: Style, c: Claim) -> str:
@@ -402,7 +531,7 @@ def expected(st: Style, c: Claim) -> str:
         return f"latency p50 {num(before)} -> {num(after)} ({num(ch)}), the time the change removes."
     metric, direction = c.terms.get("metric"), c.terms.get("direction")
     if metric:
-        return f"{st.code(metric)} {direction}; not projected."
+        return f"{METRIC_WORDS.get(metric, metric.replace('_', ' '))} {direction}; by how much is not projected."
     return "not projected."
 
 
@@ -423,12 +552,17 @@ def measured(st: Style, c: Claim | None) -> str:
     return f"{text}: {verdict}."
 
 
+THERMAL_WORDS = {"supported": "clocks fell during the run", "not_supported": "no sign of throttling",
+                 "unknown": "not evaluable (no clock log)"}
+
+
 def risk(st: Style, c: Claim) -> str:
     """One regression risk."""
     t = c.terms
     if c.code == "correctness":
         status = t.get("status", "off")
-        words = {"pass": "passes", "fail": "FAILS", "skipped": "not measured", "off": "not checked", "inconclusive": "inconclusive"}
+        words = {"pass": "passes", "fail": "FAILS", "skipped": "could not run (no kernel error evidence)", "off": "was not run",
+                 "inconclusive": "is inconclusive"}
         return f"correctness: the precision check {words.get(status, status)} on the {t.get('role', '')} run"
     if c.code == "quality":
         if not c.figures:
@@ -438,7 +572,7 @@ def risk(st: Style, c: Claim) -> str:
             return f"quality: cosine {num(before)} (candidate) -> {num(after)} (fixed)"
         return f"quality: cosine {num(after)}"
     if c.code == "thermal":
-        return f"thermal: {t.get('status', 'unknown').replace('_', ' ')}"
+        return f"thermal: {THERMAL_WORDS.get(t.get('status', 'unknown'), 'not evaluable')}"
     if c.code == "compatibility":
         changed = ", ".join(st.code(i) for i in c.items) or "no knob changed"
         return f"compatibility: {changed} on backend {st.code(t.get('backend', ''))}"
