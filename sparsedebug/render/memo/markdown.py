@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from sparsedebug.records.memo import Memo
+from sparsedebug.render.memo import action as act
 from sparsedebug.render.memo import phrases as p
 from sparsedebug.render.memo import results
 from sparsedebug.render.memo.formats import MemoFormat, register
@@ -53,15 +54,15 @@ class MarkdownMemo(MemoFormat):
                     f"- **Missing evidence**: {p.missing(st, h.missing, memo.detail.get('mechanism', ''))}", ""]
         if a is not None:
             out += ["## 3. Proposed action", "",
-                    f"- **Smallest reversible change**: {p.change(st, a.change)}",
-                    *(f"  - {line}" for line in p.change_details(st, a.change)),
-                    f"- **Expected movement**: {p.expected(st, a.expected)}",
-                    f"- **Measured movement**: {p.measured(st, a.measured)}",
-                    "- **Regression risk**:", *(f"  - {p.risk(st, r)}" for r in a.risks), ""]
+                    f"- **Smallest reversible change**: {act.change(st, a.change)}",
+                    *(f"  - {line}" for line in act.change_details(st, a.change)),
+                    f"- **Expected movement**: {act.expected(st, a.expected)}",
+                    f"- **Measured movement**: {act.measured(st, a.measured)}",
+                    "- **Regression risk**:", *(f"  - {act.risk(st, r)}" for r in a.risks), ""]
         if g is not None:
             out += ["## 4. Signoff", "",
-                    f"- **Required artifact**: {p.artifact(st, g.artifact)}",
-                    f"- **Required owners**: {p.owners(st, g.owners)}",
+                    f"- **Required artifact**: {act.artifact(st, g.artifact)}",
+                    f"- **Required owners**: {act.owners(st, g.owners)}",
                     f"- **Final decision**: {st.bold(g.decision.terms.get('label', g.decision.code or ''))}.", ""]
         if memo.detail:
             out += ["Detail (rules, sample counts, captures, energy, the other runs' figures) is in the report:",
