@@ -41,13 +41,7 @@ def change(st: Style, c: Claim) -> str:
         text = advice_words(t, layer if "layer" in t else None).rstrip(".")
     if layers is not None and t.get("target_layers") and not wide:
         text += f" on {num(layers)} layers"
-    removes = c.figure("removes_ms")
-    if removes is not None:
-        across = f" across all {num(layers)}" if wide and layers is not None else ""
-        text += f", removing {num(removes)} per iteration{across}"
-    if t.get("applied") == "yes":
-        text += ", applied in the re-run"
-    return text + "."
+    return text + (" Applied in the re-run." if t.get("applied") == "yes" else ".")
 
 
 def change_details(st: Style, c: Claim) -> list[str]:
@@ -60,6 +54,10 @@ def change_details(st: Style, c: Claim) -> list[str]:
         out.append(f"Why: the device waits {num(wait)} on the host per forward")
     if names:
         out.append(f"Layers: {layer_names(st, names)}")
+    removes, layers = c.figure("removes_ms"), c.figure("target_layers")
+    if removes is not None:
+        across = f" across all {num(layers)} layers" if layers is not None and layers.value > 1 else ""
+        out.append(f"Removes: {num(removes)} per iteration{across}")
     if t.get("owner"):
         out.append(f"Owner: the {t['owner']}")
     return out

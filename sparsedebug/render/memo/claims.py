@@ -150,7 +150,8 @@ def _words_of(line: str) -> str:
 
 def lead_problems(text: str) -> list[str]:
     """Where a memo breaks the limits a lead reads it by: a line over ``MAX_LINE`` characters (a table row over
-    ``MAX_TABLE_ROW``), a sentence over ``MAX_SENTENCE_WORDS`` words, a rule code or field name outside a name."""
+    ``MAX_TABLE_ROW``), a sentence over ``MAX_SENTENCE_WORDS`` words, a rule code anywhere (names included), a
+    snake_case field or status outside a name (a code span)."""
     problems = []
     for line in text.splitlines():
         row = line.startswith("|")
@@ -158,7 +159,7 @@ def lead_problems(text: str) -> list[str]:
         if len(line) > limit:
             problems.append(f"line of {len(line)} characters (limit {limit}): {line}")
         words = _words_of(line)
-        for code in (*RULE_CODE.findall(words), *SNAKE.findall(words)):
+        for code in (*RULE_CODE.findall(LINK_TARGET.sub("]", line)), *SNAKE.findall(words)):
             problems.append(f"code {code!r} a lead cannot decode: {line[:80]}...")
         if row or line.startswith("#"):
             continue

@@ -76,7 +76,7 @@ CHECK_WORDS: dict[str, str] = {
 
 UNDECIDED_WORDS: dict[str, str] = {
     "too_few": "on so few latency samples",
-    "unstable": "because other load on the machine disturbed the timings (re-run on a quiet machine)",
+    "unstable": "because other load disturbed the timings (re-run on a quiet machine)",
 }
 """Why an inconclusive check could not decide (``signoff.memo_results.undecided_why``)."""
 
@@ -155,7 +155,7 @@ def _reason(st: Style, c: Claim) -> str:
     role = c.terms.get("role", "candidate")
     status = c.terms.get("status", "")
     if code == "missing_evidence":
-        return f"There is no {c.terms.get('evidence', '')} evidence for the judged run, so ship is refused until it is captured."
+        return f"There is no {c.terms.get('evidence', '')} evidence in the judged run, so ship is refused until it is captured."
     if code == "across_launch":
         base, run = (LAUNCH_WORDS.get(c.terms.get(k, ""), c.terms.get(k, "")) for k in ("base", "run"))
         return f"The speedup is across launch modes ({base} baseline, {run} run), so it is not like for like."
@@ -173,7 +173,7 @@ def _reason(st: Style, c: Claim) -> str:
         needed = c.terms.get("needed")
         cause = UNDECIDED_WORDS.get(c.terms.get("why", ""), "on these samples")
         more = f" (it needs {needed} a side)" if needed else ""
-        return f"The {name} check cannot decide {cause}{more}, and the policy counts that as a failure."
+        return f"The {name} check cannot decide {cause}{more}; the policy counts that as a failure."
     verb = "fails" if status == "fail" else "passes"
     if code == "effective_speedup":
         sp, floor = c.figure("speedup_p50"), c.figure("speedup_min")

@@ -47,7 +47,7 @@ def _word(st: Style, c: Claim) -> str:
 def _status(st: Style, c: Claim, limit: str = "") -> str:
     if not c.terms.get("status"):
         return ""
-    return f", {_word(st, c)}" + (f" against {limit}" if limit else "")
+    return f", {_word(st, c)}" + (f" ({limit})" if limit else "")
 
 
 def _limit(c: Claim, name: str, side: str) -> str:
@@ -67,7 +67,7 @@ def cell(st: Style, c: Claim) -> str:
     role = c.terms.get("role")
     row = c.code
     if row == "speedup":
-        return num(c.figure("speedup_p50")) + _status(st, c, _limit(c, "speedup_min", "the floor"))
+        return num(c.figure("speedup_p50")) + _status(st, c, _limit(c, "speedup_min", "floor"))
     if row == "latency":
         text = " / ".join(num(c.figure(f"latency_{p}_ms")).removesuffix(" ms") for p in ("p50", "p95")) + \
             f" / {num(c.figure('latency_p99_ms'))}"
@@ -75,7 +75,7 @@ def cell(st: Style, c: Claim) -> str:
         if ratio is not None:
             text += f"; p99 {num(ratio)}x the baseline's"
         cap = c.figure("p99_max_ratio")
-        return text + _status(st, c, f"the limit {num(cap)}x" if cap is not None else "")
+        return text + _status(st, c, f"limit {num(cap)}x" if cap is not None else "")
     if row == "quality":
         metric = c.terms.get("metric", "cosine")
         text = f"{metric} {num(c.figure(metric, role))}"
@@ -83,15 +83,15 @@ def cell(st: Style, c: Claim) -> str:
         if dense is not None:
             removed = c.figure("equal_latency_removed")
             if c.terms.get("equal_latency") == "not_matched":
-                text += f"; no narrowed dense model got this fast ({num(dense)} with {num(removed)} of its FFN removed)"
+                text += f"; no narrowed dense got this fast ({num(dense)} at {num(removed)} FFN cut)"
             elif removed is not None and removed.value == 0:
-                text += f"; dense is at least as fast and reaches {num(dense)}"
+                text += f"; dense, as fast or faster, {num(dense)}"
             else:
-                text += f"; dense narrowed to this latency ({num(removed)} of its FFN removed) reaches {num(dense)}"
+                text += f"; dense at this latency {num(dense)} ({num(removed)} FFN cut)"
             text += ": sparsity wins" if c.terms.get("sparsity_wins") == "yes" else ": dense wins"
-        return text + _status(st, c, _limit(c, "cosine_min", "the floor"))
+        return text + _status(st, c, _limit(c, "cosine_min", "floor"))
     if row == "fallback":
-        return f"{num(c.figure('fell_back'))} of {num(c.figure('meant_sparse'))}" + _status(st, c, _limit(c, "fallback_rate_max", "the limit"))
+        return f"{num(c.figure('fell_back'))} of {num(c.figure('meant_sparse'))}" + _status(st, c, _limit(c, "fallback_rate_max", "limit"))
     if row == "precision":
         changes, worst = c.figure("precision_changes"), c.figure("worst_err_share")
         parts = []
