@@ -41,7 +41,7 @@ def change(st: Style, c: Claim) -> str:
         text = advice_words(t, layer if "layer" in t else None).rstrip(".")
     if layers is not None and t.get("target_layers") and not wide:
         text += f" on {num(layers)} layers"
-    return text + (" Applied in the re-run." if t.get("applied") == "yes" else ".")
+    return text.rstrip(".") + ("; applied in the re-run." if t.get("applied") == "yes" else ".")
 
 
 def change_details(st: Style, c: Claim) -> list[str]:

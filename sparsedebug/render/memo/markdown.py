@@ -65,6 +65,10 @@ class MarkdownMemo(MemoFormat):
                     f"- **Required owners**: {act.owners(st, g.owners)}",
                     f"- **Final decision**: {st.bold(g.decision.terms.get('label', g.decision.code or ''))}.", ""]
         if memo.detail:
-            out += ["Detail (rules, sample counts, captures, energy, the other runs' figures) is in the report:",
-                    *(f"- [{name}]({target})" for name, target in memo.detail.items()), ""]
+            sections = {k: v for k, v in memo.detail.items() if k != "gate"}
+            out += ["Detail in the report: "
+                    + ", ".join(f"[{name}]({target})" for name, target in sections.items()) + "."]
+            if "gate" in memo.detail:
+                out += [f"Every gate check with its test and samples: [gate]({memo.detail['gate']})."]
+            out += [""]
         return "\n".join(out)

@@ -81,12 +81,17 @@ UNDECIDED_WORDS: dict[str, str] = {
 """Why an inconclusive check could not decide (``signoff.memo_results.undecided_why``)."""
 
 
-def blockers(c: Claim) -> str:
-    """``Blocking: quality (owner: model optimization lead); ...`` for each check that keeps the decision from ship."""
+def blocker_owners(c: Claim) -> list[tuple[str, str]]:
+    """(the checks, their owner) for each owner of a check that keeps the decision from ship, most decisive first."""
     by_owner: dict[str, list[str]] = {}
     for check in c.items:
         by_owner.setdefault(c.terms.get(f"owner.{check}", ""), []).append(CHECK_WORDS.get(check, check))
-    parts = [listed(checks) + (f" (owner: the {owner})" if owner else "") for owner, checks in by_owner.items()]
+    return [(listed(checks), owner) for owner, checks in by_owner.items()]
+
+
+def blockers(c: Claim) -> str:
+    """``Blocking: quality (owner: the model optimization lead); ...`` for each check that keeps the decision from ship."""
+    parts = [checks + (f" (owner: the {owner})" if owner else "") for checks, owner in blocker_owners(c)]
     return ("Blocking: " + "; ".join(parts) + ".") if parts else ""
 
 
@@ -108,9 +113,13 @@ def decision_basis(st: Style, c: Claim) -> str:
 
 
 def decision_lines(st: Style, c: Claim) -> list[str]:
-    """The decision line, and the blockers with their owners on a line of their own."""
-    block = blockers(c)
-    return [f"{decision_head(st, c)}, {decision_judged(st, c)}", *([block] if block else [])]
+    """The decision line, and each blocker with its owner on a line of its own."""
+    owned = blocker_owners(c)
+    lines = [f"{decision_head(st, c)}, {decision_judged(st, c)}"]
+    if owned:
+        lines += ["", "Blocking, with the owner of each:",
+                  *(f"- {st.bold(checks)}" + (f": the {owner}" if owner else "") for checks, owner in owned)]
+    return lines
 
 
 def decision(st: Style, c: Claim) -> str:
@@ -292,7 +301,7 @@ def slice_(st: Style, c: Claim) -> str:
     parts.append(f"backend {st.code(t.get('backend', ''))}")
     if "seed" in t:
         parts.append(f"seed {st.code(t['seed'])}")
-    source = t.get("source_what") or SOURCE_WORDS.get(t.get("source", ""), t.get("source", ""))
+    source = SOURCE_WORDS.get(t.get("source", "")) or t.get("source_what") or t.get("source", "")
     return ", ".join(parts) + f" ({source})."
 
 
@@ -443,6 +452,8 @@ def competing_parts(st: Style, claims: list[Claim]) -> list[str]:
             parts.append(f"{mech} score {num(c.figure('score'))} ({status})")
         elif c.figure("carried_ms") is not None:
             parts.append(f"{mech} {_carries(c)}")
+        elif c.code == "supported":
+            parts.append(f"{mech}: its signature is present but carries none of the change")
         else:
             parts.append(f"{mech} carries none ({status})")
     return parts

@@ -25,10 +25,11 @@ def _row(lines: list[str], label: str) -> list[str]:
 
 def test_the_table_sits_right_under_the_decision_with_a_column_per_run_and_its_clock() -> None:
     lines = render(_memo(), "markdown").splitlines()
-    assert lines[2].startswith("Decision: **") and lines[3].startswith("Blocking: ") and lines[4] == ""
-    assert lines[5] == "| | baseline `dense` | candidate `sparse_fallback` | fixed `sparse_fallback` |"
+    assert lines[2].startswith("Decision: **") and lines[4] == "Blocking, with the owner of each:"
+    assert lines[5:8] == ["- **speed**: the serving performance owner", "- **dense fallback**: the compiler sparsity pass owner", ""]
+    assert lines[8] == "| | baseline `dense` | candidate `sparse_fallback` | fixed `sparse_fallback` |"
     assert _row(lines, "clock") == ["timed on this CPU"] * 3
-    labels = [line.split("|")[1].strip() for line in lines[8:14]]
+    labels = [line.split("|")[1].strip() for line in lines[11:17]]
     assert labels == ["speedup vs baseline (p50)", "latency p50 / p95 / p99", "quality vs dense at equal latency budget",
                       "meant-sparse layers running dense", "precision check (kernel error, dtype)", "energy (board power)"]
 
@@ -60,7 +61,7 @@ def test_every_failing_check_is_a_reason_with_its_playbook_owner_and_the_decisio
     assert owners["fallback_rate"] == "compiler sparsity pass owner"
     text = render(memo, "markdown")
     assert ("Blocking: speed (owner: the serving performance owner); dense fallback (owner: the compiler sparsity pass "
-            "owner).") in text
+            "owner).") in render(memo, "terminal")
     assert "more in" not in text and "the next change is owned by" not in text
     for word in ("effective_speedup", "fallback_rate", "p99_latency", "rule `"):
         assert word not in text
@@ -71,9 +72,9 @@ def test_a_run_without_blockers_names_the_owner_of_the_next_change() -> None:
     memo = build_memo(make_bundle(base, cand), BOOK)
     text = render(memo, "markdown")
     if memo.decision.items:  # a check that blocks is named with its owner instead
-        assert "Blocking: " in text
+        assert "Blocking, with the owner of each:" in text and "the next change is owned by" not in text
     else:
-        assert "Blocking: " not in text
+        assert "Blocking" not in text and "the next change is owned by the" in text
 
 
 def test_the_limits_name_long_lines_long_sentences_and_codes() -> None:
