@@ -41,6 +41,7 @@ from sparsedebug.signoff.memo_results import (
     reasons,
     results,
     undecided_why,
+    with_fallback_layers,
 )
 from sparsedebug.signoff.metrics import fallback_summary, p50_speedup, run_clock
 from sparsedebug.signoff.report import build_report
@@ -447,6 +448,7 @@ def build_memo(b: LoadedBundle, book: Playbook) -> Memo:
         "judged_on": judged_role, "label": book.decision(decision.decision).label, "owner": owner,
         "recomputed": ",".join(decision.recomputed), **owner_terms(book, blocking)})
     report = build_report(b, decision)
+    checks = with_fallback_layers(checks, report, judged_role)
     columns, rows = results(b, report)
     allowed: list[str] = sorted({d.dimension for d in report.comparability.differences if d.allowed}) if report.comparability else []
     return Memo(

@@ -281,3 +281,18 @@ def missing_evidence(decision: DecisionOutcome) -> list[str]:
         elif refusal.code == "no_quality_evidence":
             out.append("quality")
     return out
+
+
+def with_fallback_layers(checks: list[Claim], report: Report, role: str) -> list[Claim]:
+    """The checks, the fallback check naming the judged run's layers that run dense (written once) and why."""
+    run = report.run(role)
+    rows = [r for r in run.layers if r.fell_back] if run is not None else []
+    if not rows:
+        return checks
+    why = sorted({r.reason for r in rows if r.reason})
+    out = []
+    for c in checks:
+        if c.code == "fallback_rate":
+            c = c.model_copy(update={"items": layer_set([r.name for r in rows]), "terms": {**c.terms, "why": ",".join(why)}})
+        out.append(c)
+    return out

@@ -14,7 +14,15 @@ MAX_REASONS = 3
 
 def reason_lines(memo: Memo, style: p.Style) -> list[str]:
     """Every reason as a numbered list: each failing check, none behind a link."""
-    return [f"{i}. {p.reason(style, r)}" for i, r in enumerate(memo.reasons, 1)]
+    out = []
+    for i, r in enumerate(memo.reasons, 1):
+        out += [f"{i}. {p.reason(style, r)}", *(f"   - {item}" for item in p.reason_items(style, r))]
+    return out
+
+
+def _sub(lines: list[str]) -> list[str]:
+    """Lines under a field as its bullets (lines already nested, ``  - ...``, one level deeper)."""
+    return [f"  {line}" if line.startswith("  ") else f"  - {line}" for line in lines]
 
 
 @register
@@ -40,15 +48,16 @@ class MarkdownMemo(MemoFormat):
             used = next((c for c in s.failing_metric if c.kind == "sparse_kernels"), None)
             out += ["## 1. Symptom", "",
                     "- **Failing metric**:", *(f"  - {part}" for part in p.failing_metric_parts(st, s.failing_metric)),
-                    *([f"- **Sparse kernels used**: {p.sparse_kernels(st, used)}."] if used is not None else []),
+                    *(([f"- **Sparse kernels used**: {p.sparse_kernels_parts(st, used)[0]}"]
+                       + _sub(p.sparse_kernels_parts(st, used)[1:])) if used is not None else []),
                     f"- **Workload or traffic slice**: {p.slice_(st, s.slice)}",
                     f"- **First failing layer or stage**: {p.first_stage(st, s.first_stage)}",
-                    *(f"  - {line}" for line in p.first_stage_layers(st, s.first_stage)),
+                    *_sub(p.first_stage_layers(st, s.first_stage)),
                     f"- **Build and runtime tags**: {p.build_tags(st, s.build_tags)}", ""]
         if h is not None:
             out += ["## 2. Mechanism hypothesis", "",
                     f"- **Primary mechanism**: {p.primary_mechanism(st, h.primary, settle_here=False)}",
-                    *(f"  - {line}" for line in p.primary_settle(h.primary)),
+                    *_sub(p.primary_settle(h.primary)),
                     *(["- **Competing hypotheses**:", *(f"  - {part}" for part in p.competing_parts(st, h.competing))]
                       if h.competing else ["- **Competing hypotheses**: none."]),
                     f"- **Missing evidence**: {p.missing(st, h.missing, memo.detail.get('mechanism', ''))}", ""]

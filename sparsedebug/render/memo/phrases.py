@@ -159,6 +159,14 @@ def reason(st: Style, c: Claim) -> str:
     return text + (f" Owner: the {owner}." if owner else "")
 
 
+def reason_items(st: Style, c: Claim) -> list[str]:
+    """The layers a reason names one a line, when too long to name inline (``listed_lines``); else none."""
+    if not c.items:
+        return []
+    lines = listed_lines("layers", [st.code(i) for i in c.items])
+    return [line.strip().removeprefix("- ") for line in lines[1:]]
+
+
 def _reason(st: Style, c: Claim) -> str:
     code = c.code or ""
     role = c.terms.get("role", "candidate")
@@ -200,7 +208,10 @@ def _reason(st: Style, c: Claim) -> str:
         n, m = c.figure("fell_back"), c.figure("meant_sparse")
         if n is None or m is None:
             return f"The dense fallback check {verb}."
-        return f"{num(n)} of {num(m)} layers meant to be sparse run dense (fallback check {verb})."
+        why = [LOWER_REASON_WORDS.get(r, r) for r in c.terms.get("why", "").split(",") if r]
+        named = f": {layer_names(st, list(c.items))}" if c.items and not reason_items(st, c) else ""
+        because = f" ({', '.join(why)})" if why else ""
+        return f"{num(n)} of {num(m)} layers meant to be sparse run dense{named}{because} (fallback check {verb})."
     if code == "precision_drift":
         return f"The precision check {verb}: a layer's dtype or kernel error moved against the baseline." if status == "fail" \
             else "The precision check passes."
@@ -236,23 +247,29 @@ def target_speedup(st: Style, c: Claim) -> str:
 
 def sparse_kernels(st: Style, c: Claim) -> str:
     """Were the sparse kernels used: yes or no, on how many of the layers with 2:4 weights, which were not picked."""
+    head, *rest = sparse_kernels_parts(st, c)
+    return "; ".join([head, *(r.strip().removeprefix("- ") for r in rest)]).replace(":;", ":")
+
+
+def sparse_kernels_parts(st: Style, c: Claim) -> list[str]:
+    """:func:`sparse_kernels` as lines: the answer, the layers not picked (one a line when long), the largest change."""
     run = st.code(c.terms.get("run", ""))
     if c.code == "build_disabled":
-        return f"no: {run} was built with sparsity disabled; rebuild with {c.terms.get('flags') or 'sparsity enabled'}"
+        return [f"no: {run} was built with sparsity disabled; rebuild with {c.terms.get('flags') or 'sparsity enabled'}"]
     if c.code == "no_sparse_weights":
-        return f"no: none of {run}'s {num(c.figure('weighted_layers'))} layers with weights carries 2:4 weights"
+        return [f"no: none of {run}'s {num(c.figure('weighted_layers'))} layers with weights carries 2:4 weights"]
     answer = "yes" if c.code == "used" else "no"
-    text = f"{answer}: {run} ran a sparse tactic on {num(c.figure('sparse_tactic_layers'))} of " \
-           f"{num(c.figure('sparse_weight_layers'))} layers with 2:4 weights"
+    out = [f"{answer}: {run} ran a sparse tactic on {num(c.figure('sparse_tactic_layers'))} of "
+           f"{num(c.figure('sparse_weight_layers'))} layers with 2:4 weights"]
     if c.items:
         total = c.figure("not_picked_layers")
         more = f" ({num(total)} in all)" if c.more and total is not None else ""
-        text += f"; eligible but not picked: {', '.join(st.code(i) for i in c.items)}{more}"
+        out += listed_lines(f"eligible but not picked{more}", [st.code(i) for i in c.items])
     layer = c.terms.get("changed_layer")
     if layer:
-        text += (f"; largest per-layer change {st.code(layer)} {num(c.figure('layer_ms', 'baseline'))} -> "
-                 f"{num(c.figure('layer_ms', 'candidate'))} ({num(c.figure('change'))}, profile median)")
-    return text
+        out.append(f"largest per-layer change {st.code(layer)} {num(c.figure('layer_ms', 'baseline'))} -> "
+                   f"{num(c.figure('layer_ms', 'candidate'))} ({num(c.figure('change'))}, profile median)")
+    return out
 
 
 def quality(st: Style, c: Claim) -> str:
@@ -284,7 +301,7 @@ def failing_metric_parts(st: Style, claims: list[Claim]) -> list[str]:
     return parts
 
 
-SOURCE_WORDS = {"replay": "the built-in replay on this CPU"}
+SOURCE_WORDS = {"replay": "replayed on this CPU"}
 """A run's source kind in words, where the input registry does not name it."""
 
 
@@ -357,8 +374,21 @@ def first_stage_layers(st: Style, c: Claim) -> list[str]:
         n = c.figure("kind_layers", kind)
         why = f" ({', '.join(reasons)})" if reasons else ""
         count = f" on {num(n)} layer{'s' if n.value != 1 else ''}" if n is not None else ""
-        out.append(f"{FINDING_WORDS.get(kind, kind)}{why}{count}: {layer_names(st, names)}")
+        out += listed_lines(f"{FINDING_WORDS.get(kind, kind)}{why}{count}", [st.code(n) for n in names])
     return out
+
+
+LIST_INLINE_MAX = 150
+"""A list longer than this many characters goes one item a line (nested bullets), so no line runs past the memo's limit."""
+
+
+def listed_lines(head: str, items: list[str]) -> list[str]:
+    """``head: a, b, c`` as one line, or, when long, ``head:`` and one nested ``- item`` line each (lines without the
+    outer bullet: the caller indents them)."""
+    inline = f"{head}: {', '.join(items)}"
+    if len(inline) <= LIST_INLINE_MAX:
+        return [inline]
+    return [f"{head}:", *(f"  - {item}" for item in items)]
 
 
 def layer_names(st: Style, names: list[str]) -> str:
@@ -382,11 +412,13 @@ def over_explains(c: Claim) -> str | None:
     return f", more than the whole change ({num(share)}){pulls}"
 
 
-def _carries(c: Claim, of: str = "") -> str:
+def _carries(c: Claim, of: str = "", over_here: bool = True) -> str:
     ms, share = c.figure("carried_ms"), c.figure("carried_share")
     if ms is None:
         return f"carries none of the change{of}"
-    over = over_explains(c)
+    over = over_explains(c) if over_here else None
+    if not over_here and over_explains(c) is not None and round(ms.value, 3) > 0:
+        return f"carries {num(ms)}{of}"
     if over is not None and round(ms.value, 3) > 0:
         return f"carries {num(ms)}{of}{over}"
     if round(ms.value, 3) > 0 and share is not None and round(share.value, 2) > 0:
@@ -395,19 +427,28 @@ def _carries(c: Claim, of: str = "") -> str:
 
 
 def primary_settle(c: Claim) -> list[str]:
-    """The one capture that would settle a mechanism that is not established, as a line of its own (or none)."""
+    """What the primary mechanism's line leaves to lines of its own (``primary_mechanism(..., settle_here=False)``):
+    a share past the whole change and what pulls back, the change with the profiler off, the capture that settles it."""
+    out = []
+    over = over_explains(c) if c.code == "established" else None
+    ms = c.figure("carried_ms")
+    if over is not None and ms is not None and round(ms.value, 3) > 0:
+        out.append("That is" + over.removeprefix(","))
+    untraced = c.figure("untraced_change_ms")
+    if untraced is not None and c.code != "not_classified":
+        out.append(f"Shares of the change on the trace's clock (untraced, with the profiler off: {num(untraced)})")
     settle = SETTLE_WORDS.get(c.terms.get("settle", ""))
-    return [f"To settle it: {settle}"] if settle and c.code in ("none", "not_established") else []
+    return out + ([f"To settle it: {settle}"] if settle and c.code in ("none", "not_established") else [])
 
 
 def primary_mechanism(st: Style, c: Claim, settle_here: bool = True) -> str:
-    """The primary mechanism, or why none is established (with the capture that settles it unless ``settle_here`` is off)."""
+    """The primary mechanism, or why none is established (with what ``primary_settle`` says unless ``settle_here`` is off)."""
     if c.code == "not_classified":
         return "not classified (no classification in the bundle)."
     change, untraced = c.figure("change_ms"), c.figure("untraced_change_ms")
     of = f" of the {num(change)} change" if change is not None else ""
-    if untraced is not None:
-        of += f" on the trace's clock (profiler off: {num(untraced)})"
+    if untraced is not None and settle_here:
+        of += f" on the trace's clock (untraced, with the profiler off: {num(untraced)})"
     if c.code == "none":
         return ("not established: no rule singles out a mechanism" + (f" for the {num(change)} change" if change else "")
                 + (f"; {SETTLE_WORDS[c.terms['settle']]} would settle it" if settle_here and c.terms.get("settle") in SETTLE_WORDS else "")
@@ -419,7 +460,7 @@ def primary_mechanism(st: Style, c: Claim, settle_here: bool = True) -> str:
     settle_text = f"; {settle} would settle it" if settle and settle_here else ""
     if c.code == "not_established":
         return f"not established: {mech} leads without a clear share; it {_carries(c, of)}{settle_text}."
-    return f"{st.bold(c.terms.get('mechanism', ''))}, which {_carries(c, of)}."
+    return f"{st.bold(c.terms.get('mechanism', ''))}, which {_carries(c, of, over_here=settle_here)}."
 
 
 SETTLE_WORDS = {
