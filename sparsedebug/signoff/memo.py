@@ -467,12 +467,17 @@ def with_review(b: LoadedBundle, book: Playbook) -> LoadedBundle:
     return b.model_copy(update={"memo": build_memo(b, book)})
 
 
-def gate_memo(result: GateResult, base: RunRecord, cand: RunRecord) -> Memo:
-    """The memo of one gate verdict (``gate --summary``, ``memo --format github``): pass or fail and its checks."""
-    checks = _check_claims(result, cand, "candidate")
+def gate_memo(result: GateResult, base: RunRecord, cand: RunRecord, book: Playbook | None = None) -> Memo:
+    """The memo of one gate verdict (``gate --summary``, ``memo --format github``): pass or fail, its checks, and the
+    owner of each failing one (from ``book``, the default playbook when None)."""
+    from sparsedebug.sources.playbook import load_playbook
+
+    book = book or load_playbook()
+    checks = _check_claims(result, cand, "candidate", book)
     code = "fail" if not result.passed else ("inconclusive" if result.inconclusive else "pass")
-    decision = Claim(kind="decision", code=code,
-                     terms={"judged_on": "candidate", "baseline": result.baseline, "candidate": result.candidate})
+    failing: list[str] = [c.id for c in result.checks if c.status == "fail"]
+    decision = Claim(kind="decision", code=code, items=failing, terms={
+        "judged_on": "candidate", "baseline": result.baseline, "candidate": result.candidate, **owner_terms(book, failing)})
     reasons = [c for c in checks if c.terms.get("status") == "fail" or (c.terms.get("status") == "inconclusive")]
     speed = [f for c in checks for f in c.figures if f.quantity == "speedup_p50" and f.role == "candidate"]
     return Memo(title="sparsedebug gate", bundle=f"{result.baseline} vs {result.candidate}", decision=decision, reasons=reasons,
