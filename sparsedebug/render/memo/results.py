@@ -36,18 +36,17 @@ STATUS_WORDS = {"pass": "pass", "fail": "**FAIL**", "inconclusive": "inconclusiv
 WHY_WORDS = {"too_few": "too few samples", "unstable": "timings disturbed by other load"}
 
 
-def _word(st: Style, c: Claim) -> str:
+def _word(st: Style, c: Claim, limit: str = "") -> str:
+    """``**FAIL** (floor 1.000x)``, ``inconclusive (too few samples; floor 1.000x)``: the status, why, and the limit."""
     status = c.terms.get("status", "")
     word = STATUS_WORDS.get(status, status)
-    why = WHY_WORDS.get(c.terms.get("why", ""))
-    word += f" ({why})" if why else ""
+    notes = [n for n in (WHY_WORDS.get(c.terms.get("why", "")), limit) if n]
+    word += f" ({'; '.join(notes)})" if notes else ""
     return word if st.markdown else word.replace("**", "")
 
 
 def _status(st: Style, c: Claim, limit: str = "") -> str:
-    if not c.terms.get("status"):
-        return ""
-    return f", {_word(st, c)}" + (f" ({limit})" if limit else "")
+    return f", {_word(st, c, limit)}" if c.terms.get("status") else ""
 
 
 def _limit(c: Claim, name: str, side: str) -> str:
