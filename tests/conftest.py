@@ -115,7 +115,8 @@ _REPORTED = [0]
 
 @pytest.fixture(scope="session", autouse=True)
 def _check_claims_of_every_bundle_written() -> object:
-    """Every bundle ``playbook run`` writes in-process is read back and its memo and report checked for claims."""
+    """Every bundle ``playbook run`` writes in-process is read back: its memo and report checked for claims, and memo.md
+    for the limits a lead reads it by (``render.memo.claims.lead_problems``)."""
     from sparsedebug.playbook import run as walk
 
     original = walk.swap_into_place

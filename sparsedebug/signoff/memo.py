@@ -34,10 +34,23 @@ from sparsedebug.signoff.decide import stored_decision
 from sparsedebug.signoff.invariants import enforce
 from sparsedebug.signoff.memo_engine import fig as _fig
 from sparsedebug.signoff.memo_engine import sparse_kernels_claim
+from sparsedebug.signoff.memo_results import (
+    CHECK_ORDER,
+    blockers,
+    device_name,
+    layer_set,
+    missing_evidence,
+    owner_terms,
+    reasons,
+    results,
+    undecided_why,
+    with_fallback_layers,
+)
 from sparsedebug.signoff.metrics import fallback_summary, p50_speedup, run_clock
 from sparsedebug.signoff.report import build_report
 from sparsedebug.signoff.tags import build_tags_claim
 from sparsedebug.sources.bundle import FILES, LoadedBundle
+from sparsedebug.sources.registry import input_kinds
 
 # Memo section -> the anchor in report.md (and report.html) holding its full detail.
 DETAIL_ANCHORS: dict[str, str] = {
@@ -48,8 +61,6 @@ DETAIL_ANCHORS: dict[str, str] = {
     "gate": "correctness-quality-and-performance-matrix-default-gate-vs-the-baseline",
 }
 
-# The gate checks in the order a failing one is the more decisive reason.
-CHECK_ORDER: tuple[str, ...] = ("effective_speedup", "quality_delta", "fallback_rate", "precision_drift", "p99_latency")
 
 
 def _runs(b: LoadedBundle) -> dict[str, RunRecord]:
@@ -116,38 +127,19 @@ def check_figures(check: GateCheck, run: RunRecord, role: str) -> list[Figure]:
     return out
 
 
-def _check_claim(check: GateCheck, run: RunRecord, role: str) -> Claim:
+def _check_claim(check: GateCheck, run: RunRecord, role: str, book: Playbook | None) -> Claim:
+    owner = owner_terms(book, [check.id]).get(f"owner.{check.id}", "") if book is not None else ""
+    test = check.test
+    needed = {"needed": str(test.needed)} if test is not None and test.kind == "too_few" and test.needed else {}
     return Claim(kind="reason", code=check.id, figures=check_figures(check, run, role),
-                 terms={"status": check.status, "role": role, "on_inconclusive": check.on_inconclusive or ""})
+                 terms={"status": check.status, "role": role, "on_inconclusive": check.on_inconclusive or "", "owner": owner,
+                        "why": undecided_why(check) if check.status == "inconclusive" else "", **needed})
 
 
-def _check_claims(result: GateResult, run: RunRecord, role: str) -> list[Claim]:
+def _check_claims(result: GateResult, run: RunRecord, role: str, book: Playbook | None = None) -> list[Claim]:
     order = {cid: i for i, cid in enumerate(CHECK_ORDER)}
     checks = sorted(result.checks, key=lambda c: order.get(c.id, len(order)))
-    return [_check_claim(c, run, role) for c in checks]
-
-
-def _reasons(decision: DecisionOutcome, checks: list[Claim], missing_evidence: list[str], judged_role: str) -> list[Claim]:
-    """The decision's own rule first (unless a failing check says it), then failing checks, then missing evidence."""
-    failing = [c for c in checks if c.terms.get("status") == "fail"]
-    out: list[Claim] = []
-    if decision.code not in (None, "worse_than_baseline") or not failing:
-        out.append(Claim(kind="reason", code=decision.code or decision.decision, terms={"judged_on": judged_role}))
-    if decision.across_launch:
-        out.append(Claim(kind="reason", code="across_launch", terms={"base": decision.across_launch[0], "run": decision.across_launch[1]}))
-    out += failing
-    out += [Claim(kind="reason", code="missing_evidence", terms={"evidence": m}) for m in missing_evidence]
-    return out
-
-
-def _missing_evidence(decision: DecisionOutcome) -> list[str]:
-    out = []
-    for refusal in decision.ship_refused:
-        if refusal.code == "no_fallback_evidence":
-            out.append("fallback")
-        elif refusal.code == "no_quality_evidence":
-            out.append("quality")
-    return out
+    return [_check_claim(c, run, role, book) for c in checks]
 
 
 def _symptom(b: LoadedBundle) -> Symptom:
@@ -187,6 +179,9 @@ def _symptom(b: LoadedBundle) -> Symptom:
     else:
         metric.append(Claim(kind="quality", code="not_measured"))
     slice_terms = {"run": cand.name, "backend": cand.lower.backend, "source": cand.source.kind}
+    what = next((k.what for k in input_kinds() if k.source == cand.source.kind), None)
+    if what is not None:
+        slice_terms["source_what"] = what.split(" (")[0]
     if q is not None and q.evidence is not None:
         slice_terms["model"] = q.evidence.model
     if cand.workload is not None and cand.workload.seed is not None:
@@ -219,10 +214,13 @@ def _first_stage(b: LoadedBundle) -> Claim:
     if bis.accounted_share is not None:
         figures.append(_fig("accounted_share", bis.accounted_share, "share", FILES["bisect"], "accounted_share", role=bis.first_stage))
     terms = {"stage": bis.first_stage, "state": bis.state, "kinds": ",".join(kinds), **effect_terms}
-    for kind in kinds:  # each kind's own reasons: a fallback's reason is not a converted layer's
+    for kind in kinds:  # each kind's own reasons and layers: a fallback's reason is not a converted layer's
         reasons = sorted({f.reason for f in regress if f.kind == kind and f.reason})
         if reasons:
             terms[f"reasons.{kind}"] = ",".join(reasons)
+        of_kind = list(dict.fromkeys(f.layer for f in regress if f.kind == kind))
+        terms[f"layers.{kind}"] = "|".join(layer_set(of_kind))
+        figures.append(_fig("kind_layers", len(of_kind), "count", FILES["bisect"], f"stages[{bis.first_stage}].layers ({kind})", role=kind))
     covered = bis.accounted_share is not None and bis.accounted_share >= EXPLAINS_MIN_SHARE
     if bis.explains and covered:
         terms["explains"] = ",".join(bis.explains)
@@ -351,6 +349,7 @@ def _action(b: LoadedBundle, decision: DecisionOutcome, book: Playbook) -> Actio
         layers = [layer for t in fix.targets for layer in t.layers]
         if layers:
             terms["target_layers"] = ",".join(layers[:3])
+            terms["target_set"] = "|".join(layer_set(list(dict.fromkeys(layers))))
             figs.append(_fig("target_layers", len(layers), "count", FILES["classification"], "fix.targets[].layers"))
         if fix.removes_ms is not None:
             figs.append(_fig("removes_ms", fix.removes_ms, "ms", FILES["classification"], f"fix.removes_ms ({fix.basis})",
@@ -426,9 +425,7 @@ def _clocks(runs: list[RunRecord]) -> list[ClockLegend]:
     out: list[ClockLegend] = []
     seen: set[tuple[str, str]] = set()
     for run in runs:
-        clock = run_clock(run)
-        device = "this CPU" if clock == "measured" else (
-            ", ".join(g.name for g in run.fingerprint.gpus) if run.fingerprint and run.fingerprint.gpus else run.lower.backend)
+        clock, device = run_clock(run), device_name(run)
         if (clock, device) not in seen:
             seen.add((clock, device))
             out.append(ClockLegend(clock=clock, device=device))
@@ -443,17 +440,23 @@ def build_memo(b: LoadedBundle, book: Playbook) -> Memo:
     decision = stored_decision(b)
     judged_role = "fixed" if b.fixed is not None else "candidate"
     judged = b.fixed or b.candidate
-    checks = _check_claims(decision.gate, judged, judged_role) if decision.gate is not None else []
+    checks = _check_claims(decision.gate, judged, judged_role, book) if decision.gate is not None else []
     owner = book.owner(decision.owner).title if decision.owner is not None else ""
-    decision_claim = Claim(kind="decision", code=decision.decision, terms={
+    missing = missing_evidence(decision)
+    blocking = blockers(decision, missing)
+    decision_claim = Claim(kind="decision", code=decision.decision, items=blocking, terms={
         "judged_on": judged_role, "label": book.decision(decision.decision).label, "owner": owner,
-        "recomputed": ",".join(decision.recomputed)})
+        "recomputed": ",".join(decision.recomputed), **owner_terms(book, blocking)})
+    report = build_report(b, decision)
+    checks = with_fallback_layers(checks, report, judged_role)
+    columns, rows = results(b, report)
+    allowed: list[str] = sorted({d.dimension for d in report.comparability.differences if d.allowed}) if report.comparability else []
     return enforce(Memo(
         title=book.memo.title, bundle=b.root.name, decision=decision_claim,
-        reasons=_reasons(decision, checks, _missing_evidence(decision), judged_role),
+        reasons=reasons(decision, checks, missing, judged_role, book, allowed),
         clocks=_clocks(list(_runs(b).values())), symptom=_symptom(b), hypothesis=_hypothesis(b),
         action=_action(b, decision, book), signoff=_signoff(b, book, decision, decision_claim), checks=checks, gate=decision.gate,
-        report=build_report(b, decision), headline=[f for f in (_speedup(b, judged_role),) if f is not None],
+        report=report, columns=columns, results=rows, headline=[f for f in (_speedup(b, judged_role),) if f is not None],
         detail={k: f"{b.manifest.files.get('report', FILES['report'])}#{v}" for k, v in DETAIL_ANCHORS.items()},
     ), b)
 
@@ -464,12 +467,17 @@ def with_review(b: LoadedBundle, book: Playbook) -> LoadedBundle:
     return b.model_copy(update={"memo": build_memo(b, book)})
 
 
-def gate_memo(result: GateResult, base: RunRecord, cand: RunRecord) -> Memo:
-    """The memo of one gate verdict (``gate --summary``, ``memo --format github``): pass or fail and its checks."""
-    checks = _check_claims(result, cand, "candidate")
+def gate_memo(result: GateResult, base: RunRecord, cand: RunRecord, book: Playbook | None = None) -> Memo:
+    """The memo of one gate verdict (``gate --summary``, ``memo --format github``): pass or fail, its checks, and the
+    owner of each failing one (from ``book``, the default playbook when None)."""
+    from sparsedebug.sources.playbook import load_playbook
+
+    book = book or load_playbook()
+    checks = _check_claims(result, cand, "candidate", book)
     code = "fail" if not result.passed else ("inconclusive" if result.inconclusive else "pass")
-    decision = Claim(kind="decision", code=code,
-                     terms={"judged_on": "candidate", "baseline": result.baseline, "candidate": result.candidate})
+    failing: list[str] = [c.id for c in result.checks if c.status == "fail"]
+    decision = Claim(kind="decision", code=code, items=failing, terms={
+        "judged_on": "candidate", "baseline": result.baseline, "candidate": result.candidate, **owner_terms(book, failing)})
     reasons = [c for c in checks if c.terms.get("status") == "fail" or (c.terms.get("status") == "inconclusive")]
     speed = [f for c in checks for f in c.figures if f.quantity == "speedup_p50" and f.role == "candidate"]
     return Memo(title="sparsedebug gate", bundle=f"{result.baseline} vs {result.candidate}", decision=decision, reasons=reasons,

@@ -186,7 +186,7 @@ def test_every_consumer_of_a_fix_takes_the_whole_target_set(tmp_path: Path, bloc
     memo = " ".join((out / "memo.md").read_text().split())
     action = next(line for line in memo.split("- **") if line.startswith("Smallest reversible change"))
     assert f"of all {blocks} layers contiguous" in action and f"of `{fix['layer']}`" not in action
-    assert f"removing {fix['removes_ms']:.3f} ms per iteration across all {blocks}" in action
+    assert f"Removes: {fix['removes_ms']:.3f} ms per iteration across all {blocks} layers" in action
     repro = json.loads((out / "trace_repro.json").read_text())
     assert sorted(repro["targets"]) == everyone and repro["targets_ms"] == pytest.approx(fix["removes_ms"])
     script = (out / "repro.py").read_text()

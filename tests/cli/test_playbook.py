@@ -138,7 +138,7 @@ def test_run_summary_says_why_it_decided(tmp_path: Path) -> None:
     ])
     assert result.exit_code == 0, result.stderr
     assert "Decision: escalate, judged on the fixed run" in result.stdout
-    assert "latency samples are too few to judge it against the baseline" in result.stdout
+    assert "Too few iterations to judge: the fixed run has 3 timed iterations, the rule needs 6 a side" in result.stdout
     assert "There is no quality evidence in the judged run" in result.stdout
     lines = result.stdout.splitlines()
     assert [line.split()[1] for line in lines[:5]] == ["freeze", "locate", "classify", "reproduce", "rerun"]

@@ -18,7 +18,6 @@ from sparsedebug.render.words.figures import HEADLINE_WORDS as HEADLINE_WORDS
 from sparsedebug.render.words.figures import SIGNED as SIGNED
 from sparsedebug.render.words.figures import headline as headline
 from sparsedebug.render.words.figures import num as num
-from sparsedebug.render.words.mechanisms_records import advice_words
 
 
 @dataclass(frozen=True)
@@ -76,15 +75,59 @@ def decision_head(st: Style, c: Claim) -> str:
     return f"Decision: {st.bold(label)}"
 
 
-def decision_basis(st: Style, c: Claim) -> str:
-    """Which run the decision was judged on, who owns the next change, and whether it was decided again."""
+CHECK_WORDS: dict[str, str] = {
+    "effective_speedup": "speed", "p99_latency": "p99 latency", "quality_delta": "quality", "fallback_rate": "dense fallback",
+    "precision_drift": "precision",
+}
+"""Each default gate check as the memo names it (never the gate's code)."""
+
+
+UNDECIDED_WORDS: dict[str, str] = {
+    "too_few": "on so few latency samples",
+    "unstable": "because other load disturbed the timings (re-run on a quiet machine)",
+}
+"""Why an inconclusive check could not decide (``signoff.memo_results.undecided_why``)."""
+
+
+def blocker_owners(c: Claim) -> list[tuple[str, str]]:
+    """(the checks, their owner) for each owner of a check that keeps the decision from ship, most decisive first."""
+    by_owner: dict[str, list[str]] = {}
+    for check in c.items:
+        by_owner.setdefault(c.terms.get(f"owner.{check}", ""), []).append(CHECK_WORDS.get(check, check))
+    return [(listed(checks), owner) for owner, checks in by_owner.items()]
+
+
+def blockers(c: Claim) -> str:
+    """``Blocking: quality (owner: the model optimization lead); ...`` for each check that keeps the decision from ship."""
+    parts = [checks + (f" (owner: the {owner})" if owner else "") for checks, owner in blocker_owners(c)]
+    return ("Blocking: " + "; ".join(parts) + ".") if parts else ""
+
+
+def decision_judged(st: Style, c: Claim) -> str:
+    """Which run the decision was judged on, who owns the next change when nothing blocks, and whether it was decided again."""
     text = f"judged on the {c.terms.get('judged_on', 'candidate')} run"
     owner = c.terms.get("owner")
-    text += f"; the next change is owned by the {owner}" if owner else ""
+    text += f"; the next change is owned by the {owner}" if owner and not c.items else ""
     changed = [n for n in c.terms.get("recomputed", "").split(",") if n]
     if changed:
         text += f" (decided again at rendering: {', '.join(st.code(n) for n in changed)} changed since the walk)"
     return text + "."
+
+
+def decision_basis(st: Style, c: Claim) -> str:
+    """The judged run, and each blocker with its owner."""
+    block = blockers(c)
+    return decision_judged(st, c) + (f" {block}" if block else "")
+
+
+def decision_lines(st: Style, c: Claim) -> list[str]:
+    """The decision line, and each blocker with its owner on a line of its own."""
+    owned = blocker_owners(c)
+    lines = [f"{decision_head(st, c)}, {decision_judged(st, c)}"]
+    if owned:
+        lines += ["", "Blocking, with the owner of each:",
+                  *(f"- {st.bold(checks)}" + (f": the {owner}" if owner else "") for checks, owner in owned)]
+    return lines
 
 
 def decision(st: Style, c: Claim) -> str:
@@ -113,21 +156,50 @@ REASON_WORDS = {
 }
 
 
+LAUNCH_WORDS = {"eager": "eager", "cuda_graph": "CUDA graph", "compiled": "torch.compile"}
+"""How a traced forward was launched (``records.comparability.LaunchMode``), in words."""
+
+
 @guarded
 def reason(st: Style, c: Claim) -> str:
-    """One reason of the decision, in plain words with its figures."""
+    """One reason of the decision, in plain words with its figures, and the owner accountable for it."""
+    owner = c.terms.get("owner")
+    text = _reason(st, c)
+    return text + (f" Owner: the {owner}." if owner else "")
+
+
+def reason_items(st: Style, c: Claim) -> list[str]:
+    """The layers a reason names one a line, when too long to name inline (``listed_lines``); else none."""
+    if not c.items:
+        return []
+    lines = listed_lines("layers", [st.code(i) for i in c.items])
+    return [line.strip().removeprefix("- ") for line in lines[1:]]
+
+
+def _reason(st: Style, c: Claim) -> str:
     code = c.code or ""
     role = c.terms.get("role", "candidate")
     status = c.terms.get("status", "")
     if code == "missing_evidence":
         return f"There is no {c.terms.get('evidence', '')} evidence in the judged run, so ship is refused until it is captured."
     if code == "across_launch":
-        return (f"The speedup is across launch modes ({st.code(c.terms.get('base', ''))} baseline, "
-                f"{st.code(c.terms.get('run', ''))} run), so it is not like for like.")
+        base, run = (LAUNCH_WORDS.get(c.terms.get(k, ""), c.terms.get(k, "")) for k in ("base", "run"))
+        return f"The speedup is across launch modes ({base} baseline, {run} run), so it is not like for like."
+    if code == "allowed_difference":
+        return (f"The pair differs in {listed(list(c.items))}, compared anyway as asked (--allow-different), "
+                "so the speedup is not like for like.")
+    n = c.figure("speedup_p50_count")
+    if code == "too_few_samples" and n is not None and c.figure("samples_needed") is not None:
+        return (f"Too few iterations to judge: the {c.terms.get('judged_on', 'candidate')} run has {num(n)} timed iterations, "
+                f"the rule needs {num(c.figure('samples_needed'))} a side. Capture more iterations, then decide.")
     if code in REASON_WORDS:
         return REASON_WORDS[code].format(judged_on=c.terms.get("judged_on", "candidate"))
+    name = CHECK_WORDS.get(code, code)
     if status == "inconclusive":
-        return f"The {st.code(code)} check cannot decide on these samples (inconclusive; its policy: {c.terms.get('on_inconclusive') or 'pass'})."
+        needed = c.terms.get("needed")
+        cause = UNDECIDED_WORDS.get(c.terms.get("why", ""), "on these samples")
+        more = f" (it needs {needed} a side)" if needed else ""
+        return f"The {name} check cannot decide {cause}{more}; the policy counts that as a failure."
     verb = "fails" if status == "fail" else "passes"
     if code == "effective_speedup":
         sp, floor = c.figure("speedup_p50"), c.figure("speedup_min")
@@ -144,30 +216,38 @@ def reason(st: Style, c: Claim) -> str:
     if code == "fallback_rate":
         n, m = c.figure("fell_back"), c.figure("meant_sparse")
         if n is None or m is None:
-            return f"The fallback check {verb}."
-        return f"{num(n)} of {num(m)} layers meant to be sparse run dense (fallback check {verb})."
+            return f"The dense fallback check {verb}."
+        why = [LOWER_REASON_WORDS.get(r, r) for r in c.terms.get("why", "").split(",") if r]
+        named = f": {layer_names(st, list(c.items))}" if c.items and not reason_items(st, c) else ""
+        because = f" ({', '.join(why)})" if why else ""
+        return f"{num(n)} of {num(m)} layers meant to be sparse run dense{named}{because} (fallback check {verb})."
     if code == "precision_drift":
-        return f"The precision check {verb}: a layer's precision or kernel error moved against the baseline." if status == "fail" \
+        return f"The precision check {verb}: a layer's dtype or kernel error moved against the baseline." if status == "fail" \
             else "The precision check passes."
     if code == "p99_latency":
         r, cap = c.figure("p99_ratio"), c.figure("p99_max_ratio")
-        return f"The p99 latency check {verb}: p99 ratio {num(r)} against at most {num(cap)}."
-    return f"The {st.code(code)} check {verb}."
+        return f"The p99 latency check {verb}: p99 is {num(r)}x the baseline's, against at most {num(cap)}x."
+    return f"The {name} check {verb}."
 
 
 @guarded
 def speedup(st: Style, c: Claim) -> str:
     """The failing metric's speed figures."""
+    return "; ".join(speedup_parts(st, c))
+
+
+def speedup_parts(st: Style, c: Claim) -> list[str]:
+    """The failing metric's speed figures, and what they rest on when that is traced latency."""
     sp = c.figure("speedup_p50")
     b, k = c.figure("latency_p50_ms", "baseline"), c.figure("latency_p50_ms", "candidate")
     if sp is None:
-        return "speedup over the baseline not measured (no latency samples on a side)"
-    text = f"speedup {num(sp)} over the baseline (p50 {num(b)} baseline, {num(k)} candidate)"
+        return ["speedup over the baseline not measured (no latency samples on a side)"]
+    out = [f"speedup {num(sp)} over the baseline (p50 {num(b)} baseline, {num(k)} candidate)"]
     share = c.figure("traced_host_wait_share")
     if c.code == "rests_on_traced" and share is not None:
-        text += (f", which rests on traced latency that shows the profiler's own cost (idle on the host {num(share)} of the "
-                 "span; pass untraced timings with `--latency` to settle it)")
-    return text
+        out.append(f"it rests on traced latency, which holds the profiler's own cost (the host idles {num(share)} of the span); "
+                   "pass untraced timings with `--latency` to settle it")
+    return out
 
 
 @guarded
@@ -179,23 +259,29 @@ def target_speedup(st: Style, c: Claim) -> str:
 @guarded
 def sparse_kernels(st: Style, c: Claim) -> str:
     """Were the sparse kernels used: yes or no, on how many of the layers with 2:4 weights, which were not picked."""
+    head, *rest = sparse_kernels_parts(st, c)
+    return "; ".join([head, *(r.strip().removeprefix("- ") for r in rest)]).replace(":;", ":")
+
+
+def sparse_kernels_parts(st: Style, c: Claim) -> list[str]:
+    """:func:`sparse_kernels` as lines: the answer, the layers not picked (one a line when long), the largest change."""
     run = st.code(c.terms.get("run", ""))
     if c.code == "build_disabled":
-        return f"no: {run} was built with sparsity disabled; rebuild with {c.terms.get('flags') or 'sparsity enabled'}"
+        return [f"no: {run} was built with sparsity disabled; rebuild with {c.terms.get('flags') or 'sparsity enabled'}"]
     if c.code == "no_sparse_weights":
-        return f"no: none of {run}'s {num(c.figure('weighted_layers'))} layers with weights carries 2:4 weights"
+        return [f"no: none of {run}'s {num(c.figure('weighted_layers'))} layers with weights carries 2:4 weights"]
     answer = "yes" if c.code == "used" else "no"
-    text = f"{answer}: {run} ran a sparse tactic on {num(c.figure('sparse_tactic_layers'))} of " \
-           f"{num(c.figure('sparse_weight_layers'))} layers with 2:4 weights"
+    out = [f"{answer}: {run} ran a sparse tactic on {num(c.figure('sparse_tactic_layers'))} of "
+           f"{num(c.figure('sparse_weight_layers'))} layers with 2:4 weights"]
     if c.items:
         total = c.figure("not_picked_layers")
         more = f" ({num(total)} in all)" if c.more and total is not None else ""
-        text += f"; eligible but not picked: {', '.join(st.code(i) for i in c.items)}{more}"
+        out += listed_lines(f"eligible but not picked{more}", [st.code(i) for i in c.items])
     layer = c.terms.get("changed_layer")
     if layer:
-        text += (f"; largest per-layer change {st.code(layer)} {num(c.figure('layer_ms', 'baseline'))} -> "
-                 f"{num(c.figure('layer_ms', 'candidate'))} ({num(c.figure('change'))}, profile median)")
-    return text
+        out.append(f"largest per-layer change {st.code(layer)} {num(c.figure('layer_ms', 'baseline'))} -> "
+                   f"{num(c.figure('layer_ms', 'candidate'))} ({num(c.figure('change'))}, profile median)")
+    return out
 
 
 @guarded
@@ -212,15 +298,24 @@ def quality(st: Style, c: Claim) -> str:
 
 def failing_metric(st: Style, claims: list[Claim]) -> str:
     """The symptom's failing metric in one line."""
+    return "; ".join(failing_metric_parts(st, claims)) + "."
+
+
+def failing_metric_parts(st: Style, claims: list[Claim]) -> list[str]:
+    """The symptom's failing metric, one part per figure it rests on."""
     parts = []
     for c in claims:
         if c.kind == "speedup":
-            parts.append(speedup(st, c))
+            parts += speedup_parts(st, c)
         elif c.kind == "target_speedup":
             parts.append(target_speedup(st, c))
         elif c.kind == "quality":
             parts.append(quality(st, c))
-    return "; ".join(parts) + "."
+    return parts
+
+
+SOURCE_WORDS = {"replay": "replayed on this CPU"}
+"""A run's source kind in words, where the input registry does not name it."""
 
 
 @guarded
@@ -237,7 +332,8 @@ def slice_(st: Style, c: Claim) -> str:
     parts.append(f"backend {st.code(t.get('backend', ''))}")
     if "seed" in t:
         parts.append(f"seed {st.code(t['seed'])}")
-    return ", ".join(parts) + f" ({t.get('source', '')})."
+    source = SOURCE_WORDS.get(t.get("source", "")) or t.get("source_what") or t.get("source", "")
+    return ", ".join(parts) + f" ({source})."
 
 
 FINDING_WORDS = {
@@ -246,6 +342,14 @@ FINDING_WORDS = {
     "added": "layer added", "removed": "layer removed", "changed": "layer changed", "precision": "precision changed",
     "new_kernel_class": "new kernel class",
 }
+
+
+LOWER_REASON_WORDS = {
+    "pattern_not_compliant": "weights not in the 2:4 pattern", "shape_not_aligned": "shape the sparse kernel rejects",
+    "dtype_unsupported": "dtype the sparse kernel rejects", "op_unsupported": "op with no sparse kernel",
+    "slower_than_dense": "sparse slower than dense", "observed_dense": "ran a dense kernel", "intended_dense": "meant dense",
+}
+"""Why a layer runs dense (``records.run.FallbackReason``), in words."""
 
 
 # What a stage metric's effect size compares (``locate``'s MetricFinding.metric), per iteration.
@@ -262,11 +366,12 @@ def first_stage(st: Style, c: Claim) -> str:
     kinds = []
     for kind in (k for k in c.terms.get("kinds", "").split(",") if k):
         reasons = [r for r in c.terms.get(f"reasons.{kind}", "").split(",") if r]
-        kinds.append(FINDING_WORDS.get(kind, kind) + (f" ({', '.join(st.code(r) for r in reasons)})" if reasons else ""))
+        kinds.append(FINDING_WORDS.get(kind, kind) + (f" ({', '.join(LOWER_REASON_WORDS.get(r, r) for r in reasons)})" if reasons else ""))
     text = f"stage {st.code(c.terms.get('stage', ''))}"
-    if kinds:
+    by_kind = any(k.startswith("layers.") for k in c.terms)
+    if kinds and not by_kind:
         text += ": " + ", ".join(kinds)
-    if c.items:
+    if c.items and not by_kind:
         text += f" on {_names(st, c)}"
     p = c.figure("effect_p")
     tested = f" ({num(p)})" if p is not None else ""
@@ -286,6 +391,37 @@ def first_stage(st: Style, c: Claim) -> str:
     return text + "."
 
 
+def first_stage_layers(st: Style, c: Claim) -> list[str]:
+    """What the first stage found, one line per kind: the finding, why, and its layers written once."""
+    out = []
+    for kind in (k for k in c.terms.get("kinds", "").split(",") if k):
+        reasons = [LOWER_REASON_WORDS.get(r, r) for r in c.terms.get(f"reasons.{kind}", "").split(",") if r]
+        names = [n for n in c.terms.get(f"layers.{kind}", "").split("|") if n]
+        n = c.figure("kind_layers", kind)
+        why = f" ({', '.join(reasons)})" if reasons else ""
+        count = f" on {num(n)} layer{'s' if n.value != 1 else ''}" if n is not None else ""
+        out += listed_lines(f"{FINDING_WORDS.get(kind, kind)}{why}{count}", [st.code(n) for n in names])
+    return out
+
+
+LIST_INLINE_MAX = 150
+"""A list longer than this many characters goes one item a line (nested bullets), so no line runs past the memo's limit."""
+
+
+def listed_lines(head: str, items: list[str]) -> list[str]:
+    """``head: a, b, c`` as one line, or, when long, ``head:`` and one nested ``- item`` line each (lines without the
+    outer bullet: the caller indents them)."""
+    inline = f"{head}: {', '.join(items)}"
+    if len(inline) <= LIST_INLINE_MAX:
+        return [inline]
+    return [f"{head}:", *(f"  - {item}" for item in items)]
+
+
+def layer_names(st: Style, names: list[str]) -> str:
+    """A layer set as written once (``signoff.memo_results.layer_set``): its patterns as names, and how to read one."""
+    return ", ".join(st.code(n) for n in names)
+
+
 def over_explains(c: Claim) -> str | None:
     """``, more than the whole change (194%): unattributed pulls the other way`` for a share past 100% (None otherwise)."""
     share = c.figure("carried_share")
@@ -296,11 +432,13 @@ def over_explains(c: Claim) -> str | None:
     return f", more than the whole change ({num(share)}){pulls}"
 
 
-def _carries(c: Claim, of: str = "") -> str:
+def _carries(c: Claim, of: str = "", over_here: bool = True) -> str:
     ms, share = c.figure("carried_ms"), c.figure("carried_share")
     if ms is None:
         return f"carries none of the change{of}"
-    over = over_explains(c)
+    over = over_explains(c) if over_here else None
+    if not over_here and over_explains(c) is not None and round(ms.value, 3) > 0:
+        return f"carries {num(ms)}{of}"
     if over is not None and round(ms.value, 3) > 0:
         return f"carries {num(ms)}{of}{over}"
     if round(ms.value, 3) > 0 and share is not None and round(share.value, 2) > 0:
@@ -308,26 +446,42 @@ def _carries(c: Claim, of: str = "") -> str:
     return f"moves the other way, {num(ms)}{of}"
 
 
+def primary_settle(c: Claim) -> list[str]:
+    """What the primary mechanism's line leaves to lines of its own (``primary_mechanism(..., settle_here=False)``):
+    a share past the whole change and what pulls back, the change with the profiler off, the capture that settles it."""
+    out = []
+    over = over_explains(c) if c.code == "established" else None
+    ms = c.figure("carried_ms")
+    if over is not None and ms is not None and round(ms.value, 3) > 0:
+        out.append("That is" + over.removeprefix(","))
+    untraced = c.figure("untraced_change_ms")
+    if untraced is not None and c.code != "not_classified":
+        out.append(f"Shares of the change on the trace's clock (untraced, with the profiler off: {num(untraced)})")
+    settle = SETTLE_WORDS.get(c.terms.get("settle", ""))
+    return out + ([f"To settle it: {settle}"] if settle and c.code in ("none", "not_established") else [])
+
+
 @guarded
-def primary_mechanism(st: Style, c: Claim) -> str:
-    """The primary mechanism, or why none is established."""
+def primary_mechanism(st: Style, c: Claim, settle_here: bool = True) -> str:
+    """The primary mechanism, or why none is established (with what ``primary_settle`` says unless ``settle_here`` is off)."""
     if c.code == "not_classified":
         return "not classified (no classification in the bundle)."
     change, untraced = c.figure("change_ms"), c.figure("untraced_change_ms")
     of = f" of the {num(change)} change" if change is not None else ""
-    if untraced is not None:
+    if untraced is not None and settle_here:
         of += f" on the trace's clock (untraced, with the profiler off: {num(untraced)})"
     if c.code == "none":
         return ("not established: no rule singles out a mechanism" + (f" for the {num(change)} change" if change else "")
-                + (f"; {SETTLE_WORDS[c.terms['settle']]} would settle it" if c.terms.get("settle") in SETTLE_WORDS else "") + ".")
+                + (f"; {SETTLE_WORDS[c.terms['settle']]} would settle it" if settle_here and c.terms.get("settle") in SETTLE_WORDS else "")
+                + ".")
     mech = st.code(c.terms.get("mechanism", ""))
     if c.terms.get("ranked_by") == "score":
         return f"{mech}, by its rule score {num(c.figure('score'))} (no measured change to attribute)."
     settle = SETTLE_WORDS.get(c.terms.get("settle", ""), "")
-    settle_text = f"; {settle} would settle it" if settle else ""
+    settle_text = f"; {settle} would settle it" if settle and settle_here else ""
     if c.code == "not_established":
-        return f"not established: the leading candidate {mech} {_carries(c, of)}, short of the headline rule{settle_text}."
-    return f"{st.bold(c.terms.get('mechanism', ''))}, which {_carries(c, of)}."
+        return f"not established: {mech} leads without a clear share; it {_carries(c, of)}{settle_text}."
+    return f"{st.bold(c.terms.get('mechanism', ''))}, which {_carries(c, of, over_here=settle_here)}."
 
 
 SETTLE_WORDS = {
@@ -340,154 +494,41 @@ SETTLE_WORDS = {
 """The one capture that would settle a mechanism that is not established."""
 
 
+COMPETING_STATUS = {"supported": "its signature is present", "not_supported": "no sign of it", "unknown": "not evaluable"}
+"""A competing mechanism's rule status, in words."""
+
+
 def competing(st: Style, claims: list[Claim]) -> str:
     """The other mechanisms, in the ranking's own yardstick."""
-    if not claims:
-        return "none."
+    parts = competing_parts(st, claims)
+    return "; ".join(parts) + "." if parts else "none."
+
+
+def competing_parts(st: Style, claims: list[Claim]) -> list[str]:
+    """The other mechanisms, one part each."""
     parts = []
     for c in claims:
         mech = st.code(c.terms.get("mechanism", ""))
+        status = COMPETING_STATUS.get(c.code or "", c.code or "")
         if c.withheld:
             parts.append(f"{mech} {withheld(st, c).rstrip('.')}")
         elif c.terms.get("ranked_by") == "score":
-            parts.append(f"{mech} score {num(c.figure('score'))} ({c.code})")
+            parts.append(f"{mech} score {num(c.figure('score'))} ({status})")
         elif c.figure("carried_ms") is not None:
             parts.append(f"{mech} {_carries(c)}")
+        elif c.code == "supported":
+            parts.append(f"{mech}: its signature is present but carries none of the change")
         else:
-            status = {"supported": "a rule fired", "not_supported": "no rule fired", "unknown": "not evaluable"}
-            parts.append(f"{mech} carries none ({status.get(c.code or '', c.code or '')})")
-    return "; ".join(parts) + "."
+            parts.append(f"{mech} carries none ({status})")
+    return parts
 
 
 def missing(st: Style, claims: list[Claim], anchor: str) -> str:
     """Which mechanisms lack the evidence that would settle them (the captures are in the report)."""
     if not claims:
         return "none for the ranking above."
-    names = ", ".join(st.code(c.code or "") for c in claims if not c.withheld)
+    names = listed(list(dict.fromkeys(c.code or "" for c in claims if not c.withheld)))
     link = f"[report]({anchor})" if st.markdown else anchor
     held = [c for c in claims if c.withheld]
     more = "".join(f" ({len(held)} more {withheld(st, held[0]).rstrip('.')})" for _ in held[:1])
-    return f"{names}: what to capture is in the {link}{more}."
-
-
-KNOB_WORDS = {
-    "conversion": "convert the weights once at load instead of on every call",
-    "threads": "run with {value} threads",
-    "precision": "run in {value}",
-}
-ACTION_WORDS = {
-    "exclude": "exclude {layer} from sparsity (run it dense)",
-    "pad": "pad {layer} to a shape the sparse kernel accepts",
-    "cast": "cast {layer} to {value} so the sparse kernel accepts it",
-}
-
-
-@guarded
-def change(st: Style, c: Claim) -> str:
-    """The smallest reversible change, with its owner."""
-    if c.code == "none":
-        return "none proposed (no classified mechanism)."
-    t = c.terms
-    layer = st.code(t["layer"]) if "layer" in t else "every layer"
-    layers = c.figure("target_layers")
-    wide = layers is not None and layers.value > 1 and bool(t.get("target_layers"))
-    if wide:  # the fix covers every layer sharing its cause: it names the set, never the one layer it was found on
-        layer = f"all {num(layers)} layers"
-    if c.code == "knob" and t.get("knob") in KNOB_WORDS:
-        text = KNOB_WORDS[t["knob"]].format(value=t.get("value", ""))
-    elif c.code == "layer" and t.get("action") in ACTION_WORDS:
-        text = ACTION_WORDS[t["action"]].format(layer=layer, value=t.get("value", ""))
-    elif c.code == "block":
-        text = f"raise the sparsity block size of {layer} to {st.code(t.get('value', ''))}"
-    else:
-        text = advice_words(t, layer if "layer" in t else None).rstrip(".")
-    if c.items:
-        text += f" for {', '.join(st.code(i) for i in c.items)}"
-    if layers is not None and t.get("target_layers"):
-        named = t["target_layers"].split(",")
-        more = " ..." if layers.value > len(named) else ""
-        on = "" if layer in text else f" on {layer}"  # a workload knob's words name no layer: say the set it covers
-        text += f"{on}: {', '.join(st.code(x) for x in named)}{more}" if wide else f" on {num(layers)} layers ({', '.join(st.code(x) for x in named)}{more})"
-    removes = c.figure("removes_ms")
-    if removes is not None:
-        across = f" across all {num(layers)}" if wide and layers is not None else ""
-        text += f", removing {num(removes)} per iteration{across} ({st.code(t.get('basis', ''))})"
-    wait = c.figure("host_wait_ms")
-    if "host" in text and wait is not None:
-        text += f" (the device waits on the host {num(wait)} {BASIS_WORDS.get(wait.basis or '', 'in all')})"
-    text += f" (rule {st.code(t.get('rule', ''))})"
-    if t.get("applied") == "yes":
-        text += ", applied in the re-run"
-    owner = t.get("owner")
-    return text + (f". Owner: the {owner}." if owner else ".")
-
-
-@guarded
-def expected(st: Style, c: Claim) -> str:
-    """What the change should move, by how much, and on what basis."""
-    if c.code == "projected":
-        before, after, ch = c.figure("latency_p50_ms", "candidate"), c.figure("latency_p50_ms", "expected"), c.figure("change")
-        return f"latency p50 {num(before)} -> {num(after)} ({num(ch)}), the time the change removes."
-    metric, direction = c.terms.get("metric"), c.terms.get("direction")
-    if metric:
-        return f"{st.code(metric)} {direction}; not projected."
-    return "not projected."
-
-
-@guarded
-def measured(st: Style, c: Claim | None) -> str:
-    """What the re-run measured, with its direction, judged against the expected direction."""
-    if c is None:
-        return "no re-run in the bundle."
-    before, after, ch = c.figure("latency_p50_ms", "candidate"), c.figure("latency_p50_ms", "fixed"), c.figure("change")
-    direction = c.terms.get("direction", "same")
-    text = f"latency p50 {num(before)} -> {num(after)} ({num(ch)}, {direction})"
-    agrees = c.terms.get("agrees")
-    if agrees == "yes":
-        text += ", the expected direction"
-    elif agrees == "no":
-        text += ", AGAINST the expected direction"
-    verdict = {"moved": "the fix moved its target metric", "not_moved": "the fix did not move its target metric",
-               "unjudged": "the movement could not be judged"}[c.code or "unjudged"]
-    return f"{text}: {verdict}."
-
-
-@guarded
-def risk(st: Style, c: Claim) -> str:
-    """One regression risk."""
-    t = c.terms
-    if c.code == "correctness":
-        status = t.get("status", "off")
-        words = {"pass": "passes", "fail": "FAILS", "skipped": "not measured", "off": "not checked", "inconclusive": "inconclusive"}
-        return f"correctness: the precision check {words.get(status, status)} on the {t.get('role', '')} run"
-    if c.code == "quality":
-        if not c.figures:
-            return f"quality: not measured on the {t.get('role', '')} run"
-        before, after = c.figure("cosine", "candidate"), c.figure("cosine", t.get("role"))
-        if before is not None and after is not None and before is not after:
-            return f"quality: cosine {num(before)} (candidate) -> {num(after)} (fixed)"
-        return f"quality: cosine {num(after)}"
-    if c.code == "thermal":
-        return f"thermal: {t.get('status', 'unknown').replace('_', ' ')}"
-    if c.code == "compatibility":
-        changed = ", ".join(st.code(i) for i in c.items) or "no knob changed"
-        return f"compatibility: {changed} on backend {st.code(t.get('backend', ''))}"
-    return c.code or ""
-
-
-@guarded
-def artifact(st: Style, c: Claim) -> str:
-    """The required artifact and its headline figures."""
-    t = c.terms
-    link = f"[{t['file']}]({t['file']})" if st.markdown else t["file"]
-    text = f"sparsity deployment report {link}: {num(c.figure('layers'))} layers in the supported-layer matrix"
-    n, m = c.figure("fell_back"), c.figure("meant_sparse")
-    if n is not None and m is not None:
-        text += f", {num(n)} of {num(m)} meant-sparse layers run dense"
-    return text + "."
-
-
-@guarded
-def owners(st: Style, c: Claim) -> str:
-    """Who signs."""
-    return ", ".join(c.items) + "."
+    return f"no direct evidence for {names} in these inputs; the {link} lists the capture for each{more}."

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from sparsedebug.records.memo import Claim, Memo
+from sparsedebug.render.memo import action
 from sparsedebug.render.memo import phrases as p
 from sparsedebug.render.memo.formats import MemoFormat, register
 from sparsedebug.render.memo.markdown import reason_lines
@@ -50,7 +51,7 @@ def _classify(c: Claim) -> str:
 
 
 def _change(c: Claim) -> str:
-    text = p.change(p.PLAIN, c)
+    text = action.change(p.PLAIN, c)
     return text.split(" (")[0]
 
 

@@ -29,6 +29,10 @@ def num(f: Figure | None) -> str:
         text = f"p={v:.2g}"
     elif f.unit == "perplexity":
         text = f"{v:.3f}"
+    elif f.unit == "joules":
+        text = f"{v:.4g} J"
+    elif f.unit == "watts":
+        text = f"{v:.0f} W"
     else:
         text = f"{v:.3f}"
     return text + (" [projected]" if f.clock == "projected" else "")
