@@ -46,11 +46,11 @@ def group_label(name: str, members: Sequence[str]) -> str:
     out = parts[0]
     for i, tail in enumerate(parts[1:]):
         values = sorted({int(g[i]) for g in found})
-        out += (str(values[0]) if len(values) == 1 else f"[{_ranges(values)}]") + tail
+        out += (str(values[0]) if len(values) == 1 else f"[{index_ranges(values)}]") + tail
     return out
 
 
-def _ranges(values: list[int]) -> str:
+def index_ranges(values: list[int]) -> str:
     """``[0, 1, 2, 3, 7]`` -> ``0-3,7``."""
     spans: list[list[int]] = []
     for v in values:

@@ -388,15 +388,12 @@ def reduce_workloads(
         causes.append(Cause(finding=other, kept=_ddmin_changes(prober, "causes", good, bad, changes, stage, other)))
 
     unshrunk = (good, apply_changes(good, bad, [change.key for change in kept]))
-    shrunk = _shrink_graph(prober, *unshrunk, stage, kind)
-    chosen, confirmation, confirmed = _confirm(prober, [shrunk, unshrunk], stage, kind, probe_repeats)
-    base, repro = (shrunk, unshrunk)[chosen]
+    chosen, confirmation, confirmed = _confirm(prober, pairs := [_shrink_graph(prober, *unshrunk, stage, kind), unshrunk], stage, kind, probe_repeats)
+    base, repro = pairs[chosen]
     targets, targets_ms = _cause_set(initial, stage, kind)
     order = {lo.name: i for i, lo in enumerate(prober.static_run(bad, bad_dir).lower.layers)}  # the bad graph's order
     targets.sort(key=lambda name: order.get(name, len(order)))
-    stands = f"; it stands for all {len(targets)} layers sharing that cause: {', '.join(targets)}" if targets else ""
-    repro = repro.model_copy(update={"name": f"{bad.name}-repro", "description": f"Reproducer of {target} reduced from {good.name} -> {bad.name}{stands}"})
-    base = base.model_copy(update={"name": f"{good.name}-repro-base", "description": f"Baseline for {repro.name}"})
+    base, repro = _named(base, repro, good.name, bad.name, target, targets)
     base_path = repro_path.with_name(f"{repro_path.stem}.base{repro_path.suffix or '.yaml'}")
     command = f"sparsedebug bisect {base_path} {repro_path}"
     layers_after = graph_source(repro, bad_dir).layer_count()
@@ -407,10 +404,16 @@ def reduce_workloads(
         probe_count=len(prober.log), replays=prober.replays, static_probes=prober.static, flaky_probes=prober.flaky,
         probes=prober.log, confirmation=confirmation, command=command if confirmed else None, outcome="reduced",
         probe_repeats=probe_repeats, graph_source=None if graph_source(bad).shrinkable else graph_source(bad).label,
-        full_graph=confirmed and chosen > 0, max_probes=max_probes, stopped_at_limit=prober.exhausted,
-        targets=targets, targets_ms=targets_ms,
-    )
+        full_graph=confirmed and chosen > 0, max_probes=max_probes, stopped_at_limit=prober.exhausted, targets=targets, targets_ms=targets_ms)
     return Reduction(record, base if confirmed else None, repro if confirmed else None)
+
+
+def _named(base: Workload, repro: Workload, good: str, bad: str, target: str, targets: list[str]) -> tuple[Workload, Workload]:
+    """The reproducer and its baseline named after the pair they were reduced from, the reproducer saying the layer set it stands for."""
+    stands = f"; it stands for all {len(targets)} layers sharing that cause: {', '.join(targets)}" if targets else ""
+    repro = repro.model_copy(update={"name": f"{bad}-repro", "description": f"Reproducer of {target} reduced from {good} -> {bad}{stands}"})
+    base = base.model_copy(update={"name": f"{good}-repro-base", "description": f"Baseline for {repro.name}"})
+    return base, repro
 
 
 def _confirm(

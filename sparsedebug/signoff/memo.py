@@ -218,7 +218,7 @@ def _first_stage(b: LoadedBundle) -> Claim:
         reasons = sorted({f.reason for f in regress if f.kind == kind and f.reason})
         if reasons:
             terms[f"reasons.{kind}"] = ",".join(reasons)
-        of_kind = list(dict.fromkeys(f.layer for f in regress if f.kind == kind))
+        of_kind = list(dict.fromkeys(m for f in regress if f.kind == kind for m in (f.members or [f.layer])))  # pooled: each member
         terms[f"layers.{kind}"] = "|".join(layer_set(of_kind))
         figures.append(_fig("kind_layers", len(of_kind), "count", FILES["bisect"], f"stages[{bis.first_stage}].layers ({kind})", role=kind))
     covered = bis.accounted_share is not None and bis.accounted_share >= EXPLAINS_MIN_SHARE

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 
 from sparsedebug.records.decision import DecisionOutcome
+from sparsedebug.records.findings import index_ranges
 from sparsedebug.records.gate import GateCheck
 from sparsedebug.records.memo import Claim, Figure, ResultColumn, ResultRow, ResultRowId
 from sparsedebug.records.playbook import Playbook
@@ -175,23 +176,9 @@ BLOCK_NUMBER = re.compile(r"(?<=\.)\d+(?=\.|$)|(?<=#)\d+")
 """A layer's block number: a numeric part of a dotted name (``layers.3.mlp``), or a call ordinal (``linear#3 [...]``)."""
 
 
-def _ranges(numbers: list[int]) -> str:
-    """``0-3,5`` for 0, 1, 2, 3, 5."""
-    out: list[str] = []
-    start = prev = numbers[0]
-    for n in [*numbers[1:], None]:
-        if n is not None and n == prev + 1:
-            prev = n
-            continue
-        out.append(str(start) if start == prev else f"{start}-{prev}")
-        if n is not None:
-            start = prev = n
-    return ",".join(out)
-
-
 def layer_set(names: list[str]) -> list[str]:
     """A set of layers written once: layers that differ only in their block number as one pattern with the blocks,
-    ``encoder.layer.{0-3,5}.output.dense`` (one block: the name itself), in the order first named."""
+    ``encoder.layer.[0-3,5].output.dense`` (as ``records.findings.group_label`` writes a pooled group) (one block: the name itself), in the order first named."""
     groups: dict[str, list[int]] = {}
     single: dict[str, str] = {}
     for name in names:
@@ -210,7 +197,7 @@ def layer_set(names: list[str]) -> list[str]:
         elif len(uniq) == 1:
             out.append(key.replace("{}", str(uniq[0])))
         else:
-            out.append(key.replace("{}", "{" + _ranges(uniq) + "}"))
+            out.append(key.replace("{}", "[" + index_ranges(uniq) + "]"))
     return out
 
 

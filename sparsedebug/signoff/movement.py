@@ -116,6 +116,26 @@ def _projected_direction(before: float, expected_after: float | None, factor: fl
     return "slower" if ratio >= factor else ("faster" if ratio <= 1.0 / factor else "same")
 
 
+def _evidence_movements(cand: RunRecord, fixed: RunRecord) -> list[Movement]:
+    """Candidate versus fixed on the metrics besides latency that both runs carry: error, fallbacks, metadata, quality."""
+    moves: list[Movement] = []
+    c_err, f_err = _max_rel_err(cand), _max_rel_err(fixed)
+    if c_err is not None and f_err is not None and c_err > 0:
+        moves.append(Movement(metric="worst layer rel err vs fp64", unit="", before=c_err, after=f_err, better="lower"))
+    c_fb, f_fb = fallback_summary(cand), fallback_summary(fixed)
+    if c_fb.rate is not None and f_fb.rate is not None:
+        moves.append(Movement(metric="fallback rate", unit="", before=c_fb.rate, after=f_fb.rate, better="lower"))
+    c_md, f_md = _metadata_ratio(cand), _metadata_ratio(fixed)
+    if c_md is not None and f_md is not None:
+        moves.append(Movement(metric="metadata / value bytes", unit="", before=c_md, after=f_md, better="lower"))
+    if cand.outcome.quality is not None and fixed.outcome.quality is not None:
+        moves.append(
+            Movement(metric="output cosine vs dense", unit="", before=cand.outcome.quality.cosine,
+                     after=fixed.outcome.quality.cosine, better="higher")
+        )
+    return moves
+
+
 def measure_movement(
     base: RunRecord,
     cand: RunRecord,
@@ -174,15 +194,7 @@ def measure_movement(
         moves[p50_index] = moves[p50_index].model_copy(update={"direction": None if direction == "inconclusive" else direction})
         moved = None if direction == "inconclusive" else direction == "faster"
         target = "latency p50"
-    c_err, f_err = _max_rel_err(cand), _max_rel_err(fixed)
-    if c_err is not None and f_err is not None and c_err > 0:
-        moves.append(Movement(metric="worst layer rel err vs fp64", unit="", before=c_err, after=f_err, better="lower"))
-    c_fb, f_fb = fallback_summary(cand), fallback_summary(fixed)
-    if c_fb.rate is not None and f_fb.rate is not None:
-        moves.append(Movement(metric="fallback rate", unit="", before=c_fb.rate, after=f_fb.rate, better="lower"))
-    c_md, f_md = _metadata_ratio(cand), _metadata_ratio(fixed)
-    if c_md is not None and f_md is not None:
-        moves.append(Movement(metric="metadata / value bytes", unit="", before=c_md, after=f_md, better="lower"))
+    moves += _evidence_movements(cand, fixed)
     metric = fix.metric if fix is not None else ""
     own = {"rel_err": "worst layer rel err vs fp64", "metadata": "metadata / value bytes", "fallback": "fallback rate"}
     for key, label in own.items():
@@ -191,9 +203,4 @@ def measure_movement(
             # The fix targets a non-latency metric: it moved when that metric improved.
             moved = (match[0].after < match[0].before) if match else None
             target = label if match else None
-    if cand.outcome.quality is not None and fixed.outcome.quality is not None:
-        moves.append(
-            Movement(metric="output cosine vs dense", unit="", before=cand.outcome.quality.cosine,
-                     after=fixed.outcome.quality.cosine, better="higher")
-        )
     return moves, verdict, moved, target

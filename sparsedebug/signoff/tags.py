@@ -11,6 +11,7 @@ from sparsedebug.records.memo import Claim
 from sparsedebug.records.run import RunRecord
 from sparsedebug.signoff.metrics import run_clock
 from sparsedebug.sources.bundle import LoadedBundle
+from sparsedebug.sources.registry import input_kinds
 
 
 def run_tags(run: RunRecord) -> dict[str, str]:
@@ -19,6 +20,9 @@ def run_tags(run: RunRecord) -> dict[str, str]:
     its device record; only the tags the artifact holds. ``clock``: where its latencies were timed (``measured``: a
     replay on the analysing machine itself)."""
     tags: dict[str, str] = {"source": run.source.kind, "clock": run_clock(run)}
+    what = next((k.what for k in input_kinds() if k.source == run.source.kind), None)
+    if what:  # the input registry's words for the artifact, without its file-format detail
+        tags["source_what"] = what.split(" (")[0]
     rt, rf = run.source.runtime, run.fingerprint
     device = (rt.device if rt is not None else None) or (", ".join(g.name for g in rf.gpus) if rf is not None and rf.gpus else None) \
         or (run.device.name if run.device is not None else None)
@@ -42,17 +46,26 @@ def run_tags(run: RunRecord) -> dict[str, str]:
     return tags
 
 
+LIKE_MAX_DIFFERENCES = 2
+"""A run whose tags differ from the run before it in at most this many is stated as that run but those tags."""
+
+
 def build_tags_claim(b: LoadedBundle) -> Claim:
     """Each run's tags from its own artifact (``run.<role>.<tag>``, judged run first; a run whose tags equal the one
-    before it says so), and the analysing machine's as such (``machine.<tag>``): never one machine's tags as another's."""
+    before it says so, one differing in a tag or two states only those: ``run.<role>.like``), and the analysing machine's as such (``machine.<tag>``): never one machine's tags as another's."""
     terms: dict[str, str] = {}
     roles: list[str] = []
     previous: dict[str, str] | None = None
     for role, run in reversed([(r, run) for r, run in (("baseline", b.baseline), ("candidate", b.candidate), ("fixed", b.fixed)) if run is not None]):
         tags = run_tags(run)
         roles.append(role)
+        differ = {k: v for k, v in tags.items() if previous is not None and previous.get(k) != v}
         if tags == previous:
             terms[f"run.{role}.same_as"] = roles[-2]
+        elif previous is not None and previous.keys() == tags.keys() and len(differ) <= LIKE_MAX_DIFFERENCES \
+                and not differ.keys() & {"source", "source_what", "clock"}:
+            terms[f"run.{role}.like"] = roles[-2]  # the run before it but for a tag or two: only those are stated
+            terms.update({".".join(("run", role, k)): v for k, v in differ.items()})
         else:
             terms.update({".".join(("run", role, k)): v for k, v in tags.items()})
         previous = tags

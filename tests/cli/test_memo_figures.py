@@ -37,7 +37,11 @@ def _generated(tmp_path: Path, iterations: int, layers: int) -> tuple[Path, Path
 
 
 def _line(text: str, field: str) -> str:
-    return next(x for x in text.splitlines() if x.startswith(f"- **{field}**"))
+    """A memo field: its line and the lines nested under it."""
+    lines = text.splitlines()
+    start = next(i for i, x in enumerate(lines) if x.startswith(f"- **{field}**"))
+    end = next((i for i in range(start + 1, len(lines)) if not lines[i].startswith("  ")), len(lines))
+    return "\n".join(lines[start:end])
 
 
 def _check(memo_md: str, report_md: str, memo: Memo, run: dict[str, object]) -> None:
@@ -56,7 +60,7 @@ def _check(memo_md: str, report_md: str, memo: Memo, run: dict[str, object]) -> 
         assert "latency ratio" not in stage
         assert re.search(r"largest layer effect: per-call time ratio [\d.]+ on `[^`]+`", stage)
     # 3. one count per set of layers: the memo's count of the first stage's layers is the report's
-    counted = re.search(r"\((\d+) layers in all\)", stage)
+    counted = re.search(r"\((\d+) layers in all\)", stage) or re.search(r" on (\d+) layers?(?::|$)", stage, re.M)
     waits_before = re.search(r"the device waits before (\d+) layer\(s\)", report_md)
     if counted is not None and waits_before is not None:
         assert counted.group(1) == waits_before.group(1)
@@ -65,10 +69,12 @@ def _check(memo_md: str, report_md: str, memo: Memo, run: dict[str, object]) -> 
     # 5. each run's tags from its own trace; the analysing machine's labelled as such, never the run's
     tags = _line(memo_md, "Build and runtime tags")
     run_part, machine_part = tags.split("analysing machine (not the runs')")
-    assert "candidate run (from its torch_trace): device `NVIDIA H200`" in run_part and "CUDA runtime" in run_part
+    assert re.search(r"candidate (and baseline )?runs? \(tags from a PyTorch trace\): device `NVIDIA H200`", run_part)
+    assert "CUDA runtime" in run_part
     assert "python" not in run_part and "gpu `none`" not in run_part and "python `CPython" in machine_part
     # 6. no repeated item
-    missing = re.findall(r"`(\w+)`", _line(memo_md, "Missing evidence").split(": what to capture")[0])
+    named = re.search(r"no direct evidence for (.+?) in these inputs", _line(memo_md, "Missing evidence"))
+    missing = re.split(r", | and ", named.group(1)) if named else []
     assert missing and len(missing) == len(set(missing))
     # no claim withheld on an honest pair
     assert [c.withheld for c in memo.claims() if c.withheld] == []
@@ -78,7 +84,7 @@ def test_the_shared_eager_pair_states_what_each_figure_measures(tmp_path: Path) 
     memo_md, report_md, memo, run = _walk(H200 / "trace_dense_T2048.json.gz", H200 / "trace_sparse_mlp_T2048.json.gz", tmp_path / "b")
     _check(memo_md, report_md, memo, run)
     stage = _line(memo_md, "First failing layer or stage")
-    assert "`layers.[0-3].mlp.gate_proj`" in stage and "(16 layers in all)" in stage
+    assert "`layers.[0-3].mlp.gate_proj`" in stage and re.search(r" on 16 layers:", stage)
     assert "the device waits on the host 6.902 ms per iteration" in memo_md
 
 

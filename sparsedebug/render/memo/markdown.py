@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from sparsedebug.records.memo import Memo
 from sparsedebug.render.memo import action as act
+from sparsedebug.render.memo import hypothesis as hyp
 from sparsedebug.render.memo import phrases as p
 from sparsedebug.render.memo import results
 from sparsedebug.render.memo.formats import MemoFormat, register
+from sparsedebug.render.memo.tags import build_tags_parts
 
 MAX_REASONS = 3
 """The page's banner (``render.html``) shows at most this many reasons; memo.md and the terminal state every one."""
@@ -40,7 +42,8 @@ class MarkdownMemo(MemoFormat):
         out += [*rows, ""] if rows else []
         out += [*reason_lines(memo, st), ""]
         out += [*(f"- {p.headline(f)}" for f in memo.headline), ""] if memo.headline else []
-        legend = p.clock_legend(memo.clocks)
+        # the results table gives each run's clock; the legend is left for what the table cannot say (a projection)
+        legend = p.clock_legend(memo.clocks) if not rows or any(c.clock == "projected" for c in memo.clocks) else ""
         if legend:
             out += [legend, ""]
         s, h, a, g = memo.symptom, memo.hypothesis, memo.action, memo.signoff
@@ -51,16 +54,17 @@ class MarkdownMemo(MemoFormat):
                     *(([f"- **Sparse kernels used**: {p.sparse_kernels_parts(st, used)[0]}"]
                        + _sub(p.sparse_kernels_parts(st, used)[1:])) if used is not None else []),
                     f"- **Workload or traffic slice**: {p.slice_(st, s.slice)}",
-                    f"- **First failing layer or stage**: {p.first_stage(st, s.first_stage)}",
+                    f"- **First failing layer or stage**: {p.first_stage(st, s.first_stage, effect_here=False)}",
+                    *_sub([e[0].upper() + e[1:] for e in (p.first_stage_effect(st, s.first_stage),) if e and not s.first_stage.withheld]),
                     *_sub(p.first_stage_layers(st, s.first_stage)),
-                    f"- **Build and runtime tags**: {p.build_tags(st, s.build_tags)}", ""]
+                    "- **Build and runtime tags**:", *(f"  - {part}" for part in build_tags_parts(st, s.build_tags)), ""]
         if h is not None:
             out += ["## 2. Mechanism hypothesis", "",
-                    f"- **Primary mechanism**: {p.primary_mechanism(st, h.primary, settle_here=False)}",
-                    *_sub(p.primary_settle(h.primary)),
-                    *(["- **Competing hypotheses**:", *(f"  - {part}" for part in p.competing_parts(st, h.competing))]
+                    f"- **Primary mechanism**: {hyp.primary_mechanism(st, h.primary, settle_here=False)}",
+                    *_sub(hyp.primary_settle(h.primary)),
+                    *(["- **Competing hypotheses**:", *(f"  - {part}" for part in hyp.competing_parts(st, h.competing))]
                       if h.competing else ["- **Competing hypotheses**: none."]),
-                    f"- **Missing evidence**: {p.missing(st, h.missing, memo.detail.get('mechanism', ''))}", ""]
+                    f"- **Missing evidence**: {hyp.missing(st, h.missing, memo.detail.get('mechanism', ''))}", ""]
         if a is not None:
             out += ["## 3. Proposed action", "",
                     f"- **Smallest reversible change**: {act.change(st, a.change)}",

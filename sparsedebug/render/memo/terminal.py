@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from sparsedebug.records.memo import Claim, Memo
 from sparsedebug.render.memo import action
+from sparsedebug.render.memo import hypothesis as hyp
 from sparsedebug.render.memo import phrases as p
 from sparsedebug.render.memo.formats import MemoFormat, register
 from sparsedebug.render.memo.markdown import reason_lines
@@ -37,17 +38,17 @@ def _locate(c: Claim) -> str:
 
 def _classify(c: Claim) -> str:
     if c.withheld:
-        return p.primary_mechanism(p.PLAIN, c)
+        return hyp.primary_mechanism(p.PLAIN, c)
     if c.code in ("established", "not_established") and c.terms.get("ranked_by") == "attribution":
         change = c.figure("change_ms")
         of = f" of the {p.num(change)} change" if change is not None else ""
         head = "" if c.code == "established" else "not established: leading "
         ms, share = c.figure("carried_ms"), c.figure("carried_share")
         if ms is not None and share is not None and round(ms.value, 3) > 0:
-            if p.over_explains(c) is not None:  # one line: the memo names what pulls the other way
+            if hyp.over_explains(c) is not None:  # one line: the memo names what pulls the other way
                 return f"{head}{c.terms.get('mechanism', '')} carries {p.num(ms)} ({p.num(share)}, more than the whole change){of}"
             return f"{head}{c.terms.get('mechanism', '')} carries {p.num(ms)} ({p.num(share)}){of}"
-    return p.primary_mechanism(p.PLAIN, c)
+    return hyp.primary_mechanism(p.PLAIN, c)
 
 
 def _change(c: Claim) -> str:
