@@ -87,14 +87,18 @@ def _calls() -> list[tuple[str, dict[str, object]]]:
     for n in (384, 1536):
         x = rng.normal(size=(2 * n, n)) @ (np.eye(n) + 0.1 * rng.normal(size=(n, n)))
         grams[n] = x.T @ x
-    return [
+    calls: list[tuple[str, dict[str, object]]] = [
         ("spearman, 300 samples with ties", {"old": lambda: stats.spearmanr(order, series), "new": lambda: spearman(order, series)}),
         ("nnls, 106 x 2 (per-decade error)", {"old": lambda: scipy_nnls(a, b), "new": lambda: nnls(a, b)}),
         ("roofline fit, 20 points (LM)", {"old": lambda: least_squares(residual, start, method="lm"),
                                           "new": lambda: levenberg_marquardt(residual, start)}),
-        *[(f"SparseGPT factor, {n} inputs", {"old": lambda g=g: scipy_factor(g), "new": lambda g=g: _inverse_hessian_factor(g, 0.01)})
-          for n, g in grams.items()],
     ]
+    factors: list[tuple[str, dict[str, object]]] = [
+        (f"SparseGPT factor, {n} inputs",
+         {"old": lambda g=g: scipy_factor(g), "new": lambda g=g: _inverse_hessian_factor(g, 0.01)})
+        for n, g in grams.items()
+    ]
+    return calls + factors
 
 
 def main() -> None:
