@@ -83,7 +83,7 @@ def gate(
     from sparsedebug.core.io import atomic_write_text, check_output
     from sparsedebug.locate.comparable import require_comparable
     from sparsedebug.render.junit import junit_xml
-    from sparsedebug.render.memo.formats import render
+    from sparsedebug.render.memo.formats import render_verified
     from sparsedebug.signoff.gate import evaluate, load_policy
     from sparsedebug.signoff.memo import gate_memo
     from sparsedebug.sources.detect import describe_input, load_pair
@@ -104,7 +104,7 @@ def gate(
     if junit is not None:
         atomic_write_text(junit, junit_xml(doc))
     if summary is not None:
-        atomic_write_text(summary, render(doc, "github"))
+        atomic_write_text(summary, render_verified(doc, "github", str(summary)))
     if json_out:
         emit_json(result if ranks is None else {"ranks": ranks, "gate": result})
     else:

@@ -210,14 +210,14 @@ def _report(bundle: LoadedBundle, book: Playbook, *, wide: bool, json_out: bool,
     if json_out:
         emit_json(bundle.manifest)
     else:
-        from sparsedebug.render.memo.formats import render
+        from sparsedebug.render.memo.formats import render_verified
 
         out = console(wide)
         if tables:
             from sparsedebug.render.terminal.bundle import bundle_summary
 
             out.print(bundle_summary(bundle, book))
-        out.print(render(review(bundle), "terminal"), markup=False, highlight=False)
+        out.print(render_verified(review(bundle), "terminal", "the terminal summary"), markup=False, highlight=False)
         rendered = [bundle.manifest.files[r] for r in ("memo", "report", "html") if r in bundle.manifest.files]
         records = len(bundle.manifest.files) - len(rendered)
         out.print(f"wrote {bundle.root}: {', '.join(rendered)} and {records} records (--tables: the full tables)", markup=False, highlight=False)

@@ -192,8 +192,8 @@ def write_rendered(out: BundleWriter, bundle: LoadedBundle, book: Playbook) -> N
     from sparsedebug.render.document import review
     from sparsedebug.render.html.bundle import render_bundle_html
     from sparsedebug.render.markdown.memo import render_full_report
-    from sparsedebug.render.memo.formats import render
+    from sparsedebug.render.memo.formats import render_verified
 
     out.text("report", render_full_report(bundle, book))
-    out.text("memo", render(review(bundle), "markdown"))
+    out.text("memo", render_verified(review(bundle), "markdown", FILES["memo"]))
     out.text("html", render_bundle_html(bundle, book))

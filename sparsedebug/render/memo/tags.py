@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from sparsedebug.records.memo import Claim
 from sparsedebug.render.memo.guard import Marks, guarded, withheld
+from sparsedebug.render.words.dispatch import listed
 
 RUN_TAG_WORDS = {"device": "device", "capability": "compute capability", "cuda_runtime": "CUDA runtime",
                  "cuda_driver": "driver API", "driver": "GPU driver", "torch": "torch", "launch": "launch", "backend": "backend"}
@@ -34,7 +35,7 @@ def build_tags_parts(st: Marks, c: Claim) -> list[str]:
             groups.append(([role], f"as the {like} run, but {', '.join(tags)}"))
         else:
             groups.append(([role], f"(tags from {t.get(f'run.{role}.source_what', 'its run record')}): {', '.join(tags)}"))
-    parts = [f"{' and '.join(roles)} run{'s' if len(roles) > 1 else ''} {text}" for roles, text in groups]
+    parts = [f"{listed(roles)} run{'s' if len(roles) > 1 else ''} {text}" for roles, text in groups]
     machine = ", ".join(f"{w} {st.code(t[f'machine.{k}'])}" for k, w in MACHINE_TAG_WORDS.items() if f"machine.{k}" in t)
     if machine:
         here = any(t.get(f"run.{role}.clock") == "measured" for role in c.items)

@@ -85,6 +85,8 @@ def _decided(out: Path) -> tuple[str, str | None, str | None, str | None]:
 def _walk(args: tuple[str, ...], out: Path) -> tuple[str, str, Memo]:
     result = invoke(["playbook", "run", *args, "--no-reduce", "-o", str(out)])
     assert result.exit_code == 0, result.stdout + result.stderr
+    verified = invoke(["memo", str(out), "--verify"])  # the product's own check of the bundle as written
+    assert verified.exit_code == 0 and verified.stdout.startswith("verified: memo.md agrees with memo.json"), verified.stdout
     summary = "\n".join(line for line in result.stdout.splitlines() if not line.startswith("wrote "))
     memo = Memo.model_validate_json((out / "memo.json").read_text())
     return (out / "memo.md").read_text(), summary, memo
