@@ -9,7 +9,6 @@ import typer
 
 from sparsedebug.cli.common import JsonOption, emit_json, handle_errors
 
-
 BundleArgument = Annotated[Path, typer.Argument(help="Bundle directory written by `sparsedebug playbook run`.")]
 MemoOutputOption = Annotated[
     Path | None, typer.Option("--output", "-o", help="Write the memo here (atomic) instead of printing it.")

@@ -12,8 +12,10 @@ from typing import Literal
 from sparsedebug.records.run import ScheduleStage
 
 # What a figure is taken over: one forward, one iteration of the run (a forward and the host time around it), a sum
-# over the run's iterations, one layer, one call of a layer (or of a pooled group of layers).
-Basis = Literal["per_forward", "per_iteration", "summed", "per_layer", "per_call"]
+# over the run's iterations, one layer, one call of a layer (or of a pooled group of layers), or the rounds of two
+# runs replayed in one interleaved session, paired (a ratio estimated round against round: the median of the paired
+# ratios, free of the drift both sides saw; not one run's p50 over the other's).
+Basis = Literal["per_forward", "per_iteration", "summed", "per_layer", "per_call", "paired_rounds"]
 
 
 def per_iteration(schedule: ScheduleStage, summed_ms: float | None) -> float | None:

@@ -33,7 +33,7 @@ from sparsedebug.records.run import RunRecord
 from sparsedebug.signoff.decide import stored_decision
 from sparsedebug.signoff.invariants import enforce
 from sparsedebug.signoff.memo_engine import fig as _fig
-from sparsedebug.signoff.memo_engine import sparse_kernels_claim
+from sparsedebug.signoff.memo_engine import limit_field, model_label, sparse_kernels_claim
 from sparsedebug.signoff.memo_results import (
     CHECK_ORDER,
     blockers,
@@ -46,7 +46,7 @@ from sparsedebug.signoff.memo_results import (
     undecided_why,
     with_fallback_layers,
 )
-from sparsedebug.signoff.metrics import fallback_summary, p50_speedup, run_clock
+from sparsedebug.signoff.metrics import SPEEDUP_FIELD, fallback_summary, p50_speedup, run_clock, speedup_basis
 from sparsedebug.signoff.report import build_report
 from sparsedebug.signoff.tags import build_tags_claim
 from sparsedebug.sources.bundle import FILES, LoadedBundle
@@ -83,8 +83,8 @@ def _speedup(b: LoadedBundle, role: str) -> Figure | None:
     value = p50_speedup(b.baseline, run)
     if value is None:
         return None
-    return _fig("speedup_p50", value, "x", FILES[role], "baseline p50 / run p50 (outcome.latency_samples_ms)",
-                role=role, clock=run_clock(run))
+    basis = speedup_basis(b.baseline, run)
+    return _fig("speedup_p50", value, "x", FILES[role], SPEEDUP_FIELD[basis], role=role, clock=run_clock(run), basis=basis)
 
 
 # A gate figure's limit, as the memo names it (the policy's threshold the check held the figure to).
@@ -123,7 +123,7 @@ def check_figures(check: GateCheck, run: RunRecord, role: str) -> list[Figure]:
         out.append(_fig("perplexity", q.perplexity, "perplexity", record, "outcome.quality.perplexity", role=role))
     for f in check.figures:
         if f.limit is not None and f.direction is not None:
-            out.append(_fig(LIMIT_QUANTITY[f.quantity], f.limit, f.unit, "gate policy", f"{check.id}: {f.quantity} limit"))
+            out.append(_fig(LIMIT_QUANTITY[f.quantity], f.limit, f.unit, "gate policy", limit_field(check.id, f.quantity)))
     return out
 
 
@@ -175,7 +175,7 @@ def _symptom(b: LoadedBundle) -> Symptom:
               _fig("cosine", q.cosine, "cosine", FILES["candidate"], "outcome.quality.cosine", role="candidate")]
         if q.dense_perplexity is not None:
             qf.append(_fig("perplexity", q.dense_perplexity, "perplexity", FILES["candidate"], "outcome.quality.dense_perplexity", role="dense"))
-        metric.append(Claim(kind="quality", figures=qf, terms={"model": q.evidence.model if q.evidence else ""}))
+        metric.append(Claim(kind="quality", figures=qf, terms={"model": model_label(q.evidence.model) if q.evidence else ""}))
     else:
         metric.append(Claim(kind="quality", code="not_measured"))
     slice_terms = {"run": cand.name, "backend": cand.lower.backend, "source": cand.source.kind}
@@ -183,7 +183,7 @@ def _symptom(b: LoadedBundle) -> Symptom:
     if what is not None:
         slice_terms["source_what"] = what.split(" (")[0]
     if q is not None and q.evidence is not None:
-        slice_terms["model"] = q.evidence.model
+        slice_terms["model"] = model_label(q.evidence.model)
     if cand.workload is not None and cand.workload.seed is not None:
         slice_terms["seed"] = str(cand.workload.seed)
     slice_figs = [_fig("layers", len(cand.graph.layers), "count", FILES["candidate"], "graph.layers", role="candidate")]
@@ -270,6 +270,9 @@ def _hypothesis(b: LoadedBundle) -> Hypothesis:
     delta = ([_fig("change_ms", att.delta_ms, "ms", FILES["classification"], "attribution.delta_ms")] if att is not None else [])
     if att is not None and att.on_trace_clock and att.untraced_delta_ms is not None:  # split on the trace's clock; untraced beside
         delta.append(_fig("untraced_change_ms", att.untraced_delta_ms, "ms", FILES["classification"], "attribution.untraced_delta_ms"))
+    if att is not None and sum(max(m.share or 0.0, 0.0) for m in att.mechanisms) > 1.005 and att.unattributed_ms * att.delta_ms < 0:
+        # the mechanisms' shares add past the whole change: what no mechanism carries moved the other way
+        delta.append(_fig("unattributed_ms", att.unattributed_ms, "ms", FILES["classification"], "attribution.unattributed_ms"))
     ranked = sorted(cls.scores, key=lambda s: s.rank)
     if cls.winner is None and cls.leading is not None:
         primary = Claim(kind="primary_mechanism", code="not_established", figures=_share_figures(cls, cls.leading.value) + delta,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import PurePath
+
 from sparsedebug.records.basis import Basis
 from sparsedebug.records.memo import Claim, Figure, FigureSource, Unit
 from sparsedebug.records.report import Clock
@@ -14,6 +16,16 @@ def fig(quantity: str, value: float, unit: Unit, record: str, field: str, *, rol
     """A memo figure with its provenance (the one constructor signoff.memo and this module share)."""
     return Figure(quantity=quantity, role=role, value=value, unit=unit, clock=clock, basis=basis,
                   source=FigureSource(record=record, field=field, layer=layer))
+
+
+def model_label(model: str) -> str:
+    """A model as the memo names it: a registered name as is, a local folder by its own name (no local directories)."""
+    return PurePath(model).name if "/" in model else model
+
+
+def limit_field(check_id: str, quantity: str) -> str:
+    """Where a gate check's limit figure comes from: ``checks[ID].QUANTITY.limit`` of the gate policy's verdict."""
+    return f"checks[{check_id}].{quantity}.limit"
 
 
 def sparse_kernels_claim(b: LoadedBundle) -> Claim | None:

@@ -18,8 +18,8 @@ from sparsedebug.records.memo import Claim, Figure, ResultColumn, ResultRow, Res
 from sparsedebug.records.playbook import Playbook
 from sparsedebug.records.report import Report
 from sparsedebug.records.run import RunRecord
-from sparsedebug.signoff.memo_engine import fig
-from sparsedebug.signoff.metrics import fallback_summary, run_clock
+from sparsedebug.signoff.memo_engine import fig, limit_field
+from sparsedebug.signoff.metrics import SPEEDUP_FIELD, fallback_summary, run_clock
 from sparsedebug.sources.bundle import FILES, LoadedBundle
 
 CHECK_ORDER: tuple[str, ...] = ("effective_speedup", "quality_delta", "fallback_rate", "precision_drift", "p99_latency")
@@ -47,7 +47,7 @@ def _limit(check: GateCheck | None, quantity: str, name: str) -> list[Figure]:
     f = next((f for f in check.figures if f.quantity == quantity), None) if check is not None else None
     if f is None or f.limit is None or f.direction is None:
         return []
-    return [fig(name, f.limit, f.unit, "gate policy", f"{check.id}: {quantity} limit")]  # type: ignore[union-attr]
+    return [fig(name, f.limit, f.unit, "gate policy", limit_field(check.id, quantity))]  # type: ignore[union-attr]
 
 
 def undecided_why(check: GateCheck) -> str:
@@ -70,8 +70,8 @@ def _speedup(report: Report, role: str) -> Claim:
         return _cell("speedup", role, "reference", [], None)
     if figs is None or figs.speedup is None:
         return _cell("speedup", role, "not_measured", [], check, capture="latency samples on both sides")
-    sp = fig("speedup_p50", figs.speedup, "x", FILES[role], "baseline p50 / run p50 (outcome.latency_samples_ms)",
-             role=role, clock=figs.clock)
+    basis = figs.speedup_basis or "per_forward"
+    sp = fig("speedup_p50", figs.speedup, "x", FILES[role], SPEEDUP_FIELD[basis], role=role, clock=figs.clock, basis=basis)
     return _cell("speedup", role, "measured", [sp, *_limit(check, "speedup_p50", "speedup_min")], check)
 
 
@@ -129,7 +129,7 @@ def _precision(report: Report, role: str) -> Claim:
     if check is None or check.status not in ("pass", "fail", "inconclusive"):
         return _cell("precision", role, "not_measured", [], check, capture="precision")
     record = FILES.get(role, f"{role}.run.json")
-    figs = [fig(f.quantity, f.value, f.unit, record, f"gate check precision_drift: {f.quantity}", role=role)
+    figs = [fig(f.quantity, f.value, f.unit, record, f"checks[precision_drift].{f.quantity}", role=role)
             for f in check.figures if f.value is not None and f.quantity in ("precision_changes", "worst_err_share")]
     return _cell("precision", role, "measured", figs, check)
 

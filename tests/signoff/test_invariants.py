@@ -103,7 +103,7 @@ def test_a_repeated_item_is_withheld(eager: LoadedBundle) -> None:
     enforce(memo, eager)
     assert [c.withheld for c in memo.hypothesis.missing] == [None] * (len(memo.hypothesis.missing) - 1) + ["no_repeated_item"]
     line = next(x for x in render_memo(memo, "markdown").splitlines() if x.startswith("- **Missing evidence**"))
-    named = line.split("no direct evidence for ", 1)[1].split(" in these inputs", 1)[0]
+    named = line.split("nothing in these inputs confirms ", 1)[1].split(" beyond the timings", 1)[0]
     assert re.split(r", | and ", named).count(first.code) == 1 and "1 more withheld: the check `no_repeated_item`" in line
 
 

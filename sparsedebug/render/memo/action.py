@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from sparsedebug.records.memo import Claim
 from sparsedebug.render.memo.guard import guarded
-from sparsedebug.render.memo.phrases import BASIS_WORDS, Style, layer_names, num
+from sparsedebug.render.memo.phrases import BASIS_WORDS, Style, layer_names, listed_lines, num
 from sparsedebug.render.words.mechanisms_records import advice_words
 
 KNOB_WORDS = {
@@ -55,7 +55,7 @@ def change_details(st: Style, c: Claim) -> list[str]:
     if "host" in change(st, c) and wait is not None:
         out.append(f"Why: the device waits on the host {num(wait)} {BASIS_WORDS.get(wait.basis or '', 'in all')}")
     if names:
-        out.append(f"Layers: {layer_names(st, names)}")
+        out += listed_lines("Layers", [layer_names(st, [n]) for n in names])
     removes, layers = c.figure("removes_ms"), c.figure("target_layers")
     if removes is not None:
         across = f" across all {num(layers)} layers" if layers is not None and layers.value > 1 else ""

@@ -43,6 +43,9 @@ def primary_settle(c: Claim) -> list[str]:
     ms = c.figure("carried_ms")
     if over is not None and ms is not None and round(ms.value, 3) > 0:
         out.append("That is" + over.removeprefix(","))
+    unattributed = c.figure("unattributed_ms")
+    if over is None and unattributed is not None:
+        out.append(f"The shares add up to more than the whole change: the time no mechanism carries moved the other way ({num(unattributed)})")
     untraced = c.figure("untraced_change_ms")
     if untraced is not None and c.code != "not_classified":
         out.append(f"Shares of the change on the trace's clock (untraced, with the profiler off: {num(untraced)})")
@@ -107,7 +110,7 @@ def competing_parts(st: Style, claims: list[Claim]) -> list[str]:
         elif c.figure("carried_ms") is not None:
             parts.append(f"{mech} {_carries(c)}")
         elif c.code == "supported":
-            parts.append(f"{mech}: its signature is present but carries none of the change")
+            parts.append(f"{mech}: its signature is present but carries none of the latency change")
         else:
             none.setdefault(status, []).append(mech)
     return parts + [f"{listed(mechs)} {'carries' if len(mechs) == 1 else 'carry'} none ({status})" for status, mechs in none.items()]
@@ -121,4 +124,4 @@ def missing(st: Style, claims: list[Claim], anchor: str) -> str:
     link = f"[report]({anchor})" if st.markdown else anchor
     held = [c for c in claims if c.withheld]
     more = "".join(f" ({len(held)} more {withheld(st, held[0]).rstrip('.')})" for _ in held[:1])
-    return f"no direct evidence for {names} in these inputs; the {link} lists the capture for each{more}."
+    return f"nothing in these inputs confirms {names} beyond the timings (captures in the {link}){more}."

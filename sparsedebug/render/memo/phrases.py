@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from sparsedebug.core.kernel_names import short_kernel_name
 from sparsedebug.records.memo import Claim, ClockLegend
 from sparsedebug.render.memo.guard import guarded
 from sparsedebug.render.memo.guard import withheld as withheld
@@ -18,6 +19,10 @@ from sparsedebug.render.words.figures import HEADLINE_WORDS as HEADLINE_WORDS
 from sparsedebug.render.words.figures import SIGNED as SIGNED
 from sparsedebug.render.words.figures import headline as headline
 from sparsedebug.render.words.figures import num as num
+from sparsedebug.render.words.figures import speedup_basis_words
+
+NAME_MAX = 100
+"""The longest name the memo prints whole; a longer one (a kernel's C++ signature) is shortened."""
 
 
 @dataclass(frozen=True)
@@ -27,7 +32,10 @@ class Style:
     markdown: bool
 
     def code(self, text: str) -> str:
-        """A name or code."""
+        """A name or code; a kernel's full C++ signature (a layer of a trace without annotations) in its short form,
+        so one name never runs past the memo's line limit (``core.kernel_names.short_kernel_name``)."""
+        if len(text) > NAME_MAX:
+            text = short_kernel_name(text, NAME_MAX)
         return f"`{text}`" if self.markdown else text
 
     def bold(self, text: str) -> str:
@@ -242,7 +250,8 @@ def speedup_parts(st: Style, c: Claim) -> list[str]:
     b, k = c.figure("latency_p50_ms", "baseline"), c.figure("latency_p50_ms", "candidate")
     if sp is None:
         return ["speedup over the baseline not measured (no latency samples on a side)"]
-    out = [f"speedup {num(sp)} over the baseline (p50 {num(b)} baseline, {num(k)} candidate)"]
+    paired = f"{speedup_basis_words(sp)}; " if sp.basis == "paired_rounds" else ""
+    out = [f"speedup {num(sp)} over the baseline ({paired}p50 {num(b)} baseline, {num(k)} candidate)"]
     share = c.figure("traced_host_wait_share")
     if c.code == "rests_on_traced" and share is not None:
         out.append(f"it rests on traced latency, which holds the profiler's own cost (the host idles {num(share)} of the span); "
@@ -378,10 +387,13 @@ def first_stage(st: Style, c: Claim, effect_here: bool = True) -> str:
     if effect:
         text += f"; {effect}"
     share = c.figure("accounted_share")
-    if share is not None and share.value > 0:
+    if share is not None and round(share.value, 2) > 1:  # past the whole change: the rest of the forward moved back
+        text += f"; its layers grew more than the whole latency change ({num(share)}; the rest got faster)"
+    elif share is not None and share.value > 0:
         text += f"; its layers carry {num(share)} of the latency change"
     if c.terms.get("explains"):
-        text += f", which explains the downstream {', '.join(c.terms['explains'].split(','))} change"
+        stages = c.terms["explains"].split(",")
+        text += f", which explains the {listed(stages)} stage{'s' if len(stages) > 1 else ''} downstream"
     return text + "."
 
 

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from sparsedebug.records.memo import Claim, Memo, ResultColumn
 from sparsedebug.render.memo.phrases import Style, num
+from sparsedebug.render.words.figures import speedup_basis_words
 
 ROW_WORDS: dict[str, str] = {
-    "speedup": "speedup vs baseline (p50)", "latency": "latency p50 / p95 / p99",
+    "speedup": "speedup vs baseline", "latency": "latency p50 / p95 / p99",
     "quality": "quality vs dense at equal latency budget", "fallback": "meant-sparse layers running dense",
     "precision": "precision check (kernel error, dtype)", "energy": "energy (board power)",
 }
@@ -66,7 +67,8 @@ def cell(st: Style, c: Claim) -> str:
     role = c.terms.get("role")
     row = c.code
     if row == "speedup":
-        return num(c.figure("speedup_p50")) + _status(st, c, _limit(c, "speedup_min", "floor"))
+        sp = c.figure("speedup_p50")
+        return (f"{num(sp)} ({speedup_basis_words(sp)})" if sp is not None else num(sp)) + _status(st, c, _limit(c, "speedup_min", "floor"))
     if row == "latency":
         text = " / ".join(num(c.figure(f"latency_{p}_ms")).removesuffix(" ms") for p in ("p50", "p95")) + \
             f" / {num(c.figure('latency_p99_ms'))}"
@@ -97,7 +99,7 @@ def cell(st: Style, c: Claim) -> str:
         if changes is not None:
             parts.append(f"{num(changes)} layer{'s' if changes.value != 1 else ''} changed dtype or kernel")
         if worst is not None:
-            parts.append(f"worst error {num(worst)} of its tolerance")
+            parts.append(f"worst kernel error {num(worst)} of its tolerance" + (" (within it)" if worst.value <= 1 else ""))
         return _word(st, c) + (f": {', '.join(parts)}" if parts else "")
     if row == "energy":
         per = "per token" if c.terms.get("per") == "joules_per_token" else "per forward"
