@@ -43,6 +43,7 @@ from sparsedebug.signoff.memo_results import (
     owner_terms,
     reasons,
     results,
+    speed_disturbed,
     undecided_why,
     with_fallback_layers,
 )
@@ -207,6 +208,7 @@ def _first_stage(b: LoadedBundle) -> Claim:
     effect_terms: dict[str, str] = {}
     if bis.effect is not None:
         quantity, basis, effect_terms = _effect_kind(bis.effect_metric, labels)
+        basis = speedup_basis(b.baseline, b.candidate) if quantity == "latency_ratio" else basis  # paired when replayed together
         figures.append(_fig(quantity, bis.effect.ratio, "ratio", FILES["bisect"], "effect.ratio", role=bis.first_stage, basis=basis,
                             layer=effect_terms.get("effect_layer")))
         if bis.effect.p_value is not None:
@@ -379,8 +381,9 @@ def _action(b: LoadedBundle, decision: DecisionOutcome, book: Playbook) -> Actio
             figs.append(_fig("change", lat.after / lat.before - 1, "share", FILES["fix"], "movements[latency p50]", role="measured"))
         direction = lat.direction or ("faster" if lat.after < lat.before else ("slower" if lat.after > lat.before else "same"))
         agrees = {True: "yes", False: "no", None: ""}[lat.as_expected]
+        disturbed = {"timings": "unstable"} if speed_disturbed(decision.gates.get("fixed")) else {}
         measured = Claim(kind="measured_movement", code="moved" if fo.moved else ("not_moved" if fo.moved is False else "unjudged"),
-                         figures=figs, terms={"direction": direction, "agrees": agrees})
+                         figures=figs, terms={"direction": direction, "agrees": agrees, **disturbed})
     return Action(change=change, expected=expected, measured=measured, risks=_risks(b, decision))
 
 

@@ -13,7 +13,7 @@ import re
 
 from sparsedebug.records.decision import DecisionOutcome
 from sparsedebug.records.findings import index_ranges
-from sparsedebug.records.gate import GateCheck
+from sparsedebug.records.gate import GateCheck, GateResult
 from sparsedebug.records.memo import Claim, Figure, ResultColumn, ResultRow, ResultRowId
 from sparsedebug.records.playbook import Playbook
 from sparsedebug.records.report import Report
@@ -48,6 +48,12 @@ def _limit(check: GateCheck | None, quantity: str, name: str) -> list[Figure]:
     if f is None or f.limit is None or f.direction is None:
         return []
     return [fig(name, f.limit, f.unit, "gate policy", limit_field(check.id, quantity))]  # type: ignore[union-attr]
+
+
+def speed_disturbed(gate: GateResult | None) -> bool:
+    """Whether ``gate``'s speed check could not decide because other load disturbed the timings."""
+    speed = next((c for c in gate.checks if c.id == "effective_speedup"), None) if gate is not None else None
+    return speed is not None and speed.status == "inconclusive" and undecided_why(speed) == "unstable"
 
 
 def undecided_why(check: GateCheck) -> str:

@@ -105,6 +105,13 @@ def measured(st: Style, c: Claim | None) -> str:
     return f"{text}: {verdict}."
 
 
+def measured_caveats(c: Claim | None) -> list[str]:
+    """What the measured movement rests on that a reader must weigh: the fixed run's timings disturbed by other load."""
+    if c is None or c.terms.get("timings") != "unstable":
+        return []
+    return ["Other load disturbed the fixed run's timings: re-run on a quiet machine to confirm by how much it moved"]
+
+
 THERMAL_WORDS = {"supported": "clocks fell during the run", "not_supported": "no sign of throttling",
                  "unknown": "not evaluable (no clock log)"}
 

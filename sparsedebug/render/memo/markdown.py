@@ -71,6 +71,7 @@ class MarkdownMemo(MemoFormat):
                     *(f"  - {line}" for line in act.change_details(st, a.change)),
                     f"- **Expected movement**: {act.expected(st, a.expected)}",
                     f"- **Measured movement**: {act.measured(st, a.measured)}",
+                    *_sub(act.measured_caveats(a.measured)),
                     "- **Regression risk**:", *(f"  - {act.risk(st, r)}" for r in a.risks), ""]
         if g is not None:
             out += ["## 4. Signoff", "",

@@ -165,6 +165,8 @@ REASON_WORDS = {
 
 
 LAUNCH_WORDS = {"eager": "eager", "cuda_graph": "CUDA graph", "compiled": "torch.compile"}
+LAUNCHED_WORDS = {"eager": "eagerly, one launch per kernel", "cuda_graph": "as a CUDA graph", "compiled": "by torch.compile"}
+"""How a run launched its kernels, after "launched"."""
 """How a traced forward was launched (``records.comparability.LaunchMode``), in words."""
 
 
@@ -262,7 +264,8 @@ def speedup_parts(st: Style, c: Claim) -> list[str]:
 @guarded
 def target_speedup(st: Style, c: Claim) -> str:
     """The projected speedup on the target."""
-    return f"{num(c.figure('target_speedup'))} vs dense on the target ({st.code(c.terms.get('launch', ''))})"
+    launch = c.terms.get("launch", "")
+    return f"{num(c.figure('target_speedup'))} vs dense on the target (launched {LAUNCHED_WORDS.get(launch, launch)})"
 
 
 @guarded
@@ -337,7 +340,7 @@ def slice_(st: Style, c: Claim) -> str:
     tokens = c.figure("tokens")
     if tokens is not None:
         parts.append(f"{num(tokens)} tokens per forward")
-    parts.append(f"{num(c.figure('layers'))} layers")
+    parts.append(f"{num(c.figure('layers'))} layers in its graph")
     parts.append(f"backend {st.code(t.get('backend', ''))}")
     if "seed" in t:
         parts.append(f"seed {st.code(t['seed'])}")
@@ -409,7 +412,8 @@ def first_stage_effect(st: Style, c: Claim) -> str | None:
         name = c.terms.get("effect_metric", "")
         return f"effect: {EFFECT_METRIC_WORDS.get(name, st.code(name))}, ratio {num(metric)} per iteration{tested}"
     if latency is not None:
-        return f"latency ratio {num(latency)} per forward{tested}"
+        paired = f", {speedup_basis_words(latency)}" if latency.basis == "paired_rounds" else ""
+        return f"latency ratio {num(latency)} per forward{paired}{tested}"
     return None
 
 
