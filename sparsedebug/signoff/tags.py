@@ -7,6 +7,7 @@ is another machine: its tags are stated apart and labelled, never as a run's.
 
 from __future__ import annotations
 
+from sparsedebug import __version__
 from sparsedebug.records.memo import Claim
 from sparsedebug.records.run import RunRecord
 from sparsedebug.signoff.metrics import run_clock
@@ -71,7 +72,9 @@ def build_tags_claim(b: LoadedBundle) -> Claim:
         previous = tags
     fp = b.fingerprint
     if fp is not None:
-        terms["machine.git"] = (fp.git.revision[:12] + ("+dirty" if fp.git.dirty else "")) if fp.git else "none"
+        terms["machine.sparsedebug"] = __version__
+        if fp.git is not None:  # the git checkout of the folder the walk ran in (the user's project), when there is one
+            terms["machine.git"] = fp.git.revision[:12] + ("+dirty" if fp.git.dirty else "")
         terms["machine.python"] = f"{fp.python.implementation} {fp.python.version}"
         terms["machine.numpy"] = fp.numpy.version
         blas = [f"{lib.internal_api} {lib.version or '?'}" for lib in fp.numpy.blas]

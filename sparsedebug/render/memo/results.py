@@ -86,7 +86,7 @@ def cell(st: Style, c: Claim) -> str:
             if c.terms.get("equal_latency") == "not_matched":
                 text += f"; no narrowed dense got this fast ({num(dense)} at {num(removed)} FFN cut)"
             elif removed is not None and removed.value == 0:
-                text += f" vs the dense model {num(dense)} at no more latency (dense is already as fast)"
+                text += f"; the unpruned dense model ({num(dense)}) already fits that latency"
             else:
                 text += f"; dense at this latency {num(dense)} ({num(removed)} FFN cut)"
             text += ": sparsity wins" if c.terms.get("sparsity_wins") == "yes" else ": dense wins"

@@ -8,7 +8,7 @@ from sparsedebug.render.words.dispatch import listed
 
 RUN_TAG_WORDS = {"device": "device", "capability": "compute capability", "cuda_runtime": "CUDA runtime",
                  "cuda_driver": "driver API", "driver": "GPU driver", "torch": "torch", "launch": "launch", "backend": "backend"}
-MACHINE_TAG_WORDS = {"git": "sparsedebug git", "python": "python", "numpy": "numpy", "blas": "blas", "torch": "torch", "gpu": "gpu"}
+MACHINE_TAG_WORDS = {"sparsedebug": "sparsedebug", "git": "git of the folder it ran in", "python": "python", "numpy": "numpy", "blas": "blas", "torch": "torch", "gpu": "gpu"}
 
 
 @guarded
