@@ -66,6 +66,8 @@ def test_the_default_walk_reads_each_input_once_and_writes_each_file_once(tmp_pa
     assert result.exit_code == 0, result.stderr
     _assert_once(opens, out, [embedded_workload(DEFAULT_BASELINE), embedded_workload(DEFAULT_CANDIDATE)])
     assert "(rendering)" not in (out / "memo.md").read_text()
+    verified = invoke(["memo", str(out), "--verify"])  # the default walk's memo.md agrees with its memo.json
+    assert verified.exit_code == 0, verified.stdout
 
 
 def test_a_trace_walk_wrote_what_its_records_decide_and_render_to(tmp_path: Path) -> None:
