@@ -131,10 +131,13 @@ def check_figures(check: GateCheck, run: RunRecord, role: str) -> list[Figure]:
 def _check_claim(check: GateCheck, run: RunRecord, role: str, book: Playbook | None) -> Claim:
     owner = owner_terms(book, [check.id]).get(f"owner.{check.id}", "") if book is not None else ""
     test = check.test
-    needed = {"needed": str(test.needed)} if test is not None and test.kind == "too_few" and test.needed else {}
-    return Claim(kind="reason", code=check.id, figures=check_figures(check, run, role),
+    figures = check_figures(check, run, role)
+    if test is not None and test.kind == "too_few" and test.needed:
+        figures.append(_fig("samples_needed", float(test.needed), "count", "gate policy",
+                            "significance.min_samples (gate check test.needed)"))
+    return Claim(kind="reason", code=check.id, figures=figures,
                  terms={"status": check.status, "role": role, "on_inconclusive": check.on_inconclusive or "", "owner": owner,
-                        "why": undecided_why(check) if check.status == "inconclusive" else "", **needed})
+                        "why": undecided_why(check) if check.status == "inconclusive" else ""})
 
 
 def _check_claims(result: GateResult, run: RunRecord, role: str, book: Playbook | None = None) -> list[Claim]:

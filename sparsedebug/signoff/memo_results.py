@@ -246,11 +246,8 @@ def reasons(decision: DecisionOutcome, checks: list[Claim], missing_evidence: li
     if decision.code not in (None, "worse_than_baseline") or not failing:
         own = undecided if decision.code == "too_few_samples" else []
         owners = sorted({c.terms["owner"] for c in own if c.terms.get("owner")})
-        counted = next((c for c in own if c.terms.get("needed") and c.figure("speedup_p50_count") is not None), None)
-        figures = [f for f in (counted.figure("speedup_p50_count"),) if f is not None] if counted is not None else []
-        if counted is not None:
-            figures.append(fig("samples_needed", float(counted.terms["needed"]), "count", "gate policy",
-                               "significance.min_samples (gate check test.needed)"))
+        counted = next((c for c in own if c.figure("samples_needed") and c.figure("speedup_p50_count")), None)
+        figures = [f for q in ("speedup_p50_count", "samples_needed") if counted is not None and (f := counted.figure(q))]
         out.append(Claim(kind="reason", code=decision.code or decision.decision, figures=figures,
                          terms={"judged_on": judged_role, "owner": " and the ".join(owners)}))
         undecided = [c for c in undecided if c not in own]

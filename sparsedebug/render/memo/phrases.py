@@ -206,9 +206,9 @@ def _reason(st: Style, c: Claim) -> str:
         return REASON_WORDS[code].format(judged_on=c.terms.get("judged_on", "candidate"))
     name = CHECK_WORDS.get(code, code)
     if status == "inconclusive":
-        needed = c.terms.get("needed")
+        needed = c.figure("samples_needed")
         cause = UNDECIDED_WORDS.get(c.terms.get("why", ""), "on these samples")
-        more = f" (it needs {needed} a side)" if needed else ""
+        more = f" (it needs {num(needed)} a side)" if needed is not None else ""
         return f"The {name} check cannot decide {cause}{more}; the policy counts that as a failure."
     verb = "fails" if status == "fail" else "passes"
     if code == "effective_speedup":
