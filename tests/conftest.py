@@ -6,6 +6,7 @@ import json
 import math
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner, Result
@@ -22,6 +23,14 @@ def invoke(args: Sequence[str]) -> Result:
     """Run the CLI in-process with a pinned console width; stdout and stderr kept apart."""
     runner = CliRunner(env=CLI_ENV)
     return runner.invoke(app, list(args), catch_exceptions=True)
+
+
+def classify_json(cand: str, base: str, *extra: str) -> dict[str, Any]:
+    """``classify CAND --baseline BASE ... --json``, which must succeed, as its parsed payload."""
+    result = invoke(["classify", cand, "--baseline", base, *extra, "--json"])
+    assert result.exit_code == 0, result.stderr
+    payload: dict[str, Any] = json.loads(result.stdout)
+    return payload
 
 
 def assert_clean_error(result: Result, code: int, *needles: str) -> None:
@@ -106,7 +115,8 @@ _REPORTED = [0]
 
 @pytest.fixture(scope="session", autouse=True)
 def _check_claims_of_every_bundle_written() -> object:
-    """Every bundle ``playbook run`` writes in-process is read back and its memo and report checked for claims."""
+    """Every bundle ``playbook run`` writes in-process is read back: its memo and report checked for claims, and memo.md
+    for the limits a lead reads it by (``render.memo.claims.lead_problems``)."""
     from sparsedebug.playbook import run as walk
 
     original = walk.swap_into_place

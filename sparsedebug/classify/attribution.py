@@ -11,6 +11,10 @@ outside every layer. Each part goes to the mechanism its own evidence supports:
   sparse kernel itself, is compute;
 * a layer's changed per-call weight conversion (host work in the gap before its compute, never in its
   kernel samples: ``records.run``), and every added host gap, are scheduling;
+* a layer's change of time in copy kernels (``KernelClass.COPY``: ``.contiguous()``, device-to-device copies) is
+  memory where the copies are a change of their own: a layout op found as its own layer, or a layer whose path is
+  otherwise the same (gaining or losing copies is no path change); copies on a changed path (the casts of an fp32
+  fallback) belong to that path;
 * a layer on an unchanged path that moves more bytes per call than in the baseline is memory;
 * a layer on an unchanged path whose kernel time changed while the clocks dropped inside
   the candidate's own window (a fired thermal rule on windowed evidence) is thermal; one whose kernel time changed
@@ -32,14 +36,23 @@ from collections import defaultdict
 
 from sparsedebug.classify.context import Context
 from sparsedebug.classify.roofline import layer_work
-from sparsedebug.core.dispatch import dispatch_causes
-from sparsedebug.core.patterns import PrecisionChange, declared_sparse, fell_back, path_changed, precision_changes
-from sparsedebug.core.stats import compare_samples, median, min_attainable_p
-from sparsedebug.locate.common import calls_per_iteration, iteration_count
+from sparsedebug.core.dispatch import dispatch_causes, dispatch_changed
+from sparsedebug.core.judgement import judge, judgement_of
+from sparsedebug.core.patterns import (
+    PrecisionChange,
+    declared_sparse,
+    fell_back,
+    kernel_classes,
+    layout_op,
+    path_changed,
+    precision_changes,
+)
+from sparsedebug.core.stats import median
+from sparsedebug.locate.common import calls_per_iteration, iteration_count, ms_per_iteration
 from sparsedebug.locate.walk import rank_layers
 from sparsedebug.records.classification import AttributedPart, Attribution, Evidence, Mechanism, MechanismShare, SettleCapture
 from sparsedebug.records.notes import note
-from sparsedebug.records.run import KernelPath, LowerLayer, RunRecord
+from sparsedebug.records.run import KernelClass, KernelPath, LowerLayer, RunRecord
 
 # A layer moving this many times its baseline bytes per call carries a memory share.
 BYTES_GROWTH = 1.05
@@ -53,6 +66,9 @@ STATE_RULES = (*THERMAL_RULES, "scheduling.oversubscription")
 
 # Parts smaller than this (a nanosecond per iteration: float residue of equal medians) are dropped.
 MIN_PART_MS = 1e-6
+
+# The smallest pull against a share past 100% that is named: what prints as a nonzero ms at three decimals.
+MIN_PULL_MS = 0.0005
 
 GAPS_OUTSIDE_LAYERS = "host gaps outside the layers"
 
@@ -77,6 +93,37 @@ def _conversion_ms(run: RunRecord, lower: LowerLayer | None, name: str) -> float
     return lower.conversion_ms * lower.conversions_per_call * calls_per_iteration(samples, iteration_count(run))
 
 
+def _copy_ms(run: RunRecord, name: str) -> float:
+    """A layer's per-iteration time in copy kernels: its kernel time per iteration times the copy share of its kernels."""
+    kernel = next((k for k in run.kernel.layers if k.name == name), None)
+    if kernel is None or not kernel.samples_ms:
+        return 0.0
+    total = sum(kernel.by_class_ms.values())
+    copy = kernel.by_class_ms.get(KernelClass.COPY.value, 0.0)
+    return ms_per_iteration(kernel.samples_ms, run) * copy / total if total > 0 and copy > 0 else 0.0
+
+
+def _copies_only(before: LowerLayer, after: LowerLayer) -> bool:
+    """The layer's path differs only by copy kernels gained or lost (same path, dominant class and dispatch)."""
+    copy = KernelClass.COPY.value
+    return (before.path == after.path and before.kernel_class == after.kernel_class and not dispatch_changed(before, after)
+            and [c for c in kernel_classes(before) if c != copy] == [c for c in kernel_classes(after) if c != copy])
+
+
+def _copies_apart(name: str, before: LowerLayer | None, after: LowerLayer | None) -> bool:
+    """Whether a layer's copy kernels are a change of their own: a layout op (``.contiguous()`` found as its own layer),
+    or a layer whose path is otherwise the same. Copies on a changed path (the casts of an fp32 fallback) are that path's."""
+    if before is None or after is None:
+        return layout_op(name)
+    return not path_changed(before, after) or _copies_only(before, after)
+
+
+def _copy_part(name: str, ms: float, base_ms: float, cand_ms: float) -> AttributedPart:
+    """A layer's change of time in copy kernels: memory (the bytes copied are the cost)."""
+    return AttributedPart(part=name, kind="kernel", mechanism=Mechanism.MEMORY, ms=ms, rule="memory.copy_time",
+                          evidence=note("mechanisms.part_copies", base_ms=base_ms, cand_ms=cand_ms))
+
+
 def _conversion_part(name: str, ms: float, before: LowerLayer | None, after: LowerLayer | None, timed_ms: float, measured: bool) -> AttributedPart:
     """A layer's changed per-call conversion: host work before its compute, so scheduling (the device waits on it)."""
     b = before.conversions_per_call if before is not None else 0
@@ -94,7 +141,7 @@ def _kernel_part(
         reason = after.reason.value if after.reason is not None else None
         return AttributedPart(part=name, kind="kernel", mechanism=Mechanism.COMPUTE, ms=ms, rule="compute.fallback_time",
                               evidence=note("mechanisms.part_fallback", intended=intent, reason=reason))
-    if before is not None and after is not None and path_changed(before, after):
+    if before is not None and after is not None and path_changed(before, after) and not _copies_only(before, after):
         cause = dispatch_causes(before.dispatch, after.dispatch)
         b = before.dispatch.backend if before.dispatch else None
         a = after.dispatch.backend if after.dispatch else None
@@ -154,8 +201,12 @@ def attribute(ctx: Context, evidence: list[Evidence]) -> Attribution | None:
         before, after = b_lower.get(name), c_lower.get(name)
         conversion = _conversion_ms(cand, after, name) - _conversion_ms(base, before, name)
         converts = (before.conversions_per_call if before else 0) != (after.conversions_per_call if after else 0)
-        if ranked.kernel_ms:
-            parts.append(_kernel_part(name, ranked.kernel_ms, before, after, intent.get(name), base_bytes, cand_bytes,
+        base_copy, cand_copy = _copy_ms(base, name), _copy_ms(cand, name)
+        copies = cand_copy - base_copy if ranked.kernel_ms and _copies_apart(name, before, after) else 0.0
+        if copies:
+            parts.append(_copy_part(name, copies, base_copy, cand_copy))
+        if ranked.kernel_ms - copies:
+            parts.append(_kernel_part(name, ranked.kernel_ms - copies, before, after, intent.get(name), base_bytes, cand_bytes,
                                       precision.get(name), state))
         measured = name in base.schedule.layer_idle_samples_ms and name in cand.schedule.layer_idle_samples_ms
         if converts and not measured and conversion:
@@ -181,6 +232,19 @@ def attribute(ctx: Context, evidence: list[Evidence]) -> Attribution | None:
                                         rule="scheduling.span_vs_busy",
                                         evidence=note("mechanisms.part_gaps_outside", base_ms=b_gap, cand_ms=c_gap)))
     parts = [p for p in parts if abs(p.ms) >= MIN_PART_MS]
+    shares = _mechanism_shares(parts, delta)
+    attributed = sum(p.ms for p in parts if p.mechanism is not None)
+    sign = 1.0 if delta >= 0 else -1.0
+    return Attribution(
+        growth_significant=_growth_significant(_latency(base), _latency(cand)),
+        base_p50_ms=base_p50, cand_p50_ms=cand_p50, delta_ms=delta,
+        parts=sorted(parts, key=lambda p: -sign * round(p.ms, 6)), mechanisms=shares, unattributed_ms=round(delta - attributed, 6),
+        busy_residual_ms=round(busy_residual, 6) if busy_residual is not None else None,
+    )
+
+
+def _mechanism_shares(parts: list[AttributedPart], delta: float) -> list[MechanismShare]:
+    """Each mechanism's sum of its parts, largest in the direction of the change first, with what pulls back a share past 100%."""
     sums: dict[Mechanism, float] = defaultdict(float)
     grew: dict[Mechanism, float] = defaultdict(float)
     shrank: dict[Mechanism, float] = defaultdict(float)
@@ -202,12 +266,20 @@ def attribute(ctx: Context, evidence: list[Evidence]) -> Attribution | None:
     ]
     shares.sort(key=lambda s: (-sign * s.ms, list(Mechanism).index(s.mechanism)))
     attributed = sum(sums.values())
-    return Attribution(
-        growth_significant=_growth_significant(_latency(base), _latency(cand)),
-        base_p50_ms=base_p50, cand_p50_ms=cand_p50, delta_ms=delta,
-        parts=sorted(parts, key=lambda p: -sign * round(p.ms, 6)), mechanisms=shares, unattributed_ms=round(delta - attributed, 6),
-        busy_residual_ms=round(busy_residual, 6) if busy_residual is not None else None,
-    )
+    return [s.model_copy(update={"against": _against(s, shares, delta - attributed, sign)}) if (s.share or 0.0) > 1.0 else s
+            for s in shares]
+
+
+def _against(share: MechanismShare, shares: list[MechanismShare], unattributed: float, sign: float) -> list[str]:
+    """What moves the other way from a share past 100% of the change, largest first: the other mechanisms whose share
+    has the opposite sign, the unattributed rest when it does, and the mechanism's own parts that do."""
+    pulls = [(m.ms, m.mechanism.value) for m in shares if m.mechanism != share.mechanism and sign * m.ms < -MIN_PULL_MS]
+    if sign * unattributed < -MIN_PULL_MS:
+        pulls.append((unattributed, "unattributed"))
+    own = share.negative_ms if sign > 0 else share.positive_ms
+    if sign * own < -MIN_PULL_MS:
+        pulls.append((own, "own parts"))
+    return [name for _, name in sorted(pulls, key=lambda p: sign * p[0])]
 
 
 # Latency must grow by at least this fraction of the baseline p50 for the shares to rank the mechanisms.
@@ -220,21 +292,15 @@ HEADLINE_MIN_SHARE = 0.40
 HEADLINE_MIN_RATIO = 2.0
 
 
-# The rank test decides whether latency grew only when these sample counts can reach this p (5 a side); with fewer (3
-# traced iterations a side) it cannot tell a growth from noise, and the median growth alone counts.
-GROWTH_TEST_MIN_P = 0.01
-
-
 def _growth_significant(base: list[float], cand: list[float]) -> bool | None:
-    """Whether the candidate's latency samples are slower than the baseline's (one-sided rank test, beyond the minimum
-    effect); None when too few samples for the test to decide (``GROWTH_TEST_MIN_P``), or samples it cannot take."""
-    if min_attainable_p(len(base), len(cand), one_sided=True) > GROWTH_TEST_MIN_P:
-        return None
+    """Whether the candidate's latency samples are a loss against the baseline's by the one rule (``core.judgement``);
+    None when the rule finds them too few to judge (3 traced iterations a side: the median growth alone counts), or
+    samples it cannot take."""
     try:
-        cmp = compare_samples(base, cand, alternative="greater")
+        verdict = judgement_of(judge(base, cand))
     except ValueError:
         return None
-    return cmp.direction == "slower" if cmp.enough_samples else None
+    return None if verdict == "inconclusive" else verdict == "loss"
 
 
 def measured_growth(attribution: Attribution | None) -> bool:

@@ -19,11 +19,19 @@ from sparsedebug.classify.context import (
 from sparsedebug.classify.evidence import ncu_detail, sparse_ncu
 from sparsedebug.classify.rule import Rule, RuleSet
 from sparsedebug.core.dispatch import FIX_ACTION, backend_changed, dispatch_causes
-from sparsedebug.core.patterns import declared_sparse, fell_back, kernel_time_shares, path_changed, path_text, precision_changes
+from sparsedebug.core.patterns import (
+    declared_sparse,
+    fallback_cause_set,
+    fell_back,
+    kernel_time_shares,
+    path_changed,
+    path_text,
+    precision_changes,
+)
 from sparsedebug.core.patterns import fallback_flop_share as shared_fallback_flop_share
 from sparsedebug.core.stats import median
 from sparsedebug.locate.common import ms_per_iteration
-from sparsedebug.records.classification import Fix, FixTarget, Mechanism
+from sparsedebug.records.classification import Fix, FixTarget, Mechanism, is_dispatch_cause
 from sparsedebug.records.notes import note
 from sparsedebug.records.run import FallbackReason, GraphLayer, KernelPath, LowerLayer, RunRecord, cause_values
 
@@ -50,20 +58,23 @@ def compute_fix(rule: Rule, facts: Facts) -> Fix:
 
 
 def fallback_fix(rule: Rule, facts: Facts) -> Fix:
-    """For the fallback layer the rule names: pad a misaligned shape, cast an unsupported dtype, else exclude it."""
+    """For the fallback layer the rule names: pad a misaligned shape, cast an unsupported dtype, else exclude it; on
+    every layer that falls back for the same reason (``Fix.targets``, when more than that one layer does)."""
     ctx, info = facts.ctx, facts.data(rule.metric)
     layer, reason = info.get("layer"), info.get("reason")
     if not isinstance(layer, str):
         return compute_fix(rule, facts)
+    shared = fallback_cause_set(ctx.run, reason if isinstance(reason, FallbackReason) else None)
+    targets = [FixTarget(cause=reason, layers=shared)] if isinstance(reason, FallbackReason) and len(shared) > 1 else []
     if reason == FallbackReason.SHAPE_NOT_ALIGNED:
         return Fix(kind="layer", layer=layer, action="pad", rule=rule.id, metric="latency_p50_ms", direction="down",
-                   code="pad_shape")
+                   code="pad_shape", targets=targets)
     sparse_dtype = sparse_path_dtype(ctx.run)
     if reason == FallbackReason.DTYPE_UNSUPPORTED and sparse_dtype is not None and not ctx.imported:
         return Fix(kind="layer", layer=layer, action="cast", value=sparse_dtype, rule=rule.id,
-                   metric="latency_p50_ms", direction="down", code="cast_layer")
+                   metric="latency_p50_ms", direction="down", code="cast_layer", targets=targets)
     return Fix(kind="layer", layer=layer, action="exclude", rule=rule.id, metric="fallback_flop_share", direction="down",
-               code="exclude_layer")
+               code="exclude_layer", targets=targets)
 
 
 # --------------------------------------------------------------------------- rules and their metrics
@@ -107,7 +118,7 @@ def neighbour_fix(rule: Rule, facts: Facts) -> Fix:
     """Give the neighbour its fast path back, naming the cause the trace shows (layout, dtype, mask)."""
     info = facts.data(rule.metric)
     layer, target = info.get("layer"), info.get("target")
-    if isinstance(layer, str) and isinstance(target, FixTarget):
+    if isinstance(layer, str) and isinstance(target, FixTarget) and is_dispatch_cause(target.cause):
         return Fix(kind="advice", layer=layer, rule=rule.id, metric="latency_p50_ms", direction="down",
                    code=FIX_ACTION[target.cause], targets=[target])
     return Fix(kind="advice", layer=layer if isinstance(layer, str) else None, rule=rule.id, metric="latency_p50_ms",

@@ -16,7 +16,7 @@ from enum import StrEnum
 
 from sparsedebug.classify.roofline import layer_intensities, machine_roofline
 from sparsedebug.core.stats import median
-from sparsedebug.records.classification import LayerIntensity, NcuEvidence, Roofline, SmiEvidence
+from sparsedebug.records.classification import FixTarget, LayerIntensity, NcuEvidence, Roofline, SmiEvidence
 from sparsedebug.records.fingerprint import Fingerprint
 from sparsedebug.records.notes import Note, note
 from sparsedebug.records.run import GraphLayer, LowerLayer, RunRecord
@@ -33,6 +33,9 @@ class Fact:
     gate: Note | None = None
     # What a fix recipe needs beyond the number (the layer it is worst on, a core count...).
     context: dict[str, object] = field(default_factory=dict)
+    # The amount of the condition behind a ratio (ms of non-kernel time, of host wait, of copy kernels): beside a
+    # baseline, a ratio that grew only because its denominator shrank is still the baseline's condition.
+    amount: float | None = None
 
 
 @dataclass
@@ -164,7 +167,18 @@ class Facts:
 
 def converts_per_call(run: RunRecord) -> bool:
     """Some layer converts its weights to the sparse format on every call."""
-    return any(lo.conversions_per_call > 0 for lo in run.lower.layers)
+    return bool(converting_layers(run))
+
+
+def converting_layers(run: RunRecord) -> list[str]:
+    """The layers that convert their weights to the sparse format on every call, in lowering order."""
+    return [lo.name for lo in run.lower.layers if lo.conversions_per_call > 0]
+
+
+def conversion_targets(run: RunRecord) -> list[FixTarget]:
+    """What a convert-once fix covers, named: every layer converting on every call (none named when one layer does)."""
+    layers = converting_layers(run)
+    return [FixTarget(cause="per_call_conversion", layers=layers)] if len(layers) > 1 else []
 
 
 def roofline_missing(ctx: Context) -> Missing:

@@ -17,6 +17,7 @@ from sparsedebug.classify.context import (
     Missing,
     Result,
     capture,
+    conversion_targets,
     converts_per_call,
     roofline_missing,
 )
@@ -48,7 +49,7 @@ def memory_fix(rule: Rule, facts: Facts) -> Fix:
     """Convert weights once when some layer converts per call; else advice to raise reuse."""
     if converts_per_call(facts.ctx.run):
         return Fix(kind="knob", knob="conversion", value="once", rule=rule.id, metric="latency_p50_ms", direction="down",
-                   code="convert_once")
+                   code="convert_once", targets=conversion_targets(facts.ctx.run))
     return Fix(kind="advice", rule=rule.id, metric="busy_p50_ms", direction="down", code="raise_reuse")
 
 
@@ -213,7 +214,8 @@ def copy_time_share(ctx: Context) -> Result:
         return Fact(None, "kernel.by_class_ms", note("classify.copies_in_layers"))
     total = sum(by_class.values())
     copy = by_class.get(KernelClass.COPY.value, 0.0)
-    return Fact(copy / total if total > 0 else 0.0, "kernel.by_class_ms['copy']", note("classify.copy_time", copy_ms=copy, total_ms=total))
+    return Fact(copy / total if total > 0 else 0.0, "kernel.by_class_ms['copy']", note("classify.copy_time", copy_ms=copy, total_ms=total),
+                amount=copy)
 
 
 @MEMORY.rule(

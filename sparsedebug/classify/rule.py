@@ -67,6 +67,10 @@ class Rule(Record):
         "computed on the baseline too, and a condition the baseline shares does not score.",
     )
     artifact: Literal["run", "ncu", "smi"] = Field("run", description="The input that proves the rule when it wins.")
+    sample_shape: bool = Field(
+        False, description="The metric is a shape of one run's latency samples (tail ratio, drift): a baseline without the "
+        "condition is no measured difference between the runs, for no test compares the two shapes.",
+    )
     measure: Measure | None = Field(None, description="The metric function (set by RuleSet.rule).")
     suggest: FixRecipe = Field(advise, description="The fix recipe used when this rule is the winner's strongest.")
 
@@ -105,6 +109,7 @@ class RuleSet:
         suggest: FixRecipe = advise,
         one_run: bool = False,
         artifact: Literal["run", "ncu", "smi"] = "run",
+        sample_shape: bool = False,
     ) -> Callable[[Measure], Measure]:
         """Declare a rule on the decorated metric function; the metric is named after the function."""
 
@@ -122,6 +127,7 @@ class RuleSet:
                     description=description,
                     one_run=one_run,
                     artifact=artifact,
+                    sample_shape=sample_shape,
                     measure=measure,
                     suggest=suggest,
                 )

@@ -12,10 +12,12 @@ from sparsedebug.classify.context import (
     Facts,
     Missing,
     Result,
+    conversion_targets,
     converts_per_call,
 )
 from sparsedebug.classify.rule import Rule, RuleSet
 from sparsedebug.core.stats import TAIL_MIN_SAMPLES, median, percentiles
+from sparsedebug.records.basis import per_iteration
 from sparsedebug.records.classification import Fix, Mechanism
 from sparsedebug.records.notes import note
 from sparsedebug.records.run import RunRecord
@@ -33,7 +35,7 @@ HOST_WAIT_MIN_SHARE = 0.05
 def host_wait_supports_graph(run: RunRecord) -> bool | None:
     """Whether the measured host wait supports a fix that removes host overhead: host wait at least
     ``HOST_WAIT_MIN_SHARE`` of the latency p50 (None when the run does not split its idle time)."""
-    host = run.schedule.host_wait_ms
+    host = per_iteration(run.schedule, run.schedule.host_wait_ms)  # a part of one forward, against the forward's p50
     samples = run.outcome.latency_samples_ms or run.schedule.span_samples_ms
     if host is None or not samples or median(samples) <= 0:
         return None
@@ -42,17 +44,15 @@ def host_wait_supports_graph(run: RunRecord) -> bool | None:
 
 def scheduling_fix(rule: Rule, facts: Facts) -> Fix | None:
     """Convert once when a replay converts per call; a CUDA graph for imported runs whose device waits on the host
-    (none where the measured host wait is about zero: isolate the run for a wide tail, else no fix); else threads or batching."""
+    (no host-side fix where the measured host wait is about zero); else threads or batching."""
     ctx = facts.ctx
     cores = facts.data("thread_oversubscription").get("cores")
     if converts_per_call(ctx.run) and not ctx.imported:
         return Fix(kind="knob", knob="conversion", value="once", rule=rule.id, metric="latency_p50_ms", direction="down",
-                   code="convert_once")
+                   code="convert_once", targets=conversion_targets(ctx.run))
     if ctx.imported:
         if host_wait_supports_graph(ctx.run) is False:
-            if rule.id == "scheduling.tail_spread":
-                return Fix(kind="advice", rule=rule.id, metric="latency_tail_ratio", direction="down", code="isolate_run")
-            return None
+            return None  # the device does not wait on the host: no host-side fix
         return Fix(kind="advice", rule=rule.id, metric="span_busy_ratio", direction="down", code="cuda_graph")
     if isinstance(cores, int):
         return Fix(kind="knob", knob="threads", value=cores, rule=rule.id, metric="span_busy_ratio", direction="down",
@@ -103,7 +103,7 @@ def span_busy_ratio(ctx: Context) -> Result:
         if bb > 0:
             base_span, base_busy = bs, bb
     detail = note("mechanisms.span_vs_busy", span_ms=s, busy_ms=b, iterations=len(spans), base_span_ms=base_span, base_busy_ms=base_busy)
-    return Fact(s / b, "schedule.span_samples_ms / busy_samples_ms", detail)
+    return Fact(s / b, "schedule.span_samples_ms / busy_samples_ms", detail, amount=s - b)
 
 
 @SCHEDULING.rule(
@@ -124,7 +124,8 @@ def host_wait_share(ctx: Context) -> Result:
     return Fact(
         host / (host + kern),
         "schedule.host_wait_ms / (host_wait_ms + kernel_wait_ms)",
-        note("mechanisms.host_vs_kernel_wait", host_ms=host, kernel_ms=kern),
+        note("mechanisms.host_vs_kernel_wait", host_ms=per_iteration(ctx.run.schedule, host), kernel_ms=per_iteration(ctx.run.schedule, kern)),
+        amount=per_iteration(ctx.run.schedule, host),
     )
 
 
@@ -147,6 +148,7 @@ def overhead_per_launch_ms(ctx: Context) -> Result:
         per,
         "schedule.span-busy p50 / launches_per_iteration",
         note("mechanisms.overhead_per_launch", overhead_ms=median(overhead), launches=launches, per_launch_us=per * 1e3),
+        amount=median(overhead),
     )
 
 
@@ -199,6 +201,7 @@ def per_call_conversion_share(ctx: Context) -> Result:
         cost / lat,
         "lower.layers[].conversion_ms*conversions_per_call / outcome.latency p50",
         note("mechanisms.conversion_cost", count=len(converting), cost_ms=cost, latency_ms=lat),
+        amount=cost,
     )
 
 
@@ -230,7 +233,7 @@ def thread_oversubscription(ctx: Context) -> Result:
     "scheduling.tail_spread", ">", 1.50, "ratio", 1.0,
     source=["outcome.latency_samples_ms"],
     description="Wide latency tail (p99 far above p50): queueing or interference.",
-    suggest=scheduling_fix, one_run=True,
+    suggest=scheduling_fix, one_run=True, sample_shape=True,
 )
 def latency_tail_ratio(ctx: Context) -> Result:
     """Latency p99 over p50; missing below ``TAIL_MIN_SAMPLES`` samples."""

@@ -43,6 +43,7 @@ from sparsedebug.records.fingerprint import Fingerprint
 from sparsedebug.records.notes import note
 from sparsedebug.records.run import CauseCode, RunRecord
 from sparsedebug.sources.evidence import NO_EVIDENCE, AttachedEvidence
+from sparsedebug.sources.latency import on_trace_clock
 from sparsedebug.sources.registry import replayed
 
 # A rule that fires on the baseline as well does not score unless the candidate is this much worse.
@@ -56,7 +57,9 @@ EXTRA_METRICS: tuple[str, ...] = ("latency_p50_ms", "busy_p50_ms", "max_rel_err"
 
 
 def _gate_shared_with_baseline(rule: Rule, result: Fact, base: Fact) -> None:
-    """Gate ``result`` when the baseline shows the same condition about as strongly: it is not what changed."""
+    """Gate ``result`` when the baseline shows the same condition about as strongly: it is not what changed. Where the
+    metric is a ratio over an amount (``Fact.amount``: ms of non-kernel time, host wait, copies), the amount must grow
+    too: a ratio that grew only because its denominator shrank is still the baseline's condition."""
     if result.gate is not None or result.value is None or base.value is None or base.gate is not None:
         return
     if not (rule.fires(result.value) and rule.fires(base.value)):
@@ -65,12 +68,15 @@ def _gate_shared_with_baseline(rule: Rule, result: Fact, base: Fact) -> None:
         worse = result.value > base.value * SHARED_TOLERANCE
     else:
         worse = result.value * SHARED_TOLERANCE < base.value
+    if result.amount is not None and base.amount is not None and result.amount <= base.amount * SHARED_TOLERANCE:
+        worse = False
     if not worse:
         result.gate = note("mechanisms.gate_baseline_shares", base_value=base.value)
 
 
-def _evaluate(rule: Rule, result: Fact) -> Evidence:
-    """One rule on its metric's fact: fired or not, and what it adds to its mechanism's score."""
+def _evaluate(rule: Rule, result: Fact, base: Result | None = None) -> Evidence:
+    """One rule on its metric's fact: fired or not, what it adds to its mechanism's score, and (one-run rules beside a
+    baseline) whether it fires on the baseline's own fact."""
     if result.value is not None and not math.isfinite(result.value):
         result = Fact(None, result.source, result.detail, gate=note("classify.not_finite", value=str(result.value)))
     fired = result.value is not None and result.gate is None and rule.fires(result.value)
@@ -88,6 +94,7 @@ def _evaluate(rule: Rule, result: Fact) -> Evidence:
         source=result.source,
         detail=result.detail,
         gate=result.gate,
+        baseline_fired=rule.fires(base.value) if isinstance(base, Fact) and base.value is not None and base.gate is None else None,
     )
 
 
@@ -121,7 +128,7 @@ def _rule_evidence(facts: Facts, base_facts: dict[str, Result]) -> tuple[list[Ev
         base_result = base_facts.get(rule.metric)
         if isinstance(base_result, Fact):
             _gate_shared_with_baseline(rule, result, base_result)
-        evidence.append(_evaluate(rule, result))
+        evidence.append(_evaluate(rule, result, base_result))
     return evidence, missing
 
 
@@ -209,10 +216,10 @@ def _attributed_fix(part: AttributedPart, attribution: Attribution, facts: Facts
     if causes:
         codes = list(dict.fromkeys(c.code for c in causes))
         targets = _cause_targets(attribution, ctx, codes)
-        cited = targets[0]
+        cited = targets[0]  # the part's own first cause: codes[0]
         math = all((lo.dispatch.backend if lo.dispatch else None) == "math" for lo in (ctx.lower().get(n) for n in cited.layers) if lo)
         return Fix(kind="advice", layer=part.part, rule=part.rule or "", metric="latency_p50_ms", direction="down",
-                   code=FIX_ACTION[cited.cause], targets=targets, removes_ms=cited.removes_ms,
+                   code=FIX_ACTION[codes[0]], targets=targets, removes_ms=cited.removes_ms,
                    basis="math_path_time" if math else "changed_path_time")
     rule = RULES_BY_ID[part.rule] if part.rule is not None else None
     if rule is None:
@@ -233,6 +240,23 @@ def _attributed_verdict(
     fired = [e for e in evidence if e.rule == part.rule and e.fired]
     proving = Proof(artifact=facts.ctx.run_artifact, rule=fired[0].rule if fired else None, part=part.part, part_kind=part.kind)
     return top.mechanism, margin, proving, _attributed_fix(part, attribution, facts)
+
+
+def measures_a_difference(line: Evidence) -> bool:
+    """Whether a fired rule measured a difference between the candidate and its baseline: a rule that compares the two
+    runs (not ``Rule.one_run``), or a one-run rule that does not fire on the baseline's own value (a condition the
+    baseline lacks), unless its metric is a shape of one run's samples (``Rule.sample_shape``) that no test compares."""
+    rule = RULES_BY_ID[line.rule]
+    if not rule.one_run:
+        return True
+    return line.baseline_fired is False and not rule.sample_shape
+
+
+def _one_run_only(mechanism: Mechanism, evidence: list[Evidence]) -> bool:
+    """Whether no rule that fired for ``mechanism`` measured a difference between the runs (``measures_a_difference``):
+    its score comes from the candidate alone."""
+    fired = [e for e in evidence if e.mechanism == mechanism and e.fired]
+    return bool(fired) and not any(measures_a_difference(e) for e in fired)
 
 
 def _artifact(ctx: Context, rule: Rule) -> str:
@@ -312,7 +336,9 @@ def classify_run(
     the GPU for the peak-table roofline of imported runs when no fingerprint says
     it; ``run_path`` is how to cite the run when it has no source file.
     """
-    return classify_evidence(
+    untraced = _untraced_delta(run, baseline)
+    run, baseline = on_trace_clock(run), on_trace_clock(baseline) if baseline is not None else None
+    found = classify_evidence(
         run,
         baseline=baseline,
         ncu=ncu_kernels(evidence.ncu) if evidence.ncu is not None else None,
@@ -323,6 +349,19 @@ def classify_run(
         gpu=gpu,
         run_path=run_path,
     )
+    if untraced is None or found.attribution is None:
+        return found
+    return found.model_copy(update={"attribution": found.attribution.model_copy(
+        update={"on_trace_clock": True, "untraced_delta_ms": untraced})})
+
+
+def _untraced_delta(run: RunRecord, baseline: RunRecord | None) -> float | None:
+    """Candidate p50 - baseline p50 of untraced latencies (``--latency``) when either run's were untraced, else None."""
+    if baseline is None or "untraced" not in (run.outcome.latency_timing, baseline.outcome.latency_timing):
+        return None
+    if not run.outcome.latency_samples_ms or not baseline.outcome.latency_samples_ms:
+        return None
+    return median(run.outcome.latency_samples_ms) - median(baseline.outcome.latency_samples_ms)
 
 
 def _windowed(
@@ -386,6 +425,12 @@ def classify_evidence(
         settle = settle_capture(attribution, clock_log_unaligned=smi is not None and not smi.aligned)
     else:
         winner, margin, proving, fix = _verdict(_rank(evidence, missing), evidence, facts)
+        if winner is not None and baseline is not None and _one_run_only(winner, evidence):
+            # Every fired rule of the winner read the candidate alone and no change between the runs was measured to
+            # carry it: a score from one run is no headline, and no fix is proposed on it.
+            established = False
+            winner, margin, proving, fix = None, None, None, None
+            settle = "aligned_clock_log" if smi is not None and not smi.aligned else None
     inputs = [ctx.run_artifact]
     if baseline is not None:
         inputs.append(run_artifact_label(baseline))

@@ -137,7 +137,7 @@ def smi_min_clock_ratio(ctx: Context) -> Result:
     "thermal.latency_drift", ">", 1.05, "ratio", 2.0,
     source=["outcome.latency_samples_ms"],
     description="Latency drifts upward across iterations (a significant monotone trend).",
-    suggest=thermal_fix, one_run=True,
+    suggest=thermal_fix, one_run=True, sample_shape=True,
 )
 def latency_drift_ratio(ctx: Context) -> Result:
     """Last-third over first-third latency p50; gated unless a Spearman test finds an upward trend."""

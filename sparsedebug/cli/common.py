@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn, ParamSpec, TypeVar
 import typer
 from rich.console import Console
 
-from sparsedebug.core.errors import UserError
+from sparsedebug.core.errors import UnverifiedClaim, UserError
 from sparsedebug.core.signals import Interrupted, signals_as_exceptions
 
 if TYPE_CHECKING:
@@ -37,6 +37,8 @@ EXIT_OK = 0
 EXIT_CHECK_FAILED = 1
 EXIT_BAD_INPUT = 2
 """Bad input or usage, two runs that are not comparable included."""
+EXIT_UNVERIFIED = 3
+"""An internal error: a text about to be published states what its review document does not carry."""
 
 JsonOption = Annotated[
     bool, typer.Option("--json", help="Print machine-readable JSON on stdout and nothing else there.")
@@ -194,8 +196,9 @@ def _error_lines(exc: UserError) -> list[str]:
 
 
 def handle_errors(func: Callable[P, R]) -> Callable[P, R]:
-    """Decorate a command so a ``UserError`` prints one clean message and exits 2, and a signal
-    (SIGINT, SIGTERM, SIGHUP) unwinds through the cleanup and exits 128 + its number.
+    """Decorate a command so a ``UserError`` prints one clean message and exits 2, a text that failed its claims check
+    before publication (``UnverifiedClaim``) names its problems and exits 3, and a signal (SIGINT, SIGTERM, SIGHUP)
+    unwinds through the cleanup and exits 128 + its number.
 
     An allocation that fails (``MemoryError``) is bad input for this machine: one line naming
     the memory limits (``core.budget.out_of_memory``), exit 2; so is a shared library the loader
@@ -212,6 +215,11 @@ def handle_errors(func: Callable[P, R]) -> Callable[P, R]:
         except UserError as exc:
             report_error(_error_lines(exc), EXIT_BAD_INPUT, as_json=as_json)
             raise typer.Exit(EXIT_BAD_INPUT) from None
+        except UnverifiedClaim as exc:
+            lines = [f"internal error (a bug to report): {exc.where} states what its review document does not carry; "
+                     "nothing was published", *exc.problems]
+            report_error(lines, EXIT_UNVERIFIED, as_json=as_json)
+            raise typer.Exit(EXIT_UNVERIFIED) from None
         except MemoryError as exc:
             from sparsedebug.core.budget import out_of_memory
 

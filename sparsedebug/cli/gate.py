@@ -55,21 +55,19 @@ def gate(
     First the two runs must be comparable (same model by layer shapes, same device and backend family,
     same phase, tokens and dtype): a pair that is not is refused (exit 2) unless --allow-different names it.
 
-    The timed checks test one side, the direction of harm. A speed shortfall fails
+    The timed checks judge by one rule (docs/reference/judgement.md). A speed shortfall fails
     only when it is real: the candidate slower than the target by more than the
-    policy's factor AND a one-sided rank test at alpha AND persistent. The p99 check
+    policy's factor AND a two-sided rank test at alpha AND persistent. The p99 check
     fails only beyond noise: more candidate samples above max_ratio x the baseline's
     largest than chance puts there at alpha, or the candidate's p99 lower confidence
     bound over its budget, so one preempted round is not a failure.
 
-    Samples needed to be able to fail, at the default alpha 0.05: speed, 3 a side
-    (one-sided rank test; 3 vs 3 reaches p = 0.05 when separated), 2 a side when
-    every candidate sample is beyond every baseline sample by the factor; two
-    workloads are replayed in one interleaved session and the speed check runs
-    round by round: 5 rounds (one-sided signed-rank test), 2 when every round's
-    candidate is beyond its own baseline by the factor (a sample holds calls, the sides'
-    alternating, to last 10 ms and at least 4 of them within 250 ms); p99, 3 a
-    side (all 3 above 1.25x the baseline's largest), 4 with 4 to 15 a side, 5 with 16+.
+    Samples needed to judge at all: the policy's significance.min_samples a side (6 by
+    default; trace iterations, replay rounds); with fewer a timed check is inconclusive
+    and says how many to capture or run. Two workloads are replayed in one interleaved
+    session and compared round by round (a sample holds calls, the sides' alternating, to
+    last 10 ms and at least 4 of them within 250 ms); rounds are added until the per-round
+    ratio settles, within a time budget; past it the timings are unstable.
     With fewer, or timings disturbed beyond the noise-aware harness' bound, a check
     is inconclusive and the policy's on_inconclusive decides (fail by default, warn,
     pass); the table, the JUnit file and the summary say which.
@@ -85,7 +83,7 @@ def gate(
     from sparsedebug.core.io import atomic_write_text, check_output
     from sparsedebug.locate.comparable import require_comparable
     from sparsedebug.render.junit import junit_xml
-    from sparsedebug.render.memo.formats import render
+    from sparsedebug.render.memo.formats import render_verified
     from sparsedebug.signoff.gate import evaluate, load_policy
     from sparsedebug.signoff.memo import gate_memo
     from sparsedebug.sources.detect import describe_input, load_pair
@@ -97,7 +95,7 @@ def gate(
     baseline, candidate, ranks = rank_pair(baseline, candidate, executor, json_out=json_out, wide=wide)
     err = err_console()
     with err.status(Text(f"{describe_input(baseline)}, {describe_input(candidate)}")):
-        runs = load_pair(baseline, candidate, repeats=repeats, latency=latency)
+        runs = load_pair(baseline, candidate, repeats=repeats, latency=latency, rule=pol.significance)
     pair = require_comparable(runs[0], runs[1], allowed_dimensions(allow_different))
     result = evaluate(pair.base, pair.cand, pol).model_copy(update={"comparability": pair.check})
     if not json_out:
@@ -106,7 +104,7 @@ def gate(
     if junit is not None:
         atomic_write_text(junit, junit_xml(doc))
     if summary is not None:
-        atomic_write_text(summary, render(doc, "github"))
+        atomic_write_text(summary, render_verified(doc, "github", str(summary)))
     if json_out:
         emit_json(result if ranks is None else {"ranks": ranks, "gate": result})
     else:

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
     from sparsedebug.records.comparability import Comparability
     from sparsedebug.records.notes import Note
-    from sparsedebug.records.playbook import Step
+    from sparsedebug.records.playbook import Playbook, Step
     from sparsedebug.sources.bundle import LoadedBundle
 
 PowerOption = Annotated[
@@ -188,35 +188,36 @@ def run(
 
     from sparsedebug.playbook.run import run_playbook
     from sparsedebug.sources.evidence import EvidencePaths
+    from sparsedebug.sources.playbook import load_playbook
 
+    book = load_playbook(playbook)
     columns = (SpinnerColumn(), TextColumn("{task.description}", markup=False), BarColumn(), TimeElapsedColumn())
     with Progress(*columns, console=err_console(), transient=True) as progress:
         bundle = run_playbook(
             output, baseline=baseline, candidate=candidate, fixed=fixed, repeats=repeats, evidence=EvidencePaths(ncu=ncu, smi=smi, smi_utc_offset_h=smi_utc_offset, power=power, latency=latency),
-            playbook=playbook, reporter=_RichReporter(progress), reduce=not no_reduce, force=force, executor=executor, calibrate=calibrate,
+            playbook=book, reporter=_RichReporter(progress), reduce=not no_reduce, force=force, executor=executor, calibrate=calibrate,
             allow_different=allowed_dimensions(allow_different),
         )
-    _report(bundle, playbook, wide=wide, json_out=json_out, check=check, tables=tables)
+    _report(bundle, book, wide=wide, json_out=json_out, check=check, tables=tables)
 
 
-def _report(bundle: LoadedBundle, playbook: Path | None, *, wide: bool, json_out: bool, check: bool, tables: bool = False) -> None:
-    """The bundle's one-screen summary (or its manifest as JSON), and exit 1 under --check for a failing decision."""
+def _report(bundle: LoadedBundle, book: Playbook, *, wide: bool, json_out: bool, check: bool, tables: bool = False) -> None:
+    """The bundle's one-screen summary from its review document (or its manifest as JSON), and exit 1 under --check
+    for a failing decision."""
+    from sparsedebug.render.document import review
     from sparsedebug.signoff.decide import FAILING_DECISIONS
-    from sparsedebug.sources.playbook import load_playbook
 
     if json_out:
         emit_json(bundle.manifest)
     else:
-        from sparsedebug.render.memo.formats import render
-        from sparsedebug.signoff.memo import build_memo
+        from sparsedebug.render.memo.formats import render_verified
 
-        book = load_playbook(playbook)
         out = console(wide)
         if tables:
             from sparsedebug.render.terminal.bundle import bundle_summary
 
             out.print(bundle_summary(bundle, book))
-        out.print(render(build_memo(bundle, book), "terminal"), markup=False, highlight=False)
+        out.print(render_verified(review(bundle), "terminal", "the terminal summary"), markup=False, highlight=False)
         rendered = [bundle.manifest.files[r] for r in ("memo", "report", "html") if r in bundle.manifest.files]
         records = len(bundle.manifest.files) - len(rendered)
         out.print(f"wrote {bundle.root}: {', '.join(rendered)} and {records} records (--tables: the full tables)", markup=False, highlight=False)

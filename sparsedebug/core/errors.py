@@ -23,3 +23,15 @@ class UserError(SparsedebugError):
 
 class InternalError(SparsedebugError):
     """A broken invariant inside sparsedebug: a bug to report, never the user's fault."""
+
+
+class UnverifiedClaim(InternalError):
+    """A rendered text states what its review document does not carry (``render.memo.claims``): a bug in a renderer
+    or in the document, caught before anything is published. The command exits with code 3, one line per problem."""
+
+    exit_code = 3
+
+    def __init__(self, where: str, problems: list[str]) -> None:
+        super().__init__(f"{where}: {problems[0]}" if problems else where)
+        self.where = where
+        self.problems = problems

@@ -141,7 +141,11 @@ _numbers_as_yaml_1_2()
 
 def load_data(path: Path) -> Any:
     """Parse a YAML (safe loader) or JSON file by its suffix; anything else is tried as YAML."""
-    text = read_text(path)
+    return parse_data(read_text(path), path)
+
+
+def parse_data(text: str, path: Path) -> Any:
+    """Parse the text of ``path`` (already read) as :func:`load_data` parses the file."""
     if path.suffix.lower() == ".json":
         return load_json_text(text, str(path))
     try:

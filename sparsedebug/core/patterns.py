@@ -45,6 +45,16 @@ def fell_back(intended: str | None, lower: LowerLayer) -> bool:
     return is_fallback(intended, lower.path.value, lower.reason.value if lower.reason is not None else None)
 
 
+def fallback_cause_set(run: RunRecord, reason: FallbackReason | str | None) -> list[str]:
+    """Every layer of ``run`` declared sparse that fell back to dense for ``reason``, in lowering order: the layers
+    sharing one fallback cause (what a bounded fix for that cause covers). Empty for no reason."""
+    if reason is None:
+        return []
+    intended = {g.name: g.intended for g in run.graph.layers}
+    return [lo.name for lo in run.lower.layers
+            if lo.reason is not None and lo.reason.value == str(reason) and fell_back(intended.get(lo.name), lo)]
+
+
 def kernel_classes(lower: LowerLayer) -> list[str]:
     """The sorted kernel classes of a layer's kernels, read as the layer's own class was.
 

@@ -52,7 +52,7 @@ from sparsedebug.core.noise import (
     windowed_contention,
 )
 from sparsedebug.core.stats import median, quantiles
-from sparsedebug.records.defaults import SAMPLE_CALLS, SAMPLE_CALLS_WITHIN_MS
+from sparsedebug.records.defaults import MAX_REPEATS, SAMPLE_CALLS, SAMPLE_CALLS_WITHIN_MS
 from sparsedebug.records.notes import Note, note
 from sparsedebug.records.timing import Flag, TimingQuality, VariantTiming
 
@@ -313,6 +313,8 @@ def measure(
     clocks: Clocks | None = None,
     order: RoundOrder = rotated,
     min_sample_ms: float = 0.0,
+    settle: Callable[[dict[str, list[float]]], bool] | None = None,
+    settle_budget_s: float = 0.0,
 ) -> Timed:
     """Time interleaved rounds as :func:`interleaved` (``order``: each round's order), flag interference,
     re-measure flagged rounds (in their original order), judge stability.
@@ -322,6 +324,11 @@ def measure(
     then alternate call by call within each round (:func:`_run_round`) and each sample is
     its calls' median (``Timed.calls_per_sample``); the interference flags judge the whole
     sample, as timed. 0: one call per sample.
+
+    ``settle`` (the samples so far -> whether their comparison has settled): after the rounds and their
+    re-measurement, batches of further rounds (half as many each) are timed until it says so or
+    ``settle_budget_s`` of wall time has passed on them; unsettled past the budget, the
+    timings are unstable (``core.timing_unsettled``) and ``TimingQuality.ratio_settled`` says which.
     """
     _check(variants, rounds, warmup)
     pol = policy or DEFAULT_POLICY
@@ -361,14 +368,47 @@ def measure(
                 r.flags = _flag(r, typical[name], tick, pol)
             if not any(r.flags for r in redo.values()):
                 table[index] = redo
+    settled = None if settle is None else _settle(table, lambda: timed_round(len(table)), settle, settle_budget_s, clk,
+                                                  (typical, tick, pol))
     samples = {name: [row[name].sample for row in table] for name, _ in items}
     busy = windowed_contention(readings, pol)
     quality = _quality(items, table, samples, flagged, first_flags, used, tick, pol, busy, number)
+    if settled is not None:
+        problems = quality.problems + ([] if settled else [note("core.timing_unsettled", rounds=len(table), budget_s=settle_budget_s)])
+        quality = quality.model_copy(update={
+            "ratio_settled": settled, "settle_rounds": len(table) - rounds, "problems": problems,
+            "status": "unstable" if problems else "stable",
+        })
     calls = {name: [row[name].call for row in table] for name, _ in items}
     counts = {name: [row[name].calls for row in table] for name, _ in items}
     return Timed(
         samples=samples, quality=quality, calls=calls, order=[list(row) for row in table], sample_calls=counts, calls_per_sample=number
     )
+
+
+def _settle(
+    table: list[dict[str, _Round]], timed_round: Callable[[], dict[str, _Round]], settle: Callable[[dict[str, list[float]]], bool],
+    budget_s: float, clk: Clocks, flagging: tuple[dict[str, float], float, NoisePolicy],
+) -> bool:
+    """Add batches of rounds to ``table`` (half as many as it holds, at least 2) until ``settle`` says the samples
+    settled or ``budget_s`` of wall time has passed on them, each round flagged as the rest (``flagging``: the
+    variants' typical times, the tick, the policy); whether they settled."""
+    typical, tick, pol = flagging
+    batch = max(2, len(table) // 2)
+    started = clk.wall()
+
+    def samples() -> dict[str, list[float]]:
+        return {name: [row[name].sample for row in table] for name in table[0]}
+
+    settled = settle(samples())
+    while not settled and clk.wall() - started < budget_s and len(table) < MAX_REPEATS:
+        for _ in range(batch):
+            row = timed_round()
+            for name, r in row.items():
+                r.flags = _flag(r, typical[name], tick, pol)
+            table.append(row)
+        settled = settle(samples())
+    return settled
 
 
 def _quality(
@@ -432,9 +472,10 @@ def unstable_runs(qualities: list[tuple[str, TimingQuality | None]], *, same_rou
 
     ``same_rounds``: the runs were timed in the same rounds (one interleaved session), so
     sustained contention alone (``TimingQuality.contention_only``) does not stop the
-    comparison: it slowed both sides of every round alike.
+    comparison: it slowed both sides of every round alike; nor does a spread of raw times
+    once the per-round ratio settled (``TimingQuality.ratio_settled``).
     """
     return [
         name for name, quality in qualities
-        if quality is not None and not quality.stable and not (same_rounds and quality.contention_only)
+        if quality is not None and not quality.stable and not (same_rounds and (quality.contention_only or quality.ratio_settled))
     ]

@@ -28,6 +28,7 @@ from sparsedebug.records.fingerprint import (
     Calibration,
     CpuInfo,
     Drift,
+    FileDigest,
     Fingerprint,
     GitInfo,
     GpuInfo,
@@ -221,17 +222,18 @@ def calibrate(rounds: int = 7, gemm_n: int = 1024, copy_mib: int = 64) -> Calibr
 
 def collect(
     seed: int | None = None,
-    workload: Path | None = None,
+    workload: Path | FileDigest | None = None,
     model: Path | None = None,
     calibrate_machine: bool = False,
     cwd: Path | None = None,
 ) -> Fingerprint:
-    """Probe this machine and pin the given files by sha256."""
+    """Probe this machine and pin the given files by sha256 (``workload`` may be given as the digest of the file
+    already read)."""
     gpus, gpu_probe = _gpus()
     return Fingerprint(
         created_at=_dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         seed=seed,
-        workload=file_digest(workload) if workload is not None else None,
+        workload=workload if isinstance(workload, FileDigest) or workload is None else file_digest(workload),
         model=file_digest(model) if model else None,
         python=PythonInfo(version=platform.python_version(), implementation=platform.python_implementation()),
         platform=PlatformInfo(system=platform.system(), release=platform.release(), machine=platform.machine()),

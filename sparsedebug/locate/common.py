@@ -13,12 +13,14 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
-from sparsedebug.core.paired import compare_timings, enough_pairs
+from sparsedebug.core.judgement import judge
+from sparsedebug.core.paired import enough_pairs
 from sparsedebug.core.stats import SampleComparison, enough_samples, median
 from sparsedebug.locate.reference import samples_block, session_block
 from sparsedebug.records.findings import LayerFinding, MetricFinding, StageStatus
 from sparsedebug.records.notes import NoteValue
 from sparsedebug.records.run import RunRecord
+from sparsedebug.records.stats import DEFAULT_MIN_SAMPLES, JudgementRule
 
 
 def finding_signature(finding: LayerFinding) -> str:
@@ -146,6 +148,7 @@ def compare_layers(
     alpha: float,
     min_effect: float,
     transform_offset: dict[str, float] | None = None,
+    min_samples: int = DEFAULT_MIN_SAMPLES,
 ) -> list[tuple[str, list[str], SampleComparison]]:
     """Compare per layer; pool identical layers of one role when a layer alone has too few samples.
 
@@ -201,7 +204,8 @@ def compare_layers(
         pooled_b = [v for m in members for v in values(base_samples[m], m)]
         pooled_c = [v for m in members for v in values(cand_samples[m], m)]
         segments = [len(base_samples[m]) for m in members]
-        return compare_timings(pooled_b, pooled_c, block=block_of(members), alpha=level, min_effect=min_effect, segments=segments)
+        rule = JudgementRule(alpha=level, factor=min_effect, min_samples=min_samples)
+        return judge(pooled_b, pooled_c, rule, block=block_of(members), segments=segments)
 
     first = [compare(members, alpha / max(len(units), 1)) for _, members in units]
     levels = holm_levels([c.p_value for c in first], alpha)

@@ -12,18 +12,20 @@ versus the fp64 reference counts when it exceeds what its precision explains
 from __future__ import annotations
 
 from sparsedebug.core.dtypes import kernel_tolerance
-from sparsedebug.core.paired import compare_timings
+from sparsedebug.core.judgement import judge
 from sparsedebug.core.patterns import layer_precision
 from sparsedebug.core.stats import SampleComparison
 from sparsedebug.locate.common import cmp_lists, cmp_values, compare_layers, ms_per_iteration, positive, stage_status
 from sparsedebug.locate.reference import MachineDrift, discount, session_block, within
-from sparsedebug.records.findings import LayerFinding, MetricFinding, StageFinding
+from sparsedebug.records.findings import LayerFinding, MetricFinding, StageFinding, group_label
 from sparsedebug.records.notes import Note, note
 from sparsedebug.records.run import GraphLayer, KernelLayer, KernelPath, RunRecord
+from sparsedebug.records.stats import DEFAULT_MIN_SAMPLES, JudgementRule
 
 
 def kernel_stage(
-    base: RunRecord, cand: RunRecord, lower: StageFinding, alpha: float, min_effect: float, drift: MachineDrift | None = None
+    base: RunRecord, cand: RunRecord, lower: StageFinding, alpha: float, min_effect: float, drift: MachineDrift | None = None,
+    min_samples: int = DEFAULT_MIN_SAMPLES,
 ) -> StageFinding:
     """Compare per-layer kernel times and numeric errors; ``lower`` names the layers whose change lowering explains.
 
@@ -41,12 +43,13 @@ def kernel_stage(
     undecided: list[tuple[str, SampleComparison]] = []
     drifted: list[str] = []
     comparisons = compare_layers(
-        {n: k.samples_ms for n, k in b_kernel.items()}, {n: k.samples_ms for n, k in c_kernel.items()}, base, cand, alpha, min_effect
+        {n: k.samples_ms for n, k in b_kernel.items()}, {n: k.samples_ms for n, k in c_kernel.items()}, base, cand, alpha, min_effect,
+        min_samples=min_samples,
     )
     for label, members, comp in comparisons:
         if not comp.enough_samples:
             if comp.ratio >= min_effect or comp.ratio <= 1 / min_effect:
-                undecided.append((label, comp))
+                undecided.append((group_label(label, members), comp))
             continue
         if comp.direction == "same":
             continue
@@ -83,9 +86,9 @@ def kernel_stage(
             findings.append(finding)
     metrics: list[MetricFinding] = []
     if base.schedule.busy_samples_ms and cand.schedule.busy_samples_ms:
-        busy = compare_timings(
+        busy = judge(
             positive(base.schedule.busy_samples_ms), positive(cand.schedule.busy_samples_ms),
-            block=session_block(base, cand), alpha=alpha, min_effect=min_effect,
+            JudgementRule(alpha=alpha, factor=min_effect, min_samples=min_samples), block=session_block(base, cand),
         )
         busy = discount(busy, _busy_band(drift))
         metrics.append(MetricFinding(metric="busy_ms", comparison=busy, facts=note("locate.metric.busy_ms")))
@@ -116,11 +119,11 @@ def _facts(
     fast = [f for f in findings if f.kind == "faster" and f.comparison is not None][:5]
     facts: list[Note] = []
     if slow:
-        facts.append(note("locate.kernel.slower", **cmp_lists([f.layer for f in slow], [f.comparison for f in slow if f.comparison])))
+        facts.append(note("locate.kernel.slower", **cmp_lists([f.label for f in slow], [f.comparison for f in slow if f.comparison])))
     if beyond:
-        facts.append(note("locate.kernel.precision", layers=[f.layer for f in beyond[:5]]))
+        facts.append(note("locate.kernel.precision", layers=[f.label for f in beyond[:5]]))
     if fast:
-        facts.append(note("locate.kernel.faster", **cmp_lists([f.layer for f in fast], [f.comparison for f in fast if f.comparison])))
+        facts.append(note("locate.kernel.faster", **cmp_lists([f.label for f in fast], [f.comparison for f in fast if f.comparison])))
     if metrics:
         m = metrics[0].comparison
         facts.append(note("locate.kernel.busy", **cmp_values(m), enough=m.enough_samples))

@@ -67,6 +67,7 @@ def lower_stage(base: RunRecord, cand: RunRecord) -> StageFinding:
                     facts=note("locate.finding.per_call_conversion", count=cl.conversions_per_call, base=base_conversions, each_ms=cl.conversion_ms),
                 )
             )
+    findings += _layout_copies(b, c)
     findings.sort(key=lambda f: (not f.regression, _LOWER_ORDER.index(f.kind) if f.kind in _LOWER_ORDER else len(_LOWER_ORDER), f.layer))
     regressions = [f for f in findings if f.regression]
     intended = [f for f in findings if f.intended]
@@ -104,8 +105,18 @@ def _path_pair(before: LowerLayer, after: LowerLayer) -> tuple[str, str]:
     return b, a
 
 
+def _layout_copies(base: dict[str, LowerLayer], cand: dict[str, LowerLayer]) -> list[LayerFinding]:
+    """Layout ops that run copy kernels in the candidate alone (a ``.contiguous()`` before a neighbour, found as its own
+    layer where no annotation wraps it): the neighbour's lowering gained copies, the same change an annotated trace
+    shows as copy kernels inside that neighbour's path."""
+    copy = KernelClass.COPY.value
+    added = sorted(name for name in cand.keys() - base.keys() if layout_op(name) and copy in kernel_classes(cand[name]))
+    return [LayerFinding(stage="lower", layer=name, kind="layout_copies", regression=True,
+                         facts=note("locate.finding.layout_copies", kernels=[k[:60] for k in cand[name].kernels[:2]])) for name in added]
+
+
 # Order of the finding kinds within the stage (after regressions first).
-_LOWER_ORDER = ("fallback", "path_changed", "per_call_conversion", "intended")
+_LOWER_ORDER = ("fallback", "path_changed", "layout_copies", "per_call_conversion", "intended")
 
 
 def _lower_by_class(base: RunRecord, cand: RunRecord) -> StageFinding:

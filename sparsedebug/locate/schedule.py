@@ -9,7 +9,7 @@ material against the baseline latency.
 
 from __future__ import annotations
 
-from sparsedebug.core.paired import compare_timings
+from sparsedebug.core.judgement import judge
 from sparsedebug.core.stats import median
 from sparsedebug.locate.common import (
     calls_per_iteration,
@@ -21,12 +21,16 @@ from sparsedebug.locate.common import (
     undecided_regression,
 )
 from sparsedebug.locate.reference import MachineDrift, discount, session_block
+from sparsedebug.records.basis import per_iteration
 from sparsedebug.records.findings import LayerFinding, MetricFinding, StageFinding
 from sparsedebug.records.notes import Note, note
 from sparsedebug.records.run import RunRecord
+from sparsedebug.records.stats import DEFAULT_MIN_SAMPLES, JudgementRule
 
 
-def schedule_stage(base: RunRecord, cand: RunRecord, alpha: float, min_effect: float, drift: MachineDrift | None = None) -> StageFinding:
+def schedule_stage(
+    base: RunRecord, cand: RunRecord, alpha: float, min_effect: float, drift: MachineDrift | None = None, min_samples: int = DEFAULT_MIN_SAMPLES,
+) -> StageFinding:
     """Compare overhead (span - busy) per iteration and, where recorded, per-layer idle time before each call.
 
     A change within the machine's own drift of the forward (``drift``) is not a finding.
@@ -38,7 +42,8 @@ def schedule_stage(base: RunRecord, cand: RunRecord, alpha: float, min_effect: f
         ref_busy = median(b_sched.busy_samples_ms) if b_sched.busy_samples_ms else 0.0
         b_over = [s - k + ref_busy for s, k in zip(b_sched.span_samples_ms, b_sched.busy_samples_ms, strict=True)]
         c_over = [s - k + ref_busy for s, k in zip(c_sched.span_samples_ms, c_sched.busy_samples_ms, strict=True)]
-        raw_over = compare_timings(positive(b_over), positive(c_over), block=session_block(base, cand), alpha=alpha, min_effect=min_effect)
+        rule = JudgementRule(alpha=alpha, factor=min_effect, min_samples=min_samples)
+        raw_over = judge(positive(b_over), positive(c_over), rule, block=session_block(base, cand))
         comp = discount(raw_over, band)
         b_med = median([s - k for s, k in zip(b_sched.span_samples_ms, b_sched.busy_samples_ms, strict=True)])
         c_med = median([s - k for s, k in zip(c_sched.span_samples_ms, c_sched.busy_samples_ms, strict=True)])
@@ -54,7 +59,8 @@ def schedule_stage(base: RunRecord, cand: RunRecord, alpha: float, min_effect: f
     if b_sched.layer_idle_samples_ms and c_sched.layer_idle_samples_ms:
         b_kernel = {layer.name: median(layer.samples_ms) for layer in base.kernel.layers if layer.samples_ms}
         offsets = {name: b_kernel.get(name, 0.0) for name in c_sched.layer_idle_samples_ms}
-        for label, members, raw in compare_layers(b_sched.layer_idle_samples_ms, c_sched.layer_idle_samples_ms, base, cand, alpha, min_effect, offsets):
+        for label, members, raw in compare_layers(b_sched.layer_idle_samples_ms, c_sched.layer_idle_samples_ms, base, cand, alpha, min_effect, offsets,
+                                                  min_samples):
             comp = discount(raw, band)
             if not comp.enough_samples or comp.direction == "same":
                 continue
@@ -93,12 +99,12 @@ def schedule_stage(base: RunRecord, cand: RunRecord, alpha: float, min_effect: f
         if not headline.enough_samples:
             facts.append(note("locate.schedule.too_few", n_base=headline.n_base, n_cand=headline.n_cand))
     if b_sched.host_wait_ms is not None and c_sched.host_wait_ms is not None:
-        facts.append(note("locate.schedule.host_wait", before=b_sched.host_wait_ms / iteration_count(base),
-                          after=c_sched.host_wait_ms / iteration_count(cand)))
+        facts.append(note("locate.schedule.host_wait", before=per_iteration(b_sched, b_sched.host_wait_ms),
+                          after=per_iteration(c_sched, c_sched.host_wait_ms)))
     waiting = [f for f in findings if f.regression]
     if waiting:
         facts.append(note("locate.schedule.idle_layers", count=sum(max(len(f.members), 1) for f in waiting),
-                          layers=[f.layer for f in waiting[:4]], ms=material_ms))
+                          layers=[f.label for f in waiting[:4]], ms=material_ms))
     if b_sched.threads != c_sched.threads and b_sched.threads is not None and c_sched.threads is not None:
         facts.append(note("locate.schedule.threads", before=b_sched.threads, after=c_sched.threads))
     return StageFinding(stage="schedule", status=status, facts=facts or [note("locate.schedule.empty")], metrics=metrics, layers=findings)

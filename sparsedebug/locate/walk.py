@@ -25,6 +25,7 @@ from sparsedebug.locate.schedule import schedule_stage
 from sparsedebug.records.findings import BisectResult, BisectState, RankedLayer, StageFinding
 from sparsedebug.records.notes import Note, note
 from sparsedebug.records.run import STAGES, RunRecord
+from sparsedebug.records.stats import DEFAULT_MIN_SAMPLES
 
 
 def rank_layers(base: RunRecord, cand: RunRecord, involved: set[str], outcome_delta: float | None) -> list[RankedLayer]:
@@ -70,10 +71,11 @@ def bisect_runs(
     alpha: float = DEFAULT_ALPHA,
     min_effect: float = DEFAULT_MIN_EFFECT,
     min_cosine: float | None = None,
+    min_samples: int = DEFAULT_MIN_SAMPLES,
 ) -> BisectResult:
     """Walk the five stages of ``base`` and ``cand`` and name the first persistent divergence.
 
-    ``alpha`` and ``min_effect`` are passed to every sample comparison;
+    ``alpha``, ``min_effect`` and ``min_samples`` are the rule (``core.judgement``) of every sample comparison;
     ``min_cosine`` is an optional quality guardrail on the candidate's output
     cosine. Returns a ``BisectResult`` whose ``state`` is ``divergence`` (with
     ``first_stage``), ``no_regression`` or ``undecided`` (too few samples where
@@ -86,9 +88,9 @@ def bisect_runs(
     stages = [
         graph_stage(base, cand),
         lower,
-        kernel_stage(base, cand, lower, alpha, min_effect, drift),
-        schedule_stage(base, cand, alpha, min_effect, drift),
-        outcome_stage(base, cand, alpha, min_effect, min_cosine, drift),
+        kernel_stage(base, cand, lower, alpha, min_effect, drift, min_samples),
+        schedule_stage(base, cand, alpha, min_effect, drift, min_samples),
+        outcome_stage(base, cand, alpha, min_effect, min_cosine, drift, min_samples),
     ]
     assert [s.stage for s in stages] == list(STAGES)
     same_rounds = session_block(base, cand) is not None  # one session: sustained contention hit both sides alike
@@ -112,7 +114,7 @@ def bisect_runs(
         state, verdict = "divergence", _divergence_verdict(first, undecided, explains, accounted, outcome_cmp)
     elif undecided:
         state = "undecided"
-        verdict = [note("locate.verdict.undecided", unstable=unstable is not None, stages=[s.stage for s in undecided])]
+        verdict = [note("locate.verdict.undecided", unstable=bool(unstable), stages=[s.stage for s in undecided])]
     else:
         state, verdict = "no_regression", _no_regression_verdict(stages, outcome_cmp)
     return BisectResult(

@@ -1,24 +1,31 @@
-"""Building a bundle directory: a sibling work directory, the swap into place, stale leftovers.
+"""Building a bundle directory: a sibling work directory written once per file, the swap into place, stale leftovers.
 
 What a bundle holds, and reading it back, is :mod:`sparsedebug.sources.bundle`.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
-from sparsedebug.core.errors import UserError
+from pydantic import BaseModel
+
+from sparsedebug.core.errors import InternalError, UserError
 from sparsedebug.core.io import check_output_directory, existing_kind
 from sparsedebug.core.signals import signals_deferred
 from sparsedebug.records.notes import Note, note
-from sparsedebug.sources.bundle import MANIFEST
+from sparsedebug.sources.bundle import FILES, MANIFEST
 
 if TYPE_CHECKING:
+    from sparsedebug.records.bundle import Bundle
+    from sparsedebug.records.memo import Memo
     from sparsedebug.records.playbook import Playbook
     from sparsedebug.sources.bundle import LoadedBundle
+
+M = TypeVar("M", bound=BaseModel)
 
 # Infix of the sibling directory a bundle is built in: ``.NAME.partial-PID``.
 PARTIAL = "partial"
@@ -124,16 +131,69 @@ def discard(tmp: Path) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def write_rendered(tmp: Path, loaded: LoadedBundle, book: Playbook) -> None:
-    """report.md, memo.md and report.html of a bundle being built in ``tmp``, rendered from its review document
-    (``loaded.memo``)."""
-    from sparsedebug.core.io import atomic_write_text
+class BundleWriter:
+    """The files of a bundle being built in ``tmp``, each written once: what was written (role -> file name, in order),
+    each file's sha256, and every record as the bundle holds it (its JSON parsed back, so what the walk decides and
+    renders on is what ``sparsedebug memo DIR`` reads later)."""
+
+    def __init__(self, tmp: Path) -> None:
+        self.tmp = tmp
+        self.files: dict[str, str] = {}
+        self.digests: dict[str, str] = {}
+        self.records: dict[str, BaseModel] = {}
+
+    def text(self, role: str, text: str) -> Path:
+        """Write ``text`` as the bundle file of ``role``; a second write of one file is an internal error."""
+        from sparsedebug.core.io import atomic_write_text
+
+        if role in self.files:
+            raise InternalError(f"bundle file {FILES[role]} written twice in one walk")
+        path = self.tmp / FILES[role]
+        atomic_write_text(path, text)
+        self.files[role] = FILES[role]
+        self.digests[role] = hashlib.sha256(text.encode("utf-8")).hexdigest()
+        return path
+
+    def record(self, role: str, record: M) -> M:
+        """Write one record under its fixed file name; return it as the bundle holds it."""
+        from sparsedebug.core.io import dump_text, parse_data, validate
+
+        path = self.tmp / FILES[role]
+        text = dump_text(record, path)
+        self.text(role, text)
+        stored = validate(type(record), parse_data(text, path), str(path))
+        self.records[role] = stored
+        return stored
+
+    def manifest(self, manifest: Bundle) -> None:
+        """Write the manifest, last: it lists the files written, each once (an internal error otherwise)."""
+        from sparsedebug.core.io import save_record
+
+        if set(manifest.files.items()) != set(self.files.items()):
+            raise InternalError(f"bundle manifest lists {sorted(manifest.files)}, the walk wrote {sorted(self.files)}")
+        save_record(manifest, self.tmp / MANIFEST)
+
+    def loaded(self, root: Path, manifest: Bundle, memo: Memo | None = None) -> LoadedBundle:
+        """The bundle as ``load_bundle(root)`` would read it once moved to ``root``, built from what was written
+        (``memo``: the review document to hold, else the one written)."""
+        from sparsedebug.records.loaded import LoadedBundle
+
+        fields = {ROLE_FIELDS.get(role, role): record for role, record in self.records.items()}
+        held = {"fingerprint": None, "fixed": None, **fields, **({"memo": memo} if memo is not None else {})}
+        return LoadedBundle.model_validate({"root": root, "manifest": manifest, **held})
+
+
+# Bundle roles whose record ``LoadedBundle`` holds under another name.
+ROLE_FIELDS = {"memo_model": "memo"}
+
+
+def write_rendered(out: BundleWriter, bundle: LoadedBundle, book: Playbook) -> None:
+    """report.md, memo.md and report.html of a bundle being built, rendered from its review document (``bundle.memo``)."""
     from sparsedebug.render.document import review
     from sparsedebug.render.html.bundle import render_bundle_html
     from sparsedebug.render.markdown.memo import render_full_report
-    from sparsedebug.render.memo.formats import render
-    from sparsedebug.sources.bundle import FILES
+    from sparsedebug.render.memo.formats import render_verified
 
-    atomic_write_text(tmp / FILES["report"], render_full_report(loaded, book))
-    atomic_write_text(tmp / FILES["memo"], render(review(loaded), "markdown"))
-    atomic_write_text(tmp / FILES["html"], render_bundle_html(loaded, book))
+    out.text("report", render_full_report(bundle, book))
+    out.text("memo", render_verified(review(bundle), "markdown", FILES["memo"]))
+    out.text("html", render_bundle_html(bundle, book))

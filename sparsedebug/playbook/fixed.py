@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 from sparsedebug.playbook.energy import Meter
 from sparsedebug.records.comparability import Comparability, Dimension
 from sparsedebug.records.notes import Note, note
 from sparsedebug.records.run import RunRecord
+from sparsedebug.sources.detect import InputFile
 
 
 @dataclass(frozen=True)
@@ -17,10 +17,9 @@ class FixedInputs:
     """Where the fixed run comes from, and the candidate it is compared with."""
 
     candidate: RunRecord
-    candidate_path: Path
-    candidate_is_workload: bool
-    fixed_path: Path
-    fixed_is_workload: bool
+    # The candidate and the fixed input as read once by the walk (the fixed workload applied here: as written).
+    candidate_file: InputFile
+    fixed_file: InputFile
     # The fix was applied to a copy of the candidate workload here (its file is cited by its name in the bundle).
     applied: bool
 
@@ -47,19 +46,19 @@ def fixed_run(
     ``allow`` names the difference.
     """
     from sparsedebug.locate.comparable import require_comparable
-    from sparsedebug.sources.detect import load_pair
+    from sparsedebug.sources.detect import load_inputs, replayed_together
 
     session_cand: RunRecord | None = None
-    if inputs.candidate_is_workload and inputs.fixed_is_workload:
-        say(note("playbook.replay_fixed_pair", file=None if inputs.applied else inputs.fixed_path.name))
+    if replayed_together(inputs.candidate_file.kind) and replayed_together(inputs.fixed_file.kind):
+        say(note("playbook.replay_fixed_pair", file=None if inputs.applied else inputs.fixed_file.path.name))
         session_cand, run = meter.run_session(  # one RAPL reading (where readable) for the whole session
             ("fixed",), "fixed_candidate",
-            lambda: load_pair(inputs.candidate_path, inputs.fixed_path, repeats=repeats, progress=progress),
+            lambda: load_inputs(inputs.candidate_file, inputs.fixed_file, repeats=repeats, progress=progress),
         )
     else:
         run = load_fixed()
     if inputs.applied:
-        run = relabel(run, inputs.fixed_path.name)
+        run = relabel(run, inputs.fixed_file.path.name)
     pair = require_comparable(inputs.candidate, run, tuple(allow))
     compared(pair.check)
     return pair.cand, session_cand

@@ -1,11 +1,13 @@
 """The walk (``sparsedebug playbook run``): one function per playbook step, writing one bundle.
 
-:func:`run_playbook` checks the inputs, then calls freeze, locate, classify, reproduce
-and re-run in order on a :class:`_Walk`, which holds what the steps hand each other and
-the files written so far. Step 5 ends with the decision (``signoff.decide``), stored as a
-record before the memo and the report are rendered from the bundle as written. The
-bundle is built in a temporary sibling directory and moved into place at the end, so a
-failed walk leaves no half-written bundle.
+:func:`run_playbook` reads each input once, then calls freeze, locate, classify, reproduce
+and re-run in order; each step returns one immutable result that the later steps take
+(``_Frozen``, ``_Located``, ``_Classified``, ``_Reproduced``, ``_Rerun``) and writes its
+records through the walk's ``BundleWriter``, each file once. Sign-off decides once from the
+records as written (``signoff.decide``), builds the review document, renders memo.md,
+report.md and report.html from it and writes the manifest last. The bundle is built in a
+temporary sibling directory and moved into place at the end, so a failed walk leaves no
+half-written bundle.
 """
 
 from __future__ import annotations
@@ -13,36 +15,35 @@ from __future__ import annotations
 import datetime
 import shutil
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import BaseModel
-
 from sparsedebug.core.errors import UserError
-from sparsedebug.playbook.bundle import PARTIAL, check_out_dir, clear_stale, discard, swap_into_place, work_dir
+from sparsedebug.playbook.bundle import PARTIAL, BundleWriter, check_out_dir, clear_stale, discard, swap_into_place, work_dir
 from sparsedebug.playbook.energy import Meter
 from sparsedebug.playbook.fixed import FixedInputs
 from sparsedebug.playbook.fixed import fixed_run as load_fixed
 from sparsedebug.playbook.reporter import QuietReporter, Reporter
-from sparsedebug.records.bundle import Bundle, BundleInput, FixOutcome, InputKind, StepRecord
+from sparsedebug.records.bundle import Bundle, BundleInput, FixOutcome, StepRecord
 from sparsedebug.records.comparability import Dimension
 from sparsedebug.records.notes import Note, note
 from sparsedebug.records.playbook import Playbook, Step
 from sparsedebug.records.ranks import RankComparison
 from sparsedebug.records.run import RunRecord
 from sparsedebug.reduce.apply_fix import apply_fix
-from sparsedebug.sources.bundle import FILES, MANIFEST, LoadedBundle, load_bundle
-from sparsedebug.sources.evidence import NO_EVIDENCE_PATHS, EvidencePaths, check_evidence_paths, load_evidence
+from sparsedebug.sources.bundle import FILES, LoadedBundle
+from sparsedebug.sources.evidence import NO_EVIDENCE_PATHS, AttachedEvidence, EvidencePaths, check_evidence_paths
 from sparsedebug.sources.playbook import load_playbook
 from sparsedebug.sources.registry import capabilities, input_kind
 from sparsedebug.sources.workload.schema import absolute_paths
 
 if TYPE_CHECKING:
     from sparsedebug.records.classification import Classification, Fix
+    from sparsedebug.records.findings import BisectResult
     from sparsedebug.records.fingerprint import Fingerprint
-    from sparsedebug.sources.workload.schema import Workload
+    from sparsedebug.sources.detect import InputFile
 
 DEFAULT_BASELINE = "minilm_dense"
 # The embedded default pair: the real all-MiniLM-L6-v2 dense, and pruned 2:4 (Wanda, real text) with planted
@@ -50,288 +51,296 @@ DEFAULT_BASELINE = "minilm_dense"
 DEFAULT_CANDIDATE = "minilm_2of4_regressed"
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Walk:
-    """What the steps of one walk hand each other, and the bundle files written so far."""
+    """What every step reads: the playbook, the inputs as read once, the options, and the bundle being written."""
 
     book: Playbook
-    tmp: Path
+    out: BundleWriter
     out_dir: Path
     say: Reporter
-    paths: dict[str, Path]
-    kinds: dict[str, InputKind]
+    inputs: Mapping[str, InputFile]
     repeats: int | None
     allow: tuple[Dimension, ...] = ()
     calibrate: bool = False
     embedded: bool = False
-    files: dict[str, str] = field(default_factory=dict)
-    steps: list[StepRecord] = field(default_factory=list)
-    runs: dict[str, RunRecord] = field(default_factory=dict)
-    # A fixed run given as a trace or run record, loaded in step 2 and checked comparable with the candidate there.
-    fixed_early: RunRecord | None = None
-    workloads: dict[str, Workload] = field(default_factory=dict)
-    fingerprint: Fingerprint | None = None
-    classification: Classification | None = None
-    fixed_source: Literal["applied_to_workload", "given", "none"] = "none"
-    fix_how: Note | None = None
     meter: Meter = field(default_factory=Meter)
-    _started: float = 0.0
-    created_at: str = ""  # when the manifest was first written: every later write (and page rendered from one) says the same
 
-    def save(self, role: str, record: BaseModel) -> None:
-        """Write one record into the bundle under its fixed file name."""
-        from sparsedebug.core.io import save_record
+    def path(self, role: str) -> Path:
+        """The path of the input of ``role``, as given."""
+        return self.inputs[role].path
 
-        save_record(record, self.tmp / FILES[role])
-        self.files[role] = FILES[role]
-
-    def begin(self, step_id: str, what: Note) -> Step:
-        """Start a step: tell the reporter and start its clock."""
+    def begin(self, step_id: str, what: Note) -> tuple[Step, float]:
+        """Start a step: tell the reporter; the step and its start time."""
         step = self.book.step(step_id)
-        self._started = time.perf_counter()
         self.say.step(step, what)
-        return step
+        return step, time.perf_counter()
 
-    def finish(self, step: Step, status: Literal["done", "skipped"], detail: list[Note]) -> None:
-        """Record a step as done or skipped, with its one-line detail and duration."""
-        seconds = round(time.perf_counter() - self._started, 3)
-        self.steps.append(StepRecord(step=step.id, status=status, detail=detail, seconds=seconds))
+    def finish(self, begun: tuple[Step, float], status: Literal["done", "skipped"], detail: list[Note]) -> StepRecord:
+        """A step done or skipped, with its one-line detail and duration."""
+        step, started = begun
         self.say.done(step, status, detail)
+        return StepRecord(step=step.id, status=status, detail=detail, seconds=round(time.perf_counter() - started, 3))
 
     def replayed(self, role: str) -> bool:
         """Whether the input of ``role`` is replayed here (a workload), not loaded or imported."""
         from sparsedebug.sources.detect import replayed_together
 
-        return replayed_together(self.kinds[role])
+        return replayed_together(self.inputs[role].kind)
 
     def load(self, role: str) -> RunRecord:
         """Replay, import or load one input as a run record (a replay with the CPU package's RAPL counter read around it)."""
-        from sparsedebug.sources.detect import load_run
-        return self.meter.run(role if self.replayed(role) else None, lambda: load_run(self.paths[role], repeats=self.repeats, progress=self.say.progress, compared=True))
+        from sparsedebug.sources.detect import load_input
+
+        item = self.inputs[role]
+        return self.meter.run(role if self.replayed(role) else None, lambda: load_input(item, repeats=self.repeats, progress=self.say.progress, compared=True))
 
 
-def _freeze(w: _Walk) -> None:
+@dataclass(frozen=True)
+class _Frozen:
+    """Step 1: the fingerprint (paths relative to the bundle)."""
+
+    step: StepRecord
+    fingerprint: Fingerprint
+
+
+@dataclass(frozen=True)
+class _Located:
+    """Step 2: both runs, made comparable; a fixed run given as a trace or run record (loaded and checked here, not
+    after classify and reduce); the bisect as the bundle holds it."""
+
+    step: StepRecord
+    baseline: RunRecord
+    candidate: RunRecord
+    fixed_early: RunRecord | None
+    bisect: BisectResult
+
+
+@dataclass(frozen=True)
+class _Classified:
+    """Step 3: the mechanism and the fix it proposes."""
+
+    step: StepRecord
+    classification: Classification
+
+
+@dataclass(frozen=True)
+class _Reproduced:
+    """Step 4: where the fixed run comes from (the fix applied to a copy of the candidate workload, as written; the
+    one given; or none) and how the fix was applied, or why not."""
+
+    step: StepRecord
+    fixed_source: Literal["applied_to_workload", "given", "none"]
+    fix_how: Note
+    fixed_file: InputFile | None
+
+
+@dataclass(frozen=True)
+class _Rerun:
+    """Step 5's re-run: the fixed run (None when there is none to run)."""
+
+    step: StepRecord
+    fixed: RunRecord | None
+
+
+def _freeze(w: _Walk) -> _Frozen:
     from sparsedebug.freeze import fingerprint as fp_mod
-    from sparsedebug.sources.detect import load_workload
 
-    step = w.begin("freeze", note("playbook.freeze"))
-    for role in ("baseline", "candidate"):
-        if w.replayed(role):
-            w.workloads[role] = load_workload(w.paths[role])
-    cand_wl = w.workloads.get("candidate")
+    begun = w.begin("freeze", note("playbook.freeze"))
+    cand_wl = w.inputs["candidate"].workload if w.replayed("candidate") else None
+    if w.replayed("baseline"):
+        _ = w.inputs["baseline"].workload  # a workload the walk cannot replay is refused here, before any timing
     checkpoint: Path | None = None
     if cand_wl is not None:
         from sparsedebug.sources.replay.sources import graph_source
 
-        source = graph_source(cand_wl, w.paths["candidate"].parent)
+        source = graph_source(cand_wl, w.path("candidate").parent)
         checkpoint = source.model_file()
         if checkpoint:
-            w.say.step(step, note("playbook.opened", source=source.label, file=checkpoint.name))
-    w.fingerprint = fp_mod.relative_to(
+            w.say.step(begun[0], note("playbook.opened", source=source.label, file=checkpoint.name))
+    fingerprint = fp_mod.relative_to(
         fp_mod.collect(
             seed=cand_wl.seed if cand_wl is not None else None,
-            workload=w.paths["candidate"] if cand_wl is not None else None,
+            workload=w.inputs["candidate"].digest if cand_wl is not None else None,
             model=checkpoint,
             calibrate_machine=w.calibrate,
         ),
         w.out_dir,
     )
-    w.save("fingerprint", w.fingerprint)
-    git = w.fingerprint.git.revision[:12] if w.fingerprint.git else "-"
-    w.finish(step, "done", [note("playbook.frozen", seed=w.fingerprint.seed, git=git)])
+    w.out.record("fingerprint", fingerprint)
+    git = fingerprint.git.revision[:12] if fingerprint.git else "-"
+    return _Frozen(w.finish(begun, "done", [note("playbook.frozen", seed=fingerprint.seed, git=git)]), fingerprint)
 
 
-def _locate(w: _Walk, evidence: EvidencePaths) -> None:
+def _locate(w: _Walk, evidence: EvidencePaths) -> _Located:
     from sparsedebug.locate.comparable import require_comparable
     from sparsedebug.locate.walk import bisect_runs
-    from sparsedebug.sources.detect import load_pair
+    from sparsedebug.sources.detect import load_inputs
     from sparsedebug.sources.latency import with_untraced_latencies
 
-    step = w.book.step("locate")
-    w.begin("locate", note("playbook.locate"))
+    begun = w.begin("locate", note("playbook.locate"))
+    step = begun[0]
     if w.replayed("baseline") and w.replayed("candidate"):
-        w.say.step(step, note("playbook.replay_pair", baseline=w.paths["baseline"].name, candidate=w.paths["candidate"].name))
+        w.say.step(step, note("playbook.replay_pair", baseline=w.path("baseline").name, candidate=w.path("candidate").name))
     else:
         for role in ("baseline", "candidate"):
-            w.say.step(step, note("playbook.load_input", verb=input_kind(w.kinds[role]).verb, role=role, file=w.paths[role].name))
+            w.say.step(step, note("playbook.load_input", verb=input_kind(w.inputs[role].kind).verb, role=role, file=w.path(role).name))
     def both() -> tuple[RunRecord, RunRecord]:
-        return load_pair(w.paths["baseline"], w.paths["candidate"], repeats=w.repeats, progress=w.say.progress)
+        return load_inputs(w.inputs["baseline"], w.inputs["candidate"], repeats=w.repeats, progress=w.say.progress)
 
     in_session = w.replayed("baseline") and w.replayed("candidate")  # one RAPL reading for the session
-    w.runs["baseline"], w.runs["candidate"] = w.meter.run_session(("baseline", "candidate"), "baseline_candidate", both) if in_session else both()
-    w.runs["baseline"], w.runs["candidate"] = with_untraced_latencies(w.runs["baseline"], w.runs["candidate"], evidence.latency)
-    pair = require_comparable(w.runs["baseline"], w.runs["candidate"], w.allow)
-    w.runs["baseline"], w.runs["candidate"] = pair.base, pair.cand
-    for role in ("baseline", "candidate"):
-        w.save(role, w.runs[role])
+    base, cand = w.meter.run_session(("baseline", "candidate"), "baseline_candidate", both) if in_session else both()
+    pair = require_comparable(*with_untraced_latencies(base, cand, evidence.latency), w.allow)
+    w.out.record("baseline", pair.base)
+    w.out.record("candidate", pair.cand)
     w.say.compared(pair.check)
-    if "fixed" in w.paths and not w.replayed("fixed"):  # refused here, not after classify and reduce
-        w.say.step(step, note("playbook.load_fixed_early", file=w.paths["fixed"].name))
-        w.fixed_early = w.load("fixed")
+    fixed_early = None
+    if "fixed" in w.inputs and not w.replayed("fixed"):  # refused here, not after classify and reduce
+        w.say.step(step, note("playbook.load_fixed_early", file=w.path("fixed").name))
+        fixed_early = w.load("fixed")
         try:
-            require_comparable(w.runs["candidate"], w.fixed_early, (*w.allow, "launch") if "launch" not in w.allow else w.allow)
+            require_comparable(pair.cand, fixed_early, (*w.allow, "launch") if "launch" not in w.allow else w.allow)
         except UserError as exc:
-            raise UserError(f"--fixed {w.paths['fixed']}: {exc}") from None
+            raise UserError(f"--fixed {w.path('fixed')}: {exc}") from None
     w.say.step(step, note("playbook.bisect"))
-    result = bisect_runs(w.runs["baseline"], w.runs["candidate"]).model_copy(update={"comparability": pair.check})
-    w.save("bisect", result)
-    w.finish(step, "done", [note("playbook.located", state=result.state, first_stage=result.first_stage)])
+    result = w.out.record("bisect", bisect_runs(pair.base, pair.cand).model_copy(update={"comparability": pair.check}))
+    done = w.finish(begun, "done", [note("playbook.located", state=result.state, first_stage=result.first_stage)])
+    return _Located(done, pair.base, pair.cand, fixed_early, result)
 
 
-def _classify(w: _Walk, evidence: EvidencePaths) -> None:
+def _classify(w: _Walk, evidence: AttachedEvidence, frozen: _Frozen, located: _Located) -> _Classified:
     from sparsedebug.classify.score import classify_run
 
-    step = w.begin("classify", note("playbook.classify"))
-    w.classification = classify_run(
-        w.runs["candidate"], baseline=w.runs["baseline"], evidence=load_evidence(evidence),
-        fingerprint=w.fingerprint if w.replayed("candidate") else None,
+    begun = w.begin("classify", note("playbook.classify"))
+    classification = classify_run(
+        located.candidate, baseline=located.baseline, evidence=evidence,
+        fingerprint=frozen.fingerprint if w.replayed("candidate") else None,
         run_path=f"{FILES['candidate']} (the candidate run in this bundle, from {_input_name(w, 'candidate')})",
     )
-    w.save("classification", w.classification)
-    winner = w.classification.winner
-    w.finish(step, "done", [note("playbook.classified", winner=winner.value if winner else None)])
+    w.out.record("classification", classification)
+    winner = classification.winner
+    return _Classified(w.finish(begun, "done", [note("playbook.classified", winner=winner.value if winner else None)]), classification)
 
 
 def _reduce(w: _Walk) -> Note:
     """Step 4a: ddmin over the differences of two workloads; the note for the step line."""
     from sparsedebug.reduce.reduce import reduce_workloads
     from sparsedebug.render.words.notes import say
-    from sparsedebug.sources.workload.schema import save_workload
+    from sparsedebug.sources.workload.schema import dump_workload
 
-    step = w.book.step("reproduce")
-    w.say.step(step, note("playbook.reduce"))
+    w.say.step(w.book.step("reproduce"), note("playbook.reduce"))
     reduction = reduce_workloads(
-        w.workloads["baseline"], w.workloads["candidate"], progress=lambda event: w.say.progress(say(event), 0, 0),
-        good_dir=w.paths["baseline"].parent, bad_dir=w.paths["candidate"].parent, repro_path=Path(FILES["reproducer"]),
+        w.inputs["baseline"].workload, w.inputs["candidate"].workload, progress=lambda event: w.say.progress(say(event), 0, 0),
+        good_dir=w.path("baseline").parent, bad_dir=w.path("candidate").parent, repro_path=Path(FILES["reproducer"]),
     )
-    red = reduction.record
-    w.save("reduce", red)
+    w.out.record("reduce", reduction.record)
     if reduction.repro is not None and reduction.base is not None:
-        save_workload(reduction.repro, w.tmp / FILES["reproducer"])
-        save_workload(reduction.base, w.tmp / FILES["reproducer_base"])
-        w.files["reproducer"] = FILES["reproducer"]
-        w.files["reproducer_base"] = FILES["reproducer_base"]
-    return note("playbook.reduced", file=FILES["reduce"], reproducer=FILES["reproducer"] if "reproducer" in w.files else None)
+        w.out.text("reproducer", dump_workload(reduction.repro))
+        w.out.text("reproducer_base", dump_workload(reduction.base))
+    return note("playbook.reduced", file=FILES["reduce"], reproducer=FILES["reproducer"] if "reproducer" in w.out.files else None)
 
 
-def _apply_fix(w: _Walk) -> Note:
-    """Step 4b: the fix applied to a copy of the candidate workload, or why it cannot be."""
-    from sparsedebug.sources.workload.schema import save_workload
+def _apply_fix(w: _Walk, fix: Fix | None) -> tuple[Literal["applied_to_workload", "given", "none"], Note, InputFile | None]:
+    """Step 4b: the fix applied to a copy of the candidate workload (written, and read from the text written), the
+    fixed input given, or why there is none."""
+    from sparsedebug.sources.detect import written_input
+    from sparsedebug.sources.workload.schema import dump_workload
 
-    assert w.classification is not None
-    fix = w.classification.fix
-    cand_wl = w.workloads.get("candidate")
-    if "fixed" in w.paths:
-        w.fixed_source = "given"
-        return note("playbook.fixed_given", path=str(w.paths["fixed"]), kind=w.kinds["fixed"])
+    if "fixed" in w.inputs:
+        return "given", note("playbook.fixed_given", path=str(w.path("fixed")), kind=w.inputs["fixed"].kind), w.inputs["fixed"]
     if fix is None:
-        return note("playbook.no_fix")
-    if cand_wl is None:
-        return note("playbook.fix_needs_rerun", kind=w.kinds["candidate"], rule=fix.rule, action=fix.code)
+        return "none", note("playbook.no_fix"), None
+    if not w.replayed("candidate"):
+        return "none", note("playbook.fix_needs_rerun", kind=w.inputs["candidate"].kind, rule=fix.rule, action=fix.code), None
+    cand_wl = w.inputs["candidate"].workload
     new_wl, how = apply_fix(cand_wl, fix)
     if new_wl is None:
-        return how
-    new_wl = absolute_paths(new_wl, w.paths["candidate"].parent).model_copy(update={"name": f"{cand_wl.name}_fixed"})
-    save_workload(new_wl, w.tmp / FILES["fixed_workload"])
-    w.files["fixed_workload"] = FILES["fixed_workload"]
-    w.fixed_source = "applied_to_workload"
-    return how.model_copy(update={"values": {**how.values, "written_to": FILES["fixed_workload"]}})
+        return "none", how, None
+    new_wl = absolute_paths(new_wl, w.path("candidate").parent).model_copy(update={"name": f"{cand_wl.name}_fixed"})
+    text = dump_workload(new_wl)
+    fixed_file = written_input(w.out.text("fixed_workload", text), text, w.inputs["candidate"].kind)
+    return "applied_to_workload", how.model_copy(update={"values": {**how.values, "written_to": FILES["fixed_workload"]}}), fixed_file
 
 
-def _trace_reproducer(w: _Walk) -> Note:
+def _trace_reproducer(w: _Walk, located: _Located, classification: Classification) -> Note:
     """Step 4a on a trace pair: the blamed layer as reproducer.yaml (and its dense twin) and repro.py."""
-    from sparsedebug.core.io import atomic_write_text, load_record
-    from sparsedebug.records.findings import BisectResult
     from sparsedebug.reduce.from_trace import repro_workloads, trace_repro
     from sparsedebug.render.repro import render_repro_script
     from sparsedebug.render.words.core import replay_reason_words
-    from sparsedebug.sources.workload.schema import save_workload
+    from sparsedebug.sources.workload.schema import dump_workload
 
-    step = w.book.step("reproduce")
-    w.say.step(step, note("playbook.trace_cut"))
-    bisect = load_record(w.tmp / FILES["bisect"], BisectResult)
-    repro = trace_repro(w.runs["baseline"], w.runs["candidate"], bisect, w.classification)
+    w.say.step(w.book.step("reproduce"), note("playbook.trace_cut"))
+    bisect = located.bisect
+    repro = trace_repro(located.baseline, located.candidate, bisect, classification)
     if repro is None:
-        if bisect.first_stage is None:
-            return note("playbook.no_trace_repro", state=bisect.state, stage=None)
         return note("playbook.no_trace_repro", state=bisect.state, stage=bisect.first_stage)
-    trace_name = w.paths["candidate"].name
+    trace_name = w.path("candidate").name
     files = {"script": FILES["repro_script"]}
     workloads = repro_workloads(repro, trace_name, twin_file=FILES["reproducer_base"], note=replay_reason_words(repro))
     if workloads is not None:
-        cand, base = workloads
-        save_workload(cand, w.tmp / FILES["reproducer"])
-        save_workload(base, w.tmp / FILES["reproducer_base"])
-        for role in ("reproducer", "reproducer_base"):
-            w.files[role] = FILES[role]
+        w.out.text("reproducer", dump_workload(workloads[0]))
+        w.out.text("reproducer_base", dump_workload(workloads[1]))
         files |= {"workload": FILES["reproducer"], "dense_twin": FILES["reproducer_base"]}
-    atomic_write_text(w.tmp / FILES["repro_script"], render_repro_script(repro, trace_name))
-    w.files["repro_script"] = FILES["repro_script"]
-    w.save("trace_repro", repro.model_copy(update={"files": files}))
-    return note("playbook.trace_repro", layer=repro.layer, stage=repro.first_stage, finding=repro.finding, files=sorted(files.values()))
+    w.out.text("repro_script", render_repro_script(repro, trace_name))
+    w.out.record("trace_repro", repro.model_copy(update={"files": files}))
+    return note("playbook.trace_repro", layer=repro.layer, stage=repro.first_stage, finding=repro.finding, files=sorted(files.values()),
+                targets=len(repro.targets))
 
 
-def _reproduce(w: _Walk, reduce: bool) -> None:
-    step = w.begin("reproduce", note("playbook.reproduce"))
+def _reproduce(w: _Walk, reduce: bool, located: _Located, classified: _Classified) -> _Reproduced:
+    begun = w.begin("reproduce", note("playbook.reproduce"))
     notes: list[Note] = []
-    if reduce and "baseline" in w.workloads and "candidate" in w.workloads:
+    if reduce and w.replayed("baseline") and w.replayed("candidate"):
         notes.append(_reduce(w))
     elif not reduce:
         notes.append(note("playbook.reduce_skipped"))
-    elif all(capabilities(w.runs[role]).reproducer for role in ("baseline", "candidate")):
-        notes.append(_trace_reproducer(w))
+    elif all(capabilities(run).reproducer for run in (located.baseline, located.candidate)):
+        notes.append(_trace_reproducer(w, located, classified.classification))
     else:
         notes.append(note("playbook.no_reduction"))
-    if "fixed" in w.paths:
-        w.say.step(step, note("playbook.load_fixed", file=w.paths["fixed"].name))
-    w.fix_how = _apply_fix(w)
-    notes.append(note("playbook.fix_applied" if w.fixed_source != "none" else "playbook.fix_not_applied"))
-    w.finish(step, "done", notes)
+    if "fixed" in w.inputs:
+        w.say.step(begun[0], note("playbook.load_fixed", file=w.path("fixed").name))
+    source, how, fixed_file = _apply_fix(w, classified.classification.fix)
+    notes.append(note("playbook.fix_applied" if source != "none" else "playbook.fix_not_applied"))
+    return _Reproduced(w.finish(begun, "done", notes), source, how, fixed_file)
 
 
-def _rerun(w: _Walk) -> None:
+def _rerun(w: _Walk, frozen: _Frozen, located: _Located, classified: _Classified, reproduced: _Reproduced) -> _Rerun:
     from sparsedebug.signoff.movement import measure_movement
 
-    assert w.classification is not None
-    step = w.begin("rerun", note("playbook.rerun"))
+    begun = w.begin("rerun", note("playbook.rerun"))
     fixed_run, session_cand = None, None
-    if w.fixed_source != "none":
-        applied = w.fixed_source == "applied_to_workload"
-        inputs = FixedInputs(
-            candidate=w.runs["candidate"], candidate_path=w.paths["candidate"], candidate_is_workload=w.replayed("candidate"),
-            fixed_path=w.tmp / FILES["fixed_workload"] if applied else w.paths["fixed"],
-            fixed_is_workload=applied or w.replayed("fixed"), applied=applied,
-        )
+    fix = classified.classification.fix
+    if reproduced.fixed_file is not None:
+        inputs = FixedInputs(candidate=located.candidate, candidate_file=w.inputs["candidate"], fixed_file=reproduced.fixed_file,
+                             applied=reproduced.fixed_source == "applied_to_workload")
         # a CUDA-graph fix changes the launch mode by design: its fixed run is compared with the candidate across it
-        graph_fix = w.classification.fix is not None and w.classification.fix.code == "cuda_graph"
+        graph_fix = fix is not None and fix.code == "cuda_graph"
         allow: tuple[Dimension, ...] = (*w.allow, "launch") if graph_fix and "launch" not in w.allow else w.allow
         fixed_run, session_cand = load_fixed(
-            inputs, repeats=w.repeats, allow=allow, load_fixed=lambda: w.fixed_early or w.load("fixed"), meter=w.meter,
-            say=lambda what: w.say.step(step, what), compared=lambda check: w.say.compared(check, "fixed run"), progress=w.say.progress,
+            inputs, repeats=w.repeats, allow=allow, load_fixed=lambda: located.fixed_early or w.load("fixed"), meter=w.meter,
+            say=lambda what: w.say.step(begun[0], what), compared=lambda check: w.say.compared(check, "fixed run"), progress=w.say.progress,
         )
-    fix = w.classification.fix
-    outcome = FixOutcome(proposed=fix, applied=w.fixed_source != "none", how=w.fix_how or note("playbook.no_fix"), fixed_source=w.fixed_source)
+    outcome = FixOutcome(proposed=fix, applied=reproduced.fixed_source != "none", how=reproduced.fix_how, fixed_source=reproduced.fixed_source)
     if fixed_run is not None:
-        w.runs["fixed"] = fixed_run
-        w.save("fixed", fixed_run)
-        moves, verdict, moved, target = measure_movement(w.runs["baseline"], w.runs["candidate"], fixed_run, fix, session_cand=session_cand)
+        w.out.record("fixed", fixed_run)
+        moves, verdict, moved, target = measure_movement(located.baseline, located.candidate, fixed_run, fix, session_cand=session_cand)
         outcome = outcome.model_copy(update={"movements": moves, "significance": verdict, "moved": moved, "target": target})
-        outcome = outcome.model_copy(update=_next_fix(w, fixed_run, fix))
-    w.save("fix", outcome)
-    if fixed_run is not None:
-        lat = next((m for m in outcome.movements if m.metric == "latency p50" and m.direction is not None), None)
-        w.finish(step, "done", [note("playbook.rerun_moved", direction=lat.direction if lat is not None else None,
-                                     change=lat.change if lat is not None else None, moved=outcome.moved)])
-    else:
-        w.finish(step, "skipped", [note("playbook.no_fixed")])
+        outcome = outcome.model_copy(update=_next_fix(w, frozen, located, fixed_run, fix))
+    w.out.record("fix", outcome)
+    if fixed_run is None:
+        return _Rerun(w.finish(begun, "skipped", [note("playbook.no_fixed")]), None)
+    lat = next((m for m in outcome.movements if m.metric == "latency p50" and m.direction is not None), None)
+    return _Rerun(w.finish(begun, "done", [note("playbook.rerun_moved", direction=lat.direction if lat is not None else None,
+                                                change=lat.change if lat is not None else None, moved=outcome.moved)]), fixed_run)
 
 
-def _next_fix(w: _Walk, fixed_run: RunRecord, applied: Fix | None) -> dict[str, object]:
+def _next_fix(w: _Walk, frozen: _Frozen, located: _Located, fixed_run: RunRecord, applied: Fix | None) -> dict[str, object]:
     """The fixed run classified again against the baseline, and the next fix it calls for (empty: repeats the applied one)."""
     from sparsedebug.classify.score import classify_run
 
     again = classify_run(
-        fixed_run, baseline=w.runs["baseline"], fingerprint=w.fingerprint if w.replayed("candidate") else None,
+        fixed_run, baseline=located.baseline, fingerprint=frozen.fingerprint if w.replayed("candidate") else None,
         run_path=f"{FILES['fixed']} (the fixed run in this bundle)",
     )
     if again.fix is None or again.winner is None:
@@ -351,42 +360,34 @@ def _next_fix(w: _Walk, fixed_run: RunRecord, applied: Fix | None) -> dict[str, 
 
 def _input_label(w: _Walk, role: str) -> str:
     """How the bundle names an input: ``embedded:NAME`` for the embedded default, else the path as given."""
-    path = w.paths[role]
+    path = w.path(role)
     return f"embedded:{path.name}" if w.embedded and role != "fixed" else str(path)
 
 
 def _input_name(w: _Walk, role: str) -> str:
     """An input named without local directories: ``embedded:NAME`` or the file name (the manifest has the full label)."""
-    return f"embedded:{w.paths[role].name}" if w.embedded and role != "fixed" else w.paths[role].name
+    return f"embedded:{w.path(role).name}" if w.embedded and role != "fixed" else w.path(role).name
 
 
-def _write_manifest(w: _Walk, embedded: bool) -> None:
-    from sparsedebug.core.io import file_digest, save_record
-
-    inputs = [BundleInput(role=role, kind=w.kinds[role], file=file_digest(path), label=_input_label(w, role)) for role, path in w.paths.items()]
-    w.created_at = w.created_at or datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-    manifest = Bundle(created_at=w.created_at, playbook=w.book.id, inputs=inputs, steps=w.steps, files=dict(w.files), repeats=w.repeats)
-    save_record(manifest, w.tmp / MANIFEST)
-
-
-def _decide_and_render(w: _Walk, embedded: bool, out_dir: Path) -> None:
-    """Decide once from the records as written, store the decision and the memo model, then render the outputs."""
-    from sparsedebug.core.io import atomic_write_text
+def _sign_off(w: _Walk, steps: list[StepRecord]) -> LoadedBundle:
+    """Decide once from the records as written, store the decision and the review document, render memo.md,
+    report.md and report.html from it, and write the manifest last: each file once. The bundle as it reads once in
+    place."""
     from sparsedebug.playbook.bundle import write_rendered
     from sparsedebug.signoff.decide import decide_bundle
-    from sparsedebug.signoff.memo import with_review
+    from sparsedebug.signoff.memo import build_memo
 
-    _write_manifest(w, embedded)
-    w.save("decision", decide_bundle(load_bundle(w.tmp), w.book))
-    for role in ("memo", "report", "html"):
-        w.files[role] = FILES[role]
-        atomic_write_text(w.tmp / FILES[role], "(rendering)\n")
-    _write_manifest(w, embedded)
-    loaded = with_review(load_bundle(w.tmp).model_copy(update={"root": out_dir}), w.book)
-    assert loaded.memo is not None
-    w.save("memo_model", loaded.memo)
-    _write_manifest(w, embedded)
-    write_rendered(w.tmp, loaded, w.book)
+    inputs = [BundleInput(role=role, kind=item.kind, file=item.digest, label=_input_label(w, role)) for role, item in w.inputs.items()]
+    created_at = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    manifest = Bundle(created_at=created_at, playbook=w.book.id, inputs=inputs, steps=steps, files=dict(w.out.files), repeats=w.repeats)
+    w.out.record("decision", decide_bundle(w.out.loaded(w.out_dir, manifest), w.book, written=w.out.digests))
+    rendered = {role: FILES[role] for role in ("memo", "report", "html", "memo_model")}
+    manifest = manifest.model_copy(update={"files": {**w.out.files, **rendered}})
+    memo = build_memo(w.out.loaded(w.out_dir, manifest), w.book)
+    w.out.record("memo_model", memo)
+    write_rendered(w.out, w.out.loaded(w.out_dir, manifest, memo), w.book)
+    w.out.manifest(manifest)
+    return w.out.loaded(w.out_dir, manifest)
 
 
 def _rank_sets(
@@ -429,7 +430,7 @@ def run_playbook(
     fixed: Path | None = None,
     repeats: int | None = None,
     evidence: EvidencePaths = NO_EVIDENCE_PATHS,
-    playbook: Path | None = None,
+    playbook: Path | Playbook | None = None,
     reporter: Reporter | None = None,
     reduce: bool = True,
     force: bool = False,
@@ -437,7 +438,10 @@ def run_playbook(
     allow_different: Sequence[Dimension] = (),
     calibrate: bool = False,
 ) -> LoadedBundle:
-    """Walk the five steps and write a complete bundle to ``out_dir``; return it loaded.
+    """Walk the five steps and write a complete bundle to ``out_dir``; return it as it reads back from there.
+
+    Each input is read once, and each bundle file written once. ``playbook``: a playbook
+    file, one already loaded, or None for the embedded one.
 
     With ``calibrate`` the freeze step measures this machine's GEMM and copy rates
     (``freeze --calibrate``), the roofline classify uses for replayed runs.
@@ -456,21 +460,20 @@ def run_playbook(
     removes it, and one left by a killed run is removed (or put back, for the
     previous bundle moved aside) at the start of the next.
     """
-    from sparsedebug.sources.detect import detect_kind
+    from sparsedebug.sources.detect import read_input
 
-    book = load_playbook(playbook)
+    book = playbook if isinstance(playbook, Playbook) else load_playbook(playbook)
     ranks = _rank_sets(baseline, candidate, executor, reporter or QuietReporter())
     if ranks is not None:
         comparison, baseline, candidate = ranks
-    paths = _inputs(baseline, candidate, fixed)
-    kinds: dict[str, InputKind] = {role: detect_kind(path) for role, path in paths.items()}
-    check_evidence_paths(evidence)
+    inputs = {role: read_input(path) for role, path in _inputs(baseline, candidate, fixed).items()}  # each read once
+    ncu, smi = check_evidence_paths(evidence)  # read before any work, and attached to classify as read
     say = reporter or QuietReporter()
     for stale in clear_stale(out_dir):
         say.note(stale)
     check_out_dir(out_dir, force=force)
     tmp = work_dir(out_dir, PARTIAL)
-    w = _Walk(book=book, tmp=tmp, out_dir=out_dir, say=say, paths=paths, kinds=kinds, repeats=repeats, allow=tuple(allow_different),
+    w = _Walk(book=book, out=BundleWriter(tmp), out_dir=out_dir, say=say, inputs=inputs, repeats=repeats, allow=tuple(allow_different),
               calibrate=calibrate, embedded=baseline is None)
     try:
         if tmp.exists():
@@ -480,16 +483,17 @@ def run_playbook(
         except OSError as exc:  # a folder os.access calls writable that is not (/proc, a read-only mount as root)
             raise UserError(f"{out_dir}: cannot create the bundle's working folder {tmp.name} in {tmp.parent} ({exc.strerror})") from None
         if ranks is not None:
-            w.save("ranks", ranks[0])
-        _freeze(w)
-        _locate(w, evidence)
-        _classify(w, evidence)
-        _reproduce(w, reduce)
-        _rerun(w)
-        w.save("energy", w.meter.energy(w.runs, evidence, w.say.note))  # step 5's energy, each side from its own window
-        _decide_and_render(w, embedded=baseline is None, out_dir=out_dir)
+            w.out.record("ranks", ranks[0])
+        frozen = _freeze(w)
+        located = _locate(w, evidence)
+        classified = _classify(w, AttachedEvidence(ncu=ncu, smi=smi, smi_utc_offset_h=evidence.smi_utc_offset_h), frozen, located)
+        reproduced = _reproduce(w, reduce, located, classified)
+        rerun = _rerun(w, frozen, located, classified, reproduced)
+        runs = {"baseline": located.baseline, "candidate": located.candidate} | ({"fixed": rerun.fixed} if rerun.fixed is not None else {})
+        w.out.record("energy", w.meter.energy(runs, evidence, w.say.note))  # step 5's energy, each side from its own window
+        bundle = _sign_off(w, [r.step for r in (frozen, located, classified, reproduced, rerun)])
         swap_into_place(tmp, out_dir)
     except BaseException:
         discard(tmp)
         raise
-    return load_bundle(out_dir)
+    return bundle

@@ -11,14 +11,14 @@ Compute report and an nvidia-smi log (``sparsedebug.classify.evidence`` builds t
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import ClassVar, Literal
+from typing import ClassVar, Literal, TypeGuard, get_args
 
 from pydantic import ConfigDict, Field
 
 from sparsedebug.records.base import FACTS_SCHEMA_VERSION, Record
 from sparsedebug.records.notes import Note
 from sparsedebug.records.power import UtcOffsetSource
-from sparsedebug.records.run import CauseCode, DispatchCause, KernelClass
+from sparsedebug.records.run import CauseCode, DispatchCause, FallbackReason, KernelClass
 
 
 class Mechanism(StrEnum):
@@ -46,6 +46,10 @@ class Evidence(Record):
     source: str = Field(description="Stage and metric, or the imported artifact file, the value came from.")
     detail: Note = Field(description="The numbers behind the value, as a coded fact.")
     gate: Note | None = Field(None, description="Why the rule may not fire on this value (the baseline shares it, not a finite number ...).")
+    baseline_fired: bool | None = Field(
+        None, description="One-run rules beside a baseline: whether the same rule fires on the baseline's own value (None: "
+        "no baseline, or its value could not be computed)."
+    )
 
 
 class MissingEvidence(Record):
@@ -80,6 +84,11 @@ class MechanismShare(Record):
     negative_ms: float = Field(0.0, description="Sum of this mechanism's parts that shrank (ms < 0): ms = positive_ms + negative_ms.")
     largest: str | None = Field(description="The part that carries the most of it.")
     parts: int
+    against: list[str] = Field(
+        default_factory=list, description="When the share is past 100% of the change: what moves the other way, largest "
+        "first: the other mechanisms (by value) whose share has the opposite sign, 'unattributed' when the unattributed "
+        "rest does, and this mechanism's own parts that do ('own parts'). It over-explains the change by what they pull back."
+    )
 
 
 class Attribution(Record):
@@ -92,8 +101,14 @@ class Attribution(Record):
     mechanisms: list[MechanismShare] = Field(description="Largest share of the change (in its direction) first.")
     unattributed_ms: float = Field(description="The change no part carries, or that parts without mechanism evidence carry.")
     growth_significant: bool | None = Field(
-        None, description="A one-sided rank test on the latency samples (candidate slower, beyond the minimum effect): "
-        "None when too few samples for the test to decide."
+        None, description="The latency samples judged a loss by the one rule (core.judgement): None when too few to judge."
+    )
+    on_trace_clock: bool = Field(
+        False, description="Untraced latencies (--latency) judge the outcome; the parts, and this split, stay on the "
+        "trace's own clock (its per-iteration latencies), where the layers and gaps were measured."
+    )
+    untraced_delta_ms: float | None = Field(
+        None, description="With --latency: candidate p50 - baseline p50 of the untraced latencies, beside delta_ms (traced)."
     )
     busy_residual_ms: float | None = Field(
         None,
@@ -141,13 +156,30 @@ MovementBasis = Literal["math_path_time", "changed_path_time", "host_gap_growth"
 SettleCapture = Literal["aligned_clock_log", "ncu_report", "cuda_graph_retrace", "annotated_trace", "more_repeats"]
 
 
+# What a fix's targets can share besides a dispatch cause: the reason they fall back to dense, or weights converted on
+# every call.
+SharedCause = FallbackReason | Literal["per_call_conversion"]
+
+
+def is_dispatch_cause(cause: CauseCode | SharedCause) -> TypeGuard[CauseCode]:
+    """Whether a target's cause is one the dispatcher saw (layout, dtype, mask ...), not a fallback reason or a conversion."""
+    return not isinstance(cause, FallbackReason) and cause in get_args(CauseCode)
+
+
 class FixTarget(Record):
     """One group of a fix's targets: the layers that share one cause, and the tensors of each it names."""
 
-    cause: CauseCode
+    cause: CauseCode | SharedCause = Field(
+        description="What the layers share: a dispatch cause the trace shows (layout, dtype, mask ...), the reason they "
+        "fall back to dense (a layer fix: pad, cast or exclude every one of them), or weights converted on every call "
+        "(the conversion knob converts them all once)."
+    )
     layers: list[str]
     tensors: list[str] = Field(default_factory=list, description="Tensor roles (query, key, value, input ...) the cause names.")
-    removes_ms: float = Field(description="The group's kernel-time change per iteration that the fix removes.")
+    removes_ms: float | None = Field(
+        None, description="The group's kernel-time change per iteration that the fix removes (None: not measured, e.g. a "
+        "fallback found on one run)."
+    )
     restore: str | None = Field(None, description="The baseline value the fix restores (the dtype, for a dtype change).")
 
 

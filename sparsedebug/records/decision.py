@@ -13,13 +13,14 @@ from pydantic import Field
 from sparsedebug.records.base import FACTS_SCHEMA_VERSION, Record
 from sparsedebug.records.comparability import LaunchMode
 from sparsedebug.records.gate import CheckId, CheckStatus, GateResult
+from sparsedebug.records.stats import Judgement, SampleComparison
 
 # The rule that took a decision: ship (passes), bounded rollout (a fix moved and holds, a measured win missing only
 # evidence, no fix needed), rollback (slower or worse than the baseline allows), escalate (no mechanism won, a fix
 # moved but checks fail, a fix did not move, a fix not applied).
 DecisionCode = Literal[
     "passes", "fix_moved_holds", "win_missing_evidence", "no_mechanism", "worse_than_baseline", "no_fix_needed",
-    "fix_moved_checks_fail", "fix_did_not_move", "fix_not_applied", "unchanged",
+    "fix_moved_checks_fail", "fix_did_not_move", "fix_not_applied", "unchanged", "too_few_samples",
 ]
 
 
@@ -55,6 +56,10 @@ class DecisionOutcome(Record):
         default_factory=list, description="The baseline's and the candidate's launch modes when they differ (allowed with "
         "--allow-different launch): every speedup in the gate is then across launch modes, not like for like."
     )
+    speed: SampleComparison | None = Field(
+        None, description="The judged run's latency samples against the baseline's, by the one rule (core.judgement)."
+    )
+    judgement: Judgement | None = Field(None, description="What the rule made of ``speed``: win, loss, no change, inconclusive.")
     based_on: dict[str, str] = Field(
         default_factory=dict, description="sha256 of each bundle file the decision was taken on, by file name."
     )

@@ -35,11 +35,23 @@ SAMPLE_CALLS = 4
 # seen).
 SAMPLE_CALLS_WITHIN_MS = 250.0
 
+# Wall-clock budget (seconds) of the rounds a replayed session adds after those asked for: rounds are added until the
+# per-round ratio of the two sides settles (``core.judgement.settled``) or this much time has passed; past it,
+# unsettled timings are unstable (inconclusive). About four times what the README's gate pair's 15 rounds take on a
+# quiet 2-core machine.
+SETTLE_BUDGET_S = 20.0
+
 # Significance level of the rank test (two-sided).
 DEFAULT_ALPHA = 0.05
 
 # Minimum ratio of medians (either way) that counts as a change, as asv's ``factor``.
 DEFAULT_MIN_EFFECT = 1.05
+
+# Fewest samples a side (trace iterations, replay rounds; paired sessions: rounds) on which a difference is judged at
+# all (``core.judgement``): the fewest with which every test the rule runs reaches ``DEFAULT_ALPHA`` two-sided (the
+# paired signed-rank test needs 6 rounds: 2/2^6 = 0.031; Mann-Whitney 4 a side), and asv's "about six". Fewer give
+# ``inconclusive`` with the count to capture, whatever the ratio.
+DEFAULT_MIN_SAMPLES = 6
 
 Method = Literal["magnitude", "wanda", "sparsegpt"]
 METHODS: tuple[Method, ...] = ("magnitude", "wanda", "sparsegpt")
@@ -52,7 +64,7 @@ DEFAULT_DAMPING = 0.01
 DEFAULT_BLOCK = 64
 
 # Timed repetitions of one probe replay of ``reduce`` (re-measured with twice as many when undecided).
-DEFAULT_PROBE_REPEATS = 5
+DEFAULT_PROBE_REPEATS = DEFAULT_MIN_SAMPLES  # fewer could never be judged (core.judgement)
 
 # Upper bound on ``reduce``'s probes (static and timed together); the search stops early, keeping the best so far,
 # when reached.

@@ -8,6 +8,8 @@ bisect result carries ``schema_version``.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from typing import ClassVar, Literal
 
 from pydantic import Field
@@ -26,6 +28,39 @@ StageStatus = Literal["divergent", "improved", "expected", "same", "undecided", 
 BisectState = Literal["divergence", "no_regression", "undecided"]
 
 
+# The index placeholder of a pooled group's name (``locate.common.group_key``): never printed, ``group_label`` reads it.
+_PLACEHOLDER = "{i}"
+
+
+def group_label(name: str, members: Sequence[str]) -> str:
+    """A pooled group's name for the reader: each ``{i}`` of ``group_key`` becomes the indices its members hold there,
+    as ranges (``layers.{i}.mlp.up_proj`` of layers 0 to 3 -> ``layers.[0-3].mlp.up_proj``); a name that is no group is
+    returned as it is, a group none of whose members fit it reads ``*`` there: the placeholder is never returned."""
+    if _PLACEHOLDER not in name:
+        return name
+    pattern = re.compile("^" + r"(\d+)".join(re.escape(part) for part in name.split(_PLACEHOLDER)) + "$")
+    found = [m.groups() for m in (pattern.match(member) for member in members) if m is not None]
+    if not found:
+        return name.replace(_PLACEHOLDER, "*")
+    parts = name.split(_PLACEHOLDER)
+    out = parts[0]
+    for i, tail in enumerate(parts[1:]):
+        values = sorted({int(g[i]) for g in found})
+        out += (str(values[0]) if len(values) == 1 else f"[{index_ranges(values)}]") + tail
+    return out
+
+
+def index_ranges(values: list[int]) -> str:
+    """``[0, 1, 2, 3, 7]`` -> ``0-3,7``."""
+    spans: list[list[int]] = []
+    for v in values:
+        if spans and v == spans[-1][1] + 1:
+            spans[-1][1] = v
+        else:
+            spans.append([v, v])
+    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in spans)
+
+
 class LayerFinding(Record):
     """One per-layer (or per pooled layer group) observation in a stage."""
 
@@ -42,6 +77,11 @@ class LayerFinding(Record):
     base_backend: str | None = Field(None, description="Kind 'path_changed': the backend the baseline's trace shows (flash, cudnn, cublas, ...).")
     cand_backend: str | None = Field(None, description="Kind 'path_changed': the candidate's backend.")
     cause: list[DispatchCause] = Field(default_factory=list, description="Kind 'path_changed': what the dispatcher saw differently (layout, dtype, mask, dropout).")
+
+    @property
+    def label(self) -> str:
+        """The finding's layer, or its pooled group with the members' indices (``group_label``), as a reader sees it."""
+        return group_label(self.layer, self.members)
 
 
 class MetricFinding(Record):
@@ -119,6 +159,18 @@ class BisectResult(Record):
             if finding.stage == name:
                 return finding
         raise KeyError(name)
+
+    def group_label(self, group: str) -> str:
+        """A layer or pooled group any stage found, as its finding reads (``LayerFinding.label``)."""
+        return next((f.label for s in self.stages for f in s.layers if f.layer == group), group_label(group, []))
+
+    @property
+    def effect_label(self) -> str | None:
+        """``effect_metric`` as a reader sees it: ``stage:group`` with the group labelled by its members."""
+        if self.effect_metric is None or ":" not in self.effect_metric:
+            return self.effect_metric
+        stage, group = self.effect_metric.split(":", 1)
+        return f"{stage}:{self.group_label(group)}"
 
 
 class PathChange(Record):

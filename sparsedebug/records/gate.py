@@ -9,7 +9,7 @@ from pydantic import Field
 from sparsedebug.records.base import FACTS_SCHEMA_VERSION, Record
 from sparsedebug.records.comparability import Comparability
 from sparsedebug.records.notes import Note
-from sparsedebug.records.stats import DEFAULT_ALPHA, DEFAULT_MIN_EFFECT
+from sparsedebug.records.stats import Judgement, JudgementRule
 
 POLICY_SCHEMA_VERSION = 1
 
@@ -23,17 +23,8 @@ CheckStatus = Literal["pass", "fail", "skipped", "inconclusive"]
 OnInconclusive = Literal["fail", "warn", "pass"]
 
 
-class Significance(Record):
-    """How a speed shortfall is judged: a rank test at ``alpha`` and a minimum ratio ``factor``."""
-
-    alpha: float = Field(
-        DEFAULT_ALPHA, gt=0.0, lt=1.0,
-        description="Significance level, in (0, 1), of the one-sided tests in the direction of harm (the candidate slower, its tail heavier).",
-    )
-    factor: float = Field(
-        DEFAULT_MIN_EFFECT, ge=1.0, le=100.0, allow_inf_nan=False,
-        description="asv-style factor (1 to 100): a shortfall must exceed this ratio to fail.",
-    )
+class Significance(JudgementRule):
+    """The policy's ``significance`` section: the one rule (``core.judgement``) every timed check judges by."""
 
 
 class SpeedupPolicy(Record):
@@ -120,10 +111,11 @@ class GateFigure(Record):
 class GateTest(Record):
     """How a timing check decided: the test, its p and alpha, the samples it had, and what it needed."""
 
-    kind: Literal["rank", "paired_rank", "exceedance", "separation", "paired_separation", "threshold"] = Field(
-        description="rank: one-sided Mann-Whitney U; paired_rank: signed-rank over paired rounds; exceedance: "
-        "one-sided exceedance count over the baseline's largest; separation: every sample beyond the other side's by "
-        "the factor (too few for a test); paired_separation: the same round by round; threshold: the figure alone."
+    kind: Literal["rank", "paired_rank", "exceedance", "too_few", "separation", "paired_separation", "threshold"] = Field(
+        description="rank: two-sided Mann-Whitney U; paired_rank: signed-rank over paired rounds; exceedance: "
+        "one-sided exceedance count over the baseline's largest; too_few: fewer samples a side than the rule's "
+        "min_samples, no test run (core.judgement); separation, paired_separation, threshold: records written before "
+        "the one rule (too few samples judged by separation or by the figure alone)."
     )
     p: float | None = None
     alpha: float | None = None
@@ -136,6 +128,7 @@ class GateTest(Record):
     persistent: bool | None = Field(None, description="Also in each half of the samples and without outliers.")
     drift: float | None = Field(None, description="The machine's own drift allowed for (>= 1), when one was measured.")
     same_session: bool = Field(False, description="Both sides were timed in the same rounds of one interleaved session.")
+    judgement: Judgement | None = Field(None, description="What the rule (core.judgement) made of the difference.")
 
 
 class GateCheck(Record):

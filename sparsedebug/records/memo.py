@@ -14,22 +14,27 @@ from typing import Literal
 from pydantic import Field
 
 from sparsedebug.records.base import Record
+from sparsedebug.records.basis import Basis
 from sparsedebug.records.gate import GateResult
 from sparsedebug.records.report import Clock, Report
 
 # Version of the memo model (and of the bundle layout that stores it as memo.json). Bump on incompatible change.
-MEMO_SCHEMA_VERSION = 3
+MEMO_SCHEMA_VERSION = 4
 
 # How a figure's value reads: milliseconds, a speed ratio, a fraction (printed as a percentage), a count, a cosine, a
-# plain ratio, a p-value, a perplexity, a relative error.
-Unit = Literal["ms", "x", "share", "count", "cosine", "ratio", "p", "perplexity", "error"]
+# plain ratio, a p-value, a perplexity, a relative error, energy in joules, power in watts.
+Unit = Literal["ms", "x", "share", "count", "cosine", "ratio", "p", "perplexity", "error", "joules", "watts"]
 
 # What a claim states; one phrasing function per kind in ``render.memo``.
 ClaimKind = Literal[
     "decision", "reason", "speedup", "quality", "target_speedup", "sparse_kernels", "slice", "first_stage", "build_tags",
     "primary_mechanism", "competing_mechanism", "missing_evidence", "change", "expected_movement",
-    "measured_movement", "risk", "artifact", "owners",
+    "measured_movement", "risk", "artifact", "owners", "result",
 ]
+
+# The rows of the memo's results table, in order: the seed's headline metric (speed, quality at the equal latency
+# budget), its pitfalls (p95/p99, not p50 alone) and its expected movement (perf-per-watt).
+ResultRowId = Literal["speedup", "latency", "quality", "fallback", "precision", "energy"]
 
 # A first stage "explains" the downstream change only when the layers it names carry at least this share of it.
 EXPLAINS_MIN_SHARE = 0.5
@@ -57,6 +62,8 @@ class Figure(Record):
     value: float
     unit: Unit
     clock: Clock | None = None
+    basis: Basis | None = Field(None, description="What the figure is taken over (per forward, per iteration, per call, ...); "
+                                "None where it is not a time.")
     source: FigureSource
 
     @property
@@ -74,6 +81,8 @@ class Claim(Record):
     terms: dict[str, str] = Field(default_factory=dict, description="Names and codes the claim refers to (stage, mechanism, model, knob).")
     items: list[str] = Field(default_factory=list, description="The layers, tensors, checks or files the claim lists.")
     more: int = Field(0, description="How many further items the claim stands for beyond those listed.")
+    withheld: str | None = Field(None, description="The invariant (signoff.invariants.RULES) this claim broke when the "
+                                 "document was built: its statement is withheld and the memo names the check instead.")
 
     def figure(self, quantity: str, role: str | None = None) -> Figure | None:
         """The claim's figure of ``quantity`` (and ``role`` when given)."""
@@ -121,6 +130,28 @@ class Signoff(Record):
     decision: Claim
 
 
+class ResultColumn(Record):
+    """One run of the results table: its role, its name and the clock of its timings."""
+
+    role: str
+    run: str
+    clock: Clock
+    device: str = Field(description="The device the run's latencies were timed on (this CPU, a GPU's name, a backend).")
+
+
+class ResultRow(Record):
+    """One row of the results table: a ``result`` claim per column, in the columns' order.
+
+    A cell's terms hold ``status`` (pass/fail/inconclusive where the policy has a limit, else empty), ``state``
+    (``measured``, ``reference`` for the baseline's own row, ``not_measured``) and, when not measured, ``capture``
+    (what to capture); its figures are the numbers it prints.
+    """
+
+    row: ResultRowId
+    check: str | None = Field(None, description="The default gate's check that holds this row to a limit, if any.")
+    cells: list[Claim]
+
+
 class Memo(Record):
     """The review memo of one bundle (or of one gate verdict): the decision, its reasons, and the template's sections."""
 
@@ -138,6 +169,8 @@ class Memo(Record):
     checks: list[Claim] = Field(default_factory=list, description="The default gate's checks on the judged run, one claim each.")
     gate: GateResult | None = Field(None, description="The gate verdict the checks state (every check's figures, test and "
                                     "basis): the terminal table, JUnit and the step summary all render it.")
+    columns: list[ResultColumn] = Field(default_factory=list, description="The results table's runs: baseline, candidate, fixed.")
+    results: list[ResultRow] = Field(default_factory=list, description="The results table under the decision (empty for a gate memo).")
     headline: list[Figure] = Field(default_factory=list, description="The figures every format prints, one line each "
                                    "(render.memo.phrases.headline words them): a figure added here is in every output.")
     report: Report | None = Field(None, description="Every section of the bundle's deployment report, as data (None for a gate's pair).")
@@ -160,7 +193,7 @@ class Memo(Record):
             out += [self.action.change, self.action.expected, *([self.action.measured] if self.action.measured else []), *self.action.risks]
         if self.signoff is not None:
             out += [self.signoff.artifact, self.signoff.owners, self.signoff.decision]
-        return [*out, *self.checks]
+        return [*out, *self.checks, *(c for r in self.results for c in r.cells)]
 
     def figures(self) -> list[Figure]:
         """Every figure any claim states."""

@@ -14,6 +14,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from sparsedebug.records.base import Record
+from sparsedebug.records.gate import CheckId
 from sparsedebug.records.run import STAGES
 
 PLAYBOOK_SCHEMA_VERSION = 1
@@ -111,6 +112,9 @@ class Owner(Record):
     id: str
     title: str
     accountable_for: str
+    checks: list[CheckId] = Field(
+        default_factory=list, description="The default gate's checks this owner answers for when one fails (the memo names them per blocker)."
+    )
 
 
 class Decision(Record):
@@ -179,6 +183,10 @@ class Playbook(Record):
             unknown = [m for m in branch.mechanisms if m not in MECHANISMS]
             if unknown:
                 raise ValueError(f"branch {branch.id}: unknown mechanism {', '.join(unknown)}")
+        claimed = [c for o in self.owners for c in o.checks]
+        twice = sorted({c for c in claimed if claimed.count(c) > 1})
+        if twice:
+            raise ValueError(f"owners: check {', '.join(twice)} has more than one owner")
         for owner in self.memo.required_owners:
             if owner not in owner_ids:
                 raise ValueError(f"memo.required_owners: {owner!r} is not one of the owners")
@@ -194,6 +202,10 @@ class Playbook(Record):
             if decision.id == decision_id:
                 return decision
         raise KeyError(decision_id)
+
+    def check_owner(self, check_id: str) -> Owner | None:
+        """The owner accountable for a failing gate check (``Owner.checks``), or None when no owner claims it."""
+        return next((o for o in self.owners if check_id in o.checks), None)
 
     def owner(self, owner_id: str) -> Owner:
         """The owner with this id."""

@@ -98,6 +98,15 @@ class ReduceResult(Record):
     full_graph: bool = Field(False, description="Confirmed with the graph before shrinking: the shrunk one did not confirm.")
     max_probes: int = Field(0, description="The probe limit.")
     stopped_at_limit: bool = Field(False, description="The reduction stopped at max_probes.")
+    targets: list[str] = Field(
+        default_factory=list, description="Every layer of the bad workload whose finding shares the cause reproduced "
+        "(target_finding, in the first bisect): the reproducer stands for each, and a fix for that cause covers them all. "
+        "Empty when only one layer shows it (as TraceRepro.targets)."
+    )
+    targets_ms: float | None = Field(
+        None, description="What those layers' findings change per iteration together (candidate - baseline; None when the "
+        "finding is a graph or lowering one, which is not timed)."
+    )
 
 
 # Why the built-in replay can or cannot show a trace's divergence: its dtype has no replay kernel, the attention call
@@ -154,3 +163,8 @@ class TraceRepro(Record):
     replay_reason: ReplayReason = Field(description="Why the built-in replay of reproducer.yaml can or cannot show it.")
     replay_fallback: str | None = Field(None, description="The fallback reason the replay's backend profile decides for the layer, when it does.")
     files: dict[str, str] = Field(default_factory=dict, description="role -> file name in the bundle (workload, dense twin, script).")
+    targets: list[str] = Field(
+        default_factory=list, description="Every layer the fix's cause covers, this one among them (Fix.targets): the op "
+        "reproduced stands for each (the same op, the same cause); empty when the fix names no set."
+    )
+    targets_ms: float | None = Field(None, description="What the fix removes per iteration across the targets (Fix.removes_ms).")

@@ -13,6 +13,7 @@ from typing import Literal
 from pydantic import Field
 
 from sparsedebug.records.base import Record
+from sparsedebug.records.basis import Basis
 from sparsedebug.records.comparability import Comparability
 from sparsedebug.records.energy import EnergyReport
 from sparsedebug.records.engine import SparseUse
@@ -127,6 +128,8 @@ class RunFigures(Record):
                                                "model timed beside it); None without.")
     speedup: float | None = Field(None, description="signoff.metrics.p50_speedup over the baseline (the paired estimate when "
                                   "both were timed in one session); None without a baseline or samples on a side.")
+    speedup_basis: Basis | None = Field(None, description="What speedup is taken over (signoff.metrics.speedup_basis): "
+                                        "paired_rounds or per_forward (p50 over p50); None without a speedup.")
     busy_ms: float | None = Field(None, description="Median of schedule.busy_samples_ms (kernels or layers busy per forward).")
     span_ms: float | None = Field(None, description="Median of schedule.span_samples_ms (the whole forward's span).")
     budget_ms: float | None = None

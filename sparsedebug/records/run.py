@@ -294,8 +294,8 @@ class ScheduleStage(Record):
 
     span_samples_ms: list[TimeMs] = Field(description="Per iteration: first kernel start to last kernel end (or forward wall time).")
     busy_samples_ms: list[DurationMs] = Field(description="Per iteration: summed kernel/layer time (per-call weight conversion not in it).")
-    host_wait_ms: float | None = Field(None, description="Idle time while the device waited on the host.")
-    kernel_wait_ms: float | None = Field(None, description="Idle time between kernels not explained by the host.")
+    host_wait_ms: float | None = Field(None, description="Device idle waiting on the host, summed over the iterations.")
+    kernel_wait_ms: float | None = Field(None, description="Idle between kernels not explained by the host, summed likewise.")
     threads: int | None = None
     launches_per_iteration: int | None = None
     dense_share: float | None = Field(

@@ -13,6 +13,7 @@ from pydantic import Field
 from sparsedebug.records.base import Record
 from sparsedebug.records.defaults import DEFAULT_ALPHA as DEFAULT_ALPHA
 from sparsedebug.records.defaults import DEFAULT_MIN_EFFECT as DEFAULT_MIN_EFFECT
+from sparsedebug.records.defaults import DEFAULT_MIN_SAMPLES as DEFAULT_MIN_SAMPLES
 from sparsedebug.records.notes import Note
 
 # Fewest samples whose p99 is a tail estimate rather than the sample maximum: below it, a p99 is reported as
@@ -38,6 +39,31 @@ class Percentiles(Record):
 
 
 Direction = Literal["slower", "faster", "same"]
+
+# What one difference of timings is, by the one rule of ``core.judgement`` (docs/reference/judgement.md): the
+# candidate faster (``win``), slower (``loss``), neither (``no_change``), or not decidable on these samples.
+Judgement = Literal["win", "loss", "no_change", "inconclusive"]
+
+
+class JudgementRule(Record):
+    """The rule's settings: when a difference of two samples of timings is a win, a loss, no change or inconclusive.
+
+    A policy file sets them (the gate policy's ``significance`` section); gate, bisect, the decision and
+    every pass/fail check read the same three.
+    """
+
+    alpha: float = Field(
+        DEFAULT_ALPHA, gt=0.0, lt=1.0,
+        description="Significance level, in (0, 1), of the two-sided rank test (Mann-Whitney U; signed-rank on paired rounds).",
+    )
+    factor: float = Field(
+        DEFAULT_MIN_EFFECT, ge=1.0, le=100.0, allow_inf_nan=False,
+        description="asv-style factor (1 to 100): the median ratio must pass it (either way) to be a win or a loss.",
+    )
+    min_samples: int = Field(
+        DEFAULT_MIN_SAMPLES, ge=2, le=10_000,
+        description="Fewest samples a side (trace iterations, replay rounds) judged at all; fewer: inconclusive.",
+    )
 
 
 class SampleComparison(Record):
@@ -84,3 +110,6 @@ class SampleComparison(Record):
     holm_level: float | None = Field(None, description="Tested at this alpha by a Holm step-down over holm_tests layer tests.")
     holm_tests: int | None = None
     drift_band: list[float] | None = Field(None, description="Judged same: within this machine's own drift between the replays (low, high).")
+    needed: int | None = Field(
+        None, description="Too few samples for the rule (core.judgement): the samples a side to capture or run to judge at all."
+    )

@@ -78,6 +78,12 @@ class TimingQuality(Record):
         "variants timed in the same rounds, such as the two sides of one interleaved session, still compare, since a "
         "competitor that holds a core throughout slows both sides of every round alike.",
     )
+    ratio_settled: bool | None = Field(
+        None, description="Sampled until the compared variants' per-round ratio settled (core.timing.measure's settle): "
+        "whether it did within the time budget; None when not asked. Settled, the two sides of one session compare "
+        "however widely their raw times spread (the rounds carry the machine's drift to both alike).",
+    )
+    settle_rounds: int = Field(0, description="Rounds added to settle the ratio, beyond the rounds asked for.")
 
     @property
     def stable(self) -> bool:

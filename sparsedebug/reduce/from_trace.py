@@ -1,4 +1,4 @@
-"""Step 4 for a trace pair: cut the layer the verdict blames into a focused reproducer.
+"""Step 4 for a trace pair: cut the layer the verdict blames into a focused reproducer (standing for every layer its fix covers).
 
 ``reduce_workloads`` needs two workloads; a trace-only user has two profiler traces. From the bisect of
 the pair, :func:`trace_repro` takes the regression the first divergent stage blames (the largest change
@@ -121,12 +121,16 @@ def trace_repro(baseline: RunRecord, candidate: RunRecord, bisect: BisectResult,
     pattern = graph.intended if graph is not None and kind == "linear" else "dense"
     fallback = _profile_fallback(profile, cand, pattern) if kind == "linear" else None
     shows, reason = _replay_reason(bisect.first_stage, profile, dtype_ok, kind, fallback)
+    fix = classification.fix if classification is not None else None
+    group = next((t for t in (fix.targets if fix is not None else []) if name in t.layers), None)
     return TraceRepro(
         layer=name, group=finding.layer, first_stage=bisect.first_stage, finding=finding.kind, mechanism=mechanism,
         delta_ms=finding.delta_ms, op_kind=kind, pattern=pattern,
         tokens=tokens, candidate=cand, baseline=_side(baseline, name), device=device,
         launch="cuda_graph" if candidate.source.runtime is not None and candidate.source.runtime.cuda_graph else "eager", backend_profile=profile,
         profile_target=PROFILES[profile].target if profile in PROFILES else None, replay_shows=shows, replay_reason=reason, replay_fallback=fallback,
+        targets=list(group.layers) if group is not None and len(group.layers) > 1 else [],
+        targets_ms=group.removes_ms if group is not None and len(group.layers) > 1 else None,
     )
 
 

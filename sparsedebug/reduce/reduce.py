@@ -194,6 +194,20 @@ def _target(result: BisectResult) -> tuple[str | None, list[str]]:
     return (finding_signature(ordered[0]) if ordered else None), []
 
 
+def _cause_set(result: BisectResult, stage: str, signature: str | None) -> tuple[list[str], float | None]:
+    """Every layer whose regression at ``stage`` has ``signature`` (members of a pooled finding each), and their summed
+    change per iteration (None when none is timed); no layers when fewer than two share it, or at the graph stage,
+    where each layer's change (added, removed, changed) is its own."""
+    if signature is None or stage == "graph":
+        return [], None
+    same = [f for f in result.stage(stage).layers if f.regression and finding_signature(f) == signature]
+    layers = list(dict.fromkeys(name for f in same for name in (f.members or [f.layer])))
+    timed = [f.delta_ms for f in same if f.delta_ms is not None]
+    if len(layers) < 2:
+        return [], None
+    return layers, round(sum(timed), 6) if timed else None
+
+
 def _ddmin_changes(prober: _Prober, phase: Phase, good: Workload, bad: Workload, changes: list[Change], stage: str, kind: str | None) -> list[Change]:
     by_key = {change.key: change for change in changes}
     search: DDMin[str] = DDMin([change.key for change in changes])
@@ -374,11 +388,12 @@ def reduce_workloads(
         causes.append(Cause(finding=other, kept=_ddmin_changes(prober, "causes", good, bad, changes, stage, other)))
 
     unshrunk = (good, apply_changes(good, bad, [change.key for change in kept]))
-    shrunk = _shrink_graph(prober, *unshrunk, stage, kind)
-    chosen, confirmation, confirmed = _confirm(prober, [shrunk, unshrunk], stage, kind, probe_repeats)
-    base, repro = (shrunk, unshrunk)[chosen]
-    repro = repro.model_copy(update={"name": f"{bad.name}-repro", "description": f"Reproducer of {target} reduced from {good.name} -> {bad.name}"})
-    base = base.model_copy(update={"name": f"{good.name}-repro-base", "description": f"Baseline for {repro.name}"})
+    chosen, confirmation, confirmed = _confirm(prober, pairs := [_shrink_graph(prober, *unshrunk, stage, kind), unshrunk], stage, kind, probe_repeats)
+    base, repro = pairs[chosen]
+    targets, targets_ms = _cause_set(initial, stage, kind)
+    order = {lo.name: i for i, lo in enumerate(prober.static_run(bad, bad_dir).lower.layers)}  # the bad graph's order
+    targets.sort(key=lambda name: order.get(name, len(order)))
+    base, repro = _named(base, repro, good.name, bad.name, target, targets)
     base_path = repro_path.with_name(f"{repro_path.stem}.base{repro_path.suffix or '.yaml'}")
     command = f"sparsedebug bisect {base_path} {repro_path}"
     layers_after = graph_source(repro, bad_dir).layer_count()
@@ -389,9 +404,16 @@ def reduce_workloads(
         probe_count=len(prober.log), replays=prober.replays, static_probes=prober.static, flaky_probes=prober.flaky,
         probes=prober.log, confirmation=confirmation, command=command if confirmed else None, outcome="reduced",
         probe_repeats=probe_repeats, graph_source=None if graph_source(bad).shrinkable else graph_source(bad).label,
-        full_graph=confirmed and chosen > 0, max_probes=max_probes, stopped_at_limit=prober.exhausted,
-    )
+        full_graph=confirmed and chosen > 0, max_probes=max_probes, stopped_at_limit=prober.exhausted, targets=targets, targets_ms=targets_ms)
     return Reduction(record, base if confirmed else None, repro if confirmed else None)
+
+
+def _named(base: Workload, repro: Workload, good: str, bad: str, target: str, targets: list[str]) -> tuple[Workload, Workload]:
+    """The reproducer and its baseline named after the pair they were reduced from, the reproducer saying the layer set it stands for."""
+    stands = f"; it stands for all {len(targets)} layers sharing that cause: {', '.join(targets)}" if targets else ""
+    repro = repro.model_copy(update={"name": f"{bad}-repro", "description": f"Reproducer of {target} reduced from {good} -> {bad}{stands}"})
+    base = base.model_copy(update={"name": f"{good}-repro-base", "description": f"Baseline for {repro.name}"})
+    return base, repro
 
 
 def _confirm(

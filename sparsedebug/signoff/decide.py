@@ -6,14 +6,18 @@ Computed once, from the bundle's records, when the bundle is written (and stored
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from sparsedebug.core.errors import InternalError
+from sparsedebug.core.judgement import judgement_of
 from sparsedebug.records.comparability import LaunchMode
 from sparsedebug.records.decision import DecisionCode, DecisionOutcome, Refusal
 from sparsedebug.records.gate import GatePolicy, GateResult
 from sparsedebug.records.playbook import Playbook
 from sparsedebug.records.run import RunRecord
-from sparsedebug.signoff.gate import evaluate
-from sparsedebug.signoff.metrics import has_fallback_evidence, has_quality_evidence, p50_speedup
+from sparsedebug.records.stats import SampleComparison
+from sparsedebug.signoff.gate import evaluate, judge_speed, machine_slowness
+from sparsedebug.signoff.metrics import has_fallback_evidence, has_quality_evidence
 from sparsedebug.sources.bundle import LoadedBundle
 
 # Who owns the proposed change, by the winning mechanism.
@@ -75,11 +79,15 @@ def decide(bundle: LoadedBundle, book: Playbook, policy: GatePolicy | None = Non
     speed_fail = checks.get("effective_speedup") is not None and checks["effective_speedup"].status == "fail"
     quality_fail = checks.get("quality_delta") is not None and checks["quality_delta"].status == "fail"
     missing = [r for r in refused if r.check is None]
-    win = measured_win(bundle.baseline, final) and checks.get("effective_speedup") is not None and not failing
+    speed = speed_comparison(bundle.baseline, final, policy or GatePolicy())
+    judged = judgement_of(speed) if speed is not None else None
+    win = judged == "win" and checks.get("effective_speedup") is not None and not failing
     code: DecisionCode
     if not refused:
         decision, code = "ship", "passes"
-    elif unchanged(bundle) and not failing and not measured_win(bundle.baseline, final):
+    elif judged == "inconclusive" and not failing:
+        decision, code = "escalate", "too_few_samples"
+    elif unchanged(bundle) and not failing and judged != "win":
         decision, code = "no_change", "unchanged"
     elif fix is not None and fix.applied and fix.moved and not failing:
         decision, code = "bounded_rollout", "fix_moved_holds"
@@ -101,7 +109,7 @@ def decide(bundle: LoadedBundle, book: Playbook, policy: GatePolicy | None = Non
     return DecisionOutcome(
         decision=decision, code=code, judged_on="fixed candidate" if bundle.fixed is not None else "candidate",
         failing=[c.id for c in failing], ship_refused=refused, gate=gate, gates=gates, owner=owner,
-        across_launch=across_launch(bundle.baseline, final),
+        across_launch=across_launch(bundle.baseline, final), speed=speed, judgement=judged,
     )
 
 
@@ -124,10 +132,12 @@ def unchanged(bundle: LoadedBundle) -> bool:
             and all(stage.status in ("same", "not_comparable") for stage in bis.stages))
 
 
-def measured_win(baseline: RunRecord, judged: RunRecord) -> bool:
-    """The judged run's p50 latency is below the baseline's (both measured)."""
-    speedup = p50_speedup(baseline, judged)
-    return speedup is not None and speedup > 1.0
+def speed_comparison(baseline: RunRecord, judged: RunRecord, policy: GatePolicy) -> SampleComparison | None:
+    """The judged run's latency against the baseline's by the one rule (``core.judgement``, the policy's
+    ``significance``), as the gate's speed check judges it; None without latency samples on both."""
+    if not baseline.outcome.latency_samples_ms or not judged.outcome.latency_samples_ms:
+        return None
+    return judge_speed(baseline, judged, policy.significance, drift=machine_slowness(baseline, judged))
 
 
 # Decisions that fail `playbook run --check`.
@@ -137,21 +147,27 @@ FAILING_DECISIONS: tuple[str, ...] = ("rollback", "escalate")
 DECIDED_ON: tuple[str, ...] = ("baseline", "candidate", "fixed", "bisect", "classification", "fix")
 
 
-def decision_inputs(bundle: LoadedBundle) -> dict[str, str]:
-    """sha256 of every bundle file the decision reads, by file name (files absent are left out)."""
+def decision_inputs(bundle: LoadedBundle, written: Mapping[str, str] | None = None) -> dict[str, str]:
+    """sha256 of every bundle file the decision reads, by file name (files absent are left out); ``written``: the
+    sha256 by role of the records a walk has just written, so that none is read back."""
     from sparsedebug.core.io import file_digest
 
     out: dict[str, str] = {}
     for role in DECIDED_ON:
         path = bundle.path(role)
-        if path is not None and path.is_file():
+        if path is not None and written is not None and role in written:
+            out[path.name] = written[role]
+        elif path is not None and path.is_file():
             out[path.name] = file_digest(path).sha256
     return out
 
 
-def decide_bundle(bundle: LoadedBundle, book: Playbook, policy: GatePolicy | None = None) -> DecisionOutcome:
-    """:func:`decide`, with the digests of the records it was taken on (so a later edit is noticed)."""
-    return decide(bundle, book, policy).model_copy(update={"based_on": decision_inputs(bundle)})
+def decide_bundle(
+    bundle: LoadedBundle, book: Playbook, policy: GatePolicy | None = None, written: Mapping[str, str] | None = None
+) -> DecisionOutcome:
+    """:func:`decide`, with the digests of the records it was taken on (so a later edit is noticed); ``written`` as
+    :func:`decision_inputs`."""
+    return decide(bundle, book, policy).model_copy(update={"based_on": decision_inputs(bundle, written)})
 
 
 def with_decision(bundle: LoadedBundle, book: Playbook, policy: GatePolicy | None = None) -> LoadedBundle:

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from sparsedebug.core.errors import UserError
 from sparsedebug.core.stats import median
+from sparsedebug.records.basis import Basis, per_iteration
 from sparsedebug.records.classification import Classification
 from sparsedebug.records.decision import DecisionOutcome
+from sparsedebug.records.findings import group_label
 from sparsedebug.records.gate import GateCheck, GateResult
 from sparsedebug.records.memo import (
     EXPLAINS_MIN_SHARE,
@@ -29,11 +31,27 @@ from sparsedebug.records.memo import (
 from sparsedebug.records.playbook import Playbook
 from sparsedebug.records.run import RunRecord
 from sparsedebug.signoff.decide import stored_decision
+from sparsedebug.signoff.invariants import enforce
 from sparsedebug.signoff.memo_engine import fig as _fig
-from sparsedebug.signoff.memo_engine import sparse_kernels_claim
-from sparsedebug.signoff.metrics import fallback_summary, p50_speedup, run_clock
+from sparsedebug.signoff.memo_engine import limit_field, model_label, sparse_kernels_claim
+from sparsedebug.signoff.memo_results import (
+    CHECK_ORDER,
+    blockers,
+    device_name,
+    layer_set,
+    missing_evidence,
+    owner_terms,
+    reasons,
+    results,
+    speed_disturbed,
+    undecided_why,
+    with_fallback_layers,
+)
+from sparsedebug.signoff.metrics import SPEEDUP_FIELD, fallback_summary, p50_speedup, run_clock, speedup_basis
 from sparsedebug.signoff.report import build_report
+from sparsedebug.signoff.tags import build_tags_claim
 from sparsedebug.sources.bundle import FILES, LoadedBundle
+from sparsedebug.sources.registry import input_kinds
 
 # Memo section -> the anchor in report.md (and report.html) holding its full detail.
 DETAIL_ANCHORS: dict[str, str] = {
@@ -44,8 +62,6 @@ DETAIL_ANCHORS: dict[str, str] = {
     "gate": "correctness-quality-and-performance-matrix-default-gate-vs-the-baseline",
 }
 
-# The gate checks in the order a failing one is the more decisive reason.
-CHECK_ORDER: tuple[str, ...] = ("effective_speedup", "quality_delta", "fallback_rate", "precision_drift", "p99_latency")
 
 
 def _runs(b: LoadedBundle) -> dict[str, RunRecord]:
@@ -68,8 +84,8 @@ def _speedup(b: LoadedBundle, role: str) -> Figure | None:
     value = p50_speedup(b.baseline, run)
     if value is None:
         return None
-    return _fig("speedup_p50", value, "x", FILES[role], "baseline p50 / run p50 (outcome.latency_samples_ms)",
-                role=role, clock=run_clock(run))
+    basis = speedup_basis(b.baseline, run)
+    return _fig("speedup_p50", value, "x", FILES[role], SPEEDUP_FIELD[basis], role=role, clock=run_clock(run), basis=basis)
 
 
 # A gate figure's limit, as the memo names it (the policy's threshold the check held the figure to).
@@ -108,42 +124,26 @@ def check_figures(check: GateCheck, run: RunRecord, role: str) -> list[Figure]:
         out.append(_fig("perplexity", q.perplexity, "perplexity", record, "outcome.quality.perplexity", role=role))
     for f in check.figures:
         if f.limit is not None and f.direction is not None:
-            out.append(_fig(LIMIT_QUANTITY[f.quantity], f.limit, f.unit, "gate policy", f"{check.id}: {f.quantity} limit"))
+            out.append(_fig(LIMIT_QUANTITY[f.quantity], f.limit, f.unit, "gate policy", limit_field(check.id, f.quantity)))
     return out
 
 
-def _check_claim(check: GateCheck, run: RunRecord, role: str) -> Claim:
-    return Claim(kind="reason", code=check.id, figures=check_figures(check, run, role),
-                 terms={"status": check.status, "role": role, "on_inconclusive": check.on_inconclusive or ""})
+def _check_claim(check: GateCheck, run: RunRecord, role: str, book: Playbook | None) -> Claim:
+    owner = owner_terms(book, [check.id]).get(f"owner.{check.id}", "") if book is not None else ""
+    test = check.test
+    figures = check_figures(check, run, role)
+    if test is not None and test.kind == "too_few" and test.needed:
+        figures.append(_fig("samples_needed", float(test.needed), "count", "gate policy",
+                            "significance.min_samples (gate check test.needed)"))
+    return Claim(kind="reason", code=check.id, figures=figures,
+                 terms={"status": check.status, "role": role, "on_inconclusive": check.on_inconclusive or "", "owner": owner,
+                        "why": undecided_why(check) if check.status == "inconclusive" else ""})
 
 
-def _check_claims(result: GateResult, run: RunRecord, role: str) -> list[Claim]:
+def _check_claims(result: GateResult, run: RunRecord, role: str, book: Playbook | None = None) -> list[Claim]:
     order = {cid: i for i, cid in enumerate(CHECK_ORDER)}
     checks = sorted(result.checks, key=lambda c: order.get(c.id, len(order)))
-    return [_check_claim(c, run, role) for c in checks]
-
-
-def _reasons(decision: DecisionOutcome, checks: list[Claim], missing_evidence: list[str], judged_role: str) -> list[Claim]:
-    """The decision's own rule first (unless a failing check says it), then failing checks, then missing evidence."""
-    failing = [c for c in checks if c.terms.get("status") == "fail"]
-    out: list[Claim] = []
-    if decision.code not in (None, "worse_than_baseline") or not failing:
-        out.append(Claim(kind="reason", code=decision.code or decision.decision, terms={"judged_on": judged_role}))
-    if decision.across_launch:
-        out.append(Claim(kind="reason", code="across_launch", terms={"base": decision.across_launch[0], "run": decision.across_launch[1]}))
-    out += failing
-    out += [Claim(kind="reason", code="missing_evidence", terms={"evidence": m}) for m in missing_evidence]
-    return out
-
-
-def _missing_evidence(decision: DecisionOutcome) -> list[str]:
-    out = []
-    for refusal in decision.ship_refused:
-        if refusal.code == "no_fallback_evidence":
-            out.append("fallback")
-        elif refusal.code == "no_quality_evidence":
-            out.append("quality")
-    return out
+    return [_check_claim(c, run, role, book) for c in checks]
 
 
 def _symptom(b: LoadedBundle) -> Symptom:
@@ -179,19 +179,22 @@ def _symptom(b: LoadedBundle) -> Symptom:
               _fig("cosine", q.cosine, "cosine", FILES["candidate"], "outcome.quality.cosine", role="candidate")]
         if q.dense_perplexity is not None:
             qf.append(_fig("perplexity", q.dense_perplexity, "perplexity", FILES["candidate"], "outcome.quality.dense_perplexity", role="dense"))
-        metric.append(Claim(kind="quality", figures=qf, terms={"model": q.evidence.model if q.evidence else ""}))
+        metric.append(Claim(kind="quality", figures=qf, terms={"model": model_label(q.evidence.model) if q.evidence else ""}))
     else:
         metric.append(Claim(kind="quality", code="not_measured"))
     slice_terms = {"run": cand.name, "backend": cand.lower.backend, "source": cand.source.kind}
+    what = next((k.what for k in input_kinds() if k.source == cand.source.kind), None)
+    if what is not None:
+        slice_terms["source_what"] = what.split(" (")[0]
     if q is not None and q.evidence is not None:
-        slice_terms["model"] = q.evidence.model
+        slice_terms["model"] = model_label(q.evidence.model)
     if cand.workload is not None and cand.workload.seed is not None:
         slice_terms["seed"] = str(cand.workload.seed)
     slice_figs = [_fig("layers", len(cand.graph.layers), "count", FILES["candidate"], "graph.layers", role="candidate")]
     if cand.graph.tokens is not None:
         slice_figs.append(_fig("tokens", cand.graph.tokens, "count", FILES["candidate"], "graph.tokens", role="candidate"))
     return Symptom(failing_metric=metric, slice=Claim(kind="slice", figures=slice_figs, terms=slice_terms),
-                   first_stage=_first_stage(b), build_tags=_build_tags(b))
+                   first_stage=_first_stage(b), build_tags=build_tags_claim(b))
 
 
 def _first_stage(b: LoadedBundle) -> Claim:
@@ -204,47 +207,44 @@ def _first_stage(b: LoadedBundle) -> Claim:
     regress = [f for f in stage.layers if f.regression]
     kinds = sorted({f.kind for f in regress})
     figures = []
+    labels = {f.layer: f.label for f in stage.layers}
+    effect_terms: dict[str, str] = {}
     if bis.effect is not None:
-        figures.append(_fig("effect_ratio", bis.effect.ratio, "ratio", FILES["bisect"], "effect.ratio", role=bis.first_stage))
+        quantity, basis, effect_terms = _effect_kind(bis.effect_metric, labels)
+        basis = speedup_basis(b.baseline, b.candidate) if quantity == "latency_ratio" else basis  # paired when replayed together
+        figures.append(_fig(quantity, bis.effect.ratio, "ratio", FILES["bisect"], "effect.ratio", role=bis.first_stage, basis=basis,
+                            layer=effect_terms.get("effect_layer")))
         if bis.effect.p_value is not None:
             figures.append(_fig("effect_p", bis.effect.p_value, "p", FILES["bisect"], "effect.p_value", role=bis.first_stage))
     if bis.accounted_share is not None:
         figures.append(_fig("accounted_share", bis.accounted_share, "share", FILES["bisect"], "accounted_share", role=bis.first_stage))
-    terms = {"stage": bis.first_stage, "state": bis.state, "kinds": ",".join(kinds)}
-    for kind in kinds:  # each kind's own reasons: a fallback's reason is not a converted layer's
+    terms = {"stage": bis.first_stage, "state": bis.state, "kinds": ",".join(kinds), **effect_terms}
+    for kind in kinds:  # each kind's own reasons and layers: a fallback's reason is not a converted layer's
         reasons = sorted({f.reason for f in regress if f.kind == kind and f.reason})
         if reasons:
             terms[f"reasons.{kind}"] = ",".join(reasons)
+        of_kind = list(dict.fromkeys(m for f in regress if f.kind == kind for m in (f.members or [f.layer])))  # pooled: each member
+        terms[f"layers.{kind}"] = "|".join(layer_set(of_kind))
+        figures.append(_fig("kind_layers", len(of_kind), "count", FILES["bisect"], f"stages[{bis.first_stage}].layers ({kind})", role=kind))
     covered = bis.accounted_share is not None and bis.accounted_share >= EXPLAINS_MIN_SHARE
     if bis.explains and covered:
         terms["explains"] = ",".join(bis.explains)
-    names = [f.layer for f in regress]
-    if names:
-        figures.append(_fig("layers_named", len(names), "count", FILES["bisect"], f"stages[{bis.first_stage}].layers (regressions)",
-                            role=bis.first_stage))
+    names = [labels[f.layer] for f in regress]
+    if names:  # the layers the findings cover (a pooled group counts each member), as the stage's own facts count them
+        figures.append(_fig("layers_named", sum(max(len(f.members), 1) for f in regress), "count", FILES["bisect"],
+                            f"stages[{bis.first_stage}].layers[].members", role=bis.first_stage))
     return Claim(kind="first_stage", code="divergence", figures=figures, terms=terms, items=names[:3], more=max(0, len(names) - 3))
 
 
-def _build_tags(b: LoadedBundle) -> Claim:
-    terms: dict[str, str] = {}
-    fp = b.fingerprint
-    if fp is not None:
-        terms["python"] = f"{fp.python.implementation} {fp.python.version}"
-        terms["numpy"] = fp.numpy.version
-        blas = [f"{lib.internal_api} {lib.version or '?'}" for lib in fp.numpy.blas]
-        if blas:
-            terms["blas"] = ", ".join(blas)
-        terms["git"] = (fp.git.revision[:12] + ("+dirty" if fp.git.dirty else "")) if fp.git else "none"
-        terms["gpu"] = ", ".join(g.name for g in fp.gpus) or "none"
-    cand = b.candidate
-    rf = cand.fingerprint
-    if rf is not None:
-        if rf.torch is not None:
-            terms["torch"] = rf.torch.version
-        if rf.gpus:
-            terms["device"] = ", ".join(g.name for g in rf.gpus)
-    terms["backend"] = cand.lower.backend
-    return Claim(kind="build_tags", terms=terms)
+def _effect_kind(metric: str | None, labels: dict[str, str]) -> tuple[str, Basis, dict[str, str]]:
+    """What the bisect's effect size (``BisectResult.effect``) measures, from its metric: a layer group's per-call time
+    (``stage:group``), the forward's latency, or a stage metric per iteration; and the terms that name it."""
+    if metric is not None and ":" in metric:
+        stage, layer = metric.split(":", 1)
+        return "layer_effect_ratio", "per_call", {"effect_layer": labels.get(layer, group_label(layer, [])), "effect_stage": stage}
+    if metric in (None, "latency_ms"):
+        return "latency_ratio", "per_forward", {}
+    return "metric_ratio", "per_iteration", {"effect_metric": metric}
 
 
 def _share_figures(cls: Classification, mechanism: str) -> list[Figure]:
@@ -261,16 +261,28 @@ def _share_figures(cls: Classification, mechanism: str) -> list[Figure]:
     return out
 
 
+def _against_term(cls: Classification, mechanism: str) -> dict[str, str]:
+    """What pulls the other way from a share past 100% (``MechanismShare.against``), as a claim term; empty otherwise."""
+    share = cls.attribution.share_of(mechanism) if cls.attribution is not None else None  # type: ignore[arg-type]
+    return {"against": ",".join(share.against)} if share is not None and share.against else {}
+
+
 def _hypothesis(b: LoadedBundle) -> Hypothesis:
     cls = b.classification
     if cls is None:
         return Hypothesis(primary=Claim(kind="primary_mechanism", code="not_classified"))
     att = cls.attribution
     delta = ([_fig("change_ms", att.delta_ms, "ms", FILES["classification"], "attribution.delta_ms")] if att is not None else [])
+    if att is not None and att.on_trace_clock and att.untraced_delta_ms is not None:  # split on the trace's clock; untraced beside
+        delta.append(_fig("untraced_change_ms", att.untraced_delta_ms, "ms", FILES["classification"], "attribution.untraced_delta_ms"))
+    if att is not None and sum(max(m.share or 0.0, 0.0) for m in att.mechanisms) > 1.005 and att.unattributed_ms * att.delta_ms < 0:
+        # the mechanisms' shares add past the whole change: what no mechanism carries moved the other way
+        delta.append(_fig("unattributed_ms", att.unattributed_ms, "ms", FILES["classification"], "attribution.unattributed_ms"))
     ranked = sorted(cls.scores, key=lambda s: s.rank)
     if cls.winner is None and cls.leading is not None:
         primary = Claim(kind="primary_mechanism", code="not_established", figures=_share_figures(cls, cls.leading.value) + delta,
-                        terms={"mechanism": cls.leading.value, "ranked_by": cls.ranked_by, "settle": cls.settle or ""})
+                        terms={"mechanism": cls.leading.value, "ranked_by": cls.ranked_by, "settle": cls.settle or "",
+                               **_against_term(cls, cls.leading.value)})
     elif cls.winner is None:
         primary = Claim(kind="primary_mechanism", code="none", figures=delta, terms={"ranked_by": cls.ranked_by, "settle": cls.settle or ""})
     else:
@@ -281,7 +293,7 @@ def _hypothesis(b: LoadedBundle) -> Hypothesis:
             figs.append(_fig("score", score.score, "ratio", FILES["classification"], "scores[].score", role=w))
         established = _established(cls)
         primary = Claim(kind="primary_mechanism", code="established" if established else "not_established", figures=figs,
-                        terms={"mechanism": w, "ranked_by": cls.ranked_by})
+                        terms={"mechanism": w, "ranked_by": cls.ranked_by, **_against_term(cls, w)})
     competing = []
     for s in ranked:
         name = s.mechanism.value
@@ -290,8 +302,11 @@ def _hypothesis(b: LoadedBundle) -> Hypothesis:
         figs = _share_figures(cls, name) if cls.ranked_by == "attribution" else [
             _fig("score", s.score, "ratio", FILES["classification"], "scores[].score", role=name)]
         competing.append(Claim(kind="competing_mechanism", code=s.status, figures=figs,
-                               terms={"mechanism": name, "ranked_by": cls.ranked_by}))
-    missing = [Claim(kind="missing_evidence", code=m.mechanism.value, items=list(m.rules)) for m in cls.missing_evidence]
+                               terms={"mechanism": name, "ranked_by": cls.ranked_by, **_against_term(cls, name)}))
+    rules: dict[str, list[str]] = {}  # one claim per mechanism, however many captures it lacks
+    for m in cls.missing_evidence:
+        rules.setdefault(m.mechanism.value, []).extend(r for r in m.rules if r not in rules.get(m.mechanism.value, []))
+    missing = [Claim(kind="missing_evidence", code=name, items=items) for name, items in rules.items()]
     return Hypothesis(primary=primary, competing=competing, missing=missing)
 
 
@@ -334,14 +349,15 @@ def _action(b: LoadedBundle, decision: DecisionOutcome, book: Playbook) -> Actio
         if applied is not None:
             terms["applied"] = "yes" if applied.applied else "no"
         figs = []
-        wait = b.candidate.schedule.host_wait_ms
-        if wait is not None:
-            figs.append(_fig("host_wait_ms", wait, "ms", FILES["candidate"], "schedule.host_wait_ms", role="candidate",
-                             clock=run_clock(b.candidate)))
+        wait = per_iteration(b.candidate.schedule, b.candidate.schedule.host_wait_ms)
+        if wait is not None:  # the record sums the wait over the iterations: the memo states it per iteration
+            figs.append(_fig("host_wait_ms", wait, "ms", FILES["candidate"], "schedule.host_wait_ms (per iteration)", role="candidate",
+                             clock=run_clock(b.candidate), basis="per_iteration"))
         items = sorted({f"{t.cause}:{','.join(t.tensors) or 'weights'}" for t in fix.targets})
         layers = [layer for t in fix.targets for layer in t.layers]
         if layers:
             terms["target_layers"] = ",".join(layers[:3])
+            terms["target_set"] = "|".join(layer_set(list(dict.fromkeys(layers))))
             figs.append(_fig("target_layers", len(layers), "count", FILES["classification"], "fix.targets[].layers"))
         if fix.removes_ms is not None:
             figs.append(_fig("removes_ms", fix.removes_ms, "ms", FILES["classification"], f"fix.removes_ms ({fix.basis})",
@@ -368,8 +384,9 @@ def _action(b: LoadedBundle, decision: DecisionOutcome, book: Playbook) -> Actio
             figs.append(_fig("change", lat.after / lat.before - 1, "share", FILES["fix"], "movements[latency p50]", role="measured"))
         direction = lat.direction or ("faster" if lat.after < lat.before else ("slower" if lat.after > lat.before else "same"))
         agrees = {True: "yes", False: "no", None: ""}[lat.as_expected]
+        disturbed = {"timings": "unstable"} if speed_disturbed(decision.gates.get("fixed")) else {}
         measured = Claim(kind="measured_movement", code="moved" if fo.moved else ("not_moved" if fo.moved is False else "unjudged"),
-                         figures=figs, terms={"direction": direction, "agrees": agrees})
+                         figures=figs, terms={"direction": direction, "agrees": agrees, **disturbed})
     return Action(change=change, expected=expected, measured=measured, risks=_risks(b, decision))
 
 
@@ -417,9 +434,7 @@ def _clocks(runs: list[RunRecord]) -> list[ClockLegend]:
     out: list[ClockLegend] = []
     seen: set[tuple[str, str]] = set()
     for run in runs:
-        clock = run_clock(run)
-        device = "this CPU" if clock == "measured" else (
-            ", ".join(g.name for g in run.fingerprint.gpus) if run.fingerprint and run.fingerprint.gpus else run.lower.backend)
+        clock, device = run_clock(run), device_name(run)
         if (clock, device) not in seen:
             seen.add((clock, device))
             out.append(ClockLegend(clock=clock, device=device))
@@ -434,19 +449,25 @@ def build_memo(b: LoadedBundle, book: Playbook) -> Memo:
     decision = stored_decision(b)
     judged_role = "fixed" if b.fixed is not None else "candidate"
     judged = b.fixed or b.candidate
-    checks = _check_claims(decision.gate, judged, judged_role) if decision.gate is not None else []
+    checks = _check_claims(decision.gate, judged, judged_role, book) if decision.gate is not None else []
     owner = book.owner(decision.owner).title if decision.owner is not None else ""
-    decision_claim = Claim(kind="decision", code=decision.decision, terms={
+    missing = missing_evidence(decision)
+    blocking = blockers(decision, missing)
+    decision_claim = Claim(kind="decision", code=decision.decision, items=blocking, terms={
         "judged_on": judged_role, "label": book.decision(decision.decision).label, "owner": owner,
-        "recomputed": ",".join(decision.recomputed)})
-    return Memo(
+        "recomputed": ",".join(decision.recomputed), **owner_terms(book, blocking)})
+    report = build_report(b, decision)
+    checks = with_fallback_layers(checks, report, judged_role)
+    columns, rows = results(b, report)
+    allowed: list[str] = sorted({d.dimension for d in report.comparability.differences if d.allowed}) if report.comparability else []
+    return enforce(Memo(
         title=book.memo.title, bundle=b.root.name, decision=decision_claim,
-        reasons=_reasons(decision, checks, _missing_evidence(decision), judged_role),
+        reasons=reasons(decision, checks, missing, judged_role, book, allowed),
         clocks=_clocks(list(_runs(b).values())), symptom=_symptom(b), hypothesis=_hypothesis(b),
         action=_action(b, decision, book), signoff=_signoff(b, book, decision, decision_claim), checks=checks, gate=decision.gate,
-        report=build_report(b, decision), headline=[f for f in (_speedup(b, judged_role),) if f is not None],
+        report=report, columns=columns, results=rows, headline=[f for f in (_speedup(b, judged_role),) if f is not None],
         detail={k: f"{b.manifest.files.get('report', FILES['report'])}#{v}" for k, v in DETAIL_ANCHORS.items()},
-    )
+    ), b)
 
 
 def with_review(b: LoadedBundle, book: Playbook) -> LoadedBundle:
@@ -455,12 +476,17 @@ def with_review(b: LoadedBundle, book: Playbook) -> LoadedBundle:
     return b.model_copy(update={"memo": build_memo(b, book)})
 
 
-def gate_memo(result: GateResult, base: RunRecord, cand: RunRecord) -> Memo:
-    """The memo of one gate verdict (``gate --summary``, ``memo --format github``): pass or fail and its checks."""
-    checks = _check_claims(result, cand, "candidate")
+def gate_memo(result: GateResult, base: RunRecord, cand: RunRecord, book: Playbook | None = None) -> Memo:
+    """The memo of one gate verdict (``gate --summary``, ``memo --format github``): pass or fail, its checks, and the
+    owner of each failing one (from ``book``, the default playbook when None)."""
+    from sparsedebug.sources.playbook import load_playbook
+
+    book = book or load_playbook()
+    checks = _check_claims(result, cand, "candidate", book)
     code = "fail" if not result.passed else ("inconclusive" if result.inconclusive else "pass")
-    decision = Claim(kind="decision", code=code,
-                     terms={"judged_on": "candidate", "baseline": result.baseline, "candidate": result.candidate})
+    failing: list[str] = [c.id for c in result.checks if c.status == "fail"]
+    decision = Claim(kind="decision", code=code, items=failing, terms={
+        "judged_on": "candidate", "baseline": result.baseline, "candidate": result.candidate, **owner_terms(book, failing)})
     reasons = [c for c in checks if c.terms.get("status") == "fail" or (c.terms.get("status") == "inconclusive")]
     speed = [f for c in checks for f in c.figures if f.quantity == "speedup_p50" and f.role == "candidate"]
     return Memo(title="sparsedebug gate", bundle=f"{result.baseline} vs {result.candidate}", decision=decision, reasons=reasons,

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from pathlib import PurePath
+
+from sparsedebug.records.basis import Basis
 from sparsedebug.records.memo import Claim, Figure, FigureSource, Unit
 from sparsedebug.records.report import Clock
 from sparsedebug.records.run import RunRecord
@@ -9,10 +12,20 @@ from sparsedebug.sources.bundle import FILES, LoadedBundle
 
 
 def fig(quantity: str, value: float, unit: Unit, record: str, field: str, *, role: str | None = None,
-         clock: Clock | None = None, layer: str | None = None) -> Figure:
+         clock: Clock | None = None, layer: str | None = None, basis: Basis | None = None) -> Figure:
     """A memo figure with its provenance (the one constructor signoff.memo and this module share)."""
-    return Figure(quantity=quantity, role=role, value=value, unit=unit, clock=clock,
+    return Figure(quantity=quantity, role=role, value=value, unit=unit, clock=clock, basis=basis,
                   source=FigureSource(record=record, field=field, layer=layer))
+
+
+def model_label(model: str) -> str:
+    """A model as the memo names it: a registered name as is, a local folder by its own name (no local directories)."""
+    return PurePath(model).name if "/" in model else model
+
+
+def limit_field(check_id: str, quantity: str) -> str:
+    """Where a gate check's limit figure comes from: ``checks[ID].QUANTITY.limit`` of the gate policy's verdict."""
+    return f"checks[{check_id}].{quantity}.limit"
 
 
 def sparse_kernels_claim(b: LoadedBundle) -> Claim | None:
@@ -36,8 +49,10 @@ def sparse_kernels_claim(b: LoadedBundle) -> Claim | None:
     if moved is not None:
         name, before, after = moved
         terms["changed_layer"] = name
-        figures += [fig("layer_ms", before, "ms", FILES["baseline"], "kernel.layers[].samples_ms (profile median)", role="baseline", layer=name),
-                    fig("layer_ms", after, "ms", FILES["candidate"], "kernel.layers[].samples_ms (profile median)", role="candidate", layer=name),
+        figures += [fig("layer_ms", before, "ms", FILES["baseline"], "kernel.layers[].samples_ms (profile median)", role="baseline", layer=name,
+                        basis="per_forward"),
+                    fig("layer_ms", after, "ms", FILES["candidate"], "kernel.layers[].samples_ms (profile median)", role="candidate", layer=name,
+                        basis="per_forward"),
                     fig("change", after / before - 1, "share", FILES["candidate"], "kernel.layers[].samples_ms", role=f"layer:{name}")]
     return Claim(kind="sparse_kernels", code=code, figures=figures, terms=terms, items=use.not_picked[:3], more=max(0, len(use.not_picked) - 3))
 

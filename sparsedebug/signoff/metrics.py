@@ -12,6 +12,7 @@ from sparsedebug.core.patterns import declared_sparse, fallback_flop_share, is_f
 from sparsedebug.core.stats import Percentiles, median, percentiles
 from sparsedebug.kernels.masks import intent_pattern
 from sparsedebug.locate.reference import session_block
+from sparsedebug.records.basis import Basis
 from sparsedebug.records.equal_latency import equal_latency_values
 from sparsedebug.records.notes import Note, note
 from sparsedebug.records.report import Clock, FallbackSummary, LayerRow, RealityFigures
@@ -258,17 +259,37 @@ def has_quality_evidence(run: RunRecord) -> bool:
     return run.outcome.quality is not None
 
 
+def _speedup_block(base: RunRecord, run: RunRecord) -> int | None:
+    """The rounds per block the speedup of ``run`` over ``base`` is paired by (one interleaved session), else None."""
+    b, c = base.outcome.latency_samples_ms, run.outcome.latency_samples_ms
+    return session_block(base, run) if b and c and len(b) == len(c) else None
+
+
 def p50_speedup(base: RunRecord, run: RunRecord) -> float | None:
     """The whole-forward speedup of ``run`` over ``base``: for two runs replayed in one interleaved session, the paired
     estimate over their rounds (``core.paired.paired_ratio``, free of the drift both sides saw); otherwise baseline p50
-    over run p50. None without samples on either side. The one definition the gate, the decision and the memo print."""
+    over run p50 (:func:`speedup_basis` says which). None without samples on either side. The one definition the
+    gate, the decision and the memo print."""
     b, c = base.outcome.latency_samples_ms, run.outcome.latency_samples_ms
     if not b or not c:
         return None
-    block = session_block(base, run) if len(b) == len(c) else None
+    block = _speedup_block(base, run)
     if block is not None:
         return 1.0 / paired_ratio(b, c, block)
     return median(b) / median(c)
+
+
+def speedup_basis(base: RunRecord, run: RunRecord) -> Basis:
+    """What :func:`p50_speedup` of ``run`` over ``base`` is taken over: ``paired_rounds`` (the paired estimate over the
+    rounds of one interleaved session) or ``per_forward`` (baseline p50 over run p50)."""
+    return "paired_rounds" if _speedup_block(base, run) is not None else "per_forward"
+
+
+SPEEDUP_FIELD: dict[Basis, str] = {
+    "paired_rounds": "1 / core.paired.paired_ratio(outcome.latency_samples_ms)",
+    "per_forward": "outcome.latency_samples_ms p50s: baseline/run",
+}
+"""Where a speedup figure comes from, by its basis (the provenance the memo's figures carry)."""
 
 
 def reality_figures(base: RunRecord, run: RunRecord) -> RealityFigures | None:

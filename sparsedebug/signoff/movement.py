@@ -17,7 +17,7 @@ from sparsedebug.records.classification import Fix
 from sparsedebug.records.gate import GateTest
 from sparsedebug.records.notes import Note, note
 from sparsedebug.records.run import KernelPath, RunRecord
-from sparsedebug.records.stats import DEFAULT_ALPHA, DEFAULT_MIN_EFFECT, Direction
+from sparsedebug.records.stats import DEFAULT_ALPHA, DEFAULT_MIN_EFFECT, Direction, JudgementRule
 from sparsedebug.signoff.gate import judge_shift
 from sparsedebug.signoff.metrics import fallback_summary, layer_rows, p50_speedup
 
@@ -62,15 +62,19 @@ def expected_latency(cand: RunRecord, base: RunRecord | None, fix: Fix | None) -
         )
     if kind == "layer" and isinstance(layer, str) and layer in rows:
         row = rows[layer]
+        # every layer the fix covers (its set, when it names one) that runs dense and was timed
+        dense = [rows[n].time_ms for n in ([n for t in fix.targets for n in t.layers] or [layer])
+                 if n in rows and rows[n].path == KernelPath.DENSE.value]
         if action in ("pad", "cast") and row.path == KernelPath.DENSE.value and row.time_ms is not None:
             fb = fallback_summary(cand)
             s = fb.sparse_kernel_speedup
             if s is None or s <= 0:
                 return None, note("movement.no_sparse_speedup", layer=layer)
-            saved = row.time_ms - row.time_ms / s
+            dense_ms = sum(ms for ms in dense if ms is not None)
+            saved = dense_ms - dense_ms / s
             source = fb.sparse_kernel_speedup_source
             return p50 - saved, note(
-                "movement.layer_to_sparse", p50_ms=p50, layer=layer, dense_ms=row.time_ms, speedup=s, saved_ms=saved,
+                "movement.layer_to_sparse", p50_ms=p50, layer=layer, dense_ms=dense_ms, speedup=s, saved_ms=saved, layers=len(dense),
                 source=source.code if source is not None else None,
                 **({f"source_{k}": v for k, v in source.values.items()} if source is not None else {}),
             )
@@ -112,6 +116,26 @@ def _projected_direction(before: float, expected_after: float | None, factor: fl
     return "slower" if ratio >= factor else ("faster" if ratio <= 1.0 / factor else "same")
 
 
+def _evidence_movements(cand: RunRecord, fixed: RunRecord) -> list[Movement]:
+    """Candidate versus fixed on the metrics besides latency that both runs carry: error, fallbacks, metadata, quality."""
+    moves: list[Movement] = []
+    c_err, f_err = _max_rel_err(cand), _max_rel_err(fixed)
+    if c_err is not None and f_err is not None and c_err > 0:
+        moves.append(Movement(metric="worst layer rel err vs fp64", unit="", before=c_err, after=f_err, better="lower"))
+    c_fb, f_fb = fallback_summary(cand), fallback_summary(fixed)
+    if c_fb.rate is not None and f_fb.rate is not None:
+        moves.append(Movement(metric="fallback rate", unit="", before=c_fb.rate, after=f_fb.rate, better="lower"))
+    c_md, f_md = _metadata_ratio(cand), _metadata_ratio(fixed)
+    if c_md is not None and f_md is not None:
+        moves.append(Movement(metric="metadata / value bytes", unit="", before=c_md, after=f_md, better="lower"))
+    if cand.outcome.quality is not None and fixed.outcome.quality is not None:
+        moves.append(
+            Movement(metric="output cosine vs dense", unit="", before=cand.outcome.quality.cosine,
+                     after=fixed.outcome.quality.cosine, better="higher")
+        )
+    return moves
+
+
 def measure_movement(
     base: RunRecord,
     cand: RunRecord,
@@ -135,6 +159,7 @@ def measure_movement(
     candidate against the fixed run. (The verdict's text is judge_shift's.)
     """
     moves: list[Movement] = []
+    rule = JudgementRule(alpha=alpha, factor=factor)
     c_lat, f_lat = cand.outcome.latency_samples_ms, fixed.outcome.latency_samples_ms
     verdict: GateTest | None = None
     moved: bool | None = None
@@ -163,21 +188,13 @@ def measure_movement(
             )
         block = session_block(session_cand, fixed) if session_cand is not None else None
         if session_cand is not None and block is not None:
-            direction, verdict = judge_shift(session_cand.outcome.latency_samples_ms, f_lat, alpha=alpha, factor=factor, block=block)
+            direction, verdict = judge_shift(session_cand.outcome.latency_samples_ms, f_lat, rule=rule, block=block)
         else:
-            direction, verdict = judge_shift(c_lat, f_lat, alpha=alpha, factor=factor)
-        moves[p50_index] = moves[p50_index].model_copy(update={"direction": direction})
-        moved = direction == "faster"
+            direction, verdict = judge_shift(c_lat, f_lat, rule=rule)
+        moves[p50_index] = moves[p50_index].model_copy(update={"direction": None if direction == "inconclusive" else direction})
+        moved = None if direction == "inconclusive" else direction == "faster"
         target = "latency p50"
-    c_err, f_err = _max_rel_err(cand), _max_rel_err(fixed)
-    if c_err is not None and f_err is not None and c_err > 0:
-        moves.append(Movement(metric="worst layer rel err vs fp64", unit="", before=c_err, after=f_err, better="lower"))
-    c_fb, f_fb = fallback_summary(cand), fallback_summary(fixed)
-    if c_fb.rate is not None and f_fb.rate is not None:
-        moves.append(Movement(metric="fallback rate", unit="", before=c_fb.rate, after=f_fb.rate, better="lower"))
-    c_md, f_md = _metadata_ratio(cand), _metadata_ratio(fixed)
-    if c_md is not None and f_md is not None:
-        moves.append(Movement(metric="metadata / value bytes", unit="", before=c_md, after=f_md, better="lower"))
+    moves += _evidence_movements(cand, fixed)
     metric = fix.metric if fix is not None else ""
     own = {"rel_err": "worst layer rel err vs fp64", "metadata": "metadata / value bytes", "fallback": "fallback rate"}
     for key, label in own.items():
@@ -186,9 +203,4 @@ def measure_movement(
             # The fix targets a non-latency metric: it moved when that metric improved.
             moved = (match[0].after < match[0].before) if match else None
             target = label if match else None
-    if cand.outcome.quality is not None and fixed.outcome.quality is not None:
-        moves.append(
-            Movement(metric="output cosine vs dense", unit="", before=cand.outcome.quality.cosine,
-                     after=fixed.outcome.quality.cosine, better="higher")
-        )
     return moves, verdict, moved, target

@@ -12,7 +12,15 @@ from sparsedebug.locate.lower import sparse_use
 from sparsedebug.records.decision import DecisionOutcome
 from sparsedebug.records.report import BackendStack, Report, RunFigures, RunReport
 from sparsedebug.records.run import RunRecord
-from sparsedebug.signoff.metrics import fallback_summary, latency, layer_rows, p50_speedup, reality_figures, run_clock
+from sparsedebug.signoff.metrics import (
+    fallback_summary,
+    latency,
+    layer_rows,
+    p50_speedup,
+    reality_figures,
+    run_clock,
+    speedup_basis,
+)
 from sparsedebug.sources.bundle import LoadedBundle
 from sparsedebug.sources.registry import replayed
 
@@ -30,6 +38,7 @@ def run_figures(role: str, run: RunRecord, base: RunRecord | None = None) -> Run
         profile_target=profile.target if profile is not None else None, latency=latency(run),
         dense_baseline=percentiles(dense) if dense else None,
         speedup=p50_speedup(base, run) if base is not None else None,
+        speedup_basis=speedup_basis(base, run) if base is not None else None,
         busy_ms=median(sched.busy_samples_ms) if sched.busy_samples_ms else None,
         span_ms=median(sched.span_samples_ms) if sched.span_samples_ms else None,
         budget_ms=run.outcome.budget_ms, sparse_use=sparse_use(run), stacks=backend_stacks(run),

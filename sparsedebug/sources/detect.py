@@ -21,15 +21,19 @@ that importing this module stays cheap.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
+from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sparsedebug.core.errors import UserError
-from sparsedebug.core.io import validate
+from sparsedebug.core.io import file_digest, parse_data, validate
+from sparsedebug.records.fingerprint import FileDigest
 from sparsedebug.records.run import RunRecord
+from sparsedebug.records.stats import JudgementRule
 from sparsedebug.sources.registry import input_kind
 from sparsedebug.sources.sniff import RunKind as RunKind
-from sparsedebug.sources.sniff import run_kinds, sniff_as
+from sparsedebug.sources.sniff import digest_of, read_as, run_kinds, sniff_as
 
 if TYPE_CHECKING:
     from sparsedebug.records.ranks import RankSet
@@ -41,6 +45,40 @@ if TYPE_CHECKING:
 # ``progress(stage, done, total)``, as the replay calls it.
 Progress = Callable[[str, int, int], None]
 
+
+
+@dataclass(frozen=True)
+class InputFile:
+    """One input file as read once (:func:`read_input`): its kind, its parsed data (None for an imported artifact,
+    which its importer reads) and its digest (from the bytes read, or from the file on first use when an importer
+    reads it)."""
+
+    path: Path
+    kind: RunKind
+    data: Any
+    read_digest: FileDigest | None = None
+
+    @cached_property
+    def digest(self) -> FileDigest:
+        """sha256 and size of the file, as read."""
+        return self.read_digest if self.read_digest is not None else file_digest(self.path)
+
+    @cached_property
+    def workload(self) -> Workload:
+        """The file validated and graph-checked as a workload, parsed once; a ``UserError`` names what is wrong."""
+        from sparsedebug.sources.workload.load import parse_workload
+
+        return parse_workload(self.data, str(self.path), require_version=True)
+
+
+def read_input(path: Path, accept: Collection[RunKind] | None = None) -> InputFile:
+    """Read ``path`` once (``sources.sniff.read_as``) as one of the kinds ``accept`` names (default: every kind)."""
+    return InputFile(path, *read_as(path, run_kinds() if accept is None else accept))
+
+
+def written_input(path: Path, text: str, kind: RunKind) -> InputFile:
+    """An input of ``kind`` this process has just written to ``path`` as ``text``: parsed from the text, not read back."""
+    return InputFile(path, kind, parse_data(text, path), digest_of(path, text.encode("utf-8")))
 
 
 def load_workload(path: Path) -> Workload:
@@ -84,22 +122,26 @@ def load_run(
     run is one side of a comparison, an imported profile refused when it holds too few
     forwards (:func:`check_enough_forwards`; a run record's stages say so themselves).
     """
-    name, data = sniff_as(path, run_kinds() if accept is None else accept)
-    kind = input_kind(name)
+    return load_input(read_input(path, accept), repeats=repeats, progress=progress, compared=compared)
+
+
+def load_input(item: InputFile, *, repeats: int | None = None, progress: Progress | None = None, compared: bool = False) -> RunRecord:
+    """:func:`load_run` of an input already read (:func:`read_input`): nothing is read again but an imported
+    artifact, which its importer reads."""
+    kind = input_kind(item.kind)
     if kind.load is None and kind.source is None:  # a run record, loaded as is
-        return validate(RunRecord, data, str(path))
+        return validate(RunRecord, item.data, str(item.path))
     if kind.load is None:  # a workload, replayed
         from sparsedebug.sources.replay.replay import replay
-        from sparsedebug.sources.workload.load import parse_workload
 
-        return replay(parse_workload(data, str(path), require_version=True), repeats=repeats, progress=progress, source_path=path)
+        return replay(item.workload, repeats=repeats, progress=progress, source_path=item.path, source_digest=item.digest)
     if progress is not None:
         progress(kind.verb, 0, 1)
-    record = kind.load(path)
+    record = kind.load(item.path)
     if progress is not None:
         progress(kind.verb, 1, 1)
     if compared:
-        check_enough_forwards(record, path)
+        check_enough_forwards(record, item.path)
     return record
 
 
@@ -128,6 +170,7 @@ def load_pair(
     progress: Progress | None = None,
     accept: Collection[RunKind] | None = None,
     latency: tuple[Path, Path] | None = None,
+    rule: JudgementRule | None = None,
 ) -> tuple[RunRecord, RunRecord]:
     """A baseline and a candidate as :func:`load_run` gives each; two workloads are replayed in one interleaved session.
 
@@ -135,7 +178,8 @@ def load_pair(
     their rounds alternate, so the machine's drift hits both alike and the comparison runs
     round by round. Anything else is loaded, replayed or imported one at a time. ``latency``
     (``--latency BASE CAND``): untraced latencies that replace the outcome's
-    (:func:`sparsedebug.sources.latency.with_untraced_latencies`), read before anything is loaded.
+    (:func:`sparsedebug.sources.latency.with_untraced_latencies`), read before anything is loaded. ``rule``: the
+    judgement rule a replayed session samples for until its ratio settles (default: the rule's defaults).
     """
     accept = run_kinds() if accept is None else accept
     if latency is not None:
@@ -143,18 +187,23 @@ def load_pair(
 
         for path in latency:
             load_latencies(path)  # a bad file is refused before any work
-        runs = load_pair(base, cand, repeats=repeats, progress=progress, accept=accept)
+        runs = load_pair(base, cand, repeats=repeats, progress=progress, accept=accept, rule=rule)
         return with_untraced_latencies(runs[0], runs[1], latency)
-    kinds = (sniff_as(base, accept), sniff_as(cand, accept))
-    if all(replayed_together(name) for name, _ in kinds):
-        from sparsedebug.sources.replay.replay import replay_pair
-        from sparsedebug.sources.workload.load import parse_workload
+    return load_inputs(read_input(base, accept), read_input(cand, accept), repeats=repeats, progress=progress, rule=rule)
 
-        workloads = [parse_workload(data, str(path), require_version=True) for (_, data), path in zip(kinds, (base, cand), strict=True)]
-        return replay_pair(workloads[0], workloads[1], repeats=repeats, progress=progress, base_path=base, cand_path=cand)
+
+def load_inputs(
+    base: InputFile, cand: InputFile, *, repeats: int | None = None, progress: Progress | None = None, rule: JudgementRule | None = None
+) -> tuple[RunRecord, RunRecord]:
+    """:func:`load_pair` of two inputs already read (:func:`read_input`); two workloads replayed in one session."""
+    if replayed_together(base.kind) and replayed_together(cand.kind):
+        from sparsedebug.sources.replay.replay import replay_pair
+
+        return replay_pair(base.workload, cand.workload, repeats=repeats, progress=progress, base_path=base.path, cand_path=cand.path,
+                           rule=rule, digests=(base.digest, cand.digest))
     return (
-        load_run(base, repeats=repeats, progress=progress, accept=accept, compared=True),
-        load_run(cand, repeats=repeats, progress=progress, accept=accept, compared=True),
+        load_input(base, repeats=repeats, progress=progress, compared=True),
+        load_input(cand, repeats=repeats, progress=progress, compared=True),
     )
 
 

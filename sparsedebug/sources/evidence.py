@@ -1,8 +1,9 @@
 """The artifacts attached to a run as evidence (Nsight Compute CSV, nvidia-smi log), loaded in one place.
 
-`classify` and `playbook run` take the same evidence options; both call :func:`load_evidence`,
-which checks every file before any work and loads each once. The loaded reports then travel as
-one :class:`AttachedEvidence` value instead of a parameter per artifact.
+`classify` and `playbook run` take the same evidence options; :func:`check_evidence_paths` checks
+every file before any work and loads the reports once (:func:`load_evidence` for `classify`; the walk
+attaches the reports it returned). The loaded reports then travel as one :class:`AttachedEvidence`
+value instead of a parameter per artifact.
 """
 
 from __future__ import annotations

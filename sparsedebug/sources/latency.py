@@ -134,6 +134,19 @@ def with_untraced_latency(run: RunRecord, path: Path) -> RunRecord:
     })})
 
 
+def on_trace_clock(run: RunRecord) -> RunRecord:
+    """``run`` with the trace's own per-iteration latencies back in its outcome when untraced ones replaced them
+    (``--latency``): the clock its layers, host gaps and busy time were measured on, which attribution and the rules
+    that split a latency into parts must read. Any other run is returned as it is."""
+    out = run.outcome
+    if out.latency_timing != "untraced" or not out.traced_latency_samples_ms:
+        return run
+    traced = list(out.traced_latency_samples_ms)
+    return run.model_copy(update={"outcome": out.model_copy(update={
+        "latency_samples_ms": traced, "latency": percentiles(traced), "latency_timing": "traced",
+    })})
+
+
 def with_untraced_latencies(base: RunRecord, cand: RunRecord, paths: tuple[Path, Path] | None) -> tuple[RunRecord, RunRecord]:
     """Both runs with the untraced latencies of ``--latency BASE CAND`` (as given when None)."""
     if paths is None:

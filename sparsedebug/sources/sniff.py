@@ -8,12 +8,14 @@ every command that loads a run.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
 from sparsedebug.core.errors import UserError
-from sparsedebug.core.io import check_input_file, load_data, reading
+from sparsedebug.core.io import check_input_file, parse_data, reading
+from sparsedebug.records.fingerprint import FileDigest
 from sparsedebug.sources.registry import input_kind, kind_names, record_kind, sniffed
 
 # What a BASE/CAND file holds: the name of a registered input kind (``sources.registry``).
@@ -33,11 +35,6 @@ _GZIP_MAGIC = b"\x1f\x8b"
 _HEAD = 65536
 
 
-def _head(path: Path) -> bytes:
-    with reading(path), path.open("rb") as handle:
-        return handle.read(_HEAD)
-
-
 def _binary(head: bytes) -> bool:
     """Whether a file's first bytes are not text: a NUL byte, or bytes that are not UTF-8 (a cut last character aside)."""
     if b"\x00" in head:
@@ -49,6 +46,36 @@ def _binary(head: bytes) -> bool:
     return False
 
 
+def _read(path: Path, accept: Collection[RunKind] | None) -> tuple[RunKind | None, Any, FileDigest | None]:
+    """:func:`sniff`, and the digest of the bytes read when the file was read whole (one open of the file)."""
+    if path.name.lower().endswith(".gz") and (found := sniffed(path, b"", accept)) is not None:
+        return found.name, None, None  # a compressed artifact: the importer reads it whole
+    if path.is_dir():
+        found = sniffed(path, None, accept)
+        if found is not None:
+            return found.name, None, None
+        raise UserError(f"{path}: is a directory, expected a file (or a folder of {choices([k for k in run_kinds() if input_kind(k).folder])})")
+    check_input_file(path)
+    with reading(path), path.open("rb") as handle:
+        head = handle.read(_HEAD)
+        found = sniffed(path, head, accept)
+        if found is not None:
+            return found.name, None, None
+        if head.startswith(_GZIP_MAGIC) or _binary(head):
+            raise UserError(f"{path}: binary data, not {choices(run_kinds())}")
+        raw = head + handle.read()
+        text = raw.decode("utf-8")
+    data = parse_data(text, path)
+    kind = data.get("kind") if isinstance(data, dict) else None
+    named = record_kind(kind) if isinstance(kind, str) else None
+    return named, data, digest_of(path, raw)
+
+
+def digest_of(path: Path, raw: bytes) -> FileDigest:
+    """The digest of ``path`` from its bytes, as ``core.io.file_digest`` takes it from the file."""
+    return FileDigest(path=str(path), sha256=hashlib.sha256(raw).hexdigest(), size_bytes=len(raw))
+
+
 def sniff(path: Path, accept: Collection[RunKind] | None = None) -> tuple[RunKind | None, Any]:
     """The kind of ``path`` (None when its ``kind`` is none of ours) and its parsed data (None for an imported artifact).
 
@@ -58,42 +85,33 @@ def sniff(path: Path, accept: Collection[RunKind] | None = None) -> tuple[RunKin
     read by its ``kind`` field. ``accept`` limits the importers asked (so a file two could read
     goes to the one the caller takes).
     """
-    if path.name.lower().endswith(".gz") and (found := sniffed(path, b"", accept)) is not None:
-        return found.name, None  # a compressed artifact: the importer reads it whole
-    if path.is_dir():
-        found = sniffed(path, None, accept)
-        if found is not None:
-            return found.name, None
-        raise UserError(f"{path}: is a directory, expected a file (or a folder of {choices([k for k in run_kinds() if input_kind(k).folder])})")
-    check_input_file(path)
-    head = _head(path)
-    found = sniffed(path, head, accept)
-    if found is not None:
-        return found.name, None
-    if head.startswith(_GZIP_MAGIC) or _binary(head):
-        raise UserError(f"{path}: binary data, not {choices(run_kinds())}")
-    data = load_data(path)
-    kind = data.get("kind") if isinstance(data, dict) else None
-    named = record_kind(kind) if isinstance(kind, str) else None
-    return named, data
+    kind, data, _ = _read(path, accept)
+    return kind, data
 
 
-def sniff_as(path: Path, accept: Collection[RunKind]) -> tuple[RunKind, Any]:
-    """Like ``sniff``, refusing kinds outside ``accept``.
+def read_as(path: Path, accept: Collection[RunKind]) -> tuple[RunKind, Any, FileDigest | None]:
+    """Read ``path`` once as one of the kinds ``accept`` names (:func:`sniff`), refusing the others: its kind, its
+    parsed data and, when it was read whole here, its digest (``sources.detect.read_input`` holds the three).
 
     A file without a ``kind`` field is read as the one record kind (run or
     workload) that ``accept`` names, when it names exactly one: both records
     default their ``kind``, and validating it names what is wrong.
     """
-    kind, data = sniff(path)
+    kind, data, digest = _read(path, None)
     if kind is None:
         records = [k for k in accept if record_kind(k) is not None]
         if len(records) == 1 and not (isinstance(data, dict) and "kind" in data):
-            return records[0], data  # validation says what is wrong with it
+            return records[0], data, digest  # validation says what is wrong with it
         found = data.get("kind") if isinstance(data, dict) else None
         raise UserError(f"{path}: kind: expected {choices(accept)}, got {found!r}")
     if kind not in accept:
         raise UserError(f"{path}: is {input_kind(kind).what}; expected {choices(accept)}")
+    return kind, data, digest
+
+
+def sniff_as(path: Path, accept: Collection[RunKind]) -> tuple[RunKind, Any]:
+    """Like ``sniff``, refusing kinds outside ``accept`` (:func:`read_as`)."""
+    kind, data, _ = read_as(path, accept)
     return kind, data
 
 

@@ -79,28 +79,36 @@ def test_help() -> None:
     assert f"last {MIN_SAMPLE_MS:g} ms and at least {SAMPLE_CALLS} of them within {SAMPLE_CALLS_WITHIN_MS:g} ms" in text  # the harness' rule
 
 
-def test_h200_traces_fail_eager_and_pass_cuda_graph(tmp_path: Path, fixtures_dir: Path) -> None:
+def test_h200_traces_of_3_iterations_are_inconclusive(tmp_path: Path, fixtures_dir: Path) -> None:
     h200 = fixtures_dir / "h200"
     dense = str(h200 / "trace_dense_T2048.json.gz")
     junit = tmp_path / "eager.xml"
     eager = invoke(["gate", dense, str(h200 / "trace_sparse_mlp_T2048.json.gz"), "--junit", str(junit)])
     assert eager.exit_code == 1, eager.stdout + eager.stderr
     cases = {c.get("name"): c for c in ET.parse(junit).getroot().iter("testcase")}
-    assert cases["effective_speedup"].find("failure") is not None
-    # 3 iterations per trace: the one-sided exceedance count can reach alpha with 3 a side (all 3 above 1.25x the
-    # baseline's largest); here 2 of 3 are, so the tail check passes within noise (issue 25: inconclusive is
-    # kept for samples too few for the test to ever reach alpha).
-    p99 = cases["p99_latency"]
-    assert p99.find("failure") is None and p99.find("skipped") is None
-    assert "3 needed at alpha 0.05" in (p99.findtext("system-out") or "")
+    # 3 iterations per trace: too few for the one rule (core.judgement) to judge speed or tail, whatever the
+    # ratio (1.98x slower here); both say how many to capture, and on_inconclusive: fail fails the gate
+    for check in ("effective_speedup", "p99_latency"):
+        failure = cases[check].find("failure")
+        assert failure is not None and failure.get("type") == "inconclusive"
+        assert "6 a side needed" in (cases[check].findtext("system-out") or "")
     # Traces carry no quality measurement: skipped, not silently passed.
     assert cases["quality_delta"].find("skipped") is not None
     junit2 = tmp_path / "graph.xml"
     # like for like: the CUDA-graph sparse run against the CUDA-graph dense one (eager against graph is refused)
     dense_graph = str(h200 / "trace_dense_T2048_cudagraph.json.gz")
-    graph = invoke(["gate", dense_graph, str(h200 / "trace_sparse_mlp_T2048_cudagraph.json.gz"), "--junit", str(junit2)])
-    assert graph.exit_code == 0, graph.stdout + graph.stderr
+    graph = invoke(["gate", dense_graph, str(h200 / "trace_sparse_mlp_T2048_cudagraph.json.gz"), "--junit", str(junit2),
+                    "--policy", str(_warn_policy(tmp_path))])
+    assert graph.exit_code == 0, graph.stdout + graph.stderr  # faster, but inconclusive: passes only where the policy warns
     assert ET.parse(junit2).getroot().get("failures") == "0"
+    assert "inconclusive" in graph.stdout
+
+
+def _warn_policy(tmp_path: Path) -> Path:
+    path = tmp_path / "warn.yaml"
+    path.write_text("schema_version: 1\nkind: gate_policy\neffective_speedup: {on_inconclusive: warn}\n"
+                    "p99_latency: {on_inconclusive: warn}\n")
+    return path
 
 
 def _unstable() -> object:

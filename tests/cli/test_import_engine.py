@@ -61,7 +61,10 @@ def test_dense_sparse_engine_pair_walks_the_playbook_to_a_memo_line(tmp_path: Pa
     result = invoke(["playbook", "run", "--baseline", str(pair.dense), "--candidate", str(pair.sparse), "-o", str(out)])
     assert result.exit_code == 0, result.stdout + result.stderr
     memo = (out / "memo.md").read_text()
-    line = next(text for text in memo.splitlines() if text.startswith("- **Sparse kernels used**"))
+    lines = memo.splitlines()
+    start = next(i for i, text in enumerate(lines) if text.startswith("- **Sparse kernels used**"))
+    end = next(i for i in range(start + 1, len(lines)) if lines[i].startswith("- **"))
+    line = "\n".join(lines[start:end])  # the answer, then its layers one a line when the names are long
     assert "yes: `sparse` ran a sparse tactic on 9 of 12 layers with 2:4 weights" in line
     assert all(f"`{name}`" in line for name in pair.not_picked[:3]) and "eligible but not picked" in line
     assert "largest per-layer change" in line and "-40.0%, profile median)" in line

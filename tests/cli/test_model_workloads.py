@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -12,19 +11,12 @@ from sparsedebug.playbook.run import DEFAULT_BASELINE, DEFAULT_CANDIDATE
 from sparsedebug.render.clocks import quotes_unlabelled_latency
 from sparsedebug.sources.workload.load import load_workload
 from tests.conftest import FIXTURES, assert_clean_error, invoke
-from tests.sources.replay.model_workloads import candidate_fields, model_workload, tiny_models, write_workload
-
-H200: dict[str, Any] = {"backend": "h200-cusparselt", "precision": "fp16"}
+from tests.sources.replay.model_workloads import bert_pair, model_workload, write_workload
 
 
 @pytest.fixture(scope="module")
 def pair(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    root = tmp_path_factory.mktemp("cli-models")
-    tiny = tiny_models(root)
-    entry = {"name": "encoder.layer.1.output.dense", "dtype": "fp32", "sparsity": "2:4"}
-    base = model_workload(tiny["bert"], tiny["text"], name="tiny_dense", **H200)
-    cand = model_workload(tiny["bert"], tiny["text"], **candidate_fields(layers=[entry], conversion="per_call", **H200))
-    return {"base": write_workload(root / "base.yaml", base), "cand": write_workload(root / "cand.yaml", cand), **tiny}
+    return bert_pair(tmp_path_factory.mktemp("cli-models"))
 
 
 def test_lower_and_replay_a_model_workload(pair: dict[str, Path], tmp_path: Path) -> None:

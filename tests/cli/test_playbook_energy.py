@@ -96,6 +96,12 @@ def test_a_log_covering_both_runs_gives_joules_per_token_per_side(tmp_path: Path
         assert f"{side.joules_per_token.p50:.4g}" in stdout
     assert "## Energy (perf-per-watt)" in report and "J/token p50" in report
     assert "fig-energy-svg" in (tmp_path / "bundle" / "report.html").read_text()
+    table = (tmp_path / "bundle" / "memo.md").read_text().splitlines()
+    row = [c.strip() for c in next(x for x in table if x.startswith("| energy")).strip("|").split("|")][1:]
+    for cell, role in zip(row, ("baseline", "candidate"), strict=True):  # the memo's results table, each run's own window
+        side = energy.side(role)
+        assert side is not None and side.joules_per_token is not None and side.mean_power_w is not None
+        assert cell == f"{side.joules_per_token.p50:.4g} J per token at {side.mean_power_w:.0f} W"
 
 
 def test_the_shared_h200_log_does_not_cover_the_shared_traces(tmp_path: Path) -> None:

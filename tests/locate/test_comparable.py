@@ -55,7 +55,9 @@ def test_annotated_trace_and_its_stripped_copy_compare_as_equal(tmp_path: Path, 
         assert [g.name for g in pair.base.graph.layers] == [g.name for g in pair.cand.graph.layers]
         result = bisect_runs(pair.base, pair.cand)
         assert result.stage("graph").status == "same" and result.stage("lower").status == "same"
-        assert result.state == "no_regression", verdict_text(result)
+        # 3 iterations a side: too few for the one rule (core.judgement) to judge the forward, however alike
+        assert result.state == "undecided" and result.stage("outcome").status == "undecided", verdict_text(result)
+        assert "6 a side needed" in verdict_text(result) and "timings unstable" not in verdict_text(result)
 
 
 def test_stripped_candidate_keeps_the_verdict_of_the_annotated_one(tmp_path: Path, dense: RunRecord) -> None:
@@ -75,7 +77,8 @@ def test_renamed_copy_is_compared_and_same_names_other_shapes_refused(dense: Run
             layer.name = names[layer.name]
     pair = require_comparable(dense, renamed)
     assert pair.check.layers.share == 1.0 and pair.check.layers.renamed == len(names)
-    assert bisect_runs(pair.base, pair.cand).state == "no_regression"
+    copy = bisect_runs(pair.base, pair.cand)
+    assert copy.state == "undecided" and [s.stage for s in copy.stages if s.status == "undecided"] == ["outcome"]
     reshaped = dense.model_copy(deep=True)  # the same names, every linear of another width
     for g in reshaped.graph.layers:
         if g.weight_shape:

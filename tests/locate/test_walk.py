@@ -271,10 +271,11 @@ def test_eager_sparse_mlp_trace_bisects_to_schedule(traces: dict[str, RunRecord]
 
 def test_cuda_graph_pair_is_no_regression_with_improvement(traces: dict[str, RunRecord]) -> None:
     result = bisect_runs(traces["trace_dense_T2048_cudagraph"], traces["trace_sparse_mlp_T2048_cudagraph"])
-    assert result.state == "no_regression" and result.first_stage is None
-    assert result.stage("lower").status == "expected"
-    assert result.outcome is not None and 0.8 < result.outcome.ratio < 0.9
-    assert "outcome improved x1.1" in verdict_text(result) and "too few" in verdict_text(result)
+    # 3 iterations a side: the outcome is too few to judge by the one rule, whatever its ratio
+    assert result.state == "undecided" and result.first_stage is None
+    assert result.stage("lower").status == "expected" and result.stage("outcome").status == "undecided"
+    assert result.outcome is not None and 0.8 < result.outcome.ratio < 0.9 and result.outcome.needed == 6
+    assert "too few to judge the whole forward (6 a side needed" in verdict_text(result)
 
 
 def test_imported_layer_idle_shows_the_known_host_overhead(traces: dict[str, RunRecord]) -> None:

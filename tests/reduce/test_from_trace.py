@@ -182,3 +182,17 @@ def test_script_rebuilds_a_bias_and_an_attention_mask_when_the_trace_passed_them
     assert {"shape": (1, 1, 2048, 2048), "stride": (4194304, 4194304, 2048, 1), "device": "cuda", "dtype": "bool"} in [
         c[1] for c in calls if c[0] == "empty_strided"
     ]
+
+
+@pytest.mark.parametrize("targets_ms", [None, 3.25])
+def test_script_names_the_set_it_stands_for_with_or_without_a_timed_saving(
+    h200_bundle: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], targets_ms: float | None
+) -> None:
+    """A fallback fix found on one run names its set with no saving timed for it (targets_ms None): the script says so."""
+    tr = load_bundle(h200_bundle).trace_repro
+    assert tr is not None
+    wide = tr.model_copy(update={"targets": ["layers.0.mlp.up_proj", "layers.1.mlp.up_proj"], "targets_ms": targets_ms})
+    (tmp_path / "wide.py").write_text(render_repro_script(wide, "t.json"))
+    _, out = _run_script(tmp_path / "wide.py", monkeypatch, capsys)
+    assert "stands for 2 layers sharing the cause (layers.0.mlp.up_proj, layers.1.mlp.up_proj)" in out
+    assert ("the fix removes 3.250 ms per iteration across them" in out) is (targets_ms is not None)

@@ -71,3 +71,28 @@ def test_reduce_keeps_the_checkpoint_whole_and_finds_the_fp32_entry(pair: tuple[
     assert reduction.repro is not None and reduction.repro.model is not None and result.confirmation is not None
     assert result.confirmation.first_stage == "lower"
     assert {c.finding for c in result.other_causes} == {"per_call_conversion"}
+
+
+@pytest.mark.parametrize("members", [
+    ["encoder.layer.1.intermediate.dense", "encoder.layer.1.output.dense"],  # one block's FFN
+    ["encoder.layer.0.intermediate.dense", "encoder.layer.1.intermediate.dense"],  # a projection of every block
+])
+def test_a_fix_on_a_checkpoint_set_rewrites_every_entry_or_none(tmp_path_factory: pytest.TempPathFactory, members: list[str]) -> None:
+    """Layers left fp32 in one or every block (the rest 2:4 in fp16): the fix casts all of them, each one's entry rewritten."""
+    from sparsedebug.classify.score import classify_run
+    from tests.reduce.test_fix_set import _static
+
+    tiny = tiny_models(tmp_path_factory.mktemp("set"))
+    common: dict[str, Any] = {"backend": "h200-cusparselt", "precision": "fp16"}
+    entries = [{"name": name, "dtype": "fp32", "sparsity": "2:4"} for name in members]
+    good = parse_workload(model_workload(tiny["bert"], tiny["text"], **candidate_fields(name="good", **common)), "good.yaml")
+    bad = parse_workload(model_workload(tiny["bert"], tiny["text"], **candidate_fields(name="bad", layers=entries, **common)), "bad.yaml")
+    proposed = classify_run(_static(bad), baseline=_static(good)).fix
+    assert proposed is not None and proposed.action == "cast" and [t.layers for t in proposed.targets] == [members]
+    cast, how = apply_fix(bad, proposed)
+    assert cast is not None and how.code == "targets.fix_set" and how.values["layers"] == members
+    assert [intent(cast, name) for name in members] == [("2:4", "fp16")] * len(members)
+    lower = {lo.name: lo for lo in _static(cast).lower.layers}
+    assert [lower[name].path.value for name in members] == ["sparse"] * len(members)
+    padded, why = apply_fix(bad, proposed.model_copy(update={"action": "pad", "value": None}))
+    assert padded is None and why.code == "targets.fix_set_refused" and why.values["why_code"] == "targets.fix_pad_checkpoint"

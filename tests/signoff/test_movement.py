@@ -59,3 +59,23 @@ def test_measured_movement_and_verdict() -> None:
     assert speed.after == pytest.approx(5.0 / 4.0)
     _, _, unmoved, _ = measure_movement(base, cand, sparse_run(6.0), _fix(kind="advice"))
     assert unmoved is False
+
+
+@pytest.mark.parametrize(("fallbacks", "action"), [(2, "pad"), (3, "cast"), (5, "pad")])
+def test_a_fix_on_a_set_expects_the_summed_dense_time_of_every_member(fallbacks: int, action: str) -> None:
+    """A pad or cast covering every layer that falls back for one reason projects Amdahl on all of them, not the first."""
+    from sparsedebug.records.classification import FixTarget
+    from sparsedebug.records.run import FallbackReason
+    from tests.support.synth import L, make_run
+
+    members = [f"l{i}.down" for i in range(fallbacks)]
+    layers = [L("l0.up", intended="2:4", path="sparse", time_ms=1.2, dense_ms=2.0)]  # measured speedup 2.0 / 1.2
+    layers += [L(name, intended="2:4", path="dense", reason="shape_not_aligned", time_ms=2.0 + 0.5 * i) for i, name in enumerate(members)]
+    cand = make_run("wide", layers, 10.0)
+    target = FixTarget(cause=FallbackReason.SHAPE_NOT_ALIGNED, layers=members)
+    after, basis = expected_latency(cand, None, _fix(kind="layer", layer=members[-1], action=action, value="fp16", targets=[target]))
+    dense = sum(2.0 + 0.5 * i for i in range(fallbacks))
+    assert after == pytest.approx(10.0 - (dense - dense / (2.0 / 1.2)))
+    assert f"the {fallbacks} layers' summed dense time {dense:.3f} ms" in say(basis)
+    one, _ = expected_latency(cand, None, _fix(kind="layer", layer=members[-1], action=action, value="fp16"))
+    assert one == pytest.approx(10.0 - (2.0 + 0.5 * (fallbacks - 1)) * (1 - 1.2 / 2.0))  # no set: that layer alone

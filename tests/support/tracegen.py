@@ -132,6 +132,17 @@ class TraceSpec:
     """Forward calls over all layers before the first ``ProfilerStep`` (outside every step), as a warm-up runs them."""
     warmup_scale: float = 1.0
     """Factor on the warm-up calls' kernel times (a cold first call)."""
+    iteration_scale: tuple[float, ...] = ()
+    """Factor on the kernel times of iteration ``k`` (``k`` past the tuple: 1.0): clocks that fall in some iterations."""
+    attention_copies: int = 0
+    """``.contiguous()`` calls before every attention call (inside its annotation), each one copy of a query-sized tensor."""
+    copy_kernel: str = "elementwise"
+    """The kernel of those copies: ``elementwise`` (``direct_copy_kernel_cuda``) or ``memcpy`` (a ``Memcpy DtoD``)."""
+    copy_scale: float = 1.0
+    """Factor on those copies' kernel times (a strided read is slower than a streaming one)."""
+    step_gap_us: float = 0.0
+    """Host time in every ``ProfilerStep`` after a device synchronize and before its closing ``aten::item`` (a sleep
+    between steps, inside the step's GPU span, where the device waits on the host)."""
 
 
 @dataclass
@@ -305,6 +316,13 @@ _COPY = ("void at::native::unrolled_elementwise_kernel<at::native::direct_copy_k
          "::operator()() const::{lambda()#7}::operator()() const::{lambda(float)#1}, std::array<char*, 2ul>, 4, "
          "TrivialOffsetCalculator<1, unsigned int>, TrivialOffsetCalculator<1, unsigned int>, at::native::memory::LoadWithCast<1>, "
          "at::native::memory::StoreWithCast<1> >(int)")
+_COPY_HALF = ("void at::native::elementwise_kernel<128, 4, at::native::gpu_kernel_impl_nocast<at::native::direct_copy_kernel_cuda"
+              "(at::TensorIteratorBase&)::{lambda()#3}::operator()() const::{lambda()#7}::operator()() const::{lambda(c10::Half)#1}>"
+              "(at::TensorIteratorBase&, at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#3}::operator()() const"
+              "::{lambda()#7}::operator()() const::{lambda(c10::Half)#1} const&)::{lambda(int)#1}>(int, at::native::gpu_kernel_impl_nocast"
+              "<at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#3}::operator()() const::{lambda()#7}::operator()() "
+              "const::{lambda(c10::Half)#1}>(at::TensorIteratorBase&, at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::"
+              "{lambda()#3}::operator()() const::{lambda()#7}::operator()() const::{lambda(c10::Half)#1} const&)::{lambda(int)#1})")
 _MUL = ("void at::native::vectorized_elementwise_kernel<4, at::native::AUnaryFunctor<float, float, float, "
         "at::native::binary_internal::MulFunctor<float> >, std::array<char*, 2ul> >(int)")
 _SOFTMAX = "void (anonymous namespace)::cunn_SoftMaxForward<4, float, float, float, (anonymous namespace)::SoftMaxForwardEpilogue>(float*, float const*, int)"
@@ -334,6 +352,14 @@ def _attention_ops(g: _Gen, stream: int) -> None:
     }
     shaped = sdpa_args if spec.record_shapes else {}
     attention_us = 4.0 * spec.tokens * spec.tokens * spec.hidden / _GEMM_FLOPS_PER_US * spec.kernel_scale * spec.attention_scale
+    for _ in range(spec.attention_copies):  # q.contiguous(): a strided view copied to a fresh tensor
+        with g.op("aten::contiguous", tid, [qkv], autograd=False), g.op("aten::clone", tid, [qkv], autograd=False), \
+                g.op("aten::copy_", tid, [qkv, qkv], autograd=False):
+            nbytes = 2 * prod(qkv)
+            if spec.copy_kernel == "memcpy":
+                g.launch(tid, "Memcpy DtoD (Device -> Device)", stream, nbytes / 2.0e6 * spec.copy_scale, kind="gpu_memcpy", nbytes=nbytes)
+            else:
+                g.launch(tid, _COPY_HALF, stream, nbytes / 1.5e6 * spec.copy_scale)
     with g.op("aten::scaled_dot_product_attention", tid, None, shaped, autograd=False):
         if spec.attention in ATTENTION_OPS:
             outer, inner = ATTENTION_OPS[spec.attention]
@@ -490,6 +516,9 @@ def _iteration(g: _Gen, step: int) -> None:
         comm_end = _backward(g, forward, forward_end) if spec.backward else forward_end
         if spec.optimizer:
             _optimizer(g, max([comm_end, *g.free.values()]))
+        if spec.step_gap_us:  # the device synchronized, then the host sleeps; the step's last copy comes after
+            g.sync(tid, "cudaDeviceSynchronize")
+            g.host(tid, spec.step_gap_us)
         with g.op("aten::item", tid, [[]]), g.op("aten::_local_scalar_dense", tid, [[]], autograd=False):
             g.launch(tid, "Memcpy DtoH (Device -> Pageable)", g.compute[0], 2.0, kind="gpu_memcpy", nbytes=4)
             g.sync(tid)
@@ -515,15 +544,19 @@ def generate(spec: TraceSpec) -> tuple[dict[str, Any], GroundTruth]:
     """The trace document (as ``json.dump`` will write it) and the ground truth of its GPU ops."""
     if spec.layers < 1 or spec.calls < 1 or spec.iterations < 1 or spec.streams < 1 or spec.bucket < 1:
         raise ValueError("layers, calls, iterations, streams and bucket must be at least 1")
+    if spec.copy_kernel not in ("elementwise", "memcpy"):
+        raise ValueError(f"copy_kernel {spec.copy_kernel!r}: expected elementwise or memcpy")
     if spec.attention is not None and spec.attention not in (*ATTENTION_KERNELS, "math"):
         raise ValueError(f"attention {spec.attention!r}: expected one of {', '.join((*ATTENTION_KERNELS, 'math'))}")
     g = _Gen(replace(spec, kernel_scale=spec.kernel_scale * spec.warmup_scale))
     for call in range(spec.warmup_calls):  # warm-up: before the first ProfilerStep, outside every step
         for i in range(spec.layers):
             _forward_call(g, i, call)
-    g.spec = spec
     for k in range(spec.iterations):
+        scale = spec.iteration_scale[k] if k < len(spec.iteration_scale) else 1.0
+        g.spec = replace(spec, kernel_scale=spec.kernel_scale * scale) if scale != 1.0 else spec
         _iteration(g, spec.first_step + k)
+    g.spec = spec
     streams = sorted({s for _, _, s in g.truth.gpu})
     events = _metadata(spec, streams) + g.events
     g.truth.events = len(events)

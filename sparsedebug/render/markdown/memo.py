@@ -23,6 +23,7 @@ from __future__ import annotations
 from sparsedebug.records.bundle import Movement
 from sparsedebug.records.decision import DecisionOutcome
 from sparsedebug.records.equal_latency import quality_metric
+from sparsedebug.records.findings import group_label
 from sparsedebug.records.loaded import LoadedBundle
 from sparsedebug.records.playbook import Playbook
 from sparsedebug.records.reduce import ReduceResult
@@ -171,10 +172,11 @@ def _first_stage(b: LoadedBundle) -> str:
     text = f"stage **`{bis.first_stage}`**: {stage_text(stage)}"
     regress = [f for f in stage.layers if f.regression]
     if regress:
-        named = "; ".join(f"`{f.layer}` ({f.kind}: {finding_text(f)})" for f in regress[:4])
+        named = "; ".join(f"`{f.label}` ({f.kind}: {finding_text(f)})" for f in regress[:4])
         text += f" Layers: {named}."
     if bis.effect is not None:
-        text += f" Effect on {bis.effect_metric or 'the metric'}: {_cmp_text(bis.effect)}."
+        per_call = " (per call)" if bis.effect_metric is not None and ":" in bis.effect_metric else ""
+        text += f" Effect on {bis.effect_label or 'the metric'}{per_call}: {_cmp_text(bis.effect)}."
     if bis.explains:
         text += f" Explains downstream: {', '.join(bis.explains)}."
     if bis.unexplained and bis.first_change_ms is not None:
@@ -259,8 +261,12 @@ def _action(b: LoadedBundle, book: Playbook) -> list[str]:
     if tr is not None:
         names = ", ".join(f"`{name}`" for name in tr.files.values())
         ratio = f", {tr.delta_ms:+.3f} ms per iteration in the trace" if tr.delta_ms is not None else ""
+        if tr.targets:
+            removes = f": the fix removes {tr.targets_ms:.3f} ms per iteration across them" if tr.targets_ms is not None else ""
+            ratio += f"; it stands for all {len(tr.targets)} layers the fix covers ({', '.join(f'`{n}`' for n in tr.targets)}){removes}"
         out.append(
-            f"  - Focused reproducer from the traces ({names}): `{tr.layer}` ({tr.group}: {tr.finding} at {tr.first_stage}{ratio}), "
+            f"  - Focused reproducer from the traces ({names}): `{tr.layer}` (`{b.bisect.group_label(tr.group) if b.bisect is not None else group_label(tr.group, [])}`: {tr.finding} at "
+            f"{tr.first_stage}{ratio}), "
             f"{tr.op_kind} with the traced shapes, dtypes and strides, backend {tr.candidate.backend or '?'} against the dense twin's "
             f"{tr.baseline.backend if tr.baseline and tr.baseline.backend else '?'}. `python repro.py` on a GPU times both; "
             f"`sparsedebug replay reproducer.yaml`: " + ("shows it. " if tr.replay_shows else "cannot show it: ") + replay_reason_words(tr)

@@ -18,7 +18,7 @@ def build_tags(b: LoadedBundle) -> list[str]:
         blas = ", ".join(f"{lib.internal_api} {lib.version or '?'} ({lib.num_threads} threads)" for lib in fp.numpy.blas) or "none"
         git = f"{fp.git.revision[:12]}{' dirty' if fp.git.dirty else ''}" if fp.git else "not a git checkout"
         lines.append(
-            f"  - Walk environment (fingerprint.json): sparsedebug git {git}; {fp.python.implementation} "
+            f"  - Analysing machine (fingerprint.json, where the walk ran): git of the folder it ran in {git}; {fp.python.implementation} "
             f"{fp.python.version}; {fp.platform.system} {fp.platform.release} {fp.platform.machine}; "
             f"CPU {fp.cpu.model or '?'} ({fp.cpu.logical_cores} logical cores); numpy {fp.numpy.version}, BLAS {blas}"
             + _walk_stack(fp)

@@ -18,12 +18,13 @@ def attribution_sentence(cls: Classification) -> str | None:
     att = cls.attribution
     pct = f" ({share.share:.0%})" if share.share is not None else ""
     text = f"mechanism {cls.winner.value} carries {share.ms:.3f} ms of the {att.delta_ms:+.3f} ms change{pct}"
+    if att.on_trace_clock and att.untraced_delta_ms is not None:
+        text += f" on the trace's clock (untraced, with the profiler off: {att.untraced_delta_ms:+.3f} ms)"
     if share.share is not None and round(share.share * 100) > 100:
-        # more than the whole change: name what offsets it, so the share reads as a share of the net change
-        sign = 1.0 if att.delta_ms >= 0 else -1.0
-        offsets = [f"{m.mechanism.value} {m.ms:+.3f} ms" for m in att.mechanisms if m.mechanism != cls.winner and sign * m.ms < 0]
-        if sign * att.unattributed_ms < 0:
-            offsets.append(f"unattributed {att.unattributed_ms:+.3f} ms")
+        # more than the whole change: name what offsets it (MechanismShare.against), so the share reads as a share of the net change
+        own = share.negative_ms if att.delta_ms >= 0 else share.positive_ms
+        pulled = {m.mechanism.value: m.ms for m in att.mechanisms} | {"unattributed": att.unattributed_ms, "own parts": own}
+        offsets = [f"{name} {pulled[name]:+.3f} ms" for name in share.against if name in pulled]
         named = f" ({', '.join(offsets)})" if offsets else ""
         text += f", more than the whole change: the other parts offset {att.delta_ms - share.ms:+.3f} ms{named}"
     return text
@@ -77,18 +78,30 @@ SETTLE_TEXT: dict[str, str] = {
 """The one capture that would settle a mechanism that is not established, by ``Classification.settle`` code."""
 
 
-def _share_text(ms: float, share: float | None, positive: float, negative: float) -> str:
+def _share_text(ms: float, share: float | None, positive: float, negative: float, against: list[str] | None = None) -> str:
     pct = f" ({share:.0%})" if share is not None else ""
+    if share is not None and round(share * 100) > 100:
+        pct = f" (more than the whole change: {share:.0%}" + (f"; {', '.join(against)} pull the other way" if against else "") + ")"
     split = f" = {positive:+.3f} ms grown {negative:+.3f} ms shrunk" if negative < 0 and positive > 0 else ""
     return f"{ms:+.3f} ms{pct}{split}"
+
+
+def _one_run_text(cls: Classification) -> str:
+    """Why rule scores make no headline: the rules that fired read the candidate alone, and no change was measured."""
+    fired = ", ".join(f"`{e.rule}`" for e in cls.evidence if e.fired) or "no rule"
+    change = f" (latency {cls.attribution.delta_ms:+.3f} ms)" if cls.attribution is not None else ""
+    return (f"the rules that fired ({fired}) read the candidate alone, and no change between the two runs{change} was "
+            "measured for them to carry")
 
 
 def not_established_sentence(cls: Classification) -> str | None:
     """``not established: compute +0.5 ms (45%), scheduling +0.4 ms (40%); settle with ...`` (None unless established is False)."""
     att = cls.attribution
+    if cls.established is False and cls.ranked_by == "score":
+        return f"not established: {_one_run_text(cls)}"
     if cls.established is not False or att is None:
         return None
-    carried = ", ".join(f"{m.mechanism.value} {_share_text(m.ms, m.share, m.positive_ms, m.negative_ms)}" for m in att.mechanisms)
+    carried = ", ".join(f"{m.mechanism.value} {_share_text(m.ms, m.share, m.positive_ms, m.negative_ms, m.against)}" for m in att.mechanisms)
     settle = f"; would settle it: {SETTLE_TEXT[cls.settle]}" if cls.settle is not None else ""
     return (f"not established: no mechanism carries at least 40% of the {att.delta_ms:+.3f} ms change and twice the runner-up's "
             f"share ({carried or 'no part carries mechanism evidence'}; unattributed {att.unattributed_ms:+.3f} ms){settle}")
@@ -98,12 +111,15 @@ def not_established_lines(cls: Classification) -> list[str]:
     """The primary-mechanism bullet when the evidence does not carry a headline: what each candidate carries
     (grown and shrunk parts), the rest, and the one capture that would settle it (empty otherwise)."""
     att = cls.attribution
+    if cls.established is False and cls.ranked_by == "score":
+        settle = [f"  - Would settle it: {SETTLE_TEXT[cls.settle]}."] if cls.settle is not None else []
+        return [f"- **Primary mechanism**: not established: {_one_run_text(cls)}; no fix is proposed on it.", *settle]
     if cls.established is not False or att is None:
         return []
     out = [f"- **Primary mechanism**: not established: no mechanism carries at least 40% of the {att.delta_ms:+.3f} ms change "
            "and twice the runner-up's share; no fix is proposed on it."]
     for m in att.mechanisms:
-        out.append(f"  - {m.mechanism.value} carries {_share_text(m.ms, m.share, m.positive_ms, m.negative_ms)} "
+        out.append(f"  - {m.mechanism.value} carries {_share_text(m.ms, m.share, m.positive_ms, m.negative_ms, m.against)} "
                    f"over {m.parts} part(s), most in `{m.largest}`.")
     share = att.unattributed_ms / att.delta_ms if att.delta_ms else None
     out.append(f"  - Not attributed to any mechanism: {_share_text(att.unattributed_ms, share, 0.0, 0.0)}.")

@@ -128,3 +128,43 @@ def text_problems(text: str, memo: Memo) -> list[str]:
 def check_claims(text: str, memo: Memo) -> list[str]:
     """Every problem of ``text`` rendered from ``memo`` (empty: every number and claim is carried by the model)."""
     return model_problems(memo) + text_problems(text, memo)
+
+
+MAX_LINE = 200
+"""The longest line a memo may print (a lead reads it without scrolling)."""
+MAX_TABLE_ROW = 300
+"""The longest row of the results table."""
+MAX_SENTENCE_WORDS = 40
+"""The most words one sentence of the memo may hold."""
+
+# A code a lead cannot decode: a dotted rule id (scheduling.overhead_regression), or a snake_case field or status.
+RULE_CODE = re.compile(r"\b(?:compute|memory|scheduling|precision|thermal|gate|locate|signoff)\.[a-z_]+\b")
+SNAKE = re.compile(r"(?<![\w./-])[a-z]+(?:_[a-z0-9]+)+(?![\w./-])")
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z(\[*])")
+
+
+def _words_of(line: str) -> str:
+    """A line's words with names (code spans) and link targets taken out."""
+    return LINK_TARGET.sub("]", CODE_SPAN.sub("name", line))
+
+
+def lead_problems(text: str) -> list[str]:
+    """Where a memo breaks the limits a lead reads it by: a line over ``MAX_LINE`` characters (a table row over
+    ``MAX_TABLE_ROW``), a sentence over ``MAX_SENTENCE_WORDS`` words, a rule code anywhere (names included), a
+    snake_case field or status outside a name (a code span)."""
+    problems = []
+    for line in text.splitlines():
+        row = line.startswith("|")
+        limit = MAX_TABLE_ROW if row else MAX_LINE
+        if len(line) > limit:
+            problems.append(f"line of {len(line)} characters (limit {limit}): {line}")
+        words = _words_of(line)
+        for code in (*RULE_CODE.findall(LINK_TARGET.sub("]", line)), *SNAKE.findall(words)):
+            problems.append(f"code {code!r} a lead cannot decode: {line[:80]}...")
+        if row or line.startswith("#"):
+            continue
+        for sentence in SENTENCE_END.split(words):
+            n = len(sentence.split())
+            if n > MAX_SENTENCE_WORDS:
+                problems.append(f"sentence of {n} words (limit {MAX_SENTENCE_WORDS}): {sentence[:80]}...")
+    return problems

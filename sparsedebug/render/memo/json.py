@@ -12,6 +12,7 @@ class JsonMemo(MemoFormat):
 
     name = "json"
     help = "the memo model: claims, figures, provenance"
+    is_document = True
 
     def format(self, memo: Memo) -> str:
         """The model as indented JSON."""

@@ -9,12 +9,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from sparsedebug.core.kernel_names import short_kernel_name
 from sparsedebug.records.memo import Claim, ClockLegend
+from sparsedebug.render.memo.guard import guarded
+from sparsedebug.render.memo.guard import withheld as withheld
+from sparsedebug.render.memo.tags import build_tags as build_tags
+from sparsedebug.render.words.dispatch import listed
 from sparsedebug.render.words.figures import HEADLINE_WORDS as HEADLINE_WORDS
 from sparsedebug.render.words.figures import SIGNED as SIGNED
 from sparsedebug.render.words.figures import headline as headline
 from sparsedebug.render.words.figures import num as num
-from sparsedebug.render.words.mechanisms_records import advice_words
+from sparsedebug.render.words.figures import speedup_basis_words
+
+NAME_MAX = 100
+"""The longest name the memo prints whole; a longer one (a kernel's C++ signature) is shortened."""
 
 
 @dataclass(frozen=True)
@@ -24,13 +32,20 @@ class Style:
     markdown: bool
 
     def code(self, text: str) -> str:
-        """A name or code."""
+        """A name or code; a kernel's full C++ signature (a layer of a trace without annotations) in its short form,
+        so one name never runs past the memo's line limit (``core.kernel_names.short_kernel_name``)."""
+        if len(text) > NAME_MAX:
+            text = short_kernel_name(text, NAME_MAX)
         return f"`{text}`" if self.markdown else text
 
     def bold(self, text: str) -> str:
         """Emphasis."""
         return f"**{text}**" if self.markdown else text
 
+
+# How a figure's basis reads beside it (``records.memo.Basis``).
+BASIS_WORDS = {"per_forward": "per forward", "per_iteration": "per iteration", "summed": "summed over the iterations",
+               "per_layer": "per layer", "per_call": "per call"}
 
 MD = Style(markdown=True)
 PLAIN = Style(markdown=False)
@@ -40,8 +55,9 @@ PLAIN = Style(markdown=False)
 def _names(st: Style, claim: Claim) -> str:
     """The listed names, and how many the claim names in all when it lists fewer."""
     shown = ", ".join(st.code(i) for i in claim.items)
+    more = f" and {claim.more} more" if claim.more else ""
     total = claim.figure("layers_named")
-    return shown + (f" ({num(total)} layers in all findings)" if claim.more and total is not None else "")
+    return shown + more + (f" ({num(total)} layers in all)" if total is not None and (claim.more or total.value > len(claim.items)) else "")
 
 
 def clock_legend(clocks: list[ClockLegend]) -> str:
@@ -67,15 +83,59 @@ def decision_head(st: Style, c: Claim) -> str:
     return f"Decision: {st.bold(label)}"
 
 
-def decision_basis(st: Style, c: Claim) -> str:
-    """Which run the decision was judged on, who owns the next change, and whether it was decided again."""
+CHECK_WORDS: dict[str, str] = {
+    "effective_speedup": "speed", "p99_latency": "p99 latency", "quality_delta": "quality", "fallback_rate": "dense fallback",
+    "precision_drift": "precision",
+}
+"""Each default gate check as the memo names it (never the gate's code)."""
+
+
+UNDECIDED_WORDS: dict[str, str] = {
+    "too_few": "on so few latency samples",
+    "unstable": "because other load disturbed the timings (re-run on a quiet machine)",
+}
+"""Why an inconclusive check could not decide (``signoff.memo_results.undecided_why``)."""
+
+
+def blocker_owners(c: Claim) -> list[tuple[str, str]]:
+    """(the checks, their owner) for each owner of a check that keeps the decision from ship, most decisive first."""
+    by_owner: dict[str, list[str]] = {}
+    for check in c.items:
+        by_owner.setdefault(c.terms.get(f"owner.{check}", ""), []).append(CHECK_WORDS.get(check, check))
+    return [(listed(checks), owner) for owner, checks in by_owner.items()]
+
+
+def blockers(c: Claim) -> str:
+    """``Blocking: quality (owner: the model optimization lead); ...`` for each check that keeps the decision from ship."""
+    parts = [checks + (f" (owner: the {owner})" if owner else "") for checks, owner in blocker_owners(c)]
+    return ("Blocking: " + "; ".join(parts) + ".") if parts else ""
+
+
+def decision_judged(st: Style, c: Claim) -> str:
+    """Which run the decision was judged on, who owns the next change when nothing blocks, and whether it was decided again."""
     text = f"judged on the {c.terms.get('judged_on', 'candidate')} run"
     owner = c.terms.get("owner")
-    text += f"; the next change is owned by the {owner}" if owner else ""
+    text += f"; the next change is owned by the {owner}" if owner and not c.items else ""
     changed = [n for n in c.terms.get("recomputed", "").split(",") if n]
     if changed:
         text += f" (decided again at rendering: {', '.join(st.code(n) for n in changed)} changed since the walk)"
     return text + "."
+
+
+def decision_basis(st: Style, c: Claim) -> str:
+    """The judged run, and each blocker with its owner."""
+    block = blockers(c)
+    return decision_judged(st, c) + (f" {block}" if block else "")
+
+
+def decision_lines(st: Style, c: Claim) -> list[str]:
+    """The decision line, and each blocker with its owner on a line of its own."""
+    owned = blocker_owners(c)
+    lines = [f"{decision_head(st, c)}, {decision_judged(st, c)}"]
+    if owned:
+        lines += ["Blocking, with the owner of each:",  # the decision's paragraph goes on: the list follows it
+                  *(f"- {st.bold(checks)}" + (f": the {owner}" if owner else "") for checks, owner in owned)]
+    return lines
 
 
 def decision(st: Style, c: Claim) -> str:
@@ -93,6 +153,10 @@ REASON_WORDS = {
     "fix_moved_checks_fail": "The bounded fix moved its target metric, but gate checks still fail.",
     "fix_did_not_move": "The applied fix did not move its target metric.",
     "fix_not_applied": "The proposed fix could not be applied, so nothing shows that it removes the cause.",
+    "too_few_samples": (
+        "The {judged_on} run's latency samples are too few to judge it against the baseline: capture or run more, "
+        "then decide."
+    ),
     "unchanged": (
         "The {judged_on} run does not differ from the baseline beyond noise in any stage that could be compared, "
         "and no gate check fails."
@@ -100,20 +164,52 @@ REASON_WORDS = {
 }
 
 
+LAUNCH_WORDS = {"eager": "eager", "cuda_graph": "CUDA graph", "compiled": "torch.compile"}
+LAUNCHED_WORDS = {"eager": "eagerly, one launch per kernel", "cuda_graph": "as a CUDA graph", "compiled": "by torch.compile"}
+"""How a run launched its kernels, after "launched"."""
+"""How a traced forward was launched (``records.comparability.LaunchMode``), in words."""
+
+
+@guarded
 def reason(st: Style, c: Claim) -> str:
-    """One reason of the decision, in plain words with its figures."""
+    """One reason of the decision, in plain words with its figures, and the owner accountable for it."""
+    owner = c.terms.get("owner")
+    text = _reason(st, c)
+    return text + (f" Owner: the {owner}." if owner else "")
+
+
+def reason_items(st: Style, c: Claim) -> list[str]:
+    """The layers a reason names one a line, when too long to name inline (``listed_lines``); else none."""
+    if not c.items:
+        return []
+    lines = listed_lines("layers", [st.code(i) for i in c.items])
+    return [line.strip().removeprefix("- ") for line in lines[1:]]
+
+
+def _reason(st: Style, c: Claim) -> str:
     code = c.code or ""
     role = c.terms.get("role", "candidate")
     status = c.terms.get("status", "")
     if code == "missing_evidence":
         return f"There is no {c.terms.get('evidence', '')} evidence in the judged run, so ship is refused until it is captured."
     if code == "across_launch":
-        return (f"The speedup is across launch modes ({st.code(c.terms.get('base', ''))} baseline, "
-                f"{st.code(c.terms.get('run', ''))} run), so it is not like for like.")
+        base, run = (LAUNCH_WORDS.get(c.terms.get(k, ""), c.terms.get(k, "")) for k in ("base", "run"))
+        return f"The speedup is across launch modes ({base} baseline, {run} run), so it is not like for like."
+    if code == "allowed_difference":
+        return (f"The pair differs in {listed(list(c.items))}, compared anyway as asked (--allow-different), "
+                "so the speedup is not like for like.")
+    n = c.figure("speedup_p50_count")
+    if code == "too_few_samples" and n is not None and c.figure("samples_needed") is not None:
+        return (f"Too few iterations to judge: the {c.terms.get('judged_on', 'candidate')} run has {num(n)} timed iterations, "
+                f"the rule needs {num(c.figure('samples_needed'))} a side. Capture more iterations, then decide.")
     if code in REASON_WORDS:
         return REASON_WORDS[code].format(judged_on=c.terms.get("judged_on", "candidate"))
+    name = CHECK_WORDS.get(code, code)
     if status == "inconclusive":
-        return f"The {st.code(code)} check cannot decide on these samples (inconclusive; its policy: {c.terms.get('on_inconclusive') or 'pass'})."
+        needed = c.figure("samples_needed")
+        cause = UNDECIDED_WORDS.get(c.terms.get("why", ""), "on these samples")
+        more = f" (it needs {num(needed)} a side)" if needed is not None else ""
+        return f"The {name} check cannot decide {cause}{more}; the policy counts that as a failure."
     verb = "fails" if status == "fail" else "passes"
     if code == "effective_speedup":
         sp, floor = c.figure("speedup_p50"), c.figure("speedup_min")
@@ -130,57 +226,77 @@ def reason(st: Style, c: Claim) -> str:
     if code == "fallback_rate":
         n, m = c.figure("fell_back"), c.figure("meant_sparse")
         if n is None or m is None:
-            return f"The fallback check {verb}."
-        return f"{num(n)} of {num(m)} layers meant to be sparse run dense (fallback check {verb})."
+            return f"The dense fallback check {verb}."
+        why = [LOWER_REASON_WORDS.get(r, r) for r in c.terms.get("why", "").split(",") if r]
+        named = f": {layer_names(st, list(c.items))}" if c.items and not reason_items(st, c) else ""
+        because = f" ({', '.join(why)})" if why else ""
+        return f"{num(n)} of {num(m)} layers meant to be sparse run dense{named}{because} (fallback check {verb})."
     if code == "precision_drift":
-        return f"The precision check {verb}: a layer's precision or kernel error moved against the baseline." if status == "fail" \
+        return f"The precision check {verb}: a layer's dtype or kernel error moved against the baseline." if status == "fail" \
             else "The precision check passes."
     if code == "p99_latency":
         r, cap = c.figure("p99_ratio"), c.figure("p99_max_ratio")
-        return f"The p99 latency check {verb}: p99 ratio {num(r)} against at most {num(cap)}."
-    return f"The {st.code(code)} check {verb}."
+        return f"The p99 latency check {verb}: p99 is {num(r)}x the baseline's, against at most {num(cap)}x."
+    return f"The {name} check {verb}."
 
 
+@guarded
 def speedup(st: Style, c: Claim) -> str:
     """The failing metric's speed figures."""
+    return "; ".join(speedup_parts(st, c))
+
+
+def speedup_parts(st: Style, c: Claim) -> list[str]:
+    """The failing metric's speed figures, and what they rest on when that is traced latency."""
     sp = c.figure("speedup_p50")
     b, k = c.figure("latency_p50_ms", "baseline"), c.figure("latency_p50_ms", "candidate")
     if sp is None:
-        return "speedup over the baseline not measured (no latency samples on a side)"
-    text = f"speedup {num(sp)} over the baseline (p50 {num(b)} baseline, {num(k)} candidate)"
+        return ["speedup over the baseline not measured (no latency samples on a side)"]
+    paired = f"{speedup_basis_words(sp)}; " if sp.basis == "paired_rounds" else ""
+    out = [f"speedup {num(sp)} over the baseline ({paired}p50 {num(b)} baseline, {num(k)} candidate)"]
     share = c.figure("traced_host_wait_share")
     if c.code == "rests_on_traced" and share is not None:
-        text += (f", which rests on traced latency of a host-bound run (idle on the host {num(share)} of the span; "
-                 "the profiler's own cost is in it: pass untraced timings with `--latency` to settle it)")
-    return text
+        out.append(f"it rests on traced latency, which holds the profiler's own cost (the host idles {num(share)} of the span); "
+                   "pass untraced timings with `--latency` to settle it")
+    return out
 
 
+@guarded
 def target_speedup(st: Style, c: Claim) -> str:
     """The projected speedup on the target."""
-    return f"{num(c.figure('target_speedup'))} vs dense on the target ({st.code(c.terms.get('launch', ''))})"
+    launch = c.terms.get("launch", "")
+    return f"{num(c.figure('target_speedup'))} vs dense on the target (launched {LAUNCHED_WORDS.get(launch, launch)})"
 
 
+@guarded
 def sparse_kernels(st: Style, c: Claim) -> str:
     """Were the sparse kernels used: yes or no, on how many of the layers with 2:4 weights, which were not picked."""
+    head, *rest = sparse_kernels_parts(st, c)
+    return "; ".join([head, *(r.strip().removeprefix("- ") for r in rest)]).replace(":;", ":")
+
+
+def sparse_kernels_parts(st: Style, c: Claim) -> list[str]:
+    """:func:`sparse_kernels` as lines: the answer, the layers not picked (one a line when long), the largest change."""
     run = st.code(c.terms.get("run", ""))
     if c.code == "build_disabled":
-        return f"no: {run} was built with sparsity disabled; rebuild with {c.terms.get('flags') or 'sparsity enabled'}"
+        return [f"no: {run} was built with sparsity disabled; rebuild with {c.terms.get('flags') or 'sparsity enabled'}"]
     if c.code == "no_sparse_weights":
-        return f"no: none of {run}'s {num(c.figure('weighted_layers'))} layers with weights carries 2:4 weights"
+        return [f"no: none of {run}'s {num(c.figure('weighted_layers'))} layers with weights carries 2:4 weights"]
     answer = "yes" if c.code == "used" else "no"
-    text = f"{answer}: {run} ran a sparse tactic on {num(c.figure('sparse_tactic_layers'))} of " \
-           f"{num(c.figure('sparse_weight_layers'))} layers with 2:4 weights"
+    out = [f"{answer}: {run} ran a sparse tactic on {num(c.figure('sparse_tactic_layers'))} of "
+           f"{num(c.figure('sparse_weight_layers'))} layers with 2:4 weights"]
     if c.items:
         total = c.figure("not_picked_layers")
         more = f" ({num(total)} in all)" if c.more and total is not None else ""
-        text += f"; eligible but not picked: {', '.join(st.code(i) for i in c.items)}{more}"
+        out += listed_lines(f"eligible but not picked{more}", [st.code(i) for i in c.items])
     layer = c.terms.get("changed_layer")
     if layer:
-        text += (f"; largest per-layer change {st.code(layer)} {num(c.figure('layer_ms', 'baseline'))} -> "
-                 f"{num(c.figure('layer_ms', 'candidate'))} ({num(c.figure('change'))}, profile median)")
-    return text
+        out.append(f"largest per-layer change {st.code(layer)} {num(c.figure('layer_ms', 'baseline'))} -> "
+                   f"{num(c.figure('layer_ms', 'candidate'))} ({num(c.figure('change'))}, profile median)")
+    return out
 
 
+@guarded
 def quality(st: Style, c: Claim) -> str:
     """The candidate's quality against the dense model."""
     if c.code == "not_measured":
@@ -194,17 +310,27 @@ def quality(st: Style, c: Claim) -> str:
 
 def failing_metric(st: Style, claims: list[Claim]) -> str:
     """The symptom's failing metric in one line."""
+    return "; ".join(failing_metric_parts(st, claims)) + "."
+
+
+def failing_metric_parts(st: Style, claims: list[Claim]) -> list[str]:
+    """The symptom's failing metric, one part per figure it rests on."""
     parts = []
     for c in claims:
         if c.kind == "speedup":
-            parts.append(speedup(st, c))
+            parts += speedup_parts(st, c)
         elif c.kind == "target_speedup":
             parts.append(target_speedup(st, c))
         elif c.kind == "quality":
             parts.append(quality(st, c))
-    return "; ".join(parts) + "."
+    return parts
 
 
+SOURCE_WORDS = {"replay": "replayed on this CPU"}
+"""A run's source kind in words, where the input registry does not name it."""
+
+
+@guarded
 def slice_(st: Style, c: Claim) -> str:
     """The workload or traffic slice."""
     t = c.terms
@@ -214,11 +340,12 @@ def slice_(st: Style, c: Claim) -> str:
     tokens = c.figure("tokens")
     if tokens is not None:
         parts.append(f"{num(tokens)} tokens per forward")
-    parts.append(f"{num(c.figure('layers'))} layers")
+    parts.append(f"{num(c.figure('layers'))} layers in its graph")
     parts.append(f"backend {st.code(t.get('backend', ''))}")
     if "seed" in t:
         parts.append(f"seed {st.code(t['seed'])}")
-    return ", ".join(parts) + f" ({t.get('source', '')})."
+    source = SOURCE_WORDS.get(t.get("source", "")) or t.get("source_what") or t.get("source", "")
+    return ", ".join(parts) + f" ({source})."
 
 
 FINDING_WORDS = {
@@ -229,8 +356,22 @@ FINDING_WORDS = {
 }
 
 
-def first_stage(st: Style, c: Claim) -> str:
-    """The first persistent divergent stage, its layers and what it explains."""
+LOWER_REASON_WORDS = {
+    "pattern_not_compliant": "weights not in the 2:4 pattern", "shape_not_aligned": "shape the sparse kernel rejects",
+    "dtype_unsupported": "dtype the sparse kernel rejects", "op_unsupported": "op with no sparse kernel",
+    "slower_than_dense": "sparse slower than dense", "observed_dense": "ran a dense kernel", "intended_dense": "meant dense",
+}
+"""Why a layer runs dense (``records.run.FallbackReason``), in words."""
+
+
+# What a stage metric's effect size compares (``locate``'s MetricFinding.metric), per iteration.
+EFFECT_METRIC_WORDS = {"overhead_ms": "overhead (span - busy) on top of the baseline's busy time", "busy_ms": "kernel busy time"}
+
+
+@guarded
+def first_stage(st: Style, c: Claim, effect_here: bool = True) -> str:
+    """The first persistent divergent stage, its layers and what it explains (with :func:`first_stage_effect` unless
+    ``effect_here`` is off: the memo gives the effect a line of its own)."""
     if c.code == "not_located":
         return "not located (no bisect result in the bundle)."
     if c.code != "divergence":
@@ -238,198 +379,70 @@ def first_stage(st: Style, c: Claim) -> str:
     kinds = []
     for kind in (k for k in c.terms.get("kinds", "").split(",") if k):
         reasons = [r for r in c.terms.get(f"reasons.{kind}", "").split(",") if r]
-        kinds.append(FINDING_WORDS.get(kind, kind) + (f" ({', '.join(st.code(r) for r in reasons)})" if reasons else ""))
+        kinds.append(FINDING_WORDS.get(kind, kind) + (f" ({', '.join(LOWER_REASON_WORDS.get(r, r) for r in reasons)})" if reasons else ""))
     text = f"stage {st.code(c.terms.get('stage', ''))}"
-    if kinds:
+    by_kind = any(k.startswith("layers.") for k in c.terms)
+    if kinds and not by_kind:
         text += ": " + ", ".join(kinds)
-    if c.items:
+    if c.items and not by_kind:
         text += f" on {_names(st, c)}"
-    ratio, p = c.figure("effect_ratio"), c.figure("effect_p")
-    if ratio is not None:
-        text += f"; latency ratio {num(ratio)}" + (f" ({num(p)})" if p is not None else "")
+    effect = first_stage_effect(st, c) if effect_here else None
+    if effect:
+        text += f"; {effect}"
     share = c.figure("accounted_share")
-    if share is not None and share.value > 0:
+    if share is not None and round(share.value, 2) > 1:  # past the whole change: the rest of the forward moved back
+        text += f"; its layers grew more than the whole latency change ({num(share)}; the rest got faster)"
+    elif share is not None and share.value > 0:
         text += f"; its layers carry {num(share)} of the latency change"
     if c.terms.get("explains"):
-        text += f", which explains the downstream {', '.join(c.terms['explains'].split(','))} change"
+        stages = c.terms["explains"].split(",")
+        text += f", which explains the {listed(stages)} stage{'s' if len(stages) > 1 else ''} downstream"
     return text + "."
 
 
-def build_tags(st: Style, c: Claim) -> str:
-    """What the walk and the candidate ran on."""
-    order = ("git", "python", "numpy", "blas", "torch", "device", "gpu", "backend")
-    return ", ".join(f"{k} {st.code(c.terms[k])}" for k in order if k in c.terms) + "."
+def first_stage_effect(st: Style, c: Claim) -> str | None:
+    """The bisect's effect size, named by what it compares: one layer group per call, a stage metric per iteration,
+    or the forward's latency (None without one)."""
+    p = c.figure("effect_p")
+    tested = f" ({num(p)})" if p is not None else ""
+    layer_effect, latency, metric = c.figure("layer_effect_ratio"), c.figure("latency_ratio"), c.figure("metric_ratio")
+    if layer_effect is not None:  # an effect size of one layer group, per call: not the forward's latency
+        return f"largest layer effect: per-call time ratio {num(layer_effect)} on {st.code(c.terms.get('effect_layer', ''))}{tested}"
+    if metric is not None:
+        name = c.terms.get("effect_metric", "")
+        return f"effect: {EFFECT_METRIC_WORDS.get(name, st.code(name))}, ratio {num(metric)} per iteration{tested}"
+    if latency is not None:
+        paired = f", {speedup_basis_words(latency)}" if latency.basis == "paired_rounds" else ""
+        return f"latency ratio {num(latency)} per forward{paired}{tested}"
+    return None
 
 
-def _carries(c: Claim) -> str:
-    ms, share = c.figure("carried_ms"), c.figure("carried_share")
-    if ms is None:
-        return "carries none of the change"
-    if round(ms.value, 3) > 0 and share is not None and round(share.value, 2) > 0:
-        return f"carries {num(ms)} ({num(share)})"
-    return f"moves the other way, {num(ms)}"
+def first_stage_layers(st: Style, c: Claim) -> list[str]:
+    """What the first stage found, one line per kind: the finding, why, and its layers written once."""
+    out = []
+    for kind in (k for k in c.terms.get("kinds", "").split(",") if k):
+        reasons = [LOWER_REASON_WORDS.get(r, r) for r in c.terms.get(f"reasons.{kind}", "").split(",") if r]
+        names = [n for n in c.terms.get(f"layers.{kind}", "").split("|") if n]
+        n = c.figure("kind_layers", kind)
+        why = f" ({', '.join(reasons)})" if reasons else ""
+        count = f" on {num(n)} layer{'s' if n.value != 1 else ''}" if n is not None else ""
+        out += listed_lines(f"{FINDING_WORDS.get(kind, kind)}{why}{count}", [st.code(n) for n in names])
+    return out
 
 
-def primary_mechanism(st: Style, c: Claim) -> str:
-    """The primary mechanism, or why none is established."""
-    if c.code == "not_classified":
-        return "not classified (no classification in the bundle)."
-    change = c.figure("change_ms")
-    of = f" of the {num(change)} change" if change is not None else ""
-    if c.code == "none":
-        return ("not established: no rule singles out a mechanism" + (f" for the {num(change)} change" if change else "")
-                + (f"; {SETTLE_WORDS[c.terms['settle']]} would settle it" if c.terms.get("settle") in SETTLE_WORDS else "") + ".")
-    mech = st.code(c.terms.get("mechanism", ""))
-    if c.terms.get("ranked_by") == "score":
-        return f"{mech}, by its rule score {num(c.figure('score'))} (no measured change to attribute)."
-    settle = SETTLE_WORDS.get(c.terms.get("settle", ""), "")
-    settle_text = f"; {settle} would settle it" if settle else ""
-    if c.code == "not_established":
-        return f"not established: the leading candidate {mech} {_carries(c)}{of}, short of the headline rule{settle_text}."
-    return f"{st.bold(c.terms.get('mechanism', ''))}, which {_carries(c)}{of}."
+LIST_INLINE_MAX = 190
+"""A list longer than this many characters goes one item a line (nested bullets), so no line runs past the memo's limit."""
 
 
-SETTLE_WORDS = {
-    "aligned_clock_log": "an nvidia-smi clock log aligned to the runs' windows",
-    "ncu_report": "an Nsight Compute report of the changed kernels on both sides",
-    "cuda_graph_retrace": "both sides re-traced under a CUDA graph",
-    "annotated_trace": "traces with per-layer annotations",
-    "more_repeats": "more measured iterations on both sides",
-}
-"""The one capture that would settle a mechanism that is not established."""
+def listed_lines(head: str, items: list[str]) -> list[str]:
+    """``head: a, b, c`` as one line, or, when long, ``head:`` and one nested ``- item`` line each (lines without the
+    outer bullet: the caller indents them)."""
+    inline = f"{head}: {', '.join(items)}"
+    if len(inline) <= LIST_INLINE_MAX:
+        return [inline]
+    return [f"{head}:", *(f"  - {item}" for item in items)]
 
 
-def competing(st: Style, claims: list[Claim]) -> str:
-    """The other mechanisms, in the ranking's own yardstick."""
-    if not claims:
-        return "none."
-    parts = []
-    for c in claims:
-        mech = st.code(c.terms.get("mechanism", ""))
-        if c.terms.get("ranked_by") == "score":
-            parts.append(f"{mech} score {num(c.figure('score'))} ({c.code})")
-        elif c.figure("carried_ms") is not None:
-            parts.append(f"{mech} {_carries(c)}")
-        else:
-            status = {"supported": "a rule fired", "not_supported": "no rule fired", "unknown": "not evaluable"}
-            parts.append(f"{mech} carries none ({status.get(c.code or '', c.code or '')})")
-    return "; ".join(parts) + "."
-
-
-def missing(st: Style, claims: list[Claim], anchor: str) -> str:
-    """Which mechanisms lack the evidence that would settle them (the captures are in the report)."""
-    if not claims:
-        return "none for the ranking above."
-    names = ", ".join(st.code(c.code or "") for c in claims)
-    link = f"[report]({anchor})" if st.markdown else anchor
-    return f"{names}: what to capture is in the {link}."
-
-
-KNOB_WORDS = {
-    "conversion": "convert the weights once at load instead of on every call",
-    "threads": "run with {value} threads",
-    "precision": "run in {value}",
-}
-ACTION_WORDS = {
-    "exclude": "exclude {layer} from sparsity (run it dense)",
-    "pad": "pad {layer} to a shape the sparse kernel accepts",
-    "cast": "cast {layer} to {value} so the sparse kernel accepts it",
-}
-
-
-def change(st: Style, c: Claim) -> str:
-    """The smallest reversible change, with its owner."""
-    if c.code == "none":
-        return "none proposed (no classified mechanism)."
-    t = c.terms
-    layer = st.code(t["layer"]) if "layer" in t else "every layer"
-    if c.code == "knob" and t.get("knob") in KNOB_WORDS:
-        text = KNOB_WORDS[t["knob"]].format(value=t.get("value", ""))
-    elif c.code == "layer" and t.get("action") in ACTION_WORDS:
-        text = ACTION_WORDS[t["action"]].format(layer=layer, value=t.get("value", ""))
-    elif c.code == "block":
-        text = f"raise the sparsity block size of {layer} to {st.code(t.get('value', ''))}"
-    else:
-        text = advice_words(t, layer if "layer" in t else None).rstrip(".")
-    if c.items:
-        text += f" for {', '.join(st.code(i) for i in c.items)}"
-    layers = c.figure("target_layers")
-    if layers is not None and t.get("target_layers"):
-        text += f" on {num(layers)} layers ({', '.join(st.code(x) for x in t['target_layers'].split(','))} ...)"
-    removes = c.figure("removes_ms")
-    if removes is not None:
-        text += f", removing {num(removes)} per iteration ({st.code(t.get('basis', ''))})"
-    wait = c.figure("host_wait_ms")
-    if "host" in text and wait is not None:
-        text += f" (the device waits {num(wait)} on the host)"
-    text += f" (rule {st.code(t.get('rule', ''))})"
-    if t.get("applied") == "yes":
-        text += ", applied in the re-run"
-    owner = t.get("owner")
-    return text + (f". Owner: the {owner}." if owner else ".")
-
-
-def expected(st: Style, c: Claim) -> str:
-    """What the change should move, by how much, and on what basis."""
-    if c.code == "projected":
-        before, after, ch = c.figure("latency_p50_ms", "candidate"), c.figure("latency_p50_ms", "expected"), c.figure("change")
-        return f"latency p50 {num(before)} -> {num(after)} ({num(ch)}), the time the change removes."
-    metric, direction = c.terms.get("metric"), c.terms.get("direction")
-    if metric:
-        return f"{st.code(metric)} {direction}; not projected."
-    return "not projected."
-
-
-def measured(st: Style, c: Claim | None) -> str:
-    """What the re-run measured, with its direction, judged against the expected direction."""
-    if c is None:
-        return "no re-run in the bundle."
-    before, after, ch = c.figure("latency_p50_ms", "candidate"), c.figure("latency_p50_ms", "fixed"), c.figure("change")
-    direction = c.terms.get("direction", "same")
-    text = f"latency p50 {num(before)} -> {num(after)} ({num(ch)}, {direction})"
-    agrees = c.terms.get("agrees")
-    if agrees == "yes":
-        text += ", the expected direction"
-    elif agrees == "no":
-        text += ", AGAINST the expected direction"
-    verdict = {"moved": "the fix moved its target metric", "not_moved": "the fix did not move its target metric",
-               "unjudged": "the movement could not be judged"}[c.code or "unjudged"]
-    return f"{text}: {verdict}."
-
-
-def risk(st: Style, c: Claim) -> str:
-    """One regression risk."""
-    t = c.terms
-    if c.code == "correctness":
-        status = t.get("status", "off")
-        words = {"pass": "passes", "fail": "FAILS", "skipped": "not measured", "off": "not checked", "inconclusive": "inconclusive"}
-        return f"correctness: the precision check {words.get(status, status)} on the {t.get('role', '')} run"
-    if c.code == "quality":
-        if not c.figures:
-            return f"quality: not measured on the {t.get('role', '')} run"
-        before, after = c.figure("cosine", "candidate"), c.figure("cosine", t.get("role"))
-        if before is not None and after is not None and before is not after:
-            return f"quality: cosine {num(before)} (candidate) -> {num(after)} (fixed)"
-        return f"quality: cosine {num(after)}"
-    if c.code == "thermal":
-        return f"thermal: {t.get('status', 'unknown').replace('_', ' ')}"
-    if c.code == "compatibility":
-        changed = ", ".join(st.code(i) for i in c.items) or "no knob changed"
-        return f"compatibility: {changed} on backend {st.code(t.get('backend', ''))}"
-    return c.code or ""
-
-
-def artifact(st: Style, c: Claim) -> str:
-    """The required artifact and its headline figures."""
-    t = c.terms
-    link = f"[{t['file']}]({t['file']})" if st.markdown else t["file"]
-    text = f"sparsity deployment report {link}: {num(c.figure('layers'))} layers in the supported-layer matrix"
-    n, m = c.figure("fell_back"), c.figure("meant_sparse")
-    if n is not None and m is not None:
-        text += f", {num(n)} of {num(m)} meant-sparse layers run dense"
-    return text + "."
-
-
-def owners(st: Style, c: Claim) -> str:
-    """Who signs."""
-    return ", ".join(c.items) + "."
+def layer_names(st: Style, names: list[str]) -> str:
+    """A layer set as written once (``signoff.memo_results.layer_set``): its patterns as names, and how to read one."""
+    return ", ".join(st.code(n) for n in names)

@@ -3,22 +3,32 @@
 from __future__ import annotations
 
 from sparsedebug.records.memo import Claim, Memo
+from sparsedebug.render.memo import action
+from sparsedebug.render.memo import hypothesis as hyp
 from sparsedebug.render.memo import phrases as p
 from sparsedebug.render.memo.formats import MemoFormat, register
 from sparsedebug.render.memo.markdown import reason_lines
 
 
 def _freeze(c: Claim) -> str:
+    """The judged run's device from its own artifact, then the analysing machine, labelled as such."""
+    if c.withheld:
+        return p.withheld(p.PLAIN, c)
     t = c.terms
-    parts = [t[k] for k in ("python",) if k in t]
-    parts += [f"{k} {t[k]}" for k in ("numpy", "torch") if k in t]
-    gpu = t.get("device") or t.get("gpu")
+    role = c.items[0] if c.items else "candidate"
+    device = t.get(f"run.{role}.device")
+    run = f"{role} on {device} (from its {t.get(f'run.{role}.source', 'record')})" if device else ""
+    parts = [t[k] for k in ("machine.python",) if k in t]
+    parts += [f"{k.split('.')[1]} {t[k]}" for k in ("machine.numpy", "machine.torch") if k in t]
+    gpu = t.get("machine.gpu")
     parts.append("no GPU" if gpu in (None, "none") else f"GPU {gpu}")
-    return ", ".join(parts)
+    verb = "measured and analysed" if t.get(f"run.{role}.clock") == "measured" else "analysed"
+    machine = f"{verb} with " + ", ".join(parts) if "machine.python" in t else ""
+    return "; ".join(x for x in (run, machine) if x)
 
 
 def _locate(c: Claim) -> str:
-    if c.code != "divergence":
+    if c.code != "divergence" or c.withheld:
         return p.first_stage(p.PLAIN, c)
     kinds = [p.FINDING_WORDS.get(k, k) for k in c.terms.get("kinds", "").split(",") if k]
     count = c.figure("layers_named")
@@ -27,18 +37,22 @@ def _locate(c: Claim) -> str:
 
 
 def _classify(c: Claim) -> str:
+    if c.withheld:
+        return hyp.primary_mechanism(p.PLAIN, c)
     if c.code in ("established", "not_established") and c.terms.get("ranked_by") == "attribution":
         change = c.figure("change_ms")
         of = f" of the {p.num(change)} change" if change is not None else ""
         head = "" if c.code == "established" else "not established: leading "
         ms, share = c.figure("carried_ms"), c.figure("carried_share")
         if ms is not None and share is not None and round(ms.value, 3) > 0:
+            if hyp.over_explains(c) is not None:  # one line: the memo names what pulls the other way
+                return f"{head}{c.terms.get('mechanism', '')} carries {p.num(ms)} ({p.num(share)}, more than the whole change){of}"
             return f"{head}{c.terms.get('mechanism', '')} carries {p.num(ms)} ({p.num(share)}){of}"
-    return p.primary_mechanism(p.PLAIN, c)
+    return hyp.primary_mechanism(p.PLAIN, c)
 
 
 def _change(c: Claim) -> str:
-    text = p.change(p.PLAIN, c)
+    text = action.change(p.PLAIN, c)
     return text.split(" (")[0]
 
 

@@ -56,7 +56,7 @@ def findings_table(stage: StageFinding, limit: int = 12) -> Table:
     table.add_column("regression")
     table.add_column("detail", overflow="fold")
     for finding in stage.layers[:limit]:
-        label = finding.layer + (f" ({len(finding.members)} pooled)" if finding.members else "")
+        label = finding.label + (f" ({len(finding.members)} pooled)" if finding.members else "")
         table.add_row(Text(label), finding.kind, "yes" if finding.regression else "no", Text(finding_text(finding)))
     if len(stage.layers) > limit:
         table.add_row(f"… {len(stage.layers) - limit} more", "", "", "")
@@ -91,7 +91,7 @@ def verdict_text(result: BisectResult) -> Text:
     style = {"divergence": "bold red", "no_regression": "green", "undecided": "yellow"}[result.state]
     text = Text(verdict_words(result), style=style)
     if result.effect is not None and result.effect_metric is not None:
-        text.append(f"\neffect ({result.effect_metric}): {comparison_text(result.effect)}")
+        text.append(f"\neffect ({result.effect_label}): {comparison_text(result.effect)}")
     return text
 
 

@@ -8,6 +8,7 @@ from typing import Protocol
 from rich.table import Table
 from rich.text import Text
 
+from sparsedebug.records.basis import per_iteration
 from sparsedebug.records.report import LayerRow, RunFigures
 from sparsedebug.records.run import GraphStage, KernelPath, LowerStage, RunRecord
 from sparsedebug.render.clocks import measured_clock, sample_count
@@ -86,7 +87,7 @@ def summary_table(record: RunRecord, figures: RunFigures) -> Table:
         table.add_row(label, text)
     busy, span = figures.busy_ms, figures.span_ms
     if busy is not None and span is not None:
-        table.add_row("span / busy", f"{span:.3f} ms / {busy:.3f} ms (overhead {_ms(schedule.host_wait_ms)} ms)")
+        table.add_row("span / busy", f"{span:.3f} ms / {busy:.3f} ms (overhead {_ms(per_iteration(schedule, schedule.host_wait_ms))} ms per iteration)")
     if schedule.dense_share is not None:
         table.add_row("dense share of busy time", f"{schedule.dense_share:.1%}")
     if schedule.threads is not None:

@@ -87,6 +87,8 @@ def _disturbed(v: Mapping[str, NoteValue]) -> str:
 PHRASES.update({
     "core.timing_spread": "{variant} rounds spread {spread:.2f} (p90 - p10 over p50) > {limit:g}",
     "core.timing_disturbed": _disturbed,
+    "core.timing_unsettled": ("the two sides' per-round ratio did not settle within the {budget_s:g} s budget "
+                              "({rounds} rounds timed): the comparison is not decided"),
     "core.timing_contention": ("other processes kept {others:.1f} of {cores} cores busy (this process used {ours:.1f}), taking the "
                                "spare cores in {share:.0%} of the time: sustained contention"),
 })
@@ -136,6 +138,9 @@ def reduce_verdict(red: ReduceResult) -> str:
     text = (f"{len(red.kept)} of {len(red.changes)} change(s) reproduce the {target} divergence: {kept}; {graph}, tokens "
             f"{red.tokens_before} -> {red.tokens_after}; {red.probe_count} probe(s): {red.static_probes} static graph+lowering "
             f"run(s), {red.replays} timed replay(s)")
+    if red.targets:
+        removes = f", {red.targets_ms:+.3f} ms per iteration together" if red.targets_ms is not None else ""
+        text += f"; it stands for all {len(red.targets)} layers sharing that cause ({', '.join(red.targets)}){removes}"
     if not red.confirmed and red.confirmation is not None:
         text += f"; the timed confirmation bisected to {red.confirmation.first_stage or red.confirmation.state} instead"
     if red.other_causes:

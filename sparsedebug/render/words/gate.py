@@ -115,16 +115,19 @@ def test_words(test: GateTest) -> str:
     """How the check decided, from the test's facts."""
     samples = f"{test.n_base} vs {test.n_cand} samples"
     ratio = f"median ratio x{test.ratio:.3f}" if test.ratio is not None else ""
+    if test.kind == "too_few":
+        return (f"inconclusive: {samples}, too few to judge ({test.needed} a side needed: capture or run that many); "
+                f"{ratio} not tested")
     if test.kind in ("rank", "paired_rank"):
         how = "signed-rank test over paired rounds" if test.kind == "paired_rank" else "rank test"
         if test.p is None:
             return f"too few samples for a {how} ({samples}; {ratio} not tested)"
         if test.significant:
             steady = "persistent" if test.persistent else "not persistent (one burst is not a shift)"
-            return f"one-sided {how}: significant, p={test.p:.3g} at alpha {test.alpha:g}, {ratio} ({samples}); {steady}"
+            return f"{how}: significant, p={test.p:.3g} at alpha {test.alpha:g}, {ratio} ({samples}); {steady}"
         if test.alpha is not None and test.p <= test.alpha and test.factor is not None:
-            return f"one-sided {how}: p={test.p:.3g} but {ratio} within x{test.factor:g}, below the minimum effect ({samples})"
-        return f"one-sided {how}: no significant difference, p={test.p:.3g} > {test.alpha:g}, {ratio} ({samples})"
+            return f"{how}: p={test.p:.3g} but {ratio} within x{test.factor:g}, below the minimum effect ({samples})"
+        return f"{how}: no significant difference, p={test.p:.3g} > {test.alpha:g}, {ratio} ({samples})"
     if test.kind in ("separation", "paired_separation"):
         test_name = "a one-sided signed-rank test over paired blocks of rounds" if test.kind == "paired_separation" else "a one-sided rank test"
         return (f"{samples}, too few for {test_name} at alpha {test.alpha:g} ({test.needed} a side needed); "
@@ -280,8 +283,8 @@ PHRASES: dict[str, Phrase] = {
                                   f"{v['lower_ms']:.3f} ms){_budget_misses(v)}"),
     "gate.budget_within_noise": _within_budget_noise,
     "gate.percentiles": _percentiles,
-    "gate.p99_too_few": lambda v: (f"inconclusive: {v['base']} vs {v['cand']} samples, too few for the exceedance count to "
-                                   f"reach alpha {v['alpha']:g} (3 a side needed) and not separated{_policy(v)}"),
+    "gate.p99_too_few": lambda v: (f"inconclusive: {v['base']} vs {v['cand']} samples, too few to judge a tail "
+                                   f"({v.get('needed', 3)} a side needed: capture or run that many){_policy(v)}"),
     "gate.p99_few_samples": lambda v: f"{P99_FEW_SAMPLES.format(n=v['n'])}: the check is the exceedance count, not the p99",
     "gate.equal_latency": _equal_latency,
     "gate.no_equal_latency": "no equal-latency comparison recorded",
@@ -360,6 +363,11 @@ def decision_reasons(decision: DecisionOutcome, fix: FixOutcome | None) -> list[
         reason = f"no fix was needed and the {label} holds {holds}, but ship is refused until the evidence below is in"
     elif code == "fix_moved_checks_fail":
         reason = f"the bounded fix moved {target}, but {failed_text}"
+    elif code == "too_few_samples":
+        s = decision.speed
+        counts = f"{s.n_base} vs {s.n_cand} samples; {s.needed} a side needed" if s is not None else "too few samples"
+        reason = (f"the {label}'s latency samples are too few to judge it against the baseline ({counts}): "
+                  "capture or run that many, then decide")
     elif code == "fix_did_not_move":
         how = fix_how_words(fix) if fix is not None else ""
         reason = f"the applied fix did not move {target} ({how}) and the evidence is incomplete"

@@ -114,6 +114,7 @@ _FINDINGS: dict[str, Phrase] = {
     "locate.finding.per_call_conversion": _conversion,
     "locate.finding.sparse_gemms": "{count} sparse GEMM kernel(s) appeared",
     "locate.finding.new_kernel_class": "kernel class {kernel_class} appeared: {kernels}",
+    "locate.finding.layout_copies": "a layout op that copies, in the candidate only: {kernels}",
     "locate.finding.slower": _slower,
     "locate.finding.faster": lambda v: f"faster {cmp_text(v)}" + (" (sparse path, as intended)" if v.get("sparse_path") else ""),
     "locate.finding.precision": lambda v: (
@@ -181,6 +182,19 @@ def _overhead(v: Mapping[str, NoteValue]) -> str:
     return f"overhead span - busy per iteration, p50 {as_float(v.get('base_overhead')):.3f} -> {as_float(v.get('cand_overhead')):.3f} ms ({cmp_text(v)} of latency)"
 
 
+def _profiler_cost(v: Mapping[str, NoteValue]) -> str:
+    """The profiler-overhead caveat, with the untraced p50s beside the traced ones when they were given."""
+    share = v.get("share")
+    waited = f"the GPU waited on the host {as_float(share):.0%} of the span; " if share is not None else ""
+    traced = f"traced p50 {as_float(v.get('traced_base')):.3f} -> {as_float(v.get('traced_cand')):.3f} ms"
+    if v.get("untraced_base") is not None and v.get("untraced_cand") is not None:
+        untraced = f"untraced {as_float(v.get('untraced_base')):.3f} -> {as_float(v.get('untraced_cand')):.3f} ms"
+        return (f"the traces show the profiler's own cost ({waited}{traced}, {untraced}): the outcome is judged untraced, "
+                "every per-layer and per-gap figure stays on the trace's clock")
+    return (f"rests on traced latency, which shows the profiler's own cost ({waited}{traced}; its cost per op is in it): "
+            "time both runs untraced and pass --latency BASE CAND")
+
+
 def _latency(v: Mapping[str, NoteValue]) -> str:
     word = {"slower": "slower", "faster": "faster"}.get(str(v.get("direction")), "latency")
     text = f"{word} {cmp_text(v)}: p50 {as_float(v.get('base_p50')):.3f} -> {as_float(v.get('cand_p50')):.3f} ms"
@@ -237,12 +251,17 @@ _STAGES: dict[str, Phrase] = {
         f"rests on traced latency of a host-bound run (the GPU waited on the host {as_float(v.get('share')):.0%} of the span; "
         "the profiler's own cost per op is in it): time both runs untraced and pass --latency BASE CAND"
     ),
+    "locate.outcome.profiler_cost": _profiler_cost,
     "locate.outcome.budget": lambda v: (
         f"p99 {as_float(v.get('p99')):.3f} ms {'over' if v.get('over') else 'within'} the {as_float(v.get('budget')):g} ms budget"
     ),
     "locate.outcome.speedup": lambda v: f"effective speedup vs dense x{as_float(v.get('speedup')):.3f}",
     "locate.outcome.cosine": lambda v: f"output cosine {as_float(v.get('cosine')):.4f}",
     "locate.outcome.dense_wins": "at equal latency a narrowed dense model has better quality",
+    "locate.outcome.too_few": lambda v: (
+        f"{v['n_base']} vs {v['n_cand']} samples, too few to judge the whole forward ({v['needed']} a side needed: "
+        "capture or run that many)"
+    ),
     "locate.outcome.no_samples": lambda v: (
         f"no latency samples in {' and '.join(as_names(v.get('runs')))} (0 measured): whole-forward latency not compared"
     ),

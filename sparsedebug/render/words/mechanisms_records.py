@@ -3,7 +3,7 @@ winner, the margin, and the fix a compute, scheduling or thermal recipe proposes
 
 from __future__ import annotations
 
-from sparsedebug.records.classification import AttributedPart, Classification, Fix
+from sparsedebug.records.classification import AttributedPart, Classification, Fix, is_dispatch_cause
 from sparsedebug.render.words.classify_records import evidence_words, fix_phrase
 from sparsedebug.render.words.dispatch import fix_for_group, listed
 from sparsedebug.render.words.notes import say
@@ -93,11 +93,18 @@ def _code_words(code: str, layer: str | None, value: object, metric: str, tensor
 
 def fix_words(fix: Fix) -> str:
     """What the fix proposes, in words: the dispatch causes it undoes on its targets, else its code's words."""
-    if fix.targets:
-        return "; ".join(fix_for_group(t.cause, t.layers, t.tensors, t.restore) for t in fix.targets)
-    named = _code_words(fix.code, fix.layer, fix.value, fix.metric) if fix.code is not None else None
-    return named or fix_phrase(fix.code, fix.rule, value=fix.value, layer=fix.layer, was=fix.was, names_layer=fix.names_layer,
+    if fix.targets and fix.kind == "advice":
+        return "; ".join(fix_for_group(t.cause, t.layers, t.tensors, t.restore) for t in fix.targets
+                         if is_dispatch_cause(t.cause))
+    layer, members = fix.layer, [name for t in fix.targets for name in t.layers]
+    if fix.kind == "layer" and members:  # a layer fix on every layer sharing the fallback reason: it names the set
+        layer = f"all {len(members)} layers that fall back for {listed(sorted({str(t.cause) for t in fix.targets}))} ({listed(members)})"
+    named = _code_words(fix.code, layer, fix.value, fix.metric) if fix.code is not None else None
+    text = named or fix_phrase(fix.code, fix.rule, value=fix.value, layer=layer, was=fix.was, names_layer=fix.names_layer,
                                layer_role=fix.layer_role)
+    if fix.kind == "knob" and members:  # a workload knob: it covers them all, and names them
+        text += f" (it covers all {len(members)} layers that {'convert on every call' if fix.knob == 'conversion' else 'share the cause'}: {listed(members)})"
+    return text
 
 
 def advice_words(terms: dict[str, str], layer: str | None) -> str:

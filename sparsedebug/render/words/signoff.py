@@ -55,8 +55,10 @@ def _conversion(v: Mapping[str, NoteValue]) -> str:
 def _layer_to_sparse(v: Mapping[str, NoteValue]) -> str:
     code = v.get("source")
     source = say(Note(code=str(code), values={k[7:]: x for k, x in v.items() if k.startswith("source_")})) if code else "source not recorded"
+    count = v.get("layers")  # the layers the fix covers, when it names a set
+    whose = f"the {count} layers' summed" if isinstance(count, int) and count > 1 else f"{v['layer']}'s"
     return (
-        f"candidate p50 {v['p50_ms']:.3f} ms minus {v['layer']}'s dense time {v['dense_ms']:.3f} ms run at the sparse "
+        f"candidate p50 {v['p50_ms']:.3f} ms minus {whose} dense time {v['dense_ms']:.3f} ms run at the sparse "
         f"kernel speedup {v['speedup']:.2f}x ({source}): {v['saved_ms']:.3f} ms saved (Amdahl)"
     )
 
@@ -215,7 +217,9 @@ PHRASES: dict[str, Phrase] = {
     "playbook.no_reduction": "no reduction: both sides must be workloads (or both traces)",
     "playbook.trace_cut": "cut the blamed layer out of the trace pair",
     "playbook.no_trace_repro": _no_trace_repro,
-    "playbook.trace_repro": "trace reproducer of {layer} ({stage}: {finding}): {files}",
+    "playbook.trace_repro": lambda v: (f"trace reproducer of {v.get('layer')} ({v.get('stage')}: {v.get('finding')})"
+                                       + (f", standing for all {v['targets']} layers the fix covers" if v.get("targets") else "")
+                                       + f": {v.get('files')}"),
     "playbook.fix_applied": "fix applied (fix.json says how)",
     "playbook.fix_not_applied": "fix not applied (fix.json says why)",
     "playbook.rerun": "re-run the matrix",

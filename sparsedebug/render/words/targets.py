@@ -7,7 +7,7 @@ from collections.abc import Mapping
 
 from sparsedebug.records.bundle import FixOutcome
 from sparsedebug.records.notes import NoteValue
-from sparsedebug.render.words.notes import Phrase, figure, say
+from sparsedebug.render.words.notes import Phrase, embedded, figure, say
 
 # What each projection method id (``TargetClock.method``, ``PredictReport.method``) does, in words.
 METHODS: dict[str, str] = {
@@ -126,6 +126,38 @@ def _padded(v: Mapping[str, NoteValue]) -> str:
     return _written(text, v)
 
 
+def _names(v: Mapping[str, NoteValue], key: str) -> list[str]:
+    value = v.get(key)
+    return [str(x) for x in value] if isinstance(value, list) else []
+
+
+_SET_ACTION = {"cast": "dtype", "exclude": "sparsity", "pad": "padded"}
+
+
+def _fix_set(v: Mapping[str, NoteValue]) -> str:
+    """A layer fix applied to every layer sharing its cause: each member's change, and the members an earlier one covered."""
+    layers, dims, old, new, covered = (_names(v, k) for k in ("layers", "dims", "old", "new", "covered"))
+    what = _SET_ACTION.get(str(v.get("action")), str(v.get("action")))
+    each = ", ".join(f"{n} {what} {f'{d} ' if d else ''}{o} -> {w}" for n, d, o, w in zip(layers, dims, old, new, strict=True))
+    text = f"all {len(layers) + len(covered)} layers sharing the cause ({', '.join(_names(v, 'causes'))}): {each}"
+    if covered:
+        text += f"; {', '.join(covered)} covered by that padding (now sparse)"
+    return _written(text, v)
+
+
+def _fix_knob(v: Mapping[str, NoteValue]) -> str:
+    """A workload knob changed; the layers it covers when the fix names them (every layer converting on every call)."""
+    layers = _names(v, "layers")
+    covers = f" (all {len(layers)} layers it covers: {', '.join(layers)})" if layers else ""
+    return _written(f"{v['knob']} {v['old']} -> {v['new']}{covers}", v)
+
+
+def _fix_set_refused(v: Mapping[str, NoteValue]) -> str:
+    inner = embedded(v, "why")
+    return (f"the fix covers all {len(_names(v, 'layers'))} layers sharing the cause ({', '.join(_names(v, 'causes'))}) or none, "
+            f"and {v['layer']} refuses it: {say(inner) if inner is not None else 'no reason recorded'}")
+
+
 def _fix_advice(v: Mapping[str, NoteValue]) -> str:
     action = f", {v['action']}" if v.get("action") else ""
     return f"advice, not a workload change (rule {v['rule']}{action})"
@@ -134,6 +166,8 @@ def _fix_advice(v: Mapping[str, NoteValue]) -> str:
 PHRASES: dict[str, Phrase] = {
     # fixes applied to a workload (sources/replay/synthetic/fix.py, checkpoint/source.py, reduce/apply_fix.py)
     "targets.fix_layer_missing": "layer {layer} is not in workload {workload}",
+    "targets.fix_set": _fix_set,
+    "targets.fix_set_refused": _fix_set_refused,
     "targets.fix_excluded": _fix("{layer}: sparsity {old} -> dense (excluded)"),
     "targets.fix_cast": _fix("{layer}: dtype {old} -> {new}"),
     "targets.fix_block": _fix_block,
@@ -141,7 +175,7 @@ PHRASES: dict[str, Phrase] = {
     "targets.fix_is_advice": _fix_advice,
     "targets.fix_block_checkpoint": "block size: model {model} is pruned per its pruning block; set pruning.pattern instead",
     "targets.fix_pad_checkpoint": "{layer}: a checkpoint's shapes are fixed; padding it would change the model, not the lowering",
-    "targets.fix_knob": _fix("{knob} {old} -> {new}"),
+    "targets.fix_knob": _fix_knob,
     "targets.fix_precision": _fix("precision {old} -> {new} (per-layer dtype overrides cleared)"),
     "targets.fix_unknown_knob": "knob {knob}={value} is not a workload knob sparsedebug can set",
     "targets.pad_width_from_input": "{layer}: its input width comes from the model input; pad the input instead",

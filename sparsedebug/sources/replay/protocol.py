@@ -122,7 +122,7 @@ class PreparedGraph(Protocol):
     def narrowing(self) -> Narrowing | None:
         """The equal-latency model (None when the graph has no FFN to narrow)."""
 
-    def reference(self, source_path: Path | None) -> tuple[list[FileDigest], WorkloadRef]:
+    def reference(self, workload_file: FileDigest | None) -> tuple[list[FileDigest], WorkloadRef]:
         """The files the run depends on and what produced it (workload file, weights, knobs)."""
 
 

@@ -57,9 +57,12 @@ from typing import Literal
 from threadpoolctl import threadpool_info, threadpool_limits
 
 from sparsedebug.core.errors import UserError
+from sparsedebug.core.io import file_digest
+from sparsedebug.core.judgement import DEFAULT_RULE, judge, settled
 from sparsedebug.core.stats import median, percentiles
 from sparsedebug.core.timing import Timed, interleaved, measure
-from sparsedebug.records.defaults import MIN_SAMPLE_MS
+from sparsedebug.records.defaults import MIN_SAMPLE_MS, SETTLE_BUDGET_S
+from sparsedebug.records.fingerprint import FileDigest
 from sparsedebug.records.notes import note
 from sparsedebug.records.run import (
     GraphStage,
@@ -74,6 +77,7 @@ from sparsedebug.records.run import (
     SessionRole,
     Verdict,
 )
+from sparsedebug.records.stats import JudgementRule
 from sparsedebug.records.timing import TimingQuality
 from sparsedebug.sources.replay.equal_latency import equal_latency
 from sparsedebug.sources.replay.protocol import ForwardPair, GraphSource, KernelCase, PreparedGraph, Progress, ScheduleParts
@@ -110,6 +114,7 @@ def replay(
     progress: Progress | None = None,
     source_path: Path | None = None,
     min_sample_ms: float | None = None,
+    source_digest: FileDigest | None = None,
 ) -> RunRecord:
     """Replay ``workload`` on the built-in kernels; return a run record with all five stages.
 
@@ -118,7 +123,8 @@ def replay(
     file (pinned by digest; relative weight, calibration, model and text paths
     resolve from its folder, else from the current directory); ``min_sample_ms`` the
     shortest sample of a whole forward (default ``records.defaults.MIN_SAMPLE_MS``;
-    ``core.timing.measure``). Bad input raises ``UserError`` naming the layer.
+    ``core.timing.measure``); ``source_digest`` the workload file's digest when it was read already (else it is
+    taken from ``source_path``). Bad input raises ``UserError`` naming the layer.
     """
     rounds = _rounds(workload, repeats)
     source = _source(workload, source_path, rounds)
@@ -136,7 +142,7 @@ def replay(
         outcome, verdicts = _outcome_stage(
             workload, prepared, forwards, (schedule.span_samples_ms, timed.samples["dense"], timed.quality), rounds, tick
         )
-    return _record(workload, prepared, source_path, (lower, kernel, schedule, outcome, verdicts))
+    return _record(workload, prepared, _digest(source_path, source_digest), (lower, kernel, schedule, outcome, verdicts))
 
 
 # The two sides of an interleaved session.
@@ -175,6 +181,9 @@ def replay_pair(
     base_path: Path | None = None,
     cand_path: Path | None = None,
     min_sample_ms: float | None = None,
+    rule: JudgementRule | None = None,
+    settle_budget_s: float | None = None,
+    digests: tuple[FileDigest | None, FileDigest | None] = (None, None),
 ) -> tuple[RunRecord, RunRecord]:
     """Replay a baseline and a candidate workload in one interleaved session: their rounds paired.
 
@@ -187,15 +196,20 @@ def replay_pair(
     its id and the order of every round as executed), and bisect and the gate then
     compare the pair round by round (:mod:`sparsedebug.core.paired`). Layers only one
     side has, the conversion timing and the equal-latency search are timed per side.
-    ``repeats`` overrides both workloads' repeats, ``min_sample_ms`` as :func:`replay`. Workloads with different BLAS thread
+    The whole forwards are sampled until the per-round ratio settles by ``rule``
+    (:func:`sparsedebug.core.judgement.settled`; default the rule's defaults), rounds added in batches,
+    within ``settle_budget_s`` (default ``records.defaults.SETTLE_BUDGET_S``); past it the timings are
+    unstable, and gate and bisect call the comparison inconclusive.
+    ``repeats`` overrides both workloads' repeats, ``min_sample_ms`` as :func:`replay`, ``digests`` each workload file's
+    ``source_digest``. Workloads with different BLAS thread
     counts or (without ``repeats``) different repeats cannot share rounds: they are
     replayed one after the other, each as :func:`replay` would, and the runs carry no
     session (compared unpaired).
     """
     if base.threads != cand.threads or (repeats is None and cand.repeats != base.repeats):
         return (
-            replay(base, repeats=repeats, progress=progress, source_path=base_path, min_sample_ms=min_sample_ms),
-            replay(cand, repeats=repeats, progress=progress, source_path=cand_path, min_sample_ms=min_sample_ms),
+            replay(base, repeats=repeats, progress=progress, source_path=base_path, min_sample_ms=min_sample_ms, source_digest=digests[0]),
+            replay(cand, repeats=repeats, progress=progress, source_path=cand_path, min_sample_ms=min_sample_ms, source_digest=digests[1]),
         )
     rounds = _rounds(base, repeats)
     sources = (_source(base, base_path, rounds), _source(cand, cand_path, rounds))
@@ -211,7 +225,13 @@ def replay_pair(
             "baseline": forwards[0].candidate, "candidate": forwards[1].candidate,
             "baseline:dense": forwards[0].dense, "candidate:dense": forwards[1].dense,
         }
-        timed = measure(variants, rounds=rounds, warmup=max(base.warmup, cand.warmup), order=alternating, min_sample_ms=_min_sample(min_sample_ms))
+        judged = rule or DEFAULT_RULE
+
+        def settle(samples: dict[str, list[float]]) -> bool:
+            return settled(judge(samples["baseline"], samples["candidate"], judged, block=SESSION_BLOCK), judged)
+
+        timed = measure(variants, rounds=rounds, warmup=max(base.warmup, cand.warmup), order=alternating, min_sample_ms=_min_sample(min_sample_ms),
+                        settle=settle, settle_budget_s=SETTLE_BUDGET_S if settle_budget_s is None else settle_budget_s)
         records: list[RunRecord] = []
         for index, role in enumerate(PAIR_SIDES):
             workload, ready, forward = workloads[index], prepared[index], forwards[index]
@@ -219,8 +239,8 @@ def replay_pair(
             outcome, verdicts = _outcome_stage(
                 workload, ready, forward, (schedule.span_samples_ms, timed.samples[f"{role}:dense"], timed.quality), rounds, tick
             )
-            path = (base_path, cand_path)[index]
-            records.append(_record(workload, ready, path, (lowers[index], kernels[index], schedule, outcome, verdicts)))
+            digest = _digest((base_path, cand_path)[index], digests[index])
+            records.append(_record(workload, ready, digest, (lowers[index], kernels[index], schedule, outcome, verdicts)))
     session = uuid.uuid4().hex
     forward_order = [",".join(names) for names in timed.order]
     paired = []
@@ -251,12 +271,17 @@ def _source(workload: Workload, source_path: Path | None, rounds: int) -> GraphS
     return source
 
 
+def _digest(source_path: Path | None, given: FileDigest | None) -> FileDigest | None:
+    """The workload file's digest: the one given (the file was read already), else taken from the file."""
+    return given if given is not None or source_path is None else file_digest(source_path)
+
+
 def _record(
-    workload: Workload, prepared: PreparedGraph, source_path: Path | None,
+    workload: Workload, prepared: PreparedGraph, workload_file: FileDigest | None,
     stages: tuple[LowerStage, KernelStage, ScheduleStage, OutcomeStage, list[Verdict]],
 ) -> RunRecord:
     lower, kernel, schedule, outcome, verdicts = stages
-    files, ref = prepared.reference(source_path)
+    files, ref = prepared.reference(workload_file)
     return RunRecord(
         name=workload.name,
         source=RunSource(kind="replay", files=files),
@@ -355,7 +380,7 @@ def _schedule_stage(workload: Workload, forwards: ForwardPair, timed: Timed, var
     schedule = ScheduleStage(
         span_samples_ms=span,
         busy_samples_ms=parts.busy_samples_ms,
-        host_wait_ms=median([s - b for s, b in zip(span, parts.busy_samples_ms, strict=True)]),
+        host_wait_ms=sum(s - b for s, b in zip(span, parts.busy_samples_ms, strict=True)),  # summed over the iterations, as every source
         kernel_wait_ms=None,
         threads=workload.threads if workload.threads is not None else _blas_threads(),
         launches_per_iteration=parts.launches_per_iteration,

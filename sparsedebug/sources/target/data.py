@@ -46,6 +46,7 @@ from sparsedebug.core.io import load_data, validate
 from sparsedebug.core.resources import data_file
 from sparsedebug.core.stats import median
 from sparsedebug.records.base import Record
+from sparsedebug.records.basis import per_iteration
 from sparsedebug.records.run import KernelClass, OpKind, RunRecord
 from sparsedebug.records.target import Launch
 from sparsedebug.sources.target.sparse import Tile
@@ -379,7 +380,7 @@ def _gap(record: RunRecord, spec: TraceSpec, workload_path: Path) -> Cost:
     idle = median([s - b for s, b in zip(record.schedule.span_samples_ms, record.schedule.busy_samples_ms, strict=True)])
     if spec.launch == "eager":
         # eager idle is mostly host wait; only the kernel-to-kernel part is a launch gap
-        idle = (record.schedule.kernel_wait_ms or 0.0) / _iterations(record)
+        idle = per_iteration(record.schedule, record.schedule.kernel_wait_ms) or 0.0
     per_layer = max(idle, 0.0) / layers
     what = "kernel-to-kernel wait" if spec.launch == "eager" else "span - busy"
     return Cost(per_layer, f"{spec.file}: {what} {idle:.3f} ms per forward over {layers} layers of {workload_path.name}: {per_layer * 1e3:.2f} us per layer")

@@ -330,16 +330,18 @@ def claim_problems(bundle: LoadedBundle, memo: str, report: str) -> list[str]:
 
 def bundle_dir_problems(root: Path) -> list[str]:
     """On a bundle directory as written: :func:`claim_problems` on the memo's detail (in report.md) and the report, and
-    the model-based claims check (``render.memo.claims``) of memo.md against the memo model the walk stored beside it."""
+    the model-based claims check (``render.memo.claims``) of memo.md against the memo model the walk stored beside it,
+    and the limits a lead reads memo.md by (``render.memo.claims.lead_problems``: line and sentence lengths, no codes)."""
     from sparsedebug.records.memo import Memo
-    from sparsedebug.render.memo.claims import check_claims
+    from sparsedebug.render.memo.claims import check_claims, lead_problems
 
     bundle = load_bundle(root)
     report = (root / "report.md").read_text()
     detail = report[report.index("## Memo detail"):] if "## Memo detail" in report else report
     problems = claim_problems(bundle, detail, report)
     model = Memo.model_validate_json((root / "memo.json").read_text())
-    problems += [f"memo.md: {p}" for p in check_claims((root / "memo.md").read_text(), model)]
+    memo = (root / "memo.md").read_text()
+    problems += [f"memo.md: {p}" for p in check_claims(memo, model) + lead_problems(memo)]
     return [f"{root}: {p}" for p in problems]
 
 

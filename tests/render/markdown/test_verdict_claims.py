@@ -95,12 +95,25 @@ def test_every_claim_has_its_record(bundles: dict[str, LoadedBundle], name: str)
         assert carried == []
 
 
-def test_a_clean_win_is_a_bounded_rollout_naming_the_missing_quality_evidence(bundles: dict[str, LoadedBundle]) -> None:
-    decision = bundles["cudagraph_win"].decision
-    assert decision is not None and decision.decision == "bounded_rollout"
+def test_a_clean_win_is_a_bounded_rollout_naming_the_missing_quality_evidence() -> None:
+    from tests.support.synth import dense_run, sparse_run
+
+    cand = sparse_run(3.5, n=8)
+    cand.outcome.quality = None
+    bundle = make_bundle(dense_run(5.0, n=8), cand)
+    decision = bundle.decision
+    assert decision is not None and decision.decision == "bounded_rollout" and decision.judgement == "win"
     assert decision.code == "win_missing_evidence" and [r.code for r in decision.ship_refused] == ["no_quality_evidence"]
-    reason = decision_reasons(decision, bundles["cudagraph_win"].fix)[0]
+    reason = decision_reasons(decision, bundle.fix)[0]
     assert "measured win" in reason and "quality evidence is missing" in reason and "capture" in reason
+
+
+def test_a_win_of_3_iterations_is_too_few_to_call(bundles: dict[str, LoadedBundle]) -> None:
+    # issue 53: 3 traced iterations a side are no measured win, whatever the ratio: the decision says how many to capture
+    decision = bundles["cudagraph_win"].decision
+    assert decision is not None and decision.code == "too_few_samples" and decision.judgement == "inconclusive"
+    reason = decision_reasons(decision, bundles["cudagraph_win"].fix)[0]
+    assert "3 vs 3 samples; 6 a side needed" in reason and "capture or run that many" in reason
 
 
 def test_an_unapplied_fix_escalates_saying_it_was_not_applied(bundles: dict[str, LoadedBundle]) -> None:

@@ -7,11 +7,13 @@ from sparsedebug.records.notes import note
 from sparsedebug.render.markdown.verdicts import attributed_lines, attribution_sentence
 
 
-def _classification(shares: list[tuple[Mechanism, float]], delta: float, unattributed: float, residual: float | None) -> Classification:
+def _classification(shares: list[tuple[Mechanism, float]], delta: float, unattributed: float, residual: float | None,
+                    against: list[str] | None = None) -> Classification:
     parts = [AttributedPart(part=f"{m.value}-part", kind="kernel", mechanism=m, ms=ms, evidence=note("mechanisms.part_host_gap")) for m, ms in shares]
     att = Attribution(
         base_p50_ms=100.0, cand_p50_ms=100.0 + delta, delta_ms=delta, parts=parts,
-        mechanisms=[MechanismShare(mechanism=m, ms=ms, share=ms / delta, largest=f"{m.value}-part", parts=1) for m, ms in shares],
+        mechanisms=[MechanismShare(mechanism=m, ms=ms, share=ms / delta, largest=f"{m.value}-part", parts=1,
+                                   against=against if i == 0 and against else []) for i, (m, ms) in enumerate(shares)],
         unattributed_ms=unattributed, busy_residual_ms=residual,
     )  # fmt: skip
     return Classification(
@@ -33,9 +35,11 @@ def test_a_share_within_the_change_reads_plainly() -> None:
 def test_a_share_above_the_whole_change_names_what_offsets_it() -> None:
     # The shape of the old default walk's memo ("scheduling carries 241.050 ms of the +69.876 ms change (345%)",
     # with nothing said about the -171 ms that made that possible).
-    cls = _classification([(Mechanism.SCHEDULING, 241.050), (Mechanism.COMPUTE, -44.0)], 69.876, -127.174, None)
+    # What pulls back is the record's (MechanismShare.against, largest first, as classify.attribution writes it).
+    cls = _classification([(Mechanism.SCHEDULING, 241.050), (Mechanism.COMPUTE, -44.0)], 69.876, -127.174, None,
+                          against=["unattributed", "compute"])
     assert attribution_sentence(cls) == (
         "mechanism scheduling carries 241.050 ms of the +69.876 ms change (345%), more than the whole change: "
-        "the other parts offset -171.174 ms (compute -44.000 ms, unattributed -127.174 ms)"
+        "the other parts offset -171.174 ms (unattributed -127.174 ms, compute -44.000 ms)"
     )
     assert attributed_lines(cls, 1.0)[-1] == "  - Not attributed to any mechanism: -127.174 ms of the change."

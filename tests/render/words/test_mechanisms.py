@@ -114,6 +114,7 @@ SAMPLES: dict[str, dict[str, NoteValue]] = {
     "mechanisms.part_path_changed": {"moved": "path", "before": "dense", "after": "dense/simt"},
     "mechanisms.part_precision": {"how": "fp16 -> fp32"},
     "mechanisms.part_bytes": {"base_bytes": 1e6, "cand_bytes": 2e6},
+    "mechanisms.part_copies": {"base_ms": 0.0, "cand_ms": 1.5},
     "mechanisms.part_clocks_fell": {"rule": "thermal.clock_drop"},
     "mechanisms.part_threads_queue": {"rule": "scheduling.oversubscription"},
     "mechanisms.part_unexplained": {},

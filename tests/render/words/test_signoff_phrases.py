@@ -41,6 +41,8 @@ SAMPLES: dict[str, dict[str, NoteValue]] = {
     "playbook.classified": {"winner": "memory"},
     "playbook.reduced": {"file": "reduce.json", "reproducer": "reproducer.yaml"},
     "playbook.no_trace_repro": {"state": "diverged", "stage": "kernel"},
+    "playbook.trace_repro": {"layer": "layers.0.self_attn.sdpa", "stage": "lower", "finding": "path_changed",
+                             "files": ["repro.py"], "targets": 4},
     "playbook.fix_needs_rerun": {"kind": "trace", "rule": "compute.fallback_time", "action": "exclude_layer"},
     "playbook.fixed_given": {"path": "fixed.json", "kind": "run record"},
     "playbook.replay_fixed_pair": {"file": "fixed.yaml"},

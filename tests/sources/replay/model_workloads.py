@@ -55,3 +55,14 @@ def candidate_fields(**extra: Any) -> dict[str, Any]:
     }
     fields.update(extra)
     return fields
+
+
+def bert_pair(root: Path) -> dict[str, Path]:
+    """The tiny BERT dense (``base``) and its candidate (``cand``: Wanda 2:4, one FFN output layer left in fp32,
+    per-call conversion), on the H200 target in fp16, written under ``root`` beside the tiny models."""
+    tiny = tiny_models(root)
+    target: dict[str, Any] = {"backend": "h200-cusparselt", "precision": "fp16"}
+    entry = {"name": "encoder.layer.1.output.dense", "dtype": "fp32", "sparsity": "2:4"}
+    base = model_workload(tiny["bert"], tiny["text"], name="tiny_dense", **target)
+    cand = model_workload(tiny["bert"], tiny["text"], **candidate_fields(layers=[entry], conversion="per_call", **target))
+    return {"base": write_workload(root / "base.yaml", base), "cand": write_workload(root / "cand.yaml", cand), **tiny}

@@ -14,6 +14,7 @@ from sparsedebug.core import timing
 from sparsedebug.locate.reference import SESSION_NOTE, machine_drift, session_block
 from sparsedebug.locate.walk import bisect_runs
 from sparsedebug.records.gate import GatePolicy, P99Policy
+from sparsedebug.records.notes import note
 from sparsedebug.records.run import RunRecord
 from sparsedebug.render.words.locate_text import verdict_text
 from sparsedebug.signoff.gate import evaluate
@@ -192,6 +193,23 @@ def test_sustained_contention_alone_does_not_stop_a_session_comparison() -> None
     apart = (b.model_copy(update={"session": None}), c.model_copy(update={"session": None}))
     assert bisect_runs(*apart).state == "undecided"
     assert {ch.status for ch in evaluate(*apart, POLICY).checks if ch.id in ("effective_speedup", "p99_latency")} == {"inconclusive"}
-    spread = contended.model_copy(update={"contention_only": False})
+    spread = contended.model_copy(update={"contention_only": False, "ratio_settled": False})
     c_spread = c.model_copy(update={"outcome": c.outcome.model_copy(update={"timing": spread})})
     assert bisect_runs(b, c_spread).state == "undecided"
+
+
+def test_a_session_whose_ratio_settled_compares_despite_spread() -> None:
+    """Raw times spread beyond the harness' bound (a busy runner), but the per-round ratio settled: compared."""
+    workload = load_workload(PLANTED).model_copy(update={"threads": 1})
+    base, cand = replay_pair(workload, workload, base_path=PLANTED, cand_path=PLANTED)
+    assert base.outcome.timing is not None and base.outcome.timing.ratio_settled is not None
+    spread = base.outcome.timing.model_copy(update={
+        "status": "unstable", "contention_only": False, "ratio_settled": True,
+        "problems": [note("core.timing_spread", variant="baseline", spread=1.4, limit=1.0)],
+    })
+    b, c = (run.model_copy(update={"outcome": run.outcome.model_copy(update={"timing": spread})}) for run in (base, cand))
+    assert bisect_runs(b, c).stage("outcome").status in ("same", "divergent", "improved")
+    assert {ch.status for ch in evaluate(b, c, POLICY).checks if ch.id == "effective_speedup"} <= {"pass", "fail"}
+    unsettled = spread.model_copy(update={"ratio_settled": False})
+    ub, uc = (run.model_copy(update={"outcome": run.outcome.model_copy(update={"timing": unsettled})}) for run in (base, cand))
+    assert next(ch for ch in evaluate(ub, uc, POLICY).checks if ch.id == "effective_speedup").status == "inconclusive"

@@ -22,8 +22,8 @@ The pipeline, one module per step:
 
 Run-record figures are per iteration (``schedule.span_samples_ms``,
 ``busy_samples_ms``, ``outcome.latency_samples_ms``; ``host_wait_ms`` and
-``kernel_wait_ms`` summed over the gaps inside iterations, partial iterations
-left out); the whole-trace figures, including the gaps between iterations, are
+``kernel_wait_ms`` summed over the gaps inside the complete iterations, partial
+iterations left out: ``records.basis.per_iteration`` gives them per iteration); the whole-trace figures, including the gaps between iterations, are
 in ``TraceSummary``.
 """
 

@@ -49,7 +49,6 @@ from pathlib import Path
 
 import numpy as np
 
-from sparsedebug.core.io import file_digest
 from sparsedebug.core.stats import median
 from sparsedebug.kernels.masks import Pattern
 from sparsedebug.records.classification import Fix
@@ -344,11 +343,10 @@ class CheckpointPrepared:
         forward = project_calls(found, calls, launch)[1].dense
         return forward.total_ms if forward is not None else None
 
-    def reference(self, source_path: Path | None) -> tuple[list[FileDigest], WorkloadRef]:
+    def reference(self, workload_file: FileDigest | None) -> tuple[list[FileDigest], WorkloadRef]:
         """The workload file and the checkpoint by digest; knobs with the model's and the calibration text."""
         workload = self.workload
-        workload_digest = file_digest(source_path) if source_path is not None else None
         knobs = workload.knobs() | calibration_knobs(workload, self.data)
-        files = [d for d in (workload_digest, self.loaded.weights) if d is not None]
-        ref = WorkloadRef(name=workload.name, seed=workload.seed, file=workload_digest, weights=self.loaded.weights, knobs=knobs)
+        files = [d for d in (workload_file, self.loaded.weights) if d is not None]
+        ref = WorkloadRef(name=workload.name, seed=workload.seed, file=workload_file, weights=self.loaded.weights, knobs=knobs)
         return files, ref

@@ -24,7 +24,6 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from sparsedebug.core.io import file_digest
 from sparsedebug.core.stats import median
 from sparsedebug.core.timing import interleaved
 from sparsedebug.records.classification import Fix
@@ -291,13 +290,12 @@ class SyntheticPrepared:
         labels, dense_accuracy = self._labels()
         return GraphNarrowing(self.workload, self.shapes, self.weights.tensors, self.x, self.dense_ref_out, labels, dense_accuracy)
 
-    def reference(self, source_path: Path | None) -> tuple[list[FileDigest], WorkloadRef]:
+    def reference(self, workload_file: FileDigest | None) -> tuple[list[FileDigest], WorkloadRef]:
         """The workload file, the weights and the calibration input, by digest; the knobs."""
         workload = self.workload
-        workload_digest = file_digest(source_path) if source_path is not None else None
-        files = [digest for digest in (workload_digest, self.weights.source, self.inputs.source) if digest is not None]
+        files = [digest for digest in (workload_file, self.weights.source, self.inputs.source) if digest is not None]
         ref = WorkloadRef(
-            name=workload.name, seed=workload.seed, file=workload_digest, weights=self.weights.source, knobs=workload.knobs()
+            name=workload.name, seed=workload.seed, file=workload_file, weights=self.weights.source, knobs=workload.knobs()
         )
         return files, ref
 
