@@ -82,5 +82,6 @@ def build_tags_claim(b: LoadedBundle) -> Claim:
             terms["machine.blas"] = ", ".join(blas)
         if fp.torch is not None:
             terms["machine.torch"] = fp.torch.version
-        terms["machine.gpu"] = ", ".join(g.name for g in fp.gpus) or "none"
+        names = [g.name for g in fp.gpus]
+        terms["machine.gpu"] = ", ".join(f"{names.count(n)}x {n}" if names.count(n) > 1 else n for n in dict.fromkeys(names)) or "none"
     return Claim(kind="build_tags", terms=terms, items=roles)

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from sparsedebug.records.memo import Claim
+from sparsedebug.render.memo.claims import MAX_LINE
 from sparsedebug.render.memo.guard import Marks, guarded, withheld
 from sparsedebug.render.words.dispatch import listed
 
 RUN_TAG_WORDS = {"device": "device", "capability": "compute capability", "cuda_runtime": "CUDA runtime",
                  "cuda_driver": "driver API", "driver": "GPU driver", "torch": "torch", "launch": "launch", "backend": "backend"}
-MACHINE_TAG_WORDS = {"sparsedebug": "sparsedebug", "git": "git of the folder it ran in", "python": "python", "numpy": "numpy", "blas": "blas", "torch": "torch", "gpu": "gpu"}
+# The analysing machine's tags in two groups (the machine and the walk's folder, then its Python stack): one line when
+# they fit the memo's line limit, a line per group on a machine with several BLAS libraries or GPUs.
+MACHINE_TAG_WORDS = ({"sparsedebug": "sparsedebug", "git": "git of the folder it ran in", "gpu": "gpu"},
+                     {"python": "python", "numpy": "numpy", "blas": "blas", "torch": "torch"})
 
 
 @guarded
@@ -36,9 +40,11 @@ def build_tags_parts(st: Marks, c: Claim) -> list[str]:
         else:
             groups.append(([role], f"(tags from {t.get(f'run.{role}.source_what', 'its run record')}): {', '.join(tags)}"))
     parts = [f"{listed(roles)} run{'s' if len(roles) > 1 else ''} {text}" for roles, text in groups]
-    machine = ", ".join(f"{w} {st.code(t[f'machine.{k}'])}" for k, w in MACHINE_TAG_WORDS.items() if f"machine.{k}" in t)
-    if machine:
-        here = any(t.get(f"run.{role}.clock") == "measured" for role in c.items)
-        label = "analysing machine" if here else "analysing machine (not the runs')"
-        parts.append(f"{label}: {machine}")
-    return parts
+    here = any(t.get(f"run.{role}.clock") == "measured" for role in c.items)
+    label = "analysing machine" if here else "analysing machine (not the runs')"
+    groups_said = [", ".join(f"{w} {st.code(t[f'machine.{k}'])}" for k, w in words.items() if f"machine.{k}" in t)
+                   for words in MACHINE_TAG_WORDS]
+    machine = ", ".join(g for g in groups_said if g)
+    if len(f"  - {label}: {machine}") <= MAX_LINE:
+        return [*parts, f"{label}: {machine}"] if machine else parts
+    return [*parts, *(f"{name}: {g}" for name, g in zip((label, "analysing machine's Python stack"), groups_said, strict=True) if g)]
