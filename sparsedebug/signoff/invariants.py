@@ -12,7 +12,18 @@ Rules:
   its findings cover (a pooled group counts each member), the count the stage's own facts state;
 - ``no_placeholder``: no name or term of a claim holds a template placeholder (``{i}``);
 - ``no_repeated_item``: no claim lists an item twice, and no list of claims (competing mechanisms, missing
-  evidence) names one mechanism twice.
+  evidence) names one mechanism twice;
+- ``check_agrees_with_limit``: a check held to a limit by its figure alone fails only with a figure past it and
+  passes only with every figure within it; a check a significance test decides may pass with a figure past its limit
+  only when the test put the difference within noise; the figures the claim says are past their limits are those;
+- ``failing_only_when_failing``: the reasons list only failing checks (or checks an undecided verdict fails by
+  policy), and the decision names as blocking only those and the checks missing evidence leaves undecided;
+- ``verdict_with_significance``: a speed check fails only on a loss and passes only on a win or no change by the rank
+  test; "a measured win" is stated only on the test's win, "worse than the baseline" only beside a failing check;
+- ``share_words_agree``: an established mechanism carries a positive share of the change, and shares that add past
+  the whole change state what moved the other way;
+- ``tags_from_own_artifact``: a run not timed on the analysing machine carries none of that machine's tags, and each
+  run's tags are those of its own artifact (``signoff.tags.run_tags``).
 """
 
 from __future__ import annotations
@@ -22,6 +33,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from sparsedebug.records.memo import Claim, Figure, Memo
+from sparsedebug.signoff.memo_engine import LIMIT_QUANTITY
+from sparsedebug.signoff.memo_results import MISSING_CHECK
+from sparsedebug.signoff.tags import MACHINE_ONLY_TAGS, run_tags
 from sparsedebug.sources.bundle import LoadedBundle
 
 # A template placeholder left in a name (``layers.{i}.mlp.up_proj``).
@@ -38,6 +52,18 @@ LAYER_COUNTS: frozenset[str] = frozenset({
     "layers", "layers_named", "target_layers", "meant_sparse", "fell_back", "not_picked_layers", "sparse_tactic_layers",
     "sparse_weight_layers", "weighted_layers",
 })
+
+# What a significance test may say of a figure past its limit on a check that still passes (``check_judgement``).
+WITHIN_NOISE: frozenset[str] = frozenset({"no_change", "not_significant"})
+
+# The statuses a speed check may take on each judgement of the rank test.
+VERDICT_STATUS: dict[str, frozenset[str]] = {
+    "loss": frozenset({"fail"}), "win": frozenset({"pass"}), "no_change": frozenset({"pass"}),
+    "inconclusive": frozenset({"inconclusive"}),
+}
+
+# Shares of the change that add past this are said to over-explain it (rounding of each share allowed for).
+SHARE_PAST_WHOLE = 1.005
 
 
 @dataclass(frozen=True)
@@ -133,12 +159,124 @@ def no_repeated_item(memo: Memo, bundle: LoadedBundle | None) -> Iterable[Violat
             names.add(name)
 
 
+def _past(f: Figure, limit: Figure, direction: str) -> bool:
+    return f.value < limit.value if direction == "at_least" else f.value > limit.value
+
+
+def _limited(claim: Claim) -> list[tuple[Figure, str]]:
+    """The claim's figures held to a limit it states, each with whether it is past that limit."""
+    out = []
+    for f in claim.figures:
+        direction = claim.terms.get(f"limit.{f.quantity}")
+        limit = claim.figure(LIMIT_QUANTITY[f.quantity]) if f.quantity in LIMIT_QUANTITY else None
+        if direction is not None and limit is not None and f.role != "baseline":
+            out.append((f, "past" if _past(f, limit, direction) else "within"))
+    return out
+
+
+def _checks(memo: Memo) -> list[Claim]:
+    return [c for c in (*memo.checks, *memo.reasons) if c.terms.get("status") in ("pass", "fail")]
+
+
+def check_agrees_with_limit(memo: Memo, bundle: LoadedBundle | None) -> Iterable[Violation]:
+    """A check's pass or fail agrees with its figures and limits (or with the test that put a difference within noise)."""
+    for claim in _checks(memo):
+        limited = _limited(claim)
+        past = [f for f, side in limited if side == "past"]
+        said = [q for q in claim.terms.get("beyond_limit", "").split(",") if q]
+        if sorted(said) != sorted(f.quantity for f in past):
+            yield Violation("check_agrees_with_limit", claim, ",".join(said) or "beyond_limit")
+            continue
+        judgement = claim.terms.get("judgement", "")
+        if claim.terms["status"] == "fail" and limited and not past and not judgement:
+            yield Violation("check_agrees_with_limit", claim, limited[0][0].quantity, limited[0][0].value)
+        elif claim.terms["status"] == "pass" and past and judgement not in WITHIN_NOISE:
+            yield Violation("check_agrees_with_limit", claim, past[0].quantity, past[0].value)
+
+
+def _failing(memo: Memo) -> set[str]:
+    """The checks that keep the decision from ship: failing, failed by policy when undecided, missing evidence."""
+    out = {c.code or "" for c in memo.checks if c.terms.get("status") == "fail" or (
+        c.terms.get("status") == "inconclusive" and c.terms.get("on_inconclusive") == "fail")}
+    return out | {MISSING_CHECK[e] for c in memo.reasons if c.code == "missing_evidence"
+                  for e in (c.terms.get("evidence", ""),) if e in MISSING_CHECK}
+
+
+def failing_only_when_failing(memo: Memo, bundle: LoadedBundle | None) -> Iterable[Violation]:
+    """Failing words (a reason, a blocking check) only on a check that fails the gate."""
+    for claim in memo.reasons:
+        status = claim.terms.get("status")
+        if status in ("pass", "skipped") or (status == "inconclusive" and claim.terms.get("on_inconclusive") != "fail"):
+            yield Violation("failing_only_when_failing", claim, claim.code or "")
+    if memo.checks:
+        failing = _failing(memo)
+        for item in memo.decision.items:
+            if item not in failing:
+                yield Violation("failing_only_when_failing", memo.decision, item)
+                break
+
+
+def verdict_with_significance(memo: Memo, bundle: LoadedBundle | None) -> Iterable[Violation]:
+    """A win or a loss is stated only with the significance result behind it."""
+    for claim in _checks(memo):
+        judgement = claim.terms.get("judgement", "")
+        if claim.code != "effective_speedup" or judgement not in VERDICT_STATUS:
+            continue
+        if claim.terms["status"] not in VERDICT_STATUS[judgement]:
+            yield Violation("verdict_with_significance", claim, judgement)
+    speed = memo.decision.terms.get("speed_judgement")
+    for claim in memo.reasons:
+        if claim.code == "win_missing_evidence" and speed is not None and speed != "win":
+            yield Violation("verdict_with_significance", claim, speed)
+        if claim.code == "worse_than_baseline" and memo.checks and not any(c.terms.get("status") == "fail" for c in memo.checks):
+            yield Violation("verdict_with_significance", claim, "no failing check")
+
+
+def share_words_agree(memo: Memo, bundle: LoadedBundle | None) -> Iterable[Violation]:
+    """An established mechanism carries a positive share; shares past the whole change say what pulled the other way."""
+    h = memo.hypothesis
+    if h is None:
+        return
+    share = h.primary.figure("carried_share")
+    if h.primary.code == "established" and share is not None and share.value <= 0:
+        yield Violation("share_words_agree", h.primary, share.quantity, share.value, 0.0)
+    shares = [f for c in (h.primary, *h.competing) for f in c.figures if f.quantity == "carried_share"]
+    if sum(max(f.value, 0.0) for f in shares) > SHARE_PAST_WHOLE and h.primary.figure("unattributed_ms") is None \
+            and not any(f.value < 0 for f in shares):
+        yield Violation("share_words_agree", h.primary, "carried_share", sum(max(f.value, 0.0) for f in shares), 1.0)
+
+
+def tags_from_own_artifact(memo: Memo, bundle: LoadedBundle | None) -> Iterable[Violation]:
+    """No run timed elsewhere carries the analysing machine's tags; each run's tags are its own artifact's."""
+    if memo.symptom is None:
+        return
+    claim = memo.symptom.build_tags
+    runs = {"baseline": bundle.baseline, "candidate": bundle.candidate, "fixed": bundle.fixed} if bundle is not None else {}
+    for role in claim.items:
+        prefix = f"run.{role}."
+        tags = {k.removeprefix(prefix): v for k, v in claim.terms.items() if k.startswith(prefix)}
+        if tags.get("clock") != "measured" and tags.keys() & MACHINE_ONLY_TAGS:
+            yield Violation("tags_from_own_artifact", claim, f"{prefix}{sorted(tags.keys() & MACHINE_ONLY_TAGS)[0]}")
+            return
+        run = runs.get(role)
+        own = run_tags(run) if run is not None else {}
+        wrong = sorted(k for k, v in tags.items() if k in own and own[k] != v)
+        if wrong:
+            yield Violation("tags_from_own_artifact", claim, f"{prefix}{wrong[0]}")
+            return
+
+
 # Every invariant of the review document, by name (the name the memo prints for a claim it withheld).
 RULES: dict[str, Rule] = {
     "part_within_forward": part_within_forward,
     "one_count_per_layer_set": one_count_per_layer_set,
     "no_placeholder": no_placeholder,
     "no_repeated_item": no_repeated_item,
+    "check_agrees_with_limit": check_agrees_with_limit,
+    "failing_only_when_failing": failing_only_when_failing,
+    "verdict_with_significance": verdict_with_significance,
+    "share_words_agree": share_words_agree,
+    "tags_from_own_artifact": tags_from_own_artifact,
 }
 
 

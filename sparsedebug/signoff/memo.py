@@ -31,12 +31,14 @@ from sparsedebug.records.memo import (
 from sparsedebug.records.playbook import Playbook
 from sparsedebug.records.run import RunRecord
 from sparsedebug.signoff.decide import stored_decision
-from sparsedebug.signoff.invariants import enforce
+from sparsedebug.signoff.invariants import SHARE_PAST_WHOLE, enforce
+from sparsedebug.signoff.memo_engine import LIMIT_QUANTITY, limit_field, model_label, sparse_kernels_claim
 from sparsedebug.signoff.memo_engine import fig as _fig
-from sparsedebug.signoff.memo_engine import limit_field, model_label, sparse_kernels_claim
 from sparsedebug.signoff.memo_results import (
     CHECK_ORDER,
+    beyond_limit,
     blockers,
+    check_judgement,
     device_name,
     layer_set,
     missing_evidence,
@@ -88,12 +90,6 @@ def _speedup(b: LoadedBundle, role: str) -> Figure | None:
     return _fig("speedup_p50", value, "x", FILES[role], SPEEDUP_FIELD[basis], role=role, clock=run_clock(run), basis=basis)
 
 
-# A gate figure's limit, as the memo names it (the policy's threshold the check held the figure to).
-LIMIT_QUANTITY: dict[str, str] = {
-    "speedup_p50": "speedup_min", "p99_ratio": "p99_max_ratio", "p99_ms": "p99_budget_ms", "cosine": "cosine_min",
-    "rel_err": "rel_err_max", "accuracy_drop": "accuracy_drop_max", "fallback_rate": "fallback_rate_max",
-    "worst_err_share": "worst_err_share_max", "precision_changes": "precision_changes_max",
-}
 
 # What a gate figure's count and "of" count, as the memo names them (default: <quantity>_count, <quantity>_of).
 COUNT_QUANTITY: dict[str, tuple[str, str]] = {"fallback_rate": ("fell_back", "meant_sparse")}
@@ -135,9 +131,11 @@ def _check_claim(check: GateCheck, run: RunRecord, role: str, book: Playbook | N
     if test is not None and test.kind == "too_few" and test.needed:
         figures.append(_fig("samples_needed", float(test.needed), "count", "gate policy",
                             "significance.min_samples (gate check test.needed)"))
+    limits = {f"limit.{f.quantity}": f.direction for f in check.figures if f.limit is not None and f.direction is not None}
     return Claim(kind="reason", code=check.id, figures=figures,
                  terms={"status": check.status, "role": role, "on_inconclusive": check.on_inconclusive or "", "owner": owner,
-                        "why": undecided_why(check) if check.status == "inconclusive" else ""})
+                        "why": undecided_why(check) if check.status == "inconclusive" else "",
+                        "judgement": check_judgement(check), "beyond_limit": ",".join(beyond_limit(check)), **limits})
 
 
 def _check_claims(result: GateResult, run: RunRecord, role: str, book: Playbook | None = None) -> list[Claim]:
@@ -275,7 +273,7 @@ def _hypothesis(b: LoadedBundle) -> Hypothesis:
     delta = ([_fig("change_ms", att.delta_ms, "ms", FILES["classification"], "attribution.delta_ms")] if att is not None else [])
     if att is not None and att.on_trace_clock and att.untraced_delta_ms is not None:  # split on the trace's clock; untraced beside
         delta.append(_fig("untraced_change_ms", att.untraced_delta_ms, "ms", FILES["classification"], "attribution.untraced_delta_ms"))
-    if att is not None and sum(max(m.share or 0.0, 0.0) for m in att.mechanisms) > 1.005 and att.unattributed_ms * att.delta_ms < 0:
+    if att is not None and sum(max(m.share or 0.0, 0.0) for m in att.mechanisms) > SHARE_PAST_WHOLE and att.unattributed_ms * att.delta_ms < 0:
         # the mechanisms' shares add past the whole change: what no mechanism carries moved the other way
         delta.append(_fig("unattributed_ms", att.unattributed_ms, "ms", FILES["classification"], "attribution.unattributed_ms"))
     ranked = sorted(cls.scores, key=lambda s: s.rank)
@@ -455,7 +453,7 @@ def build_memo(b: LoadedBundle, book: Playbook) -> Memo:
     blocking = blockers(decision, missing)
     decision_claim = Claim(kind="decision", code=decision.decision, items=blocking, terms={
         "judged_on": judged_role, "label": book.decision(decision.decision).label, "owner": owner,
-        "recomputed": ",".join(decision.recomputed), **owner_terms(book, blocking)})
+        "recomputed": ",".join(decision.recomputed), "speed_judgement": decision.judgement or "", **owner_terms(book, blocking)})
     report = build_report(b, decision)
     checks = with_fallback_layers(checks, report, judged_role)
     columns, rows = results(b, report)

@@ -23,6 +23,14 @@ def model_label(model: str) -> str:
     return PurePath(model).name if "/" in model else model
 
 
+# A gate figure's limit, as the memo names it (the policy's threshold the check held the figure to).
+LIMIT_QUANTITY: dict[str, str] = {
+    "speedup_p50": "speedup_min", "p99_ratio": "p99_max_ratio", "p99_ms": "p99_budget_ms", "cosine": "cosine_min",
+    "rel_err": "rel_err_max", "accuracy_drop": "accuracy_drop_max", "fallback_rate": "fallback_rate_max",
+    "worst_err_share": "worst_err_share_max", "precision_changes": "precision_changes_max",
+}
+
+
 def limit_field(check_id: str, quantity: str) -> str:
     """Where a gate check's limit figure comes from: ``checks[ID].QUANTITY.limit`` of the gate policy's verdict."""
     return f"checks[{check_id}].{quantity}.limit"

@@ -63,6 +63,29 @@ def undecided_why(check: GateCheck) -> str:
     return "unstable" if any(b.code == "gate.timings_unstable" for b in check.basis) else ""
 
 
+def check_judgement(check: GateCheck) -> str:
+    """What the significance test behind a check made of the difference: the rule's judgement (``win``, ``loss``,
+    ``no_change``, ``inconclusive``), ``not_significant`` for a test that did not reach its alpha, ``""`` for a check
+    held to its limit by the figure alone."""
+    test = check.test
+    if test is None:
+        return ""
+    if test.judgement is not None:
+        return test.judgement
+    return "not_significant" if test.p is not None and test.alpha is not None and test.p >= test.alpha else ""
+
+
+def beyond_limit(check: GateCheck) -> list[str]:
+    """The check's figures on the failing side of their limits (the quantities, in the check's order)."""
+    out: list[str] = []
+    for f in check.figures:
+        if f.value is None or f.limit is None or f.direction is None:
+            continue
+        if (f.direction == "at_least" and f.value < f.limit) or (f.direction == "at_most" and f.value > f.limit):
+            out.append(f.quantity)
+    return out
+
+
 def _cell(row: ResultRowId, role: str, state: str, figures: list[Figure], check: GateCheck | None, **terms: str) -> Claim:
     status = check.status if check is not None and check.status in ("pass", "fail", "inconclusive") else ""
     why = {"why": undecided_why(check)} if check is not None and status == "inconclusive" else {}

@@ -47,6 +47,10 @@ def run_tags(run: RunRecord) -> dict[str, str]:
     return tags
 
 
+# Tags only the analysing machine has (``machine.<tag>``; torch is a run's tag too, from its own fingerprint): a run
+# timed elsewhere (a trace, an export) never carries them.
+MACHINE_ONLY_TAGS: frozenset[str] = frozenset({"sparsedebug", "git", "python", "numpy", "blas", "gpu"})
+
 LIKE_MAX_DIFFERENCES = 2
 """A run whose tags differ from the run before it in at most this many is stated as that run but those tags."""
 

@@ -10,6 +10,7 @@ import pytest
 
 from sparsedebug.records.memo import Claim, Memo
 from sparsedebug.render.memo.formats import render as render_memo
+from sparsedebug.render.memo.phrases import MD, reason
 from sparsedebug.signoff.invariants import RULES, enforce, violations
 from sparsedebug.signoff.memo_engine import fig
 from sparsedebug.sources.bundle import LoadedBundle
@@ -107,5 +108,85 @@ def test_a_repeated_item_is_withheld(eager: LoadedBundle) -> None:
     assert re.split(r", | and ", named).count(first.code) == 1 and "1 more withheld: the check `no_repeated_item`" in line
 
 
+def _check(memo: Memo, code: str) -> Claim:
+    return next(c for c in memo.checks if c.code == code)
+
+
+def test_a_check_whose_status_disagrees_with_its_figure_and_limit_is_withheld(eager: LoadedBundle) -> None:
+    memo = _memo(eager)
+    fallback = _check(memo, "fallback_rate")
+    assert fallback.terms["status"] == "pass" and fallback.terms["limit.fallback_rate"] == "at_most"
+    rate = fallback.figure("fallback_rate")
+    assert rate is not None
+    rate.value = 0.25  # a quarter of the meant-sparse layers dense, against a limit of 0, and still "passes"
+    assert [v.rule for v in violations(memo, eager)] == ["check_agrees_with_limit"]
+    rate.value, fallback.terms["status"] = 0.0, "fail"  # within the limit, and "fails"
+    assert "check_agrees_with_limit" in [v.rule for v in violations(memo, eager)]
+
+
+def test_a_pass_past_the_limit_is_kept_only_when_the_test_put_it_within_noise(eager: LoadedBundle) -> None:
+    memo = _memo(eager)
+    speed = _check(memo, "effective_speedup")
+    assert speed.terms["beyond_limit"] == "speedup_p50"  # 0.506x against the 1.000x floor
+    speed.terms.update(status="pass", judgement="no_change")
+    assert "check_agrees_with_limit" not in [v.rule for v in violations(memo, eager)]
+    assert reason(MD, speed) == ("The candidate run's speedup 0.506x is below the 1.000x floor by no more than noise "
+                                 "(no change beyond noise by the rank test), so the speed check passes. Owner: the serving performance owner.")
+    speed.terms["judgement"] = ""
+    assert "check_agrees_with_limit" in [v.rule for v in violations(memo, eager)]
+
+
+def test_a_passing_check_among_the_reasons_or_blocking_the_decision_is_withheld(eager: LoadedBundle) -> None:
+    memo = _memo(eager)
+    memo.reasons.append(_check(memo, "fallback_rate"))
+    assert [v.rule for v in violations(memo, eager)] == ["failing_only_when_failing"]
+    memo = _memo(eager)
+    memo.decision.items.append("fallback_rate")
+    enforce(memo, eager)
+    assert memo.decision.withheld == "failing_only_when_failing"
+
+
+def test_a_win_or_a_loss_without_the_test_behind_it_is_withheld(eager: LoadedBundle) -> None:
+    memo = _memo(eager)
+    speed = _check(memo, "effective_speedup")
+    assert speed.terms["judgement"] == "inconclusive" and memo.decision.terms["speed_judgement"] == "inconclusive"
+    speed.terms["status"] = "fail"  # "slower than the baseline allows" on 3 vs 3 iterations
+    assert "verdict_with_significance" in [v.rule for v in violations(memo, eager)]
+    memo = _memo(eager)
+    memo.reasons.append(Claim(kind="reason", code="win_missing_evidence", terms={"judged_on": "candidate"}))
+    enforce(memo, eager)
+    assert memo.reasons[-1].withheld == "verdict_with_significance"
+    assert "measured win" not in render_memo(memo, "markdown")
+
+
+def test_share_words_that_disagree_with_the_share_are_withheld(eager: LoadedBundle) -> None:
+    memo = _memo(eager)
+    assert memo.hypothesis is not None and memo.hypothesis.primary.code == "established"
+    share = memo.hypothesis.primary.figure("carried_share")
+    assert share is not None and share.value > 1  # 114%: over-explains, with what pulled back named
+    share.value = -0.2  # "established" on a mechanism that moved the other way
+    assert [v.rule for v in violations(memo, eager)] == ["share_words_agree"]
+    memo = _memo(eager)
+    assert memo.hypothesis is not None
+    primary = memo.hypothesis.primary
+    primary.figures = [f for f in primary.figures if f.quantity != "unattributed_ms"]
+    for c in memo.hypothesis.competing:
+        c.figures = [f for f in c.figures if f.quantity != "carried_share"]  # nothing said to pull back
+    enforce(memo, eager)
+    assert primary.withheld == "share_words_agree"
+
+
+@pytest.mark.parametrize(("key", "value"), [("run.candidate.python", "CPython 3.11.7"), ("run.candidate.device", "NVIDIA A100-SXM4-80GB")])
+def test_a_run_tag_not_from_its_own_artifact_is_withheld(eager: LoadedBundle, key: str, value: str) -> None:
+    memo = _memo(eager)
+    assert memo.symptom is not None
+    memo.symptom.build_tags.terms[key] = value  # this machine's Python, or another device, given as the H200 run's
+    enforce(memo, eager)
+    assert memo.symptom.build_tags.withheld == "tags_from_own_artifact"
+    assert value not in render_memo(memo, "markdown")
+
+
 def test_every_rule_is_named_once() -> None:
-    assert sorted(RULES) == ["no_placeholder", "no_repeated_item", "one_count_per_layer_set", "part_within_forward"]
+    assert sorted(RULES) == ["check_agrees_with_limit", "failing_only_when_failing", "no_placeholder", "no_repeated_item",
+                             "one_count_per_layer_set", "part_within_forward", "share_words_agree", "tags_from_own_artifact",
+                             "verdict_with_significance"]
