@@ -22,6 +22,8 @@ Rules:
   test; "a measured win" is stated only on the test's win, "worse than the baseline" only beside a failing check;
 - ``share_words_agree``: an established mechanism carries a positive share of the change, and shares that add past
   the whole change state what moved the other way;
+- ``saving_within_layers``: the time a fix says it removes is not larger than the candidate's forward, nor than the
+  time of the layers it changes (their per-iteration time in the candidate run);
 - ``tags_from_own_artifact``: a run not timed on the analysing machine carries none of that machine's tags, and each
   run's tags are those of its own artifact (``signoff.tags.run_tags``).
 """
@@ -35,6 +37,7 @@ from dataclasses import dataclass
 from sparsedebug.records.memo import Claim, Figure, Memo
 from sparsedebug.signoff.memo_engine import LIMIT_QUANTITY
 from sparsedebug.signoff.memo_results import MISSING_CHECK
+from sparsedebug.signoff.metrics import layer_rows
 from sparsedebug.signoff.tags import MACHINE_ONLY_TAGS, run_tags
 from sparsedebug.sources.bundle import LoadedBundle
 
@@ -64,6 +67,9 @@ VERDICT_STATUS: dict[str, frozenset[str]] = {
 
 # Shares of the change that add past this are said to over-explain it (rounding of each share allowed for).
 SHARE_PAST_WHOLE = 1.005
+
+# A saving may exceed the layers' time by rounding only (the fix's figure is rounded to 1e-6 ms).
+SAVING_TOLERANCE = 1e-6
 
 
 @dataclass(frozen=True)
@@ -246,6 +252,27 @@ def share_words_agree(memo: Memo, bundle: LoadedBundle | None) -> Iterable[Viola
         yield Violation("share_words_agree", h.primary, "carried_share", sum(max(f.value, 0.0) for f in shares), 1.0)
 
 
+def saving_within_layers(memo: Memo, bundle: LoadedBundle | None) -> Iterable[Violation]:
+    """A fix's expected saving is not larger than the forward, nor than the time of the layers it changes."""
+    change = memo.action.change if memo.action is not None else None
+    removes = change.figure("removes_ms") if change is not None else None
+    if change is None or removes is None:
+        return
+    forward = _forward(memo, "candidate")
+    if forward is not None and removes.value > forward.value:
+        yield Violation("saving_within_layers", change, removes.quantity, removes.value, forward.value)
+        return
+    fix = bundle.classification.fix if bundle is not None and bundle.classification is not None else None
+    layers = sorted({name for t in fix.targets for name in t.layers}) if fix is not None else []
+    if bundle is None or not layers:
+        return
+    times = {r.name: r.time_ms for r in layer_rows(bundle.candidate)}
+    if all(times.get(name) is not None for name in layers):
+        total = sum(times[name] or 0.0 for name in layers)
+        if removes.value > total * (1 + SAVING_TOLERANCE):
+            yield Violation("saving_within_layers", change, removes.quantity, removes.value, total)
+
+
 def tags_from_own_artifact(memo: Memo, bundle: LoadedBundle | None) -> Iterable[Violation]:
     """No run timed elsewhere carries the analysing machine's tags; each run's tags are its own artifact's."""
     if memo.symptom is None:
@@ -276,6 +303,7 @@ RULES: dict[str, Rule] = {
     "failing_only_when_failing": failing_only_when_failing,
     "verdict_with_significance": verdict_with_significance,
     "share_words_agree": share_words_agree,
+    "saving_within_layers": saving_within_layers,
     "tags_from_own_artifact": tags_from_own_artifact,
 }
 

@@ -4,6 +4,7 @@ it breaks, and the memo names the check instead of stating the contradiction."""
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from sparsedebug.signoff.memo_engine import fig
 from sparsedebug.sources.bundle import LoadedBundle
 from sparsedebug.sources.importers.trace.importer import import_trace
 from tests.support.bundles import make_bundle
+from tests.support.tracegen import TraceSpec, write_trace
 
 H200 = Path(__file__).resolve().parents[2] / "fixtures" / "h200"
 
@@ -186,7 +188,34 @@ def test_a_run_tag_not_from_its_own_artifact_is_withheld(eager: LoadedBundle, ke
     assert value not in render_memo(memo, "markdown")
 
 
+@pytest.fixture(scope="module")
+def noncontiguous(tmp_path_factory: pytest.TempPathFactory) -> LoadedBundle:
+    """A generated pair whose four attention blocks fall to the math path on non-contiguous q, k and v."""
+    spec = TraceSpec(layers=12, iterations=6, backward=False, optimizer=False, nccl=False, memcpy=False, streams=1, jitter=0.02,
+                     attention="flash")
+    folder = tmp_path_factory.mktemp("noncontiguous")
+    base, cand = folder / "base.json", folder / "cand.json"
+    write_trace(base, spec)
+    write_trace(cand, replace(spec, attention="math", attention_noncontig_qkv=True, seed=1))
+    return make_bundle(import_trace(base), import_trace(cand))
+
+
+def test_a_saving_larger_than_the_layers_the_fix_changes_is_withheld(noncontiguous: LoadedBundle) -> None:
+    memo = _memo(noncontiguous)
+    assert memo.action is not None and noncontiguous.classification is not None and noncontiguous.classification.fix is not None
+    removes, layers = memo.action.change.figure("removes_ms"), memo.action.change.figure("target_layers")
+    assert removes is not None and layers is not None and layers.value == 4 and violations(memo, noncontiguous) == []
+    one_block = noncontiguous.model_copy(deep=True)
+    assert one_block.classification is not None and one_block.classification.fix is not None
+    target = one_block.classification.fix.targets[0]
+    target.layers = target.layers[:1]  # the fix of one block of four, with the saving of all four
+    assert [(v.rule, v.value) for v in violations(memo, one_block)] == [("saving_within_layers", removes.value)]
+    removes.value = 10 * removes.value  # more than the whole forward
+    enforce(memo, noncontiguous)
+    assert memo.action.change.withheld == "saving_within_layers"
+
+
 def test_every_rule_is_named_once() -> None:
     assert sorted(RULES) == ["check_agrees_with_limit", "failing_only_when_failing", "no_placeholder", "no_repeated_item",
-                             "one_count_per_layer_set", "part_within_forward", "share_words_agree", "tags_from_own_artifact",
+                             "one_count_per_layer_set", "part_within_forward", "saving_within_layers", "share_words_agree", "tags_from_own_artifact",
                              "verdict_with_significance"]
