@@ -28,6 +28,15 @@ POLICY = ROOT / "playbooks" / "gate-ci.yaml"
 SPIN = "while True:\n    pass\n"
 
 
+def _timing_note(note: dict[str, object]) -> str:
+    """A gate timing note and the timing problems behind it (``core.timing_*`` codes), e.g.
+    ``gate.timings_unstable(core.timing_unsettled+core.timing_spread)``."""
+    values = note.get("values")
+    problems = values.get("problems") if isinstance(values, dict) else None
+    said = "+".join(str(p) for p in problems) if isinstance(problems, list) else ""
+    return f"{note['code']}({said})" if said else str(note["code"])
+
+
 def gate(cand: Path, cores: str) -> dict[str, object]:
     """One gate run of the README's recipe, pinned to ``cores``: its exit code, speed check and timing."""
     start = time.perf_counter()
@@ -45,7 +54,7 @@ def gate(cand: Path, cores: str) -> dict[str, object]:
     test = speed.get("test") or {}
     row.update(speed=speed["status"], judgement=test.get("judgement"), ratio=test.get("ratio"),
                failing=[c["id"] for c in result["checks"] if c["status"] != "pass" and c["status"] != "skipped"],
-               basis=[n["code"] for c in result["checks"] for n in c["basis"] if n["code"].startswith("gate.timings")])
+               basis=sorted({_timing_note(n) for c in result["checks"] for n in c["basis"] if n["code"].startswith("gate.timings")}))
     return row
 
 
