@@ -32,7 +32,7 @@ from sparsedebug.records.playbook import Playbook
 from sparsedebug.records.run import RunRecord
 from sparsedebug.signoff.decide import stored_decision
 from sparsedebug.signoff.invariants import SHARE_PAST_WHOLE, enforce
-from sparsedebug.signoff.memo_engine import LIMIT_QUANTITY, limit_field, model_label, sparse_kernels_claim
+from sparsedebug.signoff.memo_engine import check_figures, model_label, sparse_kernels_claim
 from sparsedebug.signoff.memo_engine import fig as _fig
 from sparsedebug.signoff.memo_results import (
     CHECK_ORDER,
@@ -89,39 +89,6 @@ def _speedup(b: LoadedBundle, role: str) -> Figure | None:
     basis = speedup_basis(b.baseline, run)
     return _fig("speedup_p50", value, "x", FILES[role], SPEEDUP_FIELD[basis], role=role, clock=run_clock(run), basis=basis)
 
-
-
-# What a gate figure's count and "of" count, as the memo names them (default: <quantity>_count, <quantity>_of).
-COUNT_QUANTITY: dict[str, tuple[str, str]] = {"fallback_rate": ("fell_back", "meant_sparse")}
-
-
-def check_figures(check: GateCheck, run: RunRecord, role: str) -> list[Figure]:
-    """The numbers a gate check was judged on, as the check itself recorded them: the measured figure, the baseline's
-    figure it quotes, how many it was taken over, and the policy's limit. The terminal table, JUnit and the step
-    summary print these figures, so a figure has one value wherever it is printed."""
-    record = FILES.get(role, f"{role}.run.json")
-    clock = run_clock(run)
-    out: list[Figure] = []
-    for f in check.figures:
-        if f.value is None:
-            continue
-        field = f"gate check {check.id}: {f.quantity}"
-        timed = clock if f.quantity in ("speedup_p50", "p99_ratio", "p99_ms") else None
-        out.append(_fig(f.quantity, f.value, f.unit, record, field, role=role, clock=timed))
-        if f.baseline is not None:
-            out.append(_fig(f.quantity, f.baseline, f.unit, FILES["baseline"], field, role="baseline", clock=timed))
-        count, of = COUNT_QUANTITY.get(f.quantity, (f"{f.quantity}_count", f"{f.quantity}_of"))
-        if f.count is not None:
-            out.append(_fig(count, f.count, "count", record, f"{field} (taken over)", role=role))
-        if f.of is not None:
-            out.append(_fig(of, f.of, "count", record, f"{field} (out of)", role=role))
-    q = run.outcome.quality
-    if check.id == "quality_delta" and q is not None and q.perplexity is not None:
-        out.append(_fig("perplexity", q.perplexity, "perplexity", record, "outcome.quality.perplexity", role=role))
-    for f in check.figures:
-        if f.limit is not None and f.direction is not None:
-            out.append(_fig(LIMIT_QUANTITY[f.quantity], f.limit, f.unit, "gate policy", limit_field(check.id, f.quantity)))
-    return out
 
 
 def _check_claim(check: GateCheck, run: RunRecord, role: str, book: Playbook | None) -> Claim:

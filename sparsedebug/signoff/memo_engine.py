@@ -1,13 +1,16 @@
-"""The memo's answer to "were the sparse kernels used?" for TensorRT engine pairs, as a claim with its figures."""
+"""The memo's figure helpers: the one figure constructor, a gate check's figures and limits as the memo names them,
+and the answer to "were the sparse kernels used?" for TensorRT engine pairs, as a claim with its figures."""
 
 from __future__ import annotations
 
 from pathlib import PurePath
 
 from sparsedebug.records.basis import Basis
+from sparsedebug.records.gate import GateCheck
 from sparsedebug.records.memo import Claim, Figure, FigureSource, Unit
 from sparsedebug.records.report import Clock
 from sparsedebug.records.run import RunRecord
+from sparsedebug.signoff.metrics import run_clock
 from sparsedebug.sources.bundle import FILES, LoadedBundle
 
 
@@ -71,3 +74,36 @@ def _largest_layer_change(base: RunRecord, cand: RunRecord, layers: list[str]) -
     c = {k.name: k.samples_ms[0] for k in cand.kernel.layers if k.samples_ms}
     rows = [(name, b[name], c[name]) for name in layers if name in b and name in c and b[name] > 0]
     return max(rows, key=lambda row: abs(row[2] - row[1])) if rows else None
+
+
+# What a gate figure's count and "of" count, as the memo names them (default: <quantity>_count, <quantity>_of).
+COUNT_QUANTITY: dict[str, tuple[str, str]] = {"fallback_rate": ("fell_back", "meant_sparse")}
+
+
+def check_figures(check: GateCheck, run: RunRecord, role: str) -> list[Figure]:
+    """The numbers a gate check was judged on, as the check itself recorded them: the measured figure, the baseline's
+    figure it quotes, how many it was taken over, and the policy's limit. The terminal table, JUnit and the step
+    summary print these figures, so a figure has one value wherever it is printed."""
+    record = FILES.get(role, f"{role}.run.json")
+    clock = run_clock(run)
+    out: list[Figure] = []
+    for f in check.figures:
+        if f.value is None:
+            continue
+        field = f"gate check {check.id}: {f.quantity}"
+        timed = clock if f.quantity in ("speedup_p50", "p99_ratio", "p99_ms") else None
+        out.append(fig(f.quantity, f.value, f.unit, record, field, role=role, clock=timed))
+        if f.baseline is not None:
+            out.append(fig(f.quantity, f.baseline, f.unit, FILES["baseline"], field, role="baseline", clock=timed))
+        count, of = COUNT_QUANTITY.get(f.quantity, (f"{f.quantity}_count", f"{f.quantity}_of"))
+        if f.count is not None:
+            out.append(fig(count, f.count, "count", record, f"{field} (taken over)", role=role))
+        if f.of is not None:
+            out.append(fig(of, f.of, "count", record, f"{field} (out of)", role=role))
+    q = run.outcome.quality
+    if check.id == "quality_delta" and q is not None and q.perplexity is not None:
+        out.append(fig("perplexity", q.perplexity, "perplexity", record, "outcome.quality.perplexity", role=role))
+    for f in check.figures:
+        if f.limit is not None and f.direction is not None:
+            out.append(fig(LIMIT_QUANTITY[f.quantity], f.limit, f.unit, "gate policy", limit_field(check.id, f.quantity)))
+    return out

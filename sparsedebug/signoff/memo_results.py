@@ -43,7 +43,7 @@ def _check(report: Report | None, role: str, check_id: str | None) -> GateCheck 
 
 
 def _limit(check: GateCheck | None, quantity: str, name: str) -> list[Figure]:
-    """The policy's limit of ``quantity`` as the memo's figure ``name`` (the key ``signoff.memo.check_figures`` gives it)."""
+    """The policy's limit of ``quantity`` as the memo's figure ``name`` (the key ``signoff.memo_engine.check_figures`` gives it)."""
     f = next((f for f in check.figures if f.quantity == quantity), None) if check is not None else None
     if f is None or f.limit is None or f.direction is None:
         return []

@@ -7,7 +7,10 @@ is another machine: its tags are stated apart and labelled, never as a run's.
 
 from __future__ import annotations
 
+from pathlib import PurePath
+
 from sparsedebug import __version__
+from sparsedebug.records.fingerprint import BlasLibrary
 from sparsedebug.records.memo import Claim
 from sparsedebug.records.run import RunRecord
 from sparsedebug.signoff.metrics import run_clock
@@ -55,6 +58,14 @@ LIKE_MAX_DIFFERENCES = 2
 """A run whose tags differ from the run before it in at most this many is stated as that run but those tags."""
 
 
+def numpy_blas(libraries: list[BlasLibrary]) -> list[BlasLibrary]:
+    """The BLAS libraries numpy itself ships (a wheel's ``numpy.libs``), when the loaded ones include any: another
+    package's BLAS loaded in the same process (scipy's) does not run numpy's matmuls; else every BLAS library loaded."""
+    blas = [lib for lib in libraries if lib.user_api == "blas"]
+    own = [lib for lib in blas if lib.filepath and any(part.startswith("numpy") for part in PurePath(lib.filepath).parts)]
+    return own or blas
+
+
 def build_tags_claim(b: LoadedBundle) -> Claim:
     """Each run's tags from its own artifact (``run.<role>.<tag>``, judged run first; a run whose tags equal the one
     before it says so, one differing in a tag or two states only those: ``run.<role>.like``), and the analysing machine's as such (``machine.<tag>``): never one machine's tags as another's."""
@@ -81,7 +92,7 @@ def build_tags_claim(b: LoadedBundle) -> Claim:
             terms["machine.git"] = fp.git.revision[:12] + ("+dirty" if fp.git.dirty else "")
         terms["machine.python"] = f"{fp.python.implementation} {fp.python.version}"
         terms["machine.numpy"] = fp.numpy.version
-        blas = [f"{lib.internal_api} {lib.version or '?'}" for lib in fp.numpy.blas]
+        blas = [f"{lib.internal_api} {lib.version or '?'}" for lib in numpy_blas(fp.numpy.blas)]
         if blas:
             terms["machine.blas"] = ", ".join(blas)
         if fp.torch is not None:
