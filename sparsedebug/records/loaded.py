@@ -25,7 +25,7 @@ from sparsedebug.records.run import RunRecord
 class LoadedBundle(BaseModel):
     """A bundle read back from disk: the manifest plus every record it lists (None when absent)."""
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    model_config = ConfigDict(arbitrary_types_allowed=True, defer_build=True)
 
     root: Path
     manifest: Bundle
