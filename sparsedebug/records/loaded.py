@@ -43,6 +43,10 @@ class LoadedBundle(BaseModel):
     energy: EnergyReport | None = None
     memo: Memo | None = None
 
+    def runs(self) -> dict[str, RunRecord]:
+        """The bundle's runs by role: baseline, candidate, and fixed when there is one."""
+        return {"baseline": self.baseline, "candidate": self.candidate, **({"fixed": self.fixed} if self.fixed is not None else {})}
+
     def path(self, role: str) -> Path | None:
         """Path of a bundle file by role, when present."""
         name = self.manifest.files.get(role)

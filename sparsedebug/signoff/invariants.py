@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from statistics import fmean
 
 from sparsedebug.records.memo import Claim, Figure, Memo
-from sparsedebug.signoff.memo_engine import LIMIT_QUANTITY
+from sparsedebug.signoff.memo_engine import LIMIT_QUANTITY, past_limit
 from sparsedebug.signoff.memo_results import MISSING_CHECK
 from sparsedebug.signoff.metrics import layer_rows
 from sparsedebug.signoff.tags import MACHINE_ONLY_TAGS, run_tags
@@ -112,8 +112,7 @@ def _forward_bound(memo: Memo, bundle: LoadedBundle | None, role: str | None) ->
     bundle, the mean of its latency samples when larger (a part stated per iteration is a sum over the iterations
     divided by their count, a mean: under load a few slow iterations lift it past the median forward)."""
     forward = _forward(memo, role)
-    runs = {"baseline": bundle.baseline, "candidate": bundle.candidate, "fixed": bundle.fixed} if bundle is not None else {}
-    run = runs.get(role or "")
+    run = bundle.runs().get(role or "") if bundle is not None else None
     samples = run.outcome.latency_samples_ms if run is not None else []
     bounds = [b for b in (forward.value if forward is not None else None, fmean(samples) if samples else None) if b is not None]
     return max(bounds) if bounds else None
@@ -179,10 +178,6 @@ def no_repeated_item(memo: Memo, bundle: LoadedBundle | None) -> Iterable[Violat
             names.add(name)
 
 
-def _past(f: Figure, limit: Figure, direction: str) -> bool:
-    return f.value < limit.value if direction == "at_least" else f.value > limit.value
-
-
 def _limited(claim: Claim) -> list[tuple[Figure, str]]:
     """The claim's figures held to a limit it states, each with whether it is past that limit."""
     out = []
@@ -190,7 +185,7 @@ def _limited(claim: Claim) -> list[tuple[Figure, str]]:
         direction = claim.terms.get(f"limit.{f.quantity}")
         limit = claim.figure(LIMIT_QUANTITY[f.quantity]) if f.quantity in LIMIT_QUANTITY else None
         if direction is not None and limit is not None and f.role != "baseline":
-            out.append((f, "past" if _past(f, limit, direction) else "within"))
+            out.append((f, "past" if past_limit(f.value, limit.value, direction) else "within"))
     return out
 
 
@@ -292,7 +287,7 @@ def tags_from_own_artifact(memo: Memo, bundle: LoadedBundle | None) -> Iterable[
     if memo.symptom is None:
         return
     claim = memo.symptom.build_tags
-    runs = {"baseline": bundle.baseline, "candidate": bundle.candidate, "fixed": bundle.fixed} if bundle is not None else {}
+    runs = bundle.runs() if bundle is not None else {}
     for role in claim.items:
         prefix = f"run.{role}."
         tags = {k.removeprefix(prefix): v for k, v in claim.terms.items() if k.startswith(prefix)}

@@ -66,13 +66,6 @@ DETAIL_ANCHORS: dict[str, str] = {
 
 
 
-def _runs(b: LoadedBundle) -> dict[str, RunRecord]:
-    runs = {"baseline": b.baseline, "candidate": b.candidate}
-    if b.fixed is not None:
-        runs["fixed"] = b.fixed
-    return runs
-
-
 def _p50(role: str, run: RunRecord) -> Figure | None:
     samples = run.outcome.latency_samples_ms
     if not samples:
@@ -82,7 +75,7 @@ def _p50(role: str, run: RunRecord) -> Figure | None:
 
 
 def _speedup(b: LoadedBundle, role: str) -> Figure | None:
-    run = _runs(b)[role]
+    run = b.runs()[role]
     value = p50_speedup(b.baseline, run)
     if value is None:
         return None
@@ -97,7 +90,7 @@ def _check_claim(check: GateCheck, run: RunRecord, role: str, book: Playbook | N
     figures = check_figures(check, run, role)
     if test is not None and test.kind == "too_few" and test.needed:
         figures.append(_fig("samples_needed", float(test.needed), "count", "gate policy",
-                            "significance.min_samples (gate check test.needed)"))
+                            f"checks[{check.id}].test.needed"))
     limits = {f"limit.{f.quantity}": f.direction for f in check.figures if f.limit is not None and f.direction is not None}
     return Claim(kind="reason", code=check.id, figures=figures,
                  terms={"status": check.status, "role": role, "on_inconclusive": check.on_inconclusive or "", "owner": owner,
@@ -428,7 +421,7 @@ def build_memo(b: LoadedBundle, book: Playbook) -> Memo:
     return enforce(Memo(
         title=book.memo.title, bundle=b.root.name, decision=decision_claim,
         reasons=reasons(decision, checks, missing, judged_role, book, allowed),
-        clocks=_clocks(list(_runs(b).values())), symptom=_symptom(b), hypothesis=_hypothesis(b),
+        clocks=_clocks(list(b.runs().values())), symptom=_symptom(b), hypothesis=_hypothesis(b),
         action=_action(b, decision, book), signoff=_signoff(b, book, decision, decision_claim), checks=checks, gate=decision.gate,
         report=report, columns=columns, results=rows, headline=[f for f in (_speedup(b, judged_role),) if f is not None],
         detail={k: f"{b.manifest.files.get('report', FILES['report'])}#{v}" for k, v in DETAIL_ANCHORS.items()},

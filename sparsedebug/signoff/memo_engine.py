@@ -34,9 +34,19 @@ LIMIT_QUANTITY: dict[str, str] = {
 }
 
 
+def check_field(check_id: str, quantity: str) -> str:
+    """Where a gate check's figure comes from: ``checks[ID].QUANTITY`` of the gate's verdict."""
+    return f"checks[{check_id}].{quantity}"
+
+
 def limit_field(check_id: str, quantity: str) -> str:
     """Where a gate check's limit figure comes from: ``checks[ID].QUANTITY.limit`` of the gate policy's verdict."""
-    return f"checks[{check_id}].{quantity}.limit"
+    return f"{check_field(check_id, quantity)}.limit"
+
+
+def past_limit(value: float, limit: float, direction: str) -> bool:
+    """Whether ``value`` is on the failing side of ``limit`` (``direction``: which side passes, at_least or at_most)."""
+    return value < limit if direction == "at_least" else value > limit
 
 
 def sparse_kernels_claim(b: LoadedBundle) -> Claim | None:
@@ -90,16 +100,16 @@ def check_figures(check: GateCheck, run: RunRecord, role: str) -> list[Figure]:
     for f in check.figures:
         if f.value is None:
             continue
-        field = f"gate check {check.id}: {f.quantity}"
+        field = check_field(check.id, f.quantity)
         timed = clock if f.quantity in ("speedup_p50", "p99_ratio", "p99_ms") else None
         out.append(fig(f.quantity, f.value, f.unit, record, field, role=role, clock=timed))
         if f.baseline is not None:
             out.append(fig(f.quantity, f.baseline, f.unit, FILES["baseline"], field, role="baseline", clock=timed))
         count, of = COUNT_QUANTITY.get(f.quantity, (f"{f.quantity}_count", f"{f.quantity}_of"))
         if f.count is not None:
-            out.append(fig(count, f.count, "count", record, f"{field} (taken over)", role=role))
+            out.append(fig(count, f.count, "count", record, f"{field}.count", role=role))
         if f.of is not None:
-            out.append(fig(of, f.of, "count", record, f"{field} (out of)", role=role))
+            out.append(fig(of, f.of, "count", record, f"{field}.of", role=role))
     q = run.outcome.quality
     if check.id == "quality_delta" and q is not None and q.perplexity is not None:
         out.append(fig("perplexity", q.perplexity, "perplexity", record, "outcome.quality.perplexity", role=role))

@@ -18,7 +18,7 @@ from sparsedebug.records.memo import Claim, Figure, ResultColumn, ResultRow, Res
 from sparsedebug.records.playbook import Playbook
 from sparsedebug.records.report import Report
 from sparsedebug.records.run import RunRecord
-from sparsedebug.signoff.memo_engine import fig, limit_field
+from sparsedebug.signoff.memo_engine import check_field, fig, limit_field, past_limit
 from sparsedebug.signoff.metrics import SPEEDUP_FIELD, fallback_summary, run_clock
 from sparsedebug.sources.bundle import FILES, LoadedBundle
 
@@ -77,13 +77,8 @@ def check_judgement(check: GateCheck) -> str:
 
 def beyond_limit(check: GateCheck) -> list[str]:
     """The check's figures on the failing side of their limits (the quantities, in the check's order)."""
-    out: list[str] = []
-    for f in check.figures:
-        if f.value is None or f.limit is None or f.direction is None:
-            continue
-        if (f.direction == "at_least" and f.value < f.limit) or (f.direction == "at_most" and f.value > f.limit):
-            out.append(f.quantity)
-    return out
+    return [f.quantity for f in check.figures
+            if f.value is not None and f.limit is not None and f.direction is not None and past_limit(f.value, f.limit, f.direction)]
 
 
 def _cell(row: ResultRowId, role: str, state: str, figures: list[Figure], check: GateCheck | None, **terms: str) -> Claim:
@@ -114,7 +109,7 @@ def _latency(report: Report, role: str) -> Claim:
            for p in ("p50", "p95", "p99")]
     ratio = next((f for f in check.figures if f.quantity == "p99_ratio" and f.value is not None), None) if check else None
     if ratio is not None and ratio.value is not None:
-        out.append(fig("p99_ratio", ratio.value, ratio.unit, record, "gate check p99_latency: p99_ratio", role=role, clock=figs.clock))
+        out.append(fig("p99_ratio", ratio.value, ratio.unit, record, check_field("p99_latency", "p99_ratio"), role=role, clock=figs.clock))
     return _cell("latency", role, "measured", [*out, *_limit(check, "p99_ratio", "p99_max_ratio")], check)
 
 
@@ -179,7 +174,7 @@ def _energy(report: Report, role: str) -> Claim:
 
 def results(b: LoadedBundle, report: Report) -> tuple[list[ResultColumn], list[ResultRow]]:
     """The results table of a bundle: its columns (each run with its clock) and rows (a cell per column)."""
-    runs = {"baseline": b.baseline, "candidate": b.candidate, **({"fixed": b.fixed} if b.fixed is not None else {})}
+    runs = b.runs()
     columns = [ResultColumn(role=role, run=run.name, clock=run_clock(run), device=device_name(run)) for role, run in runs.items()]
     rows: list[ResultRow] = []
     for row, check in ROW_CHECK.items():

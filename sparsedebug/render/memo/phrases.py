@@ -147,6 +147,16 @@ def decision(st: Style, c: Claim) -> str:
 NOISE_WORDS = {"no_change": "no change beyond noise by the rank test", "not_significant": "the exceedance test is not significant"}
 
 
+def _past_limit(c: Claim, quantity: str) -> bool:
+    """Whether the check claim says its figure ``quantity`` is past its limit (``beyond_limit``)."""
+    return quantity in c.terms.get("beyond_limit", "").split(",")
+
+
+def _noise(c: Claim) -> str:
+    """What the check's significance test made of a figure past its limit on a pass."""
+    return NOISE_WORDS.get(c.terms.get("judgement", ""), "not significant")
+
+
 REASON_WORDS = {
     "passes": "The {judged_on} run passes every gate check, with fallback and quality evidence in the bundle.",
     "fix_moved_holds": "The bounded fix moved its target metric and no gate check fails on the {judged_on} run.",
@@ -219,9 +229,9 @@ def _reason(st: Style, c: Claim) -> str:
         sp, floor = c.figure("speedup_p50"), c.figure("speedup_min")
         if status == "fail":
             return f"The {role} run is slower than the baseline allows: speedup {num(sp)} against the {num(floor)} floor."
-        if "speedup_p50" in c.terms.get("beyond_limit", "").split(","):  # a shortfall the rank test puts within noise
+        if _past_limit(c, "speedup_p50"):  # a shortfall the rank test puts within noise
             return (f"The {role} run's speedup {num(sp)} is below the {num(floor)} floor by no more than noise "
-                    f"({NOISE_WORDS.get(c.terms.get('judgement', ''), 'not significant')}), so the speed check passes.")
+                    f"({_noise(c)}), so the speed check passes.")
         return f"The {role} run meets the speed floor: speedup {num(sp)} against {num(floor)}."
     if code == "quality_delta":
         q = c.figure("cosine") or c.figure("perplexity")
@@ -243,9 +253,9 @@ def _reason(st: Style, c: Claim) -> str:
             else "The precision check passes."
     if code == "p99_latency":
         r, cap = c.figure("p99_ratio"), c.figure("p99_max_ratio")
-        if status == "pass" and "p99_ratio" in c.terms.get("beyond_limit", "").split(","):
+        if status == "pass" and _past_limit(c, "p99_ratio"):
             return (f"The p99 latency check passes: p99 is {num(r)}x the baseline's, over the {num(cap)}x limit by no more "
-                    f"than noise ({NOISE_WORDS.get(c.terms.get('judgement', ''), 'not significant')}).")
+                    f"than noise ({_noise(c)}).")
         return f"The p99 latency check {verb}: p99 is {num(r)}x the baseline's, against at most {num(cap)}x."
     return f"The {name} check {verb}."
 
