@@ -8,6 +8,7 @@ where it came from. Nothing here writes words: the phrasing lives in ``sparsedeb
 from __future__ import annotations
 
 from sparsedebug.core.errors import UserError
+from sparsedebug.core.patterns import kernel_named
 from sparsedebug.core.stats import median
 from sparsedebug.records.basis import Basis, per_iteration
 from sparsedebug.records.classification import Classification
@@ -49,6 +50,7 @@ from sparsedebug.signoff.memo_results import (
     undecided_why,
     with_fallback_layers,
 )
+from sparsedebug.signoff.movement import expected_latency
 from sparsedebug.signoff.metrics import SPEEDUP_FIELD, fallback_summary, p50_speedup, run_clock, speedup_basis
 from sparsedebug.signoff.report import build_report
 from sparsedebug.signoff.tags import build_tags_claim
@@ -325,11 +327,19 @@ def _action(b: LoadedBundle, decision: DecisionOutcome, book: Playbook) -> Actio
     fo = b.fix
     lat = next((m for m in (fo.movements if fo else []) if m.metric == "latency p50"), None)
     clock = run_clock(b.candidate)
+    projection: tuple[float, float, str] | None = None  # (before, expected after, the record that holds the projection)
     if lat is not None and lat.expected_after is not None:
-        figs = [_fig("latency_p50_ms", lat.before, "ms", FILES["candidate"], "outcome.latency_samples_ms (median)", role="candidate", clock=clock),
-                _fig("latency_p50_ms", lat.expected_after, "ms", FILES["fix"], "movements[latency p50].expected_after", role="expected", clock=clock)]
-        if lat.before:
-            figs.append(_fig("change", lat.expected_after / lat.before - 1, "share", FILES["fix"], "movements[latency p50]", role="expected"))
+        projection = (lat.before, lat.expected_after, FILES["fix"])
+    elif lat is None and fix is not None and b.candidate.outcome.latency_samples_ms:  # no re-run: project from the candidate alone
+        after, _basis = expected_latency(b.candidate, b.baseline, fix)
+        if after is not None:
+            projection = (median(b.candidate.outcome.latency_samples_ms), after, FILES["classification"])
+    if projection is not None:
+        before, after, source = projection
+        figs = [_fig("latency_p50_ms", before, "ms", FILES["candidate"], "outcome.latency_samples_ms (median)", role="candidate", clock=clock),
+                _fig("latency_p50_ms", after, "ms", source, "movements[latency p50].expected_after", role="expected", clock=clock)]
+        if before:
+            figs.append(_fig("change", after / before - 1, "share", source, "movements[latency p50]", role="expected"))
         expected = Claim(kind="expected_movement", code="projected", figures=figs, terms={"metric": "latency_p50_ms"})
     else:
         terms = {"metric": fix.metric, "direction": fix.direction} if fix is not None else {}
@@ -346,6 +356,15 @@ def _action(b: LoadedBundle, decision: DecisionOutcome, book: Playbook) -> Actio
         measured = Claim(kind="measured_movement", code="moved" if fo.moved else ("not_moved" if fo.moved is False else "unjudged"),
                          figures=figs, terms={"direction": direction, "agrees": agrees, **disturbed})
     return Action(change=change, expected=expected, measured=measured, risks=_risks(b, decision))
+
+
+def run_changes(cand: RunRecord, fixed: RunRecord) -> list[str]:
+    """What the fixed run changes besides knobs, as ``dimension=before->after``: launch mode, device, dtype, phase, tokens
+    (``locate.comparable.check_pair``'s differences, every dimension allowed)."""
+    from sparsedebug.locate.comparable import check_pair
+    from sparsedebug.records.comparability import DIMENSIONS
+
+    return [f"{d.dimension}={d.base}->{d.cand}" for d in check_pair(cand, fixed, DIMENSIONS).check.differences if d.dimension != "model"]
 
 
 def _risks(b: LoadedBundle, decision: DecisionOutcome) -> list[Claim]:
@@ -369,6 +388,7 @@ def _risks(b: LoadedBundle, decision: DecisionOutcome) -> list[Claim]:
         kb = b.candidate.workload.knobs if b.candidate.workload else {}
         kf = b.fixed.workload.knobs if b.fixed.workload else {}
         changed = [f"{k}={kb.get(k)}->{kf.get(k)}" for k in sorted(set(kb) | set(kf)) if kb.get(k) != kf.get(k)]
+        changed += run_changes(b.candidate, b.fixed)
         out.append(Claim(kind="risk", code="compatibility", items=changed, terms={"backend": final.lower.backend}))
     return out
 
@@ -378,11 +398,12 @@ def _signoff(b: LoadedBundle, book: Playbook, decision: DecisionOutcome, decisio
     final = b.fixed or b.candidate
     fb = fallback_summary(final, b.baseline)
     figs = [_fig("layers", len(final.graph.layers), "count", FILES[final_role], "graph.layers", role=final_role)]
-    if fb.meant_sparse:
+    by_kernel = kernel_named(final)  # a CUDA-graph trace's rows are kernel names: no per-layer count to state
+    if fb.meant_sparse and not by_kernel:
         figs += [_fig("fell_back", fb.fell_back, "count", FILES[final_role], "lower.layers[].path", role=final_role),
                  _fig("meant_sparse", fb.meant_sparse, "count", FILES[final_role], "graph.layers[].intended", role=final_role)]
     report = b.manifest.files.get("report", FILES["report"])
-    artifact = Claim(kind="artifact", figures=figs, terms={"file": report})
+    artifact = Claim(kind="artifact", figures=figs, terms={"file": report, **({"rows": "kernel_names"} if by_kernel else {})})
     owners = Claim(kind="owners", items=[book.owner(o).title for o in book.memo.required_owners],
                    terms={"change_owner": book.owner(decision.owner).title if decision.owner else ""})
     return Signoff(artifact=artifact, owners=owners, decision=decision_claim)

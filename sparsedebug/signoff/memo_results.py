@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 
+from sparsedebug.core.patterns import kernel_named
 from sparsedebug.records.decision import DecisionOutcome
 from sparsedebug.records.findings import index_ranges
 from sparsedebug.records.gate import GateCheck, GateResult
@@ -141,6 +142,9 @@ def _fallback(report: Report, run: RunRecord, baseline: RunRecord, role: str) ->
     record = FILES.get(role, f"{role}.run.json")
     if not fb.meant_sparse:
         return _cell("fallback", role, "none_meant", [], check)
+    if kernel_named(run):  # a CUDA-graph trace's layers are kernel names: its count is of kernels, not of the model's layers
+        return _cell("fallback", role, "kernel_named", [fig("sparse_kernels", fb.meant_sparse, "count", record, "graph.layers[].intended",
+                                                            role=role)], check)
     figs = [fig("fell_back", fb.fell_back, "count", record, "lower.layers[].path", role=role),
             fig("meant_sparse", fb.meant_sparse, "count", record, "graph.layers[].intended", role=role)]
     return _cell("fallback", role, "measured", [*figs, *_limit(check, "fallback_rate", "fallback_rate_max")], check)

@@ -135,8 +135,9 @@ def risk(st: Style, c: Claim) -> str:
     if c.code == "thermal":
         return f"thermal: {THERMAL_WORDS.get(t.get('status', 'unknown'), 'not evaluable')}"
     if c.code == "compatibility":
-        changed = ", ".join(st.code(i) for i in c.items) or "no knob changed"
-        return f"compatibility: {changed} on backend {st.code(t.get('backend', ''))}"
+        if not c.items:
+            return f"compatibility: no knob, launch mode or device changed on backend {st.code(t.get('backend', ''))}"
+        return f"compatibility: the fixed run changes {', '.join(st.code(i) for i in c.items)} on backend {st.code(t.get('backend', ''))}"
     return c.code or ""
 
 
@@ -145,7 +146,8 @@ def artifact(st: Style, c: Claim) -> str:
     """The required artifact and its headline figures."""
     t = c.terms
     link = f"[{t['file']}]({t['file']})" if st.markdown else t["file"]
-    text = f"sparsity deployment report {link}: {num(c.figure('layers'))} layers in the supported-layer matrix"
+    rows = "rows (kernel names: a CUDA-graph trace)" if t.get("rows") == "kernel_names" else "layers"
+    text = f"sparsity deployment report {link}: {num(c.figure('layers'))} {rows} in the supported-layer matrix"
     n, m = c.figure("fell_back"), c.figure("meant_sparse")
     if n is not None and m is not None:
         text += f", {num(n)} of {num(m)} meant-sparse layers run dense"

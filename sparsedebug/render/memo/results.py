@@ -62,6 +62,10 @@ def cell(st: Style, c: Claim) -> str:
         return "reference"
     if state == "none_meant":
         return "no layer meant sparse"
+    if state == "kernel_named":
+        kernels = c.figure("sparse_kernels")
+        return (f"not counted per layer: a CUDA-graph trace names kernels, not layers ({num(kernels)} sparse GEMM "
+                f"kernel{'s' if kernels is not None and kernels.value != 1 else ''} ran)")
     if state == "not_measured":
         return CAPTURE_WORDS.get(c.terms.get("capture", ""), "not measured")
     role = c.terms.get("role")
