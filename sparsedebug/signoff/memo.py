@@ -176,6 +176,9 @@ def _first_stage(b: LoadedBundle) -> Claim:
                             layer=effect_terms.get("effect_layer")))
         if bis.effect.p_value is not None:
             figures.append(_fig("effect_p", bis.effect.p_value, "p", FILES["bisect"], "effect.p_value", role=bis.first_stage))
+            # the samples the test ran on: per call of a layer group, per forward or round, per iteration (a p-value's weight)
+            figures += [_fig("effect_samples", bis.effect.n_base, "count", FILES["bisect"], "effect.n_base", role="baseline", basis=basis),
+                        _fig("effect_samples", bis.effect.n_cand, "count", FILES["bisect"], "effect.n_cand", role="candidate", basis=basis)]
     if bis.accounted_share is not None:
         figures.append(_fig("accounted_share", bis.accounted_share, "share", FILES["bisect"], "accounted_share", role=bis.first_stage))
     terms = {"stage": bis.first_stage, "state": bis.state, "kinds": ",".join(kinds), **effect_terms}

@@ -2,11 +2,13 @@
 
 - a CUDA-graph fix changes the launch mode, so the compatibility risk names that change (it read "no knob changed");
 - a CUDA-graph trace names kernels, not layers, so its count is not set beside the candidate's count of layers;
-- a fix that states the time it removes also projects the latency it expects (it read "not projected").
+- a fix that states the time it removes also projects the latency it expects (it read "not projected");
+- a p-value says how many samples it rests on (a reader doubted p=7.4e-07 on "3 iterations": it is 12 calls a side).
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from sparsedebug.records.memo import Memo
@@ -33,6 +35,10 @@ def test_a_cuda_graph_fixed_trace_names_its_launch_change_and_counts_no_layers(t
     assert "not counted per layer: a CUDA-graph trace names kernels" in md
     assert "0 of 2" not in md  # the kernel count is no longer read as 2 of the model's layers
     assert memo.signoff.artifact.figure("meant_sparse") is None and "rows (kernel names: a CUDA-graph trace)" in md
+    bisect = json.loads((tmp_path / "b" / "bisect.json").read_text())
+    calls = memo.symptom.first_stage.figure("effect_samples", "candidate")
+    assert calls is not None and calls.value == bisect["effect"]["n_cand"] and calls.basis == "per_call"
+    assert f" over {bisect['effect']['n_cand']} calls a side)" in md
 
 
 def test_a_fix_that_states_what_it_removes_projects_the_latency_without_a_re_run(tmp_path: Path) -> None:

@@ -420,11 +420,29 @@ def first_stage(st: Style, c: Claim, effect_here: bool = True) -> str:
     return text + "."
 
 
+SAMPLE_WORDS: dict[str, str] = {"per_call": "calls", "per_forward": "forwards", "paired_rounds": "paired rounds",
+                                 "per_iteration": "iterations"}
+"""What one sample of an effect's test is, by the effect's basis."""
+
+
+def _tested_on(c: Claim) -> str:
+    """`` over 12 calls a side``: the samples a p-value rests on (empty when the claim does not hold them)."""
+    base, cand = c.figure("effect_samples", "baseline"), c.figure("effect_samples", "candidate")
+    if base is None or cand is None:
+        return ""
+    what = SAMPLE_WORDS.get(cand.basis or "", "samples")
+    if cand.basis == "paired_rounds":
+        return f" over {num(cand)} {what}"
+    if base.value == cand.value:
+        return f" over {num(cand)} {what} a side"
+    return f" over {num(base)} baseline and {num(cand)} candidate {what}"
+
+
 def first_stage_effect(st: Style, c: Claim) -> str | None:
     """The bisect's effect size, named by what it compares: one layer group per call, a stage metric per iteration,
     or the forward's latency (None without one)."""
     p = c.figure("effect_p")
-    tested = f" ({num(p)})" if p is not None else ""
+    tested = f" ({num(p)}{_tested_on(c)})" if p is not None else ""
     layer_effect, latency, metric = c.figure("layer_effect_ratio"), c.figure("latency_ratio"), c.figure("metric_ratio")
     if layer_effect is not None:  # an effect size of one layer group, per call: not the forward's latency
         return f"largest layer effect: per-call time ratio {num(layer_effect)} on {st.code(c.terms.get('effect_layer', ''))}{tested}"
