@@ -26,6 +26,7 @@ from sparsedebug.records.memo import (
     Figure,
     Hypothesis,
     Memo,
+    ResultRow,
     Signoff,
     Symptom,
 )
@@ -36,6 +37,7 @@ from sparsedebug.signoff.invariants import SHARE_PAST_WHOLE, enforce
 from sparsedebug.signoff.memo_engine import check_figures, model_label, sparse_kernels_claim
 from sparsedebug.signoff.memo_engine import fig as _fig
 from sparsedebug.signoff.memo_results import (
+    with_precision_changes,
     CHECK_ORDER,
     beyond_limit,
     blockers,
@@ -106,7 +108,7 @@ def _check_claims(result: GateResult, run: RunRecord, role: str, book: Playbook 
     return [_check_claim(c, run, role, book) for c in checks]
 
 
-def _symptom(b: LoadedBundle) -> Symptom:
+def _symptom(b: LoadedBundle, rows: list[ResultRow]) -> Symptom:
     base, cand = b.baseline, b.candidate
     metric: list[Claim] = []
     figures = [f for f in (_p50("baseline", base), _p50("candidate", cand), _speedup(b, "candidate")) if f is not None]
@@ -117,7 +119,9 @@ def _symptom(b: LoadedBundle) -> Symptom:
         code = "rests_on_traced"
         figures.append(_fig("traced_host_wait_share", outcome.traced_host_wait_share, "share", FILES["bisect"],
                             "stages[outcome].metrics[0].traced_host_wait_share"))
-    metric.append(Claim(kind="speedup", code=code, figures=figures))
+    cell = next((c for r in rows for c in r.cells if c.code == "speedup" and c.terms.get("role") == "candidate"), None)
+    verdict = {k: cell.terms[k] for k in ("status", "why") if cell is not None and cell.terms.get(k)}  # the speed check's, as the table
+    metric.append(Claim(kind="speedup", code=code, figures=figures, terms=verdict))
     if cand.target is not None and cand.target.forward.speedup is not None:
         fwd = cand.target.forward
         tf = [_fig("target_speedup", fwd.speedup, "x", FILES["candidate"], "target.forward.speedup", role="candidate", clock="projected")]  # type: ignore[arg-type]
@@ -186,6 +190,13 @@ def _first_stage(b: LoadedBundle) -> Claim:
         reasons = sorted({f.reason for f in regress if f.kind == kind and f.reason})
         if reasons:
             terms[f"reasons.{kind}"] = ",".join(reasons)
+        paths = sorted({f"{f.base_backend}->{f.cand_backend}" for f in regress
+                        if f.kind == kind and f.base_backend and f.cand_backend and f.base_backend != f.cand_backend})
+        causes = sorted({f"{c.code}:{c.tensor or ''}" for f in regress if f.kind == kind for c in f.cause})
+        if paths:  # a path change from which backend to which, and what the dispatcher saw differently
+            terms[f"paths.{kind}"] = ",".join(paths)
+        if causes:
+            terms[f"causes.{kind}"] = ",".join(causes)
         of_kind = list(dict.fromkeys(m for f in regress if f.kind == kind for m in (f.members or [f.layer])))  # pooled: each member
         terms[f"layers.{kind}"] = "|".join(layer_set(of_kind))
         figures.append(_fig("kind_layers", len(of_kind), "count", FILES["bisect"], f"stages[{bis.first_stage}].layers ({kind})", role=kind))
@@ -255,8 +266,9 @@ def _hypothesis(b: LoadedBundle) -> Hypothesis:
         if cls.ranked_by == "score":
             figs.append(_fig("score", score.score, "ratio", FILES["classification"], "scores[].score", role=w))
         established = _established(cls)
+        unconfirmed = any(m.mechanism == cls.winner for m in cls.missing_evidence)  # only the timings stand behind it
         primary = Claim(kind="primary_mechanism", code="established" if established else "not_established", figures=figs,
-                        terms={"mechanism": w, "ranked_by": cls.ranked_by, **_against_term(cls, w)})
+                        terms={"mechanism": w, "ranked_by": cls.ranked_by, **_against_term(cls, w), **({"confirmed": "no"} if unconfirmed else {})})
     competing = []
     for s in ranked:
         name = s.mechanism.value
@@ -376,7 +388,10 @@ def _risks(b: LoadedBundle, decision: DecisionOutcome) -> list[Claim]:
     gate = decision.gate
     out: list[Claim] = []
     prec = next((c for c in gate.checks if c.id == "precision_drift"), None) if gate is not None else None
-    out.append(Claim(kind="risk", code="correctness", terms={"status": prec.status if prec else "off", "role": final_role}))
+    cand_gate = decision.gates.get("candidate") if b.fixed is not None else None
+    cand_prec = next((c for c in cand_gate.checks if c.id == "precision_drift"), None) if cand_gate is not None else None
+    as_before = {"candidate_status": cand_prec.status} if cand_prec is not None else {}  # a fixed run's status beside the candidate's
+    out.append(Claim(kind="risk", code="correctness", terms={"status": prec.status if prec else "off", "role": final_role, **as_before}))
     q_before, q_after = b.candidate.outcome.quality, final.outcome.quality
     qf = []
     if q_after is not None:
@@ -439,13 +454,13 @@ def build_memo(b: LoadedBundle, book: Playbook) -> Memo:
         "judged_on": judged_role, "label": book.decision(decision.decision).label, "owner": owner,
         "recomputed": ",".join(decision.recomputed), "speed_judgement": decision.judgement or "", **owner_terms(book, blocking)})
     report = build_report(b, decision)
-    checks = with_fallback_layers(checks, report, judged_role)
+    checks = with_precision_changes(with_fallback_layers(checks, report, judged_role), b.baseline, judged)
     columns, rows = results(b, report)
     allowed: list[str] = sorted({d.dimension for d in report.comparability.differences if d.allowed}) if report.comparability else []
     return enforce(Memo(
         title=book.memo.title, bundle=b.root.name, decision=decision_claim,
         reasons=reasons(decision, checks, missing, judged_role, book, allowed),
-        clocks=_clocks(list(b.runs().values())), symptom=_symptom(b), hypothesis=_hypothesis(b),
+        clocks=_clocks(list(b.runs().values())), symptom=_symptom(b, rows), hypothesis=_hypothesis(b),
         action=_action(b, decision, book), signoff=_signoff(b, book, decision, decision_claim), checks=checks, gate=decision.gate,
         report=report, columns=columns, results=rows, headline=[f for f in (_speedup(b, judged_role),) if f is not None],
         detail={k: f"{b.manifest.files.get('report', FILES['report'])}#{v}" for k, v in DETAIL_ANCHORS.items()},

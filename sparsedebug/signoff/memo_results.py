@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from sparsedebug.core.patterns import kernel_named
+from sparsedebug.core.patterns import kernel_named, precision_changes
 from sparsedebug.records.decision import DecisionOutcome
 from sparsedebug.records.findings import index_ranges
 from sparsedebug.records.gate import GateCheck, GateResult
@@ -108,6 +108,7 @@ def _latency(report: Report, role: str) -> Claim:
     lat, record = figs.latency, FILES.get(role, f"{role}.run.json")
     out = [fig(f"latency_{p}_ms", getattr(lat, p), "ms", record, f"outcome.latency_samples_ms ({p})", role=role, clock=figs.clock)
            for p in ("p50", "p95", "p99")]
+    out.append(fig("latency_samples", lat.n, "count", record, "outcome.latency_samples_ms (count)", role=role))
     ratio = next((f for f in check.figures if f.quantity == "p99_ratio" and f.value is not None), None) if check else None
     if ratio is not None and ratio.value is not None:
         out.append(fig("p99_ratio", ratio.value, ratio.unit, record, check_field("p99_latency", "p99_ratio"), role=role, clock=figs.clock))
@@ -119,8 +120,9 @@ def _quality(report: Report, run: RunRecord, role: str) -> Claim:
     if role == "baseline":
         return _cell("quality", role, "reference", [], None)
     q, eq, record = run.outcome.quality, run.outcome.equal_latency, FILES[role]
-    if q is None:
-        return _cell("quality", role, "not_measured", [], check, capture="quality")
+    if q is None:  # what to capture: a sparse model's quality against dense, or (nothing meant sparse) the outputs against the baseline's
+        capture = "quality" if fallback_summary(run).meant_sparse else "outputs"
+        return _cell("quality", role, "not_measured", [], check, capture=capture)
     figs = [fig("perplexity", q.perplexity, "perplexity", record, "outcome.quality.perplexity", role=role)
             if q.perplexity is not None else fig("cosine", q.cosine, "cosine", record, "outcome.quality.cosine", role=role)]
     terms: dict[str, str] = {"metric": "perplexity" if q.perplexity is not None else "cosine"}
@@ -150,7 +152,7 @@ def _fallback(report: Report, run: RunRecord, baseline: RunRecord, role: str) ->
     return _cell("fallback", role, "measured", [*figs, *_limit(check, "fallback_rate", "fallback_rate_max")], check)
 
 
-def _precision(report: Report, role: str) -> Claim:
+def _precision(report: Report, role: str, run: RunRecord, baseline: RunRecord) -> Claim:
     check = _check(report, role, "precision_drift")
     if role == "baseline":
         return _cell("precision", role, "reference", [], None)
@@ -159,7 +161,9 @@ def _precision(report: Report, role: str) -> Claim:
     record = FILES.get(role, f"{role}.run.json")
     figs = [fig(f.quantity, f.value, f.unit, record, f"checks[precision_drift].{f.quantity}", role=role)
             for f in check.figures if f.value is not None and f.quantity in ("precision_changes", "worst_err_share")]
-    return _cell("precision", role, "measured", figs, check)
+    # which layers changed format, from which to which (the check's own list: core.patterns.precision_changes)
+    changed = "|".join(f"{c.layer}:{c.before or '?'}:{c.after or '?'}" for c in precision_changes(baseline, run))
+    return _cell("precision", role, "measured", figs, check, **({"changed": changed} if changed else {}))
 
 
 def _energy(report: Report, role: str) -> Claim:
@@ -193,7 +197,7 @@ def results(b: LoadedBundle, report: Report) -> tuple[list[ResultColumn], list[R
             elif row == "fallback":
                 cells.append(_fallback(report, run, b.baseline, role))
             elif row == "precision":
-                cells.append(_precision(report, role))
+                cells.append(_precision(report, role, run, b.baseline))
             else:
                 cells.append(_energy(report, role))
         rows.append(ResultRow(row=row, check=check, cells=cells))
@@ -308,3 +312,13 @@ def with_fallback_layers(checks: list[Claim], report: Report, role: str) -> list
             c = c.model_copy(update={"items": layer_set([r.name for r in rows]), "terms": {**c.terms, "why": ",".join(why)}})
         out.append(c)
     return out
+
+
+def with_precision_changes(checks: list[Claim], baseline: RunRecord, judged: RunRecord) -> list[Claim]:
+    """The checks, the precision check naming the judged run's layers that changed format and from which to which
+    (``core.patterns.precision_changes``, the check's own list)."""
+    changed = precision_changes(baseline, judged)
+    if not changed:
+        return checks
+    named = "|".join(f"{c.layer}:{c.before or '?'}:{c.after or '?'}" for c in changed)
+    return [c.model_copy(update={"terms": {**c.terms, "changed": named}}) if c.code == "precision_drift" else c for c in checks]

@@ -58,7 +58,7 @@ def _check(memo_md: str, report_md: str, memo: Memo, run: dict[str, object]) -> 
     stage = _line(memo_md, "First failing layer or stage")
     if "largest layer effect" in stage:
         assert "latency ratio" not in stage
-        assert re.search(r"largest layer effect: per-call time ratio [\d.]+ on `[^`]+`", stage)
+        assert re.search(r"largest layer effect: (GPU idle before each call plus its kernel time|kernel time per call), ratio [\d.]+ on `[^`]+`", stage)
     # 3. one count per set of layers: the memo's count of the first stage's layers is the report's
     counted = re.search(r"\((\d+) layers in all\)", stage) or re.search(r" on (\d+) layers?(?::|$)", stage, re.M)
     waits_before = re.search(r"the device waits before (\d+) layer\(s\)", report_md)

@@ -137,7 +137,7 @@ def test_run_summary_says_why_it_decided(tmp_path: Path) -> None:
         "--fixed", str(H200 / "trace_sparse_mlp_T2048_cudagraph.json.gz"), "-o", str(tmp_path / "b"),
     ])
     assert result.exit_code == 0, result.stderr
-    assert "Decision: escalate, judged on the fixed run" in result.stdout
+    assert "Decision: escalate (hold the rollout: these inputs cannot decide), judged on the fixed run" in result.stdout
     assert "Too few iterations to judge: the fixed run has 3 timed iterations, the rule needs 6 a side" in result.stdout
     assert "There is no quality evidence in the judged run" in result.stdout
     lines = result.stdout.splitlines()

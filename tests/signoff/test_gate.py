@@ -217,4 +217,4 @@ def test_summary_is_the_github_format_of_the_gate_memo() -> None:
     assert "| check | result | measured | threshold |" in text
     assert text.count("| FAIL |") == 1
     assert "| `fallback_rate` | FAIL | fallback rate 50.0% (1/2) |" in text
-    assert "layers meant to be sparse run dense (fallback check fails)" in text
+    assert "layers meant to be sparse run dense; the fallback check fails." in text

@@ -124,7 +124,10 @@ def risk(st: Style, c: Claim) -> str:
         status = t.get("status", "off")
         words = {"pass": "passes", "fail": "FAILS", "skipped": "could not run (no kernel error evidence)", "off": "was not run",
                  "inconclusive": "is inconclusive"}
-        return f"correctness: the precision check {words.get(status, status)} on the {t.get('role', '')} run"
+        text = f"correctness: the precision check {words.get(status, status)} on the {t.get('role', '')} run"
+        if t.get("candidate_status") == status and status == "fail":
+            text += ", as on the candidate: the fix did not cause it"
+        return text
     if c.code == "quality":
         if not c.figures:
             return f"quality: not measured on the {t.get('role', '')} run"

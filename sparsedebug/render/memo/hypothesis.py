@@ -16,7 +16,9 @@ def over_explains(c: Claim) -> str | None:
     share = c.figure("carried_share")
     if share is None or round(100 * share.value) <= 100:
         return None
-    against = [("some of its own parts" if w == "own parts" else w) for w in c.terms.get("against", "").split(",") if w]
+    own = f"part of {c.terms.get('mechanism', 'its')}'s own time"
+    words = {"own parts": own, "unattributed": "time no mechanism carries"}
+    against = [words.get(w, w) for w in c.terms.get("against", "").split(",") if w]
     pulls = f": {listed(against)} {'pulls' if len(against) == 1 else 'pull'} the other way" if against else ""
     return f", more than the whole change ({num(share)}){pulls}"
 
@@ -73,7 +75,8 @@ def primary_mechanism(st: Style, c: Claim, settle_here: bool = True) -> str:
     settle_text = f"; {settle} would settle it" if settle and settle_here else ""
     if c.code == "not_established":
         return f"not established: {mech} leads without a clear share; it {_carries(c, of)}{settle_text}."
-    return f"{st.bold(c.terms.get('mechanism', ''))}, which {_carries(c, of, over_here=settle_here)}."
+    hypothesis = " (a hypothesis from the timings: no other evidence in these inputs confirms it)" if c.terms.get("confirmed") == "no" else ""
+    return f"{st.bold(c.terms.get('mechanism', ''))}, which {_carries(c, of, over_here=settle_here)}{hypothesis}."
 
 
 SETTLE_WORDS = {

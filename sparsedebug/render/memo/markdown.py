@@ -41,7 +41,7 @@ class MarkdownMemo(MemoFormat):
         rows = results.table(st, memo)
         out += [*rows, ""] if rows else []
         out += [*reason_lines(memo, st), ""]
-        out += [*(f"- {p.headline(f)}" for f in memo.headline), ""] if memo.headline else []
+        out += [*(f"- Headline (the seed's metric): {p.headline(f)}" for f in memo.headline), ""] if memo.headline else []
         # the results table gives each run's clock; the legend is left for what the table cannot say (a projection)
         legend = p.clock_legend(memo.clocks) if not rows or any(c.clock == "projected" for c in memo.clocks) else ""
         if legend:
@@ -55,6 +55,7 @@ class MarkdownMemo(MemoFormat):
                        + _sub(p.sparse_kernels_parts(st, used)[1:])) if used is not None else []),
                     f"- **Workload or traffic slice**: {p.slice_(st, s.slice)}",
                     f"- **First failing layer or stage**: {p.first_stage(st, s.first_stage, effect_here=False)}",
+                    *_sub(p.stage_legend(st, s.first_stage)),
                     *_sub([e[0].upper() + e[1:] for e in (p.first_stage_effect(st, s.first_stage),) if e and not s.first_stage.withheld]),
                     *_sub(p.first_stage_layers(st, s.first_stage)),
                     "- **Build and runtime tags**:", *(f"  - {part}" for part in build_tags_parts(st, s.build_tags)), ""]

@@ -77,10 +77,19 @@ DECISION_WORDS = {
 }
 
 
+DECISION_MEANING: dict[str, str] = {
+    "ship": "deploy the judged build", "bounded_rollout": "deploy to a bounded slice and watch the open checks",
+    "rollback": "do not deploy: keep the dense baseline", "escalate": "hold the rollout: these inputs cannot decide",
+    "no_change": "nothing to ship or roll back",
+}
+"""What each decision asks of a lead, in a few words (the playbook's ``decisions[].when`` says when it is taken)."""
+
+
 def decision_head(st: Style, c: Claim) -> str:
-    """``Decision: rollback``."""
+    """``Decision: rollback (do not deploy: keep the dense baseline)``."""
     label = c.terms.get("label") or DECISION_WORDS.get(c.code or "", c.code or "")
-    return f"Decision: {st.bold(label)}"
+    meaning = DECISION_MEANING.get(c.code or "")
+    return f"Decision: {st.bold(label)}" + (f" ({meaning})" if meaning else "")
 
 
 CHECK_WORDS: dict[str, str] = {
@@ -113,7 +122,8 @@ def blockers(c: Claim) -> str:
 
 def decision_judged(st: Style, c: Claim) -> str:
     """Which run the decision was judged on, who owns the next change when nothing blocks, and whether it was decided again."""
-    text = f"judged on the {c.terms.get('judged_on', 'candidate')} run"
+    judged = c.terms.get("judged_on", "candidate")
+    text = f"judged on the {judged} run" + (" (no fixed run in the bundle)" if judged == "candidate" else "")
     owner = c.terms.get("owner")
     text += f"; the next change is owned by the {owner}" if owner and not c.items else ""
     changed = [n for n in c.terms.get("recomputed", "").split(",") if n]
@@ -247,10 +257,15 @@ def _reason(st: Style, c: Claim) -> str:
         why = [LOWER_REASON_WORDS.get(r, r) for r in c.terms.get("why", "").split(",") if r]
         named = f": {layer_names(st, list(c.items))}" if c.items and not reason_items(st, c) else ""
         because = f" ({', '.join(why)})" if why else ""
-        return f"{num(n)} of {num(m)} layers meant to be sparse run dense{named}{because} (fallback check {verb})."
+        return f"{num(n)} of {num(m)} layers meant to be sparse run dense{named}{because}; the fallback check {verb}."
     if code == "precision_drift":
-        return f"The precision check {verb}: a layer's dtype or kernel error moved against the baseline." if status == "fail" \
-            else "The precision check passes."
+        if status != "fail":
+            return "The precision check passes."
+        named = [x.split(":") for x in c.terms.get("changed", "").split("|") if x]
+        if named and len(named) <= 2 and c.terms.get("limit.precision_changes"):  # the policy holds changes to none
+            moved = " and ".join(f"{st.code(layer)} computes in {st.code(now)} (was {st.code(was)})" for layer, was, now in named)
+            return f"The precision check {verb}: {moved}, and the policy allows no change of precision."
+        return f"The precision check {verb}: a layer's dtype or kernel error moved against the baseline."
     if code == "p99_latency":
         r, cap = c.figure("p99_ratio"), c.figure("p99_max_ratio")
         if status == "pass" and _past_limit(c, "p99_ratio"):
@@ -273,11 +288,15 @@ def speedup_parts(st: Style, c: Claim) -> list[str]:
     if sp is None:
         return ["speedup over the baseline not measured (no latency samples on a side)"]
     paired = f"{speedup_basis_words(sp)}; " if sp.basis == "paired_rounds" else ""
-    out = [f"speedup {num(sp)} over the baseline ({paired}p50 {num(b)} baseline, {num(k)} candidate)"]
+    status = c.terms.get("status", "")
+    verdict = {"fail": ", **FAILS**", "pass": ", passes", "inconclusive": ", not judged"}.get(status, "")
+    why = {"too_few": " (too few samples)", "unstable": " (timings disturbed by other load)"}.get(c.terms.get("why", ""), "")
+    verdict = (verdict if st.markdown else verdict.replace("**", "")) + (why if status == "inconclusive" else "")
+    out = [f"speedup {num(sp)} over the baseline ({paired}p50 {num(b)} baseline, {num(k)} candidate){verdict}"]
     share = c.figure("traced_host_wait_share")
     if c.code == "rests_on_traced" and share is not None:
-        out.append(f"it rests on traced latency, which holds the profiler's own cost (the host idles {num(share)} of the span); "
-                   "pass untraced timings with `--latency` to settle it")
+        out.append(f"it rests on traced latency, which holds the profiler's own cost (the GPU waits on the host for {num(share)} "
+                   "of the span); untraced timings (`--latency`) settle it")
     return out
 
 
@@ -384,6 +403,24 @@ LOWER_REASON_WORDS = {
 """Why a layer runs dense (``records.run.FallbackReason``), in words."""
 
 
+STAGE_WORDS: dict[str, str] = {
+    "graph": "model graph: layers and shapes", "lower": "lowering: kernel path and dtype per layer", "kernel": "kernel times",
+    "schedule": "scheduling: launches and GPU idle gaps", "outcome": "latency per forward",
+}
+STAGE_ORDER: tuple[str, ...] = ("graph", "lower", "kernel", "schedule", "outcome")
+"""Each playbook stage (``locate``) in the words of the seed's stage list, for a lead who does not know the tool."""
+
+LAYER_EFFECT_WORDS: dict[str, str] = {
+    "schedule": "GPU idle before each call plus its kernel time", "kernel": "kernel time per call",
+    "lower": "kernel time per call",
+}
+"""What a layer group's effect size compares, by the stage that found it (``locate.schedule`` adds the idle gap)."""
+
+STAGE_SHORT: dict[str, str] = {"graph": "graph change", "lower": "lowering change", "kernel": "kernel times",
+                               "schedule": "scheduling gaps", "outcome": "slower forward"}
+"""A stage as the thing it explains downstream."""
+
+
 # What a stage metric's effect size compares (``locate``'s MetricFinding.metric), per iteration.
 EFFECT_METRIC_WORDS = {"overhead_ms": "overhead (span - busy) on top of the baseline's busy time", "busy_ms": "kernel busy time"}
 
@@ -416,7 +453,7 @@ def first_stage(st: Style, c: Claim, effect_here: bool = True) -> str:
         text += f"; its layers carry {num(share)} of the latency change"
     if c.terms.get("explains"):
         stages = c.terms["explains"].split(",")
-        text += f", which explains the {listed(stages)} stage{'s' if len(stages) > 1 else ''} downstream"
+        text += f", which explains the {listed([STAGE_SHORT.get(x, x) for x in stages])} downstream"
     return text + "."
 
 
@@ -438,6 +475,15 @@ def _tested_on(c: Claim) -> str:
     return f" over {num(base)} baseline and {num(cand)} candidate {what}"
 
 
+def stage_legend(st: Style, c: Claim) -> list[str]:
+    """What the first stage is, in a lead's words (a line of its own; none when no stage diverged)."""
+    stage = c.terms.get("stage", "")
+    if c.code != "divergence" or stage not in STAGE_WORDS:
+        return []
+    order = ", ".join(STAGE_ORDER)
+    return [f"Stage {st.code(stage)} is {STAGE_WORDS[stage]} (the stages in order: {order})"]
+
+
 def first_stage_effect(st: Style, c: Claim) -> str | None:
     """The bisect's effect size, named by what it compares: one layer group per call, a stage metric per iteration,
     or the forward's latency (None without one)."""
@@ -445,7 +491,8 @@ def first_stage_effect(st: Style, c: Claim) -> str | None:
     tested = f" ({num(p)}{_tested_on(c)})" if p is not None else ""
     layer_effect, latency, metric = c.figure("layer_effect_ratio"), c.figure("latency_ratio"), c.figure("metric_ratio")
     if layer_effect is not None:  # an effect size of one layer group, per call: not the forward's latency
-        return f"largest layer effect: per-call time ratio {num(layer_effect)} on {st.code(c.terms.get('effect_layer', ''))}{tested}"
+        what = LAYER_EFFECT_WORDS.get(c.terms.get("effect_stage", ""), "time per call")
+        return f"largest layer effect: {what}, ratio {num(layer_effect)} on {st.code(c.terms.get('effect_layer', ''))}{tested}"
     if metric is not None:
         name = c.terms.get("effect_metric", "")
         return f"effect: {EFFECT_METRIC_WORDS.get(name, st.code(name))}, ratio {num(metric)} per iteration{tested}"
@@ -455,11 +502,23 @@ def first_stage_effect(st: Style, c: Claim) -> str | None:
     return None
 
 
+CAUSE_WORDS: dict[str, str] = {"non_contiguous": "{t} not contiguous", "dtype_change": "{t} dtype changed",
+                                "attn_mask": "an attn_mask is now passed", "dropout": "dropout is now on", "head_dim": "head dim changed"}
+"""What the dispatcher saw differently (``records.run.DispatchCause.code``), without its figures (the report gives them)."""
+
+
+def _cause(code_tensor: str) -> str:
+    code, _, tensor = code_tensor.partition(":")
+    return CAUSE_WORDS.get(code, code).format(t=tensor or "an input")
+
+
 def first_stage_layers(st: Style, c: Claim) -> list[str]:
     """What the first stage found, one line per kind: the finding, why, and its layers written once."""
     out = []
     for kind in (k for k in c.terms.get("kinds", "").split(",") if k):
         reasons = [LOWER_REASON_WORDS.get(r, r) for r in c.terms.get(f"reasons.{kind}", "").split(",") if r]
+        reasons += [p.replace("->", " -> ") for p in c.terms.get(f"paths.{kind}", "").split(",") if p]
+        reasons += [_cause(cause) for cause in c.terms.get(f"causes.{kind}", "").split(",") if cause]
         names = [n for n in c.terms.get(f"layers.{kind}", "").split("|") if n]
         n = c.figure("kind_layers", kind)
         why = f" ({', '.join(reasons)})" if reasons else ""

@@ -25,6 +25,7 @@ CLOCK_WORDS: dict[str, str] = {
 
 CAPTURE_WORDS: dict[str, str] = {
     "quality": "not measured (a trace carries no model output): evaluate the sparse model against dense offline",
+    "outputs": "not measured (a trace carries no model output): compare the candidate's outputs with the baseline's offline",
     "precision": "not measured: needs per-layer kernel error against an fp64 reference (a replay measures it)",
     "power": "not measured: capture an nvidia-smi power log beside the runs and pass it with --power",
     "power_replay": "not measured: this CPU has no energy reading for the replay",
@@ -76,6 +77,8 @@ def cell(st: Style, c: Claim) -> str:
     if row == "latency":
         text = " / ".join(num(c.figure(f"latency_{p}_ms")).removesuffix(" ms") for p in ("p50", "p95")) + \
             f" / {num(c.figure('latency_p99_ms'))}"
+        n = c.figure("latency_samples")
+        text += f" (n={num(n)})" if n is not None else ""
         ratio = c.figure("p99_ratio")
         if ratio is not None:
             text += f"; p99 {num(ratio)}x the baseline's"
@@ -100,7 +103,10 @@ def cell(st: Style, c: Claim) -> str:
     if row == "precision":
         changes, worst = c.figure("precision_changes"), c.figure("worst_err_share")
         parts = []
-        if changes is not None:
+        named = [x.split(":") for x in c.terms.get("changed", "").split("|") if x]
+        if named and len(named) <= 2:
+            parts.append("; ".join(f"{st.code(layer)} {st.code(was)} -> {st.code(now)}" for layer, was, now in named))
+        elif changes is not None:
             parts.append(f"{num(changes)} layer{'s' if changes.value != 1 else ''} changed dtype or kernel")
         if worst is not None:
             parts.append(f"worst kernel error {num(worst)} of its tolerance" + (" (within it)" if worst.value <= 1 else ""))

@@ -41,7 +41,7 @@ def test_each_cell_says_pass_or_fail_against_the_policy_limit() -> None:
     assert speed[0] == "reference"
     assert speed[1] == "0.769x (p50 over p50), **FAIL** (floor 1.000x)" and speed[2] == "0.909x (p50 over p50), **FAIL** (floor 1.000x)"
     tail = _row(lines, "latency p50 / p95 / p99")
-    assert tail[0] == "5.000 / 5.090 / 5.098 ms"  # every run's p95 and p99, not p50 alone
+    assert tail[0] == "5.000 / 5.090 / 5.098 ms (n=30)"  # every run's p95 and p99, not p50 alone, and the samples they rest on
     assert tail[1].endswith("p99 1.300x the baseline's, **FAIL** (limit 1.250x)")
     assert tail[2].endswith("p99 1.100x the baseline's, pass (limit 1.250x)")
     assert _row(lines, "meant-sparse layers running dense")[1:] == ["1 of 2, **FAIL** (limit 0%)"] * 2
