@@ -309,7 +309,7 @@ def _rerun(w: _Walk, frozen: _Frozen, located: _Located, classified: _Classified
     from sparsedebug.signoff.movement import measure_movement
 
     begun = w.begin("rerun", note("playbook.rerun"))
-    fixed_run, session_cand = None, None
+    fixed_run, session_cand, pairing = None, None, None
     fix = classified.classification.fix
     if reproduced.fixed_file is not None:
         inputs = FixedInputs(candidate=located.candidate, candidate_file=w.inputs["candidate"], fixed_file=reproduced.fixed_file,
@@ -317,7 +317,7 @@ def _rerun(w: _Walk, frozen: _Frozen, located: _Located, classified: _Classified
         # a CUDA-graph fix changes the launch mode by design: its fixed run is compared with the candidate across it
         graph_fix = fix is not None and fix.code == "cuda_graph"
         allow: tuple[Dimension, ...] = (*w.allow, "launch") if graph_fix and "launch" not in w.allow else w.allow
-        fixed_run, session_cand = load_fixed(
+        fixed_run, session_cand, pairing = load_fixed(
             inputs, repeats=w.repeats, allow=allow, load_fixed=lambda: located.fixed_early or w.load("fixed"), meter=w.meter,
             say=lambda what: w.say.step(begun[0], what), compared=lambda check: w.say.compared(check, "fixed run"), progress=w.say.progress,
         )
@@ -325,7 +325,7 @@ def _rerun(w: _Walk, frozen: _Frozen, located: _Located, classified: _Classified
     if fixed_run is not None:
         w.out.record("fixed", fixed_run)
         moves, verdict, moved, target = measure_movement(located.baseline, located.candidate, fixed_run, fix, session_cand=session_cand)
-        outcome = outcome.model_copy(update={"movements": moves, "significance": verdict, "moved": moved, "target": target})
+        outcome = outcome.model_copy(update={"movements": moves, "significance": verdict, "moved": moved, "target": target, "pairing": pairing})
         outcome = outcome.model_copy(update=_next_fix(w, frozen, located, fixed_run, fix))
     w.out.record("fix", outcome)
     if fixed_run is None:

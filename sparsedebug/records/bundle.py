@@ -11,7 +11,7 @@ from sparsedebug.records.classification import Fix
 from sparsedebug.records.fingerprint import FileDigest
 from sparsedebug.records.gate import GateTest
 from sparsedebug.records.notes import Note
-from sparsedebug.records.stats import Direction
+from sparsedebug.records.stats import Direction, Judgement
 
 InputRole = Literal["baseline", "candidate", "fixed"]
 
@@ -69,6 +69,28 @@ class Movement(Record):
         return self.direction == self.expected_direction
 
 
+class CandidatePairing(Record):
+    """Which candidate the fixed run's latency verdict compares it with, and the machine drift that chose it.
+
+    The fixed workload is replayed beside its dense reference; when the candidate's and the fixed run's dense
+    references are the same computation and the judgement rule finds no change between them (``judgement``
+    ``no_change``: not a significant, persistent shift beyond the rule's factor), the machine did not drift
+    between locate's session and the fixed run, and the verdict compares the fixed run with the candidate
+    locate measured (``locate``, unpaired). Otherwise (drifted, too few samples to tell, or no shared
+    reference) the candidate is replayed again beside the fixed run in one interleaved session and the
+    verdict compares the two round by round (``fresh``).
+    """
+
+    candidate: Literal["locate", "fresh"] = Field(description="locate: the candidate locate measured; fresh: replayed again beside the fixed run.")
+    drift: float | None = Field(
+        description="Median of the fixed run's dense reference over the candidate's (None: not the same computation, or the candidate "
+        "judged on latencies other than its replay's)."
+    )
+    judgement: Judgement | None = Field(description="The rule's judgement of the dense reference from the candidate's session to the fixed run's (None: no shared reference).")
+    alpha: float = Field(description="The rule's significance level.")
+    factor: float = Field(description="The rule's factor: a shift within it is no change.")
+
+
 class FixOutcome(Record):
     """Step 4 closing the loop: the proposed fix, whether and how it was applied, and what it moved."""
 
@@ -78,6 +100,10 @@ class FixOutcome(Record):
     fixed_source: Literal["applied_to_workload", "given", "none"]
     movements: list[Movement] = Field(default_factory=list)
     significance: GateTest | None = Field(None, description="The test of candidate vs fixed latency samples (paired_rank: against the candidate replayed again in the fixed run's interleaved session).")
+    pairing: CandidatePairing | None = Field(
+        None, description="Which candidate the latency verdict compares the fixed run with and why (None: the fixed run was loaded, not "
+        "replayed beside a replayed candidate).",
+    )
     moved: bool | None = Field(None, description="Whether the fix's target metric moved the right way (latency: significantly).")
     target: str | None = Field(None, description="The movement that decided `moved` (latency p50, fallback rate, ...).")
     next_fix: Fix | None = Field(

@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 import yaml
 
 from sparsedebug.records.notes import Note
 from sparsedebug.render.words.notes import say
 from sparsedebug.sources.playbook import default_playbook_path
 from tests.conftest import assert_clean_error, invoke
+from tests.support.pairing import plant_drift
 
 
 def test_show_renders_every_section() -> None:
@@ -66,7 +68,9 @@ PLANTED = Path(__file__).resolve().parents[2] / "fixtures" / "workloads" / "plan
 H200 = Path(__file__).resolve().parents[2] / "fixtures" / "h200"
 
 
-def test_run_on_workloads_applies_the_fix_and_measures_it(tmp_path: Path) -> None:
+@pytest.mark.parametrize("drifted", [True, False], ids=["drifted", "calm"])
+def test_run_on_workloads_applies_the_fix_and_measures_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, drifted: bool) -> None:
+    decided = plant_drift(monkeypatch, drifted)
     out = tmp_path / "bundle"
     result = invoke([
         "playbook", "run", "--baseline", str(PLANTED / "base.yaml"), "--candidate", str(PLANTED / "scheduling_per_call.yaml"),
@@ -92,12 +96,21 @@ def test_run_on_workloads_applies_the_fix_and_measures_it(tmp_path: Path) -> Non
     assert f"latency p50: {p50['before']:.3f} ms -> {p50['after']:.3f} ms" in (out / "report.md").read_text()
     cls = json.loads((out / "classification.json").read_text())
     assert cls["winner"] in ("scheduling", "memory")
-    # baseline and candidate shared one interleaved session; the fixed run one with the candidate again (issue 25)
     runs = {role: json.loads((out / f"{role}.run.json").read_text()) for role in ("baseline", "candidate", "fixed")}
-    assert runs["baseline"]["session"]["id"] == runs["candidate"]["session"]["id"] != runs["fixed"]["session"]["id"]
-    assert (runs["baseline"]["session"]["role"], runs["fixed"]["session"]["role"]) == ("baseline", "candidate")
-    assert fix["significance"]["same_session"] is True
-    assert "interleaved session, round by round: " in (out / "report.md").read_text()
+    assert runs["baseline"]["session"]["id"] == runs["candidate"]["session"]["id"]  # one interleaved session
+    assert len(decided) == 1 and fix["pairing"] == decided[0].model_dump(mode="json")
+    # every run keeps at least the rounds asked for, the fixed run included, whichever candidate it is judged against
+    assert min(len(runs[role]["outcome"]["latency_samples_ms"]) for role in runs) >= 5
+    if drifted:  # the machine drifted since locate: the fixed run shares a session with the candidate again (issue 25)
+        assert fix["pairing"]["candidate"] == "fresh" and fix["pairing"]["judgement"] == "loss"
+        assert runs["candidate"]["session"]["id"] != runs["fixed"]["session"]["id"]
+        assert (runs["baseline"]["session"]["role"], runs["fixed"]["session"]["role"]) == ("baseline", "candidate")
+        assert fix["significance"]["same_session"] is True
+        assert "interleaved session, round by round: " in (out / "report.md").read_text()
+    else:  # it did not: the fixed run is replayed alone and judged against the candidate locate measured (issue 57)
+        assert fix["pairing"]["candidate"] == "locate" and fix["pairing"]["judgement"] == "no_change"
+        assert runs["fixed"]["session"] is None and fix["significance"]["same_session"] is False
+        assert fix["significance"]["n_base"] == len(runs["candidate"]["outcome"]["latency_samples_ms"])
     manifest = json.loads((out / "bundle.json").read_text())
     assert [s["step"] for s in manifest["steps"]] == ["freeze", "locate", "classify", "reproduce", "rerun"]
     # The memo re-renders identically from the bundle on disk.

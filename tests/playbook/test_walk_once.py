@@ -3,9 +3,12 @@ it wrote is what the bundle re-renders to from disk."""
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from sparsedebug.core.errors import InternalError
@@ -21,10 +24,16 @@ from sparsedebug.render.memo.formats import render
 from sparsedebug.signoff.decide import decide_bundle
 from sparsedebug.signoff.memo import build_memo
 from sparsedebug.sources.bundle import MANIFEST, load_bundle
+from sparsedebug.sources.models.base import Array, Batch, Transformer
 from sparsedebug.sources.playbook import default_playbook_path, load_playbook
+from sparsedebug.sources.replay.checkpoint import source as checkpoint_source
+from sparsedebug.sources.replay.checkpoint.kernels import ModelKernels
+from sparsedebug.sources.replay.checkpoint.prune import ModelCache
+from sparsedebug.sources.replay.checkpoint.quality import Outputs, evaluate
 from tests.conftest import invoke
 from tests.sources.replay.model_workloads import bert_pair
 from tests.support.opens import Opens, counting
+from tests.support.pairing import plant_drift
 
 H200 = Path(__file__).resolve().parents[2] / "fixtures" / "h200"
 
@@ -55,6 +64,43 @@ def test_a_model_walk_reads_each_input_once_and_writes_each_file_once(models: di
     assert result.exit_code == 0, result.stderr
     assert {"reduce.json", "fixed.workload.yaml", "fixed.run.json", "memo.json"} <= {p.name for p in out.iterdir()}
     _assert_once(opens, out, [models["base"], models["cand"]])
+
+
+REFERENCE: tuple[tuple[object, ...], ...] = (("reference",),)
+
+
+def _variant(overrides: object) -> tuple[tuple[object, ...], ...]:
+    """What a quality evaluation computes, by content: every linear's weight bytes, precision, pattern and conversion."""
+    if not isinstance(overrides, ModelKernels):
+        return REFERENCE
+    return tuple(sorted(
+        (name, hashlib.sha1(np.ascontiguousarray(k.weight).tobytes()).hexdigest(), k.precision, str(k.pattern), k.per_call)
+        for name, k in overrides.kernels.items()
+    ))  # fmt: skip
+
+
+def test_a_model_walk_evaluates_each_variants_quality_once(models: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 57: the candidate replayed again beside the fixed run (the machine drifted, planted), the baseline, whose
+    kernels are the dense model's (as step 0 of the equal-latency narrowing and the reproducer's pair are), and each
+    narrowed model: every variant's quality is evaluated once in the walk, the candidate's included."""
+    monkeypatch.setattr(checkpoint_source, "_QUALITY", ModelCache(keep=64))
+    decided = plant_drift(monkeypatch, drifted=True)
+    evaluated: Counter[tuple[tuple[object, ...], ...]] = Counter()
+
+    def counting(model: Transformer, batch: Batch, overrides: Mapping[str, Array] | None = None) -> Outputs:
+        evaluated[_variant(overrides)] += 1
+        return evaluate(model, batch, overrides)
+
+    monkeypatch.setattr(checkpoint_source, "evaluate", counting)
+    out = tmp_path / "bundle"
+    result = invoke(["playbook", "run", "--baseline", str(models["base"]), "--candidate", str(models["cand"]), "-o", str(out),
+                     "--repeats", "3"])
+    assert result.exit_code == 0, result.stderr
+    assert [p.candidate for p in decided] == ["fresh"]  # the candidate was replayed twice
+    assert (out / "reduce.json").exists()
+    per_call = [variant for variant in evaluated if variant != REFERENCE and any(spec[-1] is True for spec in variant)]
+    assert len(per_call) == 1, "the candidate (the one variant converting per call) evaluated under one key"
+    assert max(evaluated.values()) == 1, [n for n in evaluated.values() if n > 1]
 
 
 @pytest.mark.slow

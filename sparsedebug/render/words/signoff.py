@@ -226,6 +226,16 @@ PHRASES: dict[str, Phrase] = {
     "playbook.replay_fixed_pair": lambda v: (
         f"replay the fixed candidate{' ' + str(v['file']) if v.get('file') else ''} and the candidate again in one interleaved session"
     ),
+    "playbook.replay_fixed": lambda v: (
+        f"replay the fixed candidate{' ' + str(v['file']) if v.get('file') else ''}, to compare with the candidate locate measured "
+        "unless the machine drifted since"
+    ),
+    "playbook.fixed_drifted": lambda v: (
+        "the candidate is replayed again beside the fixed candidate: "
+        + ("no dense reference shared with locate's session tells whether the machine drifted" if v.get("judgement") is None
+           else "too few samples of the dense reference to tell whether the machine drifted since locate"
+           if v.get("judgement") == "inconclusive" else f"the machine drifted since locate (the dense reference x{v['drift']:.3f})")
+    ),
     "playbook.rerun_moved": _rerun_moved,
     "playbook.no_fixed": "no fixed candidate to re-run",
     "playbook.next_by_attribution": _next_by_attribution,

@@ -115,6 +115,8 @@ def replay(
     source_path: Path | None = None,
     min_sample_ms: float | None = None,
     source_digest: FileDigest | None = None,
+    settle_against: list[float] | None = None,
+    rule: JudgementRule | None = None,
 ) -> RunRecord:
     """Replay ``workload`` on the built-in kernels; return a run record with all five stages.
 
@@ -125,6 +127,11 @@ def replay(
     shortest sample of a whole forward (default ``records.defaults.MIN_SAMPLE_MS``;
     ``core.timing.measure``); ``source_digest`` the workload file's digest when it was read already (else it is
     taken from ``source_path``). Bad input raises ``UserError`` naming the layer.
+
+    ``settle_against``: whole-forward samples of another run this one will be compared with (unpaired): the
+    forwards are sampled, as :func:`replay_pair` samples a session, until the ratio of this run's to those
+    settles by ``rule`` (default the rule's defaults), rounds added in batches within
+    ``records.defaults.SETTLE_BUDGET_S``; the timing quality records whether it settled.
     """
     rounds = _rounds(workload, repeats)
     source = _source(workload, source_path, rounds)
@@ -135,8 +142,16 @@ def replay(
         tick("lower", len(lower.layers), len(lower.layers))
         kernel = _kernel_stage(workload, prepared, rounds, tick)
         forwards = prepared.forwards()
+        settle: Callable[[dict[str, list[float]]], bool] | None = None
+        if settle_against is not None:
+            against, judged = settle_against, rule or DEFAULT_RULE
+
+            def settle(samples: dict[str, list[float]]) -> bool:
+                return settled(judge(against, samples["candidate"], judged), judged)
+
         timed = measure(
             {"candidate": forwards.candidate, "dense": forwards.dense}, rounds=rounds, warmup=workload.warmup, min_sample_ms=_min_sample(min_sample_ms),
+            settle=settle, settle_budget_s=SETTLE_BUDGET_S,
         )
         schedule = _schedule_stage(workload, forwards, timed, "candidate", tick)
         outcome, verdicts = _outcome_stage(

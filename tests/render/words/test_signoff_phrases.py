@@ -46,6 +46,8 @@ SAMPLES: dict[str, dict[str, NoteValue]] = {
     "playbook.fix_needs_rerun": {"kind": "trace", "rule": "compute.fallback_time", "action": "exclude_layer"},
     "playbook.fixed_given": {"path": "fixed.json", "kind": "run record"},
     "playbook.replay_fixed_pair": {"file": "fixed.yaml"},
+    "playbook.replay_fixed": {"file": "fixed.yaml"},
+    "playbook.fixed_drifted": {"drift": 1.08, "judgement": "loss"},
     "playbook.rerun_moved": {"direction": "faster", "change": 0.82, "moved": True},
     "playbook.next_by_attribution": {"winner": "memory", "ms": 1.2, "delta_ms": 2.5, "share": 0.48},
     "playbook.energy_machine": {"machine": "no_reading"},

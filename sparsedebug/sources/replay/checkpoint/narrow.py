@@ -138,10 +138,13 @@ class ModelNarrowing:
         self, model: Transformer, importance: Callable[[], Mapping[str, F64]], precisions: Mapping[str, Precision],
         timed: Batch, measure: Callable[[Transformer, ModelKernels], QualityDelta], importance_text: Note,
         target_ms: Callable[[int, Launch], float | None] | None = None,
+        cached: Callable[[int, Callable[[], QualityDelta]], QualityDelta] | None = None,
     ) -> None:
         self.model, self.scores, self.precisions, self.timed, self.measure = model, importance, precisions, timed, measure
         self.importance: Note | None = importance_text
         self.target_ms = target_ms
+        # ``cached(step, measure)``: the quality of a step, measured (``measure()``) only when not known already.
+        self.cached = cached
         self.blocks = ffn_blocks(model)
         self._built: dict[int, tuple[Transformer, ModelKernels]] = {}
 
@@ -162,7 +165,9 @@ class ModelNarrowing:
         return lambda: narrowed.hidden(self.timed, kernels)
 
     def quality(self, step: int) -> QualityDelta:
-        """Real-text quality of the narrowed model against the dense one."""
+        """Real-text quality of the narrowed model against the dense one (through ``cached`` when given)."""
+        if self.cached is not None:
+            return self.cached(step, lambda: self.measure(*self.build(step)))
         return self.measure(*self.build(step))
 
     def target_dense_ms(self, step: int, launch: Launch) -> float | None:

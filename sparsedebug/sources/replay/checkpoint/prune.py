@@ -60,6 +60,26 @@ def calibration_knobs(workload: Workload, data: ModelData) -> dict[str, str]:
     }
 
 
+def _pruning_groups(
+    workload: Workload, key: str, layers: list[ModelLayer], data: ModelData
+) -> list[tuple[str, list[Linear], tuple[Hashable, ...]]]:
+    """The workload's pruning passes: each pattern, the linears pruned to it in one pass, and that pass's cache key
+    (none with ``pruning.method: none``)."""
+    method = workload.pruning.method
+    if method == "none":
+        return []
+    groups: dict[str, list[Linear]] = {}
+    for layer in layers:
+        if layer.pattern is not None:
+            groups.setdefault(layer.sparsity, []).append(layer.linear)
+    calibrated = method != "magnitude"
+    return [
+        (pattern, group, ("pruned", key, method, pattern, tuple(layer.name for layer in group),
+                          data.corpus.sha256 if calibrated else "", len(data.calibration.ids)))
+        for pattern, group in groups.items()
+    ]  # fmt: skip
+
+
 def pruned_weights(
     cache: ModelCache, workload: Workload, loaded: LoadedModel, key: str, layers: list[ModelLayer], data: ModelData
 ) -> dict[str, Array]:
@@ -68,17 +88,20 @@ def pruned_weights(
     method = workload.pruning.method
     if method == "none":
         return weights
-    groups: dict[str, list[Linear]] = {}
-    for layer in layers:
-        if layer.pattern is not None:
-            groups.setdefault(layer.sparsity, []).append(layer.linear)
     calibrated = method != "magnitude"
-    for pattern, group in groups.items():
-        names = tuple(layer.name for layer in group)
-        cache_key = ("pruned", key, method, pattern, names, data.corpus.sha256 if calibrated else "", len(data.calibration.ids))
+    for pattern, group, cache_key in _pruning_groups(workload, key, layers, data):
 
         def make(group: list[Linear] = group, pattern: str = pattern) -> dict[str, Array]:
             return prune_model(loaded.model, group, parse_pattern(pattern), method, data.calibration if calibrated else None)
 
         weights.update(cache.get(cache_key, make))
     return weights
+
+
+def weight_keys(workload: Workload, key: str, layers: list[ModelLayer], data: ModelData) -> dict[str, Hashable]:
+    """What each linear's weight in :func:`pruned_weights` is a pure function of: its pruning pass's cache key, or
+    ``("checkpoint", key)`` for the checkpoint's own weight. Two variants whose keys match hold the same weights."""
+    keys: dict[str, Hashable] = {layer.name: ("checkpoint", key) for layer in layers}
+    for _, group, cache_key in _pruning_groups(workload, key, layers, data):
+        keys.update({linear.name: cache_key for linear in group})
+    return keys

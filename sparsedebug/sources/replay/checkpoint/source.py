@@ -37,12 +37,17 @@ are; see :mod:`sparsedebug.sources.replay.checkpoint.target`).
 The loaded model, the text's batches, the pruned weights, the dense model's
 outputs and the neuron importance are pure functions of the workload and are
 kept for the rest of the process, so a walk replaying one model several times
-computes them once; timings are measured every time.
+computes them once; timings are measured every time. So is the quality of every
+variant evaluated (the candidate's, a narrowed dense model's): a pure function of
+the model, the evaluation text and, per linear, its weight (by what it was pruned
+from and how), precision, sparse pattern and conversion; a walk that replays the
+candidate again, or a baseline whose kernels are the dense model's at step 0 of the
+narrowing, evaluates each variant once (:func:`quality_key`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -67,7 +72,7 @@ from sparsedebug.sources.replay.checkpoint.kernels import (
     timed_forward,
 )
 from sparsedebug.sources.replay.checkpoint.narrow import ModelNarrowing, ffn_blocks, narrowable, neuron_importance
-from sparsedebug.sources.replay.checkpoint.prune import ModelCache, calibration_knobs, pruned_weights
+from sparsedebug.sources.replay.checkpoint.prune import ModelCache, calibration_knobs, pruned_weights, weight_keys
 from sparsedebug.sources.replay.checkpoint.quality import Outputs, evaluate, evidence_of, quality_delta
 from sparsedebug.sources.replay.checkpoint.target import model_calls
 from sparsedebug.sources.replay.checkpoint.workload import (
@@ -91,6 +96,27 @@ from sparsedebug.sources.workload.model_spec import ModelRef
 from sparsedebug.sources.workload.schema import Layer, Workload
 
 _CACHE = ModelCache()
+# Quality figures of the variants evaluated, by :func:`quality_key` (small records: more are kept than of the arrays).
+_QUALITY = ModelCache(keep=64)
+
+
+# One linear of a variant as its quality depends on it: name, what its weight is a function of, precision, sparse
+# pattern (None: dense) and whether it converts per call.
+KernelSpec = tuple[str, Hashable, str, str | None, bool]
+
+
+def quality_key(evaluation: str, linears: list[KernelSpec]) -> tuple[Hashable, ...]:
+    """What a variant's quality on the evaluation text is a pure function of: the model and the text
+    (``evaluation``) and every linear's :data:`KernelSpec`. Variants with one key compute the same outputs."""
+    return (evaluation, tuple(sorted(linears)))
+
+
+def kernel_specs(kernels: ModelKernels, weights: Mapping[str, Hashable]) -> list[KernelSpec]:
+    """Every linear of ``kernels`` as a :data:`KernelSpec` (``weights``: what each weight is a function of)."""
+    return [
+        (name, weights[name], kernel.precision, str(kernel.pattern) if kernel.pattern is not None else None, kernel.per_call)
+        for name, kernel in kernels.kernels.items()
+    ]  # fmt: skip
 
 
 def holds(workload: Workload) -> bool:
@@ -182,6 +208,7 @@ class CheckpointSource:
         data = model_data(workload, loaded, key)
         progress("graph", 1, 3)
         weights = pruned_weights(_CACHE, workload, loaded, key, layers, data)
+        pruned = weight_keys(workload, key, layers, data)
         progress("graph", 2, 3)
         graph = graph_stage(layers, workload.tokens.total, loaded.weights.sha256)
         progress("graph", 3, 3)
@@ -193,7 +220,8 @@ class CheckpointSource:
             layer.name: layer.pattern for layer in layers if decisions[layer.name].path is KernelPath.SPARSE and layer.pattern
         }
         return CheckpointPrepared(
-            workload, ref, loaded, key, data, layers, decisions, weights, graph, target,
+            workload, ref, loaded, key, data, layers, decisions, weights, {name: pruned.get(name, ("checkpoint", key)) for name in weights},
+            graph, target,
             candidate=candidate_kernels(weights, precisions, sparse, workload.conversion == "per_call"),
             dense=dense_kernels(checkpoint_weights(loaded), precisions),
         )  # fmt: skip
@@ -249,6 +277,8 @@ class CheckpointPrepared:
     layers: list[ModelLayer]
     decisions: dict[str, Decision]
     weights: dict[str, Array]
+    # What each weight is a pure function of (``prune.weight_keys``): the quality cache's key.
+    weight_keys: dict[str, Hashable]
     graph: GraphStage
     target: TargetClock | None
     candidate: ModelKernels
@@ -305,17 +335,32 @@ class CheckpointPrepared:
         """The candidate and the dense forward of the timed batch."""
         return _Forwards(self.model, self.data, self.candidate, self.dense, [layer.name for layer in self.layers])
 
+    @property
+    def _evaluation(self) -> str:
+        """The model and the evaluation text, as a key."""
+        return f"{self.key}|{self.data.corpus.sha256}|{self.data.study.split.evaluation_tokens}"
+
     def _reference(self) -> Outputs:
-        key = f"{self.key}|{self.data.corpus.sha256}|{self.data.study.split.evaluation_tokens}"
-        return _CACHE.get(("reference", key), lambda: evaluate(self.model, self.data.evaluation))
+        return _CACHE.get(("reference", self._evaluation), lambda: evaluate(self.model, self.data.evaluation))
 
     def _quality(self, model: Transformer, kernels: ModelKernels) -> QualityDelta:
         evidence = evidence_of(self.loaded, self.ref.name, self.data)
         return quality_delta(evaluate(model, self.data.evaluation, kernels), self._reference(), evidence)
 
     def candidate_quality(self) -> QualityDelta:
-        """Real-text quality against the dense model on the evaluation text."""
-        return self._quality(self.model, self.candidate)
+        """Real-text quality against the dense model on the evaluation text (evaluated once per variant, :func:`quality_key`)."""
+        key = quality_key(self._evaluation, kernel_specs(self.candidate, self.weight_keys))
+        return _QUALITY.get(key, lambda: self._quality(self.model, self.candidate))
+
+    def _narrowed_quality(self, importance: Hashable, step: int, measure: Callable[[], QualityDelta]) -> QualityDelta:
+        """A narrowed dense model's quality, evaluated once per variant: step 0 is the dense model on its dense
+        kernels (the key a dense candidate's quality has), a further step the FFNs narrowed by ``importance``."""
+        checkpoint: Hashable = ("checkpoint", self.key)
+        precisions = {layer.name: layer.dtype for layer in self.layers}
+        specs: list[KernelSpec] = [
+            (name, checkpoint if step == 0 else ("narrowed", importance, step), precisions[name], None, False) for name in self.weights
+        ]
+        return _QUALITY.get(quality_key(self._evaluation, specs), measure)
 
     def narrowing(self) -> Narrowing | None:
         """The dense model narrowed by calibration importance (None when its FFNs cannot be rebuilt narrower)."""
@@ -329,7 +374,7 @@ class CheckpointPrepared:
             lambda: _CACHE.get(importance_key, lambda: neuron_importance(model, ffn_blocks(model), calibration)),
             {layer.name: layer.dtype for layer in self.layers}, self.data.timed, self._quality,
             note("targets.importance_calibration", tokens=len(calibration.ids), text=self.data.corpus.source),
-            self._narrowed_target_ms,
+            self._narrowed_target_ms, partial(self._narrowed_quality, importance_key),
         )  # fmt: skip
 
     def _narrowed_target_ms(self, step: int, launch: Launch) -> float | None:
