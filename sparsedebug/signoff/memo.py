@@ -368,8 +368,9 @@ def _action(b: LoadedBundle, decision: DecisionOutcome, book: Playbook) -> Actio
         direction = lat.direction or ("faster" if lat.after < lat.before else ("slower" if lat.after > lat.before else "same"))
         agrees = {True: "yes", False: "no", None: ""}[lat.as_expected]
         disturbed = {"timings": "unstable"} if speed_disturbed(decision.gates.get("fixed")) else {}
+        against = {"against": fo.pairing.candidate} if fo.pairing is not None else {}  # locate's candidate, or one replayed beside it
         measured = Claim(kind="measured_movement", code="moved" if fo.moved else ("not_moved" if fo.moved is False else "unjudged"),
-                         figures=figs, terms={"direction": direction, "agrees": agrees, **disturbed})
+                         figures=figs, terms={"direction": direction, "agrees": agrees, **disturbed, **against})
     return Action(change=change, expected=expected, measured=measured, risks=_risks(b, decision))
 
 

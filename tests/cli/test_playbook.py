@@ -106,10 +106,12 @@ def test_run_on_workloads_applies_the_fix_and_measures_it(tmp_path: Path, monkey
         assert runs["candidate"]["session"]["id"] != runs["fixed"]["session"]["id"]
         assert (runs["baseline"]["session"]["role"], runs["fixed"]["session"]["role"]) == ("baseline", "candidate")
         assert fix["significance"]["same_session"] is True
-        assert "interleaved session, round by round: " in (out / "report.md").read_text()
+        assert "interleaved session, round by round (the machine drifted since locate" in (out / "report.md").read_text()
+        assert "Judged against the candidate replayed again beside the fixed run, round by round" in memo
     else:  # it did not: the fixed run is replayed alone and judged against the candidate locate measured (issue 57)
         assert fix["pairing"]["candidate"] == "locate" and fix["pairing"]["judgement"] == "no_change"
         assert runs["fixed"]["session"] is None and fix["significance"]["same_session"] is False
+        assert "Judged against the candidate of step 2, unpaired: the machine did not drift" in memo
         assert fix["significance"]["n_base"] == len(runs["candidate"]["outcome"]["latency_samples_ms"])
     manifest = json.loads((out / "bundle.json").read_text())
     assert [s["step"] for s in manifest["steps"]] == ["freeze", "locate", "classify", "reproduce", "rerun"]

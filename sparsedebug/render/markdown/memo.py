@@ -295,7 +295,7 @@ def _action(b: LoadedBundle, book: Playbook) -> list[str]:
     if fo is not None and fo.movements:
         verdict = fix_verdict(fo)
         out.append(
-            f"- **Measured movement** (candidate -> fixed re-run): the fix {verdict}; latency samples: {significance_words(fo.significance) if fo.significance is not None else None}."
+            f"- **Measured movement** (candidate -> fixed re-run): the fix {verdict}; latency samples: {significance_words(fo.significance, fo.pairing) if fo.significance is not None else None}."
         )
         for m in fo.movements:
             line = _movement_line(m)

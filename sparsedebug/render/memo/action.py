@@ -105,11 +105,23 @@ def measured(st: Style, c: Claim | None) -> str:
     return f"{text}: {verdict}."
 
 
+AGAINST_WORDS: dict[str, str] = {
+    "locate": "Judged against the candidate of step 2, unpaired: the machine did not drift between the two sessions",
+    "fresh": "Judged against the candidate replayed again beside the fixed run, round by round (the machine drifted, or could "
+             "not be shown not to)",
+}
+"""Which candidate the fix's verdict compares the fixed run with (``FixOutcome.pairing``)."""
+
+
 def measured_caveats(c: Claim | None) -> list[str]:
-    """What the measured movement rests on that a reader must weigh: the fixed run's timings disturbed by other load."""
-    if c is None or c.terms.get("timings") != "unstable":
+    """What the measured movement rests on that a reader must weigh: which candidate it was judged against, and the fixed
+    run's timings disturbed by other load."""
+    if c is None:
         return []
-    return ["Other load disturbed the fixed run's timings: re-run on a quiet machine to confirm by how much it moved"]
+    out = [AGAINST_WORDS[c.terms["against"]]] if c.terms.get("against") in AGAINST_WORDS else []
+    if c.terms.get("timings") == "unstable":
+        out.append("Other load disturbed the fixed run's timings: re-run on a quiet machine to confirm by how much it moved")
+    return out
 
 
 THERMAL_WORDS = {"supported": "clocks fell during the run", "not_supported": "no sign of throttling",

@@ -41,7 +41,9 @@ class MarkdownMemo(MemoFormat):
         rows = results.table(st, memo)
         out += [*rows, ""] if rows else []
         out += [*reason_lines(memo, st), ""]
-        out += [*(f"- Headline (the seed's metric): {p.headline(f)}" for f in memo.headline), ""] if memo.headline else []
+        # the table states every run's speedup: a headline of any other figure still gets its line
+        headline = [f for f in memo.headline if not (rows and f.quantity == "speedup_p50")]
+        out += [*(f"- {p.headline(f)}" for f in headline), ""] if headline else []
         # the results table gives each run's clock; the legend is left for what the table cannot say (a projection)
         legend = p.clock_legend(memo.clocks) if not rows or any(c.clock == "projected" for c in memo.clocks) else ""
         if legend:

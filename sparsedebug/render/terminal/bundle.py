@@ -59,7 +59,7 @@ def bundle_summary(bundle: LoadedBundle, book: Playbook) -> RenderableType:
         lines.append(fix_how_words(bundle.fix) + "\n")
         if bundle.fix.moved is not None:
             lines.append("measured: ", style="bold")
-            lines.append(f"{fix_verdict(bundle.fix)}; latency: {significance_words(bundle.fix.significance) if bundle.fix.significance is not None else None}\n")
+            lines.append(f"{fix_verdict(bundle.fix)}; latency: {significance_words(bundle.fix.significance, bundle.fix.pairing) if bundle.fix.significance is not None else None}\n")
     decision = bundle.decision
     assert decision is not None, "a bundle summary needs the bundle's decision"
     lines.append("decision: ", style="bold")

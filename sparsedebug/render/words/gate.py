@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from sparsedebug.records.bundle import FixOutcome
+from sparsedebug.records.bundle import CandidatePairing, FixOutcome
 from sparsedebug.records.decision import DecisionOutcome, Refusal
 from sparsedebug.records.gate import GateCheck, GateFigure, GatePolicy, GateTest
 from sparsedebug.records.notes import NoteValue
@@ -299,10 +299,14 @@ PHRASES: dict[str, Phrase] = {
 }
 
 
-def significance_words(test: GateTest) -> str:
-    """The latency test of a fix's re-run: against the candidate replayed again in its session, or the candidate's samples."""
+def significance_words(test: GateTest, pairing: CandidatePairing | None = None) -> str:
+    """The latency test of a fix's re-run: against the candidate replayed again in its session (and why, when the
+    machine drifted since locate), or against the candidate locate measured (the machine did not drift)."""
     if test.same_session:
-        return f"against the candidate replayed again in the fixed run's interleaved session, round by round: {test_words(test)}"
+        why = " (the machine drifted since locate, or could not be shown not to)" if pairing is not None and pairing.candidate == "fresh" else ""
+        return f"against the candidate replayed again in the fixed run's interleaved session, round by round{why}: {test_words(test)}"
+    if pairing is not None and pairing.candidate == "locate":
+        return f"against the candidate locate measured, unpaired (the dense reference shows no drift between the two sessions): {test_words(test)}"
     return test_words(test)
 
 
