@@ -355,6 +355,10 @@ def _action(b: LoadedBundle, decision: DecisionOutcome, book: Playbook) -> Actio
                 _fig("latency_p50_ms", after, "ms", source, "movements[latency p50].expected_after", role="expected", clock=clock)]
         if before:
             figs.append(_fig("change", after / before - 1, "share", source, "movements[latency p50]", role="expected"))
+        base_samples = b.baseline.outcome.latency_samples_ms
+        if base_samples and after > 0:  # what the projection makes of the headline: the speedup it would reach
+            figs.append(_fig("speedup_p50", median(base_samples) / after, "x", source, "movements[speedup over baseline (p50)].expected_after",
+                             role="expected", clock=clock, basis="per_forward"))
         expected = Claim(kind="expected_movement", code="projected", figures=figs, terms={"metric": "latency_p50_ms"})
     else:
         terms = {"metric": fix.metric, "direction": fix.direction} if fix is not None else {}

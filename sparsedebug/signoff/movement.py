@@ -38,6 +38,8 @@ def expected_latency(cand: RunRecord, base: RunRecord | None, fix: Fix | None) -
     p50 = median(samples)
     kind, knob, layer, action = fix.kind, fix.knob, fix.layer, fix.action
     if fix.removes_ms is not None and fix.basis is not None:
+        if fix.removes_ms > p50:  # a part of the forward larger than the forward: timed apart, under other load
+            return None, note("movement.saving_past_forward", p50_ms=p50, saving_ms=fix.removes_ms, basis=fix.basis)
         layers = sorted({name for t in fix.targets for name in t.layers})
         return max(p50 - fix.removes_ms, 0.0), note(
             "movement.fix_removes", p50_ms=p50, removes_ms=fix.removes_ms, basis=fix.basis, layers=len(layers) or 1
@@ -52,6 +54,8 @@ def expected_latency(cand: RunRecord, base: RunRecord | None, fix: Fix | None) -
         if not per_call:
             return None, note("movement.no_conversion_time")
         cost = sum(c for _, c in per_call)
+        if cost > p50:  # the conversions were timed apart from the forward (under other load they can sum past it)
+            return None, note("movement.saving_past_forward", p50_ms=p50, saving_ms=cost, basis="conversion_time")
         overhead = _overhead_p50(cand)
         base_overhead = _overhead_p50(base) if base is not None else None
         growth = overhead - base_overhead if overhead is not None and base_overhead is not None else None

@@ -111,7 +111,7 @@ def test_run_on_workloads_applies_the_fix_and_measures_it(tmp_path: Path, monkey
     else:  # it did not: the fixed run is replayed alone and judged against the candidate locate measured (issue 57)
         assert fix["pairing"]["candidate"] == "locate" and fix["pairing"]["judgement"] == "no_change"
         assert runs["fixed"]["session"] is None and fix["significance"]["same_session"] is False
-        assert "Judged against the candidate of step 2, unpaired: the machine did not drift" in memo
+        assert "Judged against the candidate locate measured, unpaired: the machine did not drift" in memo
         assert fix["significance"]["n_base"] == len(runs["candidate"]["outcome"]["latency_samples_ms"])
     manifest = json.loads((out / "bundle.json").read_text())
     assert [s["step"] for s in manifest["steps"]] == ["freeze", "locate", "classify", "reproduce", "rerun"]

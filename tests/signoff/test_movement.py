@@ -26,6 +26,20 @@ def test_conversion_fix_expects_the_per_call_conversion_time_back() -> None:
     assert "2 layer(s), 1.500 ms" in say(basis)
 
 
+@pytest.mark.parametrize("how", ["conversion", "removes"])
+def test_a_saving_larger_than_the_forward_is_not_projected(how: str) -> None:
+    """Conversions timed apart from the forward can sum past it under other load: no projection to 0 ms, a note saying why."""
+    cand = sparse_run(6.0)
+    for lo in cand.lower.layers:
+        if lo.path.value == "sparse":
+            lo.conversions_per_call, lo.conversion_ms = 1, 4.0  # two layers, 8 ms against a 6 ms forward
+    fix = (_fix(kind="knob", knob="conversion", value="once") if how == "conversion"
+           else _fix(kind="knob", knob="conversion", value="once", removes_ms=8.0, basis="conversion_time"))
+    after, basis = expected_latency(cand, dense_run(5.0), fix)
+    assert after is None and basis.code == "movement.saving_past_forward"
+    assert "8.000 ms" in say(basis) and "more than the whole forward" in say(basis)
+
+
 def test_scheduling_advice_expects_overhead_down_to_the_baseline() -> None:
     base, cand = dense_run(5.0), sparse_run(6.0)
     # synth: busy = sum of layer times; span = latency samples.

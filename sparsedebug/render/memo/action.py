@@ -80,7 +80,9 @@ def expected(st: Style, c: Claim) -> str:
     """What the change should move, by how much, and on what basis."""
     if c.code == "projected":
         before, after, ch = c.figure("latency_p50_ms", "candidate"), c.figure("latency_p50_ms", "expected"), c.figure("change")
-        return f"latency p50 {num(before)} -> {num(after)} ({num(ch)}), the time the change removes."
+        speedup = c.figure("speedup_p50", "expected")
+        reach = f"; the speedup over the baseline would then be {num(speedup)}" if speedup is not None else ""
+        return f"latency p50 {num(before)} -> {num(after)} ({num(ch)}), the time the change removes{reach}."
     metric, direction = c.terms.get("metric"), c.terms.get("direction")
     if metric:
         return f"{METRIC_WORDS.get(metric, metric.replace('_', ' '))} {direction}; by how much is not projected."
@@ -106,7 +108,7 @@ def measured(st: Style, c: Claim | None) -> str:
 
 
 AGAINST_WORDS: dict[str, str] = {
-    "locate": "Judged against the candidate of step 2, unpaired: the machine did not drift between the two sessions",
+    "locate": "Judged against the candidate locate measured, unpaired: the machine did not drift between the two sessions",
     "fresh": "Judged against the candidate replayed again beside the fixed run, round by round (the machine drifted, or could "
              "not be shown not to)",
 }

@@ -93,7 +93,7 @@ def cell(st: Style, c: Claim) -> str:
             if c.terms.get("equal_latency") == "not_matched":
                 text += f"; no narrowed dense got this fast ({num(dense)} at {num(removed)} FFN cut)"
             elif removed is not None and removed.value == 0:
-                text += f"; the unpruned dense model ({num(dense)}) already fits that latency"
+                text += "; the unpruned dense model is already this fast"
             else:
                 text += f"; dense at this latency {num(dense)} ({num(removed)} FFN cut)"
             text += ": sparsity wins" if c.terms.get("sparsity_wins") == "yes" else ": dense wins"

@@ -272,6 +272,8 @@ PHRASES: dict[str, Phrase] = {
     "movement.no_samples_or_fix": "no latency samples or no fix to estimate",
     "movement.fix_removes": _fix_removes,
     "movement.no_conversion_time": "no per-call conversion time recorded in the lower stage",
+    "movement.saving_past_forward": "not projected: the time the fix would remove ({saving_ms:.3f} ms, {basis}) is more than the "
+                                    "whole forward (p50 {p50_ms:.3f} ms), so it was timed apart from the forward, under other load",
     "movement.conversion": _conversion,
     "movement.no_sparse_speedup": "no sparse kernel speedup recorded to project {layer} onto the sparse path",
     "movement.layer_to_sparse": _layer_to_sparse,

@@ -23,6 +23,7 @@ SAMPLES: dict[str, dict[str, NoteValue]] = {
     "signoff.speedup_own_pairs": {"layers": 3, "converting": 1},
     "signoff.speedup_no_pairs": {"baseline": True},
     "movement.fix_removes": {"p50_ms": 6.0, "removes_ms": 1.5, "basis": "conversion_time", "layers": 2},
+    "movement.saving_past_forward": {"p50_ms": 6.0, "saving_ms": 9.5, "basis": "conversion_time"},
     "movement.conversion": {"p50_ms": 6.0, "layers": 2, "cost_ms": 1.5, "growth_ms": 2.0, "reach_ms": 4.0},
     "movement.layer_to_sparse": {"p50_ms": 6.0, "layer": "l0.down", "dense_ms": 2.0, "speedup": 1.6, "saved_ms": 0.75,
                                  "source": "signoff.speedup_own_pairs", "source_layers": 2, "source_converting": 0},
