@@ -116,7 +116,7 @@ def _clock(base: RunRecord, cand: RunRecord) -> str:
     ``bundle_clock`` reads a run's name, backend and clock alone, so each run's figures carry only those (and the other
     required fields): not ``signoff.report.run_figures``, whose percentiles and shipped stack profiles (read from YAML,
     with the signoff and bundle modules they import) are nothing the label needs."""
-    from sparsedebug.records.report import RunFigures
+    from sparsedebug.records.figures import RunFigures
     from sparsedebug.render.clocks import bundle_clock
     from sparsedebug.signoff.metrics import run_clock
     from sparsedebug.sources.registry import replayed
