@@ -89,3 +89,17 @@ def test_the_rocprof_sniff_knows_the_sqlite_magic_of_the_readers() -> None:
 
     assert rocprof_sniff.SQLITE_MAGIC == activity.SQLITE_MAGIC
     assert rocprof.OTHER_OUTPUTS is rocprof_sniff.OTHER_OUTPUTS and rocprof.TOOL_KEY == rocprof_sniff.TOOL_KEY
+
+
+def test_main_collects_the_young_generation_less_often() -> None:
+    """The console script's ``main`` sets the young generation's threshold (the older ones keep theirs)."""
+    code = (
+        "import gc, sys\n"
+        "before = gc.get_threshold()\n"
+        "from sparsedebug.cli.app import GC_YOUNG_THRESHOLD, main\n"
+        "sys.argv = ['sparsedebug', '--version']\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "print('GC', gc.get_threshold() == (GC_YOUNG_THRESHOLD, *before[1:]), GC_YOUNG_THRESHOLD > before[0])\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "GC True True" in out
