@@ -10,6 +10,7 @@ imports none of it; the root's ``--help`` lists each command from its registrati
 
 from __future__ import annotations
 
+import gc
 import importlib
 import inspect
 import os
@@ -42,6 +43,9 @@ COMMANDS: dict[str, str] = {
     "bench": "bench",
 }
 """Command name -> module under ``sparsedebug.cli`` whose ``register(app)`` adds it."""
+
+GC_YOUNG_THRESHOLD = 100_000
+"""Container allocations between two collections of the youngest generation (Python's default: 700); see ``main``."""
 
 
 class LazyGroup(TyperGroup):
@@ -227,8 +231,16 @@ def main() -> None:
     for them reads the entry points of every installed distribution when the first record
     is built (45 ms with 160 installed, more in a larger environment), and the records
     here are the tool's own, not an application's to observe.
+
+    The cyclic garbage collector looks at the youngest objects every 100,000 container allocations,
+    not 700: a command's start builds hundreds of thousands of objects that live to its end
+    (record classes, typer's parameters), and at the default a ``bisect`` of two traces spent
+    about 8% of its time in some 120 collections over them (timed with ``gc.callbacks``); the
+    H200 T2048 pair now runs none, and a larger input one per 100,000 objects. Cycles are still
+    collected; the older generations keep their thresholds.
     """
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+    gc.set_threshold(GC_YOUNG_THRESHOLD, *gc.get_threshold()[1:])
     if _address_space_limited():
         from sparsedebug.core.budget import start_numpy_within_limits
         from sparsedebug.core.errors import UserError

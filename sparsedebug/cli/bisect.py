@@ -111,11 +111,18 @@ def bisect(
 
 
 def _clock(base: RunRecord, cand: RunRecord) -> str:
-    """The clock of the pair's latencies, in the words every renderer uses."""
-    from sparsedebug.render.clocks import bundle_clock
-    from sparsedebug.signoff.report import run_figures
+    """The clock of the pair's latencies, in the words every renderer uses.
 
-    return bundle_clock([run_figures("baseline", base), run_figures("candidate", cand)])
+    ``bundle_clock`` reads a run's name, backend and clock alone, so each run's figures carry only those (and the other
+    required fields): not ``signoff.report.run_figures``, whose percentiles and shipped stack profiles (read from YAML,
+    with the signoff and bundle modules they import) are nothing the label needs."""
+    from sparsedebug.records.figures import RunFigures
+    from sparsedebug.render.clocks import bundle_clock
+    from sparsedebug.signoff.metrics import run_clock
+    from sparsedebug.sources.registry import replayed
+
+    return bundle_clock([RunFigures(role=role, run=run.name, backend=run.lower.backend, clock=run_clock(run), replayed=replayed(run))
+                         for role, run in (("baseline", base), ("candidate", cand))])
 
 
 def _load(base: Path, cand: Path, repeats: int | None, latency: tuple[Path, Path] | None, *, shown: bool) -> tuple[RunRecord, RunRecord]:

@@ -10,8 +10,12 @@ cause of a change is what differs there between the two runs; the fix undoes it
 
 from __future__ import annotations
 
-from sparsedebug.records.classification import FixAction
+from typing import TYPE_CHECKING
+
 from sparsedebug.records.run import CauseCode, DispatchCause, DispatchEvidence, KernelClass, LowerLayer
+
+if TYPE_CHECKING:  # a type only: records.classification (and records.power) is no import of every bisect's start
+    from sparsedebug.records.classification import FixAction
 
 _HALF = frozenset({"fp16", "bf16", "fp8_e4m3", "fp8_e5m2"})
 _WIDE = frozenset({"fp32", "fp64"})

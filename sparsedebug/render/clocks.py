@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from sparsedebug.records.report import RunFigures
+from sparsedebug.records.figures import RunFigures
 from sparsedebug.records.run import RunRecord
 from sparsedebug.records.target import TargetClock
 from sparsedebug.render.words.run_figures import THIS_MACHINE, sample_count

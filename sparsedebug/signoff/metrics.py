@@ -14,8 +14,8 @@ from sparsedebug.kernels.masks import intent_pattern
 from sparsedebug.locate.reference import session_block
 from sparsedebug.records.basis import Basis
 from sparsedebug.records.equal_latency import equal_latency_values
+from sparsedebug.records.figures import Clock, FallbackSummary, LayerRow, RealityFigures
 from sparsedebug.records.notes import Note, note
-from sparsedebug.records.report import Clock, FallbackSummary, LayerRow, RealityFigures
 from sparsedebug.records.run import EqualLatencyQuality, KernelPath, OpKind, RunRecord
 from sparsedebug.sources.registry import capabilities, replayed
 

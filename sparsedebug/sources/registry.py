@@ -125,7 +125,7 @@ def lazy_sniff(module: str, function: str) -> Sniff:
     return sniff
 
 
-_rocprof_sniff = lazy_sniff("sparsedebug.sources.importers.rocprof", "sniff_rocprof")
+_rocprof_sniff = lazy_sniff("sparsedebug.sources.importers.rocprof_sniff", "sniff_rocprof")
 
 
 def _head(path: Path, size: int = 65536) -> bytes:

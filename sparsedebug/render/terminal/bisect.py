@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
 from sparsedebug.records.findings import BisectResult, StageFinding
-from sparsedebug.records.reduce import ReduceResult
 from sparsedebug.records.stats import SampleComparison
 from sparsedebug.render.terminal.fit import optional
 from sparsedebug.render.words.core import change_words, probe_note_words, reduce_verdict
 from sparsedebug.render.words.locate import ratio_ci
 from sparsedebug.render.words.locate_text import finding_text, stage_text
 from sparsedebug.render.words.locate_text import verdict_text as verdict_words
+
+if TYPE_CHECKING:  # a type only: bisect's view imports no reduce record
+    from sparsedebug.records.reduce import ReduceResult
 
 _STATUS_STYLE = {
     "divergent": "bold red",

@@ -4,12 +4,15 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from sparsedebug.records.notes import NoteValue
-from sparsedebug.records.reduce import Change, ProbeLog, ReduceResult, TraceRepro
 from sparsedebug.records.stats import SampleComparison
 from sparsedebug.records.timing import TimingQuality
 from sparsedebug.render.words.notes import Phrase, say
+
+if TYPE_CHECKING:  # types only: the words of a bisect import no reduce record
+    from sparsedebug.records.reduce import Change, ProbeLog, ReduceResult, TraceRepro
 
 
 def _unit(paired: NoteValue) -> str:

@@ -4,14 +4,17 @@ notes behind the verdict (codes ``gate.*``); and the decision's reasons (codes o
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
-from sparsedebug.records.bundle import CandidatePairing, FixOutcome
-from sparsedebug.records.decision import DecisionOutcome, Refusal
-from sparsedebug.records.gate import GateCheck, GateFigure, GatePolicy, GateTest
 from sparsedebug.records.notes import NoteValue
 from sparsedebug.records.stats import P99_FEW_SAMPLES
 from sparsedebug.render.words.notes import Phrase, say
 from sparsedebug.render.words.targets import fix_how_words
+
+if TYPE_CHECKING:  # types only: wording a note (say) imports no gate, bundle or decision record
+    from sparsedebug.records.bundle import CandidatePairing, FixOutcome
+    from sparsedebug.records.decision import DecisionOutcome, Refusal
+    from sparsedebug.records.gate import GateCheck, GateFigure, GatePolicy, GateTest
 
 # What each check is, as the gate's table and JUnit name it.
 CHECK_NAMES = {

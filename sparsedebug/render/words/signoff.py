@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
-from sparsedebug.records.energy import EnergyEstimate, SideEnergy
 from sparsedebug.records.notes import Note, NoteValue
 from sparsedebug.render.words.notes import Phrase, say
 from sparsedebug.render.words.run_figures import equal_latency_words
 from sparsedebug.render.words.sources_power import window_words
+
+if TYPE_CHECKING:  # types only: wording a note (say) imports no energy record
+    from sparsedebug.records.energy import EnergyEstimate, SideEnergy
 
 
 def _own_pairs(v: Mapping[str, NoteValue]) -> str:

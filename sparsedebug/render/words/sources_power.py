@@ -3,11 +3,13 @@ and what each capture command records."""
 
 from __future__ import annotations
 
-from typing import overload
+from typing import TYPE_CHECKING, overload
 
-from sparsedebug.records.power import PowerChannel, WindowEnergy
 from sparsedebug.render.words.notes import say
 from sparsedebug.render.words.sources import PART_TIME_SAMPLING
+
+if TYPE_CHECKING:  # types only: wording a note (say) imports no power record
+    from sparsedebug.records.power import PowerChannel, WindowEnergy
 
 # What a channel measures, by its scope code (records.power.PowerScope; SideEnergy.scope copies it).
 SCOPE_WORDS: dict[str, str] = {

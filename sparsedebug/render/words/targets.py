@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
-from sparsedebug.records.bundle import FixOutcome
 from sparsedebug.records.notes import NoteValue
 from sparsedebug.render.words.notes import Phrase, embedded, figure, say
+
+if TYPE_CHECKING:  # a type only: wording a note (say) imports no bundle record
+    from sparsedebug.records.bundle import FixOutcome
 
 # What each projection method id (``TargetClock.method``, ``PredictReport.method``) does, in words.
 METHODS: dict[str, str] = {

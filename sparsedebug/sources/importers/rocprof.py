@@ -44,51 +44,13 @@ from sparsedebug.sources.importers.activity import (
     columns,
     open_sqlite,
     select,
-    sqlite_damaged,
-    sqlite_objects,
     tables_of,
 )
+from sparsedebug.sources.importers.rocprof_sniff import CSV_REQUIRED, OTHER_OUTPUTS, TOOL_KEY, looks_like_csv
 
-TOOL_KEY = "rocprofiler-sdk-tool"
-# The headers a kernel_trace.csv must have (lower case), and the ones read when present.
-CSV_REQUIRED = ("kernel_name", "start_timestamp", "end_timestamp")
 # rocmProfileData's tables: an rpd file, not rocprofv3's rocpd.
 RPD_TABLES = ("rocpd_op", "rocpd_api")
-# rocprofv3's other output formats (Perfetto, OTF2): recognised, and refused with the formats that are read.
-OTHER_OUTPUTS = (".pftrace", ".otf2")
 _NUMBER = re.compile(r"(\d+)")
-
-
-def is_rocpd(tables: set[str]) -> bool:
-    """Whether a SQLite file's tables are a ROCm profiler database's (rocprofv3's rocpd, or the older rpd, refused when read)."""
-    return any(t.startswith("rocpd_") for t in tables)
-
-
-def looks_like_csv(head: bytes) -> bool:
-    """Whether a file's first line is a kernel_trace.csv header (names matched without regard to case)."""
-    first = head.split(b"\n", 1)[0].decode("utf-8", errors="replace").lower()
-    names = {cell.strip().strip('"') for cell in first.split(",")}
-    return all(name in names for name in CSV_REQUIRED)
-
-
-def looks_like_json(head: bytes) -> bool:
-    """Whether a (decompressed) head is rocprofv3 JSON: its tool key near the start."""
-    return f'"{TOOL_KEY}"'.encode() in head[:4096]
-
-
-def sniff_rocprof(path: Path, head: bytes | None) -> bool:
-    """Whether ``path`` is rocprofv3 output (the registry's sniff): JSON (plain or gzip) under ``rocprofiler-sdk-tool``, a
-    kernel_trace.csv header, or a SQLite file with ``rocpd_`` tables (the older rpd format too, refused by name when read)."""
-    if head is None:
-        return False
-    if path.name.lower().endswith(OTHER_OUTPUTS):
-        return True
-    if head.startswith(SQLITE_MAGIC):
-        tables = sqlite_objects(path)
-        if tables is None:  # cut short or damaged: claimed, so that reading it says which
-            return sqlite_damaged(path)
-        return is_rocpd(tables)
-    return looks_like_json(json_head(path, head)) or looks_like_csv(head)
 
 
 def read_rocprof(path: Path) -> Activity:
@@ -403,15 +365,4 @@ def _rocpd_dispatches(db: sqlite3.Connection, tables: set[str]) -> Iterable[tupl
 def _join(table: str, on: str) -> str:
     """A LEFT JOIN clause onto ``table`` (with its alias)."""
     return " ".join(("", "LEFT JOIN", table, "ON", on))
-
-
-def json_head(path: Path, head: bytes) -> bytes:
-    """The first bytes of ``path``'s text: ``head`` itself, or its decompressed start when the file is gzip."""
-    if not (head.startswith(b"\x1f\x8b") or path.name.lower().endswith(".gz")):
-        return head
-    try:
-        with gzip.open(path, "rb") as handle:
-            return handle.read(4096)
-    except (EOFError, OSError, zlib.error):
-        return b""
 

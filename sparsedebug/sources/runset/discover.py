@@ -13,10 +13,13 @@ import glob as globbing
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sparsedebug.core.errors import UserError
-from sparsedebug.records.ranks import RankSource
 from sparsedebug.sources.importers.trace.read.stream import open_text
+
+if TYPE_CHECKING:  # a type only: asking whether an argument is a run set imports no rank record
+    from sparsedebug.records.ranks import RankSource
 
 TRACE_SUFFIXES = (".json", ".json.gz")
 _HEAD_CHARS = 1 << 16

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
+from functools import lru_cache
 from typing import Any
 
 from sparsedebug.records.run import DispatchEvidence, OpKind, SlowPathTrigger
@@ -73,8 +74,12 @@ def is_container_op(name: str) -> bool:
     return name.startswith(_CONTAINER_OPS)
 
 
+@lru_cache(maxsize=4096)
 def op_kind(name: str) -> OpKind | None:
-    """Kind of one op from its name; None when the name says nothing (views, allocations, unknown ops)."""
+    """Kind of one op from its name; None when the name says nothing (views, allocations, unknown ops).
+
+    Cached by name: a trace names the same few ops under every layer of every iteration (1,108 calls for 29
+    names in a bisect of the H200 T2048 pair)."""
     n = name.lower()
     if "attention" in n or n.startswith(("flash_attn", "xformers::", "flash_attn_3")) or "sdpa" in n or "flashattn" in n:
         return OpKind.ATTENTION
