@@ -37,7 +37,6 @@ from sparsedebug.signoff.invariants import SHARE_PAST_WHOLE, enforce
 from sparsedebug.signoff.memo_engine import check_figures, model_label, sparse_kernels_claim
 from sparsedebug.signoff.memo_engine import fig as _fig
 from sparsedebug.signoff.memo_results import (
-    with_precision_changes,
     CHECK_ORDER,
     beyond_limit,
     blockers,
@@ -51,9 +50,10 @@ from sparsedebug.signoff.memo_results import (
     speed_disturbed,
     undecided_why,
     with_fallback_layers,
+    with_precision_changes,
 )
-from sparsedebug.signoff.movement import expected_latency
 from sparsedebug.signoff.metrics import SPEEDUP_FIELD, fallback_summary, p50_speedup, run_clock, speedup_basis
+from sparsedebug.signoff.movement import expected_latency
 from sparsedebug.signoff.report import build_report
 from sparsedebug.signoff.tags import build_tags_claim
 from sparsedebug.sources.bundle import FILES, LoadedBundle

@@ -261,9 +261,9 @@ def _reason(st: Style, c: Claim) -> str:
     if code == "precision_drift":
         if status != "fail":
             return "The precision check passes."
-        named = [x.split(":") for x in c.terms.get("changed", "").split("|") if x]
-        if named and len(named) <= 2 and c.terms.get("limit.precision_changes"):  # the policy holds changes to none
-            moved = " and ".join(f"{st.code(layer)} computes in {st.code(now)} (was {st.code(was)})" for layer, was, now in named)
+        changes = [x.split(":") for x in c.terms.get("changed", "").split("|") if x]
+        if changes and len(changes) <= 2 and c.terms.get("limit.precision_changes"):  # the policy holds changes to none
+            moved = " and ".join(f"{st.code(layer)} computes in {st.code(now)} (was {st.code(was)})" for layer, was, now in changes)
             return f"The precision check {verb}: {moved}, and the policy allows no change of precision."
         return f"The precision check {verb}: a layer's dtype or kernel error moved against the baseline."
     if code == "p99_latency":
