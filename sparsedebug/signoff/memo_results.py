@@ -162,7 +162,7 @@ def _precision(report: Report, role: str, run: RunRecord, baseline: RunRecord) -
     figs = [fig(f.quantity, f.value, f.unit, record, f"checks[precision_drift].{f.quantity}", role=role)
             for f in check.figures if f.value is not None and f.quantity in ("precision_changes", "worst_err_share")]
     # which layers changed format, from which to which (the check's own list: core.patterns.precision_changes)
-    changed = "|".join(f"{c.layer}:{c.before or '?'}:{c.after or '?'}" for c in precision_changes(baseline, run))
+    changed = precision_change_codes(baseline, run)
     return _cell("precision", role, "measured", figs, check, **({"changed": changed} if changed else {}))
 
 
@@ -317,8 +317,13 @@ def with_fallback_layers(checks: list[Claim], report: Report, role: str) -> list
 def with_precision_changes(checks: list[Claim], baseline: RunRecord, judged: RunRecord) -> list[Claim]:
     """The checks, the precision check naming the judged run's layers that changed format and from which to which
     (``core.patterns.precision_changes``, the check's own list)."""
-    changed = precision_changes(baseline, judged)
-    if not changed:
+    named = precision_change_codes(baseline, judged)
+    if not named:
         return checks
-    named = "|".join(f"{c.layer}:{c.before or '?'}:{c.after or '?'}" for c in changed)
     return [c.model_copy(update={"terms": {**c.terms, "changed": named}}) if c.code == "precision_drift" else c for c in checks]
+
+
+def precision_change_codes(baseline: RunRecord, run: RunRecord) -> str:
+    """``layer:was:now|...`` for each layer of ``run`` whose precision changed against ``baseline`` (empty: none), as
+    the precision cell and the precision reason carry it (``core.patterns.precision_changes``, the check's own list)."""
+    return "|".join(":".join((c.layer, c.before or "?", c.after or "?")) for c in precision_changes(baseline, run))

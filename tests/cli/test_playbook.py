@@ -89,7 +89,9 @@ def test_run_on_workloads_applies_the_fix_and_measures_it(tmp_path: Path, monkey
     assert fix["how"]["code"] == "targets.fix_knob" and fix["how"]["values"]["written_to"] == "fixed.workload.yaml"
     assert say(Note.model_validate(fix["how"])) == "conversion per_call -> once (all 2 layers it covers: fc0, fc1), written to fixed.workload.yaml"
     p50 = next(m for m in fix["movements"] if m["metric"] == "latency p50")
-    assert p50["expected_after"] is not None and p50["expected_after"] < p50["before"]
+    # projected from the conversion time, unless other load inflated the conversions (timed apart) past the forward itself
+    withheld = p50["expected_basis"]["code"] == "movement.saving_past_forward"
+    assert withheld or (p50["expected_after"] is not None and p50["expected_after"] < p50["before"])
     memo = (out / "memo.md").read_text()
     assert "## 4. Signoff" in memo and "Measured movement" in memo and "Expected movement" in memo
     assert f"latency p50 {p50['before']:.3f} ms -> {p50['after']:.3f} ms" in memo

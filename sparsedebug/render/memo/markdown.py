@@ -6,7 +6,7 @@ from sparsedebug.records.memo import Memo
 from sparsedebug.render.memo import action as act
 from sparsedebug.render.memo import hypothesis as hyp
 from sparsedebug.render.memo import phrases as p
-from sparsedebug.render.memo import results
+from sparsedebug.render.memo import results, stage
 from sparsedebug.render.memo.formats import MemoFormat, register
 from sparsedebug.render.memo.tags import build_tags_parts
 
@@ -56,10 +56,10 @@ class MarkdownMemo(MemoFormat):
                     *(([f"- **Sparse kernels used**: {p.sparse_kernels_parts(st, used)[0]}"]
                        + _sub(p.sparse_kernels_parts(st, used)[1:])) if used is not None else []),
                     f"- **Workload or traffic slice**: {p.slice_(st, s.slice)}",
-                    f"- **First failing layer or stage**: {p.first_stage(st, s.first_stage, effect_here=False)}",
-                    *_sub(p.stage_legend(st, s.first_stage)),
-                    *_sub([e[0].upper() + e[1:] for e in (p.first_stage_effect(st, s.first_stage),) if e and not s.first_stage.withheld]),
-                    *_sub(p.first_stage_layers(st, s.first_stage)),
+                    f"- **First failing layer or stage**: {stage.first_stage(st, s.first_stage, effect_here=False)}",
+                    *_sub(stage.stage_legend(st, s.first_stage)),
+                    *_sub([e[0].upper() + e[1:] for e in (stage.first_stage_effect(st, s.first_stage),) if e and not s.first_stage.withheld]),
+                    *_sub(stage.first_stage_layers(st, s.first_stage)),
                     "- **Build and runtime tags**:", *(f"  - {part}" for part in build_tags_parts(st, s.build_tags)), ""]
         if h is not None:
             out += ["## 2. Mechanism hypothesis", "",

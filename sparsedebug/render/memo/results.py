@@ -104,7 +104,7 @@ def cell(st: Style, c: Claim) -> str:
         changes, worst = c.figure("precision_changes"), c.figure("worst_err_share")
         parts = []
         named = [x.split(":") for x in c.terms.get("changed", "").split("|") if x]
-        if named and len(named) <= 2:
+        if len(named) == 1:
             parts.append("; ".join(f"{st.code(layer)} {st.code(was)} -> {st.code(now)}" for layer, was, now in named))
         elif changes is not None:
             parts.append(f"{num(changes)} layer{'s' if changes.value != 1 else ''} changed dtype or kernel")

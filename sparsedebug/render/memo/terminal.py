@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from sparsedebug.records.memo import Claim, Memo
-from sparsedebug.render.memo import action
+from sparsedebug.render.memo import action, stage
 from sparsedebug.render.memo import hypothesis as hyp
 from sparsedebug.render.memo import phrases as p
 from sparsedebug.render.memo.formats import MemoFormat, register
@@ -29,7 +29,7 @@ def _freeze(c: Claim) -> str:
 
 def _locate(c: Claim) -> str:
     if c.code != "divergence" or c.withheld:
-        return p.first_stage(p.PLAIN, c)
+        return stage.first_stage(p.PLAIN, c)
     kinds = [p.FINDING_WORDS.get(k, k) for k in c.terms.get("kinds", "").split(",") if k]
     count = c.figure("layers_named")
     text = f"first stage {c.terms.get('stage', '')}: " + (", ".join(kinds) or "divergent")
