@@ -160,7 +160,7 @@ def test_a_share_past_the_whole_change_says_it_over_explains_and_names_what_pull
     memo = " ".join((tmp_path / "b" / "memo.md").read_text().split())
     pct = f"{100 * top['share']:.0f}%"
     assert f"({pct}) of the" not in memo  # never a bare share past 100% of the change
-    assert f"more than the whole change ({pct}): unattributed" in memo and "the other way" in memo
+    assert f"more than the whole change ({pct}): time no mechanism carries" in memo and "the other way" in memo
     summary = " ".join(walk.stdout.split())
     assert f"({pct}, more than the whole change) of the" in summary
     assert top["against"][0] == "unattributed"  # the faster layers carry no mechanism evidence

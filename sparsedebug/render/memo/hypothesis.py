@@ -12,7 +12,8 @@ from sparsedebug.render.words.dispatch import listed
 
 
 def over_explains(c: Claim) -> str | None:
-    """``, more than the whole change (194%): unattributed pulls the other way`` for a share past 100% (None otherwise)."""
+    """``, more than the whole change (194%): time no mechanism carries pulls the other way`` for a share past 100% (None
+    otherwise)."""
     share = c.figure("carried_share")
     if share is None or round(100 * share.value) <= 100:
         return None
