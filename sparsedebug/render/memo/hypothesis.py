@@ -117,7 +117,9 @@ def competing_parts(st: Style, claims: list[Claim]) -> list[str]:
             parts.append(f"{mech}: its signature is present but carries none of the latency change")
         else:
             none.setdefault(status, []).append(mech)
-    return parts + [f"{listed(mechs)} {'carries' if len(mechs) == 1 else 'carry'} none ({status})" for status, mechs in none.items()]
+    unknown = COMPETING_STATUS["unknown"]  # not evaluated is not carrying none: the inputs cannot say
+    return parts + [f"{listed(mechs)}: unknown ({status} from these inputs)" if status == unknown else
+                    f"{listed(mechs)} {'carries' if len(mechs) == 1 else 'carry'} none ({status})" for status, mechs in none.items()]
 
 
 def missing(st: Style, claims: list[Claim], anchor: str) -> str:
