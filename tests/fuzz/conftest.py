@@ -17,9 +17,6 @@ from hypothesis import HealthCheck, settings
 EXAMPLES = int(os.environ.get("SPARSEDEBUG_FUZZ_EXAMPLES", "25"))
 MAX_SECONDS = 10.0
 """CPU time one example may take: the process's own time, which other jobs on a shared machine do not inflate."""
-MAX_WALL_SECONDS = 180.0
-"""Wall time one example may take: a hang guard only, loose enough for a machine whose other jobs take most of its cores
-(examples of 10 s to 38 s wall were seen beside two busy processes and two test workers on two cores)."""
 MAX_BYTES = 256 << 20
 """Python-visible memory (tracemalloc peak, numpy included) one example may hold."""
 

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typer.testing import CliRunner, Result
 
 from sparsedebug.cli.app import app
-from tests.fuzz.conftest import MAX_BYTES, MAX_SECONDS, MAX_WALL_SECONDS
+from tests.fuzz.conftest import MAX_BYTES, MAX_SECONDS
 
 LIMITS = {"SPARSEDEBUG_MAX_MEMORY_GB": "0.25", "SPARSEDEBUG_MAX_SECONDS": "20", "COLUMNS": "100", "NO_COLOR": "1", "TERM": "dumb"}
 
@@ -18,10 +18,10 @@ def check_cli(args: Sequence[str], *, ok: Sequence[int] = (0, 1, 2)) -> Result:
     """Run ``sparsedebug ARGS``: exit 0/1/2, never a traceback; exit 2 says why on stderr; bounded time and memory."""
     runner = CliRunner(env=LIMITS)
     tracemalloc.start()
-    start, cpu_start = time.perf_counter(), time.process_time()
+    cpu_start = time.process_time()
     try:
         result = runner.invoke(app, list(args), catch_exceptions=True)
-        elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu_start
+        cpu = time.process_time() - cpu_start
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
@@ -32,6 +32,5 @@ def check_cli(args: Sequence[str], *, ok: Sequence[int] = (0, 1, 2)) -> Result:
         errors = [line for line in result.stderr.splitlines() if line.startswith(("error:", "Usage:", "│"))]
         assert errors, result.stderr
     assert cpu < MAX_SECONDS, (cpu, list(args))
-    assert elapsed < MAX_WALL_SECONDS, (elapsed, list(args))
     assert peak < MAX_BYTES, (peak, list(args))
     return result

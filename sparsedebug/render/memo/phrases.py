@@ -188,6 +188,15 @@ REASON_WORDS = {
 }
 
 
+WHY_WORDS = {"too_few": "too few samples", "unstable": "timings disturbed by other load"}
+"""Why an inconclusive check could not decide (``signoff.memo_results.undecided_why``)."""
+
+
+def precision_changes_of(c: Claim) -> list[list[str]]:
+    """``[layer, was, now]`` for each precision change a claim carries (its ``changed`` term, ``layer:was:now|...``)."""
+    return [x.split(":") for x in c.terms.get("changed", "").split("|") if x]
+
+
 LAUNCH_WORDS = {"eager": "eager", "cuda_graph": "CUDA graph", "compiled": "torch.compile"}
 LAUNCHED_WORDS = {"eager": "eagerly, one launch per kernel", "cuda_graph": "as a CUDA graph", "compiled": "by torch.compile"}
 """How a run launched its kernels, after "launched"."""
@@ -261,7 +270,7 @@ def _reason(st: Style, c: Claim) -> str:
     if code == "precision_drift":
         if status != "fail":
             return "The precision check passes."
-        changes = [x.split(":") for x in c.terms.get("changed", "").split("|") if x]
+        changes = precision_changes_of(c)
         if len(changes) == 1 and c.terms.get("limit.precision_changes"):  # one layer named; the policy holds changes to none
             moved = " and ".join(f"{st.code(layer)} computes in {st.code(now)} (was {st.code(was)})" for layer, was, now in changes)
             return f"The precision check {verb}: {moved}, and the policy allows no change of precision."
@@ -290,8 +299,8 @@ def speedup_parts(st: Style, c: Claim) -> list[str]:
     paired = f"{speedup_basis_words(sp)}; " if sp.basis == "paired_rounds" else ""
     status = c.terms.get("status", "")
     verdict = {"fail": ", **FAILS**", "pass": ", passes", "inconclusive": ", not judged"}.get(status, "")
-    why = {"too_few": " (too few samples)", "unstable": " (timings disturbed by other load)"}.get(c.terms.get("why", ""), "")
-    verdict = (verdict if st.markdown else verdict.replace("**", "")) + (why if status == "inconclusive" else "")
+    why = WHY_WORDS.get(c.terms.get("why", ""))
+    verdict = (verdict if st.markdown else verdict.replace("**", "")) + (f" ({why})" if why and status == "inconclusive" else "")
     out = [f"speedup {num(sp)} over the baseline ({paired}p50 {num(b)} baseline, {num(k)} candidate){verdict}"]
     share = c.figure("traced_host_wait_share")
     if c.code == "rests_on_traced" and share is not None:

@@ -8,7 +8,7 @@ never the gate's codes.
 from __future__ import annotations
 
 from sparsedebug.records.memo import Claim, Memo, ResultColumn
-from sparsedebug.render.memo.phrases import Style, num
+from sparsedebug.render.memo.phrases import WHY_WORDS, Style, num, precision_changes_of
 from sparsedebug.render.words.figures import speedup_basis_words
 
 ROW_WORDS: dict[str, str] = {
@@ -35,7 +35,6 @@ CAPTURE_WORDS: dict[str, str] = {
 """What a cell without evidence says: that it is not measured, and what to capture."""
 
 STATUS_WORDS = {"pass": "pass", "fail": "**FAIL**", "inconclusive": "inconclusive"}
-WHY_WORDS = {"too_few": "too few samples", "unstable": "timings disturbed by other load"}
 
 
 def _word(st: Style, c: Claim, limit: str = "") -> str:
@@ -103,7 +102,7 @@ def cell(st: Style, c: Claim) -> str:
     if row == "precision":
         changes, worst = c.figure("precision_changes"), c.figure("worst_err_share")
         parts = []
-        named = [x.split(":") for x in c.terms.get("changed", "").split("|") if x]
+        named = precision_changes_of(c)
         if len(named) == 1:
             parts.append("; ".join(f"{st.code(layer)} {st.code(was)} -> {st.code(now)}" for layer, was, now in named))
         elif changes is not None:
