@@ -126,8 +126,8 @@ def quantiles(samples: Sequence[float], points: Sequence[float]) -> list[float]:
 
 def percentiles(samples: Sequence[float]) -> Percentiles:
     """p50/p95/p99 (linear interpolation) of non-empty ``samples``."""
-    p50, p95, p99 = quantiles(samples, (50.0, 95.0, 99.0))
-    return Percentiles(n=len(samples), p50=p50, p95=p95, p99=p99)
+    p50, p95, p99, slowest = quantiles(samples, (50.0, 95.0, 99.0, 100.0))
+    return Percentiles(n=len(samples), p50=p50, p95=p95, p99=p99, slowest=slowest)
 
 
 def median(samples: Sequence[float]) -> float:

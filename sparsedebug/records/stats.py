@@ -36,6 +36,8 @@ class Percentiles(Record):
     p50: float
     p95: float
     p99: float
+    slowest: float | None = Field(None, description="The largest sample (None on records from before it was kept): below "
+                                  "TAIL_MIN_SAMPLES the memo states it in place of p95 and p99.")
 
 
 Direction = Literal["slower", "faster", "same"]

@@ -29,6 +29,25 @@ MECHANISM_OWNER = {
     "thermal": "accelerator_architecture_owner",
 }
 
+# Who owns the proposed change, by what the change touches (``records.classification.FixAction``), after the
+# playbook's accountabilities: the runtime, launches and conversion policy (serving performance); lowering and dense
+# fallbacks (compiler sparsity pass); kernels, clocks and power (accelerator architecture); the model's own code,
+# dtypes and pruning (model optimization). A fix kind not listed falls back on the winning mechanism's owner.
+FIX_OWNER: dict[str, str] = {
+    **dict.fromkeys(("cuda_graph", "convert_once", "set_threads", "batch_calls", "isolate_run", "pin_cpu_governor"),
+                    "serving_performance_owner"),
+    **dict.fromkeys(("check_sparse_kernel", "restore_neighbour_path", "pad_shape"), "compiler_sparsity_pass_owner"),
+    **dict.fromkeys(("block_size", "lock_clocks", "raise_reuse"), "accelerator_architecture_owner"),
+    **dict.fromkeys(("make_contiguous", "drop_attn_mask", "drop_dropout", "restore_head_dim", "cast_back", "cast_layer",
+                     "set_precision", "keep_precision", "exclude_layer"), "model_optimization_lead"),
+}
+
+
+def change_owner(code: str | None, winner: str | None) -> str | None:
+    """The owner id of the proposed change: by what the fix touches (``FIX_OWNER``), else by the winning mechanism."""
+    by_fix = FIX_OWNER.get(code) if code is not None else None
+    return by_fix or (MECHANISM_OWNER.get(winner) if winner is not None else None)
+
 
 def _judged_runs(bundle: LoadedBundle) -> list[tuple[str, RunRecord]]:
     return [("candidate", bundle.candidate)] + ([("fixed", bundle.fixed)] if bundle.fixed is not None else [])
@@ -105,7 +124,8 @@ def decide(bundle: LoadedBundle, book: Playbook, policy: GatePolicy | None = Non
         decision, code = "escalate", "fix_did_not_move"
     else:
         decision, code = "escalate", "fix_not_applied"
-    owner = MECHANISM_OWNER.get(winner.value) if winner is not None else None
+    cls_fix = bundle.classification.fix if bundle.classification is not None else None
+    owner = change_owner(cls_fix.code if cls_fix is not None else None, winner.value if winner is not None else None)
     return DecisionOutcome(
         decision=decision, code=code, judged_on="fixed candidate" if bundle.fixed is not None else "candidate",
         failing=[c.id for c in failing], ship_refused=refused, gate=gate, gates=gates, owner=owner,

@@ -45,10 +45,12 @@ from sparsedebug.signoff.memo_results import (
     owner_terms,
     reasons,
     results,
+    shared_cause_terms,
     speed_disturbed,
     undecided_why,
     with_fallback_layers,
     with_precision_changes,
+    with_shared_cause,
 )
 from sparsedebug.signoff.memo_stage import first_stage_claim
 from sparsedebug.signoff.metrics import SPEEDUP_FIELD, fallback_summary, p50_speedup, run_clock, speedup_basis
@@ -191,6 +193,9 @@ def _hypothesis(b: LoadedBundle) -> Hypothesis:
     if att is not None and sum(max(m.share or 0.0, 0.0) for m in att.mechanisms) > SHARE_PAST_WHOLE and att.unattributed_ms * att.delta_ms < 0:
         # the mechanisms' shares add past the whole change: what no mechanism carries moved the other way
         delta.append(_fig("unattributed_ms", att.unattributed_ms, "ms", FILES["classification"], "attribution.unattributed_ms"))
+    bis = b.bisect
+    if bis is not None and bis.accounted_share is not None and att is not None:  # the first stage's share, beside the mechanism's
+        delta.append(_fig("stage_share", bis.accounted_share, "share", FILES["bisect"], "accounted_share", role=bis.first_stage))
     ranked = sorted(cls.scores, key=lambda s: s.rank)
     if cls.winner is None and cls.leading is not None:
         primary = Claim(kind="primary_mechanism", code="not_established", figures=_share_figures(cls, cls.leading.value) + delta,
@@ -264,7 +269,7 @@ def _action(b: LoadedBundle, decision: DecisionOutcome, book: Playbook) -> Actio
             terms["applied"] = "yes" if applied.applied else "no"
         figs = []
         wait = per_iteration(b.candidate.schedule, b.candidate.schedule.host_wait_ms)
-        if wait is not None:  # the record sums the wait over the iterations: the memo states it per iteration
+        if wait is not None:  # what a change "so the GPU stops waiting on the host" stands on (the memo's claims check)
             figs.append(_fig("host_wait_ms", wait, "ms", FILES["candidate"], "schedule.host_wait_ms (per iteration)", role="candidate",
                              clock=run_clock(b.candidate), basis="per_iteration"))
         items = sorted({f"{t.cause}:{','.join(t.tensors) or 'weights'}" for t in fix.targets})
@@ -281,15 +286,17 @@ def _action(b: LoadedBundle, decision: DecisionOutcome, book: Playbook) -> Actio
     fo = b.fix
     lat = next((m for m in (fo.movements if fo else []) if m.metric == "latency p50"), None)
     clock = run_clock(b.candidate)
-    projection: tuple[float, float, str] | None = None  # (before, expected after, the record that holds the projection)
+    # (before, expected after, the record that holds the projection, the code of what it stands on)
+    projection: tuple[float, float, str, str] | None = None
     if lat is not None and lat.expected_after is not None:
-        projection = (lat.before, lat.expected_after, FILES["fix"])
+        basis = lat.expected_basis.code if lat.expected_basis is not None else ""
+        projection = (lat.before, lat.expected_after, FILES["fix"], basis)
     elif lat is None and fix is not None and b.candidate.outcome.latency_samples_ms:  # no re-run: project from the candidate alone
-        after, _basis = expected_latency(b.candidate, b.baseline, fix)
+        after, basis_note = expected_latency(b.candidate, b.baseline, fix)
         if after is not None:
-            projection = (median(b.candidate.outcome.latency_samples_ms), after, FILES["classification"])
+            projection = (median(b.candidate.outcome.latency_samples_ms), after, FILES["classification"], basis_note.code)
     if projection is not None:
-        before, after, source = projection
+        before, after, source, basis = projection
         figs = [_fig("latency_p50_ms", before, "ms", FILES["candidate"], "outcome.latency_samples_ms (median)", role="candidate", clock=clock),
                 _fig("latency_p50_ms", after, "ms", source, "movements[latency p50].expected_after", role="expected", clock=clock)]
         if before:
@@ -298,7 +305,9 @@ def _action(b: LoadedBundle, decision: DecisionOutcome, book: Playbook) -> Actio
         if base_samples and after > 0:  # what the projection makes of the headline: the speedup it would reach
             figs.append(_fig("speedup_p50", median(base_samples) / after, "x", source, "movements[speedup over baseline (p50)].expected_after",
                              role="expected", clock=clock, basis="per_forward"))
-        expected = Claim(kind="expected_movement", code="projected", figures=figs, terms={"metric": "latency_p50_ms"})
+        expected = Claim(kind="expected_movement", code="projected", figures=figs,
+                         terms={"metric": "latency_p50_ms", "basis": basis.removeprefix("movement."),
+                                "removes_basis": fix.basis or "" if fix is not None else ""})
     else:
         terms = {"metric": fix.metric, "direction": fix.direction} if fix is not None else {}
         expected = Claim(kind="expected_movement", code="not_projected", terms=terms)
@@ -395,11 +404,13 @@ def build_memo(b: LoadedBundle, book: Playbook) -> Memo:
     owner = book.owner(decision.owner).title if decision.owner is not None else ""
     missing = missing_evidence(decision)
     blocking = blockers(decision, missing)
+    report = build_report(b, decision)
+    checks = with_shared_cause(with_precision_changes(with_fallback_layers(checks, report, judged_role), b.baseline, judged))
     decision_claim = Claim(kind="decision", code=decision.decision, items=blocking, terms={
         "judged_on": judged_role, "label": book.decision(decision.decision).label, "owner": owner,
-        "recomputed": ",".join(decision.recomputed), "speed_judgement": decision.judgement or "", **owner_terms(book, blocking)})
-    report = build_report(b, decision)
-    checks = with_precision_changes(with_fallback_layers(checks, report, judged_role), b.baseline, judged)
+        "recomputed": ",".join(decision.recomputed), "speed_judgement": decision.judgement or "", **owner_terms(book, blocking),
+        **shared_cause_terms(checks),
+        **({"none_meant_sparse": "yes"} if not any(fallback_summary(r).meant_sparse for r in b.runs().values()) else {})})
     columns, rows = results(b, report)
     allowed: list[str] = sorted({d.dimension for d in report.comparability.differences if d.allowed}) if report.comparability else []
     return enforce(Memo(

@@ -19,6 +19,7 @@ from sparsedebug.records.memo import Claim, Figure, ResultColumn, ResultRow, Res
 from sparsedebug.records.playbook import Playbook
 from sparsedebug.records.report import Report
 from sparsedebug.records.run import RunRecord
+from sparsedebug.records.stats import TAIL_MIN_SAMPLES
 from sparsedebug.signoff.memo_engine import check_field, fig, limit_field, past_limit
 from sparsedebug.signoff.metrics import SPEEDUP_FIELD, fallback_summary, run_clock
 from sparsedebug.sources.bundle import FILES, LoadedBundle
@@ -106,13 +107,19 @@ def _latency(report: Report, role: str) -> Claim:
     if figs is None or figs.latency is None:
         return _cell("latency", role, "not_measured", [], check, capture="latency samples")
     lat, record = figs.latency, FILES.get(role, f"{role}.run.json")
-    out = [fig(f"latency_{p}_ms", getattr(lat, p), "ms", record, f"outcome.latency_samples_ms ({p})", role=role, clock=figs.clock)
-           for p in ("p50", "p95", "p99")]
+    # below TAIL_MIN_SAMPLES a p95 or p99 only interpolates between the slowest samples: the cell states the slowest
+    few = lat.n < TAIL_MIN_SAMPLES and lat.slowest is not None
+    points = [("p50", lat.p50), ("slowest", lat.slowest)] if few else [("p50", lat.p50), ("p95", lat.p95), ("p99", lat.p99)]
+    out = [fig(f"latency_{p}_ms", value, "ms", record, f"outcome.latency_samples_ms ({p})", role=role, clock=figs.clock)
+           for p, value in points if value is not None]
     out.append(fig("latency_samples", lat.n, "count", record, "outcome.latency_samples_ms (count)", role=role))
+    if few and role == "baseline":  # the table says once why its cells state the slowest sample, not p95 and p99
+        out.append(fig("tail_min_samples", TAIL_MIN_SAMPLES, "count", "sparsedebug", "records.stats.TAIL_MIN_SAMPLES"))
     ratio = next((f for f in check.figures if f.quantity == "p99_ratio" and f.value is not None), None) if check else None
-    if ratio is not None and ratio.value is not None:
+    if ratio is not None and ratio.value is not None and not few:
         out.append(fig("p99_ratio", ratio.value, ratio.unit, record, check_field("p99_latency", "p99_ratio"), role=role, clock=figs.clock))
-    return _cell("latency", role, "measured", [*out, *_limit(check, "p99_ratio", "p99_max_ratio")], check)
+    return _cell("latency", role, "measured", [*out, *_limit(check, "p99_ratio", "p99_max_ratio")], check,
+                 tail="few" if few else "estimated")
 
 
 def _quality(report: Report, run: RunRecord, role: str) -> Claim:
@@ -200,8 +207,18 @@ def results(b: LoadedBundle, report: Report) -> tuple[list[ResultColumn], list[R
                 cells.append(_precision(report, role, run, b.baseline))
             else:
                 cells.append(_energy(report, role))
-        rows.append(ResultRow(row=row, check=check, cells=cells))
+        rows.append(ResultRow(row=row, check=check, cells=_capture_once(cells)))
     return columns, rows
+
+
+def _capture_once(cells: list[Claim]) -> list[Claim]:
+    """A row whose unmeasured cells all ask for the same capture asks once, in its last such cell; the others say
+    ``capture=same`` (not measured, the capture beside them)."""
+    asking = [c for c in cells if c.terms.get("state") == "not_measured" and c.terms.get("capture")]
+    if len(asking) < 2 or len({c.terms["capture"] for c in asking}) > 1:
+        return cells
+    same = {id(c) for c in asking[:-1]}
+    return [c.model_copy(update={"terms": {**c.terms, "capture": "same"}}) if id(c) in same else c for c in cells]
 
 
 BLOCK_NUMBER = re.compile(r"(?<=\.)\d+(?=\.|$)|(?<=#)\d+")
@@ -281,10 +298,58 @@ def reasons(decision: DecisionOutcome, checks: list[Claim], missing_evidence: li
         out.append(Claim(kind="reason", code="across_launch", terms={"base": decision.across_launch[0], "run": decision.across_launch[1]}))
     elif allowed:
         out.append(Claim(kind="reason", code="allowed_difference", items=allowed))
-    out += failing + undecided
+    out += [_with_effects(c, failing) for c in failing if not c.terms.get("caused_by")] + _undecided_once(undecided)
     for m in missing_evidence:
         owner = owner_terms(book, [MISSING_CHECK[m]]).get(f"owner.{MISSING_CHECK[m]}", "") if m in MISSING_CHECK else ""
         out.append(Claim(kind="reason", code="missing_evidence", terms={"evidence": m, "owner": owner}))
+    return out
+
+
+def _with_effects(check: Claim, failing: list[Claim]) -> Claim:
+    """A failing check with the checks it causes (``with_shared_cause``) folded in: one reason for one cause."""
+    caused = [c for c in failing if c.terms.get("caused_by") == check.code]
+    if not caused:
+        return check
+    return check.model_copy(update={"terms": {**check.terms, "causes": ",".join(c.code or "" for c in caused)},
+                                    "figures": [*check.figures, *(f for c in caused for f in c.figures)]})
+
+
+def _undecided_once(undecided: list[Claim]) -> list[Claim]:
+    """Checks an undecided verdict fails by policy, one reason per cause and owner (``undecided``, its checks in the
+    ``checks`` term): the speed and p99 checks that other load disturbed are one thing to fix, not two."""
+    groups: dict[tuple[str, str, str], list[Claim]] = {}
+    for c in undecided:
+        groups.setdefault((c.terms.get("why", ""), c.terms.get("owner", ""), c.terms.get("role", "")), []).append(c)
+    return [Claim(kind="reason", code="undecided", figures=[f for c in cs for f in c.figures],
+                  terms={"checks": ",".join(c.code or "" for c in cs), "why": why, "owner": owner, "role": role, "status": "inconclusive",
+                         "on_inconclusive": "fail"})
+            for (why, owner, role), cs in groups.items()]
+
+
+def with_shared_cause(checks: list[Claim]) -> list[Claim]:
+    """The checks, the failing fallback check marked ``caused_by=precision_drift`` when every layer it names runs dense
+    because the sparse kernel rejects its dtype and is a layer whose precision changed: one cause fails both checks,
+    and the memo states it once, under the precision check's owner."""
+    fallback = next((c for c in checks if c.code == "fallback_rate" and c.terms.get("status") == "fail"), None)
+    precision = next((c for c in checks if c.code == "precision_drift" and c.terms.get("status") == "fail"), None)
+    if fallback is None or precision is None or fallback.terms.get("why") != "dtype_unsupported" or not fallback.items:
+        return checks
+    changed = [x.split(":")[0] for x in precision.terms.get("changed", "").split("|") if x]
+    if not changed or layer_set(changed) != fallback.items:
+        return checks
+    marked = {**fallback.terms, "caused_by": "precision_drift", "owner": precision.terms.get("owner", "")}
+    return [c.model_copy(update={"terms": marked}) if c is fallback else c for c in checks]
+
+
+def shared_cause_terms(checks: list[Claim]) -> dict[str, str]:
+    """The decision's terms for a check another one causes (``with_shared_cause``): its owner is the cause's, and
+    ``one_cause`` names both, so the blockers list says so."""
+    out: dict[str, str] = {}
+    for c in checks:
+        cause = c.terms.get("caused_by")
+        if cause and c.code:
+            out[f"owner.{c.code}"] = c.terms.get("owner", "")
+            out["one_cause"] = f"{cause},{c.code}"
     return out
 
 

@@ -49,10 +49,11 @@ def _check(memo_md: str, report_md: str, memo: Memo, run: dict[str, object]) -> 
     assert isinstance(schedule, dict)
     p50 = float(re.search(r"p50 [\d.]+ ms baseline, ([\d.]+) ms candidate", memo_md).group(1))  # type: ignore[union-attr]
     # 1. the wait on the host per iteration, within the forward; never the sum over the iterations
+    # (the memo states the host-idle change once, as the scheduling mechanism's share; a wait it prints is per iteration)
     wait = re.search(r"the device waits on the host ([\d.]+) ms per iteration", memo_md)
-    assert wait is not None
     per_iteration = schedule["host_wait_ms"] / len(schedule["span_samples_ms"])
-    assert float(wait.group(1)) == pytest.approx(per_iteration, abs=6e-4) and float(wait.group(1)) <= p50
+    if wait is not None:
+        assert float(wait.group(1)) == pytest.approx(per_iteration, abs=6e-4) and float(wait.group(1)) <= p50
     assert f"{schedule['host_wait_ms']:.3f}" not in memo_md + report_md
     # 2. the bisect's effect is named by what it measures: a layer group's per-call ratio is no latency ratio
     stage = _line(memo_md, "First failing layer or stage")
@@ -85,7 +86,10 @@ def test_the_shared_eager_pair_states_what_each_figure_measures(tmp_path: Path) 
     _check(memo_md, report_md, memo, run)
     stage = _line(memo_md, "First failing layer or stage")
     assert "`layers.[0-3].mlp.gate_proj`" in stage and re.search(r" on 16 layers:", stage)
-    assert "the device waits on the host 6.902 ms per iteration" in memo_md
+    # one host-idle figure per meaning: the mechanism's share of the change, and the projection says what it removes
+    assert "the device waits on the host" not in memo_md and "6.902" not in memo_md
+    assert "scheduling**, which carries 6.940 ms of the +6.075 ms change" in memo_md
+    assert "less its GPU idle beyond the baseline's (median span minus busy)" in memo_md
 
 
 @pytest.mark.parametrize(("iterations", "layers"), [(4, 36), (5, 48), (8, 24)])

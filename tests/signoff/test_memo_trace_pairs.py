@@ -50,5 +50,5 @@ def test_a_fix_that_states_what_it_removes_projects_the_latency_without_a_re_run
     before, after = expected.figure("latency_p50_ms", "candidate"), expected.figure("latency_p50_ms", "expected")
     assert before is not None and after is not None
     assert abs((before.value - after.value) - removes.value) < 1e-9
-    assert "not projected" not in md and "the time the change removes" in md
+    assert "not projected" not in md and "removing the changed layers' kernel-time change" in md
     assert memo.action.measured is None  # no re-run: nothing measured is claimed

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from sparsedebug.records.memo import Claim
 from sparsedebug.render.memo.guard import guarded
-from sparsedebug.render.memo.phrases import BASIS_WORDS, Style, layer_names, listed_lines, num
+from sparsedebug.render.memo.phrases import Style, layer_names, listed_lines, num
 from sparsedebug.render.words.mechanisms_records import advice_words
 
 KNOB_WORDS = {
@@ -51,9 +51,6 @@ def change_details(st: Style, c: Claim) -> list[str]:
     t = c.terms
     out = []
     names = [n for n in t.get("target_set", "").split("|") if n]
-    wait = c.figure("host_wait_ms")
-    if "host" in change(st, c) and wait is not None:
-        out.append(f"Why: the device waits on the host {num(wait)} {BASIS_WORDS.get(wait.basis or '', 'in all')}")
     if names:
         out += listed_lines("Layers", [layer_names(st, [n]) for n in names])
     removes, layers = c.figure("removes_ms"), c.figure("target_layers")
@@ -75,6 +72,25 @@ METRIC_WORDS = {
 """A fix's target metric (``Fix.metric``) in words."""
 
 
+PROJECTION_WORDS: dict[str, str] = {
+    "schedule_overhead": "less its GPU idle beyond the baseline's (median span minus busy)",
+    "conversion": "removing the weight conversions' timed cost per forward",
+    "layer_to_sparse": "the dense layers run at the sparse kernel's measured speedup",
+    "exclude_layer": "the layer runs at its dense time",
+    "already_dense": "the layer already runs dense: nothing moves",
+}
+"""What a projection of the latency stands on, by its basis (``signoff.movement.expected_latency``'s note code)."""
+
+REMOVES_WORDS: dict[str, str] = {
+    "math_path_time": "removing the math attention path's kernel time",
+    "changed_path_time": "removing the changed layers' kernel-time change",
+    "host_gap_growth": "removing the growth in host gaps over the baseline",
+    "conversion_time": "removing the per-call conversion time",
+    "fallback_time": "removing the dense fallbacks' extra time",
+}
+"""What a fix that states its own saving removes, by ``records.classification.MovementBasis``."""
+
+
 @guarded
 def expected(st: Style, c: Claim) -> str:
     """What the change should move, by how much, and on what basis."""
@@ -82,7 +98,9 @@ def expected(st: Style, c: Claim) -> str:
         before, after, ch = c.figure("latency_p50_ms", "candidate"), c.figure("latency_p50_ms", "expected"), c.figure("change")
         speedup = c.figure("speedup_p50", "expected")
         reach = f"; the speedup over the baseline would then be {num(speedup)}" if speedup is not None else ""
-        return f"latency p50 {num(before)} -> {num(after)} ({num(ch)}), the time the change removes{reach}."
+        removes = PROJECTION_WORDS.get(c.terms.get("basis", ""), "the time the change removes")
+        removes = REMOVES_WORDS.get(c.terms.get("removes_basis", ""), removes) if c.terms.get("basis") == "fix_removes" else removes
+        return f"latency p50 {num(before)} -> {num(after)} ({num(ch)}), {removes}{reach}."
     metric, direction = c.terms.get("metric"), c.terms.get("direction")
     if metric:
         return f"{METRIC_WORDS.get(metric, metric.replace('_', ' '))} {direction}; by how much is not projected."

@@ -61,14 +61,16 @@ def claim_names(st: Style, claim: Claim) -> str:
 
 
 def clock_legend(clocks: list[ClockLegend]) -> str:
-    """Provenance said once per clock: where the latencies were timed, and what a [projected] mark means."""
+    """Provenance said once per clock: where the latencies were timed, and what a [projected] mark means and how it is
+    projected (a sentence a line)."""
     own = [c for c in clocks if c.clock != "projected"]
     projected = [c for c in clocks if c.clock == "projected"]
     words = {"measured": "measured on {d}", "untraced": "timed on {d} with the profiler off", "traced": "traced on {d} with the profiler on",
              "profiled": "profiled on {d}"}
     parts = ["Clocks: latencies " + " and ".join(words[c.clock].format(d=c.device) for c in own)] if own else []
-    parts += [f"figures marked [projected] are projected on the {c.device}" for c in projected]
-    return "; ".join(parts) + "." if parts else ""
+    parts += [f"Figures marked [projected] are projected on the {c.device} from GEMM timings measured on that GPU for each "
+              "layer's shape and path, plus a host cost per launch (`sparsedebug predict`)" for c in projected]
+    return "\n".join(f"{part}." for part in parts)
 
 
 DECISION_WORDS = {
@@ -100,18 +102,26 @@ CHECK_WORDS: dict[str, str] = {
 
 
 UNDECIDED_WORDS: dict[str, str] = {
-    "too_few": "on so few latency samples",
-    "unstable": "because other load disturbed the timings (re-run on a quiet machine)",
+    "too_few": "too few samples",
+    "unstable": "other load disturbed its timings",
 }
 """Why an inconclusive check could not decide (``signoff.memo_results.undecided_why``)."""
+
+UNDECIDED_NEXT: dict[str, str] = {
+    "too_few": "Capture more",
+    "unstable": "Re-run it on a quiet machine",
+}
+"""What decides an inconclusive check, by why it could not decide."""
 
 
 def blocker_owners(c: Claim) -> list[tuple[str, str]]:
     """(the checks, their owner) for each owner of a check that keeps the decision from ship, most decisive first."""
     by_owner: dict[str, list[str]] = {}
     for check in c.items:
-        by_owner.setdefault(c.terms.get(f"owner.{check}", ""), []).append(CHECK_WORDS.get(check, check))
-    return [(listed(checks), owner) for owner, checks in by_owner.items()]
+        by_owner.setdefault(c.terms.get(f"owner.{check}", ""), []).append(check)
+    one_cause = set(c.terms.get("one_cause", "").split(","))
+    return [(listed([CHECK_WORDS.get(k, k) for k in checks]) + (" (one cause)" if one_cause <= set(checks) else ""), owner)
+            for owner, checks in by_owner.items()]
 
 
 def blockers(c: Claim) -> str:
@@ -142,6 +152,8 @@ def decision_lines(st: Style, c: Claim) -> list[str]:
     """The decision line, and each blocker with its owner on a line of its own."""
     owned = blocker_owners(c)
     lines = [f"{decision_head(st, c)}, {decision_judged(st, c)}"]
+    if c.terms.get("none_meant_sparse") == "yes":
+        lines.append("No layer of either run is meant to be sparse: a dense-vs-dense comparison, so the sparsity checks do not apply.")
     if owned:
         lines += ["Blocking, with the owner of each:",  # the decision's paragraph goes on: the list follows it
                   *(f"- {st.bold(checks)}" + (f": the {owner}" if owner else "") for checks, owner in owned)]
@@ -234,15 +246,19 @@ def _reason(st: Style, c: Claim) -> str:
     n = c.figure("speedup_p50_count")
     if code == "too_few_samples" and n is not None and c.figure("samples_needed") is not None:
         return (f"Too few iterations to judge: the {c.terms.get('judged_on', 'candidate')} run has {num(n)} timed iterations, "
-                f"the rule needs {num(c.figure('samples_needed'))} a side. Capture more iterations, then decide.")
+                f"the rule needs {num(c.figure('samples_needed'))} a side. Re-trace with {num(c.figure('samples_needed'))} "
+                "or more profiled steps a side, then re-run.")
     if code in REASON_WORDS:
         return REASON_WORDS[code].format(judged_on=c.terms.get("judged_on", "candidate"))
     name = CHECK_WORDS.get(code, code)
-    if status == "inconclusive":
+    if code == "undecided" or status == "inconclusive":
+        checks = [CHECK_WORDS.get(k, k) for k in c.terms.get("checks", code).split(",") if k]
         needed = c.figure("samples_needed")
         cause = UNDECIDED_WORDS.get(c.terms.get("why", ""), "on these samples")
-        more = f" (it needs {num(needed)} a side)" if needed is not None else ""
-        return f"The {name} check cannot decide {cause}{more}; the policy counts that as a failure."
+        more = f" ({num(needed)} a side needed)" if needed is not None else ""
+        word = "check cannot" if len(checks) == 1 else "checks cannot"
+        then = UNDECIDED_NEXT.get(c.terms.get("why", ""), "Measure again")
+        return f"The {listed(checks)} {word} decide on the {role} run: {cause}{more}. {then}; the policy blocks until then."
     verb = "fails" if status == "fail" else "passes"
     if code == "effective_speedup":
         sp, floor = c.figure("speedup_p50"), c.figure("speedup_min")
@@ -271,6 +287,10 @@ def _reason(st: Style, c: Claim) -> str:
         if status != "fail":
             return "The precision check passes."
         changes = precision_changes_of(c)
+        if len(changes) == 1 and c.terms.get("causes") == "fallback_rate":  # one cause fails both checks: said once
+            layer, was, now = changes[0]
+            return (f"Precision and dense fallback fail from one cause: {st.code(layer)} computes in {st.code(now)} "
+                    f"(was {st.code(was)}), which the sparse kernel rejects.")
         if len(changes) == 1 and c.terms.get("limit.precision_changes"):  # one layer named; the policy holds changes to none
             moved = " and ".join(f"{st.code(layer)} computes in {st.code(now)} (was {st.code(was)})" for layer, was, now in changes)
             return f"The precision check {verb}: {moved}, and the policy allows no change of precision."
@@ -305,7 +325,9 @@ def speedup_parts(st: Style, c: Claim) -> list[str]:
     share = c.figure("traced_host_wait_share")
     if c.code == "rests_on_traced" and share is not None:
         out.append(f"it rests on traced latency, which holds the profiler's own cost (the GPU waits on the host for {num(share)} "
-                   "of the span); untraced timings (`--latency`) settle it")
+                   "of the span)")
+        out.append("to settle it, time the same forwards without the profiler (CUDA events, one value per line) and re-run "
+                   "with `--latency BASE.csv CAND.csv`")
     return out
 
 

@@ -7,7 +7,7 @@ never the gate's codes.
 
 from __future__ import annotations
 
-from sparsedebug.records.memo import Claim, Memo, ResultColumn
+from sparsedebug.records.memo import Claim, Memo, ResultColumn, ResultRow
 from sparsedebug.render.memo.phrases import WHY_WORDS, Style, num, precision_changes_of
 from sparsedebug.render.words.figures import speedup_basis_words
 
@@ -26,13 +26,22 @@ CLOCK_WORDS: dict[str, str] = {
 CAPTURE_WORDS: dict[str, str] = {
     "quality": "not measured (a trace carries no model output): evaluate the sparse model against dense offline",
     "outputs": "not measured (a trace carries no model output): compare the candidate's outputs with the baseline's offline",
-    "precision": "not measured: needs per-layer kernel error against an fp64 reference (a replay measures it)",
-    "power": "not measured: capture an nvidia-smi power log beside the runs and pass it with --power",
+    "precision": ("not measured: a trace holds no kernel error; replay the layers against fp64 "
+                  "(`sparsedebug replay WORKLOAD.yaml`)"),
+    "power": ("not measured: log `nvidia-smi --query-gpu=timestamp,power.draw --format=csv -lms 100 -f power.csv` "
+              "during both runs, then re-run with `--power power.csv`"),
     "power_replay": "not measured: this CPU has no energy reading for the replay",
+    "same": "not measured (as the next column says)",
     "latency samples": "not measured: no latency samples",
     "latency samples on both sides": "not measured: no latency samples on one side",
 }
 """What a cell without evidence says: that it is not measured, and what to capture."""
+
+def row_words(r: ResultRow) -> str:
+    """A row's label; the latency row's names the p95 and p99 only when its cells state them."""
+    few = r.row == "latency" and any(c.terms.get("tail") == "few" for c in r.cells)
+    return "latency" if few else ROW_WORDS[r.row]
+
 
 STATUS_WORDS = {"pass": "pass", "fail": "**FAIL**", "inconclusive": "inconclusive"}
 
@@ -74,14 +83,20 @@ def cell(st: Style, c: Claim) -> str:
         sp = c.figure("speedup_p50")
         return (f"{num(sp)} ({speedup_basis_words(sp)})" if sp is not None else num(sp)) + _status(st, c, _limit(c, "speedup_min", "floor"))
     if row == "latency":
+        n, cap = c.figure("latency_samples"), c.figure("p99_max_ratio")
+        if c.terms.get("tail") == "few":  # p95 and p99 of so few samples only interpolate between the slowest ones
+            needs = c.figure("tail_min_samples")
+            why = f": a p95 or p99 needs {num(needs)} samples" if needs is not None else ""
+            text = f"p50 {num(c.figure('latency_p50_ms'))}, slowest {num(c.figure('latency_slowest_ms'))} (n={num(n)}{why})"
+            limit = f"limit {num(cap)}x the baseline's slowest" if cap is not None else ""
+            limit = "" if c.terms.get("status") == "inconclusive" else limit  # nothing was held to it
+            return text + (f"; tail check {_word(st, c, limit)}" if c.terms.get("status") else "")
         text = " / ".join(num(c.figure(f"latency_{p}_ms")).removesuffix(" ms") for p in ("p50", "p95")) + \
             f" / {num(c.figure('latency_p99_ms'))}"
-        n = c.figure("latency_samples")
         text += f" (n={num(n)})" if n is not None else ""
         ratio = c.figure("p99_ratio")
         if ratio is not None:
             text += f"; p99 {num(ratio)}x the baseline's"
-        cap = c.figure("p99_max_ratio")
         return text + _status(st, c, f"limit {num(cap)}x" if cap is not None else "")
     if row == "quality":
         metric = c.terms.get("metric", "cosine")
@@ -136,9 +151,9 @@ def table(st: Style, memo: Memo) -> list[str]:
     if st.markdown:
         out = ["| | " + " | ".join(column_head(st, c) for c in cols) + " |", "|---" * (len(cols) + 1) + "|",
                "| clock | " + " | ".join(column_clock(c) for c in cols) + " |"]
-        out += ["| " + ROW_WORDS[r.row] + " | " + " | ".join(cell(st, c) for c in r.cells) + " |" for r in memo.results]
+        out += ["| " + row_words(r) + " | " + " | ".join(cell(st, c) for c in r.cells) + " |" for r in memo.results]
         return out
     out = []
     for r in memo.results:
-        out.append(f"{ROW_WORDS[r.row]}: " + "; ".join(f"{col.role} {cell(st, c)}" for col, c in zip(cols, r.cells, strict=True)))
+        out.append(f"{row_words(r)}: " + "; ".join(f"{col.role} {cell(st, c)}" for col, c in zip(cols, r.cells, strict=True)))
     return out
