@@ -28,6 +28,7 @@ from sparsedebug.records.memo import (
     Signoff,
     Symptom,
 )
+from sparsedebug.records.notes import Note
 from sparsedebug.records.playbook import Playbook
 from sparsedebug.records.run import RunRecord
 from sparsedebug.signoff.decide import stored_decision
@@ -288,13 +289,18 @@ def _action(b: LoadedBundle, decision: DecisionOutcome, book: Playbook) -> Actio
     clock = run_clock(b.candidate)
     # (before, expected after, the record that holds the projection, the code of what it stands on)
     projection: tuple[float, float, str, str] | None = None
+    unprojected: tuple[Note, str] | None = None  # why there is no projection, and the record that says so
     if lat is not None and lat.expected_after is not None:
         basis = lat.expected_basis.code if lat.expected_basis is not None else ""
         projection = (lat.before, lat.expected_after, FILES["fix"], basis)
+    elif lat is not None and lat.expected_basis is not None:
+        unprojected = (lat.expected_basis, FILES["fix"])
     elif lat is None and fix is not None and b.candidate.outcome.latency_samples_ms:  # no re-run: project from the candidate alone
         after, basis_note = expected_latency(b.candidate, b.baseline, fix)
         if after is not None:
             projection = (median(b.candidate.outcome.latency_samples_ms), after, FILES["classification"], basis_note.code)
+        else:
+            unprojected = (basis_note, FILES["classification"])
     if projection is not None:
         before, after, source, basis = projection
         figs = [_fig("latency_p50_ms", before, "ms", FILES["candidate"], "outcome.latency_samples_ms (median)", role="candidate", clock=clock),
@@ -310,7 +316,16 @@ def _action(b: LoadedBundle, decision: DecisionOutcome, book: Playbook) -> Actio
                                 "removes_basis": fix.basis or "" if fix is not None else ""})
     else:
         terms = {"metric": fix.metric, "direction": fix.direction} if fix is not None else {}
-        expected = Claim(kind="expected_movement", code="not_projected", terms=terms)
+        figs = []
+        why, source = unprojected if unprojected is not None else (None, "")
+        saving, p50 = (why.values.get("saving_ms"), why.values.get("p50_ms")) if why is not None else (None, None)
+        if why is not None and why.code == "movement.saving_past_forward" and isinstance(saving, float | int) \
+                and isinstance(p50, float | int):  # the saving, timed apart from the forward, sums past it
+            terms["why"] = "saving_past_forward"
+            figs = [_fig("saving_ms", float(saving), "ms", source, "movements[latency p50].expected_basis.saving_ms", clock=clock),
+                    _fig("latency_p50_ms", float(p50), "ms", FILES["candidate"], "outcome.latency_samples_ms (median)",
+                         role="candidate", clock=clock)]
+        expected = Claim(kind="expected_movement", code="not_projected", terms=terms, figures=figs)
     measured = None
     if fo is not None and lat is not None and b.fixed is not None:
         figs = [_fig("latency_p50_ms", lat.before, "ms", FILES["candidate"], "outcome.latency_samples_ms (median)", role="candidate", clock=clock),
@@ -376,8 +391,14 @@ def _signoff(b: LoadedBundle, book: Playbook, decision: DecisionOutcome, decisio
                  _fig("meant_sparse", fb.meant_sparse, "count", FILES[final_role], "graph.layers[].intended", role=final_role)]
     report = b.manifest.files.get("report", FILES["report"])
     artifact = Claim(kind="artifact", figures=figs, terms={"file": report, **({"rows": "kernel_names"} if by_kernel else {})})
-    owners = Claim(kind="owners", items=[book.owner(o).title for o in book.memo.required_owners],
-                   terms={"change_owner": book.owner(decision.owner).title if decision.owner else ""})
+    titles = [book.owner(o).title for o in book.memo.required_owners]
+    # what each signing owner holds open here: the blocking checks the decision gives them
+    open_items = {t: ",".join(k.removeprefix("owner.") for k, v in decision_claim.terms.items()
+                              if k.startswith("owner.") and v == t and k.removeprefix("owner.") in decision_claim.items)
+                  for t in titles}
+    owners = Claim(kind="owners", items=titles,
+                   terms={"change_owner": book.owner(decision.owner).title if decision.owner else "",
+                          **{f"open.{t}": v for t, v in open_items.items()}})
     return Signoff(artifact=artifact, owners=owners, decision=decision_claim)
 
 

@@ -57,6 +57,8 @@ def change_details(st: Style, c: Claim) -> list[str]:
     if removes is not None:
         across = f" across all {num(layers)} layers" if layers is not None and layers.value > 1 else ""
         out.append(f"Removes: {num(removes)} per iteration{across}")
+    if t.get("action_code") == "cuda_graph":  # the projection keeps the baseline eager
+        out.append("Like for like: the eager baseline would gain from a CUDA graph too; graph both before comparing")
     if t.get("owner"):
         out.append(f"Owner: the {t['owner']}")
     return out
@@ -102,6 +104,10 @@ def expected(st: Style, c: Claim) -> str:
         removes = REMOVES_WORDS.get(c.terms.get("removes_basis", ""), removes) if c.terms.get("basis") == "fix_removes" else removes
         return f"latency p50 {num(before)} -> {num(after)} ({num(ch)}), {removes}{reach}."
     metric, direction = c.terms.get("metric"), c.terms.get("direction")
+    saving, p50 = c.figure("saving_ms"), c.figure("latency_p50_ms", "candidate")
+    if metric and c.terms.get("why") == "saving_past_forward" and saving is not None and p50 is not None:
+        return (f"{METRIC_WORDS.get(metric, metric.replace('_', ' '))} {direction}; not projected: the saving, timed apart from "
+                f"the forward, sums to {num(saving)}, past the whole {num(p50)} forward (other load).")
     if metric:
         return f"{METRIC_WORDS.get(metric, metric.replace('_', ' '))} {direction}; by how much is not projected."
     return "not projected."
@@ -126,7 +132,8 @@ def measured(st: Style, c: Claim | None) -> str:
 
 
 AGAINST_WORDS: dict[str, str] = {
-    "locate": "Judged against the candidate locate measured, unpaired: the machine did not drift between the two sessions",
+    "locate": "Judged against the candidate's timings from the locate step, not re-timed beside it: the dense reference ran "
+              "as fast in both sessions",
     "fresh": "Judged against the candidate replayed again beside the fixed run, round by round (the machine drifted, or could "
              "not be shown not to)",
 }
@@ -191,5 +198,7 @@ def artifact(st: Style, c: Claim) -> str:
 
 @guarded
 def owners(st: Style, c: Claim) -> str:
-    """Who signs."""
-    return ", ".join(c.items) + "."
+    """Who signs; when some of them hold nothing open here (no blocking check, not the proposed change), where the
+    open items are."""
+    idle = [t for t in c.items if f"open.{t}" in c.terms and not c.terms[f"open.{t}"] and c.terms.get("change_owner") != t]
+    return ", ".join(c.items) + ("; all sign, and the blocking list above gives the open items" if idle else "") + "."

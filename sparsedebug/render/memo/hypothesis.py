@@ -45,11 +45,10 @@ def primary_settle(c: Claim) -> list[str]:
     over = over_explains(c) if c.code == "established" else None
     ms = c.figure("carried_ms")
     if over is not None and ms is not None and round(ms.value, 3) > 0:
-        out.append("That is" + over.removeprefix(","))
         stage = c.figure("stage_share")
-        if stage is not None and stage.role:  # the first stage's share counts its layers only: why the two differ
-            out.append(f"Stage `{stage.role}`'s layers carry {num(stage)} of the change (section 1); the mechanism also counts "
-                       f"its time outside those layers, so the two shares differ")
+        # the first stage's share counts its layers only, the mechanism's all its time: said together, so they do not clash
+        alone = f"; stage `{stage.role}`'s layers alone carry {num(stage)} (section 1)" if stage is not None and stage.role else ""
+        out.append("That is" + over.removeprefix(",") + alone)
     unattributed = c.figure("unattributed_ms")
     if over is None and unattributed is not None:
         out.append(f"The shares add up to more than the whole change: the time no mechanism carries moved the other way ({num(unattributed)})")

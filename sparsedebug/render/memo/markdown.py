@@ -37,9 +37,10 @@ class MarkdownMemo(MemoFormat):
     def format(self, memo: Memo) -> str:
         """memo.md."""
         st = p.MD
-        out = [f"# {memo.title}", "", *p.decision_lines(st, memo.decision), ""]
+        gate = memo.detail.get("gate") if st.markdown else None
+        out = [f"# {memo.title}", "", *p.decision_lines(st, memo.decision, gate), ""]
         rows = results.table(st, memo)
-        out += [*rows, ""] if rows else []
+        out += [*rows, "", results.LIMIT_LEGEND, ""] if rows else []
         out += [*reason_lines(memo, st), ""]
         # the table states every run's speedup: a headline of any other figure still gets its line
         headline = [f for f in memo.headline if not (rows and f.quantity == "speedup_p50")]
@@ -85,7 +86,7 @@ class MarkdownMemo(MemoFormat):
             sections = {k: v for k, v in memo.detail.items() if k != "gate"}
             out += ["Detail in the report: "
                     + ", ".join(f"[{name}]({target})" for name, target in sections.items()) + "."]
-            if "gate" in memo.detail:
+            if "gate" in memo.detail and not any(line.startswith("Blocking, with") for line in out):
                 out += [f"Every gate check with its test and samples: [gate]({memo.detail['gate']})."]
             out += [""]
         return "\n".join(out)

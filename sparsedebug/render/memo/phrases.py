@@ -81,7 +81,7 @@ DECISION_WORDS = {
 
 DECISION_MEANING: dict[str, str] = {
     "ship": "deploy the judged build", "bounded_rollout": "deploy to a bounded slice and watch the open checks",
-    "rollback": "do not deploy: keep the dense baseline", "escalate": "hold the rollout: these inputs cannot decide",
+    "rollback": "do not deploy the candidate: keep the dense baseline", "escalate": "hold the rollout: these inputs cannot decide",
     "no_change": "nothing to ship or roll back",
 }
 """What each decision asks of a lead, in a few words (the playbook's ``decisions[].when`` says when it is taken)."""
@@ -133,7 +133,7 @@ def blockers(c: Claim) -> str:
 def decision_judged(st: Style, c: Claim) -> str:
     """Which run the decision was judged on, who owns the next change when nothing blocks, and whether it was decided again."""
     judged = c.terms.get("judged_on", "candidate")
-    text = f"judged on the {judged} run" + (" (no fixed run in the bundle)" if judged == "candidate" else "")
+    text = f"judged on the {judged} run" + (" (no re-run with a fix applied)" if judged == "candidate" else "")
     owner = c.terms.get("owner")
     text += f"; the next change is owned by the {owner}" if owner and not c.items else ""
     changed = [n for n in c.terms.get("recomputed", "").split(",") if n]
@@ -148,14 +148,15 @@ def decision_basis(st: Style, c: Claim) -> str:
     return decision_judged(st, c) + (f" {block}" if block else "")
 
 
-def decision_lines(st: Style, c: Claim) -> list[str]:
+def decision_lines(st: Style, c: Claim, gate_link: str | None = None) -> list[str]:
     """The decision line, and each blocker with its owner on a line of its own."""
     owned = blocker_owners(c)
     lines = [f"{decision_head(st, c)}, {decision_judged(st, c)}"]
     if c.terms.get("none_meant_sparse") == "yes":
         lines.append("No layer of either run is meant to be sparse: a dense-vs-dense comparison, so the sparsity checks do not apply.")
     if owned:
-        lines += ["Blocking, with the owner of each:",  # the decision's paragraph goes on: the list follows it
+        every = f" ([every gate check]({gate_link}) in the report)" if gate_link else ""
+        lines += [f"Blocking, with the owner of each{every}:",  # the decision's paragraph goes on: the list follows it
                   *(f"- {st.bold(checks)}" + (f": the {owner}" if owner else "") for checks, owner in owned)]
     return lines
 
@@ -236,7 +237,7 @@ def _reason(st: Style, c: Claim) -> str:
     role = c.terms.get("role", "candidate")
     status = c.terms.get("status", "")
     if code == "missing_evidence":
-        return f"There is no {c.terms.get('evidence', '')} evidence in the judged run, so ship is refused until it is captured."
+        return f"There is no {c.terms.get('evidence', '')} evidence in the judged run: no rollout can pass until it is captured."
     if code == "across_launch":
         base, run = (LAUNCH_WORDS.get(c.terms.get(k, ""), c.terms.get(k, "")) for k in ("base", "run"))
         return f"The speedup is across launch modes ({base} baseline, {run} run), so it is not like for like."
@@ -325,9 +326,7 @@ def speedup_parts(st: Style, c: Claim) -> list[str]:
     share = c.figure("traced_host_wait_share")
     if c.code == "rests_on_traced" and share is not None:
         out.append(f"it rests on traced latency, which holds the profiler's own cost (the GPU waits on the host for {num(share)} "
-                   "of the span)")
-        out.append("to settle it, time the same forwards without the profiler (CUDA events, one value per line) and re-run "
-                   "with `--latency BASE.csv CAND.csv`")
+                   "of the span); untraced timings settle it (CUDA events, `--latency BASE.csv CAND.csv`)")
     return out
 
 
@@ -335,7 +334,8 @@ def speedup_parts(st: Style, c: Claim) -> list[str]:
 def target_speedup(st: Style, c: Claim) -> str:
     """The projected speedup on the target."""
     launch = c.terms.get("launch", "")
-    return f"{num(c.figure('target_speedup'))} vs dense on the target (launched {LAUNCHED_WORDS.get(launch, launch)})"
+    return (f"{num(c.figure('target_speedup'))} vs dense on the target (launched {LAUNCHED_WORDS.get(launch, launch)}); "
+            "a projection, not what the decision uses")
 
 
 @guarded

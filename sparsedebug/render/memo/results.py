@@ -31,7 +31,7 @@ CAPTURE_WORDS: dict[str, str] = {
     "power": ("not measured: log `nvidia-smi --query-gpu=timestamp,power.draw --format=csv -lms 100 -f power.csv` "
               "during both runs, then re-run with `--power power.csv`"),
     "power_replay": "not measured: this CPU has no energy reading for the replay",
-    "same": "not measured (as the next column says)",
+    "same": "not measured",
     "latency samples": "not measured: no latency samples",
     "latency samples on both sides": "not measured: no latency samples on one side",
 }
@@ -42,6 +42,10 @@ def row_words(r: ResultRow) -> str:
     few = r.row == "latency" and any(c.terms.get("tail") == "few" for c in r.cells)
     return "latency" if few else ROW_WORDS[r.row]
 
+
+LIMIT_LEGEND = ("A floor or limit is the gate policy's pass line (a speedup at least its floor, a ratio at most its limit); "
+                "inconclusive: too few or disturbed samples to judge.")
+"""What the table's floors, limits and verdicts mean, said once under it."""
 
 STATUS_WORDS = {"pass": "pass", "fail": "**FAIL**", "inconclusive": "inconclusive"}
 
@@ -107,7 +111,7 @@ def cell(st: Style, c: Claim) -> str:
             if c.terms.get("equal_latency") == "not_matched":
                 text += f"; no narrowed dense got this fast ({num(dense)} at {num(removed)} FFN cut)"
             elif removed is not None and removed.value == 0:
-                text += "; the unpruned dense model is already this fast"
+                text += f"; the unpruned dense model ({num(dense)}) already fits that latency"
             else:
                 text += f"; dense at this latency {num(dense)} ({num(removed)} FFN cut)"
             text += ": sparsity wins" if c.terms.get("sparsity_wins") == "yes" else ": dense wins"
@@ -119,12 +123,12 @@ def cell(st: Style, c: Claim) -> str:
         parts = []
         named = precision_changes_of(c)
         if len(named) == 1:
-            parts.append("; ".join(f"{st.code(layer)} {st.code(was)} -> {st.code(now)}" for layer, was, now in named))
+            parts.append("; ".join(f"dtype {st.code(was)} -> {st.code(now)} on {st.code(layer)}" for layer, was, now in named))
         elif changes is not None:
             parts.append(f"{num(changes)} layer{'s' if changes.value != 1 else ''} changed dtype or kernel")
-        if worst is not None:
-            parts.append(f"worst kernel error {num(worst)} of its tolerance" + (" (within it)" if worst.value <= 1 else ""))
-        return _word(st, c) + (f": {', '.join(parts)}" if parts else "")
+        if worst is not None:  # said apart from the verdict: a dtype change fails the check with the error within tolerance
+            parts.append(f"kernel error {'within' if worst.value <= 1 else 'past'} tolerance ({num(worst)})")
+        return _word(st, c) + (f": {'; '.join(parts)}" if parts else "")
     if row == "energy":
         per = "per token" if c.terms.get("per") == "joules_per_token" else "per forward"
         f = c.figure("joules_per_token") or c.figure("joules_per_forward")

@@ -57,7 +57,7 @@ def first_stage(st: Style, c: Claim, effect_here: bool = True) -> str:
         text += f"; {effect}"
     share = c.figure("accounted_share")
     if share is not None and round(share.value, 2) > 1:  # past the whole change: the rest of the forward moved back
-        text += f"; its layers grew more than the whole latency change ({num(share)}; the rest got faster)"
+        text += f"; its layers grew {num(share)} of the latency change (the rest got faster)"
     elif share is not None and share.value > 0:
         text += f"; its layers carry {num(share)} of the latency change"
     if c.terms.get("explains"):
@@ -90,7 +90,9 @@ def stage_legend(st: Style, c: Claim) -> list[str]:
     if c.code != "divergence" or stage not in STAGE_WORDS:
         return []
     order = ", ".join(STAGE_ORDER)
-    return [f"Stage {st.code(stage)} is {STAGE_WORDS[stage]} (the stages in order: {order})"]
+    before = STAGE_ORDER[:STAGE_ORDER.index(stage)] if stage in STAGE_ORDER else []
+    matched = f"; {', '.join(before)} showed no lasting change" if before else ""
+    return [f"Stage {st.code(stage)} is {STAGE_WORDS[stage]} (the stages in order: {order}{matched})"]
 
 
 def first_stage_effect(st: Style, c: Claim) -> str | None:

@@ -25,7 +25,7 @@ def _row(lines: list[str], label: str) -> list[str]:
 
 def test_the_table_sits_right_under_the_decision_with_a_column_per_run_and_its_clock() -> None:
     lines = render(_memo(), "markdown").splitlines()
-    assert lines[2].startswith("Decision: **") and lines[3] == "Blocking, with the owner of each:"
+    assert lines[2].startswith("Decision: **") and lines[3].startswith("Blocking, with the owner of each ([every gate check](")
     assert lines[4:7] == ["- **speed**: the serving performance owner", "- **dense fallback**: the compiler sparsity pass owner", ""]
     assert lines[7] == "| | baseline `dense` | candidate `sparse_fallback` | fixed `sparse_fallback` |"
     assert _row(lines, "clock") == ["timed on this CPU"] * 3
@@ -49,7 +49,7 @@ def test_each_cell_says_pass_or_fail_against_the_policy_limit() -> None:
     energy = _row(lines, "energy (board power)")
     # the capture is asked once, in the last column, as a command; the other columns point to it
     assert energy[-1].startswith("not measured: log `nvidia-smi --query-gpu=") and "`--power power.csv`" in energy[-1]
-    assert energy[:-1] == ["not measured (as the next column says)"] * (len(energy) - 1)
+    assert energy[:-1] == ["not measured"] * (len(energy) - 1)
     assert check_claims("\n".join(lines), memo) == []
 
 
