@@ -62,6 +62,29 @@ class Movement(Record):
         return self.after / self.before if self.before else float("nan")
 
     @property
+    def relative_change(self) -> float | None:
+        """after / before - 1 (None when before is zero)."""
+        return self.after / self.before - 1 if self.before else None
+
+    @property
+    def expected_relative_change(self) -> float | None:
+        """expected_after / before - 1 (None without a projection or when before is zero)."""
+        return self.expected_after / self.before - 1 if self.expected_after is not None and self.before else None
+
+    @property
+    def against_projection(self) -> Literal["as_projected", "opposite", "more", "less"] | None:
+        """How the measured change compares with the projected one: within 5 points of it, the other way, more or
+        less; None without a projection."""
+        got, expected = self.relative_change, self.expected_relative_change
+        if got is None or expected is None:
+            return None
+        if abs(got - expected) <= 0.05:
+            return "as_projected"
+        if got * expected < 0:
+            return "opposite"
+        return "more" if abs(got) > abs(expected) else "less"
+
+    @property
     def as_expected(self) -> bool | None:
         """Whether the measured direction is the projected one; None when either is unknown."""
         if self.direction is None or self.expected_direction is None:

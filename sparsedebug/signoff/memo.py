@@ -308,7 +308,8 @@ def _action(b: LoadedBundle, decision: DecisionOutcome, book: Playbook) -> Actio
         if before:
             figs.append(_fig("change", after / before - 1, "share", source, "movements[latency p50]", role="expected"))
         base_samples = b.baseline.outcome.latency_samples_ms
-        if base_samples and after > 0:  # what the projection makes of the headline: the speedup it would reach
+        graphed = fix is not None and fix.code == "cuda_graph"  # a graphed candidate over an eager baseline is no headline
+        if base_samples and after > 0 and not graphed:  # what the projection makes of the headline: the speedup it would reach
             figs.append(_fig("speedup_p50", median(base_samples) / after, "x", source, "movements[speedup over baseline (p50)].expected_after",
                              role="expected", clock=clock, basis="per_forward"))
         expected = Claim(kind="expected_movement", code="projected", figures=figs,

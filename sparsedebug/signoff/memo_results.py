@@ -290,7 +290,8 @@ def reasons(decision: DecisionOutcome, checks: list[Claim], missing_evidence: li
         own = undecided if decision.code == "too_few_samples" else []
         owners = sorted({c.terms["owner"] for c in own if c.terms.get("owner")})
         counted = next((c for c in own if c.figure("samples_needed") and c.figure("speedup_p50_count")), None)
-        figures = [f for q in ("speedup_p50_count", "samples_needed") if counted is not None and (f := counted.figure(q))]
+        # the speed figure's count is the baseline's samples, its "of" the judged run's (signoff.gate.check_speedup)
+        figures = [f for q in ("speedup_p50_count", "speedup_p50_of", "samples_needed") if counted is not None and (f := counted.figure(q))]
         out.append(Claim(kind="reason", code=decision.code or decision.decision, figures=figures,
                          terms={"judged_on": judged_role, "owner": " and the ".join(owners)}))
         undecided = [c for c in undecided if c not in own]

@@ -113,7 +113,7 @@ def test_run_on_workloads_applies_the_fix_and_measures_it(tmp_path: Path, monkey
     else:  # it did not: the fixed run is replayed alone and judged against the candidate locate measured (issue 57)
         assert fix["pairing"]["candidate"] == "locate" and fix["pairing"]["judgement"] == "no_change"
         assert runs["fixed"]["session"] is None and fix["significance"]["same_session"] is False
-        assert "Judged against the candidate locate measured, unpaired: the machine did not drift" in memo
+        assert "Judged against the candidate's timings from the locate step, not re-timed beside it" in memo
         assert fix["significance"]["n_base"] == len(runs["candidate"]["outcome"]["latency_samples_ms"])
     manifest = json.loads((out / "bundle.json").read_text())
     assert [s["step"] for s in manifest["steps"]] == ["freeze", "locate", "classify", "reproduce", "rerun"]
@@ -154,8 +154,8 @@ def test_run_summary_says_why_it_decided(tmp_path: Path) -> None:
         "--fixed", str(H200 / "trace_sparse_mlp_T2048_cudagraph.json.gz"), "-o", str(tmp_path / "b"),
     ])
     assert result.exit_code == 0, result.stderr
-    assert "Decision: escalate (hold the rollout: these inputs cannot decide), judged on the fixed run" in result.stdout
-    assert "Too few iterations to judge: the fixed run has 3 timed iterations, the rule needs 6 a side" in result.stdout
+    assert "Decision: escalate (hold the rollout: these inputs cannot decide; the owners below act next), judged on the fixed run" in result.stdout
+    assert "Too few iterations to judge: both runs have 3 timed iterations, the rule needs 6 a side" in result.stdout
     assert "There is no quality evidence in the judged run" in result.stdout
     lines = result.stdout.splitlines()
     assert [line.split()[1] for line in lines[:5]] == ["freeze", "locate", "classify", "reproduce", "rerun"]

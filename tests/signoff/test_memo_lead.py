@@ -39,7 +39,7 @@ def test_a_fallback_the_precision_change_causes_is_one_reason_under_one_owner() 
     out = reasons(_decision(), checks, [], "fixed", BOOK, [])
     assert [r.code for r in out] == ["precision_drift"] and out[0].terms["causes"] == "fallback_rate"
     text = reason(PLAIN, out[0])
-    assert text.startswith("Precision and dense fallback fail from one cause:") and LAYER in text and "fp32" in text
+    assert text.startswith("Precision and fallback fail from one cause:") and LAYER in text and "restore fp16" in text
     assert text.endswith("Owner: the accelerator architecture owner.")
     decision = Claim(kind="decision", code="rollback", items=["fallback_rate", "precision_drift"],
                      terms={"owner.precision_drift": "accelerator architecture owner",

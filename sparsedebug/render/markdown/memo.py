@@ -237,12 +237,17 @@ def _mechanism(b: LoadedBundle, book: Playbook) -> list[str]:
     return out
 
 
+AGAINST_WORDS = {"as_projected": "about as projected", "opposite": "the opposite way to the projection",
+                 "more": "more than projected", "less": "less than projected"}
+"""How a measured movement compares with its projection (``Movement.against_projection``)."""
+
+
 def _movement_line(m: Movement) -> str:
     unit = f" {m.unit}" if m.unit and m.unit != "x" else ("x" if m.unit == "x" else "")
     spec = ".4g" if not m.unit else ".3f"
     line = f"{m.metric}: {m.before:{spec}}{unit} -> {m.after:{spec}}{unit}"
-    if m.before:
-        line += f" ({(m.after / m.before - 1):+.1%})"
+    if m.relative_change is not None:
+        line += f" ({m.relative_change:+.1%})"
     return line
 
 
@@ -278,7 +283,7 @@ def _action(b: LoadedBundle, book: Playbook) -> list[str]:
     if lat is not None and lat.expected_after is not None:
         out.append(
             f"- **Expected movement**: latency p50 {lat.before:.3f} ms -> {lat.expected_after:.3f} ms "
-            f"({lat.expected_after / lat.before - 1:+.1%}; {measured_clock(figures(b, 'candidate'))}); basis: {say(lat.expected_basis) if lat.expected_basis else 'not recorded'}."
+            f"({lat.expected_relative_change or 0.0:+.1%}; {measured_clock(figures(b, 'candidate'))}); basis: {say(lat.expected_basis) if lat.expected_basis else 'not recorded'}."
         )
         sp = next((m for m in fo.movements if m.metric.startswith("speedup")), None) if fo else None
         if sp is not None and sp.expected_after is not None:
@@ -305,14 +310,9 @@ def _action(b: LoadedBundle, book: Playbook) -> list[str]:
         moved_there = _target_movement(b.candidate, b.fixed)
         if moved_there is not None:
             out.append(f"  - {moved_there}")
-        if lat is not None and lat.expected_after is not None and lat.before:
-            exp_change = lat.expected_after / lat.before - 1
-            got = lat.after / lat.before - 1
-            size = "about as projected" if abs(got - exp_change) <= 0.05 else (
-                "the opposite way to the projection" if got * exp_change < 0
-                else "more than projected" if abs(got) > abs(exp_change) else "less than projected"
-            )
-            out.append(f"  - Measured against expected: p50 {got:+.1%} measured vs {exp_change:+.1%} expected: {size}.")
+        got, exp_change, against = (lat.relative_change, lat.expected_relative_change, lat.against_projection) if lat else (None,) * 3
+        if got is not None and exp_change is not None and against is not None:
+            out.append(f"  - Measured against expected: p50 {got:+.1%} measured vs {exp_change:+.1%} expected: {AGAINST_WORDS[against]}.")
         out += measured_energy_lines(b)
     out += _next_step(b)
     out.append("- **Regression risk**:")

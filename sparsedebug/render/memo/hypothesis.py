@@ -93,7 +93,7 @@ SETTLE_WORDS = {
 """The one capture that would settle a mechanism that is not established."""
 
 
-COMPETING_STATUS = {"supported": "its signature is present", "not_supported": "no sign of it", "unknown": "not evaluable"}
+COMPETING_STATUS = {"supported": "its signature is present", "not_supported": "no sign of any", "unknown": "not evaluable"}
 """A competing mechanism's rule status, in words."""
 
 

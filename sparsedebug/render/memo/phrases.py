@@ -81,7 +81,8 @@ DECISION_WORDS = {
 
 DECISION_MEANING: dict[str, str] = {
     "ship": "deploy the judged build", "bounded_rollout": "deploy to a bounded slice and watch the open checks",
-    "rollback": "do not deploy the candidate: keep the dense baseline", "escalate": "hold the rollout: these inputs cannot decide",
+    "rollback": "do not deploy the candidate: keep the dense baseline",
+    "escalate": "hold the rollout: these inputs cannot decide; the owners below act next",
     "no_change": "nothing to ship or roll back",
 }
 """What each decision asks of a lead, in a few words (the playbook's ``decisions[].when`` says when it is taken)."""
@@ -244,9 +245,12 @@ def _reason(st: Style, c: Claim) -> str:
     if code == "allowed_difference":
         return (f"The pair differs in {listed(list(c.items))}, compared anyway as asked (--allow-different), "
                 "so the speedup is not like for like.")
-    n = c.figure("speedup_p50_count")
+    n, judged_n = c.figure("speedup_p50_count"), c.figure("speedup_p50_of")  # the baseline's samples, the judged run's
     if code == "too_few_samples" and n is not None and c.figure("samples_needed") is not None:
-        return (f"Too few iterations to judge: the {c.terms.get('judged_on', 'candidate')} run has {num(n)} timed iterations, "
+        judged = c.terms.get("judged_on", "candidate")
+        have = (f"both runs have {num(n)} timed iterations" if judged_n is None or judged_n.value == n.value
+                else f"the baseline has {num(n)} timed iterations, the {judged} run {num(judged_n)}")
+        return (f"Too few iterations to judge: {have}, "
                 f"the rule needs {num(c.figure('samples_needed'))} a side. Re-trace with {num(c.figure('samples_needed'))} "
                 "or more profiled steps a side, then re-run.")
     if code in REASON_WORDS:
@@ -275,6 +279,10 @@ def _reason(st: Style, c: Claim) -> str:
         against = f" against the {num(floor)} floor" if floor is not None else ""
         name = "cosine" if c.figure("cosine") is not None else "perplexity"
         what = "Quality is below the guardrail" if status == "fail" else "Quality holds"
+        model = c.terms.get("model")
+        if status == "fail" and model:  # a registered model: the study that finds a pruning that holds quality
+            return (f"Quality fails: {name} vs dense {num(q)}, floor {num(floor)}. Compare pruning methods and layers "
+                    f"with `sparsedebug quality {model}`.")
         return f"{what}: {name} vs the dense model {num(q)}{against}."
     if code == "fallback_rate":
         n, m = c.figure("fell_back"), c.figure("meant_sparse")
@@ -290,8 +298,8 @@ def _reason(st: Style, c: Claim) -> str:
         changes = precision_changes_of(c)
         if len(changes) == 1 and c.terms.get("causes") == "fallback_rate":  # one cause fails both checks: said once
             layer, was, now = changes[0]
-            return (f"Precision and dense fallback fail from one cause: {st.code(layer)} computes in {st.code(now)} "
-                    f"(was {st.code(was)}), which the sparse kernel rejects.")
+            return (f"Precision and fallback fail from one cause: {st.code(layer)} runs in {st.code(now)} "
+                    f"(was {st.code(was)}), which the sparse kernel rejects; restore {st.code(was)}.")
         if len(changes) == 1 and c.terms.get("limit.precision_changes"):  # one layer named; the policy holds changes to none
             moved = " and ".join(f"{st.code(layer)} computes in {st.code(now)} (was {st.code(was)})" for layer, was, now in changes)
             return f"The precision check {verb}: {moved}, and the policy allows no change of precision."

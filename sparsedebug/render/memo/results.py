@@ -154,7 +154,7 @@ def table(st: Style, memo: Memo) -> list[str]:
     cols = memo.columns
     if st.markdown:
         out = ["| | " + " | ".join(column_head(st, c) for c in cols) + " |", "|---" * (len(cols) + 1) + "|",
-               "| clock | " + " | ".join(column_clock(c) for c in cols) + " |"]
+               "| timed how | " + " | ".join(column_clock(c) for c in cols) + " |"]
         out += ["| " + row_words(r) + " | " + " | ".join(cell(st, c) for c in r.cells) + " |" for r in memo.results]
         return out
     out = []

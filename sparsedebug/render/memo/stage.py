@@ -13,8 +13,8 @@ from sparsedebug.render.words.dispatch import listed
 from sparsedebug.render.words.figures import speedup_basis_words
 
 STAGE_WORDS: dict[str, str] = {
-    "graph": "model graph: layers and shapes", "lower": "lowering: kernel path and dtype per layer", "kernel": "kernel times",
-    "schedule": "scheduling: launches and GPU idle gaps", "outcome": "latency per forward",
+    "graph": "the model graph: its layers and shapes", "lower": "lowering: which kernel path and dtype each layer gets",
+    "kernel": "kernel times", "schedule": "scheduling: launches and GPU idle gaps", "outcome": "latency per forward",
 }
 STAGE_ORDER: tuple[str, ...] = ("graph", "lower", "kernel", "schedule", "outcome")
 """Each playbook stage (``locate``) in the words of the seed's stage list, for a lead who does not know the tool."""
@@ -91,7 +91,7 @@ def stage_legend(st: Style, c: Claim) -> list[str]:
         return []
     order = ", ".join(STAGE_ORDER)
     before = STAGE_ORDER[:STAGE_ORDER.index(stage)] if stage in STAGE_ORDER else []
-    matched = f"; {', '.join(before)} showed no lasting change" if before else ""
+    matched = f"; {', '.join(before)} did not diverge" if before else ""
     return [f"Stage {st.code(stage)} is {STAGE_WORDS[stage]} (the stages in order: {order}{matched})"]
 
 

@@ -36,5 +36,5 @@ def test_the_bisect_effect_is_named_by_what_it_measures() -> None:
 def test_the_first_stage_has_a_legend_in_a_leads_words() -> None:
     legend = stage.stage_legend(phrases.PLAIN, _stage("latency_ratio", {}))
     assert legend == ["Stage schedule is scheduling: launches and GPU idle gaps (the stages in order: graph, lower, kernel, "
-                      "schedule, outcome; graph, lower, kernel showed no lasting change)"]
+                      "schedule, outcome; graph, lower, kernel did not diverge)"]
     assert stage.stage_legend(phrases.PLAIN, Claim(kind="first_stage", code="not_located")) == []

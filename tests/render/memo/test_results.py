@@ -28,7 +28,7 @@ def test_the_table_sits_right_under_the_decision_with_a_column_per_run_and_its_c
     assert lines[2].startswith("Decision: **") and lines[3].startswith("Blocking, with the owner of each ([every gate check](")
     assert lines[4:7] == ["- **speed**: the serving performance owner", "- **dense fallback**: the compiler sparsity pass owner", ""]
     assert lines[7] == "| | baseline `dense` | candidate `sparse_fallback` | fixed `sparse_fallback` |"
-    assert _row(lines, "clock") == ["timed on this CPU"] * 3
+    assert _row(lines, "timed how") == ["timed on this CPU"] * 3
     labels = [line.split("|")[1].strip() for line in lines[10:16]]
     assert labels == ["speedup vs baseline", "latency p50 / p95 / p99", "quality vs dense at equal latency budget",
                       "meant-sparse layers running dense", "precision check (kernel error, dtype)", "energy (board power)"]
