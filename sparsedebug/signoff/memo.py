@@ -428,6 +428,10 @@ def build_memo(b: LoadedBundle, book: Playbook) -> Memo:
     blocking = blockers(decision, missing)
     report = build_report(b, decision)
     checks = with_shared_cause(with_precision_changes(with_fallback_layers(checks, report, judged_role), b.baseline, judged))
+    evidence = judged.outcome.quality.evidence if judged.outcome.quality is not None else None
+    if evidence is not None and "/" not in evidence.model:  # a registered model: the quality study can run on it by name
+        checks = [c.model_copy(update={"terms": {**c.terms, "model": evidence.model}}) if c.code == "quality_delta" else c
+                  for c in checks]
     decision_claim = Claim(kind="decision", code=decision.decision, items=blocking, terms={
         "judged_on": judged_role, "label": book.decision(decision.decision).label, "owner": owner,
         "recomputed": ",".join(decision.recomputed), "speed_judgement": decision.judgement or "", **owner_terms(book, blocking),

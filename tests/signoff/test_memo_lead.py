@@ -94,3 +94,17 @@ def test_a_dense_pair_says_no_layer_is_meant_sparse_under_the_decision() -> None
     assert md[3].startswith("No layer of either run is meant to be sparse: a dense-vs-dense comparison")
     sparse = render(build_memo(make_bundle(dense_run(5.0), sparse_run(4.0)), BOOK), "markdown")
     assert "dense-vs-dense" not in sparse
+
+
+def test_a_failing_quality_check_on_a_registered_model_points_to_the_study_that_compares_prunings() -> None:
+    from sparsedebug.records.memo import Figure, FigureSource
+
+    def figure(quantity: str, value: float) -> Figure:
+        return Figure(quantity=quantity, role="fixed", value=value, unit="cosine", source=FigureSource(record="r", field="f"))
+
+    check = Claim(kind="reason", code="quality_delta", figures=[figure("cosine", 0.8444), figure("cosine_min", 0.9)],
+                  terms={"status": "fail", "owner": "model optimization lead", "model": "minilm-l6"})
+    text = reason(PLAIN, check)
+    assert "floor 0.9000" in text and "sparsedebug quality minilm-l6" in text
+    unregistered = reason(PLAIN, check.model_copy(update={"terms": {**check.terms, "model": ""}}))
+    assert "sparsedebug quality" not in unregistered and unregistered.startswith("Quality is below the guardrail")
