@@ -35,6 +35,10 @@ def first_stage_claim(b: LoadedBundle) -> Claim:
             # the samples the test ran on: per call of a layer group, per forward or round, per iteration (a p-value's weight)
             figures += [_fig("effect_samples", bis.effect.n_base, "count", FILES["bisect"], "effect.n_base", role="baseline", basis=basis),
                         _fig("effect_samples", bis.effect.n_cand, "count", FILES["bisect"], "effect.n_cand", role="candidate", basis=basis)]
+            forwards = len(b.candidate.outcome.latency_samples_ms)
+            if basis == "per_call" and 0 < forwards < bis.effect.n_cand:  # calls of one forward share its conditions
+                figures.append(_fig("effect_forwards", forwards, "count", FILES["candidate"], "outcome.latency_samples_ms (count)",
+                                    role="candidate", basis="per_forward"))
     if bis.accounted_share is not None:
         figures.append(_fig("accounted_share", bis.accounted_share, "share", FILES["bisect"], "accounted_share", role=bis.first_stage))
     terms = {"stage": bis.first_stage, "state": bis.state, "kinds": ",".join(kinds), **effect_terms}

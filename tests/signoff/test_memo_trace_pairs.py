@@ -38,7 +38,7 @@ def test_a_cuda_graph_fixed_trace_names_its_launch_change_and_counts_no_layers(t
     bisect = json.loads((tmp_path / "b" / "bisect.json").read_text())
     calls = memo.symptom.first_stage.figure("effect_samples", "candidate")
     assert calls is not None and calls.value == bisect["effect"]["n_cand"] and calls.basis == "per_call"
-    assert f" over {bisect['effect']['n_cand']} calls a side)" in md
+    assert f" over {bisect['effect']['n_cand']} calls a side within 3 forwards, so not independent)" in md
 
 
 def test_a_fix_that_states_what_it_removes_projects_the_latency_without_a_re_run(tmp_path: Path) -> None:

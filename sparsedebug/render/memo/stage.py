@@ -79,8 +79,10 @@ def _tested_on(c: Claim) -> str:
     what = SAMPLE_WORDS.get(cand.basis or "", "samples")
     if cand.basis == "paired_rounds":
         return f" over {num(cand)} {what}"
+    forwards = c.figure("effect_forwards")
+    within = f" within {num(forwards)} forwards, so not independent" if forwards is not None else ""
     if base.value == cand.value:
-        return f" over {num(cand)} {what} a side"
+        return f" over {num(cand)} {what} a side{within}"
     return f" over {num(base)} baseline and {num(cand)} candidate {what}"
 
 
