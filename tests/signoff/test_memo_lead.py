@@ -61,7 +61,7 @@ def test_checks_undecided_for_one_cause_are_one_reason_that_says_what_decides_th
     out = [r for r in reasons(_decision(), checks, [], "fixed", BOOK, []) if r.code == "undecided"]
     assert [r.terms["checks"] for r in out] == ["effective_speedup,p99_latency", "quality_delta"]
     text = reason(PLAIN, out[0])
-    assert text.startswith("The speed and p99 latency checks cannot decide on the fixed run: other load disturbed its timings.")
+    assert text.startswith("The speed and tail latency checks cannot decide on the fixed run: other load disturbed its timings.")
     assert "Re-run it on a quiet machine" in text and "counts that as a failure" not in text
 
 

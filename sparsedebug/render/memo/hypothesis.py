@@ -17,7 +17,7 @@ def over_explains(c: Claim) -> str | None:
     share = c.figure("carried_share")
     if share is None or round(100 * share.value) <= 100:
         return None
-    own = f"part of {c.terms.get('mechanism', 'its')}'s own time"
+    own = f"parts of {c.terms.get('mechanism', 'its')} that shrank"
     words = {"own parts": own, "unattributed": "time no mechanism carries"}
     against = [words.get(w, w) for w in c.terms.get("against", "").split(",") if w]
     pulls = f": {listed(against)} {'pulls' if len(against) == 1 else 'pull'} the other way" if against else ""

@@ -96,7 +96,7 @@ def decision_head(st: Style, c: Claim) -> str:
 
 
 CHECK_WORDS: dict[str, str] = {
-    "effective_speedup": "speed", "p99_latency": "p99 latency", "quality_delta": "quality", "fallback_rate": "dense fallback",
+    "effective_speedup": "speed", "p99_latency": "tail latency", "quality_delta": "quality", "fallback_rate": "dense fallback",
     "precision_drift": "precision",
 }
 """Each default gate check as the memo names it (never the gate's code)."""
@@ -251,8 +251,8 @@ def _reason(st: Style, c: Claim) -> str:
         have = (f"both runs have {num(n)} timed iterations" if judged_n is None or judged_n.value == n.value
                 else f"the baseline has {num(n)} timed iterations, the {judged} run {num(judged_n)}")
         return (f"Too few iterations to judge: {have}, "
-                f"the rule needs {num(c.figure('samples_needed'))} a side. Re-trace with {num(c.figure('samples_needed'))} "
-                "or more profiled steps a side, then re-run.")
+                f"the rule needs {num(c.figure('samples_needed'))} a side. Time {num(c.figure('samples_needed'))} or more "
+                "forwards a side (untraced if you can), then re-run.")
     if code in REASON_WORDS:
         return REASON_WORDS[code].format(judged_on=c.terms.get("judged_on", "candidate"))
     name = CHECK_WORDS.get(code, code)
@@ -333,8 +333,8 @@ def speedup_parts(st: Style, c: Claim) -> list[str]:
     out = [f"speedup {num(sp)} over the baseline ({paired}p50 {num(b)} baseline, {num(k)} candidate){verdict}"]
     share = c.figure("traced_host_wait_share")
     if c.code == "rests_on_traced" and share is not None:
-        out.append(f"it rests on traced latency, which holds the profiler's own cost (the GPU waits on the host for {num(share)} "
-                   "of the span); untraced timings settle it (CUDA events, `--latency BASE.csv CAND.csv`)")
+        out.append(f"it rests on traced latency, which holds the profiler's own cost (the candidate's GPU waits on the host for {num(share)} "
+                   "of its span); untraced timings settle it (CUDA events, `--latency BASE.csv CAND.csv`)")
     return out
 
 

@@ -127,7 +127,7 @@ def cell(st: Style, c: Claim) -> str:
         elif changes is not None:
             parts.append(f"{num(changes)} layer{'s' if changes.value != 1 else ''} changed dtype or kernel")
         if worst is not None:  # said apart from the verdict: a dtype change fails the check with the error within tolerance
-            parts.append(f"kernel error {'within' if worst.value <= 1 else 'past'} tolerance ({num(worst)})")
+            parts.append(f"kernel error {'within' if worst.value <= 1 else 'past'} tolerance (worst {num(worst)} of it)")
         return _word(st, c) + (f": {'; '.join(parts)}" if parts else "")
     if row == "energy":
         per = "per token" if c.terms.get("per") == "joules_per_token" else "per forward"
