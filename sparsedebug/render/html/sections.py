@@ -289,16 +289,11 @@ def timeline_section(runs: Runs, largest_gaps: int = 8) -> Section:
         )
     summary, classes, gaps = [], [], []
     for role, name, strip in strips:
-        waits = {cause: [g.dur_ms for g in strip.gaps if g.cause == cause] for cause in ("host_wait", "kernel_wait", "other")}
-        idle = sum(sum(v) for v in waits.values())
         summary.append([
-            role, name, str(strip.iteration), str(strip.events_total), f"{strip.span_ms:.3f}", f"{strip.span_ms - idle:.3f}",
-            *(f"{sum(waits[c]):.3f} ({len(waits[c])})" for c in ("host_wait", "kernel_wait", "other")),
+            role, name, str(strip.iteration), str(strip.events_total), f"{strip.span_ms:.3f}", f"{strip.busy_ms:.3f}",
+            *(f"{strip.idle(c)[0]:.3f} ({strip.idle(c)[1]})" for c in ("host_wait", "kernel_wait", "other")),
         ])
-        by_class: dict[str, tuple[float, int]] = {}
-        for e in strip.events:
-            ms, n = by_class.get(e.kernel_class.value, (0.0, 0))
-            by_class[e.kernel_class.value] = (ms + e.dur_ms, n + 1)
+        by_class = strip.by_class
         for cls in fg.CLASS_COLOURS:
             if cls in by_class:
                 classes.append([role, cls, f"{by_class[cls][0]:.3f}", str(by_class[cls][1])])
