@@ -17,7 +17,7 @@ from pydantic import BaseModel
 import sparsedebug.records
 
 LISTED = Path(__file__).with_name("str_fields.txt")
-KINDS = {"name", "id", "path", "input"}
+KINDS = {"name", "id", "path", "input", "debt"}
 
 def _holds_str(annotation: object) -> bool:
     return annotation is str or any(_holds_str(arg) for arg in typing.get_args(annotation))
