@@ -58,7 +58,7 @@ class Strict(Mapping[str, NoteValue]):
     """A note's values that fail the test when a phrase reads a value its code does not declare."""
 
     def __init__(self, code: str, values: dict[str, NoteValue]) -> None:
-        self.code, self.values = code, values
+        self.code, self._values = code, values
         model = declared()[code]
         self.names = set(model.model_fields) | {e.code_key for e in model.EMBEDS}
         self.prefixes = tuple(e.prefix for e in model.EMBEDS)
@@ -68,17 +68,17 @@ class Strict(Mapping[str, NoteValue]):
 
     def __getitem__(self, key: str) -> NoteValue:
         assert self._declared(key), f"the phrase of {self.code} reads {key!r}, which the code does not declare"
-        return self.values[key]
+        return self._values[key]
 
     def __contains__(self, key: object) -> bool:
         assert self._declared(key), f"the phrase of {self.code} asks for {key!r}, which the code does not declare"
-        return key in self.values
+        return key in self._values
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self.values)
+        return iter(self._values)
 
     def __len__(self) -> int:
-        return len(self.values)
+        return len(self._values)
 
 
 def test_every_phrase_code_is_declared_and_every_declared_code_has_a_phrase() -> None:
