@@ -2172,7 +2172,7 @@ class SourcesIterationsRepeatingCalls(NoteFacts):
 class SourcesBare(NoteFacts):
     """sources.* notes that carry no values."""
 
-    CODES = ("sources.iterations.whole_trace", "sources.window.no_run_window", "sources.window.no_timestamps")
+    CODES = ("sources.iterations.whole_trace", "sources.window.no_run_window")
 
 
 class SmiClockPlaced(NoteFacts):
@@ -2255,9 +2255,9 @@ class SourcesWindowFewPeriods(NoteFacts):
 
 
 class SourcesWindowMonotonicClock(NoteFacts):
-    """Notes that carry ``source``."""
+    """Notes that carry ``source``: the power log's clock cannot be placed on the run's (``sources.importers.power.window``)."""
 
-    CODES = ("sources.window.monotonic_clock", "sources.window.no_utc_offset")
+    CODES = ("sources.window.monotonic_clock", "sources.window.no_timestamps", "sources.window.no_utc_offset")
     source: str
 
 

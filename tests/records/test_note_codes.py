@@ -132,6 +132,10 @@ def test_a_shared_group_of_values_is_declared_once() -> None:
     assert "locate.finding.slower" in users and "locate.outcome.latency" in users
 
 
+# A note code: '<area>.<what>' in lower case (a file name, 'x.py', is not one).
+CODE = re.compile(r"^[a-z]+(\.[a-z0-9_]+)+$")
+
+
 def _literal_codes(node: ast.expr) -> Iterator[str]:
     """The str literals an expression can evaluate to: a constant, or either branch of ``a if c else b``."""
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
@@ -142,27 +146,33 @@ def _literal_codes(node: ast.expr) -> Iterator[str]:
 
 
 def package_note_calls() -> Iterator[tuple[str, str, set[str] | None]]:
-    """Every ``note("code", ...)`` call outside render/ (also ``say("code", ...)`` in reduce, and ``code = "..."``
-    assigned for a later ``note(code, ...)``): where, the code, and the value names passed (None with a ``**`` spread)."""
+    """Every ``note("code", ...)`` call outside render/ (also ``say("code", ...)`` in reduce, and ``note(name, ...)``
+    where ``name = "..."`` or ``"a" if ... else "b"`` is assigned in the module): where, the code, and the value names
+    passed (None with a ``**`` spread)."""
     for path in sorted(PACKAGE.rglob("*.py")):
         if path.relative_to(PACKAGE).parts[0] == "render":
             continue
-        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
-            where = f"{path.relative_to(PACKAGE.parent)}:{getattr(node, 'lineno', 0)}"
-            if isinstance(node, ast.Call) and node.args:
-                name = node.func.id if isinstance(node.func, ast.Name) else node.func.attr if isinstance(node.func, ast.Attribute) else ""
-                if name in ("note", "say", "_model_facts"):
-                    names = None if any(k.arg is None for k in node.keywords) or name == "_model_facts" else {
-                        k.arg for k in node.keywords if k.arg is not None}
-                    for code in _literal_codes(node.args[0]):
-                        yield where, code, names
-            elif isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id in ("code", "_COVERED") for t in node.targets):
-                for code in _literal_codes(node.value):
-                    yield where, code, None
-
-
-# A note code: '<area>.<what>' in lower case (a file name, 'x.py', is not one).
-CODE = re.compile(r"^[a-z]+(\.[a-z0-9_]+)+$")
+        tree = ast.parse(path.read_text(), filename=str(path))
+        # codes assigned to a name for a later note(name, ...): code = "a" if ... else "b", _COVERED = "..."
+        assigned: dict[str, list[str]] = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign):
+                for target in node.targets:
+                    if isinstance(target, ast.Name) and (codes := [c for c in _literal_codes(node.value) if CODE.match(c)]):
+                        assigned.setdefault(target.id, []).extend(codes)
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Call) and node.args):
+                continue
+            name = node.func.id if isinstance(node.func, ast.Name) else node.func.attr if isinstance(node.func, ast.Attribute) else ""
+            if name not in ("note", "say", "_model_facts"):
+                continue
+            where = f"{path.relative_to(PACKAGE.parent)}:{node.lineno}"
+            names = None if any(k.arg is None for k in node.keywords) or name == "_model_facts" else {
+                k.arg for k in node.keywords if k.arg is not None}
+            first = node.args[0]
+            codes = assigned.get(first.id, []) if isinstance(first, ast.Name) else list(_literal_codes(first))
+            for code in codes:
+                yield where, code, names
 
 
 def test_every_note_code_the_package_writes_is_declared_with_the_values_it_passes() -> None:
