@@ -16,7 +16,8 @@ import jsonschema
 import pytest
 
 from sparsedebug.core.errors import InternalError
-from sparsedebug.records.note_codes import Comparison, NoteFacts, check_values, declared, embedded
+from sparsedebug.records.note_codes import check_values, declared
+from sparsedebug.records.note_codes.facts import Comparison, NoteFacts, embedded
 from sparsedebug.records.notes import Note, NoteValue, embed, note
 from sparsedebug.render.words.notes import phrases, say
 

@@ -33,13 +33,15 @@ def _holds_str(annotation: object) -> bool:
 
 
 def str_fields() -> set[str]:
-    """``module.Class.field`` of every record field whose type admits a ``str``."""
+    """``module.Class.field`` of every record field whose type admits a ``str`` (``module`` relative to
+    ``sparsedebug.records``: ``note_codes.gate`` for a module of a package)."""
     found = set()
-    for info in pkgutil.iter_modules(sparsedebug.records.__path__):
-        module = import_module(f"sparsedebug.records.{info.name}")
+    for info in pkgutil.walk_packages(sparsedebug.records.__path__, prefix="sparsedebug.records."):
+        module = import_module(info.name)
+        short = info.name.removeprefix("sparsedebug.records.")
         for name, obj in vars(module).items():
             if isinstance(obj, type) and issubclass(obj, BaseModel) and obj.__module__ == module.__name__:
-                found |= {f"{info.name}.{name}.{field}" for field, spec in obj.model_fields.items() if _holds_str(spec.annotation)}
+                found |= {f"{short}.{name}.{field}" for field, spec in obj.model_fields.items() if _holds_str(spec.annotation)}
     return found
 
 
@@ -101,7 +103,7 @@ def test_the_prose_predicate_tells_sentences_and_figures_from_names() -> None:
 
 def _kind_of(kinds: dict[str, str], model: BaseModel, field: str) -> str | None:
     """The listed kind of ``model``'s ``field`` (its class's module and name in ``str_fields.txt``)."""
-    module = type(model).__module__.rsplit(".", 1)[-1]
+    module = type(model).__module__.removeprefix("sparsedebug.records.")
     return kinds.get(f"{module}.{type(model).__name__}.{field}")
 
 
@@ -133,7 +135,7 @@ def _note_problems(n: Note, kinds: dict[str, str], where: str) -> list[Problem]:
         if isinstance(code, str):
             out += _note_problems(Note(code=code, values=inner), kinds, f"{where}.{embed.prefix}")
     for key, value in values.items():
-        kind = kinds.get(f"note_codes.{model.__name__}.{key}", "name")
+        kind = kinds.get(f"{model.__module__.removeprefix('sparsedebug.records.')}.{model.__name__}.{key}", "name")
         if kind in ("name", "id"):
             out += [(f"{where} {n.code}.{key}", s, why) for s in _strs(value) if (why := prose(s))]
     return out
