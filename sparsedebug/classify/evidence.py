@@ -61,9 +61,10 @@ def windowed_smi_evidence(
     taken = samples_in_window(report, run.source.window, offset)
     window = taken.note
     if placed.source is not None and taken.aligned:
-        window.values.update(offset_h=offset, offset_from=placed.source, fingerprint_created=placed.fingerprint_created)
+        window = note(window.code, **window.values, offset_h=offset, offset_from=placed.source,
+                      fingerprint_created=placed.fingerprint_created)
     elif offset is None and run.source.window is not None:
-        window.values.update(offset_searched=True, runs=len(runs), **_search_values(placed.search))
+        window = note(window.code, **window.values, offset_searched=True, runs=len(runs), **_search_values(placed.search))
     facts = {"utc_offset_h": offset, "utc_offset_source": placed.source,
              "utc_offsets_aligned": list(placed.search.aligned) if placed.search is not None else []}
     if not taken.aligned:

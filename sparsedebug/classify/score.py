@@ -40,8 +40,9 @@ from sparsedebug.records.classification import (
     SmiEvidence,
 )
 from sparsedebug.records.fingerprint import Fingerprint
+from sparsedebug.records.note_codes.facts import CauseCode
 from sparsedebug.records.notes import note
-from sparsedebug.records.run import CauseCode, RunRecord
+from sparsedebug.records.run import RunRecord
 from sparsedebug.sources.evidence import NO_EVIDENCE, AttachedEvidence
 from sparsedebug.sources.latency import on_trace_clock
 from sparsedebug.sources.registry import replayed

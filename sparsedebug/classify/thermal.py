@@ -67,9 +67,9 @@ def _against_baseline(ctx: Context, value: float, base_value: float | None, wors
     if ctx.baseline is None or base is None:
         return Fact(value, source, detail)
     if base.samples == 0 or base_value is None:
-        detail.values.update(base_window_recorded=base.window is not None, **embed("base_window", base.window))
+        detail = note(detail.code, **detail.values, base_window_recorded=base.window is not None, **embed("base_window", base.window))
         return Fact(value, source, detail, gate=note("mechanisms.gate_no_baseline_window"))
-    detail.values["base_value"] = base_value
+    detail = note(detail.code, **detail.values, base_value=base_value)
     return Fact(value, source, detail, gate=None if worse else note("mechanisms.gate_baseline_window_same"))
 
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from sparsedebug.records.run import CauseCode, DispatchCause, DispatchEvidence, KernelClass, LowerLayer
+from sparsedebug.records.note_codes.facts import CauseCode
+from sparsedebug.records.run import DispatchCause, DispatchEvidence, KernelClass, LowerLayer
 
 if TYPE_CHECKING:  # a type only: records.classification (and records.power) is no import of every bisect's start
     from sparsedebug.records.classification import FixAction

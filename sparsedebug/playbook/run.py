@@ -259,7 +259,7 @@ def _apply_fix(w: _Walk, fix: Fix | None) -> tuple[Literal["applied_to_workload"
     new_wl = absolute_paths(new_wl, w.path("candidate").parent).model_copy(update={"name": f"{cand_wl.name}_fixed"})
     text = dump_workload(new_wl)
     fixed_file = written_input(w.out.text("fixed_workload", text), text, w.inputs["candidate"].kind)
-    return "applied_to_workload", how.model_copy(update={"values": {**how.values, "written_to": FILES["fixed_workload"]}}), fixed_file
+    return "applied_to_workload", note(how.code, **how.values, written_to=FILES["fixed_workload"]), fixed_file
 
 
 def _trace_reproducer(w: _Walk, located: _Located, classification: Classification) -> Note:

@@ -16,9 +16,9 @@ from typing import ClassVar, Literal, TypeGuard, get_args
 from pydantic import ConfigDict, Field
 
 from sparsedebug.records.base import FACTS_SCHEMA_VERSION, Record
+from sparsedebug.records.note_codes.facts import CauseCode, UtcOffsetSource
 from sparsedebug.records.notes import Note
-from sparsedebug.records.power import UtcOffsetSource
-from sparsedebug.records.run import CauseCode, DispatchCause, FallbackReason, KernelClass
+from sparsedebug.records.run import DispatchCause, FallbackReason, KernelClass
 
 
 class Mechanism(StrEnum):

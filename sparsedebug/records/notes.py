@@ -9,24 +9,40 @@ layer names, units and references the fact is about. Words are made in one place
 
 from __future__ import annotations
 
-from pydantic import Field
+from typing import Any
+
+from pydantic import ConfigDict, Field
 
 from sparsedebug.records.base import Record
+from sparsedebug.records.note_codes import check_values, values_schemas
 
 # A value a note may carry: a number, a flag, a name or id (layer, file, unit, enum text), a list of names, or
 # None when the figure is not recorded. Never a sentence.
 NoteValue = float | int | bool | str | list[str] | list[float] | None
 
 
+def _values_by_code(schema: dict[str, Any]) -> None:
+    """The ``Note`` JSON Schema with each declared code's values schema (``records.note_codes``)."""
+    schema["allOf"] = values_schemas()
+
+
 class Note(Record):
-    """One coded fact: which fact (``code``) and the figures and names it rests on (``values``)."""
+    """One coded fact: which fact (``code``) and the figures and names it rests on (``values``).
+
+    Built by ``note``, which checks the values against the code's declaration in ``records.note_codes``; read back
+    from a file, it is taken as stored.
+    """
+
+    model_config = ConfigDict(json_schema_extra=_values_by_code)
 
     code: str = Field(description="Which fact: '<area>.<what>', e.g. 'gate.fallback_rate'; render.words.notes phrases each code.")
     values: dict[str, NoteValue] = Field(default_factory=dict, description="The numbers, names and ids the fact is about, by name.")
 
 
 def note(code: str, **values: NoteValue) -> Note:
-    """Build a ``Note``: ``note("locate.layers_moved", count=3, layers=["fc1"])``."""
+    """Build a ``Note``: ``note("locate.layers_moved", count=3, layers=["fc1"])``; its values must fit the code's
+    declaration in ``records.note_codes`` (else ``InternalError``: a bug in sparsedebug)."""
+    check_values(code, values)
     return Note(code=code, values=values)
 
 

@@ -16,6 +16,7 @@ from typing import Literal
 from pydantic import Field
 
 from sparsedebug.records.base import Record
+from sparsedebug.records.note_codes.facts import UtcOffsetSource
 from sparsedebug.records.notes import Note
 
 # Where power or energy readings come from.
@@ -32,10 +33,6 @@ PowerScope = Literal["gpu_board_power", "gpu_board_energy", "codecarbon_gpu_ener
 # How a window's energy was taken: a counter's difference, power integrated over the sampling interval, or a total the
 # source measured over its own window.
 EnergyMethod = Literal["counter_difference", "integrated_power", "window_total"]
-
-# Where a zone-less log's UTC offset came from: ``--smi-utc-offset``, a run's fingerprint, or the search over the real
-# UTC offsets (``sources.importers.alignment.search_utc_offset``).
-UtcOffsetSource = Literal["option", "fingerprint", "searched"]
 
 # What a log's timestamps count: ``wall_clock`` (a date and time, or seconds since 1970), or ``monotonic`` (seconds of
 # a clock that starts at boot, e.g. ``time.monotonic()``): the latter places readings against each other, never in

@@ -36,6 +36,7 @@ from sparsedebug.records.comparability import DeviceInfo
 from sparsedebug.records.defaults import MAX_DURATION_MS
 from sparsedebug.records.engine import EngineBuild, EngineLayer
 from sparsedebug.records.fingerprint import FileDigest, Fingerprint
+from sparsedebug.records.note_codes.facts import CauseCode
 from sparsedebug.records.notes import Note
 from sparsedebug.records.stats import Percentiles
 from sparsedebug.records.target import LatencyMatch, SlowerThanDense, TargetClock
@@ -144,10 +145,6 @@ class GraphStage(Record):
     layers: list[GraphLayer]
     tokens: int | None = None
     model_revision: str | None = None
-
-
-# The kind of dispatch cause a trace shows for a path change (``core.dispatch.dispatch_causes``).
-CauseCode = Literal["non_contiguous", "dtype_change", "attn_mask", "dropout", "head_dim"]
 
 
 class DispatchCause(Record):

@@ -15,7 +15,7 @@ from pathlib import Path
 from sparsedebug.core.io import check_input_file
 from sparsedebug.records.artifacts import NcuReport, SmiReport
 from sparsedebug.records.fingerprint import Fingerprint
-from sparsedebug.records.power import UtcOffsetSource
+from sparsedebug.records.note_codes.facts import UtcOffsetSource
 from sparsedebug.records.run import TimeWindow
 from sparsedebug.sources.importers.alignment import OffsetSearch, search_utc_offset
 

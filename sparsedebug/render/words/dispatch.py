@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from sparsedebug.records.note_codes.facts import CauseCode
 from sparsedebug.records.notes import NoteValue
-from sparsedebug.records.run import CauseCode, DispatchCause, SlowPathTrigger
+from sparsedebug.records.run import DispatchCause, SlowPathTrigger
 
 
 def cause_words(cause: DispatchCause) -> str:

@@ -150,7 +150,7 @@ def test_phrases_read_as_before() -> None:
 def _classification(**update: object) -> Classification:
     line = Evidence(rule="thermal.clock_drop", mechanism=Mechanism.THERMAL, metric="smi_min_clock_ratio", value=0.7, op="<",
                     threshold=0.9, unit="ratio", fired=True, contribution=2.0, source="smi.csv: clocks.sm",
-                    detail=note("mechanisms.smi_clock", min_mhz=1400.0, max_mhz=1980.0, max_source="log", window=None),
+                    detail=note("mechanisms.smi_clock", min_mhz=1400.0, max_mhz=1980.0, max_source="log"),
                     gate=None)
     part = AttributedPart(part="fc1", kind="kernel", mechanism=Mechanism.THERMAL, ms=0.3, rule="thermal.clock_drop",
                           evidence=note("mechanisms.part_clocks_fell", rule="thermal.clock_drop"))
