@@ -19,7 +19,25 @@ from sparsedebug.records.figures import BackendStack, Clock, FallbackSummary, La
 from sparsedebug.records.gate import GateResult
 
 # The per-run figures live in ``records.figures`` (a run's clock label imports none of the gate, energy and bundle records).
-__all__ = ["BackendStack", "Clock", "FallbackSummary", "LayerRow", "RealityFigures", "Report", "RunFigures", "RunReport"]
+__all__ = ["BackendStack", "Clock", "CollectedMetrics", "FallbackSummary", "LayerRow", "RealityFigures", "Report", "RunFigures", "RunReport"]
+
+
+class CollectedMetrics(Record):
+    """The playbook's metrics to collect, as far as the run's record carries them (computed once, by the report builder)."""
+
+    class_shares: dict[str, float] = Field(default_factory=dict, description="Share of kernel time per kernel class, largest "
+                                           "first (empty without per-class kernel time).")
+    sparse_time_share: float | None = Field(None, description="Share of the layers' kernel time on the sparse path, where "
+                                            "no per-class time is recorded (None: no layer timing).")
+    metadata_bytes: int = Field(0, description="Sparse-path layers' metadata bytes.")
+    value_bytes: int = Field(0, description="Sparse-path layers' value bytes.")
+    converting_layers: int = Field(0, description="Layers that re-convert their weights on every call.")
+    conversion_ms_per_forward: float = Field(0.0, description="Their conversion time per forward, in ms.")
+
+    @property
+    def metadata_share(self) -> float | None:
+        """Metadata bytes over value bytes (None without value bytes)."""
+        return self.metadata_bytes / self.value_bytes if self.value_bytes else None
 
 
 class RunReport(Record):
@@ -30,6 +48,8 @@ class RunReport(Record):
     layers: list[LayerRow] = Field(default_factory=list, description="The supported-layer matrix, in graph order.")
     fallback: FallbackSummary
     reality: RealityFigures | None = Field(None, description="None when no layer declares an N:M pattern.")
+    collected: CollectedMetrics | None = Field(None, description="The playbook's metrics to collect (None on documents "
+                                               "from before they were kept).")
 
 
 class Report(Record):

@@ -392,14 +392,11 @@ def _signoff(b: LoadedBundle, book: Playbook, decision: DecisionOutcome, decisio
                  _fig("meant_sparse", fb.meant_sparse, "count", FILES[final_role], "graph.layers[].intended", role=final_role)]
     report = b.manifest.files.get("report", FILES["report"])
     artifact = Claim(kind="artifact", figures=figs, terms={"file": report, **({"rows": "kernel_names"} if by_kernel else {})})
-    titles = [book.owner(o).title for o in book.memo.required_owners]
-    # what each signing owner holds open here: the blocking checks the decision gives them
-    open_items = {t: ",".join(k.removeprefix("owner.") for k, v in decision_claim.terms.items()
-                              if k.startswith("owner.") and v == t and k.removeprefix("owner.") in decision_claim.items)
-                  for t in titles}
-    owners = Claim(kind="owners", items=titles,
-                   terms={"change_owner": book.owner(decision.owner).title if decision.owner else "",
-                          **{f"open.{t}": v for t, v in open_items.items()}})
+    # the signing owners who hold nothing open here: no blocking check the decision gives them, not the proposed change
+    holding = {v for k, v in decision_claim.terms.items() if k.startswith("owner.") and k.removeprefix("owner.") in decision_claim.items}
+    idle = [o for o in book.memo.required_owners if book.owner(o).title not in holding and o != decision.owner]
+    owners = Claim(kind="owners", items=[book.owner(o).title for o in book.memo.required_owners],
+                   terms={"change_owner": book.owner(decision.owner).title if decision.owner else "", "idle": ",".join(idle)})
     return Signoff(artifact=artifact, owners=owners, decision=decision_claim)
 
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 from sparsedebug.core.stats import median, percentiles
 from sparsedebug.locate.lower import sparse_use
 from sparsedebug.records.decision import DecisionOutcome
-from sparsedebug.records.report import BackendStack, Report, RunFigures, RunReport
-from sparsedebug.records.run import RunRecord
+from sparsedebug.records.report import BackendStack, CollectedMetrics, LayerRow, Report, RunFigures, RunReport
+from sparsedebug.records.run import KernelPath, RunRecord
 from sparsedebug.signoff.metrics import (
     fallback_summary,
     latency,
@@ -62,11 +62,30 @@ def backend_stacks(run: RunRecord) -> list[BackendStack]:
     return out
 
 
+def collected_metrics(run: RunRecord, layers: list[LayerRow]) -> CollectedMetrics:
+    """The playbook's metrics to collect from one run: kernel time by class (else the sparse path's share of the layers'
+    time), sparse metadata over value bytes, and the weights re-converted on every call."""
+    busy = sum(run.kernel.by_class_ms.values())
+    shares = {k: v / busy for k, v in sorted(run.kernel.by_class_ms.items(), key=lambda kv: -kv[1])} if busy > 0 else {}
+    total = sum(r.time_ms or 0.0 for r in layers)
+    sparse = sum(r.time_ms or 0.0 for r in layers if r.path == KernelPath.SPARSE.value)
+    on_sparse = [lo for lo in run.lower.layers if lo.path == KernelPath.SPARSE]
+    converting = [lo for lo in run.lower.layers if lo.conversions_per_call > 0]
+    return CollectedMetrics(
+        class_shares=shares, sparse_time_share=sparse / total if not shares and total > 0 else None,
+        metadata_bytes=sum(lo.metadata_bytes or 0 for lo in on_sparse), value_bytes=sum(lo.value_bytes or 0 for lo in on_sparse),
+        converting_layers=len(converting),
+        conversion_ms_per_forward=sum((lo.conversion_ms or 0.0) * lo.conversions_per_call for lo in converting),
+    )
+
+
 def run_report(role: str, run: RunRecord, base: RunRecord, decision: DecisionOutcome | None) -> RunReport:
     """The sections of one judged run: its default gate (from ``decision``, when given), layer matrix, dense-fallback
-    impact and reality check."""
-    return RunReport(role=role, gate=decision.gates.get(role) if decision is not None else None, layers=layer_rows(run), fallback=fallback_summary(run, base),
-                     reality=reality_figures(base, run))
+    impact, reality check and the metrics the playbook asks to collect."""
+    layers = layer_rows(run)
+    return RunReport(role=role, gate=decision.gates.get(role) if decision is not None else None, layers=layers,
+                     fallback=fallback_summary(run, base), reality=reality_figures(base, run),
+                     collected=collected_metrics(run, layers))
 
 
 def build_report(b: LoadedBundle, decision: DecisionOutcome) -> Report:

@@ -212,34 +212,28 @@ def reality_check(fig: RealityFigures | None, width: int = 40, role: str = "run"
 
 
 def collected_metrics(run: RunRecord, judged: RunReport, fig: RunFigures) -> list[str]:
-    """The playbook's four metrics to collect, as far as the record carries them."""
+    """The playbook's four metrics to collect, as far as the record carries them (``RunReport.collected``)."""
     lines = []
-    busy = sum(run.kernel.by_class_ms.values()) if run.kernel.by_class_ms else 0.0
-    if busy > 0:
-        shares = ", ".join(f"{k} {v / busy:.1%}" for k, v in sorted(run.kernel.by_class_ms.items(), key=lambda kv: -kv[1]))
+    m = judged.collected
+    if m is not None and m.class_shares:
+        shares = ", ".join(f"{k} {v:.1%}" for k, v in m.class_shares.items())
         lines.append(f"- tensor-core / FMA occupancy proxy (kernel time by class): {shares}")
+    elif m is not None and m.sparse_time_share is not None:
+        lines.append(f"- occupancy proxy: {m.sparse_time_share:.1%} of kernel time on the sparse path (no per-class counters)")
     else:
-        rows = judged.layers
-        total = sum(r.time_ms or 0.0 for r in rows)
-        sparse = sum(r.time_ms or 0.0 for r in rows if r.path == KernelPath.SPARSE.value)
-        if total > 0:
-            lines.append(f"- occupancy proxy: {sparse / total:.1%} of kernel time on the sparse path (no per-class counters)")
-        else:
-            lines.append("- occupancy: no kernel timing in the record; capture an Nsight Compute report")
+        lines.append("- occupancy: no kernel timing in the record; capture an Nsight Compute report")
     fb = judged.fallback
     lines.append(
         f"- fallback kernel rate: {'n/a' if fb.rate is None else f'{fb.rate:.1%}'} ({fb.fell_back}/{fb.meant_sparse} meant-sparse layers)"
     )
-    meta = sum(lo.metadata_bytes or 0 for lo in run.lower.layers if lo.path == KernelPath.SPARSE)
-    vals = sum(lo.value_bytes or 0 for lo in run.lower.layers if lo.path == KernelPath.SPARSE)
-    conv = [lo for lo in run.lower.layers if lo.conversions_per_call > 0]
-    if vals:
-        text = f"- sparse metadata overhead: {meta} metadata bytes over {vals} value bytes ({meta / vals:.1%})"
+    share = m.metadata_share if m is not None else None
+    if m is not None and share is not None:
+        text = f"- sparse metadata overhead: {m.metadata_bytes} metadata bytes over {m.value_bytes} value bytes ({share:.1%})"
     else:
         text = "- sparse metadata overhead: no metadata/value bytes recorded"
-    if conv:
-        per_call = sum((lo.conversion_ms or 0.0) * lo.conversions_per_call for lo in conv)
-        text += f"; {len(conv)} layer(s) re-convert weights on every call, {per_call:.3f} ms per forward ({measured_clock(fig)})"
+    if m is not None and m.converting_layers:
+        text += (f"; {m.converting_layers} layer(s) re-convert weights on every call, {m.conversion_ms_per_forward:.3f} ms per "
+                 f"forward ({measured_clock(fig)})")
     lines.append(text)
     q = run.outcome.quality
     errs = [r for r in judged.layers if r.rel_err is not None]

@@ -200,5 +200,4 @@ def artifact(st: Style, c: Claim) -> str:
 def owners(st: Style, c: Claim) -> str:
     """Who signs; when some of them hold nothing open here (no blocking check, not the proposed change), where the
     open items are."""
-    idle = [t for t in c.items if f"open.{t}" in c.terms and not c.terms[f"open.{t}"] and c.terms.get("change_owner") != t]
-    return ", ".join(c.items) + ("; all sign, and the blocking list above gives the open items" if idle else "") + "."
+    return ", ".join(c.items) + ("; all sign, and the blocking list above gives the open items" if c.terms.get("idle") else "") + "."
