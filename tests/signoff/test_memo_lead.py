@@ -44,7 +44,7 @@ def test_a_fallback_the_precision_change_causes_is_one_reason_under_one_owner() 
     decision = Claim(kind="decision", code="rollback", items=["fallback_rate", "precision_drift"],
                      terms={"owner.precision_drift": "accelerator architecture owner",
                             "owner.fallback_rate": "compiler sparsity pass owner", **shared_cause_terms(checks)})
-    assert blocker_owners(decision) == [("dense fallback and precision (one cause)", "accelerator architecture owner")]
+    assert blocker_owners(decision) == [("dense fallback and precision, from one cause", "accelerator architecture owner")]
 
 
 def test_a_fallback_on_another_layer_or_for_another_reason_stays_its_own_reason() -> None:

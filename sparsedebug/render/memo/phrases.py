@@ -121,7 +121,7 @@ def blocker_owners(c: Claim) -> list[tuple[str, str]]:
     for check in c.items:
         by_owner.setdefault(c.terms.get(f"owner.{check}", ""), []).append(check)
     one_cause = set(c.terms.get("one_cause", "").split(","))
-    return [(listed([CHECK_WORDS.get(k, k) for k in checks]) + (" (one cause)" if one_cause <= set(checks) else ""), owner)
+    return [(listed([CHECK_WORDS.get(k, k) for k in checks]) + (", from one cause" if one_cause <= set(checks) else ""), owner)
             for owner, checks in by_owner.items()]
 
 
