@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,10 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from sparsedebug.cli.app import app
+from sparsedebug.records.notes import CHECK_NOTES_ENV
+
+# every note the suite builds is checked against its code's declaration (records.note_codes); the CLI skips the check
+os.environ[CHECK_NOTES_ENV] = "1"
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = REPO_ROOT / "fixtures"

@@ -285,25 +285,6 @@ class TimelineStrip(Record):
         None, description="Set when the iteration had too many ops to keep: events and gaps end here."
     )
 
-    def idle(self, cause: str) -> tuple[float, int]:
-        """The strip's idle time for one gap cause, in ms, and how many gaps it is."""
-        durations = [g.dur_ms for g in self.gaps if g.cause == cause]
-        return sum(durations), len(durations)
-
-    @property
-    def busy_ms(self) -> float:
-        """The span less every idle gap kept in the strip."""
-        return self.span_ms - sum(g.dur_ms for g in self.gaps)
-
-    @property
-    def by_class(self) -> dict[str, tuple[float, int]]:
-        """GPU time in ms and op count per kernel class, over the ops kept in the strip."""
-        out: dict[str, tuple[float, int]] = {}
-        for e in self.events:
-            ms, n = out.get(e.kernel_class.value, (0.0, 0))
-            out[e.kernel_class.value] = (ms + e.dur_ms, n + 1)
-        return out
-
 
 class ScheduleStage(Record):
     """Whole-forward timing: span versus busy time, idle split, threads."""

@@ -11,7 +11,8 @@ from sparsedebug.core.errors import UserError
 from sparsedebug.core.patterns import kernel_named
 from sparsedebug.core.stats import median
 from sparsedebug.records.basis import per_iteration
-from sparsedebug.records.classification import Classification
+from sparsedebug.records.bundle import Movement
+from sparsedebug.records.classification import Classification, Fix
 from sparsedebug.records.decision import DecisionOutcome
 from sparsedebug.records.gate import GateCheck, GateResult
 from sparsedebug.records.memo import (
@@ -243,47 +244,8 @@ def _established(cls: Classification) -> bool:
     return top.share >= HEADLINE_MIN_SHARE and (runner <= 0 or top.share >= HEADLINE_MIN_MARGIN * runner)
 
 
-def _action(b: LoadedBundle, decision: DecisionOutcome, book: Playbook) -> Action:
-    cls = b.classification
-    fix = cls.fix if cls is not None else None
-    owner = book.owner(decision.owner).title if decision.owner is not None else ""
-    if fix is None:
-        change = Claim(kind="change", code="none")
-    else:
-        terms = {"kind": fix.kind, "rule": fix.rule, "metric": fix.metric, "direction": fix.direction, "owner": owner,
-                 "action_code": fix.code or ""}
-        for key in ("knob", "layer", "action"):
-            value = getattr(fix, key)
-            if value is not None:
-                terms[key] = str(value)
-        if fix.value is not None:
-            terms["value"] = str(fix.value)
-        if fix.targets:
-            terms["tensors"] = ",".join(fix.targets[0].tensors)
-            terms["restore"] = fix.targets[0].restore or ""
-        for key in ("was", "names_layer", "layer_role"):
-            value = getattr(fix, key)
-            if value is not None:
-                terms[key] = str(value)
-        applied = b.fix
-        if applied is not None:
-            terms["applied"] = "yes" if applied.applied else "no"
-        figs = []
-        wait = per_iteration(b.candidate.schedule, b.candidate.schedule.host_wait_ms)
-        if wait is not None:  # what a change "so the GPU stops waiting on the host" stands on (the memo's claims check)
-            figs.append(_fig("host_wait_ms", wait, "ms", FILES["candidate"], "schedule.host_wait_ms (per iteration)", role="candidate",
-                             clock=run_clock(b.candidate), basis="per_iteration"))
-        items = sorted({f"{t.cause}:{','.join(t.tensors) or 'weights'}" for t in fix.targets})
-        layers = [layer for t in fix.targets for layer in t.layers]
-        if layers:
-            terms["target_layers"] = ",".join(layers[:3])
-            terms["target_set"] = "|".join(layer_set(list(dict.fromkeys(layers))))
-            figs.append(_fig("target_layers", len(layers), "count", FILES["classification"], "fix.targets[].layers"))
-        if fix.removes_ms is not None:
-            figs.append(_fig("removes_ms", fix.removes_ms, "ms", FILES["classification"], f"fix.removes_ms ({fix.basis})",
-                             clock=run_clock(b.candidate)))
-            terms["basis"] = fix.basis or ""
-        change = Claim(kind="change", code=fix.kind, terms=terms, figures=figs, items=items)
+def _expected(b: LoadedBundle, fix: Fix | None) -> tuple[Claim, Movement | None]:
+    """The expected movement of the latency p50 (projected, or why not) and the fix's measured latency movement."""
     fo = b.fix
     lat = next((m for m in (fo.movements if fo else []) if m.metric == "latency p50"), None)
     clock = run_clock(b.candidate)
@@ -327,6 +289,53 @@ def _action(b: LoadedBundle, decision: DecisionOutcome, book: Playbook) -> Actio
                     _fig("latency_p50_ms", float(p50), "ms", FILES["candidate"], "outcome.latency_samples_ms (median)",
                          role="candidate", clock=clock)]
         expected = Claim(kind="expected_movement", code="not_projected", terms=terms, figures=figs)
+    return expected, lat
+
+
+def _action(b: LoadedBundle, decision: DecisionOutcome, book: Playbook) -> Action:
+    cls = b.classification
+    fix = cls.fix if cls is not None else None
+    owner = book.owner(decision.owner).title if decision.owner is not None else ""
+    if fix is None:
+        change = Claim(kind="change", code="none")
+    else:
+        terms = {"kind": fix.kind, "rule": fix.rule, "metric": fix.metric, "direction": fix.direction, "owner": owner,
+                 "action_code": fix.code or ""}
+        for key in ("knob", "layer", "action"):
+            value = getattr(fix, key)
+            if value is not None:
+                terms[key] = str(value)
+        if fix.value is not None:
+            terms["value"] = str(fix.value)
+        if fix.targets:
+            terms["tensors"] = ",".join(fix.targets[0].tensors)
+            terms["restore"] = fix.targets[0].restore or ""
+        for key in ("was", "names_layer", "layer_role"):
+            value = getattr(fix, key)
+            if value is not None:
+                terms[key] = str(value)
+        applied = b.fix
+        if applied is not None:
+            terms["applied"] = "yes" if applied.applied else "no"
+        figs = []
+        wait = per_iteration(b.candidate.schedule, b.candidate.schedule.host_wait_ms)
+        if wait is not None:  # what a change "so the GPU stops waiting on the host" stands on (the memo's claims check)
+            figs.append(_fig("host_wait_ms", wait, "ms", FILES["candidate"], "schedule.host_wait_ms (per iteration)", role="candidate",
+                             clock=run_clock(b.candidate), basis="per_iteration"))
+        items = sorted({f"{t.cause}:{','.join(t.tensors) or 'weights'}" for t in fix.targets})
+        layers = [layer for t in fix.targets for layer in t.layers]
+        if layers:
+            terms["target_layers"] = ",".join(layers[:3])
+            terms["target_set"] = "|".join(layer_set(list(dict.fromkeys(layers))))
+            figs.append(_fig("target_layers", len(layers), "count", FILES["classification"], "fix.targets[].layers"))
+        if fix.removes_ms is not None:
+            figs.append(_fig("removes_ms", fix.removes_ms, "ms", FILES["classification"], f"fix.removes_ms ({fix.basis})",
+                             clock=run_clock(b.candidate)))
+            terms["basis"] = fix.basis or ""
+        change = Claim(kind="change", code=fix.kind, terms=terms, figures=figs, items=items)
+    expected, lat = _expected(b, fix)
+    fo = b.fix
+    clock = run_clock(b.candidate)
     measured = None
     if fo is not None and lat is not None and b.fixed is not None:
         figs = [_fig("latency_p50_ms", lat.before, "ms", FILES["candidate"], "outcome.latency_samples_ms (median)", role="candidate", clock=clock),

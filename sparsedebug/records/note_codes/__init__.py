@@ -21,6 +21,7 @@ marks a value that some notes of the code leave out.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Mapping
 from functools import cache
 from types import ModuleType
@@ -29,30 +30,23 @@ from typing import Any
 from pydantic import ValidationError
 
 from sparsedebug.core.errors import InternalError
-from sparsedebug.records.note_codes import (
-    classify,
-    core,
-    facts,
-    gate,
-    locate,
-    locate_findings,
-    mechanisms,
-    playbook,
-    signoff,
-    sources,
-    stack,
-    targets,
-)
 from sparsedebug.records.note_codes.facts import NoteFacts
 
-# The modules that declare codes, one per area (``facts``: the groups of values several areas share).
-AREAS: tuple[ModuleType, ...] = (facts, classify, core, gate, locate, locate_findings, mechanisms, playbook, signoff, sources,
-                                 stack, targets)
+# The modules that declare codes, one per area (``facts``: the groups of values several areas share). They define
+# some 300 models, about a tenth of a second of start-up: imported on first use (``areas``), not with this package.
+AREAS: tuple[str, ...] = ("facts", "classify", "core", "gate", "locate", "locate_findings", "mechanisms", "playbook", "signoff",
+                          "sources", "stack", "targets")
+
+
+@cache
+def areas() -> tuple[ModuleType, ...]:
+    """The area modules, imported."""
+    return tuple(importlib.import_module(f"{__name__}.{name}") for name in AREAS)
 
 
 def models() -> list[type[NoteFacts]]:
     """Every model the areas define, in the order they define them (shared groups included)."""
-    return [obj for module in AREAS for obj in vars(module).values()
+    return [obj for module in areas() for obj in vars(module).values()
             if isinstance(obj, type) and issubclass(obj, NoteFacts) and obj.__module__ == module.__name__]
 
 

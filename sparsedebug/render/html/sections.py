@@ -15,6 +15,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from sparsedebug.records import strip as strip_sums
 from sparsedebug.records.report import LayerRow, RealityFigures, RunFigures
 from sparsedebug.records.run import RunRecord, TimelineStrip
 from sparsedebug.records.stats import TAIL_MIN_SAMPLES
@@ -290,10 +291,10 @@ def timeline_section(runs: Runs, largest_gaps: int = 8) -> Section:
     summary, classes, gaps = [], [], []
     for role, name, strip in strips:
         summary.append([
-            role, name, str(strip.iteration), str(strip.events_total), f"{strip.span_ms:.3f}", f"{strip.busy_ms:.3f}",
-            *(f"{strip.idle(c)[0]:.3f} ({strip.idle(c)[1]})" for c in ("host_wait", "kernel_wait", "other")),
+            role, name, str(strip.iteration), str(strip.events_total), f"{strip.span_ms:.3f}", f"{strip_sums.busy_ms(strip):.3f}",
+            *(f"{strip_sums.idle(strip, c)[0]:.3f} ({strip_sums.idle(strip, c)[1]})" for c in ("host_wait", "kernel_wait", "other")),
         ])
-        by_class = strip.by_class
+        by_class = strip_sums.by_class(strip)
         for cls in fg.CLASS_COLOURS:
             if cls in by_class:
                 classes.append([role, cls, f"{by_class[cls][0]:.3f}", str(by_class[cls][1])])
