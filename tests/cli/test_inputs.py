@@ -143,7 +143,7 @@ def test_binary_garbage_is_named_as_such_everywhere(garbage: dict[str, Path], ru
 
 # --------------------------------------------------------------------------- bundles
 
-MAPS = {"by_class_ms", "max_rel_err", "knobs", "thread_env", "files", "layer_idle_samples_ms", "reasons", "gates", "based_on", "terms", "detail", "values"}
+MAPS = {"by_class_ms", "class_shares", "max_rel_err", "knobs", "thread_env", "files", "layer_idle_samples_ms", "reasons", "gates", "based_on", "terms", "detail", "values"}
 """Fields that are maps by design (free keys), not records: an extra key there is data."""
 
 

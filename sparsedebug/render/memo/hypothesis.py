@@ -45,9 +45,11 @@ def primary_settle(c: Claim) -> list[str]:
     over = over_explains(c) if c.code == "established" else None
     ms = c.figure("carried_ms")
     if over is not None and ms is not None and round(ms.value, 3) > 0:
-        stage = c.figure("stage_share")
-        # the first stage's share counts its layers only, the mechanism's all its time: said together, so they do not clash
-        alone = f"; stage `{stage.role}`'s layers alone carry {num(stage)} (section 1)" if stage is not None and stage.role else ""
+        stage, share = c.figure("stage_share"), c.figure("carried_share")
+        # the first stage's share counts its layers only, the mechanism's all its time: said together, so they do not
+        # clash (a stage share that is negative, or past the mechanism's, explains nothing and is left out)
+        shown = stage is not None and share is not None and 0 < stage.value < share.value
+        alone = f"; its first stage's layers alone carry {num(stage)}" if shown else ""
         out.append("That is" + over.removeprefix(",") + alone)
     unattributed = c.figure("unattributed_ms")
     if over is None and unattributed is not None:
