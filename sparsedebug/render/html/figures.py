@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from sparsedebug.records import strip as strip_sums
 from sparsedebug.records.run import TimelineStrip
 from sparsedebug.render.html.svg import (
     BLACK,
@@ -426,8 +427,7 @@ def timeline(strips: Sequence[tuple[str, str, TimelineStrip]]) -> str:
 
     parts = []
     for role, name, strip in strips:
-        host = sum(g.dur_ms for g in strip.gaps if g.cause == "host_wait")
-        kern = sum(g.dur_ms for g in strip.gaps if g.cause == "kernel_wait")
+        (host, _), (kern, _) = strip_sums.idle(strip, "host_wait"), strip_sums.idle(strip, "kernel_wait")
         parts.append(f"{role} {name}: iteration {strip.iteration}, span {strip.span_ms:.3f} ms, {len(strip.events)} GPU ops, "
                      f"host wait {host:.3f} ms, kernel wait {kern:.3f} ms")
     desc = "Timeline strips: GPU ops coloured by kernel class, idle gaps below split into host wait and kernel wait. " + "; ".join(parts) + "."
