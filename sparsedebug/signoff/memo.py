@@ -32,6 +32,7 @@ from sparsedebug.records.memo import (
 from sparsedebug.records.notes import Note
 from sparsedebug.records.playbook import Playbook
 from sparsedebug.records.run import RunRecord
+from sparsedebug.records.stats import TAIL_MIN_SAMPLES
 from sparsedebug.signoff.decide import stored_decision
 from sparsedebug.signoff.invariants import SHARE_PAST_WHOLE, enforce
 from sparsedebug.signoff.memo_engine import check_figures, model_label, sparse_kernels_claim
@@ -99,10 +100,13 @@ def _check_claim(check: GateCheck, run: RunRecord, role: str, book: Playbook | N
         figures.append(_fig("samples_needed", float(test.needed), "count", "gate policy",
                             f"checks[{check.id}].test.needed"))
     limits = {f"limit.{f.quantity}": f.direction for f in check.figures if f.limit is not None and f.direction is not None}
+    # below TAIL_MIN_SAMPLES the tail check counts samples past the baseline's slowest: no p99 is stated as such
+    few = check.id == "p99_latency" and test is not None and test.n_cand is not None and test.n_cand < TAIL_MIN_SAMPLES
+    tail: dict[str, str] = {"tail": "few"} if few else {}
     return Claim(kind="reason", code=check.id, figures=figures,
                  terms={"status": check.status, "role": role, "on_inconclusive": check.on_inconclusive or "", "owner": owner,
                         "why": undecided_why(check) if check.status == "inconclusive" else "",
-                        "judgement": check_judgement(check), "beyond_limit": ",".join(beyond_limit(check)), **limits})
+                        "judgement": check_judgement(check), "beyond_limit": ",".join(beyond_limit(check)), **limits, **tail})
 
 
 def _check_claims(result: GateResult, run: RunRecord, role: str, book: Playbook | None = None) -> list[Claim]:

@@ -108,3 +108,17 @@ def test_a_failing_quality_check_on_a_registered_model_points_to_the_study_that_
     assert "floor 0.9000" in text and "sparsedebug quality minilm-l6" in text
     unregistered = reason(PLAIN, check.model_copy(update={"terms": {**check.terms, "model": ""}}))
     assert "sparsedebug quality" not in unregistered and unregistered.startswith("Quality is below the guardrail")
+
+
+def test_a_failing_tail_check_on_too_few_samples_states_no_p99() -> None:
+    from sparsedebug.records.memo import Figure, FigureSource
+
+    cap = Figure(quantity="p99_max_ratio", value=1.25, unit="ratio", source=FigureSource(record="gate policy", field="f"))
+    ratio = Figure(quantity="p99_ratio", role="fixed", value=1.309, unit="ratio", source=FigureSource(record="r", field="f"))
+    check = Claim(kind="reason", code="p99_latency", figures=[ratio, cap],
+                  terms={"status": "fail", "owner": "serving performance owner", "tail": "few"})
+    text = reason(PLAIN, check)
+    assert text.startswith("The tail latency check fails: counted against 1.250x the baseline's slowest sample")
+    assert "p99 is" not in text and "1.309" not in text
+    many = reason(PLAIN, check.model_copy(update={"terms": {**check.terms, "tail": ""}}))
+    assert "p99 is 1.309x the baseline's" in many

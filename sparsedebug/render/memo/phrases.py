@@ -305,12 +305,19 @@ def _reason(st: Style, c: Claim) -> str:
             return f"The precision check {verb}: {moved}, and the policy allows no change of precision."
         return f"The precision check {verb}: a layer's dtype or kernel error moved against the baseline."
     if code == "p99_latency":
-        r, cap = c.figure("p99_ratio"), c.figure("p99_max_ratio")
-        if status == "pass" and _past_limit(c, "p99_ratio"):
-            return (f"The p99 latency check passes: p99 is {num(r)}x the baseline's, over the {num(cap)}x limit by no more "
-                    f"than noise ({_noise(c)}).")
-        return f"The p99 latency check {verb}: p99 is {num(r)}x the baseline's, against at most {num(cap)}x."
+        return _tail_reason(c, verb)
     return f"The {name} check {verb}."
+
+
+def _tail_reason(c: Claim, verb: str) -> str:
+    """The p99 check as a reason: its p99 ratio, or (too few samples for a p99) the slowest-sample count it made."""
+    r, cap = c.figure("p99_ratio"), c.figure("p99_max_ratio")
+    if c.terms.get("tail") == "few":  # too few samples for a p99: the check counts samples past the baseline's slowest
+        return f"The tail latency check {verb}: counted against {num(cap)}x the baseline's slowest sample (too few samples for a p99)."
+    if verb == "passes" and _past_limit(c, "p99_ratio"):
+        return (f"The p99 latency check passes: p99 is {num(r)}x the baseline's, over the {num(cap)}x limit by no more "
+                f"than noise ({_noise(c)}).")
+    return f"The p99 latency check {verb}: p99 is {num(r)}x the baseline's, against at most {num(cap)}x."
 
 
 @guarded
